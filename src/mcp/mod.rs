@@ -3,10 +3,30 @@
 //! This module knows JSON-RPC and the two protocol eras; it knows nothing of operations, keys or storage.
 //! Tools reach it through [`ToolHost`], so the operator server (`/v1/mcp`), the help server
 //! (`/v1/help/mcp`), the session server (`/v1/session/mcp`) and the conformance fixtures share one transport.
+//!
+//! It must never keep state between requests, mint an `Mcp-Session-Id`, answer with SSE, or read a clock:
+//! every answer is a pure function of the request and the host's tools.
+//!
+//! Order of checks (each one verified against Claude Code, Codex, the TS and Python SDK clients and the
+//! official conformance suite; see `/work/shared/TOOLCHAIN.md`):
+//! 1. not POST → 405 `Allow: POST` (Cursor reconnect-loops on a 400 for GET);
+//! 2. Origin/Host not allowed → 403 (DNS-rebinding protection); body over 4 MiB → 413;
+//! 3. unparseable → 400 −32700; not one request object → 400 −32600; no `id` → 202, no body;
+//! 4. the era: [`modern`] (2026-07-28, per-request `_meta`) when the `MCP-Protocol-Version` header names it,
+//!    or `params._meta` carries a protocol version, or the method is `server/discover`; else [`legacy`]
+//!    (`initialize`, 2025-03-26 … 2025-11-25).
+
+pub mod fixtures;
+mod headers;
+mod legacy;
+mod modern;
+mod rpc;
+
+pub use rpc::RpcError;
 
 use crate::http::{HttpRequest, HttpResponse};
 use futures::future::LocalBoxFuture;
-use serde_json::Value;
+use serde_json::{json, Map, Value};
 
 /// Who this server says it is, and which browsers' pages may call it.
 #[derive(Debug, Clone)]
@@ -32,11 +52,307 @@ pub trait ToolHost {
     fn tools(&self) -> Vec<Value>;
     /// Runs one tool. Business and validation failures are results with `isError: true`, never `Err`.
     fn call<'a>(&'a self, name: &'a str, arguments: Value) -> LocalBoxFuture<'a, CallOutcome>;
+
+    /// Runs one tool with everything the request carried besides its name and arguments: the era, the
+    /// client's declared capabilities and the MRTR retry fields (2026-07-28). Only hosts that need those
+    /// override it (the conformance fixtures); the default is [`ToolHost::call`].
+    fn call_with<'a>(&'a self, call: ToolCall<'a>) -> LocalBoxFuture<'a, ToolReply> {
+        Box::pin(async move {
+            match self.call(call.name, Value::Object(call.arguments)).await {
+                Some(result) => ToolReply::Done(result),
+                None => ToolReply::UnknownTool,
+            }
+        })
+    }
 }
+
+/// The protocol era a request is served in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Era {
+    /// `initialize` handshake revisions, 2025-03-26 … 2025-11-25.
+    Legacy,
+    /// Per-request `_meta` revisions, 2026-07-28.
+    Modern,
+}
+
+/// One `tools/call`, as [`ToolHost::call_with`] receives it.
+#[derive(Debug, Clone)]
+pub struct ToolCall<'a> {
+    pub name: &'a str,
+    /// `params.arguments`, `{}` when absent.
+    pub arguments: Map<String, Value>,
+    pub era: Era,
+    /// `_meta["io.modelcontextprotocol/clientCapabilities"]` in the modern era; `{}` in the legacy era,
+    /// where a stateless server cannot remember what `initialize` declared.
+    pub client_capabilities: &'a Map<String, Value>,
+    /// `params.inputResponses` of an MRTR retry (modern era; already checked to be an object of objects).
+    pub input_responses: Option<&'a Map<String, Value>>,
+    /// `params.requestState` of an MRTR retry, echoed from the server's `InputRequiredResult`.
+    pub request_state: Option<&'a str>,
+}
+
+/// What a host made of a [`ToolCall`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum ToolReply {
+    /// The `CallToolResult` (or, in the modern era, an `InputRequiredResult`).
+    Done(Value),
+    /// No tool has that name: −32602.
+    UnknownTool,
+    /// A protocol error the tool itself decided (e.g. −32021 for an undeclared client capability).
+    Refused(RpcError),
+}
+
+/// Protocol versions served through `initialize`, oldest first.
+pub const LEGACY_VERSIONS: [&str; 3] = ["2025-03-26", "2025-06-18", "2025-11-25"];
+/// The protocol version served through per-request `_meta`.
+pub const MODERN_VERSION: &str = "2026-07-28";
+/// Request bodies above this are refused with 413 before they are parsed.
+pub const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
 
 /// Answers one HTTP request to an MCP endpoint. The caller has already checked the method is allowed
 /// to reach here only for auth purposes; this function still answers non-POST with 405.
 pub async fn serve(spec: &ServerSpec, host: &dyn ToolHost, req: &HttpRequest) -> HttpResponse {
-    let _ = (spec, host, req);
-    HttpResponse::json(501, &serde_json::json!({"error": "mcp transport not built yet"}))
+    if !req.method.eq_ignore_ascii_case("POST") {
+        let error = RpcError::new(
+            rpc::INVALID_REQUEST,
+            "Method Not Allowed: this MCP endpoint accepts only POST",
+        );
+        return rpc::error(405, None, &error).with_header("allow", "POST");
+    }
+    if let Some(reason) = headers::refusal(spec, req) {
+        return rpc::error(403, None, &RpcError::new(rpc::INVALID_REQUEST, reason));
+    }
+    if req.body.len() > MAX_BODY_BYTES {
+        let message =
+            format!("Payload Too Large: request bodies are limited to {MAX_BODY_BYTES} bytes");
+        return rpc::error(413, None, &RpcError::new(rpc::INVALID_REQUEST, message));
+    }
+    let request = match rpc::parse(&req.body) {
+        rpc::Body::Request(request) => request,
+        rpc::Body::Accepted => return HttpResponse::new(202),
+        rpc::Body::Invalid { id, error } => return rpc::error(400, id.as_ref(), &error),
+    };
+    if modern::claims(req, &request) {
+        modern::serve(spec, host, req, &request).await
+    } else {
+        legacy::serve(spec, host, req, &request).await
+    }
+}
+
+/// `serverInfo` as both eras show it (`_meta["io.modelcontextprotocol/serverInfo"]` in the modern one).
+fn server_info(spec: &ServerSpec) -> Value {
+    json!({"name": spec.name, "title": spec.title, "version": spec.version})
+}
+
+/// Tools only: no resources, prompts, completions or logging, and a fixed list (`listChanged: false`, so
+/// conforming clients neither wait for nor subscribe to list changes).
+fn capabilities() -> Value {
+    json!({"tools": {"listChanged": false}})
+}
+
+/// Reads a `tools/call`'s params and hands the call to the host. The era modules wrap the reply.
+async fn call_tool(
+    host: &dyn ToolHost,
+    era: Era,
+    params: &Map<String, Value>,
+    client_capabilities: &Map<String, Value>,
+) -> Result<Value, RpcError> {
+    let (name, arguments) = call_target(params)?;
+    let (input_responses, request_state) = match era {
+        Era::Legacy => (None, None),
+        Era::Modern => mrtr_fields(params)?,
+    };
+    let call = ToolCall {
+        name,
+        arguments,
+        era,
+        client_capabilities,
+        input_responses,
+        request_state,
+    };
+    match host.call_with(call).await {
+        ToolReply::Done(result) => Ok(result),
+        ToolReply::UnknownTool => Err(RpcError::invalid_params(format!("Unknown tool: {name}"))),
+        ToolReply::Refused(error) => Err(error),
+    }
+}
+
+/// `params.name` (required) and `params.arguments` (an object, `{}` when absent or null).
+fn call_target(params: &Map<String, Value>) -> Result<(&str, Map<String, Value>), RpcError> {
+    let Some(name) = params.get("name").and_then(Value::as_str) else {
+        return Err(RpcError::invalid_params(
+            "Invalid params: tools/call needs params.name, the tool's name",
+        ));
+    };
+    let arguments = match params.get("arguments") {
+        None | Some(Value::Null) => Map::new(),
+        Some(Value::Object(arguments)) => arguments.clone(),
+        Some(_) => {
+            return Err(RpcError::invalid_params(
+                "Invalid params: params.arguments must be an object",
+            ))
+        }
+    };
+    Ok((name, arguments))
+}
+
+/// SEP-2322 retry fields: `inputResponses` and `requestState`.
+type Retry<'p> = (Option<&'p Map<String, Value>>, Option<&'p str>);
+
+/// Reads the retry fields. Each input response is a client result object; anything else (a number, `null`)
+/// is a protocol error rather than something a tool should guess at.
+fn mrtr_fields(params: &Map<String, Value>) -> Result<Retry<'_>, RpcError> {
+    let input_responses = match params.get("inputResponses") {
+        None => None,
+        Some(Value::Object(responses)) => {
+            if let Some((key, _)) = responses.iter().find(|(_, v)| !v.is_object()) {
+                let message =
+                    format!("Invalid params: inputResponses[{key:?}] must be a result object");
+                return Err(RpcError::invalid_params(message));
+            }
+            Some(responses)
+        }
+        Some(_) => {
+            return Err(RpcError::invalid_params(
+                "Invalid params: inputResponses must be an object",
+            ))
+        }
+    };
+    let request_state = match params.get("requestState") {
+        None => None,
+        Some(Value::String(state)) => Some(state.as_str()),
+        Some(_) => {
+            return Err(RpcError::invalid_params(
+                "Invalid params: requestState must be a string",
+            ))
+        }
+    };
+    Ok((input_responses, request_state))
+}
+
+#[cfg(test)]
+mod testing;
+
+#[cfg(test)]
+mod tests {
+    use super::testing::*;
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn get_and_delete_are_method_not_allowed_with_an_allow_header() {
+        for method in ["GET", "DELETE"] {
+            let response = send(HttpRequest {
+                method: method.into(),
+                ..post(json!({}))
+            });
+            assert_eq!(response.status, 405);
+            assert_eq!(response.header("allow"), Some("POST"));
+        }
+    }
+
+    #[test]
+    fn a_foreign_origin_is_refused_with_403_and_an_error_without_id() {
+        let response = send(with_header(ping(), "origin", "http://evil.example.com"));
+        assert_eq!(response.status, 403);
+        assert_eq!(
+            response.json_body()["error"]["code"],
+            json!(rpc::INVALID_REQUEST)
+        );
+        assert!(response.json_body().get("id").is_none());
+    }
+
+    #[test]
+    fn a_listed_origin_and_host_are_served() {
+        let spec = ServerSpec {
+            allowed_hosts: vec!["localhost:8787".into()],
+            ..spec()
+        };
+        let req = with_header(
+            with_header(ping(), "origin", "http://localhost:8787"),
+            "host",
+            "localhost:8787",
+        );
+        assert_eq!(send_with(&spec, &TinyHost, req).status, 200);
+    }
+
+    #[test]
+    fn an_unlisted_host_is_refused_when_hosts_are_configured() {
+        let spec = ServerSpec {
+            allowed_hosts: vec!["localhost:8787".into()],
+            ..spec()
+        };
+        assert_eq!(
+            send_with(
+                &spec,
+                &TinyHost,
+                with_header(ping(), "host", "evil.example.com")
+            )
+            .status,
+            403
+        );
+        assert_eq!(
+            send_with(&spec, &TinyHost, ping()).status,
+            403,
+            "a missing Host is not a listed one"
+        );
+    }
+
+    #[test]
+    fn a_body_over_four_mebibytes_is_refused_with_413() {
+        let req = HttpRequest {
+            body: vec![b' '; MAX_BODY_BYTES + 1],
+            ..ping()
+        };
+        let response = send(req);
+        assert_eq!(response.status, 413);
+        assert_eq!(
+            response.json_body()["error"]["code"],
+            json!(rpc::INVALID_REQUEST)
+        );
+    }
+
+    #[test]
+    fn broken_json_is_a_400_parse_error() {
+        let response = send(HttpRequest {
+            body: b"{nope".to_vec(),
+            ..ping()
+        });
+        assert_eq!(response.status, 400);
+        assert_eq!(
+            response.json_body()["error"]["code"],
+            json!(rpc::PARSE_ERROR)
+        );
+    }
+
+    #[test]
+    fn a_batch_is_a_400_invalid_request() {
+        let response = send(post(json!([{"jsonrpc": "2.0", "id": 1, "method": "ping"}])));
+        assert_eq!(response.status, 400);
+        assert_eq!(
+            response.json_body()["error"]["code"],
+            json!(rpc::INVALID_REQUEST)
+        );
+    }
+
+    #[test]
+    fn notifications_and_client_responses_get_202_and_no_body_in_both_eras() {
+        let legacy = post(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        let modern = modern_post(
+            json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {}}),
+        );
+        let response = post(json!({"jsonrpc": "2.0", "id": 3, "result": {}}));
+        for req in [legacy, modern, response] {
+            let answer = send(req);
+            assert_eq!(answer.status, 202);
+            assert!(answer.body.is_empty());
+        }
+    }
+
+    #[test]
+    fn every_answer_is_one_json_body_without_a_session_id() {
+        let response = send(ping());
+        assert_eq!(response.header("content-type"), Some("application/json"));
+        assert_eq!(response.header("mcp-session-id"), None);
+    }
 }

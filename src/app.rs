@@ -1,0 +1,234 @@
+//! The whole server as one function: `handle(env, request) -> response`. The Worker edge calls it for
+//! every request; host tests call it directly, the way axum tests call `app().oneshot()`.
+
+use crate::cx::{Caller, Cx, Env};
+use crate::error::{ApiError, Code};
+use crate::http::{HttpRequest, HttpResponse};
+use crate::mcp::{self, ServerSpec};
+use crate::rest::{self, Route};
+use crate::rules::ids;
+use crate::tools::OperatorTools;
+use serde_json::json;
+
+/// Bodies above this are refused before they are parsed.
+pub const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
+
+/// The timing and identity of one request, supplied by the edge.
+pub struct RequestMeta {
+    pub now_ms: i64,
+    pub request_id: String,
+}
+
+pub const INSTRUCTIONS: &str = "agentsky runs AI agents for you as tools. \
+Start with list_agents (or search the catalog), then start_session with a fresh idempotency_key, then read_session with the returned cursor and wait_seconds: 50 until turn_finished. \
+Continue with send_message; finish with collect_result and stop_session. \
+Every list and create tool takes an optional `workspace` slug (see list_workspaces); tools taking a session, task or artifact id derive the workspace from it. \
+Retry a timed-out mutation with the same idempotency_key and inputs: it is never done twice. \
+Errors are tool results whose error.code is the API's (not_found, insufficient_scope, universe_mismatch, rate_limited, …). \
+Call help for topics, required fields and examples.";
+
+/// Answers one request. Adds `x-request-id` and `x-d1-queries` (round trips this request made) to every
+/// response.
+pub async fn handle(env: &Env, req: HttpRequest, meta: RequestMeta) -> HttpResponse {
+    let request_id = meta.request_id.clone();
+    let resp = route(env, &req, meta).await;
+    resp.with_header("x-request-id", request_id)
+        .with_header("x-d1-queries", env.db.calls().to_string())
+}
+
+async fn route(env: &Env, req: &HttpRequest, meta: RequestMeta) -> HttpResponse {
+    if req.body.len() > MAX_BODY_BYTES {
+        return rest::error_response(&ApiError::new(
+            Code::PayloadTooLarge,
+            format!("request bodies are limited to {MAX_BODY_BYTES} bytes"),
+        ));
+    }
+    let path = req.path.as_str();
+    let mut cx = Cx {
+        env,
+        now_ms: meta.now_ms,
+        request_id: meta.request_id,
+        caller: None,
+        universe: req
+            .header("x-universe")
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned),
+        base_url: base_url(env, req),
+        client_ip: req.client_ip.clone(),
+        admin: false,
+    };
+    match path {
+        "/" | "/v1" | "/v1/health" => {
+            return HttpResponse::json(
+                200,
+                &json!({ "ok": true, "name": "agentsky", "version": env!("CARGO_PKG_VERSION") }),
+            )
+        }
+        "/v1/openapi.json" => {
+            return HttpResponse::json(200, &crate::openapi::document(&cx.base_url))
+        }
+        "/v1/mcp" => {
+            if req.method != "POST" {
+                return mcp::serve(&spec(&cx, req), &NoTools, req).await;
+            }
+            match authenticate(&cx, req).await {
+                Ok(Auth::Key(caller)) => cx.caller = Some(caller),
+                Ok(Auth::Admin | Auth::None) => return unauthorized(&cx, None),
+                Err(resp) => return resp,
+            }
+            let tools = OperatorTools { cx: &cx };
+            return mcp::serve(&spec(&cx, req), &tools, req).await;
+        }
+        "/v1/conformance/mcp" if env.config.conformance_fixtures => {
+            return mcp::serve(&spec(&cx, req), &mcp::fixtures::Fixtures, req).await
+        }
+        _ if path.starts_with("/.well-known/") => {
+            // No OAuth here: bearer keys only. A 404 tells clients not to start an OAuth flow.
+            return HttpResponse::json(404, &ApiError::not_found("resource").body());
+        }
+        _ => {}
+    }
+    match rest::route(&req.method, path) {
+        Route::Found(op, params) => {
+            match authenticate(&cx, req).await {
+                Ok(Auth::Key(caller)) => cx.caller = Some(caller),
+                Ok(Auth::Admin) => cx.admin = true,
+                Ok(Auth::None) if op.scope == crate::ops::Scope::Public => {}
+                Ok(Auth::None) => return unauthorized(&cx, None),
+                Err(resp) => return resp,
+            }
+            let args = rest::arguments(op, req, params);
+            rest::serve(&cx, op, args).await
+        }
+        Route::WrongMethod(allowed) => HttpResponse::json(
+            405,
+            &ApiError::new(
+                Code::InvalidParams,
+                format!(
+                    "{} is not served on {path}; use {}",
+                    req.method,
+                    allowed.join(", ")
+                ),
+            )
+            .body(),
+        )
+        .with_header("allow", allowed.join(", ")),
+        Route::NotFound => HttpResponse::json(
+            404,
+            &ApiError::new(Code::NotFound, format!("no route {} {path}", req.method)).body(),
+        ),
+    }
+}
+
+/// The MCP server's identity and which browser origins may call it.
+fn spec(cx: &Cx<'_>, req: &HttpRequest) -> ServerSpec {
+    let mut allowed_origins = cx.env.config.allowed_origins.clone();
+    allowed_origins.push(cx.base_url.clone());
+    if let Some(host) = req.header("host").filter(|h| is_loopback_host(h)) {
+        let port = host
+            .rsplit_once(':')
+            .map(|(_, p)| format!(":{p}"))
+            .filter(|_| !host.ends_with(']'))
+            .unwrap_or_default();
+        for name in ["localhost", "127.0.0.1", "[::1]"] {
+            allowed_origins.push(format!("http://{name}{port}"));
+        }
+    }
+    ServerSpec {
+        name: "agentsky".into(),
+        title: "agentsky".into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        instructions: INSTRUCTIONS.into(),
+        allowed_origins,
+        allowed_hosts: vec![],
+    }
+}
+
+fn is_loopback_host(host: &str) -> bool {
+    let name = host
+        .rsplit_once(':')
+        .filter(|_| !host.ends_with(']'))
+        .map_or(host, |(h, _)| h);
+    matches!(name, "localhost" | "127.0.0.1" | "[::1]")
+}
+
+/// `PUBLIC_BASE_URL`, or the request's own origin (plain http only on loopback).
+fn base_url(env: &Env, req: &HttpRequest) -> String {
+    if !env.config.public_base_url.is_empty() {
+        return env.config.public_base_url.trim_end_matches('/').to_owned();
+    }
+    let host = req.header("host").unwrap_or("localhost");
+    let scheme = if is_loopback_host(host) {
+        "http"
+    } else {
+        "https"
+    };
+    format!("{scheme}://{host}")
+}
+
+/// An MCP host with no tools: only used to answer non-POST requests (405) before authentication.
+struct NoTools;
+impl mcp::ToolHost for NoTools {
+    fn tools(&self) -> Vec<serde_json::Value> {
+        vec![]
+    }
+    fn call<'a>(
+        &'a self,
+        _: &'a str,
+        _: serde_json::Value,
+    ) -> futures::future::LocalBoxFuture<'a, mcp::CallOutcome> {
+        Box::pin(async { None })
+    }
+}
+
+enum Auth {
+    None,
+    Admin,
+    Key(Caller),
+}
+
+/// Reads the bearer: the admin token, an API key, or nothing. A bearer that is neither is a 401.
+async fn authenticate(cx: &Cx<'_>, req: &HttpRequest) -> Result<Auth, HttpResponse> {
+    let Some(header) = req.header("authorization") else {
+        return Ok(Auth::None);
+    };
+    let token = match header.split_once(' ') {
+        Some((scheme, token)) if scheme.eq_ignore_ascii_case("bearer") => token.trim(),
+        _ => {
+            return Err(unauthorized(
+                cx,
+                Some("the Authorization header must be `Bearer ast_…`"),
+            ))
+        }
+    };
+    if let Some(admin) = cx
+        .env
+        .config
+        .admin_token
+        .as_deref()
+        .filter(|t| !t.is_empty())
+    {
+        if ids::constant_time_eq(&ids::hash_secret(token), &ids::hash_secret(admin)) {
+            return Ok(Auth::Admin);
+        }
+    }
+    if !token.starts_with("ast_") || token.len() > 200 {
+        return Err(unauthorized(cx, Some("this is not an agentsky API key")));
+    }
+    match crate::store::keys::authenticate(cx.db(), &ids::hash_secret(token), cx.now_ms).await {
+        Ok(Some(caller)) => Ok(Auth::Key(caller)),
+        Ok(None) => Err(unauthorized(cx, Some("unknown or revoked API key"))),
+        Err(e) => Err(rest::error_response(&cx.internal(e))),
+    }
+}
+
+/// 401 with `WWW-Authenticate`; `invalid_token` when a key was presented and refused.
+fn unauthorized(cx: &Cx<'_>, bad_token: Option<&str>) -> HttpResponse {
+    let realm = format!("Bearer realm=\"agentsky\"");
+    let (challenge, message) = match bad_token {
+        Some(why) => (format!("{realm}, error=\"invalid_token\", error_description=\"{why}\""), why.to_owned()),
+        None => (realm, format!("an API key is required: Authorization: Bearer ast_… (create one with POST {}/v1/accounts)", cx.base_url)),
+    };
+    HttpResponse::json(401, &ApiError::new(Code::Unauthorized, message).body())
+        .with_header("www-authenticate", challenge)
+}

@@ -1,0 +1,221 @@
+//! The request context every operation receives: the bindings, the clock, the caller and its workspaces.
+//! The core reaches the platform only through here, so host tests can build a `Cx` from SQLite and a fixed
+//! clock, and nothing in the core calls `SystemTime::now()` (it panics on wasm32).
+
+use crate::error::{ApiError, Code};
+use crate::rules::rate::Decision;
+use crate::store::{Counted, Sql};
+use futures::future::LocalBoxFuture;
+use serde::Deserialize;
+
+/// Settings read from the Worker's vars and secrets.
+#[derive(Debug, Clone, Default)]
+pub struct Config {
+    /// `POST /v1/accounts` without an admin token (on under `make dev`, off in production).
+    pub open_signup: bool,
+    /// Lets `POST /v1/accounts` through when signup is closed.
+    pub admin_token: Option<String>,
+    /// One per-key limit shared by REST and MCP.
+    pub rate_limit_per_min: u32,
+    /// Origins allowed to call the MCP endpoints besides loopback ones.
+    pub allowed_origins: Vec<String>,
+    /// Base of the links the server hands out; empty means the request's own origin.
+    pub public_base_url: String,
+    /// Serves the conformance suite's fixture tools without auth at `/v1/conformance/mcp` (tests only).
+    pub conformance_fixtures: bool,
+}
+
+/// Counts hits on named rate buckets (the `Limiter` Durable Object in the Worker).
+pub trait Limiter {
+    fn hit(
+        &self,
+        bucket: String,
+        limit: u32,
+        period_ms: i64,
+        now_ms: i64,
+    ) -> LocalBoxFuture<'_, Result<Decision, String>>;
+}
+
+/// The platform, per request.
+pub struct Env {
+    pub db: Counted,
+    pub limiter: Box<dyn Limiter>,
+    pub config: Config,
+}
+
+impl Env {
+    pub fn new(db: Box<dyn Sql>, limiter: Box<dyn Limiter>, config: Config) -> Self {
+        Self {
+            db: Counted::new(db),
+            limiter,
+            config,
+        }
+    }
+}
+
+/// One workspace the caller belongs to, as read with the key.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+pub struct Membership {
+    pub workspace_id: String,
+    pub slug: String,
+    pub name: String,
+    pub role: Role,
+    #[serde(deserialize_with = "crate::store::int_bool")]
+    pub is_personal: bool,
+}
+
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Deserialize,
+    serde::Serialize,
+    schemars::JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    Member,
+    Admin,
+    Owner,
+}
+
+impl Role {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Role::Member => "member",
+            Role::Admin => "admin",
+            Role::Owner => "owner",
+        }
+    }
+}
+
+/// Who is calling: an account through one of its keys.
+#[derive(Debug, Clone)]
+pub struct Caller {
+    pub account_id: String,
+    pub key_id: String,
+    pub can_write: bool,
+    /// The workspace a locked key may touch; every other slug is `universe_mismatch`.
+    pub locked_workspace_id: Option<String>,
+    pub memberships: Vec<Membership>,
+}
+
+/// Everything one operation call may use.
+pub struct Cx<'a> {
+    pub env: &'a Env,
+    pub now_ms: i64,
+    pub request_id: String,
+    pub caller: Option<Caller>,
+    /// The connection's default workspace (`x-universe` header), if it named one.
+    pub universe: Option<String>,
+    /// The origin links are built from (`PUBLIC_BASE_URL`, or the request's).
+    pub base_url: String,
+    /// The caller's address, for per-address limits.
+    pub client_ip: String,
+    /// The bearer was the deployment's admin token (lets sign-up through when it is closed).
+    pub admin: bool,
+}
+
+impl<'a> Cx<'a> {
+    pub fn db(&self) -> &'a dyn Sql {
+        &self.env.db
+    }
+
+    /// The authenticated caller; operations with a scope never run without one.
+    pub fn caller(&self) -> Result<&Caller, ApiError> {
+        self.caller
+            .as_ref()
+            .ok_or_else(|| ApiError::new(Code::Unauthorized, "an API key is required"))
+    }
+
+    /// An internal failure with this request's id (the cause goes to the log only).
+    pub fn internal(&self, cause: impl std::fmt::Display) -> ApiError {
+        ApiError::internal(&self.request_id, cause)
+    }
+
+    /// The workspace a list or create call works in, by the contract's rules: the `workspace` slug if
+    /// given, else the connection's `x-universe`, else the key's locked workspace, else the personal one.
+    /// A locked key naming another slug is `universe_mismatch`; a slug the caller is not in is `not_found`.
+    pub fn workspace(&self, slug: Option<&str>) -> Result<&Membership, ApiError> {
+        let caller = self.caller()?;
+        let locked = caller
+            .locked_workspace_id
+            .as_ref()
+            .map(|id| {
+                caller
+                    .memberships
+                    .iter()
+                    .find(|m| &m.workspace_id == id)
+                    .ok_or_else(|| ApiError::not_found("workspace"))
+            })
+            .transpose()?;
+        let wanted = slug.or(self.universe.as_deref());
+        match (wanted, locked) {
+            (Some(s), Some(l)) if s != l.slug => Err(ApiError::new(
+                Code::UniverseMismatch,
+                format!(
+                    "this key is locked to workspace `{}`; it cannot use `{s}`",
+                    l.slug
+                ),
+            )),
+            (_, Some(l)) => Ok(l),
+            (Some(s), None) => caller
+                .memberships
+                .iter()
+                .find(|m| m.slug == s)
+                .ok_or_else(|| {
+                    ApiError::new(
+                        Code::NotFound,
+                        format!("workspace `{s}` not found among yours; call list_workspaces"),
+                    )
+                }),
+            (None, None) => caller
+                .memberships
+                .iter()
+                .find(|m| m.is_personal)
+                .ok_or_else(|| ApiError::not_found("personal workspace")),
+        }
+    }
+
+    /// The caller's membership of a workspace by id, for operations that derive the workspace from an
+    /// object. Locked keys see only their workspace; anything else is `not_found`, so ids do not leak.
+    pub fn member_of(&self, workspace_id: &str) -> Result<&Membership, ApiError> {
+        let caller = self.caller()?;
+        if caller
+            .locked_workspace_id
+            .as_deref()
+            .is_some_and(|l| l != workspace_id)
+        {
+            return Err(ApiError::new(
+                Code::UniverseMismatch,
+                "this key is locked to another workspace",
+            ));
+        }
+        caller
+            .memberships
+            .iter()
+            .find(|m| m.workspace_id == workspace_id)
+            .ok_or_else(|| ApiError::not_found("workspace"))
+    }
+
+    /// Refuses unless the caller's role in `m` is at least `role`.
+    pub fn require_role(&self, m: &Membership, role: Role) -> Result<(), ApiError> {
+        if m.role >= role {
+            Ok(())
+        } else {
+            Err(ApiError::new(
+                Code::Forbidden,
+                format!(
+                    "this needs the {} role in `{}`; yours is {}",
+                    role.as_str(),
+                    m.slug,
+                    m.role.as_str()
+                ),
+            ))
+        }
+    }
+}

@@ -1,0 +1,259 @@
+//! The JSON-RPC 2.0 envelope: what one POST body is, and how an answer is written back.
+//!
+//! Knows nothing of eras or tools. It never decides an HTTP status for a protocol error on its own: the era
+//! modules pass the status in, because the same code (−32602) is a 200 in the legacy era and a 400 in the
+//! modern one.
+
+use crate::http::HttpResponse;
+use serde_json::{json, Map, Value};
+
+pub const PARSE_ERROR: i64 = -32700;
+pub const INVALID_REQUEST: i64 = -32600;
+pub const METHOD_NOT_FOUND: i64 = -32601;
+pub const INVALID_PARAMS: i64 = -32602;
+/// 2026-07-28: HTTP headers disagree with the body, or a required header is missing.
+pub const HEADER_MISMATCH: i64 = -32020;
+/// 2026-07-28: the request needs a client capability the client did not declare.
+pub const MISSING_REQUIRED_CLIENT_CAPABILITY: i64 = -32021;
+/// 2026-07-28: the requested protocol version is not served; `data: {supported, requested}`.
+pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
+
+/// A protocol failure, answered as a JSON-RPC error object. Business failures never take this shape: they
+/// are tool results with `isError: true`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RpcError {
+    pub code: i64,
+    pub message: String,
+    pub data: Option<Value>,
+}
+
+impl RpcError {
+    pub fn new(code: i64, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            message: message.into(),
+            data: None,
+        }
+    }
+
+    pub fn with_data(mut self, data: Value) -> Self {
+        self.data = Some(data);
+        self
+    }
+
+    pub fn invalid_params(message: impl Into<String>) -> Self {
+        Self::new(INVALID_PARAMS, message)
+    }
+
+    pub fn header_mismatch(message: impl Into<String>) -> Self {
+        Self::new(HEADER_MISMATCH, message)
+    }
+
+    fn to_json(&self) -> Value {
+        let mut error = json!({"code": self.code, "message": self.message});
+        if let Some(data) = &self.data {
+            error["data"] = data.clone();
+        }
+        error
+    }
+}
+
+/// One JSON-RPC request that is owed an answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Request {
+    /// A string or an integer, echoed as sent.
+    pub id: Value,
+    pub method: String,
+    /// `params`, or an empty object when absent or `null`.
+    pub params: Map<String, Value>,
+}
+
+/// What a POST body turned out to be.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Body {
+    /// A request: answer it.
+    Request(Request),
+    /// A notification, or a response the client sent back: acknowledge with 202 and no body.
+    Accepted,
+    /// Not something this endpoint accepts: answer with this error (and the request's id when one could be read).
+    Invalid { id: Option<Value>, error: RpcError },
+}
+
+/// Reads one POST body. JSON-RPC batches (arrays) were removed from MCP in 2025-06-18, and a stateless
+/// endpoint answering one JSON body per POST has no way to answer a batch either, so an array is −32600.
+pub fn parse(body: &[u8]) -> Body {
+    let value: Value = match serde_json::from_slice(body) {
+        Ok(v) => v,
+        Err(e) => {
+            return Body::Invalid {
+                id: None,
+                error: RpcError::new(PARSE_ERROR, format!("Parse error: {e}")),
+            }
+        }
+    };
+    let Value::Object(mut object) = value else {
+        let what = if value.is_array() {
+            "a batch array (batches are not supported)"
+        } else {
+            "not an object"
+        };
+        let message =
+            format!("Invalid Request: the body must be one JSON-RPC request object, got {what}");
+        return Body::Invalid {
+            id: None,
+            error: RpcError::new(INVALID_REQUEST, message),
+        };
+    };
+    let invalid = |id: Option<Value>, message: &str| Body::Invalid {
+        id,
+        error: RpcError::new(INVALID_REQUEST, format!("Invalid Request: {message}")),
+    };
+    if object.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        let id = object.get("id").filter(|id| valid_id(id)).cloned();
+        return invalid(id, "\"jsonrpc\" must be \"2.0\"");
+    }
+    let method = object
+        .get("method")
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    let Some(id) = object.remove("id") else {
+        // No id: a notification, or an error response whose id could not be read. Neither gets an answer.
+        return match (
+            &method,
+            object.contains_key("result") || object.contains_key("error"),
+        ) {
+            (Some(_), _) | (None, true) => Body::Accepted,
+            (None, false) => invalid(None, "a message needs a \"method\" or an \"id\""),
+        };
+    };
+    if !valid_id(&id) {
+        return invalid(None, "\"id\" must be a string or an integer");
+    }
+    let Some(method) = method else {
+        if object.contains_key("result") || object.contains_key("error") {
+            return Body::Accepted;
+        }
+        return invalid(Some(id), "\"method\" must be a string");
+    };
+    let params = match object.remove("params") {
+        None | Some(Value::Null) => Map::new(),
+        Some(Value::Object(params)) => params,
+        Some(_) => return invalid(Some(id), "\"params\" must be an object"),
+    };
+    Body::Request(Request { id, method, params })
+}
+
+/// MCP narrows JSON-RPC ids to strings and integers (never `null`).
+fn valid_id(id: &Value) -> bool {
+    id.is_string() || id.is_i64() || id.is_u64()
+}
+
+/// A 200 with the JSON-RPC result.
+pub fn result(id: &Value, result: Value) -> HttpResponse {
+    HttpResponse::json(200, &json!({"jsonrpc": "2.0", "id": id, "result": result}))
+}
+
+/// An error answer. `id: None` writes an error without an `id` member, as the 2026-07-28 schema allows when
+/// the id could not be read (JSON-RPC 2.0's `"id": null` is not a valid MCP request id).
+pub fn error(status: u16, id: Option<&Value>, error: &RpcError) -> HttpResponse {
+    let mut body = json!({"jsonrpc": "2.0", "error": error.to_json()});
+    if let Some(id) = id {
+        body["id"] = id.clone();
+    }
+    HttpResponse::json(status, &body)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn invalid_code(body: &str) -> i64 {
+        match parse(body.as_bytes()) {
+            Body::Invalid { error, .. } => error.code,
+            other => panic!("expected an invalid body, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_request_keeps_its_id_method_and_params() {
+        let body =
+            parse(br#"{"jsonrpc":"2.0","id":"a","method":"tools/list","params":{"cursor":"x"}}"#);
+        let Body::Request(request) = body else {
+            panic!("not a request")
+        };
+        assert_eq!(request.id, json!("a"));
+        assert_eq!(request.method, "tools/list");
+        assert_eq!(request.params["cursor"], json!("x"));
+    }
+
+    #[test]
+    fn absent_or_null_params_read_as_an_empty_object() {
+        for body in [
+            r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"ping","params":null}"#,
+        ] {
+            let Body::Request(request) = parse(body.as_bytes()) else {
+                panic!("not a request")
+            };
+            assert!(request.params.is_empty());
+        }
+    }
+
+    #[test]
+    fn broken_json_is_a_parse_error() {
+        assert_eq!(invalid_code("{\"jsonrpc\":"), PARSE_ERROR);
+    }
+
+    #[test]
+    fn batches_and_scalars_are_invalid_requests() {
+        assert_eq!(
+            invalid_code(r#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#),
+            INVALID_REQUEST
+        );
+        assert_eq!(invalid_code("42"), INVALID_REQUEST);
+    }
+
+    #[test]
+    fn a_wrong_jsonrpc_version_or_id_type_is_an_invalid_request() {
+        assert_eq!(
+            invalid_code(r#"{"jsonrpc":"1.0","id":1,"method":"ping"}"#),
+            INVALID_REQUEST
+        );
+        assert_eq!(
+            invalid_code(r#"{"jsonrpc":"2.0","id":null,"method":"ping"}"#),
+            INVALID_REQUEST
+        );
+        assert_eq!(
+            invalid_code(r#"{"jsonrpc":"2.0","id":1.5,"method":"ping"}"#),
+            INVALID_REQUEST
+        );
+        assert_eq!(
+            invalid_code(r#"{"jsonrpc":"2.0","id":1,"method":"ping","params":[1]}"#),
+            INVALID_REQUEST
+        );
+        assert_eq!(invalid_code(r#"{"jsonrpc":"2.0","id":1}"#), INVALID_REQUEST);
+    }
+
+    #[test]
+    fn notifications_and_client_responses_are_accepted_without_an_answer() {
+        assert_eq!(
+            parse(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#),
+            Body::Accepted
+        );
+        assert_eq!(
+            parse(br#"{"jsonrpc":"2.0","id":7,"result":{}}"#),
+            Body::Accepted
+        );
+        assert_eq!(
+            parse(br#"{"jsonrpc":"2.0","id":7,"error":{"code":1,"message":"no"}}"#),
+            Body::Accepted
+        );
+    }
+
+    #[test]
+    fn an_error_without_a_readable_id_has_no_id_member() {
+        let response = error(400, None, &RpcError::new(PARSE_ERROR, "Parse error"));
+        assert!(response.json_body().get("id").is_none());
+        assert_eq!(response.json_body()["error"]["code"], json!(PARSE_ERROR));
+    }
+}

@@ -1,0 +1,5 @@
+//! Durable Object classes. Each is a thin async shell over state kept in its own SQLite storage.
+#![deny(clippy::await_holding_refcell_ref)]
+
+#[cfg(target_arch = "wasm32")]
+pub mod session;

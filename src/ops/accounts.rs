@@ -1,0 +1,275 @@
+//! Accounts and API keys (REST only): sign-up, and the keys an account calls with.
+
+use crate::cx::Cx;
+use crate::error::{ApiError, Code};
+use crate::rules::{ids, limits, slug};
+use crate::store::{self, keys::NewKey, DbError};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// Sign-ups allowed per caller address per minute.
+const SIGNUPS_PER_MIN: u32 = 20;
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateAccount {
+    /// Your name, 1–100 characters. The personal workspace's slug is made from it.
+    pub name: String,
+    /// Your email address; one account per address.
+    pub email: String,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct AccountCreated {
+    pub account: AccountInfo,
+    pub workspace: WorkspaceRef,
+    /// The first key. `key.key` is shown only here: store it now.
+    pub key: KeyCreated,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct AccountInfo {
+    pub account_id: String,
+    pub name: String,
+    pub email: String,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct WorkspaceRef {
+    pub workspace_id: String,
+    pub slug: String,
+    pub name: String,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct KeyCreated {
+    pub key_id: String,
+    /// The secret, `ast_…`. Returned once; only its SHA-256 is kept.
+    pub key: String,
+    pub prefix: String,
+    pub scopes: Vec<String>,
+    /// The workspace this key is locked to, if any.
+    pub workspace: Option<String>,
+}
+
+/// A fresh key's secret and stored fields.
+struct Minted {
+    key_id: String,
+    key: String,
+    hash: String,
+    prefix: String,
+}
+
+fn mint() -> Minted {
+    let key = ids::new_secret("ast_");
+    Minted {
+        key_id: ids::new_id("key"),
+        hash: ids::hash_secret(&key),
+        prefix: ids::key_prefix(&key),
+        key,
+    }
+}
+
+fn scope_list(scopes: &str) -> Vec<String> {
+    scopes.split(' ').map(str::to_owned).collect()
+}
+
+/// POST /v1/accounts
+pub async fn create(cx: &Cx<'_>, p: CreateAccount) -> Result<AccountCreated, ApiError> {
+    if !cx.env.config.open_signup && !cx.admin {
+        return Err(ApiError::new(
+            Code::Forbidden,
+            "sign-up is closed on this server; an administrator creates accounts with the admin token",
+        ));
+    }
+    crate::ops::rate_limit(cx, format!("signup:{}", cx.client_ip), SIGNUPS_PER_MIN).await?;
+    limits::text("name", &p.name, 1, 100)?;
+    let email = p.email.trim().to_owned();
+    limits::email("email", &email)?;
+
+    let account_id = ids::new_id("acct");
+    let workspace_id = ids::new_id("ws");
+    let base = slug::slugify(&p.name);
+    for attempt in 0..6 {
+        // A taken slug gets a short random suffix; the unique index decides, not a prior read.
+        let slug = if attempt == 0 {
+            base.clone()
+        } else {
+            format!(
+                "{}-{}",
+                base.chars().take(33).collect::<String>(),
+                &ids::new_id("x")[2..8]
+            )
+        };
+        let minted = mint();
+        let key = NewKey {
+            key_id: &minted.key_id,
+            account_id: &account_id,
+            name: "first key",
+            key_hash: &minted.hash,
+            prefix: &minted.prefix,
+            scopes: "read write",
+            workspace_id: None,
+            now_ms: cx.now_ms,
+        };
+        let account = store::accounts::NewAccount {
+            account_id: &account_id,
+            name: &p.name,
+            email: &email,
+            workspace_id: &workspace_id,
+            slug: &slug,
+            now_ms: cx.now_ms,
+        };
+        match store::accounts::create(cx.db(), &account, &key).await {
+            Ok(()) => {
+                return Ok(AccountCreated {
+                    account: AccountInfo {
+                        account_id: account_id.clone(),
+                        name: p.name.clone(),
+                        email,
+                    },
+                    workspace: WorkspaceRef {
+                        workspace_id: workspace_id.clone(),
+                        slug,
+                        name: p.name,
+                    },
+                    key: KeyCreated {
+                        key_id: minted.key_id,
+                        key: minted.key,
+                        prefix: minted.prefix,
+                        scopes: scope_list("read write"),
+                        workspace: None,
+                    },
+                })
+            }
+            Err(e) if e.is_unique_on("account.email") => {
+                return Err(ApiError::new(
+                    Code::Conflict,
+                    "an account with this email already exists",
+                ))
+            }
+            Err(e) if e.is_unique_on("workspace.slug") || store::keys::is_hash_collision(&e) => {
+                continue
+            }
+            Err(e) => return Err(cx.internal(e)),
+        }
+    }
+    Err(cx.internal("could not find a free workspace slug"))
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateKey {
+    /// What the key is for, 1–100 characters (for example the machine or script using it).
+    pub name: String,
+    /// `["read"]` lists and reads; `["read", "write"]` also starts sessions and changes things.
+    pub scopes: Vec<String>,
+    /// Lock the key to this workspace slug: it then answers `universe_mismatch` for any other.
+    pub workspace: Option<String>,
+}
+
+/// POST /v1/keys
+pub async fn create_key(cx: &Cx<'_>, p: CreateKey) -> Result<KeyCreated, ApiError> {
+    let caller = cx.caller()?;
+    limits::text("name", &p.name, 1, 100)?;
+    limits::count("scopes", p.scopes.len(), 2)?;
+    for s in &p.scopes {
+        limits::one_of("scopes", s, &["read", "write"])?;
+    }
+    if p.scopes.is_empty() {
+        return Err(ApiError::invalid(
+            "`scopes` needs at least one of read, write",
+        ));
+    }
+    let scopes = if p.scopes.iter().any(|s| s == "write") {
+        "read write"
+    } else {
+        "read"
+    };
+    // A locked key can only mint keys locked to its own workspace.
+    let lock = match (&p.workspace, &caller.locked_workspace_id) {
+        (Some(slug), _) => Some(cx.workspace(Some(slug))?),
+        (None, Some(_)) => Some(cx.workspace(None)?),
+        (None, None) => None,
+    };
+    let minted = mint();
+    let new = NewKey {
+        key_id: &minted.key_id,
+        account_id: &caller.account_id,
+        name: &p.name,
+        key_hash: &minted.hash,
+        prefix: &minted.prefix,
+        scopes,
+        workspace_id: lock.map(|m| m.workspace_id.as_str()),
+        now_ms: cx.now_ms,
+    };
+    store::keys::create(cx.db(), &new)
+        .await
+        .map_err(|e: DbError| cx.internal(e))?;
+    Ok(KeyCreated {
+        key_id: minted.key_id,
+        key: minted.key,
+        prefix: minted.prefix,
+        scopes: scope_list(scopes),
+        workspace: lock.map(|m| m.slug.clone()),
+    })
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ListKeys {}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct KeyList {
+    pub keys: Vec<store::keys::KeyInfo>,
+}
+
+/// GET /v1/keys
+pub async fn list_keys(cx: &Cx<'_>, _: ListKeys) -> Result<KeyList, ApiError> {
+    let caller = cx.caller()?;
+    let keys = store::keys::list(
+        cx.db(),
+        &caller.account_id,
+        caller.locked_workspace_id.as_deref(),
+    )
+    .await
+    .map_err(|e| cx.internal(e))?;
+    Ok(KeyList { keys })
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RevokeKey {
+    /// The key's id (`key_…`), from `GET /v1/keys`.
+    pub key_id: String,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct KeyRevoked {
+    pub key_id: String,
+    pub revoked: bool,
+}
+
+/// DELETE /v1/keys/{key_id}
+pub async fn revoke_key(cx: &Cx<'_>, p: RevokeKey) -> Result<KeyRevoked, ApiError> {
+    let caller = cx.caller()?;
+    if !ids::is_id(&p.key_id, "key") {
+        return Err(ApiError::not_found("key"));
+    }
+    let found = store::keys::revoke(
+        cx.db(),
+        &caller.account_id,
+        &p.key_id,
+        caller.locked_workspace_id.as_deref(),
+        cx.now_ms,
+    )
+    .await
+    .map_err(|e| cx.internal(e))?;
+    if !found {
+        return Err(ApiError::not_found("key"));
+    }
+    Ok(KeyRevoked {
+        key_id: p.key_id,
+        revoked: true,
+    })
+}

@@ -1,0 +1,333 @@
+//! Agents: what can be started in a workspace. `list_agents` is a tool; the rest is REST for the console,
+//! the CLI and scripts.
+
+use crate::cx::Cx;
+use crate::error::{ApiError, Code};
+use crate::rules::{ids, limits, slug};
+use crate::store::{self, agents::AgentFields};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+pub use store::agents::Agent;
+
+pub const HARNESSES: &[&str] = &["echo", "openai", "runner"];
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ListAgents {
+    /// A workspace slug from `list_workspaces`; the connection's workspace when left out.
+    pub workspace: Option<String>,
+    /// Page size, 1–200 (default 100).
+    pub limit: Option<i64>,
+    /// Agents to skip, for the next page.
+    pub offset: Option<i64>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct AgentList {
+    pub agents: Vec<store::agents::AgentSummary>,
+    /// Pass as `offset` for the next page; absent on the last page.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_offset: Option<i64>,
+}
+
+/// list_agents
+pub async fn list(cx: &Cx<'_>, p: ListAgents) -> Result<AgentList, ApiError> {
+    let m = cx.workspace(p.workspace.as_deref())?;
+    let limit = limits::page_size("limit", p.limit, 100, 200)?;
+    let offset = p.offset.unwrap_or(0);
+    if offset < 0 {
+        return Err(ApiError::invalid("`offset` must not be negative"));
+    }
+    // One row more than the page tells whether another page follows, without a count query.
+    let mut agents = store::agents::list(cx.db(), &m.workspace_id, limit + 1, offset)
+        .await
+        .map_err(|e| cx.internal(e))?;
+    let next_offset = (agents.len() as i64 > limit).then(|| {
+        agents.truncate(limit as usize);
+        offset + limit
+    });
+    Ok(AgentList {
+        agents,
+        next_offset,
+    })
+}
+
+/// A remote MCP server an agent may call, as declared when it is created.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct McpServer {
+    /// How the agent's tools name it, 1–40 characters.
+    pub name: String,
+    /// Its Streamable HTTP URL (`https://…`, or `http://` on loopback for local testing).
+    pub url: String,
+    /// The name of a workspace secret sent as the bearer token, if the server needs one.
+    pub bearer_secret: Option<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateAgent {
+    /// The workspace to create it in; the connection's workspace when left out.
+    pub workspace: Option<String>,
+    /// A display name, 1–100 characters.
+    pub name: String,
+    /// A catalog handle (without `@`), unique across agentsky: 2–40 lower-case letters, digits and dashes.
+    pub handle: Option<String>,
+    /// `echo` (free, deterministic, for trying things), `openai` (any OpenAI-compatible model) or `runner`.
+    pub harness: String,
+    /// The model the harness runs, 1–100 characters (for `echo`, any label).
+    pub model: String,
+    /// The agent's standing instructions, up to 20,000 characters.
+    pub instructions: Option<String>,
+    /// What it does, for the catalog, up to 1,000 characters.
+    pub description: Option<String>,
+    /// Catalog categories, up to 10 of up to 40 characters.
+    pub categories: Option<Vec<String>>,
+    /// Remote MCP servers it may call, up to 10.
+    #[serde(rename = "mcpServers", alias = "mcp_servers")]
+    pub mcp_servers: Option<Vec<McpServer>>,
+    /// Listed in every workspace's catalog when true.
+    pub is_public: Option<bool>,
+    /// What one session of it costs a caller from another workspace, in cents (public agents).
+    pub price_cents_per_run: Option<i64>,
+}
+
+/// The validated, stored form of an agent's settable fields.
+struct Checked {
+    name: String,
+    handle: Option<String>,
+    harness: String,
+    model: String,
+    instructions: String,
+    description: String,
+    categories: String,
+    mcp_servers: String,
+    is_public: bool,
+    price_cents_per_run: i64,
+}
+
+impl Checked {
+    fn fields(&self) -> AgentFields<'_> {
+        AgentFields {
+            name: &self.name,
+            handle: self.handle.as_deref(),
+            harness: &self.harness,
+            model: &self.model,
+            instructions: &self.instructions,
+            description: &self.description,
+            categories: self.categories.clone(),
+            mcp_servers: self.mcp_servers.clone(),
+            is_public: self.is_public,
+            price_cents_per_run: self.price_cents_per_run,
+        }
+    }
+}
+
+fn check(p: CreateAgent) -> Result<Checked, ApiError> {
+    limits::text("name", &p.name, 1, 100)?;
+    let handle = p.handle.map(|h| h.trim_start_matches('@').to_owned());
+    if let Some(h) = &handle {
+        slug::validate("handle", h)?;
+    }
+    limits::one_of("harness", &p.harness, HARNESSES)?;
+    limits::text("model", &p.model, 1, 100)?;
+    let instructions = p.instructions.unwrap_or_default();
+    limits::text("instructions", &instructions, 0, 20_000)?;
+    let description = p.description.unwrap_or_default();
+    limits::text("description", &description, 0, 1_000)?;
+    let categories = p.categories.unwrap_or_default();
+    limits::count("categories", categories.len(), 10)?;
+    for c in &categories {
+        limits::text("categories[]", c, 1, 40)?;
+    }
+    let servers = p.mcp_servers.unwrap_or_default();
+    limits::count("mcpServers", servers.len(), 10)?;
+    for s in &servers {
+        limits::text("mcpServers[].name", &s.name, 1, 40)?;
+        limits::text("mcpServers[].url", &s.url, 1, 2_000)?;
+        if !(s.url.starts_with("https://") || is_loopback_http(&s.url)) {
+            return Err(ApiError::invalid(
+                "`mcpServers[].url` must be https:// (or http:// on loopback)",
+            ));
+        }
+        if let Some(b) = &s.bearer_secret {
+            limits::text("mcpServers[].bearer_secret", b, 1, 100)?;
+        }
+    }
+    let price = p.price_cents_per_run.unwrap_or(0);
+    if !(0..=100_000).contains(&price) {
+        return Err(ApiError::invalid(
+            "`price_cents_per_run` must be between 0 and 100000",
+        ));
+    }
+    Ok(Checked {
+        name: p.name,
+        handle,
+        harness: p.harness,
+        model: p.model,
+        instructions,
+        description,
+        categories: to_json(&categories),
+        mcp_servers: to_json(&servers),
+        is_public: p.is_public.unwrap_or(false),
+        price_cents_per_run: price,
+    })
+}
+
+/// A validated list as the JSON kept in its TEXT column.
+fn to_json<T: Serialize>(v: &T) -> String {
+    serde_json::to_string(v).expect("lists of strings and plain structs serialize")
+}
+
+fn is_loopback_http(url: &str) -> bool {
+    ["http://127.0.0.1", "http://localhost", "http://[::1]"]
+        .iter()
+        .any(|p| {
+            url.strip_prefix(p).is_some_and(|rest| {
+                rest.is_empty() || rest.starts_with(':') || rest.starts_with('/')
+            })
+        })
+}
+
+fn handle_taken(handle: Option<&str>) -> ApiError {
+    ApiError::new(
+        Code::Conflict,
+        format!(
+            "the handle `@{}` is taken; choose another",
+            handle.unwrap_or_default()
+        ),
+    )
+}
+
+/// POST /v1/agents
+pub async fn create(cx: &Cx<'_>, p: CreateAgent) -> Result<Agent, ApiError> {
+    let m = cx.workspace(p.workspace.as_deref())?.clone();
+    let checked = check(p)?;
+    let agent_id = ids::new_id("ag");
+    match store::agents::create(
+        cx.db(),
+        &agent_id,
+        &m.workspace_id,
+        &checked.fields(),
+        cx.now_ms,
+    )
+    .await
+    {
+        Ok(agent) => Ok(agent),
+        Err(e) if e.is_unique_on("agent.handle") => Err(handle_taken(checked.handle.as_deref())),
+        Err(e) => Err(cx.internal(e)),
+    }
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GetAgent {
+    /// The agent's id (`ag_…`).
+    pub agent_id: String,
+    /// Ignored: the workspace is the agent's.
+    pub workspace: Option<String>,
+}
+
+/// Loads an agent the caller may see; anything else is `not_found`.
+async fn load(cx: &Cx<'_>, agent_id: &str) -> Result<Agent, ApiError> {
+    if !ids::is_id(agent_id, "ag") {
+        return Err(ApiError::not_found("agent"));
+    }
+    let agent = store::agents::get(cx.db(), agent_id)
+        .await
+        .map_err(|e| cx.internal(e))?
+        .ok_or_else(|| ApiError::not_found("agent"))?;
+    cx.member_of(&agent.workspace_id).map_err(|e| {
+        if e.code == Code::UniverseMismatch {
+            e
+        } else {
+            ApiError::not_found("agent")
+        }
+    })?;
+    Ok(agent)
+}
+
+/// GET /v1/agents/{agent_id}
+pub async fn get(cx: &Cx<'_>, p: GetAgent) -> Result<Agent, ApiError> {
+    load(cx, &p.agent_id).await
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateAgent {
+    /// The agent's id (`ag_…`).
+    pub agent_id: String,
+    pub name: Option<String>,
+    pub handle: Option<String>,
+    pub harness: Option<String>,
+    pub model: Option<String>,
+    pub instructions: Option<String>,
+    pub description: Option<String>,
+    pub categories: Option<Vec<String>>,
+    #[serde(rename = "mcpServers", alias = "mcp_servers")]
+    pub mcp_servers: Option<Vec<McpServer>>,
+    pub is_public: Option<bool>,
+    pub price_cents_per_run: Option<i64>,
+}
+
+/// PATCH /v1/agents/{agent_id}
+pub async fn update(cx: &Cx<'_>, p: UpdateAgent) -> Result<Agent, ApiError> {
+    let old = load(cx, &p.agent_id).await?;
+    let servers: Vec<McpServer> =
+        serde_json::from_value(Value::Array(old.mcp_servers.clone())).unwrap_or_default();
+    let merged = CreateAgent {
+        workspace: None,
+        name: p.name.unwrap_or(old.name),
+        handle: p.handle.or(old.handle),
+        harness: p.harness.unwrap_or(old.harness),
+        model: p.model.unwrap_or(old.model),
+        instructions: Some(p.instructions.unwrap_or(old.instructions)),
+        description: Some(p.description.unwrap_or(old.description)),
+        categories: Some(p.categories.unwrap_or(old.categories)),
+        mcp_servers: Some(p.mcp_servers.unwrap_or(servers)),
+        is_public: Some(p.is_public.unwrap_or(old.is_public)),
+        price_cents_per_run: Some(p.price_cents_per_run.unwrap_or(old.price_cents_per_run)),
+    };
+    let checked = check(merged)?;
+    match store::agents::update(
+        cx.db(),
+        &p.agent_id,
+        &old.workspace_id,
+        &checked.fields(),
+        cx.now_ms,
+    )
+    .await
+    {
+        Ok(Some(agent)) => Ok(agent),
+        Ok(None) => Err(ApiError::not_found("agent")),
+        Err(e) if e.is_unique_on("agent.handle") => Err(handle_taken(checked.handle.as_deref())),
+        Err(e) => Err(cx.internal(e)),
+    }
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DeleteAgent {
+    /// The agent's id (`ag_…`).
+    pub agent_id: String,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct AgentDeleted {
+    pub agent_id: String,
+    pub deleted: bool,
+}
+
+/// DELETE /v1/agents/{agent_id}
+pub async fn delete(cx: &Cx<'_>, p: DeleteAgent) -> Result<AgentDeleted, ApiError> {
+    let agent = load(cx, &p.agent_id).await?;
+    let deleted = store::agents::delete(cx.db(), &agent.agent_id, &agent.workspace_id)
+        .await
+        .map_err(|e| cx.internal(e))?;
+    Ok(AgentDeleted {
+        agent_id: agent.agent_id,
+        deleted,
+    })
+}

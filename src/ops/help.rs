@@ -1,0 +1,207 @@
+//! The `help` tool: generated from the operation table, so it can never describe a tool that does not
+//! exist or miss one that does.
+
+use crate::cx::Cx;
+use crate::error::{ApiError, Code};
+use crate::ops::{Op, Scope, OPS};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Map, Value};
+
+/// One line per group: what the topic is about. Groups without a line here still appear.
+const SUMMARIES: &[(&str, &str)] = &[
+    ("keys", "Accounts and API keys: sign up, mint keys with read or write scope, lock a key to a workspace, revoke."),
+    ("workspaces", "Where everything lives: list and create workspaces, members and roles, and what a workspace holds."),
+    ("help", "This help, generated from the server's own operation table."),
+    ("agents", "The agents you can start: their harness, model, instructions and catalog entry."),
+    ("workflow", "A task, start to finish: pick an agent, start a session, read its replies, continue or stop."),
+];
+
+const WORKFLOW: &str = "1. list_agents — pick the agent's id. \
+2. Generate a unique idempotency_key, then start_session with it, agent_id and the task as message; the reply is the session, the message_id and the cursor just after it. \
+3. read_session with session_id, that cursor, that message_id and wait_seconds: 50; repeat with the returned cursor until turn_finished is true (at once, without waiting, whenever has_more is true). \
+4. send_message with a new idempotency_key to continue, then read_session again; session_busy means another turn is running: finish reading it and retry. \
+Retry a call that timed out with the same key and inputs: the original result is replayed, never done twice.";
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Help {
+    /// A topic from the list help gives without one (`agents`, `workspaces`, `workflow`, …).
+    pub topic: Option<String>,
+    /// A workspace slug, used in the examples.
+    pub workspace: Option<String>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct HelpAnswer {
+    /// Without `topic`: every topic. With one: just that one.
+    pub topics: Vec<Topic>,
+    /// With `topic`: its operations.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub operations: Vec<OperationHelp>,
+    /// With `topic: "workflow"`: the steps.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub steps: Option<String>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Topic {
+    pub topic: String,
+    pub summary: String,
+    pub operations: Vec<String>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct OperationHelp {
+    pub name: String,
+    pub description: String,
+    /// `read` or `write` (`public` needs no key).
+    pub scope: String,
+    /// Whether MCP clients can call it as a tool on /v1/mcp (otherwise REST only).
+    pub tool: bool,
+    /// The REST route: method and path.
+    pub http: String,
+    pub required: Vec<String>,
+    /// A body with every required field, to fill in.
+    pub skeleton: Value,
+    pub usage: String,
+}
+
+fn topics() -> Vec<Topic> {
+    let mut out: Vec<Topic> = Vec::new();
+    for op in OPS {
+        match out.iter_mut().find(|t| t.topic == op.group) {
+            Some(t) => t.operations.push(op.name.to_owned()),
+            None => out.push(Topic {
+                topic: op.group.to_owned(),
+                summary: summary(op.group),
+                operations: vec![op.name.to_owned()],
+            }),
+        }
+    }
+    out.push(Topic {
+        topic: "workflow".into(),
+        summary: summary("workflow"),
+        operations: vec![],
+    });
+    out
+}
+
+fn summary(group: &str) -> String {
+    SUMMARIES.iter().find(|(g, _)| *g == group).map_or_else(
+        || format!("Operations on {group}."),
+        |(_, s)| (*s).to_owned(),
+    )
+}
+
+/// help
+pub async fn help(cx: &Cx<'_>, p: Help) -> Result<HelpAnswer, ApiError> {
+    let all = topics();
+    let Some(topic) = p.topic else {
+        return Ok(HelpAnswer {
+            topics: all,
+            operations: vec![],
+            steps: None,
+        });
+    };
+    let slug = match p.workspace.as_deref() {
+        Some(s) => Some(cx.workspace(Some(s))?.slug.clone()),
+        None => cx.workspace(None).ok().map(|m| m.slug.clone()),
+    };
+    let Some(found) = all.into_iter().find(|t| t.topic == topic) else {
+        let names: Vec<String> = topics().into_iter().map(|t| t.topic).collect();
+        return Err(ApiError::new(
+            Code::NotFound,
+            format!("no help topic `{topic}`; topics: {}", names.join(", ")),
+        ));
+    };
+    let operations = OPS
+        .iter()
+        .filter(|op| op.group == topic)
+        .map(|op| describe(op, slug.as_deref()))
+        .collect();
+    let steps = (topic == "workflow").then(|| WORKFLOW.to_owned());
+    Ok(HelpAnswer {
+        topics: vec![found],
+        operations,
+        steps,
+    })
+}
+
+fn describe(op: &Op, slug: Option<&str>) -> OperationHelp {
+    let (required, skeleton) = skeleton(op, slug);
+    OperationHelp {
+        name: op.name.to_owned(),
+        description: op.description(),
+        scope: op.scope.as_str().to_owned(),
+        tool: op.tool,
+        http: format!("{} {}", op.method, op.path),
+        required,
+        skeleton: Value::Object(skeleton),
+        usage: usage(op, slug),
+    }
+}
+
+/// The required fields of an operation and a body holding a placeholder for each.
+fn skeleton(op: &Op, slug: Option<&str>) -> (Vec<String>, Map<String, Value>) {
+    let schema = (op.params)().to_value();
+    let required: Vec<String> = schema["required"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|v| v.as_str().map(str::to_owned))
+        .collect();
+    let mut body = Map::new();
+    for name in &required {
+        let ty = schema["properties"][name]["type"].clone();
+        let placeholder = match ty.as_str().or_else(|| {
+            ty.as_array()
+                .and_then(|a| a.first())
+                .and_then(Value::as_str)
+        }) {
+            Some("integer") | Some("number") => json!(0),
+            Some("boolean") => json!(false),
+            Some("array") => json!([]),
+            Some("object") => json!({}),
+            _ if name == "workspace" => json!(slug.unwrap_or("<slug>")),
+            _ => json!(format!("<{name}>")),
+        };
+        body.insert(name.clone(), placeholder);
+    }
+    (required, body)
+}
+
+/// One line showing how to call an operation: as a tool when it is one, else as a REST call.
+pub fn usage(op: &Op, slug: Option<&str>) -> String {
+    let (_, mut body) = skeleton(op, slug);
+    let takes_workspace = (op.params)().to_value()["properties"]
+        .get("workspace")
+        .is_some();
+    if takes_workspace && !body.contains_key("workspace") && !op.path.contains("{workspace}") {
+        if let Some(s) = slug {
+            body.insert("workspace".into(), json!(s));
+        }
+    }
+    if op.tool {
+        return format!("{} {}", op.name, Value::Object(body));
+    }
+    let mut path = op.path.to_owned();
+    for (k, v) in body.clone() {
+        let token = format!("{{{k}}}");
+        if path.contains(&token) {
+            path = path.replace(&token, v.as_str().unwrap_or_default());
+            body.remove(&k);
+        }
+    }
+    let auth = if op.scope == Scope::Public {
+        ""
+    } else {
+        " -H \"Authorization: Bearer $AGENTSKY_API_KEY\""
+    };
+    let data = if op.method == "GET" || op.method == "DELETE" {
+        String::new()
+    } else {
+        format!(" -d '{}'", Value::Object(body))
+    };
+    format!("curl -X {} \"$AGENTSKY_URL{path}\"{auth}{data}", op.method)
+}

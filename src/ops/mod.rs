@@ -1,0 +1,302 @@
+//! The operation table: each operation declared once, with its name, doc, scope, parameter and result
+//! types, annotations and REST route. MCP `tools/list` and `tools/call`, the REST router, `openapi.json`
+//! and the `help` tool all read [`OPS`]; none keeps a list of its own.
+
+pub mod accounts;
+pub mod agents;
+pub mod help;
+pub mod workspaces;
+
+use crate::cx::Cx;
+use crate::error::{ApiError, Code};
+use crate::rules::rate::Decision;
+use futures::future::LocalBoxFuture;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::Value;
+
+/// What a caller's key must allow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// No key (account sign-up, guarded by configuration).
+    Public,
+    Read,
+    Write,
+}
+
+impl Scope {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Scope::Public => "public",
+            Scope::Read => "read",
+            Scope::Write => "write",
+        }
+    }
+}
+
+/// MCP tool annotations, set truthfully: clients decide what to confirm from them.
+#[derive(Debug, Clone, Copy)]
+pub struct Hints {
+    pub read_only: bool,
+    pub destructive: bool,
+    pub idempotent: bool,
+}
+
+pub const READ_ONLY: Hints = Hints {
+    read_only: true,
+    destructive: false,
+    idempotent: true,
+};
+/// Creates something new each call (unless an idempotency key says otherwise).
+pub const CREATES: Hints = Hints {
+    read_only: false,
+    destructive: false,
+    idempotent: false,
+};
+/// Sets state to what the call says; repeating it changes nothing more.
+pub const UPDATES: Hints = Hints {
+    read_only: false,
+    destructive: false,
+    idempotent: true,
+};
+/// Removes or overwrites something for good.
+pub const DESTROYS: Hints = Hints {
+    read_only: false,
+    destructive: true,
+    idempotent: true,
+};
+
+pub type Runner = for<'a> fn(&'a Cx<'a>, Value) -> LocalBoxFuture<'a, Result<Value, ApiError>>;
+
+/// One row of the table.
+pub struct Op {
+    pub name: &'static str,
+    pub title: &'static str,
+    /// The `///` lines of the row: tool description, OpenAPI summary and help line.
+    pub docs: &'static [&'static str],
+    /// The help topic and REST tag it belongs to.
+    pub group: &'static str,
+    pub scope: Scope,
+    /// Offered as an MCP tool on `/v1/mcp` (some operations are REST only, like creating keys).
+    pub tool: bool,
+    pub method: &'static str,
+    pub path: &'static str,
+    pub hints: Hints,
+    pub params: fn() -> schemars::Schema,
+    pub result: fn() -> schemars::Schema,
+    pub run: Runner,
+}
+
+impl Op {
+    pub fn description(&self) -> String {
+        self.docs
+            .iter()
+            .map(|l| l.trim())
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    /// REST answers creations with 201.
+    pub fn http_status(&self) -> u16 {
+        if self.method == "POST" && self.name.starts_with("create_") {
+            201
+        } else {
+            200
+        }
+    }
+}
+
+/// Declares the table. Each row: docs, `name(Params) -> Result { title, group, scope, tool, http, hints, run }`.
+macro_rules! operations {
+    ($(
+        $(#[doc = $doc:literal])*
+        $name:ident($params:ty) -> $result:ty {
+            title: $title:literal, group: $group:literal, scope: $scope:ident, tool: $tool:literal,
+            http: $method:ident $path:literal, hints: $hints:ident, run: $run:path $(,)?
+        }
+    )*) => {
+        pub static OPS: &[Op] = &[$(
+            Op {
+                name: stringify!($name),
+                title: $title,
+                docs: &[$($doc),*],
+                group: $group,
+                scope: Scope::$scope,
+                tool: $tool,
+                method: stringify!($method),
+                path: $path,
+                hints: $hints,
+                params: || schemars::schema_for!($params),
+                result: || schemars::schema_for!($result),
+                run: |cx, args| Box::pin(async move {
+                    let params: $params = decode_params(args)?;
+                    let result: $result = $run(cx, params).await?;
+                    encode(cx, &result)
+                }),
+            },
+        )*];
+    };
+}
+
+operations! {
+    /// Create an account: a person or program, its personal workspace (slug from the name) and a first
+    /// API key with `read` and `write` scopes, returned once. Open under local development; in production
+    /// it needs the admin token as the bearer.
+    create_account(accounts::CreateAccount) -> accounts::AccountCreated {
+        title: "Create an account", group: "keys", scope: Public, tool: false,
+        http: POST "/v1/accounts", hints: CREATES, run: accounts::create
+    }
+
+    /// Create an API key for your account: `scopes` `["read"]` or `["read", "write"]`, optionally locked to
+    /// one `workspace`. The key is returned once; only its hash is kept.
+    create_key(accounts::CreateKey) -> accounts::KeyCreated {
+        title: "Create an API key", group: "keys", scope: Write, tool: false,
+        http: POST "/v1/keys", hints: CREATES, run: accounts::create_key
+    }
+
+    /// Your API keys: prefix, scopes, workspace lock, last use and whether revoked. Never the secret.
+    list_keys(accounts::ListKeys) -> accounts::KeyList {
+        title: "List API keys", group: "keys", scope: Read, tool: false,
+        http: GET "/v1/keys", hints: READ_ONLY, run: accounts::list_keys
+    }
+
+    /// Revoke one of your API keys; it is refused from the next call on.
+    revoke_key(accounts::RevokeKey) -> accounts::KeyRevoked {
+        title: "Revoke an API key", group: "keys", scope: Write, tool: false,
+        http: DELETE "/v1/keys/{key_id}", hints: DESTROYS, run: accounts::revoke_key
+    }
+
+    /// All workspaces you belong to: slug, name, role, is_personal, is_current. Pass a slug as `workspace`
+    /// to any list or create tool.
+    list_workspaces(workspaces::ListWorkspaces) -> workspaces::WorkspaceList {
+        title: "List workspaces", group: "workspaces", scope: Read, tool: true,
+        http: GET "/v1/workspaces", hints: READ_ONLY, run: workspaces::list
+    }
+
+    /// Create a shared workspace; you become its owner. Not with a workspace-locked key.
+    create_workspace(workspaces::CreateWorkspace) -> workspaces::WorkspaceItem {
+        title: "Create a workspace", group: "workspaces", scope: Write, tool: false,
+        http: POST "/v1/workspaces", hints: CREATES, run: workspaces::create
+    }
+
+    /// The members of a workspace and their roles (owner, admin, member).
+    list_members(workspaces::ListMembers) -> workspaces::MemberList {
+        title: "List members", group: "workspaces", scope: Read, tool: false,
+        http: GET "/v1/workspaces/{workspace}/members", hints: READ_ONLY, run: workspaces::list_members
+    }
+
+    /// Add an existing account to a workspace by email, or change its role. Owners and admins only; the
+    /// owner's role never changes.
+    add_member(workspaces::AddMember) -> workspaces::MemberAdded {
+        title: "Add or change a member", group: "workspaces", scope: Write, tool: false,
+        http: POST "/v1/workspaces/{workspace}/members", hints: UPDATES, run: workspaces::add_member
+    }
+
+    /// What the workspace has and what you may do there, read live: agents, remaining budget, your role
+    /// and route groups, each with a one-line usage example. Optional `workspace`.
+    describe_workspace(workspaces::DescribeWorkspace) -> workspaces::WorkspaceDescription {
+        title: "Describe a workspace", group: "workspaces", scope: Read, tool: true,
+        http: GET "/v1/workspace", hints: READ_ONLY, run: workspaces::describe
+    }
+
+    /// Help generated from the server's own API document: without `topic`, the topics; with one
+    /// (`sessions`, `agents`, `workflow`, …), its operations, required fields, a skeleton body and a usage
+    /// line. Optional `workspace`.
+    help(help::Help) -> help::HelpAnswer {
+        title: "Help", group: "help", scope: Read, tool: true,
+        http: GET "/v1/help", hints: READ_ONLY, run: help::help
+    }
+
+    /// Your agents in the workspace: id, name, harness, model, session count. Optional `workspace`.
+    list_agents(agents::ListAgents) -> agents::AgentList {
+        title: "List agents", group: "agents", scope: Read, tool: true,
+        http: GET "/v1/agents", hints: READ_ONLY, run: agents::list
+    }
+
+    /// Create an agent: a `harness` (`echo` for trying things, `openai` for any OpenAI-compatible model,
+    /// `runner` for a coding agent driven by `sky runner`), a `model`, instructions, the remote MCP servers it
+    /// may call, and what the catalog shows (`handle`, `description`, `categories`). Optional `workspace`.
+    create_agent(agents::CreateAgent) -> agents::Agent {
+        title: "Create an agent", group: "agents", scope: Write, tool: false,
+        http: POST "/v1/agents", hints: CREATES, run: agents::create
+    }
+
+    /// One agent, in full. Workspace derived from the agent.
+    get_agent(agents::GetAgent) -> agents::Agent {
+        title: "Get an agent", group: "agents", scope: Read, tool: false,
+        http: GET "/v1/agents/{agent_id}", hints: READ_ONLY, run: agents::get
+    }
+
+    /// Change an agent's fields; fields left out keep their value. Workspace derived from the agent.
+    update_agent(agents::UpdateAgent) -> agents::Agent {
+        title: "Update an agent", group: "agents", scope: Write, tool: false,
+        http: PATCH "/v1/agents/{agent_id}", hints: UPDATES, run: agents::update
+    }
+
+    /// Delete an agent. Its past sessions stay. Workspace derived from the agent.
+    delete_agent(agents::DeleteAgent) -> agents::AgentDeleted {
+        title: "Delete an agent", group: "agents", scope: Write, tool: false,
+        http: DELETE "/v1/agents/{agent_id}", hints: DESTROYS, run: agents::delete
+    }
+}
+
+/// Finds an operation by name.
+pub fn find(name: &str) -> Option<&'static Op> {
+    OPS.iter().find(|op| op.name == name)
+}
+
+/// A failed decode of the params is an `invalid_params` error that quotes serde's reason.
+fn decode_params<P: DeserializeOwned>(args: Value) -> Result<P, ApiError> {
+    let args = if args.is_null() {
+        Value::Object(Default::default())
+    } else {
+        args
+    };
+    serde_json::from_value(args).map_err(|e| ApiError::invalid(format!("invalid arguments: {e}")))
+}
+
+fn encode<R: Serialize>(cx: &Cx<'_>, result: &R) -> Result<Value, ApiError> {
+    serde_json::to_value(result).map_err(|e| cx.internal(e))
+}
+
+/// The one way an operation is called, from every face: scope first, then the per-key rate limit,
+/// then the handler.
+pub async fn invoke(cx: &Cx<'_>, op: &Op, args: Value) -> Result<Value, ApiError> {
+    if op.scope != Scope::Public {
+        let caller = cx.caller()?;
+        if op.scope == Scope::Write && !caller.can_write {
+            return Err(ApiError::new(
+                Code::InsufficientScope,
+                format!(
+                    "`{}` needs a key with the write scope; this key is read-only",
+                    op.name
+                ),
+            ));
+        }
+        let limit = cx.env.config.rate_limit_per_min;
+        let bucket = format!("key:{}", caller.key_id);
+        rate_limit(cx, bucket, limit).await?;
+    }
+    (op.run)(cx, args).await
+}
+
+/// Counts one hit on a bucket of `limit` per minute; `rate_limited` with a retry-after when it is full.
+pub async fn rate_limit(cx: &Cx<'_>, bucket: String, limit: u32) -> Result<(), ApiError> {
+    match cx
+        .env
+        .limiter
+        .hit(bucket, limit, 60_000, cx.now_ms)
+        .await
+        .map_err(|e| cx.internal(e))?
+    {
+        Decision::Allowed { .. } => Ok(()),
+        Decision::Limited { retry_after_ms } => Err(ApiError {
+            code: Code::RateLimited,
+            message: format!(
+                "rate limit of {limit} calls a minute reached; retry in {} s",
+                (retry_after_ms + 999) / 1000
+            ),
+            retry_after_ms: Some(retry_after_ms),
+        }),
+    }
+}

@@ -1,0 +1,251 @@
+//! Workspaces: listing, creating, members, and the live description an MCP client reads first.
+
+use crate::cx::{Cx, Role};
+use crate::error::{ApiError, Code};
+use crate::ops::{Scope, OPS};
+use crate::rules::{ids, limits, slug};
+use crate::store;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ListWorkspaces {}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct WorkspaceList {
+    pub workspaces: Vec<WorkspaceItem>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct WorkspaceItem {
+    pub slug: String,
+    pub name: String,
+    pub role: Role,
+    pub is_personal: bool,
+    /// The workspace calls use when they name none.
+    pub is_current: bool,
+}
+
+/// list_workspaces: answered from the memberships read with the key, without another query.
+pub async fn list(cx: &Cx<'_>, _: ListWorkspaces) -> Result<WorkspaceList, ApiError> {
+    let caller = cx.caller()?;
+    let current = cx.workspace(None).ok().map(|m| m.workspace_id.clone());
+    let workspaces = caller
+        .memberships
+        .iter()
+        .filter(|m| {
+            caller
+                .locked_workspace_id
+                .as_ref()
+                .is_none_or(|l| l == &m.workspace_id)
+        })
+        .map(|m| WorkspaceItem {
+            slug: m.slug.clone(),
+            name: m.name.clone(),
+            role: m.role,
+            is_personal: m.is_personal,
+            is_current: current.as_deref() == Some(m.workspace_id.as_str()),
+        })
+        .collect();
+    Ok(WorkspaceList { workspaces })
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateWorkspace {
+    /// The workspace's display name, 1–100 characters.
+    pub name: String,
+    /// Its slug: 2–40 lower-case letters, digits and dashes. Made from the name when left out.
+    pub slug: Option<String>,
+}
+
+/// POST /v1/workspaces
+pub async fn create(cx: &Cx<'_>, p: CreateWorkspace) -> Result<WorkspaceItem, ApiError> {
+    let caller = cx.caller()?;
+    if caller.locked_workspace_id.is_some() {
+        return Err(ApiError::new(
+            Code::UniverseMismatch,
+            "a workspace-locked key cannot create workspaces",
+        ));
+    }
+    limits::text("name", &p.name, 1, 100)?;
+    let slug = match p.slug {
+        Some(s) => {
+            slug::validate("slug", &s)?;
+            s
+        }
+        None => slug::slugify(&p.name),
+    };
+    let workspace_id = ids::new_id("ws");
+    match store::workspaces::create(
+        cx.db(),
+        &workspace_id,
+        &slug,
+        &p.name,
+        &caller.account_id,
+        cx.now_ms,
+    )
+    .await
+    {
+        Ok(()) => Ok(WorkspaceItem {
+            slug,
+            name: p.name,
+            role: Role::Owner,
+            is_personal: false,
+            is_current: false,
+        }),
+        Err(e) if e.is_unique_on("workspace.slug") => Err(ApiError::new(
+            Code::Conflict,
+            format!("the slug `{slug}` is taken; choose another `slug`"),
+        )),
+        Err(e) => Err(cx.internal(e)),
+    }
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ListMembers {
+    /// The workspace's slug.
+    pub workspace: String,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct MemberList {
+    pub members: Vec<store::workspaces::Member>,
+}
+
+/// GET /v1/workspaces/{workspace}/members
+pub async fn list_members(cx: &Cx<'_>, p: ListMembers) -> Result<MemberList, ApiError> {
+    let m = cx.workspace(Some(&p.workspace))?;
+    let members = store::workspaces::members(cx.db(), &m.workspace_id)
+        .await
+        .map_err(|e| cx.internal(e))?;
+    Ok(MemberList { members })
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AddMember {
+    /// The workspace's slug.
+    pub workspace: String,
+    /// The email of an existing account.
+    pub email: String,
+    /// `admin` or `member`.
+    pub role: String,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct MemberAdded {
+    pub account_id: String,
+    pub role: String,
+}
+
+/// POST /v1/workspaces/{workspace}/members
+pub async fn add_member(cx: &Cx<'_>, p: AddMember) -> Result<MemberAdded, ApiError> {
+    let m = cx.workspace(Some(&p.workspace))?;
+    cx.require_role(m, Role::Admin)?;
+    limits::email("email", &p.email)?;
+    limits::one_of("role", &p.role, &["admin", "member"])?;
+    match store::workspaces::upsert_member(
+        cx.db(),
+        &m.workspace_id,
+        p.email.trim(),
+        &p.role,
+        cx.now_ms,
+    )
+    .await
+    {
+        Ok(Some((account_id, role))) => Ok(MemberAdded { account_id, role }),
+        Ok(None) => Err(ApiError::new(
+            Code::NotFound,
+            "no account has that email, or it is the owner's (whose role never changes)",
+        )),
+        Err(e) => Err(cx.internal(e)),
+    }
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DescribeWorkspace {
+    /// A workspace slug from `list_workspaces`; the connection's workspace when left out.
+    pub workspace: Option<String>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct WorkspaceDescription {
+    pub workspace: WorkspaceItem,
+    /// Your role here: `owner`, `admin` or `member`.
+    pub role: Role,
+    /// Whether your key may change things (`write`) or only read.
+    pub key_scope: String,
+    pub agents: Vec<store::agents::AgentSummary>,
+    pub budget: Budget,
+    /// What you can do here, by group, each with a one-line example.
+    pub route_groups: Vec<RouteGroup>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Budget {
+    /// What the wallet holds, in cents.
+    pub remaining_cents: i64,
+    pub card_saved: bool,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct RouteGroup {
+    pub group: String,
+    /// The tools (MCP) in this group you may call with this key.
+    pub tools: Vec<String>,
+    /// The REST routes of this group.
+    pub routes: Vec<String>,
+    /// One call to start from.
+    pub example: String,
+}
+
+/// describe_workspace: read live from the workspace and the operation table.
+pub async fn describe(cx: &Cx<'_>, p: DescribeWorkspace) -> Result<WorkspaceDescription, ApiError> {
+    let caller = cx.caller()?;
+    let m = cx.workspace(p.workspace.as_deref())?;
+    let (overview, agents) = store::workspaces::overview(cx.db(), &m.workspace_id, 50)
+        .await
+        .map_err(|e| cx.internal(e))?
+        .ok_or_else(|| ApiError::not_found("workspace"))?;
+    let mut groups: Vec<RouteGroup> = Vec::new();
+    for op in OPS.iter().filter(|op| op.scope != Scope::Public) {
+        let allowed = op.scope == Scope::Read || caller.can_write;
+        let group = match groups.iter_mut().find(|g| g.group == op.group) {
+            Some(g) => g,
+            None => {
+                groups.push(RouteGroup {
+                    group: op.group.to_owned(),
+                    tools: vec![],
+                    routes: vec![],
+                    example: crate::ops::help::usage(op, Some(&m.slug)),
+                });
+                groups.last_mut().expect("just pushed")
+            }
+        };
+        if op.tool && allowed {
+            group.tools.push(op.name.to_owned());
+        }
+        group.routes.push(format!("{} {}", op.method, op.path));
+    }
+    Ok(WorkspaceDescription {
+        workspace: WorkspaceItem {
+            slug: m.slug.clone(),
+            name: m.name.clone(),
+            role: m.role,
+            is_personal: m.is_personal,
+            is_current: true,
+        },
+        role: m.role,
+        key_scope: if caller.can_write { "write" } else { "read" }.to_owned(),
+        agents,
+        budget: Budget {
+            remaining_cents: overview.balance_cents,
+            card_saved: overview.card_saved,
+        },
+        route_groups: groups,
+    })
+}

@@ -1,0 +1,108 @@
+//! Input limits, checked in one place so every face refuses the same input with the same words.
+
+use crate::error::ApiError;
+
+/// Checks a text's length in characters; `field` names it in the error.
+pub fn text(field: &str, value: &str, min: usize, max: usize) -> Result<(), ApiError> {
+    let n = value.chars().count();
+    if n < min || n > max {
+        let range = if min == 0 {
+            format!("at most {max}")
+        } else {
+            format!("{min}–{max}")
+        };
+        return Err(ApiError::invalid(format!(
+            "`{field}` must be {range} characters (got {n})"
+        )));
+    }
+    if value
+        .chars()
+        .any(|c| c.is_control() && c != '\n' && c != '\t' && c != '\r')
+    {
+        return Err(ApiError::invalid(format!(
+            "`{field}` must not contain control characters"
+        )));
+    }
+    Ok(())
+}
+
+/// Checks a count of items.
+pub fn count(field: &str, n: usize, max: usize) -> Result<(), ApiError> {
+    if n > max {
+        return Err(ApiError::invalid(format!(
+            "`{field}` may hold at most {max} items (got {n})"
+        )));
+    }
+    Ok(())
+}
+
+/// Checks that a value is one of the allowed words.
+pub fn one_of(field: &str, value: &str, allowed: &[&str]) -> Result<(), ApiError> {
+    if allowed.contains(&value) {
+        Ok(())
+    } else {
+        Err(ApiError::invalid(format!(
+            "`{field}` must be one of {} (got {value:?})",
+            allowed.join(", ")
+        )))
+    }
+}
+
+/// A page size: default when absent, refused when outside 1..=max.
+pub fn page_size(field: &str, value: Option<i64>, default: i64, max: i64) -> Result<i64, ApiError> {
+    match value {
+        None => Ok(default),
+        Some(n) if (1..=max).contains(&n) => Ok(n),
+        Some(n) => Err(ApiError::invalid(format!(
+            "`{field}` must be between 1 and {max} (got {n})"
+        ))),
+    }
+}
+
+/// A plausible email address: one `@`, something on both sides, a dot in the domain, no spaces.
+pub fn email(field: &str, value: &str) -> Result<(), ApiError> {
+    text(field, value, 3, 254)?;
+    let ok = value.split_once('@').is_some_and(|(local, domain)| {
+        !local.is_empty()
+            && domain.contains('.')
+            && !domain.starts_with('.')
+            && !domain.ends_with('.')
+            && !domain.contains('@')
+    }) && !value.contains(char::is_whitespace);
+    if ok {
+        Ok(())
+    } else {
+        Err(ApiError::invalid(format!(
+            "`{field}` must be an email address (got {value:?})"
+        )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lengths_count_characters_not_bytes() {
+        assert!(text("reason", &"é".repeat(500), 1, 500).is_ok());
+        assert!(text("reason", &"é".repeat(501), 1, 500).is_err());
+        assert!(text("reason", "", 1, 500).is_err());
+        assert!(text("note", "", 0, 200).is_ok());
+        assert!(text("note", "a\u{0}b", 0, 200).is_err());
+    }
+
+    #[test]
+    fn emails_need_a_local_part_and_a_domain() {
+        assert!(email("email", "ada@example.com").is_ok());
+        for bad in [
+            "ada",
+            "@example.com",
+            "ada@",
+            "ada@example",
+            "a da@example.com",
+            "a@b@c.com",
+        ] {
+            assert!(email("email", bad).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,6 @@
+//! Pure domain rules: no I/O, no clock, no randomness of their own. Each is tested where it is written.
+
+pub mod ids;
+pub mod limits;
+pub mod rate;
+pub mod slug;

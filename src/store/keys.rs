@@ -1,0 +1,144 @@
+//! API keys: looked up by the SHA-256 of the presented secret, together with every workspace the account
+//! belongs to, so one round trip both authenticates a call and resolves its workspace.
+
+use super::{first, rows, DbError, DbResult, Sql};
+use crate::cx::{Caller, Membership};
+use crate::stmt;
+use serde::{Deserialize, Serialize};
+
+/// Touches `last_used_ms` at most once a minute, so busy keys do not write on every call.
+const TOUCH: &str = "UPDATE api_key SET last_used_ms = ?2
+  WHERE key_hash = ?1 AND revoked_ms IS NULL AND (last_used_ms IS NULL OR last_used_ms < ?2 - 60000)";
+
+const AUTHENTICATE: &str = "SELECT k.key_id, k.account_id, k.key_hash, k.scopes, k.workspace_id AS locked_workspace_id,
+  (SELECT json_group_array(json_object('workspace_id', w.workspace_id, 'slug', w.slug, 'name', w.name,
+            'role', m.role, 'is_personal', w.is_personal))
+     FROM membership m JOIN workspace w ON w.workspace_id = m.workspace_id
+    WHERE m.account_id = k.account_id) AS memberships
+  FROM api_key k WHERE k.key_hash = ?1 AND k.revoked_ms IS NULL";
+
+#[derive(Deserialize)]
+struct KeyRow {
+    key_id: String,
+    account_id: String,
+    key_hash: String,
+    scopes: String,
+    locked_workspace_id: Option<String>,
+    #[serde(deserialize_with = "super::json_text")]
+    memberships: Vec<Membership>,
+}
+
+/// The caller behind a key hash, or `None` for an unknown or revoked key.
+pub async fn authenticate(db: &dyn Sql, key_hash: &str, now_ms: i64) -> DbResult<Option<Caller>> {
+    let mut results = db
+        .batch(vec![
+            stmt!(TOUCH, key_hash, now_ms),
+            stmt!(AUTHENTICATE, key_hash),
+        ])
+        .await?;
+    let Some(row) = results.pop().and_then(|rows| rows.into_iter().next()) else {
+        return Ok(None);
+    };
+    let k: KeyRow = super::decode(row)?;
+    // The index found the row by digest; comparing the digests again in constant time costs nothing.
+    if !crate::rules::ids::constant_time_eq(&k.key_hash, key_hash) {
+        return Ok(None);
+    }
+    Ok(Some(Caller {
+        account_id: k.account_id,
+        key_id: k.key_id,
+        can_write: k.scopes.split(' ').any(|s| s == "write"),
+        locked_workspace_id: k.locked_workspace_id,
+        memberships: k.memberships,
+    }))
+}
+
+/// A new key's row. `scopes` is `read` or `read write`.
+pub struct NewKey<'a> {
+    pub key_id: &'a str,
+    pub account_id: &'a str,
+    pub name: &'a str,
+    pub key_hash: &'a str,
+    pub prefix: &'a str,
+    pub scopes: &'a str,
+    pub workspace_id: Option<&'a str>,
+    pub now_ms: i64,
+}
+
+pub const INSERT: &str = "INSERT INTO api_key (key_id, account_id, name, key_hash, prefix, scopes, workspace_id, created_ms)
+  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)";
+
+pub fn insert(k: &NewKey<'_>) -> super::Stmt {
+    stmt!(
+        INSERT,
+        k.key_id,
+        k.account_id,
+        k.name,
+        k.key_hash,
+        k.prefix,
+        k.scopes,
+        k.workspace_id,
+        k.now_ms
+    )
+}
+
+pub async fn create(db: &dyn Sql, k: &NewKey<'_>) -> DbResult<()> {
+    db.all(insert(k)).await.map(drop)
+}
+
+/// What lists show of a key: never the secret or its hash.
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct KeyInfo {
+    pub key_id: String,
+    pub name: String,
+    /// The first characters of the key, to recognise it.
+    pub prefix: String,
+    pub scopes: String,
+    /// The slug of the workspace this key is locked to, if any.
+    pub workspace: Option<String>,
+    pub created_ms: i64,
+    pub last_used_ms: Option<i64>,
+    pub revoked_ms: Option<i64>,
+}
+
+const LIST: &str = "SELECT k.key_id, k.name, k.prefix, k.scopes, w.slug AS workspace, k.created_ms, k.last_used_ms, k.revoked_ms
+  FROM api_key k LEFT JOIN workspace w ON w.workspace_id = k.workspace_id
+  WHERE k.account_id = ?1 AND (?2 IS NULL OR k.workspace_id = ?2) ORDER BY k.created_ms DESC, k.key_id LIMIT 500";
+
+/// The account's keys; with `locked_to`, only those locked to that workspace (what a locked key may see).
+pub async fn list(
+    db: &dyn Sql,
+    account_id: &str,
+    locked_to: Option<&str>,
+) -> DbResult<Vec<KeyInfo>> {
+    rows(db, stmt!(LIST, account_id, locked_to)).await
+}
+
+const REVOKE: &str = "UPDATE api_key SET revoked_ms = COALESCE(revoked_ms, ?3)
+  WHERE key_id = ?1 AND account_id = ?2 AND (?4 IS NULL OR workspace_id = ?4) RETURNING key_id";
+
+/// Revokes one of the account's keys (with `locked_to`, only one locked to that workspace); `false` when
+/// there is no such key.
+pub async fn revoke(
+    db: &dyn Sql,
+    account_id: &str,
+    key_id: &str,
+    locked_to: Option<&str>,
+    now_ms: i64,
+) -> DbResult<bool> {
+    #[derive(Deserialize)]
+    struct Id {
+        #[allow(dead_code)]
+        key_id: String,
+    }
+    Ok(
+        first::<Id>(db, stmt!(REVOKE, key_id, account_id, now_ms, locked_to))
+            .await?
+            .is_some(),
+    )
+}
+
+/// Turns a failed insert into whether the generated hash collided (practically never; retried by callers).
+pub fn is_hash_collision(e: &DbError) -> bool {
+    e.is_unique_on("api_key.key_hash")
+}

@@ -1,0 +1,182 @@
+//! Every SQL statement of the server lives under this folder, as a `const` beside the function that runs it.
+//!
+//! The [`Sql`] trait has two implementations: D1 in the Worker (`edge::d1`) and rusqlite in the host tests,
+//! which apply the same `migrations/*.sql`. D1 has no interactive transactions, so races are decided in one
+//! statement (`INSERT … ON CONFLICT … RETURNING`) or one atomic `batch`, never read-then-write.
+
+pub mod accounts;
+pub mod agents;
+pub mod keys;
+pub mod workspaces;
+
+use futures::future::LocalBoxFuture;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+use std::cell::Cell;
+
+/// One bound parameter.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Param {
+    Null,
+    Int(i64),
+    Real(f64),
+    Text(String),
+}
+
+impl From<i64> for Param {
+    fn from(v: i64) -> Self {
+        Param::Int(v)
+    }
+}
+impl From<bool> for Param {
+    fn from(v: bool) -> Self {
+        Param::Int(v as i64)
+    }
+}
+impl From<&str> for Param {
+    fn from(v: &str) -> Self {
+        Param::Text(v.to_owned())
+    }
+}
+impl From<String> for Param {
+    fn from(v: String) -> Self {
+        Param::Text(v)
+    }
+}
+impl From<&String> for Param {
+    fn from(v: &String) -> Self {
+        Param::Text(v.clone())
+    }
+}
+impl<T: Into<Param>> From<Option<T>> for Param {
+    fn from(v: Option<T>) -> Self {
+        v.map_or(Param::Null, Into::into)
+    }
+}
+
+/// A statement and its parameters (`?1`, `?2`, … in the SQL).
+#[derive(Debug, Clone)]
+pub struct Stmt {
+    pub sql: &'static str,
+    pub params: Vec<Param>,
+}
+
+/// Builds a [`Stmt`]: `stmt!(SQL, a, b)`.
+#[macro_export]
+macro_rules! stmt {
+    ($sql:expr $(, $p:expr)* $(,)?) => {
+        $crate::store::Stmt { sql: $sql, params: vec![$($crate::store::Param::from($p)),*] }
+    };
+}
+
+/// A row as column name → JSON value (integers, reals, text, null).
+pub type Row = Map<String, Value>;
+
+/// Why a statement failed. Constraint failures are told apart so callers can map them to contract codes.
+#[derive(Debug, Clone, PartialEq)]
+pub enum DbError {
+    /// A UNIQUE or PRIMARY KEY constraint; the text names the columns (`table.column`).
+    Unique(String),
+    Other(String),
+}
+
+impl DbError {
+    /// Classifies an engine message; D1 and SQLite word constraint failures the same way.
+    pub fn from_message(message: String) -> Self {
+        match message.find("UNIQUE constraint failed: ") {
+            // D1 appends `: SQLITE_CONSTRAINT` to SQLite's text; the columns end there.
+            Some(at) => DbError::Unique(
+                message[at + 26..]
+                    .split(": ")
+                    .next()
+                    .unwrap_or_default()
+                    .trim()
+                    .to_owned(),
+            ),
+            None => DbError::Other(message),
+        }
+    }
+
+    /// True when the unique constraint that failed covers this column (`table.column`).
+    pub fn is_unique_on(&self, column: &str) -> bool {
+        matches!(self, DbError::Unique(cols) if cols.split(", ").any(|c| c == column))
+    }
+}
+
+impl std::fmt::Display for DbError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DbError::Unique(cols) => write!(f, "unique constraint failed on {cols}"),
+            DbError::Other(m) => f.write_str(m),
+        }
+    }
+}
+
+pub type DbResult<T> = Result<T, DbError>;
+
+/// The database: D1 in the Worker, SQLite in host tests. One call is one round trip.
+pub trait Sql {
+    /// Runs one statement and returns its rows (empty for writes without `RETURNING`).
+    fn all(&self, stmt: Stmt) -> LocalBoxFuture<'_, DbResult<Vec<Row>>>;
+    /// Runs statements atomically, in order, in one round trip: all commit or none do.
+    fn batch(&self, stmts: Vec<Stmt>) -> LocalBoxFuture<'_, DbResult<Vec<Vec<Row>>>>;
+}
+
+/// Counts round trips, so responses can report `x-d1-queries` and benchmarks can watch them.
+pub struct Counted {
+    inner: Box<dyn Sql>,
+    calls: Cell<u32>,
+}
+
+impl Counted {
+    pub fn new(inner: Box<dyn Sql>) -> Self {
+        Self {
+            inner,
+            calls: Cell::new(0),
+        }
+    }
+    pub fn calls(&self) -> u32 {
+        self.calls.get()
+    }
+}
+
+impl Sql for Counted {
+    fn all(&self, stmt: Stmt) -> LocalBoxFuture<'_, DbResult<Vec<Row>>> {
+        self.calls.set(self.calls.get() + 1);
+        self.inner.all(stmt)
+    }
+    fn batch(&self, stmts: Vec<Stmt>) -> LocalBoxFuture<'_, DbResult<Vec<Vec<Row>>>> {
+        self.calls.set(self.calls.get() + 1);
+        self.inner.batch(stmts)
+    }
+}
+
+/// Typed reads over any [`Sql`].
+pub async fn rows<T: DeserializeOwned>(db: &dyn Sql, stmt: Stmt) -> DbResult<Vec<T>> {
+    db.all(stmt).await?.into_iter().map(decode).collect()
+}
+
+pub async fn first<T: DeserializeOwned>(db: &dyn Sql, stmt: Stmt) -> DbResult<Option<T>> {
+    Ok(rows(db, stmt).await?.into_iter().next())
+}
+
+/// Decodes one row into a type; column names are field names.
+pub fn decode<T: DeserializeOwned>(row: Row) -> DbResult<T> {
+    serde_json::from_value(Value::Object(row))
+        .map_err(|e| DbError::Other(format!("row decode: {e}")))
+}
+
+/// SQLite stores booleans as 0/1; this reads them back as `bool`.
+pub fn int_bool<'de, D: serde::Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
+    use serde::Deserialize;
+    Ok(i64::deserialize(d)? != 0)
+}
+
+/// JSON kept in a TEXT column, read back as a value.
+pub fn json_text<'de, D: serde::Deserializer<'de>, T: DeserializeOwned>(
+    d: D,
+) -> Result<T, D::Error> {
+    use serde::Deserialize;
+    let text = String::deserialize(d)?;
+    serde_json::from_str(&text).map_err(serde::de::Error::custom)
+}

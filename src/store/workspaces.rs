@@ -1,0 +1,127 @@
+//! Workspaces and memberships.
+
+use super::{rows, DbResult, Sql, Stmt};
+use crate::stmt;
+use serde::{Deserialize, Serialize};
+
+const INSERT_WORKSPACE: &str =
+    "INSERT INTO workspace (workspace_id, slug, name, owner_account_id, is_personal, created_ms)
+  VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
+const INSERT_MEMBERSHIP: &str =
+    "INSERT INTO membership (workspace_id, account_id, role, created_ms) VALUES (?1, ?2, ?3, ?4)";
+
+/// The statements that create a workspace with its owner as first member.
+pub fn insert(
+    workspace_id: &str,
+    slug: &str,
+    name: &str,
+    owner: &str,
+    personal: bool,
+    now_ms: i64,
+) -> [Stmt; 2] {
+    [
+        stmt!(
+            INSERT_WORKSPACE,
+            workspace_id,
+            slug,
+            name,
+            owner,
+            personal,
+            now_ms
+        ),
+        stmt!(INSERT_MEMBERSHIP, workspace_id, owner, "owner", now_ms),
+    ]
+}
+
+pub async fn create(
+    db: &dyn Sql,
+    workspace_id: &str,
+    slug: &str,
+    name: &str,
+    owner: &str,
+    now_ms: i64,
+) -> DbResult<()> {
+    db.batch(insert(workspace_id, slug, name, owner, false, now_ms).to_vec())
+        .await
+        .map(drop)
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Member {
+    pub account_id: String,
+    pub name: String,
+    pub email: String,
+    pub role: crate::cx::Role,
+    pub created_ms: i64,
+}
+
+const MEMBERS: &str = "SELECT a.account_id, a.name, a.email, m.role, m.created_ms
+  FROM membership m JOIN account a ON a.account_id = m.account_id
+  WHERE m.workspace_id = ?1 ORDER BY m.created_ms, a.account_id LIMIT 1000";
+
+pub async fn members(db: &dyn Sql, workspace_id: &str) -> DbResult<Vec<Member>> {
+    rows(db, stmt!(MEMBERS, workspace_id)).await
+}
+
+/// Adds an existing account by email, or changes its role; never demotes or replaces the owner.
+const UPSERT_MEMBER: &str = "INSERT INTO membership (workspace_id, account_id, role, created_ms)
+  SELECT ?1, account_id, ?3, ?4 FROM account WHERE email = ?2
+  ON CONFLICT (workspace_id, account_id) DO UPDATE SET role = excluded.role WHERE membership.role <> 'owner'
+  RETURNING account_id, role";
+
+/// `None` when no account has that email (or the target is the owner, who keeps the role).
+pub async fn upsert_member(
+    db: &dyn Sql,
+    workspace_id: &str,
+    email: &str,
+    role: &str,
+    now_ms: i64,
+) -> DbResult<Option<(String, String)>> {
+    #[derive(Deserialize)]
+    struct Row {
+        account_id: String,
+        role: String,
+    }
+    Ok(
+        super::first::<Row>(db, stmt!(UPSERT_MEMBER, workspace_id, email, role, now_ms))
+            .await?
+            .map(|r| (r.account_id, r.role)),
+    )
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Overview {
+    pub balance_cents: i64,
+    #[serde(deserialize_with = "super::int_bool")]
+    pub card_saved: bool,
+}
+
+const OVERVIEW: &str = "SELECT balance_cents, card_saved FROM workspace WHERE workspace_id = ?1";
+
+/// The wallet and the first agents of a workspace, in one round trip.
+pub async fn overview(
+    db: &dyn Sql,
+    workspace_id: &str,
+    agents: i64,
+) -> DbResult<Option<(Overview, Vec<super::agents::AgentSummary>)>> {
+    let mut results = db
+        .batch(vec![
+            stmt!(OVERVIEW, workspace_id),
+            stmt!(super::agents::LIST, workspace_id, agents, 0i64),
+        ])
+        .await?
+        .into_iter();
+    let (Some(overview), Some(agent_rows)) = (results.next(), results.next()) else {
+        return Err(super::DbError::Other(
+            "batch returned fewer results than statements".into(),
+        ));
+    };
+    let Some(row) = overview.into_iter().next() else {
+        return Ok(None);
+    };
+    let agents = agent_rows
+        .into_iter()
+        .map(super::decode)
+        .collect::<DbResult<Vec<_>>>()?;
+    Ok(Some((super::decode(row)?, agents)))
+}

@@ -1,0 +1,8 @@
+//! Host integration tests: the whole server through `app::handle`, on real SQLite with the same
+//! migrations D1 runs, a fixed clock and an in-memory limiter. No server, no runtime.
+
+mod support;
+
+mod accounts;
+mod mcp;
+mod table;

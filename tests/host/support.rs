@@ -1,0 +1,277 @@
+//! `TestApp`: a fresh in-memory SQLite with every migration applied, a clock the test moves, and helpers
+//! that send REST and JSON-RPC requests through `handle()`.
+
+use agentsky::app::{self, RequestMeta};
+use agentsky::cx::{Config, Env, Limiter};
+use agentsky::http::{HttpRequest, HttpResponse};
+use agentsky::rules::rate::{Bucket, Decision};
+use agentsky::store::{DbError, DbResult, Param, Row, Sql, Stmt};
+use futures::future::LocalBoxFuture;
+use rusqlite::types::ValueRef;
+use serde_json::{json, Value};
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::rc::Rc;
+
+/// [`Sql`] over rusqlite: the host twin of the D1 adapter.
+#[derive(Clone)]
+pub struct Sqlite(pub Rc<rusqlite::Connection>);
+
+fn to_sql(p: &Param) -> rusqlite::types::Value {
+    match p {
+        Param::Null => rusqlite::types::Value::Null,
+        Param::Int(i) => rusqlite::types::Value::Integer(*i),
+        Param::Real(f) => rusqlite::types::Value::Real(*f),
+        Param::Text(s) => rusqlite::types::Value::Text(s.clone()),
+    }
+}
+
+fn run(conn: &rusqlite::Connection, stmt: &Stmt) -> DbResult<Vec<Row>> {
+    let err = |e: rusqlite::Error| DbError::from_message(e.to_string());
+    let mut prepared = conn.prepare(stmt.sql).map_err(err)?;
+    let names: Vec<String> = prepared
+        .column_names()
+        .into_iter()
+        .map(str::to_owned)
+        .collect();
+    let params: Vec<rusqlite::types::Value> = stmt.params.iter().map(to_sql).collect();
+    let mut rows = prepared
+        .query(rusqlite::params_from_iter(params))
+        .map_err(err)?;
+    let mut out = Vec::new();
+    while let Some(row) = rows.next().map_err(err)? {
+        let mut map = Row::new();
+        for (i, name) in names.iter().enumerate() {
+            let v = match row.get_ref(i).map_err(err)? {
+                ValueRef::Null => Value::Null,
+                ValueRef::Integer(n) => json!(n),
+                ValueRef::Real(f) => json!(f),
+                ValueRef::Text(t) => json!(String::from_utf8_lossy(t)),
+                ValueRef::Blob(b) => json!(b),
+            };
+            map.insert(name.clone(), v);
+        }
+        out.push(map);
+    }
+    Ok(out)
+}
+
+impl Sql for Sqlite {
+    fn all(&self, stmt: Stmt) -> LocalBoxFuture<'_, DbResult<Vec<Row>>> {
+        let result = run(&self.0, &stmt);
+        Box::pin(async move { result })
+    }
+
+    fn batch(&self, stmts: Vec<Stmt>) -> LocalBoxFuture<'_, DbResult<Vec<Vec<Row>>>> {
+        let conn = &self.0;
+        let result = (|| {
+            conn.execute_batch("BEGIN")
+                .map_err(|e| DbError::Other(e.to_string()))?;
+            let results: DbResult<Vec<Vec<Row>>> = stmts.iter().map(|s| run(conn, s)).collect();
+            let end = if results.is_ok() {
+                "COMMIT"
+            } else {
+                "ROLLBACK"
+            };
+            conn.execute_batch(end)
+                .map_err(|e| DbError::Other(e.to_string()))?;
+            results
+        })();
+        Box::pin(async move { result })
+    }
+}
+
+/// The limiter's host twin: the same GCRA buckets, in a map.
+#[derive(Clone, Default)]
+pub struct MemoryLimiter(Rc<RefCell<HashMap<String, Bucket>>>);
+
+impl Limiter for MemoryLimiter {
+    fn hit(
+        &self,
+        bucket: String,
+        limit: u32,
+        period_ms: i64,
+        now_ms: i64,
+    ) -> LocalBoxFuture<'_, Result<Decision, String>> {
+        let d = self
+            .0
+            .borrow_mut()
+            .entry(bucket)
+            .or_default()
+            .hit(now_ms, limit, period_ms);
+        Box::pin(async move { Ok(d) })
+    }
+}
+
+/// Applies every file of `migrations/` in name order, as `wrangler d1 migrations apply` does.
+pub fn migrated() -> rusqlite::Connection {
+    let conn = rusqlite::Connection::open_in_memory().unwrap();
+    conn.execute_batch("PRAGMA foreign_keys = ON").unwrap();
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/migrations");
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    assert!(!files.is_empty());
+    for f in files {
+        conn.execute_batch(&std::fs::read_to_string(&f).unwrap())
+            .unwrap_or_else(|e| panic!("{f:?}: {e}"));
+    }
+    conn
+}
+
+pub struct TestApp {
+    pub db: Sqlite,
+    pub limiter: MemoryLimiter,
+    pub config: Config,
+    pub now_ms: Cell<i64>,
+    /// D1 round trips of the last request.
+    pub last_queries: Cell<u32>,
+}
+
+/// A signed-up account: its key and personal workspace slug.
+pub struct Account {
+    pub key: String,
+    pub slug: String,
+    pub email: String,
+}
+
+impl TestApp {
+    pub fn new() -> Self {
+        Self::with_config(Config {
+            open_signup: true,
+            rate_limit_per_min: 600,
+            ..Config::default()
+        })
+    }
+
+    pub fn with_config(config: Config) -> Self {
+        Self {
+            db: Sqlite(Rc::new(migrated())),
+            limiter: MemoryLimiter::default(),
+            config,
+            now_ms: Cell::new(1_780_000_000_000),
+            last_queries: Cell::new(0),
+        }
+    }
+
+    pub fn send(&self, req: HttpRequest) -> HttpResponse {
+        let env = Env::new(
+            Box::new(self.db.clone()),
+            Box::new(self.limiter.clone()),
+            self.config.clone(),
+        );
+        let meta = RequestMeta {
+            now_ms: self.now_ms.get(),
+            request_id: "req_test".into(),
+        };
+        let resp = futures::executor::block_on(app::handle(&env, req, meta));
+        self.last_queries.set(env.db.calls());
+        resp
+    }
+
+    pub fn request(
+        &self,
+        method: &str,
+        path_and_query: &str,
+        key: Option<&str>,
+        body: Option<Value>,
+    ) -> HttpResponse {
+        let (path, query) = path_and_query
+            .split_once('?')
+            .unwrap_or((path_and_query, ""));
+        let mut headers = vec![
+            ("host".to_owned(), "127.0.0.1:8787".to_owned()),
+            ("content-type".into(), "application/json".into()),
+        ];
+        if let Some(k) = key {
+            headers.push(("authorization".into(), format!("Bearer {k}")));
+        }
+        self.send(HttpRequest {
+            method: method.into(),
+            path: path.into(),
+            query: query.into(),
+            headers,
+            body: body
+                .map(|b| serde_json::to_vec(&b).unwrap())
+                .unwrap_or_default(),
+            client_ip: "203.0.113.7".into(),
+        })
+    }
+
+    /// Sends one JSON-RPC message to `/v1/mcp` in the legacy era (as the TS SDK 1.x does after initialize).
+    pub fn rpc(&self, key: &str, method: &str, params: Value) -> HttpResponse {
+        let body = json!({ "jsonrpc": "2.0", "id": 1, "method": method, "params": params });
+        self.send(HttpRequest {
+            method: "POST".into(),
+            path: "/v1/mcp".into(),
+            query: String::new(),
+            headers: vec![
+                ("host".into(), "127.0.0.1:8787".into()),
+                ("content-type".into(), "application/json".into()),
+                (
+                    "accept".into(),
+                    "application/json, text/event-stream".into(),
+                ),
+                ("mcp-protocol-version".into(), "2025-06-18".into()),
+                ("authorization".into(), format!("Bearer {key}")),
+            ],
+            body: serde_json::to_vec(&body).unwrap(),
+            client_ip: "203.0.113.7".into(),
+        })
+    }
+
+    /// Calls a tool and returns its `CallToolResult`.
+    pub fn call(&self, key: &str, tool: &str, args: Value) -> Value {
+        let resp = self.rpc(
+            key,
+            "tools/call",
+            json!({ "name": tool, "arguments": args }),
+        );
+        assert_eq!(resp.status, 200, "{}", String::from_utf8_lossy(&resp.body));
+        let body = resp.json_body();
+        assert!(body.get("error").is_none(), "JSON-RPC error: {body}");
+        body["result"].clone()
+    }
+
+    /// Calls a tool that must succeed and returns its structured result.
+    pub fn ok(&self, key: &str, tool: &str, args: Value) -> Value {
+        let result = self.call(key, tool, args);
+        assert_eq!(result["isError"], false, "{tool} failed: {result}");
+        result["structuredContent"].clone()
+    }
+
+    /// Calls a tool that must fail and returns its error code.
+    pub fn err_code(&self, key: &str, tool: &str, args: Value) -> String {
+        let result = self.call(key, tool, args);
+        assert_eq!(
+            result["isError"], true,
+            "{tool} should have failed: {result}"
+        );
+        result["structuredContent"]["error"]["code"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    }
+
+    pub fn signup(&self, name: &str, email: &str) -> Account {
+        let resp = self.request(
+            "POST",
+            "/v1/accounts",
+            None,
+            Some(json!({ "name": name, "email": email })),
+        );
+        assert_eq!(resp.status, 201, "{}", String::from_utf8_lossy(&resp.body));
+        let body = resp.json_body();
+        Account {
+            key: body["key"]["key"].as_str().unwrap().to_owned(),
+            slug: body["workspace"]["slug"].as_str().unwrap().to_owned(),
+            email: email.to_owned(),
+        }
+    }
+
+    pub fn advance(&self, ms: i64) {
+        self.now_ms.set(self.now_ms.get() + ms);
+    }
+}

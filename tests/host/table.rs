@@ -1,0 +1,136 @@
+//! The operation table against the contract, and the generated faces against golden files
+//! (rewrite them with `UPDATE_GOLDEN=1 cargo test`).
+
+use agentsky::ops::{Scope, OPS};
+use serde_json::Value;
+use std::collections::HashSet;
+
+const CONTRACT: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../shared/contract/operator-mcp.md"
+);
+
+/// Every tool name the contract's table lists (`a` / `b` / `c` rows name several).
+fn contract_tools() -> HashSet<String> {
+    let text = std::fs::read_to_string(CONTRACT)
+        .unwrap_or_else(|e| panic!("the contract must be at {CONTRACT}: {e}"));
+    text.lines()
+        .filter(|l| l.starts_with("| `"))
+        .filter_map(|l| l.split('|').nth(1))
+        .flat_map(|cell| {
+            cell.split('`')
+                .skip(1)
+                .step_by(2)
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+#[test]
+fn every_tool_is_named_in_the_contract() {
+    let contract = contract_tools();
+    assert_eq!(
+        contract.len(),
+        40,
+        "the contract names 40 tools; parsed {contract:?}"
+    );
+    for op in OPS.iter().filter(|op| op.tool) {
+        assert!(
+            contract.contains(op.name),
+            "`{}` is not a contract tool name",
+            op.name
+        );
+    }
+}
+
+#[test]
+fn operation_names_and_routes_are_unique() {
+    let mut names = HashSet::new();
+    let mut routes = HashSet::new();
+    for op in OPS {
+        assert!(names.insert(op.name), "duplicate name {}", op.name);
+        assert!(
+            routes.insert((op.method, op.path)),
+            "duplicate route {} {}",
+            op.method,
+            op.path
+        );
+        assert!(op.path.starts_with("/v1/"), "{}", op.path);
+        assert!(!op.description().is_empty(), "{} has no doc", op.name);
+        if op.hints.read_only {
+            assert!(
+                op.method == "GET" && op.scope != Scope::Write,
+                "{}: read-only ops are GETs with read scope",
+                op.name
+            );
+        } else {
+            assert!(op.method != "GET", "{}: GET must not change state", op.name);
+        }
+    }
+}
+
+#[test]
+fn every_parameter_schema_is_an_object_with_documented_fields() {
+    for op in OPS {
+        let schema = (op.params)().to_value();
+        assert_eq!(schema["type"], "object", "{}", op.name);
+        if op.tool {
+            for (name, prop) in schema["properties"].as_object().into_iter().flatten() {
+                let has_doc = prop.get("description").is_some() || prop.get("$ref").is_some();
+                assert!(
+                    has_doc,
+                    "{}.{name} needs a doc comment: the model reads it",
+                    op.name
+                );
+            }
+        }
+    }
+}
+
+fn golden(name: &str, actual: &Value) {
+    let path = format!("{}/tests/host/golden/{name}", env!("CARGO_MANIFEST_DIR"));
+    let text = serde_json::to_string_pretty(actual).unwrap() + "\n";
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        std::fs::write(&path, &text).unwrap();
+        return;
+    }
+    let expected = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        expected == text,
+        "{name} changed; review and rewrite with UPDATE_GOLDEN=1 cargo test"
+    );
+}
+
+#[test]
+fn tools_list_matches_its_golden_file() {
+    golden(
+        "tools.json",
+        &Value::Array(agentsky::tools::operator_tools().to_vec()),
+    );
+}
+
+#[test]
+fn openapi_matches_its_golden_file_and_resolves_every_ref() {
+    let doc = agentsky::openapi::document("http://127.0.0.1:8787");
+    assert_eq!(doc["openapi"], "3.1.0");
+    let text = doc.to_string();
+    for part in text.split("\"$ref\":\"").skip(1) {
+        let target = &part[..part.find('"').unwrap()];
+        let name = target
+            .strip_prefix("#/components/schemas/")
+            .unwrap_or_else(|| panic!("ref {target}"));
+        assert!(
+            doc["components"]["schemas"].get(name).is_some(),
+            "dangling ref {target}"
+        );
+    }
+    for op in OPS {
+        assert!(
+            doc["paths"][op.path][op.method.to_ascii_lowercase()]["operationId"] == op.name,
+            "{}",
+            op.name
+        );
+    }
+    golden("openapi.json", &doc);
+}
