@@ -32,8 +32,7 @@ Call help for topics, required fields and examples.";
 pub async fn handle(env: &Env, req: HttpRequest, meta: RequestMeta) -> HttpResponse {
     let request_id = meta.request_id.clone();
     let resp = route(env, &req, meta).await;
-    resp.with_header("x-request-id", request_id)
-        .with_header("x-d1-queries", env.db.calls().to_string())
+    resp.with_header("x-request-id", request_id).with_header("x-d1-queries", env.db.calls().to_string())
 }
 
 async fn route(env: &Env, req: &HttpRequest, meta: RequestMeta) -> HttpResponse {
@@ -49,10 +48,7 @@ async fn route(env: &Env, req: &HttpRequest, meta: RequestMeta) -> HttpResponse 
         now_ms: meta.now_ms,
         request_id: meta.request_id,
         caller: None,
-        universe: req
-            .header("x-universe")
-            .filter(|s| !s.is_empty())
-            .map(str::to_owned),
+        universe: req.header("x-universe").filter(|s| !s.is_empty()).map(str::to_owned),
         base_url: base_url(env, req),
         client_ip: req.client_ip.clone(),
         admin: false,
@@ -64,9 +60,7 @@ async fn route(env: &Env, req: &HttpRequest, meta: RequestMeta) -> HttpResponse 
                 &json!({ "ok": true, "name": "agentsky", "version": env!("CARGO_PKG_VERSION") }),
             )
         }
-        "/v1/openapi.json" => {
-            return HttpResponse::json(200, &crate::openapi::document(&cx.base_url))
-        }
+        "/v1/openapi.json" => return HttpResponse::json(200, &crate::openapi::document(&cx.base_url)),
         "/v1/mcp" => {
             if req.method != "POST" {
                 return mcp::serve(&spec(&cx, req), &NoTools, req).await;
@@ -104,19 +98,14 @@ async fn route(env: &Env, req: &HttpRequest, meta: RequestMeta) -> HttpResponse 
             405,
             &ApiError::new(
                 Code::InvalidParams,
-                format!(
-                    "{} is not served on {path}; use {}",
-                    req.method,
-                    allowed.join(", ")
-                ),
+                format!("{} is not served on {path}; use {}", req.method, allowed.join(", ")),
             )
             .body(),
         )
         .with_header("allow", allowed.join(", ")),
-        Route::NotFound => HttpResponse::json(
-            404,
-            &ApiError::new(Code::NotFound, format!("no route {} {path}", req.method)).body(),
-        ),
+        Route::NotFound => {
+            HttpResponse::json(404, &ApiError::new(Code::NotFound, format!("no route {} {path}", req.method)).body())
+        }
     }
 }
 
@@ -125,11 +114,8 @@ fn spec(cx: &Cx<'_>, req: &HttpRequest) -> ServerSpec {
     let mut allowed_origins = cx.env.config.allowed_origins.clone();
     allowed_origins.push(cx.base_url.clone());
     if let Some(host) = req.header("host").filter(|h| is_loopback_host(h)) {
-        let port = host
-            .rsplit_once(':')
-            .map(|(_, p)| format!(":{p}"))
-            .filter(|_| !host.ends_with(']'))
-            .unwrap_or_default();
+        let port =
+            host.rsplit_once(':').map(|(_, p)| format!(":{p}")).filter(|_| !host.ends_with(']')).unwrap_or_default();
         for name in ["localhost", "127.0.0.1", "[::1]"] {
             allowed_origins.push(format!("http://{name}{port}"));
         }
@@ -145,10 +131,7 @@ fn spec(cx: &Cx<'_>, req: &HttpRequest) -> ServerSpec {
 }
 
 fn is_loopback_host(host: &str) -> bool {
-    let name = host
-        .rsplit_once(':')
-        .filter(|_| !host.ends_with(']'))
-        .map_or(host, |(h, _)| h);
+    let name = host.rsplit_once(':').filter(|_| !host.ends_with(']')).map_or(host, |(h, _)| h);
     matches!(name, "localhost" | "127.0.0.1" | "[::1]")
 }
 
@@ -158,11 +141,7 @@ fn base_url(env: &Env, req: &HttpRequest) -> String {
         return env.config.public_base_url.trim_end_matches('/').to_owned();
     }
     let host = req.header("host").unwrap_or("localhost");
-    let scheme = if is_loopback_host(host) {
-        "http"
-    } else {
-        "https"
-    };
+    let scheme = if is_loopback_host(host) { "http" } else { "https" };
     format!("{scheme}://{host}")
 }
 
@@ -172,11 +151,7 @@ impl mcp::ToolHost for NoTools {
     fn tools(&self) -> Vec<serde_json::Value> {
         vec![]
     }
-    fn call<'a>(
-        &'a self,
-        _: &'a str,
-        _: serde_json::Value,
-    ) -> futures::future::LocalBoxFuture<'a, mcp::CallOutcome> {
+    fn call<'a>(&'a self, _: &'a str, _: serde_json::Value) -> futures::future::LocalBoxFuture<'a, mcp::CallOutcome> {
         Box::pin(async { None })
     }
 }
@@ -194,20 +169,9 @@ async fn authenticate(cx: &Cx<'_>, req: &HttpRequest) -> Result<Auth, HttpRespon
     };
     let token = match header.split_once(' ') {
         Some((scheme, token)) if scheme.eq_ignore_ascii_case("bearer") => token.trim(),
-        _ => {
-            return Err(unauthorized(
-                cx,
-                Some("the Authorization header must be `Bearer ast_…`"),
-            ))
-        }
+        _ => return Err(unauthorized(cx, Some("the Authorization header must be `Bearer ast_…`"))),
     };
-    if let Some(admin) = cx
-        .env
-        .config
-        .admin_token
-        .as_deref()
-        .filter(|t| !t.is_empty())
-    {
+    if let Some(admin) = cx.env.config.admin_token.as_deref().filter(|t| !t.is_empty()) {
         if ids::constant_time_eq(&ids::hash_secret(token), &ids::hash_secret(admin)) {
             return Ok(Auth::Admin);
         }
@@ -227,7 +191,13 @@ fn unauthorized(cx: &Cx<'_>, bad_token: Option<&str>) -> HttpResponse {
     let realm = format!("Bearer realm=\"agentsky\"");
     let (challenge, message) = match bad_token {
         Some(why) => (format!("{realm}, error=\"invalid_token\", error_description=\"{why}\""), why.to_owned()),
-        None => (realm, format!("an API key is required: Authorization: Bearer ast_… (create one with POST {}/v1/accounts)", cx.base_url)),
+        None => (
+            realm,
+            format!(
+                "an API key is required: Authorization: Bearer ast_… (create one with POST {}/v1/accounts)",
+                cx.base_url
+            ),
+        ),
     };
     HttpResponse::json(401, &ApiError::new(Code::Unauthorized, message).body())
         .with_header("www-authenticate", challenge)

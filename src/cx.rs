@@ -4,6 +4,7 @@
 
 use crate::error::{ApiError, Code};
 use crate::rules::rate::Decision;
+use crate::session::{SessionCall, SessionReply};
 use crate::store::{Counted, Sql};
 use futures::future::LocalBoxFuture;
 use serde::Deserialize;
@@ -36,20 +37,35 @@ pub trait Limiter {
     ) -> LocalBoxFuture<'_, Result<Decision, String>>;
 }
 
+/// Reaches a session's Durable Object (or the host tests' stand-in).
+pub trait Sessions {
+    fn call(&self, session_id: &str, call: SessionCall) -> LocalBoxFuture<'_, Result<SessionReply, String>>;
+}
+
+/// Time that moves during a request (waiting for another request's result), and sleeping.
+pub trait Clock {
+    fn now_ms(&self) -> i64;
+    fn sleep(&self, ms: i64) -> LocalBoxFuture<'_, ()>;
+}
+
 /// The platform, per request.
 pub struct Env {
     pub db: Counted,
     pub limiter: Box<dyn Limiter>,
+    pub sessions: Box<dyn Sessions>,
+    pub clock: Box<dyn Clock>,
     pub config: Config,
 }
 
 impl Env {
-    pub fn new(db: Box<dyn Sql>, limiter: Box<dyn Limiter>, config: Config) -> Self {
-        Self {
-            db: Counted::new(db),
-            limiter,
-            config,
-        }
+    pub fn new(
+        db: Box<dyn Sql>,
+        limiter: Box<dyn Limiter>,
+        sessions: Box<dyn Sessions>,
+        clock: Box<dyn Clock>,
+        config: Config,
+    ) -> Self {
+        Self { db: Counted::new(db), limiter, sessions, clock, config }
     }
 }
 
@@ -64,18 +80,7 @@ pub struct Membership {
     pub is_personal: bool,
 }
 
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    PartialOrd,
-    Ord,
-    Deserialize,
-    serde::Serialize,
-    schemars::JsonSchema,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Role {
     Member,
@@ -127,9 +132,7 @@ impl<'a> Cx<'a> {
 
     /// The authenticated caller; operations with a scope never run without one.
     pub fn caller(&self) -> Result<&Caller, ApiError> {
-        self.caller
-            .as_ref()
-            .ok_or_else(|| ApiError::new(Code::Unauthorized, "an API key is required"))
+        self.caller.as_ref().ok_or_else(|| ApiError::new(Code::Unauthorized, "an API key is required"))
     }
 
     /// An internal failure with this request's id (the cause goes to the log only).
@@ -157,22 +160,12 @@ impl<'a> Cx<'a> {
         match (wanted, locked) {
             (Some(s), Some(l)) if s != l.slug => Err(ApiError::new(
                 Code::UniverseMismatch,
-                format!(
-                    "this key is locked to workspace `{}`; it cannot use `{s}`",
-                    l.slug
-                ),
+                format!("this key is locked to workspace `{}`; it cannot use `{s}`", l.slug),
             )),
             (_, Some(l)) => Ok(l),
-            (Some(s), None) => caller
-                .memberships
-                .iter()
-                .find(|m| m.slug == s)
-                .ok_or_else(|| {
-                    ApiError::new(
-                        Code::NotFound,
-                        format!("workspace `{s}` not found among yours; call list_workspaces"),
-                    )
-                }),
+            (Some(s), None) => caller.memberships.iter().find(|m| m.slug == s).ok_or_else(|| {
+                ApiError::new(Code::NotFound, format!("workspace `{s}` not found among yours; call list_workspaces"))
+            }),
             (None, None) => caller
                 .memberships
                 .iter()
@@ -185,15 +178,8 @@ impl<'a> Cx<'a> {
     /// object. Locked keys see only their workspace; anything else is `not_found`, so ids do not leak.
     pub fn member_of(&self, workspace_id: &str) -> Result<&Membership, ApiError> {
         let caller = self.caller()?;
-        if caller
-            .locked_workspace_id
-            .as_deref()
-            .is_some_and(|l| l != workspace_id)
-        {
-            return Err(ApiError::new(
-                Code::UniverseMismatch,
-                "this key is locked to another workspace",
-            ));
+        if caller.locked_workspace_id.as_deref().is_some_and(|l| l != workspace_id) {
+            return Err(ApiError::new(Code::UniverseMismatch, "this key is locked to another workspace"));
         }
         caller
             .memberships
@@ -209,12 +195,7 @@ impl<'a> Cx<'a> {
         } else {
             Err(ApiError::new(
                 Code::Forbidden,
-                format!(
-                    "this needs the {} role in `{}`; yours is {}",
-                    role.as_str(),
-                    m.slug,
-                    m.role.as_str()
-                ),
+                format!("this needs the {} role in `{}`; yours is {}", role.as_str(), m.slug, m.role.as_str()),
             ))
         }
     }

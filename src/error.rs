@@ -18,6 +18,7 @@ pub enum Code {
     Conflict,
     IdempotencyConflict,
     SessionBusy,
+    SessionTerminated,
     InsufficientCredits,
     PayloadTooLarge,
     RateLimited,
@@ -33,7 +34,7 @@ impl Code {
             Self::InsufficientCredits => 402,
             Self::InsufficientScope | Self::Forbidden | Self::UniverseMismatch => 403,
             Self::NotFound => 404,
-            Self::Conflict | Self::IdempotencyConflict | Self::SessionBusy => 409,
+            Self::Conflict | Self::IdempotencyConflict | Self::SessionBusy | Self::SessionTerminated => 409,
             Self::PayloadTooLarge => 413,
             Self::RateLimited => 429,
             Self::NotImplemented => 501,
@@ -52,6 +53,7 @@ impl Code {
             Self::Conflict => "conflict",
             Self::IdempotencyConflict => "idempotency_conflict",
             Self::SessionBusy => "session_busy",
+            Self::SessionTerminated => "session_terminated",
             Self::InsufficientCredits => "insufficient_credits",
             Self::PayloadTooLarge => "payload_too_large",
             Self::RateLimited => "rate_limited",
@@ -72,11 +74,7 @@ pub struct ApiError {
 
 impl ApiError {
     pub fn new(code: Code, message: impl Into<String>) -> Self {
-        Self {
-            code,
-            message: message.into(),
-            retry_after_ms: None,
-        }
+        Self { code, message: message.into(), retry_after_ms: None }
     }
 
     pub fn invalid(message: impl Into<String>) -> Self {
@@ -90,10 +88,7 @@ impl ApiError {
     /// An internal failure: the client sees only the request id; the cause goes to the log.
     pub fn internal(request_id: &str, cause: impl fmt::Display) -> Self {
         log_line(&format!("internal error {request_id}: {cause}"));
-        Self::new(
-            Code::Internal,
-            format!("internal error; request id {request_id}"),
-        )
+        Self::new(Code::Internal, format!("internal error; request id {request_id}"))
     }
 
     /// The body both faces send: `{ "error": { "code", "message", "retry_after_ms"? } }`.

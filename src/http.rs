@@ -18,10 +18,7 @@ pub struct HttpRequest {
 impl HttpRequest {
     /// The first header with this (lower-case) name.
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.as_str())
+        self.headers.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
     }
 
     /// One query parameter, percent-decoded.
@@ -43,11 +40,7 @@ pub struct HttpResponse {
 
 impl HttpResponse {
     pub fn new(status: u16) -> Self {
-        Self {
-            status,
-            headers: Vec::new(),
-            body: Vec::new(),
-        }
+        Self { status, headers: Vec::new(), body: Vec::new() }
     }
 
     pub fn json(status: u16, value: &serde_json::Value) -> Self {
@@ -57,9 +50,7 @@ impl HttpResponse {
     }
 
     pub fn text(status: u16, content_type: &str, body: impl Into<Vec<u8>>) -> Self {
-        Self::new(status)
-            .with_header("content-type", content_type)
-            .with_body(body.into())
+        Self::new(status).with_header("content-type", content_type).with_body(body.into())
     }
 
     pub fn with_header(mut self, name: &str, value: impl Into<String>) -> Self {
@@ -73,10 +64,7 @@ impl HttpResponse {
     }
 
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.as_str())
+        self.headers.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
     }
 
     /// The body parsed as JSON (tests and the edge use it); `Null` when it is not JSON.

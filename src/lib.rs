@@ -22,6 +22,7 @@ pub mod openapi;
 pub mod ops;
 pub mod rest;
 pub mod rules;
+pub mod session;
 pub mod store;
 pub mod tools;
 

@@ -40,11 +40,8 @@ pub fn document(base_url: &str) -> Value {
     for op in OPS {
         let params_schema = hoist((op.params)().to_value(), &mut defs);
         let result_schema = hoist((op.result)().to_value(), &mut defs);
-        let path_names: Vec<&str> = op
-            .path
-            .split('/')
-            .filter_map(|s| s.strip_prefix('{').and_then(|s| s.strip_suffix('}')))
-            .collect();
+        let path_names: Vec<&str> =
+            op.path.split('/').filter_map(|s| s.strip_prefix('{').and_then(|s| s.strip_suffix('}'))).collect();
         let mut parameters: Vec<Value> = path_names
             .iter()
             .map(|name| {
@@ -79,18 +76,15 @@ pub fn document(base_url: &str) -> Value {
             "x-mcp-tool": op.tool,
         });
         if op.method == "GET" || op.method == "DELETE" {
-            let required: Vec<&str> = params_schema["required"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(Value::as_str)
-                .collect();
+            let required: Vec<&str> =
+                params_schema["required"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
             for (name, schema) in body_schema["properties"].as_object().into_iter().flatten() {
                 parameters.push(json!({ "name": name, "in": "query", "required": required.contains(&name.as_str()),
                                         "schema": schema }));
             }
         } else {
-            operation["requestBody"] = json!({ "required": true, "content": { "application/json": { "schema": body_schema } } });
+            operation["requestBody"] =
+                json!({ "required": true, "content": { "application/json": { "schema": body_schema } } });
         }
         operation["parameters"] = Value::Array(parameters);
         if op.scope == Scope::Public {

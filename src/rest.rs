@@ -57,22 +57,14 @@ pub fn route(method: &str, path: &str) -> Route {
 }
 
 /// Gathers an operation's arguments: body (an object), then query parameters, then path parameters.
-pub fn arguments(
-    op: &Op,
-    req: &HttpRequest,
-    path_params: Map<String, Value>,
-) -> Result<Value, ApiError> {
+pub fn arguments(op: &Op, req: &HttpRequest, path_params: Map<String, Value>) -> Result<Value, ApiError> {
     let mut args = if req.body.iter().all(u8::is_ascii_whitespace) {
         Map::new()
     } else {
         match serde_json::from_slice::<Value>(&req.body) {
             Ok(Value::Object(map)) => map,
             Ok(_) => return Err(ApiError::invalid("the request body must be a JSON object")),
-            Err(e) => {
-                return Err(ApiError::invalid(format!(
-                    "the request body is not valid JSON: {e}"
-                )))
-            }
+            Err(e) => return Err(ApiError::invalid(format!("the request body is not valid JSON: {e}"))),
         }
     };
     if !req.query.is_empty() {
@@ -95,12 +87,7 @@ fn typed(ty: &Value, name: &str, raw: String) -> Result<Value, ApiError> {
         Value::Array(a) => a.iter().filter_map(Value::as_str).collect(),
         _ => vec![],
     };
-    let bad = || {
-        ApiError::invalid(format!(
-            "query parameter `{name}` must be {}",
-            types.join(" or ")
-        ))
-    };
+    let bad = || ApiError::invalid(format!("query parameter `{name}` must be {}", types.join(" or ")));
     if types.contains(&"integer") {
         return raw.parse::<i64>().map(Value::from).map_err(|_| bad());
     }
@@ -153,8 +140,6 @@ mod tests {
             matches!(route("PUT", "/v1/agents"), Route::WrongMethod(m) if m.contains(&"GET") && m.contains(&"POST"))
         );
         assert!(matches!(route("GET", "/v1/nothing"), Route::NotFound));
-        assert!(
-            matches!(route("GET", "/v1/agents"), Route::Found(op, _) if op.name == "list_agents")
-        );
+        assert!(matches!(route("GET", "/v1/agents"), Route::Found(op, _) if op.name == "list_agents"));
     }
 }

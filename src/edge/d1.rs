@@ -41,15 +41,9 @@ impl Sql for D1 {
 
     fn batch(&self, stmts: Vec<Stmt>) -> LocalBoxFuture<'_, DbResult<Vec<Vec<Row>>>> {
         Box::pin(async move {
-            let prepared = stmts
-                .iter()
-                .map(|s| self.prepare(s))
-                .collect::<DbResult<Vec<_>>>()?;
+            let prepared = stmts.iter().map(|s| self.prepare(s)).collect::<DbResult<Vec<_>>>()?;
             let results = self.0.batch(prepared).await.map_err(err)?;
-            results
-                .iter()
-                .map(|r| r.results::<Row>().map_err(err))
-                .collect()
+            results.iter().map(|r| r.results::<Row>().map_err(err)).collect()
         })
     }
 }

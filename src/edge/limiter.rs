@@ -7,8 +7,7 @@ use futures::future::LocalBoxFuture;
 use serde::{Deserialize, Serialize};
 use std::cell::Cell;
 use worker::{
-    durable_object, DurableObject, Env, Method, ObjectNamespace, Request, RequestInit, Response,
-    Result, State,
+    durable_object, DurableObject, Env, Method, ObjectNamespace, Request, RequestInit, Response, Result, State,
 };
 
 #[derive(Serialize, Deserialize)]
@@ -27,19 +26,14 @@ pub struct Limiter {
 
 impl DurableObject for Limiter {
     fn new(state: State, _env: Env) -> Self {
-        Self {
-            state,
-            bucket: Cell::new(None),
-        }
+        Self { state, bucket: Cell::new(None) }
     }
 
     async fn fetch(&self, mut req: Request) -> Result<Response> {
         let hit: Hit = req.json().await?;
         let mut bucket = match self.bucket.get() {
             Some(b) => b,
-            None => Bucket {
-                tat_ms: self.state.storage().get::<i64>("tat").await?.unwrap_or(0),
-            },
+            None => Bucket { tat_ms: self.state.storage().get::<i64>("tat").await?.unwrap_or(0) },
         };
         let decision = bucket.hit(hit.now_ms, hit.limit, hit.period_ms);
         self.bucket.set(Some(bucket));
@@ -64,18 +58,13 @@ impl LimiterPort for Client {
         Box::pin(async move {
             let run = async {
                 let stub = self.0.id_from_name(&bucket)?.get_stub()?;
-                let body = serde_json::to_string(&Hit {
-                    limit,
-                    period_ms,
-                    now_ms,
-                })?;
+                let body = serde_json::to_string(&Hit { limit, period_ms, now_ms })?;
                 let mut init = RequestInit::new();
                 init.with_method(Method::Post).with_body(Some(body.into()));
                 let req = Request::new_with_init("https://limiter/hit", &init)?;
                 stub.fetch_with_request(req).await?.json::<Decision>().await
             };
-            run.await
-                .map_err(|e: worker::Error| format!("limiter: {e}"))
+            run.await.map_err(|e: worker::Error| format!("limiter: {e}"))
         })
     }
 }

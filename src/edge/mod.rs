@@ -14,17 +14,11 @@ pub const DB: &str = "DB";
 pub const LIMITER: &str = "LIMITER";
 
 fn var(env: &Env, name: &str) -> Option<String> {
-    env.var(name)
-        .ok()
-        .map(|v| v.to_string())
-        .filter(|v| !v.is_empty())
+    env.var(name).ok().map(|v| v.to_string()).filter(|v| !v.is_empty())
 }
 
 fn secret(env: &Env, name: &str) -> Option<String> {
-    env.secret(name)
-        .ok()
-        .map(|v| v.to_string())
-        .filter(|v| !v.is_empty())
+    env.secret(name).ok().map(|v| v.to_string()).filter(|v| !v.is_empty())
 }
 
 fn config(env: &Env) -> Config {
@@ -32,15 +26,10 @@ fn config(env: &Env) -> Config {
     Config {
         open_signup: flag("OPEN_SIGNUP"),
         admin_token: secret(env, "ADMIN_TOKEN").or_else(|| var(env, "ADMIN_TOKEN")),
-        rate_limit_per_min: var(env, "RATE_LIMIT_PER_MIN")
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(600),
+        rate_limit_per_min: var(env, "RATE_LIMIT_PER_MIN").and_then(|v| v.parse().ok()).unwrap_or(600),
         allowed_origins: var(env, "ALLOWED_ORIGINS")
             .map(|v| {
-                v.split(',')
-                    .map(|s| s.trim().trim_end_matches('/').to_owned())
-                    .filter(|s| !s.is_empty())
-                    .collect()
+                v.split(',').map(|s| s.trim().trim_end_matches('/').to_owned()).filter(|s| !s.is_empty()).collect()
             })
             .unwrap_or_default(),
         public_base_url: var(env, "PUBLIC_BASE_URL").unwrap_or_default(),
@@ -69,15 +58,8 @@ fn start() {
 async fn fetch(mut req: Request, env: Env, _ctx: Context) -> Result<Response> {
     let request_id = hex::encode(crate::rules::ids::random_bytes::<8>());
     let url = req.url()?;
-    let headers: Vec<(String, String)> = req
-        .headers()
-        .entries()
-        .map(|(k, v)| (k.to_ascii_lowercase(), v))
-        .collect();
-    let declared = headers
-        .iter()
-        .find(|(k, _)| k == "content-length")
-        .and_then(|(_, v)| v.parse::<usize>().ok());
+    let headers: Vec<(String, String)> = req.headers().entries().map(|(k, v)| (k.to_ascii_lowercase(), v)).collect();
+    let declared = headers.iter().find(|(k, _)| k == "content-length").and_then(|(_, v)| v.parse::<usize>().ok());
     // Refuse a declared oversized body before reading it; the core checks the real length too.
     let body = if declared.is_some_and(|n| n > MAX_BODY_BYTES) {
         vec![0; MAX_BODY_BYTES + 1]
@@ -88,24 +70,12 @@ async fn fetch(mut req: Request, env: Env, _ctx: Context) -> Result<Response> {
         method: req.method().to_string(),
         path: url.path().to_owned(),
         query: url.query().unwrap_or_default().to_owned(),
-        client_ip: headers
-            .iter()
-            .find(|(k, _)| k == "cf-connecting-ip")
-            .map(|(_, v)| v.clone())
-            .unwrap_or_default(),
+        client_ip: headers.iter().find(|(k, _)| k == "cf-connecting-ip").map(|(_, v)| v.clone()).unwrap_or_default(),
         headers,
         body,
     };
     let core = core_env(&env)?;
-    let response = app::handle(
-        &core,
-        request,
-        RequestMeta {
-            now_ms: now_ms(),
-            request_id,
-        },
-    )
-    .await;
+    let response = app::handle(&core, request, RequestMeta { now_ms: now_ms(), request_id }).await;
     to_worker(response)
 }
 
@@ -114,11 +84,7 @@ fn to_worker(resp: HttpResponse) -> Result<Response> {
     for (k, v) in &resp.headers {
         headers.append(k, v)?;
     }
-    let body = if resp.body.is_empty() {
-        Response::empty()?
-    } else {
-        Response::from_bytes(resp.body)?
-    };
+    let body = if resp.body.is_empty() { Response::empty()? } else { Response::from_bytes(resp.body)? };
     Ok(body.with_status(resp.status).with_headers(headers))
 }
 
@@ -128,19 +94,11 @@ async fn scheduled(_event: worker::ScheduledEvent, _env: Env, _ctx: worker::Sche
 }
 
 #[event(queue)]
-async fn queue(
-    batch: worker::MessageBatch<serde_json::Value>,
-    _env: Env,
-    _ctx: Context,
-) -> Result<()> {
+async fn queue(batch: worker::MessageBatch<serde_json::Value>, _env: Env, _ctx: Context) -> Result<()> {
     // No producer sends yet (routine fires arrive with issue 5). Anything that arrives is logged and
     // acknowledged rather than retried into the dead-letter queue.
     for message in batch.messages()? {
-        crate::error::log_line(&format!(
-            "queue {}: unhandled message {}",
-            batch.queue(),
-            message.body()
-        ));
+        crate::error::log_line(&format!("queue {}: unhandled message {}", batch.queue(), message.body()));
         message.ack();
     }
     Ok(())

@@ -20,8 +20,7 @@ use sha2::{Digest, Sha256};
 pub struct Fixtures;
 
 /// A 1×1 red PNG.
-const PNG_BASE64: &str =
-    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC";
+const PNG_BASE64: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC";
 /// Eight samples of 8 kHz mono silence.
 const WAV_BASE64: &str = "UklGRiwAAABXQVZFZm10IBAAAAABAAEAQB8AAEAfAAABAAgAZGF0YQgAAACAgICAgICAgA==";
 const STATE_KEY: &[u8] = b"agentsky conformance fixtures: requestState integrity";
@@ -32,70 +31,22 @@ const TOOLS: &[(&str, &str)] = &[
     ("test_simple_text", "Returns a simple text response."),
     ("test_image_content", "Returns a 1x1 PNG image."),
     ("test_audio_content", "Returns a short WAV audio clip."),
-    (
-        "test_embedded_resource",
-        "Returns an embedded text resource.",
-    ),
-    (
-        "test_multiple_content_types",
-        "Returns text, an image and an embedded resource.",
-    ),
-    (
-        "test_error_handling",
-        "Always fails with a tool error (isError: true).",
-    ),
-    (
-        "test_missing_capability",
-        "Needs the client's sampling capability; refused with -32021 without it.",
-    ),
-    (
-        "test_logging_tool",
-        "Does its work without logging unless the request sets a log level.",
-    ),
-    (
-        "test_streaming_elicitation",
-        "Asks the user a question through an elicitation input request.",
-    ),
-    (
-        "test_input_required_result_elicitation",
-        "Asks for the user's name, then greets them.",
-    ),
-    (
-        "test_input_required_result_sampling",
-        "Asks the client's model a question, then reports the answer.",
-    ),
-    (
-        "test_input_required_result_list_roots",
-        "Asks for the client's roots, then lists them.",
-    ),
-    (
-        "test_input_required_result_request_state",
-        "Asks for confirmation and round-trips a signed requestState.",
-    ),
-    (
-        "test_input_required_result_multiple_inputs",
-        "Asks for a name, a model greeting and the roots at once.",
-    ),
-    (
-        "test_input_required_result_multi_round",
-        "Asks two questions in two rounds.",
-    ),
-    (
-        "test_input_required_result_tampered_state",
-        "Refuses a requestState that fails its integrity check.",
-    ),
-    (
-        "test_input_required_result_capabilities",
-        "Asks only through the capabilities the client declared.",
-    ),
-    (
-        "json_schema_2020_12_tool",
-        "Tool with JSON Schema 2020-12 features",
-    ),
-    (
-        "test_x_mcp_header",
-        "Echoes a region that clients mirror into the Mcp-Param-Region header.",
-    ),
+    ("test_embedded_resource", "Returns an embedded text resource."),
+    ("test_multiple_content_types", "Returns text, an image and an embedded resource."),
+    ("test_error_handling", "Always fails with a tool error (isError: true)."),
+    ("test_missing_capability", "Needs the client's sampling capability; refused with -32021 without it."),
+    ("test_logging_tool", "Does its work without logging unless the request sets a log level."),
+    ("test_streaming_elicitation", "Asks the user a question through an elicitation input request."),
+    ("test_input_required_result_elicitation", "Asks for the user's name, then greets them."),
+    ("test_input_required_result_sampling", "Asks the client's model a question, then reports the answer."),
+    ("test_input_required_result_list_roots", "Asks for the client's roots, then lists them."),
+    ("test_input_required_result_request_state", "Asks for confirmation and round-trips a signed requestState."),
+    ("test_input_required_result_multiple_inputs", "Asks for a name, a model greeting and the roots at once."),
+    ("test_input_required_result_multi_round", "Asks two questions in two rounds."),
+    ("test_input_required_result_tampered_state", "Refuses a requestState that fails its integrity check."),
+    ("test_input_required_result_capabilities", "Asks only through the capabilities the client declared."),
+    ("json_schema_2020_12_tool", "Tool with JSON Schema 2020-12 features"),
+    ("test_x_mcp_header", "Echoes a region that clients mirror into the Mcp-Param-Region header."),
 ];
 
 impl ToolHost for Fixtures {
@@ -183,46 +134,26 @@ fn run(call: &ToolCall) -> ToolReply {
             "content": [{"type": "text", "text": "This tool intentionally returns an error for testing"}],
             "isError": true
         })),
-        "test_logging_tool" => Ok(text(
-            "Done. This server answers one JSON body per request, so it sends no log messages.",
-        )),
-        "json_schema_2020_12_tool" => Ok(text(&format!(
-            "Received {}",
-            Value::Object(call.arguments.clone())
-        ))),
-        "test_x_mcp_header" => Ok(text(&format!(
-            "Region: {}",
-            call.arguments.get("region").unwrap_or(&Value::Null)
-        ))),
-        "test_missing_capability" => {
-            require(call, &["sampling"]).map(|()| text("The client declared sampling."))
+        "test_logging_tool" => {
+            Ok(text("Done. This server answers one JSON body per request, so it sends no log messages."))
         }
-        "test_streaming_elicitation" => {
-            require(call, &["elicitation"]).map(|()| ask_name(call, "confirmation"))
-        }
+        "json_schema_2020_12_tool" => Ok(text(&format!("Received {}", Value::Object(call.arguments.clone())))),
+        "test_x_mcp_header" => Ok(text(&format!("Region: {}", call.arguments.get("region").unwrap_or(&Value::Null)))),
+        "test_missing_capability" => require(call, &["sampling"]).map(|()| text("The client declared sampling.")),
+        "test_streaming_elicitation" => require(call, &["elicitation"]).map(|()| ask_name(call, "confirmation")),
         "test_input_required_result_elicitation" => {
             require(call, &["elicitation"]).map(|()| ask_name(call, "user_name"))
         }
-        "test_input_required_result_sampling" => {
-            require(call, &["sampling"]).map(|()| sampling_round(call))
-        }
-        "test_input_required_result_list_roots" => {
-            require(call, &["roots"]).map(|()| roots_round(call))
-        }
-        "test_input_required_result_request_state"
-        | "test_input_required_result_tampered_state" => {
+        "test_input_required_result_sampling" => require(call, &["sampling"]).map(|()| sampling_round(call)),
+        "test_input_required_result_list_roots" => require(call, &["roots"]).map(|()| roots_round(call)),
+        "test_input_required_result_request_state" | "test_input_required_result_tampered_state" => {
             require(call, &["elicitation"]).and_then(|()| confirm_round(call))
         }
         "test_input_required_result_multiple_inputs" => {
-            require(call, &["elicitation", "sampling", "roots"])
-                .and_then(|()| multiple_inputs_round(call))
+            require(call, &["elicitation", "sampling", "roots"]).and_then(|()| multiple_inputs_round(call))
         }
-        "test_input_required_result_multi_round" => {
-            require(call, &["elicitation"]).and_then(|()| multi_round(call))
-        }
-        "test_input_required_result_capabilities" => {
-            require(call, &[]).map(|()| capabilities_round(call))
-        }
+        "test_input_required_result_multi_round" => require(call, &["elicitation"]).and_then(|()| multi_round(call)),
+        "test_input_required_result_capabilities" => require(call, &[]).map(|()| capabilities_round(call)),
         _ => return ToolReply::UnknownTool,
     };
     match answer {
@@ -239,13 +170,8 @@ fn text(message: &str) -> Value {
 /// capability the client did not declare, so a missing one is −32021 naming it (SEP-2575).
 fn require(call: &ToolCall, capabilities: &[&str]) -> Result<(), ToolReply> {
     if call.era == Era::Legacy {
-        let message = format!(
-            "{} needs protocol 2026-07-28 (multi round-trip requests).",
-            call.name
-        );
-        return Err(ToolReply::Done(
-            json!({"content": [{"type": "text", "text": message}], "isError": true}),
-        ));
+        let message = format!("{} needs protocol 2026-07-28 (multi round-trip requests).", call.name);
+        return Err(ToolReply::Done(json!({"content": [{"type": "text", "text": message}], "isError": true})));
     }
     let missing: Map<String, Value> = capabilities
         .iter()
@@ -316,38 +242,24 @@ fn ask_name(call: &ToolCall, key: &str) -> Value {
             Some(name) => text(&format!("Hello, {name}!")),
             None => text("Hello, whoever you are!"),
         },
-        None => input_required(
-            one(key, elicit("What is your name?", "name", "string")),
-            None,
-        ),
+        None => input_required(one(key, elicit("What is your name?", "name", "string")), None),
     }
 }
 
 fn sampling_round(call: &ToolCall) -> Value {
     match response(call, "capital_question") {
-        Some(answer) => text(&format!(
-            "The model answered: {}",
-            answer["content"]["text"].as_str().unwrap_or("(no text)")
-        )),
-        None => input_required(
-            one(
-                "capital_question",
-                sample("What is the capital of France?", 100),
-            ),
-            None,
-        ),
+        Some(answer) => {
+            text(&format!("The model answered: {}", answer["content"]["text"].as_str().unwrap_or("(no text)")))
+        }
+        None => input_required(one("capital_question", sample("What is the capital of France?", 100)), None),
     }
 }
 
 fn roots_round(call: &ToolCall) -> Value {
     match response(call, "client_roots") {
         Some(answer) => {
-            let roots: Vec<&str> = answer["roots"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|r| r["uri"].as_str())
-                .collect();
+            let roots: Vec<&str> =
+                answer["roots"].as_array().into_iter().flatten().filter_map(|r| r["uri"].as_str()).collect();
             text(&format!("The client's roots: {}", roots.join(", ")))
         }
         None => input_required(one("client_roots", list_roots()), None),
@@ -375,10 +287,7 @@ fn confirm_round(call: &ToolCall) -> Result<Value, ToolReply> {
 fn multiple_inputs_round(call: &ToolCall) -> Result<Value, ToolReply> {
     let expected = format!("{}:1", call.name);
     let all = Map::from_iter([
-        (
-            "user_name".to_owned(),
-            elicit("What is your name?", "name", "string"),
-        ),
+        ("user_name".to_owned(), elicit("What is your name?", "name", "string")),
         ("greeting".to_owned(), sample("Generate a greeting", 50)),
         ("client_roots".to_owned(), list_roots()),
     ]);
@@ -386,10 +295,7 @@ fn multiple_inputs_round(call: &ToolCall) -> Result<Value, ToolReply> {
         return Ok(input_required(all, Some(sign(&expected))));
     };
     verified(state, &expected)?;
-    let missing: Map<String, Value> = all
-        .into_iter()
-        .filter(|(key, _)| response(call, key).is_none())
-        .collect();
+    let missing: Map<String, Value> = all.into_iter().filter(|(key, _)| response(call, key).is_none()).collect();
     if missing.is_empty() {
         return Ok(text("Got the name, the greeting and the roots."));
     }
@@ -401,32 +307,17 @@ fn multiple_inputs_round(call: &ToolCall) -> Result<Value, ToolReply> {
 fn multi_round(call: &ToolCall) -> Result<Value, ToolReply> {
     let step1 = || {
         let state = sign(&format!("{}:1", call.name));
-        input_required(
-            one(
-                "step1",
-                elicit("Step 1: What is your name?", "name", "string"),
-            ),
-            Some(state),
-        )
+        input_required(one("step1", elicit("Step 1: What is your name?", "name", "string")), Some(state))
     };
     let step2 = |name: &str| {
         let state = sign(&format!("{}:2:{name}", call.name));
-        input_required(
-            one(
-                "step2",
-                elicit("Step 2: What is your favorite color?", "color", "string"),
-            ),
-            Some(state),
-        )
+        input_required(one("step2", elicit("Step 2: What is your favorite color?", "color", "string")), Some(state))
     };
     let Some(state) = call.request_state else {
         return Ok(step1());
     };
     let plain = open(state)?;
-    let round = plain
-        .strip_prefix(call.name)
-        .and_then(|rest| rest.strip_prefix(':'))
-        .unwrap_or("");
+    let round = plain.strip_prefix(call.name).and_then(|rest| rest.strip_prefix(':')).unwrap_or("");
     if round == "1" {
         return Ok(match response(call, "step1") {
             Some(answer) => step2(&field(answer, "name").unwrap_or_else(|| "someone".into())),
@@ -437,10 +328,9 @@ fn multi_round(call: &ToolCall) -> Result<Value, ToolReply> {
         return Err(tampered());
     };
     Ok(match response(call, "step2") {
-        Some(answer) => text(&format!(
-            "{name} likes {}.",
-            field(answer, "color").unwrap_or_else(|| "no colour".into())
-        )),
+        Some(answer) => {
+            text(&format!("{name} likes {}.", field(answer, "color").unwrap_or_else(|| "no colour".into())))
+        }
         None => step2(name),
     })
 }
@@ -449,24 +339,16 @@ fn multi_round(call: &ToolCall) -> Result<Value, ToolReply> {
 fn capabilities_round(call: &ToolCall) -> Value {
     let mut requests = Map::new();
     if call.client_capabilities.contains_key("sampling") {
-        requests.insert(
-            "capital_question".into(),
-            sample("What is the capital of France?", 100),
-        );
+        requests.insert("capital_question".into(), sample("What is the capital of France?", 100));
     }
     if call.client_capabilities.contains_key("elicitation") {
-        requests.insert(
-            "user_name".into(),
-            elicit("What is your name?", "name", "string"),
-        );
+        requests.insert("user_name".into(), elicit("What is your name?", "name", "string"));
     }
     if call.client_capabilities.contains_key("roots") {
         requests.insert("client_roots".into(), list_roots());
     }
-    let unanswered: Map<String, Value> = requests
-        .into_iter()
-        .filter(|(key, _)| response(call, key).is_none())
-        .collect();
+    let unanswered: Map<String, Value> =
+        requests.into_iter().filter(|(key, _)| response(call, key).is_none()).collect();
     if unanswered.is_empty() {
         return text("Asked through every declared capability.");
     }
@@ -476,10 +358,7 @@ fn capabilities_round(call: &ToolCall) -> Value {
 fn sign(plain: &str) -> String {
     let engine = base64::engine::general_purpose::URL_SAFE_NO_PAD;
     let payload = engine.encode(plain);
-    format!(
-        "{payload}.{}",
-        hex::encode(hmac_sha256(STATE_KEY, payload.as_bytes()))
-    )
+    format!("{payload}.{}", hex::encode(hmac_sha256(STATE_KEY, payload.as_bytes())))
 }
 
 /// The plain state, when `state` is one this server signed.
@@ -487,15 +366,10 @@ fn open(state: &str) -> Result<String, ToolReply> {
     let (payload, mac) = state.rsplit_once('.').ok_or_else(tampered)?;
     let mac = hex::decode(mac).map_err(|_| tampered())?;
     let expected = hmac_sha256(STATE_KEY, payload.as_bytes());
-    if !bool::from(subtle::ConstantTimeEq::ct_eq(
-        expected.as_slice(),
-        mac.as_slice(),
-    )) {
+    if !bool::from(subtle::ConstantTimeEq::ct_eq(expected.as_slice(), mac.as_slice())) {
         return Err(tampered());
     }
-    let plain = base64::engine::general_purpose::URL_SAFE_NO_PAD
-        .decode(payload)
-        .map_err(|_| tampered())?;
+    let plain = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(payload).map_err(|_| tampered())?;
     String::from_utf8(plain).map_err(|_| tampered())
 }
 
@@ -508,9 +382,7 @@ fn verified(state: &str, expected: &str) -> Result<(), ToolReply> {
 }
 
 fn tampered() -> ToolReply {
-    ToolReply::Refused(RpcError::invalid_params(
-        "Invalid params: requestState failed its integrity check",
-    ))
+    ToolReply::Refused(RpcError::invalid_params("Invalid params: requestState failed its integrity check"))
 }
 
 fn hmac_sha256(key: &[u8], message: &[u8]) -> [u8; 32] {
@@ -521,15 +393,8 @@ fn hmac_sha256(key: &[u8], message: &[u8]) -> [u8; 32] {
         block[..key.len()].copy_from_slice(key);
     }
     let pad = |byte: u8| block.iter().map(|b| b ^ byte).collect::<Vec<u8>>();
-    let inner = Sha256::new()
-        .chain_update(pad(0x36))
-        .chain_update(message)
-        .finalize();
-    Sha256::new()
-        .chain_update(pad(0x5c))
-        .chain_update(inner)
-        .finalize()
-        .into()
+    let inner = Sha256::new().chain_update(pad(0x36)).chain_update(message).finalize();
+    Sha256::new().chain_update(pad(0x5c)).chain_update(inner).finalize().into()
 }
 
 #[cfg(test)]
@@ -555,10 +420,7 @@ mod tests {
     }
 
     fn all_caps() -> Map<String, Value> {
-        json!({"sampling": {}, "elicitation": {}, "roots": {}})
-            .as_object()
-            .cloned()
-            .unwrap()
+        json!({"sampling": {}, "elicitation": {}, "roots": {}}).as_object().cloned().unwrap()
     }
 
     fn done(reply: ToolReply) -> Value {
@@ -584,10 +446,7 @@ mod tests {
     #[test]
     fn the_content_fixtures_answer_the_suites_shapes() {
         let simple = block_on(Fixtures.call("test_simple_text", json!({}))).unwrap();
-        assert_eq!(
-            simple["content"][0]["text"],
-            json!("This is a simple text response for testing.")
-        );
+        assert_eq!(simple["content"][0]["text"], json!("This is a simple text response for testing."));
         let audio = block_on(Fixtures.call("test_audio_content", json!({}))).unwrap();
         assert_eq!(audio["content"][0]["mimeType"], json!("audio/wav"));
         let error = block_on(Fixtures.call("test_error_handling", json!({}))).unwrap();
@@ -602,83 +461,35 @@ mod tests {
             panic!("not refused")
         };
         assert_eq!(error.code, rpc::MISSING_REQUIRED_CLIENT_CAPABILITY);
-        assert_eq!(
-            error.data.unwrap()["requiredCapabilities"],
-            json!({"sampling": {}})
-        );
+        assert_eq!(error.data.unwrap()["requiredCapabilities"], json!({"sampling": {}}));
     }
 
     #[test]
     fn an_elicitation_round_trip_completes_and_a_wrong_key_is_asked_again() {
         let caps = all_caps();
-        let first = done(modern(
-            "test_input_required_result_elicitation",
-            &caps,
-            None,
-            None,
-        ));
+        let first = done(modern("test_input_required_result_elicitation", &caps, None, None));
         assert_eq!(first["resultType"], json!("input_required"));
+        assert_eq!(first["inputRequests"]["user_name"]["method"], json!("elicitation/create"));
+        let wrong = json!({"wrong_key": accept(json!({"data": "x"}))}).as_object().cloned().unwrap();
         assert_eq!(
-            first["inputRequests"]["user_name"]["method"],
-            json!("elicitation/create")
-        );
-        let wrong = json!({"wrong_key": accept(json!({"data": "x"}))})
-            .as_object()
-            .cloned()
-            .unwrap();
-        assert_eq!(
-            done(modern(
-                "test_input_required_result_elicitation",
-                &caps,
-                Some(&wrong),
-                None
-            ))["resultType"],
+            done(modern("test_input_required_result_elicitation", &caps, Some(&wrong), None))["resultType"],
             json!("input_required")
         );
-        let right = json!({"user_name": accept(json!({"name": "Alice"})), "extra": {}})
-            .as_object()
-            .cloned()
-            .unwrap();
-        let last = done(modern(
-            "test_input_required_result_elicitation",
-            &caps,
-            Some(&right),
-            None,
-        ));
+        let right = json!({"user_name": accept(json!({"name": "Alice"})), "extra": {}}).as_object().cloned().unwrap();
+        let last = done(modern("test_input_required_result_elicitation", &caps, Some(&right), None));
         assert_eq!(last["content"][0]["text"], json!("Hello, Alice!"));
     }
 
     #[test]
     fn a_signed_state_round_trips_and_a_tampered_one_is_refused() {
         let caps = all_caps();
-        let first = done(modern(
-            "test_input_required_result_tampered_state",
-            &caps,
-            None,
-            None,
-        ));
+        let first = done(modern("test_input_required_result_tampered_state", &caps, None, None));
         let state = first["requestState"].as_str().unwrap().to_owned();
-        let answers = json!({"confirm": accept(json!({"ok": true}))})
-            .as_object()
-            .cloned()
-            .unwrap();
-        let ok = done(modern(
-            "test_input_required_result_tampered_state",
-            &caps,
-            Some(&answers),
-            Some(&state),
-        ));
-        assert!(ok["content"][0]["text"]
-            .as_str()
-            .unwrap()
-            .contains("state-ok"));
+        let answers = json!({"confirm": accept(json!({"ok": true}))}).as_object().cloned().unwrap();
+        let ok = done(modern("test_input_required_result_tampered_state", &caps, Some(&answers), Some(&state)));
+        assert!(ok["content"][0]["text"].as_str().unwrap().contains("state-ok"));
         let tampered = format!("{state}-TAMPERED");
-        let refused = modern(
-            "test_input_required_result_tampered_state",
-            &caps,
-            Some(&answers),
-            Some(&tampered),
-        );
+        let refused = modern("test_input_required_result_tampered_state", &caps, Some(&answers), Some(&tampered));
         assert!(matches!(refused, ToolReply::Refused(e) if e.code == rpc::INVALID_PARAMS));
     }
 
@@ -688,18 +499,12 @@ mod tests {
         let name = "test_input_required_result_multi_round";
         let r1 = done(modern(name, &caps, None, None));
         let s1 = r1["requestState"].as_str().unwrap().to_owned();
-        let a1 = json!({"step1": accept(json!({"name": "Alice"}))})
-            .as_object()
-            .cloned()
-            .unwrap();
+        let a1 = json!({"step1": accept(json!({"name": "Alice"}))}).as_object().cloned().unwrap();
         let r2 = done(modern(name, &caps, Some(&a1), Some(&s1)));
         let s2 = r2["requestState"].as_str().unwrap().to_owned();
         assert_ne!(s1, s2);
         assert!(r2["inputRequests"]["step2"].is_object());
-        let a2 = json!({"step2": accept(json!({"color": "blue"}))})
-            .as_object()
-            .cloned()
-            .unwrap();
+        let a2 = json!({"step2": accept(json!({"color": "blue"}))}).as_object().cloned().unwrap();
         let r3 = done(modern(name, &caps, Some(&a2), Some(&s2)));
         assert_eq!(r3["content"][0]["text"], json!("Alice likes blue."));
     }
@@ -707,34 +512,21 @@ mod tests {
     #[test]
     fn only_declared_capabilities_are_asked_through() {
         let sampling_only = json!({"sampling": {}}).as_object().cloned().unwrap();
-        let result = done(modern(
-            "test_input_required_result_capabilities",
-            &sampling_only,
-            None,
-            None,
-        ));
-        let methods: Vec<&Value> = result["inputRequests"]
-            .as_object()
-            .unwrap()
-            .values()
-            .map(|r| &r["method"])
-            .collect();
+        let result = done(modern("test_input_required_result_capabilities", &sampling_only, None, None));
+        let methods: Vec<&Value> =
+            result["inputRequests"].as_object().unwrap().values().map(|r| &r["method"]).collect();
         assert_eq!(methods, vec![&json!("sampling/createMessage")]);
     }
 
     #[test]
     fn mrtr_tools_explain_themselves_in_the_legacy_era() {
-        let result =
-            block_on(Fixtures.call("test_input_required_result_elicitation", json!({}))).unwrap();
+        let result = block_on(Fixtures.call("test_input_required_result_elicitation", json!({}))).unwrap();
         assert_eq!(result["isError"], json!(true));
     }
 
     #[test]
     fn hmac_matches_the_rfc_4231_test_vector() {
         let mac = hmac_sha256(&[0x0b; 20], b"Hi There");
-        assert_eq!(
-            hex::encode(mac),
-            "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7"
-        );
+        assert_eq!(hex::encode(mac), "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7");
     }
 }

@@ -19,16 +19,10 @@ const PARAM_PREFIX: &str = "mcp-param-";
 /// The one value of a header, trimmed; `Err` when the header was sent more than once (first-copy and
 /// last-copy readers would disagree, so a routing header must be unique).
 pub fn single<'r>(req: &'r HttpRequest, name: &str) -> Result<Option<&'r str>, RpcError> {
-    let mut values = req
-        .headers
-        .iter()
-        .filter(|(k, _)| k == name)
-        .map(|(_, v)| v.trim());
+    let mut values = req.headers.iter().filter(|(k, _)| k == name).map(|(_, v)| v.trim());
     let first = values.next();
     if values.next().is_some() {
-        return Err(RpcError::header_mismatch(format!(
-            "Header mismatch: {name} header appears more than once"
-        )));
+        return Err(RpcError::header_mismatch(format!("Header mismatch: {name} header appears more than once")));
     }
     Ok(first)
 }
@@ -40,26 +34,15 @@ pub fn single<'r>(req: &'r HttpRequest, name: &str) -> Result<Option<&'r str>, R
 pub fn refusal(spec: &ServerSpec, req: &HttpRequest) -> Option<String> {
     if let Some(origin) = req.header("origin").map(str::trim) {
         let origin = origin.trim_end_matches('/');
-        let allowed = spec
-            .allowed_origins
-            .iter()
-            .any(|o| o.trim_end_matches('/').eq_ignore_ascii_case(origin));
+        let allowed = spec.allowed_origins.iter().any(|o| o.trim_end_matches('/').eq_ignore_ascii_case(origin));
         if !allowed {
-            return Some(format!(
-                "Forbidden: Origin {origin} is not allowed to call this MCP endpoint"
-            ));
+            return Some(format!("Forbidden: Origin {origin} is not allowed to call this MCP endpoint"));
         }
     }
     if !spec.allowed_hosts.is_empty() {
         let host = req.header("host").map(str::trim).unwrap_or("");
-        if !spec
-            .allowed_hosts
-            .iter()
-            .any(|h| h.eq_ignore_ascii_case(host))
-        {
-            return Some(format!(
-                "Forbidden: Host {host:?} is not served by this MCP endpoint"
-            ));
+        if !spec.allowed_hosts.iter().any(|h| h.eq_ignore_ascii_case(host)) {
+            return Some(format!("Forbidden: Host {host:?} is not served by this MCP endpoint"));
         }
     }
     None
@@ -72,10 +55,7 @@ pub fn decode(value: &str) -> Option<String> {
     if !value.chars().all(|c| c == '\t' || (' '..='~').contains(&c)) {
         return None;
     }
-    let Some(payload) = value
-        .strip_prefix("=?base64?")
-        .and_then(|rest| rest.strip_suffix("?="))
-    else {
+    let Some(payload) = value.strip_prefix("=?base64?").and_then(|rest| rest.strip_suffix("?=")) else {
         return Some(value.to_owned());
     };
     let engine = base64::engine::general_purpose::STANDARD;
@@ -89,11 +69,7 @@ pub fn decode(value: &str) -> Option<String> {
 
 /// SEP-2243 server validation of `Mcp-Param-{Name}` headers for a `tools/call`: every argument the tool's
 /// `inputSchema` marks with `x-mcp-header` and the header mirroring it must be present together and agree.
-pub fn check_params(
-    req: &HttpRequest,
-    input_schema: &Value,
-    arguments: &Map<String, Value>,
-) -> Result<(), RpcError> {
+pub fn check_params(req: &HttpRequest, input_schema: &Value, arguments: &Map<String, Value>) -> Result<(), RpcError> {
     let mut marked = Vec::new();
     collect_marked(input_schema, &mut Vec::new(), &mut marked);
     for (path, token, kind) in marked {
@@ -105,22 +81,17 @@ pub fn check_params(
         let (value, raw) = match (value, raw) {
             (None, None) => continue,
             (None, Some(_)) => {
-                let message = format!(
-                    "Header mismatch: {shown} is present but argument {argument:?} is absent"
-                );
+                let message = format!("Header mismatch: {shown} is present but argument {argument:?} is absent");
                 return Err(RpcError::header_mismatch(message));
             }
             (Some(_), None) => {
-                let message = format!(
-                    "Header mismatch: {shown} is missing but argument {argument:?} is present"
-                );
+                let message = format!("Header mismatch: {shown} is missing but argument {argument:?} is present");
                 return Err(RpcError::header_mismatch(message));
             }
             (Some(value), Some(raw)) => (value, raw),
         };
         let Some(decoded) = decode(raw) else {
-            let message =
-                format!("Header mismatch: {shown} carries invalid characters or malformed base64");
+            let message = format!("Header mismatch: {shown} carries invalid characters or malformed base64");
             return Err(RpcError::header_mismatch(message));
         };
         if !param_matches(kind.as_deref(), value, &decoded) {
@@ -133,21 +104,14 @@ pub fn check_params(
 
 /// Properties reachable from the schema root through `properties` keys only (the spec's "statically
 /// reachable"), that carry `x-mcp-header`: (path, header token, declared type).
-fn collect_marked(
-    schema: &Value,
-    path: &mut Vec<String>,
-    out: &mut Vec<(Vec<String>, String, Option<String>)>,
-) {
+fn collect_marked(schema: &Value, path: &mut Vec<String>, out: &mut Vec<(Vec<String>, String, Option<String>)>) {
     let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
         return;
     };
     for (key, property) in properties {
         path.push(key.clone());
         if let Some(token) = property.get("x-mcp-header").and_then(Value::as_str) {
-            let kind = property
-                .get("type")
-                .and_then(Value::as_str)
-                .map(str::to_owned);
+            let kind = property.get("type").and_then(Value::as_str).map(str::to_owned);
             out.push((path.clone(), token.to_owned(), kind));
         }
         collect_marked(property, path, out);
@@ -157,8 +121,7 @@ fn collect_marked(
 
 fn value_at<'a>(arguments: &'a Map<String, Value>, path: &[String]) -> Option<&'a Value> {
     let (first, rest) = path.split_first()?;
-    rest.iter()
-        .try_fold(arguments.get(first)?, |value, key| value.get(key))
+    rest.iter().try_fold(arguments.get(first)?, |value, key| value.get(key))
 }
 
 /// Strings compare as written, booleans as `true`/`false`, integers numerically (`42.0` equals `42`).
@@ -170,9 +133,7 @@ fn param_matches(kind: Option<&str>, value: &Value, header: &str) -> bool {
             let whole = header.strip_suffix(".0").unwrap_or(header);
             match (n.as_i64(), whole.parse::<i64>()) {
                 (Some(body), Ok(head)) => body == head,
-                _ => n
-                    .as_f64()
-                    .is_some_and(|body| header.parse::<f64>().is_ok_and(|head| head == body)),
+                _ => n.as_f64().is_some_and(|body| header.parse::<f64>().is_ok_and(|head| head == body)),
             }
         }
         _ => false,
@@ -187,10 +148,7 @@ mod tests {
     fn request(headers: &[(&str, &str)]) -> HttpRequest {
         HttpRequest {
             method: "POST".into(),
-            headers: headers
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
+            headers: headers.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
             ..HttpRequest::default()
         }
     }
@@ -210,10 +168,7 @@ mod tests {
     fn an_absent_origin_is_accepted_and_a_listed_one_in_any_case() {
         let spec = spec(&["http://localhost:3000"], &[]);
         assert_eq!(refusal(&spec, &request(&[])), None);
-        assert_eq!(
-            refusal(&spec, &request(&[("origin", "HTTP://LOCALHOST:3000")])),
-            None
-        );
+        assert_eq!(refusal(&spec, &request(&[("origin", "HTTP://LOCALHOST:3000")])), None);
     }
 
     #[test]
@@ -221,10 +176,7 @@ mod tests {
         let spec = spec(&["http://localhost:3000"], &["localhost:3000"]);
         assert!(refusal(&spec, &request(&[("origin", "http://evil.example.com")])).is_some());
         assert!(refusal(&spec, &request(&[("host", "evil.example.com")])).is_some());
-        assert_eq!(
-            refusal(&spec, &request(&[("host", "localhost:3000")])),
-            None
-        );
+        assert_eq!(refusal(&spec, &request(&[("host", "localhost:3000")])), None);
     }
 
     #[test]
@@ -232,30 +184,16 @@ mod tests {
         assert_eq!(decode("plain"), Some("plain".into()));
         assert_eq!(decode("=?base64?SGVsbG8=?="), Some("Hello".into()));
         assert_eq!(decode("=?base64?SGVsbG8?="), None, "missing padding");
-        assert_eq!(
-            decode("=?base64?SGVs!!!bG8=?="),
-            None,
-            "non-alphabet characters"
-        );
-        assert_eq!(
-            decode("=?base64?SGVsbG8="),
-            Some("=?base64?SGVsbG8=".into()),
-            "no suffix is literal"
-        );
+        assert_eq!(decode("=?base64?SGVs!!!bG8=?="), None, "non-alphabet characters");
+        assert_eq!(decode("=?base64?SGVsbG8="), Some("=?base64?SGVsbG8=".into()), "no suffix is literal");
         assert_eq!(decode("a\u{7f}b"), None, "control character");
     }
 
     #[test]
     fn a_routing_header_sent_twice_is_a_mismatch() {
         let req = request(&[("mcp-method", "tools/list"), ("mcp-method", "tools/call")]);
-        assert_eq!(
-            single(&req, METHOD).unwrap_err().code,
-            super::super::rpc::HEADER_MISMATCH
-        );
-        assert_eq!(
-            single(&request(&[("mcp-method", " tools/list ")]), METHOD).unwrap(),
-            Some("tools/list")
-        );
+        assert_eq!(single(&req, METHOD).unwrap_err().code, super::super::rpc::HEADER_MISMATCH);
+        assert_eq!(single(&request(&[("mcp-method", " tools/list ")]), METHOD).unwrap(), Some("tools/list"));
     }
 
     #[test]
@@ -265,29 +203,12 @@ mod tests {
             "limits": {"type": "object", "properties": {"n": {"type": "integer", "x-mcp-header": "N"}}}
         }});
         let args = |v: Value| v.as_object().cloned().unwrap();
-        let ok = request(&[
-            ("mcp-param-region", "=?base64?ZXU=?="),
-            ("mcp-param-n", "42.0"),
-        ]);
-        assert!(check_params(
-            &ok,
-            &schema,
-            &args(json!({"region": "eu", "limits": {"n": 42}}))
-        )
-        .is_ok());
+        let ok = request(&[("mcp-param-region", "=?base64?ZXU=?="), ("mcp-param-n", "42.0")]);
+        assert!(check_params(&ok, &schema, &args(json!({"region": "eu", "limits": {"n": 42}}))).is_ok());
         assert!(check_params(&request(&[]), &schema, &args(json!({}))).is_ok());
-        assert!(
-            check_params(&request(&[]), &schema, &args(json!({"region": "eu"}))).is_err(),
-            "missing header"
-        );
+        assert!(check_params(&request(&[]), &schema, &args(json!({"region": "eu"}))).is_err(), "missing header");
         let wrong = request(&[("mcp-param-region", "us")]);
-        assert!(
-            check_params(&wrong, &schema, &args(json!({"region": "eu"}))).is_err(),
-            "different value"
-        );
-        assert!(
-            check_params(&wrong, &schema, &args(json!({}))).is_err(),
-            "header without argument"
-        );
+        assert!(check_params(&wrong, &schema, &args(json!({"region": "eu"}))).is_err(), "different value");
+        assert!(check_params(&wrong, &schema, &args(json!({}))).is_err(), "header without argument");
     }
 }

@@ -8,23 +8,13 @@
 //! what makes dual-era clients (Claude Code, Python SDK, TS SDK v2 in auto mode) fall back to `initialize`.
 
 use super::rpc::{self, Request, RpcError};
-use super::{
-    call_tool, capabilities, headers, server_info, Era, ServerSpec, ToolHost, LEGACY_VERSIONS,
-};
+use super::{call_tool, capabilities, headers, server_info, Era, ServerSpec, ToolHost, LEGACY_VERSIONS};
 use crate::http::{HttpRequest, HttpResponse};
 use serde_json::{json, Map, Value};
 
-pub async fn serve(
-    spec: &ServerSpec,
-    host: &dyn ToolHost,
-    req: &HttpRequest,
-    request: &Request,
-) -> HttpResponse {
+pub async fn serve(spec: &ServerSpec, host: &dyn ToolHost, req: &HttpRequest, request: &Request) -> HttpResponse {
     let id = &request.id;
-    let version_header = req
-        .header(headers::PROTOCOL_VERSION)
-        .map(str::trim)
-        .filter(|v| !v.is_empty());
+    let version_header = req.header(headers::PROTOCOL_VERSION).map(str::trim).filter(|v| !v.is_empty());
     if let Some(version) = version_header {
         if !LEGACY_VERSIONS.contains(&version) && request.method != "initialize" {
             let message = format!(
@@ -40,10 +30,7 @@ pub async fn serve(
         "ping" => Ok(json!({})),
         "tools/list" => Ok(json!({"tools": host.tools()})),
         "tools/call" => call_tool(host, Era::Legacy, &request.params, &Map::new()).await,
-        other => Err(RpcError::new(
-            rpc::METHOD_NOT_FOUND,
-            format!("Method not found: {other}"),
-        )),
+        other => Err(RpcError::new(rpc::METHOD_NOT_FOUND, format!("Method not found: {other}"))),
     };
     match answer {
         Ok(result) => rpc::result(id, result),
@@ -54,16 +41,9 @@ pub async fn serve(
 /// Answers with the client's version when it is one we serve, else the newest legacy one (the client then
 /// decides whether it can speak it).
 fn initialize(spec: &ServerSpec, params: &Map<String, Value>) -> Value {
-    let requested = params
-        .get("protocolVersion")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
+    let requested = params.get("protocolVersion").and_then(Value::as_str).unwrap_or_default();
     let newest = LEGACY_VERSIONS[LEGACY_VERSIONS.len() - 1];
-    let version = LEGACY_VERSIONS
-        .iter()
-        .find(|v| **v == requested)
-        .copied()
-        .unwrap_or(newest);
+    let version = LEGACY_VERSIONS.iter().find(|v| **v == requested).copied().unwrap_or(newest);
     let mut result = json!({
         "protocolVersion": version,
         "capabilities": capabilities(),
@@ -82,10 +62,9 @@ mod tests {
     use super::*;
 
     fn initialize_with(version: &str) -> Value {
-        let params = json!({"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}});
-        let response = send(post(
-            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params}),
-        ));
+        let params =
+            json!({"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}});
+        let response = send(post(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params})));
         assert_eq!(response.status, 200);
         response.json_body()["result"].clone()
     }
@@ -99,23 +78,14 @@ mod tests {
 
     #[test]
     fn initialize_answers_with_the_newest_legacy_version_otherwise() {
-        assert_eq!(
-            initialize_with("2024-11-05")["protocolVersion"],
-            json!("2025-11-25")
-        );
-        assert_eq!(
-            initialize_with(MODERN_VERSION)["protocolVersion"],
-            json!("2025-11-25")
-        );
+        assert_eq!(initialize_with("2024-11-05")["protocolVersion"], json!("2025-11-25"));
+        assert_eq!(initialize_with(MODERN_VERSION)["protocolVersion"], json!("2025-11-25"));
     }
 
     #[test]
     fn initialize_declares_tools_only_and_names_the_server() {
         let result = initialize_with("2025-06-18");
-        assert_eq!(
-            result["capabilities"],
-            json!({"tools": {"listChanged": false}})
-        );
+        assert_eq!(result["capabilities"], json!({"tools": {"listChanged": false}}));
         assert_eq!(result["serverInfo"]["name"], json!("agentsky-test"));
         assert_eq!(result["serverInfo"]["title"], json!("agentsky test"));
         assert_eq!(result["instructions"], json!("Test tools."));
@@ -137,36 +107,18 @@ mod tests {
     fn tools_call_answers_the_hosts_result_and_defaults_arguments_to_an_empty_object() {
         let response = send(legacy_request("tools/call", json!({"name": "echo"})));
         assert_eq!(response.status, 200);
-        assert_eq!(
-            response.json_body()["result"]["content"][0]["text"],
-            json!("{}")
-        );
-        let failed = send(legacy_request(
-            "tools/call",
-            json!({"name": "fail", "arguments": {}}),
-        ));
+        assert_eq!(response.json_body()["result"]["content"][0]["text"], json!("{}"));
+        let failed = send(legacy_request("tools/call", json!({"name": "fail", "arguments": {}})));
         assert_eq!(failed.json_body()["result"]["isError"], json!(true));
     }
 
     #[test]
     fn protocol_errors_are_200_with_the_json_rpc_error() {
         let cases = [
-            (
-                legacy_request("tools/call", json!({"name": "nope"})),
-                rpc::INVALID_PARAMS,
-            ),
-            (
-                legacy_request("tools/call", json!({"arguments": {}})),
-                rpc::INVALID_PARAMS,
-            ),
-            (
-                legacy_request("tools/call", json!({"name": "echo", "arguments": [1]})),
-                rpc::INVALID_PARAMS,
-            ),
-            (
-                legacy_request("resources/list", json!({})),
-                rpc::METHOD_NOT_FOUND,
-            ),
+            (legacy_request("tools/call", json!({"name": "nope"})), rpc::INVALID_PARAMS),
+            (legacy_request("tools/call", json!({"arguments": {}})), rpc::INVALID_PARAMS),
+            (legacy_request("tools/call", json!({"name": "echo", "arguments": [1]})), rpc::INVALID_PARAMS),
+            (legacy_request("resources/list", json!({})), rpc::METHOD_NOT_FOUND),
         ];
         for (req, code) in cases {
             let response = send(req);
@@ -188,20 +140,15 @@ mod tests {
 
     #[test]
     fn initialize_is_answered_whatever_version_header_came_with_it() {
-        let params = json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}});
-        let req =
-            post(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params}));
-        assert_eq!(
-            send(with_header(req, "mcp-protocol-version", "2099-01-01")).status,
-            200
-        );
+        let params =
+            json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}});
+        let req = post(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params}));
+        assert_eq!(send(with_header(req, "mcp-protocol-version", "2099-01-01")).status, 200);
     }
 
     #[test]
     fn a_request_without_a_version_header_is_served_as_legacy() {
-        let response = send(post(
-            json!({"jsonrpc": "2.0", "id": "x", "method": "tools/list"}),
-        ));
+        let response = send(post(json!({"jsonrpc": "2.0", "id": "x", "method": "tools/list"})));
         assert_eq!(response.status, 200);
         assert_eq!(response.json_body()["id"], json!("x"));
         assert!(response.json_body()["result"]["tools"].is_array());

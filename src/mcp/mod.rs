@@ -7,14 +7,14 @@
 //! It must never keep state between requests, mint an `Mcp-Session-Id`, answer with SSE, or read a clock:
 //! every answer is a pure function of the request and the host's tools.
 //!
-//! Order of checks (each one verified against Claude Code, Codex, the TS and Python SDK clients and the
-//! official conformance suite; see `/work/shared/TOOLCHAIN.md`):
+//! Order of checks (the one TOOLCHAIN.md records as accepted by Claude Code, Codex, Cursor and the SDK
+//! clients; re-verified here with TS SDK 1.32 and client 2.4, Python mcp 2.3 and the conformance suite):
 //! 1. not POST → 405 `Allow: POST` (Cursor reconnect-loops on a 400 for GET);
 //! 2. Origin/Host not allowed → 403 (DNS-rebinding protection); body over 4 MiB → 413;
 //! 3. unparseable → 400 −32700; not one request object → 400 −32600; no `id` → 202, no body;
-//! 4. the era: [`modern`] (2026-07-28, per-request `_meta`) when the `MCP-Protocol-Version` header names it,
-//!    or `params._meta` carries a protocol version, or the method is `server/discover`; else [`legacy`]
-//!    (`initialize`, 2025-03-26 … 2025-11-25).
+//! 4. the era: `modern` (2026-07-28, per-request `_meta`) when the `MCP-Protocol-Version` header names it,
+//!    or `params._meta` carries a protocol version, or the method is `server/discover`; else `legacy`
+//!    (`initialize`, 2025-03-26 … 2025-11-25). Each era module documents its own checks and statuses.
 
 pub mod fixtures;
 mod headers;
@@ -113,18 +113,14 @@ pub const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
 /// to reach here only for auth purposes; this function still answers non-POST with 405.
 pub async fn serve(spec: &ServerSpec, host: &dyn ToolHost, req: &HttpRequest) -> HttpResponse {
     if !req.method.eq_ignore_ascii_case("POST") {
-        let error = RpcError::new(
-            rpc::INVALID_REQUEST,
-            "Method Not Allowed: this MCP endpoint accepts only POST",
-        );
+        let error = RpcError::new(rpc::INVALID_REQUEST, "Method Not Allowed: this MCP endpoint accepts only POST");
         return rpc::error(405, None, &error).with_header("allow", "POST");
     }
     if let Some(reason) = headers::refusal(spec, req) {
         return rpc::error(403, None, &RpcError::new(rpc::INVALID_REQUEST, reason));
     }
     if req.body.len() > MAX_BODY_BYTES {
-        let message =
-            format!("Payload Too Large: request bodies are limited to {MAX_BODY_BYTES} bytes");
+        let message = format!("Payload Too Large: request bodies are limited to {MAX_BODY_BYTES} bytes");
         return rpc::error(413, None, &RpcError::new(rpc::INVALID_REQUEST, message));
     }
     let request = match rpc::parse(&req.body) {
@@ -162,14 +158,7 @@ async fn call_tool(
         Era::Legacy => (None, None),
         Era::Modern => mrtr_fields(params)?,
     };
-    let call = ToolCall {
-        name,
-        arguments,
-        era,
-        client_capabilities,
-        input_responses,
-        request_state,
-    };
+    let call = ToolCall { name, arguments, era, client_capabilities, input_responses, request_state };
     match host.call_with(call).await {
         ToolReply::Done(result) => Ok(result),
         ToolReply::UnknownTool => Err(RpcError::invalid_params(format!("Unknown tool: {name}"))),
@@ -180,18 +169,12 @@ async fn call_tool(
 /// `params.name` (required) and `params.arguments` (an object, `{}` when absent or null).
 fn call_target(params: &Map<String, Value>) -> Result<(&str, Map<String, Value>), RpcError> {
     let Some(name) = params.get("name").and_then(Value::as_str) else {
-        return Err(RpcError::invalid_params(
-            "Invalid params: tools/call needs params.name, the tool's name",
-        ));
+        return Err(RpcError::invalid_params("Invalid params: tools/call needs params.name, the tool's name"));
     };
     let arguments = match params.get("arguments") {
         None | Some(Value::Null) => Map::new(),
         Some(Value::Object(arguments)) => arguments.clone(),
-        Some(_) => {
-            return Err(RpcError::invalid_params(
-                "Invalid params: params.arguments must be an object",
-            ))
-        }
+        Some(_) => return Err(RpcError::invalid_params("Invalid params: params.arguments must be an object")),
     };
     Ok((name, arguments))
 }
@@ -206,26 +189,17 @@ fn mrtr_fields(params: &Map<String, Value>) -> Result<Retry<'_>, RpcError> {
         None => None,
         Some(Value::Object(responses)) => {
             if let Some((key, _)) = responses.iter().find(|(_, v)| !v.is_object()) {
-                let message =
-                    format!("Invalid params: inputResponses[{key:?}] must be a result object");
+                let message = format!("Invalid params: inputResponses[{key:?}] must be a result object");
                 return Err(RpcError::invalid_params(message));
             }
             Some(responses)
         }
-        Some(_) => {
-            return Err(RpcError::invalid_params(
-                "Invalid params: inputResponses must be an object",
-            ))
-        }
+        Some(_) => return Err(RpcError::invalid_params("Invalid params: inputResponses must be an object")),
     };
     let request_state = match params.get("requestState") {
         None => None,
         Some(Value::String(state)) => Some(state.as_str()),
-        Some(_) => {
-            return Err(RpcError::invalid_params(
-                "Invalid params: requestState must be a string",
-            ))
-        }
+        Some(_) => return Err(RpcError::invalid_params("Invalid params: requestState must be a string")),
     };
     Ok((input_responses, request_state))
 }
@@ -242,10 +216,7 @@ mod tests {
     #[test]
     fn get_and_delete_are_method_not_allowed_with_an_allow_header() {
         for method in ["GET", "DELETE"] {
-            let response = send(HttpRequest {
-                method: method.into(),
-                ..post(json!({}))
-            });
+            let response = send(HttpRequest { method: method.into(), ..post(json!({})) });
             assert_eq!(response.status, 405);
             assert_eq!(response.header("allow"), Some("POST"));
         }
@@ -255,92 +226,50 @@ mod tests {
     fn a_foreign_origin_is_refused_with_403_and_an_error_without_id() {
         let response = send(with_header(ping(), "origin", "http://evil.example.com"));
         assert_eq!(response.status, 403);
-        assert_eq!(
-            response.json_body()["error"]["code"],
-            json!(rpc::INVALID_REQUEST)
-        );
+        assert_eq!(response.json_body()["error"]["code"], json!(rpc::INVALID_REQUEST));
         assert!(response.json_body().get("id").is_none());
     }
 
     #[test]
     fn a_listed_origin_and_host_are_served() {
-        let spec = ServerSpec {
-            allowed_hosts: vec!["localhost:8787".into()],
-            ..spec()
-        };
-        let req = with_header(
-            with_header(ping(), "origin", "http://localhost:8787"),
-            "host",
-            "localhost:8787",
-        );
+        let spec = ServerSpec { allowed_hosts: vec!["localhost:8787".into()], ..spec() };
+        let req = with_header(with_header(ping(), "origin", "http://localhost:8787"), "host", "localhost:8787");
         assert_eq!(send_with(&spec, &TinyHost, req).status, 200);
     }
 
     #[test]
     fn an_unlisted_host_is_refused_when_hosts_are_configured() {
-        let spec = ServerSpec {
-            allowed_hosts: vec!["localhost:8787".into()],
-            ..spec()
-        };
-        assert_eq!(
-            send_with(
-                &spec,
-                &TinyHost,
-                with_header(ping(), "host", "evil.example.com")
-            )
-            .status,
-            403
-        );
-        assert_eq!(
-            send_with(&spec, &TinyHost, ping()).status,
-            403,
-            "a missing Host is not a listed one"
-        );
+        let spec = ServerSpec { allowed_hosts: vec!["localhost:8787".into()], ..spec() };
+        assert_eq!(send_with(&spec, &TinyHost, with_header(ping(), "host", "evil.example.com")).status, 403);
+        assert_eq!(send_with(&spec, &TinyHost, ping()).status, 403, "a missing Host is not a listed one");
     }
 
     #[test]
     fn a_body_over_four_mebibytes_is_refused_with_413() {
-        let req = HttpRequest {
-            body: vec![b' '; MAX_BODY_BYTES + 1],
-            ..ping()
-        };
+        let req = HttpRequest { body: vec![b' '; MAX_BODY_BYTES + 1], ..ping() };
         let response = send(req);
         assert_eq!(response.status, 413);
-        assert_eq!(
-            response.json_body()["error"]["code"],
-            json!(rpc::INVALID_REQUEST)
-        );
+        assert_eq!(response.json_body()["error"]["code"], json!(rpc::INVALID_REQUEST));
     }
 
     #[test]
     fn broken_json_is_a_400_parse_error() {
-        let response = send(HttpRequest {
-            body: b"{nope".to_vec(),
-            ..ping()
-        });
+        let response = send(HttpRequest { body: b"{nope".to_vec(), ..ping() });
         assert_eq!(response.status, 400);
-        assert_eq!(
-            response.json_body()["error"]["code"],
-            json!(rpc::PARSE_ERROR)
-        );
+        assert_eq!(response.json_body()["error"]["code"], json!(rpc::PARSE_ERROR));
     }
 
     #[test]
     fn a_batch_is_a_400_invalid_request() {
         let response = send(post(json!([{"jsonrpc": "2.0", "id": 1, "method": "ping"}])));
         assert_eq!(response.status, 400);
-        assert_eq!(
-            response.json_body()["error"]["code"],
-            json!(rpc::INVALID_REQUEST)
-        );
+        assert_eq!(response.json_body()["error"]["code"], json!(rpc::INVALID_REQUEST));
     }
 
     #[test]
     fn notifications_and_client_responses_get_202_and_no_body_in_both_eras() {
         let legacy = post(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-        let modern = modern_post(
-            json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {}}),
-        );
+        let modern = modern_post(json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {}}));
         let response = post(json!({"jsonrpc": "2.0", "id": 3, "result": {}}));
         for req in [legacy, modern, response] {
             let answer = send(req);

@@ -16,8 +16,8 @@
 
 use super::rpc::{self, Request, RpcError};
 use super::{
-    call_target, call_tool, capabilities, headers, server_info, Era, ServerSpec, ToolHost,
-    LEGACY_VERSIONS, MODERN_VERSION,
+    call_target, call_tool, capabilities, headers, server_info, Era, ServerSpec, ToolHost, LEGACY_VERSIONS,
+    MODERN_VERSION,
 };
 use crate::http::{HttpRequest, HttpResponse};
 use serde_json::{json, Map, Value};
@@ -36,20 +36,11 @@ const CACHE_SCOPE: &str = "private";
 /// version, or it is `server/discover` (a method only the modern era has).
 pub fn claims(req: &HttpRequest, request: &Request) -> bool {
     req.header(headers::PROTOCOL_VERSION).map(str::trim) == Some(MODERN_VERSION)
-        || request
-            .params
-            .get("_meta")
-            .and_then(Value::as_object)
-            .is_some_and(|m| m.contains_key(META_PROTOCOL_VERSION))
+        || request.params.get("_meta").and_then(Value::as_object).is_some_and(|m| m.contains_key(META_PROTOCOL_VERSION))
         || request.method == "server/discover"
 }
 
-pub async fn serve(
-    spec: &ServerSpec,
-    host: &dyn ToolHost,
-    req: &HttpRequest,
-    request: &Request,
-) -> HttpResponse {
+pub async fn serve(spec: &ServerSpec, host: &dyn ToolHost, req: &HttpRequest, request: &Request) -> HttpResponse {
     match answer(spec, host, req, request).await {
         Ok(result) => rpc::result(&request.id, complete(spec, result)),
         Err(error) => rpc::error(status(&error), Some(&request.id), &error),
@@ -81,9 +72,7 @@ async fn answer(
     if header != Some(version) {
         let message = match header {
             None => "Header mismatch: the MCP-Protocol-Version header is missing".to_owned(),
-            Some(h) => format!(
-                "Header mismatch: MCP-Protocol-Version {h:?} does not match _meta's {version:?}"
-            ),
+            Some(h) => format!("Header mismatch: MCP-Protocol-Version {h:?} does not match _meta's {version:?}"),
         };
         return Err(RpcError::header_mismatch(message));
     }
@@ -99,9 +88,7 @@ async fn answer(
     check_routing_headers(req, request)?;
     match request.method.as_str() {
         "server/discover" => Ok(discover(spec)),
-        "tools/list" => {
-            Ok(json!({"tools": host.tools(), "ttlMs": LIST_TTL_MS, "cacheScope": CACHE_SCOPE}))
-        }
+        "tools/list" => Ok(json!({"tools": host.tools(), "ttlMs": LIST_TTL_MS, "cacheScope": CACHE_SCOPE})),
         "tools/call" => {
             if let Ok((name, arguments)) = call_target(&request.params) {
                 if let Some(tool) = host.tools().into_iter().find(|t| t["name"] == name) {
@@ -110,10 +97,7 @@ async fn answer(
             }
             call_tool(host, Era::Modern, &request.params, client_capabilities).await
         }
-        other => Err(RpcError::new(
-            rpc::METHOD_NOT_FOUND,
-            format!("Method not found: {other}"),
-        )),
+        other => Err(RpcError::new(rpc::METHOD_NOT_FOUND, format!("Method not found: {other}"))),
     }
 }
 
@@ -124,10 +108,8 @@ fn envelope(params: &Map<String, Value>) -> Result<(&str, &Map<String, Value>), 
             "Invalid params: params._meta must be an object carrying {META_PROTOCOL_VERSION} and {META_CLIENT_CAPABILITIES}"
         )));
     };
-    let missing: Vec<&str> = [META_PROTOCOL_VERSION, META_CLIENT_CAPABILITIES]
-        .into_iter()
-        .filter(|k| !meta.contains_key(*k))
-        .collect();
+    let missing: Vec<&str> =
+        [META_PROTOCOL_VERSION, META_CLIENT_CAPABILITIES].into_iter().filter(|k| !meta.contains_key(*k)).collect();
     if !missing.is_empty() {
         return Err(RpcError::invalid_params(format!(
             "Invalid params: params._meta is missing {}",
@@ -135,14 +117,10 @@ fn envelope(params: &Map<String, Value>) -> Result<(&str, &Map<String, Value>), 
         )));
     }
     let Some(version) = meta[META_PROTOCOL_VERSION].as_str() else {
-        return Err(RpcError::invalid_params(format!(
-            "Invalid params: {META_PROTOCOL_VERSION} must be a string"
-        )));
+        return Err(RpcError::invalid_params(format!("Invalid params: {META_PROTOCOL_VERSION} must be a string")));
     };
     let Some(client_capabilities) = meta[META_CLIENT_CAPABILITIES].as_object() else {
-        return Err(RpcError::invalid_params(format!(
-            "Invalid params: {META_CLIENT_CAPABILITIES} must be an object"
-        )));
+        return Err(RpcError::invalid_params(format!("Invalid params: {META_CLIENT_CAPABILITIES} must be an object")));
     };
     Ok((version, client_capabilities))
 }
@@ -153,17 +131,11 @@ fn check_routing_headers(req: &HttpRequest, request: &Request) -> Result<(), Rpc
     match headers::single(req, headers::METHOD)? {
         Some(method) if method == request.method => {}
         Some(method) => {
-            let message = format!(
-                "Header mismatch: Mcp-Method {method:?} does not match the body's {:?}",
-                request.method
-            );
+            let message =
+                format!("Header mismatch: Mcp-Method {method:?} does not match the body's {:?}", request.method);
             return Err(RpcError::header_mismatch(message));
         }
-        None => {
-            return Err(RpcError::header_mismatch(
-                "Header mismatch: the Mcp-Method header is missing",
-            ))
-        }
+        None => return Err(RpcError::header_mismatch("Header mismatch: the Mcp-Method header is missing")),
     }
     let name_key = match request.method.as_str() {
         "tools/call" | "prompts/get" => "name",
@@ -174,9 +146,7 @@ fn check_routing_headers(req: &HttpRequest, request: &Request) -> Result<(), Rpc
         return Ok(());
     };
     match headers::single(req, headers::NAME)? {
-        None => Err(RpcError::header_mismatch(
-            "Header mismatch: the Mcp-Name header is missing",
-        )),
+        None => Err(RpcError::header_mismatch("Header mismatch: the Mcp-Name header is missing")),
         Some(raw) if headers::decode(raw).as_deref() == Some(body_name) => Ok(()),
         Some(raw) => Err(RpcError::header_mismatch(format!(
             "Header mismatch: Mcp-Name {raw:?} does not match the body's {name_key} {body_name:?}"
@@ -186,9 +156,7 @@ fn check_routing_headers(req: &HttpRequest, request: &Request) -> Result<(), Rpc
 
 /// Modern first, then the legacy versions a client can reach through `initialize`, newest first.
 fn supported_versions() -> Vec<&'static str> {
-    std::iter::once(MODERN_VERSION)
-        .chain(LEGACY_VERSIONS.iter().rev().copied())
-        .collect()
+    std::iter::once(MODERN_VERSION).chain(LEGACY_VERSIONS.iter().rev().copied()).collect()
 }
 
 fn discover(spec: &ServerSpec) -> Value {
@@ -210,13 +178,10 @@ fn complete(spec: &ServerSpec, mut result: Value) -> Value {
     let Some(object) = result.as_object_mut() else {
         return result;
     };
-    object
-        .entry("resultType")
-        .or_insert_with(|| json!("complete"));
+    object.entry("resultType").or_insert_with(|| json!("complete"));
     let meta = object.entry("_meta").or_insert_with(|| json!({}));
     if let Some(meta) = meta.as_object_mut() {
-        meta.entry(META_SERVER_INFO)
-            .or_insert_with(|| server_info(spec));
+        meta.entry(META_SERVER_INFO).or_insert_with(|| server_info(spec));
     }
     result
 }
@@ -227,9 +192,7 @@ mod tests {
     use super::*;
 
     fn code(response: &HttpResponse) -> i64 {
-        response.json_body()["error"]["code"]
-            .as_i64()
-            .unwrap_or_default()
+        response.json_body()["error"]["code"].as_i64().unwrap_or_default()
     }
 
     #[test]
@@ -237,22 +200,13 @@ mod tests {
         let response = send(modern_request("server/discover", json!({})));
         assert_eq!(response.status, 200);
         let result = response.json_body()["result"].clone();
-        assert_eq!(
-            result["supportedVersions"],
-            json!(["2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26"])
-        );
-        assert_eq!(
-            result["capabilities"],
-            json!({"tools": {"listChanged": false}})
-        );
+        assert_eq!(result["supportedVersions"], json!(["2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26"]));
+        assert_eq!(result["capabilities"], json!({"tools": {"listChanged": false}}));
         assert_eq!(result["resultType"], json!("complete"));
         assert_eq!(result["cacheScope"], json!("private"));
         assert!(result["ttlMs"].is_u64());
         assert_eq!(result["instructions"], json!("Test tools."));
-        assert_eq!(
-            result["_meta"][META_SERVER_INFO]["name"],
-            json!("agentsky-test")
-        );
+        assert_eq!(result["_meta"][META_SERVER_INFO]["name"], json!("agentsky-test"));
     }
 
     #[test]
@@ -266,10 +220,7 @@ mod tests {
 
     #[test]
     fn tools_call_adds_result_type_and_server_info_to_the_hosts_result() {
-        let response = send(modern_request(
-            "tools/call",
-            json!({"name": "echo", "arguments": {"a": 1}}),
-        ));
+        let response = send(modern_request("tools/call", json!({"name": "echo", "arguments": {"a": 1}})));
         assert_eq!(response.status, 200);
         let result = response.json_body()["result"].clone();
         assert_eq!(result["content"][0]["text"], json!("{\"a\":1}"));
@@ -280,39 +231,22 @@ mod tests {
     #[test]
     fn client_info_is_optional_in_meta() {
         let mut meta = meta();
-        meta.as_object_mut()
-            .unwrap()
-            .remove("io.modelcontextprotocol/clientInfo");
-        let req = modern_post(
-            json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": meta}}),
-        );
+        meta.as_object_mut().unwrap().remove("io.modelcontextprotocol/clientInfo");
+        let req =
+            modern_post(json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": meta}}));
         assert_eq!(send(req).status, 200);
     }
 
     #[test]
     fn missing_meta_or_its_required_keys_is_400_invalid_params() {
         let mut without_version = meta();
-        without_version
-            .as_object_mut()
-            .unwrap()
-            .remove(META_PROTOCOL_VERSION);
+        without_version.as_object_mut().unwrap().remove(META_PROTOCOL_VERSION);
         let mut without_capabilities = meta();
-        without_capabilities
-            .as_object_mut()
-            .unwrap()
-            .remove(META_CLIENT_CAPABILITIES);
-        for params in [
-            json!({}),
-            json!({"_meta": without_version}),
-            json!({"_meta": without_capabilities}),
-        ] {
-            let body =
-                json!({"jsonrpc": "2.0", "id": 101, "method": "server/discover", "params": params});
+        without_capabilities.as_object_mut().unwrap().remove(META_CLIENT_CAPABILITIES);
+        for params in [json!({}), json!({"_meta": without_version}), json!({"_meta": without_capabilities})] {
+            let body = json!({"jsonrpc": "2.0", "id": 101, "method": "server/discover", "params": params});
             let response = send(modern_post(body));
-            assert_eq!(
-                (response.status, code(&response)),
-                (400, rpc::INVALID_PARAMS)
-            );
+            assert_eq!((response.status, code(&response)), (400, rpc::INVALID_PARAMS));
             assert_eq!(response.json_body()["id"], json!(101));
         }
     }
@@ -321,46 +255,26 @@ mod tests {
     fn a_version_header_that_disagrees_with_meta_is_400_header_mismatch_before_version_support() {
         let mut params = json!({"_meta": meta()});
         params["_meta"][META_PROTOCOL_VERSION] = json!("v999.0.0");
-        let req = modern_post(
-            json!({"jsonrpc": "2.0", "id": 302, "method": "server/discover", "params": params}),
-        );
+        let req = modern_post(json!({"jsonrpc": "2.0", "id": 302, "method": "server/discover", "params": params}));
         let response = send(req);
-        assert_eq!(
-            (response.status, code(&response)),
-            (400, rpc::HEADER_MISMATCH)
-        );
+        assert_eq!((response.status, code(&response)), (400, rpc::HEADER_MISMATCH));
     }
 
     #[test]
     fn a_missing_version_header_is_400_header_mismatch() {
-        let req = without_header(
-            modern_request("tools/list", json!({})),
-            headers::PROTOCOL_VERSION,
-        );
+        let req = without_header(modern_request("tools/list", json!({})), headers::PROTOCOL_VERSION);
         let response = send(req);
-        assert_eq!(
-            (response.status, code(&response)),
-            (400, rpc::HEADER_MISMATCH)
-        );
+        assert_eq!((response.status, code(&response)), (400, rpc::HEADER_MISMATCH));
     }
 
     #[test]
     fn an_unserved_version_is_400_with_supported_and_requested() {
         let mut params = json!({"_meta": meta()});
         params["_meta"][META_PROTOCOL_VERSION] = json!("v999.0.0");
-        let req = post(
-            json!({"jsonrpc": "2.0", "id": 301, "method": "server/discover", "params": params}),
-        );
-        let req = with_header(
-            with_header(req, "mcp-protocol-version", "v999.0.0"),
-            "mcp-method",
-            "server/discover",
-        );
+        let req = post(json!({"jsonrpc": "2.0", "id": 301, "method": "server/discover", "params": params}));
+        let req = with_header(with_header(req, "mcp-protocol-version", "v999.0.0"), "mcp-method", "server/discover");
         let response = send(req);
-        assert_eq!(
-            (response.status, code(&response)),
-            (400, rpc::UNSUPPORTED_PROTOCOL_VERSION)
-        );
+        assert_eq!((response.status, code(&response)), (400, rpc::UNSUPPORTED_PROTOCOL_VERSION));
         let data = response.json_body()["error"]["data"].clone();
         assert_eq!(data["requested"], json!("v999.0.0"));
         assert_eq!(data["supported"], json!(supported_versions()));
@@ -382,10 +296,7 @@ mod tests {
         );
         for req in [missing, different, case] {
             let response = send(req);
-            assert_eq!(
-                (response.status, code(&response)),
-                (400, rpc::HEADER_MISMATCH)
-            );
+            assert_eq!((response.status, code(&response)), (400, rpc::HEADER_MISMATCH));
         }
     }
 
@@ -393,33 +304,18 @@ mod tests {
     fn a_name_header_that_is_missing_or_differs_is_400_header_mismatch() {
         let call = || modern_request("tools/call", json!({"name": "echo", "arguments": {}}));
         let missing = without_header(call(), headers::NAME);
-        let different = with_header(
-            without_header(call(), headers::NAME),
-            "mcp-name",
-            "wrong_tool_name",
-        );
+        let different = with_header(without_header(call(), headers::NAME), "mcp-name", "wrong_tool_name");
         for req in [missing, different] {
             let response = send(req);
-            assert_eq!(
-                (response.status, code(&response)),
-                (400, rpc::HEADER_MISMATCH)
-            );
+            assert_eq!((response.status, code(&response)), (400, rpc::HEADER_MISMATCH));
         }
     }
 
     #[test]
     fn header_values_are_trimmed_and_may_be_base64_encoded() {
         let call = || modern_request("tools/call", json!({"name": "echo", "arguments": {}}));
-        let padded = with_header(
-            without_header(call(), headers::NAME),
-            "mcp-name",
-            "  echo  ",
-        );
-        let encoded = with_header(
-            without_header(call(), headers::NAME),
-            "mcp-name",
-            "=?base64?ZWNobw==?=",
-        );
+        let padded = with_header(without_header(call(), headers::NAME), "mcp-name", "  echo  ");
+        let encoded = with_header(without_header(call(), headers::NAME), "mcp-name", "=?base64?ZWNobw==?=");
         for req in [padded, encoded] {
             assert_eq!(send(req).status, 200);
         }
@@ -427,72 +323,40 @@ mod tests {
 
     #[test]
     fn a_mirrored_tool_parameter_must_match_its_header() {
-        let call = modern_request(
-            "tools/call",
-            json!({"name": "mirrored", "arguments": {"region": "eu"}}),
-        );
+        let call = modern_request("tools/call", json!({"name": "mirrored", "arguments": {"region": "eu"}}));
         let response = send(call.clone());
-        assert_eq!(
-            (response.status, code(&response)),
-            (400, rpc::HEADER_MISMATCH)
-        );
-        assert_eq!(
-            send(with_header(call, "mcp-param-region", "eu")).status,
-            200
-        );
+        assert_eq!((response.status, code(&response)), (400, rpc::HEADER_MISMATCH));
+        assert_eq!(send(with_header(call, "mcp-param-region", "eu")).status, 200);
     }
 
     #[test]
     fn removed_and_unknown_methods_are_404_method_not_found() {
-        for method in [
-            "initialize",
-            "ping",
-            "logging/setLevel",
-            "resources/subscribe",
-            "prompts/list",
-            "unknown/method",
-        ] {
+        for method in
+            ["initialize", "ping", "logging/setLevel", "resources/subscribe", "prompts/list", "unknown/method"]
+        {
             let response = send(modern_request(method, json!({})));
-            assert_eq!(
-                (response.status, code(&response)),
-                (404, rpc::METHOD_NOT_FOUND),
-                "{method}"
-            );
+            assert_eq!((response.status, code(&response)), (404, rpc::METHOD_NOT_FOUND), "{method}");
             assert_eq!(response.json_body()["id"], json!(7));
         }
     }
 
     #[test]
     fn an_unknown_tool_or_missing_name_is_400_invalid_params() {
-        let unknown = send(modern_request(
-            "tools/call",
-            json!({"name": "nope", "arguments": {}}),
-        ));
+        let unknown = send(modern_request("tools/call", json!({"name": "nope", "arguments": {}})));
         assert_eq!((unknown.status, code(&unknown)), (400, rpc::INVALID_PARAMS));
         let nameless = send(modern_request("tools/call", json!({"arguments": {}})));
-        assert_eq!(
-            (nameless.status, code(&nameless)),
-            (400, rpc::INVALID_PARAMS)
-        );
+        assert_eq!((nameless.status, code(&nameless)), (400, rpc::INVALID_PARAMS));
     }
 
     #[test]
     fn malformed_mrtr_retry_fields_are_400_invalid_params() {
-        for extra in [
-            json!({"inputResponses": null}),
-            json!({"inputResponses": {"k": 12345}}),
-            json!({"requestState": 5}),
-        ] {
+        for extra in
+            [json!({"inputResponses": null}), json!({"inputResponses": {"k": 12345}}), json!({"requestState": 5})]
+        {
             let mut params = json!({"name": "echo", "arguments": {}});
-            params
-                .as_object_mut()
-                .unwrap()
-                .extend(extra.as_object().unwrap().clone());
+            params.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
             let response = send(modern_request("tools/call", params));
-            assert_eq!(
-                (response.status, code(&response)),
-                (400, rpc::INVALID_PARAMS)
-            );
+            assert_eq!((response.status, code(&response)), (400, rpc::INVALID_PARAMS));
         }
     }
 
@@ -500,56 +364,33 @@ mod tests {
     fn a_tools_own_protocol_error_keeps_its_code_data_and_modern_status() {
         let req = modern_request("tools/call", json!({"name": "ask_model", "arguments": {}}));
         let response = send_with(&spec(), &NeedsSampling, req);
-        assert_eq!(
-            (response.status, code(&response)),
-            (400, rpc::MISSING_REQUIRED_CLIENT_CAPABILITY)
-        );
-        assert_eq!(
-            response.json_body()["error"]["data"]["requiredCapabilities"],
-            json!({"sampling": {}})
-        );
+        assert_eq!((response.status, code(&response)), (400, rpc::MISSING_REQUIRED_CLIENT_CAPABILITY));
+        assert_eq!(response.json_body()["error"]["data"]["requiredCapabilities"], json!({"sampling": {}}));
     }
 
     #[test]
     fn the_client_capabilities_reach_the_tool() {
         let mut params = json!({"name": "ask_model", "arguments": {}, "_meta": meta()});
         params["_meta"][META_CLIENT_CAPABILITIES] = json!({"sampling": {}});
-        let req = modern_post(
-            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}),
-        );
+        let req = modern_post(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}));
         assert_eq!(send_with(&spec(), &NeedsSampling, req).status, 200);
     }
 
     #[test]
     fn meta_naming_a_version_selects_the_modern_era_even_without_headers() {
-        let req = post(
-            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta()}}),
-        );
+        let req = post(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta()}}));
         let response = send(req);
-        assert_eq!(
-            (response.status, code(&response)),
-            (400, rpc::HEADER_MISMATCH)
-        );
+        assert_eq!((response.status, code(&response)), (400, rpc::HEADER_MISMATCH));
     }
 
     #[test]
     fn meta_naming_a_legacy_version_is_unsupported_here_and_points_at_initialize() {
         let mut params = json!({"_meta": meta()});
         params["_meta"][META_PROTOCOL_VERSION] = json!("2025-11-25");
-        let req =
-            post(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": params}));
-        let response = send(with_header(
-            with_header(req, "mcp-protocol-version", "2025-11-25"),
-            "mcp-method",
-            "tools/list",
-        ));
-        assert_eq!(
-            (response.status, code(&response)),
-            (400, rpc::UNSUPPORTED_PROTOCOL_VERSION)
-        );
-        assert!(response.json_body()["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("initialize"));
+        let req = post(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": params}));
+        let response =
+            send(with_header(with_header(req, "mcp-protocol-version", "2025-11-25"), "mcp-method", "tools/list"));
+        assert_eq!((response.status, code(&response)), (400, rpc::UNSUPPORTED_PROTOCOL_VERSION));
+        assert!(response.json_body()["error"]["message"].as_str().unwrap().contains("initialize"));
     }
 }

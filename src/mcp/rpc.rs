@@ -29,11 +29,7 @@ pub struct RpcError {
 
 impl RpcError {
     pub fn new(code: i64, message: impl Into<String>) -> Self {
-        Self {
-            code,
-            message: message.into(),
-            data: None,
-        }
+        Self { code, message: message.into(), data: None }
     }
 
     pub fn with_data(mut self, data: Value) -> Self {
@@ -84,25 +80,12 @@ pub enum Body {
 pub fn parse(body: &[u8]) -> Body {
     let value: Value = match serde_json::from_slice(body) {
         Ok(v) => v,
-        Err(e) => {
-            return Body::Invalid {
-                id: None,
-                error: RpcError::new(PARSE_ERROR, format!("Parse error: {e}")),
-            }
-        }
+        Err(e) => return Body::Invalid { id: None, error: RpcError::new(PARSE_ERROR, format!("Parse error: {e}")) },
     };
     let Value::Object(mut object) = value else {
-        let what = if value.is_array() {
-            "a batch array (batches are not supported)"
-        } else {
-            "not an object"
-        };
-        let message =
-            format!("Invalid Request: the body must be one JSON-RPC request object, got {what}");
-        return Body::Invalid {
-            id: None,
-            error: RpcError::new(INVALID_REQUEST, message),
-        };
+        let what = if value.is_array() { "a batch array (batches are not supported)" } else { "not an object" };
+        let message = format!("Invalid Request: the body must be one JSON-RPC request object, got {what}");
+        return Body::Invalid { id: None, error: RpcError::new(INVALID_REQUEST, message) };
     };
     let invalid = |id: Option<Value>, message: &str| Body::Invalid {
         id,
@@ -112,16 +95,10 @@ pub fn parse(body: &[u8]) -> Body {
         let id = object.get("id").filter(|id| valid_id(id)).cloned();
         return invalid(id, "\"jsonrpc\" must be \"2.0\"");
     }
-    let method = object
-        .get("method")
-        .and_then(Value::as_str)
-        .map(str::to_owned);
+    let method = object.get("method").and_then(Value::as_str).map(str::to_owned);
     let Some(id) = object.remove("id") else {
         // No id: a notification, or an error response whose id could not be read. Neither gets an answer.
-        return match (
-            &method,
-            object.contains_key("result") || object.contains_key("error"),
-        ) {
+        return match (&method, object.contains_key("result") || object.contains_key("error")) {
             (Some(_), _) | (None, true) => Body::Accepted,
             (None, false) => invalid(None, "a message needs a \"method\" or an \"id\""),
         };
@@ -176,11 +153,8 @@ mod tests {
 
     #[test]
     fn a_request_keeps_its_id_method_and_params() {
-        let body =
-            parse(br#"{"jsonrpc":"2.0","id":"a","method":"tools/list","params":{"cursor":"x"}}"#);
-        let Body::Request(request) = body else {
-            panic!("not a request")
-        };
+        let body = parse(br#"{"jsonrpc":"2.0","id":"a","method":"tools/list","params":{"cursor":"x"}}"#);
+        let Body::Request(request) = body else { panic!("not a request") };
         assert_eq!(request.id, json!("a"));
         assert_eq!(request.method, "tools/list");
         assert_eq!(request.params["cursor"], json!("x"));
@@ -188,13 +162,10 @@ mod tests {
 
     #[test]
     fn absent_or_null_params_read_as_an_empty_object() {
-        for body in [
-            r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#,
-            r#"{"jsonrpc":"2.0","id":1,"method":"ping","params":null}"#,
-        ] {
-            let Body::Request(request) = parse(body.as_bytes()) else {
-                panic!("not a request")
-            };
+        for body in
+            [r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#, r#"{"jsonrpc":"2.0","id":1,"method":"ping","params":null}"#]
+        {
+            let Body::Request(request) = parse(body.as_bytes()) else { panic!("not a request") };
             assert!(request.params.is_empty());
         }
     }
@@ -206,48 +177,24 @@ mod tests {
 
     #[test]
     fn batches_and_scalars_are_invalid_requests() {
-        assert_eq!(
-            invalid_code(r#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#),
-            INVALID_REQUEST
-        );
+        assert_eq!(invalid_code(r#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#), INVALID_REQUEST);
         assert_eq!(invalid_code("42"), INVALID_REQUEST);
     }
 
     #[test]
     fn a_wrong_jsonrpc_version_or_id_type_is_an_invalid_request() {
-        assert_eq!(
-            invalid_code(r#"{"jsonrpc":"1.0","id":1,"method":"ping"}"#),
-            INVALID_REQUEST
-        );
-        assert_eq!(
-            invalid_code(r#"{"jsonrpc":"2.0","id":null,"method":"ping"}"#),
-            INVALID_REQUEST
-        );
-        assert_eq!(
-            invalid_code(r#"{"jsonrpc":"2.0","id":1.5,"method":"ping"}"#),
-            INVALID_REQUEST
-        );
-        assert_eq!(
-            invalid_code(r#"{"jsonrpc":"2.0","id":1,"method":"ping","params":[1]}"#),
-            INVALID_REQUEST
-        );
+        assert_eq!(invalid_code(r#"{"jsonrpc":"1.0","id":1,"method":"ping"}"#), INVALID_REQUEST);
+        assert_eq!(invalid_code(r#"{"jsonrpc":"2.0","id":null,"method":"ping"}"#), INVALID_REQUEST);
+        assert_eq!(invalid_code(r#"{"jsonrpc":"2.0","id":1.5,"method":"ping"}"#), INVALID_REQUEST);
+        assert_eq!(invalid_code(r#"{"jsonrpc":"2.0","id":1,"method":"ping","params":[1]}"#), INVALID_REQUEST);
         assert_eq!(invalid_code(r#"{"jsonrpc":"2.0","id":1}"#), INVALID_REQUEST);
     }
 
     #[test]
     fn notifications_and_client_responses_are_accepted_without_an_answer() {
-        assert_eq!(
-            parse(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#),
-            Body::Accepted
-        );
-        assert_eq!(
-            parse(br#"{"jsonrpc":"2.0","id":7,"result":{}}"#),
-            Body::Accepted
-        );
-        assert_eq!(
-            parse(br#"{"jsonrpc":"2.0","id":7,"error":{"code":1,"message":"no"}}"#),
-            Body::Accepted
-        );
+        assert_eq!(parse(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#), Body::Accepted);
+        assert_eq!(parse(br#"{"jsonrpc":"2.0","id":7,"result":{}}"#), Body::Accepted);
+        assert_eq!(parse(br#"{"jsonrpc":"2.0","id":7,"error":{"code":1,"message":"no"}}"#), Body::Accepted);
     }
 
     #[test]

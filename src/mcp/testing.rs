@@ -44,12 +44,8 @@ impl ToolHost for TinyHost {
     fn call<'a>(&'a self, name: &'a str, arguments: Value) -> LocalBoxFuture<'a, CallOutcome> {
         Box::pin(async move {
             match name {
-                "echo" | "mirrored" => {
-                    Some(json!({"content": [{"type": "text", "text": arguments.to_string()}]}))
-                }
-                "fail" => {
-                    Some(json!({"content": [{"type": "text", "text": "no"}], "isError": true}))
-                }
+                "echo" | "mirrored" => Some(json!({"content": [{"type": "text", "text": arguments.to_string()}]})),
+                "fail" => Some(json!({"content": [{"type": "text", "text": "no"}], "isError": true})),
                 _ => None,
             }
         })
@@ -61,9 +57,7 @@ pub struct NeedsSampling;
 
 impl ToolHost for NeedsSampling {
     fn tools(&self) -> Vec<Value> {
-        vec![
-            json!({"name": "ask_model", "description": "Needs sampling", "inputSchema": {"type": "object"}}),
-        ]
+        vec![json!({"name": "ask_model", "description": "Needs sampling", "inputSchema": {"type": "object"}})]
     }
 
     fn call<'a>(&'a self, _name: &'a str, _arguments: Value) -> LocalBoxFuture<'a, CallOutcome> {
@@ -75,11 +69,9 @@ impl ToolHost for NeedsSampling {
             if call.client_capabilities.contains_key("sampling") {
                 ToolReply::Done(json!({"content": [{"type": "text", "text": "ok"}]}))
             } else {
-                let error = RpcError::new(
-                    rpc::MISSING_REQUIRED_CLIENT_CAPABILITY,
-                    "Missing client capability: sampling",
-                )
-                .with_data(json!({"requiredCapabilities": {"sampling": {}}}));
+                let error =
+                    RpcError::new(rpc::MISSING_REQUIRED_CLIENT_CAPABILITY, "Missing client capability: sampling")
+                        .with_data(json!({"requiredCapabilities": {"sampling": {}}}));
                 ToolReply::Refused(error)
             }
         })

@@ -62,12 +62,7 @@ struct Minted {
 
 fn mint() -> Minted {
     let key = ids::new_secret("ast_");
-    Minted {
-        key_id: ids::new_id("key"),
-        hash: ids::hash_secret(&key),
-        prefix: ids::key_prefix(&key),
-        key,
-    }
+    Minted { key_id: ids::new_id("key"), hash: ids::hash_secret(&key), prefix: ids::key_prefix(&key), key }
 }
 
 fn scope_list(scopes: &str) -> Vec<String> {
@@ -95,11 +90,7 @@ pub async fn create(cx: &Cx<'_>, p: CreateAccount) -> Result<AccountCreated, Api
         let slug = if attempt == 0 {
             base.clone()
         } else {
-            format!(
-                "{}-{}",
-                base.chars().take(33).collect::<String>(),
-                &ids::new_id("x")[2..8]
-            )
+            format!("{}-{}", base.chars().take(33).collect::<String>(), &ids::new_id("x")[2..8])
         };
         let minted = mint();
         let key = NewKey {
@@ -123,16 +114,8 @@ pub async fn create(cx: &Cx<'_>, p: CreateAccount) -> Result<AccountCreated, Api
         match store::accounts::create(cx.db(), &account, &key).await {
             Ok(()) => {
                 return Ok(AccountCreated {
-                    account: AccountInfo {
-                        account_id: account_id.clone(),
-                        name: p.name.clone(),
-                        email,
-                    },
-                    workspace: WorkspaceRef {
-                        workspace_id: workspace_id.clone(),
-                        slug,
-                        name: p.name,
-                    },
+                    account: AccountInfo { account_id: account_id.clone(), name: p.name.clone(), email },
+                    workspace: WorkspaceRef { workspace_id: workspace_id.clone(), slug, name: p.name },
                     key: KeyCreated {
                         key_id: minted.key_id,
                         key: minted.key,
@@ -143,14 +126,9 @@ pub async fn create(cx: &Cx<'_>, p: CreateAccount) -> Result<AccountCreated, Api
                 })
             }
             Err(e) if e.is_unique_on("account.email") => {
-                return Err(ApiError::new(
-                    Code::Conflict,
-                    "an account with this email already exists",
-                ))
+                return Err(ApiError::new(Code::Conflict, "an account with this email already exists"))
             }
-            Err(e) if e.is_unique_on("workspace.slug") || store::keys::is_hash_collision(&e) => {
-                continue
-            }
+            Err(e) if e.is_unique_on("workspace.slug") || store::keys::is_hash_collision(&e) => continue,
             Err(e) => return Err(cx.internal(e)),
         }
     }
@@ -177,15 +155,9 @@ pub async fn create_key(cx: &Cx<'_>, p: CreateKey) -> Result<KeyCreated, ApiErro
         limits::one_of("scopes", s, &["read", "write"])?;
     }
     if p.scopes.is_empty() {
-        return Err(ApiError::invalid(
-            "`scopes` needs at least one of read, write",
-        ));
+        return Err(ApiError::invalid("`scopes` needs at least one of read, write"));
     }
-    let scopes = if p.scopes.iter().any(|s| s == "write") {
-        "read write"
-    } else {
-        "read"
-    };
+    let scopes = if p.scopes.iter().any(|s| s == "write") { "read write" } else { "read" };
     // A locked key can only mint keys locked to its own workspace.
     let lock = match (&p.workspace, &caller.locked_workspace_id) {
         (Some(slug), _) => Some(cx.workspace(Some(slug))?),
@@ -203,9 +175,7 @@ pub async fn create_key(cx: &Cx<'_>, p: CreateKey) -> Result<KeyCreated, ApiErro
         workspace_id: lock.map(|m| m.workspace_id.as_str()),
         now_ms: cx.now_ms,
     };
-    store::keys::create(cx.db(), &new)
-        .await
-        .map_err(|e: DbError| cx.internal(e))?;
+    store::keys::create(cx.db(), &new).await.map_err(|e: DbError| cx.internal(e))?;
     Ok(KeyCreated {
         key_id: minted.key_id,
         key: minted.key,
@@ -227,13 +197,9 @@ pub struct KeyList {
 /// GET /v1/keys
 pub async fn list_keys(cx: &Cx<'_>, _: ListKeys) -> Result<KeyList, ApiError> {
     let caller = cx.caller()?;
-    let keys = store::keys::list(
-        cx.db(),
-        &caller.account_id,
-        caller.locked_workspace_id.as_deref(),
-    )
-    .await
-    .map_err(|e| cx.internal(e))?;
+    let keys = store::keys::list(cx.db(), &caller.account_id, caller.locked_workspace_id.as_deref())
+        .await
+        .map_err(|e| cx.internal(e))?;
     Ok(KeyList { keys })
 }
 
@@ -256,20 +222,12 @@ pub async fn revoke_key(cx: &Cx<'_>, p: RevokeKey) -> Result<KeyRevoked, ApiErro
     if !ids::is_id(&p.key_id, "key") {
         return Err(ApiError::not_found("key"));
     }
-    let found = store::keys::revoke(
-        cx.db(),
-        &caller.account_id,
-        &p.key_id,
-        caller.locked_workspace_id.as_deref(),
-        cx.now_ms,
-    )
-    .await
-    .map_err(|e| cx.internal(e))?;
+    let found =
+        store::keys::revoke(cx.db(), &caller.account_id, &p.key_id, caller.locked_workspace_id.as_deref(), cx.now_ms)
+            .await
+            .map_err(|e| cx.internal(e))?;
     if !found {
         return Err(ApiError::not_found("key"));
     }
-    Ok(KeyRevoked {
-        key_id: p.key_id,
-        revoked: true,
-    })
+    Ok(KeyRevoked { key_id: p.key_id, revoked: true })
 }

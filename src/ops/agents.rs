@@ -41,17 +41,13 @@ pub async fn list(cx: &Cx<'_>, p: ListAgents) -> Result<AgentList, ApiError> {
         return Err(ApiError::invalid("`offset` must not be negative"));
     }
     // One row more than the page tells whether another page follows, without a count query.
-    let mut agents = store::agents::list(cx.db(), &m.workspace_id, limit + 1, offset)
-        .await
-        .map_err(|e| cx.internal(e))?;
+    let mut agents =
+        store::agents::list(cx.db(), &m.workspace_id, limit + 1, offset).await.map_err(|e| cx.internal(e))?;
     let next_offset = (agents.len() as i64 > limit).then(|| {
         agents.truncate(limit as usize);
         offset + limit
     });
-    Ok(AgentList {
-        agents,
-        next_offset,
-    })
+    Ok(AgentList { agents, next_offset })
 }
 
 /// A remote MCP server an agent may call, as declared when it is created.
@@ -148,9 +144,7 @@ fn check(p: CreateAgent) -> Result<Checked, ApiError> {
         limits::text("mcpServers[].name", &s.name, 1, 40)?;
         limits::text("mcpServers[].url", &s.url, 1, 2_000)?;
         if !(s.url.starts_with("https://") || is_loopback_http(&s.url)) {
-            return Err(ApiError::invalid(
-                "`mcpServers[].url` must be https:// (or http:// on loopback)",
-            ));
+            return Err(ApiError::invalid("`mcpServers[].url` must be https:// (or http:// on loopback)"));
         }
         if let Some(b) = &s.bearer_secret {
             limits::text("mcpServers[].bearer_secret", b, 1, 100)?;
@@ -158,9 +152,7 @@ fn check(p: CreateAgent) -> Result<Checked, ApiError> {
     }
     let price = p.price_cents_per_run.unwrap_or(0);
     if !(0..=100_000).contains(&price) {
-        return Err(ApiError::invalid(
-            "`price_cents_per_run` must be between 0 and 100000",
-        ));
+        return Err(ApiError::invalid("`price_cents_per_run` must be between 0 and 100000"));
     }
     Ok(Checked {
         name: p.name,
@@ -182,23 +174,13 @@ fn to_json<T: Serialize>(v: &T) -> String {
 }
 
 fn is_loopback_http(url: &str) -> bool {
-    ["http://127.0.0.1", "http://localhost", "http://[::1]"]
-        .iter()
-        .any(|p| {
-            url.strip_prefix(p).is_some_and(|rest| {
-                rest.is_empty() || rest.starts_with(':') || rest.starts_with('/')
-            })
-        })
+    ["http://127.0.0.1", "http://localhost", "http://[::1]"].iter().any(|p| {
+        url.strip_prefix(p).is_some_and(|rest| rest.is_empty() || rest.starts_with(':') || rest.starts_with('/'))
+    })
 }
 
 fn handle_taken(handle: Option<&str>) -> ApiError {
-    ApiError::new(
-        Code::Conflict,
-        format!(
-            "the handle `@{}` is taken; choose another",
-            handle.unwrap_or_default()
-        ),
-    )
+    ApiError::new(Code::Conflict, format!("the handle `@{}` is taken; choose another", handle.unwrap_or_default()))
 }
 
 /// POST /v1/agents
@@ -206,15 +188,7 @@ pub async fn create(cx: &Cx<'_>, p: CreateAgent) -> Result<Agent, ApiError> {
     let m = cx.workspace(p.workspace.as_deref())?.clone();
     let checked = check(p)?;
     let agent_id = ids::new_id("ag");
-    match store::agents::create(
-        cx.db(),
-        &agent_id,
-        &m.workspace_id,
-        &checked.fields(),
-        cx.now_ms,
-    )
-    .await
-    {
+    match store::agents::create(cx.db(), &agent_id, &m.workspace_id, &checked.fields(), cx.now_ms).await {
         Ok(agent) => Ok(agent),
         Err(e) if e.is_unique_on("agent.handle") => Err(handle_taken(checked.handle.as_deref())),
         Err(e) => Err(cx.internal(e)),
@@ -275,8 +249,7 @@ pub struct UpdateAgent {
 /// PATCH /v1/agents/{agent_id}
 pub async fn update(cx: &Cx<'_>, p: UpdateAgent) -> Result<Agent, ApiError> {
     let old = load(cx, &p.agent_id).await?;
-    let servers: Vec<McpServer> =
-        serde_json::from_value(Value::Array(old.mcp_servers.clone())).unwrap_or_default();
+    let servers: Vec<McpServer> = serde_json::from_value(Value::Array(old.mcp_servers.clone())).unwrap_or_default();
     let merged = CreateAgent {
         workspace: None,
         name: p.name.unwrap_or(old.name),
@@ -291,15 +264,7 @@ pub async fn update(cx: &Cx<'_>, p: UpdateAgent) -> Result<Agent, ApiError> {
         price_cents_per_run: Some(p.price_cents_per_run.unwrap_or(old.price_cents_per_run)),
     };
     let checked = check(merged)?;
-    match store::agents::update(
-        cx.db(),
-        &p.agent_id,
-        &old.workspace_id,
-        &checked.fields(),
-        cx.now_ms,
-    )
-    .await
-    {
+    match store::agents::update(cx.db(), &p.agent_id, &old.workspace_id, &checked.fields(), cx.now_ms).await {
         Ok(Some(agent)) => Ok(agent),
         Ok(None) => Err(ApiError::not_found("agent")),
         Err(e) if e.is_unique_on("agent.handle") => Err(handle_taken(checked.handle.as_deref())),
@@ -323,11 +288,7 @@ pub struct AgentDeleted {
 /// DELETE /v1/agents/{agent_id}
 pub async fn delete(cx: &Cx<'_>, p: DeleteAgent) -> Result<AgentDeleted, ApiError> {
     let agent = load(cx, &p.agent_id).await?;
-    let deleted = store::agents::delete(cx.db(), &agent.agent_id, &agent.workspace_id)
-        .await
-        .map_err(|e| cx.internal(e))?;
-    Ok(AgentDeleted {
-        agent_id: agent.agent_id,
-        deleted,
-    })
+    let deleted =
+        store::agents::delete(cx.db(), &agent.agent_id, &agent.workspace_id).await.map_err(|e| cx.internal(e))?;
+    Ok(AgentDeleted { agent_id: agent.agent_id, deleted })
 }

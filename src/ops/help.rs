@@ -11,7 +11,10 @@ use serde_json::{json, Map, Value};
 /// One line per group: what the topic is about. Groups without a line here still appear.
 const SUMMARIES: &[(&str, &str)] = &[
     ("keys", "Accounts and API keys: sign up, mint keys with read or write scope, lock a key to a workspace, revoke."),
-    ("workspaces", "Where everything lives: list and create workspaces, members and roles, and what a workspace holds."),
+    (
+        "workspaces",
+        "Where everything lives: list and create workspaces, members and roles, and what a workspace holds.",
+    ),
     ("help", "This help, generated from the server's own operation table."),
     ("agents", "The agents you can start: their harness, model, instructions and catalog entry."),
     ("workflow", "A task, start to finish: pick an agent, start a session, read its replies, continue or stop."),
@@ -79,30 +82,22 @@ fn topics() -> Vec<Topic> {
             }),
         }
     }
-    out.push(Topic {
-        topic: "workflow".into(),
-        summary: summary("workflow"),
-        operations: vec![],
-    });
+    out.push(Topic { topic: "workflow".into(), summary: summary("workflow"), operations: vec![] });
     out
 }
 
 fn summary(group: &str) -> String {
-    SUMMARIES.iter().find(|(g, _)| *g == group).map_or_else(
-        || format!("Operations on {group}."),
-        |(_, s)| (*s).to_owned(),
-    )
+    SUMMARIES
+        .iter()
+        .find(|(g, _)| *g == group)
+        .map_or_else(|| format!("Operations on {group}."), |(_, s)| (*s).to_owned())
 }
 
 /// help
 pub async fn help(cx: &Cx<'_>, p: Help) -> Result<HelpAnswer, ApiError> {
     let all = topics();
     let Some(topic) = p.topic else {
-        return Ok(HelpAnswer {
-            topics: all,
-            operations: vec![],
-            steps: None,
-        });
+        return Ok(HelpAnswer { topics: all, operations: vec![], steps: None });
     };
     let slug = match p.workspace.as_deref() {
         Some(s) => Some(cx.workspace(Some(s))?.slug.clone()),
@@ -110,22 +105,11 @@ pub async fn help(cx: &Cx<'_>, p: Help) -> Result<HelpAnswer, ApiError> {
     };
     let Some(found) = all.into_iter().find(|t| t.topic == topic) else {
         let names: Vec<String> = topics().into_iter().map(|t| t.topic).collect();
-        return Err(ApiError::new(
-            Code::NotFound,
-            format!("no help topic `{topic}`; topics: {}", names.join(", ")),
-        ));
+        return Err(ApiError::new(Code::NotFound, format!("no help topic `{topic}`; topics: {}", names.join(", "))));
     };
-    let operations = OPS
-        .iter()
-        .filter(|op| op.group == topic)
-        .map(|op| describe(op, slug.as_deref()))
-        .collect();
+    let operations = OPS.iter().filter(|op| op.group == topic).map(|op| describe(op, slug.as_deref())).collect();
     let steps = (topic == "workflow").then(|| WORKFLOW.to_owned());
-    Ok(HelpAnswer {
-        topics: vec![found],
-        operations,
-        steps,
-    })
+    Ok(HelpAnswer { topics: vec![found], operations, steps })
 }
 
 fn describe(op: &Op, slug: Option<&str>) -> OperationHelp {
@@ -145,20 +129,12 @@ fn describe(op: &Op, slug: Option<&str>) -> OperationHelp {
 /// The required fields of an operation and a body holding a placeholder for each.
 fn skeleton(op: &Op, slug: Option<&str>) -> (Vec<String>, Map<String, Value>) {
     let schema = (op.params)().to_value();
-    let required: Vec<String> = schema["required"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|v| v.as_str().map(str::to_owned))
-        .collect();
+    let required: Vec<String> =
+        schema["required"].as_array().into_iter().flatten().filter_map(|v| v.as_str().map(str::to_owned)).collect();
     let mut body = Map::new();
     for name in &required {
         let ty = schema["properties"][name]["type"].clone();
-        let placeholder = match ty.as_str().or_else(|| {
-            ty.as_array()
-                .and_then(|a| a.first())
-                .and_then(Value::as_str)
-        }) {
+        let placeholder = match ty.as_str().or_else(|| ty.as_array().and_then(|a| a.first()).and_then(Value::as_str)) {
             Some("integer") | Some("number") => json!(0),
             Some("boolean") => json!(false),
             Some("array") => json!([]),
@@ -174,9 +150,7 @@ fn skeleton(op: &Op, slug: Option<&str>) -> (Vec<String>, Map<String, Value>) {
 /// One line showing how to call an operation: as a tool when it is one, else as a REST call.
 pub fn usage(op: &Op, slug: Option<&str>) -> String {
     let (_, mut body) = skeleton(op, slug);
-    let takes_workspace = (op.params)().to_value()["properties"]
-        .get("workspace")
-        .is_some();
+    let takes_workspace = (op.params)().to_value()["properties"].get("workspace").is_some();
     if takes_workspace && !body.contains_key("workspace") && !op.path.contains("{workspace}") {
         if let Some(s) = slug {
             body.insert("workspace".into(), json!(s));
@@ -193,11 +167,7 @@ pub fn usage(op: &Op, slug: Option<&str>) -> String {
             body.remove(&k);
         }
     }
-    let auth = if op.scope == Scope::Public {
-        ""
-    } else {
-        " -H \"Authorization: Bearer $AGENTSKY_API_KEY\""
-    };
+    let auth = if op.scope == Scope::Public { "" } else { " -H \"Authorization: Bearer $AGENTSKY_API_KEY\"" };
     let data = if op.method == "GET" || op.method == "DELETE" {
         String::new()
     } else {

@@ -5,6 +5,9 @@
 pub mod accounts;
 pub mod agents;
 pub mod help;
+pub mod idempotency;
+pub mod sessions;
+pub mod usage;
 pub mod workspaces;
 
 use crate::cx::Cx;
@@ -22,6 +25,8 @@ pub enum Scope {
     Public,
     Read,
     Write,
+    /// The deployment's admin token (adding credit).
+    Admin,
 }
 
 impl Scope {
@@ -30,6 +35,7 @@ impl Scope {
             Scope::Public => "public",
             Scope::Read => "read",
             Scope::Write => "write",
+            Scope::Admin => "admin",
         }
     }
 }
@@ -42,29 +48,13 @@ pub struct Hints {
     pub idempotent: bool,
 }
 
-pub const READ_ONLY: Hints = Hints {
-    read_only: true,
-    destructive: false,
-    idempotent: true,
-};
+pub const READ_ONLY: Hints = Hints { read_only: true, destructive: false, idempotent: true };
 /// Creates something new each call (unless an idempotency key says otherwise).
-pub const CREATES: Hints = Hints {
-    read_only: false,
-    destructive: false,
-    idempotent: false,
-};
+pub const CREATES: Hints = Hints { read_only: false, destructive: false, idempotent: false };
 /// Sets state to what the call says; repeating it changes nothing more.
-pub const UPDATES: Hints = Hints {
-    read_only: false,
-    destructive: false,
-    idempotent: true,
-};
+pub const UPDATES: Hints = Hints { read_only: false, destructive: false, idempotent: true };
 /// Removes or overwrites something for good.
-pub const DESTROYS: Hints = Hints {
-    read_only: false,
-    destructive: true,
-    idempotent: true,
-};
+pub const DESTROYS: Hints = Hints { read_only: false, destructive: true, idempotent: true };
 
 pub type Runner = for<'a> fn(&'a Cx<'a>, Value) -> LocalBoxFuture<'a, Result<Value, ApiError>>;
 
@@ -89,11 +79,7 @@ pub struct Op {
 
 impl Op {
     pub fn description(&self) -> String {
-        self.docs
-            .iter()
-            .map(|l| l.trim())
-            .collect::<Vec<_>>()
-            .join(" ")
+        self.docs.iter().map(|l| l.trim()).collect::<Vec<_>>().join(" ")
     }
 
     /// REST answers creations with 201.
@@ -233,6 +219,78 @@ operations! {
         http: PATCH "/v1/agents/{agent_id}", hints: UPDATES, run: agents::update
     }
 
+    /// Sessions, newest first; `agent_id` narrows to one agent. Optional `workspace`.
+    list_sessions(sessions::ListSessions) -> sessions::SessionList {
+        title: "List sessions", group: "sessions", scope: Read, tool: true,
+        http: GET "/v1/sessions", hints: READ_ONLY, run: sessions::list
+    }
+
+    /// One session and its status: `provisioning`, `idle`, `running` or `terminated`. Workspace derived
+    /// from the session.
+    get_session(sessions::GetSession) -> sessions::SessionInfo {
+        title: "Get a session", group: "sessions", scope: Read, tool: true,
+        http: GET "/v1/sessions/{session_id}", hints: READ_ONLY, run: sessions::get
+    }
+
+    /// Start a session with an agent (an id, or a catalog `@handle`) and send the task as its first
+    /// message; requires an `idempotency_key` and returns the session, the `message_id` and the cursor
+    /// just after it. `task_id` joins an existing task (workspace derived from it; omit `workspace`);
+    /// `budget_cents` caps what the session may spend; `model` runs another model than the agent's own.
+    /// Optional `workspace`.
+    start_session(sessions::StartSession) -> sessions::Started {
+        title: "Start a session", group: "sessions", scope: Write, tool: true,
+        http: POST "/v1/sessions", hints: CREATES, run: sessions::start
+    }
+
+    /// Send the next message into an idle session; requires an `idempotency_key`. Workspace derived from
+    /// the session.
+    send_message(sessions::SendMessage) -> sessions::Sent {
+        title: "Send a message", group: "sessions", scope: Write, tool: true,
+        http: POST "/v1/sessions/{session_id}/messages", hints: CREATES, run: sessions::send
+    }
+
+    /// That message's replies after the cursor, one page at a time; with `wait_seconds` (up to 50) waits
+    /// until the turn's idle mark. Workspace derived from the session.
+    read_session(sessions::ReadSession) -> sessions::SessionPage {
+        title: "Read a session", group: "sessions", scope: Read, tool: true,
+        http: GET "/v1/sessions/{session_id}/events", hints: READ_ONLY, run: sessions::read
+    }
+
+    /// What a session produced: its last reply, the task files it wrote, and the `task_id` they live in.
+    /// Workspace derived from the session.
+    collect_result(sessions::CollectResult) -> sessions::CollectedResult {
+        title: "Collect a result", group: "sessions", scope: Read, tool: true,
+        http: GET "/v1/sessions/{session_id}/result", hints: READ_ONLY, run: sessions::collect
+    }
+
+    /// Change a session's `model`, `thinking` level or both; its next turn uses them and the
+    /// conversation and files stay. Workspace derived from the session.
+    switch_model(sessions::SwitchModel) -> sessions::ModelSwitched {
+        title: "Switch model", group: "sessions", scope: Write, tool: true,
+        http: POST "/v1/sessions/{session_id}/model", hints: UPDATES, run: sessions::switch_model
+    }
+
+    /// Archive a session you are done with; its transcript, files and artifacts stay. Workspace derived
+    /// from the session.
+    stop_session(sessions::StopSession) -> sessions::Stopped {
+        title: "Stop a session", group: "sessions", scope: Write, tool: true,
+        http: POST "/v1/sessions/{session_id}/stop", hints: DESTROYS, run: sessions::stop
+    }
+
+    /// Your balance, whether a card is saved, and what you spent across sessions and API keys over UTC
+    /// days `from`–`to` grouped by `group_by`; with `session_id`, that session's totals and newest
+    /// entries.
+    get_usage(usage::GetUsage) -> usage::Usage {
+        title: "Get usage", group: "usage", scope: Read, tool: true,
+        http: GET "/v1/usage", hints: READ_ONLY, run: usage::get
+    }
+
+    /// Add credit to a workspace's wallet. Needs the deployment's admin token.
+    add_credit(usage::AddCredit) -> usage::Credited {
+        title: "Add credit", group: "usage", scope: Admin, tool: false,
+        http: POST "/v1/workspaces/{workspace}/credit", hints: CREATES, run: usage::add_credit
+    }
+
     /// Delete an agent. Its past sessions stay. Workspace derived from the agent.
     delete_agent(agents::DeleteAgent) -> agents::AgentDeleted {
         title: "Delete an agent", group: "agents", scope: Write, tool: false,
@@ -247,11 +305,7 @@ pub fn find(name: &str) -> Option<&'static Op> {
 
 /// A failed decode of the params is an `invalid_params` error that quotes serde's reason.
 fn decode_params<P: DeserializeOwned>(args: Value) -> Result<P, ApiError> {
-    let args = if args.is_null() {
-        Value::Object(Default::default())
-    } else {
-        args
-    };
+    let args = if args.is_null() { Value::Object(Default::default()) } else { args };
     serde_json::from_value(args).map_err(|e| ApiError::invalid(format!("invalid arguments: {e}")))
 }
 
@@ -262,15 +316,15 @@ fn encode<R: Serialize>(cx: &Cx<'_>, result: &R) -> Result<Value, ApiError> {
 /// The one way an operation is called, from every face: scope first, then the per-key rate limit,
 /// then the handler.
 pub async fn invoke(cx: &Cx<'_>, op: &Op, args: Value) -> Result<Value, ApiError> {
-    if op.scope != Scope::Public {
+    if op.scope == Scope::Admin && !cx.admin {
+        return Err(ApiError::new(Code::Forbidden, format!("`{}` needs the deployment's admin token", op.name)));
+    }
+    if op.scope == Scope::Read || op.scope == Scope::Write {
         let caller = cx.caller()?;
         if op.scope == Scope::Write && !caller.can_write {
             return Err(ApiError::new(
                 Code::InsufficientScope,
-                format!(
-                    "`{}` needs a key with the write scope; this key is read-only",
-                    op.name
-                ),
+                format!("`{}` needs a key with the write scope; this key is read-only", op.name),
             ));
         }
         let limit = cx.env.config.rate_limit_per_min;
@@ -282,13 +336,7 @@ pub async fn invoke(cx: &Cx<'_>, op: &Op, args: Value) -> Result<Value, ApiError
 
 /// Counts one hit on a bucket of `limit` per minute; `rate_limited` with a retry-after when it is full.
 pub async fn rate_limit(cx: &Cx<'_>, bucket: String, limit: u32) -> Result<(), ApiError> {
-    match cx
-        .env
-        .limiter
-        .hit(bucket, limit, 60_000, cx.now_ms)
-        .await
-        .map_err(|e| cx.internal(e))?
-    {
+    match cx.env.limiter.hit(bucket, limit, 60_000, cx.now_ms).await.map_err(|e| cx.internal(e))? {
         Decision::Allowed { .. } => Ok(()),
         Decision::Limited { retry_after_ms } => Err(ApiError {
             code: Code::RateLimited,

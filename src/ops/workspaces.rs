@@ -34,12 +34,7 @@ pub async fn list(cx: &Cx<'_>, _: ListWorkspaces) -> Result<WorkspaceList, ApiEr
     let workspaces = caller
         .memberships
         .iter()
-        .filter(|m| {
-            caller
-                .locked_workspace_id
-                .as_ref()
-                .is_none_or(|l| l == &m.workspace_id)
-        })
+        .filter(|m| caller.locked_workspace_id.as_ref().is_none_or(|l| l == &m.workspace_id))
         .map(|m| WorkspaceItem {
             slug: m.slug.clone(),
             name: m.name.clone(),
@@ -64,10 +59,7 @@ pub struct CreateWorkspace {
 pub async fn create(cx: &Cx<'_>, p: CreateWorkspace) -> Result<WorkspaceItem, ApiError> {
     let caller = cx.caller()?;
     if caller.locked_workspace_id.is_some() {
-        return Err(ApiError::new(
-            Code::UniverseMismatch,
-            "a workspace-locked key cannot create workspaces",
-        ));
+        return Err(ApiError::new(Code::UniverseMismatch, "a workspace-locked key cannot create workspaces"));
     }
     limits::text("name", &p.name, 1, 100)?;
     let slug = match p.slug {
@@ -78,27 +70,11 @@ pub async fn create(cx: &Cx<'_>, p: CreateWorkspace) -> Result<WorkspaceItem, Ap
         None => slug::slugify(&p.name),
     };
     let workspace_id = ids::new_id("ws");
-    match store::workspaces::create(
-        cx.db(),
-        &workspace_id,
-        &slug,
-        &p.name,
-        &caller.account_id,
-        cx.now_ms,
-    )
-    .await
-    {
-        Ok(()) => Ok(WorkspaceItem {
-            slug,
-            name: p.name,
-            role: Role::Owner,
-            is_personal: false,
-            is_current: false,
-        }),
-        Err(e) if e.is_unique_on("workspace.slug") => Err(ApiError::new(
-            Code::Conflict,
-            format!("the slug `{slug}` is taken; choose another `slug`"),
-        )),
+    match store::workspaces::create(cx.db(), &workspace_id, &slug, &p.name, &caller.account_id, cx.now_ms).await {
+        Ok(()) => Ok(WorkspaceItem { slug, name: p.name, role: Role::Owner, is_personal: false, is_current: false }),
+        Err(e) if e.is_unique_on("workspace.slug") => {
+            Err(ApiError::new(Code::Conflict, format!("the slug `{slug}` is taken; choose another `slug`")))
+        }
         Err(e) => Err(cx.internal(e)),
     }
 }
@@ -118,9 +94,7 @@ pub struct MemberList {
 /// GET /v1/workspaces/{workspace}/members
 pub async fn list_members(cx: &Cx<'_>, p: ListMembers) -> Result<MemberList, ApiError> {
     let m = cx.workspace(Some(&p.workspace))?;
-    let members = store::workspaces::members(cx.db(), &m.workspace_id)
-        .await
-        .map_err(|e| cx.internal(e))?;
+    let members = store::workspaces::members(cx.db(), &m.workspace_id).await.map_err(|e| cx.internal(e))?;
     Ok(MemberList { members })
 }
 
@@ -147,15 +121,7 @@ pub async fn add_member(cx: &Cx<'_>, p: AddMember) -> Result<MemberAdded, ApiErr
     cx.require_role(m, Role::Admin)?;
     limits::email("email", &p.email)?;
     limits::one_of("role", &p.role, &["admin", "member"])?;
-    match store::workspaces::upsert_member(
-        cx.db(),
-        &m.workspace_id,
-        p.email.trim(),
-        &p.role,
-        cx.now_ms,
-    )
-    .await
-    {
+    match store::workspaces::upsert_member(cx.db(), &m.workspace_id, p.email.trim(), &p.role, cx.now_ms).await {
         Ok(Some((account_id, role))) => Ok(MemberAdded { account_id, role }),
         Ok(None) => Err(ApiError::new(
             Code::NotFound,
@@ -242,10 +208,7 @@ pub async fn describe(cx: &Cx<'_>, p: DescribeWorkspace) -> Result<WorkspaceDesc
         role: m.role,
         key_scope: if caller.can_write { "write" } else { "read" }.to_owned(),
         agents,
-        budget: Budget {
-            remaining_cents: overview.balance_cents,
-            card_saved: overview.card_saved,
-        },
+        budget: Budget { remaining_cents: overview.balance_cents, card_saved: overview.card_saved },
         route_groups: groups,
     })
 }

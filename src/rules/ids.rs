@@ -38,10 +38,7 @@ pub fn is_id(id: &str, prefix: &str) -> bool {
 /// A secret token: the prefix, then 32 random bytes in base64url (43 characters).
 pub fn new_secret(prefix: &str) -> String {
     let bytes: [u8; 32] = random_bytes();
-    format!(
-        "{prefix}{}",
-        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
-    )
+    format!("{prefix}{}", base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes))
 }
 
 /// The stored form of a secret.

@@ -6,22 +6,11 @@ use crate::error::ApiError;
 pub fn text(field: &str, value: &str, min: usize, max: usize) -> Result<(), ApiError> {
     let n = value.chars().count();
     if n < min || n > max {
-        let range = if min == 0 {
-            format!("at most {max}")
-        } else {
-            format!("{min}–{max}")
-        };
-        return Err(ApiError::invalid(format!(
-            "`{field}` must be {range} characters (got {n})"
-        )));
+        let range = if min == 0 { format!("at most {max}") } else { format!("{min}–{max}") };
+        return Err(ApiError::invalid(format!("`{field}` must be {range} characters (got {n})")));
     }
-    if value
-        .chars()
-        .any(|c| c.is_control() && c != '\n' && c != '\t' && c != '\r')
-    {
-        return Err(ApiError::invalid(format!(
-            "`{field}` must not contain control characters"
-        )));
+    if value.chars().any(|c| c.is_control() && c != '\n' && c != '\t' && c != '\r') {
+        return Err(ApiError::invalid(format!("`{field}` must not contain control characters")));
     }
     Ok(())
 }
@@ -29,9 +18,7 @@ pub fn text(field: &str, value: &str, min: usize, max: usize) -> Result<(), ApiE
 /// Checks a count of items.
 pub fn count(field: &str, n: usize, max: usize) -> Result<(), ApiError> {
     if n > max {
-        return Err(ApiError::invalid(format!(
-            "`{field}` may hold at most {max} items (got {n})"
-        )));
+        return Err(ApiError::invalid(format!("`{field}` may hold at most {max} items (got {n})")));
     }
     Ok(())
 }
@@ -41,10 +28,7 @@ pub fn one_of(field: &str, value: &str, allowed: &[&str]) -> Result<(), ApiError
     if allowed.contains(&value) {
         Ok(())
     } else {
-        Err(ApiError::invalid(format!(
-            "`{field}` must be one of {} (got {value:?})",
-            allowed.join(", ")
-        )))
+        Err(ApiError::invalid(format!("`{field}` must be one of {} (got {value:?})", allowed.join(", "))))
     }
 }
 
@@ -53,9 +37,7 @@ pub fn page_size(field: &str, value: Option<i64>, default: i64, max: i64) -> Res
     match value {
         None => Ok(default),
         Some(n) if (1..=max).contains(&n) => Ok(n),
-        Some(n) => Err(ApiError::invalid(format!(
-            "`{field}` must be between 1 and {max} (got {n})"
-        ))),
+        Some(n) => Err(ApiError::invalid(format!("`{field}` must be between 1 and {max} (got {n})"))),
     }
 }
 
@@ -72,9 +54,7 @@ pub fn email(field: &str, value: &str) -> Result<(), ApiError> {
     if ok {
         Ok(())
     } else {
-        Err(ApiError::invalid(format!(
-            "`{field}` must be an email address (got {value:?})"
-        )))
+        Err(ApiError::invalid(format!("`{field}` must be an email address (got {value:?})")))
     }
 }
 
@@ -94,14 +74,7 @@ mod tests {
     #[test]
     fn emails_need_a_local_part_and_a_domain() {
         assert!(email("email", "ada@example.com").is_ok());
-        for bad in [
-            "ada",
-            "@example.com",
-            "ada@",
-            "ada@example",
-            "a da@example.com",
-            "a@b@c.com",
-        ] {
+        for bad in ["ada", "@example.com", "ada@", "ada@example", "a da@example.com", "a@b@c.com"] {
             assert!(email("email", bad).is_err(), "{bad}");
         }
     }

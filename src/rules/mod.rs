@@ -1,6 +1,9 @@
 //! Pure domain rules: no I/O, no clock, no randomness of their own. Each is tested where it is written.
 
+pub mod cursor;
+pub mod fingerprint;
 pub mod ids;
 pub mod limits;
 pub mod rate;
 pub mod slug;
+pub mod time;

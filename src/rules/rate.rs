@@ -24,15 +24,11 @@ impl Bucket {
         let new_tat = tat + interval;
         let allow_at = new_tat - period_ms;
         if allow_at > now_ms {
-            return Decision::Limited {
-                retry_after_ms: allow_at - now_ms,
-            };
+            return Decision::Limited { retry_after_ms: allow_at - now_ms };
         }
         self.tat_ms = new_tat;
         let remaining = (now_ms + period_ms - new_tat) / interval;
-        Decision::Allowed {
-            remaining: remaining.max(0) as u32,
-        }
+        Decision::Allowed { remaining: remaining.max(0) as u32 }
     }
 }
 
@@ -45,10 +41,7 @@ mod tests {
         let mut b = Bucket::default();
         let t = 1_000_000;
         for i in 0..600 {
-            assert!(
-                matches!(b.hit(t, 600, 60_000), Decision::Allowed { .. }),
-                "hit {i}"
-            );
+            assert!(matches!(b.hit(t, 600, 60_000), Decision::Allowed { .. }), "hit {i}");
         }
         match b.hit(t, 600, 60_000) {
             Decision::Limited { retry_after_ms } => assert_eq!(retry_after_ms, 100),
@@ -63,13 +56,7 @@ mod tests {
             b.hit(0, 5, 60_000);
         }
         assert!(matches!(b.hit(0, 5, 60_000), Decision::Limited { .. }));
-        assert!(matches!(
-            b.hit(12_000, 5, 60_000),
-            Decision::Allowed { remaining: 0 }
-        ));
-        assert_eq!(
-            b.hit(60_000 + 12_000, 5, 60_000),
-            Decision::Allowed { remaining: 4 }
-        );
+        assert!(matches!(b.hit(12_000, 5, 60_000), Decision::Allowed { remaining: 0 }));
+        assert_eq!(b.hit(60_000 + 12_000, 5, 60_000), Decision::Allowed { remaining: 4 });
     }
 }

@@ -29,8 +29,7 @@ pub fn validate(field: &str, s: &str) -> Result<(), ApiError> {
     let ok = (2..=40).contains(&s.len())
         && s.starts_with(|c: char| c.is_ascii_lowercase())
         && !s.ends_with('-')
-        && s.bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
         && !s.contains("--");
     if ok {
         Ok(())

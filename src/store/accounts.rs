@@ -12,27 +12,13 @@ pub struct NewAccount<'a> {
     pub now_ms: i64,
 }
 
-const INSERT_ACCOUNT: &str =
-    "INSERT INTO account (account_id, name, email, created_ms) VALUES (?1, ?2, ?3, ?4)";
+const INSERT_ACCOUNT: &str = "INSERT INTO account (account_id, name, email, created_ms) VALUES (?1, ?2, ?3, ?4)";
 
 /// Creates the account, its personal workspace (owner membership) and its first key, or nothing.
 /// Fails with a unique violation on `account.email` or `workspace.slug`.
 pub async fn create(db: &dyn Sql, a: &NewAccount<'_>, key: &keys::NewKey<'_>) -> DbResult<()> {
-    let mut stmts = vec![stmt!(
-        INSERT_ACCOUNT,
-        a.account_id,
-        a.name,
-        a.email,
-        a.now_ms
-    )];
-    stmts.extend(super::workspaces::insert(
-        a.workspace_id,
-        a.slug,
-        a.name,
-        a.account_id,
-        true,
-        a.now_ms,
-    ));
+    let mut stmts = vec![stmt!(INSERT_ACCOUNT, a.account_id, a.name, a.email, a.now_ms)];
+    stmts.extend(super::workspaces::insert(a.workspace_id, a.slug, a.name, a.account_id, true, a.now_ms));
     stmts.push(keys::insert(key));
     db.batch(stmts).await.map(drop)
 }
@@ -44,7 +30,5 @@ pub async fn id_by_email(db: &dyn Sql, email: &str) -> DbResult<Option<String>> 
     struct Row {
         account_id: String,
     }
-    Ok(super::first::<Row>(db, stmt!(FIND_BY_EMAIL, email))
-        .await?
-        .map(|r| r.account_id))
+    Ok(super::first::<Row>(db, stmt!(FIND_BY_EMAIL, email)).await?.map(|r| r.account_id))
 }

@@ -117,6 +117,16 @@ const GET: &str = "SELECT agent_id, workspace_id, name, handle, harness, model, 
     mcp_servers, is_public, price_cents_per_run, session_count, created_ms, updated_ms
   FROM agent WHERE agent_id = ?1";
 
+const BY_HANDLE: &str =
+    "SELECT agent_id, workspace_id, name, handle, harness, model, instructions, description, categories,
+    mcp_servers, is_public, price_cents_per_run, session_count, created_ms, updated_ms
+  FROM agent WHERE handle = ?1";
+
+/// One agent by `@handle` (without the `@`), in any workspace.
+pub async fn by_handle(db: &dyn Sql, handle: &str) -> DbResult<Option<Agent>> {
+    first(db, stmt!(BY_HANDLE, handle)).await
+}
+
 /// One agent by id, in any workspace: callers check membership of `workspace_id` themselves.
 pub async fn get(db: &dyn Sql, agent_id: &str) -> DbResult<Option<Agent>> {
     first(db, stmt!(GET, agent_id)).await
@@ -132,25 +142,15 @@ pub struct AgentSummary {
     pub session_count: i64,
 }
 
-pub(crate) const LIST: &str =
-    "SELECT agent_id AS id, name, harness, model, session_count FROM agent
+pub(crate) const LIST: &str = "SELECT agent_id AS id, name, harness, model, session_count FROM agent
   WHERE workspace_id = ?1 ORDER BY created_ms DESC, agent_id LIMIT ?2 OFFSET ?3";
 
-pub async fn list(
-    db: &dyn Sql,
-    workspace_id: &str,
-    limit: i64,
-    offset: i64,
-) -> DbResult<Vec<AgentSummary>> {
+pub async fn list(db: &dyn Sql, workspace_id: &str, limit: i64, offset: i64) -> DbResult<Vec<AgentSummary>> {
     rows(db, stmt!(LIST, workspace_id, limit, offset)).await
 }
 
-const DELETE: &str =
-    "DELETE FROM agent WHERE agent_id = ?1 AND workspace_id = ?2 RETURNING agent_id";
+const DELETE: &str = "DELETE FROM agent WHERE agent_id = ?1 AND workspace_id = ?2 RETURNING agent_id";
 
 pub async fn delete(db: &dyn Sql, agent_id: &str, workspace_id: &str) -> DbResult<bool> {
-    Ok(!db
-        .all(stmt!(DELETE, agent_id, workspace_id))
-        .await?
-        .is_empty())
+    Ok(!db.all(stmt!(DELETE, agent_id, workspace_id)).await?.is_empty())
 }

@@ -30,12 +30,7 @@ struct KeyRow {
 
 /// The caller behind a key hash, or `None` for an unknown or revoked key.
 pub async fn authenticate(db: &dyn Sql, key_hash: &str, now_ms: i64) -> DbResult<Option<Caller>> {
-    let mut results = db
-        .batch(vec![
-            stmt!(TOUCH, key_hash, now_ms),
-            stmt!(AUTHENTICATE, key_hash),
-        ])
-        .await?;
+    let mut results = db.batch(vec![stmt!(TOUCH, key_hash, now_ms), stmt!(AUTHENTICATE, key_hash)]).await?;
     let Some(row) = results.pop().and_then(|rows| rows.into_iter().next()) else {
         return Ok(None);
     };
@@ -65,21 +60,12 @@ pub struct NewKey<'a> {
     pub now_ms: i64,
 }
 
-pub const INSERT: &str = "INSERT INTO api_key (key_id, account_id, name, key_hash, prefix, scopes, workspace_id, created_ms)
+pub const INSERT: &str =
+    "INSERT INTO api_key (key_id, account_id, name, key_hash, prefix, scopes, workspace_id, created_ms)
   VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)";
 
 pub fn insert(k: &NewKey<'_>) -> super::Stmt {
-    stmt!(
-        INSERT,
-        k.key_id,
-        k.account_id,
-        k.name,
-        k.key_hash,
-        k.prefix,
-        k.scopes,
-        k.workspace_id,
-        k.now_ms
-    )
+    stmt!(INSERT, k.key_id, k.account_id, k.name, k.key_hash, k.prefix, k.scopes, k.workspace_id, k.now_ms)
 }
 
 pub async fn create(db: &dyn Sql, k: &NewKey<'_>) -> DbResult<()> {
@@ -101,16 +87,13 @@ pub struct KeyInfo {
     pub revoked_ms: Option<i64>,
 }
 
-const LIST: &str = "SELECT k.key_id, k.name, k.prefix, k.scopes, w.slug AS workspace, k.created_ms, k.last_used_ms, k.revoked_ms
+const LIST: &str =
+    "SELECT k.key_id, k.name, k.prefix, k.scopes, w.slug AS workspace, k.created_ms, k.last_used_ms, k.revoked_ms
   FROM api_key k LEFT JOIN workspace w ON w.workspace_id = k.workspace_id
   WHERE k.account_id = ?1 AND (?2 IS NULL OR k.workspace_id = ?2) ORDER BY k.created_ms DESC, k.key_id LIMIT 500";
 
 /// The account's keys; with `locked_to`, only those locked to that workspace (what a locked key may see).
-pub async fn list(
-    db: &dyn Sql,
-    account_id: &str,
-    locked_to: Option<&str>,
-) -> DbResult<Vec<KeyInfo>> {
+pub async fn list(db: &dyn Sql, account_id: &str, locked_to: Option<&str>) -> DbResult<Vec<KeyInfo>> {
     rows(db, stmt!(LIST, account_id, locked_to)).await
 }
 
@@ -131,11 +114,7 @@ pub async fn revoke(
         #[allow(dead_code)]
         key_id: String,
     }
-    Ok(
-        first::<Id>(db, stmt!(REVOKE, key_id, account_id, now_ms, locked_to))
-            .await?
-            .is_some(),
-    )
+    Ok(first::<Id>(db, stmt!(REVOKE, key_id, account_id, now_ms, locked_to)).await?.is_some())
 }
 
 /// Turns a failed insert into whether the generated hash collided (practically never; retried by callers).

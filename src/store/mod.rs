@@ -7,6 +7,9 @@
 pub mod accounts;
 pub mod agents;
 pub mod keys;
+pub mod receipts;
+pub mod sessions;
+pub mod usage;
 pub mod workspaces;
 
 use futures::future::LocalBoxFuture;
@@ -85,14 +88,7 @@ impl DbError {
     pub fn from_message(message: String) -> Self {
         match message.find("UNIQUE constraint failed: ") {
             // D1 appends `: SQLITE_CONSTRAINT` to SQLite's text; the columns end there.
-            Some(at) => DbError::Unique(
-                message[at + 26..]
-                    .split(": ")
-                    .next()
-                    .unwrap_or_default()
-                    .trim()
-                    .to_owned(),
-            ),
+            Some(at) => DbError::Unique(message[at + 26..].split(": ").next().unwrap_or_default().trim().to_owned()),
             None => DbError::Other(message),
         }
     }
@@ -130,10 +126,7 @@ pub struct Counted {
 
 impl Counted {
     pub fn new(inner: Box<dyn Sql>) -> Self {
-        Self {
-            inner,
-            calls: Cell::new(0),
-        }
+        Self { inner, calls: Cell::new(0) }
     }
     pub fn calls(&self) -> u32 {
         self.calls.get()
@@ -162,8 +155,7 @@ pub async fn first<T: DeserializeOwned>(db: &dyn Sql, stmt: Stmt) -> DbResult<Op
 
 /// Decodes one row into a type; column names are field names.
 pub fn decode<T: DeserializeOwned>(row: Row) -> DbResult<T> {
-    serde_json::from_value(Value::Object(row))
-        .map_err(|e| DbError::Other(format!("row decode: {e}")))
+    serde_json::from_value(Value::Object(row)).map_err(|e| DbError::Other(format!("row decode: {e}")))
 }
 
 /// SQLite stores booleans as 0/1; this reads them back as `bool`.
@@ -173,9 +165,7 @@ pub fn int_bool<'de, D: serde::Deserializer<'de>>(d: D) -> Result<bool, D::Error
 }
 
 /// JSON kept in a TEXT column, read back as a value.
-pub fn json_text<'de, D: serde::Deserializer<'de>, T: DeserializeOwned>(
-    d: D,
-) -> Result<T, D::Error> {
+pub fn json_text<'de, D: serde::Deserializer<'de>, T: DeserializeOwned>(d: D) -> Result<T, D::Error> {
     use serde::Deserialize;
     let text = String::deserialize(d)?;
     serde_json::from_str(&text).map_err(serde::de::Error::custom)

@@ -11,24 +11,9 @@ const INSERT_MEMBERSHIP: &str =
     "INSERT INTO membership (workspace_id, account_id, role, created_ms) VALUES (?1, ?2, ?3, ?4)";
 
 /// The statements that create a workspace with its owner as first member.
-pub fn insert(
-    workspace_id: &str,
-    slug: &str,
-    name: &str,
-    owner: &str,
-    personal: bool,
-    now_ms: i64,
-) -> [Stmt; 2] {
+pub fn insert(workspace_id: &str, slug: &str, name: &str, owner: &str, personal: bool, now_ms: i64) -> [Stmt; 2] {
     [
-        stmt!(
-            INSERT_WORKSPACE,
-            workspace_id,
-            slug,
-            name,
-            owner,
-            personal,
-            now_ms
-        ),
+        stmt!(INSERT_WORKSPACE, workspace_id, slug, name, owner, personal, now_ms),
         stmt!(INSERT_MEMBERSHIP, workspace_id, owner, "owner", now_ms),
     ]
 }
@@ -41,9 +26,7 @@ pub async fn create(
     owner: &str,
     now_ms: i64,
 ) -> DbResult<()> {
-    db.batch(insert(workspace_id, slug, name, owner, false, now_ms).to_vec())
-        .await
-        .map(drop)
+    db.batch(insert(workspace_id, slug, name, owner, false, now_ms).to_vec()).await.map(drop)
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
@@ -82,11 +65,9 @@ pub async fn upsert_member(
         account_id: String,
         role: String,
     }
-    Ok(
-        super::first::<Row>(db, stmt!(UPSERT_MEMBER, workspace_id, email, role, now_ms))
-            .await?
-            .map(|r| (r.account_id, r.role)),
-    )
+    Ok(super::first::<Row>(db, stmt!(UPSERT_MEMBER, workspace_id, email, role, now_ms))
+        .await?
+        .map(|r| (r.account_id, r.role)))
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
@@ -105,23 +86,35 @@ pub async fn overview(
     agents: i64,
 ) -> DbResult<Option<(Overview, Vec<super::agents::AgentSummary>)>> {
     let mut results = db
-        .batch(vec![
-            stmt!(OVERVIEW, workspace_id),
-            stmt!(super::agents::LIST, workspace_id, agents, 0i64),
-        ])
+        .batch(vec![stmt!(OVERVIEW, workspace_id), stmt!(super::agents::LIST, workspace_id, agents, 0i64)])
         .await?
         .into_iter();
     let (Some(overview), Some(agent_rows)) = (results.next(), results.next()) else {
-        return Err(super::DbError::Other(
-            "batch returned fewer results than statements".into(),
-        ));
+        return Err(super::DbError::Other("batch returned fewer results than statements".into()));
     };
     let Some(row) = overview.into_iter().next() else {
         return Ok(None);
     };
-    let agents = agent_rows
-        .into_iter()
-        .map(super::decode)
-        .collect::<DbResult<Vec<_>>>()?;
+    let agents = agent_rows.into_iter().map(super::decode).collect::<DbResult<Vec<_>>>()?;
     Ok(Some((super::decode(row)?, agents)))
+}
+
+const BALANCE: &str = "SELECT balance_cents FROM workspace WHERE workspace_id = ?1";
+
+pub async fn balance(db: &dyn Sql, workspace_id: &str) -> DbResult<Option<i64>> {
+    #[derive(Deserialize)]
+    struct Row {
+        balance_cents: i64,
+    }
+    Ok(super::first::<Row>(db, stmt!(BALANCE, workspace_id)).await?.map(|r| r.balance_cents))
+}
+
+const BY_SLUG: &str = "SELECT workspace_id FROM workspace WHERE slug = ?1";
+
+pub async fn id_by_slug(db: &dyn Sql, slug: &str) -> DbResult<Option<String>> {
+    #[derive(Deserialize)]
+    struct Row {
+        workspace_id: String,
+    }
+    Ok(super::first::<Row>(db, stmt!(BY_SLUG, slug)).await?.map(|r| r.workspace_id))
 }

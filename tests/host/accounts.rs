@@ -6,23 +6,15 @@ use serde_json::json;
 #[test]
 fn signup_returns_a_write_key_once_and_stores_only_its_hash() {
     let app = TestApp::new();
-    let resp = app.request(
-        "POST",
-        "/v1/accounts",
-        None,
-        Some(json!({"name": "Ada Lovelace", "email": "ada@example.com"})),
-    );
+    let resp =
+        app.request("POST", "/v1/accounts", None, Some(json!({"name": "Ada Lovelace", "email": "ada@example.com"})));
     assert_eq!(resp.status, 201);
     let body = resp.json_body();
     let key = body["key"]["key"].as_str().unwrap();
     assert!(key.starts_with("ast_") && key.len() >= 47);
     assert_eq!(body["workspace"]["slug"], "ada-lovelace");
     assert_eq!(body["key"]["scopes"], json!(["read", "write"]));
-    let stored: String = app
-        .db
-        .0
-        .query_row("SELECT key_hash FROM api_key", [], |r| r.get(0))
-        .unwrap();
+    let stored: String = app.db.0.query_row("SELECT key_hash FROM api_key", [], |r| r.get(0)).unwrap();
     assert_ne!(stored, key);
     assert_eq!(stored, agentsky::rules::ids::hash_secret(key));
     let n: i64 = app
@@ -44,12 +36,7 @@ fn a_second_account_with_the_same_name_gets_another_slug_and_the_same_email_is_r
     let b = app.signup("Ada", "ada2@example.com");
     assert_eq!(a.slug, "ada");
     assert!(b.slug.starts_with("ada-") && b.slug != a.slug);
-    let resp = app.request(
-        "POST",
-        "/v1/accounts",
-        None,
-        Some(json!({"name": "X", "email": "ADA@example.com"})),
-    );
+    let resp = app.request("POST", "/v1/accounts", None, Some(json!({"name": "X", "email": "ADA@example.com"})));
     assert_eq!(resp.status, 409);
     assert_eq!(resp.json_body()["error"]["code"], "conflict");
 }
@@ -63,26 +50,9 @@ fn signup_is_closed_unless_configured_and_the_admin_token_opens_it() {
         ..Default::default()
     });
     let body = json!({"name": "Bo", "email": "bo@example.com"});
-    assert_eq!(
-        app.request("POST", "/v1/accounts", None, Some(body.clone()))
-            .status,
-        403
-    );
-    assert_eq!(
-        app.request(
-            "POST",
-            "/v1/accounts",
-            Some("ast_wrong"),
-            Some(body.clone())
-        )
-        .status,
-        401
-    );
-    assert_eq!(
-        app.request("POST", "/v1/accounts", Some("adm_secret"), Some(body))
-            .status,
-        201
-    );
+    assert_eq!(app.request("POST", "/v1/accounts", None, Some(body.clone())).status, 403);
+    assert_eq!(app.request("POST", "/v1/accounts", Some("ast_wrong"), Some(body.clone())).status, 401);
+    assert_eq!(app.request("POST", "/v1/accounts", Some("adm_secret"), Some(body)).status, 201);
 }
 
 #[test]
@@ -92,18 +62,12 @@ fn bad_signup_input_gets_clear_errors() {
         (json!({"name": "", "email": "a@b.co"}), "`name`"),
         (json!({"name": "A", "email": "nope"}), "`email`"),
         (json!({"name": "A"}), "missing field `email`"),
-        (
-            json!({"name": "A", "email": "a@b.co", "extra": 1}),
-            "unknown field `extra`",
-        ),
+        (json!({"name": "A", "email": "a@b.co", "extra": 1}), "unknown field `extra`"),
         (json!(["not", "an", "object"]), "JSON object"),
     ] {
         let resp = app.request("POST", "/v1/accounts", None, Some(body));
         assert_eq!(resp.status, 400);
-        let msg = resp.json_body()["error"]["message"]
-            .as_str()
-            .unwrap()
-            .to_owned();
+        let msg = resp.json_body()["error"]["message"].as_str().unwrap().to_owned();
         assert!(msg.contains(needle), "{msg}");
     }
     let resp = app.send(agentsky::http::HttpRequest {
@@ -128,10 +92,7 @@ fn missing_and_unknown_keys_get_401_with_a_bearer_challenge() {
     );
     let resp = app.request("GET", "/v1/keys", Some("ast_unknown"), None);
     assert_eq!(resp.status, 401);
-    assert!(resp
-        .header("www-authenticate")
-        .unwrap()
-        .contains("error=\"invalid_token\""));
+    assert!(resp.header("www-authenticate").unwrap().contains("error=\"invalid_token\""));
     assert_eq!(resp.json_body()["error"]["code"], "unauthorized");
 }
 
@@ -139,66 +100,30 @@ fn missing_and_unknown_keys_get_401_with_a_bearer_challenge() {
 fn keys_are_listed_without_secrets_and_a_revoked_key_is_refused_at_once() {
     let app = TestApp::new();
     let ada = app.signup("Ada", "ada@example.com");
-    let resp = app.request(
-        "POST",
-        "/v1/keys",
-        Some(&ada.key),
-        Some(json!({"name": "ci", "scopes": ["read"]})),
-    );
+    let resp = app.request("POST", "/v1/keys", Some(&ada.key), Some(json!({"name": "ci", "scopes": ["read"]})));
     assert_eq!(resp.status, 201);
     let created = resp.json_body();
     let read_key = created["key"].as_str().unwrap().to_owned();
     assert_eq!(created["scopes"], json!(["read"]));
 
-    let list = app
-        .request("GET", "/v1/keys", Some(&read_key), None)
-        .json_body();
+    let list = app.request("GET", "/v1/keys", Some(&read_key), None).json_body();
     let keys = list["keys"].as_array().unwrap();
     assert_eq!(keys.len(), 2);
-    assert!(
-        !list.to_string().contains(&read_key[4..]),
-        "no secret in the list"
-    );
-    assert!(keys
-        .iter()
-        .any(|k| k["name"] == "ci" && k["scopes"] == "read" && k["last_used_ms"].is_i64()));
+    assert!(!list.to_string().contains(&read_key[4..]), "no secret in the list");
+    assert!(keys.iter().any(|k| k["name"] == "ci" && k["scopes"] == "read" && k["last_used_ms"].is_i64()));
 
     let key_id = created["key_id"].as_str().unwrap();
     assert_eq!(
-        app.request(
-            "DELETE",
-            &format!("/v1/keys/{key_id}"),
-            Some(&read_key),
-            None
-        )
-        .status,
+        app.request("DELETE", &format!("/v1/keys/{key_id}"), Some(&read_key), None).status,
         403,
         "a read key cannot revoke"
     );
-    assert_eq!(
-        app.request(
-            "DELETE",
-            &format!("/v1/keys/{key_id}"),
-            Some(&ada.key),
-            None
-        )
-        .status,
-        200
-    );
-    assert_eq!(
-        app.request("GET", "/v1/keys", Some(&read_key), None).status,
-        401
-    );
+    assert_eq!(app.request("DELETE", &format!("/v1/keys/{key_id}"), Some(&ada.key), None).status, 200);
+    assert_eq!(app.request("GET", "/v1/keys", Some(&read_key), None).status, 401);
 
     let other = app.signup("Bo", "bo@example.com");
     assert_eq!(
-        app.request(
-            "DELETE",
-            &format!("/v1/keys/{key_id}"),
-            Some(&other.key),
-            None
-        )
-        .status,
+        app.request("DELETE", &format!("/v1/keys/{key_id}"), Some(&other.key), None).status,
         404,
         "not someone else's"
     );
@@ -208,18 +133,10 @@ fn keys_are_listed_without_secrets_and_a_revoked_key_is_refused_at_once() {
 fn key_scopes_are_checked() {
     let app = TestApp::new();
     let ada = app.signup("Ada", "ada@example.com");
-    for (scopes, status) in [
-        (json!([]), 400),
-        (json!(["admin"]), 400),
-        (json!(["write"]), 201),
-        (json!(["read", "write"]), 201),
-    ] {
-        let resp = app.request(
-            "POST",
-            "/v1/keys",
-            Some(&ada.key),
-            Some(json!({"name": "k", "scopes": scopes})),
-        );
+    for (scopes, status) in
+        [(json!([]), 400), (json!(["admin"]), 400), (json!(["write"]), 201), (json!(["read", "write"]), 201)]
+    {
+        let resp = app.request("POST", "/v1/keys", Some(&ada.key), Some(json!({"name": "k", "scopes": scopes})));
         assert_eq!(resp.status, status, "{scopes}");
     }
 }
@@ -229,40 +146,19 @@ fn workspaces_members_and_roles() {
     let app = TestApp::new();
     let ada = app.signup("Ada", "ada@example.com");
     let bo = app.signup("Bo", "bo@example.com");
-    let resp = app.request(
-        "POST",
-        "/v1/workspaces",
-        Some(&ada.key),
-        Some(json!({"name": "Acme", "slug": "acme"})),
-    );
+    let resp = app.request("POST", "/v1/workspaces", Some(&ada.key), Some(json!({"name": "Acme", "slug": "acme"})));
     assert_eq!(resp.status, 201);
     assert_eq!(
-        app.request(
-            "POST",
-            "/v1/workspaces",
-            Some(&bo.key),
-            Some(json!({"name": "Acme", "slug": "acme"}))
-        )
-        .status,
+        app.request("POST", "/v1/workspaces", Some(&bo.key), Some(json!({"name": "Acme", "slug": "acme"}))).status,
         409
     );
     assert_eq!(
-        app.request(
-            "POST",
-            "/v1/workspaces",
-            Some(&bo.key),
-            Some(json!({"name": "X", "slug": "Bad Slug"}))
-        )
-        .status,
+        app.request("POST", "/v1/workspaces", Some(&bo.key), Some(json!({"name": "X", "slug": "Bad Slug"}))).status,
         400
     );
 
     // Bo is not a member yet: acme does not exist for him.
-    assert_eq!(
-        app.request("GET", "/v1/workspaces/acme/members", Some(&bo.key), None)
-            .status,
-        404
-    );
+    assert_eq!(app.request("GET", "/v1/workspaces/acme/members", Some(&bo.key), None).status, 404);
     let add = app.request(
         "POST",
         "/v1/workspaces/acme/members",
@@ -270,9 +166,7 @@ fn workspaces_members_and_roles() {
         Some(json!({"email": bo.email, "role": "member"})),
     );
     assert_eq!(add.status, 200, "{:?}", add.json_body());
-    let members = app
-        .request("GET", "/v1/workspaces/acme/members", Some(&bo.key), None)
-        .json_body();
+    let members = app.request("GET", "/v1/workspaces/acme/members", Some(&bo.key), None).json_body();
     assert_eq!(members["members"].as_array().unwrap().len(), 2);
     // A member cannot add members; an admin can; nobody changes the owner.
     let carl = app.signup("Carl", "carl@example.com");
@@ -293,19 +187,10 @@ fn workspaces_members_and_roles() {
     assert_eq!(owner.status, 404);
 
     let listed = app.ok(&bo.key, "list_workspaces", json!({}));
-    let names: Vec<&str> = listed["workspaces"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|w| w["slug"].as_str().unwrap())
-        .collect();
+    let names: Vec<&str> =
+        listed["workspaces"].as_array().unwrap().iter().map(|w| w["slug"].as_str().unwrap()).collect();
     assert!(names.contains(&"acme") && names.contains(&bo.slug.as_str()));
-    let current: Vec<_> = listed["workspaces"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|w| w["is_current"] == true)
-        .collect();
+    let current: Vec<_> = listed["workspaces"].as_array().unwrap().iter().filter(|w| w["is_current"] == true).collect();
     assert_eq!(current.len(), 1);
     assert_eq!(current[0]["slug"], bo.slug.as_str());
     assert_eq!(current[0]["is_personal"], true);
@@ -340,24 +225,14 @@ fn agents_are_created_listed_updated_and_deleted_in_their_workspace() {
         json!([{"id": id, "name": "Writer", "harness": "echo", "model": "echo-1", "session_count": 0}])
     );
 
-    let patched = app.request(
-        "PATCH",
-        &format!("/v1/agents/{id}"),
-        Some(&ada.key),
-        Some(json!({"model": "echo-2"})),
-    );
+    let patched = app.request("PATCH", &format!("/v1/agents/{id}"), Some(&ada.key), Some(json!({"model": "echo-2"})));
     assert_eq!(patched.status, 200);
     assert_eq!(patched.json_body()["model"], "echo-2");
-    assert_eq!(
-        patched.json_body()["description"],
-        "Writes things",
-        "fields left out keep their value"
-    );
+    assert_eq!(patched.json_body()["description"], "Writes things", "fields left out keep their value");
 
     let bo = app.signup("Bo", "bo@example.com");
     assert_eq!(
-        app.request("GET", &format!("/v1/agents/{id}"), Some(&bo.key), None)
-            .status,
+        app.request("GET", &format!("/v1/agents/{id}"), Some(&bo.key), None).status,
         404,
         "another account cannot see it"
     );
@@ -369,16 +244,8 @@ fn agents_are_created_listed_updated_and_deleted_in_their_workspace() {
     );
     assert_eq!(taken.status, 409);
 
-    assert_eq!(
-        app.request("DELETE", &format!("/v1/agents/{id}"), Some(&ada.key), None)
-            .status,
-        200
-    );
-    assert_eq!(
-        app.request("GET", &format!("/v1/agents/{id}"), Some(&ada.key), None)
-            .status,
-        404
-    );
+    assert_eq!(app.request("DELETE", &format!("/v1/agents/{id}"), Some(&ada.key), None).status, 200);
+    assert_eq!(app.request("GET", &format!("/v1/agents/{id}"), Some(&ada.key), None).status, 404);
 }
 
 #[test]
@@ -388,28 +255,17 @@ fn agent_fields_are_validated_against_their_limits() {
     for (patch, needle) in [
         (json!({"harness": "gpt"}), "`harness`"),
         (json!({"name": "x".repeat(101)}), "`name`"),
-        (
-            json!({"instructions": "x".repeat(20_001)}),
-            "`instructions`",
-        ),
+        (json!({"instructions": "x".repeat(20_001)}), "`instructions`"),
         (json!({"categories": vec!["c"; 11]}), "`categories`"),
-        (
-            json!({"mcpServers": [{"name": "a", "url": "http://evil.example.com"}]}),
-            "`mcpServers[].url`",
-        ),
+        (json!({"mcpServers": [{"name": "a", "url": "http://evil.example.com"}]}), "`mcpServers[].url`"),
         (json!({"handle": "Bad_Handle"}), "`handle`"),
     ] {
         let mut body = echo_agent("A");
-        body.as_object_mut()
-            .unwrap()
-            .extend(patch.as_object().unwrap().clone());
+        body.as_object_mut().unwrap().extend(patch.as_object().unwrap().clone());
         let resp = app.request("POST", "/v1/agents", Some(&ada.key), Some(body));
         assert_eq!(resp.status, 400, "{patch}");
         assert!(
-            resp.json_body()["error"]["message"]
-                .as_str()
-                .unwrap()
-                .contains(needle),
+            resp.json_body()["error"]["message"].as_str().unwrap().contains(needle),
             "{needle}: {:?}",
             resp.json_body()
         );
@@ -422,60 +278,28 @@ fn list_agents_pages_without_gaps_or_duplicates() {
     let ada = app.signup("Ada", "ada@example.com");
     for i in 0..7 {
         app.advance(1);
-        assert_eq!(
-            app.request(
-                "POST",
-                "/v1/agents",
-                Some(&ada.key),
-                Some(echo_agent(&format!("a{i}")))
-            )
-            .status,
-            201
-        );
+        assert_eq!(app.request("POST", "/v1/agents", Some(&ada.key), Some(echo_agent(&format!("a{i}")))).status, 201);
     }
     let mut seen = Vec::new();
     let mut offset = 0;
     loop {
-        let page = app.ok(
-            &ada.key,
-            "list_agents",
-            json!({"limit": 3, "offset": offset}),
-        );
-        seen.extend(
-            page["agents"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|a| a["name"].as_str().unwrap().to_owned()),
-        );
+        let page = app.ok(&ada.key, "list_agents", json!({"limit": 3, "offset": offset}));
+        seen.extend(page["agents"].as_array().unwrap().iter().map(|a| a["name"].as_str().unwrap().to_owned()));
         match page["next_offset"].as_i64() {
             Some(n) => offset = n,
             None => break,
         }
     }
-    assert_eq!(
-        seen,
-        ["a6", "a5", "a4", "a3", "a2", "a1", "a0"],
-        "newest first, each once"
-    );
-    assert_eq!(
-        app.err_code(&ada.key, "list_agents", json!({"limit": 0})),
-        "invalid_params"
-    );
+    assert_eq!(seen, ["a6", "a5", "a4", "a3", "a2", "a1", "a0"], "newest first, each once");
+    assert_eq!(app.err_code(&ada.key, "list_agents", json!({"limit": 0})), "invalid_params");
 }
 
 #[test]
 fn a_read_key_reads_but_cannot_write() {
     let app = TestApp::new();
     let ada = app.signup("Ada", "ada@example.com");
-    let read = app
-        .request(
-            "POST",
-            "/v1/keys",
-            Some(&ada.key),
-            Some(json!({"name": "r", "scopes": ["read"]})),
-        )
-        .json_body();
+    let read =
+        app.request("POST", "/v1/keys", Some(&ada.key), Some(json!({"name": "r", "scopes": ["read"]}))).json_body();
     let read = read["key"].as_str().unwrap();
     app.ok(read, "list_agents", json!({}));
     let resp = app.request("POST", "/v1/agents", Some(read), Some(echo_agent("A")));
@@ -487,12 +311,7 @@ fn a_read_key_reads_but_cannot_write() {
 fn a_locked_key_stays_in_its_workspace() {
     let app = TestApp::new();
     let ada = app.signup("Ada", "ada@example.com");
-    app.request(
-        "POST",
-        "/v1/workspaces",
-        Some(&ada.key),
-        Some(json!({"name": "Acme", "slug": "acme"})),
-    );
+    app.request("POST", "/v1/workspaces", Some(&ada.key), Some(json!({"name": "Acme", "slug": "acme"})));
     let locked = app.request(
         "POST",
         "/v1/keys",
@@ -503,44 +322,23 @@ fn a_locked_key_stays_in_its_workspace() {
     assert_eq!(locked.json_body()["workspace"], "acme");
     let locked = locked.json_body()["key"].as_str().unwrap().to_owned();
 
-    assert_eq!(
-        app.err_code(&locked, "list_agents", json!({"workspace": ada.slug})),
-        "universe_mismatch"
-    );
+    assert_eq!(app.err_code(&locked, "list_agents", json!({"workspace": ada.slug})), "universe_mismatch");
     app.ok(&locked, "list_agents", json!({"workspace": "acme"}));
     let listed = app.ok(&locked, "list_workspaces", json!({}));
-    assert_eq!(
-        listed["workspaces"].as_array().unwrap().len(),
-        1,
-        "a locked key sees only its workspace"
-    );
+    assert_eq!(listed["workspaces"].as_array().unwrap().len(), 1, "a locked key sees only its workspace");
     assert_eq!(listed["workspaces"][0]["is_current"], true);
     // Creating without a workspace lands in the locked one.
-    let agent = app
-        .request("POST", "/v1/agents", Some(&locked), Some(echo_agent("A")))
-        .json_body();
+    let agent = app.request("POST", "/v1/agents", Some(&locked), Some(echo_agent("A"))).json_body();
     let in_acme = app.ok(&ada.key, "list_agents", json!({"workspace": "acme"}));
     assert_eq!(in_acme["agents"][0]["id"], agent["agent_id"]);
     assert_eq!(
-        app.request(
-            "POST",
-            "/v1/workspaces",
-            Some(&locked),
-            Some(json!({"name": "Z"}))
-        )
-        .json_body()["error"]["code"],
+        app.request("POST", "/v1/workspaces", Some(&locked), Some(json!({"name": "Z"}))).json_body()["error"]["code"],
         "universe_mismatch"
     );
     // Another account's agent id is simply not found; the personal workspace's agent is a mismatch.
-    let personal = app
-        .request("POST", "/v1/agents", Some(&ada.key), Some(echo_agent("P")))
-        .json_body();
-    let resp = app.request(
-        "GET",
-        &format!("/v1/agents/{}", personal["agent_id"].as_str().unwrap()),
-        Some(&locked),
-        None,
-    );
+    let personal = app.request("POST", "/v1/agents", Some(&ada.key), Some(echo_agent("P"))).json_body();
+    let resp =
+        app.request("GET", &format!("/v1/agents/{}", personal["agent_id"].as_str().unwrap()), Some(&locked), None);
     assert_eq!(resp.json_body()["error"]["code"], "universe_mismatch");
 }
 
@@ -548,19 +346,11 @@ fn a_locked_key_stays_in_its_workspace() {
 fn the_x_universe_header_sets_the_connections_workspace() {
     let app = TestApp::new();
     let ada = app.signup("Ada", "ada@example.com");
-    app.request(
-        "POST",
-        "/v1/workspaces",
-        Some(&ada.key),
-        Some(json!({"name": "Acme", "slug": "acme"})),
-    );
+    app.request("POST", "/v1/workspaces", Some(&ada.key), Some(json!({"name": "Acme", "slug": "acme"})));
     let mut req = agentsky::http::HttpRequest {
         method: "GET".into(),
         path: "/v1/workspaces".into(),
-        headers: vec![
-            ("authorization".into(), format!("Bearer {}", ada.key)),
-            ("x-universe".into(), "acme".into()),
-        ],
+        headers: vec![("authorization".into(), format!("Bearer {}", ada.key)), ("x-universe".into(), "acme".into())],
         ..Default::default()
     };
     let body = app.send(req.clone()).json_body();
@@ -579,23 +369,15 @@ fn the_x_universe_header_sets_the_connections_workspace() {
 
 #[test]
 fn the_per_key_limit_answers_rate_limited_with_a_retry_after() {
-    let app = TestApp::with_config(agentsky::cx::Config {
-        open_signup: true,
-        rate_limit_per_min: 5,
-        ..Default::default()
-    });
+    let app =
+        TestApp::with_config(agentsky::cx::Config { open_signup: true, rate_limit_per_min: 5, ..Default::default() });
     let ada = app.signup("Ada", "ada@example.com");
     for _ in 0..5 {
         app.ok(&ada.key, "list_agents", json!({}));
     }
     let result = app.call(&ada.key, "list_agents", json!({}));
     assert_eq!(result["structuredContent"]["error"]["code"], "rate_limited");
-    assert!(
-        result["structuredContent"]["error"]["retry_after_ms"]
-            .as_i64()
-            .unwrap()
-            > 0
-    );
+    assert!(result["structuredContent"]["error"]["retry_after_ms"].as_i64().unwrap() > 0);
     let rest = app.request("GET", "/v1/agents", Some(&ada.key), None);
     assert_eq!(rest.status, 429, "REST shares the same bucket");
     assert_eq!(rest.header("retry-after"), Some("12"));
@@ -622,11 +404,7 @@ fn read_tools_cost_at_most_two_round_trips() {
     let ada = app.signup("Ada", "ada@example.com");
     for tool in ["list_agents", "list_workspaces", "help"] {
         app.ok(&ada.key, tool, json!({}));
-        assert!(
-            app.last_queries.get() <= 2,
-            "{tool}: {} round trips",
-            app.last_queries.get()
-        );
+        assert!(app.last_queries.get() <= 2, "{tool}: {} round trips", app.last_queries.get());
     }
 }
 
@@ -634,12 +412,7 @@ fn read_tools_cost_at_most_two_round_trips() {
 fn describe_workspace_reads_the_workspace_live() {
     let app = TestApp::new();
     let ada = app.signup("Ada", "ada@example.com");
-    app.request(
-        "POST",
-        "/v1/agents",
-        Some(&ada.key),
-        Some(echo_agent("Scout")),
-    );
+    app.request("POST", "/v1/agents", Some(&ada.key), Some(echo_agent("Scout")));
     let d = app.ok(&ada.key, "describe_workspace", json!({}));
     assert_eq!(d["workspace"]["slug"], ada.slug.as_str());
     assert_eq!(d["role"], "owner");
@@ -648,10 +421,7 @@ fn describe_workspace_reads_the_workspace_live() {
     assert_eq!(d["budget"]["remaining_cents"], 0);
     let groups = d["route_groups"].as_array().unwrap();
     let agents = groups.iter().find(|g| g["group"] == "agents").unwrap();
-    assert!(agents["tools"]
-        .as_array()
-        .unwrap()
-        .contains(&json!("list_agents")));
+    assert!(agents["tools"].as_array().unwrap().contains(&json!("list_agents")));
     assert!(agents["example"].as_str().unwrap().contains("list_agents"));
 }
 
@@ -660,49 +430,20 @@ fn help_lists_topics_and_explains_one() {
     let app = TestApp::new();
     let ada = app.signup("Ada", "ada@example.com");
     let topics = app.ok(&ada.key, "help", json!({}));
-    let names: Vec<&str> = topics["topics"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["topic"].as_str().unwrap())
-        .collect();
+    let names: Vec<&str> = topics["topics"].as_array().unwrap().iter().map(|t| t["topic"].as_str().unwrap()).collect();
     for t in ["agents", "workspaces", "keys", "workflow"] {
         assert!(names.contains(&t), "{t} in {names:?}");
     }
     let agents = app.ok(&ada.key, "help", json!({"topic": "agents"}));
-    let create = agents["operations"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|o| o["name"] == "create_agent")
-        .unwrap();
+    let create = agents["operations"].as_array().unwrap().iter().find(|o| o["name"] == "create_agent").unwrap();
     assert_eq!(create["http"], "POST /v1/agents");
     assert_eq!(create["required"], json!(["name", "harness", "model"]));
     assert_eq!(create["skeleton"]["harness"], "<harness>");
-    assert!(create["usage"]
-        .as_str()
-        .unwrap()
-        .starts_with("curl -X POST"));
-    let list = agents["operations"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|o| o["name"] == "list_agents")
-        .unwrap();
-    assert_eq!(
-        list["usage"],
-        format!("list_agents {{\"workspace\":\"{}\"}}", ada.slug)
-    );
-    assert!(
-        app.ok(&ada.key, "help", json!({"topic": "workflow"}))["steps"]
-            .as_str()
-            .unwrap()
-            .contains("read_session")
-    );
-    assert_eq!(
-        app.err_code(&ada.key, "help", json!({"topic": "nope"})),
-        "not_found"
-    );
+    assert!(create["usage"].as_str().unwrap().starts_with("curl -X POST"));
+    let list = agents["operations"].as_array().unwrap().iter().find(|o| o["name"] == "list_agents").unwrap();
+    assert_eq!(list["usage"], format!("list_agents {{\"workspace\":\"{}\"}}", ada.slug));
+    assert!(app.ok(&ada.key, "help", json!({"topic": "workflow"}))["steps"].as_str().unwrap().contains("read_session"));
+    assert_eq!(app.err_code(&ada.key, "help", json!({"topic": "nope"})), "not_found");
 }
 
 #[test]
@@ -712,15 +453,7 @@ fn unknown_routes_and_methods_are_told_apart() {
     let resp = app.request("PUT", "/v1/agents", None, None);
     assert_eq!(resp.status, 405);
     assert!(resp.header("allow").unwrap().contains("GET"));
-    assert_eq!(
-        app.request("GET", "/.well-known/oauth-protected-resource", None, None)
-            .status,
-        404
-    );
-    assert_eq!(
-        app.request("GET", "/.well-known/oauth-authorization-server", None, None)
-            .status,
-        404
-    );
+    assert_eq!(app.request("GET", "/.well-known/oauth-protected-resource", None, None).status, 404);
+    assert_eq!(app.request("GET", "/.well-known/oauth-authorization-server", None, None).status, 404);
     assert_eq!(app.request("GET", "/v1/health", None, None).status, 200);
 }

@@ -5,4 +5,5 @@ mod support;
 
 mod accounts;
 mod mcp;
+mod sessions;
 mod table;

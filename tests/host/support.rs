@@ -2,9 +2,10 @@
 //! that send REST and JSON-RPC requests through `handle()`.
 
 use agentsky::app::{self, RequestMeta};
-use agentsky::cx::{Config, Env, Limiter};
+use agentsky::cx::{Clock, Config, Env, Limiter, Sessions};
 use agentsky::http::{HttpRequest, HttpResponse};
 use agentsky::rules::rate::{Bucket, Decision};
+use agentsky::session::{driver, Core, LocalSql, Refusal, SessionCall, SessionReply};
 use agentsky::store::{DbError, DbResult, Param, Row, Sql, Stmt};
 use futures::future::LocalBoxFuture;
 use rusqlite::types::ValueRef;
@@ -27,17 +28,15 @@ fn to_sql(p: &Param) -> rusqlite::types::Value {
 }
 
 fn run(conn: &rusqlite::Connection, stmt: &Stmt) -> DbResult<Vec<Row>> {
+    exec(conn, stmt.sql, &stmt.params)
+}
+
+fn exec(conn: &rusqlite::Connection, sql: &str, params: &[Param]) -> DbResult<Vec<Row>> {
     let err = |e: rusqlite::Error| DbError::from_message(e.to_string());
-    let mut prepared = conn.prepare(stmt.sql).map_err(err)?;
-    let names: Vec<String> = prepared
-        .column_names()
-        .into_iter()
-        .map(str::to_owned)
-        .collect();
-    let params: Vec<rusqlite::types::Value> = stmt.params.iter().map(to_sql).collect();
-    let mut rows = prepared
-        .query(rusqlite::params_from_iter(params))
-        .map_err(err)?;
+    let mut prepared = conn.prepare(sql).map_err(err)?;
+    let names: Vec<String> = prepared.column_names().into_iter().map(str::to_owned).collect();
+    let params: Vec<rusqlite::types::Value> = params.iter().map(to_sql).collect();
+    let mut rows = prepared.query(rusqlite::params_from_iter(params)).map_err(err)?;
     let mut out = Vec::new();
     while let Some(row) = rows.next().map_err(err)? {
         let mut map = Row::new();
@@ -65,16 +64,10 @@ impl Sql for Sqlite {
     fn batch(&self, stmts: Vec<Stmt>) -> LocalBoxFuture<'_, DbResult<Vec<Vec<Row>>>> {
         let conn = &self.0;
         let result = (|| {
-            conn.execute_batch("BEGIN")
-                .map_err(|e| DbError::Other(e.to_string()))?;
+            conn.execute_batch("BEGIN").map_err(|e| DbError::Other(e.to_string()))?;
             let results: DbResult<Vec<Vec<Row>>> = stmts.iter().map(|s| run(conn, s)).collect();
-            let end = if results.is_ok() {
-                "COMMIT"
-            } else {
-                "ROLLBACK"
-            };
-            conn.execute_batch(end)
-                .map_err(|e| DbError::Other(e.to_string()))?;
+            let end = if results.is_ok() { "COMMIT" } else { "ROLLBACK" };
+            conn.execute_batch(end).map_err(|e| DbError::Other(e.to_string()))?;
             results
         })();
         Box::pin(async move { result })
@@ -93,13 +86,105 @@ impl Limiter for MemoryLimiter {
         period_ms: i64,
         now_ms: i64,
     ) -> LocalBoxFuture<'_, Result<Decision, String>> {
-        let d = self
-            .0
-            .borrow_mut()
-            .entry(bucket)
-            .or_default()
-            .hit(now_ms, limit, period_ms);
+        let d = self.0.borrow_mut().entry(bucket).or_default().hit(now_ms, limit, period_ms);
         Box::pin(async move { Ok(d) })
+    }
+}
+
+/// One session object's SQLite, as the Durable Object's storage is.
+pub struct ObjectDb(pub rusqlite::Connection);
+
+impl LocalSql for ObjectDb {
+    fn exec(&self, sql: &str, params: &[Param]) -> Result<Vec<Row>, String> {
+        exec(&self.0, sql, params).map_err(|e| e.to_string())
+    }
+}
+
+/// The host's stand-in for the `Session` objects: one SQLite per session, the same core and driver, and
+/// alarms that run when the test's clock reaches them.
+#[derive(Clone)]
+pub struct HostSessions {
+    objects: Rc<RefCell<HashMap<String, Rc<ObjectDb>>>>,
+    db: Sqlite,
+    now: Rc<Cell<i64>>,
+}
+
+impl HostSessions {
+    fn object(&self, session_id: &str) -> Rc<ObjectDb> {
+        self.objects
+            .borrow_mut()
+            .entry(session_id.to_owned())
+            .or_insert_with(|| Rc::new(ObjectDb(rusqlite::Connection::open_in_memory().unwrap())))
+            .clone()
+    }
+
+    /// Runs every step due by `until`, moving the clock to each step's time, as alarms would.
+    pub fn run_until(&self, session_id: &str, until: i64) {
+        futures::executor::block_on(self.steps_until(session_id, until))
+    }
+
+    async fn steps_until(&self, session_id: &str, until: i64) {
+        let obj = self.object(session_id);
+        let core = Core::open(&*obj).unwrap();
+        loop {
+            let turn = core.turn().unwrap();
+            let Some(at) = turn.next_at_ms.filter(|_| turn.state == agentsky::session::TurnState::Running) else {
+                break;
+            };
+            if at > until {
+                break;
+            }
+            self.now.set(self.now.get().max(at));
+            let now = self.now.get();
+            let stepped = driver::step(&core, now).await.unwrap();
+            let Some((config, t)) = stepped else { break };
+            driver::record(&self.db, &config, &t, now).await.unwrap();
+        }
+    }
+
+    pub fn session_ids(&self) -> Vec<String> {
+        self.objects.borrow().keys().cloned().collect()
+    }
+}
+
+impl Sessions for HostSessions {
+    fn call(&self, session_id: &str, call: SessionCall) -> LocalBoxFuture<'_, Result<SessionReply, String>> {
+        let session_id = session_id.to_owned();
+        Box::pin(async move {
+            if let SessionCall::Read { wait_ms, .. } = &call {
+                // Waiting lets time pass: the steps due within the wait run first.
+                self.steps_until(&session_id, self.now.get() + wait_ms).await;
+            }
+            let obj = self.object(&session_id);
+            let core = match Core::open(&*obj) {
+                Ok(c) => c,
+                Err(r) => return Ok(SessionReply::Refused(r)),
+            };
+            let now = self.now.get();
+            match driver::answer(&core, &call, now) {
+                Ok((reply, transition)) => {
+                    if let (Some(t), Some(config)) = (transition, core.config().map_err(|r: Refusal| r.message)?) {
+                        driver::record(&self.db, &config, &t, now).await.map_err(|e| e.to_string())?;
+                    }
+                    Ok(reply)
+                }
+                Err(r) => Ok(SessionReply::Refused(r)),
+            }
+        })
+    }
+}
+
+/// The test's clock: sleeping moves it.
+#[derive(Clone)]
+pub struct HostClock(pub Rc<Cell<i64>>);
+
+impl Clock for HostClock {
+    fn now_ms(&self) -> i64 {
+        self.0.get()
+    }
+    fn sleep(&self, ms: i64) -> LocalBoxFuture<'_, ()> {
+        self.0.set(self.0.get() + ms);
+        Box::pin(async {})
     }
 }
 
@@ -108,15 +193,11 @@ pub fn migrated() -> rusqlite::Connection {
     let conn = rusqlite::Connection::open_in_memory().unwrap();
     conn.execute_batch("PRAGMA foreign_keys = ON").unwrap();
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/migrations");
-    let mut files: Vec<_> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
+    let mut files: Vec<_> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
     files.sort();
     assert!(!files.is_empty());
     for f in files {
-        conn.execute_batch(&std::fs::read_to_string(&f).unwrap())
-            .unwrap_or_else(|e| panic!("{f:?}: {e}"));
+        conn.execute_batch(&std::fs::read_to_string(&f).unwrap()).unwrap_or_else(|e| panic!("{f:?}: {e}"));
     }
     conn
 }
@@ -124,8 +205,9 @@ pub fn migrated() -> rusqlite::Connection {
 pub struct TestApp {
     pub db: Sqlite,
     pub limiter: MemoryLimiter,
+    pub sessions: HostSessions,
     pub config: Config,
-    pub now_ms: Cell<i64>,
+    pub now_ms: Rc<Cell<i64>>,
     /// D1 round trips of the last request.
     pub last_queries: Cell<u32>,
 }
@@ -139,52 +221,34 @@ pub struct Account {
 
 impl TestApp {
     pub fn new() -> Self {
-        Self::with_config(Config {
-            open_signup: true,
-            rate_limit_per_min: 600,
-            ..Config::default()
-        })
+        Self::with_config(Config { open_signup: true, rate_limit_per_min: 600, ..Config::default() })
     }
 
     pub fn with_config(config: Config) -> Self {
-        Self {
-            db: Sqlite(Rc::new(migrated())),
-            limiter: MemoryLimiter::default(),
-            config,
-            now_ms: Cell::new(1_780_000_000_000),
-            last_queries: Cell::new(0),
-        }
+        let db = Sqlite(Rc::new(migrated()));
+        let now_ms = Rc::new(Cell::new(1_780_000_000_000));
+        let sessions = HostSessions { objects: Rc::default(), db: db.clone(), now: now_ms.clone() };
+        Self { db, limiter: MemoryLimiter::default(), sessions, config, now_ms, last_queries: Cell::new(0) }
     }
 
     pub fn send(&self, req: HttpRequest) -> HttpResponse {
         let env = Env::new(
             Box::new(self.db.clone()),
             Box::new(self.limiter.clone()),
+            Box::new(self.sessions.clone()),
+            Box::new(HostClock(self.now_ms.clone())),
             self.config.clone(),
         );
-        let meta = RequestMeta {
-            now_ms: self.now_ms.get(),
-            request_id: "req_test".into(),
-        };
+        let meta = RequestMeta { now_ms: self.now_ms.get(), request_id: "req_test".into() };
         let resp = futures::executor::block_on(app::handle(&env, req, meta));
         self.last_queries.set(env.db.calls());
         resp
     }
 
-    pub fn request(
-        &self,
-        method: &str,
-        path_and_query: &str,
-        key: Option<&str>,
-        body: Option<Value>,
-    ) -> HttpResponse {
-        let (path, query) = path_and_query
-            .split_once('?')
-            .unwrap_or((path_and_query, ""));
-        let mut headers = vec![
-            ("host".to_owned(), "127.0.0.1:8787".to_owned()),
-            ("content-type".into(), "application/json".into()),
-        ];
+    pub fn request(&self, method: &str, path_and_query: &str, key: Option<&str>, body: Option<Value>) -> HttpResponse {
+        let (path, query) = path_and_query.split_once('?').unwrap_or((path_and_query, ""));
+        let mut headers =
+            vec![("host".to_owned(), "127.0.0.1:8787".to_owned()), ("content-type".into(), "application/json".into())];
         if let Some(k) = key {
             headers.push(("authorization".into(), format!("Bearer {k}")));
         }
@@ -193,9 +257,7 @@ impl TestApp {
             path: path.into(),
             query: query.into(),
             headers,
-            body: body
-                .map(|b| serde_json::to_vec(&b).unwrap())
-                .unwrap_or_default(),
+            body: body.map(|b| serde_json::to_vec(&b).unwrap()).unwrap_or_default(),
             client_ip: "203.0.113.7".into(),
         })
     }
@@ -210,10 +272,7 @@ impl TestApp {
             headers: vec![
                 ("host".into(), "127.0.0.1:8787".into()),
                 ("content-type".into(), "application/json".into()),
-                (
-                    "accept".into(),
-                    "application/json, text/event-stream".into(),
-                ),
+                ("accept".into(), "application/json, text/event-stream".into()),
                 ("mcp-protocol-version".into(), "2025-06-18".into()),
                 ("authorization".into(), format!("Bearer {key}")),
             ],
@@ -224,11 +283,7 @@ impl TestApp {
 
     /// Calls a tool and returns its `CallToolResult`.
     pub fn call(&self, key: &str, tool: &str, args: Value) -> Value {
-        let resp = self.rpc(
-            key,
-            "tools/call",
-            json!({ "name": tool, "arguments": args }),
-        );
+        let resp = self.rpc(key, "tools/call", json!({ "name": tool, "arguments": args }));
         assert_eq!(resp.status, 200, "{}", String::from_utf8_lossy(&resp.body));
         let body = resp.json_body();
         assert!(body.get("error").is_none(), "JSON-RPC error: {body}");
@@ -245,23 +300,12 @@ impl TestApp {
     /// Calls a tool that must fail and returns its error code.
     pub fn err_code(&self, key: &str, tool: &str, args: Value) -> String {
         let result = self.call(key, tool, args);
-        assert_eq!(
-            result["isError"], true,
-            "{tool} should have failed: {result}"
-        );
-        result["structuredContent"]["error"]["code"]
-            .as_str()
-            .unwrap()
-            .to_owned()
+        assert_eq!(result["isError"], true, "{tool} should have failed: {result}");
+        result["structuredContent"]["error"]["code"].as_str().unwrap().to_owned()
     }
 
     pub fn signup(&self, name: &str, email: &str) -> Account {
-        let resp = self.request(
-            "POST",
-            "/v1/accounts",
-            None,
-            Some(json!({ "name": name, "email": email })),
-        );
+        let resp = self.request("POST", "/v1/accounts", None, Some(json!({ "name": name, "email": email })));
         assert_eq!(resp.status, 201, "{}", String::from_utf8_lossy(&resp.body));
         let body = resp.json_body();
         Account {
@@ -273,5 +317,12 @@ impl TestApp {
 
     pub fn advance(&self, ms: i64) {
         self.now_ms.set(self.now_ms.get() + ms);
+    }
+
+    /// Lets every session's due steps run (the objects' alarms), without moving the clock.
+    pub fn settle(&self) {
+        for id in self.sessions.session_ids() {
+            self.sessions.run_until(&id, self.now_ms.get());
+        }
     }
 }

@@ -5,42 +5,24 @@ use agentsky::ops::{Scope, OPS};
 use serde_json::Value;
 use std::collections::HashSet;
 
-const CONTRACT: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../shared/contract/operator-mcp.md"
-);
+const CONTRACT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/contract/operator-mcp.md");
 
 /// Every tool name the contract's table lists (`a` / `b` / `c` rows name several).
 fn contract_tools() -> HashSet<String> {
-    let text = std::fs::read_to_string(CONTRACT)
-        .unwrap_or_else(|e| panic!("the contract must be at {CONTRACT}: {e}"));
+    let text = std::fs::read_to_string(CONTRACT).unwrap_or_else(|e| panic!("the contract must be at {CONTRACT}: {e}"));
     text.lines()
         .filter(|l| l.starts_with("| `"))
         .filter_map(|l| l.split('|').nth(1))
-        .flat_map(|cell| {
-            cell.split('`')
-                .skip(1)
-                .step_by(2)
-                .map(str::to_owned)
-                .collect::<Vec<_>>()
-        })
+        .flat_map(|cell| cell.split('`').skip(1).step_by(2).map(str::to_owned).collect::<Vec<_>>())
         .collect()
 }
 
 #[test]
 fn every_tool_is_named_in_the_contract() {
     let contract = contract_tools();
-    assert_eq!(
-        contract.len(),
-        40,
-        "the contract names 40 tools; parsed {contract:?}"
-    );
+    assert_eq!(contract.len(), 40, "the contract names 40 tools; parsed {contract:?}");
     for op in OPS.iter().filter(|op| op.tool) {
-        assert!(
-            contract.contains(op.name),
-            "`{}` is not a contract tool name",
-            op.name
-        );
+        assert!(contract.contains(op.name), "`{}` is not a contract tool name", op.name);
     }
 }
 
@@ -50,12 +32,7 @@ fn operation_names_and_routes_are_unique() {
     let mut routes = HashSet::new();
     for op in OPS {
         assert!(names.insert(op.name), "duplicate name {}", op.name);
-        assert!(
-            routes.insert((op.method, op.path)),
-            "duplicate route {} {}",
-            op.method,
-            op.path
-        );
+        assert!(routes.insert((op.method, op.path)), "duplicate route {} {}", op.method, op.path);
         assert!(op.path.starts_with("/v1/"), "{}", op.path);
         assert!(!op.description().is_empty(), "{} has no doc", op.name);
         if op.hints.read_only {
@@ -78,11 +55,7 @@ fn every_parameter_schema_is_an_object_with_documented_fields() {
         if op.tool {
             for (name, prop) in schema["properties"].as_object().into_iter().flatten() {
                 let has_doc = prop.get("description").is_some() || prop.get("$ref").is_some();
-                assert!(
-                    has_doc,
-                    "{}.{name} needs a doc comment: the model reads it",
-                    op.name
-                );
+                assert!(has_doc, "{}.{name} needs a doc comment: the model reads it", op.name);
             }
         }
     }
@@ -96,18 +69,12 @@ fn golden(name: &str, actual: &Value) {
         return;
     }
     let expected = std::fs::read_to_string(&path).unwrap_or_default();
-    assert!(
-        expected == text,
-        "{name} changed; review and rewrite with UPDATE_GOLDEN=1 cargo test"
-    );
+    assert!(expected == text, "{name} changed; review and rewrite with UPDATE_GOLDEN=1 cargo test");
 }
 
 #[test]
 fn tools_list_matches_its_golden_file() {
-    golden(
-        "tools.json",
-        &Value::Array(agentsky::tools::operator_tools().to_vec()),
-    );
+    golden("tools.json", &Value::Array(agentsky::tools::operator_tools().to_vec()));
 }
 
 #[test]
@@ -117,20 +84,11 @@ fn openapi_matches_its_golden_file_and_resolves_every_ref() {
     let text = doc.to_string();
     for part in text.split("\"$ref\":\"").skip(1) {
         let target = &part[..part.find('"').unwrap()];
-        let name = target
-            .strip_prefix("#/components/schemas/")
-            .unwrap_or_else(|| panic!("ref {target}"));
-        assert!(
-            doc["components"]["schemas"].get(name).is_some(),
-            "dangling ref {target}"
-        );
+        let name = target.strip_prefix("#/components/schemas/").unwrap_or_else(|| panic!("ref {target}"));
+        assert!(doc["components"]["schemas"].get(name).is_some(), "dangling ref {target}");
     }
     for op in OPS {
-        assert!(
-            doc["paths"][op.path][op.method.to_ascii_lowercase()]["operationId"] == op.name,
-            "{}",
-            op.name
-        );
+        assert!(doc["paths"][op.path][op.method.to_ascii_lowercase()]["operationId"] == op.name, "{}", op.name);
     }
     golden("openapi.json", &doc);
 }

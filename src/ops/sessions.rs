@@ -1,0 +1,549 @@
+//! Sessions and turns (contract: "A task, start to finish", "Rate limits and waiting"): start a session
+//! with an agent, send messages, read replies by cursor with the wait held in the session's object.
+
+use crate::cx::{Cx, Membership};
+use crate::error::{ApiError, Code};
+use crate::ops::idempotency::{self, DEFAULT_TTL_MS, START_TTL_MS};
+use crate::rules::{cursor, ids, limits};
+use crate::session::{Author, Event, NewMessage, SessionCall, SessionConfig, SessionReply};
+use crate::store::{self, agents::Agent, sessions::SessionRow};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Map, Value};
+
+/// Longest message accepted, in characters.
+const MAX_MESSAGE_CHARS: usize = 64_000;
+/// Longest wait `read_session` holds, in seconds.
+const MAX_WAIT_SECONDS: i64 = 50;
+pub const THINKING: &[&str] = &["off", "low", "medium", "high"];
+
+/// Asks a session's object and turns its refusals into API errors.
+pub async fn call(cx: &Cx<'_>, session_id: &str, call: SessionCall) -> Result<SessionReply, ApiError> {
+    match cx.env.sessions.call(session_id, call).await.map_err(|e| cx.internal(e))? {
+        SessionReply::Refused(r) => Err(refusal(cx, &r.code, r.message)),
+        reply => Ok(reply),
+    }
+}
+
+fn refusal(cx: &Cx<'_>, code: &str, message: String) -> ApiError {
+    let code = match code {
+        "session_busy" => Code::SessionBusy,
+        "session_terminated" => Code::SessionTerminated,
+        "insufficient_credits" => Code::InsufficientCredits,
+        "not_found" => Code::NotFound,
+        "conflict" => Code::Conflict,
+        _ => return cx.internal(message),
+    };
+    ApiError::new(code, message)
+}
+
+/// A session the caller may see, with its membership. Anything else is `not_found`.
+pub async fn load(cx: &Cx<'_>, session_id: &str) -> Result<(SessionRow, Membership), ApiError> {
+    if !ids::is_id(session_id, "ses") {
+        return Err(ApiError::not_found("session"));
+    }
+    let row = store::sessions::get(cx.db(), session_id)
+        .await
+        .map_err(|e| cx.internal(e))?
+        .ok_or_else(|| ApiError::not_found("session"))?;
+    let m = cx.member_of(&row.workspace_id).map_err(|e| {
+        if e.code == Code::UniverseMismatch {
+            e
+        } else {
+            ApiError::not_found("session")
+        }
+    })?;
+    Ok((row, m.clone()))
+}
+
+fn check_message(text: &str) -> Result<(), ApiError> {
+    limits::text("message", text, 1, MAX_MESSAGE_CHARS)
+}
+
+/// Finds an agent by id or `@handle` that the caller may start in workspace `w`: its own, or public.
+async fn resolve_agent(cx: &Cx<'_>, w: &Membership, agent: &str) -> Result<Agent, ApiError> {
+    let found = match agent.strip_prefix('@') {
+        Some(handle) => store::agents::by_handle(cx.db(), handle).await,
+        None if ids::is_id(agent, "ag") => store::agents::get(cx.db(), agent).await,
+        None => Ok(None),
+    }
+    .map_err(|e| cx.internal(e))?;
+    found.filter(|a| a.workspace_id == w.workspace_id || a.is_public).ok_or_else(|| {
+        ApiError::new(
+            Code::NotFound,
+            format!("agent `{agent}` not found in `{}` or the public catalog; call list_agents", w.slug),
+        )
+    })
+}
+
+/// Refuses work the wallet cannot cover: paid harnesses need credit; a public agent from another
+/// workspace costs its price per run.
+async fn check_credits(cx: &Cx<'_>, w: &Membership, agent: &Agent) -> Result<(), ApiError> {
+    let price = if agent.workspace_id == w.workspace_id { 0 } else { agent.price_cents_per_run };
+    let needs = price + i64::from(agent.harness == "openai");
+    if needs == 0 {
+        return Ok(());
+    }
+    let balance = store::workspaces::balance(cx.db(), &w.workspace_id).await.map_err(|e| cx.internal(e))?.unwrap_or(0);
+    if balance < needs {
+        return Err(ApiError::new(
+            Code::InsufficientCredits,
+            format!("the wallet of `{}` holds {balance} cents; this needs at least {needs}", w.slug),
+        ));
+    }
+    Ok(())
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StartSession {
+    /// The agent: an id from `list_agents` (`ag_…`) or a catalog `@handle`.
+    pub agent_id: String,
+    /// The task, as the first message to the agent (1–64,000 characters).
+    pub message: String,
+    /// A unique key you generate for this start (1–255 characters). Retrying with the same key and
+    /// inputs returns the same session instead of starting another.
+    pub idempotency_key: String,
+    /// Join an existing task (its shared folder) instead of starting a new one; the workspace is the
+    /// task's. Do not pass `workspace` with it.
+    pub task_id: Option<String>,
+    /// Cap on what this session may spend, in cents.
+    pub budget_cents: Option<i64>,
+    /// Run this model instead of the agent's own.
+    pub model: Option<String>,
+    /// A workspace slug from `list_workspaces`; the connection's workspace when left out.
+    pub workspace: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct Started {
+    pub session: SessionRow,
+    /// The id of the first message: pass it to `read_session`.
+    pub message_id: String,
+    /// The cursor just after that message: pass it to `read_session`.
+    pub cursor: String,
+}
+
+#[derive(Serialize, Deserialize)]
+struct StartIds {
+    session_id: String,
+    message_id: String,
+}
+
+/// start_session
+pub async fn start(cx: &Cx<'_>, p: StartSession) -> Result<Started, ApiError> {
+    let args = serde_json::to_value(json!({
+        "agent_id": p.agent_id, "message": p.message, "task_id": p.task_id, "budget_cents": p.budget_cents,
+        "model": p.model, "workspace": p.workspace,
+    }))
+    .map_err(|e| cx.internal(e))?;
+    idempotency::check_key(&p.idempotency_key)?;
+    check_message(&p.message)?;
+    if let Some(b) = p.budget_cents {
+        if !(1..=10_000_000).contains(&b) {
+            return Err(ApiError::invalid("`budget_cents` must be between 1 and 10000000"));
+        }
+    }
+    if let Some(m) = &p.model {
+        limits::text("model", m, 1, 100)?;
+    }
+    let (w, task_id) = match (&p.task_id, &p.workspace) {
+        (Some(_), Some(_)) => {
+            return Err(ApiError::invalid("pass `task_id` or `workspace`, not both: a task's workspace is its own"))
+        }
+        (Some(task), None) => {
+            let (root, m) = load(cx, task).await.map_err(|e| {
+                if e.code == Code::NotFound {
+                    ApiError::new(Code::NotFound, format!("task `{task}` not found"))
+                } else {
+                    e
+                }
+            })?;
+            (m, Some(root.task_id))
+        }
+        (None, slug) => (cx.workspace(slug.as_deref())?.clone(), None),
+    };
+    let agent = resolve_agent(cx, &w, &p.agent_id).await?;
+    check_credits(cx, &w, &agent).await?;
+    let caller = cx.caller()?;
+    let title: String = p.message.chars().take(120).collect();
+    let model = p.model.clone().unwrap_or_else(|| agent.model.clone());
+    idempotency::once(
+        cx,
+        &w.workspace_id,
+        "start_session",
+        &p.idempotency_key,
+        &args,
+        START_TTL_MS,
+        || StartIds { session_id: ids::new_id("ses"), message_id: ids::new_id("msg") },
+        |ids: StartIds| {
+            let (agent, w, title, model, task_id) = (&agent, &w, &title, &model, &task_id);
+            let message = p.message.clone();
+            async move {
+                let task = task_id.clone().unwrap_or_else(|| ids.session_id.clone());
+                store::sessions::insert(
+                    cx.db(),
+                    &store::sessions::NewSession {
+                        session_id: &ids.session_id,
+                        workspace_id: &w.workspace_id,
+                        task_id: &task,
+                        agent_id: &agent.agent_id,
+                        agent_name: &agent.name,
+                        harness: &agent.harness,
+                        model,
+                        thinking: "medium",
+                        title,
+                        budget_cents: p.budget_cents,
+                        message_id: &ids.message_id,
+                        key_id: &caller.key_id,
+                        now_ms: cx.now_ms,
+                    },
+                )
+                .await
+                .map_err(|e| cx.internal(e))?;
+                let config = SessionConfig {
+                    session_id: ids.session_id.clone(),
+                    workspace_id: w.workspace_id.clone(),
+                    task_id: task,
+                    agent_id: agent.agent_id.clone(),
+                    harness: agent.harness.clone(),
+                    model: model.clone(),
+                    thinking: "medium".into(),
+                    instructions: agent.instructions.clone(),
+                    mcp_servers: agent.mcp_servers.clone(),
+                    budget_cents: p.budget_cents,
+                    started_by_key_id: Some(caller.key_id.clone()),
+                };
+                let message = NewMessage { message_id: ids.message_id.clone(), text: message, from: Author::User };
+                let seq = accepted(call(cx, &ids.session_id, SessionCall::Init { config, message }).await?)?;
+                let (session, _) = load(cx, &ids.session_id).await?;
+                Ok(Started { session, message_id: ids.message_id, cursor: cursor::event(seq) })
+            }
+        },
+    )
+    .await
+}
+
+fn accepted(reply: SessionReply) -> Result<i64, ApiError> {
+    match reply {
+        SessionReply::Accepted { seq, .. } => Ok(seq),
+        other => Err(ApiError::new(Code::Internal, format!("unexpected session reply {other:?}"))),
+    }
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SendMessage {
+    /// The session (`ses_…`).
+    pub session_id: String,
+    /// The next message (1–64,000 characters).
+    pub message: String,
+    /// A new unique key for this message; retry with the same key after a timeout.
+    pub idempotency_key: String,
+    /// Ignored: the workspace is the session's.
+    pub workspace: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct Sent {
+    pub session_id: String,
+    /// Pass to `read_session` to read this message's replies.
+    pub message_id: String,
+    /// The cursor just after this message.
+    pub cursor: String,
+}
+
+/// send_message
+pub async fn send(cx: &Cx<'_>, p: SendMessage) -> Result<Sent, ApiError> {
+    idempotency::check_key(&p.idempotency_key)?;
+    check_message(&p.message)?;
+    let (row, w) = load(cx, &p.session_id).await?;
+    if row.harness == "openai" {
+        let balance =
+            store::workspaces::balance(cx.db(), &w.workspace_id).await.map_err(|e| cx.internal(e))?.unwrap_or(0);
+        if balance < 1 {
+            return Err(ApiError::new(Code::InsufficientCredits, format!("the wallet of `{}` is empty", w.slug)));
+        }
+    }
+    let args = json!({ "session_id": p.session_id, "message": p.message });
+    idempotency::once(
+        cx,
+        &w.workspace_id,
+        "send_message",
+        &p.idempotency_key,
+        &args,
+        DEFAULT_TTL_MS,
+        || ids::new_id("msg"),
+        |message_id: String| {
+            let message = NewMessage { message_id: message_id.clone(), text: p.message.clone(), from: Author::User };
+            let session_id = p.session_id.clone();
+            async move {
+                let seq = accepted(call(cx, &session_id, SessionCall::Send { message }).await?)?;
+                Ok(Sent { session_id, message_id, cursor: cursor::event(seq) })
+            }
+        },
+    )
+    .await
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReadSession {
+    /// The session (`ses_…`).
+    pub session_id: String,
+    /// The `cursor` from `start_session`, `send_message` or the last `read_session`, unchanged. Left
+    /// out: from the session's start.
+    pub cursor: Option<String>,
+    /// Only this message's replies (the `message_id` that `start_session` or `send_message` returned).
+    pub message_id: Option<String>,
+    /// Wait up to this many seconds (0–50) for something to arrive when nothing is new. One waiting call
+    /// costs one request.
+    pub wait_seconds: Option<i64>,
+    /// Most events to return, 1–200 (default 200).
+    pub limit: Option<i64>,
+    /// Ignored: the workspace is the session's.
+    pub workspace: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct SessionPage {
+    /// Events after the cursor, oldest first. Each has `cursor`, `type` (`user_message`,
+    /// `agent_message`, `tool_call`, `tool_result`, `status`, `error`, `turn_end`), `message_id`,
+    /// `at_ms` and its own fields (`text`, `name`, `reason`, …).
+    pub events: Vec<Map<String, Value>>,
+    /// Pass to the next `read_session`.
+    pub cursor: String,
+    /// More events are ready: read again at once, without waiting.
+    pub has_more: bool,
+    /// The turn of `message_id` has ended and you have read all of it.
+    pub turn_finished: bool,
+    /// The session's status: `provisioning`, `idle`, `running` or `terminated`.
+    pub status: String,
+}
+
+/// An event as clients see it: its fields flattened beside its type and cursor.
+pub fn event_json(e: &Event) -> Map<String, Value> {
+    let mut m = Map::new();
+    m.insert("cursor".into(), json!(cursor::event(e.seq)));
+    m.insert("type".into(), json!(e.kind));
+    m.insert("message_id".into(), json!(e.message_id));
+    m.insert("at_ms".into(), json!(e.at_ms));
+    if let Value::Object(body) = &e.body {
+        for (k, v) in body {
+            m.entry(k.clone()).or_insert_with(|| v.clone());
+        }
+    }
+    m
+}
+
+/// read_session
+pub async fn read(cx: &Cx<'_>, p: ReadSession) -> Result<SessionPage, ApiError> {
+    let after = cursor::parse_event(p.cursor.as_deref())?;
+    let wait = p.wait_seconds.unwrap_or(0);
+    if !(0..=MAX_WAIT_SECONDS).contains(&wait) {
+        return Err(ApiError::invalid(format!("`wait_seconds` must be between 0 and {MAX_WAIT_SECONDS}")));
+    }
+    let limit = limits::page_size("limit", p.limit, crate::session::MAX_PAGE as i64, crate::session::MAX_PAGE as i64)?;
+    if let Some(m) = &p.message_id {
+        if !ids::is_id(m, "msg") {
+            return Err(ApiError::invalid(
+                "`message_id` must be a message id (`msg_…`) from start_session or send_message",
+            ));
+        }
+    }
+    load(cx, &p.session_id).await?;
+    let reply = call(
+        cx,
+        &p.session_id,
+        SessionCall::Read { after, message_id: p.message_id, limit: limit as u32, wait_ms: wait * 1000 },
+    )
+    .await?;
+    let SessionReply::Page(page) = reply else {
+        return Err(cx.internal(format!("unexpected session reply {reply:?}")));
+    };
+    Ok(SessionPage {
+        events: page.events.iter().map(event_json).collect(),
+        cursor: cursor::event(page.last_seq),
+        has_more: page.has_more,
+        turn_finished: page.turn_finished,
+        status: page.status,
+    })
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GetSession {
+    /// The session (`ses_…`).
+    pub session_id: String,
+    /// Ignored: the workspace is the session's.
+    pub workspace: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct SessionInfo {
+    #[serde(flatten)]
+    pub session: SessionRow,
+    /// The workspace's slug.
+    pub workspace: String,
+}
+
+/// get_session
+pub async fn get(cx: &Cx<'_>, p: GetSession) -> Result<SessionInfo, ApiError> {
+    let (session, w) = load(cx, &p.session_id).await?;
+    Ok(SessionInfo { session, workspace: w.slug })
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ListSessions {
+    /// Only this agent's sessions (`ag_…`).
+    pub agent_id: Option<String>,
+    /// Page size, 1–100 (default 20).
+    pub limit: Option<i64>,
+    /// `next_cursor` from the previous page.
+    pub cursor: Option<String>,
+    /// A workspace slug from `list_workspaces`; the connection's workspace when left out.
+    pub workspace: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct SessionList {
+    /// Newest first.
+    pub sessions: Vec<SessionRow>,
+    /// Pass as `cursor` for the next page; absent on the last page.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+}
+
+/// list_sessions
+pub async fn list(cx: &Cx<'_>, p: ListSessions) -> Result<SessionList, ApiError> {
+    let w = cx.workspace(p.workspace.as_deref())?;
+    let limit = limits::page_size("limit", p.limit, 20, 100)?;
+    let before = cursor::parse_keyset(p.cursor.as_deref())?;
+    let mut sessions = store::sessions::list(cx.db(), &w.workspace_id, p.agent_id.as_deref(), before, limit + 1)
+        .await
+        .map_err(|e| cx.internal(e))?;
+    let next_cursor = (sessions.len() as i64 > limit).then(|| {
+        sessions.truncate(limit as usize);
+        let last = sessions.last().expect("a full page has a last row");
+        cursor::keyset(last.created_ms, &last.session_id)
+    });
+    Ok(SessionList { sessions, next_cursor })
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StopSession {
+    /// The session (`ses_…`).
+    pub session_id: String,
+    /// Ignored: the workspace is the session's.
+    pub workspace: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct Stopped {
+    pub session_id: String,
+    /// Always `terminated`: the transcript, files and artifacts stay.
+    pub status: String,
+}
+
+/// stop_session
+pub async fn stop(cx: &Cx<'_>, p: StopSession) -> Result<Stopped, ApiError> {
+    let (row, _) = load(cx, &p.session_id).await?;
+    match call(cx, &row.session_id, SessionCall::Stop).await {
+        Ok(_) => {}
+        // Indexed but never started (its start failed half-way): only the index knows it.
+        Err(e) if e.code == Code::NotFound => {}
+        Err(e) => return Err(e),
+    }
+    cx.db()
+        .all(store::sessions::mark(&row.session_id, "terminated", row.spent_cents, None, cx.now_ms))
+        .await
+        .map_err(|e| cx.internal(e))?;
+    Ok(Stopped { session_id: row.session_id, status: "terminated".into() })
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CollectResult {
+    /// The session (`ses_…`).
+    pub session_id: String,
+    /// Ignored: the workspace is the session's.
+    pub workspace: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct CollectedResult {
+    pub session_id: String,
+    /// The task the session works in: its shared folder holds the files.
+    pub task_id: String,
+    pub status: String,
+    /// The agent's last reply, if it has replied.
+    pub last_reply: Option<String>,
+    /// The task files this session wrote: `path`, `version`, `size_bytes`, `updated_ms`.
+    pub files: Vec<Value>,
+    pub spent_cents: i64,
+}
+
+/// collect_result
+pub async fn collect(cx: &Cx<'_>, p: CollectResult) -> Result<CollectedResult, ApiError> {
+    let (row, _) = load(cx, &p.session_id).await?;
+    let summary = match call(cx, &row.session_id, SessionCall::Summary).await? {
+        SessionReply::Summary(s) => s,
+        other => return Err(cx.internal(format!("unexpected session reply {other:?}"))),
+    };
+    Ok(CollectedResult {
+        session_id: row.session_id,
+        task_id: row.task_id,
+        status: summary.status,
+        last_reply: summary.last_reply,
+        files: vec![],
+        spent_cents: summary.spent_cents,
+    })
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SwitchModel {
+    /// The session (`ses_…`).
+    pub session_id: String,
+    /// The model its next turns use.
+    pub model: Option<String>,
+    /// The thinking level its next turns use: `off`, `low`, `medium` or `high`.
+    pub thinking: Option<String>,
+    /// Ignored: the workspace is the session's.
+    pub workspace: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct ModelSwitched {
+    pub session_id: String,
+    pub model: String,
+    pub thinking: String,
+}
+
+/// switch_model
+pub async fn switch_model(cx: &Cx<'_>, p: SwitchModel) -> Result<ModelSwitched, ApiError> {
+    if p.model.is_none() && p.thinking.is_none() {
+        return Err(ApiError::invalid("pass `model`, `thinking` or both"));
+    }
+    if let Some(m) = &p.model {
+        limits::text("model", m, 1, 100)?;
+    }
+    if let Some(t) = &p.thinking {
+        limits::one_of("thinking", t, THINKING)?;
+    }
+    let (row, _) = load(cx, &p.session_id).await?;
+    if row.status == "terminated" {
+        return Err(ApiError::new(Code::SessionTerminated, "this session is stopped"));
+    }
+    let config =
+        match call(cx, &row.session_id, SessionCall::Configure { model: p.model, thinking: p.thinking }).await? {
+            SessionReply::Config(c) => c,
+            other => return Err(cx.internal(format!("unexpected session reply {other:?}"))),
+        };
+    store::sessions::set_model(cx.db(), &row.session_id, &config.model, &config.thinking, cx.now_ms)
+        .await
+        .map_err(|e| cx.internal(e))?;
+    Ok(ModelSwitched { session_id: row.session_id, model: config.model, thinking: config.thinking })
+}

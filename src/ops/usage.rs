@@ -1,0 +1,140 @@
+//! Money: the wallet, the usage ledger and what `get_usage` reports.
+
+use crate::cx::Cx;
+use crate::error::{ApiError, Code};
+use crate::ops::sessions;
+use crate::rules::{limits, time};
+use crate::store;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+pub const GROUPS: &[&str] = &["day", "session", "api_key", "agent", "model"];
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GetUsage {
+    /// First UTC day, `YYYY-MM-DD` (default: 29 days before `to`).
+    pub from: Option<String>,
+    /// Last UTC day, inclusive, `YYYY-MM-DD` (default: today).
+    pub to: Option<String>,
+    /// `day` (default), `session`, `api_key`, `agent` or `model`.
+    pub group_by: Option<String>,
+    /// One session's totals and newest entries instead (its workspace is used).
+    pub session_id: Option<String>,
+    /// A workspace slug from `list_workspaces`; the connection's workspace when left out.
+    pub workspace: Option<String>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Usage {
+    pub workspace: String,
+    pub balance_cents: i64,
+    pub card_saved: bool,
+    pub from: String,
+    pub to: String,
+    pub group_by: String,
+    pub total_cents: i64,
+    pub groups: Vec<store::usage::Group>,
+    /// With `session_id`: that session's totals and newest entries.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session: Option<SessionUsage>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct SessionUsage {
+    pub session_id: String,
+    pub spent_cents: i64,
+    pub budget_cents: Option<i64>,
+    pub input_tokens: i64,
+    pub output_tokens: i64,
+    pub entries: Vec<store::usage::EntryRow>,
+}
+
+fn day(field: &str, value: Option<&str>, default_ms: i64) -> Result<i64, ApiError> {
+    match value {
+        None => Ok(default_ms.div_euclid(time::DAY_MS) * time::DAY_MS),
+        Some(s) => time::parse_day(s)
+            .ok_or_else(|| ApiError::invalid(format!("`{field}` must be a date, YYYY-MM-DD (got {s:?})"))),
+    }
+}
+
+/// get_usage
+pub async fn get(cx: &Cx<'_>, p: GetUsage) -> Result<Usage, ApiError> {
+    let group_by = p.group_by.unwrap_or_else(|| "day".into());
+    limits::one_of("group_by", &group_by, GROUPS)?;
+    let to = day("to", p.to.as_deref(), cx.now_ms)?;
+    let from = day("from", p.from.as_deref(), to - 29 * time::DAY_MS)?;
+    if from > to {
+        return Err(ApiError::invalid("`from` must not be after `to`"));
+    }
+    if to - from > 366 * time::DAY_MS {
+        return Err(ApiError::invalid("`from`–`to` may span at most 366 days"));
+    }
+    let (w, session) = match &p.session_id {
+        Some(id) => {
+            let (row, m) = sessions::load(cx, id).await?;
+            (m, Some(row))
+        }
+        None => (cx.workspace(p.workspace.as_deref())?.clone(), None),
+    };
+    let db = cx.db();
+    let overview = store::workspaces::overview(db, &w.workspace_id, 0).await.map_err(|e| cx.internal(e))?;
+    let (wallet, _) = overview.ok_or_else(|| ApiError::not_found("workspace"))?;
+    let groups = store::usage::grouped(db, &w.workspace_id, &group_by, from, to + time::DAY_MS)
+        .await
+        .map_err(|e| cx.internal(e))?;
+    let session = match session {
+        Some(row) => {
+            let entries =
+                store::usage::newest_for_session(db, &row.session_id, 50).await.map_err(|e| cx.internal(e))?;
+            Some(SessionUsage {
+                input_tokens: entries.iter().map(|e| e.input_tokens).sum(),
+                output_tokens: entries.iter().map(|e| e.output_tokens).sum(),
+                session_id: row.session_id,
+                spent_cents: row.spent_cents,
+                budget_cents: row.budget_cents,
+                entries,
+            })
+        }
+        None => None,
+    };
+    Ok(Usage {
+        workspace: w.slug,
+        balance_cents: wallet.balance_cents,
+        card_saved: wallet.card_saved,
+        from: time::format_day(from),
+        to: time::format_day(to),
+        group_by,
+        total_cents: groups.iter().map(|g| g.cents).sum(),
+        groups,
+        session,
+    })
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AddCredit {
+    /// The workspace's slug.
+    pub workspace: String,
+    /// Cents to add, 1–100,000,000.
+    pub amount_cents: i64,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Credited {
+    pub workspace: String,
+    pub balance_cents: i64,
+}
+
+/// POST /v1/workspaces/{workspace}/credit — the deployment's administrators only (admin token).
+pub async fn add_credit(cx: &Cx<'_>, p: AddCredit) -> Result<Credited, ApiError> {
+    if !(1..=100_000_000).contains(&p.amount_cents) {
+        return Err(ApiError::invalid("`amount_cents` must be between 1 and 100000000"));
+    }
+    let id = store::workspaces::id_by_slug(cx.db(), &p.workspace)
+        .await
+        .map_err(|e| cx.internal(e))?
+        .ok_or_else(|| ApiError::new(Code::NotFound, format!("workspace `{}` not found", p.workspace)))?;
+    let balance = store::usage::credit(cx.db(), &id, p.amount_cents).await.map_err(|e| cx.internal(e))?.unwrap_or(0);
+    Ok(Credited { workspace: p.workspace, balance_cents: balance })
+}

@@ -1,0 +1,92 @@
+//! The async half of a session that is still platform-free: running one due harness step, and writing a
+//! transition's consequences (status, spend, charge) to D1. The object's shell and the host tests'
+//! stand-in both drive sessions through here.
+
+use super::{echo, Core, LocalSql, Refusal, SessionConfig, StepOutcome, Transition};
+use crate::store::{self, DbResult, Sql};
+
+/// The text of the message that started the running turn.
+fn turn_text<S: LocalSql + ?Sized>(core: &Core<'_, S>, message_id: &str) -> Result<String, Refusal> {
+    let page = core.page_of_message(message_id)?;
+    Ok(page.and_then(|e| e.body["text"].as_str().map(str::to_owned)).unwrap_or_default())
+}
+
+/// Runs the running turn's next step if it is due, and persists it. `None` when nothing was due.
+pub async fn step<S: LocalSql + ?Sized>(
+    core: &Core<'_, S>,
+    now_ms: i64,
+) -> Result<Option<(SessionConfig, Transition)>, Refusal> {
+    let Some((config, turn)) = core.due(now_ms)? else { return Ok(None) };
+    let message_id = turn.message_id.clone().unwrap_or_default();
+    let outcome: StepOutcome = match config.harness.as_str() {
+        "echo" => echo::step(&turn_text(core, &message_id)?, &turn),
+        other => {
+            let t = core.fail(&format!("the `{other}` harness cannot run turns on this server yet"), now_ms)?;
+            return Ok(Some((config, t)));
+        }
+    };
+    let t = core.apply(outcome, now_ms)?;
+    Ok(Some((config, t)))
+}
+
+/// Writes what a transition changed to the D1 index: status, spend, and the charge with its ledger row.
+pub async fn record(db: &dyn Sql, config: &SessionConfig, t: &Transition, now_ms: i64) -> DbResult<()> {
+    if !t.index_changed && t.charge.is_none() {
+        return Ok(());
+    }
+    let status = t.turn.state.as_str();
+    let mut stmts = Vec::new();
+    if let Some(charge) = &t.charge {
+        let entry_id =
+            format!("use_{}_{}_{}", config.session_id, t.turn.message_id.as_deref().unwrap_or_default(), t.turn.step);
+        stmts.extend(store::usage::charge(&store::usage::Entry {
+            entry_id: &entry_id,
+            workspace_id: &config.workspace_id,
+            session_id: Some(&config.session_id),
+            key_id: config.started_by_key_id.as_deref(),
+            agent_id: Some(&config.agent_id),
+            model: &charge.model,
+            cents: charge.cents,
+            input_tokens: charge.input_tokens,
+            output_tokens: charge.output_tokens,
+            now_ms,
+        }));
+    }
+    stmts.push(store::sessions::mark(
+        &config.session_id,
+        status,
+        t.turn.spent_cents,
+        t.turn.message_id.as_deref(),
+        now_ms,
+    ));
+    db.batch(stmts).await.map(drop)
+}
+
+/// Answers a call that needs no waiting and no network. `Read` is answered without waiting here; the
+/// shells add the wait.
+pub fn answer<S: LocalSql + ?Sized>(
+    core: &Core<'_, S>,
+    call: &super::SessionCall,
+    now_ms: i64,
+) -> Result<(super::SessionReply, Option<Transition>), Refusal> {
+    use super::{SessionCall as C, SessionReply as R};
+    Ok(match call {
+        C::Init { config, message } => {
+            let t = core.init(config, message, now_ms)?;
+            let (id, seq) = t.accepted.clone().unwrap_or_default();
+            (R::Accepted { message_id: id, seq }, Some(t))
+        }
+        C::Send { message } => {
+            let t = core.send(message, now_ms)?;
+            let (id, seq) = t.accepted.clone().unwrap_or_default();
+            (R::Accepted { message_id: id, seq }, Some(t))
+        }
+        C::Read { after, message_id, limit, .. } => (R::Page(core.page(*after, message_id.as_deref(), *limit)?), None),
+        C::Stop => {
+            let t = core.stop(now_ms)?;
+            (R::Summary(core.summary()?), Some(t))
+        }
+        C::Configure { model, thinking } => (R::Config(core.configure(model.clone(), thinking.clone())?), None),
+        C::Summary => (R::Summary(core.summary()?), None),
+    })
+}

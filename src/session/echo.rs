@@ -1,0 +1,74 @@
+//! The `echo` harness: free, deterministic, and labelled as a test harness. It lets a new user try the
+//! whole loop without a model, and lets tests drive every path of a turn:
+//! - any text → one reply, `echo: <text>`;
+//! - `/sleep N` (N ≤ 30) → a status event, then the reply N seconds later (a turn that stays running);
+//! - `/burst N` (N ≤ 5000) → N numbered replies in one step (long logs, paging);
+//! - `/fail` → an error event and a failed turn.
+
+use super::{EventKind, StepOutcome, Turn, TurnEnd};
+use serde_json::json;
+
+/// The harness's label, shown in its replies' events.
+pub const LABEL: &str = "echo (test harness: deterministic, free, no model)";
+
+fn arg(text: &str, command: &str, max: u64) -> Option<u64> {
+    let rest = text.split(command).nth(1)?;
+    let n: u64 = rest.split_whitespace().next()?.parse().ok()?;
+    Some(n.min(max))
+}
+
+/// One step of a turn whose message is `text`.
+pub fn step(text: &str, turn: &Turn) -> StepOutcome {
+    if turn.step == 0 {
+        if let Some(secs) = arg(text, "/sleep", 30).filter(|s| *s > 0) {
+            return StepOutcome {
+                events: vec![(EventKind::Status, json!({ "text": format!("sleeping {secs} s"), "harness": LABEL }))],
+                next_in_ms: Some(secs as i64 * 1000),
+                ..StepOutcome::default()
+            };
+        }
+    }
+    if text.contains("/fail") {
+        return StepOutcome {
+            events: vec![(EventKind::Error, json!({ "message": "the echo harness was asked to fail (/fail)" }))],
+            end: Some(TurnEnd::Failed),
+            ..StepOutcome::default()
+        };
+    }
+    let mut events = Vec::new();
+    if let Some(n) = arg(text, "/burst", 5000) {
+        events.extend(
+            (1..=n)
+                .map(|i| (EventKind::AgentMessage, json!({ "text": format!("burst {i} of {n}"), "harness": LABEL }))),
+        );
+    }
+    events.push((EventKind::AgentMessage, json!({ "text": format!("echo: {text}"), "harness": LABEL })));
+    StepOutcome { events, end: Some(TurnEnd::Completed), ..StepOutcome::default() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_plain_message_is_echoed_and_ends_the_turn() {
+        let out = step("hello", &Turn::default());
+        assert_eq!(out.end, Some(TurnEnd::Completed));
+        assert_eq!(out.events.len(), 1);
+        assert_eq!(out.events[0].1["text"], "echo: hello");
+    }
+
+    #[test]
+    fn sleep_waits_before_replying() {
+        let first = step("/sleep 2 then reply", &Turn::default());
+        assert_eq!((first.end, first.next_in_ms), (None, Some(2000)));
+        let second = step("/sleep 2 then reply", &Turn { step: 1, ..Turn::default() });
+        assert_eq!(second.end, Some(TurnEnd::Completed));
+    }
+
+    #[test]
+    fn burst_and_fail_are_bounded_and_visible() {
+        assert_eq!(step("/burst 99999", &Turn::default()).events.len(), 5001);
+        assert_eq!(step("/fail", &Turn::default()).end, Some(TurnEnd::Failed));
+    }
+}

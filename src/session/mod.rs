@@ -1,0 +1,359 @@
+//! A session's own state, as its `Session` Durable Object keeps it: the ordered event log, the turn
+//! state and the stored configuration, in the object's SQLite. Everything here is synchronous and pure
+//! over [`LocalSql`], so the same code runs in the object and in host tests; the object's shell adds only
+//! waiting, alarms and the network.
+//!
+//! Writes that belong together happen without an `.await` between them, which the platform commits
+//! atomically: a step's events and the turn state that follows them land together or not at all.
+
+pub mod driver;
+pub mod echo;
+pub mod protocol;
+
+use crate::store::{Param, Row};
+pub use protocol::*;
+use serde_json::{json, Value};
+
+/// The object's SQLite (or rusqlite on the host): synchronous, one database per session.
+pub trait LocalSql {
+    fn exec(&self, sql: &str, params: &[Param]) -> Result<Vec<Row>, String>;
+}
+
+const SCHEMA: &[&str] = &[
+    "CREATE TABLE IF NOT EXISTS event (seq INTEGER PRIMARY KEY, kind TEXT NOT NULL, message_id TEXT NOT NULL,
+       body TEXT NOT NULL, at_ms INTEGER NOT NULL)",
+    // A page for one message reads only that message's rows, whatever the log's length.
+    "CREATE INDEX IF NOT EXISTS event_message ON event(message_id, seq)",
+    "CREATE TABLE IF NOT EXISTS kv (k TEXT PRIMARY KEY, v TEXT NOT NULL)",
+];
+
+/// The most events one page returns.
+pub const MAX_PAGE: u32 = 200;
+
+/// A session's state over its storage.
+pub struct Core<'a, S: LocalSql + ?Sized> {
+    sql: &'a S,
+}
+
+type Res<T> = Result<T, Refusal>;
+
+fn storage(e: String) -> Refusal {
+    Refusal::new("internal", format!("session storage: {e}"))
+}
+
+impl<'a, S: LocalSql + ?Sized> Core<'a, S> {
+    pub fn open(sql: &'a S) -> Res<Self> {
+        for s in SCHEMA {
+            sql.exec(s, &[]).map_err(storage)?;
+        }
+        Ok(Self { sql })
+    }
+
+    fn get<T: serde::de::DeserializeOwned>(&self, key: &str) -> Res<Option<T>> {
+        let rows = self.sql.exec("SELECT v FROM kv WHERE k = ?", &[key.into()]).map_err(storage)?;
+        rows.into_iter()
+            .next()
+            .and_then(|r| r.get("v").and_then(Value::as_str).map(str::to_owned))
+            .map(|v| serde_json::from_str(&v).map_err(|e| storage(e.to_string())))
+            .transpose()
+    }
+
+    fn put<T: serde::Serialize>(&self, key: &str, value: &T) -> Res<()> {
+        let v = serde_json::to_string(value).map_err(|e| storage(e.to_string()))?;
+        self.sql
+            .exec(
+                "INSERT INTO kv (k, v) VALUES (?, ?) ON CONFLICT (k) DO UPDATE SET v = excluded.v",
+                &[key.into(), v.into()],
+            )
+            .map(drop)
+            .map_err(storage)
+    }
+
+    pub fn config(&self) -> Res<Option<SessionConfig>> {
+        self.get("config")
+    }
+
+    fn require_config(&self) -> Res<SessionConfig> {
+        self.config()?.ok_or_else(|| Refusal::new("not_found", "session not found"))
+    }
+
+    pub fn turn(&self) -> Res<Turn> {
+        Ok(self.get("turn")?.unwrap_or_default())
+    }
+
+    fn set_turn(&self, turn: &Turn) -> Res<()> {
+        self.put("turn", turn)
+    }
+
+    /// Appends one event and returns its sequence number.
+    pub fn append(&self, kind: EventKind, message_id: &str, body: &Value, now_ms: i64) -> Res<i64> {
+        let rows = self
+            .sql
+            .exec(
+                "INSERT INTO event (kind, message_id, body, at_ms) VALUES (?, ?, ?, ?) RETURNING seq",
+                &[kind.as_str().into(), message_id.into(), body.to_string().into(), now_ms.into()],
+            )
+            .map_err(storage)?;
+        rows.first()
+            .and_then(|r| r.get("seq"))
+            .and_then(Value::as_i64)
+            .ok_or_else(|| storage("append returned no seq".into()))
+    }
+
+    /// The sequence number of a message already in the log (retries of one message find it here).
+    fn find_message(&self, message_id: &str) -> Res<Option<i64>> {
+        let rows = self
+            .sql
+            .exec(
+                "SELECT seq FROM event WHERE message_id = ? AND kind = 'user_message' ORDER BY seq LIMIT 1",
+                &[message_id.into()],
+            )
+            .map_err(storage)?;
+        Ok(rows.first().and_then(|r| r.get("seq")).and_then(Value::as_i64))
+    }
+
+    /// Creates the session with its first message and starts its first turn. Repeating it with the same
+    /// message is answered like the first time.
+    pub fn init(&self, config: &SessionConfig, message: &NewMessage, now_ms: i64) -> Res<Transition> {
+        if let Some(existing) = self.config()? {
+            if existing.session_id != config.session_id {
+                return Err(Refusal::new("internal", "session object holds another session"));
+            }
+            return match self.find_message(&message.message_id)? {
+                Some(seq) => Ok(Transition::accepted(&message.message_id, seq, self.turn()?)),
+                None => Err(Refusal::new("conflict", "session already started")),
+            };
+        }
+        self.put("config", config)?;
+        self.begin_turn(config, message, now_ms)
+    }
+
+    /// Sends the next message. Refused while a turn runs (`session_busy`) and once stopped.
+    pub fn send(&self, message: &NewMessage, now_ms: i64) -> Res<Transition> {
+        let config = self.require_config()?;
+        if let Some(seq) = self.find_message(&message.message_id)? {
+            return Ok(Transition::accepted(&message.message_id, seq, self.turn()?));
+        }
+        let turn = self.turn()?;
+        match turn.state {
+            TurnState::Running => {
+                return Err(Refusal::new(
+                    "session_busy",
+                    "a turn is running in this session; read it to its end (turn_finished) and retry",
+                ))
+            }
+            TurnState::Terminated => {
+                return Err(Refusal::new(
+                    "session_terminated",
+                    "this session is stopped; start a new session or hand it off",
+                ))
+            }
+            TurnState::Idle => {}
+        }
+        if let Some(budget) = config.budget_cents {
+            if turn.spent_cents >= budget {
+                return Err(Refusal::new(
+                    "insufficient_credits",
+                    format!("this session's budget of {budget} cents is spent; start a new session with a budget"),
+                ));
+            }
+        }
+        self.begin_turn(&config, message, now_ms)
+    }
+
+    fn begin_turn(&self, _config: &SessionConfig, message: &NewMessage, now_ms: i64) -> Res<Transition> {
+        let body = json!({ "text": message.text, "from": message.from });
+        let seq = self.append(EventKind::UserMessage, &message.message_id, &body, now_ms)?;
+        let mut turn = self.turn()?;
+        turn.state = TurnState::Running;
+        turn.message_id = Some(message.message_id.clone());
+        turn.step = 0;
+        turn.next_at_ms = Some(now_ms);
+        turn.started_ms = now_ms;
+        self.set_turn(&turn)?;
+        let mut t = Transition::accepted(&message.message_id, seq, turn);
+        t.alarm_at_ms = Some(now_ms);
+        Ok(t)
+    }
+
+    /// One page of events after `after`, for one message's turn or for all of them.
+    pub fn page(&self, after: i64, message_id: Option<&str>, limit: u32) -> Res<Page> {
+        let limit = limit.clamp(1, MAX_PAGE);
+        let rows = match message_id {
+            Some(m) => self.sql.exec(
+                "SELECT seq, kind, message_id, body, at_ms FROM event WHERE message_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+                &[m.into(), after.into(), (limit as i64 + 1).into()],
+            ),
+            None => self.sql.exec(
+                "SELECT seq, kind, message_id, body, at_ms FROM event WHERE seq > ? ORDER BY seq LIMIT ?",
+                &[after.into(), (limit as i64 + 1).into()],
+            ),
+        }
+        .map_err(storage)?;
+        let has_more = rows.len() > limit as usize;
+        let events: Vec<Event> =
+            rows.into_iter().take(limit as usize).map(Event::from_row).collect::<Result<_, _>>().map_err(storage)?;
+        let last_seq = events.last().map_or(after, |e| e.seq);
+        let turn = self.turn()?;
+        let turn_finished = !has_more
+            && match message_id {
+                Some(m) => self.turn_end_seq(m)?.is_some_and(|end| end <= last_seq),
+                None => turn.state != TurnState::Running,
+            };
+        Ok(Page { events, last_seq, has_more, turn_finished, status: self.status_word(&turn)? })
+    }
+
+    fn turn_end_seq(&self, message_id: &str) -> Res<Option<i64>> {
+        let rows = self
+            .sql
+            .exec("SELECT seq FROM event WHERE message_id = ? AND kind = 'turn_end' LIMIT 1", &[message_id.into()])
+            .map_err(storage)?;
+        Ok(rows.first().and_then(|r| r.get("seq")).and_then(Value::as_i64))
+    }
+
+    fn status_word(&self, turn: &Turn) -> Res<String> {
+        Ok(if self.config()?.is_none() { "provisioning" } else { turn.state.as_str() }.to_owned())
+    }
+
+    /// Ends the running turn (if any) and archives the session. Repeating it changes nothing.
+    pub fn stop(&self, now_ms: i64) -> Res<Transition> {
+        self.require_config()?;
+        let mut turn = self.turn()?;
+        if turn.state == TurnState::Terminated {
+            return Ok(Transition::quiet(turn));
+        }
+        if let (TurnState::Running, Some(m)) = (turn.state, turn.message_id.clone()) {
+            self.append(EventKind::Status, &m, &json!({ "text": "stopped by stop_session" }), now_ms)?;
+            self.append(EventKind::TurnEnd, &m, &json!({ "reason": "stopped" }), now_ms)?;
+        }
+        turn.state = TurnState::Terminated;
+        turn.next_at_ms = None;
+        self.set_turn(&turn)?;
+        let mut t = Transition::quiet(turn);
+        t.wake = true;
+        t.index_changed = true;
+        Ok(t)
+    }
+
+    /// Changes the model or thinking level used from the next turn on.
+    pub fn configure(&self, model: Option<String>, thinking: Option<String>) -> Res<SessionConfig> {
+        let mut config = self.require_config()?;
+        if let Some(m) = model {
+            config.model = m;
+        }
+        if let Some(t) = thinking {
+            config.thinking = t;
+        }
+        self.put("config", &config)?;
+        Ok(config)
+    }
+
+    /// What `get_session` and `collect_result` read from the object.
+    pub fn summary(&self) -> Res<Summary> {
+        let turn = self.turn()?;
+        let rows = self
+            .sql
+            .exec("SELECT body FROM event WHERE kind = 'agent_message' ORDER BY seq DESC LIMIT 1", &[])
+            .map_err(storage)?;
+        let last_reply = rows
+            .first()
+            .and_then(|r| r.get("body").and_then(Value::as_str))
+            .and_then(|b| serde_json::from_str::<Value>(b).ok())
+            .and_then(|b| b["text"].as_str().map(str::to_owned));
+        Ok(Summary { status: self.status_word(&turn)?, spent_cents: turn.spent_cents, last_reply, turn })
+    }
+
+    /// The work the alarm should do now, if a turn is running and its next step is due.
+    pub fn due(&self, now_ms: i64) -> Res<Option<(SessionConfig, Turn)>> {
+        let turn = self.turn()?;
+        if turn.state != TurnState::Running || turn.next_at_ms.is_some_and(|t| t > now_ms) {
+            return Ok(None);
+        }
+        Ok(self.config()?.map(|c| (c, turn)))
+    }
+
+    /// Persists one harness step: its events, its charge, and the turn state after it.
+    pub fn apply(&self, outcome: StepOutcome, now_ms: i64) -> Res<Transition> {
+        let mut turn = self.turn()?;
+        let Some(message_id) = turn.message_id.clone().filter(|_| turn.state == TurnState::Running) else {
+            // Stopped while the step ran: its output is dropped, the stop already ended the turn.
+            return Ok(Transition::quiet(turn));
+        };
+        for (kind, body) in &outcome.events {
+            self.append(*kind, &message_id, body, now_ms)?;
+        }
+        turn.spent_cents += outcome.charge.as_ref().map_or(0, |c| c.cents);
+        turn.step += 1;
+        turn.harness = outcome.harness_state.clone();
+        let budget = self.require_config()?.budget_cents;
+        let over_budget = budget.is_some_and(|b| turn.spent_cents >= b) && outcome.end.is_none();
+        let end = if over_budget {
+            self.append(
+                EventKind::Status,
+                &message_id,
+                &json!({ "text": format!("budget of {} cents reached; the turn stops here", budget.unwrap_or(0)) }),
+                now_ms,
+            )?;
+            Some(TurnEnd::BudgetReached)
+        } else {
+            outcome.end
+        };
+        let mut t = Transition::quiet(turn.clone());
+        t.wake = true;
+        t.charge = outcome.charge;
+        match end {
+            Some(reason) => {
+                self.append(EventKind::TurnEnd, &message_id, &json!({ "reason": reason }), now_ms)?;
+                turn.state = TurnState::Idle;
+                turn.next_at_ms = None;
+                turn.harness = Value::Null;
+                t.index_changed = true;
+            }
+            None => {
+                let at = now_ms + outcome.next_in_ms.unwrap_or(0);
+                turn.next_at_ms = Some(at);
+                t.alarm_at_ms = Some(at);
+            }
+        }
+        self.set_turn(&turn)?;
+        t.turn = turn;
+        Ok(t)
+    }
+
+    /// Ends a turn whose step failed for good (the harness cannot continue), visibly.
+    pub fn fail(&self, message: &str, now_ms: i64) -> Res<Transition> {
+        let outcome = StepOutcome {
+            events: vec![(EventKind::Error, json!({ "message": message }))],
+            end: Some(TurnEnd::Failed),
+            ..StepOutcome::default()
+        };
+        self.apply(outcome, now_ms)
+    }
+
+    /// The user message that started a turn.
+    pub fn page_of_message(&self, message_id: &str) -> Res<Option<Event>> {
+        let rows = self
+            .sql
+            .exec(
+                "SELECT seq, kind, message_id, body, at_ms FROM event WHERE message_id = ? AND kind = 'user_message' LIMIT 1",
+                &[message_id.into()],
+            )
+            .map_err(storage)?;
+        rows.into_iter().next().map(Event::from_row).transpose().map_err(storage)
+    }
+
+    /// Every event of the session, oldest first, for harnesses that rebuild the conversation.
+    pub fn history(&self, limit: u32) -> Res<Vec<Event>> {
+        let rows = self
+            .sql
+            .exec(
+                "SELECT seq, kind, message_id, body, at_ms FROM event ORDER BY seq DESC LIMIT ?",
+                &[(limit as i64).into()],
+            )
+            .map_err(storage)?;
+        let mut events: Vec<Event> =
+            rows.into_iter().map(Event::from_row).collect::<Result<_, _>>().map_err(storage)?;
+        events.reverse();
+        Ok(events)
+    }
+}

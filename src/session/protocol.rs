@@ -1,0 +1,232 @@
+//! The one language the Worker and a `Session` object speak: [`SessionCall`] in, [`SessionReply`] out,
+//! shared by the stub and the object (and the host tests' stand-in), so there are no URL strings to drift.
+
+use crate::store::Row;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// What the object keeps about its session, fixed at start except `model` and `thinking`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct SessionConfig {
+    pub session_id: String,
+    pub workspace_id: String,
+    pub task_id: String,
+    pub agent_id: String,
+    pub harness: String,
+    pub model: String,
+    pub thinking: String,
+    pub instructions: String,
+    #[serde(default)]
+    pub mcp_servers: Vec<Value>,
+    pub budget_cents: Option<i64>,
+    pub started_by_key_id: Option<String>,
+}
+
+/// Who a message is from: the operator (a person or program with a key), or a peer session.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "snake_case")]
+pub enum Author {
+    User,
+    Peer { session_id: String },
+    Routine { routine_id: String },
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct NewMessage {
+    pub message_id: String,
+    pub text: String,
+    pub from: Author,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "call", rename_all = "snake_case")]
+pub enum SessionCall {
+    Init { config: SessionConfig, message: NewMessage },
+    Send { message: NewMessage },
+    Read { after: i64, message_id: Option<String>, limit: u32, wait_ms: i64 },
+    Stop,
+    Configure { model: Option<String>, thinking: Option<String> },
+    Summary,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "reply", rename_all = "snake_case")]
+pub enum SessionReply {
+    Accepted { message_id: String, seq: i64 },
+    Page(Page),
+    Summary(Summary),
+    Config(SessionConfig),
+    Refused(Refusal),
+}
+
+/// A call the session would not do, with the API's code (`session_busy`, `not_found`, …).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Refusal {
+    pub code: String,
+    pub message: String,
+}
+
+impl Refusal {
+    pub fn new(code: &str, message: impl Into<String>) -> Self {
+        Self { code: code.to_owned(), message: message.into() }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum TurnState {
+    #[default]
+    Idle,
+    Running,
+    Terminated,
+}
+
+impl TurnState {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            TurnState::Idle => "idle",
+            TurnState::Running => "running",
+            TurnState::Terminated => "terminated",
+        }
+    }
+}
+
+/// The turn as persisted: what runs, how far it got, what it has spent.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Turn {
+    pub state: TurnState,
+    pub message_id: Option<String>,
+    /// Steps completed in this turn.
+    pub step: u32,
+    /// When the next step is due (the object's alarm), while running.
+    pub next_at_ms: Option<i64>,
+    pub started_ms: i64,
+    /// What the session has spent, in cents, over all turns.
+    pub spent_cents: i64,
+    /// The harness's own progress within the turn (e.g. tool calls still to answer).
+    #[serde(default)]
+    pub harness: Value,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum EventKind {
+    UserMessage,
+    AgentMessage,
+    ToolCall,
+    ToolResult,
+    Status,
+    Error,
+    TurnEnd,
+}
+
+impl EventKind {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            EventKind::UserMessage => "user_message",
+            EventKind::AgentMessage => "agent_message",
+            EventKind::ToolCall => "tool_call",
+            EventKind::ToolResult => "tool_result",
+            EventKind::Status => "status",
+            EventKind::Error => "error",
+            EventKind::TurnEnd => "turn_end",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum TurnEnd {
+    Completed,
+    Stopped,
+    Failed,
+    BudgetReached,
+}
+
+/// One event of the log. `body` holds the kind's fields (`text`, `name`, `reason`, …).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Event {
+    pub seq: i64,
+    pub kind: String,
+    pub message_id: String,
+    pub at_ms: i64,
+    pub body: Value,
+}
+
+impl Event {
+    pub fn from_row(row: Row) -> Result<Self, String> {
+        let int = |k: &str| row.get(k).and_then(Value::as_i64).ok_or_else(|| format!("event row lacks {k}"));
+        let text = |k: &str| {
+            row.get(k).and_then(Value::as_str).map(str::to_owned).ok_or_else(|| format!("event row lacks {k}"))
+        };
+        Ok(Event {
+            seq: int("seq")?,
+            at_ms: int("at_ms")?,
+            kind: text("kind")?,
+            message_id: text("message_id")?,
+            body: serde_json::from_str(&text("body")?).map_err(|e| e.to_string())?,
+        })
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Page {
+    pub events: Vec<Event>,
+    /// The sequence number the next read continues after.
+    pub last_seq: i64,
+    pub has_more: bool,
+    pub turn_finished: bool,
+    pub status: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Summary {
+    pub status: String,
+    pub spent_cents: i64,
+    pub last_reply: Option<String>,
+    pub turn: Turn,
+}
+
+/// A charge for one step: priced before it is persisted, so the ledger and the wallet move with it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Charge {
+    pub model: String,
+    pub cents: i64,
+    pub input_tokens: i64,
+    pub output_tokens: i64,
+}
+
+/// What one harness step produced.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StepOutcome {
+    pub events: Vec<(EventKind, Value)>,
+    /// Set when the turn is over.
+    pub end: Option<TurnEnd>,
+    /// When the next step is due, relative to now (0 = at once).
+    pub next_in_ms: Option<i64>,
+    pub charge: Option<Charge>,
+    /// The harness's progress to persist for its next step.
+    pub harness_state: Value,
+}
+
+/// What a call changed, for the object's shell to act on: wake readers, set the alarm, update the index.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Transition {
+    pub accepted: Option<(String, i64)>,
+    pub turn: Turn,
+    pub wake: bool,
+    pub alarm_at_ms: Option<i64>,
+    /// Status or spend changed: write them to the D1 index.
+    pub index_changed: bool,
+    pub charge: Option<Charge>,
+}
+
+impl Transition {
+    pub fn quiet(turn: Turn) -> Self {
+        Self { accepted: None, turn, wake: false, alarm_at_ms: None, index_changed: false, charge: None }
+    }
+
+    pub fn accepted(message_id: &str, seq: i64, turn: Turn) -> Self {
+        Self { accepted: Some((message_id.to_owned(), seq)), wake: true, index_changed: true, ..Self::quiet(turn) }
+    }
+}

@@ -1,0 +1,119 @@
+//! The session index in D1: what lists, filters and `get_session` read without asking the object.
+
+use super::{first, rows, DbResult, Sql, Stmt};
+use crate::stmt;
+use serde::{Deserialize, Serialize};
+
+/// A session as `get_session` and `list_sessions` show it.
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct SessionRow {
+    pub session_id: String,
+    /// Internal; clients see the workspace's slug where it matters.
+    #[serde(skip_serializing, default)]
+    pub workspace_id: String,
+    pub task_id: String,
+    pub agent_id: String,
+    pub agent_name: String,
+    pub harness: String,
+    pub model: String,
+    pub thinking: String,
+    /// `provisioning`, `idle`, `running` or `terminated`.
+    pub status: String,
+    /// The first message, cut short.
+    pub title: String,
+    /// The agent's one-line status note.
+    pub note: String,
+    pub budget_cents: Option<i64>,
+    pub spent_cents: i64,
+    pub last_message_id: Option<String>,
+    pub created_ms: i64,
+    pub updated_ms: i64,
+}
+
+pub struct NewSession<'a> {
+    pub session_id: &'a str,
+    pub workspace_id: &'a str,
+    pub task_id: &'a str,
+    pub agent_id: &'a str,
+    pub agent_name: &'a str,
+    pub harness: &'a str,
+    pub model: &'a str,
+    pub thinking: &'a str,
+    pub title: &'a str,
+    pub budget_cents: Option<i64>,
+    pub message_id: &'a str,
+    pub key_id: &'a str,
+    pub now_ms: i64,
+}
+
+const INSERT: &str =
+    "INSERT INTO session (session_id, workspace_id, task_id, agent_id, agent_name, harness, model, thinking,
+    status, title, budget_cents, last_message_id, started_by_key_id, created_ms, updated_ms)
+  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'provisioning', ?9, ?10, ?11, ?12, ?13, ?13)
+  ON CONFLICT (session_id) DO NOTHING RETURNING session_id";
+const COUNT_AGENT: &str = "UPDATE agent SET session_count = session_count + 1 WHERE agent_id = ?1";
+
+/// Indexes a new session and counts it on its agent, once: a retry with the same id changes nothing.
+pub async fn insert(db: &dyn Sql, s: &NewSession<'_>) -> DbResult<()> {
+    let insert = stmt!(
+        INSERT,
+        s.session_id,
+        s.workspace_id,
+        s.task_id,
+        s.agent_id,
+        s.agent_name,
+        s.harness,
+        s.model,
+        s.thinking,
+        s.title,
+        s.budget_cents,
+        s.message_id,
+        s.key_id,
+        s.now_ms
+    );
+    let inserted = !db.all(insert).await?.is_empty();
+    if inserted {
+        db.all(stmt!(COUNT_AGENT, s.agent_id)).await?;
+    }
+    Ok(())
+}
+
+pub async fn get(db: &dyn Sql, session_id: &str) -> DbResult<Option<SessionRow>> {
+    const GET: &str =
+        "SELECT session_id, workspace_id, task_id, agent_id, agent_name, harness, model, thinking, status, title, note,
+        budget_cents, spent_cents, last_message_id, created_ms, updated_ms FROM session WHERE session_id = ?1";
+    first(db, stmt!(GET, session_id)).await
+}
+
+/// A page of a workspace's sessions, newest first, after a keyset position.
+pub async fn list(
+    db: &dyn Sql,
+    workspace_id: &str,
+    agent_id: Option<&str>,
+    before: Option<(i64, String)>,
+    limit: i64,
+) -> DbResult<Vec<SessionRow>> {
+    const LIST: &str =
+        "SELECT session_id, workspace_id, task_id, agent_id, agent_name, harness, model, thinking, status, title, note,
+        budget_cents, spent_cents, last_message_id, created_ms, updated_ms FROM session
+      WHERE workspace_id = ?1 AND (?2 IS NULL OR agent_id = ?2)
+        AND (?3 IS NULL OR created_ms < ?3 OR (created_ms = ?3 AND session_id < ?4))
+      ORDER BY created_ms DESC, session_id DESC LIMIT ?5";
+    let (at, id) = before.map_or((None, None), |(a, i)| (Some(a), Some(i)));
+    rows(db, stmt!(LIST, workspace_id, agent_id, at, id, limit)).await
+}
+
+const MARK: &str =
+    "UPDATE session SET status = ?2, spent_cents = ?3, last_message_id = COALESCE(?4, last_message_id), updated_ms = ?5
+  WHERE session_id = ?1 AND status <> 'terminated'";
+
+/// The object's write-back of status and spend. A terminated session stays terminated.
+pub fn mark(session_id: &str, status: &str, spent_cents: i64, last_message_id: Option<&str>, now_ms: i64) -> Stmt {
+    stmt!(MARK, session_id, status, spent_cents, last_message_id, now_ms)
+}
+
+const SET_MODEL: &str = "UPDATE session SET model = ?2, thinking = ?3, updated_ms = ?4 WHERE session_id = ?1";
+
+pub async fn set_model(db: &dyn Sql, session_id: &str, model: &str, thinking: &str, now_ms: i64) -> DbResult<()> {
+    db.all(stmt!(SET_MODEL, session_id, model, thinking, now_ms)).await.map(drop)
+}
