@@ -188,7 +188,7 @@ async fn authenticate(cx: &Cx<'_>, req: &HttpRequest) -> Result<Auth, HttpRespon
 
 /// 401 with `WWW-Authenticate`; `invalid_token` when a key was presented and refused.
 fn unauthorized(cx: &Cx<'_>, bad_token: Option<&str>) -> HttpResponse {
-    let realm = format!("Bearer realm=\"agentsky\"");
+    let realm = "Bearer realm=\"agentsky\"".to_owned();
     let (challenge, message) = match bad_token {
         Some(why) => (format!("{realm}, error=\"invalid_token\", error_description=\"{why}\""), why.to_owned()),
         None => (

@@ -1,8 +1,9 @@
 //! The Worker's entry points and its adapters to the platform. This is the only place that names
 //! `worker::`; everything it does is convert, then call the core.
 
-mod d1;
+pub mod d1;
 mod limiter;
+mod sessions;
 
 use crate::app::{self, RequestMeta, MAX_BODY_BYTES};
 use crate::cx::{Config, Env as CoreEnv};
@@ -12,6 +13,7 @@ use worker::{event, Context, Env, Headers, MessageExt, Request, Response, Result
 /// Binding names, as in `wrangler.toml`.
 pub const DB: &str = "DB";
 pub const LIMITER: &str = "LIMITER";
+pub const SESSIONS: &str = "SESSIONS";
 
 fn var(env: &Env, name: &str) -> Option<String> {
     env.var(name).ok().map(|v| v.to_string()).filter(|v| !v.is_empty())
@@ -45,6 +47,8 @@ fn core_env(env: &Env) -> Result<CoreEnv> {
     Ok(CoreEnv::new(
         Box::new(d1::D1(env.d1(DB)?)),
         Box::new(limiter::Client(env.durable_object(LIMITER)?)),
+        Box::new(sessions::Client(env.durable_object(SESSIONS)?)),
+        Box::new(sessions::WorkerClock),
         config(env),
     ))
 }
@@ -89,8 +93,13 @@ fn to_worker(resp: HttpResponse) -> Result<Response> {
 }
 
 #[event(scheduled)]
-async fn scheduled(_event: worker::ScheduledEvent, _env: Env, _ctx: worker::ScheduleContext) {
-    // Routines (issue 5) are found and fired here; until they exist there is nothing due.
+async fn scheduled(_event: worker::ScheduledEvent, env: Env, _ctx: worker::ScheduleContext) {
+    // Housekeeping: expired idempotency receipts go. Routines (issue 5) will be fired from here too.
+    if let Ok(db) = env.d1(DB) {
+        if let Err(e) = crate::store::receipts::purge(&d1::D1(db), now_ms()).await {
+            crate::error::log_line(&format!("cron: purging receipts failed: {e}"));
+        }
+    }
 }
 
 #[event(queue)]

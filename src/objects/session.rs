@@ -1,21 +1,169 @@
-//! The `Session` Durable Object: one per agent session. It will hold the session's ordered event log,
-//! its turn state and the waiters of `read_session` (issue 3). Until then it refuses every call with a
-//! clear error, so nothing pretends to work.
+//! The `Session` Durable Object: one per session. Its SQLite holds the event log, the turn and the
+//! configuration ([`crate::session::Core`]); this shell adds what only an object can do: hold
+//! `read_session` waiters in memory and wake them when an event lands, run the harness step by step from
+//! alarms, and write status and spend back to the D1 index.
+//!
+//! Memory holds only wake-ups. A waiter re-reads the log after waking, so a lost wake-up or a client
+//! that went away loses nothing; a turn whose alarm was lost (a restart) is re-armed by the next call.
 
-use worker::{durable_object, DurableObject, Env, Response, Result, State};
+use crate::edge::{d1::D1, now_ms, DB};
+use crate::session::{driver, Core, LocalSql, Refusal, SessionCall, SessionReply, Transition, TurnState};
+use crate::store::{Param, Row};
+use futures::channel::oneshot;
+use futures::future::{select, Either};
+use std::cell::RefCell;
+use std::pin::pin;
+use std::time::Duration;
+use worker::{durable_object, DurableObject, Env, Request, Response, Result, SqlStorage, SqlStorageValue, State};
+
+/// The object's SQLite as the session core's storage.
+struct ObjectSql(SqlStorage);
+
+impl LocalSql for ObjectSql {
+    fn exec(&self, sql: &str, params: &[Param]) -> std::result::Result<Vec<Row>, String> {
+        let values: Vec<SqlStorageValue> = params
+            .iter()
+            .map(|p| match p {
+                Param::Null => SqlStorageValue::Null,
+                Param::Int(i) => SqlStorageValue::Integer(*i),
+                Param::Real(f) => SqlStorageValue::Float(*f),
+                Param::Text(s) => SqlStorageValue::String(s.clone()),
+            })
+            .collect();
+        let cursor = self.0.exec(sql, Some(values)).map_err(|e| e.to_string())?;
+        cursor.to_array::<Row>().map_err(|e| e.to_string())
+    }
+}
 
 #[durable_object]
 pub struct Session {
-    #[allow(dead_code)]
     state: State,
+    env: Env,
+    waiters: RefCell<Vec<oneshot::Sender<()>>>,
 }
 
 impl DurableObject for Session {
-    fn new(state: State, _env: Env) -> Self {
-        Self { state }
+    fn new(state: State, env: Env) -> Self {
+        Self { state, env, waiters: RefCell::new(Vec::new()) }
     }
 
-    async fn fetch(&self, _req: worker::Request) -> Result<Response> {
-        Response::error("sessions are not built yet", 501)
+    async fn fetch(&self, mut req: Request) -> Result<Response> {
+        let call: SessionCall = req.json().await?;
+        Response::from_json(&self.handle(call).await)
+    }
+
+    /// One harness step. An error makes the platform retry the alarm; the step is re-run from the state
+    /// persisted before it, never from half of it.
+    async fn alarm(&self) -> Result<Response> {
+        let sql = ObjectSql(self.state.storage().sql());
+        let core = Core::open(&sql).map_err(refusal)?;
+        let now = now_ms();
+        if let Some((config, t)) = driver::step(&core, now).await.map_err(refusal)? {
+            self.effects(&config, &t, now).await;
+        }
+        Response::ok("")
+    }
+}
+
+fn refusal(r: Refusal) -> worker::Error {
+    worker::Error::RustError(format!("{}: {}", r.code, r.message))
+}
+
+impl Session {
+    async fn handle(&self, call: SessionCall) -> SessionReply {
+        let sql = ObjectSql(self.state.storage().sql());
+        let core = match Core::open(&sql) {
+            Ok(c) => c,
+            Err(r) => return SessionReply::Refused(r),
+        };
+        if let SessionCall::Read { after, message_id, limit, wait_ms } = &call {
+            return match self.read(&core, *after, message_id.as_deref(), *limit, *wait_ms).await {
+                Ok(page) => SessionReply::Page(page),
+                Err(r) => SessionReply::Refused(r),
+            };
+        }
+        let now = now_ms();
+        match driver::answer(&core, &call, now) {
+            Ok((reply, Some(t))) => {
+                if let Ok(Some(config)) = core.config() {
+                    self.effects(&config, &t, now).await;
+                }
+                reply
+            }
+            Ok((reply, None)) => reply,
+            Err(r) => SessionReply::Refused(r),
+        }
+    }
+
+    /// Waits, up to `wait_ms`, until the page has something or the turn is over, then answers it.
+    async fn read(
+        &self,
+        core: &Core<'_, ObjectSql>,
+        after: i64,
+        message_id: Option<&str>,
+        limit: u32,
+        wait_ms: i64,
+    ) -> std::result::Result<crate::session::Page, Refusal> {
+        self.rearm(core).await;
+        let deadline = now_ms() + wait_ms;
+        loop {
+            let page = core.page(after, message_id, limit)?;
+            let remaining = deadline - now_ms();
+            if !page.events.is_empty() || page.turn_finished || remaining <= 0 {
+                return Ok(page);
+            }
+            let (tx, rx) = oneshot::channel();
+            self.waiters.borrow_mut().push(tx);
+            let timer = worker::Delay::from(Duration::from_millis(remaining as u64));
+            if let Either::Right(_) = select(rx, pin!(timer)).await {
+                // Timed out: one last read below answers whatever is there.
+                return core.page(after, message_id, limit);
+            }
+        }
+    }
+
+    fn wake(&self) {
+        for tx in self.waiters.borrow_mut().drain(..) {
+            let _ = tx.send(());
+        }
+    }
+
+    /// A running turn must have an alarm; after a restart it may not.
+    async fn rearm(&self, core: &Core<'_, ObjectSql>) {
+        let Ok(turn) = core.turn() else { return };
+        if turn.state != TurnState::Running {
+            return;
+        }
+        let storage = self.state.storage();
+        if let Ok(None) = storage.get_alarm().await {
+            let at = turn.next_at_ms.unwrap_or(0);
+            let _ = storage.set_alarm((at - now_ms()).max(0)).await;
+        }
+    }
+
+    /// Acts on a transition: wake readers, arm or clear the alarm, write the index.
+    async fn effects(&self, config: &crate::session::SessionConfig, t: &Transition, now: i64) {
+        if t.wake {
+            self.wake();
+        }
+        let storage = self.state.storage();
+        match (t.alarm_at_ms, t.turn.state) {
+            (Some(at), TurnState::Running) => {
+                if let Err(e) = storage.set_alarm((at - now).max(0)).await {
+                    crate::error::log_line(&format!("session {}: set_alarm failed: {e}", config.session_id));
+                }
+            }
+            (_, TurnState::Terminated) => {
+                let _ = storage.delete_alarm().await;
+            }
+            _ => {}
+        }
+        let db = match self.env.d1(DB) {
+            Ok(db) => D1(db),
+            Err(e) => return crate::error::log_line(&format!("session {}: no D1: {e}", config.session_id)),
+        };
+        if let Err(e) = driver::record(&db, config, t, now).await {
+            crate::error::log_line(&format!("session {}: index write failed: {e}", config.session_id));
+        }
     }
 }

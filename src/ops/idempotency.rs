@@ -36,15 +36,20 @@ pub fn check_key(key: &str) -> Result<(), ApiError> {
     Ok(())
 }
 
+/// Which receipt a call uses, and how long it is kept.
+pub struct Scope<'a> {
+    pub workspace_id: &'a str,
+    pub tool: &'static str,
+    pub key: &'a str,
+    pub ttl_ms: i64,
+}
+
 /// Runs `work` once per (workspace, tool, key). `args` are the call's arguments as the caller sent them;
 /// `reserve` makes the ids the work will use.
 pub async fn once<T, R, F, Fut>(
     cx: &Cx<'_>,
-    workspace_id: &str,
-    tool: &str,
-    key: &str,
+    scope: Scope<'_>,
     args: &Value,
-    ttl_ms: i64,
     reserve: impl FnOnce() -> R,
     work: F,
 ) -> Result<T, ApiError>
@@ -54,6 +59,7 @@ where
     F: Fn(R) -> Fut,
     Fut: Future<Output = Result<T, ApiError>>,
 {
+    let Scope { workspace_id, tool, key, ttl_ms } = scope;
     let print = fingerprint::of_arguments(args);
     let reserved = serde_json::to_string(&reserve()).map_err(|e| cx.internal(e))?;
     let clock = &cx.env.clock;

@@ -3,7 +3,7 @@
 
 use crate::cx::{Cx, Membership};
 use crate::error::{ApiError, Code};
-use crate::ops::idempotency::{self, DEFAULT_TTL_MS, START_TTL_MS};
+use crate::ops::idempotency::{self, Scope, DEFAULT_TTL_MS, START_TTL_MS};
 use crate::rules::{cursor, ids, limits};
 use crate::session::{Author, Event, NewMessage, SessionCall, SessionConfig, SessionReply};
 use crate::store::{self, agents::Agent, sessions::SessionRow};
@@ -168,13 +168,12 @@ pub async fn start(cx: &Cx<'_>, p: StartSession) -> Result<Started, ApiError> {
     let caller = cx.caller()?;
     let title: String = p.message.chars().take(120).collect();
     let model = p.model.clone().unwrap_or_else(|| agent.model.clone());
+    let scope =
+        Scope { workspace_id: &w.workspace_id, tool: "start_session", key: &p.idempotency_key, ttl_ms: START_TTL_MS };
     idempotency::once(
         cx,
-        &w.workspace_id,
-        "start_session",
-        &p.idempotency_key,
+        scope,
         &args,
-        START_TTL_MS,
         || StartIds { session_id: ids::new_id("ses"), message_id: ids::new_id("msg") },
         |ids: StartIds| {
             let (agent, w, title, model, task_id) = (&agent, &w, &title, &model, &task_id);
@@ -215,7 +214,9 @@ pub async fn start(cx: &Cx<'_>, p: StartSession) -> Result<Started, ApiError> {
                     started_by_key_id: Some(caller.key_id.clone()),
                 };
                 let message = NewMessage { message_id: ids.message_id.clone(), text: message, from: Author::User };
-                let seq = accepted(call(cx, &ids.session_id, SessionCall::Init { config, message }).await?)?;
+                let seq = accepted(
+                    call(cx, &ids.session_id, SessionCall::Init { config: Box::new(config), message }).await?,
+                )?;
                 let (session, _) = load(cx, &ids.session_id).await?;
                 Ok(Started { session, message_id: ids.message_id, cursor: cursor::event(seq) })
             }
@@ -266,13 +267,12 @@ pub async fn send(cx: &Cx<'_>, p: SendMessage) -> Result<Sent, ApiError> {
         }
     }
     let args = json!({ "session_id": p.session_id, "message": p.message });
+    let scope =
+        Scope { workspace_id: &w.workspace_id, tool: "send_message", key: &p.idempotency_key, ttl_ms: DEFAULT_TTL_MS };
     idempotency::once(
         cx,
-        &w.workspace_id,
-        "send_message",
-        &p.idempotency_key,
+        scope,
         &args,
-        DEFAULT_TTL_MS,
         || ids::new_id("msg"),
         |message_id: String| {
             let message = NewMessage { message_id: message_id.clone(), text: p.message.clone(), from: Author::User };

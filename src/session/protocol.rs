@@ -41,7 +41,7 @@ pub struct NewMessage {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "call", rename_all = "snake_case")]
 pub enum SessionCall {
-    Init { config: SessionConfig, message: NewMessage },
+    Init { config: Box<SessionConfig>, message: NewMessage },
     Send { message: NewMessage },
     Read { after: i64, message_id: Option<String>, limit: u32, wait_ms: i64 },
     Stop,

@@ -19,7 +19,13 @@ fn start(app: &TestApp, who: &Account, agent_id: &str, message: &str, key: &str)
 }
 
 /// Reads a message's turn to its end, following `has_more` at once and waiting otherwise.
-fn read_turn(app: &TestApp, who: &Account, session_id: &str, message_id: &str, mut cursor: String) -> (Vec<Value>, String) {
+fn read_turn(
+    app: &TestApp,
+    who: &Account,
+    session_id: &str,
+    message_id: &str,
+    mut cursor: String,
+) -> (Vec<Value>, String) {
     let mut events = Vec::new();
     for _ in 0..100 {
         let page = app.ok(
@@ -55,8 +61,18 @@ fn a_task_start_to_finish() {
     assert_eq!(events[1]["reason"], "completed");
     assert_eq!(app.ok(&ada.key, "get_session", json!({"session_id": session_id}))["status"], "idle");
 
-    let sent = app.ok(&ada.key, "send_message", json!({"session_id": session_id, "message": "again", "idempotency_key": "k-2"}));
-    let (events, _) = read_turn(&app, &ada, session_id, sent["message_id"].as_str().unwrap(), sent["cursor"].as_str().unwrap().into());
+    let sent = app.ok(
+        &ada.key,
+        "send_message",
+        json!({"session_id": session_id, "message": "again", "idempotency_key": "k-2"}),
+    );
+    let (events, _) = read_turn(
+        &app,
+        &ada,
+        session_id,
+        sent["message_id"].as_str().unwrap(),
+        sent["cursor"].as_str().unwrap().into(),
+    );
     assert_eq!(events[0]["text"], "echo: again");
     // Reading again from the old cursor without a message filter shows both the message and the reply.
     let all = app.ok(&ada.key, "read_session", json!({"session_id": session_id, "cursor": cursor}));
@@ -70,7 +86,11 @@ fn a_task_start_to_finish() {
     assert_eq!(app.ok(&ada.key, "stop_session", json!({"session_id": session_id}))["status"], "terminated");
     assert_eq!(app.ok(&ada.key, "get_session", json!({"session_id": session_id}))["status"], "terminated");
     assert_eq!(
-        app.err_code(&ada.key, "send_message", json!({"session_id": session_id, "message": "more", "idempotency_key": "k-3"})),
+        app.err_code(
+            &ada.key,
+            "send_message",
+            json!({"session_id": session_id, "message": "more", "idempotency_key": "k-3"})
+        ),
         "session_terminated"
     );
     let transcript = app.ok(&ada.key, "read_session", json!({"session_id": session_id}));
@@ -85,21 +105,31 @@ fn a_retry_with_the_same_key_replays_and_changed_inputs_conflict() {
     let first = start(&app, &ada, &agent_id, "hello", "same-key");
     // Key order and a later time do not matter; the answer is the original one.
     app.advance(5_000);
-    let again = app.ok(&ada.key, "start_session", json!({"idempotency_key": "same-key", "message": "hello", "agent_id": agent_id}));
+    let again = app.ok(
+        &ada.key,
+        "start_session",
+        json!({"idempotency_key": "same-key", "message": "hello", "agent_id": agent_id}),
+    );
     assert_eq!(first, again);
     let count: i64 = app.db.0.query_row("SELECT COUNT(*) FROM session", [], |r| r.get(0)).unwrap();
     assert_eq!(count, 1, "no second session");
     let agents = app.ok(&ada.key, "list_agents", json!({}));
     assert_eq!(agents["agents"][0]["session_count"], 1);
     assert_eq!(
-        app.err_code(&ada.key, "start_session", json!({"agent_id": agent_id, "message": "hello!", "idempotency_key": "same-key"})),
+        app.err_code(
+            &ada.key,
+            "start_session",
+            json!({"agent_id": agent_id, "message": "hello!", "idempotency_key": "same-key"})
+        ),
         "idempotency_conflict"
     );
     // The same key on another tool is another receipt.
     let sid = first["session"]["session_id"].as_str().unwrap();
     app.settle();
-    let sent = app.ok(&ada.key, "send_message", json!({"session_id": sid, "message": "x", "idempotency_key": "same-key"}));
-    let sent_again = app.ok(&ada.key, "send_message", json!({"session_id": sid, "message": "x", "idempotency_key": "same-key"}));
+    let sent =
+        app.ok(&ada.key, "send_message", json!({"session_id": sid, "message": "x", "idempotency_key": "same-key"}));
+    let sent_again =
+        app.ok(&ada.key, "send_message", json!({"session_id": sid, "message": "x", "idempotency_key": "same-key"}));
     assert_eq!(sent, sent_again);
 }
 
@@ -128,7 +158,11 @@ fn a_running_turn_makes_the_session_busy_until_it_ends() {
     let busy = json!({"session_id": sid, "message": "next", "idempotency_key": "k2"});
     assert_eq!(app.err_code(&ada.key, "send_message", busy.clone()), "session_busy");
     // A short wait returns the status event and the turn still running.
-    let page = app.ok(&ada.key, "read_session", json!({"session_id": sid, "cursor": started["cursor"], "message_id": started["message_id"], "wait_seconds": 1}));
+    let page = app.ok(
+        &ada.key,
+        "read_session",
+        json!({"session_id": sid, "cursor": started["cursor"], "message_id": started["message_id"], "wait_seconds": 1}),
+    );
     assert_eq!(page["turn_finished"], false);
     assert_eq!(page["events"][0]["type"], "status");
     read_turn(&app, &ada, sid, started["message_id"].as_str().unwrap(), page["cursor"].as_str().unwrap().into());
@@ -145,7 +179,8 @@ fn stopping_a_running_turn_ends_it_visibly() {
     let sid = started["session"]["session_id"].as_str().unwrap();
     app.settle();
     app.ok(&ada.key, "stop_session", json!({"session_id": sid}));
-    let (events, _) = read_turn(&app, &ada, sid, started["message_id"].as_str().unwrap(), started["cursor"].as_str().unwrap().into());
+    let (events, _) =
+        read_turn(&app, &ada, sid, started["message_id"].as_str().unwrap(), started["cursor"].as_str().unwrap().into());
     let last = events.last().unwrap();
     assert_eq!((last["type"].as_str(), last["reason"].as_str()), (Some("turn_end"), Some("stopped")));
     assert!(!events.iter().any(|e| e["type"] == "agent_message"), "the stopped step's reply never lands");
@@ -164,7 +199,11 @@ fn long_turns_page_completely_without_duplicates() {
     let mut sizes = Vec::new();
     let mut texts = Vec::new();
     loop {
-        let page = app.ok(&ada.key, "read_session", json!({"session_id": sid, "cursor": cursor, "message_id": started["message_id"]}));
+        let page = app.ok(
+            &ada.key,
+            "read_session",
+            json!({"session_id": sid, "cursor": cursor, "message_id": started["message_id"]}),
+        );
         let events = page["events"].as_array().unwrap();
         sizes.push(events.len());
         texts.extend(events.iter().filter_map(|e| e["text"].as_str().map(str::to_owned)));
@@ -199,7 +238,11 @@ fn read_session_inputs_are_checked() {
         assert_eq!(app.err_code(&ada.key, "read_session", args.clone()), code, "{args}");
     }
     let bo = app.signup("Bo", "bo@example.com");
-    assert_eq!(app.err_code(&bo.key, "read_session", json!({"session_id": sid})), "not_found", "another account's session");
+    assert_eq!(
+        app.err_code(&bo.key, "read_session", json!({"session_id": sid})),
+        "not_found",
+        "another account's session"
+    );
     assert_eq!(app.err_code(&bo.key, "stop_session", json!({"session_id": sid})), "not_found");
 }
 
@@ -208,7 +251,8 @@ fn a_read_key_cannot_start_or_send() {
     let app = TestApp::new();
     let ada = app.signup("Ada", "ada@example.com");
     let agent_id = echo(&app, &ada);
-    let read = app.request("POST", "/v1/keys", Some(&ada.key), Some(json!({"name": "r", "scopes": ["read"]}))).json_body();
+    let read =
+        app.request("POST", "/v1/keys", Some(&ada.key), Some(json!({"name": "r", "scopes": ["read"]}))).json_body();
     let read = read["key"].as_str().unwrap();
     let args = json!({"agent_id": agent_id, "message": "hi", "idempotency_key": "k"});
     assert_eq!(app.err_code(read, "start_session", args), "insufficient_scope");
@@ -223,18 +267,28 @@ fn sessions_join_tasks_and_list_newest_first() {
     let first = start(&app, &ada, &a, "one", "k1");
     let task = first["session"]["task_id"].as_str().unwrap();
     app.advance(1);
-    let joined = app.ok(&ada.key, "start_session", json!({"agent_id": b, "message": "two", "idempotency_key": "k2", "task_id": task}));
+    let joined = app.ok(
+        &ada.key,
+        "start_session",
+        json!({"agent_id": b, "message": "two", "idempotency_key": "k2", "task_id": task}),
+    );
     assert_eq!(joined["session"]["task_id"], task);
     assert_eq!(
-        app.err_code(&ada.key, "start_session", json!({"agent_id": b, "message": "x", "idempotency_key": "k3", "task_id": task, "workspace": ada.slug})),
+        app.err_code(
+            &ada.key,
+            "start_session",
+            json!({"agent_id": b, "message": "x", "idempotency_key": "k3", "task_id": task, "workspace": ada.slug})
+        ),
         "invalid_params"
     );
     app.advance(1);
-    let by_handle = app.ok(&ada.key, "start_session", json!({"agent_id": "@alpha", "message": "three", "idempotency_key": "k4"}));
+    let by_handle =
+        app.ok(&ada.key, "start_session", json!({"agent_id": "@alpha", "message": "three", "idempotency_key": "k4"}));
     assert_eq!(by_handle["session"]["agent_id"], a.as_str());
 
     let page1 = app.ok(&ada.key, "list_sessions", json!({"limit": 2}));
-    let titles: Vec<&str> = page1["sessions"].as_array().unwrap().iter().map(|s| s["title"].as_str().unwrap()).collect();
+    let titles: Vec<&str> =
+        page1["sessions"].as_array().unwrap().iter().map(|s| s["title"].as_str().unwrap()).collect();
     assert_eq!(titles, ["three", "two"]);
     let page2 = app.ok(&ada.key, "list_sessions", json!({"limit": 2, "cursor": page1["next_cursor"]}));
     assert_eq!(page2["sessions"][0]["title"], "one");
@@ -271,7 +325,11 @@ fn paid_harnesses_need_credit_and_admins_add_it() {
     assert_eq!(app.err_code(&ada.key, "start_session", args.clone()), "insufficient_credits");
     let credit = json!({"amount_cents": 500});
     let path = format!("/v1/workspaces/{}/credit", ada.slug);
-    assert_eq!(app.request("POST", &path, Some(&ada.key), Some(credit.clone())).status, 403, "members cannot mint money");
+    assert_eq!(
+        app.request("POST", &path, Some(&ada.key), Some(credit.clone())).status,
+        403,
+        "members cannot mint money"
+    );
     let resp = app.request("POST", &path, Some("adm_test"), Some(credit));
     assert_eq!(resp.json_body()["balance_cents"], 500);
     let usage = app.ok(&ada.key, "get_usage", json!({}));
@@ -285,8 +343,13 @@ fn get_usage_checks_its_dates_and_groups() {
     let app = TestApp::new();
     let ada = app.signup("Ada", "ada@example.com");
     let u = app.ok(&ada.key, "get_usage", json!({"from": "2026-05-01", "to": "2026-05-28", "group_by": "model"}));
-    assert_eq!((u["from"].as_str(), u["to"].as_str(), u["total_cents"].as_i64()), (Some("2026-05-01"), Some("2026-05-28"), Some(0)));
-    for bad in [json!({"from": "2026-02-30"}), json!({"group_by": "week"}), json!({"from": "2026-06-01", "to": "2026-05-01"})] {
+    assert_eq!(
+        (u["from"].as_str(), u["to"].as_str(), u["total_cents"].as_i64()),
+        (Some("2026-05-01"), Some("2026-05-28"), Some(0))
+    );
+    for bad in
+        [json!({"from": "2026-02-30"}), json!({"group_by": "week"}), json!({"from": "2026-06-01", "to": "2026-05-01"})]
+    {
         assert_eq!(app.err_code(&ada.key, "get_usage", bad.clone()), "invalid_params", "{bad}");
     }
 }

@@ -1,0 +1,37 @@
+//! The core's view of the `Session` objects: one JSON [`SessionCall`] per request to the session's
+//! object, and the Worker's clock.
+
+use crate::cx::{Clock, Sessions};
+use crate::session::{SessionCall, SessionReply};
+use futures::future::LocalBoxFuture;
+use std::time::Duration;
+use worker::{Method, ObjectNamespace, Request, RequestInit};
+
+pub struct Client(pub ObjectNamespace);
+
+impl Sessions for Client {
+    fn call(&self, session_id: &str, call: SessionCall) -> LocalBoxFuture<'_, Result<SessionReply, String>> {
+        let session_id = session_id.to_owned();
+        Box::pin(async move {
+            let run = async {
+                let stub = self.0.id_from_name(&session_id)?.get_stub()?;
+                let mut init = RequestInit::new();
+                init.with_method(Method::Post).with_body(Some(serde_json::to_string(&call)?.into()));
+                let req = Request::new_with_init("https://session/call", &init)?;
+                stub.fetch_with_request(req).await?.json::<SessionReply>().await
+            };
+            run.await.map_err(|e: worker::Error| format!("session {session_id}: {e}"))
+        })
+    }
+}
+
+pub struct WorkerClock;
+
+impl Clock for WorkerClock {
+    fn now_ms(&self) -> i64 {
+        super::now_ms()
+    }
+    fn sleep(&self, ms: i64) -> LocalBoxFuture<'_, ()> {
+        Box::pin(worker::Delay::from(Duration::from_millis(ms.max(0) as u64)))
+    }
+}
