@@ -48,25 +48,20 @@ pub trait Clock {
     fn sleep(&self, ms: i64) -> LocalBoxFuture<'_, ()>;
 }
 
+/// Bytes by key: R2 in the Worker, a map in host tests.
+pub trait Blobs {
+    fn put(&self, key: String, bytes: Vec<u8>) -> LocalBoxFuture<'_, Result<(), String>>;
+    fn get(&self, key: String) -> LocalBoxFuture<'_, Result<Option<Vec<u8>>, String>>;
+}
+
 /// The platform, per request.
 pub struct Env {
     pub db: Counted,
     pub limiter: Box<dyn Limiter>,
     pub sessions: Box<dyn Sessions>,
+    pub blobs: Box<dyn Blobs>,
     pub clock: Box<dyn Clock>,
     pub config: Config,
-}
-
-impl Env {
-    pub fn new(
-        db: Box<dyn Sql>,
-        limiter: Box<dyn Limiter>,
-        sessions: Box<dyn Sessions>,
-        clock: Box<dyn Clock>,
-        config: Config,
-    ) -> Self {
-        Self { db: Counted::new(db), limiter, sessions, clock, config }
-    }
 }
 
 /// One workspace the caller belongs to, as read with the key.

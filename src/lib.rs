@@ -24,6 +24,7 @@ pub mod rest;
 pub mod rules;
 pub mod session;
 pub mod store;
+pub mod taskfs;
 pub mod tools;
 
 #[cfg(target_arch = "wasm32")]

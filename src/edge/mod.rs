@@ -3,17 +3,20 @@
 
 pub mod d1;
 mod limiter;
+pub mod r2;
 mod sessions;
 
 use crate::app::{self, RequestMeta, MAX_BODY_BYTES};
 use crate::cx::{Config, Env as CoreEnv};
 use crate::http::{HttpRequest, HttpResponse};
+use crate::store::Counted;
 use worker::{event, Context, Env, Headers, MessageExt, Request, Response, Result};
 
 /// Binding names, as in `wrangler.toml`.
 pub const DB: &str = "DB";
 pub const LIMITER: &str = "LIMITER";
 pub const SESSIONS: &str = "SESSIONS";
+pub const FILES: &str = "FILES";
 
 fn var(env: &Env, name: &str) -> Option<String> {
     env.var(name).ok().map(|v| v.to_string()).filter(|v| !v.is_empty())
@@ -44,13 +47,14 @@ pub fn now_ms() -> i64 {
 }
 
 fn core_env(env: &Env) -> Result<CoreEnv> {
-    Ok(CoreEnv::new(
-        Box::new(d1::D1(env.d1(DB)?)),
-        Box::new(limiter::Client(env.durable_object(LIMITER)?)),
-        Box::new(sessions::Client(env.durable_object(SESSIONS)?)),
-        Box::new(sessions::WorkerClock),
-        config(env),
-    ))
+    Ok(CoreEnv {
+        db: Counted::new(Box::new(d1::D1(env.d1(DB)?))),
+        limiter: Box::new(limiter::Client(env.durable_object(LIMITER)?)),
+        sessions: Box::new(sessions::Client(env.durable_object(SESSIONS)?)),
+        blobs: Box::new(r2::R2(env.bucket(FILES)?)),
+        clock: Box::new(sessions::WorkerClock),
+        config: config(env),
+    })
 }
 
 #[event(start)]

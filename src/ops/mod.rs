@@ -4,6 +4,7 @@
 
 pub mod accounts;
 pub mod agents;
+pub mod files;
 pub mod help;
 pub mod idempotency;
 pub mod sessions;
@@ -275,6 +276,26 @@ operations! {
     stop_session(sessions::StopSession) -> sessions::Stopped {
         title: "Stop a session", group: "sessions", scope: Write, tool: true,
         http: POST "/v1/sessions/{session_id}/stop", hints: DESTROYS, run: sessions::stop
+    }
+
+    /// A task's shared folder: the latest version of each file, by path. Workspace derived from the task.
+    list_task_files(files::ListTaskFiles) -> files::TaskFiles {
+        title: "List task files", group: "tasks", scope: Read, tool: true,
+        http: GET "/v1/tasks/{task_id}/files", hints: READ_ONLY, run: files::list
+    }
+
+    /// Read one file of a task's shared folder as text (up to 256 KiB); `version` reads an older one.
+    /// Workspace derived from the task.
+    read_task_file(files::ReadTaskFile) -> files::TaskFile {
+        title: "Read a task file", group: "tasks", scope: Read, tool: true,
+        http: GET "/v1/tasks/{task_id}/file", hints: READ_ONLY, run: files::read
+    }
+
+    /// Write a text file (up to 256 KiB) into a task's shared folder as a new version; every session of
+    /// the task sees it. Workspace derived from the task.
+    write_task_file(files::WriteTaskFile) -> files::FileWritten {
+        title: "Write a task file", group: "tasks", scope: Write, tool: true,
+        http: PUT "/v1/tasks/{task_id}/file", hints: UPDATES, run: files::write
     }
 
     /// Your balance, whether a card is saved, and what you spent across sessions and API keys over UTC

@@ -480,8 +480,8 @@ pub struct CollectedResult {
     pub status: String,
     /// The agent's last reply, if it has replied.
     pub last_reply: Option<String>,
-    /// The task files this session wrote: `path`, `version`, `size_bytes`, `updated_ms`.
-    pub files: Vec<Value>,
+    /// The task files this session wrote, each at the newest version it wrote.
+    pub files: Vec<store::files::FileInfo>,
     pub spent_cents: i64,
 }
 
@@ -492,12 +492,13 @@ pub async fn collect(cx: &Cx<'_>, p: CollectResult) -> Result<CollectedResult, A
         SessionReply::Summary(s) => s,
         other => return Err(cx.internal(format!("unexpected session reply {other:?}"))),
     };
+    let files = store::files::written_by(cx.db(), &row.session_id).await.map_err(|e| cx.internal(e))?;
     Ok(CollectedResult {
         session_id: row.session_id,
         task_id: row.task_id,
         status: summary.status,
         last_reply: summary.last_reply,
-        files: vec![],
+        files,
         spent_cents: summary.spent_cents,
     })
 }

@@ -4,6 +4,7 @@ pub mod cursor;
 pub mod fingerprint;
 pub mod ids;
 pub mod limits;
+pub mod paths;
 pub mod rate;
 pub mod slug;
 pub mod time;

@@ -6,6 +6,7 @@
 
 pub mod accounts;
 pub mod agents;
+pub mod files;
 pub mod keys;
 pub mod receipts;
 pub mod sessions;

@@ -4,6 +4,7 @@
 mod support;
 
 mod accounts;
+mod files;
 mod mcp;
 mod sessions;
 mod table;

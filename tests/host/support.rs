@@ -2,10 +2,11 @@
 //! that send REST and JSON-RPC requests through `handle()`.
 
 use agentsky::app::{self, RequestMeta};
-use agentsky::cx::{Clock, Config, Env, Limiter, Sessions};
+use agentsky::cx::{Blobs, Clock, Config, Env, Limiter, Sessions};
 use agentsky::http::{HttpRequest, HttpResponse};
 use agentsky::rules::rate::{Bucket, Decision};
 use agentsky::session::{driver, Core, LocalSql, Refusal, SessionCall, SessionReply};
+use agentsky::store::Counted;
 use agentsky::store::{DbError, DbResult, Param, Row, Sql, Stmt};
 use futures::future::LocalBoxFuture;
 use rusqlite::types::ValueRef;
@@ -174,6 +175,21 @@ impl Sessions for HostSessions {
     }
 }
 
+/// R2's host twin.
+#[derive(Clone, Default)]
+pub struct MemoryBlobs(pub Rc<RefCell<HashMap<String, Vec<u8>>>>);
+
+impl Blobs for MemoryBlobs {
+    fn put(&self, key: String, bytes: Vec<u8>) -> LocalBoxFuture<'_, Result<(), String>> {
+        self.0.borrow_mut().insert(key, bytes);
+        Box::pin(async { Ok(()) })
+    }
+    fn get(&self, key: String) -> LocalBoxFuture<'_, Result<Option<Vec<u8>>, String>> {
+        let found = self.0.borrow().get(&key).cloned();
+        Box::pin(async move { Ok(found) })
+    }
+}
+
 /// The test's clock: sleeping moves it.
 #[derive(Clone)]
 pub struct HostClock(pub Rc<Cell<i64>>);
@@ -206,6 +222,7 @@ pub struct TestApp {
     pub db: Sqlite,
     pub limiter: MemoryLimiter,
     pub sessions: HostSessions,
+    pub blobs: MemoryBlobs,
     pub config: Config,
     pub now_ms: Rc<Cell<i64>>,
     /// D1 round trips of the last request.
@@ -228,17 +245,19 @@ impl TestApp {
         let db = Sqlite(Rc::new(migrated()));
         let now_ms = Rc::new(Cell::new(1_780_000_000_000));
         let sessions = HostSessions { objects: Rc::default(), db: db.clone(), now: now_ms.clone() };
-        Self { db, limiter: MemoryLimiter::default(), sessions, config, now_ms, last_queries: Cell::new(0) }
+        let blobs = MemoryBlobs::default();
+        Self { db, limiter: MemoryLimiter::default(), sessions, blobs, config, now_ms, last_queries: Cell::new(0) }
     }
 
     pub fn send(&self, req: HttpRequest) -> HttpResponse {
-        let env = Env::new(
-            Box::new(self.db.clone()),
-            Box::new(self.limiter.clone()),
-            Box::new(self.sessions.clone()),
-            Box::new(HostClock(self.now_ms.clone())),
-            self.config.clone(),
-        );
+        let env = Env {
+            db: Counted::new(Box::new(self.db.clone())),
+            limiter: Box::new(self.limiter.clone()),
+            sessions: Box::new(self.sessions.clone()),
+            blobs: Box::new(self.blobs.clone()),
+            clock: Box::new(HostClock(self.now_ms.clone())),
+            config: self.config.clone(),
+        };
         let meta = RequestMeta { now_ms: self.now_ms.get(), request_id: "req_test".into() };
         let resp = futures::executor::block_on(app::handle(&env, req, meta));
         self.last_queries.set(env.db.calls());

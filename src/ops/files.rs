@@ -1,0 +1,126 @@
+//! A task's shared folder as operator tools: list, read and write text files (contract: "Splitting work
+//! across agents"). Agents reach the same folder through their harness tools.
+
+use crate::cx::{Cx, Membership};
+use crate::error::{ApiError, Code};
+use crate::ops::sessions;
+use crate::rules::{limits, paths};
+use crate::store::{self, files::FileInfo};
+use crate::taskfs::{self, Folder, Writer};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// A task the caller may see: its id is its first session's id.
+pub async fn load_task(cx: &Cx<'_>, task_id: &str) -> Result<Membership, ApiError> {
+    let not_found =
+        || ApiError::new(Code::NotFound, format!("task `{task_id}` not found; a task id is its first session's id"));
+    let (root, m) =
+        sessions::load(cx, task_id).await.map_err(|e| if e.code == Code::NotFound { not_found() } else { e })?;
+    if root.task_id != task_id {
+        return Err(not_found());
+    }
+    Ok(m)
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ListTaskFiles {
+    /// The task (its first session's id).
+    pub task_id: String,
+    /// Page size, 1–500 (default 200).
+    pub limit: Option<i64>,
+    /// `next_cursor` from the previous page.
+    pub cursor: Option<String>,
+    /// Ignored: the workspace is the task's.
+    pub workspace: Option<String>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct TaskFiles {
+    pub task_id: String,
+    /// The latest version of each file, by path.
+    pub files: Vec<FileInfo>,
+    /// Pass as `cursor` for the next page; absent on the last page.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+}
+
+/// list_task_files
+pub async fn list(cx: &Cx<'_>, p: ListTaskFiles) -> Result<TaskFiles, ApiError> {
+    let limit = limits::page_size("limit", p.limit, 200, 500)?;
+    let from = match p.cursor.as_deref() {
+        Some(c) => {
+            Some(c.strip_prefix("p_").ok_or_else(|| ApiError::invalid("`cursor` must be a `next_cursor` unchanged"))?)
+        }
+        None => None,
+    };
+    load_task(cx, &p.task_id).await?;
+    let mut files = store::files::list(cx.db(), &p.task_id, "", from, limit + 1).await.map_err(|e| cx.internal(e))?;
+    let next_cursor =
+        (files.len() as i64 > limit).then(|| format!("p_{}", files.pop().map(|f| f.path).unwrap_or_default()));
+    Ok(TaskFiles { task_id: p.task_id, files, next_cursor })
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReadTaskFile {
+    /// The task (its first session's id).
+    pub task_id: String,
+    /// The file's path in the task folder, e.g. `notes/plan.md`.
+    pub path: String,
+    /// A past version; the latest when left out.
+    pub version: Option<i64>,
+    /// Ignored: the workspace is the task's.
+    pub workspace: Option<String>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct TaskFile {
+    pub task_id: String,
+    #[serde(flatten)]
+    pub info: FileInfo,
+    /// The file's text.
+    pub content: String,
+}
+
+/// read_task_file
+pub async fn read(cx: &Cx<'_>, p: ReadTaskFile) -> Result<TaskFile, ApiError> {
+    paths::normalize(&p.path)?;
+    let m = load_task(cx, &p.task_id).await?;
+    let folder = Folder { workspace_id: &m.workspace_id, task_id: &p.task_id, lane: "" };
+    let (db, blobs) = taskfs::parts(cx.env);
+    let (info, content) = taskfs::read(db, blobs, folder, &p.path, p.version).await?;
+    Ok(TaskFile { task_id: p.task_id, info, content })
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WriteTaskFile {
+    /// The task (its first session's id).
+    pub task_id: String,
+    /// The file's path in the task folder, e.g. `notes/plan.md` (relative; no `..`).
+    pub path: String,
+    /// The whole new text of the file, up to 256 KiB. Writing the text the file already has adds no
+    /// version.
+    pub content: String,
+    /// Ignored: the workspace is the task's.
+    pub workspace: Option<String>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct FileWritten {
+    pub task_id: String,
+    #[serde(flatten)]
+    pub info: FileInfo,
+}
+
+/// write_task_file
+pub async fn write(cx: &Cx<'_>, p: WriteTaskFile) -> Result<FileWritten, ApiError> {
+    paths::normalize(&p.path)?;
+    let m = load_task(cx, &p.task_id).await?;
+    let key_id = cx.caller()?.key_id.clone();
+    let folder = Folder { workspace_id: &m.workspace_id, task_id: &p.task_id, lane: "" };
+    let (db, blobs) = taskfs::parts(cx.env);
+    let info = taskfs::write(db, blobs, folder, &p.path, &p.content, Writer::Key(&key_id), cx.now_ms).await?;
+    Ok(FileWritten { task_id: p.task_id, info })
+}

@@ -1,0 +1,101 @@
+//! Task files: the versioned index in D1. Bytes are in R2 (see [`crate::cx::Blobs`]).
+
+use super::{first, rows, DbResult, Sql};
+use crate::stmt;
+use serde::{Deserialize, Serialize};
+
+/// The latest version of one file, as lists show it.
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct FileInfo {
+    pub path: String,
+    pub version: i64,
+    pub size_bytes: i64,
+    pub sha256: String,
+    /// The session that wrote this version, if an agent did.
+    pub writer_session_id: Option<String>,
+    /// The API key that wrote this version, if an operator did.
+    pub writer_key_id: Option<String>,
+    pub updated_ms: i64,
+}
+
+pub struct NewVersion<'a> {
+    pub task_id: &'a str,
+    pub workspace_id: &'a str,
+    pub lane: &'a str,
+    pub path: &'a str,
+    pub size_bytes: i64,
+    pub sha256: &'a str,
+    pub writer_session_id: Option<&'a str>,
+    pub writer_key_id: Option<&'a str>,
+    pub now_ms: i64,
+}
+
+/// The next version number is decided inside the insert, so concurrent writers get distinct versions.
+const WRITE: &str = "INSERT INTO task_file (task_id, workspace_id, lane, path, version, size_bytes, sha256, writer_session_id, writer_key_id, created_ms)
+  SELECT ?1, ?2, ?3, ?4, COALESCE(MAX(version), 0) + 1, ?5, ?6, ?7, ?8, ?9
+    FROM task_file WHERE task_id = ?1 AND lane = ?3 AND path = ?4
+  RETURNING path, version, size_bytes, sha256, writer_session_id, writer_key_id, created_ms AS updated_ms";
+
+pub async fn write(db: &dyn Sql, v: &NewVersion<'_>) -> DbResult<FileInfo> {
+    let row = first(
+        db,
+        stmt!(
+            WRITE,
+            v.task_id,
+            v.workspace_id,
+            v.lane,
+            v.path,
+            v.size_bytes,
+            v.sha256,
+            v.writer_session_id,
+            v.writer_key_id,
+            v.now_ms
+        ),
+    )
+    .await?;
+    row.ok_or_else(|| super::DbError::Other("write returned no row".into()))
+}
+
+const LATEST: &str = "SELECT f.path, f.version, f.size_bytes, f.sha256, f.writer_session_id, f.writer_key_id, f.created_ms AS updated_ms
+  FROM task_file f
+  WHERE f.task_id = ?1 AND f.lane = ?2 AND (?3 IS NULL OR f.path >= ?3)
+    AND f.version = (SELECT MAX(version) FROM task_file g WHERE g.task_id = f.task_id AND g.lane = f.lane AND g.path = f.path)
+  ORDER BY f.path LIMIT ?4";
+
+/// The latest version of each file in a folder, by path, from `from_path` on.
+pub async fn list(
+    db: &dyn Sql,
+    task_id: &str,
+    lane: &str,
+    from_path: Option<&str>,
+    limit: i64,
+) -> DbResult<Vec<FileInfo>> {
+    rows(db, stmt!(LATEST, task_id, lane, from_path, limit)).await
+}
+
+const ONE: &str = "SELECT path, version, size_bytes, sha256, writer_session_id, writer_key_id, created_ms AS updated_ms
+  FROM task_file WHERE task_id = ?1 AND lane = ?2 AND path = ?3 AND (?4 IS NULL OR version = ?4)
+  ORDER BY version DESC LIMIT 1";
+
+/// One file's latest version, or a given one.
+pub async fn get(
+    db: &dyn Sql,
+    task_id: &str,
+    lane: &str,
+    path: &str,
+    version: Option<i64>,
+) -> DbResult<Option<FileInfo>> {
+    first(db, stmt!(ONE, task_id, lane, path, version)).await
+}
+
+const BY_WRITER: &str =
+    "SELECT f.path, f.version, f.size_bytes, f.sha256, f.writer_session_id, f.writer_key_id, f.created_ms AS updated_ms
+  FROM task_file f WHERE f.writer_session_id = ?1
+    AND f.version = (SELECT MAX(version) FROM task_file g
+                      WHERE g.writer_session_id = ?1 AND g.task_id = f.task_id AND g.lane = f.lane AND g.path = f.path)
+  ORDER BY f.path LIMIT 1000";
+
+/// The files a session wrote, each at the newest version it wrote.
+pub async fn written_by(db: &dyn Sql, session_id: &str) -> DbResult<Vec<FileInfo>> {
+    rows(db, stmt!(BY_WRITER, session_id)).await
+}

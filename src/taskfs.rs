@@ -1,0 +1,108 @@
+//! A task's shared folder: the one place that writes and reads its files, for operators' tools and for
+//! agents' harness tools alike. Bytes go to R2 under their SHA-256, then a new version is indexed in D1;
+//! a file is text of at most 256 KiB.
+
+use crate::cx::{Blobs, Env};
+use crate::error::{ApiError, Code};
+use crate::rules::paths;
+use crate::store::{self, files::FileInfo, Sql};
+use sha2::{Digest, Sha256};
+
+pub const MAX_FILE_BYTES: usize = 256 * 1024;
+
+/// Who writes: an agent's session or an operator's key.
+#[derive(Debug, Clone, Copy)]
+pub enum Writer<'a> {
+    Session(&'a str),
+    Key(&'a str),
+}
+
+/// Where: a task of a workspace, and the lane within it ('' = the task's base folder).
+#[derive(Debug, Clone, Copy)]
+pub struct Folder<'a> {
+    pub workspace_id: &'a str,
+    pub task_id: &'a str,
+    pub lane: &'a str,
+}
+
+fn blob_key(sha: &str) -> String {
+    format!("blobs/{sha}")
+}
+
+/// Writes a new version of a file. `path` is normalised here.
+pub async fn write(
+    db: &dyn Sql,
+    blobs: &dyn Blobs,
+    folder: Folder<'_>,
+    path: &str,
+    content: &str,
+    writer: Writer<'_>,
+    now_ms: i64,
+) -> Result<FileInfo, ApiError> {
+    let path = paths::normalize(path)?;
+    if content.len() > MAX_FILE_BYTES {
+        return Err(ApiError::new(
+            Code::PayloadTooLarge,
+            format!(
+                "`content` is {} bytes; task files hold text up to {MAX_FILE_BYTES} bytes (256 KiB)",
+                content.len()
+            ),
+        ));
+    }
+    let sha = hex::encode(Sha256::digest(content.as_bytes()));
+    // A retried write of the same text adds no version.
+    let latest = store::files::get(db, folder.task_id, folder.lane, &path, None)
+        .await
+        .map_err(|e| ApiError::internal("files", e))?;
+    if let Some(same) = latest.filter(|l| l.sha256 == sha) {
+        return Ok(same);
+    }
+    blobs.put(blob_key(&sha), content.as_bytes().to_vec()).await.map_err(|e| ApiError::internal("files", e))?;
+    let (session, key) = match writer {
+        Writer::Session(s) => (Some(s), None),
+        Writer::Key(k) => (None, Some(k)),
+    };
+    store::files::write(
+        db,
+        &store::files::NewVersion {
+            task_id: folder.task_id,
+            workspace_id: folder.workspace_id,
+            lane: folder.lane,
+            path: &path,
+            size_bytes: content.len() as i64,
+            sha256: &sha,
+            writer_session_id: session,
+            writer_key_id: key,
+            now_ms,
+        },
+    )
+    .await
+    .map_err(|e| ApiError::internal("files", e))
+}
+
+/// Reads a file's latest version (or a given one) with its text.
+pub async fn read(
+    db: &dyn Sql,
+    blobs: &dyn Blobs,
+    folder: Folder<'_>,
+    path: &str,
+    version: Option<i64>,
+) -> Result<(FileInfo, String), ApiError> {
+    let path = paths::normalize(path)?;
+    let info = store::files::get(db, folder.task_id, folder.lane, &path, version)
+        .await
+        .map_err(|e| ApiError::internal("files", e))?
+        .ok_or_else(|| ApiError::new(Code::NotFound, format!("no file `{path}` in this task; call list_task_files")))?;
+    let bytes = blobs
+        .get(blob_key(&info.sha256))
+        .await
+        .map_err(|e| ApiError::internal("files", e))?
+        .ok_or_else(|| ApiError::internal("files", format!("blob {} missing", info.sha256)))?;
+    let text = String::from_utf8(bytes).map_err(|e| ApiError::internal("files", e))?;
+    Ok((info, text))
+}
+
+/// The env's database and blobs, for callers holding an [`Env`].
+pub fn parts(env: &Env) -> (&dyn Sql, &dyn Blobs) {
+    (&env.db, env.blobs.as_ref())
+}
