@@ -22,6 +22,10 @@ pub struct Config {
     pub allowed_origins: Vec<String>,
     /// Base of the links the server hands out; empty means the request's own origin.
     pub public_base_url: String,
+    /// Seals workspace secrets at rest (`SECRETS_KEY`); without it secrets cannot be stored.
+    pub secrets_key: Option<String>,
+    /// Model prices, cents per million input and output tokens (`PRICES`, JSON).
+    pub prices: crate::session::openai::Prices,
     /// Serves the conformance suite's fixture tools without auth at `/v1/conformance/mcp` (tests only).
     pub conformance_fixtures: bool,
 }
@@ -52,6 +56,19 @@ pub trait Clock {
 pub trait Blobs {
     fn put(&self, key: String, bytes: Vec<u8>) -> LocalBoxFuture<'_, Result<(), String>>;
     fn get(&self, key: String) -> LocalBoxFuture<'_, Result<Option<Vec<u8>>, String>>;
+}
+
+/// One outbound HTTPS POST (a model's API, a remote MCP server).
+#[derive(Debug, Clone)]
+pub struct Outbound {
+    pub url: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+/// The network, for harnesses: `fetch` in the Worker, a scripted stand-in in host tests.
+pub trait Net {
+    fn post(&self, req: Outbound) -> LocalBoxFuture<'_, Result<crate::http::HttpResponse, String>>;
 }
 
 /// The platform, per request.

@@ -3,6 +3,7 @@
 
 pub mod d1;
 mod limiter;
+pub mod net;
 pub mod r2;
 mod sessions;
 
@@ -26,7 +27,7 @@ fn secret(env: &Env, name: &str) -> Option<String> {
     env.secret(name).ok().map(|v| v.to_string()).filter(|v| !v.is_empty())
 }
 
-fn config(env: &Env) -> Config {
+pub(crate) fn config(env: &Env) -> Config {
     let flag = |name| var(env, name).is_some_and(|v| v == "1" || v.eq_ignore_ascii_case("true"));
     Config {
         open_signup: flag("OPEN_SIGNUP"),
@@ -38,6 +39,15 @@ fn config(env: &Env) -> Config {
             })
             .unwrap_or_default(),
         public_base_url: var(env, "PUBLIC_BASE_URL").unwrap_or_default(),
+        secrets_key: secret(env, "SECRETS_KEY").or_else(|| var(env, "SECRETS_KEY")),
+        prices: var(env, "PRICES")
+            .map(|p| {
+                crate::session::openai::Prices::parse(&p).unwrap_or_else(|e| {
+                    crate::error::log_line(&format!("{e}; using the default prices"));
+                    Default::default()
+                })
+            })
+            .unwrap_or_default(),
         conformance_fixtures: flag("CONFORMANCE_FIXTURES"),
     }
 }

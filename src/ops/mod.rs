@@ -7,6 +7,7 @@ pub mod agents;
 pub mod files;
 pub mod help;
 pub mod idempotency;
+pub mod secrets;
 pub mod sessions;
 pub mod usage;
 pub mod workspaces;
@@ -310,6 +311,25 @@ operations! {
     add_credit(usage::AddCredit) -> usage::Credited {
         title: "Add credit", group: "usage", scope: Admin, tool: false,
         http: POST "/v1/workspaces/{workspace}/credit", hints: CREATES, run: usage::add_credit
+    }
+
+    /// Set a workspace secret (a model's API key, an MCP server's token): stored sealed, never shown
+    /// again. Owners and admins. Optional `workspace`.
+    put_secret(secrets::PutSecret) -> secrets::SecretSet {
+        title: "Set a secret", group: "secrets", scope: Write, tool: false,
+        http: PUT "/v1/secrets/{name}", hints: UPDATES, run: secrets::put
+    }
+
+    /// The workspace's secret names (never their values). Optional `workspace`.
+    list_secrets(secrets::ListSecrets) -> secrets::SecretList {
+        title: "List secrets", group: "secrets", scope: Read, tool: false,
+        http: GET "/v1/secrets", hints: READ_ONLY, run: secrets::list
+    }
+
+    /// Delete a workspace secret. Owners and admins. Optional `workspace`.
+    delete_secret(secrets::DeleteSecret) -> secrets::SecretDeleted {
+        title: "Delete a secret", group: "secrets", scope: Write, tool: false,
+        http: DELETE "/v1/secrets/{name}", hints: DESTROYS, run: secrets::delete
     }
 
     /// Delete an agent. Its past sessions stay. Workspace derived from the agent.

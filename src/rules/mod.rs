@@ -6,5 +6,6 @@ pub mod ids;
 pub mod limits;
 pub mod paths;
 pub mod rate;
+pub mod seal;
 pub mod slug;
 pub mod time;

@@ -2,7 +2,8 @@
 //! transition's consequences (status, spend, charge) to D1. The object's shell and the host tests'
 //! stand-in both drive sessions through here.
 
-use super::{echo, Core, LocalSql, Refusal, SessionConfig, StepOutcome, Transition};
+use super::openai::{self, Ports};
+use super::{agent_tools, echo, Core, EventKind, LocalSql, Refusal, SessionConfig, StepOutcome, Transition};
 use crate::store::{self, DbResult, Sql};
 
 /// The text of the message that started the running turn.
@@ -14,12 +15,30 @@ fn turn_text<S: LocalSql + ?Sized>(core: &Core<'_, S>, message_id: &str) -> Resu
 /// Runs the running turn's next step if it is due, and persists it. `None` when nothing was due.
 pub async fn step<S: LocalSql + ?Sized>(
     core: &Core<'_, S>,
+    ports: &Ports<'_>,
     now_ms: i64,
 ) -> Result<Option<(SessionConfig, Transition)>, Refusal> {
     let Some((config, turn)) = core.due(now_ms)? else { return Ok(None) };
     let message_id = turn.message_id.clone().unwrap_or_default();
     let outcome: StepOutcome = match config.harness.as_str() {
-        "echo" => echo::step(&turn_text(core, &message_id)?, &turn),
+        "echo" => {
+            let text = turn_text(core, &message_id)?;
+            let mut outcome = echo::step(&text, &turn);
+            // `/write <path> <text>` goes through the same file tool a model would call.
+            if let (Some((path, content)), true) = (echo::write_request(&text), outcome.end.is_some()) {
+                let args = serde_json::json!({ "path": path, "content": content });
+                let result = agent_tools::run(ports.db, ports.blobs, &config, "write_task_file", &args, now_ms).await;
+                let (content, is_error) = match result {
+                    Ok(v) => (v.to_string(), false),
+                    Err(e) => (serde_json::json!({ "error": e }).to_string(), true),
+                };
+                let call = serde_json::json!({ "call_id": "echo-write", "name": "write_task_file", "arguments": args });
+                let done = serde_json::json!({ "call_id": "echo-write", "name": "write_task_file", "content": content, "is_error": is_error });
+                outcome.events.splice(0..0, [(EventKind::ToolCall, call), (EventKind::ToolResult, done)]);
+            }
+            outcome
+        }
+        "openai" => openai::step(core, ports, &config, &turn, now_ms).await,
         other => {
             let t = core.fail(&format!("the `{other}` harness cannot run turns on this server yet"), now_ms)?;
             return Ok(Some((config, t)));

@@ -3,7 +3,8 @@
 //! - any text → one reply, `echo: <text>`;
 //! - `/sleep N` (N ≤ 30) → a status event, then the reply N seconds later (a turn that stays running);
 //! - `/burst N` (N ≤ 5000) → N numbered replies in one step (long logs, paging);
-//! - `/fail` → an error event and a failed turn.
+//! - `/fail` → an error event and a failed turn;
+//! - `/write <path> <text…>` → writes that file into the task folder through the agents' file tool.
 
 use super::{EventKind, StepOutcome, Turn, TurnEnd};
 use serde_json::json;
@@ -15,6 +16,13 @@ fn arg(text: &str, command: &str, max: u64) -> Option<u64> {
     let rest = text.split(command).nth(1)?;
     let n: u64 = rest.split_whitespace().next()?.parse().ok()?;
     Some(n.min(max))
+}
+
+/// `/write <path> <text…>`: the file the message asks the harness to write, if any.
+pub fn write_request(text: &str) -> Option<(String, String)> {
+    let rest = text.split("/write ").nth(1)?;
+    let (path, content) = rest.trim_start().split_once(' ')?;
+    Some((path.to_owned(), content.to_owned()))
 }
 
 /// One step of a turn whose message is `text`.

@@ -6,8 +6,11 @@
 //! Writes that belong together happen without an `.await` between them, which the platform commits
 //! atomically: a step's events and the turn state that follows them land together or not at all.
 
+pub mod agent_tools;
 pub mod driver;
 pub mod echo;
+pub mod mcp_client;
+pub mod openai;
 pub mod protocol;
 
 use crate::store::{Param, Row};

@@ -9,6 +9,7 @@ pub mod agents;
 pub mod files;
 pub mod keys;
 pub mod receipts;
+pub mod secrets;
 pub mod sessions;
 pub mod usage;
 pub mod workspaces;

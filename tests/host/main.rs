@@ -5,6 +5,7 @@ mod support;
 
 mod accounts;
 mod files;
+mod harness;
 mod mcp;
 mod sessions;
 mod table;

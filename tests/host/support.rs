@@ -2,9 +2,10 @@
 //! that send REST and JSON-RPC requests through `handle()`.
 
 use agentsky::app::{self, RequestMeta};
-use agentsky::cx::{Blobs, Clock, Config, Env, Limiter, Sessions};
+use agentsky::cx::{Blobs, Clock, Config, Env, Limiter, Net, Outbound, Sessions};
 use agentsky::http::{HttpRequest, HttpResponse};
 use agentsky::rules::rate::{Bucket, Decision};
+use agentsky::session::openai::Ports;
 use agentsky::session::{driver, Core, LocalSql, Refusal, SessionCall, SessionReply};
 use agentsky::store::Counted;
 use agentsky::store::{DbError, DbResult, Param, Row, Sql, Stmt};
@@ -107,6 +108,9 @@ impl LocalSql for ObjectDb {
 pub struct HostSessions {
     objects: Rc<RefCell<HashMap<String, Rc<ObjectDb>>>>,
     db: Sqlite,
+    blobs: MemoryBlobs,
+    pub net: ScriptedNet,
+    config: Config,
     now: Rc<Cell<i64>>,
 }
 
@@ -137,7 +141,8 @@ impl HostSessions {
             }
             self.now.set(self.now.get().max(at));
             let now = self.now.get();
-            let stepped = driver::step(&core, now).await.unwrap();
+            let ports = Ports { db: &self.db, blobs: &self.blobs, net: &self.net, config: &self.config };
+            let stepped = driver::step(&core, &ports, now).await.unwrap();
             let Some((config, t)) = stepped else { break };
             driver::record(&self.db, &config, &t, now).await.unwrap();
         }
@@ -170,6 +175,34 @@ impl Sessions for HostSessions {
                     Ok(reply)
                 }
                 Err(r) => Ok(SessionReply::Refused(r)),
+            }
+        })
+    }
+}
+
+type Handler = Rc<dyn Fn(&Outbound) -> HttpResponse>;
+
+/// The network's host twin: every POST goes to the test's handler (a scripted model or MCP server).
+#[derive(Clone, Default)]
+pub struct ScriptedNet {
+    handler: Rc<RefCell<Option<Handler>>>,
+    pub requests: Rc<RefCell<Vec<Outbound>>>,
+}
+
+impl ScriptedNet {
+    pub fn answer(&self, f: impl Fn(&Outbound) -> HttpResponse + 'static) {
+        *self.handler.borrow_mut() = Some(Rc::new(f));
+    }
+}
+
+impl Net for ScriptedNet {
+    fn post(&self, req: Outbound) -> LocalBoxFuture<'_, Result<HttpResponse, String>> {
+        let handler = self.handler.borrow().clone();
+        self.requests.borrow_mut().push(req.clone());
+        Box::pin(async move {
+            match handler {
+                Some(h) => Ok(h(&req)),
+                None => Err("no network in this test".to_owned()),
             }
         })
     }
@@ -244,8 +277,15 @@ impl TestApp {
     pub fn with_config(config: Config) -> Self {
         let db = Sqlite(Rc::new(migrated()));
         let now_ms = Rc::new(Cell::new(1_780_000_000_000));
-        let sessions = HostSessions { objects: Rc::default(), db: db.clone(), now: now_ms.clone() };
         let blobs = MemoryBlobs::default();
+        let sessions = HostSessions {
+            objects: Rc::default(),
+            db: db.clone(),
+            blobs: blobs.clone(),
+            net: ScriptedNet::default(),
+            config: config.clone(),
+            now: now_ms.clone(),
+        };
         Self { db, limiter: MemoryLimiter::default(), sessions, blobs, config, now_ms, last_queries: Cell::new(0) }
     }
 

@@ -1,0 +1,29 @@
+//! [`Net`] over the Worker's `fetch`.
+
+use crate::cx::{Net, Outbound};
+use crate::http::HttpResponse;
+use futures::future::LocalBoxFuture;
+use worker::{Fetch, Headers, Method, Request, RequestInit};
+
+pub struct WorkerNet;
+
+impl Net for WorkerNet {
+    fn post(&self, out: Outbound) -> LocalBoxFuture<'_, Result<HttpResponse, String>> {
+        Box::pin(async move {
+            let run = async {
+                let headers = Headers::new();
+                for (k, v) in &out.headers {
+                    headers.set(k, v)?;
+                }
+                let mut init = RequestInit::new();
+                init.with_method(Method::Post).with_headers(headers).with_body(Some(out.body.into()));
+                let mut resp = Fetch::Request(Request::new_with_init(&out.url, &init)?).send().await?;
+                let headers: Vec<(String, String)> =
+                    resp.headers().entries().map(|(k, v)| (k.to_ascii_lowercase(), v)).collect();
+                let body = resp.bytes().await?;
+                Ok::<_, worker::Error>(HttpResponse { status: resp.status_code(), headers, body })
+            };
+            run.await.map_err(|e| e.to_string())
+        })
+    }
+}

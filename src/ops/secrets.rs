@@ -1,0 +1,102 @@
+//! Workspace secrets over REST: set, list names, delete. Values go in sealed and never come out through
+//! the API; harnesses open them inside the session's object when a turn needs them.
+
+use crate::cx::{Cx, Role};
+use crate::error::{ApiError, Code};
+use crate::rules::{limits, seal};
+use crate::store;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// The associated data a secret is sealed with: its row.
+pub fn aad(workspace_id: &str, name: &str) -> String {
+    format!("{workspace_id}/{name}")
+}
+
+fn check_name(name: &str) -> Result<(), ApiError> {
+    let ok = (1..=64).contains(&name.len())
+        && name.starts_with(|c: char| c.is_ascii_uppercase())
+        && name.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_');
+    if ok {
+        Ok(())
+    } else {
+        Err(ApiError::invalid(format!("`name` must be 1–64 of A–Z, 0–9 and _, starting with a letter (got {name:?})")))
+    }
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PutSecret {
+    /// The secret's name, like `OPENAI_API_KEY`.
+    pub name: String,
+    /// Its value, up to 8,000 characters. Stored sealed; never shown again.
+    pub value: String,
+    /// A workspace slug; the connection's workspace when left out.
+    pub workspace: Option<String>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct SecretSet {
+    pub name: String,
+    pub workspace: String,
+}
+
+/// PUT /v1/secrets/{name} — owners and admins.
+pub async fn put(cx: &Cx<'_>, p: PutSecret) -> Result<SecretSet, ApiError> {
+    check_name(&p.name)?;
+    limits::text("value", &p.value, 1, 8_000)?;
+    let w = cx.workspace(p.workspace.as_deref())?;
+    cx.require_role(w, Role::Admin)?;
+    let master = cx.env.config.secrets_key.as_deref().ok_or_else(|| {
+        ApiError::new(Code::NotImplemented, "this deployment has no SECRETS_KEY configured, so it cannot store secrets")
+    })?;
+    let sealed = seal::seal(master, &aad(&w.workspace_id, &p.name), &p.value);
+    store::secrets::put(cx.db(), &w.workspace_id, &p.name, &sealed, cx.now_ms).await.map_err(|e| cx.internal(e))?;
+    Ok(SecretSet { name: p.name, workspace: w.slug.clone() })
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ListSecrets {
+    /// A workspace slug; the connection's workspace when left out.
+    pub workspace: Option<String>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct SecretList {
+    /// Names and times only.
+    pub secrets: Vec<store::secrets::SecretInfo>,
+}
+
+/// GET /v1/secrets
+pub async fn list(cx: &Cx<'_>, p: ListSecrets) -> Result<SecretList, ApiError> {
+    let w = cx.workspace(p.workspace.as_deref())?;
+    let secrets = store::secrets::list(cx.db(), &w.workspace_id).await.map_err(|e| cx.internal(e))?;
+    Ok(SecretList { secrets })
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DeleteSecret {
+    /// The secret's name.
+    pub name: String,
+    /// A workspace slug; the connection's workspace when left out.
+    pub workspace: Option<String>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct SecretDeleted {
+    pub name: String,
+    pub deleted: bool,
+}
+
+/// DELETE /v1/secrets/{name} — owners and admins.
+pub async fn delete(cx: &Cx<'_>, p: DeleteSecret) -> Result<SecretDeleted, ApiError> {
+    let w = cx.workspace(p.workspace.as_deref())?;
+    cx.require_role(w, Role::Admin)?;
+    let deleted = store::secrets::delete(cx.db(), &w.workspace_id, &p.name).await.map_err(|e| cx.internal(e))?;
+    if !deleted {
+        return Err(ApiError::not_found("secret"));
+    }
+    Ok(SecretDeleted { name: p.name, deleted })
+}

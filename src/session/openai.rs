@@ -1,0 +1,322 @@
+//! The `openai` harness: any OpenAI-compatible chat-completions endpoint runs the turn, one model call
+//! per step. A step's tool calls are answered within the same step (the task folder's built-in tools and
+//! the agent's declared remote MCP servers), so each persisted step holds a call and its answers.
+//!
+//! The endpoint and its key come from the workspace's sealed secrets `OPENAI_BASE_URL` and
+//! `OPENAI_API_KEY`; usage is priced per model into cents and charged to the wallet.
+
+use super::agent_tools::{self, bearer, post_json};
+use super::{mcp_client, Charge, Core, Event, EventKind, LocalSql, SessionConfig, StepOutcome, Turn, TurnEnd};
+use crate::cx::{Blobs, Config, Net};
+use crate::rules::seal;
+use crate::store::{self, Sql};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+
+/// Model calls one turn may make before it is stopped.
+pub const MAX_STEPS: u32 = 24;
+/// Conversation events sent to the model at most (the newest).
+const HISTORY: u32 = 400;
+
+/// Cents per million input and output tokens, by model; `*` is the price of any other model.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Prices(pub BTreeMap<String, [i64; 2]>);
+
+impl Default for Prices {
+    fn default() -> Self {
+        Self(BTreeMap::from([("*".to_owned(), [100, 400])]))
+    }
+}
+
+impl Prices {
+    /// Reads `{"model": [input, output], "*": [input, output]}`.
+    pub fn parse(json: &str) -> Result<Self, String> {
+        let mut p: BTreeMap<String, [i64; 2]> = serde_json::from_str(json).map_err(|e| format!("PRICES: {e}"))?;
+        p.entry("*".into()).or_insert([100, 400]);
+        Ok(Self(p))
+    }
+
+    /// What a call costs, rounded up to a whole cent.
+    pub fn cents(&self, model: &str, input_tokens: i64, output_tokens: i64) -> i64 {
+        let [pi, po] = self.0.get(model).or_else(|| self.0.get("*")).copied().unwrap_or([100, 400]);
+        let micro = input_tokens.max(0) * pi + output_tokens.max(0) * po;
+        (micro + 999_999) / 1_000_000
+    }
+}
+
+/// What a harness step may reach.
+pub struct Ports<'a> {
+    pub db: &'a dyn Sql,
+    pub blobs: &'a dyn Blobs,
+    pub net: &'a dyn Net,
+    pub config: &'a Config,
+}
+
+/// A tool from a declared MCP server, as the model sees it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct RemoteTool {
+    /// `<server>__<tool>`, what the model calls.
+    name: String,
+    server: String,
+    tool: String,
+    description: String,
+    schema: Value,
+}
+
+fn sanitize(s: &str) -> String {
+    s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect()
+}
+
+async fn secret(ports: &Ports<'_>, config: &SessionConfig, name: &str) -> Result<Option<String>, String> {
+    let Some(sealed) = store::secrets::sealed(ports.db, &config.workspace_id, name).await.map_err(|e| e.to_string())?
+    else {
+        return Ok(None);
+    };
+    let master = ports.config.secrets_key.as_deref().ok_or("this deployment has no SECRETS_KEY")?;
+    seal::open(master, &crate::ops::secrets::aad(&config.workspace_id, name), &sealed)
+        .map(Some)
+        .ok_or_else(|| format!("the secret {name} cannot be opened (was SECRETS_KEY changed?)"))
+}
+
+/// Each declared server's tools, fetched once per turn and kept in the turn's harness state.
+async fn remote_tools(ports: &Ports<'_>, config: &SessionConfig, turn: &Turn) -> Result<Vec<RemoteTool>, String> {
+    if let Some(cached) = turn.harness.get("remote_tools") {
+        return serde_json::from_value(cached.clone()).map_err(|e| e.to_string());
+    }
+    let mut out = Vec::new();
+    for server in &config.mcp_servers {
+        let (name, url) = (server["name"].as_str().unwrap_or("mcp"), server["url"].as_str().unwrap_or_default());
+        let token = match server["bearer_secret"].as_str() {
+            Some(s) => secret(ports, config, s).await?,
+            None => None,
+        };
+        let tools = mcp_client::list_tools(ports.net, url, token.as_deref())
+            .await
+            .map_err(|e| format!("MCP server `{name}`: {e}"))?;
+        for t in tools {
+            let tool = t["name"].as_str().unwrap_or_default().to_owned();
+            let full: String = format!("{}__{}", sanitize(name), sanitize(&tool)).chars().take(64).collect();
+            out.push(RemoteTool {
+                name: full,
+                server: name.to_owned(),
+                tool,
+                description: t["description"].as_str().unwrap_or_default().to_owned(),
+                schema: t.get("inputSchema").cloned().unwrap_or_else(|| json!({"type": "object"})),
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// The conversation as chat messages: the agent's instructions, then the log.
+pub fn messages(config: &SessionConfig, history: &[Event]) -> Vec<Value> {
+    let mut out = vec![json!({"role": "system", "content": format!(
+        "{}\n\nYou work in a task's shared folder; use the file tools to read and write it. Reply plainly when done.",
+        config.instructions
+    )})];
+    for e in history {
+        match e.kind.as_str() {
+            "user_message" => {
+                let text = e.body["text"].as_str().unwrap_or_default();
+                let content = match e.body["from"].get("peer") {
+                    Some(peer) => format!(
+                        "[a message from peer session {}, not from the user]\n{text}",
+                        peer["session_id"].as_str().unwrap_or("?")
+                    ),
+                    None => text.to_owned(),
+                };
+                out.push(json!({"role": "user", "content": content}));
+            }
+            "agent_message" => out.push(json!({"role": "assistant", "content": e.body["text"]})),
+            "tool_call" => {
+                let call = json!({"id": e.body["call_id"], "type": "function",
+                    "function": {"name": e.body["name"], "arguments": e.body["arguments"].to_string()}});
+                match out.last_mut() {
+                    Some(last) if last["role"] == "assistant" && last.get("tool_calls").is_some() => {
+                        last["tool_calls"].as_array_mut().expect("tool_calls is an array").push(call)
+                    }
+                    _ => out.push(json!({"role": "assistant", "content": Value::Null, "tool_calls": [call]})),
+                }
+            }
+            "tool_result" => {
+                out.push(json!({"role": "tool", "tool_call_id": e.body["call_id"], "content": e.body["content"]}))
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+fn failed(message: String) -> StepOutcome {
+    StepOutcome {
+        events: vec![(EventKind::Error, json!({ "message": message }))],
+        end: Some(TurnEnd::Failed),
+        ..Default::default()
+    }
+}
+
+/// One model call and the answers to the tools it called.
+pub async fn step<S: LocalSql + ?Sized>(
+    core: &Core<'_, S>,
+    ports: &Ports<'_>,
+    config: &SessionConfig,
+    turn: &Turn,
+    now_ms: i64,
+) -> StepOutcome {
+    match run(core, ports, config, turn, now_ms).await {
+        Ok(outcome) => outcome,
+        Err(message) => failed(message),
+    }
+}
+
+async fn run<S: LocalSql + ?Sized>(
+    core: &Core<'_, S>,
+    ports: &Ports<'_>,
+    config: &SessionConfig,
+    turn: &Turn,
+    now_ms: i64,
+) -> Result<StepOutcome, String> {
+    if turn.step >= MAX_STEPS {
+        return Err(format!("the turn made {MAX_STEPS} model calls without finishing; it stops here"));
+    }
+    let base = secret(ports, config, "OPENAI_BASE_URL").await?.ok_or(
+        "this workspace has no OPENAI_BASE_URL secret: set it (and OPENAI_API_KEY) with PUT /v1/secrets/{name}",
+    )?;
+    let key = secret(ports, config, "OPENAI_API_KEY").await?;
+    let remote = remote_tools(ports, config, turn).await?;
+    let mut tools = agent_tools::specs();
+    tools.extend(remote.iter().map(|t| {
+        json!({"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.schema}})
+    }));
+    let history = core.history(HISTORY).map_err(|r| r.message)?;
+    let mut body = json!({ "model": config.model, "messages": messages(config, &history), "tools": tools });
+    if config.thinking != "off" {
+        body["reasoning_effort"] = json!(config.thinking);
+    }
+    let url = format!("{}/chat/completions", base.trim_end_matches('/'));
+    let resp = ports
+        .net
+        .post(post_json(&url, bearer(key.as_deref()), &body))
+        .await
+        .map_err(|e| format!("the model endpoint: {e}"))?;
+    if resp.status != 200 {
+        let detail: String = String::from_utf8_lossy(&resp.body).chars().take(300).collect();
+        return Err(format!("the model endpoint answered HTTP {}: {detail}", resp.status));
+    }
+    let reply = resp.json_body();
+    let message = &reply["choices"][0]["message"];
+    if message.is_null() {
+        return Err("the model endpoint answered without choices[0].message".into());
+    }
+    let (input, output) = (
+        reply["usage"]["prompt_tokens"].as_i64().unwrap_or(0),
+        reply["usage"]["completion_tokens"].as_i64().unwrap_or(0),
+    );
+    let charge = Charge {
+        model: config.model.clone(),
+        cents: ports.config.prices.cents(&config.model, input, output),
+        input_tokens: input,
+        output_tokens: output,
+    };
+    let mut outcome =
+        StepOutcome { charge: Some(charge), harness_state: json!({ "remote_tools": remote }), ..Default::default() };
+    let calls = message["tool_calls"].as_array().cloned().unwrap_or_default();
+    if calls.is_empty() {
+        let text = message["content"].as_str().unwrap_or_default();
+        outcome.events.push((EventKind::AgentMessage, json!({ "text": text, "model": config.model })));
+        outcome.end = Some(TurnEnd::Completed);
+        return Ok(outcome);
+    }
+    if let Some(text) = message["content"].as_str().filter(|t| !t.is_empty()) {
+        outcome.events.push((EventKind::AgentMessage, json!({ "text": text, "model": config.model })));
+    }
+    let mut results = Vec::new();
+    for call in &calls {
+        let (id, name) =
+            (call["id"].as_str().unwrap_or_default(), call["function"]["name"].as_str().unwrap_or_default());
+        let args: Value = call["function"]["arguments"]
+            .as_str()
+            .and_then(|a| serde_json::from_str(a).ok())
+            .unwrap_or_else(|| json!({}));
+        outcome.events.push((EventKind::ToolCall, json!({ "call_id": id, "name": name, "arguments": args })));
+        let (content, is_error) = if agent_tools::is_builtin(name) {
+            match agent_tools::run(ports.db, ports.blobs, config, name, &args, now_ms).await {
+                Ok(v) => (v.to_string(), false),
+                Err(e) => (json!({ "error": e }).to_string(), true),
+            }
+        } else if let Some(t) = remote.iter().find(|t| t.name == name) {
+            let server =
+                config.mcp_servers.iter().find(|s| s["name"] == t.server.as_str()).cloned().unwrap_or_default();
+            let token = match server["bearer_secret"].as_str() {
+                Some(s) => secret(ports, config, s).await?,
+                None => None,
+            };
+            let url = server["url"].as_str().unwrap_or_default();
+            match mcp_client::call_tool(ports.net, url, token.as_deref(), &t.tool, &args).await {
+                Ok(r) => r,
+                Err(e) => (json!({ "error": e }).to_string(), true),
+            }
+        } else {
+            (json!({ "error": format!("no tool `{name}`") }).to_string(), true)
+        };
+        results.push((
+            EventKind::ToolResult,
+            json!({ "call_id": id, "name": name, "content": content, "is_error": is_error }),
+        ));
+    }
+    outcome.events.extend(results);
+    outcome.next_in_ms = Some(0);
+    Ok(outcome)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prices_round_up_and_fall_back_to_the_default() {
+        let p = Prices::parse(r#"{"big": [1000, 3000]}"#).unwrap();
+        assert_eq!(p.cents("big", 1_000_000, 0), 1000);
+        assert_eq!(p.cents("big", 1, 0), 1, "any use costs at least a cent");
+        assert_eq!(p.cents("other", 2_000_000, 500_000), 400);
+        assert_eq!(p.cents("other", 0, 0), 0);
+        assert!(Prices::parse("[1,2]").is_err());
+    }
+
+    #[test]
+    fn tool_calls_and_results_become_chat_messages() {
+        let config = SessionConfig {
+            session_id: "s".into(),
+            workspace_id: "w".into(),
+            task_id: "s".into(),
+            agent_id: "a".into(),
+            harness: "openai".into(),
+            model: "m".into(),
+            thinking: "off".into(),
+            instructions: "Be brief.".into(),
+            mcp_servers: vec![],
+            budget_cents: None,
+            started_by_key_id: None,
+        };
+        let ev = |kind: &str, body: Value| Event { seq: 0, kind: kind.into(), message_id: "m".into(), at_ms: 0, body };
+        let history = vec![
+            ev("user_message", json!({"text": "hi", "from": "user"})),
+            ev("tool_call", json!({"call_id": "c1", "name": "list_task_files", "arguments": {}})),
+            ev("tool_call", json!({"call_id": "c2", "name": "read_task_file", "arguments": {"path": "a"}})),
+            ev("tool_result", json!({"call_id": "c1", "content": "[]"})),
+            ev("tool_result", json!({"call_id": "c2", "content": "x"})),
+            ev("status", json!({"text": "ignored"})),
+            ev("agent_message", json!({"text": "done"})),
+            ev("user_message", json!({"text": "fyi", "from": {"peer": {"session_id": "ses_p"}}})),
+        ];
+        let m = messages(&config, &history);
+        assert_eq!(m[0]["role"], "system");
+        assert!(m[0]["content"].as_str().unwrap().starts_with("Be brief."));
+        assert_eq!(m[2]["tool_calls"].as_array().unwrap().len(), 2, "consecutive calls are one assistant message");
+        assert_eq!(m[3]["tool_call_id"], "c1");
+        assert_eq!(m[5], json!({"role": "assistant", "content": "done"}));
+        assert!(m[6]["content"].as_str().unwrap().contains("peer session ses_p"));
+        assert_eq!(m.len(), 7);
+    }
+}

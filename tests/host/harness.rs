@@ -1,0 +1,240 @@
+//! Harnesses end to end on the host: the `openai` harness against a scripted OpenAI-compatible model
+//! and a scripted remote MCP server, usage priced and charged, budgets, and the echo harness's file
+//! writes.
+
+use crate::support::{Account, TestApp};
+use agentsky::cx::{Config, Outbound};
+use agentsky::http::HttpResponse;
+use serde_json::{json, Value};
+use std::cell::Cell;
+use std::rc::Rc;
+
+fn app() -> TestApp {
+    TestApp::with_config(Config {
+        open_signup: true,
+        admin_token: Some("adm".into()),
+        rate_limit_per_min: 600,
+        secrets_key: Some("test-master-key".into()),
+        prices: agentsky::session::openai::Prices::parse(r#"{"gpt-test": [1000000, 2000000]}"#).unwrap(),
+        ..Config::default()
+    })
+}
+
+/// An account with credit, the model secrets set, and an openai agent.
+fn setup(app: &TestApp, agent: Value) -> (Account, String) {
+    let ada = app.signup("Ada", "ada@example.com");
+    app.request(
+        "POST",
+        &format!("/v1/workspaces/{}/credit", ada.slug),
+        Some("adm"),
+        Some(json!({"amount_cents": 1000})),
+    );
+    for (name, value) in [
+        ("OPENAI_BASE_URL", "https://model.example.com/v1"),
+        ("OPENAI_API_KEY", "sk-test-123"),
+        ("TOOLS_TOKEN", "tt-9"),
+    ] {
+        let r = app.request("PUT", &format!("/v1/secrets/{name}"), Some(&ada.key), Some(json!({"value": value})));
+        assert_eq!(r.status, 200, "{:?}", r.json_body());
+    }
+    let mut body = json!({"name": "G", "harness": "openai", "model": "gpt-test", "instructions": "You are terse."});
+    body.as_object_mut().unwrap().extend(agent.as_object().unwrap().clone());
+    let agent_id = app.request("POST", "/v1/agents", Some(&ada.key), Some(body)).json_body()["agent_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    (ada, agent_id)
+}
+
+fn json_response(v: Value) -> HttpResponse {
+    HttpResponse::json(200, &v)
+}
+
+fn completion(message: Value, input: i64, output: i64) -> HttpResponse {
+    json_response(
+        json!({"choices": [{"message": message}], "usage": {"prompt_tokens": input, "completion_tokens": output}}),
+    )
+}
+
+fn body(req: &Outbound) -> Value {
+    serde_json::from_slice(&req.body).unwrap()
+}
+
+fn run_turn(app: &TestApp, ada: &Account, agent_id: &str, message: &str, budget: Option<i64>) -> (String, Vec<Value>) {
+    let mut args = json!({"agent_id": agent_id, "message": message, "idempotency_key": format!("k-{message}")});
+    if let Some(b) = budget {
+        args["budget_cents"] = json!(b);
+    }
+    let started = app.ok(&ada.key, "start_session", args);
+    let sid = started["session"]["session_id"].as_str().unwrap().to_owned();
+    app.settle();
+    let page = app.ok(
+        &ada.key,
+        "read_session",
+        json!({"session_id": sid, "cursor": started["cursor"], "message_id": started["message_id"]}),
+    );
+    assert_eq!(page["turn_finished"], true, "{page}");
+    (sid, page["events"].as_array().unwrap().clone())
+}
+
+#[test]
+fn the_openai_harness_calls_the_model_runs_its_tools_and_charges_the_wallet() {
+    let app = app();
+    let (ada, agent_id) = setup(&app, json!({}));
+    let calls = Rc::new(Cell::new(0));
+    let seen = calls.clone();
+    app.sessions.net.answer(move |req| {
+        assert_eq!(req.url, "https://model.example.com/v1/chat/completions");
+        seen.set(seen.get() + 1);
+        if seen.get() == 1 {
+            completion(json!({"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function",
+                "function": {"name": "write_task_file", "arguments": "{\"path\":\"out/answer.md\",\"content\":\"42\"}"}}]}), 100, 20)
+        } else {
+            let messages = body(req)["messages"].clone();
+            assert_eq!(messages.as_array().unwrap().last().unwrap()["role"], "tool", "the tool's answer goes back to the model");
+            completion(json!({"role": "assistant", "content": "Wrote out/answer.md."}), 150, 10)
+        }
+    });
+    let (sid, events) = run_turn(&app, &ada, &agent_id, "answer into a file", None);
+    let kinds: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["tool_call", "tool_result", "agent_message", "turn_end"]);
+    assert_eq!(events[1]["is_error"], false);
+    assert_eq!(events[2]["text"], "Wrote out/answer.md.");
+    assert_eq!(calls.get(), 2);
+
+    let first = body(&app.sessions.net.requests.borrow()[0]);
+    assert_eq!(first["model"], "gpt-test");
+    assert!(first["messages"][0]["content"].as_str().unwrap().starts_with("You are terse."));
+    assert!(first["tools"].as_array().unwrap().iter().any(|t| t["function"]["name"] == "write_task_file"));
+    let auth = app.sessions.net.requests.borrow()[0].headers.iter().find(|(k, _)| k == "authorization").cloned();
+    assert_eq!(auth.unwrap().1, "Bearer sk-test-123", "the sealed secret is opened for the call");
+
+    let task = app.ok(&ada.key, "read_task_file", json!({"task_id": sid, "path": "out/answer.md"}));
+    assert_eq!((task["content"].as_str(), task["writer_session_id"].as_str()), (Some("42"), Some(sid.as_str())));
+    let result = app.ok(&ada.key, "collect_result", json!({"session_id": sid}));
+    assert_eq!(result["files"][0]["path"], "out/answer.md");
+    assert_eq!(result["last_reply"], "Wrote out/answer.md.");
+
+    // 100 + 150 input tokens at 1,000,000 c/Mtok and 30 output at 2,000,000: 100+40 and 150+20 cents.
+    let usage = app.ok(&ada.key, "get_usage", json!({"session_id": sid}));
+    assert_eq!(usage["session"]["spent_cents"], 310);
+    assert_eq!(usage["session"]["input_tokens"], 250);
+    assert_eq!(usage["session"]["entries"].as_array().unwrap().len(), 2);
+    assert_eq!(usage["balance_cents"], 1000 - 310);
+    let by_model = app.ok(&ada.key, "get_usage", json!({"group_by": "model"}));
+    assert_eq!(by_model["groups"][0]["key"], "gpt-test");
+    assert_eq!(by_model["total_cents"], 310);
+    assert_eq!(app.ok(&ada.key, "get_session", json!({"session_id": sid}))["spent_cents"], 310);
+}
+
+#[test]
+fn a_budget_stops_the_turn_at_the_cap_and_refuses_more_work() {
+    let app = app();
+    let (ada, agent_id) = setup(&app, json!({}));
+    app.sessions.net.answer(|_| {
+        completion(
+            json!({"role": "assistant", "content": null, "tool_calls": [{"id": "c", "type": "function",
+            "function": {"name": "list_task_files", "arguments": "{}"}}]}),
+            100,
+            0,
+        )
+    });
+    let (sid, events) = run_turn(&app, &ada, &agent_id, "loop forever", Some(150));
+    let last = events.last().unwrap();
+    assert_eq!(last["reason"], "budget_reached");
+    assert!(events
+        .iter()
+        .any(|e| e["type"] == "status" && e["text"].as_str().unwrap().contains("budget of 150 cents")));
+    assert_eq!(
+        app.ok(&ada.key, "get_session", json!({"session_id": sid}))["spent_cents"],
+        200,
+        "two calls of 100 reach the cap"
+    );
+    let more = json!({"session_id": sid, "message": "continue", "idempotency_key": "k-more"});
+    assert_eq!(app.err_code(&ada.key, "send_message", more), "insufficient_credits");
+}
+
+#[test]
+fn a_model_error_or_missing_secret_fails_the_turn_visibly() {
+    let app = app();
+    let (ada, agent_id) = setup(&app, json!({}));
+    app.sessions.net.answer(|_| HttpResponse::json(500, &json!({"error": "boom"})));
+    let (_, events) = run_turn(&app, &ada, &agent_id, "hi", None);
+    assert_eq!(events[0]["type"], "error");
+    assert!(events[0]["message"].as_str().unwrap().contains("HTTP 500"));
+    assert_eq!(events[1]["reason"], "failed");
+
+    app.request("DELETE", "/v1/secrets/OPENAI_BASE_URL", Some(&ada.key), None);
+    let (_, events) = run_turn(&app, &ada, &agent_id, "again", None);
+    assert!(events[0]["message"].as_str().unwrap().contains("OPENAI_BASE_URL"));
+}
+
+#[test]
+fn declared_mcp_servers_are_offered_and_called() {
+    let app = app();
+    let server = json!({"mcpServers": [{"name": "weather", "url": "https://tools.example.com/mcp", "bearer_secret": "TOOLS_TOKEN"}]});
+    let (ada, agent_id) = setup(&app, server);
+    let model_calls = Rc::new(Cell::new(0));
+    let seen = model_calls.clone();
+    app.sessions.net.answer(move |req| {
+        if req.url.starts_with("https://tools.example.com") {
+            let auth = req.headers.iter().find(|(k, _)| k == "authorization").map(|(_, v)| v.clone());
+            assert_eq!(auth.as_deref(), Some("Bearer tt-9"));
+            let rpc = body(req);
+            return match rpc["method"].as_str().unwrap() {
+                "initialize" => json_response(json!({"jsonrpc": "2.0", "id": rpc["id"], "result": {"protocolVersion": "2025-06-18", "capabilities": {}, "serverInfo": {"name": "w", "version": "1"}}})),
+                "notifications/initialized" => HttpResponse::new(202),
+                "tools/list" => json_response(json!({"jsonrpc": "2.0", "id": rpc["id"], "result": {"tools": [{"name": "forecast", "description": "Weather", "inputSchema": {"type": "object", "properties": {"city": {"type": "string"}}}}]}})),
+                "tools/call" => {
+                    assert_eq!(rpc["params"]["arguments"]["city"], "Oslo");
+                    // Answered as an SSE stream, as many servers do.
+                    let data = json!({"jsonrpc": "2.0", "id": rpc["id"], "result": {"content": [{"type": "text", "text": "snow"}]}});
+                    HttpResponse::text(200, "text/event-stream", format!("event: message\ndata: {data}\n\n"))
+                }
+                other => panic!("unexpected {other}"),
+            };
+        }
+        seen.set(seen.get() + 1);
+        if seen.get() == 1 {
+            assert!(body(req)["tools"].as_array().unwrap().iter().any(|t| t["function"]["name"] == "weather__forecast"));
+            completion(json!({"role": "assistant", "tool_calls": [{"id": "w1", "type": "function",
+                "function": {"name": "weather__forecast", "arguments": "{\"city\":\"Oslo\"}"}}]}), 10, 10)
+        } else {
+            completion(json!({"role": "assistant", "content": "Snow in Oslo."}), 10, 10)
+        }
+    });
+    let (_, events) = run_turn(&app, &ada, &agent_id, "weather?", None);
+    let result = events.iter().find(|e| e["type"] == "tool_result").unwrap();
+    assert_eq!((result["content"].as_str(), result["is_error"].as_bool()), (Some("snow"), Some(false)));
+    assert_eq!(events.iter().rev().nth(1).unwrap()["text"], "Snow in Oslo.");
+}
+
+#[test]
+fn secrets_are_sealed_names_only_listed_and_admin_only() {
+    let app = app();
+    let (ada, _) = setup(&app, json!({}));
+    let stored: String =
+        app.db.0.query_row("SELECT sealed FROM secret WHERE name = 'OPENAI_API_KEY'", [], |r| r.get(0)).unwrap();
+    assert!(!stored.contains("sk-test-123"));
+    let list = app.request("GET", "/v1/secrets", Some(&ada.key), None).json_body();
+    assert!(!list.to_string().contains("sk-test"));
+    assert_eq!(list["secrets"].as_array().unwrap().len(), 3);
+    assert_eq!(app.request("PUT", "/v1/secrets/bad-name", Some(&ada.key), Some(json!({"value": "x"}))).status, 400);
+}
+
+#[test]
+fn the_echo_harness_writes_files_through_the_agents_file_tool() {
+    let app = TestApp::new();
+    let ada = app.signup("Ada", "ada@example.com");
+    let agent_id = app
+        .request("POST", "/v1/agents", Some(&ada.key), Some(json!({"name": "E", "harness": "echo", "model": "m"})))
+        .json_body()["agent_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (sid, events) = run_turn(&app, &ada, &agent_id, "/write notes/hello.md Hello, task!", None);
+    assert_eq!(events[0]["type"], "tool_call");
+    let file = app.ok(&ada.key, "read_task_file", json!({"task_id": sid, "path": "notes/hello.md"}));
+    assert_eq!(file["content"], "Hello, task!");
+    assert_eq!(app.ok(&ada.key, "collect_result", json!({"session_id": sid}))["files"][0]["path"], "notes/hello.md");
+}
