@@ -1,0 +1,40 @@
+# agentsky: the two commands are `make dev` and `make test`. Everything else is a piece of them.
+# Each target installs what it needs and is missing (scripts/setup.sh), so a fresh clone works.
+SHELL := /bin/bash
+PORT ?= 8787
+export PORT
+
+.PHONY: dev test bench setup build e2e lint clean help
+
+help:
+	@echo "make dev    install what is missing, build, migrate local D1, serve on http://127.0.0.1:$(PORT)"
+	@echo "make test   host tests, clippy (host + wasm32), fmt, build, end-to-end + conformance against wrangler dev"
+	@echo "make bench  latency/throughput, D1 queries per call and wasm size, against a private wrangler dev"
+	@echo "make setup | build | e2e | lint | clean"
+
+dev:
+	@bash scripts/dev.sh
+
+test:
+	@bash scripts/test.sh
+
+bench: setup build
+	@bash bench/run.sh
+
+setup:
+	@bash scripts/setup.sh
+
+build: setup
+	@bash scripts/build.sh
+
+# The end-to-end suites alone (assumes a current build).
+e2e: build
+	@bash tests/e2e/run.sh
+
+lint: setup
+	cargo fmt --all --check
+	cargo clippy --all-targets -- -D warnings
+	cargo clippy --target wasm32-unknown-unknown -- -D warnings
+
+clean:
+	rm -rf build tests/e2e/.state bench/.state

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# `make bench` (a measurement, not a test): a private wrangler dev on a free loopback port with fresh
+# state, then bench/load.mjs: p50/p90/p99 and req/s of GET /v1/health (the floor), MCP tools/list and
+# tools/call list_agents, the x-d1-queries header per route, and the wasm size. Loopback only.
+# BENCH_N=2000 requests per route, BENCH_WARMUP=200. The per-key rate limit is lifted for the run.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../scripts/env.sh"
+source "$ROOT/scripts/server.sh"
+cd "$ROOT"
+
+wasm=$(ls build/worker/*.wasm build/*.wasm 2>/dev/null | head -1 || true)
+[ -n "$wasm" ] || die "no wasm under build/: run scripts/build.sh (make build) first"
+export BENCH_WASM="$ROOT/$wasm"
+
+state="$ROOT/target/agentsky-bench"
+start_server "$state/wrangler" "$state/wrangler-dev.log" --var RATE_LIMIT_PER_MIN:100000000 --log-level warn
+node bench/load.mjs "$BASE_URL"

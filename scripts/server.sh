@@ -1,0 +1,54 @@
+# shellcheck shell=bash
+# Sourced by tests/e2e/run.sh and bench/run.sh: start a private `wrangler dev` on a free loopback port
+# with its own state directory, wait until it answers, and stop it (and workerd under it) on exit.
+# Needs env.sh sourced first.
+
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
+}
+
+# start_server STATE_DIR LOG_FILE [extra wrangler dev args...]
+# AGENTSKY_WRANGLER_CONFIG=path serves another wrangler config (default: wrangler.toml).
+# Sets SERVER_PID, PORT and BASE_URL; installs an EXIT trap that stops the server.
+start_server() {
+  local state=$1 logf=$2; shift 2
+  rm -rf "$state"
+  mkdir -p "$state" "$(dirname "$logf")"
+  local t0; t0=$(now)
+  log "migrations into a fresh $state"
+  local cfg=(--config "${AGENTSKY_WRANGLER_CONFIG:-$ROOT/wrangler.toml}")
+  (cd "$ROOT" && wrangler d1 migrations apply DB --local "${cfg[@]}" --persist-to "$state") >"$logf.migrate" 2>&1 \
+    || { cat "$logf.migrate" >&2; die "d1 migrations apply failed"; }
+  PORT=$(free_port)
+  BASE_URL="http://127.0.0.1:$PORT"
+  log "wrangler dev on $BASE_URL (log: $logf)"
+  # setsid: the server gets its own process group, so stop_server ends wrangler and workerd together
+  # and nothing else.
+  (cd "$ROOT" && exec setsid wrangler dev "${cfg[@]}" --local --ip 127.0.0.1 --port "$PORT" \
+      --inspector-port "$(free_port)" --persist-to "$state" --test-scheduled \
+      --show-interactive-dev-session=false "$@" </dev/null >"$logf" 2>&1) &
+  SERVER_PID=$!
+  trap stop_server EXIT
+  trap 'exit 130' INT TERM
+  local deadline=$(( $(now) + ${SERVER_START_TIMEOUT:-180} ))
+  until [ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 "$BASE_URL/v1/health" || true)" = 200 ]; do
+    if ! kill -0 "$SERVER_PID" 2>/dev/null; then
+      tail -40 "$logf" >&2; die "wrangler dev exited before answering (log above: $logf)"
+    fi
+    if [ "$(now)" -ge "$deadline" ]; then
+      tail -40 "$logf" >&2; die "GET $BASE_URL/v1/health did not answer 200 within ${SERVER_START_TIMEOUT:-180}s"
+    fi
+    sleep 0.3
+  done
+  log "server up in $(( $(now) - t0 ))s (migrations included)"
+  export PORT BASE_URL
+}
+
+stop_server() {
+  [ -n "${SERVER_PID:-}" ] || return 0
+  # The whole group: wrangler and the workerd it started, even if wrangler itself already died.
+  kill -TERM -- "-$SERVER_PID" 2>/dev/null || true
+  for _ in $(seq 1 50); do kill -0 -- "-$SERVER_PID" 2>/dev/null || break; sleep 0.1; done
+  kill -KILL -- "-$SERVER_PID" 2>/dev/null || true
+  SERVER_PID=
+}

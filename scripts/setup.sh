@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Installs whatever the build and the tests need and is missing; a no-op in about a second when all is
+# there. Safe to run again and again. Reaches only crates.io, npm and PyPI.
+#   - rustup target wasm32-unknown-unknown
+#   - worker-build (pinned) and wasm-bindgen-cli (= the wasm-bindgen crate in Cargo.lock), by cargo install
+#   - npm ci: wrangler, Node 22, the MCP SDKs and the conformance suite (package-lock.json)
+#   - .venv: the Python MCP client and pytest (requirements-e2e.txt)
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
+cd "$ROOT"
+
+command -v cargo >/dev/null || die "cargo not found: install Rust with rustup first (https://rustup.rs)"
+command -v npm >/dev/null || die "npm not found: install Node.js (any version >= 18; Node 22 itself comes from npm)"
+command -v python3 >/dev/null || die "python3 not found (needed for the Python end-to-end tests)"
+
+# 1. The wasm target.
+if ! rustup target list --installed 2>/dev/null | grep -qx wasm32-unknown-unknown; then
+  log "rustup target add wasm32-unknown-unknown"
+  rustup target add wasm32-unknown-unknown
+fi
+
+# 2. worker-build, pinned. --locked: its own lockfile is known to build.
+have=$(worker-build --version 2>/dev/null || true)
+if [ "$have" != "$WORKER_BUILD_VERSION" ]; then
+  [ -n "$have" ] && log "worker-build is $have, want $WORKER_BUILD_VERSION: reinstalling"
+  log "cargo install worker-build --version $WORKER_BUILD_VERSION --locked (about 3 minutes, once)"
+  cargo install worker-build --version "$WORKER_BUILD_VERSION" --locked --force
+fi
+
+# 3. wasm-bindgen CLI at exactly the crate's version: the two must match byte-for-byte in their
+#    schema, and worker-build would otherwise try to download one from GitHub.
+want=$(wasm_bindgen_lock_version)
+[ -n "$want" ] || die "no wasm-bindgen package in Cargo.lock: run 'cargo generate-lockfile' first"
+have=$(wasm_bindgen_cli_version || true)
+if [ "$have" != "$want" ]; then
+  if [ -n "$have" ]; then
+    log "wasm-bindgen CLI is $have but Cargo.lock has wasm-bindgen $want: reinstalling the CLI at $want"
+  fi
+  # Without --locked: the CLI's published lockfile does not build here (see TOOLCHAIN.md).
+  log "cargo install wasm-bindgen-cli --version $want (about 2 minutes, once)"
+  cargo install wasm-bindgen-cli --version "$want" --force
+  have=$(wasm_bindgen_cli_version || true)
+  [ "$have" = "$want" ] || die "wasm-bindgen CLI still reports '$have', want $want"
+fi
+
+# 4. npm packages, from the lockfile. The stamp makes the no-change case free.
+stamp=node_modules/.agentsky-lock.sha256
+sum=$(sha256sum package-lock.json package.json | sha256sum | cut -c1-64)
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$sum" ] || [ ! -x node_modules/.bin/wrangler ]; then
+  log "npm ci"
+  npm ci --no-audit --no-fund --loglevel=error
+  echo "$sum" > "$stamp"
+fi
+[ -x "$ESBUILD_BIN" ] || die "esbuild binary missing at $ESBUILD_BIN after npm ci"
+node_major=$(node -p 'process.versions.node.split(".")[0]')
+[ "$node_major" -ge 22 ] || die "node on PATH is $(node --version), want >= 22 from node_modules/.bin"
+
+# 5. Python venv for the Python MCP client tests.
+vstamp="$VENV/.agentsky-req.sha256"
+vsum=$(sha256sum requirements-e2e.txt | cut -c1-64)
+if [ ! -x "$VENV/bin/python" ] || [ ! -f "$vstamp" ] || [ "$(cat "$vstamp")" != "$vsum" ]; then
+  log "python venv .venv with requirements-e2e.txt"
+  [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
+  "$VENV/bin/pip" install --quiet -r requirements-e2e.txt
+  echo "$vsum" > "$vstamp"
+fi
+
+log "setup ok: worker-build $(worker-build --version), wasm-bindgen $(wasm_bindgen_cli_version), node $(node --version), wrangler $(wrangler --version 2>/dev/null | tail -1)"

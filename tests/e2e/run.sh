@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# End-to-end: a private `wrangler dev` (local D1/DO/R2/Queues/cron) on a free loopback port, fresh state,
+# the conformance fixture tools switched on (CONFORMANCE_FIXTURES=1 serves them without auth at
+# POST /v1/conformance/mcp), then the TypeScript clients, the Python clients and the official
+# conformance suite against it. The server is always stopped; any failure makes the exit non-zero.
+# Expects scripts/setup.sh and scripts/build.sh to have run (make test does both).
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/env.sh"
+source "$ROOT/scripts/server.sh"
+cd "$ROOT"
+
+state="$ROOT/tests/e2e/.state"
+start_server "$state/wrangler" "$state/logs/wrangler-dev.log" --var CONFORMANCE_FIXTURES:1
+export AGENTSKY_URL="$BASE_URL"
+
+failed=()
+step() { # step NAME CMD...: run, time, remember a failure, go on with the next suite
+  local name=$1; shift
+  local t0; t0=$(now)
+  log "e2e: $name"
+  if "$@"; then log "e2e: $name passed ($(( $(now) - t0 ))s)"
+  else log "e2e: $name FAILED ($(( $(now) - t0 ))s)"; failed+=("$name"); fi
+}
+
+shopt -s nullglob
+ts_tests=(tests/e2e/*.test.mjs)
+[ ${#ts_tests[@]} -gt 0 ] || die "no tests/e2e/*.test.mjs found"
+step "TypeScript clients (node --test)" node --test --test-reporter=spec --test-concurrency=1 "${ts_tests[@]}"
+step "Python clients (pytest)" "$VENV/bin/python" -m pytest -q -p no:cacheprovider tests/e2e/py
+
+if [ -x tests/conformance/run.sh ] || [ -f tests/conformance/run.sh ]; then
+  step "MCP conformance suite" bash tests/conformance/run.sh "$BASE_URL/v1/conformance/mcp"
+else
+  printf '\n\033[1;33m!!! tests/conformance/run.sh is missing: the MCP conformance suite was NOT run !!!\033[0m\n\n' >&2
+fi
+
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "e2e: failed: ${failed[*]} (server log: $state/logs/wrangler-dev.log)" >&2
+  exit 1
+fi
+log "e2e: all suites passed"
