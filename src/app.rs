@@ -76,6 +76,15 @@ async fn route(env: &Env, req: &HttpRequest, meta: RequestMeta) -> HttpResponse 
         "/v1/conformance/mcp" if env.config.conformance_fixtures => {
             return mcp::serve(&spec(&cx, req), &mcp::fixtures::Fixtures, req).await
         }
+        _ if path.starts_with("/a/") && req.method == "GET" => {
+            return crate::ops::sharing::serve_artifact(env, &path[3..]).await
+        }
+        _ if path.starts_with("/s/") && req.method == "GET" => {
+            return crate::ops::sharing::serve_session(env, &path[3..]).await
+        }
+        _ if path.starts_with("/s/") && req.method == "POST" => {
+            return crate::ops::sharing::post_to_session(&cx, &path[3..], &req.body).await
+        }
         _ if path.starts_with("/.well-known/") => {
             // No OAuth here: bearer keys only. A 404 tells clients not to start an OAuth flow.
             return HttpResponse::json(404, &ApiError::not_found("resource").body());

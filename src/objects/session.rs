@@ -86,6 +86,13 @@ impl Session {
             };
         }
         let now = now_ms();
+        if let SessionCall::Purge = call {
+            let _ = core.purge();
+            self.wake();
+            let _ = self.state.storage().delete_alarm().await;
+            let _ = self.state.storage().delete_all().await;
+            return SessionReply::Refused(Refusal::new("not_found", "session deleted"));
+        }
         match driver::answer(&core, &call, now) {
             Ok((reply, Some(t))) => {
                 if let Ok(Some(config)) = core.config() {

@@ -4,17 +4,22 @@
 
 pub mod accounts;
 pub mod agents;
+pub mod catalog;
 pub mod files;
+pub mod handoffs;
 pub mod help;
 pub mod idempotency;
 pub mod secrets;
 pub mod sessions;
+pub mod sharing;
+pub mod tasks;
 pub mod usage;
 pub mod workspaces;
 
 use crate::cx::Cx;
 use crate::error::{ApiError, Code};
 use crate::rules::rate::Decision;
+use crate::store;
 use futures::future::LocalBoxFuture;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -277,6 +282,88 @@ operations! {
     stop_session(sessions::StopSession) -> sessions::Stopped {
         title: "Stop a session", group: "sessions", scope: Write, tool: true,
         http: POST "/v1/sessions/{session_id}/stop", hints: DESTROYS, run: sessions::stop
+    }
+
+    /// Continue a session with another agent (`agent_id`, an id or `@handle`), optionally on a chosen
+    /// `model` and `thinking` level: a new session starts with the conversation and the workspace files,
+    /// and the original stays. Requires an `idempotency_key`; returns the handoff.
+    hand_off_session(handoffs::HandOffSession) -> handoffs::Handoff {
+        title: "Hand off a session", group: "sessions", scope: Write, tool: true,
+        http: POST "/v1/sessions/{session_id}/handoff", hints: CREATES, run: handoffs::hand_off
+    }
+
+    /// Where a handoff stands; once `completed`, `target_session` is the session to continue with.
+    get_handoff(handoffs::GetHandoff) -> handoffs::HandoffStatus {
+        title: "Get a handoff", group: "sessions", scope: Read, tool: true,
+        http: GET "/v1/handoffs/{handoff_id}", hints: READ_ONLY, run: handoffs::get
+    }
+
+    /// Turn a session's share link on (`view_only` for a read-only link) or off; returns `share_url`.
+    /// Workspace derived from the session.
+    share_session(sharing::ShareSession) -> sharing::SessionShared {
+        title: "Share a session", group: "sessions", scope: Write, tool: true,
+        http: POST "/v1/sessions/{session_id}/share", hints: UPDATES, run: sharing::share_session
+    }
+
+    /// The threads of a session's task: root first, then helpers, handoffs and children, each with its
+    /// agent, model, status and spend. Workspace derived from the session.
+    read_session_threads(tasks::ReadSessionThreads) -> tasks::Threads {
+        title: "Read session threads", group: "tasks", scope: Read, tool: true,
+        http: GET "/v1/sessions/{session_id}/threads", hints: READ_ONLY, run: tasks::threads
+    }
+
+    /// Every agent you can start, by `@handle`, with what it does, its categories, pricing and
+    /// requirements. Optional `workspace`.
+    search_catalog(catalog::SearchCatalog) -> catalog::CatalogResults {
+        title: "Search the catalog", group: "agents", scope: Read, tool: true,
+        http: GET "/v1/catalog", hints: READ_ONLY, run: catalog::search
+    }
+
+    /// Your tasks and what each is waiting on. Optional `workspace`.
+    list_tasks(tasks::ListTasks) -> tasks::TaskList {
+        title: "List tasks", group: "tasks", scope: Read, tool: true,
+        http: GET "/v1/tasks", hints: READ_ONLY, run: tasks::list
+    }
+
+    /// One task's sessions, open requests and cost. Workspace derived from the task.
+    get_task(tasks::GetTask) -> tasks::TaskDetail {
+        title: "Get a task", group: "tasks", scope: Read, tool: true,
+        http: GET "/v1/tasks/{task_id}", hints: READ_ONLY, run: tasks::get
+    }
+
+    /// Cap what all of a task's sessions may spend together, in cents (`null` removes the cap).
+    set_task_budget(tasks::SetTaskBudget) -> tasks::TaskBudget {
+        title: "Set a task's budget", group: "tasks", scope: Write, tool: false,
+        http: PUT "/v1/tasks/{task_id}/budget", hints: UPDATES, run: tasks::set_budget
+    }
+
+    /// Published results from a task, and whether each has a public link. Optional `workspace` (or
+    /// `task_id`).
+    list_artifacts(sharing::ListArtifacts) -> sharing::ArtifactList {
+        title: "List artifacts", group: "tasks", scope: Read, tool: true,
+        http: GET "/v1/artifacts", hints: READ_ONLY, run: sharing::list
+    }
+
+    /// Publish a task file as an artifact: a snapshot of its current (or a given) version. Workspace
+    /// derived from the task.
+    publish_artifact(sharing::PublishArtifact) -> store::artifacts::ArtifactRow {
+        title: "Publish an artifact", group: "tasks", scope: Write, tool: true,
+        http: POST "/v1/tasks/{task_id}/artifacts", hints: CREATES, run: sharing::publish
+    }
+
+    /// Turn an artifact's public link on (a new link each time) or off; returns `share_url`, which
+    /// serves it to any browser without a key. Workspace derived from the artifact.
+    share_artifact(sharing::ShareArtifact) -> sharing::ArtifactShared {
+        title: "Share an artifact", group: "tasks", scope: Write, tool: true,
+        http: POST "/v1/artifacts/{artifact_id}/share", hints: UPDATES, run: sharing::share
+    }
+
+    /// Permanently delete a workspace you own and everything in it; `confirm` must repeat the slug.
+    /// Sessions are stopped and the wallet's credit goes back to you. Not your default workspace; not
+    /// with a workspace key.
+    delete_workspace(workspaces::DeleteWorkspace) -> workspaces::WorkspaceDeleted {
+        title: "Delete a workspace", group: "workspaces", scope: Write, tool: true,
+        http: DELETE "/v1/workspaces/{workspace}", hints: DESTROYS, run: workspaces::delete
     }
 
     /// A task's shared folder: the latest version of each file, by path. Workspace derived from the task.

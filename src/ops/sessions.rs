@@ -61,7 +61,7 @@ fn check_message(text: &str) -> Result<(), ApiError> {
 }
 
 /// Finds an agent by id or `@handle` that the caller may start in workspace `w`: its own, or public.
-async fn resolve_agent(cx: &Cx<'_>, w: &Membership, agent: &str) -> Result<Agent, ApiError> {
+pub async fn resolve_agent(cx: &Cx<'_>, w: &Membership, agent: &str) -> Result<Agent, ApiError> {
     let found = match agent.strip_prefix('@') {
         Some(handle) => store::agents::by_handle(cx.db(), handle).await,
         None if ids::is_id(agent, "ag") => store::agents::get(cx.db(), agent).await,
@@ -78,7 +78,7 @@ async fn resolve_agent(cx: &Cx<'_>, w: &Membership, agent: &str) -> Result<Agent
 
 /// Refuses work the wallet cannot cover: paid harnesses need credit; a public agent from another
 /// workspace costs its price per run.
-async fn check_credits(cx: &Cx<'_>, w: &Membership, agent: &Agent) -> Result<(), ApiError> {
+pub async fn check_credits(cx: &Cx<'_>, w: &Membership, agent: &Agent) -> Result<(), ApiError> {
     let price = if agent.workspace_id == w.workspace_id { 0 } else { agent.price_cents_per_run };
     let needs = price + i64::from(agent.harness == "openai");
     if needs == 0 {
@@ -124,12 +124,6 @@ pub struct Started {
     pub cursor: String,
 }
 
-#[derive(Serialize, Deserialize)]
-struct StartIds {
-    session_id: String,
-    message_id: String,
-}
-
 /// start_session
 pub async fn start(cx: &Cx<'_>, p: StartSession) -> Result<Started, ApiError> {
     let args = serde_json::to_value(json!({
@@ -165,64 +159,121 @@ pub async fn start(cx: &Cx<'_>, p: StartSession) -> Result<Started, ApiError> {
     };
     let agent = resolve_agent(cx, &w, &p.agent_id).await?;
     check_credits(cx, &w, &agent).await?;
+    if let Some(task) = &task_id {
+        check_task_budget(cx, task).await?;
+    }
     let caller = cx.caller()?;
-    let title: String = p.message.chars().take(120).collect();
     let model = p.model.clone().unwrap_or_else(|| agent.model.clone());
+    let spec = Spec {
+        workspace_id: &w.workspace_id,
+        agent: &agent,
+        task_id: task_id.as_deref(),
+        relation: if task_id.is_some() { "helper" } else { "root" },
+        parent_session_id: None,
+        message: &p.message,
+        from: Author::User,
+        budget_cents: p.budget_cents,
+        model: &model,
+        thinking: "medium",
+        key_id: Some(&caller.key_id),
+    };
     let scope =
         Scope { workspace_id: &w.workspace_id, tool: "start_session", key: &p.idempotency_key, ttl_ms: START_TTL_MS };
-    idempotency::once(
-        cx,
-        scope,
-        &args,
-        || StartIds { session_id: ids::new_id("ses"), message_id: ids::new_id("msg") },
-        |ids: StartIds| {
-            let (agent, w, title, model, task_id) = (&agent, &w, &title, &model, &task_id);
-            let message = p.message.clone();
-            async move {
-                let task = task_id.clone().unwrap_or_else(|| ids.session_id.clone());
-                store::sessions::insert(
-                    cx.db(),
-                    &store::sessions::NewSession {
-                        session_id: &ids.session_id,
-                        workspace_id: &w.workspace_id,
-                        task_id: &task,
-                        agent_id: &agent.agent_id,
-                        agent_name: &agent.name,
-                        harness: &agent.harness,
-                        model,
-                        thinking: "medium",
-                        title,
-                        budget_cents: p.budget_cents,
-                        message_id: &ids.message_id,
-                        key_id: &caller.key_id,
-                        now_ms: cx.now_ms,
-                    },
-                )
-                .await
-                .map_err(|e| cx.internal(e))?;
-                let config = SessionConfig {
-                    session_id: ids.session_id.clone(),
-                    workspace_id: w.workspace_id.clone(),
-                    task_id: task,
-                    agent_id: agent.agent_id.clone(),
-                    harness: agent.harness.clone(),
-                    model: model.clone(),
-                    thinking: "medium".into(),
-                    instructions: agent.instructions.clone(),
-                    mcp_servers: agent.mcp_servers.clone(),
-                    budget_cents: p.budget_cents,
-                    started_by_key_id: Some(caller.key_id.clone()),
-                };
-                let message = NewMessage { message_id: ids.message_id.clone(), text: message, from: Author::User };
-                let seq = accepted(
-                    call(cx, &ids.session_id, SessionCall::Init { config: Box::new(config), message }).await?,
-                )?;
-                let (session, _) = load(cx, &ids.session_id).await?;
-                Ok(Started { session, message_id: ids.message_id, cursor: cursor::event(seq) })
-            }
+    idempotency::once(cx, scope, &args, StartIds::fresh, |ids: StartIds| create(cx, &spec, ids)).await
+}
+
+/// Refuses new work in a task whose sessions have spent its budget.
+pub async fn check_task_budget(cx: &Cx<'_>, task_id: &str) -> Result<(), ApiError> {
+    let spend = store::tasks::spend(cx.db(), task_id).await.map_err(|e| cx.internal(e))?;
+    match spend {
+        Some((spent, Some(budget))) if spent >= budget => Err(ApiError::new(
+            Code::InsufficientCredits,
+            format!("task `{task_id}` has spent {spent} of its {budget} cents budget; raise it to continue"),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// Everything a new session needs, whoever starts it: a caller, a hand-off, a routine.
+pub struct Spec<'a> {
+    pub workspace_id: &'a str,
+    pub agent: &'a Agent,
+    /// The task to join; `None` starts a new task whose id is the session's.
+    pub task_id: Option<&'a str>,
+    /// `root`, `helper`, `handoff` or `child`.
+    pub relation: &'a str,
+    pub parent_session_id: Option<&'a str>,
+    pub message: &'a str,
+    pub from: Author,
+    pub budget_cents: Option<i64>,
+    pub model: &'a str,
+    pub thinking: &'a str,
+    pub key_id: Option<&'a str>,
+}
+
+/// The ids a start reserves before doing anything, so a retried start reuses them.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct StartIds {
+    pub session_id: String,
+    pub message_id: String,
+}
+
+impl StartIds {
+    /// New random ids (not a `Default`: each call differs).
+    pub fn fresh() -> Self {
+        Self { session_id: ids::new_id("ses"), message_id: ids::new_id("msg") }
+    }
+}
+
+/// Creates a session: indexes it (and its task), then starts its object with the first message. Both
+/// steps are idempotent on the reserved ids, so running it again after a crash finishes the same start.
+pub async fn create(cx: &Cx<'_>, spec: &Spec<'_>, ids: StartIds) -> Result<Started, ApiError> {
+    let task = spec.task_id.map_or_else(|| ids.session_id.clone(), str::to_owned);
+    let title: String = spec.message.chars().take(120).collect();
+    let agent = spec.agent;
+    store::sessions::insert(
+        cx.db(),
+        &store::sessions::NewSession {
+            session_id: &ids.session_id,
+            workspace_id: spec.workspace_id,
+            task_id: &task,
+            agent_id: &agent.agent_id,
+            agent_name: &agent.name,
+            harness: &agent.harness,
+            model: spec.model,
+            thinking: spec.thinking,
+            title: &title,
+            budget_cents: spec.budget_cents,
+            message_id: &ids.message_id,
+            key_id: spec.key_id,
+            relation: spec.relation,
+            parent_session_id: spec.parent_session_id,
+            now_ms: cx.now_ms,
         },
     )
     .await
+    .map_err(|e| cx.internal(e))?;
+    let config = SessionConfig {
+        session_id: ids.session_id.clone(),
+        workspace_id: spec.workspace_id.to_owned(),
+        task_id: task,
+        agent_id: agent.agent_id.clone(),
+        harness: agent.harness.clone(),
+        model: spec.model.to_owned(),
+        thinking: spec.thinking.to_owned(),
+        instructions: agent.instructions.clone(),
+        mcp_servers: agent.mcp_servers.clone(),
+        budget_cents: spec.budget_cents,
+        started_by_key_id: spec.key_id.map(str::to_owned),
+    };
+    let message =
+        NewMessage { message_id: ids.message_id.clone(), text: spec.message.to_owned(), from: spec.from.clone() };
+    let seq = accepted(call(cx, &ids.session_id, SessionCall::Init { config: Box::new(config), message }).await?)?;
+    let session = store::sessions::get(cx.db(), &ids.session_id)
+        .await
+        .map_err(|e| cx.internal(e))?
+        .ok_or_else(|| cx.internal("session vanished after its start"))?;
+    Ok(Started { session, message_id: ids.message_id, cursor: cursor::event(seq) })
 }
 
 fn accepted(reply: SessionReply) -> Result<i64, ApiError> {

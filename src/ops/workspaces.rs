@@ -212,3 +212,58 @@ pub async fn describe(cx: &Cx<'_>, p: DescribeWorkspace) -> Result<WorkspaceDesc
         route_groups: groups,
     })
 }
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DeleteWorkspace {
+    /// The slug of the workspace to delete.
+    pub workspace: String,
+    /// The slug again, to confirm.
+    pub confirm: String,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct WorkspaceDeleted {
+    pub workspace: String,
+    pub deleted: bool,
+    /// Sessions that were running or idle and were stopped.
+    pub sessions_stopped: i64,
+    /// Credit moved to your personal workspace, in cents.
+    pub credit_moved_cents: i64,
+}
+
+/// delete_workspace: permanently, after stopping its sessions and moving its credit home.
+pub async fn delete(cx: &Cx<'_>, p: DeleteWorkspace) -> Result<WorkspaceDeleted, ApiError> {
+    let caller = cx.caller()?;
+    if caller.locked_workspace_id.is_some() {
+        return Err(ApiError::new(
+            Code::Forbidden,
+            "a workspace-locked key cannot delete workspaces; use your own key",
+        ));
+    }
+    let m = cx.workspace(Some(&p.workspace))?.clone();
+    if p.confirm != m.slug {
+        return Err(ApiError::invalid(format!("`confirm` must repeat the slug `{}`", m.slug)));
+    }
+    if m.is_personal {
+        return Err(ApiError::new(Code::Forbidden, "your personal workspace cannot be deleted"));
+    }
+    cx.require_role(&m, Role::Owner)?;
+    let db = cx.db();
+    let live = store::sessions::live_in_workspace(db, &m.workspace_id).await.map_err(|e| cx.internal(e))?;
+    for session_id in &live {
+        crate::ops::sessions::call(cx, session_id, crate::session::SessionCall::Stop).await.ok();
+    }
+    // Every session object forgets its transcript; the rows go with the workspace below.
+    let all = store::sessions::all_in_workspace(db, &m.workspace_id).await.map_err(|e| cx.internal(e))?;
+    for session_id in &all {
+        cx.env.sessions.call(session_id, crate::session::SessionCall::Purge).await.ok();
+    }
+    let moved = store::workspaces::delete(db, &m.workspace_id, &caller.account_id).await.map_err(|e| cx.internal(e))?;
+    Ok(WorkspaceDeleted {
+        workspace: m.slug,
+        deleted: true,
+        sessions_stopped: live.len() as i64,
+        credit_moved_cents: moved,
+    })
+}

@@ -107,5 +107,9 @@ pub fn answer<S: LocalSql + ?Sized>(
         }
         C::Configure { model, thinking } => (R::Config(core.configure(model.clone(), thinking.clone())?), None),
         C::Summary => (R::Summary(core.summary()?), None),
+        C::Purge => {
+            let t = core.purge()?;
+            (R::Summary(core.summary()?), Some(t))
+        }
     })
 }

@@ -1,6 +1,6 @@
 //! The `echo` harness: free, deterministic, and labelled as a test harness. It lets a new user try the
 //! whole loop without a model, and lets tests drive every path of a turn:
-//! - any text → one reply, `echo: <text>`;
+//! - any text → one reply, `echo: <text>`; these commands count at the start of a message:
 //! - `/sleep N` (N ≤ 30) → a status event, then the reply N seconds later (a turn that stays running);
 //! - `/burst N` (N ≤ 5000) → N numbered replies in one step (long logs, paging);
 //! - `/fail` → an error event and a failed turn;
@@ -12,15 +12,20 @@ use serde_json::json;
 /// The harness's label, shown in its replies' events.
 pub const LABEL: &str = "echo (test harness: deterministic, free, no model)";
 
-fn arg(text: &str, command: &str, max: u64) -> Option<u64> {
-    let rest = text.split(command).nth(1)?;
+/// Commands count only at the start of a message, so quoted text (a hand-off's brief) never runs one.
+fn command<'a>(text: &'a str, name: &str) -> Option<&'a str> {
+    text.trim_start().strip_prefix(name)
+}
+
+fn arg(text: &str, name: &str, max: u64) -> Option<u64> {
+    let rest = command(text, name)?;
     let n: u64 = rest.split_whitespace().next()?.parse().ok()?;
     Some(n.min(max))
 }
 
 /// `/write <path> <text…>`: the file the message asks the harness to write, if any.
 pub fn write_request(text: &str) -> Option<(String, String)> {
-    let rest = text.split("/write ").nth(1)?;
+    let rest = command(text, "/write ")?;
     let (path, content) = rest.trim_start().split_once(' ')?;
     Some((path.to_owned(), content.to_owned()))
 }
@@ -36,7 +41,7 @@ pub fn step(text: &str, turn: &Turn) -> StepOutcome {
             };
         }
     }
-    if text.contains("/fail") {
+    if command(text, "/fail").is_some() {
         return StepOutcome {
             events: vec![(EventKind::Error, json!({ "message": "the echo harness was asked to fail (/fail)" }))],
             end: Some(TurnEnd::Failed),

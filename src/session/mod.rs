@@ -238,6 +238,16 @@ impl<'a, S: LocalSql + ?Sized> Core<'a, S> {
         Ok(t)
     }
 
+    /// Deletes the log, the turn and the configuration: nothing of the session stays readable.
+    pub fn purge(&self) -> Res<Transition> {
+        let turn = self.turn()?;
+        self.sql.exec("DELETE FROM event", &[]).map_err(storage)?;
+        self.sql.exec("DELETE FROM kv", &[]).map_err(storage)?;
+        let mut t = Transition::quiet(Turn { state: TurnState::Terminated, ..turn });
+        t.wake = true;
+        Ok(t)
+    }
+
     /// Changes the model or thinking level used from the next turn on.
     pub fn configure(&self, model: Option<String>, thinking: Option<String>) -> Res<SessionConfig> {
         let mut config = self.require_config()?;

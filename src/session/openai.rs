@@ -180,6 +180,20 @@ async fn run<S: LocalSql + ?Sized>(
     if turn.step >= MAX_STEPS {
         return Err(format!("the turn made {MAX_STEPS} model calls without finishing; it stops here"));
     }
+    if let Some((spent, Some(budget))) =
+        store::tasks::spend(ports.db, &config.task_id).await.map_err(|e| e.to_string())?
+    {
+        if spent >= budget {
+            return Ok(StepOutcome {
+                events: vec![(
+                    EventKind::Status,
+                    json!({ "text": format!("the task's budget of {budget} cents is spent; the turn stops here") }),
+                )],
+                end: Some(TurnEnd::BudgetReached),
+                ..Default::default()
+            });
+        }
+    }
     let base = secret(ports, config, "OPENAI_BASE_URL").await?.ok_or(
         "this workspace has no OPENAI_BASE_URL secret: set it (and OPENAI_API_KEY) with PUT /v1/secrets/{name}",
     )?;

@@ -41,12 +41,27 @@ pub struct NewMessage {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "call", rename_all = "snake_case")]
 pub enum SessionCall {
-    Init { config: Box<SessionConfig>, message: NewMessage },
-    Send { message: NewMessage },
-    Read { after: i64, message_id: Option<String>, limit: u32, wait_ms: i64 },
+    Init {
+        config: Box<SessionConfig>,
+        message: NewMessage,
+    },
+    Send {
+        message: NewMessage,
+    },
+    Read {
+        after: i64,
+        message_id: Option<String>,
+        limit: u32,
+        wait_ms: i64,
+    },
     Stop,
-    Configure { model: Option<String>, thinking: Option<String> },
+    Configure {
+        model: Option<String>,
+        thinking: Option<String>,
+    },
     Summary,
+    /// Forget everything: the workspace is being deleted.
+    Purge,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -154,3 +154,13 @@ const DELETE: &str = "DELETE FROM agent WHERE agent_id = ?1 AND workspace_id = ?
 pub async fn delete(db: &dyn Sql, agent_id: &str, workspace_id: &str) -> DbResult<bool> {
     Ok(!db.all(stmt!(DELETE, agent_id, workspace_id)).await?.is_empty())
 }
+
+const CATALOG: &str =
+    "SELECT agent_id, workspace_id, name, handle, harness, model, instructions, description, categories,
+    mcp_servers, is_public, price_cents_per_run, session_count, created_ms, updated_ms
+  FROM agent WHERE workspace_id = ?1 OR is_public = 1 ORDER BY session_count DESC, created_ms DESC LIMIT 1000";
+
+/// Every agent a workspace can start: its own and the public ones.
+pub async fn catalog(db: &dyn Sql, workspace_id: &str) -> DbResult<Vec<Agent>> {
+    rows(db, stmt!(CATALOG, workspace_id)).await
+}

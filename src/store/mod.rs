@@ -6,11 +6,14 @@
 
 pub mod accounts;
 pub mod agents;
+pub mod artifacts;
 pub mod files;
+pub mod handoffs;
 pub mod keys;
 pub mod receipts;
 pub mod secrets;
 pub mod sessions;
+pub mod tasks;
 pub mod usage;
 pub mod workspaces;
 

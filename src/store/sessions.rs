@@ -26,6 +26,10 @@ pub struct SessionRow {
     pub budget_cents: Option<i64>,
     pub spent_cents: i64,
     pub last_message_id: Option<String>,
+    /// How it joined its task: `root`, `helper`, `handoff` or `child`.
+    pub relation: String,
+    /// The session it came from (handoffs and children).
+    pub parent_session_id: Option<String>,
     pub created_ms: i64,
     pub updated_ms: i64,
 }
@@ -42,46 +46,57 @@ pub struct NewSession<'a> {
     pub title: &'a str,
     pub budget_cents: Option<i64>,
     pub message_id: &'a str,
-    pub key_id: &'a str,
+    pub key_id: Option<&'a str>,
+    /// `root`, `helper`, `handoff` or `child`.
+    pub relation: &'a str,
+    pub parent_session_id: Option<&'a str>,
     pub now_ms: i64,
 }
 
-const INSERT: &str =
-    "INSERT INTO session (session_id, workspace_id, task_id, agent_id, agent_name, harness, model, thinking,
-    status, title, budget_cents, last_message_id, started_by_key_id, created_ms, updated_ms)
-  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'provisioning', ?9, ?10, ?11, ?12, ?13, ?13)
-  ON CONFLICT (session_id) DO NOTHING RETURNING session_id";
-const COUNT_AGENT: &str = "UPDATE agent SET session_count = session_count + 1 WHERE agent_id = ?1";
+const INSERT: &str = "INSERT INTO session (session_id, workspace_id, task_id, agent_id, agent_name, harness, model, thinking,
+    status, title, budget_cents, last_message_id, started_by_key_id, created_ms, updated_ms, relation, parent_session_id)
+  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'provisioning', ?9, ?10, ?11, ?12, ?13, ?13, ?14, ?15)
+  ON CONFLICT (session_id) DO NOTHING";
+/// Counts the session on its agent only if the insert just before it added the row.
+const COUNT_AGENT: &str = "UPDATE agent SET session_count = session_count + 1 WHERE agent_id = ?1 AND changes() = 1";
+const INSERT_TASK: &str = "INSERT INTO task (task_id, workspace_id, title, created_ms) VALUES (?1, ?2, ?3, ?4)
+  ON CONFLICT (task_id) DO NOTHING";
 
-/// Indexes a new session and counts it on its agent, once: a retry with the same id changes nothing.
+/// Indexes a new session (and a new task for a root session) and counts it on its agent, once, in one
+/// atomic batch: a retry with the same id changes nothing.
 pub async fn insert(db: &dyn Sql, s: &NewSession<'_>) -> DbResult<()> {
-    let insert = stmt!(
-        INSERT,
-        s.session_id,
-        s.workspace_id,
-        s.task_id,
-        s.agent_id,
-        s.agent_name,
-        s.harness,
-        s.model,
-        s.thinking,
-        s.title,
-        s.budget_cents,
-        s.message_id,
-        s.key_id,
-        s.now_ms
-    );
-    let inserted = !db.all(insert).await?.is_empty();
-    if inserted {
-        db.all(stmt!(COUNT_AGENT, s.agent_id)).await?;
+    let mut stmts = vec![
+        stmt!(
+            INSERT,
+            s.session_id,
+            s.workspace_id,
+            s.task_id,
+            s.agent_id,
+            s.agent_name,
+            s.harness,
+            s.model,
+            s.thinking,
+            s.title,
+            s.budget_cents,
+            s.message_id,
+            s.key_id,
+            s.now_ms,
+            s.relation,
+            s.parent_session_id
+        ),
+        stmt!(COUNT_AGENT, s.agent_id),
+    ];
+    if s.task_id == s.session_id {
+        stmts.push(stmt!(INSERT_TASK, s.task_id, s.workspace_id, s.title, s.now_ms));
     }
-    Ok(())
+    db.batch(stmts).await.map(drop)
 }
 
 pub async fn get(db: &dyn Sql, session_id: &str) -> DbResult<Option<SessionRow>> {
     const GET: &str =
         "SELECT session_id, workspace_id, task_id, agent_id, agent_name, harness, model, thinking, status, title, note,
-        budget_cents, spent_cents, last_message_id, created_ms, updated_ms FROM session WHERE session_id = ?1";
+        budget_cents, spent_cents, last_message_id, relation, parent_session_id, created_ms, updated_ms
+        FROM session WHERE session_id = ?1";
     first(db, stmt!(GET, session_id)).await
 }
 
@@ -95,7 +110,7 @@ pub async fn list(
 ) -> DbResult<Vec<SessionRow>> {
     const LIST: &str =
         "SELECT session_id, workspace_id, task_id, agent_id, agent_name, harness, model, thinking, status, title, note,
-        budget_cents, spent_cents, last_message_id, created_ms, updated_ms FROM session
+        budget_cents, spent_cents, last_message_id, relation, parent_session_id, created_ms, updated_ms FROM session
       WHERE workspace_id = ?1 AND (?2 IS NULL OR agent_id = ?2)
         AND (?3 IS NULL OR created_ms < ?3 OR (created_ms = ?3 AND session_id < ?4))
       ORDER BY created_ms DESC, session_id DESC LIMIT ?5";
@@ -116,4 +131,37 @@ const SET_MODEL: &str = "UPDATE session SET model = ?2, thinking = ?3, updated_m
 
 pub async fn set_model(db: &dyn Sql, session_id: &str, model: &str, thinking: &str, now_ms: i64) -> DbResult<()> {
     db.all(stmt!(SET_MODEL, session_id, model, thinking, now_ms)).await.map(drop)
+}
+
+const IN_TASK: &str =
+    "SELECT session_id, workspace_id, task_id, agent_id, agent_name, harness, model, thinking, status, title, note,
+    budget_cents, spent_cents, last_message_id, relation, parent_session_id, created_ms, updated_ms
+  FROM session WHERE task_id = ?1 ORDER BY created_ms, session_id LIMIT 500";
+
+/// A task's sessions, oldest first (the root is the first).
+pub async fn in_task(db: &dyn Sql, task_id: &str) -> DbResult<Vec<SessionRow>> {
+    rows(db, stmt!(IN_TASK, task_id)).await
+}
+
+const LIVE_IN_WORKSPACE: &str =
+    "SELECT session_id FROM session WHERE workspace_id = ?1 AND status <> 'terminated' LIMIT 10000";
+
+/// Sessions of a workspace that are not terminated.
+pub async fn live_in_workspace(db: &dyn Sql, workspace_id: &str) -> DbResult<Vec<String>> {
+    #[derive(Deserialize)]
+    struct Row {
+        session_id: String,
+    }
+    Ok(rows::<Row>(db, stmt!(LIVE_IN_WORKSPACE, workspace_id)).await?.into_iter().map(|r| r.session_id).collect())
+}
+
+const ALL_IN_WORKSPACE: &str = "SELECT session_id FROM session WHERE workspace_id = ?1 LIMIT 100000";
+
+/// Every session of a workspace.
+pub async fn all_in_workspace(db: &dyn Sql, workspace_id: &str) -> DbResult<Vec<String>> {
+    #[derive(Deserialize)]
+    struct Row {
+        session_id: String,
+    }
+    Ok(rows::<Row>(db, stmt!(ALL_IN_WORKSPACE, workspace_id)).await?.into_iter().map(|r| r.session_id).collect())
 }

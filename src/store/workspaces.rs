@@ -118,3 +118,23 @@ pub async fn id_by_slug(db: &dyn Sql, slug: &str) -> DbResult<Option<String>> {
     }
     Ok(super::first::<Row>(db, stmt!(BY_SLUG, slug)).await?.map(|r| r.workspace_id))
 }
+
+const MOVE_CREDIT: &str =
+    "UPDATE workspace SET balance_cents = balance_cents + (SELECT balance_cents FROM workspace WHERE workspace_id = ?1)
+  WHERE owner_account_id = ?2 AND is_personal = 1";
+const DELETE_RECEIPTS: &str = "DELETE FROM receipt WHERE workspace_id = ?1";
+/// Deleting the row cascades to everything that references the workspace.
+const DELETE: &str = "DELETE FROM workspace WHERE workspace_id = ?1";
+
+/// Moves the wallet to the owner's personal workspace and deletes the workspace with all it holds, in one
+/// atomic batch. Returns the cents moved.
+pub async fn delete(db: &dyn Sql, workspace_id: &str, owner_account_id: &str) -> DbResult<i64> {
+    let moved = balance(db, workspace_id).await?.unwrap_or(0);
+    db.batch(vec![
+        stmt!(MOVE_CREDIT, workspace_id, owner_account_id),
+        stmt!(DELETE_RECEIPTS, workspace_id),
+        stmt!(DELETE, workspace_id),
+    ])
+    .await?;
+    Ok(moved)
+}

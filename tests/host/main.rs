@@ -9,3 +9,4 @@ mod harness;
 mod mcp;
 mod sessions;
 mod table;
+mod tasks;

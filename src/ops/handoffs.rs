@@ -1,0 +1,195 @@
+//! Hand-offs: a session continued by another agent (optionally on another model and thinking level). A
+//! new session starts in the same task, so it has the task's files, and its first message carries the
+//! conversation so far; the original stays as it is.
+
+use crate::cx::Cx;
+use crate::error::{ApiError, Code};
+use crate::ops::idempotency::{self, Scope, DEFAULT_TTL_MS};
+use crate::ops::sessions::{self, Spec, StartIds, THINKING};
+use crate::rules::{ids, limits};
+use crate::session::{Author, SessionCall, SessionReply};
+use crate::store::{self, handoffs::HandoffRow};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+/// The most of the conversation a brief carries, in characters.
+const BRIEF_CHARS: usize = 48_000;
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HandOffSession {
+    /// The session to continue (`ses_…`).
+    pub session_id: String,
+    /// The agent that continues it: an id (`ag_…`) or a catalog `@handle`.
+    pub agent_id: String,
+    /// The model the new session runs (default: the agent's own).
+    pub model: Option<String>,
+    /// `off`, `low`, `medium` or `high` (default `medium`).
+    pub thinking: Option<String>,
+    /// A note for the new agent, added after the conversation (up to 4,000 characters).
+    pub message: Option<String>,
+    /// A unique key you generate for this hand-off; retrying with it returns the same hand-off.
+    pub idempotency_key: String,
+    /// Ignored: the workspace is the session's.
+    pub workspace: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct Handoff {
+    #[serde(flatten)]
+    pub handoff: HandoffRow,
+    /// Once `completed`: the session to continue with, its first message and the cursor after it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target_session: Option<sessions::Started>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct Reserved {
+    handoff_id: String,
+    start: StartIds,
+}
+
+/// The new agent's first message: the conversation so far, from the source session's log.
+async fn brief(cx: &Cx<'_>, source: &str, note: Option<&str>) -> Result<String, ApiError> {
+    let mut lines = Vec::new();
+    let mut after = 0;
+    for _ in 0..10 {
+        let call = SessionCall::Read { after, message_id: None, limit: 200, wait_ms: 0 };
+        let SessionReply::Page(page) = sessions::call(cx, source, call).await? else { break };
+        for e in &page.events {
+            let who = match e.kind.as_str() {
+                "user_message" => "user",
+                "agent_message" => "agent",
+                _ => continue,
+            };
+            lines.push(format!("[{who}] {}", e.body["text"].as_str().unwrap_or_default()));
+        }
+        after = page.last_seq;
+        if !page.has_more {
+            break;
+        }
+    }
+    let mut convo = lines.join("\n\n");
+    if convo.chars().count() > BRIEF_CHARS {
+        // Keep the newest part: the end of a conversation says where it stands.
+        let skip = convo.chars().count() - BRIEF_CHARS;
+        convo = format!("[… earlier conversation cut …]\n{}", convo.chars().skip(skip).collect::<String>());
+    }
+    let mut text = format!(
+        "You are taking over session {source} from another agent. The task's shared folder holds the files so far. \
+The conversation until now:\n\n{convo}\n\nContinue the work from here."
+    );
+    if let Some(n) = note {
+        text.push_str(&format!("\n\nA note from the person handing it over: {n}"));
+    }
+    Ok(text)
+}
+
+/// hand_off_session
+pub async fn hand_off(cx: &Cx<'_>, p: HandOffSession) -> Result<Handoff, ApiError> {
+    idempotency::check_key(&p.idempotency_key)?;
+    if let Some(t) = &p.thinking {
+        limits::one_of("thinking", t, THINKING)?;
+    }
+    if let Some(m) = &p.model {
+        limits::text("model", m, 1, 100)?;
+    }
+    if let Some(n) = &p.message {
+        limits::text("message", n, 1, 4_000)?;
+    }
+    let (source, w) = sessions::load(cx, &p.session_id).await?;
+    let agent = sessions::resolve_agent(cx, &w, &p.agent_id).await?;
+    sessions::check_credits(cx, &w, &agent).await?;
+    sessions::check_task_budget(cx, &source.task_id).await?;
+    let key_id = cx.caller()?.key_id.clone();
+    let args = json!({"session_id": p.session_id, "agent_id": p.agent_id, "model": p.model, "thinking": p.thinking, "message": p.message});
+    let scope = Scope {
+        workspace_id: &w.workspace_id,
+        tool: "hand_off_session",
+        key: &p.idempotency_key,
+        ttl_ms: DEFAULT_TTL_MS,
+    };
+    let reserve = || Reserved { handoff_id: ids::new_id("ho"), start: StartIds::fresh() };
+    idempotency::once(cx, scope, &args, reserve, |r: Reserved| {
+        let (source, agent, p, key_id, w) = (&source, &agent, &p, &key_id, &w);
+        async move {
+            let db = cx.db();
+            store::handoffs::open(db, &r.handoff_id, &w.workspace_id, &source.session_id, &agent.agent_id, cx.now_ms)
+                .await
+                .map_err(|e| cx.internal(e))?;
+            let message = brief(cx, &source.session_id, p.message.as_deref()).await?;
+            let model = p.model.clone().unwrap_or_else(|| agent.model.clone());
+            let spec = Spec {
+                workspace_id: &w.workspace_id,
+                agent,
+                task_id: Some(&source.task_id),
+                relation: "handoff",
+                parent_session_id: Some(&source.session_id),
+                message: &message,
+                from: Author::User,
+                budget_cents: None,
+                model: &model,
+                thinking: p.thinking.as_deref().unwrap_or("medium"),
+                key_id: Some(key_id),
+            };
+            let started = match sessions::create(cx, &spec, r.start).await {
+                Ok(s) => s,
+                Err(e) => {
+                    let _ =
+                        store::handoffs::finish(db, &r.handoff_id, "failed", None, Some(&e.message), cx.now_ms).await;
+                    return Err(e);
+                }
+            };
+            store::handoffs::finish(db, &r.handoff_id, "completed", Some(&started.session.session_id), None, cx.now_ms)
+                .await
+                .map_err(|e| cx.internal(e))?;
+            let handoff = store::handoffs::get(db, &r.handoff_id)
+                .await
+                .map_err(|e| cx.internal(e))?
+                .ok_or_else(|| cx.internal("handoff vanished"))?;
+            Ok(Handoff { handoff, target_session: Some(started) })
+        }
+    })
+    .await
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GetHandoff {
+    /// The hand-off (`ho_…`).
+    pub handoff_id: String,
+    /// Ignored: the workspace is the hand-off's.
+    pub workspace: Option<String>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct HandoffStatus {
+    #[serde(flatten)]
+    pub handoff: HandoffRow,
+    /// Once `completed`: the session to continue with.
+    pub target_session: Option<store::sessions::SessionRow>,
+}
+
+/// get_handoff
+pub async fn get(cx: &Cx<'_>, p: GetHandoff) -> Result<HandoffStatus, ApiError> {
+    if !ids::is_id(&p.handoff_id, "ho") {
+        return Err(ApiError::not_found("handoff"));
+    }
+    let h = store::handoffs::get(cx.db(), &p.handoff_id)
+        .await
+        .map_err(|e| cx.internal(e))?
+        .ok_or_else(|| ApiError::not_found("handoff"))?;
+    cx.member_of(&h.workspace_id).map_err(|e| {
+        if e.code == Code::UniverseMismatch {
+            e
+        } else {
+            ApiError::not_found("handoff")
+        }
+    })?;
+    let target_session = match &h.target_session_id {
+        Some(id) => store::sessions::get(cx.db(), id).await.map_err(|e| cx.internal(e))?,
+        None => None,
+    };
+    Ok(HandoffStatus { handoff: h, target_session })
+}

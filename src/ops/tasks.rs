@@ -1,0 +1,186 @@
+//! Tasks as the unit of work (contract: "Splitting work across agents"): what each task is waiting on,
+//! its sessions as threads, its cost and budget.
+
+use crate::cx::Cx;
+use crate::error::ApiError;
+use crate::ops::{files::load_task, sessions};
+use crate::rules::{cursor, limits};
+use crate::store::{self, sessions::SessionRow, tasks::TaskRow};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ListTasks {
+    /// Page size, 1–100 (default 20).
+    pub limit: Option<i64>,
+    /// `next_cursor` from the previous page.
+    pub cursor: Option<String>,
+    /// A workspace slug from `list_workspaces`; the connection's workspace when left out.
+    pub workspace: Option<String>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct TaskSummary {
+    #[serde(flatten)]
+    pub task: TaskRow,
+    /// What the task is waiting on: `sessions` (a turn is running), `you` (an open request or a reply
+    /// to read) or `nothing` (all sessions stopped).
+    pub waiting_on: String,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct TaskList {
+    /// Newest first.
+    pub tasks: Vec<TaskSummary>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+}
+
+fn waiting_on(t: &TaskRow, all_stopped: bool) -> String {
+    if t.running > 0 {
+        "sessions"
+    } else if all_stopped {
+        "nothing"
+    } else {
+        "you"
+    }
+    .to_owned()
+}
+
+/// list_tasks
+pub async fn list(cx: &Cx<'_>, p: ListTasks) -> Result<TaskList, ApiError> {
+    let w = cx.workspace(p.workspace.as_deref())?;
+    let limit = limits::page_size("limit", p.limit, 20, 100)?;
+    let before = cursor::parse_keyset(p.cursor.as_deref())?;
+    let mut tasks =
+        store::tasks::list(cx.db(), &w.workspace_id, before, limit + 1).await.map_err(|e| cx.internal(e))?;
+    let next_cursor = (tasks.len() as i64 > limit).then(|| {
+        tasks.truncate(limit as usize);
+        let last = tasks.last().expect("a full page has a last row");
+        cursor::keyset(last.created_ms, &last.task_id)
+    });
+    let tasks = tasks.into_iter().map(|t| TaskSummary { waiting_on: waiting_on(&t, false), task: t }).collect();
+    Ok(TaskList { tasks, next_cursor })
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GetTask {
+    /// The task (its first session's id).
+    pub task_id: String,
+    /// Ignored: the workspace is the task's.
+    pub workspace: Option<String>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct TaskDetail {
+    #[serde(flatten)]
+    pub task: TaskSummary,
+    /// Its sessions, oldest first.
+    pub sessions: Vec<SessionRow>,
+    /// Questions, approvals and connections its agents wait on; answer them with `answer_request`.
+    pub open_requests: Vec<serde_json::Value>,
+}
+
+/// get_task
+pub async fn get(cx: &Cx<'_>, p: GetTask) -> Result<TaskDetail, ApiError> {
+    load_task(cx, &p.task_id).await?;
+    let task = store::tasks::get(cx.db(), &p.task_id)
+        .await
+        .map_err(|e| cx.internal(e))?
+        .ok_or_else(|| ApiError::not_found("task"))?;
+    let sessions = store::sessions::in_task(cx.db(), &p.task_id).await.map_err(|e| cx.internal(e))?;
+    let all_stopped = sessions.iter().all(|s| s.status == "terminated");
+    Ok(TaskDetail {
+        task: TaskSummary { waiting_on: waiting_on(&task, all_stopped), task },
+        sessions,
+        open_requests: Vec::new(),
+    })
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SetTaskBudget {
+    /// The task (its first session's id).
+    pub task_id: String,
+    /// Cap on the sum of all its sessions' spend, in cents; `null` removes the cap.
+    pub budget_cents: Option<i64>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct TaskBudget {
+    pub task_id: String,
+    pub budget_cents: Option<i64>,
+}
+
+/// PUT /v1/tasks/{task_id}/budget
+pub async fn set_budget(cx: &Cx<'_>, p: SetTaskBudget) -> Result<TaskBudget, ApiError> {
+    if let Some(b) = p.budget_cents {
+        if !(1..=100_000_000).contains(&b) {
+            return Err(ApiError::invalid("`budget_cents` must be between 1 and 100000000, or null"));
+        }
+    }
+    load_task(cx, &p.task_id).await?;
+    store::tasks::set_budget(cx.db(), &p.task_id, p.budget_cents).await.map_err(|e| cx.internal(e))?;
+    Ok(TaskBudget { task_id: p.task_id, budget_cents: p.budget_cents })
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReadSessionThreads {
+    /// Any session of the task (`ses_…`).
+    pub session_id: String,
+    /// Ignored: the workspace is the session's.
+    pub workspace: Option<String>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Thread {
+    pub session_id: String,
+    /// `root`, `helper`, `handoff` or `child`.
+    pub relation: String,
+    pub parent_session_id: Option<String>,
+    pub agent_id: String,
+    pub agent_name: String,
+    pub model: String,
+    pub status: String,
+    pub spent_cents: i64,
+    pub title: String,
+    pub created_ms: i64,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Threads {
+    pub task_id: String,
+    /// Root first, then helpers, handoffs and children, each oldest first.
+    pub threads: Vec<Thread>,
+    pub cost_cents: i64,
+}
+
+/// read_session_threads
+pub async fn threads(cx: &Cx<'_>, p: ReadSessionThreads) -> Result<Threads, ApiError> {
+    let (row, _) = sessions::load(cx, &p.session_id).await?;
+    let mut all = store::sessions::in_task(cx.db(), &row.task_id).await.map_err(|e| cx.internal(e))?;
+    let rank = |r: &str| ["root", "helper", "handoff", "child"].iter().position(|x| *x == r).unwrap_or(4);
+    all.sort_by(|a, b| {
+        (rank(&a.relation), a.created_ms, &a.session_id).cmp(&(rank(&b.relation), b.created_ms, &b.session_id))
+    });
+    let cost_cents = all.iter().map(|s| s.spent_cents).sum();
+    let threads = all
+        .into_iter()
+        .map(|s| Thread {
+            session_id: s.session_id,
+            relation: s.relation,
+            parent_session_id: s.parent_session_id,
+            agent_id: s.agent_id,
+            agent_name: s.agent_name,
+            model: s.model,
+            status: s.status,
+            spent_cents: s.spent_cents,
+            title: s.title,
+            created_ms: s.created_ms,
+        })
+        .collect();
+    Ok(Threads { task_id: row.task_id, threads, cost_cents })
+}
