@@ -9,24 +9,47 @@ free_port() {
 
 # start_server STATE_DIR LOG_FILE [extra wrangler dev args...]
 # AGENTSKY_WRANGLER_CONFIG=path serves another wrangler config (default: wrangler.toml).
-# Sets SERVER_PID, PORT and BASE_URL; installs an EXIT trap that stops the server.
+# Fresh state: STATE_DIR is wiped and migrated first. Sets SERVER_PID, PORT and BASE_URL; installs an EXIT
+# trap that stops the server.
 start_server() {
   local state=$1 logf=$2; shift 2
   rm -rf "$state"
   mkdir -p "$state" "$(dirname "$logf")"
   local t0; t0=$(now)
   log "migrations into a fresh $state"
-  local cfg=(--config "${AGENTSKY_WRANGLER_CONFIG:-$ROOT/wrangler.toml}")
-  (cd "$ROOT" && wrangler d1 migrations apply DB --local "${cfg[@]}" --persist-to "$state") >"$logf.migrate" 2>&1 \
+  local _server_cfg=(--config "${AGENTSKY_WRANGLER_CONFIG:-$ROOT/wrangler.toml}")
+  (cd "$ROOT" && wrangler d1 migrations apply DB --local "${_server_cfg[@]}" --persist-to "$state") >"$logf.migrate" 2>&1 \
     || { cat "$logf.migrate" >&2; die "d1 migrations apply failed"; }
   PORT=$(free_port)
+  : >"$logf"
+  _launch_server "$state" "$logf" "$t0" "$@"
+}
+
+# resume_server STATE_DIR LOG_FILE [extra wrangler dev args...]
+# Starts wrangler dev again on an existing STATE_DIR (nothing wiped, nothing migrated), on $PORT when it
+# is set (the port the previous server had, so clients keep their URL) or a free one. The log is appended
+# to. For restart tests: kill_server (or stop_server), then resume_server.
+resume_server() {
+  local state=$1 logf=$2; shift 2
+  [ -d "$state" ] || die "resume_server: no state directory $state"
+  mkdir -p "$(dirname "$logf")"
+  local t0; t0=$(now)
+  PORT=${PORT:-$(free_port)}
+  log "resuming on the existing state in $state"
+  printf '\n===== resume_server %s =====\n' "$(date -u +%FT%TZ)" >>"$logf"
+  _launch_server "$state" "$logf" "$t0" "$@"
+}
+
+_launch_server() {
+  local state=$1 logf=$2 t0=$3; shift 3
+  local _server_cfg=(--config "${AGENTSKY_WRANGLER_CONFIG:-$ROOT/wrangler.toml}")
   BASE_URL="http://127.0.0.1:$PORT"
   log "wrangler dev on $BASE_URL (log: $logf)"
   # setsid: the server gets its own process group, so stop_server ends wrangler and workerd together
   # and nothing else.
-  (cd "$ROOT" && exec setsid wrangler dev "${cfg[@]}" --local --ip 127.0.0.1 --port "$PORT" \
+  (cd "$ROOT" && exec setsid wrangler dev "${_server_cfg[@]}" --local --ip 127.0.0.1 --port "$PORT" \
       --inspector-port "$(free_port)" --persist-to "$state" --test-scheduled \
-      --show-interactive-dev-session=false "$@" </dev/null >"$logf" 2>&1) &
+      --show-interactive-dev-session=false "$@" </dev/null >>"$logf" 2>&1) &
   SERVER_PID=$!
   trap stop_server EXIT
   trap 'exit 130' INT TERM
@@ -40,8 +63,16 @@ start_server() {
     fi
     sleep 0.3
   done
-  log "server up in $(( $(now) - t0 ))s (migrations included)"
+  log "server up in $(( $(now) - t0 ))s"
   export PORT BASE_URL
+}
+
+# kill_server: SIGKILL the server's whole process group at once, as a crash would (no graceful shutdown).
+kill_server() {
+  [ -n "${SERVER_PID:-}" ] || return 0
+  kill -KILL -- "-$SERVER_PID" 2>/dev/null || true
+  for _ in $(seq 1 50); do kill -0 -- "-$SERVER_PID" 2>/dev/null || break; sleep 0.1; done
+  SERVER_PID=
 }
 
 stop_server() {

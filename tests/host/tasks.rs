@@ -216,7 +216,7 @@ fn the_catalog_ranks_own_and_public_agents_by_the_words_given() {
     assert_eq!(handles, ["@rusty", "@reviewer"], "ranked, and never another workspace's private agent");
     assert_eq!(hits["agents"][0]["source"], "public");
     assert_eq!(hits["agents"][0]["pricing"]["per_run_cents"], 25);
-    assert!(hits["agents"][0]["requirements"].as_array().unwrap().len() >= 1);
+    assert!(!hits["agents"][0]["requirements"].as_array().unwrap().is_empty());
     let all = app.ok(&ada.key, "search_catalog", json!({}));
     assert_eq!(all["agents"].as_array().unwrap().len(), 3);
 }
