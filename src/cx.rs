@@ -71,12 +71,18 @@ pub trait Net {
     fn post(&self, req: Outbound) -> LocalBoxFuture<'_, Result<crate::http::HttpResponse, String>>;
 }
 
+/// At-least-once background work (routine fires): the `FIRES` queue in the Worker.
+pub trait Queue {
+    fn send(&self, body: serde_json::Value) -> LocalBoxFuture<'_, Result<(), String>>;
+}
+
 /// The platform, per request.
 pub struct Env {
     pub db: Counted,
     pub limiter: Box<dyn Limiter>,
     pub sessions: Box<dyn Sessions>,
     pub blobs: Box<dyn Blobs>,
+    pub queue: Box<dyn Queue>,
     pub clock: Box<dyn Clock>,
     pub config: Config,
 }
@@ -138,6 +144,20 @@ pub struct Cx<'a> {
 }
 
 impl<'a> Cx<'a> {
+    /// A context for work no caller is waiting on: the cron trigger and the queue consumer.
+    pub fn system(env: &'a Env, now_ms: i64, request_id: String) -> Self {
+        Self {
+            env,
+            now_ms,
+            request_id,
+            caller: None,
+            universe: None,
+            base_url: env.config.public_base_url.clone(),
+            client_ip: String::new(),
+            admin: false,
+        }
+    }
+
     pub fn db(&self) -> &'a dyn Sql {
         &self.env.db
     }

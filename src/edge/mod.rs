@@ -8,7 +8,7 @@ pub mod r2;
 mod sessions;
 
 use crate::app::{self, RequestMeta, MAX_BODY_BYTES};
-use crate::cx::{Config, Env as CoreEnv};
+use crate::cx::{Config, Cx, Env as CoreEnv};
 use crate::http::{HttpRequest, HttpResponse};
 use crate::store::Counted;
 use worker::{event, Context, Env, Headers, MessageExt, Request, Response, Result};
@@ -18,6 +18,7 @@ pub const DB: &str = "DB";
 pub const LIMITER: &str = "LIMITER";
 pub const SESSIONS: &str = "SESSIONS";
 pub const FILES: &str = "FILES";
+pub const FIRES_QUEUE: &str = "FIRES";
 
 fn var(env: &Env, name: &str) -> Option<String> {
     env.var(name).ok().map(|v| v.to_string()).filter(|v| !v.is_empty())
@@ -62,6 +63,7 @@ fn core_env(env: &Env) -> Result<CoreEnv> {
         limiter: Box::new(limiter::Client(env.durable_object(LIMITER)?)),
         sessions: Box::new(sessions::Client(env.durable_object(SESSIONS)?)),
         blobs: Box::new(r2::R2(env.bucket(FILES)?)),
+        queue: Box::new(Fires(env.queue(FIRES_QUEUE)?)),
         clock: Box::new(sessions::WorkerClock),
         config: config(env),
     })
@@ -108,21 +110,52 @@ fn to_worker(resp: HttpResponse) -> Result<Response> {
 
 #[event(scheduled)]
 async fn scheduled(_event: worker::ScheduledEvent, env: Env, _ctx: worker::ScheduleContext) {
-    // Housekeeping: expired idempotency receipts go. Routines (issue 5) will be fired from here too.
-    if let Ok(db) = env.d1(DB) {
-        if let Err(e) = crate::store::receipts::purge(&d1::D1(db), now_ms()).await {
-            crate::error::log_line(&format!("cron: purging receipts failed: {e}"));
-        }
+    let core = match core_env(&env) {
+        Ok(c) => c,
+        Err(e) => return crate::error::log_line(&format!("cron: bindings missing: {e}")),
+    };
+    let cx = Cx::system(&core, now_ms(), hex::encode(crate::rules::ids::random_bytes::<8>()));
+    match crate::ops::routines::tick(&cx).await {
+        Ok(n) if n > 0 => crate::error::log_line(&format!("cron: {n} routine fire(s) recorded")),
+        Ok(_) => {}
+        Err(e) => crate::error::log_line(&format!("cron: {e}")),
     }
 }
 
+/// Routine fires from `agentsky-fires`; from its dead-letter queue, fires that kept failing, recorded
+/// as failed.
 #[event(queue)]
-async fn queue(batch: worker::MessageBatch<serde_json::Value>, _env: Env, _ctx: Context) -> Result<()> {
-    // No producer sends yet (routine fires arrive with issue 5). Anything that arrives is logged and
-    // acknowledged rather than retried into the dead-letter queue.
+async fn queue(batch: worker::MessageBatch<serde_json::Value>, env: Env, _ctx: Context) -> Result<()> {
+    let core = core_env(&env)?;
+    let dead_letters = batch.queue().ends_with("-dlq");
     for message in batch.messages()? {
-        crate::error::log_line(&format!("queue {}: unhandled message {}", batch.queue(), message.body()));
-        message.ack();
+        let Some(fire_id) = message.body()["fire_id"].as_str().map(str::to_owned) else {
+            crate::error::log_line(&format!("queue: dropping a message without fire_id: {}", message.body()));
+            message.ack();
+            continue;
+        };
+        let cx = Cx::system(&core, now_ms(), hex::encode(crate::rules::ids::random_bytes::<8>()));
+        let outcome = if dead_letters {
+            crate::ops::routines::give_up(&cx, &fire_id).await
+        } else {
+            crate::ops::routines::run_fire(&cx, &fire_id).await
+        };
+        match outcome {
+            Ok(()) => message.ack(),
+            Err(e) => {
+                crate::error::log_line(&format!("queue: fire {fire_id} failed, retrying: {e}"));
+                message.retry();
+            }
+        }
     }
     Ok(())
+}
+
+/// [`Queue`] over the `FIRES` producer binding.
+struct Fires(worker::Queue);
+
+impl crate::cx::Queue for Fires {
+    fn send(&self, body: serde_json::Value) -> futures::future::LocalBoxFuture<'_, std::result::Result<(), String>> {
+        Box::pin(async move { self.0.send(body).await.map_err(|e| e.to_string()) })
+    }
 }

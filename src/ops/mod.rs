@@ -9,6 +9,7 @@ pub mod files;
 pub mod handoffs;
 pub mod help;
 pub mod idempotency;
+pub mod routines;
 pub mod secrets;
 pub mod sessions;
 pub mod sharing;
@@ -384,6 +385,27 @@ operations! {
     write_task_file(files::WriteTaskFile) -> files::FileWritten {
         title: "Write a task file", group: "tasks", scope: Write, tool: true,
         http: PUT "/v1/tasks/{task_id}/file", hints: UPDATES, run: files::write
+    }
+
+    /// Agents on a schedule, with their triggers and newest fires. Optional `workspace`.
+    list_routines(routines::ListRoutines) -> routines::RoutineList {
+        title: "List routines", group: "routines", scope: Read, tool: true,
+        http: GET "/v1/routines", hints: READ_ONLY, run: routines::list
+    }
+
+    /// Create a routine: each fire starts a new session of `agent_id` or sends `message` into
+    /// `session_id`, on a 5-field `cron` in `timezone` or only when `run_routine` fires it; `budget_cents`
+    /// caps each run. Optional `workspace`.
+    create_routine(routines::CreateRoutine) -> routines::Routine {
+        title: "Create a routine", group: "routines", scope: Write, tool: true,
+        http: POST "/v1/routines", hints: CREATES, run: routines::create
+    }
+
+    /// Fire a routine now; needs an `idempotency_key` (a retry returns the same fire). Returns the fire
+    /// with its session.
+    run_routine(routines::RunRoutine) -> store::routines::FireRow {
+        title: "Run a routine", group: "routines", scope: Write, tool: true,
+        http: POST "/v1/routines/{routine_id}/run", hints: CREATES, run: routines::run
     }
 
     /// Your balance, whether a card is saved, and what you spent across sessions and API keys over UTC

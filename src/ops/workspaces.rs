@@ -146,9 +146,20 @@ pub struct WorkspaceDescription {
     /// Whether your key may change things (`write`) or only read.
     pub key_scope: String,
     pub agents: Vec<store::agents::AgentSummary>,
+    /// Routines and their triggers: `cron` in `timezone`, or by hand only.
+    pub routines: Vec<RoutineTrigger>,
     pub budget: Budget,
     /// What you can do here, by group, each with a one-line example.
     pub route_groups: Vec<RouteGroup>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct RoutineTrigger {
+    pub routine_id: String,
+    pub name: String,
+    /// `cron <expr> <timezone>` or `manual`.
+    pub trigger: String,
+    pub next_fire_ms: Option<i64>,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -177,6 +188,17 @@ pub async fn describe(cx: &Cx<'_>, p: DescribeWorkspace) -> Result<WorkspaceDesc
         .await
         .map_err(|e| cx.internal(e))?
         .ok_or_else(|| ApiError::not_found("workspace"))?;
+    let routines = store::routines::list(cx.db(), &m.workspace_id)
+        .await
+        .map_err(|e| cx.internal(e))?
+        .into_iter()
+        .map(|r| RoutineTrigger {
+            trigger: r.cron.as_ref().map_or_else(|| "manual".to_owned(), |c| format!("cron {c} {}", r.timezone)),
+            routine_id: r.routine_id,
+            name: r.name,
+            next_fire_ms: r.next_fire_ms,
+        })
+        .collect();
     let mut groups: Vec<RouteGroup> = Vec::new();
     for op in OPS.iter().filter(|op| op.scope != Scope::Public) {
         let allowed = op.scope == Scope::Read || caller.can_write;
@@ -208,6 +230,7 @@ pub async fn describe(cx: &Cx<'_>, p: DescribeWorkspace) -> Result<WorkspaceDesc
         role: m.role,
         key_scope: if caller.can_write { "write" } else { "read" }.to_owned(),
         agents,
+        routines,
         budget: Budget { remaining_cents: overview.balance_cents, card_saved: overview.card_saved },
         route_groups: groups,
     })

@@ -19,7 +19,9 @@ pub struct Schedule {
 /// field at fault.
 pub fn parse(cron: &str, timezone: &str) -> Result<Schedule, ApiError> {
     let tz: Tz = timezone.parse().map_err(|_| {
-        ApiError::invalid(format!("`timezone` must be an IANA time zone such as `Europe/Berlin` or `UTC` (got {timezone:?})"))
+        ApiError::invalid(format!(
+            "`timezone` must be an IANA time zone such as `Europe/Berlin` or `UTC` (got {timezone:?})"
+        ))
     })?;
     if cron.split_whitespace().count() != 5 {
         return Err(ApiError::invalid(format!(

@@ -11,6 +11,7 @@ pub mod files;
 pub mod handoffs;
 pub mod keys;
 pub mod receipts;
+pub mod routines;
 pub mod secrets;
 pub mod sessions;
 pub mod tasks;

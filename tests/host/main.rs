@@ -7,6 +7,7 @@ mod accounts;
 mod files;
 mod harness;
 mod mcp;
+mod routines;
 mod sessions;
 mod table;
 mod tasks;

@@ -2,7 +2,7 @@
 //! that send REST and JSON-RPC requests through `handle()`.
 
 use agentsky::app::{self, RequestMeta};
-use agentsky::cx::{Blobs, Clock, Config, Env, Limiter, Net, Outbound, Sessions};
+use agentsky::cx::{Blobs, Clock, Config, Cx, Env, Limiter, Net, Outbound, Queue, Sessions};
 use agentsky::http::{HttpRequest, HttpResponse};
 use agentsky::rules::rate::{Bucket, Decision};
 use agentsky::session::openai::Ports;
@@ -208,6 +208,17 @@ impl Net for ScriptedNet {
     }
 }
 
+/// The queue's host twin: messages wait until the test delivers them.
+#[derive(Clone, Default)]
+pub struct MemoryQueue(pub Rc<RefCell<Vec<Value>>>);
+
+impl Queue for MemoryQueue {
+    fn send(&self, body: Value) -> LocalBoxFuture<'_, Result<(), String>> {
+        self.0.borrow_mut().push(body);
+        Box::pin(async { Ok(()) })
+    }
+}
+
 /// R2's host twin.
 #[derive(Clone, Default)]
 pub struct MemoryBlobs(pub Rc<RefCell<HashMap<String, Vec<u8>>>>);
@@ -256,6 +267,7 @@ pub struct TestApp {
     pub limiter: MemoryLimiter,
     pub sessions: HostSessions,
     pub blobs: MemoryBlobs,
+    pub queue: MemoryQueue,
     pub config: Config,
     pub now_ms: Rc<Cell<i64>>,
     /// D1 round trips of the last request.
@@ -286,18 +298,57 @@ impl TestApp {
             config: config.clone(),
             now: now_ms.clone(),
         };
-        Self { db, limiter: MemoryLimiter::default(), sessions, blobs, config, now_ms, last_queries: Cell::new(0) }
+        Self {
+            db,
+            limiter: MemoryLimiter::default(),
+            sessions,
+            blobs,
+            queue: MemoryQueue::default(),
+            config,
+            now_ms,
+            last_queries: Cell::new(0),
+        }
     }
 
-    pub fn send(&self, req: HttpRequest) -> HttpResponse {
-        let env = Env {
+    fn env(&self) -> Env {
+        Env {
             db: Counted::new(Box::new(self.db.clone())),
             limiter: Box::new(self.limiter.clone()),
             sessions: Box::new(self.sessions.clone()),
             blobs: Box::new(self.blobs.clone()),
+            queue: Box::new(self.queue.clone()),
             clock: Box::new(HostClock(self.now_ms.clone())),
             config: self.config.clone(),
-        };
+        }
+    }
+
+    /// Runs `f` as background work runs (the cron trigger, the queue consumer): no caller.
+    pub fn system<T>(&self, f: impl for<'a> FnOnce(&'a Cx<'a>) -> LocalBoxFuture<'a, T>) -> T {
+        let env = self.env();
+        let cx = Cx::system(&env, self.now_ms.get(), "req_system".into());
+        futures::executor::block_on(f(&cx))
+    }
+
+    /// The cron trigger, once.
+    pub fn cron(&self) -> usize {
+        self.system(|cx| Box::pin(agentsky::ops::routines::tick(cx))).unwrap()
+    }
+
+    /// Delivers every queued message to the consumer (once each); returns the fire ids delivered.
+    pub fn deliver(&self) -> Vec<String> {
+        let messages: Vec<Value> = self.queue.0.borrow_mut().drain(..).collect();
+        let mut ids = Vec::new();
+        for m in messages {
+            let id = m["fire_id"].as_str().unwrap().to_owned();
+            let fire = id.clone();
+            self.system(move |cx| Box::pin(async move { agentsky::ops::routines::run_fire(cx, &fire).await })).unwrap();
+            ids.push(id);
+        }
+        ids
+    }
+
+    pub fn send(&self, req: HttpRequest) -> HttpResponse {
+        let env = self.env();
         let meta = RequestMeta { now_ms: self.now_ms.get(), request_id: "req_test".into() };
         let resp = futures::executor::block_on(app::handle(&env, req, meta));
         self.last_queries.set(env.db.calls());

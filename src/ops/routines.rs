@@ -1,0 +1,324 @@
+//! Routines: agents on a schedule. The cron trigger ([`tick`], every minute, UTC) records each due fire
+//! once and enqueues it; the queue consumer ([`run_fire`]) starts the session or sends the message under an
+//! idempotency key derived from the fire, so a redelivered message never doubles the work. A fire that
+//! keeps failing ends `failed` (the dead-letter consumer, [`give_up`]), never lost.
+
+use crate::cx::{Cx, Membership};
+use crate::error::{ApiError, Code};
+use crate::ops::idempotency::{self, Scope, DEFAULT_TTL_MS, START_TTL_MS};
+use crate::ops::sessions::{self, Spec, StartIds};
+use crate::rules::{cron, ids, limits};
+use crate::session::{Author, NewMessage, SessionCall, SessionReply};
+use crate::store::{
+    self,
+    routines::{FireRow, RoutineRow},
+};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateRoutine {
+    /// A name for it, 1–100 characters.
+    pub name: String,
+    /// Each fire starts a new session of this agent (an id or `@handle`)…
+    pub agent_id: Option<String>,
+    /// …or sends `message` into this existing session. Give exactly one of the two.
+    pub session_id: Option<String>,
+    /// The message each fire sends (1–64,000 characters).
+    pub message: String,
+    /// When to fire: 5 fields (minute hour day-of-month month day-of-week), e.g. `0 9 * * 1-5`. Left
+    /// out: only when `run_routine` fires it.
+    pub cron: Option<String>,
+    /// The IANA time zone `cron` is read in (default `UTC`), e.g. `Europe/Berlin`.
+    pub timezone: Option<String>,
+    /// Cap on each run's spend, in cents (new sessions only).
+    pub budget_cents: Option<i64>,
+    /// A workspace slug; the connection's workspace when left out (with `session_id`, the session's).
+    pub workspace: Option<String>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Routine {
+    #[serde(flatten)]
+    pub routine: RoutineRow,
+    /// The newest fires: scheduled time, session, status and spend.
+    pub recent_fires: Vec<FireRow>,
+}
+
+/// create_routine
+pub async fn create(cx: &Cx<'_>, p: CreateRoutine) -> Result<Routine, ApiError> {
+    limits::text("name", &p.name, 1, 100)?;
+    limits::text("message", &p.message, 1, 64_000)?;
+    let timezone = p.timezone.unwrap_or_else(|| "UTC".into());
+    let schedule = match &p.cron {
+        Some(expr) => Some(cron::parse(expr, &timezone)?),
+        None => {
+            cron::parse("0 0 * * *", &timezone)?;
+            None
+        }
+    };
+    if let Some(b) = p.budget_cents {
+        if !(1..=10_000_000).contains(&b) {
+            return Err(ApiError::invalid("`budget_cents` must be between 1 and 10000000"));
+        }
+    }
+    let (w, agent_id, session_id) = match (&p.agent_id, &p.session_id) {
+        (Some(a), None) => {
+            let w = cx.workspace(p.workspace.as_deref())?.clone();
+            let agent = sessions::resolve_agent(cx, &w, a).await?;
+            (w, Some(agent.agent_id), None)
+        }
+        (None, Some(s)) => {
+            let (row, w) = sessions::load(cx, s).await?;
+            (w, None, Some(row.session_id))
+        }
+        _ => {
+            return Err(ApiError::invalid(
+                "give exactly one of `agent_id` (start a session each fire) and `session_id` (send into it)",
+            ))
+        }
+    };
+    let row = store::routines::insert(
+        cx.db(),
+        &store::routines::NewRoutine {
+            routine_id: &ids::new_id("rt"),
+            workspace_id: &w.workspace_id,
+            name: &p.name,
+            agent_id: agent_id.as_deref(),
+            session_id: session_id.as_deref(),
+            message: &p.message,
+            cron: p.cron.as_deref(),
+            timezone: &timezone,
+            budget_cents: p.budget_cents,
+            next_fire_ms: schedule.and_then(|s| s.next_after(cx.now_ms)),
+            key_id: Some(&cx.caller()?.key_id),
+            now_ms: cx.now_ms,
+        },
+    )
+    .await
+    .map_err(|e| cx.internal(e))?;
+    Ok(Routine { routine: row, recent_fires: vec![] })
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ListRoutines {
+    /// A workspace slug from `list_workspaces`; the connection's workspace when left out.
+    pub workspace: Option<String>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct RoutineList {
+    pub routines: Vec<Routine>,
+}
+
+/// list_routines
+pub async fn list(cx: &Cx<'_>, p: ListRoutines) -> Result<RoutineList, ApiError> {
+    let w = cx.workspace(p.workspace.as_deref())?;
+    let rows = store::routines::list(cx.db(), &w.workspace_id).await.map_err(|e| cx.internal(e))?;
+    let mut routines = Vec::with_capacity(rows.len());
+    for routine in rows {
+        let recent_fires =
+            store::routines::recent_fires(cx.db(), &routine.routine_id, 5).await.map_err(|e| cx.internal(e))?;
+        routines.push(Routine { routine, recent_fires });
+    }
+    Ok(RoutineList { routines })
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RunRoutine {
+    /// The routine (`rt_…`).
+    pub routine_id: String,
+    /// A unique key you generate for this run; retrying with it returns the same fire.
+    pub idempotency_key: String,
+    /// Ignored: the workspace is the routine's.
+    pub workspace: Option<String>,
+}
+
+/// run_routine: fires it now, once per key, and answers with the fire.
+pub async fn run(cx: &Cx<'_>, p: RunRoutine) -> Result<FireRow, ApiError> {
+    idempotency::check_key(&p.idempotency_key)?;
+    if !ids::is_id(&p.routine_id, "rt") {
+        return Err(ApiError::not_found("routine"));
+    }
+    let r = store::routines::get(cx.db(), &p.routine_id)
+        .await
+        .map_err(|e| cx.internal(e))?
+        .ok_or_else(|| ApiError::not_found("routine"))?;
+    cx.member_of(&r.workspace_id).map_err(|e| {
+        if e.code == Code::UniverseMismatch {
+            e
+        } else {
+            ApiError::not_found("routine")
+        }
+    })?;
+    let args = json!({ "routine_id": p.routine_id });
+    let scope =
+        Scope { workspace_id: &r.workspace_id, tool: "run_routine", key: &p.idempotency_key, ttl_ms: DEFAULT_TTL_MS };
+    idempotency::once(
+        cx,
+        scope,
+        &args,
+        || ids::new_id("fire"),
+        |fire_id: String| {
+            let r = &r;
+            async move {
+                store::routines::record_manual_fire(cx.db(), &fire_id, r, cx.now_ms)
+                    .await
+                    .map_err(|e| cx.internal(e))?;
+                // A manual fire is not retried by the queue: whatever happens is its outcome.
+                if let Err(e) = execute(cx, &fire_id, r).await {
+                    store::routines::settle(cx.db(), &fire_id, "failed", None, None, Some(&e.message), cx.now_ms)
+                        .await
+                        .map_err(|e| cx.internal(e))?;
+                }
+                store::routines::fire(cx.db(), &fire_id)
+                    .await
+                    .map_err(|e| cx.internal(e))?
+                    .ok_or_else(|| cx.internal("fire vanished"))
+            }
+        },
+    )
+    .await
+}
+
+/// The cron trigger: records each due routine's fire once and enqueues it, and re-enqueues fires whose
+/// message was lost. Returns how many fires it recorded.
+pub async fn tick(cx: &Cx<'_>) -> Result<usize, ApiError> {
+    let now = cx.now_ms;
+    let due = store::routines::due(cx.db(), now).await.map_err(|e| cx.internal(e))?;
+    let mut recorded = 0;
+    for r in due {
+        let schedule = r.cron.as_deref().map(|c| cron::parse(c, &r.timezone));
+        let (scheduled, next) = match schedule {
+            Some(Ok(s)) => (s.latest_due(now).or(r.next_fire_ms).unwrap_or(now), s.next_after(now)),
+            // A schedule that no longer parses stops (and the fire records why not).
+            _ => (r.next_fire_ms.unwrap_or(now), None),
+        };
+        let fire_id = ids::new_id("fire");
+        if store::routines::record_cron_fire(cx.db(), &fire_id, &r, scheduled, next, now)
+            .await
+            .map_err(|e| cx.internal(e))?
+        {
+            recorded += 1;
+            if let Err(e) = cx.env.queue.send(json!({ "fire_id": fire_id })).await {
+                crate::error::log_line(&format!("cron: enqueue {fire_id} failed ({e}); it is re-sent on a later tick"));
+            }
+        }
+    }
+    for fire_id in store::routines::stranded(cx.db(), now - 120_000).await.map_err(|e| cx.internal(e))? {
+        cx.env.queue.send(json!({ "fire_id": fire_id })).await.ok();
+    }
+    store::receipts::purge(cx.db(), now).await.map_err(|e| cx.internal(e))?;
+    Ok(recorded)
+}
+
+/// Whether a failed fire can succeed on a later delivery.
+fn permanent(e: &ApiError) -> bool {
+    matches!(
+        e.code,
+        Code::NotFound | Code::SessionTerminated | Code::InvalidParams | Code::InsufficientCredits | Code::Forbidden
+    )
+}
+
+/// The queue consumer: runs one fire. `Err` asks for a redelivery; permanent failures are recorded and
+/// answered `Ok`.
+pub async fn run_fire(cx: &Cx<'_>, fire_id: &str) -> Result<(), ApiError> {
+    let Some(fire) = store::routines::fire(cx.db(), fire_id).await.map_err(|e| cx.internal(e))? else { return Ok(()) };
+    if fire.status != "queued" {
+        return Ok(()); // a redelivery of work already done
+    }
+    let Some(r) = store::routines::get(cx.db(), &fire.routine_id).await.map_err(|e| cx.internal(e))? else {
+        return Ok(());
+    };
+    match execute(cx, fire_id, &r).await {
+        Ok(()) => Ok(()),
+        Err(e) if permanent(&e) => {
+            store::routines::settle(cx.db(), fire_id, "failed", None, None, Some(&e.message), cx.now_ms)
+                .await
+                .map_err(|e| cx.internal(e))
+        }
+        Err(e) => {
+            store::routines::settle(cx.db(), fire_id, "queued", None, None, Some(&e.message), cx.now_ms).await.ok();
+            Err(e)
+        }
+    }
+}
+
+/// The dead-letter consumer: a fire whose deliveries all failed is recorded as failed.
+pub async fn give_up(cx: &Cx<'_>, fire_id: &str) -> Result<(), ApiError> {
+    store::routines::settle(
+        cx.db(),
+        fire_id,
+        "failed",
+        None,
+        None,
+        Some("delivery kept failing; gave up after retries"),
+        cx.now_ms,
+    )
+    .await
+    .map_err(|e| cx.internal(e))
+}
+
+/// Does a fire's work under the key `fire:<fire_id>`, so it happens once however often it is delivered.
+async fn execute(cx: &Cx<'_>, fire_id: &str, r: &RoutineRow) -> Result<(), ApiError> {
+    let w: Membership = store::workspaces::as_owner(cx.db(), &r.workspace_id)
+        .await
+        .map_err(|e| cx.internal(e))?
+        .ok_or_else(|| ApiError::not_found("workspace"))?;
+    let key = format!("fire:{fire_id}");
+    let args = json!({ "routine_id": r.routine_id, "fire_id": fire_id });
+    let (session_id, message_id) = match (&r.agent_id, &r.session_id) {
+        (Some(agent_id), _) => {
+            let agent = sessions::resolve_agent(cx, &w, agent_id).await?;
+            sessions::check_credits(cx, &w, &agent).await?;
+            let spec = Spec {
+                workspace_id: &w.workspace_id,
+                agent: &agent,
+                task_id: None,
+                relation: "root",
+                parent_session_id: None,
+                message: &r.message,
+                from: Author::Routine { routine_id: r.routine_id.clone() },
+                budget_cents: r.budget_cents,
+                model: &agent.model,
+                thinking: "medium",
+                key_id: None,
+            };
+            let scope = Scope { workspace_id: &w.workspace_id, tool: "start_session", key: &key, ttl_ms: START_TTL_MS };
+            let started =
+                idempotency::once(cx, scope, &args, StartIds::fresh, |ids| sessions::create(cx, &spec, ids)).await?;
+            (started.session.session_id, started.message_id)
+        }
+        (None, Some(session_id)) => {
+            let scope =
+                Scope { workspace_id: &w.workspace_id, tool: "send_message", key: &key, ttl_ms: DEFAULT_TTL_MS };
+            let message_id = idempotency::once(
+                cx,
+                scope,
+                &args,
+                || ids::new_id("msg"),
+                |message_id: String| {
+                    let text = r.message.clone();
+                    let from = Author::Routine { routine_id: r.routine_id.clone() };
+                    async move {
+                        let message = NewMessage { message_id: message_id.clone(), text, from };
+                        match sessions::call(cx, session_id, SessionCall::Send { message }).await? {
+                            SessionReply::Accepted { .. } => Ok(message_id),
+                            other => Err(cx.internal(format!("unexpected session reply {other:?}"))),
+                        }
+                    }
+                },
+            )
+            .await?;
+            (session_id.clone(), message_id)
+        }
+        (None, None) => return Err(ApiError::invalid("the routine has neither an agent nor a session")),
+    };
+    store::routines::settle(cx.db(), fire_id, "done", Some(&session_id), Some(&message_id), None, cx.now_ms)
+        .await
+        .map_err(|e| cx.internal(e))
+}

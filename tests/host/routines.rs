@@ -1,0 +1,160 @@
+//! Routines: the cron trigger records each fire once, the consumer does its work once however often it is
+//! delivered, missed minutes collapse into one fire, and failures are recorded.
+
+use crate::support::{Account, TestApp};
+use serde_json::{json, Value};
+
+fn echo(app: &TestApp, who: &Account) -> String {
+    let r = app.request(
+        "POST",
+        "/v1/agents",
+        Some(&who.key),
+        Some(json!({"name": "Daily", "harness": "echo", "model": "m"})),
+    );
+    r.json_body()["agent_id"].as_str().unwrap().to_owned()
+}
+
+fn sessions(app: &TestApp) -> i64 {
+    app.db.0.query_row("SELECT COUNT(*) FROM session", [], |r| r.get(0)).unwrap()
+}
+
+fn fires(app: &TestApp, who: &Account) -> Vec<Value> {
+    let list = app.ok(&who.key, "list_routines", json!({}));
+    list["routines"][0]["recent_fires"].as_array().unwrap().clone()
+}
+
+#[test]
+fn a_cron_routine_fires_once_per_time_and_its_session_replies() {
+    let app = TestApp::new();
+    let ada = app.signup("Ada", "ada@example.com");
+    let agent = echo(&app, &ada);
+    let r = app.ok(
+        &ada.key,
+        "create_routine",
+        json!({"name": "standup", "agent_id": agent, "message": "daily standup", "cron": "*/5 * * * *"}),
+    );
+    let next = r["next_fire_ms"].as_i64().unwrap();
+    assert!(next > app.now_ms.get() && next % 300_000 == 0, "the next 5-minute mark");
+    assert_eq!(app.cron(), 0, "nothing is due yet");
+    app.now_ms.set(next + 10_000);
+    assert_eq!(app.cron(), 1);
+    assert_eq!(app.cron(), 0, "the same minute triggered again fires nothing");
+    let queued = app.queue.0.borrow().clone();
+    let delivered = app.deliver();
+    assert_eq!(delivered.len(), 1);
+    // The queue delivers at least once: the same message again does no second start.
+    app.queue.0.borrow_mut().extend(queued);
+    app.deliver();
+    assert_eq!(sessions(&app), 1);
+    app.settle();
+    let f = fires(&app, &ada);
+    assert_eq!(
+        (f[0]["status"].as_str(), f[0]["trigger"].as_str(), f[0]["scheduled_ms"].as_i64()),
+        (Some("done"), Some("cron"), Some(next))
+    );
+    let sid = f[0]["session_id"].as_str().unwrap();
+    assert_eq!(app.ok(&ada.key, "collect_result", json!({"session_id": sid}))["last_reply"], "echo: daily standup");
+    assert_eq!(f[0]["spent_cents"], 0);
+}
+
+#[test]
+fn after_downtime_a_routine_fires_once_for_what_it_missed() {
+    let app = TestApp::new();
+    let ada = app.signup("Ada", "ada@example.com");
+    let agent = echo(&app, &ada);
+    let r = app.ok(
+        &ada.key,
+        "create_routine",
+        json!({"name": "r", "agent_id": agent, "message": "m", "cron": "* * * * *"}),
+    );
+    app.now_ms.set(r["next_fire_ms"].as_i64().unwrap() + 3_600_000 + 5_000);
+    assert_eq!(app.cron(), 1, "one fire, not sixty");
+    app.deliver();
+    let f = fires(&app, &ada);
+    assert_eq!(f.len(), 1);
+    let scheduled = f[0]["scheduled_ms"].as_i64().unwrap();
+    assert_eq!(scheduled, (app.now_ms.get() / 60_000) * 60_000, "it stands for the latest missed minute");
+    assert!(
+        app.ok(&ada.key, "list_routines", json!({}))["routines"][0]["next_fire_ms"].as_i64().unwrap()
+            > app.now_ms.get()
+    );
+}
+
+#[test]
+fn run_routine_fires_now_once_per_key() {
+    let app = TestApp::new();
+    let ada = app.signup("Ada", "ada@example.com");
+    let agent = echo(&app, &ada);
+    let r = app.ok(&ada.key, "create_routine", json!({"name": "by hand", "agent_id": agent, "message": "go"}));
+    assert!(r["next_fire_ms"].is_null() && r["cron"].is_null());
+    let args = json!({"routine_id": r["routine_id"], "idempotency_key": "run-1"});
+    let fire = app.ok(&ada.key, "run_routine", args.clone());
+    assert_eq!((fire["status"].as_str(), fire["trigger"].as_str()), (Some("done"), Some("manual")));
+    assert_eq!(app.ok(&ada.key, "run_routine", args), fire);
+    assert_eq!(sessions(&app), 1);
+    assert_eq!(app.cron(), 0, "a routine without cron never fires by itself");
+    app.ok(&ada.key, "run_routine", json!({"routine_id": r["routine_id"], "idempotency_key": "run-2"}));
+    assert_eq!(sessions(&app), 2);
+}
+
+#[test]
+fn a_routine_can_message_an_existing_session() {
+    let app = TestApp::new();
+    let ada = app.signup("Ada", "ada@example.com");
+    let agent = echo(&app, &ada);
+    let s = app.ok(&ada.key, "start_session", json!({"agent_id": agent, "message": "hello", "idempotency_key": "k"}));
+    let sid = s["session"]["session_id"].as_str().unwrap();
+    app.settle();
+    let r = app.ok(&ada.key, "create_routine", json!({"name": "nudge", "session_id": sid, "message": "any news?"}));
+    let fire = app.ok(&ada.key, "run_routine", json!({"routine_id": r["routine_id"], "idempotency_key": "n1"}));
+    assert_eq!(fire["session_id"], sid);
+    app.settle();
+    assert_eq!(app.ok(&ada.key, "collect_result", json!({"session_id": sid}))["last_reply"], "echo: any news?");
+    let events = app.ok(&ada.key, "read_session", json!({"session_id": sid, "message_id": fire["message_id"]}));
+    assert_eq!(events["events"][0]["from"]["routine"]["routine_id"], r["routine_id"]);
+}
+
+#[test]
+fn failures_are_recorded_never_lost() {
+    let app = TestApp::new();
+    let ada = app.signup("Ada", "ada@example.com");
+    let agent = echo(&app, &ada);
+    let r = app.ok(
+        &ada.key,
+        "create_routine",
+        json!({"name": "r", "agent_id": agent, "message": "m", "cron": "0 * * * *"}),
+    );
+    app.request("DELETE", &format!("/v1/agents/{agent}"), Some(&ada.key), None);
+    app.now_ms.set(r["next_fire_ms"].as_i64().unwrap());
+    app.cron();
+    app.deliver();
+    let f = fires(&app, &ada);
+    assert_eq!(f[0]["status"], "failed");
+    assert!(f[0]["error"].as_str().unwrap().contains("not found"));
+    // A fire the queue gave up on (the dead-letter consumer) is failed too.
+    app.now_ms.set(app.now_ms.get() + 3_600_000);
+    app.cron();
+    let id = app.queue.0.borrow_mut().pop().unwrap()["fire_id"].as_str().unwrap().to_owned();
+    app.system(|cx| Box::pin(async move { agentsky::ops::routines::give_up(cx, &id).await })).unwrap();
+    assert_eq!(fires(&app, &ada)[0]["status"], "failed");
+}
+
+#[test]
+fn bad_schedules_name_their_field() {
+    let app = TestApp::new();
+    let ada = app.signup("Ada", "ada@example.com");
+    let agent = echo(&app, &ada);
+    for (extra, field) in [
+        (json!({"cron": "0 9 * *"}), "`cron`"),
+        (json!({"cron": "0 9 * * *", "timezone": "Nowhere/Land"}), "`timezone`"),
+        (json!({"timezone": "Nowhere/Land"}), "`timezone`"),
+    ] {
+        let mut args = json!({"name": "r", "agent_id": agent, "message": "m"});
+        args.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        let result = app.call(&ada.key, "create_routine", args);
+        assert_eq!(result["structuredContent"]["error"]["code"], "invalid_params");
+        assert!(result["structuredContent"]["error"]["message"].as_str().unwrap().contains(field), "{result}");
+    }
+    let both = json!({"name": "r", "agent_id": agent, "session_id": "ses_x", "message": "m"});
+    assert_eq!(app.err_code(&ada.key, "create_routine", both), "invalid_params");
+}
