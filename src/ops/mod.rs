@@ -6,6 +6,7 @@ pub mod accounts;
 pub mod agents;
 pub mod catalog;
 pub mod files;
+pub mod goals;
 pub mod handoffs;
 pub mod help;
 pub mod idempotency;
@@ -385,6 +386,28 @@ operations! {
     write_task_file(files::WriteTaskFile) -> files::FileWritten {
         title: "Write a task file", group: "tasks", scope: Write, tool: true,
         http: PUT "/v1/tasks/{task_id}/file", hints: UPDATES, run: files::write
+    }
+
+    /// A session's standing goal and its progress: iterations used, spend, minutes, the last verdict per
+    /// criterion and why it stopped (met, limit reached, cleared). Workspace derived from the session.
+    get_goal(goals::GetGoal) -> goals::GoalView {
+        title: "Get a goal", group: "goals", scope: Read, tool: true,
+        http: GET "/v1/sessions/{session_id}/goal", hints: READ_ONLY, run: goals::get
+    }
+
+    /// Set a session's standing goal: an objective (with optional criteria, each text or `{text,
+    /// command}`) the session keeps working toward on its own, checked after every turn, within
+    /// `max_iterations`, `max_spend_cents` and `max_minutes`. Needs an `idempotency_key`.
+    set_goal(goals::SetGoal) -> goals::GoalView {
+        title: "Set a goal", group: "goals", scope: Write, tool: true,
+        http: PUT "/v1/sessions/{session_id}/goal", hints: UPDATES, run: goals::set
+    }
+
+    /// Clear a session's standing goal; it stops working on its own after the current turn. Needs an
+    /// `idempotency_key`.
+    clear_goal(goals::ClearGoal) -> goals::GoalView {
+        title: "Clear a goal", group: "goals", scope: Write, tool: true,
+        http: DELETE "/v1/sessions/{session_id}/goal", hints: DESTROYS, run: goals::clear
     }
 
     /// Agents on a schedule, with their triggers and newest fires. Optional `workspace`.

@@ -3,7 +3,7 @@
 //! stand-in both drive sessions through here.
 
 use super::openai::{self, Ports};
-use super::{agent_tools, echo, Core, EventKind, LocalSql, Refusal, SessionConfig, StepOutcome, Transition};
+use super::{agent_tools, echo, goal, Core, EventKind, LocalSql, Refusal, SessionConfig, StepOutcome, Transition};
 use crate::store::{self, DbResult, Sql};
 
 /// The text of the message that started the running turn.
@@ -19,6 +19,10 @@ pub async fn step<S: LocalSql + ?Sized>(
     now_ms: i64,
 ) -> Result<Option<(SessionConfig, Transition)>, Refusal> {
     let Some((config, turn)) = core.due(now_ms)? else { return Ok(None) };
+    if turn.goal_check {
+        let t = check_goal(core, ports, &config, now_ms).await?;
+        return Ok(Some((config, t)));
+    }
     let message_id = turn.message_id.clone().unwrap_or_default();
     let outcome: StepOutcome = match config.harness.as_str() {
         "echo" => {
@@ -46,6 +50,50 @@ pub async fn step<S: LocalSql + ?Sized>(
     };
     let t = core.apply(outcome, now_ms)?;
     Ok(Some((config, t)))
+}
+
+/// Grades the standing goal's criteria after a turn: text criteria by the harness's grader (a separate
+/// model call for `openai`, the deterministic rule for `echo`), command criteria where commands can run
+/// (nowhere yet: they are reported as not checkable).
+async fn check_goal<S: LocalSql + ?Sized>(
+    core: &Core<'_, S>,
+    ports: &Ports<'_>,
+    config: &SessionConfig,
+    now_ms: i64,
+) -> Result<Transition, Refusal> {
+    let Some(g) = core.goal()? else { return core.finish_goal_check(vec![], None, now_ms) };
+    let last_reply = core.summary()?.last_reply.unwrap_or_default();
+    let mut verdicts = Vec::new();
+    let mut charge: Option<super::Charge> = None;
+    for c in goal::graded(&g) {
+        let v = if c.command.is_some() {
+            goal::not_checkable(&c)
+        } else if config.harness == "openai" {
+            match openai::grade(ports, config, &g.objective, &c, &last_reply).await {
+                Ok((v, ch)) => {
+                    charge = Some(match charge.take() {
+                        Some(mut total) => {
+                            total.cents += ch.cents;
+                            total.input_tokens += ch.input_tokens;
+                            total.output_tokens += ch.output_tokens;
+                            total
+                        }
+                        None => ch,
+                    });
+                    v
+                }
+                Err(e) => goal::Verdict {
+                    criterion: c.text.clone(),
+                    met: Some(false),
+                    reason: format!("the grader failed: {e}"),
+                },
+            }
+        } else {
+            goal::echo_verdict(&c, &last_reply)
+        };
+        verdicts.push(v);
+    }
+    core.finish_goal_check(verdicts, charge, now_ms)
 }
 
 /// Writes what a transition changed to the D1 index: status, spend, and the charge with its ledger row.
@@ -111,5 +159,11 @@ pub fn answer<S: LocalSql + ?Sized>(
             let t = core.purge()?;
             (R::Summary(core.summary()?), Some(t))
         }
+        C::SetGoal { goal } => {
+            let t = core.set_goal((**goal).clone(), now_ms)?;
+            (R::Goal(core.goal()?.map(Box::new)), Some(t))
+        }
+        C::ClearGoal => (R::Goal(core.clear_goal(now_ms)?.map(Box::new)), None),
+        C::GetGoal => (R::Goal(core.goal_now(now_ms)?.map(Box::new)), None),
     })
 }

@@ -9,6 +9,7 @@
 pub mod agent_tools;
 pub mod driver;
 pub mod echo;
+pub mod goal;
 pub mod mcp_client;
 pub mod openai;
 pub mod protocol;
@@ -231,7 +232,13 @@ impl<'a, S: LocalSql + ?Sized> Core<'a, S> {
         }
         turn.state = TurnState::Terminated;
         turn.next_at_ms = None;
+        turn.goal_check = false;
         self.set_turn(&turn)?;
+        if let Some(mut g) = self.goal()?.filter(|g| g.status == goal::GoalStatus::Active) {
+            g.status = goal::GoalStatus::Cleared;
+            g.stopped_reason = Some("the session was stopped".into());
+            self.put("goal", &g)?;
+        }
         let mut t = Transition::quiet(turn);
         t.wake = true;
         t.index_changed = true;
@@ -317,10 +324,23 @@ impl<'a, S: LocalSql + ?Sized> Core<'a, S> {
         match end {
             Some(reason) => {
                 self.append(EventKind::TurnEnd, &message_id, &json!({ "reason": reason }), now_ms)?;
-                turn.state = TurnState::Idle;
-                turn.next_at_ms = None;
                 turn.harness = Value::Null;
                 t.index_changed = true;
+                let goal_active = self.goal()?.filter(|g| g.status == goal::GoalStatus::Active);
+                if let (Some(mut g), TurnEnd::BudgetReached) = (goal_active.clone(), reason) {
+                    g.status = goal::GoalStatus::LimitReached;
+                    g.stopped_reason = Some("the session's budget is spent".into());
+                    self.put("goal", &g)?;
+                }
+                if goal_active.is_some() && matches!(reason, TurnEnd::Completed | TurnEnd::Failed) {
+                    // The goal is checked as the turn's last step; the session stays busy until then.
+                    turn.goal_check = true;
+                    turn.next_at_ms = Some(now_ms);
+                    t.alarm_at_ms = Some(now_ms);
+                } else {
+                    turn.state = TurnState::Idle;
+                    turn.next_at_ms = None;
+                }
             }
             None => {
                 let at = now_ms + outcome.next_in_ms.unwrap_or(0);
@@ -331,6 +351,110 @@ impl<'a, S: LocalSql + ?Sized> Core<'a, S> {
         self.set_turn(&turn)?;
         t.turn = turn;
         Ok(t)
+    }
+
+    /// The standing goal, with its spend and minutes brought up to date.
+    pub fn goal(&self) -> Res<Option<goal::Goal>> {
+        self.get("goal")
+    }
+
+    fn goal_now(&self, now_ms: i64) -> Res<Option<goal::Goal>> {
+        let turn = self.turn()?;
+        Ok(self.goal()?.map(|mut g| {
+            if g.status == goal::GoalStatus::Active {
+                g.spent_cents = turn.spent_cents - g.spent_at_set;
+                g.minutes = (now_ms - g.set_ms) / 60_000;
+            }
+            g
+        }))
+    }
+
+    /// Sets (or replaces) the standing goal. An idle session starts working on it at once.
+    pub fn set_goal(&self, mut g: goal::Goal, now_ms: i64) -> Res<Transition> {
+        let config = self.require_config()?;
+        let turn = self.turn()?;
+        if turn.state == TurnState::Terminated {
+            return Err(Refusal::new("session_terminated", "this session is stopped; a goal needs a live session"));
+        }
+        g.status = goal::GoalStatus::Active;
+        g.stopped_reason = None;
+        g.iterations = 0;
+        g.last_verdicts = vec![];
+        g.set_ms = now_ms;
+        g.spent_at_set = turn.spent_cents;
+        if turn.state == TurnState::Idle {
+            return self.continue_goal(&config, g, now_ms);
+        }
+        self.put("goal", &g)?;
+        Ok(Transition::quiet(turn))
+    }
+
+    /// Starts the goal's next turn with its continuation message.
+    fn continue_goal(&self, config: &SessionConfig, mut g: goal::Goal, now_ms: i64) -> Res<Transition> {
+        let message = NewMessage {
+            message_id: crate::rules::ids::new_id("msg"),
+            text: goal::continuation(&g),
+            from: Author::Goal,
+        };
+        g.iterations += 1;
+        self.put("goal", &g)?;
+        self.begin_turn(config, &message, now_ms)
+    }
+
+    /// Clears the standing goal; the session stops working on its own after the current turn.
+    pub fn clear_goal(&self, now_ms: i64) -> Res<Option<goal::Goal>> {
+        let Some(mut g) = self.goal_now(now_ms)? else { return Ok(None) };
+        if g.status == goal::GoalStatus::Active {
+            g.status = goal::GoalStatus::Cleared;
+            g.stopped_reason = Some("cleared".into());
+            self.put("goal", &g)?;
+        }
+        Ok(Some(g))
+    }
+
+    /// Records a goal check (an event in the transcript) and either stops the goal or starts the next turn.
+    pub fn finish_goal_check(
+        &self,
+        verdicts: Vec<goal::Verdict>,
+        charge: Option<Charge>,
+        now_ms: i64,
+    ) -> Res<Transition> {
+        let config = self.require_config()?;
+        let mut turn = self.turn()?;
+        turn.goal_check = false;
+        turn.spent_cents += charge.as_ref().map_or(0, |c| c.cents);
+        let message_id = turn.message_id.clone().unwrap_or_default();
+        let Some(mut g) = self.goal()? else {
+            turn.state = TurnState::Idle;
+            turn.next_at_ms = None;
+            self.set_turn(&turn)?;
+            return Ok(Transition { index_changed: true, charge, ..Transition::quiet(turn) });
+        };
+        g.last_verdicts = verdicts;
+        g.spent_cents = turn.spent_cents - g.spent_at_set;
+        g.minutes = (now_ms - g.set_ms) / 60_000;
+        let decision =
+            if g.status == goal::GoalStatus::Active { goal::decide(&g, now_ms, turn.spent_cents) } else { None };
+        let still_active = g.status == goal::GoalStatus::Active && decision.is_none();
+        if let Some((status, why)) = &decision {
+            g.status = *status;
+            g.stopped_reason = Some(why.clone());
+        }
+        let body = json!({
+            "iteration": g.iterations, "verdicts": g.last_verdicts, "status": g.status, "stopped_reason": g.stopped_reason,
+        });
+        self.append(EventKind::GoalCheck, &message_id, &body, now_ms)?;
+        self.set_turn(&turn)?;
+        if still_active {
+            let mut t = self.continue_goal(&config, g, now_ms)?;
+            t.charge = charge;
+            return Ok(t);
+        }
+        self.put("goal", &g)?;
+        turn.state = TurnState::Idle;
+        turn.next_at_ms = None;
+        self.set_turn(&turn)?;
+        Ok(Transition { wake: true, index_changed: true, charge, ..Transition::quiet(turn) })
     }
 
     /// Ends a turn whose step failed for good (the harness cannot continue), visibly.

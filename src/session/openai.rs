@@ -284,6 +284,51 @@ async fn run<S: LocalSql + ?Sized>(
     Ok(outcome)
 }
 
+/// Grades one criterion with a separate model call that sees only the objective, the criterion and the
+/// agent's latest reply: its own context, not the agent's.
+pub async fn grade(
+    ports: &Ports<'_>,
+    config: &SessionConfig,
+    objective: &str,
+    criterion: &super::goal::Criterion,
+    last_reply: &str,
+) -> Result<(super::goal::Verdict, Charge), String> {
+    let base = secret(ports, config, "OPENAI_BASE_URL").await?.ok_or("no OPENAI_BASE_URL secret")?;
+    let key = secret(ports, config, "OPENAI_API_KEY").await?;
+    let body = json!({
+        "model": config.model,
+        "messages": [
+            {"role": "system", "content": "You are a strict grader. Decide whether the work meets the criterion. Answer with JSON only: {\"met\": true or false, \"reason\": \"one sentence\"}."},
+            {"role": "user", "content": format!("Goal: {objective}\nCriterion: {}\nThe agent's latest reply:\n{last_reply}", criterion.text)},
+        ],
+    });
+    let url = format!("{}/chat/completions", base.trim_end_matches('/'));
+    let resp = ports.net.post(post_json(&url, bearer(key.as_deref()), &body)).await?;
+    if resp.status != 200 {
+        return Err(format!("HTTP {}", resp.status));
+    }
+    let reply = resp.json_body();
+    let (input, output) = (
+        reply["usage"]["prompt_tokens"].as_i64().unwrap_or(0),
+        reply["usage"]["completion_tokens"].as_i64().unwrap_or(0),
+    );
+    let charge = Charge {
+        model: config.model.clone(),
+        cents: ports.config.prices.cents(&config.model, input, output),
+        input_tokens: input,
+        output_tokens: output,
+    };
+    let text = reply["choices"][0]["message"]["content"].as_str().unwrap_or_default();
+    let json_part = text.find('{').and_then(|a| text.rfind('}').map(|b| &text[a..=b])).unwrap_or(text);
+    let verdict: Value = serde_json::from_str(json_part).unwrap_or(Value::Null);
+    let met = verdict["met"].as_bool();
+    let reason = verdict["reason"]
+        .as_str()
+        .map(str::to_owned)
+        .unwrap_or_else(|| "the grader's answer was not readable JSON".into());
+    Ok((super::goal::Verdict { criterion: criterion.text.clone(), met: Some(met.unwrap_or(false)), reason }, charge))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

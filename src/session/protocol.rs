@@ -27,8 +27,14 @@ pub struct SessionConfig {
 #[serde(rename_all = "snake_case")]
 pub enum Author {
     User,
-    Peer { session_id: String },
-    Routine { routine_id: String },
+    Peer {
+        session_id: String,
+    },
+    Routine {
+        routine_id: String,
+    },
+    /// The session's standing goal, continuing on its own.
+    Goal,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -62,6 +68,11 @@ pub enum SessionCall {
     Summary,
     /// Forget everything: the workspace is being deleted.
     Purge,
+    SetGoal {
+        goal: Box<super::goal::Goal>,
+    },
+    ClearGoal,
+    GetGoal,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -71,6 +82,7 @@ pub enum SessionReply {
     Page(Page),
     Summary(Summary),
     Config(SessionConfig),
+    Goal(Option<Box<super::goal::Goal>>),
     Refused(Refusal),
 }
 
@@ -121,6 +133,9 @@ pub struct Turn {
     /// The harness's own progress within the turn (e.g. tool calls still to answer).
     #[serde(default)]
     pub harness: Value,
+    /// The turn has ended and the standing goal is due to be checked.
+    #[serde(default)]
+    pub goal_check: bool,
 }
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
@@ -133,6 +148,7 @@ pub enum EventKind {
     Status,
     Error,
     TurnEnd,
+    GoalCheck,
 }
 
 impl EventKind {
@@ -145,6 +161,7 @@ impl EventKind {
             EventKind::Status => "status",
             EventKind::Error => "error",
             EventKind::TurnEnd => "turn_end",
+            EventKind::GoalCheck => "goal_check",
         }
     }
 }

@@ -5,6 +5,7 @@ mod support;
 
 mod accounts;
 mod files;
+mod goals;
 mod harness;
 mod mcp;
 mod routines;

@@ -1,0 +1,142 @@
+//! Standing goals: a session keeps working toward an objective on its own, checked after every turn,
+//! within its limits. The goal lives in the session's object; these tools set, read and clear it.
+
+use crate::cx::Cx;
+use crate::error::ApiError;
+use crate::ops::idempotency::{self, Scope, DEFAULT_TTL_MS};
+use crate::ops::sessions;
+use crate::rules::limits;
+use crate::session::goal::{Criterion, CriterionInput, Goal, GoalStatus};
+use crate::session::{SessionCall, SessionReply};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GetGoal {
+    /// The session (`ses_…`).
+    pub session_id: String,
+    /// Ignored: the workspace is the session's.
+    pub workspace: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct GoalView {
+    pub session_id: String,
+    /// The goal with its progress: iterations used, spend, minutes, the last verdict per criterion and,
+    /// once it stopped, why (`met`, `limit_reached`, `not_checkable`, `cleared`). `null` when none was set.
+    pub goal: Option<Goal>,
+}
+
+async fn goal_call(cx: &Cx<'_>, session_id: &str, call: SessionCall) -> Result<GoalView, ApiError> {
+    match sessions::call(cx, session_id, call).await? {
+        SessionReply::Goal(goal) => Ok(GoalView { session_id: session_id.to_owned(), goal: goal.map(|g| *g) }),
+        other => Err(cx.internal(format!("unexpected session reply {other:?}"))),
+    }
+}
+
+/// get_goal
+pub async fn get(cx: &Cx<'_>, p: GetGoal) -> Result<GoalView, ApiError> {
+    sessions::load(cx, &p.session_id).await?;
+    goal_call(cx, &p.session_id, SessionCall::GetGoal).await
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SetGoal {
+    /// The session (`ses_…`).
+    pub session_id: String,
+    /// What the session should achieve, 1–4,000 characters.
+    pub objective: String,
+    /// How to tell it is achieved: each plain text, or `{text, command}` where the command's success
+    /// proves it. Up to 20. Without criteria the objective itself is graded.
+    pub criteria: Option<Vec<CriterionInput>>,
+    /// Most turns the goal may start, 1–50 (default 10).
+    pub max_iterations: Option<u32>,
+    /// Most the session may spend on the goal, in cents.
+    pub max_spend_cents: Option<i64>,
+    /// Most minutes the goal may run, 1–1,440.
+    pub max_minutes: Option<i64>,
+    /// A unique key you generate; retrying with it returns the same goal.
+    pub idempotency_key: String,
+    /// Ignored: the workspace is the session's.
+    pub workspace: Option<String>,
+}
+
+/// set_goal
+pub async fn set(cx: &Cx<'_>, p: SetGoal) -> Result<GoalView, ApiError> {
+    idempotency::check_key(&p.idempotency_key)?;
+    limits::text("objective", &p.objective, 1, 4_000)?;
+    let criteria: Vec<Criterion> = p.criteria.clone().unwrap_or_default().into_iter().map(Criterion::from).collect();
+    limits::count("criteria", criteria.len(), 20)?;
+    for c in &criteria {
+        limits::text("criteria[].text", &c.text, 1, 1_000)?;
+        if let Some(cmd) = &c.command {
+            limits::text("criteria[].command", cmd, 1, 2_000)?;
+        }
+    }
+    let max_iterations = p.max_iterations.unwrap_or(10);
+    if !(1..=50).contains(&max_iterations) {
+        return Err(ApiError::invalid("`max_iterations` must be between 1 and 50"));
+    }
+    if p.max_spend_cents.is_some_and(|c| c < 1) {
+        return Err(ApiError::invalid("`max_spend_cents` must be at least 1"));
+    }
+    if p.max_minutes.is_some_and(|m| !(1..=1_440).contains(&m)) {
+        return Err(ApiError::invalid("`max_minutes` must be between 1 and 1440"));
+    }
+    let (row, w) = sessions::load(cx, &p.session_id).await?;
+    let goal = Goal {
+        objective: p.objective.clone(),
+        criteria,
+        max_iterations,
+        max_spend_cents: p.max_spend_cents,
+        max_minutes: p.max_minutes,
+        status: GoalStatus::Active,
+        stopped_reason: None,
+        iterations: 0,
+        spent_cents: 0,
+        minutes: 0,
+        last_verdicts: vec![],
+        set_ms: cx.now_ms,
+        spent_at_set: 0,
+    };
+    let args = json!({"session_id": p.session_id, "objective": p.objective, "criteria": p.criteria,
+        "max_iterations": p.max_iterations, "max_spend_cents": p.max_spend_cents, "max_minutes": p.max_minutes});
+    let scope =
+        Scope { workspace_id: &w.workspace_id, tool: "set_goal", key: &p.idempotency_key, ttl_ms: DEFAULT_TTL_MS };
+    idempotency::once(
+        cx,
+        scope,
+        &args,
+        || (),
+        |()| {
+            let goal = goal.clone();
+            let session_id = row.session_id.clone();
+            async move { goal_call(cx, &session_id, SessionCall::SetGoal { goal: Box::new(goal) }).await }
+        },
+    )
+    .await
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ClearGoal {
+    /// The session (`ses_…`).
+    pub session_id: String,
+    /// A unique key you generate; retrying with it returns the same answer.
+    pub idempotency_key: String,
+    /// Ignored: the workspace is the session's.
+    pub workspace: Option<String>,
+}
+
+/// clear_goal
+pub async fn clear(cx: &Cx<'_>, p: ClearGoal) -> Result<GoalView, ApiError> {
+    idempotency::check_key(&p.idempotency_key)?;
+    let (row, w) = sessions::load(cx, &p.session_id).await?;
+    let scope =
+        Scope { workspace_id: &w.workspace_id, tool: "clear_goal", key: &p.idempotency_key, ttl_ms: DEFAULT_TTL_MS };
+    let args = json!({ "session_id": p.session_id });
+    idempotency::once(cx, scope, &args, || (), |()| goal_call(cx, &row.session_id, SessionCall::ClearGoal)).await
+}

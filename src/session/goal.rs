@@ -1,0 +1,206 @@
+//! A session's standing goal: an objective (with optional criteria) the session keeps working toward on
+//! its own. After every turn the goal is checked; while it is unmet and within its limits, a new turn
+//! starts with a continuation message. Every check is a `goal_check` event in the transcript.
+
+use serde::{Deserialize, Serialize};
+
+/// A criterion as callers give it: plain text, or text with a command that proves it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
+#[serde(untagged)]
+pub enum CriterionInput {
+    Text(String),
+    Full {
+        /// What must be true.
+        text: String,
+        /// A command whose exit code 0 proves it (checked where the session can run commands).
+        command: Option<String>,
+    },
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
+pub struct Criterion {
+    pub text: String,
+    pub command: Option<String>,
+}
+
+impl From<CriterionInput> for Criterion {
+    fn from(c: CriterionInput) -> Self {
+        match c {
+            CriterionInput::Text(text) => Criterion { text, command: None },
+            CriterionInput::Full { text, command } => Criterion { text, command },
+        }
+    }
+}
+
+/// One criterion's verdict at a check: `met` is `null` when it could not be checked here.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
+pub struct Verdict {
+    pub criterion: String,
+    pub met: Option<bool>,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum GoalStatus {
+    Active,
+    Met,
+    LimitReached,
+    NotCheckable,
+    Cleared,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
+pub struct Goal {
+    pub objective: String,
+    pub criteria: Vec<Criterion>,
+    pub max_iterations: u32,
+    pub max_spend_cents: Option<i64>,
+    pub max_minutes: Option<i64>,
+    /// `active`, `met`, `limit_reached`, `not_checkable` or `cleared`.
+    pub status: GoalStatus,
+    /// Why it stopped, in words, once it has.
+    pub stopped_reason: Option<String>,
+    /// Turns the goal started.
+    pub iterations: u32,
+    /// What the session spent since the goal was set, in cents.
+    pub spent_cents: i64,
+    /// Minutes since the goal was set.
+    pub minutes: i64,
+    pub last_verdicts: Vec<Verdict>,
+    pub set_ms: i64,
+    /// The session's spend when the goal was set (spend is counted from there).
+    #[serde(default)]
+    pub spent_at_set: i64,
+}
+
+/// The criteria a check grades: the given ones, or the objective itself.
+pub fn graded(goal: &Goal) -> Vec<Criterion> {
+    if goal.criteria.is_empty() {
+        vec![Criterion { text: goal.objective.clone(), command: None }]
+    } else {
+        goal.criteria.clone()
+    }
+}
+
+/// The message that starts the goal's next turn.
+pub fn continuation(goal: &Goal) -> String {
+    let n = goal.iterations + 1;
+    let unmet: Vec<String> = goal
+        .last_verdicts
+        .iter()
+        .filter(|v| v.met != Some(true))
+        .map(|v| format!("- {} ({})", v.criterion, v.reason))
+        .collect();
+    let mut text =
+        format!("Keep working toward the goal: {} (iteration {n} of {})", goal.objective, goal.max_iterations);
+    if !unmet.is_empty() {
+        text.push_str(&format!("\nNot met yet:\n{}", unmet.join("\n")));
+    }
+    text
+}
+
+/// The echo harness's deterministic grader: a criterion is met when the first line of the latest reply
+/// contains its text (the first line only, so the unmet criteria a continuation quotes do not count).
+pub fn echo_verdict(criterion: &Criterion, last_reply: &str) -> Verdict {
+    let first_line = last_reply.lines().next().unwrap_or_default().to_lowercase();
+    let met = first_line.contains(&criterion.text.to_lowercase());
+    Verdict {
+        criterion: criterion.text.clone(),
+        met: Some(met),
+        reason: if met { "the latest reply contains it" } else { "the latest reply does not contain it" }.into(),
+    }
+}
+
+/// A command criterion where the session has no place to run commands.
+pub fn not_checkable(criterion: &Criterion) -> Verdict {
+    Verdict {
+        criterion: criterion.text.clone(),
+        met: None,
+        reason: "not checkable here: this session has no runner to run its command".into(),
+    }
+}
+
+/// After a check: the goal's new status, or `None` to keep working.
+pub fn decide(goal: &Goal, now_ms: i64, spent_cents: i64) -> Option<(GoalStatus, String)> {
+    let checkable: Vec<&Verdict> = goal.last_verdicts.iter().filter(|v| v.met.is_some()).collect();
+    if checkable.is_empty() {
+        return Some((GoalStatus::NotCheckable, "no criterion can be checked here".into()));
+    }
+    if checkable.iter().all(|v| v.met == Some(true)) {
+        return Some((GoalStatus::Met, format!("met after {} iteration(s)", goal.iterations)));
+    }
+    if goal.iterations >= goal.max_iterations {
+        return Some((GoalStatus::LimitReached, format!("max_iterations ({}) reached", goal.max_iterations)));
+    }
+    if let Some(max) = goal.max_spend_cents {
+        if spent_cents - goal.spent_at_set >= max {
+            return Some((GoalStatus::LimitReached, format!("max_spend_cents ({max}) reached")));
+        }
+    }
+    if let Some(max) = goal.max_minutes {
+        if now_ms - goal.set_ms >= max * 60_000 {
+            return Some((GoalStatus::LimitReached, format!("max_minutes ({max}) reached")));
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn goal(criteria: Vec<Criterion>) -> Goal {
+        Goal {
+            objective: "ship it".into(),
+            criteria,
+            max_iterations: 3,
+            max_spend_cents: Some(100),
+            max_minutes: Some(10),
+            status: GoalStatus::Active,
+            stopped_reason: None,
+            iterations: 1,
+            spent_cents: 0,
+            minutes: 0,
+            last_verdicts: vec![],
+            set_ms: 0,
+            spent_at_set: 0,
+        }
+    }
+
+    #[test]
+    fn met_when_every_checkable_criterion_is_met() {
+        let mut g = goal(vec![]);
+        g.last_verdicts = vec![echo_verdict(&graded(&g)[0], "we SHIP IT today")];
+        assert_eq!(decide(&g, 0, 0).map(|d| d.0), Some(GoalStatus::Met));
+        g.last_verdicts
+            .push(not_checkable(&Criterion { text: "tests pass".into(), command: Some("make test".into()) }));
+        assert_eq!(decide(&g, 0, 0).map(|d| d.0), Some(GoalStatus::Met), "an uncheckable criterion does not block");
+        g.last_verdicts = vec![not_checkable(&Criterion { text: "t".into(), command: Some("x".into()) })];
+        assert_eq!(decide(&g, 0, 0).map(|d| d.0), Some(GoalStatus::NotCheckable));
+    }
+
+    #[test]
+    fn limits_stop_an_unmet_goal() {
+        let mut g = goal(vec![]);
+        g.last_verdicts = vec![echo_verdict(&graded(&g)[0], "nothing yet")];
+        assert_eq!(decide(&g, 0, 0), None, "keep working");
+        assert_eq!(decide(&g, 0, 100).map(|d| d.0), Some(GoalStatus::LimitReached));
+        assert_eq!(decide(&g, 600_000, 0).map(|d| d.0), Some(GoalStatus::LimitReached));
+        g.iterations = 3;
+        assert!(decide(&g, 0, 0).unwrap().1.contains("max_iterations"));
+    }
+
+    #[test]
+    fn the_continuation_names_what_is_unmet() {
+        let mut g = goal(vec![Criterion { text: "done now".into(), command: None }]);
+        g.last_verdicts = vec![echo_verdict(&graded(&g)[0], "nope")];
+        let text = continuation(&g);
+        assert!(text.contains("iteration 2 of 3") && text.contains("ship it") && text.contains("done now"), "{text}");
+        assert!(
+            !echo_verdict(&graded(&g)[0], &format!("echo: {text}")).met.unwrap(),
+            "the quoted criterion is not a pass"
+        );
+        assert!(!text.starts_with('/'), "never an echo command");
+    }
+}
