@@ -469,6 +469,12 @@ operations! {
         title: "Delete an agent", group: "agents", scope: Write, tool: false,
         http: DELETE "/v1/agents/{agent_id}", hints: DESTROYS, run: agents::delete
     }
+
+    // ── Connectors, requests and grants (the session server's operator side) ──
+
+    // ── Memory, search, records, performance and the help center ──
+
+    // ── Device sign-in and runners (the sky CLI) ──
 }
 
 /// Finds an operation by name.

@@ -101,3 +101,136 @@ export const writeToolArgs = (agentId) => ({
   message: 'say hello',
   idempotency_key: `e2e-${uniq()}`,
 });
+
+// ---------------------------------------------------------------------------------------------------
+// Sessions and turns (issue 3).
+
+/** The deployment's admin token, when tests/e2e/run.sh started the server with one. */
+export const ADMIN_TOKEN = process.env.AGENTSKY_ADMIN_TOKEN ?? '';
+
+/** POST /v1/workspaces/{slug}/credit with the admin token; returns the new balance. */
+export async function addCredit(slug, cents, { base = BASE } = {}) {
+  assert.ok(ADMIN_TOKEN, 'AGENTSKY_ADMIN_TOKEN is not set: run these tests through tests/e2e/run.sh');
+  const r = await restAt(base, 'POST', `/v1/workspaces/${slug}/credit`, { key: ADMIN_TOKEN, body: { amount_cents: cents } });
+  assert.equal(r.status, 200, `POST /v1/workspaces/${slug}/credit -> ${r.status} ${JSON.stringify(r.body)}`);
+  return r.body.balance_cents;
+}
+
+/** PUT /v1/secrets/{name}. */
+export async function putSecret(key, name, value, workspace) {
+  const body = { value };
+  if (workspace) body.workspace = workspace;
+  const r = await rest('PUT', `/v1/secrets/${name}`, { key, body });
+  assert.equal(r.status, 200, `PUT /v1/secrets/${name} -> ${r.status} ${JSON.stringify(r.body)}`);
+  return r.body;
+}
+
+/** `rest` against another server than the run's (a test that owns its server). */
+export async function restAt(base, method, path, opts = {}) {
+  const h = { accept: 'application/json', ...(opts.headers ?? {}) };
+  if (opts.body !== undefined) h['content-type'] = 'application/json';
+  if (opts.key) h.authorization = `Bearer ${opts.key}`;
+  const res = await fetch(`${base}${path}`, {
+    method, headers: h, body: opts.body === undefined ? undefined : JSON.stringify(opts.body),
+  });
+  const text = await res.text();
+  let parsed = text;
+  try { parsed = text ? JSON.parse(text) : null; } catch { /* not JSON */ }
+  return { status: res.status, headers: res.headers, body: parsed };
+}
+
+let rpcId = 0;
+/**
+ * A bare stateless MCP client: one JSON-RPC POST per call to /v1/mcp (no initialize: the server keeps no
+ * MCP session), as the bench and many hosts do. `tool(name, args)` returns the CallToolResult.
+ */
+export function rawMcp(key, { base = BASE } = {}) {
+  const rpc = async (method, params) => {
+    const res = await fetch(`${base}/v1/mcp`, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${key}`,
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        'mcp-protocol-version': '2025-11-25',
+      },
+      body: JSON.stringify({ jsonrpc: '2.0', id: ++rpcId, method, params }),
+    });
+    const text = await res.text();
+    assert.equal(res.status, 200, `${method} -> HTTP ${res.status} ${text.slice(0, 500)}`);
+    const j = JSON.parse(text);
+    assert.ok(!j.error, `${method}: JSON-RPC error ${text.slice(0, 500)}`);
+    return j.result;
+  };
+  return { rpc, tool: (name, args = {}) => rpc('tools/call', { name, arguments: args }) };
+}
+
+/**
+ * Reads one turn to its end as the contract says: read_session from `cursor` for `message_id`, waiting
+ * `wait_seconds` while nothing is new, at once while `has_more`, until `turn_finished`. `callTool(name,
+ * args)` returns a CallToolResult (any client). Checks every page's own invariants on the way.
+ * Returns { events, cursor, status, pages }.
+ */
+export async function readTurn(callTool, { session_id, cursor, message_id, wait_seconds = 50, limit, deadlineMs = 120_000 }) {
+  const events = [];
+  let pages = 0; let status; let hasMore = false;
+  const t0 = Date.now();
+  for (;;) {
+    assert.ok(Date.now() - t0 < deadlineMs, `turn ${message_id} did not finish within ${deadlineMs} ms: ${JSON.stringify(events)}`);
+    const args = { session_id, cursor, wait_seconds: hasMore ? 0 : wait_seconds };
+    if (message_id) args.message_id = message_id;
+    if (limit) args.limit = limit;
+    const page = ok(await callTool('read_session', args), 'read_session');
+    pages++;
+    checkPage(page, cursor);
+    events.push(...page.events);
+    cursor = page.cursor; status = page.status; hasMore = page.has_more;
+    if (page.turn_finished) break;
+  }
+  if (message_id) for (const e of events) assert.equal(e.message_id, message_id, `an event of another message: ${JSON.stringify(e)}`);
+  return { events, cursor, status, pages };
+}
+
+/** What every read_session page must satisfy, whoever reads it. */
+export function checkPage(page, after) {
+  assert.ok(Array.isArray(page.events), `events is an array: ${JSON.stringify(page)}`);
+  assert.equal(typeof page.cursor, 'string');
+  assert.equal(typeof page.has_more, 'boolean');
+  assert.equal(typeof page.turn_finished, 'boolean');
+  assert.ok(['provisioning', 'idle', 'running', 'terminated'].includes(page.status), `status ${page.status}`);
+  if (page.events.length === 0) {
+    if (after !== undefined) assert.equal(page.cursor, after, 'an empty page keeps the cursor');
+  } else {
+    assert.equal(page.cursor, page.events.at(-1).cursor, "the page's cursor is its last event's");
+    assert.ok(!page.events.some((e) => e.cursor === after), 'a page starts after its cursor');
+  }
+  const seen = new Set();
+  for (const e of page.events) {
+    assert.equal(typeof e.cursor, 'string'); assert.equal(typeof e.type, 'string');
+    assert.equal(typeof e.at_ms, 'number'); assert.ok(e.message_id?.startsWith('msg_'), JSON.stringify(e));
+    assert.ok(!seen.has(e.cursor), `duplicate cursor ${e.cursor}`); seen.add(e.cursor);
+  }
+  for (let i = 1; i < page.events.length; i++) {
+    assert.ok(page.events[i].at_ms >= page.events[i - 1].at_ms, 'events are oldest first');
+  }
+}
+
+/** The session's whole log, every message, from the start (pages of 200, no waiting). */
+export async function readAll(callTool, session_id) {
+  const events = []; let cursor;
+  for (;;) {
+    const args = { session_id, wait_seconds: 0 };
+    if (cursor) args.cursor = cursor;
+    const page = ok(await callTool('read_session', args), 'read_session (whole log)');
+    checkPage(page, cursor);
+    events.push(...page.events);
+    cursor = page.cursor;
+    if (!page.has_more) return { events, cursor, status: page.status };
+  }
+}
+
+/** The texts of a list of events of one type. */
+export const texts = (events, type = 'agent_message') => events.filter((e) => e.type === type).map((e) => e.text);
+
+/** A fresh idempotency key. */
+export const ikey = (what = 'k') => `e2e-${what}-${uniq()}-${Date.now()}`;

@@ -3,6 +3,7 @@
 # the conformance fixture tools switched on (CONFORMANCE_FIXTURES=1 serves them without auth at
 # POST /v1/conformance/mcp), then the TypeScript clients, the Python clients and the official
 # conformance suite against it. The server is always stopped; any failure makes the exit non-zero.
+# restart.test.mjs starts (and crashes) a second, private server of its own (tests/e2e/own-server.sh).
 # Expects scripts/setup.sh and scripts/build.sh to have run (make test does both).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/env.sh"
@@ -10,7 +11,13 @@ source "$ROOT/scripts/server.sh"
 cd "$ROOT"
 
 state="$ROOT/tests/e2e/.state"
-start_server "$state/wrangler" "$state/logs/wrangler-dev.log" --var CONFORMANCE_FIXTURES:1
+# ADMIN_TOKEN: the tests add wallet credit (POST /v1/workspaces/{slug}/credit). SECRETS_KEY: workspace
+# secrets can be stored (the openai harness's endpoint and key). PRICES: openai.test.mjs asserts charges
+# at this table's rate for its model (cents per million input / output tokens).
+export AGENTSKY_ADMIN_TOKEN="e2e-admin-$(python3 -c 'import secrets; print(secrets.token_hex(12))')"
+start_server "$state/wrangler" "$state/logs/wrangler-dev.log" --var CONFORMANCE_FIXTURES:1 \
+  --var "ADMIN_TOKEN:$AGENTSKY_ADMIN_TOKEN" --var "SECRETS_KEY:e2e-secrets-key-not-for-production" \
+  --var 'PRICES:{"e2e-priced":[1000000,2000000]}'
 export AGENTSKY_URL="$BASE_URL"
 
 failed=()
