@@ -73,9 +73,23 @@ async fn route(env: &Env, req: &HttpRequest, meta: RequestMeta) -> HttpResponse 
             let tools = OperatorTools { cx: &cx };
             return mcp::serve(&spec(&cx, req), &tools, req).await;
         }
+        "/v1/session/mcp" => {
+            if req.method != "POST" {
+                return mcp::serve(&session_spec(&cx, req), &NoTools, req).await;
+            }
+            let me = match session_caller(&cx, req).await {
+                Ok(me) => me,
+                Err(resp) => return resp,
+            };
+            let tools = crate::agent::SessionTools { agent: crate::agent::Agent { cx: &cx, me } };
+            return mcp::serve(&session_spec(&cx, req), &tools, req).await;
+        }
         "/v1/conformance/mcp" if env.config.conformance_fixtures => {
             return mcp::serve(&spec(&cx, req), &mcp::fixtures::Fixtures, req).await
         }
+        // Device sign-in's approval page (`sky auth login`); the JSON half is in the table.
+        "/device" if req.method == "GET" => return crate::ops::device::page(&cx, req).await,
+        "/device" if req.method == "POST" => return crate::ops::device::submit(&cx, req).await,
         _ if path.starts_with("/a/") && req.method == "GET" => {
             return crate::ops::sharing::serve_artifact(env, &path[3..]).await
         }
@@ -152,6 +166,44 @@ fn base_url(env: &Env, req: &HttpRequest) -> String {
     let host = req.header("host").unwrap_or("localhost");
     let scheme = if is_loopback_host(host) { "http" } else { "https" };
     format!("{scheme}://{host}")
+}
+
+/// The session server's identity: the same transport, its own instructions.
+fn session_spec(cx: &Cx<'_>, req: &HttpRequest) -> ServerSpec {
+    ServerSpec {
+        name: "agentsky-session".into(),
+        title: "agentsky session".into(),
+        instructions:
+            "The tools of your agentsky session: ask the user for access to the project's targets or for answers, \
+report your status, see and message the other tasks of your project, and land your work. Run provider CLIs \
+directly after a grant: they already use it."
+                .into(),
+        ..spec(cx, req)
+    }
+}
+
+/// The session behind a session token (`Authorization: Bearer sst_…`): refused once it has ended.
+async fn session_caller(cx: &Cx<'_>, req: &HttpRequest) -> Result<crate::store::sessions::SessionRow, HttpResponse> {
+    let token = req
+        .header("authorization")
+        .and_then(|h| h.split_once(' '))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .map(|(_, t)| t.trim())
+        .filter(|t| t.starts_with("sst_") && t.len() < 200);
+    let Some(token) = token else {
+        return Err(unauthorized(cx, None));
+    };
+    match crate::store::requests::session_for_token(cx.db(), &ids::hash_secret(token)).await {
+        Ok(Some(me)) => {
+            // `sky mcp` names the session too; a token of another session is refused.
+            if req.header("x-agentsky-session").is_some_and(|s| s != me.session_id) {
+                return Err(unauthorized(cx, Some("this token belongs to another session")));
+            }
+            Ok(me)
+        }
+        Ok(None) => Err(unauthorized(cx, Some("unknown session token, or its session has ended"))),
+        Err(e) => Err(rest::error_response(&cx.internal(e))),
+    }
 }
 
 /// An MCP host with no tools: only used to answer non-POST requests (405) before authentication.

@@ -26,6 +26,8 @@ pub struct Config {
     pub secrets_key: Option<String>,
     /// Model prices, cents per million input and output tokens (`PRICES`, JSON).
     pub prices: crate::session::openai::Prices,
+    /// How long session tools wait for a person (`AGENT_WAIT_MS`; the contract's 5 minutes by default).
+    pub agent_wait_ms: Option<i64>,
     /// Serves the conformance suite's fixture tools without auth at `/v1/conformance/mcp` (tests only).
     pub conformance_fixtures: bool,
 }
@@ -160,6 +162,11 @@ impl<'a> Cx<'a> {
 
     pub fn db(&self) -> &'a dyn Sql {
         &self.env.db
+    }
+
+    /// The time now, for work that outlasts the request's start (after a wait).
+    pub fn clock_now(&self) -> i64 {
+        self.env.clock.now_ms()
     }
 
     /// The authenticated caller; operations with a scope never run without one.

@@ -24,6 +24,11 @@ pub enum Code {
     RateLimited,
     NotImplemented,
     Internal,
+    // Device sign-in (RFC 8628 §3.5): the CLI polls until the person decides; the names are the RFC's.
+    AuthorizationPending,
+    SlowDown,
+    ExpiredToken,
+    AccessDenied,
 }
 
 impl Code {
@@ -39,6 +44,7 @@ impl Code {
             Self::RateLimited => 429,
             Self::NotImplemented => 501,
             Self::Internal => 500,
+            Self::AuthorizationPending | Self::SlowDown | Self::ExpiredToken | Self::AccessDenied => 400,
         }
     }
 
@@ -59,6 +65,10 @@ impl Code {
             Self::RateLimited => "rate_limited",
             Self::NotImplemented => "not_implemented",
             Self::Internal => "internal",
+            Self::AuthorizationPending => "authorization_pending",
+            Self::SlowDown => "slow_down",
+            Self::ExpiredToken => "expired_token",
+            Self::AccessDenied => "access_denied",
         }
     }
 }

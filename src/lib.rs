@@ -12,6 +12,7 @@
 //!
 //! The core never names `worker::`; only `edge` does.
 
+pub mod agent;
 pub mod app;
 pub mod cx;
 pub mod error;

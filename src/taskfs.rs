@@ -62,6 +62,23 @@ pub async fn write(
         Writer::Session(s) => (Some(s), None),
         Writer::Key(k) => (None, Some(k)),
     };
+    // A write to the base folder is a commit of its history; a lane's writes wait for `land`.
+    let commit = folder.lane.is_empty().then(|| {
+        let subject = match writer {
+            Writer::Session(s) => format!("{s} wrote {path}"),
+            Writer::Key(_) => format!("write {path}"),
+        };
+        store::lanes::insert_commit(
+            folder.task_id,
+            &commit_id(),
+            folder.workspace_id,
+            &subject,
+            "",
+            std::slice::from_ref(&path),
+            session,
+            now_ms,
+        )
+    });
     store::files::write(
         db,
         &store::files::NewVersion {
@@ -75,6 +92,7 @@ pub async fn write(
             writer_key_id: key,
             now_ms,
         },
+        commit,
     )
     .await
     .map_err(|e| ApiError::internal("files", e))
@@ -89,9 +107,20 @@ pub async fn read(
     version: Option<i64>,
 ) -> Result<(FileInfo, String), ApiError> {
     let path = paths::normalize(path)?;
-    let info = store::files::get(db, folder.task_id, folder.lane, &path, version)
-        .await
-        .map_err(|e| ApiError::internal("files", e))?
+    let in_lane = match folder.lane {
+        "" => None,
+        lane => store::files::get(db, folder.task_id, lane, &path, version)
+            .await
+            .map_err(|e| ApiError::internal("files", e))?,
+    };
+    let in_base = match in_lane {
+        Some(found) => Some(found),
+        // A lane sees the base wherever it has not written.
+        None => store::files::get(db, folder.task_id, "", &path, version)
+            .await
+            .map_err(|e| ApiError::internal("files", e))?,
+    };
+    let info = in_base
         .ok_or_else(|| ApiError::new(Code::NotFound, format!("no file `{path}` in this task; call list_task_files")))?;
     let bytes = blobs
         .get(blob_key(&info.sha256))
@@ -105,4 +134,31 @@ pub async fn read(
 /// The env's database and blobs, for callers holding an [`Env`].
 pub fn parts(env: &Env) -> (&dyn Sql, &dyn Blobs) {
     (&env.db, env.blobs.as_ref())
+}
+
+/// A short id for a commit, like a git abbreviation.
+pub fn commit_id() -> String {
+    hex::encode(crate::rules::ids::random_bytes::<6>())
+}
+
+/// The latest version of each file as a folder sees it: the base, with a lane's own files over it.
+pub async fn list(db: &dyn Sql, folder: Folder<'_>) -> Result<Vec<FileInfo>, ApiError> {
+    let internal = |e| ApiError::internal("files", e);
+    let mut files = store::files::list(db, folder.task_id, "", None, 1000).await.map_err(internal)?;
+    if !folder.lane.is_empty() {
+        for own in store::files::list(db, folder.task_id, folder.lane, None, 1000).await.map_err(internal)? {
+            match files.iter_mut().find(|f| f.path == own.path) {
+                Some(f) => *f = own,
+                None => files.push(own),
+            }
+        }
+        files.sort_by(|a, b| a.path.cmp(&b.path));
+    }
+    Ok(files)
+}
+
+/// The lane an agent's session writes in: its own when the task gives lanes, else the base.
+pub async fn lane_of(db: &dyn Sql, task_id: &str, session_id: &str) -> Result<String, ApiError> {
+    let settings = store::lanes::settings(db, task_id).await.map_err(|e| ApiError::internal("files", e))?;
+    Ok(if settings.is_some_and(|s| s.lanes) { session_id.to_owned() } else { String::new() })
 }

@@ -50,6 +50,7 @@ pub(crate) fn config(env: &Env) -> Config {
             })
             .unwrap_or_default(),
         conformance_fixtures: flag("CONFORMANCE_FIXTURES"),
+        agent_wait_ms: var(env, "AGENT_WAIT_MS").and_then(|v| v.parse().ok()),
     }
 }
 

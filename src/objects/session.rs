@@ -13,6 +13,7 @@ use crate::store::{Param, Row};
 use futures::channel::oneshot;
 use futures::future::{select, Either};
 use std::cell::RefCell;
+use std::collections::HashMap;
 use std::pin::pin;
 use std::time::Duration;
 use worker::{durable_object, DurableObject, Env, Request, Response, Result, SqlStorage, SqlStorageValue, State};
@@ -41,11 +42,13 @@ pub struct Session {
     state: State,
     env: Env,
     waiters: RefCell<Vec<oneshot::Sender<()>>>,
+    /// Calls waiting for an answer to one request (`Wait { key }`), woken by `Signal { key }`.
+    keyed: RefCell<HashMap<String, Vec<oneshot::Sender<()>>>>,
 }
 
 impl DurableObject for Session {
     fn new(state: State, env: Env) -> Self {
-        Self { state, env, waiters: RefCell::new(Vec::new()) }
+        Self { state, env, waiters: RefCell::new(Vec::new()), keyed: RefCell::new(HashMap::new()) }
     }
 
     async fn fetch(&self, mut req: Request) -> Result<Response> {
@@ -84,6 +87,18 @@ impl Session {
                 Ok(page) => SessionReply::Page(page),
                 Err(r) => SessionReply::Refused(r),
             };
+        }
+        if let SessionCall::Wait { key, wait_ms } = &call {
+            let (tx, rx) = oneshot::channel();
+            self.keyed.borrow_mut().entry(key.clone()).or_default().push(tx);
+            let timer = worker::Delay::from(Duration::from_millis((*wait_ms).max(0) as u64));
+            let signaled = matches!(select(rx, pin!(timer)).await, Either::Left(_));
+            return SessionReply::Woken { signaled };
+        }
+        if let SessionCall::Signal { key } = &call {
+            for tx in self.keyed.borrow_mut().remove(key).unwrap_or_default() {
+                let _ = tx.send(());
+            }
         }
         let now = now_ms();
         if let SessionCall::Purge = call {

@@ -5,6 +5,8 @@
 pub mod accounts;
 pub mod agents;
 pub mod catalog;
+pub mod connectors;
+pub mod device;
 pub mod files;
 pub mod goals;
 pub mod handoffs;
@@ -472,9 +474,82 @@ operations! {
 
     // ── Connectors, requests and grants (the session server's operator side) ──
 
+    /// Answer a question, approval or connection a task is waiting on; the waiting agent continues at
+    /// once. Workspace derived from the task.
+    answer_request(connectors::AnswerRequest) -> connectors::RequestAnswered {
+        title: "Answer a request", group: "tasks", scope: Write, tool: true,
+        http: POST "/v1/tasks/{task_id}/requests/{request_id}/answer", hints: UPDATES, run: connectors::answer
+    }
+
+    /// Connect a deploy or server target (provider and env) with its credentials, sealed at rest. Owners
+    /// and admins. Optional `workspace`.
+    connect_target(connectors::ConnectTarget) -> store::connectors::ConnectorRow {
+        title: "Connect a target", group: "connectors", scope: Write, tool: false,
+        http: POST "/v1/connectors", hints: UPDATES, run: connectors::connect
+    }
+
+    /// The workspace's targets (never their credentials) and access policies. Optional `workspace`.
+    list_connectors(connectors::ListConnectors) -> connectors::ConnectorList {
+        title: "List targets", group: "connectors", scope: Read, tool: false,
+        http: GET "/v1/connectors", hints: READ_ONLY, run: connectors::list
+    }
+
+    /// Remove a target and its credentials. Owners and admins.
+    delete_connector(connectors::DeleteConnector) -> connectors::ConnectorDeleted {
+        title: "Remove a target", group: "connectors", scope: Write, tool: false,
+        http: DELETE "/v1/connectors/{connector_id}", hints: DESTROYS, run: connectors::delete
+    }
+
+    /// Decide access requests without a person: per target (or workspace-wide) and scope, `ask`, `allow`
+    /// or `deny`. Owners and admins.
+    set_policy(connectors::SetPolicy) -> store::connectors::PolicyRow {
+        title: "Set an access policy", group: "connectors", scope: Write, tool: false,
+        http: PUT "/v1/policies", hints: UPDATES, run: connectors::set_policy
+    }
+
+    /// Every use of a credential, newest first. Optional `workspace`.
+    list_audit(connectors::ListAudit) -> connectors::AuditLog {
+        title: "Read the audit log", group: "connectors", scope: Read, tool: false,
+        http: GET "/v1/audit", hints: READ_ONLY, run: connectors::audit
+    }
+
+    /// A bearer token for the session server (`POST /v1/session/mcp`), for an agent harness outside
+    /// agentsky; shown once, dead when the session ends.
+    issue_session_token(connectors::IssueSessionToken) -> connectors::SessionToken {
+        title: "Issue a session token", group: "sessions", scope: Write, tool: false,
+        http: POST "/v1/sessions/{session_id}/token", hints: CREATES, run: connectors::issue_token
+    }
+
+    /// A task's lanes (each session works in its own copy until it lands) and review mode.
+    set_task_settings(connectors::TaskSettings) -> store::lanes::TaskSettings {
+        title: "Set a task's settings", group: "tasks", scope: Write, tool: false,
+        http: PUT "/v1/tasks/{task_id}/settings", hints: UPDATES, run: connectors::set_settings
+    }
+
+    /// Ask a session for its `run` or `deploy` command (the console's Run locally and Deploy buttons).
+    ask_command(connectors::AskCommand) -> connectors::Asked {
+        title: "Ask for a command", group: "sessions", scope: Write, tool: false,
+        http: POST "/v1/sessions/{session_id}/ask", hints: UPDATES, run: connectors::ask_command
+    }
+
     // ── Memory, search, records, performance and the help center ──
 
     // ── Device sign-in and runners (the sky CLI) ──
+
+    /// Start a device sign-in (`sky auth login`): returns a `device_code` to poll with, and a `user_code`
+    /// and link (`verification_uri_complete`) for the person to approve in a browser. No key needed.
+    request_device_code(device::RequestDeviceCode) -> device::DeviceCode {
+        title: "Start a device sign-in", group: "keys", scope: Public, tool: false,
+        http: POST "/v1/device/code", hints: CREATES, run: device::request_code
+    }
+
+    /// Poll a device sign-in every `interval` seconds: `authorization_pending` until the person decides
+    /// (`slow_down` when polled too fast), then the new key named for the device, once; `access_denied`
+    /// or `expired_token` end it. No key needed.
+    poll_device_token(device::PollDeviceToken) -> device::DeviceToken {
+        title: "Collect a device sign-in", group: "keys", scope: Public, tool: false,
+        http: POST "/v1/device/token", hints: CREATES, run: device::poll
+    }
 }
 
 /// Finds an operation by name.

@@ -24,8 +24,8 @@ pub struct ListTasks {
 pub struct TaskSummary {
     #[serde(flatten)]
     pub task: TaskRow,
-    /// What the task is waiting on: `sessions` (a turn is running), `you` (an open request or a reply
-    /// to read) or `nothing` (all sessions stopped).
+    /// What the task is waiting on: `you` (an open request, or a reply to read), `sessions` (a turn is
+    /// running) or `nothing` (all sessions stopped).
     pub waiting_on: String,
 }
 
@@ -38,7 +38,9 @@ pub struct TaskList {
 }
 
 fn waiting_on(t: &TaskRow, all_stopped: bool) -> String {
-    if t.running > 0 {
+    if t.open_requests > 0 {
+        "you"
+    } else if t.running > 0 {
         "sessions"
     } else if all_stopped {
         "nothing"
@@ -80,7 +82,7 @@ pub struct TaskDetail {
     /// Its sessions, oldest first.
     pub sessions: Vec<SessionRow>,
     /// Questions, approvals and connections its agents wait on; answer them with `answer_request`.
-    pub open_requests: Vec<serde_json::Value>,
+    pub open_requests: Vec<store::requests::RequestRow>,
 }
 
 /// get_task
@@ -92,11 +94,8 @@ pub async fn get(cx: &Cx<'_>, p: GetTask) -> Result<TaskDetail, ApiError> {
         .ok_or_else(|| ApiError::not_found("task"))?;
     let sessions = store::sessions::in_task(cx.db(), &p.task_id).await.map_err(|e| cx.internal(e))?;
     let all_stopped = sessions.iter().all(|s| s.status == "terminated");
-    Ok(TaskDetail {
-        task: TaskSummary { waiting_on: waiting_on(&task, all_stopped), task },
-        sessions,
-        open_requests: Vec::new(),
-    })
+    let open_requests = store::requests::open_in_task(cx.db(), &p.task_id).await.map_err(|e| cx.internal(e))?;
+    Ok(TaskDetail { task: TaskSummary { waiting_on: waiting_on(&task, all_stopped), task }, sessions, open_requests })
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

@@ -3,7 +3,7 @@
 
 use super::SessionConfig;
 use crate::cx::{Blobs, Outbound};
-use crate::store::{self, Sql};
+use crate::store::Sql;
 use crate::taskfs::{self, Folder, Writer};
 use serde_json::{json, Value};
 
@@ -42,11 +42,12 @@ pub async fn run(
     args: &Value,
     now_ms: i64,
 ) -> Result<Value, String> {
-    let folder = Folder { workspace_id: &config.workspace_id, task_id: &config.task_id, lane: "" };
+    let lane = taskfs::lane_of(db, &config.task_id, &config.session_id).await.map_err(|e| e.message)?;
+    let folder = Folder { workspace_id: &config.workspace_id, task_id: &config.task_id, lane: &lane };
     let text = |k: &str| args[k].as_str().map(str::to_owned).ok_or_else(|| format!("`{k}` (a string) is required"));
     match name {
         "list_task_files" => {
-            let files = store::files::list(db, &config.task_id, "", None, 500).await.map_err(|e| e.to_string())?;
+            let files = taskfs::list(db, folder).await.map_err(|e| e.message)?;
             Ok(json!({ "files": files }))
         }
         "read_task_file" => {

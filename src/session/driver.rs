@@ -164,6 +164,13 @@ pub fn answer<S: LocalSql + ?Sized>(
             (R::Goal(core.goal()?.map(Box::new)), Some(t))
         }
         C::ClearGoal => (R::Goal(core.clear_goal(now_ms)?.map(Box::new)), None),
+        // Waiting is the shell's; without one (host tests) a wait returns at once.
+        C::Wait { .. } => (R::Woken { signaled: false }, None),
+        C::Signal { key } => (R::Woken { signaled: true }, Some(core.signal(key, now_ms)?)),
+        C::Note { message } => {
+            let t = core.note(message, now_ms)?;
+            (R::Accepted { message_id: message.message_id.clone(), seq: 0 }, Some(t))
+        }
         C::GetGoal => (R::Goal(core.goal_now(now_ms)?.map(Box::new)), None),
     })
 }

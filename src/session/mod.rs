@@ -245,6 +245,37 @@ impl<'a, S: LocalSql + ?Sized> Core<'a, S> {
         Ok(t)
     }
 
+    /// Adds a peer's message to the log; the agent reads it with its next turn.
+    pub fn note(&self, message: &NewMessage, now_ms: i64) -> Res<Transition> {
+        self.require_config()?;
+        let turn = self.turn()?;
+        if turn.state == TurnState::Terminated {
+            return Err(Refusal::new("session_terminated", "that session has ended"));
+        }
+        if self.find_message(&message.message_id)?.is_none() {
+            self.append(
+                EventKind::UserMessage,
+                &message.message_id,
+                &json!({ "text": message.text, "from": message.from }),
+                now_ms,
+            )?;
+        }
+        Ok(Transition { wake: true, ..Transition::quiet(turn) })
+    }
+
+    /// A turn whose harness waits on `key` (an answer to its request) continues now.
+    pub fn signal(&self, key: &str, now_ms: i64) -> Res<Transition> {
+        let mut turn = self.turn()?;
+        let waits = turn.state == TurnState::Running
+            && turn.harness.get("awaiting").and_then(|a| a["request_id"].as_str()) == Some(key);
+        if !waits {
+            return Ok(Transition { wake: true, ..Transition::quiet(turn) });
+        }
+        turn.next_at_ms = Some(now_ms);
+        self.set_turn(&turn)?;
+        Ok(Transition { wake: true, alarm_at_ms: Some(now_ms), ..Transition::quiet(turn) })
+    }
+
     /// Deletes the log, the turn and the configuration: nothing of the session stays readable.
     pub fn purge(&self) -> Res<Transition> {
         let turn = self.turn()?;

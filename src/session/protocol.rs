@@ -73,6 +73,19 @@ pub enum SessionCall {
     },
     ClearGoal,
     GetGoal,
+    /// Holds the call until `Signal { key }` (an answer landed) or `wait_ms` passes.
+    Wait {
+        key: String,
+        wait_ms: i64,
+    },
+    /// Wakes the calls waiting on `key`, and a turn whose harness waits on it.
+    Signal {
+        key: String,
+    },
+    /// A message from a peer session, added to the log without starting a turn.
+    Note {
+        message: NewMessage,
+    },
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -83,6 +96,7 @@ pub enum SessionReply {
     Summary(Summary),
     Config(SessionConfig),
     Goal(Option<Box<super::goal::Goal>>),
+    Woken { signaled: bool },
     Refused(Refusal),
 }
 

@@ -36,24 +36,39 @@ const WRITE: &str = "INSERT INTO task_file (task_id, workspace_id, lane, path, v
     FROM task_file WHERE task_id = ?1 AND lane = ?3 AND path = ?4
   RETURNING path, version, size_bytes, sha256, writer_session_id, writer_key_id, created_ms AS updated_ms";
 
-pub async fn write(db: &dyn Sql, v: &NewVersion<'_>) -> DbResult<FileInfo> {
-    let row = first(
-        db,
-        stmt!(
-            WRITE,
-            v.task_id,
-            v.workspace_id,
-            v.lane,
-            v.path,
-            v.size_bytes,
-            v.sha256,
-            v.writer_session_id,
-            v.writer_key_id,
-            v.now_ms
-        ),
+/// The statement that writes one version (see [`write`]).
+pub fn write_stmt(v: &NewVersion<'_>) -> super::Stmt {
+    stmt!(
+        WRITE,
+        v.task_id,
+        v.workspace_id,
+        v.lane,
+        v.path,
+        v.size_bytes,
+        v.sha256,
+        v.writer_session_id,
+        v.writer_key_id,
+        v.now_ms
     )
-    .await?;
-    row.ok_or_else(|| super::DbError::Other("write returned no row".into()))
+}
+
+/// Writes a version; with `commit`, records the base commit in the same atomic batch.
+pub async fn write(db: &dyn Sql, v: &NewVersion<'_>, commit: Option<super::Stmt>) -> DbResult<FileInfo> {
+    let mut stmts = vec![stmt!(
+        WRITE,
+        v.task_id,
+        v.workspace_id,
+        v.lane,
+        v.path,
+        v.size_bytes,
+        v.sha256,
+        v.writer_session_id,
+        v.writer_key_id,
+        v.now_ms
+    )];
+    stmts.extend(commit);
+    let row = db.batch(stmts).await?.into_iter().next().and_then(|rows| rows.into_iter().next());
+    row.map(super::decode).transpose()?.ok_or_else(|| super::DbError::Other("write returned no row".into()))
 }
 
 const LATEST: &str = "SELECT f.path, f.version, f.size_bytes, f.sha256, f.writer_session_id, f.writer_key_id, f.created_ms AS updated_ms

@@ -7,10 +7,14 @@
 pub mod accounts;
 pub mod agents;
 pub mod artifacts;
+pub mod connectors;
+pub mod devices;
 pub mod files;
 pub mod handoffs;
 pub mod keys;
+pub mod lanes;
 pub mod receipts;
+pub mod requests;
 pub mod routines;
 pub mod secrets;
 pub mod sessions;

@@ -165,3 +165,10 @@ pub async fn all_in_workspace(db: &dyn Sql, workspace_id: &str) -> DbResult<Vec<
     }
     Ok(rows::<Row>(db, stmt!(ALL_IN_WORKSPACE, workspace_id)).await?.into_iter().map(|r| r.session_id).collect())
 }
+
+const SET_NOTE: &str = "UPDATE session SET note = ?2, updated_ms = ?3 WHERE session_id = ?1";
+
+/// The agent's one-line status.
+pub async fn set_note(db: &dyn Sql, session_id: &str, note: &str, now_ms: i64) -> DbResult<()> {
+    db.all(stmt!(SET_NOTE, session_id, note, now_ms)).await.map(drop)
+}

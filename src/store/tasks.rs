@@ -17,12 +17,15 @@ pub struct TaskRow {
     pub cost_cents: i64,
     pub sessions: i64,
     pub running: i64,
+    /// Requests its agents wait on.
+    pub open_requests: i64,
     pub created_ms: i64,
 }
 
 const LIST: &str = "SELECT t.task_id, t.workspace_id, t.title, t.budget_cents,
     COALESCE(SUM(s.spent_cents), 0) AS cost_cents, COUNT(s.session_id) AS sessions,
-    COALESCE(SUM(s.status IN ('running', 'provisioning')), 0) AS running, t.created_ms
+    COALESCE(SUM(s.status IN ('running', 'provisioning')), 0) AS running,
+    (SELECT COUNT(*) FROM request r WHERE r.task_id = t.task_id AND r.status = 'open') AS open_requests, t.created_ms
   FROM task t LEFT JOIN session s ON s.task_id = t.task_id
   WHERE t.workspace_id = ?1 AND (?2 IS NULL OR t.created_ms < ?2 OR (t.created_ms = ?2 AND t.task_id < ?3))
   GROUP BY t.task_id ORDER BY t.created_ms DESC, t.task_id DESC LIMIT ?4";
@@ -39,7 +42,8 @@ pub async fn list(
 
 const GET: &str = "SELECT t.task_id, t.workspace_id, t.title, t.budget_cents,
     COALESCE(SUM(s.spent_cents), 0) AS cost_cents, COUNT(s.session_id) AS sessions,
-    COALESCE(SUM(s.status IN ('running', 'provisioning')), 0) AS running, t.created_ms
+    COALESCE(SUM(s.status IN ('running', 'provisioning')), 0) AS running,
+    (SELECT COUNT(*) FROM request r WHERE r.task_id = t.task_id AND r.status = 'open') AS open_requests, t.created_ms
   FROM task t LEFT JOIN session s ON s.task_id = t.task_id WHERE t.task_id = ?1 GROUP BY t.task_id";
 
 pub async fn get(db: &dyn Sql, task_id: &str) -> DbResult<Option<TaskRow>> {

@@ -4,6 +4,8 @@
 mod support;
 
 mod accounts;
+mod agent;
+mod device;
 mod files;
 mod goals;
 mod harness;

@@ -436,3 +436,45 @@ impl TestApp {
         }
     }
 }
+
+impl TestApp {
+    /// A session token for the session server.
+    pub fn session_token(&self, key: &str, session_id: &str) -> String {
+        let r = self.request("POST", &format!("/v1/sessions/{session_id}/token"), Some(key), None);
+        assert_eq!(r.status, 200, "{:?}", r.json_body());
+        r.json_body()["token"].as_str().unwrap().to_owned()
+    }
+
+    /// Calls a session-server tool with a session token; the `CallToolResult`.
+    pub fn agent_call(&self, token: &str, tool: &str, args: Value) -> Value {
+        let body =
+            json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": { "name": tool, "arguments": args } });
+        let resp = self.send(HttpRequest {
+            method: "POST".into(),
+            path: "/v1/session/mcp".into(),
+            headers: vec![
+                ("content-type".into(), "application/json".into()),
+                ("mcp-protocol-version".into(), "2025-06-18".into()),
+                ("authorization".into(), format!("Bearer {token}")),
+            ],
+            body: serde_json::to_vec(&body).unwrap(),
+            ..Default::default()
+        });
+        assert_eq!(resp.status, 200, "{}", String::from_utf8_lossy(&resp.body));
+        resp.json_body()["result"].clone()
+    }
+
+    /// A session tool that must succeed: its JSON result.
+    pub fn agent_ok(&self, token: &str, tool: &str, args: Value) -> Value {
+        let r = self.agent_call(token, tool, args);
+        assert_eq!(r["isError"], false, "{tool}: {r}");
+        serde_json::from_str(r["content"][0]["text"].as_str().unwrap()).unwrap()
+    }
+
+    /// A session tool that must fail: its error text (ending with its code).
+    pub fn agent_err(&self, token: &str, tool: &str, args: Value) -> String {
+        let r = self.agent_call(token, tool, args);
+        assert_eq!(r["isError"], true, "{tool} should fail: {r}");
+        r["content"][0]["text"].as_str().unwrap().to_owned()
+    }
+}

@@ -1,0 +1,385 @@
+//! Targets, access requests and grants: `request_access`, `check_grant`, `get_credential`,
+//! `list_targets`. A request is decided by a persistent grant, a target's policy or the workspace's
+//! policy when one applies, else by a member through `answer_request`; the call waits for the answer in
+//! the session's object.
+
+use super::{Agent, ToolError, ACCESS_PER_MIN, WAIT_MS};
+use crate::cx::Cx;
+use crate::rules::{ids, limits, seal, targets};
+use crate::session::{SessionCall, SessionReply};
+use crate::store::{self, connectors::ConnectorRow, requests::GrantRow};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+/// How long a grant decided by a policy lasts.
+pub const POLICY_GRANT_MS: i64 = 60 * 60_000;
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NoParams {}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RequestAccess {
+    /// Target name, `provider:env` or `provider-env` (for example `supabase-prod`, `vercel:preview`),
+    /// name plus env, or a bare provider. Matched case-insensitively in that order.
+    pub target: String,
+    /// At least one of `read`, `write`, `deploy`, `delete`.
+    pub scope: Vec<String>,
+    /// 1–500 characters. Shown to the user word for word.
+    pub reason: String,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CheckGrant {
+    /// From `request_access`.
+    #[serde(rename = "grantId")]
+    pub grant_id: String,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GetCredential {
+    /// An active grant.
+    #[serde(rename = "grantId")]
+    pub grant_id: String,
+}
+
+/// One of the contract's three shapes: active, denied or pending.
+pub fn grant_view(g: &GrantRow, queue_position: Option<i64>) -> Value {
+    match g.status.as_str() {
+        "active" => json!({
+            "status": "active", "grantId": g.grant_id, "scope": g.scopes.split(' ').collect::<Vec<_>>(),
+            "expiresAt": g.expires_ms, "decidedBy": g.decided_by,
+        }),
+        "pending" => {
+            json!({ "status": "pending", "grantId": g.grant_id, "queuePosition": queue_position.unwrap_or(1) })
+        }
+        _ => json!({ "status": "denied", "grantId": g.grant_id }),
+    }
+}
+
+fn live(g: &GrantRow, now_ms: i64) -> bool {
+    g.status == "active" && g.expires_ms.is_none_or(|e| e > now_ms)
+}
+
+fn covers(g: &GrantRow, scopes: &[String]) -> bool {
+    scopes.iter().all(|s| g.scopes.split(' ').any(|have| have == s))
+}
+
+/// What a policy or persistent grant decides for a request, if anything: `(status, decided_by,
+/// existing grant)`.
+pub async fn decide_access(
+    cx: &Cx<'_>,
+    workspace_id: &str,
+    session_id: &str,
+    c: &ConnectorRow,
+    scopes: &[String],
+) -> Result<Option<(&'static str, &'static str, Option<GrantRow>)>, ToolError> {
+    let internal = |e| ToolError::from(cx.internal(e));
+    let grants = store::requests::grants_for_session(cx.db(), workspace_id, session_id).await.map_err(internal)?;
+    if let Some(g) = grants
+        .into_iter()
+        .find(|g| g.persistent && g.connector_id == c.connector_id && live(g, cx.now_ms) && covers(g, scopes))
+    {
+        return Ok(Some(("active", "persistent-grant", Some(g))));
+    }
+    let policies = store::connectors::policies(cx.db(), workspace_id, &c.connector_id).await.map_err(internal)?;
+    for (level, by) in [(c.connector_id.as_str(), "target-policy"), ("", "policy")] {
+        let decision = |scope: &String| {
+            policies.iter().find(|p| p.connector_id == level && &p.scope == scope).map(|p| p.decision.as_str())
+        };
+        if scopes.iter().any(|s| decision(s) == Some("deny")) {
+            return Ok(Some(("denied", by, None)));
+        }
+        if scopes.iter().all(|s| decision(s) == Some("allow")) {
+            return Ok(Some(("active", by, None)));
+        }
+    }
+    Ok(None)
+}
+
+fn check_scopes(scope: &[String]) -> Result<Vec<String>, ToolError> {
+    if scope.is_empty() {
+        return Err(ToolError::invalid("`scope` needs at least one of read, write, deploy, delete"));
+    }
+    let mut out = Vec::new();
+    for s in scope {
+        limits::one_of("scope", s, targets::SCOPES).map_err(ToolError::from)?;
+        if !out.contains(s) {
+            out.push(s.clone());
+        }
+    }
+    // Kept in the canonical order, so equal requests read the same.
+    out.sort_by_key(|s| targets::SCOPES.iter().position(|x| x == s));
+    Ok(out)
+}
+
+async fn connectors(a: &Agent<'_>) -> Result<Vec<ConnectorRow>, ToolError> {
+    store::connectors::list(a.cx.db(), &a.me.workspace_id).await.map_err(|e| a.internal(e))
+}
+
+/// Waits in this session's object until the request is answered or the wait ends.
+async fn wait(a: &Agent<'_>, request_id: &str) -> Result<(), ToolError> {
+    let wait_ms = a.cx.env.config.agent_wait_ms.unwrap_or(WAIT_MS);
+    let call = SessionCall::Wait { key: request_id.to_owned(), wait_ms };
+    match a.cx.env.sessions.call(&a.me.session_id, call).await.map_err(|e| a.internal(e))? {
+        SessionReply::Woken { .. } => Ok(()),
+        other => Err(a.internal(format!("unexpected session reply {other:?}"))),
+    }
+}
+
+/// A grant as it stands after a wait: re-read from D1, whatever woke the waiter.
+async fn settled(a: &Agent<'_>, grant_id: &str) -> Result<Value, ToolError> {
+    let g = store::requests::get_grant(a.cx.db(), grant_id)
+        .await
+        .map_err(|e| a.internal(e))?
+        .ok_or_else(|| a.internal("grant vanished"))?;
+    let position = match (&g.request_id, g.status.as_str()) {
+        (Some(r), "pending") => {
+            let req = store::requests::get_request(a.cx.db(), r).await.map_err(|e| a.internal(e))?;
+            match req {
+                Some(req) => Some(
+                    store::requests::queue_position(a.cx.db(), &req.task_id, req.created_ms)
+                        .await
+                        .map_err(|e| a.internal(e))?,
+                ),
+                None => None,
+            }
+        }
+        _ => None,
+    };
+    let mut g = g;
+    if g.status == "active" && !live(&g, a.cx.now_ms) {
+        g.status = "denied".into();
+    }
+    Ok(grant_view(&g, position))
+}
+
+/// request_access
+pub async fn request_access(a: &Agent<'_>, p: RequestAccess) -> Result<Value, ToolError> {
+    limits::text("target", &p.target, 1, 200).map_err(ToolError::from)?;
+    limits::text("reason", &p.reason, 1, 500).map_err(ToolError::from)?;
+    let scopes = check_scopes(&p.scope)?;
+    a.bucket("access", ACCESS_PER_MIN, "access requests").await?;
+    let all = connectors(a).await?;
+    let c = match targets::find(&all, &p.target) {
+        targets::Match::One(c) => c.clone(),
+        targets::Match::Ambiguous(v) => {
+            let names: Vec<String> = v.iter().map(|c| format!("{} ({}:{})", c.name, c.provider, c.env)).collect();
+            return Err(ToolError::invalid(format!(
+                "`{}` matches several targets: {}; name one",
+                p.target,
+                names.join(", ")
+            )));
+        }
+        targets::Match::None => {
+            return Err(ToolError::unknown(format!("no target `{}` in this project; call list_targets", p.target)))
+        }
+    };
+    if !c.connected {
+        return Err(ToolError::refused(format!("target `{}` is not connected yet; connect it in agentsky", c.name)));
+    }
+    if c.credentials_expire_ms.is_some_and(|e| e <= a.cx.now_ms) {
+        return Err(ToolError::refused(format!(
+            "the credentials of `{}` have expired; reconnect it in agentsky",
+            c.name
+        )));
+    }
+    let (cx, me) = (a.cx, &a.me);
+    if let Some((status, by, existing)) = decide_access(cx, &me.workspace_id, &me.session_id, &c, &scopes).await? {
+        if let Some(g) = existing {
+            let mut view = grant_view(&g, None);
+            view["decidedBy"] = json!(by);
+            return Ok(view);
+        }
+        let grant_id = ids::new_id("gr");
+        let expires = (status == "active").then_some(cx.now_ms + POLICY_GRANT_MS);
+        let g = store::requests::NewGrant {
+            grant_id: &grant_id,
+            workspace_id: &me.workspace_id,
+            session_id: &me.session_id,
+            task_id: &me.task_id,
+            connector_id: &c.connector_id,
+            scopes: &scopes.join(" "),
+            status,
+            persistent: false,
+            expires_ms: expires,
+            decided_by: Some(by),
+            request_id: None,
+            now_ms: cx.now_ms,
+        };
+        cx.db().all(store::requests::insert_grant(&g)).await.map_err(|e| a.internal(e))?;
+        return settled(a, &grant_id).await;
+    }
+    let (grant_id, request_id) = (ids::new_id("gr"), ids::new_id("req"));
+    let payload = json!({ "target": c.name, "connector_id": c.connector_id, "provider": c.provider, "env": c.env,
+        "scope": scopes, "reason": p.reason });
+    let g = store::requests::NewGrant {
+        grant_id: &grant_id,
+        workspace_id: &me.workspace_id,
+        session_id: &me.session_id,
+        task_id: &me.task_id,
+        connector_id: &c.connector_id,
+        scopes: &scopes.join(" "),
+        status: "pending",
+        persistent: false,
+        expires_ms: None,
+        decided_by: None,
+        request_id: Some(&request_id),
+        now_ms: cx.now_ms,
+    };
+    cx.db()
+        .batch(vec![
+            store::requests::insert_request(
+                &request_id,
+                &me.workspace_id,
+                &me.task_id,
+                &me.session_id,
+                "access",
+                &payload,
+                cx.now_ms,
+            ),
+            store::requests::insert_grant(&g),
+        ])
+        .await
+        .map_err(|e| a.internal(e))?;
+    wait(a, &request_id).await?;
+    settled(a, &grant_id).await
+}
+
+/// A grant this session may see: its own, or a persistent one of its workspace.
+async fn visible(a: &Agent<'_>, grant_id: &str) -> Result<GrantRow, ToolError> {
+    let unknown = || ToolError::unknown("unknown grant");
+    if !ids::is_id(grant_id, "gr") {
+        return Err(unknown());
+    }
+    let g = store::requests::get_grant(a.cx.db(), grant_id).await.map_err(|e| a.internal(e))?.ok_or_else(unknown)?;
+    let mine = g.session_id == a.me.session_id || (g.persistent && g.workspace_id == a.me.workspace_id);
+    if mine {
+        Ok(g)
+    } else {
+        Err(unknown())
+    }
+}
+
+/// check_grant
+pub async fn check_grant(a: &Agent<'_>, p: CheckGrant) -> Result<Value, ToolError> {
+    let g = visible(a, &p.grant_id).await?;
+    if let (Some(r), "pending") = (&g.request_id, g.status.as_str()) {
+        wait(a, r).await?;
+    }
+    settled(a, &g.grant_id).await
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Credential {
+    /// Environment variables for the provider's CLI.
+    Env { env: serde_json::Map<String, Value> },
+    /// An SSH private key, served to agents only through a runner's ssh-agent.
+    Ssh { private_key: String },
+}
+
+/// get_credential
+pub async fn get_credential(a: &Agent<'_>, p: GetCredential) -> Result<Value, ToolError> {
+    let g = visible(a, &p.grant_id).await?;
+    if !live(&g, a.cx.now_ms) {
+        return Err(ToolError::refused(format!(
+            "grant {} is not active: it was denied, has expired or was revoked",
+            g.grant_id
+        )));
+    }
+    let sealed = store::connectors::sealed(a.cx.db(), &g.connector_id).await.map_err(|e| a.internal(e))?;
+    let master = a.cx.env.config.secrets_key.as_deref().ok_or_else(|| a.internal("no SECRETS_KEY"))?;
+    let plain = sealed
+        .and_then(|s| seal::open(master, &crate::ops::connectors::aad(&g.workspace_id, &g.connector_id), &s))
+        .ok_or_else(|| ToolError::refused("the target's credentials cannot be opened; reconnect it in agentsky"))?;
+    let cred: Credential = serde_json::from_str(&plain).map_err(|e| a.internal(e))?;
+    let view = match cred {
+        Credential::Env { env } => {
+            json!({ "kind": "env", "env": env, "socketPath": null, "expiresAt": g.expires_ms, "scoped": false })
+        }
+        Credential::Ssh { .. } => {
+            return Err(ToolError::refused(
+                "SSH credentials are served as an ssh-agent socket by a runner; this session has no runner",
+            ))
+        }
+    };
+    store::requests::audit(
+        a.cx.db(),
+        &g.workspace_id,
+        Some(&a.me.session_id),
+        Some(&g.grant_id),
+        Some(&g.connector_id),
+        "get_credential",
+        "",
+        a.cx.now_ms,
+    )
+    .await
+    .map_err(|e| a.internal(e))?;
+    Ok(view)
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Target {
+    pub id: String,
+    pub name: String,
+    pub provider: String,
+    pub env: String,
+    /// `unconnected`, `expired`, `persistent`, `open` or `locked`.
+    pub lock_state: String,
+    /// What this task's live grants on the target cover.
+    pub scopes: Vec<String>,
+}
+
+/// list_targets
+pub async fn list_targets(a: &Agent<'_>) -> Result<Vec<Target>, ToolError> {
+    let all = connectors(a).await?;
+    let grants = store::requests::grants_for_session(a.cx.db(), &a.me.workspace_id, &a.me.session_id)
+        .await
+        .map_err(|e| a.internal(e))?;
+    let policies = store::connectors::all_policies(a.cx.db(), &a.me.workspace_id).await.map_err(|e| a.internal(e))?;
+    let now = a.cx.now_ms;
+    Ok(all
+        .into_iter()
+        .map(|c| {
+            let live_here: Vec<&GrantRow> =
+                grants.iter().filter(|g| g.connector_id == c.connector_id && live(g, now)).collect();
+            let always_allow = targets::SCOPES.iter().all(|s| {
+                policies.iter().any(|p| p.connector_id == c.connector_id && p.scope == *s && p.decision == "allow")
+            });
+            let lock_state = if !c.connected {
+                "unconnected"
+            } else if c.credentials_expire_ms.is_some_and(|e| e <= now) {
+                "expired"
+            } else if always_allow || live_here.iter().any(|g| g.persistent) {
+                "persistent"
+            } else if !live_here.is_empty() {
+                "open"
+            } else {
+                "locked"
+            };
+            let mut scopes: Vec<String> = Vec::new();
+            for g in &live_here {
+                for s in g.scopes.split(' ') {
+                    if !scopes.iter().any(|x| x == s) {
+                        scopes.push(s.to_owned());
+                    }
+                }
+            }
+            scopes.sort_by_key(|s| targets::SCOPES.iter().position(|x| x == s));
+            Target {
+                id: c.connector_id,
+                name: c.name,
+                provider: c.provider,
+                env: c.env,
+                lock_state: lock_state.into(),
+                scopes,
+            }
+        })
+        .collect())
+}

@@ -1,0 +1,113 @@
+//! `report_status` and `ask_user`: the agent's line on its card, and its questions to the user.
+
+use super::{Agent, ToolError, QUESTIONS_PER_MIN, WAIT_MS};
+use crate::rules::{ids, limits};
+use crate::session::{SessionCall, SessionReply};
+use crate::store;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReportStatus {
+    /// Up to 200 characters. An empty string clears it.
+    pub note: String,
+}
+
+/// report_status
+pub async fn report_status(a: &Agent<'_>, p: ReportStatus) -> Result<Value, ToolError> {
+    limits::text("note", &p.note, 0, 200).map_err(ToolError::from)?;
+    store::sessions::set_note(a.cx.db(), &a.me.session_id, &p.note, a.cx.now_ms).await.map_err(|e| a.internal(e))?;
+    Ok(json!({ "ok": true }))
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AskUser {
+    /// `plan`, `decision` or `question`.
+    pub kind: String,
+    /// `plan`: `{ summary, files[] }`. `decision`: `{ prompt, options[] }` (no options means Yes and No).
+    /// `question`: `{ prompt }`.
+    pub payload: Value,
+}
+
+fn text_field(payload: &Value, field: &str, max: usize) -> Result<String, ToolError> {
+    let s = payload[field]
+        .as_str()
+        .ok_or_else(|| ToolError::invalid(format!("`payload.{field}` (a string) is required")))?;
+    limits::text(&format!("payload.{field}"), s, 1, max).map_err(ToolError::from)?;
+    Ok(s.to_owned())
+}
+
+fn string_list(payload: &Value, field: &str, max_items: usize) -> Result<Vec<String>, ToolError> {
+    match &payload[field] {
+        Value::Null => Ok(vec![]),
+        Value::Array(items) if items.len() <= max_items => items
+            .iter()
+            .map(|v| {
+                v.as_str()
+                    .map(str::to_owned)
+                    .ok_or_else(|| ToolError::invalid(format!("`payload.{field}` must hold strings")))
+            })
+            .collect(),
+        _ => Err(ToolError::invalid(format!("`payload.{field}` must be a list of at most {max_items} strings"))),
+    }
+}
+
+/// The payload as stored: only the fields of its kind, checked.
+pub fn check_payload(kind: &str, payload: &Value) -> Result<Value, ToolError> {
+    Ok(match kind {
+        "plan" => {
+            json!({ "summary": text_field(payload, "summary", 10_000)?, "files": string_list(payload, "files", 200)? })
+        }
+        "decision" => {
+            let options = string_list(payload, "options", 20)?;
+            json!({ "prompt": text_field(payload, "prompt", 2_000)?, "options": if options.is_empty() { vec!["Yes".to_owned(), "No".to_owned()] } else { options } })
+        }
+        "question" => json!({ "prompt": text_field(payload, "prompt", 2_000)? }),
+        other => return Err(ToolError::invalid(format!("`kind` must be plan, decision or question (got {other:?})"))),
+    })
+}
+
+/// ask_user
+pub async fn ask_user(a: &Agent<'_>, p: AskUser) -> Result<Value, ToolError> {
+    let payload = check_payload(&p.kind, &p.payload)?;
+    a.bucket("questions", QUESTIONS_PER_MIN, "questions").await?;
+    let (cx, me) = (a.cx, &a.me);
+    let request_id = ids::new_id("req");
+    cx.db()
+        .all(store::requests::insert_request(
+            &request_id,
+            &me.workspace_id,
+            &me.task_id,
+            &me.session_id,
+            &p.kind,
+            &payload,
+            cx.now_ms,
+        ))
+        .await
+        .map_err(|e| a.internal(e))?;
+    let wait_ms = cx.env.config.agent_wait_ms.unwrap_or(WAIT_MS);
+    match cx
+        .env
+        .sessions
+        .call(&me.session_id, SessionCall::Wait { key: request_id.clone(), wait_ms })
+        .await
+        .map_err(|e| a.internal(e))?
+    {
+        SessionReply::Woken { .. } => {}
+        other => return Err(a.internal(format!("unexpected session reply {other:?}"))),
+    }
+    let req = store::requests::get_request(cx.db(), &request_id)
+        .await
+        .map_err(|e| a.internal(e))?
+        .ok_or_else(|| a.internal("request vanished"))?;
+    match (req.status.as_str(), req.answer) {
+        ("answered", Some(answer)) => Ok(json!({ "resolution": answer })),
+        _ => {
+            store::requests::expire_request(cx.db(), &request_id, cx.clock_now()).await.map_err(|e| a.internal(e))?;
+            Err(ToolError::new(-32004, "timed out waiting for the user"))
+        }
+    }
+}

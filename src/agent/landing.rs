@@ -1,0 +1,249 @@
+//! Landing work: `remember_command` (the commands agentsky asked this session for) and `land` (merge the
+//! base into the lane, run the checks, merge into the base with the summary as the record).
+
+use super::{Agent, ToolError, ACCESS_PER_MIN, QUESTIONS_PER_MIN};
+use crate::rules::{limits, targets};
+use crate::store;
+use crate::taskfs::{self, Folder, Writer};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+/// Where a task keeps the commands it was taught.
+pub const PROJECT_FILE: &str = ".agentsky/project.json";
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
+pub struct RememberCommand {
+    /// `run`, `deploy` or `checks` (the command that proves the work is good: typecheck, tests, lint).
+    pub kind: String,
+    /// 1–2000 characters. The exact command, run from the project root.
+    pub command: String,
+    /// For `deploy`: a target `id` from `list_targets`, in this project.
+    pub target_id: Option<String>,
+    /// `run` only. The local URL the server answers on. Up to 500 characters.
+    pub url: Option<String>,
+    /// `run` only: `web`, `ios` or `android`. Leave it out for a web server.
+    pub platform: Option<String>,
+    /// `run` on `ios` or `android`: simulator or emulator name. Up to 120 characters.
+    pub device: Option<String>,
+    /// `run` on `ios` or `android`: bundle id or package. Up to 200 characters.
+    pub app_id: Option<String>,
+    /// Up to 200 characters.
+    pub note: Option<String>,
+}
+
+fn is_local_url(url: &str) -> bool {
+    ["http://localhost", "https://localhost", "http://127.0.0.1", "https://127.0.0.1", "http://[::1]", "https://[::1]"]
+        .iter()
+        .any(|p| url.strip_prefix(p).is_some_and(|r| r.is_empty() || r.starts_with(':') || r.starts_with('/')))
+}
+
+async fn read_project(a: &Agent<'_>) -> Result<Value, ToolError> {
+    let folder = Folder { workspace_id: &a.me.workspace_id, task_id: &a.me.task_id, lane: "" };
+    let (db, blobs) = taskfs::parts(a.cx.env);
+    match taskfs::read(db, blobs, folder, PROJECT_FILE, None).await {
+        Ok((_, text)) => Ok(serde_json::from_str(&text).unwrap_or_else(|_| json!({}))),
+        Err(e) if e.code == crate::error::Code::NotFound => Ok(json!({})),
+        Err(e) => Err(e.into()),
+    }
+}
+
+async fn write_project(a: &Agent<'_>, project: &Value) -> Result<(), ToolError> {
+    let folder = Folder { workspace_id: &a.me.workspace_id, task_id: &a.me.task_id, lane: "" };
+    let (db, blobs) = taskfs::parts(a.cx.env);
+    let text = serde_json::to_string_pretty(project).map_err(|e| a.internal(e))? + "\n";
+    taskfs::write(db, blobs, folder, PROJECT_FILE, &text, Writer::Session(&a.me.session_id), a.cx.now_ms).await?;
+    Ok(())
+}
+
+/// remember_command
+pub async fn remember_command(a: &Agent<'_>, p: RememberCommand) -> Result<Value, ToolError> {
+    limits::one_of("kind", &p.kind, &["run", "deploy", "checks"]).map_err(ToolError::from)?;
+    limits::text("command", &p.command, 1, 2_000).map_err(ToolError::from)?;
+    for (field, value, max) in
+        [("url", &p.url, 500), ("device", &p.device, 120), ("appId", &p.app_id, 200), ("note", &p.note, 200)]
+    {
+        if let Some(v) = value {
+            limits::text(field, v, 0, max).map_err(ToolError::from)?;
+        }
+    }
+    if let Some(pl) = &p.platform {
+        limits::one_of("platform", pl, &["web", "ios", "android"]).map_err(ToolError::from)?;
+    }
+    if p.kind != "run" && (p.url.is_some() || p.platform.is_some() || p.device.is_some() || p.app_id.is_some()) {
+        return Err(ToolError::invalid("`url`, `platform`, `device` and `appId` are for kind `run` only"));
+    }
+    // It counts against both buckets: 5 a minute in practice.
+    a.bucket("access", ACCESS_PER_MIN, "access requests").await?;
+    a.bucket("questions", QUESTIONS_PER_MIN, "questions").await?;
+    let db = a.cx.db();
+    let state = store::lanes::lane_state(db, &a.me.session_id)
+        .await
+        .map_err(|e| a.internal(e))?
+        .ok_or_else(|| a.internal("no lane state"))?;
+    if !state.asked.split(' ').any(|k| k == p.kind) {
+        return Err(ToolError::refused(format!(
+            "agentsky did not ask this task for a `{}` command; give the command to the user instead",
+            p.kind
+        )));
+    }
+    if targets::looks_secret(&p.command) {
+        return Err(ToolError::refused(
+            "the command looks like it contains a secret; refused. Use a grant (the provider CLI picks it up) and give the user the command without it",
+        ));
+    }
+    let mut project = read_project(a).await?;
+    match p.kind.as_str() {
+        "run" => {
+            let mut dev = json!({ "command": p.command });
+            if let Some(url) = p.url.as_deref().filter(|u| is_local_url(u)) {
+                dev["url"] = json!(url);
+            }
+            for (k, v) in [("platform", &p.platform), ("device", &p.device), ("appId", &p.app_id), ("note", &p.note)] {
+                if let Some(v) = v {
+                    dev[k] = json!(v);
+                }
+            }
+            project["dev"] = dev;
+            write_project(a, &project).await?;
+        }
+        "checks" => {
+            project["checks"] = json!({ "command": p.command });
+            write_project(a, &project).await?;
+        }
+        _ => {
+            let target =
+                p.target_id.as_deref().ok_or_else(|| ToolError::invalid("`targetId` is required for kind `deploy`"))?;
+            let c = store::connectors::get(db, target).await.map_err(|e| a.internal(e))?;
+            let c = c
+                .filter(|c| c.workspace_id == a.me.workspace_id)
+                .ok_or_else(|| ToolError::unknown(format!("no target `{target}` in this project")))?;
+            // A deploy command needs proof: a granted command on that target that exited 0, which only a
+            // runner can report.
+            let proven =
+                store::requests::audit_log(db, &a.me.workspace_id, 200).await.map_err(|e| a.internal(e))?.iter().any(
+                    |r| {
+                        r.session_id.as_deref() == Some(a.me.session_id.as_str())
+                            && r.connector_id.as_deref() == Some(c.connector_id.as_str())
+                            && r.action == "command_ok"
+                    },
+                );
+            if !proven {
+                return Err(ToolError::refused(format!(
+                    "a deploy command is accepted only after this task ran a granted command on `{}` that exited with 0",
+                    c.name
+                )));
+            }
+            store::connectors::set_deploy_command(db, &c.connector_id, &p.command).await.map_err(|e| a.internal(e))?;
+        }
+    }
+    Ok(json!({ "ok": true }))
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Land {
+    /// 1–2000 characters. The first line (cut at 120 characters) is the record's subject; any further
+    /// lines become its body.
+    pub summary: String,
+}
+
+fn refused(reason: String, steps: Vec<String>) -> Value {
+    json!({ "landed": false, "commit": null, "pushed": false, "steps": steps, "reason": reason })
+}
+
+/// land
+pub async fn land(a: &Agent<'_>, p: Land) -> Result<Value, ToolError> {
+    limits::text("summary", &p.summary, 1, 2_000).map_err(ToolError::from)?;
+    a.bucket("access", ACCESS_PER_MIN, "access requests").await?;
+    let (cx, me) = (a.cx, &a.me);
+    let db = cx.db();
+    let internal = |e| a.internal(e);
+    let settings =
+        store::lanes::settings(db, &me.task_id).await.map_err(internal)?.ok_or_else(|| a.internal("no task"))?;
+    if !settings.lanes {
+        return Ok(refused(
+            "this task works in the project folder rather than its own lane: its writes are already in the base".into(),
+            vec![],
+        ));
+    }
+    if settings.review == "manual" {
+        return Ok(refused(
+            "the project is set to \"I review and merge myself\": tell the user the work is ready".into(),
+            vec![],
+        ));
+    }
+    let changes = store::lanes::changes(db, &me.task_id, &me.session_id).await.map_err(internal)?;
+    if changes.is_empty() {
+        return Ok(refused("there is nothing to land: this lane has no changes against the base".into(), vec![]));
+    }
+    let mut steps = Vec::new();
+    let state = store::lanes::lane_state(db, &me.session_id)
+        .await
+        .map_err(internal)?
+        .ok_or_else(|| a.internal("no lane state"))?;
+    let newer = store::lanes::commits_after(db, &me.task_id, state.lane_base_seq).await.map_err(internal)?;
+    let conflicts: Vec<String> =
+        changes.iter().filter(|c| newer.iter().any(|n| n.files.contains(&c.path))).map(|c| c.path.clone()).collect();
+    if !conflicts.is_empty() {
+        steps.push(format!("merge base into lane: conflict in {}", conflicts.join(", ")));
+        return Ok(refused(
+            format!(
+                "conflict: {} changed both in this lane and in the base since the lane last merged it; read the base's version (project_activity), reconcile, write the result and land again",
+                conflicts.join(", ")
+            ),
+            steps,
+        ));
+    }
+    steps.push(format!("merge base into lane: clean ({} new base commit(s))", newer.len()));
+    let project = read_project(a).await?;
+    match project["checks"]["command"].as_str() {
+        None => {
+            store::lanes::ask(db, &me.session_id, "checks").await.map_err(internal)?;
+            steps.push("checks: none known".into());
+            return Ok(refused(
+                "no checks are known for this project yet: work out the command that proves the work is good (typecheck, tests, lint), call remember_command with kind `checks`, then call land again".into(),
+                steps,
+            ));
+        }
+        Some(cmd) => steps.push(format!("checks: `{cmd}` not run: this session has no runner to run commands")),
+    }
+    let mut lines = p.summary.lines();
+    let subject: String = lines.next().unwrap_or_default().chars().take(120).collect();
+    let body = lines.collect::<Vec<_>>().join("\n").trim().to_owned();
+    let files: Vec<String> = changes.iter().map(|c| c.path.clone()).collect();
+    let commit = taskfs::commit_id();
+    let mut stmts: Vec<store::Stmt> = changes
+        .iter()
+        .map(|c| {
+            store::files::write_stmt(&store::files::NewVersion {
+                task_id: &me.task_id,
+                workspace_id: &me.workspace_id,
+                lane: "",
+                path: &c.path,
+                size_bytes: c.size_bytes,
+                sha256: &c.lane_sha,
+                writer_session_id: Some(&me.session_id),
+                writer_key_id: None,
+                now_ms: cx.now_ms,
+            })
+        })
+        .collect();
+    stmts.push(store::lanes::insert_commit(
+        &me.task_id,
+        &commit,
+        &me.workspace_id,
+        &subject,
+        &body,
+        &files,
+        Some(&me.session_id),
+        cx.now_ms,
+    ));
+    stmts.push(store::lanes::sync_lane_base(&me.session_id, &me.task_id));
+    db.batch(stmts).await.map_err(internal)?;
+    steps.push(format!("merge into base: {} file(s) as {commit}", files.len()));
+    steps.push("push: the task's base folder is the record; no remote is configured".into());
+    Ok(json!({ "landed": true, "commit": commit, "pushed": false, "steps": steps, "reason": null }))
+}

@@ -1,0 +1,216 @@
+//! The session server (`POST /v1/session/mcp`): the eleven tools every running agent gets, bound to its
+//! own session by a session token (contract: `agent-tools.md`). Its "project" is our task, its "task" is
+//! our session, its "targets" are the workspace's connectors, "you" are the workspace's members.
+//!
+//! Results are JSON text; errors are MCP error results whose text ends with the code, e.g.
+//! `too many access requests; try again in a minute (code -32003)`.
+
+mod access;
+mod asking;
+mod landing;
+mod peers;
+
+use crate::cx::Cx;
+use crate::error::{ApiError, Code};
+use crate::mcp::{CallOutcome, ToolHost};
+use crate::store::sessions::SessionRow;
+use futures::future::LocalBoxFuture;
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::{json, Value};
+
+pub use access::{decide_access, grant_view};
+
+/// How long a tool that waits for a person holds the call (the contract's 5 minutes).
+pub const WAIT_MS: i64 = 5 * 60_000;
+
+/// A session-tool failure: the text the agent reads and the code it ends with.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolError {
+    pub code: i64,
+    pub message: String,
+}
+
+impl ToolError {
+    pub fn new(code: i64, message: impl Into<String>) -> Self {
+        Self { code, message: message.into() }
+    }
+    pub fn invalid(message: impl Into<String>) -> Self {
+        Self::new(-32602, message)
+    }
+    pub fn refused(message: impl Into<String>) -> Self {
+        Self::new(-32002, message)
+    }
+    pub fn unknown(message: impl Into<String>) -> Self {
+        Self::new(-32001, message)
+    }
+}
+
+impl From<ApiError> for ToolError {
+    fn from(e: ApiError) -> Self {
+        let code = match e.code {
+            Code::InvalidParams | Code::PayloadTooLarge => -32602,
+            Code::NotFound => -32001,
+            Code::RateLimited => -32003,
+            Code::Internal => -32603,
+            _ => -32002,
+        };
+        Self::new(code, e.message)
+    }
+}
+
+pub type ToolResult = Result<Value, ToolError>;
+
+/// The calling session, resolved from its token, with the request context.
+pub struct Agent<'a> {
+    pub cx: &'a Cx<'a>,
+    pub me: SessionRow,
+}
+
+impl Agent<'_> {
+    /// Counts one hit on one of this session's per-minute buckets; `what` names it in the error.
+    pub async fn bucket(&self, bucket: &str, limit: u32, what: &str) -> Result<(), ToolError> {
+        let key = format!("session:{}:{bucket}", self.me.session_id);
+        crate::ops::rate_limit(self.cx, key, limit).await.map_err(|e| match e.code {
+            Code::RateLimited => ToolError::new(-32003, format!("too many {what}; try again in a minute")),
+            _ => e.into(),
+        })
+    }
+
+    pub fn internal(&self, e: impl std::fmt::Display) -> ToolError {
+        self.cx.internal(e).into()
+    }
+}
+
+/// Per-session buckets, per minute (the contract's table).
+pub const ACCESS_PER_MIN: u32 = 5;
+pub const QUESTIONS_PER_MIN: u32 = 30;
+pub const MESSAGES_PER_MIN: u32 = 20;
+
+struct Tool {
+    name: &'static str,
+    description: &'static str,
+    schema: fn() -> schemars::Schema,
+}
+
+fn schema<T: JsonSchema>() -> schemars::Schema {
+    schemars::schema_for!(T)
+}
+
+const TOOLS: &[Tool] = &[
+    Tool { name: "request_access", description: "Ask the user for scoped, expiring access to one of the project's targets. A policy can decide it without asking. After a grant, just run the provider CLI (vercel, gh, aws, gcloud, supabase, ssh): it already uses the grant. Waits up to 5 minutes; then returns pending with a grantId for check_grant.", schema: schema::<access::RequestAccess> },
+    Tool { name: "check_grant", description: "Check, and wait up to 5 minutes for, the outcome of an access request.", schema: schema::<access::CheckGrant> },
+    Tool { name: "get_credential", description: "The credentials of a live grant as environment variables, for calling a provider's API directly (provider CLIs get them by themselves). Recorded in the audit log.", schema: schema::<access::GetCredential> },
+    Tool { name: "list_targets", description: "The deploy and server targets connected to this project, with their lock state and the scopes this task's grants cover.", schema: schema::<access::NoParams> },
+    Tool { name: "report_status", description: "Set the one-line status shown on this task's card (up to 200 characters; empty clears it).", schema: schema::<asking::ReportStatus> },
+    Tool { name: "ask_user", description: "Ask the user a question, offer a choice, or ask them to approve a plan, and wait (up to 5 minutes) for the answer.", schema: schema::<asking::AskUser> },
+    Tool { name: "list_sessions", description: "The tasks in this project: you and your peers, what each was asked to do, the files its lane changed and which of them you changed too.", schema: schema::<access::NoParams> },
+    Tool { name: "project_activity", description: "What changed in the project outside your lane: base commits you have not merged, the other live lanes, and files another task changed too. Read it before touching files another task has changed.", schema: schema::<access::NoParams> },
+    Tool { name: "send_message", description: "Send a message to another task in this project, for handing over context or flagging a conflict (not for giving orders). It appears in that task's chat, marked as from a peer.", schema: schema::<peers::SendMessage> },
+    Tool { name: "remember_command", description: "Teach agentsky a command you just got working (run, deploy or checks), when agentsky asked this task for it; otherwise give the command to the user instead.", schema: schema::<landing::RememberCommand> },
+    Tool { name: "land", description: "Land this task's work in the project's base: merge the base in, run the project's checks, merge into the base with the summary as the record. Call it when the user asks you to merge, land or push.", schema: schema::<landing::Land> },
+];
+
+/// The session server's tools, bound to one calling session.
+pub struct SessionTools<'a> {
+    pub agent: Agent<'a>,
+}
+
+fn parse<P: DeserializeOwned>(args: Value) -> Result<P, ToolError> {
+    let args = if args.is_null() { json!({}) } else { args };
+    serde_json::from_value(args).map_err(|e| ToolError::invalid(format!("invalid arguments: {e}")))
+}
+
+fn out<R: Serialize>(r: Result<R, ToolError>) -> ToolResult {
+    r.map(|v| serde_json::to_value(v).unwrap_or(Value::Null))
+}
+
+impl SessionTools<'_> {
+    async fn run(&self, name: &str, args: Value) -> Option<ToolResult> {
+        let a = &self.agent;
+        // Decodes the arguments, then runs the tool; a bad argument is the tool's error, not the call's.
+        macro_rules! with {
+            ($f:path) => {
+                match parse(args) {
+                    Ok(p) => out($f(a, p).await),
+                    Err(e) => Err(e),
+                }
+            };
+        }
+        Some(match name {
+            "request_access" => with!(access::request_access),
+            "check_grant" => with!(access::check_grant),
+            "get_credential" => with!(access::get_credential),
+            "list_targets" => out(access::list_targets(a).await),
+            "report_status" => with!(asking::report_status),
+            "ask_user" => with!(asking::ask_user),
+            "list_sessions" => out(peers::list_sessions(a).await),
+            "project_activity" => out(peers::project_activity(a).await),
+            "send_message" => with!(peers::send_message),
+            "remember_command" => with!(landing::remember_command),
+            "land" => with!(landing::land),
+            _ => return None,
+        })
+    }
+}
+
+/// A tool's result as MCP sees it: JSON text, or an error result ending with its code.
+pub fn result(r: ToolResult) -> Value {
+    match r {
+        Ok(v) => {
+            json!({ "content": [{ "type": "text", "text": v.to_string() }], "structuredContent": v, "isError": false })
+        }
+        Err(e) => json!({
+            "content": [{ "type": "text", "text": format!("{} (code {})", e.message, e.code) }],
+            "isError": true,
+        }),
+    }
+}
+
+impl ToolHost for SessionTools<'_> {
+    fn tools(&self) -> Vec<Value> {
+        TOOLS
+            .iter()
+            .map(|t| {
+                json!({
+                    "name": t.name,
+                    "description": t.description,
+                    "inputSchema": crate::tools::for_clients((t.schema)().to_value()),
+                })
+            })
+            .collect()
+    }
+
+    fn call<'a>(&'a self, name: &'a str, arguments: Value) -> LocalBoxFuture<'a, CallOutcome> {
+        Box::pin(async move {
+            let outcome = match self.run(name, arguments).await {
+                Some(r) => r,
+                None => return None,
+            };
+            Some(result(outcome))
+        })
+    }
+}
+
+/// Runs one session tool by name for a harness inside the session (no MCP envelope).
+pub async fn call_tool(agent: &Agent<'_>, name: &str, args: Value) -> Option<ToolResult> {
+    SessionTools { agent: Agent { cx: agent.cx, me: agent.me.clone() } }.run(name, args).await
+}
+
+/// Whether a name is one of the session tools.
+pub fn is_tool(name: &str) -> bool {
+    TOOLS.iter().any(|t| t.name == name)
+}
+
+/// The tools in the OpenAI function-calling shape, for harnesses.
+pub fn function_specs() -> Vec<Value> {
+    TOOLS
+        .iter()
+        .map(|t| {
+            json!({"type": "function", "function": {
+                "name": t.name, "description": t.description,
+                "parameters": crate::tools::for_clients((t.schema)().to_value())}})
+        })
+        .collect()
+}

@@ -1,0 +1,166 @@
+//! The other tasks of the project: `list_sessions`, `project_activity`, `send_message`.
+
+use super::{Agent, ToolError, MESSAGES_PER_MIN};
+use crate::rules::{ids, limits};
+use crate::session::{Author, NewMessage, SessionCall};
+use crate::store::{self, sessions::SessionRow};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+/// The branch name a session's lane shows as.
+fn branch(s: &SessionRow, lanes: bool) -> String {
+    if lanes {
+        format!("lane/{}", s.session_id)
+    } else {
+        "main".into()
+    }
+}
+
+/// A peer and the files its lane changed.
+struct Peer {
+    row: SessionRow,
+    files: Vec<String>,
+}
+
+async fn peers(a: &Agent<'_>) -> Result<(Vec<Peer>, bool), ToolError> {
+    let db = a.cx.db();
+    let lanes = store::lanes::settings(db, &a.me.task_id).await.map_err(|e| a.internal(e))?.is_some_and(|s| s.lanes);
+    let mut out = Vec::new();
+    for row in store::sessions::in_task(db, &a.me.task_id).await.map_err(|e| a.internal(e))? {
+        if row.status == "terminated" {
+            continue;
+        }
+        let files = if lanes {
+            store::lanes::changes(db, &a.me.task_id, &row.session_id)
+                .await
+                .map_err(|e| a.internal(e))?
+                .into_iter()
+                .map(|c| c.path)
+                .collect()
+        } else {
+            vec![]
+        };
+        out.push(Peer { row, files });
+    }
+    Ok((out, lanes))
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionItem {
+    pub session_id: String,
+    pub agent: String,
+    pub branch: String,
+    pub state: String,
+    pub note: String,
+    #[serde(rename = "self")]
+    pub is_self: bool,
+    pub task: String,
+    pub files: Vec<String>,
+    pub overlaps_with_you: Vec<String>,
+}
+
+/// list_sessions
+pub async fn list_sessions(a: &Agent<'_>) -> Result<Vec<SessionItem>, ToolError> {
+    let (all, lanes) = peers(a).await?;
+    let mine: Vec<String> =
+        all.iter().find(|p| p.row.session_id == a.me.session_id).map(|p| p.files.clone()).unwrap_or_default();
+    Ok(all
+        .into_iter()
+        .map(|p| {
+            let is_self = p.row.session_id == a.me.session_id;
+            let overlaps =
+                if is_self { vec![] } else { p.files.iter().filter(|f| mine.contains(f)).cloned().collect() };
+            SessionItem {
+                branch: branch(&p.row, lanes),
+                session_id: p.row.session_id,
+                agent: p.row.agent_name,
+                state: p.row.status,
+                note: p.row.note,
+                is_self,
+                task: p.row.title,
+                files: p.files,
+                overlaps_with_you: overlaps,
+            }
+        })
+        .collect())
+}
+
+/// project_activity
+pub async fn project_activity(a: &Agent<'_>) -> Result<Value, ToolError> {
+    let (all, lanes) = peers(a).await?;
+    let db = a.cx.db();
+    let state = store::lanes::lane_state(db, &a.me.session_id)
+        .await
+        .map_err(|e| a.internal(e))?
+        .ok_or_else(|| a.internal("no lane"))?;
+    let commits =
+        store::lanes::commits_after(db, &a.me.task_id, state.lane_base_seq).await.map_err(|e| a.internal(e))?;
+    let by_id = |id: &Option<String>| all.iter().find(|p| Some(&p.row.session_id) == id.as_ref());
+    let base_commits: Vec<Value> = commits
+        .iter()
+        .map(|c| {
+            let lane = by_id(&c.session_id)
+                .map(|p| json!({ "agent": p.row.agent_name, "branch": branch(&p.row, lanes), "task": p.row.title }))
+                .unwrap_or(Value::Null);
+            json!({ "sha": c.commit_id, "subject": c.subject, "when": c.created_ms, "files": c.files, "lane": lane })
+        })
+        .collect();
+    let mine: Vec<String> =
+        all.iter().find(|p| p.row.session_id == a.me.session_id).map(|p| p.files.clone()).unwrap_or_default();
+    let others: Vec<&Peer> = all.iter().filter(|p| p.row.session_id != a.me.session_id).collect();
+    let lanes_view: Vec<Value> = others
+        .iter()
+        .map(|p| {
+            json!({ "sessionId": p.row.session_id, "agent": p.row.agent_name, "branch": branch(&p.row, lanes),
+                          "state": p.row.status, "task": p.row.title, "files": p.files })
+        })
+        .collect();
+    let mut overlaps = Vec::new();
+    for file in &mine {
+        for p in others.iter().filter(|p| p.files.contains(file)) {
+            overlaps.push(json!({ "file": file, "with": { "sessionId": p.row.session_id, "agent": p.row.agent_name,
+                "branch": branch(&p.row, lanes), "task": p.row.title } }));
+        }
+    }
+    Ok(
+        json!({ "base": "main", "behind": commits.len(), "baseCommits": base_commits, "lanes": lanes_view, "overlaps": overlaps }),
+    )
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SendMessage {
+    /// A `sessionId` from `list_sessions`.
+    pub to: String,
+    /// Plain text, 1–4000 characters.
+    pub body: String,
+}
+
+/// send_message
+pub async fn send_message(a: &Agent<'_>, p: SendMessage) -> Result<Value, ToolError> {
+    limits::text("body", &p.body, 1, 4_000).map_err(ToolError::from)?;
+    if p.to == a.me.session_id {
+        return Err(ToolError::invalid("`to` is you: send to a peer from list_sessions"));
+    }
+    a.bucket("messages", MESSAGES_PER_MIN, "messages").await?;
+    let db = a.cx.db();
+    let peer = match ids::is_id(&p.to, "ses") {
+        true => store::sessions::get(db, &p.to).await.map_err(|e| a.internal(e))?,
+        false => None,
+    };
+    let peer = peer
+        .filter(|s| s.task_id == a.me.task_id)
+        .ok_or_else(|| ToolError::unknown(format!("no session `{}` in this project; call list_sessions", p.to)))?;
+    if peer.status == "terminated" {
+        return Err(ToolError::refused(format!("session `{}` has ended", p.to)));
+    }
+    let message = NewMessage {
+        message_id: ids::new_id("msg"),
+        text: p.body,
+        from: Author::Peer { session_id: a.me.session_id.clone() },
+    };
+    crate::ops::sessions::call(a.cx, &peer.session_id, SessionCall::Note { message }).await.map_err(ToolError::from)?;
+    Ok(json!({ "delivered": true }))
+}

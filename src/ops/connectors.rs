@@ -1,0 +1,398 @@
+//! The operator's side of the session server: connect targets (credentials sealed at rest), set the
+//! policies that decide access, answer what agents wait on, revoke grants, read the audit log, and hand
+//! a session its token.
+
+use crate::cx::{Cx, Role};
+use crate::error::{ApiError, Code};
+use crate::ops::{files::load_task, sessions};
+use crate::rules::{ids, limits, seal, targets};
+use crate::session::SessionCall;
+use crate::store::{self, connectors::ConnectorRow, requests::RequestRow};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+/// The associated data a connector's credentials are sealed with: its row.
+pub fn aad(workspace_id: &str, connector_id: &str) -> String {
+    format!("{workspace_id}/connector/{connector_id}")
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Credentials {
+    /// Environment variables the provider's CLI reads (e.g. `VERCEL_TOKEN`), for every provider but ssh.
+    pub env: Option<serde_json::Map<String, Value>>,
+    /// An SSH private key (provider `ssh`): served only through a runner's ssh-agent, never as a file.
+    pub ssh_private_key: Option<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ConnectTarget {
+    /// The target's name, 1–60 characters, unique in the workspace (e.g. `web`, `db`).
+    pub name: String,
+    /// `vercel`, `aws`, `gcp`, `supabase`, `github` or `ssh`.
+    pub provider: String,
+    /// `prod`, `staging`, `preview` or `scm`.
+    pub env: String,
+    /// Its credentials; leave out to add it unconnected.
+    pub credentials: Option<Credentials>,
+    /// When the credentials stop working, unix ms.
+    pub expires_ms: Option<i64>,
+    /// A workspace slug; the connection's workspace when left out.
+    pub workspace: Option<String>,
+}
+
+/// POST /v1/connectors — owners and admins. Connecting an existing name replaces its credentials.
+pub async fn connect(cx: &Cx<'_>, p: ConnectTarget) -> Result<ConnectorRow, ApiError> {
+    limits::text("name", &p.name, 1, 60)?;
+    limits::one_of("provider", &p.provider, targets::PROVIDERS)?;
+    limits::one_of("env", &p.env, targets::ENVS)?;
+    let w = cx.workspace(p.workspace.as_deref())?;
+    cx.require_role(w, Role::Admin)?;
+    let plain = match &p.credentials {
+        None => None,
+        Some(Credentials { env: Some(env), ssh_private_key: None }) if p.provider != "ssh" => {
+            limits::count("credentials.env", env.len(), 50)?;
+            for (k, v) in env {
+                let ok = !k.is_empty()
+                    && k.len() <= 100
+                    && k.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_');
+                if !ok || !v.is_string() {
+                    return Err(ApiError::invalid(format!(
+                        "`credentials.env` maps NAMES (A–Z, 0–9, _) to strings (bad: {k})"
+                    )));
+                }
+            }
+            Some(json!({ "kind": "env", "env": env }))
+        }
+        Some(Credentials { env: None, ssh_private_key: Some(key) }) if p.provider == "ssh" => {
+            limits::text("credentials.ssh_private_key", key, 1, 20_000)?;
+            Some(json!({ "kind": "ssh", "private_key": key }))
+        }
+        Some(_) => {
+            return Err(ApiError::invalid(
+                "`credentials` takes `env` (a map of variables) for providers, `ssh_private_key` for ssh",
+            ))
+        }
+    };
+    let master = cx.env.config.secrets_key.as_deref();
+    let connector_id = ids::new_id("con");
+    let existing = store::connectors::list(cx.db(), &w.workspace_id).await.map_err(|e| cx.internal(e))?;
+    let id = existing.iter().find(|c| c.name == p.name).map_or(connector_id, |c| c.connector_id.clone());
+    let sealed = match plain {
+        Some(v) => {
+            let master = master.ok_or_else(|| {
+                ApiError::new(Code::NotImplemented, "this deployment has no SECRETS_KEY; it cannot store credentials")
+            })?;
+            Some(seal::seal(master, &aad(&w.workspace_id, &id), &v.to_string()))
+        }
+        None => None,
+    };
+    store::connectors::upsert(
+        cx.db(),
+        &id,
+        &w.workspace_id,
+        &p.name,
+        &p.provider,
+        &p.env,
+        sealed.as_deref(),
+        p.expires_ms,
+        cx.now_ms,
+    )
+    .await
+    .map_err(|e| cx.internal(e))
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ListConnectors {
+    /// A workspace slug; the connection's workspace when left out.
+    pub workspace: Option<String>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ConnectorList {
+    pub connectors: Vec<ConnectorRow>,
+    pub policies: Vec<store::connectors::PolicyRow>,
+}
+
+/// GET /v1/connectors
+pub async fn list(cx: &Cx<'_>, p: ListConnectors) -> Result<ConnectorList, ApiError> {
+    let w = cx.workspace(p.workspace.as_deref())?;
+    let connectors = store::connectors::list(cx.db(), &w.workspace_id).await.map_err(|e| cx.internal(e))?;
+    let policies = store::connectors::all_policies(cx.db(), &w.workspace_id).await.map_err(|e| cx.internal(e))?;
+    Ok(ConnectorList { connectors, policies })
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DeleteConnector {
+    /// The connector (`con_…`).
+    pub connector_id: String,
+    /// A workspace slug; the connection's workspace when left out.
+    pub workspace: Option<String>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ConnectorDeleted {
+    pub connector_id: String,
+    pub deleted: bool,
+}
+
+/// DELETE /v1/connectors/{connector_id} — owners and admins.
+pub async fn delete(cx: &Cx<'_>, p: DeleteConnector) -> Result<ConnectorDeleted, ApiError> {
+    let w = cx.workspace(p.workspace.as_deref())?;
+    cx.require_role(w, Role::Admin)?;
+    let deleted =
+        store::connectors::delete(cx.db(), &w.workspace_id, &p.connector_id).await.map_err(|e| cx.internal(e))?;
+    if !deleted {
+        return Err(ApiError::not_found("connector"));
+    }
+    Ok(ConnectorDeleted { connector_id: p.connector_id, deleted })
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SetPolicy {
+    /// The connector it applies to; left out, every connector of the workspace.
+    pub connector_id: Option<String>,
+    /// `read`, `write`, `deploy` or `delete`.
+    pub scope: String,
+    /// `ask` (a person decides), `allow` (always allow) or `deny`.
+    pub decision: String,
+    /// A workspace slug; the connection's workspace when left out.
+    pub workspace: Option<String>,
+}
+
+/// PUT /v1/policies — owners and admins.
+pub async fn set_policy(cx: &Cx<'_>, p: SetPolicy) -> Result<store::connectors::PolicyRow, ApiError> {
+    limits::one_of("scope", &p.scope, targets::SCOPES)?;
+    limits::one_of("decision", &p.decision, &["ask", "allow", "deny"])?;
+    let w = cx.workspace(p.workspace.as_deref())?;
+    cx.require_role(w, Role::Admin)?;
+    let connector_id = p.connector_id.unwrap_or_default();
+    if !connector_id.is_empty() {
+        let c = store::connectors::get(cx.db(), &connector_id).await.map_err(|e| cx.internal(e))?;
+        c.filter(|c| c.workspace_id == w.workspace_id).ok_or_else(|| ApiError::not_found("connector"))?;
+    }
+    store::connectors::set_policy(cx.db(), &w.workspace_id, &connector_id, &p.scope, &p.decision)
+        .await
+        .map_err(|e| cx.internal(e))?;
+    Ok(store::connectors::PolicyRow { connector_id, scope: p.scope, decision: p.decision })
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AnswerRequest {
+    /// The task that waits (its first session's id).
+    pub task_id: String,
+    /// The request, from `get_task`'s `open_requests`.
+    pub request_id: String,
+    /// For access: `approve` or `deny`. For a plan: `approve`, `reject` or `edit`. For a decision: one of
+    /// its options. For a question: your answer.
+    pub answer: String,
+    /// A note for the agent (plans), up to 2,000 characters.
+    pub note: Option<String>,
+    /// Access only: approve for every session of the workspace until revoked (a persistent grant).
+    pub always: Option<bool>,
+    /// Access only: how long the grant lasts, 1–1,440 minutes (default 60).
+    pub expires_in_minutes: Option<i64>,
+    /// Ignored: the workspace is the task's.
+    pub workspace: Option<String>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct RequestAnswered {
+    pub request: RequestRow,
+    /// For access requests: the grant as the agent now sees it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub grant: Option<Value>,
+}
+
+/// answer_request: records the answer once, decides the grant, and wakes the waiting agent at once.
+pub async fn answer(cx: &Cx<'_>, p: AnswerRequest) -> Result<RequestAnswered, ApiError> {
+    if let Some(n) = &p.note {
+        limits::text("note", n, 0, 2_000)?;
+    }
+    limits::text("answer", &p.answer, 1, 4_000)?;
+    load_task(cx, &p.task_id).await?;
+    let req = match ids::is_id(&p.request_id, "req") {
+        true => store::requests::get_request(cx.db(), &p.request_id).await.map_err(|e| cx.internal(e))?,
+        false => None,
+    };
+    let req = req.filter(|r| r.task_id == p.task_id).ok_or_else(|| ApiError::not_found("request"))?;
+    if req.status != "open" {
+        return Err(ApiError::new(Code::Conflict, format!("request {} is already {}", req.request_id, req.status)));
+    }
+    let by = cx.caller()?.key_id.clone();
+    let resolution = match req.kind.as_str() {
+        "access" => {
+            limits::one_of("answer", &p.answer, &["approve", "deny"])?;
+            json!({ "kind": "access", "answer": p.answer })
+        }
+        "plan" => {
+            limits::one_of("answer", &p.answer, &["approve", "reject", "edit"])?;
+            let mut r = json!({ "kind": "plan", "answer": p.answer });
+            if let Some(n) = &p.note {
+                r["note"] = json!(n);
+            }
+            r
+        }
+        "decision" => {
+            let options: Vec<String> = req.payload["options"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|o| o.as_str().map(str::to_owned))
+                .collect();
+            if !options.is_empty() && !options.contains(&p.answer) {
+                return Err(ApiError::invalid(format!("`answer` must be one of the options: {}", options.join(", "))));
+            }
+            json!({ "kind": "decision", "answer": p.answer })
+        }
+        _ => json!({ "kind": "question", "answer": p.answer }),
+    };
+    let mut stmts = vec![store::requests::answer_request(&req.request_id, &resolution, &by, cx.now_ms)];
+    let grant = if req.kind == "access" {
+        let g = store::requests::grant_for_request(cx.db(), &req.request_id)
+            .await
+            .map_err(|e| cx.internal(e))?
+            .ok_or_else(|| cx.internal("grant missing"))?;
+        let minutes = p.expires_in_minutes.unwrap_or(60);
+        if !(1..=1_440).contains(&minutes) {
+            return Err(ApiError::invalid("`expires_in_minutes` must be between 1 and 1440"));
+        }
+        let always = p.always.unwrap_or(false) && p.answer == "approve";
+        let (status, expires) = match p.answer.as_str() {
+            "approve" if always => ("active", None),
+            "approve" => ("active", Some(cx.now_ms + minutes * 60_000)),
+            _ => ("denied", None),
+        };
+        stmts.push(store::requests::decide_grant(&g.grant_id, status, always, expires, "user"));
+        Some(g.grant_id)
+    } else {
+        None
+    };
+    let results = cx.db().batch(stmts).await.map_err(|e| cx.internal(e))?;
+    if results.first().is_none_or(|rows| rows.is_empty()) {
+        return Err(ApiError::new(Code::Conflict, "the request was answered or expired meanwhile"));
+    }
+    // Wake the agent waiting on it (and a harness step waiting on it).
+    cx.env.sessions.call(&req.session_id, SessionCall::Signal { key: req.request_id.clone() }).await.ok();
+    let request = store::requests::get_request(cx.db(), &req.request_id)
+        .await
+        .map_err(|e| cx.internal(e))?
+        .ok_or_else(|| cx.internal("request vanished"))?;
+    let grant = match grant {
+        Some(id) => store::requests::get_grant(cx.db(), &id)
+            .await
+            .map_err(|e| cx.internal(e))?
+            .map(|g| crate::agent::grant_view(&g, None)),
+        None => None,
+    };
+    Ok(RequestAnswered { request, grant })
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct IssueSessionToken {
+    /// The session (`ses_…`).
+    pub session_id: String,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct SessionToken {
+    pub session_id: String,
+    /// The bearer for `POST /v1/session/mcp`, shown once; only its hash is kept. Dead once the session
+    /// ends.
+    pub token: String,
+    pub server_url: String,
+}
+
+/// POST /v1/sessions/{session_id}/token: a token for an agent harness outside agentsky (a runner, `sky mcp`).
+pub async fn issue_token(cx: &Cx<'_>, p: IssueSessionToken) -> Result<SessionToken, ApiError> {
+    let (row, _) = sessions::load(cx, &p.session_id).await?;
+    if row.status == "terminated" {
+        return Err(ApiError::new(Code::SessionTerminated, "this session has ended"));
+    }
+    let token = ids::new_secret("sst_");
+    store::requests::insert_token(cx.db(), &ids::hash_secret(&token), &row.session_id, &row.workspace_id, cx.now_ms)
+        .await
+        .map_err(|e| cx.internal(e))?;
+    Ok(SessionToken { session_id: row.session_id, token, server_url: format!("{}/v1/session/mcp", cx.base_url) })
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TaskSettings {
+    /// The task (its first session's id).
+    pub task_id: String,
+    /// Give each session its own lane of the folder until it lands (default off: sessions share it).
+    pub lanes: Option<bool>,
+    /// `auto` (`land` merges) or `manual` ("I review and merge myself").
+    pub review: Option<String>,
+}
+
+/// PUT /v1/tasks/{task_id}/settings
+pub async fn set_settings(cx: &Cx<'_>, p: TaskSettings) -> Result<store::lanes::TaskSettings, ApiError> {
+    if let Some(r) = &p.review {
+        limits::one_of("review", r, &["auto", "manual"])?;
+    }
+    load_task(cx, &p.task_id).await?;
+    let now = store::lanes::settings(cx.db(), &p.task_id)
+        .await
+        .map_err(|e| cx.internal(e))?
+        .ok_or_else(|| ApiError::not_found("task"))?;
+    let lanes = p.lanes.unwrap_or(now.lanes);
+    let review = p.review.unwrap_or(now.review);
+    store::lanes::set_settings(cx.db(), &p.task_id, lanes, &review).await.map_err(|e| cx.internal(e))?;
+    Ok(store::lanes::TaskSettings { lanes, review })
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AskCommand {
+    /// The session (`ses_…`).
+    pub session_id: String,
+    /// `run` (the Run locally button) or `deploy` (the Deploy button): the session may then teach it with
+    /// `remember_command`.
+    pub kind: String,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Asked {
+    pub session_id: String,
+    pub kind: String,
+}
+
+/// POST /v1/sessions/{session_id}/ask
+pub async fn ask_command(cx: &Cx<'_>, p: AskCommand) -> Result<Asked, ApiError> {
+    limits::one_of("kind", &p.kind, &["run", "deploy"])?;
+    let (row, _) = sessions::load(cx, &p.session_id).await?;
+    store::lanes::ask(cx.db(), &row.session_id, &p.kind).await.map_err(|e| cx.internal(e))?;
+    Ok(Asked { session_id: row.session_id, kind: p.kind })
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ListAudit {
+    /// Most entries, 1–500 (default 100).
+    pub limit: Option<i64>,
+    /// A workspace slug; the connection's workspace when left out.
+    pub workspace: Option<String>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct AuditLog {
+    /// Newest first: every credential use.
+    pub entries: Vec<store::requests::AuditRow>,
+}
+
+/// GET /v1/audit
+pub async fn audit(cx: &Cx<'_>, p: ListAudit) -> Result<AuditLog, ApiError> {
+    let limit = limits::page_size("limit", p.limit, 100, 500)?;
+    let w = cx.workspace(p.workspace.as_deref())?;
+    let entries = store::requests::audit_log(cx.db(), &w.workspace_id, limit).await.map_err(|e| cx.internal(e))?;
+    Ok(AuditLog { entries })
+}

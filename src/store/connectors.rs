@@ -1,0 +1,112 @@
+//! Connectors (targets) and the policies that decide access to them.
+
+use super::{first, rows, DbResult, Sql};
+use crate::stmt;
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ConnectorRow {
+    pub connector_id: String,
+    #[serde(skip_serializing, default)]
+    pub workspace_id: String,
+    pub name: String,
+    /// `vercel`, `aws`, `gcp`, `supabase`, `github` or `ssh`.
+    pub provider: String,
+    /// `prod`, `staging`, `preview` or `scm`.
+    pub env: String,
+    /// Whether credentials are connected.
+    #[serde(deserialize_with = "super::int_bool")]
+    pub connected: bool,
+    pub credentials_expire_ms: Option<i64>,
+    pub deploy_command: Option<String>,
+    pub created_ms: i64,
+}
+
+#[allow(clippy::too_many_arguments)]
+pub async fn upsert(
+    db: &dyn Sql,
+    connector_id: &str,
+    workspace_id: &str,
+    name: &str,
+    provider: &str,
+    env: &str,
+    sealed: Option<&str>,
+    expires_ms: Option<i64>,
+    now_ms: i64,
+) -> DbResult<ConnectorRow> {
+    const UPSERT: &str = "INSERT INTO connector (connector_id, workspace_id, name, provider, env, sealed_credentials, credentials_expire_ms, created_ms)
+      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+      ON CONFLICT (workspace_id, name) DO UPDATE SET provider = excluded.provider, env = excluded.env,
+        sealed_credentials = COALESCE(excluded.sealed_credentials, connector.sealed_credentials),
+        credentials_expire_ms = excluded.credentials_expire_ms
+      RETURNING connector_id, workspace_id, name, provider, env, sealed_credentials IS NOT NULL AS connected, credentials_expire_ms, deploy_command, created_ms";
+    let row =
+        first(db, stmt!(UPSERT, connector_id, workspace_id, name, provider, env, sealed, expires_ms, now_ms)).await?;
+    row.ok_or_else(|| super::DbError::Other("upsert returned no row".into()))
+}
+
+pub async fn list(db: &dyn Sql, workspace_id: &str) -> DbResult<Vec<ConnectorRow>> {
+    const LIST: &str = "SELECT connector_id, workspace_id, name, provider, env, sealed_credentials IS NOT NULL AS connected,
+        credentials_expire_ms, deploy_command, created_ms FROM connector WHERE workspace_id = ?1 ORDER BY name LIMIT 500";
+    rows(db, stmt!(LIST, workspace_id)).await
+}
+
+pub async fn get(db: &dyn Sql, connector_id: &str) -> DbResult<Option<ConnectorRow>> {
+    const GET: &str =
+        "SELECT connector_id, workspace_id, name, provider, env, sealed_credentials IS NOT NULL AS connected,
+        credentials_expire_ms, deploy_command, created_ms FROM connector WHERE connector_id = ?1";
+    first(db, stmt!(GET, connector_id)).await
+}
+
+pub async fn sealed(db: &dyn Sql, connector_id: &str) -> DbResult<Option<String>> {
+    #[derive(Deserialize)]
+    struct Row {
+        sealed_credentials: Option<String>,
+    }
+    const GET: &str = "SELECT sealed_credentials FROM connector WHERE connector_id = ?1";
+    Ok(first::<Row>(db, stmt!(GET, connector_id)).await?.and_then(|r| r.sealed_credentials))
+}
+
+pub async fn delete(db: &dyn Sql, workspace_id: &str, connector_id: &str) -> DbResult<bool> {
+    const DELETE: &str = "DELETE FROM connector WHERE workspace_id = ?1 AND connector_id = ?2 RETURNING connector_id";
+    Ok(!db.all(stmt!(DELETE, workspace_id, connector_id)).await?.is_empty())
+}
+
+pub async fn set_deploy_command(db: &dyn Sql, connector_id: &str, command: &str) -> DbResult<()> {
+    const SET: &str = "UPDATE connector SET deploy_command = ?2 WHERE connector_id = ?1";
+    db.all(stmt!(SET, connector_id, command)).await.map(drop)
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct PolicyRow {
+    /// The connector it applies to; empty for every connector of the workspace.
+    pub connector_id: String,
+    pub scope: String,
+    /// `ask`, `allow` or `deny`.
+    pub decision: String,
+}
+
+pub async fn set_policy(
+    db: &dyn Sql,
+    workspace_id: &str,
+    connector_id: &str,
+    scope: &str,
+    decision: &str,
+) -> DbResult<()> {
+    const SET: &str = "INSERT INTO policy (workspace_id, connector_id, scope, decision) VALUES (?1, ?2, ?3, ?4)
+      ON CONFLICT (workspace_id, connector_id, scope) DO UPDATE SET decision = excluded.decision";
+    db.all(stmt!(SET, workspace_id, connector_id, scope, decision)).await.map(drop)
+}
+
+/// The policies that apply to a connector: its own and the workspace-wide ones.
+pub async fn policies(db: &dyn Sql, workspace_id: &str, connector_id: &str) -> DbResult<Vec<PolicyRow>> {
+    const GET: &str =
+        "SELECT connector_id, scope, decision FROM policy WHERE workspace_id = ?1 AND connector_id IN (?2, '')";
+    rows(db, stmt!(GET, workspace_id, connector_id)).await
+}
+
+pub async fn all_policies(db: &dyn Sql, workspace_id: &str) -> DbResult<Vec<PolicyRow>> {
+    const GET: &str =
+        "SELECT connector_id, scope, decision FROM policy WHERE workspace_id = ?1 ORDER BY connector_id, scope";
+    rows(db, stmt!(GET, workspace_id)).await
+}

@@ -1,0 +1,120 @@
+//! Lanes and the base folder's history. A lane is a session's own copy of the task folder
+//! (`task_file.lane` = its session id); the base has a linear history of commits, one per direct write
+//! and one per landing. A lane remembers the commit it last merged (`session.lane_base_seq`).
+
+use super::{first, rows, DbResult, Sql, Stmt};
+use crate::stmt;
+use serde::{Deserialize, Serialize};
+
+/// A new commit on a task's base, numbered inside the insert so concurrent writers cannot share a number.
+#[allow(clippy::too_many_arguments)]
+pub fn insert_commit(
+    task_id: &str,
+    commit_id: &str,
+    workspace_id: &str,
+    subject: &str,
+    body: &str,
+    files: &[String],
+    session_id: Option<&str>,
+    now_ms: i64,
+) -> Stmt {
+    const INSERT: &str =
+        "INSERT INTO task_commit (task_id, seq, commit_id, workspace_id, subject, body, files, session_id, created_ms)
+      SELECT ?1, COALESCE(MAX(seq), 0) + 1, ?2, ?3, ?4, ?5, ?6, ?7, ?8 FROM task_commit WHERE task_id = ?1
+      RETURNING seq";
+    let files = serde_json::to_string(files).unwrap_or_else(|_| "[]".into());
+    stmt!(INSERT, task_id, commit_id, workspace_id, subject, body, files, session_id, now_ms)
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CommitRow {
+    pub seq: i64,
+    pub commit_id: String,
+    pub subject: String,
+    #[serde(deserialize_with = "super::json_text")]
+    pub files: Vec<String>,
+    pub session_id: Option<String>,
+    pub created_ms: i64,
+}
+
+/// The base's commits after `seq`, oldest first.
+pub async fn commits_after(db: &dyn Sql, task_id: &str, seq: i64) -> DbResult<Vec<CommitRow>> {
+    const AFTER: &str = "SELECT seq, commit_id, subject, files, session_id, created_ms FROM task_commit
+      WHERE task_id = ?1 AND seq > ?2 ORDER BY seq LIMIT 500";
+    rows(db, stmt!(AFTER, task_id, seq)).await
+}
+
+pub async fn head(db: &dyn Sql, task_id: &str) -> DbResult<i64> {
+    #[derive(Deserialize)]
+    struct Row {
+        seq: Option<i64>,
+    }
+    const HEAD: &str = "SELECT MAX(seq) AS seq FROM task_commit WHERE task_id = ?1";
+    Ok(first::<Row>(db, stmt!(HEAD, task_id)).await?.and_then(|r| r.seq).unwrap_or(0))
+}
+
+/// A file a lane holds differently from the base.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LaneChange {
+    pub path: String,
+    pub lane_sha: String,
+    pub size_bytes: i64,
+    pub base_sha: Option<String>,
+}
+
+/// The files a lane changed against the base (empty once it has landed).
+pub async fn changes(db: &dyn Sql, task_id: &str, lane: &str) -> DbResult<Vec<LaneChange>> {
+    // SQLite takes a bare column from the row that holds the MAX() of its group.
+    const CHANGES: &str = "WITH lane AS (SELECT path, sha256, size_bytes, MAX(version) AS v FROM task_file
+                            WHERE task_id = ?1 AND lane = ?2 GROUP BY path),
+           base AS (SELECT path, sha256, MAX(version) AS v FROM task_file WHERE task_id = ?1 AND lane = '' GROUP BY path)
+      SELECT lane.path, lane.sha256 AS lane_sha, lane.size_bytes, base.sha256 AS base_sha
+      FROM lane LEFT JOIN base ON base.path = lane.path
+      WHERE base.sha256 IS NULL OR base.sha256 <> lane.sha256 ORDER BY lane.path LIMIT 1000";
+    rows(db, stmt!(CHANGES, task_id, lane)).await
+}
+
+/// Moves a session's lane to its task's newest base commit (after it merged or landed).
+pub fn sync_lane_base(session_id: &str, task_id: &str) -> Stmt {
+    const SET: &str =
+        "UPDATE session SET lane_base_seq = (SELECT COALESCE(MAX(seq), 0) FROM task_commit WHERE task_id = ?2)
+      WHERE session_id = ?1";
+    stmt!(SET, session_id, task_id)
+}
+
+/// Whether a task gives sessions lanes, and how work lands.
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct TaskSettings {
+    #[serde(deserialize_with = "super::int_bool")]
+    pub lanes: bool,
+    /// `auto` (land merges) or `manual` (the person reviews and merges).
+    pub review: String,
+}
+
+pub async fn settings(db: &dyn Sql, task_id: &str) -> DbResult<Option<TaskSettings>> {
+    const GET: &str = "SELECT lanes, review FROM task WHERE task_id = ?1";
+    first(db, stmt!(GET, task_id)).await
+}
+
+pub async fn set_settings(db: &dyn Sql, task_id: &str, lanes: bool, review: &str) -> DbResult<()> {
+    const SET: &str = "UPDATE task SET lanes = ?2, review = ?3 WHERE task_id = ?1";
+    db.all(stmt!(SET, task_id, lanes, review)).await.map(drop)
+}
+
+/// A session's lane state and what it was asked to remember.
+#[derive(Debug, Clone, Deserialize)]
+pub struct LaneState {
+    pub lane_base_seq: i64,
+    pub asked: String,
+}
+
+pub async fn lane_state(db: &dyn Sql, session_id: &str) -> DbResult<Option<LaneState>> {
+    const GET: &str = "SELECT lane_base_seq, asked FROM session WHERE session_id = ?1";
+    first(db, stmt!(GET, session_id)).await
+}
+
+/// Records that agentsky asked a session for a command (`run`, `deploy` or `checks`).
+pub async fn ask(db: &dyn Sql, session_id: &str, kind: &str) -> DbResult<()> {
+    const ASK: &str = "UPDATE session SET asked = TRIM(asked || ' ' || ?2) WHERE session_id = ?1 AND (' ' || asked || ' ') NOT LIKE ('% ' || ?2 || ' %')";
+    db.all(stmt!(ASK, session_id, kind)).await.map(drop)
+}

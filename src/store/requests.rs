@@ -1,0 +1,228 @@
+//! What agents wait on (requests), what they were given (grants), every use of a credential (audit),
+//! and the session tokens agents call with.
+
+use super::{first, rows, DbResult, Sql};
+use crate::stmt;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct RequestRow {
+    pub request_id: String,
+    #[serde(skip_serializing, default)]
+    pub workspace_id: String,
+    pub task_id: String,
+    pub session_id: String,
+    /// `access`, `plan`, `decision` or `question`.
+    pub kind: String,
+    /// What was asked: for access `{target, connector_id, scope, reason}`; for a plan
+    /// `{summary, files}`; for a decision `{prompt, options}`; for a question `{prompt}`.
+    #[serde(deserialize_with = "super::json_text")]
+    pub payload: Value,
+    /// `open`, `answered` or `expired`.
+    pub status: String,
+    #[serde(deserialize_with = "json_opt")]
+    pub answer: Option<Value>,
+    pub answered_by: Option<String>,
+    pub created_ms: i64,
+    pub answered_ms: Option<i64>,
+}
+
+fn json_opt<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    let text = Option::<String>::deserialize(d)?;
+    text.map(|t| serde_json::from_str(&t).map_err(serde::de::Error::custom)).transpose()
+}
+
+pub fn insert_request(
+    request_id: &str,
+    workspace_id: &str,
+    task_id: &str,
+    session_id: &str,
+    kind: &str,
+    payload: &Value,
+    now_ms: i64,
+) -> super::Stmt {
+    const INSERT: &str =
+        "INSERT INTO request (request_id, workspace_id, task_id, session_id, kind, payload, status, created_ms)
+      VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'open', ?7)";
+    stmt!(INSERT, request_id, workspace_id, task_id, session_id, kind, payload.to_string(), now_ms)
+}
+
+pub async fn get_request(db: &dyn Sql, request_id: &str) -> DbResult<Option<RequestRow>> {
+    const GET: &str = "SELECT request_id, workspace_id, task_id, session_id, kind, payload, status, answer, answered_by, created_ms, answered_ms
+      FROM request WHERE request_id = ?1";
+    first(db, stmt!(GET, request_id)).await
+}
+
+/// A task's open requests, oldest first.
+pub async fn open_in_task(db: &dyn Sql, task_id: &str) -> DbResult<Vec<RequestRow>> {
+    const OPEN: &str = "SELECT request_id, workspace_id, task_id, session_id, kind, payload, status, answer, answered_by, created_ms, answered_ms
+      FROM request WHERE task_id = ?1 AND status = 'open' ORDER BY created_ms, request_id LIMIT 200";
+    rows(db, stmt!(OPEN, task_id)).await
+}
+
+/// Where an open request stands in its task's queue (1 = next).
+pub async fn queue_position(db: &dyn Sql, task_id: &str, created_ms: i64) -> DbResult<i64> {
+    #[derive(Deserialize)]
+    struct Row {
+        n: i64,
+    }
+    const POS: &str = "SELECT COUNT(*) AS n FROM request WHERE task_id = ?1 AND status = 'open' AND created_ms <= ?2";
+    Ok(first::<Row>(db, stmt!(POS, task_id, created_ms)).await?.map_or(1, |r| r.n.max(1)))
+}
+
+/// Answers an open request once: `false` when it was already answered or expired.
+pub fn answer_request(request_id: &str, answer: &Value, by: &str, now_ms: i64) -> super::Stmt {
+    const ANSWER: &str = "UPDATE request SET status = 'answered', answer = ?2, answered_by = ?3, answered_ms = ?4
+      WHERE request_id = ?1 AND status = 'open' RETURNING request_id";
+    stmt!(ANSWER, request_id, answer.to_string(), by, now_ms)
+}
+
+pub async fn expire_request(db: &dyn Sql, request_id: &str, now_ms: i64) -> DbResult<()> {
+    const EXPIRE: &str =
+        "UPDATE request SET status = 'expired', answered_ms = ?2 WHERE request_id = ?1 AND status = 'open'";
+    db.all(stmt!(EXPIRE, request_id, now_ms)).await.map(drop)
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct GrantRow {
+    pub grant_id: String,
+    pub workspace_id: String,
+    pub session_id: String,
+    pub task_id: String,
+    pub connector_id: String,
+    pub scopes: String,
+    pub status: String,
+    #[serde(deserialize_with = "super::int_bool")]
+    pub persistent: bool,
+    pub expires_ms: Option<i64>,
+    pub decided_by: Option<String>,
+    pub request_id: Option<String>,
+    pub created_ms: i64,
+}
+
+pub struct NewGrant<'a> {
+    pub grant_id: &'a str,
+    pub workspace_id: &'a str,
+    pub session_id: &'a str,
+    pub task_id: &'a str,
+    pub connector_id: &'a str,
+    pub scopes: &'a str,
+    pub status: &'a str,
+    pub persistent: bool,
+    pub expires_ms: Option<i64>,
+    pub decided_by: Option<&'a str>,
+    pub request_id: Option<&'a str>,
+    pub now_ms: i64,
+}
+
+pub fn insert_grant(g: &NewGrant<'_>) -> super::Stmt {
+    const INSERT: &str =
+        "INSERT INTO grant_ (grant_id, workspace_id, session_id, task_id, connector_id, scopes, status, persistent,
+        expires_ms, decided_by, request_id, created_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)";
+    stmt!(
+        INSERT,
+        g.grant_id,
+        g.workspace_id,
+        g.session_id,
+        g.task_id,
+        g.connector_id,
+        g.scopes,
+        g.status,
+        g.persistent,
+        g.expires_ms,
+        g.decided_by,
+        g.request_id,
+        g.now_ms
+    )
+}
+
+pub async fn get_grant(db: &dyn Sql, grant_id: &str) -> DbResult<Option<GrantRow>> {
+    const GET: &str =
+        "SELECT grant_id, workspace_id, session_id, task_id, connector_id, scopes, status, persistent, expires_ms,
+        decided_by, request_id, created_ms FROM grant_ WHERE grant_id = ?1";
+    first(db, stmt!(GET, grant_id)).await
+}
+
+pub async fn grant_for_request(db: &dyn Sql, request_id: &str) -> DbResult<Option<GrantRow>> {
+    const GET: &str =
+        "SELECT grant_id, workspace_id, session_id, task_id, connector_id, scopes, status, persistent, expires_ms,
+        decided_by, request_id, created_ms FROM grant_ WHERE request_id = ?1";
+    first(db, stmt!(GET, request_id)).await
+}
+
+/// The grants a session can use: its own, and the workspace's persistent ones.
+pub async fn grants_for_session(db: &dyn Sql, workspace_id: &str, session_id: &str) -> DbResult<Vec<GrantRow>> {
+    const LIST: &str =
+        "SELECT grant_id, workspace_id, session_id, task_id, connector_id, scopes, status, persistent, expires_ms,
+        decided_by, request_id, created_ms FROM grant_
+      WHERE (session_id = ?2 OR (workspace_id = ?1 AND persistent = 1)) ORDER BY created_ms LIMIT 500";
+    rows(db, stmt!(LIST, workspace_id, session_id)).await
+}
+
+pub fn decide_grant(
+    grant_id: &str,
+    status: &str,
+    persistent: bool,
+    expires_ms: Option<i64>,
+    decided_by: &str,
+) -> super::Stmt {
+    const DECIDE: &str = "UPDATE grant_ SET status = ?2, persistent = ?3, expires_ms = ?4, decided_by = ?5 WHERE grant_id = ?1 AND status = 'pending'";
+    stmt!(DECIDE, grant_id, status, persistent, expires_ms, decided_by)
+}
+
+#[allow(clippy::too_many_arguments)]
+pub async fn audit(
+    db: &dyn Sql,
+    workspace_id: &str,
+    session_id: Option<&str>,
+    grant_id: Option<&str>,
+    connector_id: Option<&str>,
+    action: &str,
+    detail: &str,
+    now_ms: i64,
+) -> DbResult<()> {
+    const INSERT: &str =
+        "INSERT INTO audit (audit_id, workspace_id, session_id, grant_id, connector_id, action, detail, created_ms)
+      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)";
+    let id = crate::rules::ids::new_id("aud");
+    db.all(stmt!(INSERT, id, workspace_id, session_id, grant_id, connector_id, action, detail, now_ms)).await.map(drop)
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct AuditRow {
+    pub audit_id: String,
+    pub session_id: Option<String>,
+    pub grant_id: Option<String>,
+    pub connector_id: Option<String>,
+    pub action: String,
+    pub detail: String,
+    pub created_ms: i64,
+}
+
+pub async fn audit_log(db: &dyn Sql, workspace_id: &str, limit: i64) -> DbResult<Vec<AuditRow>> {
+    const LIST: &str = "SELECT audit_id, session_id, grant_id, connector_id, action, detail, created_ms FROM audit
+      WHERE workspace_id = ?1 ORDER BY created_ms DESC, audit_id DESC LIMIT ?2";
+    rows(db, stmt!(LIST, workspace_id, limit)).await
+}
+
+pub async fn insert_token(
+    db: &dyn Sql,
+    token_hash: &str,
+    session_id: &str,
+    workspace_id: &str,
+    now_ms: i64,
+) -> DbResult<()> {
+    const INSERT: &str =
+        "INSERT INTO session_token (token_hash, session_id, workspace_id, created_ms) VALUES (?1, ?2, ?3, ?4)";
+    db.all(stmt!(INSERT, token_hash, session_id, workspace_id, now_ms)).await.map(drop)
+}
+
+/// The live session behind a token: `None` for an unknown token or a terminated session.
+pub async fn session_for_token(db: &dyn Sql, token_hash: &str) -> DbResult<Option<super::sessions::SessionRow>> {
+    const GET: &str = "SELECT s.session_id, s.workspace_id, s.task_id, s.agent_id, s.agent_name, s.harness, s.model, s.thinking, s.status,
+        s.title, s.note, s.budget_cents, s.spent_cents, s.last_message_id, s.relation, s.parent_session_id, s.created_ms, s.updated_ms
+      FROM session_token t JOIN session s ON s.session_id = t.session_id
+      WHERE t.token_hash = ?1 AND s.status <> 'terminated'";
+    first(db, stmt!(GET, token_hash)).await
+}

@@ -1,0 +1,401 @@
+//! The session server: the eleven agent tools over `/v1/session/mcp` with a session token, and the
+//! operator's side (targets, policies, answer_request).
+
+use crate::support::{Account, TestApp};
+use agentsky::cx::Config;
+use agentsky::http::HttpRequest;
+use serde_json::{json, Value};
+
+fn app() -> TestApp {
+    TestApp::with_config(Config {
+        open_signup: true,
+        rate_limit_per_min: 600,
+        secrets_key: Some("k".into()),
+        ..Config::default()
+    })
+}
+
+/// An account, an echo agent, a session in a new task, and the session's token.
+fn setup(app: &TestApp) -> (Account, String, String, String) {
+    let ada = app.signup("Ada", "ada@example.com");
+    let agent = app.request(
+        "POST",
+        "/v1/agents",
+        Some(&ada.key),
+        Some(json!({"name": "Dev", "harness": "echo", "model": "m"})),
+    );
+    let agent_id = agent.json_body()["agent_id"].as_str().unwrap().to_owned();
+    let s = app.ok(
+        &ada.key,
+        "start_session",
+        json!({"agent_id": agent_id, "message": "build it", "idempotency_key": "s1"}),
+    );
+    app.settle();
+    let sid = s["session"]["session_id"].as_str().unwrap().to_owned();
+    let token = app.session_token(&ada.key, &sid);
+    (ada, agent_id, sid, token)
+}
+
+fn connect(app: &TestApp, who: &Account, name: &str, provider: &str, env: &str) -> String {
+    let r = app.request(
+        "POST",
+        "/v1/connectors",
+        Some(&who.key),
+        Some(json!({
+            "name": name, "provider": provider, "env": env,
+            "credentials": {"env": {"VERCEL_TOKEN": "vt-secret-1"}}
+        })),
+    );
+    assert_eq!(r.status, 200, "{:?}", r.json_body());
+    r.json_body()["connector_id"].as_str().unwrap().to_owned()
+}
+
+#[test]
+fn the_session_server_lists_the_eleven_tools_and_refuses_bad_tokens() {
+    let app = app();
+    let (ada, _, sid, token) = setup(&app);
+    let list = |token: &str| {
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}});
+        app.send(HttpRequest {
+            method: "POST".into(),
+            path: "/v1/session/mcp".into(),
+            headers: vec![
+                ("authorization".into(), format!("Bearer {token}")),
+                ("content-type".into(), "application/json".into()),
+            ],
+            body: serde_json::to_vec(&body).unwrap(),
+            ..Default::default()
+        })
+    };
+    let tools = list(&token).json_body();
+    let names: Vec<&str> =
+        tools["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        [
+            "request_access",
+            "check_grant",
+            "get_credential",
+            "list_targets",
+            "report_status",
+            "ask_user",
+            "list_sessions",
+            "project_activity",
+            "send_message",
+            "remember_command",
+            "land"
+        ]
+    );
+    assert_eq!(list("sst_nope").status, 401);
+    assert_eq!(list(&ada.key).status, 401, "an API key is not a session token");
+    app.ok(&ada.key, "stop_session", json!({"session_id": sid}));
+    assert_eq!(list(&token).status, 401, "dead once the session ended");
+}
+
+#[test]
+fn access_is_decided_by_a_person_by_policies_and_expires() {
+    let app = app();
+    let (ada, _, sid, token) = setup(&app);
+    connect(&app, &ada, "web", "vercel", "prod");
+    let con = connect(&app, &ada, "site", "vercel", "preview");
+    app.request(
+        "POST",
+        "/v1/connectors",
+        Some(&ada.key),
+        Some(json!({"name": "db", "provider": "supabase", "env": "prod"})),
+    );
+
+    let targets = app.agent_ok(&token, "list_targets", json!({}));
+    let lock =
+        |t: &Value, name: &str| t.as_array().unwrap().iter().find(|x| x["name"] == name).unwrap()["lockState"].clone();
+    assert_eq!((lock(&targets, "web"), lock(&targets, "db")), (json!("locked"), json!("unconnected")));
+    assert!(app
+        .agent_err(&token, "request_access", json!({"target": "db", "scope": ["read"], "reason": "r"}))
+        .contains("connect it in agentsky"));
+    assert!(app
+        .agent_err(&token, "request_access", json!({"target": "nope", "scope": ["read"], "reason": "r"}))
+        .contains("no target"));
+    assert!(app
+        .agent_err(&token, "request_access", json!({"target": "vercel", "scope": ["read"], "reason": "r"}))
+        .contains("several targets"));
+    assert!(app
+        .agent_err(&token, "request_access", json!({"target": "web", "scope": [], "reason": "r"}))
+        .contains("(code -32602)"));
+
+    // A person decides: the request waits, shows on the task, and is answered.
+    let pending = app.agent_ok(
+        &token,
+        "request_access",
+        json!({"target": "vercel:prod", "scope": ["deploy"], "reason": "ship the fix"}),
+    );
+    assert_eq!((pending["status"].as_str(), pending["queuePosition"].as_i64()), (Some("pending"), Some(1)));
+    let grant_id = pending["grantId"].as_str().unwrap().to_owned();
+    let task = app.ok(&ada.key, "get_task", json!({"task_id": sid}));
+    assert_eq!(task["waiting_on"], "you");
+    let req = &task["open_requests"][0];
+    assert_eq!((req["kind"].as_str(), req["payload"]["reason"].as_str()), (Some("access"), Some("ship the fix")));
+    let answered = app.ok(
+        &ada.key,
+        "answer_request",
+        json!({"task_id": sid, "request_id": req["request_id"], "answer": "approve", "expires_in_minutes": 10}),
+    );
+    assert_eq!(answered["grant"]["status"], "active");
+    let active = app.agent_ok(&token, "check_grant", json!({"grantId": grant_id}));
+    assert_eq!(
+        (active["status"].as_str(), active["decidedBy"].as_str(), active["scope"].clone()),
+        (Some("active"), Some("user"), json!(["deploy"]))
+    );
+    assert_eq!(lock(&app.agent_ok(&token, "list_targets", json!({})), "web"), json!("open"));
+    let cred = app.agent_ok(&token, "get_credential", json!({"grantId": grant_id}));
+    assert_eq!(
+        (cred["kind"].as_str(), cred["env"]["VERCEL_TOKEN"].as_str(), cred["scoped"].as_bool()),
+        (Some("env"), Some("vt-secret-1"), Some(false))
+    );
+    let audit = app.request("GET", "/v1/audit", Some(&ada.key), None).json_body();
+    assert_eq!(audit["entries"][0]["action"], "get_credential");
+    assert_eq!(
+        app.err_code(
+            &ada.key,
+            "answer_request",
+            json!({"task_id": sid, "request_id": req["request_id"], "answer": "deny"})
+        ),
+        "conflict"
+    );
+
+    // Expired: refused.
+    app.advance(11 * 60_000);
+    assert!(app.agent_err(&token, "get_credential", json!({"grantId": grant_id})).contains("not active"));
+    assert_eq!(app.agent_ok(&token, "check_grant", json!({"grantId": grant_id}))["status"], "denied");
+
+    // A target policy decides without a person; a workspace policy denies.
+    app.request(
+        "PUT",
+        "/v1/policies",
+        Some(&ada.key),
+        Some(json!({"connector_id": con, "scope": "read", "decision": "allow"})),
+    );
+    let by_policy =
+        app.agent_ok(&token, "request_access", json!({"target": "site", "scope": ["read"], "reason": "look"}));
+    assert_eq!(
+        (by_policy["status"].as_str(), by_policy["decidedBy"].as_str()),
+        (Some("active"), Some("target-policy"))
+    );
+    app.request("PUT", "/v1/policies", Some(&ada.key), Some(json!({"scope": "delete", "decision": "deny"})));
+    let denied =
+        app.agent_ok(&token, "request_access", json!({"target": "web", "scope": ["delete"], "reason": "clean"}));
+    assert_eq!(denied["status"], "denied");
+    assert!(app.agent_err(&token, "get_credential", json!({"grantId": denied["grantId"]})).contains("not active"));
+    assert!(app
+        .agent_err(&token, "check_grant", json!({"grantId": "gr_00000000000000000000000000"}))
+        .contains("unknown grant"));
+}
+
+#[test]
+fn an_always_grant_decides_later_requests_as_a_persistent_grant() {
+    let app = app();
+    let (ada, agent, sid, token) = setup(&app);
+    connect(&app, &ada, "web", "vercel", "prod");
+    let pending =
+        app.agent_ok(&token, "request_access", json!({"target": "web", "scope": ["read", "deploy"], "reason": "r"}));
+    let req = app.ok(&ada.key, "get_task", json!({"task_id": sid}))["open_requests"][0]["request_id"].clone();
+    app.ok(&ada.key, "answer_request", json!({"task_id": sid, "request_id": req, "answer": "approve", "always": true}));
+    let g = app.agent_ok(&token, "check_grant", json!({"grantId": pending["grantId"]}));
+    assert!(g["expiresAt"].is_null(), "an always grant does not expire");
+    // Another session of the workspace asks for a subset: the persistent grant answers.
+    let other = app.ok(&ada.key, "start_session", json!({"agent_id": agent, "message": "x", "idempotency_key": "s2"}));
+    let t2 = app.session_token(&ada.key, other["session"]["session_id"].as_str().unwrap());
+    let reused = app.agent_ok(&t2, "request_access", json!({"target": "web", "scope": ["deploy"], "reason": "r"}));
+    assert_eq!((reused["status"].as_str(), reused["decidedBy"].as_str()), (Some("active"), Some("persistent-grant")));
+    let targets = app.agent_ok(&t2, "list_targets", json!({}));
+    assert_eq!(targets[0]["lockState"], "persistent");
+}
+
+#[test]
+fn the_sixth_access_request_in_a_minute_is_refused() {
+    let app = app();
+    let (ada, _, _, token) = setup(&app);
+    connect(&app, &ada, "web", "vercel", "prod");
+    for _ in 0..5 {
+        app.agent_ok(&token, "request_access", json!({"target": "web", "scope": ["read"], "reason": "r"}));
+    }
+    let err = app.agent_err(&token, "request_access", json!({"target": "web", "scope": ["read"], "reason": "r"}));
+    assert_eq!(err, "too many access requests; try again in a minute (code -32003)");
+    // remember_command counts against the same bucket.
+    assert!(app
+        .agent_err(&token, "remember_command", json!({"kind": "checks", "command": "make test"}))
+        .contains("-32003"));
+    app.advance(60_000);
+    app.agent_ok(&token, "request_access", json!({"target": "web", "scope": ["read"], "reason": "r"}));
+}
+
+#[test]
+fn ask_user_shows_as_an_open_request_and_times_out_unanswered() {
+    let app = app();
+    let (ada, _, sid, token) = setup(&app);
+    let err = app.agent_err(
+        &token,
+        "ask_user",
+        json!({"kind": "decision", "payload": {"prompt": "Which db?", "options": ["pg", "sqlite"]}}),
+    );
+    assert_eq!(err, "timed out waiting for the user (code -32004)");
+    assert!(app
+        .agent_err(&token, "ask_user", json!({"kind": "poll", "payload": {}}))
+        .contains("plan, decision or question"));
+    assert!(app
+        .agent_err(&token, "ask_user", json!({"kind": "plan", "payload": {"files": []}}))
+        .contains("payload.summary"));
+    assert_eq!(
+        app.ok(&ada.key, "get_task", json!({"task_id": sid}))["open_requests"],
+        json!([]),
+        "timed out: no longer open"
+    );
+}
+
+#[test]
+fn report_status_shows_on_the_session() {
+    let app = app();
+    let (ada, _, sid, token) = setup(&app);
+    assert_eq!(
+        app.agent_ok(&token, "report_status", json!({"note": "Applying migration 0042 to prod"})),
+        json!({"ok": true})
+    );
+    assert_eq!(app.ok(&ada.key, "get_session", json!({"session_id": sid}))["note"], "Applying migration 0042 to prod");
+    assert!(app.agent_err(&token, "report_status", json!({"note": "x".repeat(201)})).contains("-32602"));
+    app.agent_ok(&token, "report_status", json!({"note": ""}));
+    assert_eq!(app.ok(&ada.key, "get_session", json!({"session_id": sid}))["note"], "");
+}
+
+/// Two sessions in one task with lanes; returns (account, first, second, their tokens).
+fn two_lanes(app: &TestApp) -> (Account, String, String, String, String) {
+    let (ada, agent, sid, token) = setup(app);
+    let r = app.request("PUT", &format!("/v1/tasks/{sid}/settings"), Some(&ada.key), Some(json!({"lanes": true})));
+    assert_eq!(r.status, 200, "{:?}", r.json_body());
+    let other = app.ok(
+        &ada.key,
+        "start_session",
+        json!({"agent_id": agent, "message": "review it", "idempotency_key": "s2", "task_id": sid}),
+    );
+    let sid2 = other["session"]["session_id"].as_str().unwrap().to_owned();
+    let t2 = app.session_token(&ada.key, &sid2);
+    app.settle();
+    (ada, sid, sid2, token, t2)
+}
+
+fn agent_write(app: &TestApp, who: &Account, sid: &str, path: &str, text: &str) {
+    app.ok(&who.key, "send_message", json!({"session_id": sid, "message": format!("/write {path} {text}"), "idempotency_key": format!("w-{sid}-{path}-{text}")}));
+    app.settle();
+}
+
+#[test]
+fn two_lanes_see_overlaps_one_lands_the_other_is_behind_then_conflicts() {
+    let app = app();
+    let (ada, a, b, ta, tb) = two_lanes(&app);
+    agent_write(&app, &ada, &a, "app.rs", "fn a() {}");
+    agent_write(&app, &ada, &b, "app.rs", "fn b() {}");
+    agent_write(&app, &ada, &b, "notes.md", "b's notes");
+
+    let seen = app.agent_ok(&ta, "list_sessions", json!({}));
+    let me = seen.as_array().unwrap().iter().find(|s| s["self"] == true).unwrap();
+    let peer = seen.as_array().unwrap().iter().find(|s| s["self"] == false).unwrap();
+    assert_eq!((me["files"].clone(), peer["files"].clone()), (json!(["app.rs"]), json!(["app.rs", "notes.md"])));
+    assert_eq!(peer["overlapsWithYou"], json!(["app.rs"]));
+    assert_eq!(peer["branch"], format!("lane/{b}"));
+    let activity = app.agent_ok(&ta, "project_activity", json!({}));
+    assert_eq!(activity["overlaps"][0]["file"], "app.rs");
+    assert_eq!(activity["behind"], 0);
+    // The base does not have lane writes until they land.
+    assert_eq!(app.err_code(&ada.key, "read_task_file", json!({"task_id": a, "path": "app.rs"})), "not_found");
+
+    // First landing: no checks known yet, so the agent is asked for them.
+    let first = app.agent_ok(&ta, "land", json!({"summary": "Add a()"}));
+    assert_eq!(first["landed"], false);
+    assert!(first["reason"].as_str().unwrap().contains("remember_command"));
+    app.agent_ok(&ta, "remember_command", json!({"kind": "checks", "command": "cargo test"}));
+    let landed = app.agent_ok(&ta, "land", json!({"summary": "Add a()\n\nThe first function."}));
+    assert_eq!(landed["landed"], true, "{landed}");
+    assert!(landed["steps"].as_array().unwrap().iter().any(|s| s.as_str().unwrap().contains("cargo test")));
+    assert_eq!(app.ok(&ada.key, "read_task_file", json!({"task_id": a, "path": "app.rs"}))["content"], "fn a() {}");
+    let project = app.ok(&ada.key, "read_task_file", json!({"task_id": a, "path": ".agentsky/project.json"}))
+        ["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(project.contains("\"cargo test\""));
+    assert_eq!(
+        app.agent_ok(&ta, "land", json!({"summary": "again"}))["reason"],
+        "there is nothing to land: this lane has no changes against the base"
+    );
+
+    // The other lane is behind, sees the landing, and conflicts on the file both changed.
+    let behind = app.agent_ok(&tb, "project_activity", json!({}));
+    assert_eq!(behind["behind"], 2, "the project file and the landing");
+    let landing = behind["baseCommits"].as_array().unwrap().iter().find(|c| c["subject"] == "Add a()").unwrap().clone();
+    assert_eq!(
+        (landing["files"].clone(), landing["lane"]["branch"].clone()),
+        (json!(["app.rs"]), json!(format!("lane/{a}")))
+    );
+    let conflict = app.agent_ok(&tb, "land", json!({"summary": "Add b()"}));
+    assert_eq!(conflict["landed"], false);
+    assert!(conflict["reason"].as_str().unwrap().contains("app.rs"), "{conflict}");
+}
+
+#[test]
+fn remember_command_is_refused_unless_asked_and_when_it_holds_a_secret() {
+    let app = app();
+    let (ada, sid, _, token, _) = two_lanes(&app);
+    assert!(app
+        .agent_err(&token, "remember_command", json!({"kind": "run", "command": "npm run dev"}))
+        .contains("give the command to the user"));
+    app.request("POST", &format!("/v1/sessions/{sid}/ask"), Some(&ada.key), Some(json!({"kind": "run"})));
+    assert!(app
+        .agent_err(&token, "remember_command", json!({"kind": "run", "command": "API_TOKEN=abc npm run dev"}))
+        .contains("secret"));
+    app.agent_ok(
+        &token,
+        "remember_command",
+        json!({"kind": "run", "command": "npm run dev", "url": "http://localhost:3000"}),
+    );
+    let project = app.ok(&ada.key, "read_task_file", json!({"task_id": sid, "path": ".agentsky/project.json"}))
+        ["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let project: Value = serde_json::from_str(&project).unwrap();
+    assert_eq!(project["dev"], json!({"command": "npm run dev", "url": "http://localhost:3000"}));
+}
+
+#[test]
+fn peers_message_each_other_within_their_task_only() {
+    let app = app();
+    let (ada, a, b, ta, tb) = two_lanes(&app);
+    assert_eq!(
+        app.agent_ok(&ta, "send_message", json!({"to": b, "body": "I took app.rs"})),
+        json!({"delivered": true})
+    );
+    let events = app.ok(&ada.key, "read_session", json!({"session_id": b}));
+    let note = events["events"].as_array().unwrap().iter().rev().find(|e| e["type"] == "user_message").unwrap().clone();
+    assert_eq!(
+        (note["text"].as_str(), note["from"]["peer"]["session_id"].as_str()),
+        (Some("I took app.rs"), Some(a.as_str()))
+    );
+    assert!(app.agent_err(&ta, "send_message", json!({"to": a, "body": "me"})).contains("you"));
+    assert!(app.agent_err(&ta, "send_message", json!({"to": b, "body": ""})).contains("-32602"));
+    // A session of another task is unknown to it.
+    let (_, _, outsider, _) = {
+        let bo = app.signup("Bo", "bo@example.com");
+        let agent = app.request(
+            "POST",
+            "/v1/agents",
+            Some(&bo.key),
+            Some(json!({"name": "X", "harness": "echo", "model": "m"})),
+        );
+        let agent_id = agent.json_body()["agent_id"].as_str().unwrap().to_owned();
+        let s =
+            app.ok(&bo.key, "start_session", json!({"agent_id": agent_id, "message": "x", "idempotency_key": "x1"}));
+        (bo, agent_id, s["session"]["session_id"].as_str().unwrap().to_owned(), ())
+    };
+    assert!(app.agent_err(&ta, "send_message", json!({"to": outsider, "body": "hi"})).contains("no session"));
+    app.ok(&ada.key, "stop_session", json!({"session_id": b}));
+    assert!(app.agent_err(&ta, "send_message", json!({"to": b, "body": "hi"})).contains("ended"));
+    let _ = tb;
+}
