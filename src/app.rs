@@ -81,7 +81,7 @@ async fn route(env: &Env, req: &HttpRequest, meta: RequestMeta) -> HttpResponse 
                 Ok(me) => me,
                 Err(resp) => return resp,
             };
-            let tools = crate::agent::SessionTools { agent: crate::agent::Agent { cx: &cx, me } };
+            let tools = crate::agent::SessionTools { agent: crate::agent::Agent::new(&cx, me) };
             return mcp::serve(&session_spec(&cx, req), &tools, req).await;
         }
         "/v1/conformance/mcp" if env.config.conformance_fixtures => {

@@ -3,7 +3,7 @@
 //! policy when one applies, else by a member through `answer_request`; the call waits for the answer in
 //! the session's object.
 
-use super::{Agent, ToolError, ACCESS_PER_MIN, WAIT_MS};
+use super::{Agent, ToolError, ACCESS_PER_MIN};
 use crate::cx::Cx;
 use crate::rules::{ids, limits, seal, targets};
 use crate::session::{SessionCall, SessionReply};
@@ -123,8 +123,10 @@ async fn connectors(a: &Agent<'_>) -> Result<Vec<ConnectorRow>, ToolError> {
 
 /// Waits in this session's object until the request is answered or the wait ends.
 async fn wait(a: &Agent<'_>, request_id: &str) -> Result<(), ToolError> {
-    let wait_ms = a.cx.env.config.agent_wait_ms.unwrap_or(WAIT_MS);
-    let call = SessionCall::Wait { key: request_id.to_owned(), wait_ms };
+    if a.wait_ms <= 0 {
+        return Ok(());
+    }
+    let call = SessionCall::Wait { key: request_id.to_owned(), wait_ms: a.wait_ms };
     match a.cx.env.sessions.call(&a.me.session_id, call).await.map_err(|e| a.internal(e))? {
         SessionReply::Woken { .. } => Ok(()),
         other => Err(a.internal(format!("unexpected session reply {other:?}"))),

@@ -1,6 +1,6 @@
 //! `report_status` and `ask_user`: the agent's line on its card, and its questions to the user.
 
-use super::{Agent, ToolError, QUESTIONS_PER_MIN, WAIT_MS};
+use super::{Agent, ToolError, QUESTIONS_PER_MIN};
 use crate::rules::{ids, limits};
 use crate::session::{SessionCall, SessionReply};
 use crate::store;
@@ -70,8 +70,8 @@ pub fn check_payload(kind: &str, payload: &Value) -> Result<Value, ToolError> {
     })
 }
 
-/// ask_user
-pub async fn ask_user(a: &Agent<'_>, p: AskUser) -> Result<Value, ToolError> {
+/// Opens a question for the user without waiting: its request id.
+pub async fn open(a: &Agent<'_>, p: AskUser) -> Result<String, ToolError> {
     let payload = check_payload(&p.kind, &p.payload)?;
     a.bucket("questions", QUESTIONS_PER_MIN, "questions").await?;
     let (cx, me) = (a.cx, &a.me);
@@ -88,26 +88,34 @@ pub async fn ask_user(a: &Agent<'_>, p: AskUser) -> Result<Value, ToolError> {
         ))
         .await
         .map_err(|e| a.internal(e))?;
-    let wait_ms = cx.env.config.agent_wait_ms.unwrap_or(WAIT_MS);
-    match cx
-        .env
-        .sessions
-        .call(&me.session_id, SessionCall::Wait { key: request_id.clone(), wait_ms })
-        .await
-        .map_err(|e| a.internal(e))?
-    {
-        SessionReply::Woken { .. } => {}
-        other => return Err(a.internal(format!("unexpected session reply {other:?}"))),
-    }
-    let req = store::requests::get_request(cx.db(), &request_id)
+    Ok(request_id)
+}
+
+/// The user's answer to a question, or (unanswered) `timed out waiting for the user`, expiring it.
+pub async fn answer_of(a: &Agent<'_>, request_id: &str) -> Result<Value, ToolError> {
+    let db = a.cx.db();
+    let req = store::requests::get_request(db, request_id)
         .await
         .map_err(|e| a.internal(e))?
         .ok_or_else(|| a.internal("request vanished"))?;
     match (req.status.as_str(), req.answer) {
         ("answered", Some(answer)) => Ok(json!({ "resolution": answer })),
         _ => {
-            store::requests::expire_request(cx.db(), &request_id, cx.clock_now()).await.map_err(|e| a.internal(e))?;
+            store::requests::expire_request(db, request_id, a.cx.clock_now()).await.map_err(|e| a.internal(e))?;
             Err(ToolError::new(-32004, "timed out waiting for the user"))
         }
     }
+}
+
+/// ask_user
+pub async fn ask_user(a: &Agent<'_>, p: AskUser) -> Result<Value, ToolError> {
+    let request_id = open(a, p).await?;
+    if a.wait_ms > 0 {
+        let call = SessionCall::Wait { key: request_id.clone(), wait_ms: a.wait_ms };
+        match a.cx.env.sessions.call(&a.me.session_id, call).await.map_err(|e| a.internal(e))? {
+            SessionReply::Woken { .. } => {}
+            other => return Err(a.internal(format!("unexpected session reply {other:?}"))),
+        }
+    }
+    answer_of(a, &request_id).await
 }

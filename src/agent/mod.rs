@@ -66,9 +66,18 @@ pub type ToolResult = Result<Value, ToolError>;
 pub struct Agent<'a> {
     pub cx: &'a Cx<'a>,
     pub me: SessionRow,
+    /// How long tools that wait for a person hold the call: the contract's 5 minutes over MCP; 0 inside a
+    /// harness, which instead pauses the turn durably until the answer lands.
+    pub wait_ms: i64,
 }
 
-impl Agent<'_> {
+impl<'a> Agent<'a> {
+    /// The agent behind an MCP call, waiting as the deployment says.
+    pub fn new(cx: &'a Cx<'a>, me: SessionRow) -> Self {
+        let wait_ms = cx.env.config.agent_wait_ms.unwrap_or(WAIT_MS);
+        Self { cx, me, wait_ms }
+    }
+
     /// Counts one hit on one of this session's per-minute buckets; `what` names it in the error.
     pub async fn bucket(&self, bucket: &str, limit: u32, what: &str) -> Result<(), ToolError> {
         let key = format!("session:{}:{bucket}", self.me.session_id);
@@ -193,9 +202,51 @@ impl ToolHost for SessionTools<'_> {
     }
 }
 
-/// Runs one session tool by name for a harness inside the session (no MCP envelope).
-pub async fn call_tool(agent: &Agent<'_>, name: &str, args: Value) -> Option<ToolResult> {
-    SessionTools { agent: Agent { cx: agent.cx, me: agent.me.clone() } }.run(name, args).await
+/// What a harness gets from a session tool: a result now, or a request whose answer it waits for.
+pub enum HarnessCall {
+    Done(ToolResult),
+    /// The turn pauses until the request is answered (or the wait runs out), then resumes with
+    /// [`harness_resume`].
+    Awaiting {
+        request_id: String,
+        kind: String,
+        grant_id: Option<String>,
+    },
+}
+
+/// Runs a session tool for a harness inside the session: nothing waits in the call.
+pub async fn harness_call(agent: Agent<'_>, name: &str, args: Value) -> HarnessCall {
+    let agent = Agent { wait_ms: 0, ..agent };
+    if name == "ask_user" {
+        return match parse::<asking::AskUser>(args) {
+            Ok(p) => match asking::open(&agent, p).await {
+                Ok(request_id) => HarnessCall::Awaiting { request_id, kind: "ask_user".into(), grant_id: None },
+                Err(e) => HarnessCall::Done(Err(e)),
+            },
+            Err(e) => HarnessCall::Done(Err(e)),
+        };
+    }
+    let tools = SessionTools { agent };
+    let result = tools.run(name, args).await.unwrap_or_else(|| Err(ToolError::unknown(format!("no tool `{name}`"))));
+    if let Ok(v) = &result {
+        if v["status"] == "pending" {
+            let grant_id = v["grantId"].as_str().unwrap_or_default().to_owned();
+            let grant = crate::store::requests::get_grant(tools.agent.cx.db(), &grant_id).await.ok().flatten();
+            if let Some(request_id) = grant.and_then(|g| g.request_id) {
+                return HarnessCall::Awaiting { request_id, kind: "access".into(), grant_id: Some(grant_id) };
+            }
+        }
+    }
+    HarnessCall::Done(result)
+}
+
+/// The result of a tool the harness waited on, once its request was answered or the wait ran out.
+pub async fn harness_resume(agent: Agent<'_>, kind: &str, request_id: &str, grant_id: Option<&str>) -> ToolResult {
+    let agent = Agent { wait_ms: 0, ..agent };
+    match (kind, grant_id) {
+        ("access", Some(g)) => access::check_grant(&agent, access::CheckGrant { grant_id: g.to_owned() }).await,
+        _ => asking::answer_of(&agent, request_id).await,
+    }
 }
 
 /// Whether a name is one of the session tools.

@@ -58,7 +58,7 @@ pub fn now_ms() -> i64 {
     js_sys::Date::now() as i64
 }
 
-fn core_env(env: &Env) -> Result<CoreEnv> {
+pub(crate) fn core_env(env: &Env) -> Result<CoreEnv> {
     Ok(CoreEnv {
         db: Counted::new(Box::new(d1::D1(env.d1(DB)?))),
         limiter: Box::new(limiter::Client(env.durable_object(LIMITER)?)),

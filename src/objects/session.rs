@@ -6,7 +6,7 @@
 //! Memory holds only wake-ups. A waiter re-reads the log after waking, so a lost wake-up or a client
 //! that went away loses nothing; a turn whose alarm was lost (a restart) is re-armed by the next call.
 
-use crate::edge::{d1::D1, net::WorkerNet, now_ms, r2::R2, DB, FILES};
+use crate::edge::{d1::D1, net::WorkerNet, now_ms, DB};
 use crate::session::openai::Ports;
 use crate::session::{driver, Core, LocalSql, Refusal, SessionCall, SessionReply, Transition, TurnState};
 use crate::store::{Param, Row};
@@ -62,8 +62,8 @@ impl DurableObject for Session {
         let sql = ObjectSql(self.state.storage().sql());
         let core = Core::open(&sql).map_err(refusal)?;
         let now = now_ms();
-        let (db, blobs, config) = (D1(self.env.d1(DB)?), R2(self.env.bucket(FILES)?), crate::edge::config(&self.env));
-        let ports = Ports { db: &db, blobs: &blobs, net: &WorkerNet, config: &config };
+        let env = crate::edge::core_env(&self.env)?;
+        let ports = Ports { env: &env, net: &WorkerNet };
         if let Some((config, t)) = driver::step(&core, &ports, now).await.map_err(refusal)? {
             self.effects(&config, &t, now).await;
         }

@@ -130,7 +130,7 @@ pub async fn hand_off(cx: &Cx<'_>, p: HandOffSession) -> Result<Handoff, ApiErro
                 from: Author::User,
                 budget_cents: None,
                 model: &model,
-                thinking: p.thinking.as_deref().unwrap_or("medium"),
+                thinking: p.thinking.as_deref().unwrap_or(sessions::DEFAULT_THINKING),
                 key_id: Some(key_id),
             };
             let started = match sessions::create(cx, &spec, r.start).await {

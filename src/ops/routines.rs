@@ -285,7 +285,7 @@ async fn execute(cx: &Cx<'_>, fire_id: &str, r: &RoutineRow) -> Result<(), ApiEr
                 from: Author::Routine { routine_id: r.routine_id.clone() },
                 budget_cents: r.budget_cents,
                 model: &agent.model,
-                thinking: "medium",
+                thinking: sessions::DEFAULT_THINKING,
                 key_id: None,
             };
             let scope = Scope { workspace_id: &w.workspace_id, tool: "start_session", key: &key, ttl_ms: START_TTL_MS };

@@ -16,6 +16,8 @@ const MAX_MESSAGE_CHARS: usize = 64_000;
 /// Longest wait `read_session` holds, in seconds.
 const MAX_WAIT_SECONDS: i64 = 50;
 pub const THINKING: &[&str] = &["off", "low", "medium", "high"];
+/// A new session's thinking level: off, because models that do not reason refuse the setting.
+pub const DEFAULT_THINKING: &str = "off";
 
 /// Asks a session's object and turns its refusals into API errors.
 pub async fn call(cx: &Cx<'_>, session_id: &str, call: SessionCall) -> Result<SessionReply, ApiError> {
@@ -32,6 +34,7 @@ fn refusal(cx: &Cx<'_>, code: &str, message: String) -> ApiError {
         "insufficient_credits" => Code::InsufficientCredits,
         "not_found" => Code::NotFound,
         "conflict" => Code::Conflict,
+        "invalid_params" => Code::InvalidParams,
         _ => return cx.internal(message),
     };
     ApiError::new(code, message)
@@ -174,7 +177,7 @@ pub async fn start(cx: &Cx<'_>, p: StartSession) -> Result<Started, ApiError> {
         from: Author::User,
         budget_cents: p.budget_cents,
         model: &model,
-        thinking: "medium",
+        thinking: DEFAULT_THINKING,
         key_id: Some(&caller.key_id),
     };
     let scope =

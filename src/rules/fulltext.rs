@@ -45,9 +45,9 @@ fn push_run(out: &mut String, run: &mut Vec<char>) {
 
 /// Words too common to help a search; dropped from queries unless nothing else is left.
 const STOPWORDS: &[&str] = &[
-    "a", "an", "and", "are", "as", "at", "be", "by", "can", "do", "does", "for", "from", "how", "i", "in", "is",
-    "it", "me", "my", "of", "on", "or", "the", "this", "that", "to", "was", "what", "when", "where", "which",
-    "with", "you", "your",
+    "a", "an", "and", "are", "as", "at", "be", "by", "can", "do", "does", "for", "from", "how", "i", "in", "is", "it",
+    "me", "my", "of", "on", "or", "the", "this", "that", "to", "was", "what", "when", "where", "which", "with", "you",
+    "your",
 ];
 
 /// One piece of text: a word (letters and digits) or a run of CJK characters.
@@ -152,7 +152,8 @@ pub fn parse_query(query: &str) -> Option<Query> {
         }
     }
     let meaningful: Vec<&String> = words.iter().filter(|w| !STOPWORDS.contains(&w.as_str())).collect();
-    let kept: Vec<&String> = if meaningful.is_empty() && terms.is_empty() { words.iter().collect() } else { meaningful };
+    let kept: Vec<&String> =
+        if meaningful.is_empty() && terms.is_empty() { words.iter().collect() } else { meaningful };
     for w in kept {
         let term = format!("\"{w}\"");
         if !terms.contains(&term) {

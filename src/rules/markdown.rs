@@ -169,8 +169,8 @@ fn safe_href(url: &str, link_base: &str) -> Option<String> {
     if url.starts_with("https://") || url.starts_with("http://") || (url.starts_with('/') && !url.starts_with("//")) {
         return Some(url.to_owned());
     }
-    let is_slug = !url.is_empty()
-        && url.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'#');
+    let is_slug =
+        !url.is_empty() && url.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'#');
     is_slug.then(|| format!("{link_base}{url}"))
 }
 
@@ -241,7 +241,10 @@ mod tests {
 
     #[test]
     fn links_are_kept_only_when_safe() {
-        let html = to_html("[ok](https://a.example/x?y=\"z\") [art](keys-and-scopes) [bad](javascript:alert(1)) [p](//evil)", "/help/");
+        let html = to_html(
+            "[ok](https://a.example/x?y=\"z\") [art](keys-and-scopes) [bad](javascript:alert(1)) [p](//evil)",
+            "/help/",
+        );
         assert!(html.contains("<a href=\"https://a.example/x?y=&quot;z&quot;\">ok</a>"), "{html}");
         assert!(html.contains("<a href=\"/help/keys-and-scopes\">art</a>"));
         assert!(!html.contains("javascript") && !html.contains("//evil"), "{html}");

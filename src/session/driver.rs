@@ -31,7 +31,8 @@ pub async fn step<S: LocalSql + ?Sized>(
             // `/write <path> <text>` goes through the same file tool a model would call.
             if let (Some((path, content)), true) = (echo::write_request(&text), outcome.end.is_some()) {
                 let args = serde_json::json!({ "path": path, "content": content });
-                let result = agent_tools::run(ports.db, ports.blobs, &config, "write_task_file", &args, now_ms).await;
+                let result =
+                    agent_tools::run(ports.db(), ports.blobs(), &config, "write_task_file", &args, now_ms).await;
                 let (content, is_error) = match result {
                     Ok(v) => (v.to_string(), false),
                     Err(e) => (serde_json::json!({ "error": e }).to_string(), true),

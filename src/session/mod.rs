@@ -183,6 +183,20 @@ impl<'a, S: LocalSql + ?Sized> Core<'a, S> {
     /// One page of events after `after`, for one message's turn or for all of them.
     pub fn page(&self, after: i64, message_id: Option<&str>, limit: u32) -> Res<Page> {
         let limit = limit.clamp(1, MAX_PAGE);
+        // A message this session never had would never finish: say so instead of waiting on it.
+        if let Some(m) = message_id {
+            if self.find_message(m)?.is_none() {
+                return Err(Refusal::new("not_found", format!("no message `{m}` in this session")));
+            }
+        }
+        let last = self.sql.exec("SELECT MAX(seq) AS seq FROM event", &[]).map_err(storage)?;
+        let last = last.first().and_then(|r| r.get("seq")).and_then(Value::as_i64).unwrap_or(0);
+        if after > last {
+            return Err(Refusal::new(
+                "invalid_params",
+                "`cursor` is past the end of this session; pass a cursor this session gave out",
+            ));
+        }
         let rows = match message_id {
             Some(m) => self.sql.exec(
                 "SELECT seq, kind, message_id, body, at_ms FROM event WHERE message_id = ? AND seq > ? ORDER BY seq LIMIT ?",

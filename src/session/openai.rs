@@ -7,7 +7,7 @@
 
 use super::agent_tools::{self, bearer, post_json};
 use super::{mcp_client, Charge, Core, Event, EventKind, LocalSql, SessionConfig, StepOutcome, Turn, TurnEnd};
-use crate::cx::{Blobs, Config, Net};
+use crate::cx::{Blobs, Config, Env, Net};
 use crate::rules::seal;
 use crate::store::{self, Sql};
 use serde::{Deserialize, Serialize};
@@ -47,10 +47,21 @@ impl Prices {
 
 /// What a harness step may reach.
 pub struct Ports<'a> {
-    pub db: &'a dyn Sql,
-    pub blobs: &'a dyn Blobs,
+    /// The platform as the session's object has it (D1, R2, the other objects, the limiter).
+    pub env: &'a Env,
     pub net: &'a dyn Net,
-    pub config: &'a Config,
+}
+
+impl<'a> Ports<'a> {
+    pub fn db(&self) -> &'a dyn Sql {
+        &self.env.db
+    }
+    pub fn blobs(&self) -> &'a dyn Blobs {
+        self.env.blobs.as_ref()
+    }
+    pub fn config(&self) -> &'a Config {
+        &self.env.config
+    }
 }
 
 /// A tool from a declared MCP server, as the model sees it.
@@ -69,11 +80,12 @@ fn sanitize(s: &str) -> String {
 }
 
 async fn secret(ports: &Ports<'_>, config: &SessionConfig, name: &str) -> Result<Option<String>, String> {
-    let Some(sealed) = store::secrets::sealed(ports.db, &config.workspace_id, name).await.map_err(|e| e.to_string())?
+    let Some(sealed) =
+        store::secrets::sealed(ports.db(), &config.workspace_id, name).await.map_err(|e| e.to_string())?
     else {
         return Ok(None);
     };
-    let master = ports.config.secrets_key.as_deref().ok_or("this deployment has no SECRETS_KEY")?;
+    let master = ports.config().secrets_key.as_deref().ok_or("this deployment has no SECRETS_KEY")?;
     seal::open(master, &crate::ops::secrets::aad(&config.workspace_id, name), &sealed)
         .map(Some)
         .ok_or_else(|| format!("the secret {name} cannot be opened (was SECRETS_KEY changed?)"))
@@ -132,9 +144,14 @@ pub fn messages(config: &SessionConfig, history: &[Event]) -> Vec<Value> {
             "tool_call" => {
                 let call = json!({"id": e.body["call_id"], "type": "function",
                     "function": {"name": e.body["name"], "arguments": e.body["arguments"].to_string()}});
+                // A model's text and its tool calls are one assistant message: strict servers refuse two
+                // assistant messages in a row.
                 match out.last_mut() {
-                    Some(last) if last["role"] == "assistant" && last.get("tool_calls").is_some() => {
-                        last["tool_calls"].as_array_mut().expect("tool_calls is an array").push(call)
+                    Some(last) if last["role"] == "assistant" => {
+                        match last.get_mut("tool_calls").and_then(Value::as_array_mut) {
+                            Some(calls) => calls.push(call),
+                            None => last["tool_calls"] = json!([call]),
+                        }
                     }
                     _ => out.push(json!({"role": "assistant", "content": Value::Null, "tool_calls": [call]})),
                 }
@@ -146,6 +163,144 @@ pub fn messages(config: &SessionConfig, history: &[Event]) -> Vec<Value> {
         }
     }
     out
+}
+
+/// A tool call the model made, still to be answered.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct PendingCall {
+    id: String,
+    name: String,
+    args: Value,
+}
+
+/// A turn paused on a person: the call that waits, the calls after it, and until when.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Awaiting {
+    request_id: String,
+    kind: String,
+    grant_id: Option<String>,
+    call: PendingCall,
+    rest: Vec<PendingCall>,
+    deadline_ms: i64,
+}
+
+/// The calling session as the session tools see it.
+async fn agent<'a>(
+    ports: &Ports<'a>,
+    cx: &'a crate::cx::Cx<'a>,
+    config: &SessionConfig,
+) -> Result<crate::agent::Agent<'a>, String> {
+    let me = store::sessions::get(ports.db(), &config.session_id)
+        .await
+        .map_err(|e| e.to_string())?
+        .ok_or("session not indexed")?;
+    Ok(crate::agent::Agent::new(cx, me))
+}
+
+fn tool_result(outcome: &mut StepOutcome, call: &PendingCall, content: String, is_error: bool) {
+    outcome.events.push((
+        EventKind::ToolResult,
+        json!({ "call_id": call.id, "name": call.name, "content": content, "is_error": is_error }),
+    ));
+}
+
+/// Answers the model's tool calls in order. A session tool that needs a person's answer pauses the rest.
+async fn run_calls(
+    ports: &Ports<'_>,
+    config: &SessionConfig,
+    remote: &[RemoteTool],
+    calls: Vec<PendingCall>,
+    outcome: &mut StepOutcome,
+    now_ms: i64,
+) -> Result<Option<Awaiting>, String> {
+    let mut calls = calls.into_iter();
+    while let Some(c) = calls.next() {
+        let (content, is_error) = if agent_tools::is_builtin(&c.name) {
+            match agent_tools::run(ports.db(), ports.blobs(), config, &c.name, &c.args, now_ms).await {
+                Ok(v) => (v.to_string(), false),
+                Err(e) => (json!({ "error": e }).to_string(), true),
+            }
+        } else if crate::agent::is_tool(&c.name) {
+            let cx = crate::cx::Cx::system(ports.env, now_ms, format!("harness-{}", config.session_id));
+            let me = agent(ports, &cx, config).await?;
+            match crate::agent::harness_call(me, &c.name, c.args.clone()).await {
+                crate::agent::HarnessCall::Done(r) => session_tool_text(r),
+                crate::agent::HarnessCall::Awaiting { request_id, kind, grant_id } => {
+                    let wait = ports.config().agent_wait_ms.unwrap_or(crate::agent::WAIT_MS);
+                    return Ok(Some(Awaiting {
+                        request_id,
+                        kind,
+                        grant_id,
+                        call: c,
+                        rest: calls.collect(),
+                        deadline_ms: now_ms + wait,
+                    }));
+                }
+            }
+        } else if let Some(t) = remote.iter().find(|t| t.name == c.name) {
+            let server =
+                config.mcp_servers.iter().find(|s| s["name"] == t.server.as_str()).cloned().unwrap_or_default();
+            let token = match server["bearer_secret"].as_str() {
+                Some(s) => secret(ports, config, s).await?,
+                None => None,
+            };
+            let url = server["url"].as_str().unwrap_or_default();
+            match mcp_client::call_tool(ports.net, url, token.as_deref(), &t.tool, &c.args).await {
+                Ok(r) => r,
+                Err(e) => (json!({ "error": e }).to_string(), true),
+            }
+        } else {
+            (json!({ "error": format!("no tool `{}`", c.name) }).to_string(), true)
+        };
+        tool_result(outcome, &c, content, is_error);
+    }
+    Ok(None)
+}
+
+fn session_tool_text(r: crate::agent::ToolResult) -> (String, bool) {
+    match r {
+        Ok(v) => (v.to_string(), false),
+        Err(e) => (format!("{} (code {})", e.message, e.code), true),
+    }
+}
+
+/// Continues with the next model call, or pauses the turn until the awaited answer lands (the object
+/// re-arms the alarm when `answer_request` signals it) or the wait runs out.
+fn pause_or_continue(outcome: &mut StepOutcome, awaiting: Option<Awaiting>, remote: &[RemoteTool], now_ms: i64) {
+    let mut state = json!({ "remote_tools": remote });
+    match awaiting {
+        Some(a) => {
+            outcome.next_in_ms = Some((a.deadline_ms - now_ms).max(0));
+            outcome.events.push((
+                EventKind::Status,
+                json!({ "text": format!("waiting for the user to answer request {}", a.request_id) }),
+            ));
+            state["awaiting"] = serde_json::to_value(&a).unwrap_or(Value::Null);
+        }
+        None => outcome.next_in_ms = Some(0),
+    }
+    outcome.harness_state = state;
+}
+
+/// The step after a pause: the awaited call's result, then the calls after it.
+async fn resume(
+    ports: &Ports<'_>,
+    config: &SessionConfig,
+    turn: &Turn,
+    waiting: Value,
+    now_ms: i64,
+) -> Result<StepOutcome, String> {
+    let a: Awaiting = serde_json::from_value(waiting).map_err(|e| e.to_string())?;
+    let remote: Vec<RemoteTool> = serde_json::from_value(turn.harness["remote_tools"].clone()).unwrap_or_default();
+    let cx = crate::cx::Cx::system(ports.env, now_ms, format!("harness-{}", config.session_id));
+    let me = agent(ports, &cx, config).await?;
+    let mut outcome = StepOutcome::default();
+    let (content, is_error) =
+        session_tool_text(crate::agent::harness_resume(me, &a.kind, &a.request_id, a.grant_id.as_deref()).await);
+    tool_result(&mut outcome, &a.call, content, is_error);
+    let next = run_calls(ports, config, &remote, a.rest, &mut outcome, now_ms).await?;
+    pause_or_continue(&mut outcome, next, &remote, now_ms);
+    Ok(outcome)
 }
 
 fn failed(message: String) -> StepOutcome {
@@ -181,7 +336,7 @@ async fn run<S: LocalSql + ?Sized>(
         return Err(format!("the turn made {MAX_STEPS} model calls without finishing; it stops here"));
     }
     if let Some((spent, Some(budget))) =
-        store::tasks::spend(ports.db, &config.task_id).await.map_err(|e| e.to_string())?
+        store::tasks::spend(ports.db(), &config.task_id).await.map_err(|e| e.to_string())?
     {
         if spent >= budget {
             return Ok(StepOutcome {
@@ -194,17 +349,22 @@ async fn run<S: LocalSql + ?Sized>(
             });
         }
     }
+    if let Some(waiting) = turn.harness.get("awaiting") {
+        return resume(ports, config, turn, waiting.clone(), now_ms).await;
+    }
     let base = secret(ports, config, "OPENAI_BASE_URL").await?.ok_or(
         "this workspace has no OPENAI_BASE_URL secret: set it (and OPENAI_API_KEY) with PUT /v1/secrets/{name}",
     )?;
     let key = secret(ports, config, "OPENAI_API_KEY").await?;
     let remote = remote_tools(ports, config, turn).await?;
     let mut tools = agent_tools::specs();
+    tools.extend(crate::agent::function_specs());
     tools.extend(remote.iter().map(|t| {
         json!({"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.schema}})
     }));
     let history = core.history(HISTORY).map_err(|r| r.message)?;
     let mut body = json!({ "model": config.model, "messages": messages(config, &history), "tools": tools });
+    // Only asked for when set: models that do not reason refuse the field.
     if config.thinking != "off" {
         body["reasoning_effort"] = json!(config.thinking);
     }
@@ -229,7 +389,7 @@ async fn run<S: LocalSql + ?Sized>(
     );
     let charge = Charge {
         model: config.model.clone(),
-        cents: ports.config.prices.cents(&config.model, input, output),
+        cents: ports.config().prices.cents(&config.model, input, output),
         input_tokens: input,
         output_tokens: output,
     };
@@ -245,42 +405,22 @@ async fn run<S: LocalSql + ?Sized>(
     if let Some(text) = message["content"].as_str().filter(|t| !t.is_empty()) {
         outcome.events.push((EventKind::AgentMessage, json!({ "text": text, "model": config.model })));
     }
-    let mut results = Vec::new();
-    for call in &calls {
-        let (id, name) =
-            (call["id"].as_str().unwrap_or_default(), call["function"]["name"].as_str().unwrap_or_default());
-        let args: Value = call["function"]["arguments"]
-            .as_str()
-            .and_then(|a| serde_json::from_str(a).ok())
-            .unwrap_or_else(|| json!({}));
-        outcome.events.push((EventKind::ToolCall, json!({ "call_id": id, "name": name, "arguments": args })));
-        let (content, is_error) = if agent_tools::is_builtin(name) {
-            match agent_tools::run(ports.db, ports.blobs, config, name, &args, now_ms).await {
-                Ok(v) => (v.to_string(), false),
-                Err(e) => (json!({ "error": e }).to_string(), true),
-            }
-        } else if let Some(t) = remote.iter().find(|t| t.name == name) {
-            let server =
-                config.mcp_servers.iter().find(|s| s["name"] == t.server.as_str()).cloned().unwrap_or_default();
-            let token = match server["bearer_secret"].as_str() {
-                Some(s) => secret(ports, config, s).await?,
-                None => None,
-            };
-            let url = server["url"].as_str().unwrap_or_default();
-            match mcp_client::call_tool(ports.net, url, token.as_deref(), &t.tool, &args).await {
-                Ok(r) => r,
-                Err(e) => (json!({ "error": e }).to_string(), true),
-            }
-        } else {
-            (json!({ "error": format!("no tool `{name}`") }).to_string(), true)
-        };
-        results.push((
-            EventKind::ToolResult,
-            json!({ "call_id": id, "name": name, "content": content, "is_error": is_error }),
-        ));
+    let calls: Vec<PendingCall> = calls
+        .iter()
+        .map(|call| PendingCall {
+            id: call["id"].as_str().unwrap_or_default().to_owned(),
+            name: call["function"]["name"].as_str().unwrap_or_default().to_owned(),
+            args: call["function"]["arguments"]
+                .as_str()
+                .and_then(|a| serde_json::from_str(a).ok())
+                .unwrap_or_else(|| json!({})),
+        })
+        .collect();
+    for c in &calls {
+        outcome.events.push((EventKind::ToolCall, json!({ "call_id": c.id, "name": c.name, "arguments": c.args })));
     }
-    outcome.events.extend(results);
-    outcome.next_in_ms = Some(0);
+    let awaiting = run_calls(ports, config, &remote, calls, &mut outcome, now_ms).await?;
+    pause_or_continue(&mut outcome, awaiting, &remote, now_ms);
     Ok(outcome)
 }
 
@@ -314,7 +454,7 @@ pub async fn grade(
     );
     let charge = Charge {
         model: config.model.clone(),
-        cents: ports.config.prices.cents(&config.model, input, output),
+        cents: ports.config().prices.cents(&config.model, input, output),
         input_tokens: input,
         output_tokens: output,
     };
@@ -377,5 +517,15 @@ mod tests {
         assert_eq!(m[5], json!({"role": "assistant", "content": "done"}));
         assert!(m[6]["content"].as_str().unwrap().contains("peer session ses_p"));
         assert_eq!(m.len(), 7);
+        let text_then_call = vec![
+            ev("agent_message", json!({"text": "Now the arithmetic."})),
+            ev("tool_call", json!({"call_id": "c3", "name": "calc", "arguments": {}})),
+        ];
+        let m = messages(&config, &text_then_call);
+        assert_eq!(m.len(), 2, "text and calls are one assistant message");
+        assert_eq!(
+            (m[1]["content"].as_str(), m[1]["tool_calls"][0]["id"].as_str()),
+            (Some("Now the arithmetic."), Some("c3"))
+        );
     }
 }

@@ -238,3 +238,54 @@ fn the_echo_harness_writes_files_through_the_agents_file_tool() {
     assert_eq!(file["content"], "Hello, task!");
     assert_eq!(app.ok(&ada.key, "collect_result", json!({"session_id": sid}))["files"][0]["path"], "notes/hello.md");
 }
+
+#[test]
+fn the_openai_harness_offers_the_session_tools_and_pauses_durably_on_ask_user() {
+    let app = app();
+    let (ada, agent_id) = setup(&app, json!({}));
+    let calls = Rc::new(Cell::new(0));
+    let seen = calls.clone();
+    app.sessions.net.answer(move |req| {
+        seen.set(seen.get() + 1);
+        let b = body(req);
+        if seen.get() == 1 {
+            let names: Vec<String> = b["tools"].as_array().unwrap().iter().map(|t| t["function"]["name"].as_str().unwrap().to_owned()).collect();
+            assert!(names.contains(&"ask_user".to_owned()) && names.contains(&"land".to_owned()), "{names:?}");
+            completion(json!({"role": "assistant", "content": "Let me check.", "tool_calls": [
+                {"id": "s1", "type": "function", "function": {"name": "report_status", "arguments": "{\"note\":\"asking\"}"}},
+                {"id": "q1", "type": "function", "function": {"name": "ask_user", "arguments": "{\"kind\":\"question\",\"payload\":{\"prompt\":\"Which colour?\"}}"}}
+            ]}), 10, 10)
+        } else {
+            let messages = b["messages"].as_array().unwrap();
+            let answer = messages.iter().find(|m| m["tool_call_id"] == "q1").unwrap()["content"].as_str().unwrap().to_owned();
+            assert!(answer.contains("teal"), "{answer}");
+            completion(json!({"role": "assistant", "content": "Teal it is."}), 10, 10)
+        }
+    });
+    let started = app.ok(
+        &ada.key,
+        "start_session",
+        json!({"agent_id": agent_id, "message": "pick a colour", "idempotency_key": "k"}),
+    );
+    let sid = started["session"]["session_id"].as_str().unwrap().to_owned();
+    app.settle();
+    assert_eq!(calls.get(), 1, "paused: no second model call until the user answers");
+    assert_eq!(app.ok(&ada.key, "get_session", json!({"session_id": sid}))["note"], "asking");
+    let task = app.ok(&ada.key, "get_task", json!({"task_id": sid}));
+    let req = task["open_requests"][0].clone();
+    assert_eq!(req["payload"]["prompt"], "Which colour?");
+    app.ok(&ada.key, "answer_request", json!({"task_id": sid, "request_id": req["request_id"], "answer": "teal"}));
+    app.settle();
+    assert_eq!(calls.get(), 2);
+    let page = app.ok(&ada.key, "read_session", json!({"session_id": sid, "message_id": started["message_id"]}));
+    assert_eq!(page["turn_finished"], true);
+    let result = page["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["type"] == "tool_result" && e["call_id"] == "q1")
+        .unwrap()
+        .clone();
+    assert!(result["content"].as_str().unwrap().contains("\"answer\":\"teal\""));
+    assert_eq!(app.ok(&ada.key, "collect_result", json!({"session_id": sid}))["last_reply"], "Teal it is.");
+}

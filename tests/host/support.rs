@@ -108,6 +108,7 @@ impl LocalSql for ObjectDb {
 pub struct HostSessions {
     objects: Rc<RefCell<HashMap<String, Rc<ObjectDb>>>>,
     db: Sqlite,
+    limiter: MemoryLimiter,
     blobs: MemoryBlobs,
     pub net: ScriptedNet,
     config: Config,
@@ -121,6 +122,19 @@ impl HostSessions {
             .entry(session_id.to_owned())
             .or_insert_with(|| Rc::new(ObjectDb(rusqlite::Connection::open_in_memory().unwrap())))
             .clone()
+    }
+
+    /// The platform as a session's object sees it.
+    fn env(&self) -> Env {
+        Env {
+            db: Counted::new(Box::new(self.db.clone())),
+            limiter: Box::new(self.limiter.clone()),
+            sessions: Box::new(self.clone()),
+            blobs: Box::new(self.blobs.clone()),
+            queue: Box::new(MemoryQueue::default()),
+            clock: Box::new(HostClock(self.now.clone())),
+            config: self.config.clone(),
+        }
     }
 
     /// Runs every step due by `until`, moving the clock to each step's time, as alarms would.
@@ -141,7 +155,8 @@ impl HostSessions {
             }
             self.now.set(self.now.get().max(at));
             let now = self.now.get();
-            let ports = Ports { db: &self.db, blobs: &self.blobs, net: &self.net, config: &self.config };
+            let env = self.env();
+            let ports = Ports { env: &env, net: &self.net };
             let stepped = driver::step(&core, &ports, now).await.unwrap();
             let Some((config, t)) = stepped else { break };
             driver::record(&self.db, &config, &t, now).await.unwrap();
@@ -290,24 +305,17 @@ impl TestApp {
         let db = Sqlite(Rc::new(migrated()));
         let now_ms = Rc::new(Cell::new(1_780_000_000_000));
         let blobs = MemoryBlobs::default();
+        let limiter = MemoryLimiter::default();
         let sessions = HostSessions {
             objects: Rc::default(),
             db: db.clone(),
+            limiter: limiter.clone(),
             blobs: blobs.clone(),
             net: ScriptedNet::default(),
             config: config.clone(),
             now: now_ms.clone(),
         };
-        Self {
-            db,
-            limiter: MemoryLimiter::default(),
-            sessions,
-            blobs,
-            queue: MemoryQueue::default(),
-            config,
-            now_ms,
-            last_queries: Cell::new(0),
-        }
+        Self { db, limiter, sessions, blobs, queue: MemoryQueue::default(), config, now_ms, last_queries: Cell::new(0) }
     }
 
     fn env(&self) -> Env {

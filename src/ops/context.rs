@@ -1,0 +1,474 @@
+//! Search and context (contract: `search_context`, `read_context`): one full-text index (FTS5 in D1, see
+//! `migrations/0008_context_records_help.sql` and [`crate::rules::fulltext`]) over the caller's saved
+//! memory, the messages of the sessions in their workspaces, and the workspace's trace library.
+//!
+//! Conversations reach the index from two sides:
+//! - when a turn ends, the session's step (`session::driver::step`) calls [`index_turn`] with the object's
+//!   own log, which copies the messages since the session's watermark — the index is current without
+//!   asking any object at search time;
+//! - a search's first page first catches up a few sessions whose index is older than their `updated_ms`
+//!   (a turn stopped midway, a peer's note, sessions that ran before the index existed), reading their
+//!   logs from their objects. Whatever the hook missed is found by the next search.
+//!
+//! Both are idempotent (one row per session and event sequence number), so they may race.
+
+use crate::cx::Cx;
+use crate::error::{ApiError, Code};
+use crate::ops::sessions;
+use crate::rules::{fingerprint, fulltext, ids, limits};
+use crate::session::{Core, Event, LocalSql, Page, SessionCall, SessionConfig, SessionReply, Transition, MAX_PAGE};
+use crate::store::{self, context::Doc, Sql};
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use std::future::Future;
+
+pub const SCOPES: &[&str] = &["memory", "conversations", "traces"];
+/// Sessions a search catches up before it runs, at most.
+const CATCH_UP_SESSIONS: i64 = 10;
+/// Pages of a session's log one indexing pass reads, at most (200 events each).
+const PAGES_PER_PASS: usize = 10;
+/// Characters of a snippet.
+const SNIPPET_CHARS: usize = 240;
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SearchContext {
+    /// What to look for, in any language (English, 中文, …): words, or a phrase in `"double quotes"`.
+    /// Hits sharing more of the words rank higher. 1–500 characters.
+    pub query: String,
+    /// `memory` (what you saved), `conversations` (messages of past sessions) or `traces` (the workspace's
+    /// library of uploaded local agent sessions). Left out: memory and conversations together.
+    pub scope: Option<String>,
+    /// `nextCursor` from the previous page, unchanged, with the same query, scope and workspace.
+    pub cursor: Option<String>,
+    /// Hits per page, 1–50 (default 10).
+    pub limit: Option<i64>,
+    /// A workspace slug from `list_workspaces`. For `traces`, whose library to search (default: the
+    /// connection's workspace); for memory and conversations, only that workspace (default: every
+    /// workspace you belong to).
+    pub workspace: Option<String>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ContextHits {
+    /// Best first.
+    pub hits: Vec<ContextHit>,
+    /// Pass as `cursor` for the next page; absent on the last page.
+    #[serde(rename = "nextCursor", skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ContextHit {
+    /// Pass unchanged to `read_context` to read the whole entry or message.
+    #[serde(rename = "ref")]
+    pub reference: String,
+    /// `memory`, `conversations` or `traces`.
+    pub scope: String,
+    /// The session's title, the trace's name, or the memory entry's first line.
+    pub title: String,
+    /// Who wrote it: `memory`; `user`, `agent`, `peer`, `routine` or `goal` in a session; `user`,
+    /// `assistant`, `tool_call` or `tool_result` in a trace.
+    pub role: String,
+    /// The passage that matches best, with the matching words in `**`.
+    pub snippet: String,
+    /// The whole entry's or message's length in characters (`read_context` pages through it).
+    pub chars: i64,
+    pub at_ms: i64,
+    /// The workspace's slug.
+    pub workspace: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trace_id: Option<String>,
+}
+
+/// What a hit's `ref` names.
+#[derive(Debug, Clone, PartialEq)]
+enum Ref {
+    Memory(String),
+    Message { session_id: String, seq: i64 },
+    Trace { trace_id: String, index: i64 },
+}
+
+impl Ref {
+    fn of(scope: &str, source_id: &str, seq: i64) -> String {
+        match scope {
+            "memory" => format!("memory/{source_id}"),
+            _ => format!("{scope}/{source_id}/{seq}"),
+        }
+    }
+
+    fn parse(s: &str) -> Option<Self> {
+        let parts: Vec<&str> = s.split('/').collect();
+        let number = |n: &str| n.parse::<i64>().ok().filter(|n| *n >= 0);
+        match parts.as_slice() {
+            ["memory", id] if ids::is_id(id, "mem") => Some(Ref::Memory((*id).to_owned())),
+            ["conversations", id, seq] if ids::is_id(id, "ses") => {
+                Some(Ref::Message { session_id: (*id).to_owned(), seq: number(seq)? })
+            }
+            ["traces", id, index] if ids::is_id(id, "trc") => {
+                Some(Ref::Trace { trace_id: (*id).to_owned(), index: number(index)? })
+            }
+            _ => None,
+        }
+    }
+}
+
+/// A search position: the last hit's score and doc id, the newest doc id of the first page, and which
+/// search it belongs to.
+fn cursor(score: f64, doc_id: i64, snapshot: i64, search: &str) -> String {
+    URL_SAFE_NO_PAD.encode(format!("sc1:{:x}:{doc_id}:{snapshot}:{search}", score.to_bits()))
+}
+
+fn parse_cursor(c: &str, search: &str) -> Result<(f64, i64, i64), ApiError> {
+    let bad = || ApiError::invalid("`cursor` is not a cursor this server gave out; pass `nextCursor` unchanged");
+    let text = URL_SAFE_NO_PAD.decode(c).ok().and_then(|b| String::from_utf8(b).ok()).ok_or_else(bad)?;
+    let parts: Vec<&str> = text.split(':').collect();
+    let ["sc1", score, doc, snapshot, of] = parts.as_slice() else { return Err(bad()) };
+    if *of != search {
+        return Err(ApiError::invalid(
+            "this `cursor` belongs to another search; pass it with the same query, scope and workspace",
+        ));
+    }
+    let score = u64::from_str_radix(score, 16).map(f64::from_bits).map_err(|_| bad())?;
+    Ok((score, doc.parse().map_err(|_| bad())?, snapshot.parse().map_err(|_| bad())?))
+}
+
+/// The workspaces a search looks in: the named (or connection's) one for traces; otherwise the named one
+/// or every workspace the key may see.
+fn workspaces_of(cx: &Cx<'_>, scopes: &[&str], slug: Option<&str>) -> Result<Vec<String>, ApiError> {
+    if scopes == ["traces"] || slug.is_some() {
+        return Ok(vec![cx.workspace(slug)?.workspace_id.clone()]);
+    }
+    let caller = cx.caller()?;
+    Ok(caller
+        .memberships
+        .iter()
+        .filter(|m| caller.locked_workspace_id.as_ref().is_none_or(|l| *l == m.workspace_id))
+        .map(|m| m.workspace_id.clone())
+        .collect())
+}
+
+fn slug_of(cx: &Cx<'_>, workspace_id: &str) -> String {
+    cx.caller
+        .as_ref()
+        .and_then(|c| c.memberships.iter().find(|m| m.workspace_id == workspace_id))
+        .map(|m| m.slug.clone())
+        .unwrap_or_default()
+}
+
+/// search_context
+pub async fn search(cx: &Cx<'_>, p: SearchContext) -> Result<ContextHits, ApiError> {
+    limits::text("query", &p.query, 1, 500)?;
+    let limit = limits::page_size("limit", p.limit, 10, 50)?;
+    let scopes: Vec<&str> = match p.scope.as_deref() {
+        None => vec!["memory", "conversations"],
+        Some(s) => {
+            limits::one_of("scope", s, SCOPES)?;
+            vec![s]
+        }
+    };
+    let query = fulltext::parse_query(&p.query)
+        .ok_or_else(|| ApiError::invalid("`query` has no words to search for; try a word or two"))?;
+    let workspace_ids = workspaces_of(cx, &scopes, p.workspace.as_deref())?;
+    let search_id = fingerprint::of_arguments(&json!([p.query, scopes, workspace_ids]))[..12].to_owned();
+    let position = p.cursor.as_deref().filter(|c| !c.is_empty()).map(|c| parse_cursor(c, &search_id)).transpose()?;
+    if position.is_none() && scopes.contains(&"conversations") {
+        catch_up(cx, &workspace_ids).await;
+    }
+    let caller = cx.caller()?;
+    let filter = store::context::Filter { scopes: &scopes, workspace_ids: &workspace_ids, account_id: &caller.account_id };
+    let (snapshot, after) = match position {
+        Some((score, doc, snapshot)) => (Some(snapshot), Some((score, doc))),
+        None => (None, None),
+    };
+    let mut rows = store::context::search(cx.db(), &query.fts, &filter, snapshot, after, limit + 1)
+        .await
+        .map_err(|e| cx.internal(e))?;
+    let next_cursor = (rows.len() as i64 > limit).then(|| {
+        rows.truncate(limit as usize);
+        let last = rows.last().expect("a full page has a last row");
+        cursor(last.score, last.doc.doc_id, last.snapshot, &search_id)
+    });
+    let hits = rows
+        .into_iter()
+        .map(|r| {
+            let d = r.doc;
+            let source = Some(d.source_id.clone());
+            ContextHit {
+                reference: Ref::of(&d.scope, &d.source_id, d.seq),
+                snippet: fulltext::snippet(&d.body, &query.needles, SNIPPET_CHARS),
+                title: d.title,
+                role: d.role,
+                chars: d.full_chars,
+                at_ms: d.created_ms,
+                workspace: slug_of(cx, &d.workspace_id),
+                memory_id: source.clone().filter(|_| d.scope == "memory"),
+                session_id: source.clone().filter(|_| d.scope == "conversations"),
+                trace_id: source.filter(|_| d.scope == "traces"),
+                scope: d.scope,
+            }
+        })
+        .collect();
+    Ok(ContextHits { hits, next_cursor })
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReadContext {
+    /// The `ref` of a `search_context` hit, unchanged.
+    #[serde(rename = "ref")]
+    pub reference: String,
+    /// Where to start, in characters: `nextOffset` from the previous read (default 0).
+    pub offset: Option<i64>,
+    /// Most characters to return, 1–32,000 (default 8,000).
+    pub limit: Option<i64>,
+    /// Ignored: the workspace is the hit's.
+    pub workspace: Option<String>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ContextRead {
+    #[serde(rename = "ref")]
+    pub reference: String,
+    /// `memory`, `conversations` or `traces`.
+    pub scope: String,
+    pub title: String,
+    /// Who wrote it (as in the hit).
+    pub role: String,
+    /// The text from `offset`, at most `limit` characters.
+    pub text: String,
+    pub offset: i64,
+    /// The whole text's length in characters.
+    pub total_chars: i64,
+    /// More text follows: pass this as `offset` to read on. Absent at the end.
+    #[serde(rename = "nextOffset", skip_serializing_if = "Option::is_none")]
+    pub next_offset: Option<i64>,
+    pub at_ms: i64,
+    /// The workspace's slug.
+    pub workspace: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    /// The message's id in its session.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message_id: Option<String>,
+    /// `read_session` with this cursor reads the conversation on from this message.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cursor: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trace_id: Option<String>,
+    /// The tool of a trace's `tool_call`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
+}
+
+/// read_context
+pub async fn read(cx: &Cx<'_>, p: ReadContext) -> Result<ContextRead, ApiError> {
+    let offset = p.offset.unwrap_or(0);
+    if offset < 0 {
+        return Err(ApiError::invalid("`offset` must be 0 or more"));
+    }
+    let limit = limits::page_size("limit", p.limit, 8_000, 32_000)?;
+    let reference = Ref::parse(&p.reference).ok_or_else(|| {
+        ApiError::invalid("`ref` is not a ref this server gave out; pass a `search_context` hit's `ref` unchanged")
+    })?;
+    let gone = || ApiError::new(Code::NotFound, format!("`{}` is gone (deleted, or not yours)", p.reference));
+    let mut out = ContextRead {
+        reference: p.reference.clone(),
+        scope: String::new(),
+        title: String::new(),
+        role: String::new(),
+        text: String::new(),
+        offset,
+        total_chars: 0,
+        next_offset: None,
+        at_ms: 0,
+        workspace: String::new(),
+        memory_id: None,
+        session_id: None,
+        message_id: None,
+        cursor: None,
+        trace_id: None,
+        tool: None,
+    };
+    let whole = match reference {
+        Ref::Memory(id) => {
+            let doc = store::context::doc(cx.db(), "memory", &id, 0).await.map_err(|e| cx.internal(e))?;
+            let caller = cx.caller()?;
+            let doc = doc.filter(|d| d.account_id.as_deref() == Some(caller.account_id.as_str())).ok_or_else(gone)?;
+            cx.member_of(&doc.workspace_id).map_err(|_| gone())?;
+            out.memory_id = Some(id);
+            (out.scope, out.title, out.role, out.at_ms) = ("memory".into(), doc.title, doc.role, doc.created_ms);
+            out.workspace = slug_of(cx, &doc.workspace_id);
+            doc.body
+        }
+        Ref::Message { session_id, seq } => {
+            let (row, m) = sessions::load(cx, &session_id).await?;
+            let call = SessionCall::Read { after: seq - 1, message_id: None, limit: 1, wait_ms: 0 };
+            let SessionReply::Page(page) = sessions::call(cx, &session_id, call).await? else {
+                return Err(cx.internal("unexpected session reply"));
+            };
+            let event = page.events.into_iter().find(|e| e.seq == seq).ok_or_else(gone)?;
+            let (role, text) = message_of(&event).ok_or_else(gone)?;
+            (out.scope, out.title, out.role, out.at_ms) = ("conversations".into(), row.title, role, event.at_ms);
+            out.workspace = m.slug;
+            out.message_id = Some(event.message_id);
+            out.cursor = Some(crate::rules::cursor::event(seq));
+            out.session_id = Some(session_id);
+            text
+        }
+        Ref::Trace { trace_id, index } => {
+            let trace = store::context::trace(cx.db(), &trace_id).await.map_err(|e| cx.internal(e))?.ok_or_else(gone)?;
+            let m = cx.member_of(&trace.workspace_id).map_err(|_| gone())?;
+            let message = crate::ops::traces::message(cx, &trace, index).await?.ok_or_else(gone)?;
+            (out.scope, out.title, out.role) = ("traces".into(), trace.name, message.role);
+            out.at_ms = message.at_ms.or(trace.started_ms).unwrap_or(trace.created_ms);
+            out.workspace = m.slug.clone();
+            out.tool = message.name;
+            out.trace_id = Some(trace_id);
+            message.text
+        }
+    };
+    let total = whole.chars().count() as i64;
+    if offset > total {
+        return Err(ApiError::invalid(format!("`offset` {offset} is past the end: the text has {total} characters")));
+    }
+    out.text = whole.chars().skip(offset as usize).take(limit as usize).collect();
+    out.total_chars = total;
+    let end = offset + out.text.chars().count() as i64;
+    out.next_offset = (end < total).then_some(end);
+    Ok(out)
+}
+
+/// The role and text of a searchable event: what a person, peer, routine or goal said, or the agent.
+fn message_of(e: &Event) -> Option<(String, String)> {
+    let role = match e.kind.as_str() {
+        "agent_message" => "agent".to_owned(),
+        // `from` is `"user"`, `"goal"` or `{"peer": {…}}`, `{"routine": {…}}`.
+        "user_message" => match &e.body["from"] {
+            Value::String(s) => s.clone(),
+            Value::Object(o) => o.keys().next().cloned().unwrap_or_else(|| "user".into()),
+            _ => "user".into(),
+        },
+        _ => return None,
+    };
+    let text = e.body["text"].as_str()?;
+    Some((role, text.to_owned()))
+}
+
+/// Indexes what pages of a session's log hold after its watermark, and moves the watermark, in one
+/// batch. `read` reads one page after a sequence number (from the object, or from its own log).
+async fn index_log<F, Fut>(db: &dyn Sql, lag: &store::context::Lagging, now_ms: i64, mut read: F) -> Result<(), String>
+where
+    F: FnMut(i64) -> Fut,
+    Fut: Future<Output = Result<Page, String>>,
+{
+    let mut after = lag.indexed_seq;
+    let mut docs = Vec::new();
+    let mut caught_up = false;
+    for _ in 0..PAGES_PER_PASS {
+        let page = read(after).await?;
+        for e in &page.events {
+            if let Some((role, text)) = message_of(e).filter(|(_, t)| !t.trim().is_empty()) {
+                docs.push(Doc { seq: e.seq, role, text, at_ms: e.at_ms });
+            }
+        }
+        after = page.last_seq.max(after);
+        if !page.has_more {
+            caught_up = true;
+            break;
+        }
+    }
+    let source = store::context::Source {
+        scope: "conversations",
+        workspace_id: &lag.workspace_id,
+        account_id: None,
+        source_id: &lag.session_id,
+        title: &lag.title,
+        author: None,
+        only_if_trace: None,
+    };
+    let mut stmts = store::context::add_docs(&source, &docs);
+    // Not caught up: the watermark moves, but the session stays behind for the next pass.
+    stmts.push(store::context::set_watermark(&lag.session_id, &lag.workspace_id, after, if caught_up { now_ms } else { 0 }));
+    db.batch(stmts).await.map(drop).map_err(|e| e.to_string())
+}
+
+/// The hook the session's step calls when a turn has ended: copies the session's new messages from its
+/// own log into the index. It never fails the step; a failure is logged and the next search catches up.
+pub async fn index_turn<S: LocalSql + ?Sized>(
+    db: &dyn Sql,
+    core: &Core<'_, S>,
+    config: &SessionConfig,
+    t: &Transition,
+    now_ms: i64,
+) {
+    if !t.index_changed {
+        return;
+    }
+    let result = async {
+        let Some(lag) = store::context::index_state(db, &config.session_id).await.map_err(|e| e.to_string())? else {
+            return Ok(());
+        };
+        index_log(db, &lag, now_ms, |after| std::future::ready(core.page(after, None, MAX_PAGE).map_err(|r| r.message)))
+            .await
+    }
+    .await;
+    if let Err(e) = result {
+        crate::error::log_line(&format!("session {}: indexing for search failed: {e}", config.session_id));
+    }
+}
+
+/// Brings the index up to date for the most recently active sessions it is behind on.
+async fn catch_up(cx: &Cx<'_>, workspace_ids: &[String]) {
+    let lagging = match store::context::lagging(cx.db(), workspace_ids, CATCH_UP_SESSIONS).await {
+        Ok(l) => l,
+        Err(e) => return crate::error::log_line(&format!("search catch-up: {e}")),
+    };
+    for lag in lagging {
+        let read = |after| async move {
+            let call = SessionCall::Read { after, message_id: None, limit: MAX_PAGE, wait_ms: 0 };
+            match cx.env.sessions.call(&lag.session_id, call).await? {
+                SessionReply::Page(page) => Ok(page),
+                // An object that never started (or was purged) has nothing to index.
+                _ => Ok(Page { events: vec![], last_seq: after, has_more: false, turn_finished: true, status: String::new() }),
+            }
+        };
+        if let Err(e) = index_log(cx.db(), &lag, cx.now_ms, read).await {
+            crate::error::log_line(&format!("search catch-up of {}: {e}", lag.session_id));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refs_round_trip_and_garbage_is_refused() {
+        let ses = ids::new_id("ses");
+        let r = Ref::of("conversations", &ses, 42);
+        assert_eq!(Ref::parse(&r), Some(Ref::Message { session_id: ses.clone(), seq: 42 }));
+        let mem = ids::new_id("mem");
+        assert_eq!(Ref::parse(&Ref::of("memory", &mem, 0)), Some(Ref::Memory(mem)));
+        for bad in ["", "memory/x", "conversations/ses_x/1", &format!("conversations/{ses}/-1"), "traces//0"] {
+            assert_eq!(Ref::parse(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn cursors_are_bound_to_their_search() {
+        let c = cursor(-1.25e-6, 17, 99, "abc");
+        assert_eq!(parse_cursor(&c, "abc").unwrap(), (-1.25e-6, 17, 99));
+        assert_eq!(parse_cursor(&c, "other").unwrap_err().code, Code::InvalidParams);
+        assert!(parse_cursor("nope", "abc").is_err());
+    }
+}
