@@ -73,6 +73,23 @@ async fn route(env: &Env, req: &HttpRequest, meta: RequestMeta) -> HttpResponse 
             let tools = OperatorTools { cx: &cx };
             return mcp::serve(&spec(&cx, req), &tools, req).await;
         }
+        // The Help Center's own server: help_search and help_get only, no key, 600 calls/min per address.
+        "/v1/help/mcp" => {
+            let spec = ServerSpec {
+                name: "agentsky_help".into(),
+                title: "agentsky Help Center".into(),
+                instructions: crate::ops::help_center::INSTRUCTIONS.into(),
+                ..spec(&cx, req)
+            };
+            return mcp::serve(&spec, &crate::ops::help_center::HelpTools { cx: &cx }, req).await;
+        }
+        _ if path.starts_with("/v1/webhooks/records/") => {
+            return crate::ops::records::receive(&cx, &path["/v1/webhooks/records/".len()..], req).await
+        }
+        "/help" if req.method == "GET" => return crate::ops::help_center::serve_page(""),
+        _ if path.starts_with("/help/") && req.method == "GET" => {
+            return crate::ops::help_center::serve_page(&path["/help/".len()..])
+        }
         "/v1/session/mcp" => {
             if req.method != "POST" {
                 return mcp::serve(&session_spec(&cx, req), &NoTools, req).await;
@@ -84,6 +101,7 @@ async fn route(env: &Env, req: &HttpRequest, meta: RequestMeta) -> HttpResponse 
             let tools = crate::agent::SessionTools { agent: crate::agent::Agent::new(&cx, me) };
             return mcp::serve(&session_spec(&cx, req), &tools, req).await;
         }
+        _ if path.starts_with("/v1/runner/") => return crate::runner::handle(&cx, req).await,
         "/v1/conformance/mcp" if env.config.conformance_fixtures => {
             return mcp::serve(&spec(&cx, req), &mcp::fixtures::Fixtures, req).await
         }

@@ -23,6 +23,7 @@ pub mod openapi;
 pub mod ops;
 pub mod rest;
 pub mod rules;
+pub mod runner;
 pub mod session;
 pub mod store;
 pub mod taskfs;

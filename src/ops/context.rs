@@ -183,7 +183,8 @@ pub async fn search(cx: &Cx<'_>, p: SearchContext) -> Result<ContextHits, ApiErr
         catch_up(cx, &workspace_ids).await;
     }
     let caller = cx.caller()?;
-    let filter = store::context::Filter { scopes: &scopes, workspace_ids: &workspace_ids, account_id: &caller.account_id };
+    let filter =
+        store::context::Filter { scopes: &scopes, workspace_ids: &workspace_ids, account_id: &caller.account_id };
     let (snapshot, after) = match position {
         Some((score, doc, snapshot)) => (Some(snapshot), Some((score, doc))),
         None => (None, None),
@@ -326,7 +327,8 @@ pub async fn read(cx: &Cx<'_>, p: ReadContext) -> Result<ContextRead, ApiError> 
             text
         }
         Ref::Trace { trace_id, index } => {
-            let trace = store::context::trace(cx.db(), &trace_id).await.map_err(|e| cx.internal(e))?.ok_or_else(gone)?;
+            let trace =
+                store::context::trace(cx.db(), &trace_id).await.map_err(|e| cx.internal(e))?.ok_or_else(gone)?;
             let m = cx.member_of(&trace.workspace_id).map_err(|_| gone())?;
             let message = crate::ops::traces::message(cx, &trace, index).await?.ok_or_else(gone)?;
             (out.scope, out.title, out.role) = ("traces".into(), trace.name, message.role);
@@ -398,7 +400,12 @@ where
     };
     let mut stmts = store::context::add_docs(&source, &docs);
     // Not caught up: the watermark moves, but the session stays behind for the next pass.
-    stmts.push(store::context::set_watermark(&lag.session_id, &lag.workspace_id, after, if caught_up { now_ms } else { 0 }));
+    stmts.push(store::context::set_watermark(
+        &lag.session_id,
+        &lag.workspace_id,
+        after,
+        if caught_up { now_ms } else { 0 },
+    ));
     db.batch(stmts).await.map(drop).map_err(|e| e.to_string())
 }
 
@@ -434,12 +441,19 @@ async fn catch_up(cx: &Cx<'_>, workspace_ids: &[String]) {
         Err(e) => return crate::error::log_line(&format!("search catch-up: {e}")),
     };
     for lag in lagging {
+        let session_id = lag.session_id.as_str();
         let read = |after| async move {
             let call = SessionCall::Read { after, message_id: None, limit: MAX_PAGE, wait_ms: 0 };
-            match cx.env.sessions.call(&lag.session_id, call).await? {
+            match cx.env.sessions.call(session_id, call).await? {
                 SessionReply::Page(page) => Ok(page),
                 // An object that never started (or was purged) has nothing to index.
-                _ => Ok(Page { events: vec![], last_seq: after, has_more: false, turn_finished: true, status: String::new() }),
+                _ => Ok(Page {
+                    events: vec![],
+                    last_seq: after,
+                    has_more: false,
+                    turn_finished: true,
+                    status: String::new(),
+                }),
             }
         };
         if let Err(e) = index_log(cx.db(), &lag, cx.now_ms, read).await {

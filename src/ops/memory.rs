@@ -38,7 +38,8 @@ async fn save_entry(
     now_ms: i64,
 ) -> Result<MemoryRow, String> {
     let id = memory_id(account_id, workspace_id, text);
-    let title: String = text.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or_default().chars().take(120).collect();
+    let title: String =
+        text.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or_default().chars().take(120).collect();
     let source = store::context::Source {
         scope: "memory",
         workspace_id,

@@ -6,17 +6,23 @@ pub mod accounts;
 pub mod agents;
 pub mod catalog;
 pub mod connectors;
+pub mod context;
 pub mod device;
 pub mod files;
 pub mod goals;
 pub mod handoffs;
 pub mod help;
+pub mod help_center;
 pub mod idempotency;
+pub mod memory;
+pub mod records;
 pub mod routines;
+pub mod runners;
 pub mod secrets;
 pub mod sessions;
 pub mod sharing;
 pub mod tasks;
+pub mod traces;
 pub mod usage;
 pub mod workspaces;
 
@@ -534,7 +540,117 @@ operations! {
 
     // ── Memory, search, records, performance and the help center ──
 
+    /// Search your saved memory, your past conversations, or (`scope: "traces"`) the workspace's trace
+    /// library of uploaded local agent sessions, a page at a time (`nextCursor` → `cursor`). Optional
+    /// `workspace` for traces.
+    search_context(context::SearchContext) -> context::ContextHits {
+        title: "Search context", group: "context", scope: Read, tool: true,
+        http: GET "/v1/context/search", hints: READ_ONLY, run: context::search
+    }
+
+    /// Read a `search_context` hit in full: pass its `ref` unchanged; `nextOffset` → `offset` continues a
+    /// long message.
+    read_context(context::ReadContext) -> context::ContextRead {
+        title: "Read context", group: "context", scope: Read, tool: true,
+        http: GET "/v1/context/read", hints: READ_ONLY, run: context::read
+    }
+
+    /// Save a note to your memory (1–8,000 characters), where `search_context` finds it later. Saving the
+    /// same text again keeps one entry. Optional `workspace`.
+    save_memory(memory::SaveMemory) -> memory::MemoryEntry {
+        title: "Save to memory", group: "context", scope: Write, tool: false,
+        http: POST "/v1/memory", hints: UPDATES, run: memory::save
+    }
+
+    /// Your memory entries, newest first. Optional `workspace` narrows to one workspace.
+    list_memory(memory::ListMemory) -> memory::MemoryList {
+        title: "List memory", group: "context", scope: Read, tool: false,
+        http: GET "/v1/memory", hints: READ_ONLY, run: memory::list
+    }
+
+    /// Delete one of your memory entries.
+    delete_memory(memory::DeleteMemory) -> memory::MemoryDeleted {
+        title: "Delete from memory", group: "context", scope: Write, tool: false,
+        http: DELETE "/v1/memory/{memory_id}", hints: DESTROYS, run: memory::delete
+    }
+
+    /// Upload a local agent's session log to the workspace's trace library: `content` is the whole
+    /// `.jsonl` file a Claude Code session or a Codex rollout wrote (up to 3 MiB); it is parsed into messages
+    /// and indexed for `search_context` with `scope: "traces"`. The same file again returns the same trace.
+    /// Optional `workspace`.
+    upload_trace(traces::UploadTrace) -> traces::TraceUploaded {
+        title: "Upload a trace", group: "context", scope: Write, tool: false,
+        http: POST "/v1/traces", hints: UPDATES, run: traces::upload
+    }
+
+    /// The workspace's trace library, newest first. Optional `workspace`.
+    list_traces(traces::ListTraces) -> traces::TraceList {
+        title: "List traces", group: "context", scope: Read, tool: false,
+        http: GET "/v1/traces", hints: READ_ONLY, run: traces::list
+    }
+
+    /// Remove a trace from the library, and from search.
+    delete_trace(traces::DeleteTrace) -> traces::TraceDeleted {
+        title: "Delete a trace", group: "context", scope: Write, tool: false,
+        http: DELETE "/v1/traces/{trace_id}", hints: DESTROYS, run: traces::delete
+    }
+
+    /// Record a human decision (`adopted`, `rerun`, `revise`, `discard`, `vote`, `did_the_job`, `approve`)
+    /// or an observed outcome (`pr_merged`, `deployed`, `reopened`, `later_failure`, `shipped`) about a
+    /// session's result, as you, now. `idempotency_key` makes a retry record once. Workspace derived from
+    /// the session.
+    record_session(records::RecordSession) -> records::Recorded {
+        title: "Record a decision or outcome", group: "records", scope: Write, tool: false,
+        http: POST "/v1/sessions/{session_id}/record", hints: CREATES, run: records::record
+    }
+
+    /// The human decisions (adopted, rerun, revise, discard, vote, did_the_job, approve) and observed
+    /// outcomes (pr_merged, deployed, reopened, later_failure, shipped) recorded about a session's result.
+    /// Empty means nobody decided yet.
+    read_session_record(records::ReadSessionRecord) -> records::SessionRecord {
+        title: "Read a session's record", group: "records", scope: Read, tool: true,
+        http: GET "/v1/sessions/{session_id}/record", hints: READ_ONLY, run: records::read
+    }
+
+    /// Decisions, outcomes, spend and undecided count for every harness and model the caller's sessions
+    /// ran on, over a `since`–`until` range (default last 30 days). A read model rebuilt from the session
+    /// record.
+    read_agent_performance(records::ReadAgentPerformance) -> records::AgentPerformance {
+        title: "Read agent performance", group: "records", scope: Read, tool: true,
+        http: GET "/v1/performance", hints: READ_ONLY, run: records::performance
+    }
+
+    /// Make (or replace) the workspace's records webhook: returns its `url` and a new `secret`, once.
+    /// GitHub pull request and deployment events naming a session record `pr_merged`, `reopened`,
+    /// `deployed` or `later_failure`; scripts post `{session_id, name}` with the secret as a bearer.
+    /// Owners and admins.
+    create_record_webhook(records::CreateRecordWebhook) -> records::RecordWebhook {
+        title: "Create the records webhook", group: "records", scope: Write, tool: false,
+        http: POST "/v1/workspaces/{workspace}/records-webhook", hints: CREATES, run: records::create_webhook
+    }
+
+    /// Search the AgentSky Help Center in English or Chinese; answer with the article's link,
+    /// `agentsky.dev/help/<slug>` (the hit's `url`).
+    help_search(help_center::HelpSearch) -> help_center::HelpHits {
+        title: "Search the Help Center", group: "help", scope: Read, tool: true,
+        http: GET "/v1/help/articles", hints: READ_ONLY, run: help_center::search
+    }
+
+    /// Read one Help Center article by its `slug`; answer with its link, `agentsky.dev/help/<slug>` (the
+    /// `url`).
+    help_get(help_center::HelpGet) -> help_center::HelpArticle {
+        title: "Read a Help Center article", group: "help", scope: Read, tool: true,
+        http: GET "/v1/help/articles/{slug}", hints: READ_ONLY, run: help_center::get
+    }
+
     // ── Device sign-in and runners (the sky CLI) ──
+
+    /// Register a runner (a machine running `sky runner`) for the workspace's `runner` agents; returns its
+    /// token once. Owners and admins. Optional `workspace`.
+    register_runner(runners::RegisterRunner) -> runners::RunnerRegistered {
+        title: "Register a runner", group: "runners", scope: Write, tool: false,
+        http: POST "/v1/runners", hints: CREATES, run: runners::register
+    }
 
     /// Start a device sign-in (`sky auth login`): returns a `device_code` to poll with, and a `user_code`
     /// and link (`verification_uri_complete`) for the person to approve in a browser. No key needed.

@@ -33,7 +33,12 @@ struct Asked<'a> {
     url: Option<&'a str>,
 }
 
-fn check<'a>(name: &'a str, value: Option<&'a str>, note: Option<&'a str>, url: Option<&'a str>) -> Result<Asked<'a>, ApiError> {
+fn check<'a>(
+    name: &'a str,
+    value: Option<&'a str>,
+    note: Option<&'a str>,
+    url: Option<&'a str>,
+) -> Result<Asked<'a>, ApiError> {
     let kind = if DECISIONS.contains(&name) {
         "decision"
     } else if OUTCOMES.contains(&name) {
@@ -105,7 +110,8 @@ async fn store_record(
         .await
         .map_err(|e| cx.internal(e))?
         .ok_or_else(|| cx.internal("the record vanished after it was stored"))?;
-    let same = stored.session_id == session.session_id && stored.name == asked.name && stored.value.as_deref() == asked.value;
+    let same =
+        stored.session_id == session.session_id && stored.name == asked.name && stored.value.as_deref() == asked.value;
     if !same {
         return Err(ApiError::new(
             Code::IdempotencyConflict,
@@ -350,11 +356,16 @@ pub async fn create_webhook(cx: &Cx<'_>, p: CreateRecordWebhook) -> Result<Recor
     let w = cx.workspace(Some(&p.workspace))?;
     cx.require_role(w, Role::Admin)?;
     let master = cx.env.config.secrets_key.as_deref().ok_or_else(|| {
-        ApiError::new(Code::NotImplemented, "this deployment has no SECRETS_KEY configured, so it cannot keep a webhook secret")
+        ApiError::new(
+            Code::NotImplemented,
+            "this deployment has no SECRETS_KEY configured, so it cannot keep a webhook secret",
+        )
     })?;
     let secret = ids::new_secret("whs_");
     let sealed = seal::seal(master, &secrets::aad(&w.workspace_id, WEBHOOK_SECRET), &secret);
-    store::secrets::put(cx.db(), &w.workspace_id, WEBHOOK_SECRET, &sealed, cx.now_ms).await.map_err(|e| cx.internal(e))?;
+    store::secrets::put(cx.db(), &w.workspace_id, WEBHOOK_SECRET, &sealed, cx.now_ms)
+        .await
+        .map_err(|e| cx.internal(e))?;
     Ok(RecordWebhook {
         workspace: w.slug.clone(),
         url: format!("{}/v1/webhooks/records/{}", cx.base_url, w.workspace_id),
@@ -374,7 +385,15 @@ pub async fn create_webhook(cx: &Cx<'_>, p: CreateRecordWebhook) -> Result<Recor
 /// What a webhook payload asks to record.
 #[derive(Debug, PartialEq)]
 enum Hook {
-    Record { session_id: String, name: String, value: Option<String>, note: Option<String>, url: Option<String>, by: String, dedupe: Option<String> },
+    Record {
+        session_id: String,
+        name: String,
+        value: Option<String>,
+        note: Option<String>,
+        url: Option<String>,
+        by: String,
+        dedupe: Option<String>,
+    },
     /// Understood, but nothing to record (a ping, an unmerged close, no session id): why.
     Ignored(String),
 }
@@ -402,7 +421,15 @@ fn interpret(event: Option<&str>, delivery: Option<&str>, body: &Value) -> Resul
             let by = field("by").unwrap_or_else(|| "webhook".into());
             limits::text("by", &by, 1, 100)?;
             let dedupe = field("idempotency_key").map(|k| format!("key:{k}")).or(dedupe);
-            return Ok(Hook::Record { session_id, name, value: field("value"), note: field("note"), url: field("url"), by, dedupe });
+            return Ok(Hook::Record {
+                session_id,
+                name,
+                value: field("value"),
+                note: field("note"),
+                url: field("url"),
+                by,
+                dedupe,
+            });
         }
         Some("ping") => return Ok(Hook::Ignored("ping received; the webhook is set up".into())),
         Some("pull_request") => {
@@ -417,19 +444,32 @@ fn interpret(event: Option<&str>, delivery: Option<&str>, body: &Value) -> Resul
                     )))
                 }
             };
-            (name, vec![text(&pr["title"]), text(&pr["body"]), text(&pr["head"]["ref"])], text(&pr["html_url"]), text(&pr["title"]))
+            (
+                name,
+                vec![text(&pr["title"]), text(&pr["body"]), text(&pr["head"]["ref"])],
+                text(&pr["html_url"]),
+                text(&pr["title"]),
+            )
         }
         Some("deployment_status") => {
             let status = &body["deployment_status"];
             let name = match status["state"].as_str() {
                 Some("success") => "deployed",
                 Some("failure" | "error") => "later_failure",
-                other => return Ok(Hook::Ignored(format!("deployment_status `{}` records nothing", other.unwrap_or("?")))),
+                other => {
+                    return Ok(Hook::Ignored(format!("deployment_status `{}` records nothing", other.unwrap_or("?"))))
+                }
             };
             let d = &body["deployment"];
-            let url = status["target_url"].as_str().or(status["environment_url"].as_str()).unwrap_or_default().to_owned();
+            let url =
+                status["target_url"].as_str().or(status["environment_url"].as_str()).unwrap_or_default().to_owned();
             let env = text(&d["environment"]);
-            (name, vec![text(&d["description"]), text(&d["ref"]), d["payload"].to_string()], url, format!("environment {env}"))
+            (
+                name,
+                vec![text(&d["description"]), text(&d["ref"]), d["payload"].to_string()],
+                url,
+                format!("environment {env}"),
+            )
         }
         Some(other) => return Ok(Hook::Ignored(format!("GitHub event `{other}` records nothing"))),
     };
@@ -442,7 +482,15 @@ fn interpret(event: Option<&str>, delivery: Option<&str>, body: &Value) -> Resul
         ));
     };
     let url = Some(url).filter(|u| u.starts_with("http"));
-    Ok(Hook::Record { session_id, name: name.into(), value: None, note: Some(note.chars().take(2_000).collect()), url, by: sender, dedupe })
+    Ok(Hook::Record {
+        session_id,
+        name: name.into(),
+        value: None,
+        note: Some(note.chars().take(2_000).collect()),
+        url,
+        by: sender,
+        dedupe,
+    })
 }
 
 /// `POST /v1/webhooks/records/{workspace_id}`: a tool reports an outcome (or a decision) about a session.
@@ -458,7 +506,12 @@ async fn receive_inner(cx: &Cx<'_>, workspace_id: &str, req: &HttpRequest) -> Re
     if req.method != "POST" {
         return Err(ApiError::invalid("webhooks are POSTed"));
     }
-    let no_hook = || ApiError::new(Code::NotFound, "no records webhook here; create one with POST /v1/workspaces/{workspace}/records-webhook");
+    let no_hook = || {
+        ApiError::new(
+            Code::NotFound,
+            "no records webhook here; create one with POST /v1/workspaces/{workspace}/records-webhook",
+        )
+    };
     if !ids::is_id(workspace_id, "ws") {
         return Err(no_hook());
     }
@@ -469,7 +522,8 @@ async fn receive_inner(cx: &Cx<'_>, workspace_id: &str, req: &HttpRequest) -> Re
         .zip(master)
         .and_then(|(sealed, master)| seal::open(master, &secrets::aad(workspace_id, WEBHOOK_SECRET), &sealed))
         .ok_or_else(no_hook)?;
-    let bearer = req.header("authorization").and_then(|h| h.split_once(' ')).filter(|(s, _)| s.eq_ignore_ascii_case("bearer"));
+    let bearer =
+        req.header("authorization").and_then(|h| h.split_once(' ')).filter(|(s, _)| s.eq_ignore_ascii_case("bearer"));
     let verified = match (req.header("x-hub-signature-256"), bearer) {
         (Some(signature), _) => hmac::signature_matches(&secret, &req.body, signature),
         (None, Some((_, token))) => ids::constant_time_eq(token.trim(), &secret),
@@ -484,9 +538,11 @@ async fn receive_inner(cx: &Cx<'_>, workspace_id: &str, req: &HttpRequest) -> Re
     let body: Value = serde_json::from_slice(&req.body)
         .map_err(|e| ApiError::invalid(format!("the webhook body is not JSON: {e}")))?;
     let hook = interpret(req.header("x-github-event"), req.header("x-github-delivery"), &body)?;
-    let Hook::Record { session_id, name, value, note, url, by, dedupe } = hook else {
-        let Hook::Ignored(why) = hook else { unreachable!("matched above") };
-        return Ok((202, json!({ "recorded": false, "reason": why })));
+    let (session_id, name, value, note, url, by, dedupe) = match hook {
+        Hook::Record { session_id, name, value, note, url, by, dedupe } => {
+            (session_id, name, value, note, url, by, dedupe)
+        }
+        Hook::Ignored(why) => return Ok((202, json!({ "recorded": false, "reason": why }))),
     };
     let asked = check(&name, value.as_deref(), note.as_deref(), url.as_deref())?;
     let session = store::sessions::get(cx.db(), &session_id)

@@ -44,12 +44,32 @@ pub async fn step<S: LocalSql + ?Sized>(
             outcome
         }
         "openai" => openai::step(core, ports, &config, &turn, now_ms).await,
+        // A runner claims the turn and reports its events (`SessionCall::External`); until then the turn
+        // waits, queued once.
+        "runner" => {
+            store::runners::enqueue(ports.db(), &config.session_id, &message_id, &config.workspace_id, now_ms)
+                .await
+                .map_err(|e| Refusal::new("internal", e.to_string()))?;
+            let first = turn.step == 0;
+            StepOutcome {
+                events: if first {
+                    vec![(EventKind::Status, serde_json::json!({ "text": "waiting for a runner to claim this turn" }))]
+                } else {
+                    vec![]
+                },
+                next_in_ms: Some(super::RUNNER_RECHECK_MS),
+                harness_state: serde_json::json!({ "runner": "queued" }),
+                ..StepOutcome::default()
+            }
+        }
         other => {
             let t = core.fail(&format!("the `{other}` harness cannot run turns on this server yet"), now_ms)?;
             return Ok(Some((config, t)));
         }
     };
     let t = core.apply(outcome, now_ms)?;
+    // A turn that ended has its new messages copied into the search index (search_context).
+    crate::ops::context::index_turn(ports.db(), core, &config, &t, now_ms).await;
     Ok(Some((config, t)))
 }
 
@@ -168,6 +188,10 @@ pub fn answer<S: LocalSql + ?Sized>(
         // Waiting is the shell's; without one (host tests) a wait returns at once.
         C::Wait { .. } => (R::Woken { signaled: false }, None),
         C::Signal { key } => (R::Woken { signaled: true }, Some(core.signal(key, now_ms)?)),
+        C::External { message_id, events, end } => {
+            let t = core.external(message_id, events, *end, now_ms)?;
+            (R::Summary(core.summary()?), Some(t))
+        }
         C::Note { message } => {
             let t = core.note(message, now_ms)?;
             (R::Accepted { message_id: message.message_id.clone(), seq: 0 }, Some(t))

@@ -29,7 +29,12 @@ const SCHEMA: &[&str] = &[
     // A page for one message reads only that message's rows, whatever the log's length.
     "CREATE INDEX IF NOT EXISTS event_message ON event(message_id, seq)",
     "CREATE TABLE IF NOT EXISTS kv (k TEXT PRIMARY KEY, v TEXT NOT NULL)",
+    // Keys of events reported from outside (runners), so a retried post never doubles an event.
+    "CREATE TABLE IF NOT EXISTS ext_key (k TEXT PRIMARY KEY)",
 ];
+
+/// How often a turn waiting on a runner wakes to look again (claims and events wake it sooner).
+pub const RUNNER_RECHECK_MS: i64 = 10 * 60_000;
 
 /// The most events one page returns.
 pub const MAX_PAGE: u32 = 200;
@@ -275,6 +280,39 @@ impl<'a, S: LocalSql + ?Sized> Core<'a, S> {
             )?;
         }
         Ok(Transition { wake: true, ..Transition::quiet(turn) })
+    }
+
+    /// Applies a runner's report for the running turn of `message_id`: each event once, then its end.
+    pub fn external(
+        &self,
+        message_id: &str,
+        events: &[ExternalEvent],
+        end: Option<TurnEnd>,
+        now_ms: i64,
+    ) -> Res<Transition> {
+        let turn = self.turn()?;
+        if turn.state != TurnState::Running || turn.message_id.as_deref() != Some(message_id) {
+            return Err(Refusal::new("conflict", "this turn is not running any more (stopped, or finished)"));
+        }
+        let mut fresh = Vec::new();
+        for e in events {
+            let seen =
+                self.sql.exec("SELECT 1 AS one FROM ext_key WHERE k = ?", &[e.key.as_str().into()]).map_err(storage)?;
+            if seen.is_empty() && !fresh.iter().any(|(k, _, _): &(String, EventKind, Value)| k == &e.key) {
+                fresh.push((e.key.clone(), e.kind, e.body.clone()));
+            }
+        }
+        for (k, _, _) in &fresh {
+            self.sql.exec("INSERT INTO ext_key (k) VALUES (?)", &[k.as_str().into()]).map_err(storage)?;
+        }
+        let outcome = StepOutcome {
+            events: fresh.into_iter().map(|(_, kind, body)| (kind, body)).collect(),
+            end,
+            next_in_ms: Some(RUNNER_RECHECK_MS),
+            harness_state: turn.harness.clone(),
+            ..StepOutcome::default()
+        };
+        self.apply(outcome, now_ms)
     }
 
     /// A turn whose harness waits on `key` (an answer to its request) continues now.

@@ -86,6 +86,21 @@ pub enum SessionCall {
     Note {
         message: NewMessage,
     },
+    /// Events a runner reports for the running turn of `message_id`; each once, by its key.
+    External {
+        message_id: String,
+        events: Vec<ExternalEvent>,
+        end: Option<TurnEnd>,
+    },
+}
+
+/// One event reported from outside the object (a runner), with the key that makes its delivery
+/// exactly-once.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ExternalEvent {
+    pub key: String,
+    pub kind: EventKind,
+    pub body: Value,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -18,6 +18,7 @@ pub mod receipts;
 pub mod records;
 pub mod requests;
 pub mod routines;
+pub mod runners;
 pub mod secrets;
 pub mod sessions;
 pub mod tasks;

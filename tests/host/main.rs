@@ -11,6 +11,7 @@ mod goals;
 mod harness;
 mod mcp;
 mod routines;
+mod runners;
 mod sessions;
 mod table;
 mod tasks;

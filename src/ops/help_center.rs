@@ -1,0 +1,400 @@
+//! The Help Center (contract: `help_search` / `help_get`, "Help Center server"): articles in English and
+//! Chinese, written in Markdown under `help/` and bundled into the Worker with `include_str!`, searched in
+//! memory (a BM25 index built once per isolate over [`crate::rules::fulltext::terms`], the same cut of
+//! words and CJK bigrams the D1 index uses), served three ways:
+//! - `help_search` and `help_get` on `/v1/mcp` (read scope), like every other operation;
+//! - `POST /v1/help/mcp`, a second MCP server with only those two tools, no key, and 600 calls a minute
+//!   per caller address ([`HelpTools`]);
+//! - `GET /help/<slug>` as a web page, which every answer links to ([`serve_page`]).
+//!
+//! It never touches D1: the public server must cost nothing but CPU.
+
+use crate::cx::Cx;
+use crate::error::{ApiError, Code};
+use crate::http::HttpResponse;
+use crate::mcp::{CallOutcome, ToolHost};
+use crate::ops;
+use crate::rules::{fulltext, limits, markdown};
+use futures::future::LocalBoxFuture;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+/// One article in one language. English slugs are plain; a Chinese article's slug is its English twin's
+/// with `zh-` in front.
+pub struct Article {
+    pub slug: &'static str,
+    /// `en` or `zh`.
+    pub lang: &'static str,
+    /// The same article in the other language.
+    pub translation: &'static str,
+    pub markdown: &'static str,
+}
+
+macro_rules! articles {
+    ($($slug:literal),* $(,)?) => {
+        &[$(
+            Article {
+                slug: $slug,
+                lang: "en",
+                translation: concat!("zh-", $slug),
+                markdown: include_str!(concat!("../../help/en/", $slug, ".md")),
+            },
+            Article {
+                slug: concat!("zh-", $slug),
+                lang: "zh",
+                translation: $slug,
+                markdown: include_str!(concat!("../../help/zh/", $slug, ".md")),
+            },
+        )*]
+    };
+}
+
+/// Every article, in reading order.
+pub static ARTICLES: &[Article] = articles![
+    "getting-started",
+    "keys-and-scopes",
+    "connect-claude-code",
+    "connect-codex",
+    "tool-groups",
+    "workspaces",
+    "agents-and-catalog",
+    "sessions",
+    "tasks-files-and-artifacts",
+    "goals",
+    "routines",
+    "budgets-and-usage",
+    "memory-and-search",
+    "records-and-performance",
+    "idempotency",
+    "waiting-and-cursors",
+    "errors",
+];
+
+/// The help server's instructions, shown to the model by clients.
+pub const INSTRUCTIONS: &str = "The agentsky Help Center, in English and Chinese. \
+help_search finds articles by words or a question; help_get reads one by its slug. \
+Answer from the article and give its link (the `url` field).";
+
+impl Article {
+    /// The first `# ` heading.
+    pub fn title(&self) -> &'static str {
+        self.markdown.lines().find_map(|l| l.strip_prefix("# ")).unwrap_or(self.slug).trim()
+    }
+
+    /// The first paragraph after the title, on one line.
+    pub fn summary(&self) -> String {
+        let body = self.markdown.lines().skip_while(|l| !l.starts_with("# ")).skip(1);
+        let para: Vec<&str> = body
+            .skip_while(|l| l.trim().is_empty())
+            .take_while(|l| !l.trim().is_empty() && !l.starts_with('#'))
+            .map(str::trim)
+            .collect();
+        para.join(" ")
+    }
+
+    fn url(&self, base: &str) -> String {
+        format!("{base}/help/{}", self.slug)
+    }
+}
+
+pub fn find(slug: &str) -> Option<&'static Article> {
+    ARTICLES.iter().find(|a| a.slug == slug)
+}
+
+/// The in-memory index: term counts per article (title counted thrice) and document frequencies.
+struct Index {
+    docs: Vec<HashMap<String, f64>>,
+    lengths: Vec<f64>,
+    average: f64,
+    df: HashMap<String, f64>,
+}
+
+fn index() -> &'static Index {
+    static INDEX: OnceLock<Index> = OnceLock::new();
+    INDEX.get_or_init(|| {
+        let mut docs = Vec::new();
+        let mut lengths = Vec::new();
+        let mut df: HashMap<String, f64> = HashMap::new();
+        for a in ARTICLES {
+            let mut tf: HashMap<String, f64> = HashMap::new();
+            for t in fulltext::terms(a.title()) {
+                *tf.entry(t).or_default() += 3.0;
+            }
+            for t in fulltext::terms(a.markdown) {
+                *tf.entry(t).or_default() += 1.0;
+            }
+            for t in tf.keys() {
+                *df.entry(t.clone()).or_default() += 1.0;
+            }
+            lengths.push(tf.values().sum());
+            docs.push(tf);
+        }
+        let average = lengths.iter().sum::<f64>() / lengths.len().max(1) as f64;
+        Index { docs, lengths, average, df }
+    })
+}
+
+/// Articles scored by BM25 for the query's terms, best first; articles in the query's script score higher.
+fn rank(query: &str, lang: Option<&str>) -> Vec<(f64, &'static Article)> {
+    let (k1, b) = (1.2, 0.75);
+    let idx = index();
+    let n = ARTICLES.len() as f64;
+    let terms = fulltext::query_terms(query);
+    let cjk_query = query.chars().any(fulltext::is_cjk);
+    let mut scored: Vec<(f64, &'static Article)> = ARTICLES
+        .iter()
+        .enumerate()
+        .filter(|(_, a)| lang.is_none_or(|l| a.lang == l))
+        .filter_map(|(i, a)| {
+            let mut score = 0.0;
+            for t in &terms {
+                let Some(&tf) = idx.docs[i].get(t) else { continue };
+                let df = idx.df.get(t).copied().unwrap_or(0.0);
+                let idf = ((n - df + 0.5) / (df + 0.5) + 1.0).ln();
+                score += idf * tf * (k1 + 1.0) / (tf + k1 * (1.0 - b + b * idx.lengths[i] / idx.average));
+            }
+            if lang.is_none() && (a.lang == "zh") != cjk_query {
+                score *= 0.5;
+            }
+            (score > 0.0).then_some((score, a))
+        })
+        .collect();
+    scored.sort_by(|x, y| y.0.total_cmp(&x.0).then_with(|| x.1.slug.cmp(y.1.slug)));
+    scored
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HelpSearch {
+    /// Words or a question, in English or Chinese (1–500 characters), e.g. `connect Codex` or `幂等键`.
+    pub query: String,
+    /// Only articles in this language: `en` or `zh`. Left out: both, those in the query's language first.
+    pub lang: Option<String>,
+    /// Most articles to return, 1–20 (default 5).
+    pub limit: Option<i64>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct HelpHits {
+    /// Best first. Read one with `help_get`; answer with its `url`.
+    pub articles: Vec<HelpHit>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct HelpHit {
+    pub slug: String,
+    pub title: String,
+    /// `en` or `zh`.
+    pub lang: String,
+    /// The article's page: link it in your answer.
+    pub url: String,
+    /// What the article covers, in a sentence or two.
+    pub summary: String,
+    /// The passage matching best, matches in `**`.
+    pub snippet: String,
+}
+
+/// help_search
+pub async fn search(cx: &Cx<'_>, p: HelpSearch) -> Result<HelpHits, ApiError> {
+    limits::text("query", &p.query, 1, 500)?;
+    if let Some(l) = &p.lang {
+        limits::one_of("lang", l, &["en", "zh"])?;
+    }
+    let limit = limits::page_size("limit", p.limit, 5, 20)?;
+    let needles = fulltext::parse_query(&p.query).map(|q| q.needles).unwrap_or_default();
+    let articles = rank(&p.query, p.lang.as_deref())
+        .into_iter()
+        .take(limit as usize)
+        .map(|(_, a)| HelpHit {
+            slug: a.slug.into(),
+            title: a.title().into(),
+            lang: a.lang.into(),
+            url: a.url(&cx.base_url),
+            summary: a.summary(),
+            snippet: fulltext::snippet(body_of(a), &needles, 240),
+        })
+        .collect();
+    Ok(HelpHits { articles })
+}
+
+/// The article without its title line.
+fn body_of(a: &Article) -> &'static str {
+    let md = a.markdown;
+    match md.find("\n") {
+        Some(at) if md.starts_with("# ") => md[at + 1..].trim_start(),
+        _ => md,
+    }
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HelpGet {
+    /// The article's `slug`, from `help_search` (e.g. `idempotency`, or `zh-idempotency` in Chinese).
+    pub slug: String,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct HelpArticle {
+    pub slug: String,
+    pub title: String,
+    /// `en` or `zh`.
+    pub lang: String,
+    /// The article's page: link it in your answer.
+    pub url: String,
+    /// The whole article, in Markdown.
+    pub markdown: String,
+    /// The same article in the other language.
+    pub translation: HelpLink,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct HelpLink {
+    pub slug: String,
+    pub url: String,
+}
+
+/// help_get
+pub async fn get(cx: &Cx<'_>, p: HelpGet) -> Result<HelpArticle, ApiError> {
+    let a = find(&p.slug)
+        .ok_or_else(|| ApiError::new(Code::NotFound, format!("no article `{}`; find one with help_search", p.slug)))?;
+    let twin = find(a.translation).unwrap_or(a);
+    Ok(HelpArticle {
+        slug: a.slug.into(),
+        title: a.title().into(),
+        lang: a.lang.into(),
+        url: a.url(&cx.base_url),
+        markdown: a.markdown.into(),
+        translation: HelpLink { slug: twin.slug.into(), url: twin.url(&cx.base_url) },
+    })
+}
+
+/// The tools of `/v1/help/mcp`, derived once from the operation table's two rows.
+pub const TOOLS: [&str; 2] = ["help_search", "help_get"];
+
+fn help_tools() -> &'static [Value] {
+    static LIST: OnceLock<Vec<Value>> = OnceLock::new();
+    LIST.get_or_init(|| TOOLS.iter().filter_map(|n| ops::find(n)).map(crate::tools::tool_entry).collect())
+}
+
+/// The Help Center's own MCP server: no key, and each call counted against the caller's address.
+pub struct HelpTools<'a> {
+    pub cx: &'a Cx<'a>,
+}
+
+/// Calls a minute one address may make to the help server.
+pub const CALLS_PER_MINUTE: u32 = 600;
+
+impl ToolHost for HelpTools<'_> {
+    fn tools(&self) -> Vec<Value> {
+        help_tools().to_vec()
+    }
+
+    fn call<'a>(&'a self, name: &'a str, arguments: Value) -> LocalBoxFuture<'a, CallOutcome> {
+        Box::pin(async move {
+            let op = ops::find(name).filter(|op| TOOLS.contains(&op.name))?;
+            let cx = self.cx;
+            let result = async {
+                ops::rate_limit(cx, format!("help:{}", cx.client_ip), CALLS_PER_MINUTE).await?;
+                (op.run)(cx, arguments).await
+            }
+            .await;
+            Some(match result {
+                Ok(value) => crate::tools::success(value),
+                Err(e) => crate::tools::failure(&e),
+            })
+        })
+    }
+}
+
+const STYLE: &str =
+    "body{font:16px/1.55 system-ui,sans-serif;max-width:46rem;margin:2rem auto;padding:0 1rem;color:#222}\
+pre{background:#f5f5f5;padding:.8rem;overflow:auto}code{font-size:.92em}table{border-collapse:collapse}\
+td,th{border:1px solid #ddd;padding:.3rem .6rem;text-align:left}nav{font-size:.9em;margin-bottom:1.5rem}\
+blockquote{border-left:3px solid #ccc;margin:0;padding-left:1rem;color:#555}";
+
+fn page(status: u16, lang: &str, title: &str, nav: &str, body: &str) -> HttpResponse {
+    let html = format!(
+        "<!doctype html><html lang=\"{lang}\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width\">\
+<title>{} · agentsky help</title><style>{STYLE}</style></head><body><nav>{nav}</nav>{body}</body></html>",
+        markdown::escape(title)
+    );
+    HttpResponse::text(status, "text/html; charset=utf-8", html)
+        .with_header("content-security-policy", "default-src 'none'; style-src 'unsafe-inline'")
+        .with_header("x-content-type-options", "nosniff")
+        .with_header("cache-control", "public, max-age=300")
+}
+
+/// `GET /help` (every article) and `GET /help/<slug>` (one, as a page).
+pub fn serve_page(slug: &str) -> HttpResponse {
+    let slug = slug.trim_matches('/');
+    if slug.is_empty() {
+        let mut body = String::from("<h1>agentsky help</h1>");
+        for (lang, heading) in [("en", "English"), ("zh", "中文")] {
+            body.push_str(&format!("<h2>{heading}</h2><ul>"));
+            for a in ARTICLES.iter().filter(|a| a.lang == lang) {
+                body.push_str(&format!(
+                    "<li><a href=\"/help/{}\">{}</a> — {}</li>",
+                    a.slug,
+                    markdown::escape(a.title()),
+                    markdown::escape(&a.summary())
+                ));
+            }
+            body.push_str("</ul>");
+        }
+        return page(200, "en", "Help Center", "", &body);
+    }
+    let Some(a) = find(slug) else {
+        let body = "<h1>Not found</h1><p>No such article. <a href=\"/help\">All articles</a></p>";
+        return page(404, "en", "Not found", "", body);
+    };
+    let other = if a.lang == "en" { "中文" } else { "English" };
+    let nav = format!("<a href=\"/help\">Help Center</a> · <a href=\"/help/{}\">{other}</a>", a.translation);
+    page(200, a.lang, a.title(), &nav, &markdown::to_html(a.markdown, "/help/"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_article_has_a_title_a_summary_and_its_translation() {
+        for a in ARTICLES {
+            assert!(a.markdown.starts_with("# "), "{} must open with its title", a.slug);
+            assert!(!a.summary().is_empty(), "{} needs a first paragraph", a.slug);
+            assert!(find(a.translation).is_some_and(|t| t.translation == a.slug), "{}", a.slug);
+        }
+    }
+
+    #[test]
+    fn links_between_articles_name_real_slugs() {
+        for a in ARTICLES {
+            for part in a.markdown.split("](").skip(1) {
+                let target = &part[..part.find(')').unwrap_or(0)];
+                if !target.contains("://") && !target.starts_with('/') {
+                    let slug = target.split('#').next().unwrap_or_default();
+                    assert!(find(slug).is_some(), "{} links to unknown article `{target}`", a.slug);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn searches_find_the_article_about_them_in_either_language() {
+        assert_eq!(rank("connect Codex", None)[0].1.slug, "connect-codex");
+        assert_eq!(rank("idempotency_key retry", None)[0].1.slug, "idempotency");
+        assert_eq!(rank("幂等键", None)[0].1.slug, "zh-idempotency");
+        assert_eq!(rank("定时任务", Some("zh"))[0].1.slug, "zh-routines");
+    }
+
+    #[test]
+    fn pages_escape_and_link_the_translation() {
+        let resp = serve_page("keys-and-scopes");
+        let html = String::from_utf8(resp.body).unwrap();
+        assert!(html.contains("href=\"/help/zh-keys-and-scopes\""));
+        assert_eq!(serve_page("nope").status, 404);
+        assert_eq!(serve_page("").status, 200);
+    }
+}

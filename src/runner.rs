@@ -1,0 +1,285 @@
+//! The runner face (`/v1/runner/*`): how `sky runner` processes run the turns of `runner` agents on their
+//! own machines. A runner registers with a workspace key (`POST /v1/runners`, in the operation table) and
+//! then speaks this small protocol with its runner token:
+//!
+//! - `POST /v1/runner/claim {wait_seconds?}` → a turn with a lease (30 s), or 204 when none is waiting;
+//! - `POST /v1/runner/heartbeat {lease_id}` → the lease renewed, and `stop: true` once the session was
+//!   stopped (the runner then kills the agent);
+//! - `POST /v1/runner/events {lease_id, events: [{key, type, …}], done?}` → events reported exactly once by
+//!   their keys; `done` (`completed` or `failed`) ends the turn;
+//! - `GET /v1/runner/files?lease_id=` and `PUT /v1/runner/files {lease_id, path, content}` → the task folder
+//!   as the session sees it (its lane over the base).
+//!
+//! A runner that stops renewing loses its lease and the turn is claimed again by another.
+
+use crate::cx::Cx;
+use crate::error::{ApiError, Code};
+use crate::http::{HttpRequest, HttpResponse};
+use crate::rest::error_response;
+use crate::rules::{ids, limits};
+use crate::session::{EventKind, ExternalEvent, SessionCall, SessionReply, TurnEnd};
+use crate::store::{self, runners::TurnRow};
+use crate::taskfs::{self, Folder, Writer};
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+/// How long a lease lasts without a heartbeat.
+pub const LEASE_MS: i64 = 30_000;
+const MAX_CLAIM_WAIT_S: i64 = 25;
+
+fn ok(v: Value) -> HttpResponse {
+    HttpResponse::json(200, &v)
+}
+
+fn body<T: serde::de::DeserializeOwned>(req: &HttpRequest) -> Result<T, ApiError> {
+    let bytes = if req.body.is_empty() { b"{}".as_slice() } else { &req.body };
+    serde_json::from_slice(bytes).map_err(|e| ApiError::invalid(format!("invalid body: {e}")))
+}
+
+/// Answers one runner request.
+pub async fn handle(cx: &Cx<'_>, req: &HttpRequest) -> HttpResponse {
+    let token = req
+        .header("authorization")
+        .and_then(|h| h.split_once(' '))
+        .filter(|(s, _)| s.eq_ignore_ascii_case("bearer"))
+        .map(|(_, t)| t.trim().to_owned())
+        .filter(|t| t.starts_with("srt_"));
+    let Some(token) = token else {
+        return error_response(&ApiError::new(Code::Unauthorized, "a runner token (srt_…) is required"))
+            .with_header("www-authenticate", "Bearer realm=\"agentsky\"");
+    };
+    let runner = match store::runners::by_token(cx.db(), &ids::hash_secret(&token), cx.now_ms).await {
+        Ok(Some(r)) => r,
+        Ok(None) => {
+            return error_response(&ApiError::new(Code::Unauthorized, "unknown runner token"))
+                .with_header("www-authenticate", "Bearer realm=\"agentsky\", error=\"invalid_token\"")
+        }
+        Err(e) => return error_response(&cx.internal(e)),
+    };
+    let result = match (req.method.as_str(), req.path.as_str()) {
+        ("POST", "/v1/runner/claim") => claim(cx, &runner, req).await,
+        ("POST", "/v1/runner/heartbeat") => heartbeat(cx, &runner, req).await,
+        ("POST", "/v1/runner/events") => events(cx, &runner, req).await,
+        ("GET", "/v1/runner/files") => files(cx, &runner, req).await,
+        ("PUT", "/v1/runner/files") => write_file(cx, &runner, req).await,
+        _ => Err(ApiError::new(Code::NotFound, format!("no runner route {} {}", req.method, req.path))),
+    };
+    match result {
+        Ok(resp) => resp,
+        Err(e) => error_response(&e),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Claim {
+    wait_seconds: Option<i64>,
+}
+
+async fn claim(cx: &Cx<'_>, runner: &store::runners::RunnerRow, req: &HttpRequest) -> Result<HttpResponse, ApiError> {
+    let p: Claim = body(req)?;
+    let wait = p.wait_seconds.unwrap_or(0);
+    if !(0..=MAX_CLAIM_WAIT_S).contains(&wait) {
+        return Err(ApiError::invalid(format!("`wait_seconds` must be between 0 and {MAX_CLAIM_WAIT_S}")));
+    }
+    let deadline = cx.clock_now() + wait * 1000;
+    loop {
+        let now = cx.clock_now();
+        let lease_id = ids::new_id("lease");
+        let turn = store::runners::claim(cx.db(), &runner.workspace_id, &runner.runner_id, &lease_id, LEASE_MS, now)
+            .await
+            .map_err(|e| cx.internal(e))?;
+        if let Some(turn) = turn {
+            return assignment(cx, turn).await.map(ok);
+        }
+        if now >= deadline {
+            return Ok(HttpResponse::new(204));
+        }
+        // Claims are rare and cheap to retry; a runner waits here instead of hammering the API.
+        cx.env.clock.sleep(1_000.min(deadline - now)).await;
+    }
+}
+
+/// What a runner needs to run a claimed turn.
+async fn assignment(cx: &Cx<'_>, turn: TurnRow) -> Result<Value, ApiError> {
+    let db = cx.db();
+    let session = store::sessions::get(db, &turn.session_id)
+        .await
+        .map_err(|e| cx.internal(e))?
+        .ok_or_else(|| ApiError::not_found("session"))?;
+    let agent = store::agents::get(db, &session.agent_id).await.map_err(|e| cx.internal(e))?;
+    let mut history = Vec::new();
+    let mut message = String::new();
+    let page = crate::ops::sessions::call(
+        cx,
+        &turn.session_id,
+        SessionCall::Read { after: 0, message_id: None, limit: 200, wait_ms: 0 },
+    )
+    .await?;
+    if let SessionReply::Page(page) = page {
+        for e in &page.events {
+            let role = match e.kind.as_str() {
+                "user_message" => "user",
+                "agent_message" => "agent",
+                _ => continue,
+            };
+            let text = e.body["text"].as_str().unwrap_or_default().to_owned();
+            if e.kind == "user_message" && e.message_id == turn.message_id {
+                message = text.clone();
+            }
+            history.push(json!({ "role": role, "text": text }));
+        }
+    }
+    // The agent inside gets its own session token for the session server.
+    let token = ids::new_secret("sst_");
+    store::requests::insert_token(db, &ids::hash_secret(&token), &session.session_id, &session.workspace_id, cx.now_ms)
+        .await
+        .map_err(|e| cx.internal(e))?;
+    Ok(json!({
+        "lease_id": turn.lease_id,
+        "lease_expires_ms": turn.lease_expires_ms,
+        "attempt": turn.attempts,
+        "session_id": session.session_id,
+        "task_id": session.task_id,
+        "message_id": turn.message_id,
+        "message": message,
+        "history": history,
+        "agent": agent.map(|a| json!({ "agent_id": a.agent_id, "name": a.name, "model": session.model, "instructions": a.instructions })),
+        "session_token": token,
+        "session_server": format!("{}/v1/session/mcp", cx.base_url),
+    }))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Lease {
+    lease_id: String,
+}
+
+/// The turn a runner's lease holds; a lost lease is a conflict the runner must stop on.
+async fn leased(cx: &Cx<'_>, runner: &store::runners::RunnerRow, lease_id: &str) -> Result<TurnRow, ApiError> {
+    let turn = store::runners::by_lease(cx.db(), lease_id, cx.now_ms).await.map_err(|e| cx.internal(e))?;
+    turn.filter(|t| t.runner_id.as_deref() == Some(runner.runner_id.as_str())).ok_or_else(|| {
+        ApiError::new(Code::Conflict, "this lease has expired or was taken over: stop the turn, another runner has it")
+    })
+}
+
+async fn stopped(cx: &Cx<'_>, session_id: &str) -> Result<bool, ApiError> {
+    let s = store::sessions::get(cx.db(), session_id).await.map_err(|e| cx.internal(e))?;
+    Ok(s.is_none_or(|s| s.status == "terminated"))
+}
+
+async fn heartbeat(
+    cx: &Cx<'_>,
+    runner: &store::runners::RunnerRow,
+    req: &HttpRequest,
+) -> Result<HttpResponse, ApiError> {
+    let p: Lease = body(req)?;
+    let turn = leased(cx, runner, &p.lease_id).await?;
+    let until = cx.now_ms + LEASE_MS;
+    store::runners::renew(cx.db(), &p.lease_id, until).await.map_err(|e| cx.internal(e))?;
+    let stop = stopped(cx, &turn.session_id).await?;
+    Ok(ok(json!({ "lease_expires_ms": until, "stop": stop })))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Events {
+    lease_id: String,
+    events: Vec<Value>,
+    /// `completed` or `failed`: the turn is over.
+    done: Option<String>,
+}
+
+fn event(v: &Value) -> Result<ExternalEvent, ApiError> {
+    let key = v["key"].as_str().ok_or_else(|| ApiError::invalid("each event needs a `key` (unique per event)"))?;
+    limits::text("events[].key", key, 1, 200)?;
+    let kind = match v["type"].as_str() {
+        Some("agent_message") => EventKind::AgentMessage,
+        Some("tool_call") => EventKind::ToolCall,
+        Some("tool_result") => EventKind::ToolResult,
+        Some("status") => EventKind::Status,
+        Some("error") => EventKind::Error,
+        other => {
+            return Err(ApiError::invalid(format!(
+                "event `type` must be agent_message, tool_call, tool_result, status or error (got {other:?})"
+            )))
+        }
+    };
+    let mut body = v.clone();
+    if let Some(map) = body.as_object_mut() {
+        map.remove("key");
+        map.remove("type");
+    }
+    if body.to_string().len() > 256 * 1024 {
+        return Err(ApiError::new(Code::PayloadTooLarge, "an event holds at most 256 KiB"));
+    }
+    Ok(ExternalEvent { key: key.to_owned(), kind, body })
+}
+
+async fn events(cx: &Cx<'_>, runner: &store::runners::RunnerRow, req: &HttpRequest) -> Result<HttpResponse, ApiError> {
+    let p: Events = body(req)?;
+    limits::count("events", p.events.len(), 500)?;
+    let turn = leased(cx, runner, &p.lease_id).await?;
+    let events = p.events.iter().map(event).collect::<Result<Vec<_>, _>>()?;
+    let end = match p.done.as_deref() {
+        None => None,
+        Some("completed") => Some(TurnEnd::Completed),
+        Some("failed") => Some(TurnEnd::Failed),
+        Some(other) => return Err(ApiError::invalid(format!("`done` must be completed or failed (got {other:?})"))),
+    };
+    let count = events.len();
+    let call = SessionCall::External { message_id: turn.message_id.clone(), events, end };
+    crate::ops::sessions::call(cx, &turn.session_id, call).await?;
+    if end.is_some() {
+        store::runners::finish(cx.db(), &turn.session_id, &turn.message_id).await.map_err(|e| cx.internal(e))?;
+    }
+    let stop = stopped(cx, &turn.session_id).await?;
+    Ok(ok(json!({ "accepted": count, "stop": stop })))
+}
+
+async fn folder_of(cx: &Cx<'_>, turn: &TurnRow) -> Result<(String, String), ApiError> {
+    let s = store::sessions::get(cx.db(), &turn.session_id)
+        .await
+        .map_err(|e| cx.internal(e))?
+        .ok_or_else(|| ApiError::not_found("session"))?;
+    let lane = taskfs::lane_of(cx.db(), &s.task_id, &s.session_id).await?;
+    Ok((s.task_id, lane))
+}
+
+async fn files(cx: &Cx<'_>, runner: &store::runners::RunnerRow, req: &HttpRequest) -> Result<HttpResponse, ApiError> {
+    let lease_id = req.query_param("lease_id").ok_or_else(|| ApiError::invalid("`lease_id` is required"))?;
+    let turn = leased(cx, runner, &lease_id).await?;
+    let (task_id, lane) = folder_of(cx, &turn).await?;
+    let folder = Folder { workspace_id: &turn.workspace_id, task_id: &task_id, lane: &lane };
+    let (db, blobs) = taskfs::parts(cx.env);
+    let mut out = Vec::new();
+    for f in taskfs::list(db, folder).await? {
+        let (info, content) = taskfs::read(db, blobs, folder, &f.path, None).await?;
+        out.push(json!({ "path": info.path, "version": info.version, "content": content }));
+    }
+    Ok(ok(json!({ "files": out })))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WriteFile {
+    lease_id: String,
+    path: String,
+    content: String,
+}
+
+async fn write_file(
+    cx: &Cx<'_>,
+    runner: &store::runners::RunnerRow,
+    req: &HttpRequest,
+) -> Result<HttpResponse, ApiError> {
+    let p: WriteFile = body(req)?;
+    let turn = leased(cx, runner, &p.lease_id).await?;
+    let (task_id, lane) = folder_of(cx, &turn).await?;
+    let folder = Folder { workspace_id: &turn.workspace_id, task_id: &task_id, lane: &lane };
+    let (db, blobs) = taskfs::parts(cx.env);
+    let info =
+        taskfs::write(db, blobs, folder, &p.path, &p.content, Writer::Session(&turn.session_id), cx.now_ms).await?;
+    Ok(ok(serde_json::to_value(info).map_err(|e| cx.internal(e))?))
+}

@@ -1,0 +1,96 @@
+//! Runners and the turns they claim. A claim is one statement: it leases the oldest queued (or
+//! abandoned) turn, so two runners never hold the same turn.
+
+use super::{first, DbResult, Sql};
+use crate::stmt;
+use serde::{Deserialize, Serialize};
+
+pub async fn register(
+    db: &dyn Sql,
+    runner_id: &str,
+    workspace_id: &str,
+    name: &str,
+    token_hash: &str,
+    now_ms: i64,
+) -> DbResult<()> {
+    const INSERT: &str =
+        "INSERT INTO runner (runner_id, workspace_id, name, token_hash, created_ms) VALUES (?1, ?2, ?3, ?4, ?5)";
+    db.all(stmt!(INSERT, runner_id, workspace_id, name, token_hash, now_ms)).await.map(drop)
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct RunnerRow {
+    pub runner_id: String,
+    pub workspace_id: String,
+    pub name: String,
+}
+
+/// The runner behind a token, touching its last-seen time.
+pub async fn by_token(db: &dyn Sql, token_hash: &str, now_ms: i64) -> DbResult<Option<RunnerRow>> {
+    const GET: &str =
+        "UPDATE runner SET last_seen_ms = ?2 WHERE token_hash = ?1 RETURNING runner_id, workspace_id, name";
+    first(db, stmt!(GET, token_hash, now_ms)).await
+}
+
+/// Queues a runner turn once.
+pub async fn enqueue(
+    db: &dyn Sql,
+    session_id: &str,
+    message_id: &str,
+    workspace_id: &str,
+    now_ms: i64,
+) -> DbResult<()> {
+    const INSERT: &str = "INSERT INTO runner_turn (session_id, message_id, workspace_id, status, created_ms) VALUES (?1, ?2, ?3, 'queued', ?4)
+      ON CONFLICT (session_id, message_id) DO NOTHING";
+    db.all(stmt!(INSERT, session_id, message_id, workspace_id, now_ms)).await.map(drop)
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TurnRow {
+    pub session_id: String,
+    pub message_id: String,
+    pub workspace_id: String,
+    pub status: String,
+    pub runner_id: Option<String>,
+    pub lease_id: Option<String>,
+    pub lease_expires_ms: Option<i64>,
+    pub attempts: i64,
+}
+
+/// Leases the oldest claimable turn of the workspace: queued, or leased by a runner that stopped
+/// renewing it.
+pub async fn claim(
+    db: &dyn Sql,
+    workspace_id: &str,
+    runner_id: &str,
+    lease_id: &str,
+    lease_ms: i64,
+    now_ms: i64,
+) -> DbResult<Option<TurnRow>> {
+    const CLAIM: &str =
+        "UPDATE runner_turn SET status = 'leased', runner_id = ?2, lease_id = ?3, lease_expires_ms = ?4 + ?5,
+        attempts = attempts + 1
+      WHERE rowid = (SELECT rowid FROM runner_turn WHERE workspace_id = ?1
+                       AND (status = 'queued' OR (status = 'leased' AND lease_expires_ms < ?4))
+                     ORDER BY created_ms LIMIT 1)
+      RETURNING session_id, message_id, workspace_id, status, runner_id, lease_id, lease_expires_ms, attempts";
+    first(db, stmt!(CLAIM, workspace_id, runner_id, lease_id, now_ms, lease_ms)).await
+}
+
+/// The turn a live lease holds.
+pub async fn by_lease(db: &dyn Sql, lease_id: &str, now_ms: i64) -> DbResult<Option<TurnRow>> {
+    const GET: &str =
+        "SELECT session_id, message_id, workspace_id, status, runner_id, lease_id, lease_expires_ms, attempts
+      FROM runner_turn WHERE lease_id = ?1 AND status = 'leased' AND lease_expires_ms >= ?2";
+    first(db, stmt!(GET, lease_id, now_ms)).await
+}
+
+pub async fn renew(db: &dyn Sql, lease_id: &str, until_ms: i64) -> DbResult<()> {
+    const RENEW: &str = "UPDATE runner_turn SET lease_expires_ms = ?2 WHERE lease_id = ?1 AND status = 'leased'";
+    db.all(stmt!(RENEW, lease_id, until_ms)).await.map(drop)
+}
+
+pub async fn finish(db: &dyn Sql, session_id: &str, message_id: &str) -> DbResult<()> {
+    const DONE: &str = "UPDATE runner_turn SET status = 'done' WHERE session_id = ?1 AND message_id = ?2";
+    db.all(stmt!(DONE, session_id, message_id)).await.map(drop)
+}

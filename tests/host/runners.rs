@@ -1,0 +1,151 @@
+//! The runner protocol: a runner claims a `runner` agent's turn with a lease, reports its events once
+//! each, and a turn whose runner went quiet is claimed by another.
+
+use crate::support::{Account, TestApp};
+use agentsky::http::{HttpRequest, HttpResponse};
+use serde_json::{json, Value};
+
+fn runner_call(app: &TestApp, token: &str, method: &str, path: &str, body: Value) -> HttpResponse {
+    let (path, query) = path.split_once('?').unwrap_or((path, ""));
+    app.send(HttpRequest {
+        method: method.into(),
+        path: path.into(),
+        query: query.into(),
+        headers: vec![
+            ("authorization".into(), format!("Bearer {token}")),
+            ("content-type".into(), "application/json".into()),
+        ],
+        body: serde_json::to_vec(&body).unwrap(),
+        ..Default::default()
+    })
+}
+
+fn setup(app: &TestApp) -> (Account, String, String, Value) {
+    let ada = app.signup("Ada", "ada@example.com");
+    let r = app.request("POST", "/v1/runners", Some(&ada.key), Some(json!({"name": "laptop"})));
+    assert_eq!(r.status, 200, "{:?}", r.json_body());
+    let token = r.json_body()["token"].as_str().unwrap().to_owned();
+    let agent = app.request(
+        "POST",
+        "/v1/agents",
+        Some(&ada.key),
+        Some(json!({"name": "Coder", "harness": "runner", "model": "claude", "instructions": "Write code."})),
+    );
+    let agent_id = agent.json_body()["agent_id"].as_str().unwrap().to_owned();
+    let started = app.ok(
+        &ada.key,
+        "start_session",
+        json!({"agent_id": agent_id, "message": "add a README", "idempotency_key": "k"}),
+    );
+    app.settle();
+    (ada, token, agent_id, started)
+}
+
+#[test]
+fn a_runner_claims_a_turn_reports_it_once_and_finishes_it() {
+    let app = TestApp::new();
+    let (ada, token, _, started) = setup(&app);
+    let sid = started["session"]["session_id"].as_str().unwrap().to_owned();
+    assert_eq!(app.ok(&ada.key, "get_session", json!({"session_id": sid}))["status"], "running");
+    let claim = runner_call(&app, &token, "POST", "/v1/runner/claim", json!({}));
+    assert_eq!(claim.status, 200, "{:?}", claim.json_body());
+    let turn = claim.json_body();
+    assert_eq!((turn["session_id"].as_str(), turn["message"].as_str()), (Some(sid.as_str()), Some("add a README")));
+    assert_eq!(turn["agent"]["instructions"], "Write code.");
+    assert!(turn["session_token"].as_str().unwrap().starts_with("sst_"));
+    assert_eq!(runner_call(&app, &token, "POST", "/v1/runner/claim", json!({})).status, 204, "nothing else waits");
+
+    let lease = turn["lease_id"].as_str().unwrap();
+    let w = runner_call(
+        &app,
+        &token,
+        "PUT",
+        "/v1/runner/files",
+        json!({"lease_id": lease, "path": "README.md", "content": "# Hi"}),
+    );
+    assert_eq!(w.status, 200, "{:?}", w.json_body());
+    let files = runner_call(&app, &token, "GET", &format!("/v1/runner/files?lease_id={lease}"), json!({})).json_body();
+    assert_eq!(files["files"][0]["content"], "# Hi");
+    let events = json!({"lease_id": lease, "events": [
+        {"key": "e1", "type": "status", "text": "writing"},
+        {"key": "e2", "type": "agent_message", "text": "Added README.md"}
+    ]});
+    assert_eq!(runner_call(&app, &token, "POST", "/v1/runner/events", events.clone()).json_body()["accepted"], 2);
+    // A retried post adds nothing.
+    runner_call(&app, &token, "POST", "/v1/runner/events", events);
+    let hb = runner_call(&app, &token, "POST", "/v1/runner/heartbeat", json!({"lease_id": lease})).json_body();
+    assert_eq!(hb["stop"], false);
+    let done = runner_call(
+        &app,
+        &token,
+        "POST",
+        "/v1/runner/events",
+        json!({"lease_id": lease, "events": [], "done": "completed"}),
+    );
+    assert_eq!(done.status, 200);
+
+    let page = app.ok(
+        &ada.key,
+        "read_session",
+        json!({"session_id": sid, "cursor": started["cursor"], "message_id": started["message_id"]}),
+    );
+    let texts: Vec<&str> = page["events"].as_array().unwrap().iter().filter_map(|e| e["text"].as_str()).collect();
+    assert_eq!(texts, ["waiting for a runner to claim this turn", "writing", "Added README.md"]);
+    assert_eq!(page["turn_finished"], true);
+    assert_eq!(app.ok(&ada.key, "collect_result", json!({"session_id": sid}))["files"][0]["path"], "README.md");
+    assert_eq!(
+        runner_call(&app, &token, "POST", "/v1/runner/events", json!({"lease_id": lease, "events": []})).status,
+        409,
+        "the lease ended with the turn"
+    );
+}
+
+#[test]
+fn a_dead_runners_turn_is_claimed_by_another() {
+    let app = TestApp::new();
+    let (ada, token, _, started) = setup(&app);
+    let second = app.request("POST", "/v1/runners", Some(&ada.key), Some(json!({"name": "server"}))).json_body()
+        ["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let first = runner_call(&app, &token, "POST", "/v1/runner/claim", json!({})).json_body();
+    assert_eq!(runner_call(&app, &second, "POST", "/v1/runner/claim", json!({})).status, 204, "leased, not claimable");
+    app.advance(31_000);
+    let taken = runner_call(&app, &second, "POST", "/v1/runner/claim", json!({}));
+    assert_eq!(taken.status, 200);
+    let taken = taken.json_body();
+    assert_eq!((taken["message_id"].clone(), taken["attempt"].as_i64()), (started["message_id"].clone(), Some(2)));
+    let stale = runner_call(&app, &token, "POST", "/v1/runner/heartbeat", json!({"lease_id": first["lease_id"]}));
+    assert_eq!(stale.status, 409, "the first runner must stop");
+    let lease = taken["lease_id"].as_str().unwrap();
+    runner_call(
+        &app,
+        &second,
+        "POST",
+        "/v1/runner/events",
+        json!({"lease_id": lease, "events": [{"key": "a", "type": "agent_message", "text": "done by the second"}], "done": "completed"}),
+    );
+    let sid = started["session"]["session_id"].as_str().unwrap();
+    assert_eq!(app.ok(&ada.key, "collect_result", json!({"session_id": sid}))["last_reply"], "done by the second");
+}
+
+#[test]
+fn stopping_the_session_tells_the_runner_to_stop() {
+    let app = TestApp::new();
+    let (ada, token, _, started) = setup(&app);
+    let turn = runner_call(&app, &token, "POST", "/v1/runner/claim", json!({})).json_body();
+    app.ok(&ada.key, "stop_session", json!({"session_id": started["session"]["session_id"]}));
+    let hb =
+        runner_call(&app, &token, "POST", "/v1/runner/heartbeat", json!({"lease_id": turn["lease_id"]})).json_body();
+    assert_eq!(hb["stop"], true);
+    let late = runner_call(
+        &app,
+        &token,
+        "POST",
+        "/v1/runner/events",
+        json!({"lease_id": turn["lease_id"], "events": [{"key": "x", "type": "agent_message", "text": "late"}]}),
+    );
+    assert_eq!(late.status, 409, "{:?}", late.json_body());
+    assert_eq!(runner_call(&app, "srt_bogus", "POST", "/v1/runner/claim", json!({})).status, 401);
+}
