@@ -49,6 +49,26 @@ const INSERT: &str = "INSERT INTO agent (agent_id, workspace_id, name, handle, h
   VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?13)
   RETURNING agent_id, workspace_id, name, handle, harness, model, instructions, description, categories, mcp_servers, is_public, price_cents_per_run, session_count, created_ms, updated_ms";
 
+/// The statement `sql` (`INSERT` or `UPDATE`, which take the same `?1` … `?13`) for these fields.
+fn bound(sql: &'static str, agent_id: &str, workspace_id: &str, f: &AgentFields<'_>, now_ms: i64) -> super::Stmt {
+    stmt!(
+        sql,
+        agent_id,
+        workspace_id,
+        f.name,
+        f.handle,
+        f.harness,
+        f.model,
+        f.instructions,
+        f.description,
+        f.categories.as_str(),
+        f.mcp_servers.as_str(),
+        f.is_public,
+        f.price_cents_per_run,
+        now_ms
+    )
+}
+
 pub async fn create(
     db: &dyn Sql,
     agent_id: &str,
@@ -56,26 +76,7 @@ pub async fn create(
     f: &AgentFields<'_>,
     now_ms: i64,
 ) -> DbResult<Agent> {
-    let row = first(
-        db,
-        stmt!(
-            INSERT,
-            agent_id,
-            workspace_id,
-            f.name,
-            f.handle,
-            f.harness,
-            f.model,
-            f.instructions,
-            f.description,
-            f.categories.as_str(),
-            f.mcp_servers.as_str(),
-            f.is_public,
-            f.price_cents_per_run,
-            now_ms
-        ),
-    )
-    .await?;
+    let row = first(db, bound(INSERT, agent_id, workspace_id, f, now_ms)).await?;
     row.ok_or_else(|| super::DbError::Other("insert returned no row".into()))
 }
 
@@ -91,26 +92,7 @@ pub async fn update(
     f: &AgentFields<'_>,
     now_ms: i64,
 ) -> DbResult<Option<Agent>> {
-    first(
-        db,
-        stmt!(
-            UPDATE,
-            agent_id,
-            workspace_id,
-            f.name,
-            f.handle,
-            f.harness,
-            f.model,
-            f.instructions,
-            f.description,
-            f.categories.as_str(),
-            f.mcp_servers.as_str(),
-            f.is_public,
-            f.price_cents_per_run,
-            now_ms
-        ),
-    )
-    .await
+    first(db, bound(UPDATE, agent_id, workspace_id, f, now_ms)).await
 }
 
 const GET: &str = "SELECT agent_id, workspace_id, name, handle, harness, model, instructions, description, categories,

@@ -54,18 +54,7 @@ pub fn write_stmt(v: &NewVersion<'_>) -> super::Stmt {
 
 /// Writes a version; with `commit`, records the base commit in the same atomic batch.
 pub async fn write(db: &dyn Sql, v: &NewVersion<'_>, commit: Option<super::Stmt>) -> DbResult<FileInfo> {
-    let mut stmts = vec![stmt!(
-        WRITE,
-        v.task_id,
-        v.workspace_id,
-        v.lane,
-        v.path,
-        v.size_bytes,
-        v.sha256,
-        v.writer_session_id,
-        v.writer_key_id,
-        v.now_ms
-    )];
+    let mut stmts = vec![write_stmt(v)];
     stmts.extend(commit);
     let row = db.batch(stmts).await?.into_iter().next().and_then(|rows| rows.into_iter().next());
     row.map(super::decode).transpose()?.ok_or_else(|| super::DbError::Other("write returned no row".into()))
