@@ -8,7 +8,8 @@
 -- length. `seq` orders a source's rows: the event's sequence number in a session, the message's index in a
 -- trace, 0 for a memory entry. Retried indexing inserts nothing twice (the unique key).
 CREATE TABLE context_doc (
-  doc_id INTEGER PRIMARY KEY,
+  -- AUTOINCREMENT: ids only grow, so a search's snapshot (the newest id it saw) never admits a later row.
+  doc_id INTEGER PRIMARY KEY AUTOINCREMENT,
   scope TEXT NOT NULL CHECK (scope IN ('memory', 'conversations', 'traces')),
   workspace_id TEXT NOT NULL REFERENCES workspace(workspace_id) ON DELETE CASCADE,
   -- Memory is personal: the account an entry belongs to (NULL for the other scopes).

@@ -120,30 +120,38 @@ impl Ref {
     }
 }
 
-/// A search position: the last hit's score and doc id, the newest doc id of the first page, and which
-/// search it belongs to.
-fn cursor(score: f64, doc_id: i64, snapshot: i64, search: &str) -> String {
-    URL_SAFE_NO_PAD.encode(format!("sc1:{:x}:{doc_id}:{snapshot}:{search}", score.to_bits()))
+/// A search position: where the last page ended, and which search it belongs to.
+fn cursor(after: &store::context::After, search: &str) -> String {
+    URL_SAFE_NO_PAD.encode(format!("sc1:{}:{}:{}:{search}", after.snapshot, after.doc_id, after.position))
 }
 
-fn parse_cursor(c: &str, search: &str) -> Result<(f64, i64, i64), ApiError> {
+fn parse_cursor(c: &str, search: &str) -> Result<store::context::After, ApiError> {
     let bad = || ApiError::invalid("`cursor` is not a cursor this server gave out; pass `nextCursor` unchanged");
     let text = URL_SAFE_NO_PAD.decode(c).ok().and_then(|b| String::from_utf8(b).ok()).ok_or_else(bad)?;
     let parts: Vec<&str> = text.split(':').collect();
-    let ["sc1", score, doc, snapshot, of] = parts.as_slice() else { return Err(bad()) };
+    let ["sc1", snapshot, doc_id, position, of] = parts.as_slice() else { return Err(bad()) };
     if *of != search {
         return Err(ApiError::invalid(
             "this `cursor` belongs to another search; pass it with the same query, scope and workspace",
         ));
     }
-    let score = u64::from_str_radix(score, 16).map(f64::from_bits).map_err(|_| bad())?;
-    Ok((score, doc.parse().map_err(|_| bad())?, snapshot.parse().map_err(|_| bad())?))
+    let number = |s: &str| s.parse::<i64>().map_err(|_| bad());
+    Ok(store::context::After { snapshot: number(snapshot)?, doc_id: number(doc_id)?, position: number(position)? })
 }
 
 /// The workspaces a search looks in: the named (or connection's) one for traces; otherwise the named one
 /// or every workspace the key may see.
 fn workspaces_of(cx: &Cx<'_>, scopes: &[&str], slug: Option<&str>) -> Result<Vec<String>, ApiError> {
-    if scopes == ["traces"] || slug.is_some() {
+    if scopes == ["traces"] {
+        return Ok(vec![cx.workspace(slug)?.workspace_id.clone()]);
+    }
+    visible_workspaces(cx, slug)
+}
+
+/// The named workspace, or, without a name, every workspace the key may see (only its own for a key
+/// locked to one): where a caller's memory and conversations are looked for.
+pub fn visible_workspaces(cx: &Cx<'_>, slug: Option<&str>) -> Result<Vec<String>, ApiError> {
+    if slug.is_some() {
         return Ok(vec![cx.workspace(slug)?.workspace_id.clone()]);
     }
     let caller = cx.caller()?;
@@ -155,7 +163,8 @@ fn workspaces_of(cx: &Cx<'_>, scopes: &[&str], slug: Option<&str>) -> Result<Vec
         .collect())
 }
 
-fn slug_of(cx: &Cx<'_>, workspace_id: &str) -> String {
+/// The caller's slug of one of their workspaces.
+pub fn slug_of(cx: &Cx<'_>, workspace_id: &str) -> String {
     cx.caller
         .as_ref()
         .and_then(|c| c.memberships.iter().find(|m| m.workspace_id == workspace_id))
@@ -185,17 +194,13 @@ pub async fn search(cx: &Cx<'_>, p: SearchContext) -> Result<ContextHits, ApiErr
     let caller = cx.caller()?;
     let filter =
         store::context::Filter { scopes: &scopes, workspace_ids: &workspace_ids, account_id: &caller.account_id };
-    let (snapshot, after) = match position {
-        Some((score, doc, snapshot)) => (Some(snapshot), Some((score, doc))),
-        None => (None, None),
-    };
-    let mut rows = store::context::search(cx.db(), &query.fts, &filter, snapshot, after, limit + 1)
-        .await
-        .map_err(|e| cx.internal(e))?;
+    let mut rows =
+        store::context::search(cx.db(), &query.fts, &filter, position, limit + 1).await.map_err(|e| cx.internal(e))?;
     let next_cursor = (rows.len() as i64 > limit).then(|| {
         rows.truncate(limit as usize);
         let last = rows.last().expect("a full page has a last row");
-        cursor(last.score, last.doc.doc_id, last.snapshot, &search_id)
+        let after = store::context::After { snapshot: last.snapshot, doc_id: last.doc.doc_id, position: last.position };
+        cursor(&after, &search_id)
     });
     let hits = rows
         .into_iter()
@@ -314,8 +319,12 @@ pub async fn read(cx: &Cx<'_>, p: ReadContext) -> Result<ContextRead, ApiError> 
         Ref::Message { session_id, seq } => {
             let (row, m) = sessions::load(cx, &session_id).await?;
             let call = SessionCall::Read { after: seq - 1, message_id: None, limit: 1, wait_ms: 0 };
-            let SessionReply::Page(page) = sessions::call(cx, &session_id, call).await? else {
-                return Err(cx.internal("unexpected session reply"));
+            let page = match sessions::call(cx, &session_id, call).await {
+                Ok(SessionReply::Page(page)) => page,
+                Ok(other) => return Err(cx.internal(format!("unexpected session reply {other:?}"))),
+                // A position past the log's end: no such message.
+                Err(e) if e.code == Code::InvalidParams => return Err(gone()),
+                Err(e) => return Err(e),
             };
             let event = page.events.into_iter().find(|e| e.seq == seq).ok_or_else(gone)?;
             let (role, text) = message_of(&event).ok_or_else(gone)?;
@@ -480,8 +489,9 @@ mod tests {
 
     #[test]
     fn cursors_are_bound_to_their_search() {
-        let c = cursor(-1.25e-6, 17, 99, "abc");
-        assert_eq!(parse_cursor(&c, "abc").unwrap(), (-1.25e-6, 17, 99));
+        let after = store::context::After { snapshot: 99, doc_id: 17, position: 4 };
+        let c = cursor(&after, "abc");
+        assert_eq!(parse_cursor(&c, "abc").unwrap(), after);
         assert_eq!(parse_cursor(&c, "other").unwrap_err().code, Code::InvalidParams);
         assert!(parse_cursor("nope", "abc").is_err());
     }

@@ -104,9 +104,14 @@ pub fn find(slug: &str) -> Option<&'static Article> {
     ARTICLES.iter().find(|a| a.slug == slug)
 }
 
-/// The in-memory index: term counts per article (title counted thrice) and document frequencies.
+/// What a query word found in an article's title adds, in units of the word's idf: a title names what
+/// the article is about, which no count of mentions in the body says as well.
+const TITLE_BOOST: f64 = 1.5;
+
+/// The in-memory index: term counts of each article's body, its title's terms, and document frequencies.
 struct Index {
     docs: Vec<HashMap<String, f64>>,
+    titles: Vec<Vec<String>>,
     lengths: Vec<f64>,
     average: f64,
     df: HashMap<String, f64>,
@@ -115,25 +120,26 @@ struct Index {
 fn index() -> &'static Index {
     static INDEX: OnceLock<Index> = OnceLock::new();
     INDEX.get_or_init(|| {
-        let mut docs = Vec::new();
-        let mut lengths = Vec::new();
+        let (mut docs, mut titles, mut lengths) = (Vec::new(), Vec::new(), Vec::new());
         let mut df: HashMap<String, f64> = HashMap::new();
         for a in ARTICLES {
             let mut tf: HashMap<String, f64> = HashMap::new();
-            for t in fulltext::terms(a.title()) {
-                *tf.entry(t).or_default() += 3.0;
-            }
-            for t in fulltext::terms(a.markdown) {
+            for t in fulltext::terms(body_of(a)) {
                 *tf.entry(t).or_default() += 1.0;
             }
-            for t in tf.keys() {
+            let title = fulltext::terms(a.title());
+            let mut seen: Vec<&String> = tf.keys().chain(title.iter()).collect();
+            seen.sort();
+            seen.dedup();
+            for t in seen {
                 *df.entry(t.clone()).or_default() += 1.0;
             }
             lengths.push(tf.values().sum());
             docs.push(tf);
+            titles.push(title);
         }
         let average = lengths.iter().sum::<f64>() / lengths.len().max(1) as f64;
-        Index { docs, lengths, average, df }
+        Index { docs, titles, lengths, average, df }
     })
 }
 
@@ -151,10 +157,22 @@ fn rank(query: &str, lang: Option<&str>) -> Vec<(f64, &'static Article)> {
         .filter_map(|(i, a)| {
             let mut score = 0.0;
             for t in &terms {
-                let Some(&tf) = idx.docs[i].get(t) else { continue };
                 let df = idx.df.get(t).copied().unwrap_or(0.0);
                 let idf = ((n - df + 0.5) / (df + 0.5) + 1.0).ln();
-                score += idf * tf * (k1 + 1.0) / (tf + k1 * (1.0 - b + b * idx.lengths[i] / idx.average));
+                // A lone CJK character is a prefix: it stands in every bigram it starts, as in the D1 index.
+                let lone = t.chars().count() == 1 && t.chars().all(fulltext::is_cjk);
+                let tf = if lone {
+                    Some(idx.docs[i].iter().filter(|(k, _)| k.starts_with(t.as_str())).map(|(_, n)| n).sum())
+                        .filter(|n: &f64| *n > 0.0)
+                } else {
+                    idx.docs[i].get(t).copied()
+                };
+                if let Some(tf) = tf {
+                    score += idf * tf * (k1 + 1.0) / (tf + k1 * (1.0 - b + b * idx.lengths[i] / idx.average));
+                }
+                if idx.titles[i].contains(t) {
+                    score += idf * TITLE_BOOST;
+                }
             }
             if lang.is_none() && (a.lang == "zh") != cjk_query {
                 score *= 0.5;

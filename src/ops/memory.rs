@@ -11,6 +11,7 @@
 
 use crate::cx::Cx;
 use crate::error::{ApiError, Code};
+use crate::ops::context;
 use crate::rules::{cursor, fingerprint, ids, limits};
 use crate::session::SessionConfig;
 use crate::store::{self, context::MemoryRow, Sql};
@@ -114,35 +115,15 @@ pub struct MemoryList {
     pub next_cursor: Option<String>,
 }
 
-/// The workspaces the caller's memory may be read in: the named one, or all the key may see.
-fn visible(cx: &Cx<'_>, slug: Option<&str>) -> Result<Vec<String>, ApiError> {
-    if slug.is_some() {
-        return Ok(vec![cx.workspace(slug)?.workspace_id.clone()]);
-    }
-    let caller = cx.caller()?;
-    Ok(caller
-        .memberships
-        .iter()
-        .filter(|m| caller.locked_workspace_id.as_ref().is_none_or(|l| *l == m.workspace_id))
-        .map(|m| m.workspace_id.clone())
-        .collect())
-}
-
 fn with_slug(cx: &Cx<'_>, entry: MemoryRow) -> MemoryEntry {
-    let slug = cx
-        .caller
-        .as_ref()
-        .and_then(|c| c.memberships.iter().find(|m| m.workspace_id == entry.workspace_id))
-        .map(|m| m.slug.clone())
-        .unwrap_or_default();
-    MemoryEntry { entry, workspace: slug }
+    MemoryEntry { workspace: context::slug_of(cx, &entry.workspace_id), entry }
 }
 
 /// list_memory
 pub async fn list(cx: &Cx<'_>, p: ListMemory) -> Result<MemoryList, ApiError> {
     let limit = limits::page_size("limit", p.limit, 50, 200)?;
     let before = cursor::parse_keyset(p.cursor.as_deref())?;
-    let workspaces = visible(cx, p.workspace.as_deref())?;
+    let workspaces = context::visible_workspaces(cx, p.workspace.as_deref())?;
     let caller = cx.caller()?;
     let mut rows = store::context::memory(cx.db(), &caller.account_id, &workspaces, before, limit + 1)
         .await
@@ -176,7 +157,7 @@ pub async fn delete(cx: &Cx<'_>, p: DeleteMemory) -> Result<MemoryDeleted, ApiEr
     if !ids::is_id(&p.memory_id, "mem") {
         return Err(not_found());
     }
-    let workspaces = visible(cx, None)?;
+    let workspaces = context::visible_workspaces(cx, None)?;
     let caller = cx.caller()?;
     let deleted = store::context::delete_memory(cx.db(), &p.memory_id, &caller.account_id, &workspaces)
         .await

@@ -170,15 +170,21 @@ pub fn parse_query(query: &str) -> Option<Query> {
 
 /// A word without its commonest English endings, so `deploying` and `deployed` meet `deploy`. Only for
 /// the help center's in-memory index and for finding snippet positions; FTS5 runs the real Porter stemmer.
-pub fn stem(word: &str) -> &str {
+pub fn stem(word: &str) -> std::borrow::Cow<'_, str> {
+    // `retries`, `retried` → `retry`, as `retrying` → `retry`.
+    for suffix in ["ies", "ied"] {
+        if let Some(base) = word.strip_suffix(suffix).filter(|b| b.chars().count() >= 3) {
+            return format!("{base}y").into();
+        }
+    }
     for suffix in ["ments", "ment", "ings", "ing", "ed", "es", "ly", "s"] {
         if let Some(base) = word.strip_suffix(suffix) {
             if base.chars().count() >= 3 {
-                return base;
+                return base.into();
             }
         }
     }
-    word
+    word.into()
 }
 
 /// The terms of a text for an in-memory index: stemmed lower-case words and CJK bigrams (with each run's
@@ -187,7 +193,7 @@ pub fn terms(text: &str) -> Vec<String> {
     let mut out = Vec::new();
     for p in pieces(text) {
         match p {
-            Piece::Word(w) => out.push(stem(&w).to_owned()),
+            Piece::Word(w) => out.push(stem(&w).into_owned()),
             Piece::Cjk(run) => {
                 let last = run[run.len() - 1].to_string();
                 out.extend(bigrams(&run));
@@ -200,9 +206,17 @@ pub fn terms(text: &str) -> Vec<String> {
     out
 }
 
-/// The query's terms for an in-memory index (stopwords dropped while something else is left).
+/// The query's terms for an in-memory index: stemmed words (stopwords dropped while something else is
+/// left) and CJK bigrams, without the run's closing character the index adds (the query's run may end
+/// where the text's goes on); a lone character stays, to be matched as a prefix.
 pub fn query_terms(query: &str) -> Vec<String> {
-    let all = terms(&query.replace('"', " "));
+    let mut all = Vec::new();
+    for p in pieces(query) {
+        match p {
+            Piece::Word(w) => all.push(stem(&w).into_owned()),
+            Piece::Cjk(run) => all.extend(bigrams(&run)),
+        }
+    }
     let meaningful: Vec<String> = all.iter().filter(|t| !STOPWORDS.contains(&t.as_str())).cloned().collect();
     let mut out = if meaningful.is_empty() { all } else { meaningful };
     let mut seen = std::collections::HashSet::new();
@@ -219,7 +233,7 @@ pub fn snippet(text: &str, needles: &[String], width: usize) -> String {
     for (group, needle) in needles.iter().enumerate() {
         let mut forms: Vec<Vec<char>> = vec![needle.chars().collect()];
         let stemmed = stem(needle);
-        if stemmed != needle {
+        if stemmed != needle.as_str() {
             forms.push(stemmed.chars().collect());
         }
         for form in forms {
@@ -246,8 +260,8 @@ pub fn snippet(text: &str, needles: &[String], width: usize) -> String {
             }
         }
     }
-    hits.sort();
-    // Drop hits overlapping an earlier one (a bigram inside its whole run, say).
+    // By start, the longest first, then drop hits overlapping an earlier one (a bigram inside its run).
+    hits.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
     let mut kept: Vec<(usize, usize, usize)> = Vec::new();
     for h in hits {
         if kept.last().is_none_or(|k| h.0 >= k.1) {
@@ -382,5 +396,6 @@ mod tests {
     fn in_memory_terms_match_the_index_cut() {
         assert_eq!(terms("Connecting 会话记录"), ["connect", "会话", "话记", "记录", "录"]);
         assert_eq!(query_terms("how to connect"), ["connect"]);
+        assert_eq!(query_terms("余额不足"), ["余额", "额不", "不足"]);
     }
 }

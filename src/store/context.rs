@@ -98,12 +98,14 @@ pub struct DocRow {
     pub created_ms: i64,
 }
 
-/// A search hit: the doc, its bm25 score (lower is better) and the newest doc id the search saw.
+/// A search hit: the doc, its bm25 score (lower is better), its position in the ranking and the newest doc
+/// id the search saw.
 #[derive(Debug, Clone, Deserialize)]
 pub struct HitRow {
     #[serde(flatten)]
     pub doc: DocRow,
     pub score: f64,
+    pub position: i64,
     pub snapshot: i64,
 }
 
@@ -115,42 +117,52 @@ pub struct Filter<'a> {
     pub account_id: &'a str,
 }
 
-/// Ranked by bm25, then doc id. `snapshot` bounds the docs to those that existed when the first page was
-/// read, so later pages never show what arrived in between; `after` is the last hit's (score, doc id).
-const SEARCH: &str = "SELECT * FROM (
-    SELECT d.doc_id, d.scope, d.workspace_id, d.account_id, d.source_id, d.seq, d.role, d.author, d.title, d.body,
-      d.full_chars, d.created_ms, bm25(context_fts) AS score,
-      COALESCE(?5, (SELECT MAX(doc_id) FROM context_doc)) AS snapshot
-    FROM context_fts JOIN context_doc d ON d.doc_id = context_fts.rowid
-    WHERE context_fts MATCH ?1
-      AND d.scope IN (SELECT value FROM json_each(?2))
-      AND d.workspace_id IN (SELECT value FROM json_each(?3))
-      AND (d.scope <> 'memory' OR d.account_id = ?4)
-  ) WHERE doc_id <= snapshot AND (?6 IS NULL OR score > ?6 OR (score = ?6 AND doc_id > ?7))
-  ORDER BY score, doc_id LIMIT ?8";
+/// Where the next page starts.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct After {
+    /// The newest doc id the first page saw: later docs never join the pages that follow.
+    pub snapshot: i64,
+    /// The last hit shown, and its position in the ranking then.
+    pub doc_id: i64,
+    pub position: i64,
+}
+
+/// Ranked by bm25, then doc id, and numbered. A page continues after the last hit's position in the
+/// ranking as it stands now (or after its old position, if that hit is gone), not after its score:
+/// every new doc anywhere moves every bm25 score a little (the corpus statistics change), which would
+/// repeat or skip hits at a page boundary, while it leaves the order of the docs it does not touch alone.
+const SEARCH: &str = "WITH numbered AS MATERIALIZED (
+    SELECT *, ROW_NUMBER() OVER (ORDER BY score, doc_id) AS position FROM (
+      SELECT d.doc_id, d.scope, d.workspace_id, d.account_id, d.source_id, d.seq, d.role, d.author, d.title, d.body,
+        d.full_chars, d.created_ms, bm25(context_fts) AS score
+      FROM context_fts JOIN context_doc d ON d.doc_id = context_fts.rowid
+      WHERE context_fts MATCH ?1
+        AND d.scope IN (SELECT value FROM json_each(?2))
+        AND d.workspace_id IN (SELECT value FROM json_each(?3))
+        AND (d.scope <> 'memory' OR d.account_id = ?4)
+        AND d.doc_id <= COALESCE(?5, (SELECT MAX(doc_id) FROM context_doc))))
+  SELECT *, COALESCE(?5, (SELECT MAX(doc_id) FROM context_doc)) AS snapshot FROM numbered
+  WHERE position > COALESCE((SELECT position FROM numbered WHERE doc_id = ?6), ?7, 0)
+  ORDER BY position LIMIT ?8";
 
 pub async fn search(
     db: &dyn Sql,
     fts: &str,
     filter: &Filter<'_>,
-    snapshot: Option<i64>,
-    after: Option<(f64, i64)>,
+    after: Option<After>,
     limit: i64,
 ) -> DbResult<Vec<HitRow>> {
-    let (score, doc) = after.map_or((None, None), |(s, d)| (Some(s), Some(d)));
-    let stmt = Stmt {
-        sql: SEARCH,
-        params: vec![
-            fts.into(),
-            json!(filter.scopes).to_string().into(),
-            json!(filter.workspace_ids).to_string().into(),
-            filter.account_id.into(),
-            snapshot.into(),
-            score.map_or(super::Param::Null, super::Param::Real),
-            doc.into(),
-            limit.into(),
-        ],
-    };
+    let stmt = stmt!(
+        SEARCH,
+        fts,
+        json!(filter.scopes).to_string(),
+        json!(filter.workspace_ids).to_string(),
+        filter.account_id,
+        after.map(|a| a.snapshot),
+        after.map(|a| a.doc_id),
+        after.map(|a| a.position),
+        limit
+    );
     rows(db, stmt).await
 }
 

@@ -5,11 +5,14 @@ mod support;
 
 mod accounts;
 mod agent;
+mod context;
 mod device;
 mod files;
 mod goals;
 mod harness;
+mod help_center;
 mod mcp;
+mod records;
 mod routines;
 mod runners;
 mod sessions;
