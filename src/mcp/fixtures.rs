@@ -14,7 +14,6 @@ use super::{rpc, CallOutcome, Era, RpcError, ToolCall, ToolHost, ToolReply};
 use base64::Engine as _;
 use futures::future::LocalBoxFuture;
 use serde_json::{json, Map, Value};
-use sha2::{Digest, Sha256};
 
 /// The conformance suite's fixture tools.
 pub struct Fixtures;
@@ -358,14 +357,14 @@ fn capabilities_round(call: &ToolCall) -> Value {
 fn sign(plain: &str) -> String {
     let engine = base64::engine::general_purpose::URL_SAFE_NO_PAD;
     let payload = engine.encode(plain);
-    format!("{payload}.{}", hex::encode(hmac_sha256(STATE_KEY, payload.as_bytes())))
+    format!("{payload}.{}", hex::encode(crate::rules::hmac::hmac_sha256(STATE_KEY, payload.as_bytes())))
 }
 
 /// The plain state, when `state` is one this server signed.
 fn open(state: &str) -> Result<String, ToolReply> {
     let (payload, mac) = state.rsplit_once('.').ok_or_else(tampered)?;
     let mac = hex::decode(mac).map_err(|_| tampered())?;
-    let expected = hmac_sha256(STATE_KEY, payload.as_bytes());
+    let expected = crate::rules::hmac::hmac_sha256(STATE_KEY, payload.as_bytes());
     if !bool::from(subtle::ConstantTimeEq::ct_eq(expected.as_slice(), mac.as_slice())) {
         return Err(tampered());
     }
@@ -383,18 +382,6 @@ fn verified(state: &str, expected: &str) -> Result<(), ToolReply> {
 
 fn tampered() -> ToolReply {
     ToolReply::Refused(RpcError::invalid_params("Invalid params: requestState failed its integrity check"))
-}
-
-fn hmac_sha256(key: &[u8], message: &[u8]) -> [u8; 32] {
-    let mut block = [0u8; 64];
-    if key.len() > block.len() {
-        block[..32].copy_from_slice(&Sha256::digest(key));
-    } else {
-        block[..key.len()].copy_from_slice(key);
-    }
-    let pad = |byte: u8| block.iter().map(|b| b ^ byte).collect::<Vec<u8>>();
-    let inner = Sha256::new().chain_update(pad(0x36)).chain_update(message).finalize();
-    Sha256::new().chain_update(pad(0x5c)).chain_update(inner).finalize().into()
 }
 
 #[cfg(test)]
@@ -522,11 +509,5 @@ mod tests {
     fn mrtr_tools_explain_themselves_in_the_legacy_era() {
         let result = block_on(Fixtures.call("test_input_required_result_elicitation", json!({}))).unwrap();
         assert_eq!(result["isError"], json!(true));
-    }
-
-    #[test]
-    fn hmac_matches_the_rfc_4231_test_vector() {
-        let mac = hmac_sha256(&[0x0b; 20], b"Hi There");
-        assert_eq!(hex::encode(mac), "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7");
     }
 }

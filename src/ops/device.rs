@@ -12,7 +12,7 @@
 use crate::cx::Cx;
 use crate::error::{ApiError, Code};
 use crate::http::{percent_decode, HttpRequest, HttpResponse};
-use crate::ops::sharing::escape;
+use crate::rules::markdown::escape;
 use crate::rules::{ids, limits, slug};
 use crate::store::{self, devices};
 use schemars::JsonSchema;

@@ -17,6 +17,16 @@ const SUMMARIES: &[(&str, &str)] = &[
     ),
     ("help", "This help, generated from the server's own operation table."),
     ("agents", "The agents you can start: their harness, model, instructions and catalog entry."),
+    ("sessions", "Start a session with an agent, send messages, read replies by cursor (waiting up to 50 s), hand off, share, stop."),
+    ("tasks", "A task is the shared folder several sessions work in: its files, artifacts, threads, budget and open requests."),
+    ("goals", "A session's standing goal: it keeps working on its own until the goal is met or a limit stops it."),
+    ("routines", "Agents on a schedule: a cron in a time zone, or by hand; each fire starts a session or sends a message."),
+    ("usage", "The wallet, what sessions spent, and credit."),
+    ("secrets", "Workspace secrets (model keys, MCP tokens): sealed at rest, never shown again."),
+    ("connectors", "Deploy and server targets agents ask access to, the policies that decide it, and the audit log."),
+    ("runners", "Machines running `sky runner` for the workspace's runner agents."),
+    ("context", "Search saved memory, past conversations and uploaded traces; read a hit in full."),
+    ("records", "Human decisions and observed outcomes about sessions' results, and how each harness and model performs."),
     ("workflow", "A task, start to finish: pick an agent, start a session, read its replies, continue or stop."),
 ];
 

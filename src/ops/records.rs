@@ -245,18 +245,10 @@ pub struct AgentPerformance {
     pub performance: Vec<Performance>,
 }
 
-fn day(field: &str, value: Option<&str>, default_ms: i64) -> Result<i64, ApiError> {
-    match value {
-        None => Ok(default_ms.div_euclid(time::DAY_MS) * time::DAY_MS),
-        Some(s) => time::parse_day(s)
-            .ok_or_else(|| ApiError::invalid(format!("`{field}` must be a date, YYYY-MM-DD (got {s:?})"))),
-    }
-}
-
 /// read_agent_performance
 pub async fn performance(cx: &Cx<'_>, p: ReadAgentPerformance) -> Result<AgentPerformance, ApiError> {
-    let until = day("until", p.until.as_deref(), cx.now_ms)?;
-    let since = day("since", p.since.as_deref(), until - 29 * time::DAY_MS)?;
+    let until = crate::ops::usage::day("until", p.until.as_deref(), cx.now_ms)?;
+    let since = crate::ops::usage::day("since", p.since.as_deref(), until - 29 * time::DAY_MS)?;
     if since > until {
         return Err(ApiError::invalid("`since` must not be after `until`"));
     }

@@ -6,6 +6,7 @@ use crate::cx::{Cx, Env};
 use crate::error::{ApiError, Code};
 use crate::http::HttpResponse;
 use crate::ops::{files::load_task, sessions};
+use crate::rules::markdown::escape;
 use crate::rules::{ids, limits, paths};
 use crate::session::{SessionCall, SessionReply};
 use crate::store::{self, artifacts::ArtifactRow};
@@ -182,11 +183,6 @@ pub async fn share_session(cx: &Cx<'_>, p: ShareSession) -> Result<SessionShared
 
 fn not_found_page() -> HttpResponse {
     HttpResponse::text(404, "text/plain; charset=utf-8", "This link does not exist or was turned off.\n")
-}
-
-/// Escapes text for HTML.
-pub fn escape(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;").replace('\'', "&#39;")
 }
 
 /// `GET /a/{token}`: the artifact's bytes with its content type, sandboxed so a published page can never

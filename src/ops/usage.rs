@@ -50,7 +50,8 @@ pub struct SessionUsage {
     pub entries: Vec<store::usage::EntryRow>,
 }
 
-fn day(field: &str, value: Option<&str>, default_ms: i64) -> Result<i64, ApiError> {
+/// A `YYYY-MM-DD` parameter as midnight UTC; absent, the day of `default_ms`.
+pub fn day(field: &str, value: Option<&str>, default_ms: i64) -> Result<i64, ApiError> {
     match value {
         None => Ok(default_ms.div_euclid(time::DAY_MS) * time::DAY_MS),
         Some(s) => time::parse_day(s)
