@@ -33,8 +33,8 @@ e2e: build
 
 lint: setup
 	cargo fmt --all --check
-	cargo clippy --all-targets -- -D warnings
-	cargo clippy --target wasm32-unknown-unknown -- -D warnings
+	cargo clippy --workspace --all-targets -- -D warnings
+	cargo clippy --target wasm32-unknown-unknown -p agentsky -- -D warnings
 
 clean:
 	rm -rf build tests/e2e/.state bench/.state

@@ -41,6 +41,8 @@ else
   printf '\n\033[1;33m!!! tests/conformance/run.sh is missing: the MCP conformance suite was NOT run !!!\033[0m\n\n' >&2
 fi
 
+step "sky CLI: device sign-in, npx setup (tests/e2e/cli.sh)" bash tests/e2e/cli.sh
+
 if [ ${#failed[@]} -gt 0 ]; then
   echo "e2e: failed: ${failed[*]} (server log: $state/logs/wrangler-dev.log)" >&2
   exit 1

@@ -1,0 +1,63 @@
+//! `sky`, the agentsky command line. The map:
+//! - [`context`] — where things live on this machine (home, config dirs, `PATH`), read once, so tests can
+//!   point every path at a scratch directory.
+//! - [`config`] — sky's own config file: the server and the signed-in key (owner-only permissions).
+//! - [`api`] — blocking HTTP to the server (rustls, no OpenSSL), JSON in and out.
+//! - [`auth`] — `sky auth login | status | logout`, device-code sign-in.
+//! - [`edit`] — pure edits of Claude Code's `~/.claude.json` and Codex's `config.toml` that keep every
+//!   other byte of the file.
+//! - [`files`] — planned file changes: the diff `--dry-run` prints, and atomic writes.
+//! - [`skill`] — the `agentsky` skill: `SKILL.md` and the `catalog.md` made from the live catalog.
+//! - [`setup`] — `sky setup`: find Claude Code and Codex, plan every change, show or apply it.
+//! - [`relay`] — `sky mcp`: the session server on stdio, relayed to `/v1/session/mcp`.
+//!
+//! Nothing here prints a key in full: output shows its prefix only.
+
+pub mod api;
+pub mod auth;
+pub mod config;
+pub mod context;
+pub mod edit;
+pub mod files;
+pub mod relay;
+pub mod setup;
+pub mod skill;
+
+use std::fmt;
+
+/// A failure to show the person: one clear sentence (or a few), no backtrace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Error(pub String);
+
+impl Error {
+    pub fn new(message: impl Into<String>) -> Self {
+        Self(message.into())
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Error {}
+
+pub type Result<T> = std::result::Result<T, Error>;
+
+/// The server a fresh install talks to.
+pub const DEFAULT_SERVER: &str = "http://127.0.0.1:8787";
+
+/// What output shows of a key: enough to recognise it (the server's own prefix length), never enough to
+/// use it.
+pub fn key_prefix(key: &str) -> String {
+    key.chars().take(12).collect()
+}
+
+/// Replaces every occurrence of `key` in `text` with its prefix and an ellipsis.
+pub fn redact(text: &str, key: &str) -> String {
+    if key.is_empty() {
+        return text.to_owned();
+    }
+    text.replace(key, &format!("{}…", key_prefix(key)))
+}

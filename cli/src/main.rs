@@ -1,0 +1,123 @@
+//! The `sky` binary: parses the command line and hands over to the library (see `lib.rs` for the map).
+//! Exit codes: 0 done, 1 failed (the reason on stderr), 2 a usage mistake.
+
+use sky::{auth, context::Context, relay, setup, Error};
+use std::io::Write;
+
+const USAGE: &str = "sky — the agentsky command line
+
+Usage:
+  sky setup [--dry-run] [--server URL] [--key KEY]
+      Sign in if needed, register agentsky with every Claude Code and Codex found here, and install
+      the `agentsky` skill. Run again to update. --dry-run prints what would change and writes nothing.
+  sky auth login [--server URL] [--key KEY] [--name NAME] [--no-browser]
+      Sign in with a code approved in the browser (or store --key), keeping the key in your config folder.
+  sky auth status [--server URL] [--key KEY]
+  sky auth logout
+      Revoke the key sign-in made and forget it.
+  sky mcp [--server URL]
+      The session server on stdio (for agents agentsky starts): relays to <server>/v1/session/mcp with
+      AGENTSKY_SESSION_ID and AGENTSKY_SESSION_TOKEN from the environment.
+  sky --version | --help
+
+The server is --server, else $AGENTSKY_URL, else the one you signed in to, else http://127.0.0.1:8787.
+The key is --key, else $AGENTSKY_API_KEY, else the one `sky auth login` stored.
+";
+
+/// What the command line asked for.
+struct Args {
+    words: Vec<String>,
+    dry_run: bool,
+    no_browser: bool,
+    server: Option<String>,
+    key: Option<String>,
+    name: Option<String>,
+}
+
+fn parse(raw: Vec<String>) -> Result<Args, String> {
+    let mut a = Args { words: vec![], dry_run: false, no_browser: false, server: None, key: None, name: None };
+    let mut it = raw.into_iter();
+    while let Some(arg) = it.next() {
+        let (flag, inline) = match arg.split_once('=') {
+            Some((f, v)) if f.starts_with("--") => (f.to_owned(), Some(v.to_owned())),
+            _ => (arg.clone(), None),
+        };
+        let mut value = |name: &str| inline.clone().or_else(|| it.next()).ok_or(format!("{name} needs a value"));
+        match flag.as_str() {
+            "--dry-run" => a.dry_run = true,
+            "--no-browser" => a.no_browser = true,
+            "--server" => a.server = Some(value("--server")?),
+            "--key" => a.key = Some(value("--key")?),
+            "--name" => a.name = Some(value("--name")?),
+            "-h" | "--help" => a.words = vec!["help".into()],
+            "-V" | "--version" => a.words = vec!["version".into()],
+            f if f.starts_with('-') => return Err(format!("unknown option {f}")),
+            _ => a.words.push(arg),
+        }
+    }
+    Ok(a)
+}
+
+fn main() {
+    let args = match parse(std::env::args().skip(1).collect()) {
+        Ok(a) => a,
+        Err(why) => usage_error(&why),
+    };
+    let words: Vec<&str> = args.words.iter().map(String::as_str).collect();
+    if matches!(words.as_slice(), [] | ["help"]) {
+        print!("{USAGE}");
+        return;
+    }
+    if words == ["version"] {
+        println!("sky {}", env!("CARGO_PKG_VERSION"));
+        return;
+    }
+    let ctx = match Context::from_env() {
+        Ok(c) => c,
+        Err(e) => fail(&e),
+    };
+    let auth_opts = auth::Options {
+        server: args.server.clone(),
+        key: args.key.clone(),
+        device_name: args.name.clone(),
+        open_browser: !args.no_browser,
+    };
+    // Progress and results go to stderr: stdout stays free for `sky mcp`'s JSON-RPC.
+    let mut err = std::io::stderr();
+    let result = match words.as_slice() {
+        ["setup"] => setup::run(&ctx, &setup::Options { auth: auth_opts, dry_run: args.dry_run }, &mut err),
+        ["auth", "login"] => auth::login(&ctx, &auth_opts, &mut err).map(drop),
+        ["auth", "status"] => auth::status(&ctx, &auth_opts, &mut err),
+        ["auth", "logout"] => auth::logout(&ctx, &mut err),
+        ["mcp"] => run_mcp(&ctx, &auth_opts),
+        ["runner", ..] => Err(Error::new("`sky runner` is not available in this version yet")),
+        _ => usage_error(&format!("unknown command `{}`", words.join(" "))),
+    };
+    if let Err(e) = result {
+        fail(&e);
+    }
+}
+
+fn run_mcp(ctx: &Context, opts: &auth::Options) -> sky::Result<()> {
+    let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+    let (Some(session_id), Some(token)) = (var("AGENTSKY_SESSION_ID"), var("AGENTSKY_SESSION_TOKEN")) else {
+        return Err(Error::new(
+            "sky mcp needs AGENTSKY_SESSION_ID and AGENTSKY_SESSION_TOKEN in its environment (agentsky sets them for the agents it starts)",
+        ));
+    };
+    let stored = sky::config::load(ctx).unwrap_or_default();
+    let server = auth::server(ctx, opts, &stored);
+    let relay = relay::Relay::new(&server, &session_id, &token);
+    relay::serve(&relay, std::io::stdin().lock(), std::io::stdout());
+    Ok(())
+}
+
+fn usage_error(why: &str) -> ! {
+    let _ = writeln!(std::io::stderr(), "sky: {why}\n\n{USAGE}");
+    std::process::exit(2)
+}
+
+fn fail(e: &Error) -> ! {
+    let _ = writeln!(std::io::stderr(), "sky: error: {e}");
+    std::process::exit(1)
+}
