@@ -157,6 +157,13 @@ struct Fires(worker::Queue);
 
 impl crate::cx::Queue for Fires {
     fn send(&self, body: serde_json::Value) -> futures::future::LocalBoxFuture<'_, std::result::Result<(), String>> {
-        Box::pin(async move { self.0.send(body).await.map_err(|e| e.to_string()) })
+        Box::pin(async move {
+            // As JSON-compatible JS (objects, not Maps): the queue encodes messages as JSON, and a Map
+            // would arrive as `{}`.
+            let value = serde::Serialize::serialize(&body, &serde_wasm_bindgen::Serializer::json_compatible())
+                .map_err(|e| e.to_string())?;
+            let message = worker::RawMessageBuilder::new(value).build_with_content_type(worker::QueueContentType::Json);
+            self.0.send_raw(message).await.map_err(|e| e.to_string())
+        })
     }
 }

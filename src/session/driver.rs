@@ -182,9 +182,9 @@ pub fn answer<S: LocalSql + ?Sized>(
         }
         C::SetGoal { goal } => {
             let t = core.set_goal((**goal).clone(), now_ms)?;
-            (R::Goal(core.goal()?.map(Box::new)), Some(t))
+            (R::Goal { goal: core.goal()?.map(Box::new) }, Some(t))
         }
-        C::ClearGoal => (R::Goal(core.clear_goal(now_ms)?.map(Box::new)), None),
+        C::ClearGoal => (R::Goal { goal: core.clear_goal(now_ms)?.map(Box::new) }, None),
         // Waiting is the shell's; without one (host tests) a wait returns at once.
         C::Wait { .. } => (R::Woken { signaled: false }, None),
         C::Signal { key } => (R::Woken { signaled: true }, Some(core.signal(key, now_ms)?)),
@@ -196,6 +196,6 @@ pub fn answer<S: LocalSql + ?Sized>(
             let t = core.note(message, now_ms)?;
             (R::Accepted { message_id: message.message_id.clone(), seq: 0 }, Some(t))
         }
-        C::GetGoal => (R::Goal(core.goal_now(now_ms)?.map(Box::new)), None),
+        C::GetGoal => (R::Goal { goal: core.goal_now(now_ms)?.map(Box::new) }, None),
     })
 }

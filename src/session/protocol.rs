@@ -106,12 +106,21 @@ pub struct ExternalEvent {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "reply", rename_all = "snake_case")]
 pub enum SessionReply {
-    Accepted { message_id: String, seq: i64 },
+    Accepted {
+        message_id: String,
+        seq: i64,
+    },
     Page(Page),
     Summary(Summary),
     Config(SessionConfig),
-    Goal(Option<Box<super::goal::Goal>>),
-    Woken { signaled: bool },
+    /// A session's goal; a struct variant, because the reply is internally tagged and serde cannot tag an
+    /// `Option` directly.
+    Goal {
+        goal: Option<Box<super::goal::Goal>>,
+    },
+    Woken {
+        signaled: bool,
+    },
     Refused(Refusal),
 }
 

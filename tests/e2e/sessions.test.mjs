@@ -272,9 +272,7 @@ describe('sessions: waiting, busy and stop', () => {
   // Found by these tests: a message_id the session does not have (another session's, or made up) reads
   // as an empty page with turn_finished false after the full wait, forever, so a client following the
   // contract ("repeat until turn_finished") loops without end. It should be refused at once.
-  test('read_session with a message_id of another session is refused, not waited on', {
-    todo: 'server bug: an unknown message_id waits wait_seconds and answers turn_finished: false forever',
-  }, async () => {
+  test('read_session with a message_id of another session is refused, not waited on', async () => {
     const { ws, agent } = await freshAgent(acct);
     const a = ok(await mcp.tool('start_session', { agent_id: agent.agent_id, message: 'a', idempotency_key: ikey(), workspace: ws.slug }), 'start a');
     const b = ok(await mcp.tool('start_session', { agent_id: agent.agent_id, message: 'b', idempotency_key: ikey(), workspace: ws.slug }), 'start b');
