@@ -167,9 +167,11 @@ impl SessionTools<'_> {
 /// A tool's result as MCP sees it: JSON text, or an error result ending with its code.
 pub fn result(r: ToolResult) -> Value {
     match r {
-        Ok(v) => {
+        // MCP's structuredContent is an object; list results (arrays) go as text only.
+        Ok(v) if v.is_object() => {
             json!({ "content": [{ "type": "text", "text": v.to_string() }], "structuredContent": v, "isError": false })
         }
+        Ok(v) => json!({ "content": [{ "type": "text", "text": v.to_string() }], "isError": false }),
         Err(e) => json!({
             "content": [{ "type": "text", "text": format!("{} (code {})", e.message, e.code) }],
             "isError": true,
