@@ -109,12 +109,7 @@ pub async fn revoke(
     locked_to: Option<&str>,
     now_ms: i64,
 ) -> DbResult<bool> {
-    #[derive(Deserialize)]
-    struct Id {
-        #[allow(dead_code)]
-        key_id: String,
-    }
-    Ok(first::<Id>(db, stmt!(REVOKE, key_id, account_id, now_ms, locked_to)).await?.is_some())
+    Ok(!db.all(stmt!(REVOKE, key_id, account_id, now_ms, locked_to)).await?.is_empty())
 }
 
 /// Turns a failed insert into whether the generated hash collided (practically never; retried by callers).
