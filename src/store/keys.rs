@@ -1,7 +1,7 @@
 //! API keys: looked up by the SHA-256 of the presented secret, together with every workspace the account
 //! belongs to, so one round trip both authenticates a call and resolves its workspace.
 
-use super::{first, rows, DbError, DbResult, Sql};
+use super::{rows, DbError, DbResult, Sql};
 use crate::cx::{Caller, Membership};
 use crate::stmt;
 use serde::{Deserialize, Serialize};
