@@ -92,6 +92,14 @@ impl Api {
         self.finish(req.send(body.to_string()))
     }
 
+    pub fn put_json(&self, path: &str, key: Option<&str>, body: &Value) -> Result<Reply> {
+        let mut req = self.agent.put(self.url(path)).header("content-type", "application/json");
+        if let Some(k) = key {
+            req = req.header("authorization", format!("Bearer {k}"));
+        }
+        self.finish(req.send(body.to_string()))
+    }
+
     fn finish(&self, sent: std::result::Result<ureq::http::Response<ureq::Body>, ureq::Error>) -> Result<Reply> {
         let resp = sent.map_err(|e| Error::new(format!("cannot reach {}: {e}", self.base)))?;
         let status = resp.status().as_u16();

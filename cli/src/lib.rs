@@ -10,6 +10,10 @@
 //! - [`skill`] — the `agentsky` skill: `SKILL.md` and the `catalog.md` made from the live catalog.
 //! - [`setup`] — `sky setup`: find Claude Code and Codex, plan every change, show or apply it.
 //! - [`relay`] — `sky mcp`: the session server on stdio, relayed to `/v1/session/mcp`.
+//! - [`runner`] — `sky runner`: registration, the runner protocol's calls, the claim loop.
+//! - [`turn`] — one claimed turn: its folder, the agent's command under a supervisor, output as events,
+//!   the lease, the changed files uploaded.
+//! - [`shim`] — the provider CLI shims a turn's agent finds first on its `PATH`.
 //!
 //! Nothing here prints a key in full: output shows its prefix only.
 
@@ -20,8 +24,11 @@ pub mod context;
 pub mod edit;
 pub mod files;
 pub mod relay;
+pub mod runner;
 pub mod setup;
+pub mod shim;
 pub mod skill;
+pub mod turn;
 
 use std::fmt;
 

@@ -1,7 +1,7 @@
 //! The `sky` binary: parses the command line and hands over to the library (see `lib.rs` for the map).
 //! Exit codes: 0 done, 1 failed (the reason on stderr), 2 a usage mistake.
 
-use sky::{auth, context::Context, relay, setup, Error};
+use sky::{auth, context::Context, relay, runner, setup, Error};
 use std::io::Write;
 
 const USAGE: &str = "sky — the agentsky command line
@@ -18,6 +18,16 @@ Usage:
   sky mcp [--server URL]
       The session server on stdio (for agents agentsky starts): relays to <server>/v1/session/mcp with
       AGENTSKY_SESSION_ID and AGENTSKY_SESSION_TOKEN from the environment.
+  sky runner [--server URL] [--key KEY] [--name NAME] [--workspace SLUG] [--once] -- <command…>
+  sky runner ... --command \"<shell line>\"
+      Run the turns of the workspace's runner agents here: each turn runs the command in a fresh folder
+      with the task's files, the session's token and tools in its environment (AGENTSKY_*), streams its
+      output into the session and uploads the files it changed. Registers once (the runner token is kept
+      in your config folder); the command is remembered, so later runs may leave it out.
+  sky shim <vercel|gh|aws|gcloud|supabase|ssh> <args…>
+      A provider CLI through the session's grant (in a runner's turn these shims come first on PATH):
+      asks for the access the command needs, then runs the real CLI with the credential's variables.
+      Exit 77 denied, 75 still pending, 69 refused, 70 agentsky unreachable, 127 CLI not installed.
   sky --version | --help
 
 The server is --server, else $AGENTSKY_URL, else the one you signed in to, else http://127.0.0.1:8787.
@@ -32,12 +42,32 @@ struct Args {
     server: Option<String>,
     key: Option<String>,
     name: Option<String>,
+    workspace: Option<String>,
+    command: Option<String>,
+    once: bool,
+    /// Everything after `--`.
+    rest: Option<Vec<String>>,
 }
 
 fn parse(raw: Vec<String>) -> Result<Args, String> {
-    let mut a = Args { words: vec![], dry_run: false, no_browser: false, server: None, key: None, name: None };
+    let mut a = Args {
+        words: vec![],
+        dry_run: false,
+        no_browser: false,
+        server: None,
+        key: None,
+        name: None,
+        workspace: None,
+        command: None,
+        once: false,
+        rest: None,
+    };
     let mut it = raw.into_iter();
     while let Some(arg) = it.next() {
+        if arg == "--" {
+            a.rest = Some(it.by_ref().collect());
+            break;
+        }
         let (flag, inline) = match arg.split_once('=') {
             Some((f, v)) if f.starts_with("--") => (f.to_owned(), Some(v.to_owned())),
             _ => (arg.clone(), None),
@@ -49,6 +79,9 @@ fn parse(raw: Vec<String>) -> Result<Args, String> {
             "--server" => a.server = Some(value("--server")?),
             "--key" => a.key = Some(value("--key")?),
             "--name" => a.name = Some(value("--name")?),
+            "--workspace" => a.workspace = Some(value("--workspace")?),
+            "--command" => a.command = Some(value("--command")?),
+            "--once" => a.once = true,
             "-h" | "--help" => a.words = vec!["help".into()],
             "-V" | "--version" => a.words = vec!["version".into()],
             f if f.starts_with('-') => return Err(format!("unknown option {f}")),
@@ -59,7 +92,23 @@ fn parse(raw: Vec<String>) -> Result<Args, String> {
 }
 
 fn main() {
-    let args = match parse(std::env::args().skip(1).collect()) {
+    let raw: Vec<String> = std::env::args().collect();
+    // Invoked through a provider CLI's name (a shim in a runner turn's PATH): be that CLI.
+    if let Some(provider) = raw.first().and_then(|a0| sky::shim::provider_of_argv0(a0)) {
+        std::process::exit(sky::shim::main(provider, &raw[1..]));
+    }
+    // `sky shim <cli> <args…>`: the same, by name.
+    if raw.get(1).map(String::as_str) == Some("shim") {
+        match raw.get(2).and_then(|cli| sky::shim::provider_of_argv0(cli)) {
+            Some(cli) => std::process::exit(sky::shim::main(cli, &raw[3..])),
+            None => usage_error("sky shim needs one of: vercel, gh, aws, gcloud, supabase, ssh"),
+        }
+    }
+    // The runner's supervisor of an agent's command (internal).
+    if raw.get(1).map(String::as_str) == Some("__supervise") {
+        std::process::exit(sky::turn::supervise(&raw[2..]));
+    }
+    let args = match parse(raw.into_iter().skip(1).collect()) {
         Ok(a) => a,
         Err(why) => usage_error(&why),
     };
@@ -90,12 +139,25 @@ fn main() {
         ["auth", "status"] => auth::status(&ctx, &auth_opts, &mut err),
         ["auth", "logout"] => auth::logout(&ctx, &mut err),
         ["mcp"] => run_mcp(&ctx, &auth_opts),
-        ["runner", ..] => Err(Error::new("`sky runner` is not available in this version yet")),
+        ["runner"] => run_runner(&ctx, &args, auth_opts),
         _ => usage_error(&format!("unknown command `{}`", words.join(" "))),
     };
     if let Err(e) = result {
         fail(&e);
     }
+}
+
+fn run_runner(ctx: &Context, args: &Args, auth: auth::Options) -> sky::Result<()> {
+    let command = match (&args.rest, &args.command) {
+        (Some(_), Some(_)) => usage_error("give the command either after `--` or with --command, not both"),
+        (Some(argv), None) if argv.is_empty() => usage_error("no command after `--`"),
+        (Some(argv), None) => Some(argv.clone()),
+        (None, Some(line)) => Some(runner::shell_command(line)),
+        (None, None) => None,
+    };
+    let opts =
+        runner::Options { auth, name: args.name.clone(), workspace: args.workspace.clone(), command, once: args.once };
+    runner::run(ctx, &opts, &mut std::io::stderr())
 }
 
 fn run_mcp(ctx: &Context, opts: &auth::Options) -> sky::Result<()> {
@@ -106,7 +168,9 @@ fn run_mcp(ctx: &Context, opts: &auth::Options) -> sky::Result<()> {
         ));
     };
     let stored = sky::config::load(ctx).unwrap_or_default();
-    let server = auth::server(ctx, opts, &stored);
+    // In a runner's turn, the session's own server (AGENTSKY_SERVER) comes before the signed-in one.
+    let session_server = var("AGENTSKY_SERVER").filter(|_| opts.server.is_none());
+    let server = session_server.unwrap_or_else(|| auth::server(ctx, opts, &stored));
     let relay = relay::Relay::new(&server, &session_id, &token);
     relay::serve(&relay, std::io::stdin().lock(), std::io::stdout());
     Ok(())

@@ -9,6 +9,9 @@
 //! answers by id, so their order does not matter. When the server cannot be reached, or answers with
 //! something that is not JSON-RPC, the request still gets an answer: a JSON-RPC error that says why.
 //! Must never: write anything to stdout but JSON-RPC lines (diagnostics go to stderr).
+//!
+//! In a runner's turn (`AGENTSKY_GRANTS_FILE` set), the grant ids `request_access` and `check_grant`
+//! answer are remembered there (ids and scopes only), so the provider CLI shims use the agent's grants.
 
 use serde_json::{json, Value};
 use std::io::{BufRead, Write};
@@ -52,6 +55,15 @@ impl Relay {
 
     /// Relays one line; returns the lines to write (none for a notification or a blank line).
     pub fn forward(&self, line: &str) -> Vec<String> {
+        self.forward_with(line, true)
+    }
+
+    /// [`Relay::forward`] without the diagnostics on stderr (for the shims, which say things their way).
+    pub fn forward_quiet(&self, line: &str) -> Vec<String> {
+        self.forward_with(line, false)
+    }
+
+    fn forward_with(&self, line: &str, diagnostics: bool) -> Vec<String> {
         let line = line.trim();
         if line.is_empty() {
             return vec![];
@@ -75,7 +87,9 @@ impl Relay {
             req = req.header("mcp-session-id", s);
         }
         let fail = |why: String| -> Vec<String> {
-            eprintln!("sky mcp: {why}");
+            if diagnostics {
+                eprintln!("sky mcp: {why}");
+            }
             ids.iter().map(|id| error_line(id, RELAY_ERROR, &why)).collect()
         };
         let resp = match req.send(line) {
@@ -117,6 +131,10 @@ impl Relay {
         for m in &rpc {
             if let Some(v) = m["result"]["protocolVersion"].as_str() {
                 *self.protocol_version.lock().expect("not poisoned") = Some(v.to_owned());
+            }
+            // In a runner's turn, the grants the agent gets are remembered for the provider CLI shims.
+            if message.get("method").is_some_and(|m| m == "tools/call") && m.get("id") == message.get("id") {
+                crate::shim::note_tool_result(&message, m);
             }
         }
         rpc.iter().map(Value::to_string).collect()

@@ -42,6 +42,7 @@ else
 fi
 
 step "sky CLI: device sign-in, npx setup (tests/e2e/cli.sh)" bash tests/e2e/cli.sh
+step "sky runner: a script agent's turns, a killed runner's turn re-claimed (tests/e2e/runner.sh)" bash tests/e2e/runner.sh
 
 if [ ${#failed[@]} -gt 0 ]; then
   echo "e2e: failed: ${failed[*]} (server log: $state/logs/wrangler-dev.log)" >&2

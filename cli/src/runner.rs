@@ -1,0 +1,484 @@
+//! `sky runner`: runs the turns of the workspace's `runner` agents on this machine, over the server's
+//! runner protocol (`/v1/runner/*`, see the server's `src/runner.rs`):
+//!
+//! 1. **Register** once with a workspace key (`POST /v1/runners`, owners and admins): the runner token
+//!    (`srt_…`) is kept in `<config>/agentsky/runners.json` (0600, one entry per server and runner name)
+//!    and used from then on; output shows its prefix only. A token the server no longer knows is replaced
+//!    by registering again, when a key is at hand.
+//! 2. **Claim** turns with a long wait (`POST /v1/runner/claim`, 25 s); 204 means none waited.
+//! 3. **Run** each turn ([`crate::turn`]): a fresh folder with the task's files, the agent's command run
+//!    there, its output streamed as events, the lease renewed, the changed files uploaded, the turn ended.
+//!
+//! The command is the runner's, not the agent's: `sky runner -- <command…>` or `--command "<shell line>"`;
+//! it is remembered with the registration, so the next `sky runner --name <same>` needs none.
+//! Exit: `--once` returns after one turn (an error when it did not complete); otherwise it runs until
+//! stopped. Network failures are retried with a growing pause.
+
+use crate::api::{normalize_server, Api, Reply};
+use crate::auth::{self, say};
+use crate::context::Context;
+use crate::turn::{Outcome, Timing, TurnRunner};
+use crate::{config, key_prefix, Error, Result};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// `sky runner`'s flags.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// `--server` and `--key` (the key is needed only to register).
+    pub auth: auth::Options,
+    /// `--name`: which runner of this machine; `sky on <host>` by default.
+    pub name: Option<String>,
+    /// `--workspace`: register in this workspace instead of the key's own.
+    pub workspace: Option<String>,
+    /// The agent's command: `-- <argv…>`, or `--command` as `sh -c <line>`.
+    pub command: Option<Vec<String>>,
+    /// `--once`: run one turn, then exit.
+    pub once: bool,
+}
+
+/// One registered runner, as `runners.json` keeps it.
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
+pub struct Registration {
+    pub server: String,
+    pub name: String,
+    pub runner_id: String,
+    /// The runner's bearer (`srt_…`). Never printed in full.
+    pub token: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<String>,
+    /// The command last given for this runner.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<Vec<String>>,
+}
+
+impl std::fmt::Debug for Registration {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Registration")
+            .field("server", &self.server)
+            .field("name", &self.name)
+            .field("runner_id", &self.runner_id)
+            .field("token", &format!("{}…", key_prefix(&self.token)))
+            .field("workspace", &self.workspace)
+            .field("command", &self.command)
+            .finish()
+    }
+}
+
+/// Every runner registered from this machine's config folder.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Registrations {
+    #[serde(default)]
+    pub runners: Vec<Registration>,
+}
+
+impl Registrations {
+    pub fn find(&self, server: &str, name: &str) -> Option<&Registration> {
+        self.runners.iter().find(|r| normalize_server(&r.server) == server && r.name == name)
+    }
+
+    /// Adds or replaces the entry of `reg`'s server and name.
+    pub fn put(&mut self, reg: Registration) {
+        let server = normalize_server(&reg.server);
+        self.runners.retain(|r| !(normalize_server(&r.server) == server && r.name == reg.name));
+        self.runners.push(reg);
+    }
+}
+
+pub fn registrations_path(ctx: &Context) -> PathBuf {
+    ctx.sky_dir().join("runners.json")
+}
+
+pub fn load_registrations(ctx: &Context) -> Result<Registrations> {
+    let p = registrations_path(ctx);
+    match std::fs::read_to_string(&p) {
+        Ok(text) => serde_json::from_str(&text).map_err(|e| {
+            Error::new(format!("{} is not valid ({e}); delete it and `sky runner` registers again", ctx.show(&p)))
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Registrations::default()),
+        Err(e) => Err(Error::new(format!("cannot read {}: {e}", ctx.show(&p)))),
+    }
+}
+
+/// Writes the registrations, 0600 in a 0700 folder.
+pub fn save_registrations(ctx: &Context, regs: &Registrations) -> Result<()> {
+    let p = registrations_path(ctx);
+    let text = serde_json::to_string_pretty(regs).map_err(|e| Error::new(e.to_string()))? + "\n";
+    crate::files::write_private(&p, &text).map_err(|e| Error::new(format!("cannot write {}: {e}", ctx.show(&p))))
+}
+
+/// Why a runner call failed, as the runner must react to it.
+#[derive(Debug)]
+pub enum CallError {
+    /// 409: the lease expired or another runner has the turn (or the turn is over): stop the turn.
+    LeaseLost(String),
+    /// 401: the runner token is unknown or revoked.
+    Unauthorized(String),
+    /// No answer, or a 5xx / 429: worth retrying with the same request.
+    Network(String),
+    /// Any other refusal: retrying the same request will not help.
+    Refused(String),
+}
+
+impl std::fmt::Display for CallError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CallError::LeaseLost(m) => write!(f, "the lease is lost ({m})"),
+            CallError::Unauthorized(m) => write!(f, "the runner token was refused ({m})"),
+            CallError::Network(m) | CallError::Refused(m) => f.write_str(m),
+        }
+    }
+}
+
+/// A claimed turn: what the server's claim answered.
+#[derive(Clone)]
+pub struct Turn {
+    pub lease_id: String,
+    pub attempt: i64,
+    pub session_id: String,
+    pub task_id: String,
+    pub message_id: String,
+    pub message: String,
+    /// `[{role, text}]`, oldest first (this turn's message included).
+    pub history: Value,
+    /// `{agent_id, name, model, instructions}`.
+    pub agent: Value,
+    /// The session token (`sst_…`) the agent inside uses; it only ever goes into the child's environment.
+    pub session_token: String,
+    /// `<server>/v1/session/mcp`.
+    pub session_server: String,
+}
+
+impl Turn {
+    pub fn from_json(v: &Value) -> Result<Self> {
+        let s = |k: &str| v[k].as_str().map(str::to_owned);
+        let need = |k: &str| s(k).ok_or_else(|| Error::new(format!("the claim answer has no `{k}`")));
+        Ok(Self {
+            lease_id: need("lease_id")?,
+            attempt: v["attempt"].as_i64().unwrap_or(1),
+            session_id: need("session_id")?,
+            task_id: s("task_id").unwrap_or_default(),
+            message_id: need("message_id")?,
+            message: s("message").unwrap_or_default(),
+            history: if v["history"].is_array() { v["history"].clone() } else { json!([]) },
+            agent: v["agent"].clone(),
+            session_token: need("session_token")?,
+            session_server: need("session_server")?,
+        })
+    }
+
+    /// The agent's name, for output.
+    pub fn agent_name(&self) -> &str {
+        self.agent["name"].as_str().unwrap_or("?")
+    }
+}
+
+/// The runner protocol's calls, with the runner token.
+#[derive(Clone)]
+pub struct Client {
+    /// For claims, which hold the request up to the wait.
+    long: Api,
+    /// For everything else: a short timeout, so a hung call cannot outlast the lease.
+    short: Api,
+    token: String,
+}
+
+impl Client {
+    pub fn new(server: &str, token: &str) -> Self {
+        Self {
+            long: Api::with_timeout(server, Duration::from_secs(60)),
+            short: Api::with_timeout(server, Duration::from_secs(20)),
+            token: token.to_owned(),
+        }
+    }
+
+    pub fn server(&self) -> &str {
+        &self.short.base
+    }
+
+    pub fn token(&self) -> &str {
+        &self.token
+    }
+
+    fn check(reply: Result<Reply>, what: &str) -> std::result::Result<Reply, CallError> {
+        let r = reply.map_err(|e| CallError::Network(format!("{what}: {e}")))?;
+        let message = || format!("{what}: {}", r.error_message());
+        match r.status {
+            200..=299 => Ok(r),
+            409 => Err(CallError::LeaseLost(message())),
+            401 => Err(CallError::Unauthorized(message())),
+            429 | 500..=599 => Err(CallError::Network(message())),
+            _ => Err(CallError::Refused(message())),
+        }
+    }
+
+    /// A waiting turn, or `None` when none came within `wait_seconds` (at most 25).
+    pub fn claim(&self, wait_seconds: u64) -> std::result::Result<Option<Turn>, CallError> {
+        let r = self.long.post_json(
+            "/v1/runner/claim",
+            Some(&self.token),
+            &json!({ "wait_seconds": wait_seconds.min(25) }),
+        );
+        let r = Self::check(r, "POST /v1/runner/claim")?;
+        if r.status == 204 {
+            return Ok(None);
+        }
+        Turn::from_json(&r.body).map(Some).map_err(|e| CallError::Refused(e.0))
+    }
+
+    /// Renews the lease; `true` when the session was stopped.
+    pub fn heartbeat(&self, lease_id: &str) -> std::result::Result<bool, CallError> {
+        let r = self.short.post_json("/v1/runner/heartbeat", Some(&self.token), &json!({ "lease_id": lease_id }));
+        Ok(Self::check(r, "POST /v1/runner/heartbeat")?.body["stop"] == true)
+    }
+
+    /// Reports events (each once, by its key) and optionally ends the turn; `true` when the session was
+    /// stopped.
+    pub fn events(&self, lease_id: &str, events: &[Value], done: Option<&str>) -> std::result::Result<bool, CallError> {
+        let mut body = json!({ "lease_id": lease_id, "events": events });
+        if let Some(d) = done {
+            body["done"] = json!(d);
+        }
+        let r = self.short.post_json("/v1/runner/events", Some(&self.token), &body);
+        Ok(Self::check(r, "POST /v1/runner/events")?.body["stop"] == true)
+    }
+
+    /// The task folder as the session sees it: `(path, content)`.
+    pub fn files(&self, lease_id: &str) -> std::result::Result<Vec<(String, String)>, CallError> {
+        let r = self.long.get(&format!("/v1/runner/files?lease_id={}", query_escape(lease_id)), Some(&self.token));
+        let body = Self::check(r, "GET /v1/runner/files")?.body;
+        let files = body["files"].as_array().cloned().unwrap_or_default();
+        Ok(files
+            .iter()
+            .filter_map(|f| Some((f["path"].as_str()?.to_owned(), f["content"].as_str()?.to_owned())))
+            .collect())
+    }
+
+    /// Writes one file into the session's folder (its lane when the task has lanes).
+    pub fn put_file(&self, lease_id: &str, path: &str, content: &str) -> std::result::Result<(), CallError> {
+        let body = json!({ "lease_id": lease_id, "path": path, "content": content });
+        Self::check(self.long.put_json("/v1/runner/files", Some(&self.token), &body), &format!("writing {path}"))
+            .map(drop)
+    }
+}
+
+fn query_escape(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// Registers a runner with a workspace key.
+pub fn register(api: &Api, key: &str, name: &str, workspace: Option<&str>) -> Result<Registration> {
+    let mut body = json!({ "name": name });
+    if let Some(w) = workspace {
+        body["workspace"] = json!(w);
+    }
+    let r = api.post_json("/v1/runners", Some(key), &body)?;
+    if r.status == 401 || r.status == 403 {
+        return Err(Error::new(format!(
+            "{} refused to register a runner with the key {}… ({}); registering needs an owner's or admin's key",
+            api.base,
+            key_prefix(key),
+            r.error_message()
+        )));
+    }
+    let b = r.into_ok("registering the runner (POST /v1/runners)")?;
+    let (Some(runner_id), Some(token)) = (b["runner_id"].as_str(), b["token"].as_str()) else {
+        return Err(Error::new(format!("{} answered the registration without a runner token", api.base)));
+    };
+    Ok(Registration {
+        server: api.base.clone(),
+        name: name.to_owned(),
+        runner_id: runner_id.to_owned(),
+        token: token.to_owned(),
+        workspace: b["workspace"].as_str().map(str::to_owned).or_else(|| workspace.map(str::to_owned)),
+        command: None,
+    })
+}
+
+/// `--command "<line>"` as an argv: the platform's shell runs it.
+pub fn shell_command(line: &str) -> Vec<String> {
+    if cfg!(windows) {
+        vec!["cmd".into(), "/d".into(), "/c".into(), line.into()]
+    } else {
+        vec!["sh".into(), "-c".into(), line.into()]
+    }
+}
+
+/// Shows a command for people.
+pub fn show_command(argv: &[String]) -> String {
+    argv.iter()
+        .map(|a| {
+            if !a.is_empty() && a.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:,@+%".contains(c)) {
+                a.clone()
+            } else {
+                format!("'{}'", a.replace('\'', "'\\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Finds or makes the registration for this server and name (re-registering when `fresh` is set), with
+/// `command` remembered on it.
+fn registration(
+    ctx: &Context,
+    opts: &Options,
+    server: &str,
+    name: &str,
+    fresh: bool,
+    out: &mut dyn Write,
+) -> Result<Registration> {
+    let mut regs = load_registrations(ctx)?;
+    let existing = regs
+        .find(server, name)
+        .filter(|r| !fresh && (opts.workspace.is_none() || r.workspace == opts.workspace))
+        .cloned();
+    let mut reg = match existing {
+        Some(r) => r,
+        None => {
+            let stored = config::load(ctx).unwrap_or_default();
+            let Some((key, _)) = auth::key(ctx, &opts.auth, &stored, server) else {
+                return Err(Error::new(format!(
+                    "sky runner registers with a workspace key first: sign in with `sky auth login --server {server}` (or pass --key / set AGENTSKY_API_KEY)"
+                )));
+            };
+            let mut reg = register(&Api::new(server), &key, name, opts.workspace.as_deref())?;
+            reg.command = regs.find(server, name).and_then(|r| r.command.clone());
+            say(
+                out,
+                &format!(
+                    "sky runner: registered \"{name}\" ({}) in workspace {} on {server}; its token {}… is kept in {} (readable by you only).",
+                    reg.runner_id,
+                    reg.workspace.as_deref().unwrap_or("?"),
+                    key_prefix(&reg.token),
+                    ctx.show(&registrations_path(ctx))
+                ),
+            );
+            reg
+        }
+    };
+    if let Some(c) = &opts.command {
+        reg.command = Some(c.clone());
+    }
+    if regs.find(server, name) != Some(&reg) {
+        regs.put(reg.clone());
+        save_registrations(ctx, &regs)?;
+    }
+    Ok(reg)
+}
+
+/// `sky runner`: registers if needed, then claims and runs turns until stopped (or one, with `--once`).
+pub fn run(ctx: &Context, opts: &Options, out: &mut dyn Write) -> Result<()> {
+    let stored = config::load(ctx).unwrap_or_default();
+    let server = auth::server(ctx, &opts.auth, &stored);
+    let name = opts.name.clone().unwrap_or_else(auth::default_device_name);
+    let remembered = load_registrations(ctx)?.find(&server, &name).and_then(|r| r.command.clone());
+    if opts.command.as_ref().or(remembered.as_ref()).is_none_or(|c| c.is_empty()) {
+        return Err(Error::new(
+            "sky runner needs the agent's command: `sky runner -- <command…>` or `sky runner --command \"<shell line>\"` (it is remembered for next time)",
+        ));
+    }
+    let mut reg = registration(ctx, opts, &server, &name, false, out)?;
+    let command = reg.command.clone().unwrap_or_default();
+    let sky_exe = std::env::current_exe().map_err(|e| Error::new(format!("cannot tell where sky is: {e}")))?;
+    let mut turns = TurnRunner {
+        client: Client::new(&server, &reg.token),
+        command,
+        sky_exe,
+        path: ctx.path.clone(),
+        scratch: std::env::temp_dir(),
+        timing: Timing::default(),
+        grants: Default::default(),
+    };
+    say(
+        out,
+        &format!(
+            "sky runner: \"{name}\" ({}) on {server} runs `{}` for each turn; waiting for turns{}.",
+            reg.runner_id,
+            show_command(&turns.command),
+            if opts.once { " (one, --once)" } else { "; Ctrl-C stops it" }
+        ),
+    );
+    let mut reregistered = false;
+    let mut pause = Duration::from_secs(1);
+    loop {
+        match turns.client.claim(turns.timing.claim_wait_s) {
+            Ok(None) => pause = Duration::from_secs(1),
+            Ok(Some(turn)) => {
+                pause = Duration::from_secs(1);
+                let outcome = turns.run_turn(&turn, out)?;
+                if opts.once {
+                    return match outcome {
+                        Outcome::Completed => Ok(()),
+                        other => Err(Error::new(format!("the turn did not complete: {}", other.describe()))),
+                    };
+                }
+            }
+            Err(CallError::Unauthorized(why)) if !reregistered => {
+                say(out, &format!("sky runner: {why}; registering \"{name}\" again"));
+                reg = registration(ctx, opts, &server, &name, true, out)?;
+                turns.client = Client::new(&server, &reg.token);
+                reregistered = true;
+            }
+            Err(CallError::Network(why)) => {
+                say(out, &format!("sky runner: {why}; trying again in {} s", pause.as_secs()));
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_secs(30));
+            }
+            Err(e) => return Err(Error::new(format!("claiming a turn failed: {e}"))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commands_are_shown_quoted_where_needed() {
+        let argv: Vec<String> = ["sh", "-c", "echo 'hi' there", "a=b"].iter().map(|s| s.to_string()).collect();
+        assert_eq!(show_command(&argv), r#"sh -c 'echo '\''hi'\'' there' a=b"#);
+    }
+
+    #[test]
+    fn registrations_are_kept_per_server_and_name_and_never_debug_printed() {
+        let reg = |server: &str, name: &str, token: &str| Registration {
+            server: server.into(),
+            name: name.into(),
+            runner_id: "run_1".into(),
+            token: token.into(),
+            workspace: None,
+            command: None,
+        };
+        let mut regs = Registrations::default();
+        regs.put(reg("http://a/", "laptop", "srt_one_0123456789abcdef"));
+        regs.put(reg("http://b", "laptop", "srt_two_0123456789abcdef"));
+        regs.put(reg("http://a", "laptop", "srt_three_0123456789abcdef"));
+        assert_eq!(regs.runners.len(), 2);
+        assert_eq!(regs.find("http://a", "laptop").unwrap().token, "srt_three_0123456789abcdef");
+        assert!(regs.find("http://a", "server").is_none());
+        let shown = format!("{:?}", regs);
+        assert!(!shown.contains("srt_three_0123456789abcdef") && shown.contains("srt_three_01…"), "{shown}");
+    }
+
+    #[test]
+    fn claims_parse_and_lease_ids_are_escaped() {
+        let turn =
+            Turn::from_json(&json!({"lease_id": "lease_1", "attempt": 2, "session_id": "ses_1", "task_id": "ses_1",
+            "message_id": "msg_1", "message": "hi", "history": [{"role": "user", "text": "hi"}],
+            "agent": {"name": "Coder"}, "session_token": "sst_x", "session_server": "http://s/v1/session/mcp"}))
+            .unwrap();
+        assert_eq!((turn.attempt, turn.agent_name(), turn.history[0]["text"].as_str()), (2, "Coder", Some("hi")));
+        assert!(Turn::from_json(&json!({"lease_id": "l"})).is_err());
+        assert_eq!(query_escape("lease_a-b.c~"), "lease_a-b.c~");
+        assert_eq!(query_escape("a b&c"), "a%20b%26c");
+    }
+}

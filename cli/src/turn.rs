@@ -1,0 +1,969 @@
+//! One turn of a `runner` agent, run by `sky runner` (see [`crate::runner`] for the loop around it).
+//!
+//! - **Folder.** A fresh owner-only folder under the temp dir: `work/` holds the task's files as the
+//!   session sees them (`GET /v1/runner/files`) and is the command's working directory; `meta/` beside it
+//!   holds what the runner gives the agent (the message, the history as JSON, the instructions, an MCP
+//!   config, the shim directory). The whole folder is removed when the turn ends.
+//! - **Command.** Run in `work/` with this environment: `AGENTSKY_SESSION_ID`, `AGENTSKY_SESSION_TOKEN`
+//!   (the session server's bearer: it goes nowhere else), `AGENTSKY_SERVER` (the server's base URL) and
+//!   `AGENTSKY_SESSION_SERVER` (its `/v1/session/mcp`), `AGENTSKY_TASK_ID`, `AGENTSKY_MESSAGE_ID`,
+//!   `AGENTSKY_MESSAGE` (the turn's message; left out above 100 KB, the file always has it),
+//!   `AGENTSKY_MESSAGE_FILE`, `AGENTSKY_HISTORY_FILE` (`[{role, text}]`, this message last),
+//!   `AGENTSKY_INSTRUCTIONS_FILE`, `AGENTSKY_AGENT_NAME`, `AGENTSKY_MODEL`, `AGENTSKY_ATTEMPT`,
+//!   `AGENTSKY_MCP_CONFIG` (a Claude Code style `{"mcpServers": {"agentsky": …}}` file that starts
+//!   `sky mcp`, so coding agents find the eleven session tools), `AGENTSKY_SHIM_DIR`, first on `PATH`
+//!   (the provider CLI shims of [`crate::shim`]), and `AGENTSKY_GRANTS_FILE` (the grant ids the shims and
+//!   `sky mcp` remember; the runner hands them to the session's next turn it runs). Its stdin is the
+//!   message. Removed from the runner's environment ([`SCRUBBED_ENV`]): the runner's `AGENTSKY_API_KEY`
+//!   and `AGENTSKY_URL`, and provider credentials (`VERCEL_TOKEN`, `GH_TOKEN`, `AWS_*` keys,
+//!   `SSH_AUTH_SOCK`, …): the agent gets those only through grants. (Logins in the runner user's home —
+//!   `~/.aws`, gh's config — stay readable to the agent: run runners as a user without them.)
+//! - **Output.** Stdout lines become `agent_message` events and stderr lines `status` events: every
+//!   second, consecutive lines of one stream are joined into one event (so a reply printed at once is one
+//!   message, and the last message is the reply `collect_result` shows). Each event's key is
+//!   `<lease_id>-<n>`; a post that fails on the network is sent again with the same keys, so nothing is
+//!   shown twice. Both session and runner tokens are masked in anything posted.
+//! - **Lease.** Renewed every 10 s. `stop: true` (the session was stopped), a 409 (the lease was lost) or
+//!   30 s without a renewal end the command: SIGTERM to its process group, SIGKILL 3 s later. Nothing is
+//!   uploaded then: the turn is over, or another runner has it.
+//! - **Supervisor.** On Unix the command runs under `sky __supervise`, in its own process group, whose
+//!   stdin is a pipe from the runner: when that pipe closes — the runner ends the turn, or the runner
+//!   itself dies, even by SIGKILL — the supervisor ends the command's whole process group. So an agent
+//!   never outlives its runner, and a turn re-claimed elsewhere is not also still running here.
+//! - **Files.** When the command exits, every text file in `work/` that differs from what was downloaded
+//!   is written back (`PUT /v1/runner/files`, into the session's lane when the task has lanes). Skipped,
+//!   and said so in a `status` event: `.git`, `node_modules`, `.venv` and `__pycache__` folders,
+//!   symlinks, files that are not UTF-8 text or are over 256 KiB, and anything past 500 files. Deleted
+//!   files stay in the task folder (the protocol has no delete); the status event names them.
+//! - **End.** Exit 0 → `done: completed`. Otherwise an `error` event with the exit status, then
+//!   `done: failed`.
+
+use crate::runner::{show_command, CallError, Client, Turn};
+use crate::{redact, Error, Result};
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// The runner's clocks.
+#[derive(Debug, Clone)]
+pub struct Timing {
+    /// How long a claim waits for a turn (the server allows 25 s).
+    pub claim_wait_s: u64,
+    /// How often the lease is renewed (it lasts 30 s).
+    pub heartbeat: Duration,
+    /// How often output is posted.
+    pub flush: Duration,
+    /// How long a lease lasts without renewal: past it, the turn is given up.
+    pub lease: Duration,
+    /// Between SIGTERM and SIGKILL when a command is stopped.
+    pub stop_grace: Duration,
+}
+
+impl Default for Timing {
+    fn default() -> Self {
+        Self {
+            claim_wait_s: 25,
+            heartbeat: Duration::from_secs(10),
+            flush: Duration::from_secs(1),
+            lease: Duration::from_secs(30),
+            stop_grace: Duration::from_secs(3),
+        }
+    }
+}
+
+/// How a turn ended, for the runner.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// The command exited 0 and the turn was reported `completed`.
+    Completed,
+    /// Reported `failed`, with why.
+    Failed(String),
+    /// The session was stopped; the command was ended.
+    Stopped,
+    /// The lease was lost (expired, or another runner has the turn); the command was ended.
+    LeaseLost(String),
+}
+
+impl Outcome {
+    pub fn describe(&self) -> String {
+        match self {
+            Outcome::Completed => "completed".into(),
+            Outcome::Failed(why) => format!("failed: {why}"),
+            Outcome::Stopped => "stopped: the session was stopped, so the command was ended".into(),
+            Outcome::LeaseLost(why) => format!("given up: {why}; the command was ended"),
+        }
+    }
+}
+
+/// The most text one event carries; longer output is split.
+pub const EVENT_TEXT_MAX: usize = 64 * 1024;
+/// The most events one post carries (the server takes 500).
+const POST_MAX_EVENTS: usize = 200;
+/// The most files one turn uploads.
+pub const MAX_UPLOADS: usize = 500;
+/// Task files are text up to this size.
+pub const MAX_FILE_BYTES: u64 = 256 * 1024;
+/// Folders never uploaded.
+pub const SKIPPED_DIRS: &[&str] = &[".git", "node_modules", ".venv", "__pycache__"];
+/// The runner's own variables the command never sees: its key, and provider credentials, which an agent
+/// gets only through grants (the shims).
+pub const SCRUBBED_ENV: &[&str] = &[
+    "AGENTSKY_API_KEY",
+    "AGENTSKY_URL",
+    "VERCEL_TOKEN",
+    "GH_TOKEN",
+    "GITHUB_TOKEN",
+    "GH_ENTERPRISE_TOKEN",
+    "GITHUB_ENTERPRISE_TOKEN",
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "GOOGLE_APPLICATION_CREDENTIALS",
+    "CLOUDSDK_AUTH_ACCESS_TOKEN",
+    "CLOUDSDK_AUTH_CREDENTIAL_FILE_OVERRIDE",
+    "SUPABASE_ACCESS_TOKEN",
+    "SUPABASE_DB_PASSWORD",
+    "SSH_AUTH_SOCK",
+];
+/// `AGENTSKY_MESSAGE` is left out above this (the file always has the message).
+const MESSAGE_ENV_MAX: usize = 100_000;
+
+/// Which stream a line came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stream {
+    Stdout,
+    Stderr,
+}
+
+/// Output waiting to be posted: lines not yet made into events, and keyed events not yet accepted.
+pub struct Outbox {
+    lease_id: String,
+    next: u64,
+    lines: Vec<(Stream, String)>,
+    /// Keyed events, in order; kept (with their keys) until a post is accepted.
+    pub unsent: Vec<Value>,
+    secrets: Vec<String>,
+}
+
+impl Outbox {
+    /// `secrets` are masked in every line.
+    pub fn new(lease_id: &str, secrets: Vec<String>) -> Self {
+        Self { lease_id: lease_id.to_owned(), next: 1, lines: vec![], unsent: vec![], secrets }
+    }
+
+    pub fn push(&mut self, stream: Stream, line: &str) {
+        let mut line = line.trim_end_matches(['\n', '\r']).to_owned();
+        for s in &self.secrets {
+            line = redact(&line, s);
+        }
+        if line.len() > EVENT_TEXT_MAX {
+            let mut cut = EVENT_TEXT_MAX;
+            while !line.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            line.truncate(cut);
+            line.push('…');
+        }
+        self.lines.push((stream, line));
+    }
+
+    pub fn has_lines(&self) -> bool {
+        !self.lines.is_empty()
+    }
+
+    fn key(&mut self) -> String {
+        let k = format!("{}-{}", self.lease_id, self.next);
+        self.next += 1;
+        k
+    }
+
+    /// Adds one keyed event (`text` for status and messages; `error` events carry `message`).
+    pub fn event(&mut self, kind: &str, mut body: Value) {
+        body["key"] = json!(self.key());
+        body["type"] = json!(kind);
+        self.unsent.push(body);
+    }
+
+    /// Turns the buffered lines into keyed events: consecutive lines of one stream make one event (up to
+    /// [`EVENT_TEXT_MAX`]); stdout is `agent_message`, stderr `status`.
+    pub fn seal(&mut self) {
+        let lines = std::mem::take(&mut self.lines);
+        let mut current: Option<(Stream, String)> = None;
+        for (stream, line) in lines {
+            match &mut current {
+                Some((s, text)) if *s == stream && text.len() + 1 + line.len() <= EVENT_TEXT_MAX => {
+                    text.push('\n');
+                    text.push_str(&line);
+                }
+                _ => {
+                    if let Some((s, text)) = current.take() {
+                        self.emit(s, text);
+                    }
+                    current = Some((stream, line));
+                }
+            }
+        }
+        if let Some((s, text)) = current {
+            self.emit(s, text);
+        }
+    }
+
+    fn emit(&mut self, stream: Stream, text: String) {
+        let kind = match stream {
+            Stream::Stdout => "agent_message",
+            Stream::Stderr => "status",
+        };
+        self.event(kind, json!({ "text": text }));
+    }
+}
+
+/// A relative path from the server that is safe to create under the working folder.
+pub fn safe_relative(path: &str) -> Option<PathBuf> {
+    if path.is_empty() || path.starts_with('/') || path.contains('\\') || path.contains('\0') || path.contains(':') {
+        return None;
+    }
+    let mut out = PathBuf::new();
+    for part in path.split('/') {
+        if part.is_empty() || part == "." || part == ".." {
+            return None;
+        }
+        out.push(part);
+    }
+    Some(out)
+}
+
+/// What the command left in the folder, against what was downloaded.
+#[derive(Debug, Default, PartialEq)]
+pub struct Changes {
+    /// New or changed text files: `(path, content)`, in path order.
+    pub upload: Vec<(String, String)>,
+    /// What is not uploaded, with why: `big.log (not text)`.
+    pub skipped: Vec<String>,
+    /// Downloaded files the command deleted (they stay in the task folder).
+    pub deleted: Vec<String>,
+}
+
+/// Compares `work` with `downloaded` (path → content).
+pub fn changes(work: &Path, downloaded: &BTreeMap<String, String>) -> Changes {
+    let mut found: BTreeMap<String, Option<String>> = BTreeMap::new();
+    let mut skipped = Vec::new();
+    scan(work, "", &mut found, &mut skipped);
+    let mut c = Changes { skipped, ..Changes::default() };
+    for (path, content) in &found {
+        let Some(content) = content else { continue };
+        if downloaded.get(path) != Some(content) {
+            if c.upload.len() >= MAX_UPLOADS {
+                c.skipped.push(format!("{path} (more than {MAX_UPLOADS} changed files)"));
+            } else {
+                c.upload.push((path.clone(), content.clone()));
+            }
+        }
+    }
+    c.deleted = downloaded.keys().filter(|p| !found.contains_key(*p)).cloned().collect();
+    c
+}
+
+/// Every file under `dir`: its text, or `None` (and a note in `skipped`) when it cannot be uploaded.
+fn scan(dir: &Path, prefix: &str, found: &mut BTreeMap<String, Option<String>>, skipped: &mut Vec<String>) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    let mut entries: Vec<_> = entries.flatten().collect();
+    entries.sort_by_key(|e| e.file_name());
+    for e in entries {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let rel = if prefix.is_empty() { name.clone() } else { format!("{prefix}/{name}") };
+        let Ok(meta) = std::fs::symlink_metadata(e.path()) else { continue };
+        if meta.file_type().is_symlink() {
+            skipped.push(format!("{rel} (a symlink)"));
+        } else if meta.is_dir() {
+            if !SKIPPED_DIRS.contains(&name.as_str()) {
+                scan(&e.path(), &rel, found, skipped);
+            }
+        } else if meta.is_file() {
+            if meta.len() > MAX_FILE_BYTES {
+                skipped.push(format!("{rel} ({} KiB; task files hold up to 256 KiB)", meta.len().div_ceil(1024)));
+                found.insert(rel, None);
+                continue;
+            }
+            match std::fs::read(e.path()).map(String::from_utf8) {
+                Ok(Ok(text)) => {
+                    found.insert(rel, Some(text));
+                }
+                Ok(Err(_)) => {
+                    skipped.push(format!("{rel} (not UTF-8 text)"));
+                    found.insert(rel, None);
+                }
+                Err(err) => {
+                    skipped.push(format!("{rel} (unreadable: {err})"));
+                    found.insert(rel, None);
+                }
+            }
+        }
+    }
+}
+
+/// The turn's folder; removed when dropped.
+pub struct TurnDir {
+    pub root: PathBuf,
+    pub work: PathBuf,
+    pub meta: PathBuf,
+    pub shims: PathBuf,
+}
+
+impl TurnDir {
+    pub fn create(scratch: &Path) -> std::io::Result<Self> {
+        static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let stamp =
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis()).unwrap_or(0);
+        let root = scratch.join(format!("sky-turn-{}-{stamp}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let (work, meta) = (root.join("work"), root.join("meta"));
+        let shims = meta.join("bin");
+        for d in [&root, &work, &meta, &shims] {
+            crate::files::create_private_dir(d)?;
+        }
+        Ok(Self { root, work, meta, shims })
+    }
+}
+
+impl Drop for TurnDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.root);
+    }
+}
+
+/// `https://x/v1/session/mcp` → `https://x`.
+pub fn server_base(session_server: &str) -> String {
+    let s = session_server.trim().trim_end_matches('/');
+    crate::api::normalize_server(s.strip_suffix("/v1/session/mcp").unwrap_or(s))
+}
+
+/// What one line of a child's output, or its end, tells the turn's loop.
+enum Msg {
+    Line(Stream, String),
+    Closed,
+}
+
+fn read_lines(stream: Stream, from: impl Read + Send + 'static, tx: mpsc::Sender<Msg>) {
+    std::thread::spawn(move || {
+        let mut r = BufReader::new(from);
+        let mut buf = Vec::new();
+        loop {
+            buf.clear();
+            // A line longer than this is passed on in pieces.
+            match (&mut r).take(EVENT_TEXT_MAX as u64).read_until(b'\n', &mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {
+                    if tx.send(Msg::Line(stream, String::from_utf8_lossy(&buf).into_owned())).is_err() {
+                        break;
+                    }
+                }
+            }
+        }
+        let _ = tx.send(Msg::Closed);
+    });
+}
+
+/// Runs turns: the protocol client, the command, and where things go.
+pub struct TurnRunner {
+    pub client: Client,
+    /// The agent's command (argv).
+    pub command: Vec<String>,
+    /// This `sky`: runs the supervisor, `sky mcp` and the shims.
+    pub sky_exe: PathBuf,
+    /// `PATH` for the command (the shim directory goes first).
+    pub path: Option<OsString>,
+    /// Where turn folders are made.
+    pub scratch: PathBuf,
+    pub timing: Timing,
+    /// Each session's grants file (grant ids only) from its last turn here, handed to its next turn.
+    pub grants: std::sync::Mutex<std::collections::HashMap<String, String>>,
+}
+
+/// The running command and what the loop knows about it.
+struct Running {
+    child: Child,
+    /// The supervisor's lifeline: dropping it ends the command's process group.
+    lifeline: Option<std::process::ChildStdin>,
+}
+
+impl TurnRunner {
+    /// Runs one claimed turn to its end. `Err` only for what ends the runner itself (its token refused).
+    pub fn run_turn(&self, turn: &Turn, log: &mut dyn Write) -> Result<Outcome> {
+        let say = |log: &mut dyn Write, line: String| {
+            let _ = writeln!(log, "sky runner: {line}");
+        };
+        say(
+            log,
+            format!(
+                "turn {} of session {} (agent {}, attempt {}): claimed",
+                turn.message_id,
+                turn.session_id,
+                turn.agent_name(),
+                turn.attempt
+            ),
+        );
+        let outcome = self.turn_inner(turn, log)?;
+        say(log, format!("turn {}: {}", turn.message_id, outcome.describe()));
+        Ok(outcome)
+    }
+
+    fn turn_inner(&self, turn: &Turn, log: &mut dyn Write) -> Result<Outcome> {
+        let lease = turn.lease_id.as_str();
+        let mut outbox = Outbox::new(lease, vec![turn.session_token.clone(), self.client.token().to_owned()]);
+        let dir = match TurnDir::create(&self.scratch) {
+            Ok(d) => d,
+            Err(e) => {
+                return self.fail(turn, &mut outbox, &format!("the runner could not make the turn's folder: {e}"))
+            }
+        };
+        let downloaded: BTreeMap<String, String> = match self.retrying(|| self.client.files(lease)) {
+            Ok(files) => files.into_iter().collect(),
+            Err(e) => return self.gave_up(turn, &mut outbox, e, "downloading the task's files"),
+        };
+        let mut notes = Vec::new();
+        for (path, content) in &downloaded {
+            let written = safe_relative(path).ok_or_else(|| "an unsafe path".to_owned()).and_then(|rel| {
+                let p = dir.work.join(rel);
+                p.parent().map(std::fs::create_dir_all).transpose().map_err(|e| e.to_string())?;
+                std::fs::write(&p, content).map_err(|e| e.to_string())
+            });
+            if let Err(why) = written {
+                notes.push(format!("{path} was not downloaded ({why})"));
+            }
+        }
+        if let Err(e) = self.write_meta(turn, &dir) {
+            return self.fail(turn, &mut outbox, &format!("the runner could not prepare the turn's folder: {e}"));
+        }
+        let _ = writeln!(
+            log,
+            "sky runner: turn {}: {} file(s) in {}; running `{}`",
+            turn.message_id,
+            downloaded.len(),
+            dir.work.display(),
+            show_command(&self.command)
+        );
+        let (tx, rx) = mpsc::channel();
+        let mut running = match self.spawn(turn, &dir, tx) {
+            Ok(r) => r,
+            Err(e) => {
+                return self.fail(turn, &mut outbox, &format!("cannot run `{}`: {e}", show_command(&self.command)))
+            }
+        };
+
+        // ── While it runs: post output every second, renew the lease every ten. ──
+        let mut last_renewal = Instant::now();
+        let mut next_beat = Instant::now() + self.timing.heartbeat;
+        let mut next_flush = Instant::now() + self.timing.flush;
+        let mut open_streams = 2;
+        let status = loop {
+            let now = Instant::now();
+            let until = next_beat.min(next_flush).saturating_duration_since(now).min(Duration::from_millis(200));
+            match rx.recv_timeout(until) {
+                Ok(Msg::Line(s, l)) => outbox.push(s, &l),
+                Ok(Msg::Closed) => open_streams -= 1,
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => open_streams = 0,
+            }
+            if let Ok(Some(status)) = running.child.try_wait() {
+                break status;
+            }
+            let now = Instant::now();
+            if now >= next_flush {
+                next_flush = now + self.timing.flush;
+                outbox.seal();
+                match self.post(&mut outbox, None) {
+                    Ok(false) | Err(CallError::Network(_)) => {}
+                    Ok(true) => return Ok(self.end(running, Outcome::Stopped)),
+                    Err(CallError::LeaseLost(why)) => return Ok(self.end(running, Outcome::LeaseLost(why))),
+                    Err(CallError::Unauthorized(why)) => {
+                        self.end(running, Outcome::LeaseLost(why.clone()));
+                        return Err(Error::new(format!("the server refused this runner's token: {why}")));
+                    }
+                    Err(CallError::Refused(why)) => {
+                        let _ = writeln!(log, "sky runner: the server refused some output, dropped: {why}");
+                        outbox.unsent.clear();
+                    }
+                }
+            }
+            if now >= next_beat {
+                match self.client.heartbeat(lease) {
+                    Ok(stop) => {
+                        last_renewal = now;
+                        next_beat = now + self.timing.heartbeat;
+                        if stop {
+                            return Ok(self.end(running, Outcome::Stopped));
+                        }
+                    }
+                    Err(CallError::LeaseLost(why)) => return Ok(self.end(running, Outcome::LeaseLost(why))),
+                    Err(CallError::Unauthorized(why)) => {
+                        self.end(running, Outcome::LeaseLost(why.clone()));
+                        return Err(Error::new(format!("the server refused this runner's token: {why}")));
+                    }
+                    Err(e) => {
+                        if last_renewal.elapsed() >= self.timing.lease {
+                            let why =
+                                format!("the lease could not be renewed for {} s ({e})", self.timing.lease.as_secs());
+                            return Ok(self.end(running, Outcome::LeaseLost(why)));
+                        }
+                        let _ = writeln!(log, "sky runner: renewing the lease failed ({e}); trying again");
+                        next_beat = now + Duration::from_secs(2).min(self.timing.heartbeat);
+                    }
+                }
+            }
+        };
+        if let Ok(known) = std::fs::read_to_string(dir.meta.join("grants.json")) {
+            self.grants.lock().expect("not poisoned").insert(turn.session_id.clone(), known);
+        }
+        // The command is done; its output may still be in the pipes (the supervisor has ended any process
+        // of its group that kept them open).
+        drop(running.lifeline.take());
+        let drain_until = Instant::now() + Duration::from_secs(3);
+        while open_streams > 0 {
+            match rx.recv_timeout(drain_until.saturating_duration_since(Instant::now())) {
+                Ok(Msg::Line(s, l)) => outbox.push(s, &l),
+                Ok(Msg::Closed) => open_streams -= 1,
+                Err(_) => break,
+            }
+        }
+        outbox.seal();
+        match self.retrying(|| self.post(&mut outbox, None)) {
+            Ok(false) => {}
+            Ok(true) => return Ok(Outcome::Stopped),
+            Err(e) => return self.gave_up(turn, &mut outbox, e, "posting the output"),
+        }
+
+        // ── Upload what changed. ──
+        let c = changes(&dir.work, &downloaded);
+        let mut uploaded = Vec::new();
+        for (path, content) in &c.upload {
+            if last_renewal.elapsed() >= self.timing.heartbeat {
+                match self.client.heartbeat(lease) {
+                    Ok(true) => return Ok(Outcome::Stopped),
+                    Ok(false) => last_renewal = Instant::now(),
+                    Err(CallError::LeaseLost(why)) => return Ok(Outcome::LeaseLost(why)),
+                    Err(_) => {}
+                }
+            }
+            match self.retrying(|| self.client.put_file(lease, path, content)) {
+                Ok(()) => uploaded.push(path.clone()),
+                Err(CallError::Refused(why)) => notes.push(format!("{path} was not uploaded ({why})")),
+                Err(e) => return self.gave_up(turn, &mut outbox, e, &format!("uploading {path}")),
+            }
+        }
+        let mut summary = Vec::new();
+        if !uploaded.is_empty() {
+            summary.push(format!("Uploaded {}: {}.", plural(uploaded.len(), "file"), uploaded.join(", ")));
+        }
+        if !c.skipped.is_empty() {
+            summary.push(format!("Not uploaded: {}.", c.skipped.join(", ")));
+        }
+        if !c.deleted.is_empty() {
+            summary.push(format!(
+                "Deleted here but kept in the task folder (runners cannot delete): {}.",
+                c.deleted.join(", ")
+            ));
+        }
+        summary.extend(notes);
+        if !summary.is_empty() {
+            outbox.event("status", json!({ "text": summary.join(" ") }));
+        }
+        let _ = writeln!(log, "sky runner: turn {}: {}", turn.message_id, describe_exit(&status));
+        if status.success() {
+            self.finish(turn, &mut outbox)
+        } else {
+            self.fail(turn, &mut outbox, &format!("the agent's command {}", describe_exit(&status)))
+        }
+    }
+
+    /// Writes what the agent reads besides its environment.
+    fn write_meta(&self, turn: &Turn, dir: &TurnDir) -> std::io::Result<()> {
+        std::fs::write(dir.meta.join("message.txt"), &turn.message)?;
+        std::fs::write(dir.meta.join("history.json"), serde_json::to_string_pretty(&turn.history)? + "\n")?;
+        std::fs::write(dir.meta.join("instructions.md"), turn.agent["instructions"].as_str().unwrap_or_default())?;
+        let mcp = json!({ "mcpServers": { "agentsky": {
+            "type": "stdio",
+            "command": self.sky_exe.to_string_lossy(),
+            "args": ["mcp", "--server", server_base(&turn.session_server)],
+        }}});
+        std::fs::write(dir.meta.join("mcp.json"), serde_json::to_string_pretty(&mcp)? + "\n")?;
+        if let Some(known) = self.grants.lock().expect("not poisoned").get(&turn.session_id) {
+            crate::files::write_atomic(&dir.meta.join("grants.json"), known, 0o600)?;
+        }
+        crate::shim::install(&self.sky_exe, &dir.shims)
+    }
+
+    /// The command's environment (on top of the runner's, without its key).
+    pub fn child_env(&self, turn: &Turn, dir: &TurnDir) -> Vec<(String, OsString)> {
+        let meta = |f: &str| dir.meta.join(f).into_os_string();
+        let mut env: Vec<(String, OsString)> = vec![
+            ("AGENTSKY_SESSION_ID".into(), turn.session_id.clone().into()),
+            ("AGENTSKY_SESSION_TOKEN".into(), turn.session_token.clone().into()),
+            ("AGENTSKY_SERVER".into(), server_base(&turn.session_server).into()),
+            ("AGENTSKY_SESSION_SERVER".into(), turn.session_server.clone().into()),
+            ("AGENTSKY_TASK_ID".into(), turn.task_id.clone().into()),
+            ("AGENTSKY_MESSAGE_ID".into(), turn.message_id.clone().into()),
+            ("AGENTSKY_MESSAGE_FILE".into(), meta("message.txt")),
+            ("AGENTSKY_HISTORY_FILE".into(), meta("history.json")),
+            ("AGENTSKY_INSTRUCTIONS_FILE".into(), meta("instructions.md")),
+            ("AGENTSKY_MCP_CONFIG".into(), meta("mcp.json")),
+            ("AGENTSKY_GRANTS_FILE".into(), meta("grants.json")),
+            ("AGENTSKY_AGENT_NAME".into(), turn.agent_name().to_owned().into()),
+            ("AGENTSKY_MODEL".into(), turn.agent["model"].as_str().unwrap_or_default().to_owned().into()),
+            ("AGENTSKY_ATTEMPT".into(), turn.attempt.to_string().into()),
+            ("AGENTSKY_SHIM_DIR".into(), dir.shims.clone().into_os_string()),
+        ];
+        if turn.message.len() <= MESSAGE_ENV_MAX {
+            env.push(("AGENTSKY_MESSAGE".into(), turn.message.clone().into()));
+        }
+        let mut paths = vec![dir.shims.clone()];
+        if let Some(p) = &self.path {
+            paths.extend(std::env::split_paths(p));
+        }
+        if let Ok(joined) = std::env::join_paths(paths) {
+            env.push(("PATH".into(), joined));
+        }
+        env
+    }
+
+    fn spawn(&self, turn: &Turn, dir: &TurnDir, tx: mpsc::Sender<Msg>) -> std::io::Result<Running> {
+        if self.command.is_empty() {
+            return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "no command"));
+        }
+        let mut cmd = if cfg!(unix) {
+            let mut c = Command::new(&self.sky_exe);
+            c.arg("__supervise").arg(dir.meta.join("message.txt")).args(&self.command);
+            c.stdin(Stdio::piped());
+            c
+        } else {
+            let mut c = Command::new(&self.command[0]);
+            c.args(&self.command[1..]);
+            c.stdin(std::fs::File::open(dir.meta.join("message.txt"))?);
+            c
+        };
+        cmd.current_dir(&dir.work).stdout(Stdio::piped()).stderr(Stdio::piped());
+        for name in SCRUBBED_ENV {
+            cmd.env_remove(name);
+        }
+        cmd.envs(self.child_env(turn, dir));
+        // Its own process group: a Ctrl-C meant for the runner is not sent to it; the runner's death
+        // reaches it through the lifeline instead.
+        #[cfg(unix)]
+        std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+        let mut child = cmd.spawn()?;
+        let lifeline = child.stdin.take();
+        if let Some(out) = child.stdout.take() {
+            read_lines(Stream::Stdout, out, tx.clone());
+        }
+        if let Some(err) = child.stderr.take() {
+            read_lines(Stream::Stderr, err, tx);
+        }
+        Ok(Running { child, lifeline })
+    }
+
+    /// Ends the command (its whole process group on Unix) and returns `outcome`.
+    fn end(&self, mut running: Running, outcome: Outcome) -> Outcome {
+        drop(running.lifeline.take());
+        if cfg!(unix) {
+            // The supervisor sends SIGTERM, then SIGKILL after the grace; give it that long and a bit.
+            let deadline = Instant::now() + self.timing.stop_grace + Duration::from_secs(5);
+            while Instant::now() < deadline {
+                if let Ok(Some(_)) = running.child.try_wait() {
+                    return outcome;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+        let _ = running.child.kill();
+        let _ = running.child.wait();
+        outcome
+    }
+
+    /// Posts the unsent events (in pieces); `Ok(true)` when the session was stopped.
+    fn post(&self, outbox: &mut Outbox, done: Option<&str>) -> std::result::Result<bool, CallError> {
+        let mut stop = false;
+        loop {
+            let n = outbox.unsent.len().min(POST_MAX_EVENTS);
+            let last = n == outbox.unsent.len();
+            if n == 0 && done.is_none() {
+                return Ok(stop);
+            }
+            stop |= self.client.events(&outbox.lease_id, &outbox.unsent[..n], done.filter(|_| last))?;
+            outbox.unsent.drain(..n);
+            if last {
+                return Ok(stop);
+            }
+        }
+    }
+
+    /// Retries network failures (same request, same keys) while the lease may still hold.
+    fn retrying<T>(
+        &self,
+        mut f: impl FnMut() -> std::result::Result<T, CallError>,
+    ) -> std::result::Result<T, CallError> {
+        let started = Instant::now();
+        let mut pause = Duration::from_millis(500);
+        loop {
+            match f() {
+                Err(CallError::Network(_)) if started.elapsed() + pause < self.timing.lease => {
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(Duration::from_secs(5));
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// Ends the turn as `completed` with the events still unsent.
+    fn finish(&self, turn: &Turn, outbox: &mut Outbox) -> Result<Outcome> {
+        match self.retrying(|| self.post(outbox, Some("completed"))) {
+            Ok(_) => Ok(Outcome::Completed),
+            Err(e) => self.gave_up(turn, outbox, e, "ending the turn"),
+        }
+    }
+
+    /// Reports the turn failed, with an `error` event saying why.
+    fn fail(&self, _turn: &Turn, outbox: &mut Outbox, why: &str) -> Result<Outcome> {
+        outbox.event("error", json!({ "message": why }));
+        match self.retrying(|| self.post(outbox, Some("failed"))) {
+            Ok(_) => Ok(Outcome::Failed(why.to_owned())),
+            Err(CallError::LeaseLost(w)) => Ok(Outcome::LeaseLost(w)),
+            Err(CallError::Unauthorized(w)) => Err(Error::new(format!("the server refused this runner's token: {w}"))),
+            Err(e) => Ok(Outcome::LeaseLost(format!(
+                "reporting the failure failed ({e}); the turn is left for another runner once its lease runs out"
+            ))),
+        }
+    }
+
+    /// What a failed call means for the turn: a refusal fails it; a lost lease or an unreachable server
+    /// leaves it (another runner claims it once the lease runs out).
+    fn gave_up(&self, turn: &Turn, outbox: &mut Outbox, e: CallError, what: &str) -> Result<Outcome> {
+        match e {
+            CallError::LeaseLost(why) => Ok(Outcome::LeaseLost(why)),
+            CallError::Unauthorized(why) => Err(Error::new(format!("the server refused this runner's token: {why}"))),
+            CallError::Refused(why) => self.fail(turn, outbox, &format!("{what} failed: {why}")),
+            CallError::Network(why) => Ok(Outcome::LeaseLost(format!(
+                "{what} failed ({why}); the turn is left for another runner once its lease runs out"
+            ))),
+        }
+    }
+}
+
+fn plural(n: usize, what: &str) -> String {
+    if n == 1 {
+        format!("1 {what}")
+    } else {
+        format!("{n} {what}s")
+    }
+}
+
+/// `exited with status 3`, `was killed by signal 9`.
+pub fn describe_exit(status: &ExitStatus) -> String {
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::ExitStatusExt;
+        if let Some(sig) = status.signal() {
+            return format!("was killed by signal {sig}");
+        }
+    }
+    match status.code() {
+        Some(0) => "exited with status 0".into(),
+        // The supervisor's way of passing on a signal.
+        Some(c) if cfg!(unix) && c > 128 && c < 160 => {
+            format!("exited with status {c} (killed by signal {})", c - 128)
+        }
+        Some(c) => format!("exited with status {c}"),
+        None => "ended without an exit status".into(),
+    }
+}
+
+/// `sky __supervise <stdin-file> <command…>`: the runner's supervisor (Unix). Runs the command in a process
+/// group of its own with the file as its stdin, and waits. When the command exits, ends whatever of its
+/// group is left and exits with its status (128 + N for a signal). When the supervisor's own stdin closes
+/// (the runner ended the turn, or died), sends SIGTERM to the group, SIGKILL after 3 s, and exits 143.
+pub fn supervise(args: &[String]) -> i32 {
+    let [stdin_file, argv @ ..] = args else {
+        eprintln!("sky __supervise: usage: sky __supervise <stdin-file> <command…>");
+        return 2;
+    };
+    if argv.is_empty() {
+        eprintln!("sky __supervise: no command");
+        return 2;
+    }
+    let stdin = match std::fs::File::open(stdin_file) {
+        Ok(f) => Stdio::from(f),
+        Err(_) => Stdio::null(),
+    };
+    let mut cmd = Command::new(&argv[0]);
+    cmd.args(&argv[1..]).stdin(stdin);
+    #[cfg(unix)]
+    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            let why = if e.kind() == std::io::ErrorKind::NotFound { "not found".to_owned() } else { e.to_string() };
+            eprintln!("sky runner: cannot run `{}`: {why}", argv[0]);
+            return 127;
+        }
+    };
+    let group = child.id();
+    let (tx, rx) = mpsc::channel::<()>();
+    std::thread::spawn(move || {
+        let mut sink = [0u8; 256];
+        let mut stdin = std::io::stdin();
+        while let Ok(n) = stdin.read(&mut sink) {
+            if n == 0 {
+                break;
+            }
+        }
+        let _ = tx.send(());
+    });
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => {
+                signal_group(group, "KILL");
+                return exit_code(&status);
+            }
+            Ok(None) => {}
+            Err(_) => return 1,
+        }
+        match rx.recv_timeout(Duration::from_millis(100)) {
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            _ => {
+                signal_group(group, "TERM");
+                let deadline = Instant::now() + Duration::from_secs(3);
+                while Instant::now() < deadline {
+                    if let Ok(Some(_)) = child.try_wait() {
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+                signal_group(group, "KILL");
+                let _ = child.wait();
+                return 143;
+            }
+        }
+    }
+}
+
+fn exit_code(status: &ExitStatus) -> i32 {
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::ExitStatusExt;
+        if let Some(sig) = status.signal() {
+            return 128 + sig;
+        }
+    }
+    status.code().unwrap_or(1)
+}
+
+/// Sends `signal` to the process group `group` (with `kill(1)`: this crate has no unsafe code).
+fn signal_group(group: u32, signal: &str) {
+    if cfg!(unix) {
+        let _ = Command::new("kill")
+            .args(["-s", signal, "--", &format!("-{group}")])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_become_keyed_events_grouped_by_stream_with_secrets_masked() {
+        let mut o = Outbox::new("lease_1", vec!["sst_secret_token_value_123".into()]);
+        o.push(Stream::Stdout, "hello\n");
+        o.push(Stream::Stdout, "world\r\n");
+        o.push(Stream::Stderr, "warming up with sst_secret_token_value_123");
+        o.push(Stream::Stdout, "done");
+        o.seal();
+        assert!(!o.has_lines());
+        let kinds: Vec<(&str, &str, &str)> = o
+            .unsent
+            .iter()
+            .map(|e| (e["key"].as_str().unwrap(), e["type"].as_str().unwrap(), e["text"].as_str().unwrap()))
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                ("lease_1-1", "agent_message", "hello\nworld"),
+                ("lease_1-2", "status", "warming up with sst_secret_t…"),
+                ("lease_1-3", "agent_message", "done"),
+            ]
+        );
+        // Unsent events keep their keys; new lines get new ones.
+        o.push(Stream::Stdout, "more");
+        o.seal();
+        assert_eq!(o.unsent.len(), 4);
+        assert_eq!(o.unsent[3]["key"], "lease_1-4");
+        o.event("error", json!({"message": "boom"}));
+        assert_eq!((o.unsent[4]["key"].as_str(), o.unsent[4]["message"].as_str()), (Some("lease_1-5"), Some("boom")));
+    }
+
+    #[test]
+    fn long_output_is_split_into_events_of_bounded_size() {
+        let mut o = Outbox::new("l", vec![]);
+        let line = "x".repeat(40 * 1024);
+        o.push(Stream::Stdout, &line);
+        o.push(Stream::Stdout, &line);
+        o.push(Stream::Stdout, &"y".repeat(EVENT_TEXT_MAX + 10));
+        o.seal();
+        assert_eq!(o.unsent.len(), 3);
+        assert!(o.unsent.iter().all(|e| e["text"].as_str().unwrap().len() <= EVENT_TEXT_MAX + 3));
+    }
+
+    #[test]
+    fn only_safe_relative_paths_are_created() {
+        assert_eq!(safe_relative("notes/plan.md"), Some(PathBuf::from("notes").join("plan.md")));
+        for bad in ["", "/etc/passwd", "../x", "a/../../x", "a\\b", "a//b", "./a", "C:/x", "a\0b", "dir/"] {
+            assert_eq!(safe_relative(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn changed_new_skipped_and_deleted_files_are_told_apart() {
+        let dir = std::env::temp_dir().join(format!("sky-turn-unit-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("src")).unwrap();
+        std::fs::create_dir_all(dir.join(".git")).unwrap();
+        std::fs::create_dir_all(dir.join("node_modules/x")).unwrap();
+        std::fs::write(dir.join("same.md"), "same").unwrap();
+        std::fs::write(dir.join("src/changed.rs"), "new text").unwrap();
+        std::fs::write(dir.join("added.txt"), "added").unwrap();
+        std::fs::write(dir.join("binary.bin"), [0xff, 0xfe, 0x00]).unwrap();
+        std::fs::write(dir.join(".git/HEAD"), "ref").unwrap();
+        std::fs::write(dir.join("node_modules/x/index.js"), "x").unwrap();
+        std::fs::write(dir.join("big.log"), "z".repeat(MAX_FILE_BYTES as usize + 1)).unwrap();
+        #[cfg(unix)]
+        std::os::unix::fs::symlink("same.md", dir.join("link.md")).unwrap();
+        let downloaded: BTreeMap<String, String> = [("same.md", "same"), ("src/changed.rs", "old"), ("gone.md", "x")]
+            .iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect();
+        let c = changes(&dir, &downloaded);
+        let paths: Vec<&str> = c.upload.iter().map(|(p, _)| p.as_str()).collect();
+        assert_eq!(paths, ["added.txt", "src/changed.rs"]);
+        assert_eq!(c.deleted, ["gone.md"]);
+        let skipped = c.skipped.join(", ");
+        assert!(skipped.contains("binary.bin (not UTF-8 text)") && skipped.contains("big.log (257 KiB"), "{skipped}");
+        #[cfg(unix)]
+        assert!(skipped.contains("link.md (a symlink)"), "{skipped}");
+        assert!(!skipped.contains(".git") && !skipped.contains("node_modules"), "{skipped}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn the_server_base_comes_from_the_session_server() {
+        assert_eq!(server_base("https://api.x.dev/v1/session/mcp"), "https://api.x.dev");
+        assert_eq!(server_base("http://127.0.0.1:8787/v1/session/mcp/"), "http://127.0.0.1:8787");
+    }
+}

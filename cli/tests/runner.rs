@@ -1,0 +1,420 @@
+//! `sky runner` against a stand-in server: a turn's command runs in a folder with the task's files and the
+//! session's environment, its output arrives as keyed events (retried with the same keys, tokens masked),
+//! changed files are uploaded, the turn ends completed or failed; a stop or a lost lease ends the
+//! command's whole process group, and so does the runner's death (the supervisor's lifeline). The binary
+//! registers once, keeps its token private and reuses it and the command.
+
+mod support;
+
+use serde_json::{json, Value};
+use sky::runner::{Client, Turn};
+use sky::turn::{Outcome, Timing, TurnRunner};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use support::{mode, Scratch, Seen, StandIn};
+
+const RUNNER_TOKEN: &str = "srt_RunnerToken0123456789abcdefghijklmnop";
+const SESSION_TOKEN: &str = "sst_SessionToken0123456789abcdefghijklmno";
+
+/// How the stand-in answers heartbeats.
+#[derive(Clone, Copy, PartialEq)]
+enum Beat {
+    Fine,
+    Stop,
+    Lost,
+}
+
+/// A runner face: files to hand out, heartbeats answered as `beat`, the first `fail_posts` event posts
+/// answered 503.
+fn runner_server(beat: Beat, fail_posts: usize) -> StandIn {
+    let posts = Arc::new(AtomicUsize::new(0));
+    StandIn::start(move |req| {
+        let reply = |status: u16, v: Value| (status, "application/json", v.to_string());
+        if req.header("authorization") != Some(&format!("Bearer {RUNNER_TOKEN}")) {
+            return reply(401, json!({"error": {"code": "unauthorized", "message": "unknown runner token"}}));
+        }
+        match (req.method.as_str(), req.url.split('?').next().unwrap()) {
+            ("GET", "/v1/runner/files") => reply(
+                200,
+                json!({"files": [
+                    {"path": "input.txt", "version": 1, "content": "from the task\n"},
+                    {"path": "docs/keep.md", "version": 2, "content": "kept"},
+                ]}),
+            ),
+            ("PUT", "/v1/runner/files") => reply(200, json!({"path": "x", "version": 1})),
+            ("POST", "/v1/runner/events") => {
+                if posts.fetch_add(1, Ordering::SeqCst) < fail_posts {
+                    return reply(503, json!({"error": {"code": "unavailable", "message": "try again"}}));
+                }
+                let n = serde_json::from_str::<Value>(&req.body).unwrap()["events"].as_array().unwrap().len();
+                reply(200, json!({"accepted": n, "stop": false}))
+            }
+            ("POST", "/v1/runner/heartbeat") => match beat {
+                Beat::Fine => reply(200, json!({"lease_expires_ms": 1, "stop": false})),
+                Beat::Stop => reply(200, json!({"lease_expires_ms": 1, "stop": true})),
+                Beat::Lost => reply(409, json!({"error": {"code": "conflict", "message": "this lease has expired"}})),
+            },
+            _ => reply(404, json!({"error": {"code": "not_found", "message": "no route"}})),
+        }
+    })
+}
+
+fn turn(server: &str) -> Turn {
+    Turn::from_json(&json!({
+        "lease_id": "lease_abc", "lease_expires_ms": 0, "attempt": 1, "session_id": "ses_1", "task_id": "ses_1",
+        "message_id": "msg_1", "message": "add a README",
+        "history": [{"role": "user", "text": "add a README"}],
+        "agent": {"agent_id": "ag_1", "name": "Coder", "model": "script", "instructions": "Write code."},
+        "session_token": SESSION_TOKEN, "session_server": format!("{server}/v1/session/mcp"),
+    }))
+    .unwrap()
+}
+
+fn runner(server: &str, scratch: &Scratch, script: &str) -> TurnRunner {
+    TurnRunner {
+        client: Client::new(server, RUNNER_TOKEN),
+        command: vec!["sh".into(), "-c".into(), script.into()],
+        sky_exe: env!("CARGO_BIN_EXE_sky").into(),
+        path: std::env::var_os("PATH"),
+        scratch: scratch.0.clone(),
+        timing: Timing {
+            claim_wait_s: 0,
+            heartbeat: Duration::from_millis(300),
+            flush: Duration::from_millis(200),
+            lease: Duration::from_secs(3),
+            stop_grace: Duration::from_secs(1),
+        },
+        grants: Default::default(),
+    }
+}
+
+fn posts(srv: &StandIn, method: &str, path: &str) -> Vec<Value> {
+    srv.requests()
+        .iter()
+        .filter(|r| r.method == method && r.url.starts_with(path))
+        .map(|r| serde_json::from_str(&r.body).unwrap_or(Value::Null))
+        .collect()
+}
+
+/// Every event posted, in order (a retried post counted once).
+fn events(srv: &StandIn) -> Vec<Value> {
+    let mut seen = Vec::<Value>::new();
+    for p in posts(srv, "POST", "/v1/runner/events") {
+        for e in p["events"].as_array().unwrap() {
+            if !seen.iter().any(|s| s["key"] == e["key"]) {
+                seen.push(e.clone());
+            }
+        }
+    }
+    seen
+}
+
+fn no_secret_in(seen: &[Seen]) {
+    for r in seen {
+        assert!(!r.body.contains(SESSION_TOKEN), "the session token was sent in {}: {}", r.url, r.body);
+        assert!(!r.body.contains(RUNNER_TOKEN), "the runner token was sent in {}", r.url);
+    }
+}
+
+fn alive(pid: &str) -> bool {
+    std::path::Path::new(&format!("/proc/{}", pid.trim())).exists()
+        && !std::fs::read_to_string(format!("/proc/{}/stat", pid.trim())).unwrap_or_default().contains(") Z ")
+}
+
+#[test]
+fn a_turn_runs_with_the_session_environment_streams_its_output_and_uploads_what_changed() {
+    let srv = runner_server(Beat::Fine, 0);
+    let scratch = Scratch::new("runner-turn");
+    let script = r##"
+        echo "hello: $AGENTSKY_MESSAGE"
+        read -r first; echo "stdin: $first"
+        echo "env: $AGENTSKY_SESSION_ID $AGENTSKY_TASK_ID $AGENTSKY_MESSAGE_ID $AGENTSKY_AGENT_NAME $AGENTSKY_MODEL $AGENTSKY_ATTEMPT ${AGENTSKY_API_KEY:-nokey} ${GH_TOKEN:-nogh}"
+        echo "server: $AGENTSKY_SERVER"
+        echo "leak: $AGENTSKY_SESSION_TOKEN"
+        echo "working" >&2
+        case "$PATH" in "$AGENTSKY_SHIM_DIR":*) echo "shims first";; esac
+        grep -q '"add a README"' "$AGENTSKY_HISTORY_FILE" && echo "history ok"
+        grep -q '"mcp"' "$AGENTSKY_MCP_CONFIG" && echo "mcp config ok"
+        test "$(cat "$AGENTSKY_INSTRUCTIONS_FILE")" = "Write code." && echo "instructions ok"
+        cat input.txt
+        echo "# README" > README.md
+        mkdir -p src && echo "fn main() {}" > src/main.rs
+        printf '\377\376' > blob.bin
+    "##;
+    let r = runner(&srv.url, &scratch, script);
+    let mut log = Vec::new();
+    let outcome = r.run_turn(&turn(&srv.url), &mut log).unwrap();
+    let log = String::from_utf8(log).unwrap();
+    assert_eq!(outcome, Outcome::Completed, "{log}");
+
+    let evs = events(&srv);
+    let text = |kind: &str| -> String {
+        evs.iter()
+            .filter(|e| e["type"] == kind)
+            .map(|e| e["text"].as_str().unwrap_or_default())
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let said = text("agent_message");
+    for want in [
+        "hello: add a README",
+        "stdin: add a README",
+        "env: ses_1 ses_1 msg_1 Coder script 1 nokey nogh",
+        &format!("server: {}", srv.url),
+        "leak: sst_SessionT…",
+        "shims first",
+        "history ok",
+        "mcp config ok",
+        "instructions ok",
+        "from the task",
+    ] {
+        assert!(said.contains(want), "{want:?} not in {said:?}");
+    }
+    assert!(text("status").contains("working"), "stderr lines are status events: {evs:?}");
+    let notes = text("status");
+    assert!(notes.contains("Uploaded 2 files: README.md, src/main.rs."), "{notes}");
+    assert!(notes.contains("blob.bin (not UTF-8 text)"), "{notes}");
+    let keys: Vec<&str> = evs.iter().map(|e| e["key"].as_str().unwrap()).collect();
+    assert!(keys.iter().all(|k| k.starts_with("lease_abc-")), "{keys:?}");
+    let mut unique = keys.clone();
+    unique.dedup();
+    assert_eq!(unique.len(), keys.len());
+
+    let puts = posts(&srv, "PUT", "/v1/runner/files");
+    let put_paths: Vec<&str> = puts.iter().map(|p| p["path"].as_str().unwrap()).collect();
+    assert_eq!(put_paths, ["README.md", "src/main.rs"], "unchanged files are not uploaded");
+    assert_eq!(puts[0]["content"], "# README\n");
+    assert!(puts.iter().all(|p| p["lease_id"] == "lease_abc"));
+    let all = posts(&srv, "POST", "/v1/runner/events");
+    assert_eq!(all.last().unwrap()["done"], "completed");
+    assert!(all[..all.len() - 1].iter().all(|p| p.get("done").is_none()));
+    no_secret_in(&srv.requests());
+    assert!(!log.contains(SESSION_TOKEN) && !log.contains(RUNNER_TOKEN), "{log}");
+    assert_eq!(std::fs::read_dir(&scratch.0).unwrap().count(), 0, "the turn's folder is removed");
+}
+
+#[test]
+fn a_failing_command_fails_the_turn_with_an_error_event() {
+    let srv = runner_server(Beat::Fine, 0);
+    let scratch = Scratch::new("runner-fail");
+    let r = runner(&srv.url, &scratch, "echo partial; exit 3");
+    let outcome = r.run_turn(&turn(&srv.url), &mut Vec::new()).unwrap();
+    assert!(matches!(&outcome, Outcome::Failed(why) if why.contains("exited with status 3")), "{outcome:?}");
+    let evs = events(&srv);
+    assert_eq!(evs[0]["text"], "partial");
+    let err = evs.iter().find(|e| e["type"] == "error").expect("an error event");
+    assert_eq!(err["message"], "the agent's command exited with status 3");
+    assert_eq!(posts(&srv, "POST", "/v1/runner/events").last().unwrap()["done"], "failed");
+
+    let missing = runner(&srv.url, &scratch, "");
+    let missing = TurnRunner { command: vec!["/nonexistent/agent-cli".into()], ..missing };
+    let srv2 = runner_server(Beat::Fine, 0);
+    let missing = TurnRunner { client: Client::new(&srv2.url, RUNNER_TOKEN), ..missing };
+    let outcome = missing.run_turn(&turn(&srv2.url), &mut Vec::new()).unwrap();
+    assert!(matches!(&outcome, Outcome::Failed(why) if why.contains("127")), "{outcome:?}");
+    let said: Vec<String> = events(&srv2).iter().map(|e| e.to_string()).collect();
+    assert!(said.iter().any(|e| e.contains("cannot run `/nonexistent/agent-cli`: not found")), "{said:?}");
+}
+
+#[test]
+fn output_whose_post_failed_is_sent_again_with_the_same_keys() {
+    let srv = runner_server(Beat::Fine, 2);
+    let scratch = Scratch::new("runner-retry");
+    let r = runner(&srv.url, &scratch, "echo one; sleep 1; echo two");
+    assert_eq!(r.run_turn(&turn(&srv.url), &mut Vec::new()).unwrap(), Outcome::Completed);
+    let all = posts(&srv, "POST", "/v1/runner/events");
+    let first_keys: Vec<Value> = all[0]["events"].as_array().unwrap().iter().map(|e| e["key"].clone()).collect();
+    let second_keys: Vec<Value> = all[1]["events"].as_array().unwrap().iter().map(|e| e["key"].clone()).collect();
+    assert_eq!(first_keys, second_keys[..first_keys.len()], "the retry repeats the keys");
+    let evs = events(&srv);
+    let said: Vec<&str> = evs.iter().filter_map(|e| e["text"].as_str()).collect();
+    assert_eq!(said.iter().filter(|t| **t == "one").count(), 1, "{said:?}");
+    assert!(said.contains(&"two"));
+}
+
+fn ends_the_group(beat: Beat, tag: &str) -> Outcome {
+    let srv = runner_server(beat, 0);
+    let scratch = Scratch::new(tag);
+    let pidfile = scratch.0.join("bg.pid");
+    let script = format!("sleep 60 & echo $! > '{}'; echo started; wait", pidfile.display());
+    let r = runner(&srv.url, &scratch, &script);
+    let started = Instant::now();
+    let outcome = r.run_turn(&turn(&srv.url), &mut Vec::new()).unwrap();
+    assert!(started.elapsed() < Duration::from_secs(10), "took {:?}", started.elapsed());
+    let pid = std::fs::read_to_string(&pidfile).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while alive(&pid) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(!alive(&pid), "the command's background process {pid} outlived the turn");
+    let done: Vec<Value> =
+        posts(&srv, "POST", "/v1/runner/events").into_iter().filter(|p| p.get("done").is_some()).collect();
+    assert!(done.is_empty(), "a stopped or lost turn is not ended by this runner: {done:?}");
+    assert!(posts(&srv, "PUT", "/v1/runner/files").is_empty());
+    outcome
+}
+
+#[test]
+fn a_stopped_session_ends_the_commands_whole_process_group() {
+    assert_eq!(ends_the_group(Beat::Stop, "runner-stop"), Outcome::Stopped);
+}
+
+#[test]
+fn a_lost_lease_ends_the_command() {
+    assert!(matches!(ends_the_group(Beat::Lost, "runner-lost"), Outcome::LeaseLost(_)));
+}
+
+#[test]
+fn the_supervisor_passes_stdin_and_status_through_and_dies_with_its_lifeline() {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let scratch = Scratch::new("supervise");
+    let input = scratch.0.join("message.txt");
+    std::fs::write(&input, "the message").unwrap();
+    let mut sup = Command::new(env!("CARGO_BIN_EXE_sky"))
+        .args(["__supervise", input.to_str().unwrap(), "sh", "-c", "cat; exit 7"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let lifeline = sup.stdin.take();
+    let mut said = String::new();
+    std::io::Read::read_to_string(&mut sup.stdout.take().unwrap(), &mut said).unwrap();
+    assert_eq!((sup.wait().unwrap().code(), said.as_str()), (Some(7), "the message"));
+    drop(lifeline);
+
+    let pidfile = scratch.0.join("pid");
+    let script = format!("sleep 60 & echo $! > '{}'; wait", pidfile.display());
+    let mut sup = Command::new(env!("CARGO_BIN_EXE_sky"))
+        .args(["__supervise", input.to_str().unwrap(), "sh", "-c", &script])
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lifeline = sup.stdin.take().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !pidfile.exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = lifeline.write_all(b"x");
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(sup.try_wait().unwrap().is_none(), "bytes on the lifeline are not an end");
+    drop(lifeline);
+    let started = Instant::now();
+    let status = sup.wait().unwrap();
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert_eq!(status.code(), Some(143));
+    let pid = std::fs::read_to_string(&pidfile).unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(!alive(&pid), "the group's background process survived");
+}
+
+/// The binary: registers with the key, keeps the token 0600 and never prints it, then reuses the
+/// token and the remembered command.
+#[test]
+fn sky_runner_registers_once_and_runs_a_turn() {
+    const KEY: &str = "ast_WorkspaceKey0123456789abcdefghijklmnop";
+    let registered = Arc::new(AtomicUsize::new(0));
+    let claims = Arc::new(AtomicUsize::new(0));
+    let (reg2, claims2) = (registered.clone(), claims.clone());
+    let url = Arc::new(Mutex::new(String::new()));
+    let url2 = url.clone();
+    let srv = StandIn::start(move |req| {
+        let reply = |status: u16, v: Value| (status, "application/json", v.to_string());
+        match (req.method.as_str(), req.url.split('?').next().unwrap()) {
+            ("POST", "/v1/runners") => {
+                assert_eq!(req.header("authorization"), Some(&*format!("Bearer {KEY}")));
+                assert_eq!(serde_json::from_str::<Value>(&req.body).unwrap()["name"], "e2e box");
+                reg2.fetch_add(1, Ordering::SeqCst);
+                reply(200, json!({"runner_id": "run_1", "token": RUNNER_TOKEN, "workspace": "ada"}))
+            }
+            _ if req.header("authorization") != Some(&format!("Bearer {RUNNER_TOKEN}")) => {
+                reply(401, json!({"error": {"code": "unauthorized", "message": "unknown runner token"}}))
+            }
+            ("POST", "/v1/runner/claim") => {
+                // Every other claim finds nothing.
+                if claims2.fetch_add(1, Ordering::SeqCst) % 2 == 0 {
+                    return (204, "", String::new());
+                }
+                let base = url2.lock().unwrap().clone();
+                let mut t = json!({
+                    "lease_id": "lease_bin", "lease_expires_ms": 0, "attempt": 1, "session_id": "ses_9", "task_id": "ses_9",
+                    "message_id": "msg_9", "message": "hi", "history": [], "agent": {"name": "Coder"},
+                    "session_token": SESSION_TOKEN, "session_server": format!("{base}/v1/session/mcp"),
+                });
+                t["agent"]["model"] = json!("m");
+                reply(200, t)
+            }
+            ("GET", "/v1/runner/files") => reply(200, json!({"files": []})),
+            ("POST", "/v1/runner/events") => reply(200, json!({"accepted": 1, "stop": false})),
+            ("POST", "/v1/runner/heartbeat") => reply(200, json!({"stop": false})),
+            _ => reply(404, json!({})),
+        }
+    });
+    *url.lock().unwrap() = srv.url.clone();
+    let home = Scratch::new("runner-bin");
+    // The runner's own key and a provider token in its environment never reach the command.
+    let sky = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_sky"))
+            .args(args)
+            .env("HOME", &home.0)
+            .env_remove("XDG_CONFIG_HOME")
+            .env("AGENTSKY_API_KEY", "ast_FromTheEnvironment0123456789abcdefgh")
+            .env("GH_TOKEN", "ghp_runner_users_own_token")
+            .env_remove("AGENTSKY_URL")
+            .output()
+            .unwrap()
+    };
+    let out = sky(&[
+        "runner",
+        "--server",
+        &srv.url,
+        "--key",
+        KEY,
+        "--name",
+        "e2e box",
+        "--once",
+        "--",
+        "sh",
+        "-c",
+        "echo \"replied gh=${GH_TOKEN:-none} key=${AGENTSKY_API_KEY:-none}\"",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("registered \"e2e box\" (run_1) in workspace ada") && stderr.contains("srt_RunnerTo…"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("turn msg_9: completed"), "{stderr}");
+    assert!(!stderr.contains(RUNNER_TOKEN) && !stderr.contains(SESSION_TOKEN) && !stderr.contains(KEY), "{stderr}");
+    let stored = home.0.join(".config/agentsky/runners.json");
+    assert_eq!(mode(&stored), 0o600);
+    let regs: Value = serde_json::from_str(&std::fs::read_to_string(&stored).unwrap()).unwrap();
+    assert_eq!(regs["runners"][0]["token"], RUNNER_TOKEN);
+    assert_eq!(regs["runners"][0]["command"][2], "echo \"replied gh=${GH_TOKEN:-none} key=${AGENTSKY_API_KEY:-none}\"");
+
+    // Again, without key or command: the stored token and command are used.
+    let out = sky(&["runner", "--server", &srv.url, "--name", "e2e box", "--once"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(registered.load(Ordering::SeqCst), 1, "registered once");
+    let said: Vec<String> =
+        srv.requests().iter().filter(|r| r.url == "/v1/runner/events").map(|r| r.body.clone()).collect();
+    assert_eq!(said.iter().filter(|b| b.contains("replied gh=none key=none")).count(), 2, "{said:?}");
+
+    // Another name without a key cannot register.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_sky"))
+        .args(["runner", "--server", &srv.url, "--name", "other", "--once", "--", "true"])
+        .env("HOME", &home.0)
+        .env_remove("XDG_CONFIG_HOME")
+        .env_remove("AGENTSKY_API_KEY")
+        .env_remove("AGENTSKY_URL")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("registers with a workspace key"));
+    // Nor without a command: said before registering anything.
+    let out = sky(&["runner", "--server", &srv.url, "--key", KEY, "--name", "fresh", "--once"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("needs the agent's command"));
+    assert_eq!(registered.load(Ordering::SeqCst), 1);
+}

@@ -1,0 +1,300 @@
+#!/usr/bin/env bash
+# End-to-end for `sky runner` (issue 8) against the e2e server:
+#   1. A `runner` agent whose command is a small shell script answers a session started over MCP
+#      (/v1/mcp, plain JSON-RPC): the runner registers with the account's key (token kept 0600, never
+#      printed), claims the turn, runs the script in a folder holding the task's files, with the session's
+#      environment and an MCP config whose `sky mcp` reaches the session server; the script's reply is
+#      read back with read_session and the file it wrote with read_task_file.
+#   2. A runner killed with SIGKILL while its script sleeps: its script is ended with it (the supervisor's
+#      lifeline), and once the lease (30 s) runs out a second runner claims the turn (attempt 2) and its
+#      output completes it.
+#   3. The provider CLI shims (issue 9) in a runner's turns, with stand-in CLIs that print which
+#      credential variables they got: `vercel deploy --prod` opens a request an operator approves with
+#      answer_request and runs with the credential; the next turn reuses the grant; a denied `gh` is not
+#      run (exit 77); a missing real CLI says so (127); the audit log has every credential use; the
+#      sixth shim request in a minute is refused by the access bucket; the credential is in no transcript
+#      or log. (The ssh shim's agent socket needs a server change; it is not tested here.)
+# Uses the server of tests/e2e/run.sh when AGENTSKY_URL is set, else starts its own. SKY=path skips the
+# build and uses that binary.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/env.sh"
+cd "$ROOT"
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/sky-runner-e2e.XXXXXX")
+runner_pids=()
+cleanup() {
+  for p in "${runner_pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
+  [ -f "$work/slow.pid" ] && kill -KILL "$(cat "$work/slow.pid")" 2>/dev/null || true
+  rm -rf "$work"
+  if declare -F stop_server >/dev/null; then stop_server; fi
+}
+trap cleanup EXIT
+
+if [ -z "${AGENTSKY_URL:-}" ]; then
+  source "$ROOT/scripts/server.sh"
+  start_server "$ROOT/tests/e2e/.state/runner-wrangler" "$ROOT/tests/e2e/.state/logs/runner-wrangler-dev.log"
+  trap cleanup EXIT
+  AGENTSKY_URL=$BASE_URL
+fi
+URL=${AGENTSKY_URL%/}
+
+passed=0
+ok() { passed=$((passed + 1)); printf '  ok   %s\n' "$*" >&2; }
+fail() { printf '\033[1;31m  FAIL %s\033[0m\n' "$*" >&2; exit 1; }
+
+if [ -z "${SKY:-}" ]; then
+  log "runner: cargo build -p sky --release"
+  cargo build -p sky --release --quiet
+  SKY="$ROOT/target/release/sky"
+fi
+[ -x "$SKY" ] || fail "no sky binary at $SKY"
+
+# ── Helpers: JSON with python3, MCP as plain JSON-RPC with curl ──
+field() { python3 -c 'import json,sys; v=json.loads(sys.argv[1]); r=eval(sys.argv[2]); print(r if isinstance(r,str) else json.dumps(r))' "$1" "$2"; }
+mcp() { # TOOL ARGS_JSON -> the tool's structuredContent (fails on any error)
+  local body reply
+  body=$(python3 -c 'import json,sys; print(json.dumps({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":sys.argv[1],"arguments":json.loads(sys.argv[2])}}))' "$1" "$2")
+  reply=$(curl -sS --max-time 90 -X POST "$URL/v1/mcp" -H "Authorization: Bearer $KEY" -H 'content-type: application/json' \
+    -H 'accept: application/json, text/event-stream' -H 'mcp-protocol-version: 2025-06-18' -d "$body") || fail "$1: curl failed"
+  python3 -c 'import json,sys; r=json.loads(sys.argv[1]); res=r.get("result") or {}
+if "error" in r or res.get("isError"): sys.exit("%s failed: %s" % (sys.argv[2], sys.argv[1][:600]))
+print(json.dumps(res["structuredContent"]))' "$reply" "$1" || fail "$1"
+}
+# read_turn SESSION CURSOR MESSAGE_ID DEADLINE_S -> the turn's events (JSON array) once it has finished
+read_turn() {
+  local sid=$1 cursor=$2 mid=$3 deadline=$(( $(now) + $4 )) events='[]' page
+  while :; do
+    [ "$(now)" -lt "$deadline" ] || fail "turn $mid did not finish within $4 s: $events"
+    page=$(mcp read_session "{\"session_id\":\"$sid\",\"cursor\":\"$cursor\",\"message_id\":\"$mid\",\"wait_seconds\":10}")
+    events=$(python3 -c 'import json,sys; print(json.dumps(json.loads(sys.argv[1]) + json.loads(sys.argv[2])["events"]))' "$events" "$page")
+    cursor=$(field "$page" 'v["cursor"]')
+    [ "$(field "$page" 'v["turn_finished"]')" = true ] && break
+  done
+  echo "$events"
+}
+texts() { field "$1" '"\n".join("%s: %s" % (e["type"], e.get("text") or e.get("message") or "") for e in v)'; }
+wait_exit() { # PID SECONDS -> the exit status, or fail
+  local pid=$1 deadline=$(( $(now) + $2 ))
+  while kill -0 "$pid" 2>/dev/null; do
+    [ "$(now)" -lt "$deadline" ] || fail "runner $pid still running after $2 s"
+    sleep 0.2
+  done
+  wait "$pid"
+}
+
+# ── The account, the runner agent and the agent's commands ──
+email="runner-e2e-$(date +%s)-$$@example.com"
+acct=$(curl -fsS -X POST "$URL/v1/accounts" -H 'content-type: application/json' \
+  -d "{\"name\":\"Runner E2E\",\"email\":\"$email\"}") || fail "POST /v1/accounts"
+KEY=$(field "$acct" 'v["key"]["key"]')
+agent=$(curl -fsS -X POST "$URL/v1/agents" -H "Authorization: Bearer $KEY" -H 'content-type: application/json' \
+  -d '{"name":"Script runner","harness":"runner","model":"script","instructions":"Answer with a script."}') || fail "POST /v1/agents"
+AGENT=$(field "$agent" 'v["agent_id"]')
+ok "account $email and runner agent $AGENT"
+
+# The agent that answers: shows the task's file, calls a session tool through the MCP config it was
+# given, writes a file into the task folder.
+cat >"$work/reply.sh" <<'SH'
+set -eu
+input=$(cat input.txt 2>/dev/null || echo "none")
+echo "reply to \"$AGENTSKY_MESSAGE\" (attempt $AGENTSKY_ATTEMPT); input.txt said: $input"
+status=$(python3 - <<'PY'
+import json, os, subprocess
+server = json.load(open(os.environ["AGENTSKY_MCP_CONFIG"]))["mcpServers"]["agentsky"]
+call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "report_status", "arguments": {"note": "replying"}}}
+out = subprocess.run([server["command"], *server["args"]], input=json.dumps(call) + "\n", capture_output=True, text=True, timeout=60)
+print(json.loads(out.stdout)["result"]["content"][0]["text"])
+PY
+)
+echo "report_status through sky mcp: $status" >&2
+case "$status" in *'"ok":true'*) echo "the session server answered";; *) echo "session server: $status"; exit 4;; esac
+printf 'written by the runner for %s\n' "$AGENTSKY_SESSION_ID" > result.txt
+SH
+# The agent that never finishes on its own.
+cat >"$work/slow.sh" <<SH
+echo \$\$ > "$work/slow.pid"
+echo "slow agent started"
+sleep 120
+echo "slow agent finished (must never be seen)"
+SH
+
+runner_home="$work/home"
+mkdir -p "$runner_home" "$work/tmp"
+# Each runner: its own name (so its own registration), turn folders under $work/tmp.
+start_runner() { # NAME SCRIPT LOG [extra args…]
+  local name=$1 script=$2 logf=$3; shift 3
+  env -u AGENTSKY_API_KEY HOME="$runner_home" TMPDIR="$work/tmp" \
+    "$SKY" runner --server "$URL" --key "$KEY" --name "$name" --once "$@" -- sh "$script" >"$logf" 2>&1 &
+  runner_pids+=($!)
+  RUNNER_PID=$!
+}
+
+# ── 1. A runner answers a session started over MCP ──
+log "runner: a session of the runner agent, answered by sky runner"
+started=$(mcp start_session "{\"agent_id\":\"$AGENT\",\"message\":\"say hello\",\"idempotency_key\":\"runner-e2e-1-$$\"}")
+sid=$(field "$started" 'v["session"]["session_id"]')
+task=$(field "$started" 'v["session"]["task_id"]')
+mcp write_task_file "{\"task_id\":\"$task\",\"path\":\"input.txt\",\"content\":\"from the operator\"}" >/dev/null
+start_runner "e2e reply" "$work/reply.sh" "$work/reply.log"
+wait_exit "$RUNNER_PID" 60 || { cat "$work/reply.log" >&2; fail "sky runner --once failed"; }
+events=$(read_turn "$sid" "$(field "$started" 'v["cursor"]')" "$(field "$started" 'v["message_id"]')" 30)
+said=$(texts "$events")
+grep -qF 'agent_message: reply to "say hello" (attempt 1); input.txt said: from the operator' <<<"$said" \
+  || fail "the reply is not in the session: $said"
+grep -qF "the session server answered" <<<"$said" || fail "no session-server answer: $said"
+grep -qF "status: report_status through sky mcp" <<<"$said" || fail "stderr is not shown as status: $said"
+grep -qF "status: Uploaded 1 file: result.txt." <<<"$said" || fail "no upload note: $said"
+ok "read_session shows the script's reply, its stderr as status, and the upload"
+file=$(mcp read_task_file "{\"task_id\":\"$task\",\"path\":\"result.txt\"}")
+[ "$(field "$file" 'v["content"]')" = "written by the runner for $sid" ] || fail "result.txt: $file"
+result=$(mcp collect_result "{\"session_id\":\"$sid\"}")
+grep -q "the session server answered" <<<"$(field "$result" 'v["last_reply"]')" || fail "collect_result: $result"
+ok "read_task_file returns the file the script wrote; collect_result has its last reply"
+
+regs="$runner_home/.config/agentsky/runners.json"
+[ "$(stat -c %a "$regs")" = 600 ] || fail "$regs is $(stat -c %a "$regs"), not 600"
+srt=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["runners"][0]["token"])' "$regs")
+[[ $srt == srt_* ]] || fail "no runner token stored"
+grep -qF "${srt:0:12}" "$work/reply.log" || fail "the runner did not show its token's prefix"
+for secret in "$srt" "$KEY"; do
+  if grep -qF "$secret" "$work/reply.log"; then fail "the runner printed a secret in full"; fi
+done
+if grep -qE 'sst_[A-Za-z0-9_-]{16,}' "$work/reply.log"; then fail "the runner printed a session token"; fi
+[ -z "$(ls -A "$work/tmp")" ] || fail "the turn's folder was left behind: $(ls -A "$work/tmp")"
+ok "runner token kept 0600 and shown as ${srt:0:12}…; no secret in the runner's output; turn folder removed"
+
+# ── 2. A runner killed mid-turn; another finishes the turn after the lease runs out ──
+log "runner: a runner SIGKILLed mid-turn, its turn finished by another after the lease (≤ 30 s)"
+started=$(mcp start_session "{\"agent_id\":\"$AGENT\",\"message\":\"take your time\",\"idempotency_key\":\"runner-e2e-2-$$\"}")
+sid=$(field "$started" 'v["session"]["session_id"]')
+cursor=$(field "$started" 'v["cursor"]')
+mid=$(field "$started" 'v["message_id"]')
+start_runner "e2e slow" "$work/slow.sh" "$work/slow.log"
+slow_runner=$RUNNER_PID
+disown "$slow_runner"  # it is killed below: no job notice
+for _ in $(seq 1 100); do [ -s "$work/slow.pid" ] && break; sleep 0.1; done
+[ -s "$work/slow.pid" ] || { cat "$work/slow.log" >&2; fail "the slow agent did not start"; }
+# Its first output reaches the session while it runs.
+seen='' at=$cursor
+for _ in 1 2 3 4 5; do
+  page=$(mcp read_session "{\"session_id\":\"$sid\",\"cursor\":\"$at\",\"message_id\":\"$mid\",\"wait_seconds\":5}")
+  seen+=$page at=$(field "$page" 'v["cursor"]')
+  grep -qF "slow agent started" <<<"$seen" && break
+done
+grep -qF "slow agent started" <<<"$seen" || fail "the slow agent's output was not streamed: $seen"
+kill -KILL "$slow_runner"
+killed_at=$(now)
+slow=$(cat "$work/slow.pid")
+for _ in $(seq 1 80); do kill -0 "$slow" 2>/dev/null || break; sleep 0.1; done
+if kill -0 "$slow" 2>/dev/null; then fail "the killed runner's agent ($slow) is still running"; fi
+ok "runner SIGKILLed mid-turn; its agent was ended with it"
+
+start_runner "e2e rescue" "$work/reply.sh" "$work/rescue.log"
+wait_exit "$RUNNER_PID" 75 || { cat "$work/rescue.log" >&2; fail "the second runner failed"; }
+grep -q "attempt 2" "$work/rescue.log" || { cat "$work/rescue.log" >&2; fail "the second runner did not get attempt 2"; }
+events=$(read_turn "$sid" "$cursor" "$mid" 30)
+said=$(texts "$events")
+grep -qF 'agent_message: slow agent started' <<<"$said" || fail "$said"
+grep -qF 'agent_message: reply to "take your time" (attempt 2)' <<<"$said" || fail "the second runner's reply: $said"
+if grep -qF "must never be seen" <<<"$said"; then fail "the killed agent finished: $said"; fi
+result=$(mcp collect_result "{\"session_id\":\"$sid\"}")
+grep -q "the session server answered" <<<"$(field "$result" 'v["last_reply"]')" || fail "collect_result: $result"
+ok "a second runner claimed the turn $(( $(now) - killed_at )) s after the kill (attempt 2) and completed it"
+
+# ── 3. Provider CLI shims (issue 9) in a runner's turns ──
+log "runner: provider CLI shims: a granted vercel, a reused grant, a denied gh, a missing supabase, the bucket"
+conn() { # NAME PROVIDER ENV CREDENTIALS_JSON -> connector id
+  local r
+  r=$(curl -fsS -X POST "$URL/v1/connectors" -H "Authorization: Bearer $KEY" -H 'content-type: application/json' \
+    -d "{\"name\":\"$1\",\"provider\":\"$2\",\"env\":\"$3\",\"credentials\":{\"env\":$4}}") || fail "POST /v1/connectors $1"
+  field "$r" 'v["connector_id"]'
+}
+VERCEL_SECRET="vt-e2e-$(python3 -c 'import secrets; print(secrets.token_hex(8))')"
+web=$(conn web vercel prod "{\"VERCEL_TOKEN\":\"$VERCEL_SECRET\",\"VERCEL_ORG_ID\":\"team_e2e\"}")
+conn repo github scm '{"GH_TOKEN":"ghp-e2e-not-a-real-token"}' >/dev/null
+# Stand-in provider CLIs: they print which credential variables they got (the token's length only).
+mkdir -p "$work/bin"
+cat >"$work/bin/vercel" <<'SH'
+#!/bin/sh
+echo "vercel ran: $*; VERCEL_TOKEN has ${#VERCEL_TOKEN} chars; VERCEL_ORG_ID=${VERCEL_ORG_ID:-none}"
+SH
+cat >"$work/bin/gh" <<'SH'
+#!/bin/sh
+echo "gh ran: $*; GH_TOKEN has ${#GH_TOKEN} chars"
+SH
+chmod +x "$work/bin/vercel" "$work/bin/gh"
+shell_agent=$(curl -fsS -X POST "$URL/v1/agents" -H "Authorization: Bearer $KEY" -H 'content-type: application/json' \
+  -d '{"name":"Shell","harness":"runner","model":"sh","instructions":"Run the message."}') || fail "POST /v1/agents"
+# One runner for these turns: it runs each message as a shell line; no supabase on its PATH.
+env -u AGENTSKY_API_KEY HOME="$runner_home" TMPDIR="$work/tmp" PATH="$work/bin:/usr/bin:/bin" \
+  "$SKY" runner --server "$URL" --key "$KEY" --name "e2e shims" -- sh -c 'eval "$AGENTSKY_MESSAGE"' >"$work/shims.log" 2>&1 &
+runner_pids+=($!)
+disown $!  # it runs until the cleanup kills it
+open_requests() { # TASK -> its open requests (JSON), waiting up to 20 s for one
+  local r
+  for _ in $(seq 1 100); do
+    r=$(mcp get_task "{\"task_id\":\"$1\"}")
+    [ "$(field "$r" 'len(v["open_requests"])')" -gt 0 ] && { field "$r" 'v["open_requests"]'; return; }
+    sleep 0.2
+  done
+  fail "no open request on $1 within 20 s (runner log: $(cat "$work/shims.log"))"
+}
+turn_texts() { texts "$(read_turn "$1" "$2" "$3" 60)"; }
+
+started=$(mcp start_session "{\"agent_id\":\"$(field "$shell_agent" 'v["agent_id"]')\",\"message\":\"vercel deploy --prod; echo exit=\$?\",\"idempotency_key\":\"runner-e2e-3-$$\"}")
+sid=$(field "$started" 'v["session"]["session_id"]')
+task=$(field "$started" 'v["session"]["task_id"]')
+req=$(open_requests "$task")
+[ "$(field "$req" 'v[0]["payload"]["target"] + " " + " ".join(v[0]["payload"]["scope"])')" = "web deploy" ] || fail "the shim asked for: $req"
+grep -qF 'vercel deploy' <<<"$(field "$req" 'v[0]["payload"]["reason"]')" || fail "the reason does not name the command: $req"
+mcp answer_request "{\"task_id\":\"$task\",\"request_id\":\"$(field "$req" 'v[0]["request_id"]')\",\"answer\":\"approve\",\"expires_in_minutes\":10}" >/dev/null
+said=$(turn_texts "$sid" "$(field "$started" 'v["cursor"]')" "$(field "$started" 'v["message_id"]')")
+grep -qF "vercel ran: deploy --prod; VERCEL_TOKEN has ${#VERCEL_SECRET} chars; VERCEL_ORG_ID=team_e2e" <<<"$said" || fail "vercel through the shim: $said"
+grep -q "exit=0" <<<"$said" || fail "$said"
+grant=$(grep -o 'using grant gr_[A-Za-z0-9]*' <<<"$said" | head -1 | cut -d' ' -f3)
+[ -n "$grant" ] || fail "the shim did not say which grant it used: $said"
+ok "vercel deploy --prod asked for deploy on web, an operator approved with answer_request, the real CLI got the credential"
+
+sent=$(mcp send_message "{\"session_id\":\"$sid\",\"message\":\"vercel deploy --prod; echo exit=\$?\",\"idempotency_key\":\"runner-e2e-3b-$$\"}")
+said=$(turn_texts "$sid" "$(field "$sent" 'v["cursor"]')" "$(field "$sent" 'v["message_id"]')")
+grep -qF "using grant $grant" <<<"$said" && grep -q "exit=0" <<<"$said" || fail "the grant was not reused: $said"
+[ "$(field "$(mcp get_task "{\"task_id\":\"$task\"}")" 'len(v["open_requests"])')" = 0 ] || fail "a second request was opened"
+ok "the next turn's vercel reused grant $grant without asking again"
+
+sent=$(mcp send_message "{\"session_id\":\"$sid\",\"message\":\"gh pr create --title x; echo exit=\$?\",\"idempotency_key\":\"runner-e2e-3c-$$\"}")
+req=$(open_requests "$task")
+[ "$(field "$req" 'v[0]["payload"]["target"] + " " + " ".join(v[0]["payload"]["scope"])')" = "repo write" ] || fail "gh asked for: $req"
+mcp answer_request "{\"task_id\":\"$task\",\"request_id\":\"$(field "$req" 'v[0]["request_id"]')\",\"answer\":\"deny\"}" >/dev/null
+said=$(turn_texts "$sid" "$(field "$sent" 'v["cursor"]')" "$(field "$sent" 'v["message_id"]')")
+grep -q "exit=77" <<<"$said" || fail "a denied gh: $said"
+grep -qF "was denied" <<<"$said" || fail "no denial message: $said"
+if grep -q "gh ran" <<<"$said"; then fail "the real gh ran after a denial"; fi
+ok "gh pr create: denied by the operator, exit 77, the real gh not run"
+
+sent=$(mcp send_message "{\"session_id\":\"$sid\",\"message\":\"supabase projects list; echo exit=\$?\",\"idempotency_key\":\"runner-e2e-3d-$$\"}")
+said=$(turn_texts "$sid" "$(field "$sent" 'v["cursor"]')" "$(field "$sent" 'v["message_id"]')")
+grep -q "exit=127" <<<"$said" && grep -qF 'the real `supabase` is not installed' <<<"$said" || fail "a missing CLI: $said"
+ok "supabase without the real CLI: a clear message, exit 127"
+
+audit=$(curl -fsS "$URL/v1/audit" -H "Authorization: Bearer $KEY")
+uses=$(field "$audit" 'len([e for e in v["entries"] if e["action"] == "get_credential" and e["grant_id"] == "'"$grant"'" and e["connector_id"] == "'"$web"'" and e["session_id"] == "'"$sid"'"])')
+[ "$uses" = 2 ] || fail "the audit log has $uses credential uses of $grant, not 2: $audit"
+ok "the audit log shows both credential uses"
+
+curl -fsS -X PUT "$URL/v1/policies" -H "Authorization: Bearer $KEY" -H 'content-type: application/json' \
+  -d '{"scope":"delete","decision":"deny"}' >/dev/null || fail "PUT /v1/policies"
+started=$(mcp start_session "{\"agent_id\":\"$(field "$shell_agent" 'v["agent_id"]')\",\"message\":\"for i in 1 2 3 4 5 6; do vercel rm app\$i --prod; echo rm\$i=\$?; done\",\"idempotency_key\":\"runner-e2e-3e-$$\"}")
+said=$(turn_texts "$(field "$started" 'v["session"]["session_id"]')" "$(field "$started" 'v["cursor"]')" "$(field "$started" 'v["message_id"]')")
+for i in 1 2 3 4 5; do grep -q "rm$i=77" <<<"$said" || fail "request $i was not denied by the policy: $said"; done
+grep -q "rm6=69" <<<"$said" && grep -qF "too many access requests" <<<"$said" || fail "the sixth request was not refused: $said"
+ok "five shim requests in a minute are decided; the sixth is refused by the access bucket (exit 69)"
+
+if grep -qF "$VERCEL_SECRET" "$work/shims.log"; then fail "the credential is in the runner's log"; fi
+for s in "$sid" "$(field "$started" 'v["session"]["session_id"]')"; do
+  all=$(mcp read_session "{\"session_id\":\"$s\",\"limit\":200}")
+  if grep -qF "$VERCEL_SECRET" <<<"$all"; then fail "the credential is in the transcript of $s"; fi
+done
+ok "the credential is in neither the transcripts nor the runner's log"
+
+log "runner: all checks passed"
+echo "runner: $passed passed, 0 failed"
