@@ -130,11 +130,21 @@ async fn assignment(cx: &Cx<'_>, turn: TurnRow) -> Result<Value, ApiError> {
             history.push(json!({ "role": role, "text": text }));
         }
     }
-    // The agent inside gets its own session token for the session server.
+    // The agent inside gets its own session token for the session server, living as long as this lease;
+    // a runner that lost the turn loses its agent's token with it.
     let token = ids::new_secret("sst_");
-    store::requests::insert_token(db, &ids::hash_secret(&token), &session.session_id, &session.workspace_id, cx.now_ms)
-        .await
-        .map_err(|e| cx.internal(e))?;
+    let lease = turn.lease_id.as_deref();
+    store::requests::revoke_runner_tokens(db, &session.session_id, lease).await.map_err(|e| cx.internal(e))?;
+    store::requests::insert_token(
+        db,
+        &ids::hash_secret(&token),
+        &session.session_id,
+        &session.workspace_id,
+        lease,
+        cx.now_ms,
+    )
+    .await
+    .map_err(|e| cx.internal(e))?;
     Ok(json!({
         "lease_id": turn.lease_id,
         "lease_expires_ms": turn.lease_expires_ms,
@@ -220,6 +230,11 @@ fn event(v: &Value) -> Result<ExternalEvent, ApiError> {
 async fn events(cx: &Cx<'_>, runner: &store::runners::RunnerRow, req: &HttpRequest) -> Result<HttpResponse, ApiError> {
     let p: Events = body(req)?;
     limits::count("events", p.events.len(), 500)?;
+    // A retried final post whose first answer was lost: the turn is already done, and its events were
+    // recorded by their keys.
+    if p.done.is_some() && store::runners::finished_under(cx.db(), &p.lease_id).await.map_err(|e| cx.internal(e))? {
+        return Ok(ok(json!({ "accepted": 0, "stop": false })));
+    }
     let turn = leased(cx, runner, &p.lease_id).await?;
     let events = p.events.iter().map(event).collect::<Result<Vec<_>, _>>()?;
     let end = match p.done.as_deref() {
@@ -233,6 +248,7 @@ async fn events(cx: &Cx<'_>, runner: &store::runners::RunnerRow, req: &HttpReque
     crate::ops::sessions::call(cx, &turn.session_id, call).await?;
     if end.is_some() {
         store::runners::finish(cx.db(), &turn.session_id, &turn.message_id).await.map_err(|e| cx.internal(e))?;
+        store::requests::revoke_runner_tokens(cx.db(), &turn.session_id, None).await.map_err(|e| cx.internal(e))?;
     }
     let stop = stopped(cx, &turn.session_id).await?;
     Ok(ok(json!({ "accepted": count, "stop": stop })))

@@ -80,10 +80,13 @@ pub async fn decide_access(
 ) -> Result<Option<(&'static str, &'static str, Option<GrantRow>)>, ToolError> {
     let internal = |e| ToolError::from(cx.internal(e));
     let grants = store::requests::grants_for_session(cx.db(), workspace_id, session_id).await.map_err(internal)?;
-    if let Some(g) = grants
-        .into_iter()
-        .find(|g| g.persistent && g.connector_id == c.connector_id && live(g, cx.now_ms) && covers(g, scopes))
-    {
+    // A live grant that already covers the request answers it: this session's own, or a persistent one.
+    if let Some(g) = grants.into_iter().find(|g| {
+        (g.persistent || g.session_id == session_id)
+            && g.connector_id == c.connector_id
+            && live(g, cx.now_ms)
+            && covers(g, scopes)
+    }) {
         return Ok(Some(("active", "persistent-grant", Some(g))));
     }
     let policies = store::connectors::policies(cx.db(), workspace_id, &c.connector_id).await.map_err(internal)?;
@@ -194,7 +197,9 @@ pub async fn request_access(a: &Agent<'_>, p: RequestAccess) -> Result<Value, To
     if let Some((status, by, existing)) = decide_access(cx, &me.workspace_id, &me.session_id, &c, &scopes).await? {
         if let Some(g) = existing {
             let mut view = grant_view(&g, None);
-            view["decidedBy"] = json!(by);
+            if g.persistent {
+                view["decidedBy"] = json!(by);
+            }
             return Ok(view);
         }
         let grant_id = ids::new_id("gr");

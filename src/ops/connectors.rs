@@ -317,9 +317,16 @@ pub async fn issue_token(cx: &Cx<'_>, p: IssueSessionToken) -> Result<SessionTok
         return Err(ApiError::new(Code::SessionTerminated, "this session has ended"));
     }
     let token = ids::new_secret("sst_");
-    store::requests::insert_token(cx.db(), &ids::hash_secret(&token), &row.session_id, &row.workspace_id, cx.now_ms)
-        .await
-        .map_err(|e| cx.internal(e))?;
+    store::requests::insert_token(
+        cx.db(),
+        &ids::hash_secret(&token),
+        &row.session_id,
+        &row.workspace_id,
+        None,
+        cx.now_ms,
+    )
+    .await
+    .map_err(|e| cx.internal(e))?;
     Ok(SessionToken { session_id: row.session_id, token, server_url: format!("{}/v1/session/mcp", cx.base_url) })
 }
 

@@ -206,16 +206,24 @@ pub async fn audit_log(db: &dyn Sql, workspace_id: &str, limit: i64) -> DbResult
     rows(db, stmt!(LIST, workspace_id, limit)).await
 }
 
+/// Stores a session token's hash; with `lease_id`, the token lives only as long as that runner lease.
 pub async fn insert_token(
     db: &dyn Sql,
     token_hash: &str,
     session_id: &str,
     workspace_id: &str,
+    lease_id: Option<&str>,
     now_ms: i64,
 ) -> DbResult<()> {
-    const INSERT: &str =
-        "INSERT INTO session_token (token_hash, session_id, workspace_id, created_ms) VALUES (?1, ?2, ?3, ?4)";
-    db.all(stmt!(INSERT, token_hash, session_id, workspace_id, now_ms)).await.map(drop)
+    const INSERT: &str = "INSERT INTO session_token (token_hash, session_id, workspace_id, lease_id, created_ms) VALUES (?1, ?2, ?3, ?4, ?5)";
+    db.all(stmt!(INSERT, token_hash, session_id, workspace_id, lease_id, now_ms)).await.map(drop)
+}
+
+/// Revokes the tokens runners were given for a session's turns, except the current lease's.
+pub async fn revoke_runner_tokens(db: &dyn Sql, session_id: &str, keep_lease: Option<&str>) -> DbResult<()> {
+    const REVOKE: &str =
+        "DELETE FROM session_token WHERE session_id = ?1 AND lease_id IS NOT NULL AND (?2 IS NULL OR lease_id <> ?2)";
+    db.all(stmt!(REVOKE, session_id, keep_lease)).await.map(drop)
 }
 
 /// The live session behind a token: `None` for an unknown token or a terminated session.

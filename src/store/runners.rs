@@ -94,3 +94,9 @@ pub async fn finish(db: &dyn Sql, session_id: &str, message_id: &str) -> DbResul
     const DONE: &str = "UPDATE runner_turn SET status = 'done' WHERE session_id = ?1 AND message_id = ?2";
     db.all(stmt!(DONE, session_id, message_id)).await.map(drop)
 }
+
+/// Whether a lease's turn already ended (a retried final post is answered, not refused).
+pub async fn finished_under(db: &dyn Sql, lease_id: &str) -> DbResult<bool> {
+    const DONE: &str = "SELECT session_id FROM runner_turn WHERE lease_id = ?1 AND status = 'done'";
+    Ok(!db.all(stmt!(DONE, lease_id)).await?.is_empty())
+}

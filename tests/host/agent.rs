@@ -146,6 +146,11 @@ fn access_is_decided_by_a_person_by_policies_and_expires() {
         (Some("active"), Some("user"), json!(["deploy"]))
     );
     assert_eq!(lock(&app.agent_ok(&token, "list_targets", json!({})), "web"), json!("open"));
+    // Asking again for what a live grant covers is answered by that grant, without a new request.
+    let again =
+        app.agent_ok(&token, "request_access", json!({"target": "web", "scope": ["deploy"], "reason": "again"}));
+    assert_eq!((again["grantId"].as_str(), again["decidedBy"].as_str()), (Some(grant_id.as_str()), Some("user")));
+    assert_eq!(app.ok(&ada.key, "get_task", json!({"task_id": sid}))["open_requests"], json!([]));
     let cred = app.agent_ok(&token, "get_credential", json!({"grantId": grant_id}));
     assert_eq!(
         (cred["kind"].as_str(), cred["env"]["VERCEL_TOKEN"].as_str(), cred["scoped"].as_bool()),

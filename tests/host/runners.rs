@@ -149,3 +149,13 @@ fn stopping_the_session_tells_the_runner_to_stop() {
     assert_eq!(late.status, 409, "{:?}", late.json_body());
     assert_eq!(runner_call(&app, "srt_bogus", "POST", "/v1/runner/claim", json!({})).status, 401);
 }
+
+#[test]
+fn a_retried_final_post_is_answered_not_refused() {
+    let app = TestApp::new();
+    let (_, token, _, _) = setup(&app);
+    let turn = runner_call(&app, &token, "POST", "/v1/runner/claim", json!({})).json_body();
+    let done = json!({"lease_id": turn["lease_id"], "events": [{"key": "k1", "type": "agent_message", "text": "ok"}], "done": "completed"});
+    assert_eq!(runner_call(&app, &token, "POST", "/v1/runner/events", done.clone()).status, 200);
+    assert_eq!(runner_call(&app, &token, "POST", "/v1/runner/events", done).status, 200, "the same final post again");
+}
