@@ -194,6 +194,22 @@ pub async fn request_access(a: &Agent<'_>, p: RequestAccess) -> Result<Value, To
         )));
     }
     let (cx, me) = (a.cx, &a.me);
+    let joined = scopes.join(" ");
+    // This session's grant on the target for these scopes; each use below fills in the decision.
+    let base = store::requests::NewGrant {
+        grant_id: "",
+        workspace_id: &me.workspace_id,
+        session_id: &me.session_id,
+        task_id: &me.task_id,
+        connector_id: &c.connector_id,
+        scopes: &joined,
+        status: "pending",
+        persistent: false,
+        expires_ms: None,
+        decided_by: None,
+        request_id: None,
+        now_ms: cx.now_ms,
+    };
     if let Some((status, by, existing)) = decide_access(cx, &me.workspace_id, &me.session_id, &c, &scopes).await? {
         if let Some(g) = existing {
             let mut view = grant_view(&g, None);
@@ -206,17 +222,10 @@ pub async fn request_access(a: &Agent<'_>, p: RequestAccess) -> Result<Value, To
         let expires = (status == "active").then_some(cx.now_ms + POLICY_GRANT_MS);
         let g = store::requests::NewGrant {
             grant_id: &grant_id,
-            workspace_id: &me.workspace_id,
-            session_id: &me.session_id,
-            task_id: &me.task_id,
-            connector_id: &c.connector_id,
-            scopes: &scopes.join(" "),
             status,
-            persistent: false,
             expires_ms: expires,
             decided_by: Some(by),
-            request_id: None,
-            now_ms: cx.now_ms,
+            ..base
         };
         cx.db().all(store::requests::insert_grant(&g)).await.map_err(|e| a.internal(e))?;
         return settled(a, &grant_id).await;
@@ -224,20 +233,7 @@ pub async fn request_access(a: &Agent<'_>, p: RequestAccess) -> Result<Value, To
     let (grant_id, request_id) = (ids::new_id("gr"), ids::new_id("req"));
     let payload = json!({ "target": c.name, "connector_id": c.connector_id, "provider": c.provider, "env": c.env,
         "scope": scopes, "reason": p.reason });
-    let g = store::requests::NewGrant {
-        grant_id: &grant_id,
-        workspace_id: &me.workspace_id,
-        session_id: &me.session_id,
-        task_id: &me.task_id,
-        connector_id: &c.connector_id,
-        scopes: &scopes.join(" "),
-        status: "pending",
-        persistent: false,
-        expires_ms: None,
-        decided_by: None,
-        request_id: Some(&request_id),
-        now_ms: cx.now_ms,
-    };
+    let g = store::requests::NewGrant { grant_id: &grant_id, request_id: Some(&request_id), ..base };
     cx.db()
         .batch(vec![
             store::requests::insert_request(

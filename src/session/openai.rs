@@ -303,6 +303,18 @@ async fn resume(
     Ok(outcome)
 }
 
+/// What a chat-completions answer costs, from its `usage` and the price table.
+fn charge_of(ports: &Ports<'_>, config: &SessionConfig, reply: &Value) -> Charge {
+    let input = reply["usage"]["prompt_tokens"].as_i64().unwrap_or(0);
+    let output = reply["usage"]["completion_tokens"].as_i64().unwrap_or(0);
+    Charge {
+        model: config.model.clone(),
+        cents: ports.config().prices.cents(&config.model, input, output),
+        input_tokens: input,
+        output_tokens: output,
+    }
+}
+
 fn failed(message: String) -> StepOutcome {
     StepOutcome {
         events: vec![(EventKind::Error, json!({ "message": message }))],
@@ -383,16 +395,7 @@ async fn run<S: LocalSql + ?Sized>(
     if message.is_null() {
         return Err("the model endpoint answered without choices[0].message".into());
     }
-    let (input, output) = (
-        reply["usage"]["prompt_tokens"].as_i64().unwrap_or(0),
-        reply["usage"]["completion_tokens"].as_i64().unwrap_or(0),
-    );
-    let charge = Charge {
-        model: config.model.clone(),
-        cents: ports.config().prices.cents(&config.model, input, output),
-        input_tokens: input,
-        output_tokens: output,
-    };
+    let charge = charge_of(ports, config, &reply);
     let mut outcome =
         StepOutcome { charge: Some(charge), harness_state: json!({ "remote_tools": remote }), ..Default::default() };
     let calls = message["tool_calls"].as_array().cloned().unwrap_or_default();
@@ -448,16 +451,7 @@ pub async fn grade(
         return Err(format!("HTTP {}", resp.status));
     }
     let reply = resp.json_body();
-    let (input, output) = (
-        reply["usage"]["prompt_tokens"].as_i64().unwrap_or(0),
-        reply["usage"]["completion_tokens"].as_i64().unwrap_or(0),
-    );
-    let charge = Charge {
-        model: config.model.clone(),
-        cents: ports.config().prices.cents(&config.model, input, output),
-        input_tokens: input,
-        output_tokens: output,
-    };
+    let charge = charge_of(ports, config, &reply);
     let text = reply["choices"][0]["message"]["content"].as_str().unwrap_or_default();
     let json_part = text.find('{').and_then(|a| text.rfind('}').map(|b| &text[a..=b])).unwrap_or(text);
     let verdict: Value = serde_json::from_str(json_part).unwrap_or(Value::Null);

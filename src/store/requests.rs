@@ -101,6 +101,7 @@ pub struct GrantRow {
     pub created_ms: i64,
 }
 
+#[derive(Clone, Copy)]
 pub struct NewGrant<'a> {
     pub grant_id: &'a str,
     pub workspace_id: &'a str,
