@@ -7,12 +7,10 @@
 
 use agentsky::http::{HttpRequest, HttpResponse};
 use agentsky::mcp::{fixtures::Fixtures, serve, ServerSpec};
-use std::future::Future;
+use futures::executor::block_on;
 use std::io::{self, BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
-use std::pin::pin;
 use std::sync::Arc;
-use std::task::{Context, Poll, Wake, Waker};
 
 /// Header bytes and body bytes a request may carry before the connection is dropped.
 const MAX_HEAD_BYTES: usize = 64 * 1024;
@@ -160,24 +158,5 @@ fn reason(status: u16) -> &'static str {
         405 => "Method Not Allowed",
         413 => "Payload Too Large",
         _ => "",
-    }
-}
-
-/// Runs a future to completion on this thread, parking while it is pending.
-fn block_on<F: Future>(future: F) -> F::Output {
-    struct Unpark(std::thread::Thread);
-    impl Wake for Unpark {
-        fn wake(self: Arc<Self>) {
-            self.0.unpark();
-        }
-    }
-    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
-    let mut context = Context::from_waker(&waker);
-    let mut future = pin!(future);
-    loop {
-        match future.as_mut().poll(&mut context) {
-            Poll::Ready(output) => return output,
-            Poll::Pending => std::thread::park(),
-        }
     }
 }

@@ -2,30 +2,8 @@
 
 use super::*;
 use serde_json::json;
-use std::future::Future;
-use std::pin::pin;
-use std::sync::Arc;
-use std::task::{Context, Poll, Wake, Waker};
-use std::thread::Thread;
 
-/// Runs a future to completion on this thread (the crate's `futures` has no executor feature).
-pub fn block_on<F: Future>(future: F) -> F::Output {
-    struct Unpark(Thread);
-    impl Wake for Unpark {
-        fn wake(self: Arc<Self>) {
-            self.0.unpark();
-        }
-    }
-    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
-    let mut context = Context::from_waker(&waker);
-    let mut future = pin!(future);
-    loop {
-        match future.as_mut().poll(&mut context) {
-            Poll::Ready(output) => return output,
-            Poll::Pending => std::thread::park(),
-        }
-    }
-}
+pub use futures::executor::block_on;
 
 /// Two tools: `echo` answers its arguments as text; `fail` answers a business failure (`isError`).
 pub struct TinyHost;
