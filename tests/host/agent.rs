@@ -3,7 +3,6 @@
 
 use crate::support::{Account, TestApp};
 use agentsky::cx::Config;
-use agentsky::http::HttpRequest;
 use serde_json::{json, Value};
 
 fn app() -> TestApp {
@@ -54,19 +53,7 @@ fn connect(app: &TestApp, who: &Account, name: &str, provider: &str, env: &str) 
 fn the_session_server_lists_the_eleven_tools_and_refuses_bad_tokens() {
     let app = app();
     let (ada, _, sid, token) = setup(&app);
-    let list = |token: &str| {
-        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}});
-        app.send(HttpRequest {
-            method: "POST".into(),
-            path: "/v1/session/mcp".into(),
-            headers: vec![
-                ("authorization".into(), format!("Bearer {token}")),
-                ("content-type".into(), "application/json".into()),
-            ],
-            body: serde_json::to_vec(&body).unwrap(),
-            ..Default::default()
-        })
-    };
+    let list = |token: &str| app.mcp_post("/v1/session/mcp", Some(token), "203.0.113.7", "tools/list", json!({}));
     let tools = list(&token).json_body();
     let names: Vec<&str> =
         tools["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();

@@ -2,25 +2,12 @@
 //! `/v1/help/mcp` (600 calls a minute per address), and the articles as pages.
 
 use crate::support::TestApp;
-use agentsky::http::{HttpRequest, HttpResponse};
+use agentsky::http::HttpResponse;
 use serde_json::{json, Value};
 
 /// A JSON-RPC call to the help server from `ip`, without any key.
 fn help_rpc(app: &TestApp, ip: &str, method: &str, params: Value) -> HttpResponse {
-    let body = json!({ "jsonrpc": "2.0", "id": 1, "method": method, "params": params });
-    app.send(HttpRequest {
-        method: "POST".into(),
-        path: "/v1/help/mcp".into(),
-        query: String::new(),
-        headers: vec![
-            ("host".into(), "127.0.0.1:8787".into()),
-            ("content-type".into(), "application/json".into()),
-            ("accept".into(), "application/json, text/event-stream".into()),
-            ("mcp-protocol-version".into(), "2025-06-18".into()),
-        ],
-        body: serde_json::to_vec(&body).unwrap(),
-        client_ip: ip.into(),
-    })
+    app.mcp_post("/v1/help/mcp", None, ip, method, params)
 }
 
 fn help_call(app: &TestApp, ip: &str, tool: &str, args: Value) -> Value {

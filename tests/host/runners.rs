@@ -98,6 +98,9 @@ fn a_runner_claims_a_turn_reports_it_once_and_finishes_it() {
         409,
         "the lease ended with the turn"
     );
+    let agent_token = turn["session_token"].as_str().unwrap();
+    let after = app.mcp_post("/v1/session/mcp", Some(agent_token), "203.0.113.7", "tools/list", json!({}));
+    assert_eq!(after.status, 401, "the agent's session token died with its turn");
 }
 
 #[test]

@@ -380,23 +380,32 @@ impl TestApp {
         })
     }
 
-    /// Sends one JSON-RPC message to `/v1/mcp` in the legacy era (as the TS SDK 1.x does after initialize).
-    pub fn rpc(&self, key: &str, method: &str, params: Value) -> HttpResponse {
+    /// Sends one JSON-RPC message to an MCP endpoint in the legacy era (as the TS SDK 1.x does after
+    /// `initialize`), from `ip`, with `bearer` if given.
+    pub fn mcp_post(&self, path: &str, bearer: Option<&str>, ip: &str, method: &str, params: Value) -> HttpResponse {
         let body = json!({ "jsonrpc": "2.0", "id": 1, "method": method, "params": params });
+        let mut headers = vec![
+            ("host".to_owned(), "127.0.0.1:8787".to_owned()),
+            ("content-type".into(), "application/json".into()),
+            ("accept".into(), "application/json, text/event-stream".into()),
+            ("mcp-protocol-version".into(), "2025-06-18".into()),
+        ];
+        if let Some(b) = bearer {
+            headers.push(("authorization".into(), format!("Bearer {b}")));
+        }
         self.send(HttpRequest {
             method: "POST".into(),
-            path: "/v1/mcp".into(),
-            query: String::new(),
-            headers: vec![
-                ("host".into(), "127.0.0.1:8787".into()),
-                ("content-type".into(), "application/json".into()),
-                ("accept".into(), "application/json, text/event-stream".into()),
-                ("mcp-protocol-version".into(), "2025-06-18".into()),
-                ("authorization".into(), format!("Bearer {key}")),
-            ],
+            path: path.into(),
+            headers,
             body: serde_json::to_vec(&body).unwrap(),
-            client_ip: "203.0.113.7".into(),
+            client_ip: ip.into(),
+            ..Default::default()
         })
+    }
+
+    /// Sends one JSON-RPC message to `/v1/mcp` with an API key.
+    pub fn rpc(&self, key: &str, method: &str, params: Value) -> HttpResponse {
+        self.mcp_post("/v1/mcp", Some(key), "203.0.113.7", method, params)
     }
 
     /// Calls a tool and returns its `CallToolResult`.
@@ -455,19 +464,8 @@ impl TestApp {
 
     /// Calls a session-server tool with a session token; the `CallToolResult`.
     pub fn agent_call(&self, token: &str, tool: &str, args: Value) -> Value {
-        let body =
-            json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": { "name": tool, "arguments": args } });
-        let resp = self.send(HttpRequest {
-            method: "POST".into(),
-            path: "/v1/session/mcp".into(),
-            headers: vec![
-                ("content-type".into(), "application/json".into()),
-                ("mcp-protocol-version".into(), "2025-06-18".into()),
-                ("authorization".into(), format!("Bearer {token}")),
-            ],
-            body: serde_json::to_vec(&body).unwrap(),
-            ..Default::default()
-        });
+        let params = json!({ "name": tool, "arguments": args });
+        let resp = self.mcp_post("/v1/session/mcp", Some(token), "203.0.113.7", "tools/call", params);
         assert_eq!(resp.status, 200, "{}", String::from_utf8_lossy(&resp.body));
         resp.json_body()["result"].clone()
     }
