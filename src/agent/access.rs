@@ -3,10 +3,9 @@
 //! policy when one applies, else by a member through `answer_request`; the call waits for the answer in
 //! the session's object.
 
-use super::{Agent, ToolError, ACCESS_PER_MIN};
+use super::{wait, Agent, ToolError, ACCESS_PER_MIN};
 use crate::cx::Cx;
 use crate::rules::{ids, limits, seal, targets};
-use crate::session::{SessionCall, SessionReply};
 use crate::store::{self, connectors::ConnectorRow, requests::GrantRow};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -122,18 +121,6 @@ fn check_scopes(scope: &[String]) -> Result<Vec<String>, ToolError> {
 
 async fn connectors(a: &Agent<'_>) -> Result<Vec<ConnectorRow>, ToolError> {
     store::connectors::list(a.cx.db(), &a.me.workspace_id).await.map_err(|e| a.internal(e))
-}
-
-/// Waits in this session's object until the request is answered or the wait ends.
-async fn wait(a: &Agent<'_>, request_id: &str) -> Result<(), ToolError> {
-    if a.wait_ms <= 0 {
-        return Ok(());
-    }
-    let call = SessionCall::Wait { key: request_id.to_owned(), wait_ms: a.wait_ms };
-    match a.cx.env.sessions.call(&a.me.session_id, call).await.map_err(|e| a.internal(e))? {
-        SessionReply::Woken { .. } => Ok(()),
-        other => Err(a.internal(format!("unexpected session reply {other:?}"))),
-    }
 }
 
 /// A grant as it stands after a wait: re-read from D1, whatever woke the waiter.

@@ -2,7 +2,6 @@
 
 use super::{Agent, ToolError, QUESTIONS_PER_MIN};
 use crate::rules::{ids, limits};
-use crate::session::{SessionCall, SessionReply};
 use crate::store;
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -110,12 +109,6 @@ pub async fn answer_of(a: &Agent<'_>, request_id: &str) -> Result<Value, ToolErr
 /// ask_user
 pub async fn ask_user(a: &Agent<'_>, p: AskUser) -> Result<Value, ToolError> {
     let request_id = open(a, p).await?;
-    if a.wait_ms > 0 {
-        let call = SessionCall::Wait { key: request_id.clone(), wait_ms: a.wait_ms };
-        match a.cx.env.sessions.call(&a.me.session_id, call).await.map_err(|e| a.internal(e))? {
-            SessionReply::Woken { .. } => {}
-            other => return Err(a.internal(format!("unexpected session reply {other:?}"))),
-        }
-    }
+    super::wait(a, &request_id).await?;
     answer_of(a, &request_id).await
 }

@@ -13,6 +13,7 @@ mod peers;
 use crate::cx::Cx;
 use crate::error::{ApiError, Code};
 use crate::mcp::{CallOutcome, ToolHost};
+use crate::session::{SessionCall, SessionReply};
 use crate::store::sessions::SessionRow;
 use futures::future::LocalBoxFuture;
 use schemars::JsonSchema;
@@ -89,6 +90,19 @@ impl<'a> Agent<'a> {
 
     pub fn internal(&self, e: impl std::fmt::Display) -> ToolError {
         self.cx.internal(e).into()
+    }
+}
+
+/// Waits in this session's object until the request is answered or the wait ends (no wait inside a
+/// harness: `wait_ms` 0).
+pub(crate) async fn wait(a: &Agent<'_>, request_id: &str) -> Result<(), ToolError> {
+    if a.wait_ms <= 0 {
+        return Ok(());
+    }
+    let call = SessionCall::Wait { key: request_id.to_owned(), wait_ms: a.wait_ms };
+    match a.cx.env.sessions.call(&a.me.session_id, call).await.map_err(|e| a.internal(e))? {
+        SessionReply::Woken { .. } => Ok(()),
+        other => Err(a.internal(format!("unexpected session reply {other:?}"))),
     }
 }
 
