@@ -213,18 +213,16 @@ impl<'a> Cx<'a> {
         }
     }
 
-    /// The caller's membership of a workspace by id, for operations that derive the workspace from an
-    /// object. Locked keys see only their workspace; anything else is `not_found`, so ids do not leak.
-    pub fn member_of(&self, workspace_id: &str) -> Result<&Membership, ApiError> {
+    /// The caller's membership of the workspace an object (`what`: "session", "agent", …) lives in, for
+    /// operations that derive the workspace from an object. A locked key naming another workspace's
+    /// object is `universe_mismatch`; an object of a workspace the caller is not in is `not_found` as
+    /// `what`, so ids do not leak.
+    pub fn member_of(&self, workspace_id: &str, what: &str) -> Result<&Membership, ApiError> {
         let caller = self.caller()?;
         if caller.locked_workspace_id.as_deref().is_some_and(|l| l != workspace_id) {
             return Err(ApiError::new(Code::UniverseMismatch, "this key is locked to another workspace"));
         }
-        caller
-            .memberships
-            .iter()
-            .find(|m| m.workspace_id == workspace_id)
-            .ok_or_else(|| ApiError::not_found("workspace"))
+        caller.memberships.iter().find(|m| m.workspace_id == workspace_id).ok_or_else(|| ApiError::not_found(what))
     }
 
     /// Refuses unless the caller's role in `m` is at least `role`.

@@ -213,13 +213,7 @@ async fn load(cx: &Cx<'_>, agent_id: &str) -> Result<Agent, ApiError> {
         .await
         .map_err(|e| cx.internal(e))?
         .ok_or_else(|| ApiError::not_found("agent"))?;
-    cx.member_of(&agent.workspace_id).map_err(|e| {
-        if e.code == Code::UniverseMismatch {
-            e
-        } else {
-            ApiError::not_found("agent")
-        }
-    })?;
+    cx.member_of(&agent.workspace_id, "agent")?;
     Ok(agent)
 }
 

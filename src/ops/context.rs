@@ -310,7 +310,7 @@ pub async fn read(cx: &Cx<'_>, p: ReadContext) -> Result<ContextRead, ApiError> 
             let doc = store::context::doc(cx.db(), "memory", &id, 0).await.map_err(|e| cx.internal(e))?;
             let caller = cx.caller()?;
             let doc = doc.filter(|d| d.account_id.as_deref() == Some(caller.account_id.as_str())).ok_or_else(gone)?;
-            cx.member_of(&doc.workspace_id).map_err(|_| gone())?;
+            cx.member_of(&doc.workspace_id, "entry").map_err(|_| gone())?;
             out.memory_id = Some(id);
             (out.scope, out.title, out.role, out.at_ms) = ("memory".into(), doc.title, doc.role, doc.created_ms);
             out.workspace = slug_of(cx, &doc.workspace_id);
@@ -338,7 +338,7 @@ pub async fn read(cx: &Cx<'_>, p: ReadContext) -> Result<ContextRead, ApiError> 
         Ref::Trace { trace_id, index } => {
             let trace =
                 store::context::trace(cx.db(), &trace_id).await.map_err(|e| cx.internal(e))?.ok_or_else(gone)?;
-            let m = cx.member_of(&trace.workspace_id).map_err(|_| gone())?;
+            let m = cx.member_of(&trace.workspace_id, "entry").map_err(|_| gone())?;
             let message = crate::ops::traces::message(cx, &trace, index).await?.ok_or_else(gone)?;
             (out.scope, out.title, out.role) = ("traces".into(), trace.name, message.role);
             out.at_ms = message.at_ms.or(trace.started_ms).unwrap_or(trace.created_ms);

@@ -3,7 +3,7 @@
 //! conversation so far; the original stays as it is.
 
 use crate::cx::Cx;
-use crate::error::{ApiError, Code};
+use crate::error::ApiError;
 use crate::ops::idempotency::{self, Scope, DEFAULT_TTL_MS};
 use crate::ops::sessions::{self, Spec, StartIds, THINKING};
 use crate::rules::{ids, limits};
@@ -180,13 +180,7 @@ pub async fn get(cx: &Cx<'_>, p: GetHandoff) -> Result<HandoffStatus, ApiError> 
         .await
         .map_err(|e| cx.internal(e))?
         .ok_or_else(|| ApiError::not_found("handoff"))?;
-    cx.member_of(&h.workspace_id).map_err(|e| {
-        if e.code == Code::UniverseMismatch {
-            e
-        } else {
-            ApiError::not_found("handoff")
-        }
-    })?;
+    cx.member_of(&h.workspace_id, "handoff")?;
     let target_session = match &h.target_session_id {
         Some(id) => store::sessions::get(cx.db(), id).await.map_err(|e| cx.internal(e))?,
         None => None,

@@ -148,13 +148,7 @@ pub async fn run(cx: &Cx<'_>, p: RunRoutine) -> Result<FireRow, ApiError> {
         .await
         .map_err(|e| cx.internal(e))?
         .ok_or_else(|| ApiError::not_found("routine"))?;
-    cx.member_of(&r.workspace_id).map_err(|e| {
-        if e.code == Code::UniverseMismatch {
-            e
-        } else {
-            ApiError::not_found("routine")
-        }
-    })?;
+    cx.member_of(&r.workspace_id, "routine")?;
     let args = json!({ "routine_id": p.routine_id });
     let scope =
         Scope { workspace_id: &r.workspace_id, tool: "run_routine", key: &p.idempotency_key, ttl_ms: DEFAULT_TTL_MS };

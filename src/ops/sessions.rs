@@ -49,13 +49,7 @@ pub async fn load(cx: &Cx<'_>, session_id: &str) -> Result<(SessionRow, Membersh
         .await
         .map_err(|e| cx.internal(e))?
         .ok_or_else(|| ApiError::not_found("session"))?;
-    let m = cx.member_of(&row.workspace_id).map_err(|e| {
-        if e.code == Code::UniverseMismatch {
-            e
-        } else {
-            ApiError::not_found("session")
-        }
-    })?;
+    let m = cx.member_of(&row.workspace_id, "session")?;
     Ok((row, m.clone()))
 }
 

@@ -125,13 +125,7 @@ pub async fn share(cx: &Cx<'_>, p: ShareArtifact) -> Result<ArtifactShared, ApiE
         .await
         .map_err(|e| cx.internal(e))?
         .ok_or_else(|| ApiError::not_found("artifact"))?;
-    cx.member_of(&a.workspace_id).map_err(|e| {
-        if e.code == Code::UniverseMismatch {
-            e
-        } else {
-            ApiError::not_found("artifact")
-        }
-    })?;
+    cx.member_of(&a.workspace_id, "artifact")?;
     let (url, hash) = match p.enabled.unwrap_or(true) {
         true => {
             let (token, hash) = new_link();
