@@ -175,7 +175,7 @@ pub async fn delete(cx: &Cx<'_>, p: DeleteTrace) -> Result<TraceDeleted, ApiErro
         return Err(not_found());
     }
     let trace = store::context::trace(cx.db(), &p.trace_id).await.map_err(|e| cx.internal(e))?.ok_or_else(not_found)?;
-    cx.member_of(&trace.workspace_id, "trace")?;
+    cx.member_of(&trace.workspace_id, &format!("trace `{}`", p.trace_id))?;
     let deleted =
         store::context::delete_trace(cx.db(), &p.trace_id, &trace.workspace_id).await.map_err(|e| cx.internal(e))?;
     Ok(TraceDeleted { trace_id: p.trace_id, deleted })
