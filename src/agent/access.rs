@@ -6,6 +6,7 @@
 use super::{wait, Agent, ToolError, ACCESS_PER_MIN};
 use crate::cx::Cx;
 use crate::rules::{ids, limits, seal, targets};
+use crate::runner::jobs::{self, Asked};
 use crate::store::{self, connectors::ConnectorRow, requests::GrantRow};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -60,7 +61,7 @@ pub fn grant_view(g: &GrantRow, queue_position: Option<i64>) -> Value {
     }
 }
 
-fn live(g: &GrantRow, now_ms: i64) -> bool {
+pub fn live(g: &GrantRow, now_ms: i64) -> bool {
     g.status == "active" && g.expires_ms.is_none_or(|e| e > now_ms)
 }
 
@@ -273,6 +274,9 @@ pub enum Credential {
     Ssh { private_key: String },
 }
 
+/// How long `get_credential` waits for the runner to load an SSH key.
+const SSH_AGENT_WAIT_MS: i64 = 60_000;
+
 /// get_credential
 pub async fn get_credential(a: &Agent<'_>, p: GetCredential) -> Result<Value, ToolError> {
     let g = visible(a, &p.grant_id).await?;
@@ -292,10 +296,26 @@ pub async fn get_credential(a: &Agent<'_>, p: GetCredential) -> Result<Value, To
         Credential::Env { env } => {
             json!({ "kind": "env", "env": env, "socketPath": null, "expiresAt": g.expires_ms, "scoped": false })
         }
+        // The key goes to the runner's ssh-agent for this turn (never to the agent); the agent gets its socket.
         Credential::Ssh { .. } => {
-            return Err(ToolError::refused(
-                "SSH credentials are served as an ssh-agent socket by a runner; this session has no runner",
-            ))
+            let ttl_s = g.expires_ms.map(|e| ((e - a.cx.now_ms) / 1000).max(1));
+            let spec = json!({ "grant_id": g.grant_id, "ttl_s": ttl_s });
+            let socket = match jobs::ask(a.cx, &a.me.session_id, "ssh_agent", spec, SSH_AGENT_WAIT_MS).await? {
+                Asked::Done(v) => v["socket_path"].as_str().map(str::to_owned).ok_or_else(|| {
+                    let why = v["error"].as_str().unwrap_or("it answered without a socket");
+                    ToolError::refused(format!("the runner could not load the SSH key into its ssh-agent: {why}"))
+                })?,
+                Asked::NoRunner => {
+                    return Err(ToolError::refused(
+                        "SSH credentials are served as an ssh-agent socket by the runner running this session, and no runner is running it now",
+                    ))
+                }
+                Asked::NoAnswer(why) => return Err(ToolError::refused(format!("no ssh-agent socket: {why}"))),
+            };
+            json!({
+                "kind": "ssh-agent", "env": { "SSH_AUTH_SOCK": socket }, "socketPath": socket,
+                "expiresAt": g.expires_ms, "scoped": false,
+            })
         }
     };
     store::requests::audit(

@@ -3,11 +3,19 @@
 
 use super::{Agent, ToolError, ACCESS_PER_MIN, QUESTIONS_PER_MIN};
 use crate::rules::{limits, targets};
+use crate::runner::jobs::{self, Asked};
 use crate::store;
 use crate::taskfs::{self, Folder, Writer};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{json, Value};
+
+/// How long `land` waits for the runner to bring its working folder into the lane.
+const SYNC_WAIT_MS: i64 = 120_000;
+/// How long the checks may run.
+const CHECKS_TIMEOUT_S: i64 = 600;
+/// How much of failing checks' output `land` shows.
+const CHECKS_TAIL_LINES: usize = 30;
 
 /// Where a task keeps the commands it was taught.
 pub const PROJECT_FILE: &str = ".agentsky/project.json";
@@ -175,11 +183,29 @@ pub async fn land(a: &Agent<'_>, p: Land) -> Result<Value, ToolError> {
             vec![],
         ));
     }
+    let mut steps = Vec::new();
+    // A runner's turn keeps its work in the runner's folder until the turn ends: bring it into the lane now,
+    // and the base's newer files into that folder.
+    match jobs::ask(cx, &me.session_id, "sync", json!({}), SYNC_WAIT_MS).await? {
+        Asked::NoRunner => {}
+        Asked::Done(v) if v["ok"] == true => {
+            let count = |k: &str| v[k].as_array().map_or(0, Vec::len);
+            steps.push(format!(
+                "commit the runner's working folder: {} file(s) uploaded, {} refreshed from the base",
+                count("uploaded"),
+                count("refreshed")
+            ));
+        }
+        Asked::Done(v) => {
+            let why = v["error"].as_str().unwrap_or("no reason given");
+            return Ok(refused(format!("the runner could not upload this session's work: {why}"), steps));
+        }
+        Asked::NoAnswer(why) => return Ok(refused(format!("the work could not be collected: {why}"), steps)),
+    }
     let changes = store::lanes::changes(db, &me.task_id, &me.session_id).await.map_err(internal)?;
     if changes.is_empty() {
-        return Ok(refused("there is nothing to land: this lane has no changes against the base".into(), vec![]));
+        return Ok(refused("there is nothing to land: this lane has no changes against the base".into(), steps));
     }
-    let mut steps = Vec::new();
     let state = store::lanes::lane_state(db, &me.session_id)
         .await
         .map_err(internal)?
@@ -208,7 +234,38 @@ pub async fn land(a: &Agent<'_>, p: Land) -> Result<Value, ToolError> {
                 steps,
             ));
         }
-        Some(cmd) => steps.push(format!("checks: `{cmd}` not run: this session has no runner to run commands")),
+        Some(cmd) => {
+            let spec = json!({ "command": cmd, "timeout_s": CHECKS_TIMEOUT_S });
+            match jobs::ask(cx, &me.session_id, "run", spec, (CHECKS_TIMEOUT_S + 30) * 1000).await? {
+                Asked::NoRunner => {
+                    steps.push(format!("checks: `{cmd}` not run: no runner is running this session to run commands"))
+                }
+                Asked::Done(v) if v["exit_code"] == 0 => steps.push(format!("checks: `{cmd}` passed (exit 0)")),
+                Asked::Done(v) => {
+                    let how = match v["exit_code"].as_i64() {
+                        _ if v["timed_out"] == true => format!("timed out after {CHECKS_TIMEOUT_S} s"),
+                        Some(code) => format!("exited {code}"),
+                        None => "was killed".into(),
+                    };
+                    steps.push(format!("checks: `{cmd}` {how}"));
+                    let output = v["output"].as_str().unwrap_or_default();
+                    let tail: Vec<&str> = output.lines().rev().take(CHECKS_TAIL_LINES).collect();
+                    if !tail.is_empty() {
+                        steps.push(format!(
+                            "checks output (last lines):\n{}",
+                            tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+                        ));
+                    }
+                    return Ok(refused(
+                        format!("the checks failed: `{cmd}` {how}; fix what they report and call land again"),
+                        steps,
+                    ));
+                }
+                Asked::NoAnswer(why) => {
+                    return Ok(refused(format!("the checks could not be run: {why}"), steps));
+                }
+            }
+        }
     }
     let mut lines = p.summary.lines();
     let subject: String = lines.next().unwrap_or_default().chars().take(120).collect();

@@ -7,13 +7,13 @@
 //! that went away loses nothing; a turn whose alarm was lost (a restart) is re-armed by the next call.
 
 use crate::edge::{d1::D1, net::WorkerNet, now_ms, DB};
+use crate::session::keyed::Keyed;
 use crate::session::openai::Ports;
 use crate::session::{driver, Core, LocalSql, Refusal, SessionCall, SessionReply, Transition, TurnState};
 use crate::store::{Param, Row};
 use futures::channel::oneshot;
 use futures::future::{select, Either};
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::pin::pin;
 use std::time::Duration;
 use worker::{durable_object, DurableObject, Env, Request, Response, Result, SqlStorage, SqlStorageValue, State};
@@ -43,12 +43,12 @@ pub struct Session {
     env: Env,
     waiters: RefCell<Vec<oneshot::Sender<()>>>,
     /// Calls waiting for an answer to one request (`Wait { key }`), woken by `Signal { key }`.
-    keyed: RefCell<HashMap<String, Vec<oneshot::Sender<()>>>>,
+    keyed: RefCell<Keyed<oneshot::Sender<()>>>,
 }
 
 impl DurableObject for Session {
     fn new(state: State, env: Env) -> Self {
-        Self { state, env, waiters: RefCell::new(Vec::new()), keyed: RefCell::new(HashMap::new()) }
+        Self { state, env, waiters: RefCell::new(Vec::new()), keyed: RefCell::default() }
     }
 
     async fn fetch(&self, mut req: Request) -> Result<Response> {
@@ -90,13 +90,15 @@ impl Session {
         }
         if let SessionCall::Wait { key, wait_ms } = &call {
             let (tx, rx) = oneshot::channel();
-            self.keyed.borrow_mut().entry(key.clone()).or_default().push(tx);
+            if self.keyed.borrow_mut().wait(key, tx, now_ms()).is_some() {
+                return SessionReply::Woken { signaled: true };
+            }
             let timer = worker::Delay::from(Duration::from_millis((*wait_ms).max(0) as u64));
             let signaled = matches!(select(rx, pin!(timer)).await, Either::Left(_));
             return SessionReply::Woken { signaled };
         }
         if let SessionCall::Signal { key } = &call {
-            for tx in self.keyed.borrow_mut().remove(key).unwrap_or_default() {
+            for tx in self.keyed.borrow_mut().signal(key, now_ms()) {
                 let _ = tx.send(());
             }
         }

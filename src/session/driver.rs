@@ -74,8 +74,8 @@ pub async fn step<S: LocalSql + ?Sized>(
 }
 
 /// Grades the standing goal's criteria after a turn: text criteria by the harness's grader (a separate
-/// model call for `openai`, the deterministic rule for `echo`), command criteria where commands can run
-/// (nowhere yet: they are reported as not checkable).
+/// model call for `openai`, the deterministic rule for `echo` and `runner`), command criteria by the exit
+/// codes the runner reported at the turn's end (not checkable where no runner ran them).
 async fn check_goal<S: LocalSql + ?Sized>(
     core: &Core<'_, S>,
     ports: &Ports<'_>,
@@ -86,9 +86,10 @@ async fn check_goal<S: LocalSql + ?Sized>(
     let last_reply = core.summary()?.last_reply.unwrap_or_default();
     let mut verdicts = Vec::new();
     let mut charge: Option<super::Charge> = None;
+    let checks = core.turn_checks(core.turn()?.message_id.as_deref().unwrap_or_default())?;
     for c in goal::graded(&g) {
         let v = if c.command.is_some() {
-            goal::not_checkable(&c)
+            goal::command_verdict(&c, &checks)
         } else if config.harness == "openai" {
             match openai::grade(ports, config, &g.objective, &c, &last_reply).await {
                 Ok((v, ch)) => {
@@ -188,8 +189,8 @@ pub fn answer<S: LocalSql + ?Sized>(
         // Waiting is the shell's; without one (host tests) a wait returns at once.
         C::Wait { .. } => (R::Woken { signaled: false }, None),
         C::Signal { key } => (R::Woken { signaled: true }, Some(core.signal(key, now_ms)?)),
-        C::External { message_id, events, end } => {
-            let t = core.external(message_id, events, *end, now_ms)?;
+        C::External { message_id, events, end, checks } => {
+            let t = core.external(message_id, events, *end, checks, now_ms)?;
             (R::Summary(core.summary()?), Some(t))
         }
         C::Note { message } => {

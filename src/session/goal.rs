@@ -112,12 +112,42 @@ pub fn echo_verdict(criterion: &Criterion, last_reply: &str) -> Verdict {
     }
 }
 
+/// A criterion's command as a runner ran it in the turn's working folder at the turn's end.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CommandCheck {
+    pub command: String,
+    /// `None` when it did not exit by itself (killed, timed out).
+    pub exit_code: Option<i64>,
+    #[serde(default)]
+    pub timed_out: bool,
+    /// The tail of its output.
+    #[serde(default)]
+    pub output: String,
+}
+
+/// A command criterion graded by what the runner reported for the turn: exit 0 meets it; none reported
+/// means it could not be checked here.
+pub fn command_verdict(criterion: &Criterion, checks: &[CommandCheck]) -> Verdict {
+    let command = criterion.command.as_deref().unwrap_or_default();
+    let Some(c) = checks.iter().find(|c| c.command == command) else { return not_checkable(criterion) };
+    let last_line = c.output.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or_default();
+    let tail: String = last_line.chars().take(200).collect();
+    let (met, reason) = match (c.exit_code, c.timed_out) {
+        (Some(0), _) => (true, format!("`{command}` exited 0")),
+        (_, true) => (false, format!("`{command}` timed out")),
+        (Some(code), _) if tail.is_empty() => (false, format!("`{command}` exited {code}")),
+        (Some(code), _) => (false, format!("`{command}` exited {code}: {tail}")),
+        (None, _) => (false, format!("`{command}` was killed")),
+    };
+    Verdict { criterion: criterion.text.clone(), met: Some(met), reason }
+}
+
 /// A command criterion where the session has no place to run commands.
 pub fn not_checkable(criterion: &Criterion) -> Verdict {
     Verdict {
         criterion: criterion.text.clone(),
         met: None,
-        reason: "not checkable here: this session has no runner to run its command".into(),
+        reason: "not checkable here: no runner ran its command for this turn".into(),
     }
 }
 
@@ -189,6 +219,28 @@ mod tests {
         assert_eq!(decide(&g, 600_000, 0).map(|d| d.0), Some(GoalStatus::LimitReached));
         g.iterations = 3;
         assert!(decide(&g, 0, 0).unwrap().1.contains("max_iterations"));
+    }
+
+    #[test]
+    fn command_criteria_are_graded_by_the_runners_exit_codes() {
+        let c = |cmd: &str| Criterion { text: format!("{cmd} passes"), command: Some(cmd.into()) };
+        let check = |cmd: &str, exit_code, output: &str| CommandCheck {
+            command: cmd.into(),
+            exit_code,
+            timed_out: exit_code.is_none(),
+            output: output.into(),
+        };
+        let checks = [
+            check("make test", Some(0), "ok\n"),
+            check("make lint", Some(2), "lint: 3 problems\n\n"),
+            check("slow", None, ""),
+        ];
+        let v = command_verdict(&c("make test"), &checks);
+        assert_eq!((v.met, v.reason.as_str()), (Some(true), "`make test` exited 0"));
+        let v = command_verdict(&c("make lint"), &checks);
+        assert_eq!((v.met, v.reason.as_str()), (Some(false), "`make lint` exited 2: lint: 3 problems"));
+        assert_eq!(command_verdict(&c("slow"), &checks).reason, "`slow` timed out");
+        assert_eq!(command_verdict(&c("other"), &checks).met, None, "not run: not checkable");
     }
 
     #[test]

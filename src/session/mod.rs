@@ -10,6 +10,7 @@ pub mod agent_tools;
 pub mod driver;
 pub mod echo;
 pub mod goal;
+pub mod keyed;
 pub mod mcp_client;
 pub mod openai;
 pub mod protocol;
@@ -288,11 +289,16 @@ impl<'a, S: LocalSql + ?Sized> Core<'a, S> {
         message_id: &str,
         events: &[ExternalEvent],
         end: Option<TurnEnd>,
+        checks: &[goal::CommandCheck],
         now_ms: i64,
     ) -> Res<Transition> {
         let turn = self.turn()?;
         if turn.state != TurnState::Running || turn.message_id.as_deref() != Some(message_id) {
             return Err(Refusal::new("conflict", "this turn is not running any more (stopped, or finished)"));
+        }
+        if end.is_some() {
+            // Kept for the goal check that follows this turn (and only that one).
+            self.put("checks", &json!({ "message_id": message_id, "checks": checks }))?;
         }
         let mut fresh = Vec::new();
         for e in events {
@@ -434,6 +440,15 @@ impl<'a, S: LocalSql + ?Sized> Core<'a, S> {
         self.set_turn(&turn)?;
         t.turn = turn;
         Ok(t)
+    }
+
+    /// The command criteria a runner ran at the end of the turn of `message_id`.
+    pub fn turn_checks(&self, message_id: &str) -> Res<Vec<goal::CommandCheck>> {
+        let saved: Option<Value> = self.get("checks")?;
+        Ok(saved
+            .filter(|v| v["message_id"] == message_id)
+            .and_then(|v| serde_json::from_value(v["checks"].clone()).ok())
+            .unwrap_or_default())
     }
 
     /// The standing goal, with its spend and minutes brought up to date.

@@ -91,6 +91,9 @@ pub enum SessionCall {
         message_id: String,
         events: Vec<ExternalEvent>,
         end: Option<TurnEnd>,
+        /// With `end`: the goal's command criteria as the runner ran them at the turn's end.
+        #[serde(default)]
+        checks: Vec<super::goal::CommandCheck>,
     },
 }
 

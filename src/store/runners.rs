@@ -100,3 +100,68 @@ pub async fn finished_under(db: &dyn Sql, lease_id: &str) -> DbResult<bool> {
     const DONE: &str = "SELECT session_id FROM runner_turn WHERE lease_id = ?1 AND status = 'done'";
     Ok(!db.all(stmt!(DONE, lease_id)).await?.is_empty())
 }
+
+/// The live lease on a session's running turn, if a runner holds one.
+pub async fn live_lease(db: &dyn Sql, session_id: &str, now_ms: i64) -> DbResult<Option<TurnRow>> {
+    const GET: &str =
+        "SELECT session_id, message_id, workspace_id, status, runner_id, lease_id, lease_expires_ms, attempts
+      FROM runner_turn WHERE session_id = ?1 AND status = 'leased' AND lease_expires_ms >= ?2
+      ORDER BY lease_expires_ms DESC LIMIT 1";
+    first(db, stmt!(GET, session_id, now_ms)).await
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct JobRow {
+    pub job_id: String,
+    pub workspace_id: String,
+    pub session_id: String,
+    pub lease_id: String,
+    pub kind: String,
+    pub spec: String,
+    pub status: String,
+    pub result: Option<String>,
+    pub key_served: i64,
+}
+
+pub async fn insert_job(
+    db: &dyn Sql,
+    turn: &TurnRow,
+    job_id: &str,
+    kind: &str,
+    spec: &str,
+    now_ms: i64,
+) -> DbResult<()> {
+    const INSERT: &str =
+        "INSERT INTO runner_job (job_id, workspace_id, session_id, lease_id, kind, spec, status, created_ms)
+      VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'queued', ?7)";
+    let lease = turn.lease_id.as_deref().unwrap_or_default();
+    db.all(stmt!(INSERT, job_id, &turn.workspace_id, &turn.session_id, lease, kind, spec, now_ms)).await.map(drop)
+}
+
+/// A lease's jobs still waiting for their results, oldest first.
+pub async fn open_jobs(db: &dyn Sql, lease_id: &str) -> DbResult<Vec<JobRow>> {
+    const OPEN: &str = "SELECT job_id, workspace_id, session_id, lease_id, kind, spec, status, result, key_served
+      FROM runner_job WHERE lease_id = ?1 AND status = 'queued' ORDER BY created_ms, job_id";
+    super::rows(db, stmt!(OPEN, lease_id)).await
+}
+
+pub async fn job(db: &dyn Sql, job_id: &str) -> DbResult<Option<JobRow>> {
+    const GET: &str = "SELECT job_id, workspace_id, session_id, lease_id, kind, spec, status, result, key_served
+      FROM runner_job WHERE job_id = ?1";
+    first(db, stmt!(GET, job_id)).await
+}
+
+/// Writes a job's result once; `false` when it already had one (a retried post).
+pub async fn finish_job(db: &dyn Sql, job_id: &str, lease_id: &str, result: &str, now_ms: i64) -> DbResult<bool> {
+    const DONE: &str = "UPDATE runner_job SET status = 'done', result = ?3, done_ms = ?4
+      WHERE job_id = ?1 AND lease_id = ?2 AND status = 'queued' RETURNING job_id";
+    Ok(!db.all(stmt!(DONE, job_id, lease_id, result, now_ms)).await?.is_empty())
+}
+
+/// Claims an ssh_agent job's key for its one hand-out; `false` when it was already served.
+pub async fn serve_key(db: &dyn Sql, job_id: &str, lease_id: &str) -> DbResult<bool> {
+    const SERVE: &str = "UPDATE runner_job SET key_served = 1
+      WHERE job_id = ?1 AND lease_id = ?2 AND kind = 'ssh_agent' AND status = 'queued' AND key_served = 0
+      RETURNING job_id";
+    Ok(!db.all(stmt!(SERVE, job_id, lease_id)).await?.is_empty())
+}

@@ -14,6 +14,7 @@ mod help_center;
 mod mcp;
 mod records;
 mod routines;
+mod runner_jobs;
 mod runners;
 mod sessions;
 mod table;

@@ -5,6 +5,7 @@ use agentsky::app::{self, RequestMeta};
 use agentsky::cx::{Blobs, Clock, Config, Cx, Env, Limiter, Net, Outbound, Queue, Sessions};
 use agentsky::http::{HttpRequest, HttpResponse};
 use agentsky::rules::rate::{Bucket, Decision};
+use agentsky::session::keyed::Keyed;
 use agentsky::session::openai::Ports;
 use agentsky::session::{driver, Core, LocalSql, Refusal, SessionCall, SessionReply};
 use agentsky::store::Counted;
@@ -113,9 +114,27 @@ pub struct HostSessions {
     pub net: ScriptedNet,
     config: Config,
     now: Rc<Cell<i64>>,
+    /// Keyed waits, as the object keeps them (a waiter here is only ever answered at once).
+    keyed: Rc<RefCell<Keyed<()>>>,
+    /// What happens elsewhere while a call waits on a key: the test's runner, answering its jobs.
+    pub on_wait: Rc<RefCell<Option<WaitHook>>>,
 }
 
+/// Runs while a call waits on a key (given the key), with the app to send requests to.
+pub type WaitHook = Rc<dyn Fn(HostSessions, String) -> LocalBoxFuture<'static, ()>>;
+
 impl HostSessions {
+    /// Moves the tests' clock (from inside a wait hook).
+    pub fn advance(&self, ms: i64) {
+        self.now.set(self.now.get() + ms);
+    }
+
+    /// Answers an HTTP request as the app does, from inside another one (a wait hook).
+    pub async fn handle(&self, req: HttpRequest) -> HttpResponse {
+        let meta = RequestMeta { now_ms: self.now.get(), request_id: "req_hook".into() };
+        app::handle(&self.env(), req, meta).await
+    }
+
     fn object(&self, session_id: &str) -> Rc<ObjectDb> {
         self.objects
             .borrow_mut()
@@ -175,6 +194,24 @@ impl Sessions for HostSessions {
             if let SessionCall::Read { wait_ms, .. } = &call {
                 // Waiting lets time pass: the steps due within the wait run first.
                 self.steps_until(&session_id, self.now.get() + wait_ms).await;
+            }
+            if let SessionCall::Wait { key, .. } = &call {
+                let hook = self.on_wait.borrow().clone();
+                if let Some(hook) = hook {
+                    hook(self.clone(), key.clone()).await;
+                }
+                // Signaled meanwhile (or before): answered at once. Else nothing here could wake it: the
+                // wait runs out (at once: the tests' clock moves only when they move it).
+                let now = self.now.get();
+                let mut keyed = self.keyed.borrow_mut();
+                if keyed.wait(key, (), now).is_some() {
+                    return Ok(SessionReply::Woken { signaled: true });
+                }
+                keyed.signal(key, now);
+                return Ok(SessionReply::Woken { signaled: false });
+            }
+            if let SessionCall::Signal { key } = &call {
+                self.keyed.borrow_mut().signal(key, self.now.get());
             }
             let obj = self.object(&session_id);
             let core = match Core::open(&*obj) {
@@ -314,6 +351,8 @@ impl TestApp {
             net: ScriptedNet::default(),
             config: config.clone(),
             now: now_ms.clone(),
+            keyed: Rc::default(),
+            on_wait: Rc::default(),
         };
         Self { db, limiter, sessions, blobs, queue: MemoryQueue::default(), config, now_ms, last_queries: Cell::new(0) }
     }

@@ -10,13 +10,19 @@
 //! - `GET /v1/runner/files?lease_id=` and `PUT /v1/runner/files {lease_id, path, content}` → the task folder
 //!   as the session sees it (its lane over the base).
 //!
+//! - `POST /v1/runner/jobs`, `POST /v1/runner/jobs/result`, `POST /v1/runner/ssh-key` and
+//!   `GET /v1/runner/criteria`: what the server asks of the runner during a turn ([`jobs`]).
+//!
 //! A runner that stops renewing loses its lease and the turn is claimed again by another.
+
+pub mod jobs;
 
 use crate::cx::Cx;
 use crate::error::{ApiError, Code};
 use crate::http::{HttpRequest, HttpResponse};
 use crate::rest::error_response;
 use crate::rules::{ids, limits};
+use crate::session::goal::CommandCheck;
 use crate::session::{EventKind, ExternalEvent, SessionCall, SessionReply, TurnEnd};
 use crate::store::{self, runners::TurnRow};
 use crate::taskfs::{self, Folder, Writer};
@@ -62,6 +68,10 @@ pub async fn handle(cx: &Cx<'_>, req: &HttpRequest) -> HttpResponse {
         ("POST", "/v1/runner/events") => events(cx, &runner, req).await,
         ("GET", "/v1/runner/files") => files(cx, &runner, req).await,
         ("PUT", "/v1/runner/files") => write_file(cx, &runner, req).await,
+        ("POST", "/v1/runner/jobs") => jobs::poll(cx, &runner, req).await,
+        ("POST", "/v1/runner/jobs/result") => jobs::result(cx, &runner, req).await,
+        ("POST", "/v1/runner/ssh-key") => jobs::ssh_key(cx, &runner, req).await,
+        ("GET", "/v1/runner/criteria") => jobs::criteria(cx, &runner, req).await,
         _ => Err(ApiError::new(Code::NotFound, format!("no runner route {} {}", req.method, req.path))),
     };
     match result {
@@ -199,6 +209,9 @@ struct Events {
     events: Vec<Value>,
     /// `completed` or `failed`: the turn is over.
     done: Option<String>,
+    /// With `done`: the goal's command criteria as run at the turn's end (`GET /v1/runner/criteria`).
+    #[serde(default)]
+    checks: Vec<CommandCheck>,
 }
 
 fn event(v: &Value) -> Result<ExternalEvent, ApiError> {
@@ -243,8 +256,13 @@ async fn events(cx: &Cx<'_>, runner: &store::runners::RunnerRow, req: &HttpReque
         Some("failed") => Some(TurnEnd::Failed),
         Some(other) => return Err(ApiError::invalid(format!("`done` must be completed or failed (got {other:?})"))),
     };
+    limits::count("checks", p.checks.len(), 20)?;
+    if p.checks.iter().any(|c| c.command.len() > 2_000 || c.output.len() > 16 * 1024) {
+        return Err(ApiError::invalid("a check holds a command of up to 2000 characters and up to 16 KiB of output"));
+    }
     let count = events.len();
-    let call = SessionCall::External { message_id: turn.message_id.clone(), events, end };
+    let checks = if end.is_some() { p.checks } else { vec![] };
+    let call = SessionCall::External { message_id: turn.message_id.clone(), events, end, checks };
     crate::ops::sessions::call(cx, &turn.session_id, call).await?;
     if end.is_some() {
         store::runners::finish(cx.db(), &turn.session_id, &turn.message_id).await.map_err(|e| cx.internal(e))?;
