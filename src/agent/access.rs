@@ -393,3 +393,48 @@ pub async fn list_targets(a: &Agent<'_>) -> Result<Vec<Target>, ToolError> {
         })
         .collect())
 }
+
+/// Command reports a session's shims may send a minute.
+const COMMAND_REPORTS_PER_MIN: u32 = 60;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct CommandReport {
+    grant_id: String,
+    /// The command line as the shim ran it.
+    command: String,
+    exit_code: i64,
+}
+
+/// `POST /v1/session/commands`: a provider CLI shim reports how a command it ran under a grant exited. It
+/// goes to the audit log (`command_ok` / `command_failed`), where a `deploy` `remember_command` finds its
+/// proof. Not one of the eleven tools: the shims' own channel, with the same session token.
+pub async fn report_command(a: &Agent<'_>, body: &[u8]) -> Result<Value, crate::error::ApiError> {
+    use crate::error::{ApiError, Code};
+    let p: CommandReport = serde_json::from_slice(body).map_err(|e| ApiError::invalid(format!("invalid body: {e}")))?;
+    limits::text("command", &p.command, 1, 2_000)?;
+    let g = visible(a, &p.grant_id).await.map_err(|e| ApiError::new(Code::NotFound, e.message))?;
+    a.bucket("commands", COMMAND_REPORTS_PER_MIN, "command reports")
+        .await
+        .map_err(|e| ApiError::new(Code::RateLimited, e.message))?;
+    let action = if p.exit_code == 0 { "command_ok" } else { "command_failed" };
+    // The line is kept for the operator to read, unless it looks like it carries a secret.
+    let detail = if targets::looks_secret(&p.command) {
+        format!("exit {}: (the command line is withheld: it looks like it contains a secret)", p.exit_code)
+    } else {
+        format!("exit {}: {}", p.exit_code, p.command)
+    };
+    store::requests::audit(
+        a.cx.db(),
+        &g.workspace_id,
+        Some(&a.me.session_id),
+        Some(&g.grant_id),
+        Some(&g.connector_id),
+        action,
+        &detail,
+        a.cx.now_ms,
+    )
+    .await
+    .map_err(|e| a.cx.internal(e))?;
+    Ok(json!({ "recorded": action }))
+}
