@@ -8,15 +8,17 @@
 //! 2. classifies the command line with the provider's table below: commands that need no account
 //!    (`--help`, `--version`, local-only ones) run at once, without credentials;
 //! 3. picks the target from the session's `list_targets`: `AGENTSKY_TARGET` (a name or `provider:env`)
-//!    when set, else the provider's one target for the command's env (from its flags: `vercel --prod`
-//!    is `prod`, `gh` is always `scm`), else its only target; several → a message asking for
-//!    `AGENTSKY_TARGET`, and nothing is run;
+//!    when set; for `ssh`, else the ssh target named like the destination host (`ssh deploy@web-1 uptime`
+//!    → the target `web-1`, if there is one); else the provider's one target for the command's env (from
+//!    its flags: `vercel --prod` is `prod`, `gh` is always `scm`), else its only target; several → a
+//!    message asking for `AGENTSKY_TARGET`, and nothing is run;
 //! 4. finds a live grant of this session for that target covering the scopes: grants are remembered (ids
 //!    only, no secrets) in the turn's `AGENTSKY_GRANTS_FILE` by the shims and by `sky mcp` (whatever the
 //!    agent's own `request_access` got), and checked with `check_grant`; else opens a request with
 //!    `request_access` (which counts against the session's access bucket and waits up to 5 minutes);
 //! 5. fetches the credential (`get_credential`, recorded in the audit log) and `exec`s the real CLI with
-//!    the credential's variables added to its environment. Nothing is written to disk or printed.
+//!    the credential's variables added to its environment (an `ssh-agent` credential: `SSH_AUTH_SOCK` set
+//!    to its `socketPath`). Nothing is written to disk or printed.
 //!
 //! **Exit codes** when the real CLI is not run: 77 denied; 75 still pending (run the command again to
 //! keep waiting on the same request); 69 refused otherwise (no such target, several candidates, not
@@ -40,10 +42,11 @@
 //! `supabase init/start/stop/status/login/logout/completion/migration new/functions new/functions serve`,
 //! and `supabase db reset` without `--linked`/`--db-url`; `ssh -V`.
 //!
-//! **ssh** is classified (every connection asks for all four scopes), but the server serves SSH keys only
-//! through a runner's ssh-agent and has no way yet to hand a key to the runner: so with an ssh target in
-//! the project the shim says so and exits 69 without asking anyone; without one (git over ssh, say) it
-//! runs the real ssh untouched.
+//! **ssh.** Every connection asks for all four scopes. SSH keys are never files: the server hands the
+//! granted key to the runner of this turn, which loads it into the turn's own ssh-agent (see
+//! [`crate::turn`]), and `get_credential` answers that agent's socket; the shim runs the real `ssh` with
+//! `SSH_AUTH_SOCK` pointing at it. Without ssh targets in the project (git over ssh, say) the real ssh
+//! runs untouched.
 
 use crate::relay::Relay;
 use serde_json::{json, Value};
@@ -746,29 +749,36 @@ pub fn main(cli: &str, args: &[String]) -> i32 {
     };
     let server = var("AGENTSKY_SERVER").unwrap_or_else(|| crate::DEFAULT_SERVER.to_owned());
     let tools = Tools::new(&server, &session_id, &token);
-    if cli == "ssh" {
-        // ssh also serves git and anything else; only the project's ssh targets are agentsky's business.
-        return match tools.call("list_targets", json!({})) {
-            Ok(t) if !t.as_array().is_some_and(|a| a.iter().any(|t| t["provider"] == "ssh")) => {
-                run_real(&real, args, &[])
-            }
-            Ok(_) => {
-                say(
-                    "this project's ssh targets are reached through the runner's ssh-agent, which agentsky does not serve yet; `ssh` was not run",
-                );
-                EXIT_REFUSED
-            }
-            Err(f) => {
-                let (code, why) = failure(f, "list_targets");
-                say(&format!("{why}; `ssh` was not run"));
-                code
-            }
-        };
-    }
     let grants_file = var("AGENTSKY_GRANTS_FILE").map(PathBuf::from);
-    let words: Vec<&str> = positionals(args, "").into_iter().take(2).collect();
+    let valued = if cli == "ssh" { "-B -b -c -D -E -e -F -I -i -J -L -l -m -O -o -P -p -Q -R -S -W -w" } else { "" };
+    let words: Vec<&str> = positionals(args, valued).into_iter().take(2).collect();
     let shown = format!("{cli}{}{}", if words.is_empty() { "" } else { " " }, words.join(" "));
-    match obtain(&tools, provider, &scopes, env, var("AGENTSKY_TARGET").as_deref(), grants_file.as_deref(), &shown) {
+    let targets = match list_targets(&tools) {
+        Ok(t) => t,
+        Err((code, why)) => {
+            say(&format!("{why}; `{cli}` was not run"));
+            return code;
+        }
+    };
+    // ssh also serves git and anything else; only the project's ssh targets are agentsky's business.
+    if cli == "ssh" && !targets.iter().any(|t| t.provider == "ssh") {
+        return run_real(&real, args, &[]);
+    }
+    let hint = var("AGENTSKY_TARGET");
+    let host_target = if cli == "ssh" && hint.is_none() {
+        ssh_destination_host(args)
+            .and_then(|host| targets.iter().find(|t| t.provider == "ssh" && t.name.eq_ignore_ascii_case(host)))
+    } else {
+        None
+    };
+    let picked = match host_target {
+        Some(t) => Ok(t),
+        None => pick_target(&targets, provider, env, hint.as_deref()),
+    };
+    let obtained = picked
+        .map_err(|why| (EXIT_REFUSED, why))
+        .and_then(|target| obtain(&tools, &targets, target, &scopes, grants_file.as_deref(), &shown));
+    match obtained {
         Ok(env) => run_real(&real, args, &env),
         Err((code, why)) => {
             say(&format!("{why}; `{cli}` was not run"));
@@ -784,20 +794,54 @@ fn failure(f: ToolFailure, what: &str) -> (i32, String) {
     }
 }
 
-/// Finds or asks for a grant, then fetches its credential: the variables to add.
+/// The project's targets (`list_targets`).
+fn list_targets(tools: &Tools) -> Result<Vec<Target>, (i32, String)> {
+    let listed = tools.call("list_targets", json!({})).map_err(|f| failure(f, "list_targets"))?;
+    Ok(listed.as_array().map(|a| a.iter().filter_map(Target::from_json).collect()).unwrap_or_default())
+}
+
+/// ssh's options that take a value (`ssh -p 22`, `-p22`), from its manual.
+const SSH_VALUED: &str = "BbcDEeFIiJLlmOoPpQRSWw";
+
+/// The host an ssh command line connects to: its first operand, without `user@`, `ssh://` or `:port`.
+pub fn ssh_destination_host(args: &[String]) -> Option<&str> {
+    let mut it = args.iter();
+    let destination = loop {
+        let a = it.next()?;
+        if a == "--" {
+            break it.next()?;
+        }
+        let Some(flags) = a.strip_prefix('-').filter(|f| !f.is_empty()) else { break a };
+        // Bundled flags (`-vp 22`): the first valued one takes the rest of the word, or the next word.
+        if let Some(i) = flags.find(|c| SSH_VALUED.contains(c)) {
+            if i + 1 == flags.len() {
+                it.next();
+            }
+        }
+    };
+    let (uri, rest) = match destination.strip_prefix("ssh://") {
+        Some(r) => (true, r),
+        None => (false, destination.as_str()),
+    };
+    let rest = if uri { rest.split('/').next().unwrap_or(rest) } else { rest };
+    let host = rest.rsplit_once('@').map_or(rest, |(_, h)| h);
+    let host = match host.strip_prefix('[') {
+        Some(h) => h.split(']').next().unwrap_or(h),
+        None if uri => host.split(':').next().unwrap_or(host),
+        None => host,
+    };
+    Some(host).filter(|h| !h.is_empty())
+}
+
+/// Finds or asks for a grant on `target`, then fetches its credential: the variables to add.
 fn obtain(
     tools: &Tools,
-    provider: &str,
+    targets: &[Target],
+    target: &Target,
     scopes: &[&str],
-    env: Option<&str>,
-    hint: Option<&str>,
     grants_file: Option<&Path>,
     shown: &str,
 ) -> Result<Vec<(String, String)>, (i32, String)> {
-    let listed = tools.call("list_targets", json!({})).map_err(|f| failure(f, "list_targets"))?;
-    let targets: Vec<Target> =
-        listed.as_array().map(|a| a.iter().filter_map(Target::from_json).collect()).unwrap_or_default();
-    let target = pick_target(&targets, provider, env, hint).map_err(|why| (EXIT_REFUSED, why))?;
     match target.lock_state.as_str() {
         "unconnected" => {
             return Err((
@@ -820,7 +864,7 @@ fn obtain(
     let mine = known.iter().rev().filter(|k| {
         let same_target = match (&k.target_id, &k.target) {
             (Some(id), _) => id == &target.id,
-            (None, Some(named)) => find_targets(&targets, named).iter().any(|t| t.id == target.id),
+            (None, Some(named)) => find_targets(targets, named).iter().any(|t| t.id == target.id),
             _ => false,
         };
         same_target && covers(&k.scope)
@@ -878,15 +922,29 @@ fn obtain(
     }
     let cred =
         tools.call("get_credential", json!({ "grantId": grant_id })).map_err(|f| failure(f, "get_credential"))?;
-    if cred["kind"] != "env" {
-        return Err((EXIT_REFUSED, format!("the credential of {} is not environment variables", target.show())));
-    }
-    let vars: Vec<(String, String)> = cred["env"]
-        .as_object()
-        .map(|m| m.iter().filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned()))).collect())
-        .unwrap_or_default();
+    let vars = credential_env(&cred).ok_or_else(|| {
+        (EXIT_REFUSED, format!("the credential of {} is neither environment variables nor an ssh-agent", target.show()))
+    })?;
     say(&format!("using grant {grant_id} ({scope_list} on {}) for `{shown}`", target.show()));
     Ok(vars)
+}
+
+/// The variables a credential adds: an `env` credential's own, or an `ssh-agent`'s socket as
+/// `SSH_AUTH_SOCK` (the key stays in the runner's agent).
+fn credential_env(cred: &Value) -> Option<Vec<(String, String)>> {
+    match cred["kind"].as_str()? {
+        "env" => Some(
+            cred["env"]
+                .as_object()
+                .map(|m| m.iter().filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned()))).collect())
+                .unwrap_or_default(),
+        ),
+        "ssh-agent" => {
+            let socket = cred["socketPath"].as_str().or_else(|| cred["env"]["SSH_AUTH_SOCK"].as_str())?;
+            Some(vec![("SSH_AUTH_SOCK".to_owned(), socket.to_owned())])
+        }
+        _ => None,
+    }
 }
 
 #[cfg(test)]
@@ -1030,6 +1088,38 @@ mod tests {
         }
         assert_eq!(scopes("ssh", "deploy@host uptime"), "read write deploy delete");
         assert_eq!(scopes("ssh", "-V"), "local");
+    }
+
+    #[test]
+    fn the_ssh_destination_host_is_found_past_options_and_user() {
+        let host = |line: &str| {
+            let args: Vec<String> = line.split_whitespace().map(str::to_owned).collect();
+            ssh_destination_host(&args).map(str::to_owned)
+        };
+        for (line, want) in [
+            ("-p 22 -i x user@host cmd", Some("host")),
+            ("host", Some("host")),
+            ("-o Foo=bar host", Some("host")),
+            ("-l user host", Some("host")),
+            ("-vp22 -A deploy@web-1 uptime", Some("web-1")),
+            ("-vp 22 web-1", Some("web-1")),
+            ("ssh://deploy@web-1:2222/x", Some("web-1")),
+            ("deploy@[::1]", Some("::1")),
+            ("-- host ls", Some("host")),
+            ("-i key", None),
+            ("", None),
+        ] {
+            assert_eq!(host(line).as_deref(), want, "ssh {line}");
+        }
+    }
+
+    #[test]
+    fn an_ssh_agent_credential_becomes_ssh_auth_sock() {
+        let env = credential_env(&json!({"kind": "ssh-agent", "env": {"SSH_AUTH_SOCK": "/t/a.sock"},
+            "socketPath": "/t/a.sock", "expiresAt": null, "scoped": true}));
+        assert_eq!(env, Some(vec![("SSH_AUTH_SOCK".to_owned(), "/t/a.sock".to_owned())]));
+        assert_eq!(credential_env(&json!({"kind": "env", "env": {"A": "1"}})), Some(vec![("A".into(), "1".into())]));
+        assert_eq!(credential_env(&json!({"kind": "file"})), None);
     }
 
     fn t(name: &str, provider: &str, env: &str) -> Target {

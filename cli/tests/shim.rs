@@ -1,7 +1,8 @@
 //! The provider CLI shims against a stand-in session server and stand-in CLIs: a granted command runs the
 //! real CLI with the credential's variables; a remembered grant is reused (also one the agent got through
 //! `sky mcp`); denied, pending, ambiguous and missing-CLI cases do not run it and exit with their codes;
-//! commands that need no account run at once.
+//! commands that need no account run at once; ssh to a project's ssh target runs with the runner's
+//! ssh-agent socket, the target picked by the destination host.
 
 mod support;
 
@@ -28,17 +29,22 @@ fn session_server(answer: &'static str) -> StandIn {
                     {"id": "con_db", "name": "db", "provider": "supabase", "env": "prod", "lockState": "unconnected", "scopes": []},
                 ]);
                 if answer == "with-ssh" {
-                    t.as_array_mut().unwrap().push(json!({"id": "con_box", "name": "box", "provider": "ssh", "env": "prod", "lockState": "locked", "scopes": []}));
+                    for name in ["box", "web-1"] {
+                        t.as_array_mut().unwrap().push(json!({"id": format!("con_{name}"), "name": name, "provider": "ssh", "env": "prod", "lockState": "locked", "scopes": []}));
+                    }
                 }
                 t
             }
             "request_access" => match answer {
-                "active" => json!({"status": "active", "grantId": "gr_new", "scope": args["scope"], "expiresAt": null, "decidedBy": "user"}),
+                "active" | "with-ssh" => json!({"status": "active", "grantId": "gr_new", "scope": args["scope"], "expiresAt": null, "decidedBy": "user"}),
                 "denied" => json!({"status": "denied", "grantId": "gr_new"}),
                 _ => json!({"status": "pending", "grantId": "gr_new", "queuePosition": 1}),
             },
             "check_grant" => {
                 json!({"status": "active", "grantId": args["grantId"], "scope": ["read", "deploy"], "expiresAt": null, "decidedBy": "user"})
+            }
+            "get_credential" if answer == "with-ssh" => {
+                json!({"kind": "ssh-agent", "env": {"SSH_AUTH_SOCK": "/tmp/turn/meta/ssh/agent.sock"}, "socketPath": "/tmp/turn/meta/ssh/agent.sock", "expiresAt": null, "scoped": true})
             }
             "get_credential" => {
                 json!({"kind": "env", "env": {"VERCEL_TOKEN": "vt-123", "VERCEL_ORG_ID": "team_1"}, "socketPath": null, "expiresAt": null, "scoped": false})
@@ -69,7 +75,7 @@ impl Setup {
         sky::shim::install(Path::new(env!("CARGO_BIN_EXE_sky")), &dir.0.join("shims")).unwrap();
         for (name, script) in [
             ("vercel", "echo \"vercel ran: $*\"\necho \"VERCEL_TOKEN=${VERCEL_TOKEN:-none} VERCEL_ORG_ID=${VERCEL_ORG_ID:-none}\""),
-            ("ssh", "echo \"ssh ran: $*\""),
+            ("ssh", "echo \"ssh ran: $*\"\necho \"SSH_AUTH_SOCK=${SSH_AUTH_SOCK:-none}\""),
         ] {
             let cli = dir.0.join("bin").join(name);
             std::fs::write(&cli, format!("#!/bin/sh\n{script}\n")).unwrap();
@@ -250,11 +256,39 @@ fn ssh_passes_through_unless_the_project_has_ssh_targets() {
     let s = Setup::new("shim-ssh");
     let srv = session_server("active");
     let out = s.run(Some(&srv.url), "ssh", &["git@github.com", "git-upload-pack"], &[]);
-    assert_eq!((out.status.code(), text(&out.stdout).as_str()), (Some(0), "ssh ran: git@github.com git-upload-pack\n"));
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(text(&out.stdout), "ssh ran: git@github.com git-upload-pack\nSSH_AUTH_SOCK=none\n");
+    let names: Vec<String> = tools_called(&srv).into_iter().map(|(n, _)| n).collect();
+    assert_eq!(names, ["list_targets"], "nobody was asked");
+}
+
+#[test]
+fn ssh_to_a_target_uses_the_runners_agent_picked_by_the_destination_host() {
+    let s = Setup::new("shim-ssh-agent");
     let srv = session_server("with-ssh");
-    let out = s.run(Some(&srv.url), "ssh", &["deploy@box", "uptime"], &[]);
+    let out = s.run(Some(&srv.url), "ssh", &["-p", "22", "deploy@web-1", "uptime"], &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stdout),
+        "ssh ran: -p 22 deploy@web-1 uptime\nSSH_AUTH_SOCK=/tmp/turn/meta/ssh/agent.sock\n",
+        "the socket, never a key file"
+    );
+    let called = tools_called(&srv);
+    let names: Vec<&str> = called.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, ["list_targets", "request_access", "get_credential"]);
+    assert_eq!(called[1].1["target"], "web-1");
+    assert_eq!(called[1].1["scope"], json!(["read", "write", "deploy", "delete"]));
+    assert_eq!(called[1].1["reason"], "Run `ssh deploy@web-1 uptime` (through agentsky's ssh shim).");
+    assert!(text(&out.stderr).contains("using grant gr_new (read write deploy delete on `web-1` (ssh:prod))"));
+
+    // A host that names no target, with two ssh targets: AGENTSKY_TARGET decides.
+    let srv = session_server("with-ssh");
+    let s = Setup::new("shim-ssh-agent-2");
+    let out = s.run(Some(&srv.url), "ssh", &["10.0.0.7", "uptime"], &[]);
     assert_eq!(out.status.code(), Some(69));
     assert!(out.stdout.is_empty());
-    assert!(text(&out.stderr).contains("ssh-agent, which agentsky does not serve yet"), "{}", text(&out.stderr));
-    assert_eq!(tools_called(&srv).len(), 1, "nobody was asked");
+    assert!(text(&out.stderr).contains("several ssh targets"), "{}", text(&out.stderr));
+    let out = s.run(Some(&srv.url), "ssh", &["10.0.0.7", "uptime"], &[("AGENTSKY_TARGET", "box")]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(tools_called(&srv).iter().any(|(n, a)| n == "request_access" && a["target"] == "box"));
 }
