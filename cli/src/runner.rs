@@ -7,7 +7,9 @@
 //!    by registering again, when a key is at hand.
 //! 2. **Claim** turns with a long wait (`POST /v1/runner/claim`, 25 s); 204 means none waited.
 //! 3. **Run** each turn ([`crate::turn`]): a fresh folder with the task's files, the agent's command run
-//!    there, its output streamed as events, the lease renewed, the changed files uploaded, the turn ended.
+//!    there, its output streamed as events, the lease renewed, the server's jobs for the turn handled
+//!    (`sync`, `run`, `ssh_agent`), the changed files uploaded, the goal's criteria commands run, the turn
+//!    ended.
 //!
 //! The command is the runner's, not the agent's: `sky runner -- <command…>` or `--command "<shell line>"`;
 //! it is remembered with the registration, so the next `sky runner --name <same>` needs none.
@@ -235,12 +237,21 @@ impl Client {
         Ok(Self::check(r, "POST /v1/runner/heartbeat")?.body["stop"] == true)
     }
 
-    /// Reports events (each once, by its key) and optionally ends the turn; `true` when the session was
-    /// stopped.
-    pub fn events(&self, lease_id: &str, events: &[Value], done: Option<&str>) -> std::result::Result<bool, CallError> {
+    /// Reports events (each once, by its key) and optionally ends the turn, with the goal's criteria
+    /// `checks` (sent only when there are some); `true` when the session was stopped.
+    pub fn events(
+        &self,
+        lease_id: &str,
+        events: &[Value],
+        done: Option<&str>,
+        checks: &[Value],
+    ) -> std::result::Result<bool, CallError> {
         let mut body = json!({ "lease_id": lease_id, "events": events });
         if let Some(d) = done {
             body["done"] = json!(d);
+        }
+        if !checks.is_empty() {
+            body["checks"] = json!(checks);
         }
         let r = self.short.post_json("/v1/runner/events", Some(&self.token), &body);
         Ok(Self::check(r, "POST /v1/runner/events")?.body["stop"] == true)
@@ -263,6 +274,84 @@ impl Client {
         Self::check(self.long.put_json("/v1/runner/files", Some(&self.token), &body), &format!("writing {path}"))
             .map(drop)
     }
+
+    /// Waits up to `wait_seconds` (at most 25) for jobs of this lease that are not done and not in `seen`
+    /// (the last 100 ids are sent). `None` when the server has no job channel (404: an older server).
+    pub fn jobs(
+        &self,
+        lease_id: &str,
+        wait_seconds: u64,
+        seen: &[String],
+    ) -> std::result::Result<Option<Jobs>, CallError> {
+        let seen = &seen[seen.len().saturating_sub(100)..];
+        let body = json!({ "lease_id": lease_id, "wait_seconds": wait_seconds.min(25), "seen": seen });
+        let r = self.long.post_json("/v1/runner/jobs", Some(&self.token), &body);
+        if r.as_ref().is_ok_and(|r| r.status == 404) {
+            return Ok(None);
+        }
+        let body = Self::check(r, "POST /v1/runner/jobs")?.body;
+        // A job this runner cannot read is left out rather than failing the others.
+        let jobs = body["jobs"].as_array().into_iter().flatten().filter_map(|j| Job::deserialize(j).ok()).collect();
+        Ok(Some(Jobs { jobs, stop: body["stop"] == true }))
+    }
+
+    /// Reports what a job ended with (the server keeps the first answer).
+    pub fn job_result(&self, lease_id: &str, job_id: &str, result: &Value) -> std::result::Result<(), CallError> {
+        let body = json!({ "lease_id": lease_id, "job_id": job_id, "result": result });
+        let r = self.short.post_json("/v1/runner/jobs/result", Some(&self.token), &body);
+        Self::check(r, "POST /v1/runner/jobs/result").map(drop)
+    }
+
+    /// The private key an `ssh_agent` job loads. It goes only into `ssh-add`'s stdin.
+    pub fn ssh_key(&self, lease_id: &str, job_id: &str) -> std::result::Result<String, CallError> {
+        let body = json!({ "lease_id": lease_id, "job_id": job_id });
+        let r = Self::check(
+            self.short.post_json("/v1/runner/ssh-key", Some(&self.token), &body),
+            "POST /v1/runner/ssh-key",
+        )?;
+        match r.body["private_key"].as_str() {
+            Some(k) if !k.trim().is_empty() => Ok(k.to_owned()),
+            _ => Err(CallError::Refused("POST /v1/runner/ssh-key answered without a private_key".into())),
+        }
+    }
+
+    /// The command criteria of the session's standing goal (none when the server has no such route).
+    pub fn criteria(&self, lease_id: &str) -> std::result::Result<Vec<String>, CallError> {
+        let r = self.short.get(&format!("/v1/runner/criteria?lease_id={}", query_escape(lease_id)), Some(&self.token));
+        if r.as_ref().is_ok_and(|r| r.status == 404) {
+            return Ok(vec![]);
+        }
+        let body = Self::check(r, "GET /v1/runner/criteria")?.body;
+        Ok(body["commands"].as_array().into_iter().flatten().filter_map(|c| c.as_str().map(str::to_owned)).collect())
+    }
+}
+
+/// One job the server sends a turn's runner (`POST /v1/runner/jobs`).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct Job {
+    pub job_id: String,
+    /// `sync`, `run` or `ssh_agent`.
+    pub kind: String,
+    /// `run`: the shell line.
+    #[serde(default)]
+    pub command: Option<String>,
+    /// `run`: seconds before the command is ended (600 when absent).
+    #[serde(default)]
+    pub timeout_s: Option<u64>,
+    /// `ssh_agent`: the grant the key is served under.
+    #[serde(default)]
+    pub grant_id: Option<String>,
+    /// `ssh_agent`: how long the key stays loaded (`ssh-add -t`); no limit when absent.
+    #[serde(default)]
+    pub ttl_s: Option<u64>,
+}
+
+/// An answer of `POST /v1/runner/jobs`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Jobs {
+    pub jobs: Vec<Job>,
+    /// The session was stopped.
+    pub stop: bool,
 }
 
 fn query_escape(s: &str) -> String {
@@ -478,6 +567,9 @@ mod tests {
             .unwrap();
         assert_eq!((turn.attempt, turn.agent_name(), turn.history[0]["text"].as_str()), (2, "Coder", Some("hi")));
         assert!(Turn::from_json(&json!({"lease_id": "l"})).is_err());
+        let job = Job::deserialize(&json!({"job_id": "job_1", "kind": "run", "command": "make", "extra": 1})).unwrap();
+        assert_eq!((job.command.as_deref(), job.timeout_s, job.ttl_s), (Some("make"), None, None));
+        assert!(Job::deserialize(&json!({"kind": "sync"})).is_err());
         assert_eq!(query_escape("lease_a-b.c~"), "lease_a-b.c~");
         assert_eq!(query_escape("a b&c"), "a%20b%26c");
     }

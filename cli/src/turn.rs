@@ -23,26 +23,60 @@
 //!   message, and the last message is the reply `collect_result` shows). Each event's key is
 //!   `<lease_id>-<n>`; a post that fails on the network is sent again with the same keys, so nothing is
 //!   shown twice. Both session and runner tokens are masked in anything posted.
-//! - **Lease.** Renewed every 10 s. `stop: true` (the session was stopped), a 409 (the lease was lost) or
-//!   30 s without a renewal end the command: SIGTERM to its process group, SIGKILL 3 s later. Nothing is
-//!   uploaded then: the turn is over, or another runner has it.
+//! - **Lease.** Renewed every 10 s. `stop: true` (the session was stopped; a heartbeat or the job poll
+//!   says it), a 409 (the lease was lost) or 30 s without a renewal end the command: SIGTERM to its
+//!   process group, SIGKILL 3 s later. Nothing is uploaded then: the turn is over, or another runner has it.
 //! - **Supervisor.** On Unix the command runs under `sky __supervise`, in its own process group, whose
 //!   stdin is a pipe from the runner: when that pipe closes — the runner ends the turn, or the runner
 //!   itself dies, even by SIGKILL — the supervisor ends the command's whole process group. So an agent
 //!   never outlives its runner, and a turn re-claimed elsewhere is not also still running here.
 //! - **Files.** When the command exits, every text file in `work/` that differs from what was downloaded
-//!   is written back (`PUT /v1/runner/files`, into the session's lane when the task has lanes). Skipped,
-//!   and said so in a `status` event: `.git`, `node_modules`, `.venv` and `__pycache__` folders,
-//!   symlinks, files that are not UTF-8 text or are over 256 KiB, and anything past 500 files. Deleted
-//!   files stay in the task folder (the protocol has no delete); the status event names them.
+//!   (or last synced by a `sync` job) is written back (`PUT /v1/runner/files`, into the session's lane
+//!   when the task has lanes). Skipped, and said so in a `status` event: `.git`, `node_modules`, `.venv`
+//!   and `__pycache__` folders, symlinks, files that are not UTF-8 text or are over 256 KiB, and anything
+//!   past 500 files. Deleted files stay in the task folder (the protocol has no delete); the status event
+//!   names them.
+//! - **Jobs.** While the command runs, a thread long-polls `POST /v1/runner/jobs {lease_id,
+//!   wait_seconds: 20, seen}` (`seen`: the ids of the jobs it already passed on, the last 100) and passes
+//!   new ones to the turn's loop, which handles them one at a time in arrival order and answers each with
+//!   `POST /v1/runner/jobs/result {lease_id, job_id, result}` (network failures retried like other
+//!   posts). A 404 (an older server) ends polling for the turn; `stop: true` ends the command as a stop.
+//!   Polling ends when the command exits (a poll under way finishes in the background, unheeded): jobs
+//!   still queued then are left unanswered, and a `run` job still going is ended and answered with an
+//!   `error`.
+//!   - `sync` uploads what changed in `work/` now, as the end-of-turn upload does (same skips; the lease
+//!     renewed during a long upload), and makes that the baseline, so the end does not send it again.
+//!     Then, from `GET /v1/runner/files`, it writes in every file whose server text differs and that the
+//!     agent has not changed since its baseline — the same text, or absent from both (a new server file
+//!     arrives; one the agent deleted stays deleted) — and makes that the baseline.
+//!     → `{ok: true, uploaded, refreshed, skipped}`, or `{ok: false, error}`.
+//!   - `run` runs `sh -c <command>` in `work/` with the command's environment, under a supervisor of its
+//!     own, stdin empty, stdout and stderr in one pipe, on a thread of its own (the loop keeps posting
+//!     output and renewing the lease). Past `timeout_s` (600 by default) its process group is ended
+//!     (SIGTERM, SIGKILL 3 s later). → `{exit_code, timed_out, output}`: `exit_code` is null when it was
+//!     ended; `output` is the last 8000 characters (at most 16 000 bytes), tokens masked.
+//!   - `ssh_agent` starts the turn's own ssh-agent on first need (`ssh-agent -D -a <meta>/ssh/agent.sock`,
+//!     the folder owner-only) under a supervisor — so it is in none of the agent's process groups and
+//!     dies with the runner too — and loads the key from `POST /v1/runner/ssh-key {lease_id, job_id}`
+//!     with `ssh-add [-t <ttl_s>] -`: on its stdin, never on disk or in a log. → `{socket_path}` or
+//!     `{error}`. The agent is ended and its folder removed when the turn ends, however it ends. The ssh
+//!     shim of [`crate::shim`] hands that socket (which `get_credential` answers) to `ssh`.
+//! - **Criteria.** When the command has exited on its own (not after a stop or a lost lease) and the files
+//!   are uploaded, `GET /v1/runner/criteria` (404: none) names the command criteria of the session's
+//!   standing goal. Each runs like a `run` job (600 s), one after another, the lease renewed meanwhile; a
+//!   status event names them and their exit codes, and the final post carries them as `checks: [{command,
+//!   exit_code, timed_out, output}]`. They do not change how the turn ends.
 //! - **End.** Exit 0 → `done: completed`. Otherwise an `error` event with the exit status, then
 //!   `done: failed`.
 
-use crate::runner::{show_command, CallError, Client, Turn};
+mod jobs;
+
+use crate::runner::{show_command, CallError, Client, Job, Turn};
 use crate::{redact, Error, Result};
+use jobs::Jobs;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -343,10 +377,54 @@ pub fn server_base(session_server: &str) -> String {
     crate::api::normalize_server(s.strip_suffix("/v1/session/mcp").unwrap_or(s))
 }
 
-/// What one line of a child's output, or its end, tells the turn's loop.
+/// What the turn's loop hears from its threads.
 enum Msg {
+    /// A line of the command's output.
     Line(Stream, String),
+    /// One of the command's output streams ended.
     Closed,
+    /// A job from the poller.
+    Job(Job),
+    /// A `run` job ended: its id and result.
+    JobDone(String, Value),
+    /// The poller heard that the session was stopped.
+    SessionStopped,
+}
+
+/// Why a turn ends before its command is done with.
+enum Halt {
+    /// The session was stopped.
+    Stopped,
+    /// The lease is lost: another runner may have the turn.
+    Lost(String),
+    /// The runner's token was refused: that ends the runner too.
+    TokenRefused(String),
+}
+
+impl Halt {
+    fn outcome(&self) -> Outcome {
+        match self {
+            Halt::Stopped => Outcome::Stopped,
+            Halt::Lost(why) | Halt::TokenRefused(why) => Outcome::LeaseLost(why.clone()),
+        }
+    }
+
+    /// What `run_turn` returns for it.
+    fn into_result(self) -> Result<Outcome> {
+        match self {
+            Halt::TokenRefused(why) => Err(Error::new(format!("the server refused this runner's token: {why}"))),
+            other => Ok(other.outcome()),
+        }
+    }
+}
+
+/// A failed call: `Err` when it ends the turn (a lost lease, a refused token); else the failure back.
+fn halting(e: CallError) -> std::result::Result<CallError, Halt> {
+    match e {
+        CallError::LeaseLost(why) => Err(Halt::Lost(why)),
+        CallError::Unauthorized(why) => Err(Halt::TokenRefused(why)),
+        other => Ok(other),
+    }
 }
 
 fn read_lines(stream: Stream, from: impl Read + Send + 'static, tx: mpsc::Sender<Msg>) {
@@ -415,14 +493,15 @@ impl TurnRunner {
 
     fn turn_inner(&self, turn: &Turn, log: &mut dyn Write) -> Result<Outcome> {
         let lease = turn.lease_id.as_str();
-        let mut outbox = Outbox::new(lease, vec![turn.session_token.clone(), self.client.token().to_owned()]);
+        let mut outbox = Outbox::new(lease, self.secrets(turn));
         let dir = match TurnDir::create(&self.scratch) {
             Ok(d) => d,
             Err(e) => {
-                return self.fail(turn, &mut outbox, &format!("the runner could not make the turn's folder: {e}"))
+                return self.fail(turn, &mut outbox, &format!("the runner could not make the turn's folder: {e}"), &[])
             }
         };
-        let downloaded: BTreeMap<String, String> = match self.retrying(|| self.client.files(lease)) {
+        // What `work/` is compared against: the download, moved on by `sync` jobs.
+        let mut downloaded: BTreeMap<String, String> = match self.retrying(|| self.client.files(lease)) {
             Ok(files) => files.into_iter().collect(),
             Err(e) => return self.gave_up(turn, &mut outbox, e, "downloading the task's files"),
         };
@@ -438,7 +517,7 @@ impl TurnRunner {
             }
         }
         if let Err(e) = self.write_meta(turn, &dir) {
-            return self.fail(turn, &mut outbox, &format!("the runner could not prepare the turn's folder: {e}"));
+            return self.fail(turn, &mut outbox, &format!("the runner could not prepare the turn's folder: {e}"), &[]);
         }
         let _ = writeln!(
             log,
@@ -449,14 +528,17 @@ impl TurnRunner {
             show_command(&self.command)
         );
         let (tx, rx) = mpsc::channel();
-        let mut running = match self.spawn(turn, &dir, tx) {
+        let mut running = match self.spawn(turn, &dir, tx.clone()) {
             Ok(r) => r,
             Err(e) => {
-                return self.fail(turn, &mut outbox, &format!("cannot run `{}`: {e}", show_command(&self.command)))
+                let why = format!("cannot run `{}`: {e}", show_command(&self.command));
+                return self.fail(turn, &mut outbox, &why, &[]);
             }
         };
+        // Made after `dir`, so dropped before it: the turn's ssh-agent ends before its folder goes.
+        let mut jobs = Jobs::start(&self.client, lease, tx);
 
-        // ── While it runs: post output every second, renew the lease every ten. ──
+        // ── While it runs: post output every second, renew the lease every ten, handle jobs. ──
         let mut last_renewal = Instant::now();
         let mut next_beat = Instant::now() + self.timing.heartbeat;
         let mut next_flush = Instant::now() + self.timing.flush;
@@ -467,28 +549,37 @@ impl TurnRunner {
             match rx.recv_timeout(until) {
                 Ok(Msg::Line(s, l)) => outbox.push(s, &l),
                 Ok(Msg::Closed) => open_streams -= 1,
+                Ok(Msg::Job(job)) => jobs.queue.push_back(job),
+                Ok(Msg::JobDone(id, result)) => {
+                    jobs.running = None;
+                    if let Err(h) = self.report(lease, &id, &result, log) {
+                        return self.halt(running, h);
+                    }
+                }
+                Ok(Msg::SessionStopped) => return self.halt(running, Halt::Stopped),
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
                 Err(mpsc::RecvTimeoutError::Disconnected) => open_streams = 0,
             }
             if let Ok(Some(status)) = running.child.try_wait() {
                 break status;
             }
+            if let Err(h) = self.next_jobs(turn, &dir, &mut jobs, &mut downloaded, &mut last_renewal, log) {
+                return self.halt(running, h);
+            }
             let now = Instant::now();
             if now >= next_flush {
                 next_flush = now + self.timing.flush;
                 outbox.seal();
-                match self.post(&mut outbox, None) {
+                match self.post(&mut outbox, None, &[]) {
                     Ok(false) | Err(CallError::Network(_)) => {}
-                    Ok(true) => return Ok(self.end(running, Outcome::Stopped)),
-                    Err(CallError::LeaseLost(why)) => return Ok(self.end(running, Outcome::LeaseLost(why))),
-                    Err(CallError::Unauthorized(why)) => {
-                        self.end(running, Outcome::LeaseLost(why.clone()));
-                        return Err(Error::new(format!("the server refused this runner's token: {why}")));
-                    }
-                    Err(CallError::Refused(why)) => {
-                        let _ = writeln!(log, "sky runner: the server refused some output, dropped: {why}");
-                        outbox.unsent.clear();
-                    }
+                    Ok(true) => return self.halt(running, Halt::Stopped),
+                    Err(e) => match halting(e) {
+                        Err(h) => return self.halt(running, h),
+                        Ok(why) => {
+                            let _ = writeln!(log, "sky runner: the server refused some output, dropped: {why}");
+                            outbox.unsent.clear();
+                        }
+                    },
                 }
             }
             if now >= next_beat {
@@ -497,19 +588,18 @@ impl TurnRunner {
                         last_renewal = now;
                         next_beat = now + self.timing.heartbeat;
                         if stop {
-                            return Ok(self.end(running, Outcome::Stopped));
+                            return self.halt(running, Halt::Stopped);
                         }
                     }
-                    Err(CallError::LeaseLost(why)) => return Ok(self.end(running, Outcome::LeaseLost(why))),
-                    Err(CallError::Unauthorized(why)) => {
-                        self.end(running, Outcome::LeaseLost(why.clone()));
-                        return Err(Error::new(format!("the server refused this runner's token: {why}")));
-                    }
                     Err(e) => {
+                        let e = match halting(e) {
+                            Err(h) => return self.halt(running, h),
+                            Ok(e) => e,
+                        };
                         if last_renewal.elapsed() >= self.timing.lease {
                             let why =
                                 format!("the lease could not be renewed for {} s ({e})", self.timing.lease.as_secs());
-                            return Ok(self.end(running, Outcome::LeaseLost(why)));
+                            return self.halt(running, Halt::Lost(why));
                         }
                         let _ = writeln!(log, "sky runner: renewing the lease failed ({e}); trying again");
                         next_beat = now + Duration::from_secs(2).min(self.timing.heartbeat);
@@ -517,6 +607,9 @@ impl TurnRunner {
                 }
             }
         };
+        // No jobs past this point: the poller stops, and a `run` job still going is ended (its result is
+        // still reported below). Queued jobs are left unanswered.
+        jobs.close();
         if let Ok(known) = std::fs::read_to_string(dir.meta.join("grants.json")) {
             self.grants.lock().expect("not poisoned").insert(turn.session_id.clone(), known);
         }
@@ -524,15 +617,25 @@ impl TurnRunner {
         // of its group that kept them open).
         drop(running.lifeline.take());
         let drain_until = Instant::now() + Duration::from_secs(3);
-        while open_streams > 0 {
-            match rx.recv_timeout(drain_until.saturating_duration_since(Instant::now())) {
+        let job_until = Instant::now() + self.timing.stop_grace.max(Duration::from_secs(3)) + Duration::from_secs(5);
+        while open_streams > 0 || jobs.running.is_some() {
+            let until = if open_streams > 0 { drain_until } else { job_until };
+            match rx.recv_timeout(until.saturating_duration_since(Instant::now())) {
                 Ok(Msg::Line(s, l)) => outbox.push(s, &l),
                 Ok(Msg::Closed) => open_streams -= 1,
+                Ok(Msg::JobDone(id, result)) => {
+                    jobs.running = None;
+                    if let Err(h) = self.report(lease, &id, &result, log) {
+                        return h.into_result();
+                    }
+                }
+                Ok(Msg::Job(_) | Msg::SessionStopped) => {}
+                Err(_) if open_streams > 0 => open_streams = 0,
                 Err(_) => break,
             }
         }
         outbox.seal();
-        match self.retrying(|| self.post(&mut outbox, None)) {
+        match self.retrying(|| self.post(&mut outbox, None, &[])) {
             Ok(false) => {}
             Ok(true) => return Ok(Outcome::Stopped),
             Err(e) => return self.gave_up(turn, &mut outbox, e, "posting the output"),
@@ -542,13 +645,8 @@ impl TurnRunner {
         let c = changes(&dir.work, &downloaded);
         let mut uploaded = Vec::new();
         for (path, content) in &c.upload {
-            if last_renewal.elapsed() >= self.timing.heartbeat {
-                match self.client.heartbeat(lease) {
-                    Ok(true) => return Ok(Outcome::Stopped),
-                    Ok(false) => last_renewal = Instant::now(),
-                    Err(CallError::LeaseLost(why)) => return Ok(Outcome::LeaseLost(why)),
-                    Err(_) => {}
-                }
+            if let Err(h) = self.keep_lease(lease, &mut last_renewal) {
+                return h.into_result();
             }
             match self.retrying(|| self.client.put_file(lease, path, content)) {
                 Ok(()) => uploaded.push(path.clone()),
@@ -574,11 +672,99 @@ impl TurnRunner {
             outbox.event("status", json!({ "text": summary.join(" ") }));
         }
         let _ = writeln!(log, "sky runner: turn {}: {}", turn.message_id, describe_exit(&status));
+
+        // ── The goal's criteria, run against what the command left. ──
+        let checks = match self.run_criteria(turn, &dir, &mut last_renewal) {
+            Ok((checks, said)) => {
+                if let Some(text) = said {
+                    let _ = writeln!(log, "sky runner: turn {}: {text}", turn.message_id);
+                    outbox.event("status", json!({ "text": text }));
+                }
+                checks
+            }
+            Err(h) => return h.into_result(),
+        };
         if status.success() {
-            self.finish(turn, &mut outbox)
+            self.finish(turn, &mut outbox, &checks)
         } else {
-            self.fail(turn, &mut outbox, &format!("the agent's command {}", describe_exit(&status)))
+            self.fail(turn, &mut outbox, &format!("the agent's command {}", describe_exit(&status)), &checks)
         }
+    }
+
+    /// The tokens masked in anything posted.
+    fn secrets(&self, turn: &Turn) -> Vec<String> {
+        vec![turn.session_token.clone(), self.client.token().to_owned()]
+    }
+
+    /// Starts the queued jobs in order while no `run` job is going: `sync` and `ssh_agent` here (they are
+    /// quick), `run` on a thread of its own that reports through the loop's channel.
+    fn next_jobs(
+        &self,
+        turn: &Turn,
+        dir: &TurnDir,
+        jobs: &mut Jobs,
+        baseline: &mut BTreeMap<String, String>,
+        last_renewal: &mut Instant,
+        log: &mut dyn Write,
+    ) -> std::result::Result<(), Halt> {
+        let lease = turn.lease_id.as_str();
+        while jobs.running.is_none() {
+            let Some(job) = jobs.queue.pop_front() else { return Ok(()) };
+            let _ = writeln!(log, "sky runner: turn {}: job {} ({})", turn.message_id, job.job_id, job.kind);
+            let result = match job.kind.as_str() {
+                "sync" => self.sync(lease, &dir.work, baseline, last_renewal)?,
+                "ssh_agent" => self.ssh_agent_job(lease, &job, dir, jobs)?,
+                "run" => match self.start_run(turn, dir, &job, jobs) {
+                    Ok(()) => {
+                        jobs.running = Some(job.job_id);
+                        continue;
+                    }
+                    Err(result) => result,
+                },
+                other => json!({ "ok": false, "error": format!("this runner does not know jobs of kind `{other}`") }),
+            };
+            self.report(lease, &job.job_id, &result, log)?;
+        }
+        Ok(())
+    }
+
+    /// Posts a job's result (retried on network failures); a refusal is logged, not fatal.
+    fn report(&self, lease: &str, job_id: &str, result: &Value, log: &mut dyn Write) -> std::result::Result<(), Halt> {
+        if let Err(e) = self.retrying(|| self.client.job_result(lease, job_id, result)) {
+            let e = halting(e)?;
+            let _ = writeln!(log, "sky runner: the result of job {job_id} was not taken: {e}");
+        }
+        Ok(())
+    }
+
+    /// Renews the lease when a renewal is due, for the steps that hold up the loop or come after it.
+    fn keep_lease(&self, lease: &str, last_renewal: &mut Instant) -> std::result::Result<(), Halt> {
+        if last_renewal.elapsed() < self.timing.heartbeat {
+            return Ok(());
+        }
+        match self.client.heartbeat(lease) {
+            Ok(true) => Err(Halt::Stopped),
+            Ok(false) => {
+                *last_renewal = Instant::now();
+                Ok(())
+            }
+            Err(e) => {
+                let e = halting(e)?;
+                if last_renewal.elapsed() >= self.timing.lease {
+                    return Err(Halt::Lost(format!(
+                        "the lease could not be renewed for {} s ({e})",
+                        self.timing.lease.as_secs()
+                    )));
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Ends the command because of `h`.
+    fn halt(&self, running: Running, h: Halt) -> Result<Outcome> {
+        self.end(running, h.outcome());
+        h.into_result()
     }
 
     /// Writes what the agent reads besides its environment.
@@ -631,30 +817,37 @@ impl TurnRunner {
         env
     }
 
+    /// `program` set up to run in `work/` with the agent's environment ([`SCRUBBED_ENV`] removed), in a
+    /// process group of its own: a Ctrl-C meant for the runner is not sent to it; the runner's death
+    /// reaches it through a supervisor's lifeline instead.
+    fn in_turn(&self, program: impl AsRef<OsStr>, turn: &Turn, dir: &TurnDir) -> Command {
+        let mut cmd = Command::new(program);
+        cmd.current_dir(&dir.work);
+        for name in SCRUBBED_ENV {
+            cmd.env_remove(name);
+        }
+        cmd.envs(self.child_env(turn, dir));
+        #[cfg(unix)]
+        std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+        cmd
+    }
+
     fn spawn(&self, turn: &Turn, dir: &TurnDir, tx: mpsc::Sender<Msg>) -> std::io::Result<Running> {
         if self.command.is_empty() {
             return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "no command"));
         }
         let mut cmd = if cfg!(unix) {
-            let mut c = Command::new(&self.sky_exe);
+            let mut c = self.in_turn(&self.sky_exe, turn, dir);
             c.arg("__supervise").arg(dir.meta.join("message.txt")).args(&self.command);
             c.stdin(Stdio::piped());
             c
         } else {
-            let mut c = Command::new(&self.command[0]);
+            let mut c = self.in_turn(&self.command[0], turn, dir);
             c.args(&self.command[1..]);
             c.stdin(std::fs::File::open(dir.meta.join("message.txt"))?);
             c
         };
-        cmd.current_dir(&dir.work).stdout(Stdio::piped()).stderr(Stdio::piped());
-        for name in SCRUBBED_ENV {
-            cmd.env_remove(name);
-        }
-        cmd.envs(self.child_env(turn, dir));
-        // Its own process group: a Ctrl-C meant for the runner is not sent to it; the runner's death
-        // reaches it through the lifeline instead.
-        #[cfg(unix)]
-        std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+        cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
         let mut child = cmd.spawn()?;
         let lifeline = child.stdin.take();
         if let Some(out) = child.stdout.take() {
@@ -684,8 +877,9 @@ impl TurnRunner {
         outcome
     }
 
-    /// Posts the unsent events (in pieces); `Ok(true)` when the session was stopped.
-    fn post(&self, outbox: &mut Outbox, done: Option<&str>) -> std::result::Result<bool, CallError> {
+    /// Posts the unsent events (in pieces), the last piece with `done` and the criteria `checks`;
+    /// `Ok(true)` when the session was stopped.
+    fn post(&self, outbox: &mut Outbox, done: Option<&str>, checks: &[Value]) -> std::result::Result<bool, CallError> {
         let mut stop = false;
         loop {
             let n = outbox.unsent.len().min(POST_MAX_EVENTS);
@@ -693,7 +887,11 @@ impl TurnRunner {
             if n == 0 && done.is_none() {
                 return Ok(stop);
             }
-            stop |= self.client.events(&outbox.lease_id, &outbox.unsent[..n], done.filter(|_| last))?;
+            let (done, checks) = match done {
+                Some(d) if last => (Some(d), checks),
+                _ => (None, &[][..]),
+            };
+            stop |= self.client.events(&outbox.lease_id, &outbox.unsent[..n], done, checks)?;
             outbox.unsent.drain(..n);
             if last {
                 return Ok(stop);
@@ -719,18 +917,18 @@ impl TurnRunner {
         }
     }
 
-    /// Ends the turn as `completed` with the events still unsent.
-    fn finish(&self, turn: &Turn, outbox: &mut Outbox) -> Result<Outcome> {
-        match self.retrying(|| self.post(outbox, Some("completed"))) {
+    /// Ends the turn as `completed` with the events still unsent (and the criteria `checks`).
+    fn finish(&self, turn: &Turn, outbox: &mut Outbox, checks: &[Value]) -> Result<Outcome> {
+        match self.retrying(|| self.post(outbox, Some("completed"), checks)) {
             Ok(_) => Ok(Outcome::Completed),
             Err(e) => self.gave_up(turn, outbox, e, "ending the turn"),
         }
     }
 
-    /// Reports the turn failed, with an `error` event saying why.
-    fn fail(&self, _turn: &Turn, outbox: &mut Outbox, why: &str) -> Result<Outcome> {
+    /// Reports the turn failed, with an `error` event saying why (and the criteria `checks`).
+    fn fail(&self, _turn: &Turn, outbox: &mut Outbox, why: &str, checks: &[Value]) -> Result<Outcome> {
         outbox.event("error", json!({ "message": why }));
-        match self.retrying(|| self.post(outbox, Some("failed"))) {
+        match self.retrying(|| self.post(outbox, Some("failed"), checks)) {
             Ok(_) => Ok(Outcome::Failed(why.to_owned())),
             Err(CallError::LeaseLost(w)) => Ok(Outcome::LeaseLost(w)),
             Err(CallError::Unauthorized(w)) => Err(Error::new(format!("the server refused this runner's token: {w}"))),
@@ -746,7 +944,7 @@ impl TurnRunner {
         match e {
             CallError::LeaseLost(why) => Ok(Outcome::LeaseLost(why)),
             CallError::Unauthorized(why) => Err(Error::new(format!("the server refused this runner's token: {why}"))),
-            CallError::Refused(why) => self.fail(turn, outbox, &format!("{what} failed: {why}")),
+            CallError::Refused(why) => self.fail(turn, outbox, &format!("{what} failed: {why}"), &[]),
             CallError::Network(why) => Ok(Outcome::LeaseLost(format!(
                 "{what} failed ({why}); the turn is left for another runner once its lease runs out"
             ))),

@@ -1,14 +1,19 @@
 //! `sky runner` against a stand-in server: a turn's command runs in a folder with the task's files and the
 //! session's environment, its output arrives as keyed events (retried with the same keys, tokens masked),
 //! changed files are uploaded, the turn ends completed or failed; a stop or a lost lease ends the
-//! command's whole process group, and so does the runner's death (the supervisor's lifeline). The binary
-//! registers once, keeps its token private and reuses it and the command.
+//! command's whole process group, and so does the runner's death (the supervisor's lifeline). Jobs from
+//! the server: `sync` uploads and refreshes mid-turn, `run` reports its status and masked output while the
+//! agent runs, `ssh_agent` serves a key from the turn's own agent, which ends with the turn; the goal's
+//! criteria run after the command and ride on the final post. The binary registers once, keeps its token
+//! private and reuses it and the command.
 
 mod support;
 
 use serde_json::{json, Value};
 use sky::runner::{Client, Turn};
 use sky::turn::{Outcome, Timing, TurnRunner};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -231,6 +236,10 @@ fn output_whose_post_failed_is_sent_again_with_the_same_keys() {
     let said: Vec<&str> = evs.iter().filter_map(|e| e["text"].as_str()).collect();
     assert_eq!(said.iter().filter(|t| **t == "one").count(), 1, "{said:?}");
     assert!(said.contains(&"two"));
+    // A server without the job channel or criteria (404): asked once each, and the turn is as before.
+    let asked = |path: &str| srv.requests().iter().filter(|r| r.url.starts_with(path)).count();
+    assert_eq!((asked("/v1/runner/jobs"), asked("/v1/runner/criteria")), (1, 1));
+    assert!(all.iter().all(|p| p.get("checks").is_none()));
 }
 
 fn ends_the_group(beat: Beat, tag: &str) -> Outcome {
@@ -417,4 +426,369 @@ fn sky_runner_registers_once_and_runs_a_turn() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("needs the agent's command"));
     assert_eq!(registered.load(Ordering::SeqCst), 1);
+}
+
+/// A stand-in with the job channel: task files that PUTs change, `jobs` handed out (each once it is
+/// released by an event whose text contains its trigger) through a long poll, their results recorded
+/// and dropped into `mailbox/<job_id>.done` (the socket path, or the result) for the agent's script to
+/// wait on, an ssh key, and the goal's criteria.
+struct Face {
+    files: Mutex<BTreeMap<String, String>>,
+    /// `(trigger, job)`.
+    jobs: Vec<(&'static str, Value)>,
+    /// Applied to `files` when the first job is handed out: someone else's edits.
+    edits: Vec<(&'static str, &'static str)>,
+    criteria: Option<Value>,
+    ssh_key: Option<String>,
+    /// The job poll answers `stop: true` (the session was stopped).
+    stop: bool,
+    mailbox: PathBuf,
+    said: Mutex<String>,
+    results: Mutex<Vec<Value>>,
+}
+
+impl Face {
+    fn new(mailbox: &Scratch) -> Self {
+        Face {
+            files: Mutex::new(
+                [("input.txt", "from the task\n"), ("docs/keep.md", "kept")]
+                    .map(|(p, c)| (p.to_owned(), c.to_owned()))
+                    .into(),
+            ),
+            jobs: vec![],
+            edits: vec![],
+            criteria: None,
+            ssh_key: None,
+            stop: false,
+            mailbox: mailbox.0.clone(),
+            said: Mutex::default(),
+            results: Mutex::default(),
+        }
+    }
+
+    fn result(&self, job_id: &str) -> Value {
+        let all = self.results.lock().unwrap();
+        all.iter().find(|r| r["job_id"] == job_id).map(|r| r["result"].clone()).unwrap_or(Value::Null)
+    }
+
+    /// The jobs released, not done and not in `seen`; the first hand-out applies `edits`.
+    fn waiting(&self, seen: &Value) -> Vec<Value> {
+        let said = self.said.lock().unwrap().clone();
+        let done: Vec<Value> = self.results.lock().unwrap().iter().map(|r| r["job_id"].clone()).collect();
+        let out: Vec<Value> = self
+            .jobs
+            .iter()
+            .filter(|(trigger, job)| {
+                said.contains(trigger)
+                    && !done.contains(&job["job_id"])
+                    && !seen.as_array().is_some_and(|s| s.contains(&job["job_id"]))
+            })
+            .map(|(_, job)| job.clone())
+            .collect();
+        if !out.is_empty() {
+            let mut files = self.files.lock().unwrap();
+            for (p, c) in &self.edits {
+                files.insert(p.to_string(), c.to_string());
+            }
+        }
+        out
+    }
+
+    fn serve(self) -> (StandIn, Arc<Face>) {
+        let face = Arc::new(self);
+        let f = face.clone();
+        let srv = StandIn::start(move |req| {
+            let reply = |status: u16, v: Value| (status, "application/json", v.to_string());
+            if req.header("authorization") != Some(&format!("Bearer {RUNNER_TOKEN}")) {
+                return reply(401, json!({"error": {"code": "unauthorized", "message": "unknown runner token"}}));
+            }
+            let body: Value = serde_json::from_str(&req.body).unwrap_or(Value::Null);
+            match (req.method.as_str(), req.url.split('?').next().unwrap()) {
+                ("GET", "/v1/runner/files") => {
+                    let files = f.files.lock().unwrap();
+                    let list: Vec<Value> =
+                        files.iter().map(|(p, c)| json!({"path": p, "version": 1, "content": c})).collect();
+                    reply(200, json!({ "files": list }))
+                }
+                ("PUT", "/v1/runner/files") => {
+                    let (p, c) = (body["path"].as_str().unwrap(), body["content"].as_str().unwrap());
+                    f.files.lock().unwrap().insert(p.to_owned(), c.to_owned());
+                    reply(200, json!({"path": p, "version": 2}))
+                }
+                ("POST", "/v1/runner/events") => {
+                    let events = body["events"].as_array().unwrap();
+                    for e in events {
+                        f.said.lock().unwrap().push_str(&format!("{}\n", e["text"].as_str().unwrap_or_default()));
+                    }
+                    reply(200, json!({"accepted": events.len(), "stop": false}))
+                }
+                ("POST", "/v1/runner/heartbeat") => reply(200, json!({"stop": false})),
+                ("POST", "/v1/runner/jobs") => {
+                    assert_eq!(body["lease_id"], "lease_abc");
+                    assert_eq!(body["wait_seconds"], 20);
+                    if f.stop {
+                        return reply(200, json!({"jobs": [], "stop": true}));
+                    }
+                    // A short long poll.
+                    let until = Instant::now() + Duration::from_millis(400);
+                    loop {
+                        let jobs = f.waiting(&body["seen"]);
+                        if !jobs.is_empty() || Instant::now() >= until {
+                            return reply(200, json!({ "jobs": jobs, "stop": false }));
+                        }
+                        std::thread::sleep(Duration::from_millis(20));
+                    }
+                }
+                ("POST", "/v1/runner/jobs/result") => {
+                    let id = body["job_id"].as_str().unwrap().to_owned();
+                    f.results.lock().unwrap().push(body.clone());
+                    let note = body["result"]["socket_path"].as_str().map(str::to_owned);
+                    let tmp = f.mailbox.join(format!(".{id}.tmp"));
+                    std::fs::write(&tmp, note.unwrap_or_else(|| body["result"].to_string())).unwrap();
+                    std::fs::rename(&tmp, f.mailbox.join(format!("{id}.done"))).unwrap();
+                    reply(200, json!({"ok": true}))
+                }
+                ("POST", "/v1/runner/ssh-key") => match &f.ssh_key {
+                    Some(k) => reply(200, json!({ "private_key": k })),
+                    None => reply(403, json!({"error": {"code": "forbidden", "message": "no key for this job"}})),
+                },
+                ("GET", "/v1/runner/criteria") => match &f.criteria {
+                    Some(c) => reply(200, c.clone()),
+                    None => reply(404, json!({"error": {"code": "not_found", "message": "no route"}})),
+                },
+                _ => reply(404, json!({"error": {"code": "not_found", "message": "no route"}})),
+            }
+        });
+        (srv, face)
+    }
+}
+
+/// A shell function for agent scripts: waits (up to 20 s) for a file.
+const WAIT_FOR: &str = r#"wait_for() { n=0; while [ ! -f "$1" ]; do n=$((n+1)); [ $n -gt 200 ] && { echo "no $1" >&2; exit 9; }; sleep 0.1; done; }"#;
+
+fn agent_output(srv: &StandIn, kind: &str) -> String {
+    events(srv).iter().filter(|e| e["type"] == kind).filter_map(|e| e["text"].as_str()).collect::<Vec<_>>().join("\n")
+}
+
+#[test]
+fn a_sync_job_uploads_the_agents_changes_and_refreshes_what_it_left_alone() {
+    let mailbox = Scratch::new("jobs-sync-box");
+    let mut face = Face::new(&mailbox);
+    face.jobs = vec![("ready", json!({"job_id": "sync1", "kind": "sync"}))];
+    face.edits = vec![("docs/keep.md", "kept v2")];
+    let (srv, face) = face.serve();
+    let scratch = Scratch::new("jobs-sync");
+    let script = format!(
+        r#"{WAIT_FOR}
+        echo "agent's notes" > notes.md
+        echo ready
+        wait_for '{box}/sync1.done'
+        echo "keep: $(cat docs/keep.md)"
+        echo late > late.md"#,
+        box = mailbox.0.display()
+    );
+    let r = runner(&srv.url, &scratch, &script);
+    let mut log = Vec::new();
+    let outcome = r.run_turn(&turn(&srv.url), &mut log).unwrap();
+    assert_eq!(outcome, Outcome::Completed, "{}", String::from_utf8_lossy(&log));
+    assert_eq!(
+        face.result("sync1"),
+        json!({"ok": true, "uploaded": ["notes.md"], "refreshed": ["docs/keep.md"], "skipped": []})
+    );
+    assert!(agent_output(&srv, "agent_message").contains("keep: kept v2"), "{:?}", events(&srv));
+    let puts: Vec<String> =
+        posts(&srv, "PUT", "/v1/runner/files").iter().map(|p| p["path"].as_str().unwrap().to_owned()).collect();
+    assert_eq!(puts, ["notes.md", "late.md"], "the end-of-turn upload sends neither the synced nor the refreshed");
+    assert_eq!(face.files.lock().unwrap()["notes.md"], "agent's notes\n");
+}
+
+#[test]
+fn a_run_job_reports_its_status_and_masked_output_while_the_agent_keeps_running() {
+    let mailbox = Scratch::new("jobs-run-box");
+    let mut face = Face::new(&mailbox);
+    let run1 = r#"echo out; echo err >&2; echo "token $AGENTSKY_SESSION_TOKEN"; case "$PATH" in "$AGENTSKY_SHIM_DIR":*) echo "shims first";; esac; cat input.txt; exit 4"#;
+    face.jobs = vec![
+        ("ready", json!({"job_id": "run1", "kind": "run", "command": run1})),
+        ("ready", json!({"job_id": "run2", "kind": "run", "command": "echo started; sleep 30", "timeout_s": 1})),
+        ("ready", json!({"job_id": "run3", "kind": "run", "command": "touch run3.started; sleep 30"})),
+    ];
+    let (srv, face) = face.serve();
+    let scratch = Scratch::new("jobs-run");
+    let script = format!(
+        "{WAIT_FOR}\necho ready\nwait_for '{box}/run2.done'\necho 'agent still here'\nwait_for run3.started",
+        box = mailbox.0.display()
+    );
+    let r = runner(&srv.url, &scratch, &script);
+    let started = Instant::now();
+    let outcome = r.run_turn(&turn(&srv.url), &mut Vec::new()).unwrap();
+    assert_eq!(outcome, Outcome::Completed);
+    assert!(started.elapsed() < Duration::from_secs(15), "took {:?}", started.elapsed());
+    assert_eq!(
+        face.result("run1"),
+        json!({"exit_code": 4, "timed_out": false,
+            "output": "out\nerr\ntoken sst_SessionT…\nshims first\nfrom the task\n"})
+    );
+    assert_eq!(face.result("run2"), json!({"exit_code": null, "timed_out": true, "output": "started\n"}));
+    // Still going when the agent's command exits: ended, and answered.
+    assert_eq!(
+        face.result("run3"),
+        json!({"exit_code": null, "timed_out": false, "output": "",
+            "error": "ended: the turn or the agent's command ended first"})
+    );
+    assert!(agent_output(&srv, "agent_message").contains("agent still here"));
+    // The results came while the agent's command ran: before the turn's last post.
+    let order: Vec<String> = srv.requests().iter().map(|r| r.url.clone()).collect();
+    let last_result = order.iter().rposition(|u| u == "/v1/runner/jobs/result").unwrap();
+    let done = order.iter().rposition(|u| u == "/v1/runner/events").unwrap();
+    assert!(last_result < done);
+    no_secret_in(&srv.requests());
+}
+
+#[test]
+fn the_goals_criteria_run_after_the_command_and_ride_on_the_final_post() {
+    let mailbox = Scratch::new("criteria-box");
+    let mut face = Face::new(&mailbox);
+    face.criteria = Some(json!({"commands": ["test -f done.txt", "false"]}));
+    let (srv, _face) = face.serve();
+    let scratch = Scratch::new("criteria");
+    let r = runner(&srv.url, &scratch, "touch done.txt; exit 2");
+    let outcome = r.run_turn(&turn(&srv.url), &mut Vec::new()).unwrap();
+    assert!(matches!(outcome, Outcome::Failed(_)), "{outcome:?}");
+    let all = posts(&srv, "POST", "/v1/runner/events");
+    let last = all.last().unwrap();
+    assert_eq!(last["done"], "failed");
+    assert_eq!(
+        last["checks"],
+        json!([
+            {"command": "test -f done.txt", "exit_code": 0, "timed_out": false, "output": ""},
+            {"command": "false", "exit_code": 1, "timed_out": false, "output": ""},
+        ])
+    );
+    assert!(all[..all.len() - 1].iter().all(|p| p.get("checks").is_none()));
+    let notes = agent_output(&srv, "status");
+    assert!(notes.contains("Goal criteria: `test -f done.txt` exited 0; `false` exited 1."), "{notes}");
+    assert!(notes.contains("Uploaded 1 file: done.txt."), "{notes}");
+}
+
+fn on_path(tool: &str) -> bool {
+    std::env::var_os("PATH").is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(tool).is_file()))
+}
+
+/// The processes whose command line names `needle`: `(pid, argv[0])`.
+fn processes_naming(needle: &str) -> Vec<(String, String)> {
+    let mut found = vec![];
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let pid = e.file_name().to_string_lossy().into_owned();
+        if !pid.chars().all(|c| c.is_ascii_digit()) {
+            continue;
+        }
+        let argv = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+        let argv: Vec<String> = argv.split(|b| *b == 0).map(|a| String::from_utf8_lossy(a).into_owned()).collect();
+        if argv.iter().any(|a| a.contains(needle)) {
+            found.push((pid, argv[0].clone()));
+        }
+    }
+    found
+}
+
+#[test]
+fn an_ssh_agent_job_serves_the_key_from_the_turns_own_agent_which_ends_with_the_turn() {
+    if !["ssh-agent", "ssh-add", "ssh-keygen"].iter().all(|t| on_path(t)) {
+        eprintln!("skipped: ssh-agent, ssh-add or ssh-keygen is not on PATH");
+        return;
+    }
+    let keys = Scratch::new("ssh-key");
+    let key = keys.0.join("id");
+    let made = std::process::Command::new("ssh-keygen")
+        .args(["-q", "-t", "ed25519", "-N", "", "-C", "sky-test", "-f"])
+        .arg(&key)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let listed = std::process::Command::new("ssh-keygen").arg("-lf").arg(key.with_extension("pub")).output().unwrap();
+    let fingerprint = String::from_utf8(listed.stdout).unwrap().split_whitespace().nth(1).unwrap().to_owned();
+    let private_key = std::fs::read_to_string(&key).unwrap();
+
+    let mailbox = Scratch::new("ssh-box");
+    let mut face = Face::new(&mailbox);
+    face.jobs = vec![("ready", json!({"job_id": "ssh1", "kind": "ssh_agent", "grant_id": "gr_1", "ttl_s": 60}))];
+    face.ssh_key = Some(private_key.clone());
+    let (srv, face) = face.serve();
+    let scratch = Scratch::new("ssh");
+    let script = format!(
+        "{WAIT_FOR}\necho ready\nwait_for '{box}/ssh1.done'\nSSH_AUTH_SOCK=\"$(cat '{box}/ssh1.done')\" ssh-add -l\nwait_for '{box}/go'",
+        box = mailbox.0.display()
+    );
+    let r = runner(&srv.url, &scratch, &script);
+    let (t, url) = (turn(&srv.url), srv.url.clone());
+    let turn_thread = std::thread::spawn(move || {
+        let _ = url;
+        r.run_turn(&t, &mut Vec::new()).unwrap()
+    });
+
+    let note = mailbox.0.join("ssh1.done");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !note.exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let socket = std::fs::read_to_string(&note).unwrap_or_else(|_| panic!("no result: {:?}", face.result("ssh1")));
+    let socket = std::path::PathBuf::from(socket);
+    assert!(socket.is_absolute() && socket.ends_with("meta/ssh/agent.sock"), "{}", socket.display());
+    assert!(socket.exists());
+    assert_eq!(mode(socket.parent().unwrap()), 0o700);
+    let agents: Vec<String> = processes_naming(&socket.to_string_lossy())
+        .into_iter()
+        .filter(|(_, argv0)| argv0.ends_with("ssh-agent"))
+        .map(|(pid, _)| pid)
+        .collect();
+    assert_eq!(agents.len(), 1, "one ssh-agent for the turn");
+    std::fs::write(mailbox.0.join("go"), "").unwrap();
+    assert_eq!(turn_thread.join().unwrap(), Outcome::Completed);
+
+    assert!(agent_output(&srv, "agent_message").contains(&fingerprint), "{:?}", events(&srv));
+    assert!(!socket.exists() && !socket.parent().unwrap().exists(), "the socket is gone with the turn");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while alive(&agents[0]) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(!alive(&agents[0]), "the turn's ssh-agent outlived it");
+    let asked = posts(&srv, "POST", "/v1/runner/ssh-key");
+    assert_eq!(asked, [json!({"lease_id": "lease_abc", "job_id": "ssh1"})]);
+    let body = private_key.lines().nth(1).unwrap();
+    assert!(srv.requests().iter().all(|r| !r.body.contains(body)), "the key was sent somewhere");
+    assert_eq!(std::fs::read_dir(&scratch.0).unwrap().count(), 0, "the turn's folder is removed");
+}
+
+#[test]
+fn an_ssh_agent_job_whose_key_is_refused_says_so() {
+    if !on_path("ssh-agent") {
+        eprintln!("skipped: ssh-agent is not on PATH");
+        return;
+    }
+    let mailbox = Scratch::new("ssh-refused-box");
+    let mut face = Face::new(&mailbox);
+    face.jobs = vec![("ready", json!({"job_id": "ssh1", "kind": "ssh_agent", "grant_id": "gr_1", "ttl_s": null}))];
+    let (srv, face) = face.serve();
+    let scratch = Scratch::new("ssh-refused");
+    let script = format!("{WAIT_FOR}\necho ready\nwait_for '{box}/ssh1.done'", box = mailbox.0.display());
+    let r = runner(&srv.url, &scratch, &script);
+    assert_eq!(r.run_turn(&turn(&srv.url), &mut Vec::new()).unwrap(), Outcome::Completed);
+    let why = face.result("ssh1")["error"].as_str().unwrap_or_default().to_owned();
+    assert!(why.contains("did not hand out the key") && why.contains("no key for this job"), "{why}");
+}
+
+#[test]
+fn a_stop_heard_on_the_job_channel_ends_the_command() {
+    let mailbox = Scratch::new("jobs-stop-box");
+    let mut face = Face::new(&mailbox);
+    face.stop = true;
+    let (srv, _face) = face.serve();
+    let scratch = Scratch::new("jobs-stop");
+    let mut r = runner(&srv.url, &scratch, "echo started; sleep 30");
+    // Heartbeats alone would not say it in time.
+    r.timing.heartbeat = Duration::from_secs(60);
+    let started = Instant::now();
+    assert_eq!(r.run_turn(&turn(&srv.url), &mut Vec::new()).unwrap(), Outcome::Stopped);
+    assert!(started.elapsed() < Duration::from_secs(10), "took {:?}", started.elapsed());
+    assert!(posts(&srv, "POST", "/v1/runner/events").iter().all(|p| p.get("done").is_none()));
 }
