@@ -16,9 +16,13 @@
 //!    only, no secrets) in the turn's `AGENTSKY_GRANTS_FILE` by the shims and by `sky mcp` (whatever the
 //!    agent's own `request_access` got), and checked with `check_grant`; else opens a request with
 //!    `request_access` (which counts against the session's access bucket and waits up to 5 minutes);
-//! 5. fetches the credential (`get_credential`, recorded in the audit log) and `exec`s the real CLI with
+//! 5. fetches the credential (`get_credential`, recorded in the audit log) and runs the real CLI with
 //!    the credential's variables added to its environment (an `ssh-agent` credential: `SSH_AUTH_SOCK` set
-//!    to its `socketPath`). Nothing is written to disk or printed.
+//!    to its `socketPath`). Nothing is written to disk or printed;
+//! 6. reports how it exited (`POST /v1/session/commands`, to the audit log as `command_ok` or
+//!    `command_failed` with the command line, withheld when it looks like it holds a secret): a `deploy`
+//!    `remember_command` is accepted only after a granted command on its target exited 0. Commands that
+//!    need no grant are `exec`ed as they are.
 //!
 //! **Exit codes** when the real CLI is not run: 77 denied; 75 still pending (run the command again to
 //! keep waiting on the same request); 69 refused otherwise (no such target, several candidates, not
@@ -717,6 +721,37 @@ fn run_real(real: &Path, args: &[String], env: &[(String, String)]) -> i32 {
     }
 }
 
+/// Runs the real CLI with a grant's credential and waits for it: its exit status is reported. A signal
+/// that ends it is reported as 128 + the signal, as shells do.
+fn run_granted(real: &Path, args: &[String], env: &[(String, String)]) -> i32 {
+    let status = std::process::Command::new(real).args(args).envs(env.iter().map(|(k, v)| (k, v))).status();
+    match status {
+        Ok(s) => s.code().unwrap_or_else(|| {
+            #[cfg(unix)]
+            if let Some(sig) = std::os::unix::process::ExitStatusExt::signal(&s) {
+                return 128 + sig;
+            }
+            1
+        }),
+        Err(e) => {
+            say(&format!("cannot run {}: {e}", real.display()));
+            EXIT_NOT_INSTALLED
+        }
+    }
+}
+
+/// Records how a granted command exited, in the audit log. Best effort: a failure is said, not fatal.
+fn report_exit(server: &str, token: &str, grant_id: &str, line: &str, code: i32) {
+    let command: String = line.chars().take(2_000).collect();
+    let body = json!({ "grantId": grant_id, "command": command, "exitCode": code });
+    let api = crate::api::Api::with_timeout(server, std::time::Duration::from_secs(10));
+    match api.post_json("/v1/session/commands", Some(token), &body) {
+        Ok(r) if r.status == 200 => {}
+        Ok(r) => say(&format!("the exit status was not recorded: {}", r.error_message())),
+        Err(e) => say(&format!("the exit status was not recorded: {e}")),
+    }
+}
+
 fn say(line: &str) {
     eprintln!("sky shim: {line}");
 }
@@ -779,7 +814,14 @@ pub fn main(cli: &str, args: &[String]) -> i32 {
         .map_err(|why| (EXIT_REFUSED, why))
         .and_then(|target| obtain(&tools, &targets, target, &scopes, grants_file.as_deref(), &shown));
     match obtained {
-        Ok(env) => run_real(&real, args, &env),
+        Ok((grant_id, env)) => {
+            let code = run_granted(&real, args, &env);
+            let line = crate::runner::show_command(
+                &[cli.to_owned()].into_iter().chain(args.iter().cloned()).collect::<Vec<_>>(),
+            );
+            report_exit(&server, &token, &grant_id, &line, code);
+            code
+        }
         Err((code, why)) => {
             say(&format!("{why}; `{cli}` was not run"));
             code
@@ -833,7 +875,10 @@ pub fn ssh_destination_host(args: &[String]) -> Option<&str> {
     Some(host).filter(|h| !h.is_empty())
 }
 
-/// Finds or asks for a grant on `target`, then fetches its credential: the variables to add.
+/// A live grant's id and the variables its credential adds.
+type Granted = (String, Vec<(String, String)>);
+
+/// Finds or asks for a grant on `target`, then fetches its credential: the grant and the variables to add.
 fn obtain(
     tools: &Tools,
     targets: &[Target],
@@ -841,7 +886,7 @@ fn obtain(
     scopes: &[&str],
     grants_file: Option<&Path>,
     shown: &str,
-) -> Result<Vec<(String, String)>, (i32, String)> {
+) -> Result<Granted, (i32, String)> {
     match target.lock_state.as_str() {
         "unconnected" => {
             return Err((
@@ -926,7 +971,7 @@ fn obtain(
         (EXIT_REFUSED, format!("the credential of {} is neither environment variables nor an ssh-agent", target.show()))
     })?;
     say(&format!("using grant {grant_id} ({scope_list} on {}) for `{shown}`", target.show()));
-    Ok(vars)
+    Ok((grant_id, vars))
 }
 
 /// The variables a credential adds: an `env` credential's own, or an `ssh-agent`'s socket as

@@ -20,6 +20,10 @@ fn session_server(answer: &'static str) -> StandIn {
             return (401, "application/json", json!({"error": {"code": "unauthorized", "message": "no"}}).to_string());
         }
         let msg: Value = serde_json::from_str(&req.body).unwrap();
+        if req.url == "/v1/session/commands" {
+            let recorded = if msg["exitCode"] == 0 { "command_ok" } else { "command_failed" };
+            return (200, "application/json", json!({"recorded": recorded}).to_string());
+        }
         let args = &msg["params"]["arguments"];
         let result = match msg["params"]["name"].as_str().unwrap_or_default() {
             "list_targets" => {
@@ -74,7 +78,7 @@ impl Setup {
         std::fs::create_dir_all(dir.0.join("bin")).unwrap();
         sky::shim::install(Path::new(env!("CARGO_BIN_EXE_sky")), &dir.0.join("shims")).unwrap();
         for (name, script) in [
-            ("vercel", "echo \"vercel ran: $*\"\necho \"VERCEL_TOKEN=${VERCEL_TOKEN:-none} VERCEL_ORG_ID=${VERCEL_ORG_ID:-none}\""),
+            ("vercel", "echo \"vercel ran: $*\"\necho \"VERCEL_TOKEN=${VERCEL_TOKEN:-none} VERCEL_ORG_ID=${VERCEL_ORG_ID:-none}\"\n[ \"$2\" != fail ]"),
             ("ssh", "echo \"ssh ran: $*\"\necho \"SSH_AUTH_SOCK=${SSH_AUTH_SOCK:-none}\""),
         ] {
             let cli = dir.0.join("bin").join(name);
@@ -107,10 +111,20 @@ impl Setup {
 fn tools_called(srv: &StandIn) -> Vec<(String, Value)> {
     srv.requests()
         .iter()
+        .filter(|r| r.url == "/v1/session/mcp")
         .map(|r| {
             let m: Value = serde_json::from_str(&r.body).unwrap();
             (m["params"]["name"].as_str().unwrap_or_default().to_owned(), m["params"]["arguments"].clone())
         })
+        .collect()
+}
+
+/// The exit statuses the shims reported (`POST /v1/session/commands`).
+fn reports(srv: &StandIn) -> Vec<Value> {
+    srv.requests()
+        .iter()
+        .filter(|r| r.url == "/v1/session/commands")
+        .map(|r| serde_json::from_str(&r.body).unwrap())
         .collect()
 }
 
@@ -139,6 +153,10 @@ fn a_granted_command_runs_the_real_cli_with_the_credential_and_the_grant_is_reus
     assert_eq!(called[1].1["reason"], "Run `vercel deploy` (through agentsky's vercel shim).");
     let grants = std::fs::read_to_string(s.dir.0.join("grants.json")).unwrap();
     assert!(grants.contains("\"gr_new\"") && grants.contains("con_web") && !grants.contains("vt-123"), "{grants}");
+    assert_eq!(reports(&srv), [json!({"grantId": "gr_new", "command": "vercel deploy --prod", "exitCode": 0})]);
+    let failed = s.run(Some(&srv.url), "vercel", &["deploy", "fail", "--prod"], &[]);
+    assert_eq!(failed.status.code(), Some(1), "the real CLI's status: {}", text(&failed.stderr));
+    assert_eq!(reports(&srv)[1]["exitCode"], 1, "a failure is reported too");
 
     // Again: the remembered grant is checked and used; no new request.
     let srv2 = session_server("denied");
