@@ -5,6 +5,7 @@
 #   - worker-build (pinned) and wasm-bindgen-cli (= the wasm-bindgen crate in Cargo.lock), by cargo install
 #   - npm ci: wrangler, Node 22, the MCP SDKs and the conformance suite (package-lock.json)
 #   - .venv: the Python MCP client and pytest (requirements-e2e.txt)
+#   - ssh-agent, ssh-add and ssh-keygen (the runner's ssh e2e), from the system's packages when missing
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 cd "$ROOT"
@@ -63,6 +64,19 @@ if [ ! -x "$VENV/bin/python" ] || [ ! -f "$vstamp" ] || [ "$(cat "$vstamp")" != 
   [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
   "$VENV/bin/pip" install --quiet -r requirements-e2e.txt
   echo "$vsum" > "$vstamp"
+fi
+
+# 6. OpenSSH's client tools: the runner loads SSH grants into a per-turn ssh-agent. Installed from the
+#    system's packages when missing and possible; else the ssh e2e checks say SKIP.
+if ! command -v ssh-agent >/dev/null || ! command -v ssh-add >/dev/null || ! command -v ssh-keygen >/dev/null; then
+  if command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
+    log "apt-get install openssh-client"
+    apt-get install -y --no-install-recommends openssh-client >/dev/null 2>&1 \
+      || { apt-get update -qq >/dev/null 2>&1 && apt-get install -y --no-install-recommends openssh-client >/dev/null 2>&1; } \
+      || log "could not install openssh-client: the ssh e2e checks will be skipped"
+  else
+    log "ssh-agent/ssh-add/ssh-keygen missing: install OpenSSH's client for the ssh e2e checks"
+  fi
 fi
 
 log "setup ok: worker-build $(worker-build --version), wasm-bindgen $(wasm_bindgen_cli_version), node $(node --version), wrangler $(wrangler --version 2>/dev/null | tail -1)"

@@ -13,7 +13,13 @@
 #      answer_request and runs with the credential; the next turn reuses the grant; a denied `gh` is not
 #      run (exit 77); a missing real CLI says so (127); the audit log has every credential use; the
 #      sixth shim request in a minute is refused by the access bucket; the credential is in no transcript
-#      or log. (The ssh shim's agent socket needs a server change; it is not tested here.)
+#      or log.
+#   4. The server's jobs in a runner's turn: `land` has the runner upload the agent's work and run the
+#      task's checks in its folder (failing checks refuse, passing ones land into the base); a goal's
+#      command criterion is run by the runner at each turn's end and graded by its exit code; the ssh shim
+#      gets a grant, the runner loads the key into the turn's own ssh-agent, the real ssh (a stand-in that
+#      lists the agent's keys) sees the key through SSH_AUTH_SOCK, the socket is gone when the turn ends,
+#      and the exit status reported by the shim lets remember_command accept a deploy command.
 # Uses the server of tests/e2e/run.sh when AGENTSKY_URL is set, else starts its own. SKY=path skips the
 # build and uses that binary.
 set -euo pipefail
@@ -295,6 +301,132 @@ for s in "$sid" "$(field "$started" 'v["session"]["session_id"]')"; do
   if grep -qF "$VERCEL_SECRET" <<<"$all"; then fail "the credential is in the transcript of $s"; fi
 done
 ok "the credential is in neither the transcripts nor the runner's log"
+
+# ── 4. The server's jobs in a runner's turn: land's checks, goal criteria, the ssh agent ──
+log "runner: land runs the checks on the runner, goal criteria graded there, ssh through the turn's agent"
+# A workspace of its own (a second account), so the shims runner above claims none of these turns.
+acct=$(curl -fsS -X POST "$URL/v1/accounts" -H 'content-type: application/json' \
+  -d "{\"name\":\"Runner Jobs E2E\",\"email\":\"jobs-$email\"}") || fail "POST /v1/accounts"
+KEY=$(field "$acct" 'v["key"]["key"]')
+# The agent: runs its message as a shell line, except a goal's continuation, which it works through in
+# two steps (step1.txt, then done.txt).
+cat >"$work/jobs-agent.sh" <<'SH'
+case "$AGENTSKY_MESSAGE" in
+  "Keep working toward the goal"*)
+    if [ -f step1.txt ]; then echo done > done.txt; echo "second step: done.txt written"
+    else echo one > step1.txt; echo "first step: step1.txt written"; fi ;;
+  *) eval "$AGENTSKY_MESSAGE" ;;
+esac
+SH
+# A session tool through the MCP config the turn was given (`sky mcp`): prints the tool's text result.
+cat >"$work/tool.py" <<'PY'
+import json, os, subprocess, sys
+server = json.load(open(os.environ["AGENTSKY_MCP_CONFIG"]))["mcpServers"]["agentsky"]
+call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": sys.argv[1], "arguments": json.loads(sys.argv[2])}}
+out = subprocess.run([server["command"], *server["args"]], input=json.dumps(call) + "\n", capture_output=True, text=True, timeout=300)
+print(json.loads(out.stdout)["result"]["content"][0]["text"])
+PY
+cat >"$work/land.sh" <<'SH'
+tool() { python3 "$TOOL" "$@"; }
+echo bad > app.txt
+echo "land 1: $(tool land '{"summary":"Add app.txt"}')"
+echo "remember: $(tool remember_command '{"kind":"checks","command":"grep -q good app.txt && echo checks-passed"}')"
+echo "land 2: $(tool land '{"summary":"Add app.txt"}')"
+echo good > app.txt
+echo "land 3: $(tool land '{"summary":"Add app.txt"}')"
+SH
+env -u AGENTSKY_API_KEY HOME="$runner_home" TMPDIR="$work/tmp" PATH="$work/bin:/usr/bin:/bin" \
+  "$SKY" runner --server "$URL" --key "$KEY" --name "e2e jobs" -- sh "$work/jobs-agent.sh" >"$work/jobs.log" 2>&1 &
+runner_pids+=($!)
+disown $!
+jobs_agent=$(curl -fsS -X POST "$URL/v1/agents" -H "Authorization: Bearer $KEY" -H 'content-type: application/json' \
+  -d '{"name":"Jobs","harness":"runner","model":"sh","instructions":"Run the message."}') || fail "POST /v1/agents"
+jobs_agent=$(field "$jobs_agent" 'v["agent_id"]')
+run_turn() { # SESSION MESSAGE KEY -> the turn's texts
+  local sent
+  sent=$(mcp send_message "{\"session_id\":\"$1\",\"message\":$(python3 -c 'import json,sys; print(json.dumps(sys.argv[1]))' "$2"),\"idempotency_key\":\"$3-$$\"}")
+  turn_texts "$1" "$(field "$sent" 'v["cursor"]')" "$(field "$sent" 'v["message_id"]')"
+}
+
+# 4a. land: the first asks for checks; failing checks refuse; passing ones land into the base.
+started=$(mcp start_session "{\"agent_id\":\"$jobs_agent\",\"message\":\"true\",\"idempotency_key\":\"runner-e2e-4a-$$\"}")
+sid=$(field "$started" 'v["session"]["session_id"]')
+task=$(field "$started" 'v["session"]["task_id"]')
+turn_texts "$sid" "$(field "$started" 'v["cursor"]')" "$(field "$started" 'v["message_id"]')" >/dev/null
+curl -fsS -X PUT "$URL/v1/tasks/$task/settings" -H "Authorization: Bearer $KEY" -H 'content-type: application/json' \
+  -d '{"lanes":true}' >/dev/null || fail "PUT /v1/tasks/$task/settings"
+said=$(run_turn "$sid" "TOOL=$work/tool.py sh $work/land.sh" land)
+line() { grep -F "$1" <<<"$said" | head -1; }
+grep -qF '"landed":false' <<<"$(line 'land 1:')" && grep -qF 'remember_command' <<<"$(line 'land 1:')" \
+  && grep -qF '1 file(s) uploaded' <<<"$(line 'land 1:')" || fail "the first land: $said"
+grep -qF '"ok":true' <<<"$(line 'remember:')" || fail "remember_command: $said"
+grep -qF '"landed":false' <<<"$(line 'land 2:')" \
+  && grep -qF 'the checks failed: `grep -q good app.txt && echo checks-passed` exited 1' <<<"$(line 'land 2:')" || fail "failing checks: $said"
+grep -qF '"landed":true' <<<"$(line 'land 3:')" && grep -qF 'passed (exit 0)' <<<"$(line 'land 3:')" || fail "passing checks: $said"
+base=$(mcp read_task_file "{\"task_id\":\"$task\",\"path\":\"app.txt\"}")
+[ "$(field "$base" 'v["content"]')" = good ] || fail "the base's app.txt after landing: $base"
+ok "land collected the runner's work, refused on failing checks (exit 1) and landed once they passed (base has app.txt)"
+
+# 4b. A goal whose criterion is a command: run by the runner at each turn's end.
+started=$(mcp start_session "{\"agent_id\":\"$jobs_agent\",\"message\":\"true\",\"idempotency_key\":\"runner-e2e-4b-$$\"}")
+sid=$(field "$started" 'v["session"]["session_id"]')
+turn_texts "$sid" "$(field "$started" 'v["cursor"]')" "$(field "$started" 'v["message_id"]')" >/dev/null
+mcp set_goal "{\"session_id\":\"$sid\",\"objective\":\"write done.txt\",\"criteria\":[{\"text\":\"done.txt exists\",\"command\":\"test -f done.txt\"}],\"max_iterations\":4,\"idempotency_key\":\"runner-e2e-4b-goal-$$\"}" >/dev/null
+for _ in $(seq 1 120); do
+  goal=$(mcp get_goal "{\"session_id\":\"$sid\"}")
+  [ "$(field "$goal" 'v["goal"]["status"]')" != active ] && break
+  sleep 0.5
+done
+[ "$(field "$goal" 'v["goal"]["status"] + " " + str(v["goal"]["iterations"])')" = "met 2" ] || fail "the goal: $goal"
+[ "$(field "$goal" 'v["goal"]["last_verdicts"][0]["reason"]')" = '`test -f done.txt` exited 0' ] || fail "the verdict: $goal"
+checks=$(mcp read_session "{\"session_id\":\"$sid\",\"limit\":200}")
+first=$(field "$checks" '[e for e in v["events"] if e["type"] == "goal_check"][0]["verdicts"][0]')
+[ "$(field "$first" 'v["met"]')" = false ] && grep -qF 'exited 1' <<<"$first" || fail "the first check: $first"
+ok "a command criterion failed after the first turn (exit 1) and met the goal after the second (exit 0)"
+
+# 4c. ssh through the turn's own ssh-agent.
+if command -v ssh-agent >/dev/null && command -v ssh-add >/dev/null && command -v ssh-keygen >/dev/null; then
+  ssh-keygen -q -t ed25519 -N '' -C agentsky-e2e -f "$work/id_e2e"
+  fingerprint=$(ssh-keygen -lf "$work/id_e2e.pub" | awk '{print $2}')
+  body=$(python3 -c 'import json,sys; print(json.dumps({"name":"web-1","provider":"ssh","env":"prod","credentials":{"ssh_private_key":open(sys.argv[1]).read()}}))' "$work/id_e2e")
+  web1=$(curl -fsS -X POST "$URL/v1/connectors" -H "Authorization: Bearer $KEY" -H 'content-type: application/json' -d "$body") || fail "POST /v1/connectors web-1"
+  web1=$(field "$web1" 'v["connector_id"]')
+  for scope in read write deploy delete; do
+    curl -fsS -X PUT "$URL/v1/policies" -H "Authorization: Bearer $KEY" -H 'content-type: application/json' \
+      -d "{\"connector_id\":\"$web1\",\"scope\":\"$scope\",\"decision\":\"allow\"}" >/dev/null || fail "PUT /v1/policies"
+  done
+  # The stand-in ssh: says what it got and lists the keys of the agent it was given.
+  cat >"$work/bin/ssh" <<SH
+#!/bin/sh
+echo "ssh ran: \$*"
+echo "\$SSH_AUTH_SOCK" > "$work/ssh-sock.txt"
+echo "agent keys: \$(ssh-add -l)"
+SH
+  chmod +x "$work/bin/ssh"
+  started=$(mcp start_session "{\"agent_id\":\"$jobs_agent\",\"message\":\"ssh deploy@web-1 uptime; echo exit=\$?\",\"idempotency_key\":\"runner-e2e-4c-$$\"}")
+  sid=$(field "$started" 'v["session"]["session_id"]')
+  said=$(turn_texts "$sid" "$(field "$started" 'v["cursor"]')" "$(field "$started" 'v["message_id"]')")
+  grep -qF 'ssh ran: deploy@web-1 uptime' <<<"$said" && grep -q 'exit=0' <<<"$said" || fail "ssh through the shim: $said"
+  grep -qF "$fingerprint" <<<"$said" || fail "the turn's agent does not hold the key ($fingerprint): $said"
+  sock=$(cat "$work/ssh-sock.txt")
+  [ -n "$sock" ] || fail "the real ssh got no SSH_AUTH_SOCK"
+  [ ! -e "$sock" ] || fail "the agent socket $sock outlived the turn"
+  if pgrep -f "$sock" >/dev/null; then fail "an ssh-agent for $sock outlived the turn"; fi
+  ok "ssh deploy@web-1: the key was in the turn's ssh-agent ($fingerprint), never a file; its socket is gone after the turn"
+  all=$(mcp read_session "{\"session_id\":\"$sid\",\"limit\":200}")
+  if grep -qF "PRIVATE KEY" <<<"$all" || grep -qF "PRIVATE KEY" "$work/jobs.log"; then fail "the key is in a transcript or the runner's log"; fi
+  audit=$(curl -fsS "$URL/v1/audit" -H "Authorization: Bearer $KEY")
+  actions=$(field "$audit" '" ".join(sorted(set(e["action"] for e in v["entries"] if e["connector_id"] == "'"$web1"'")))')
+  [ "$actions" = "command_ok get_credential ssh_key_loaded" ] || fail "the audit log of web-1: $actions"
+  ok "the audit log has the key loaded into the runner's agent, the credential use and the command's exit 0"
+  curl -fsS -X POST "$URL/v1/sessions/$sid/ask" -H "Authorization: Bearer $KEY" -H 'content-type: application/json' \
+    -d '{"kind":"deploy"}' >/dev/null || fail "POST /v1/sessions/$sid/ask"
+  said=$(run_turn "$sid" "python3 $work/tool.py remember_command '{\"kind\":\"deploy\",\"command\":\"ssh deploy@web-1 ./deploy.sh\",\"targetId\":\"$web1\"}'" deploy)
+  grep -qF '{"ok":true}' <<<"$said" || fail "remember_command deploy after a granted command exited 0: $said"
+  ok "remember_command accepted the deploy command: a granted command on web-1 had exited 0"
+else
+  printf '\033[1;33m  SKIP ssh: ssh-agent, ssh-add or ssh-keygen is not installed (scripts/setup.sh installs them where it can)\033[0m\n' >&2
+fi
 
 log "runner: all checks passed"
 echo "runner: $passed passed, 0 failed"
