@@ -58,7 +58,15 @@ pub trait Clock {
 pub trait Blobs {
     fn put(&self, key: String, bytes: Vec<u8>) -> LocalBoxFuture<'_, Result<(), String>>;
     fn get(&self, key: String) -> LocalBoxFuture<'_, Result<Option<Vec<u8>>, String>>;
+    /// One page (up to 1000) of the keys under `prefix` in key order, and the cursor of the next page
+    /// (`None` at the end).
+    fn list(&self, prefix: String, cursor: Option<String>) -> LocalBoxFuture<'_, Result<BlobPage, String>>;
+    /// Deletes up to 1000 keys.
+    fn delete(&self, keys: Vec<String>) -> LocalBoxFuture<'_, Result<(), String>>;
 }
+
+/// A page of [`Blobs::list`].
+pub type BlobPage = (Vec<String>, Option<String>);
 
 /// One outbound HTTPS POST (a model's API, a remote MCP server).
 #[derive(Debug, Clone)]

@@ -14,6 +14,7 @@
 
 pub mod agent;
 pub mod app;
+pub mod blobs;
 pub mod cx;
 pub mod error;
 pub mod http;

@@ -1,6 +1,6 @@
-//! [`Blobs`] over the R2 binding `FILES`: file bytes by content hash.
+//! [`Blobs`] over the R2 binding `FILES`: bytes by workspace and content hash (see [`crate::blobs`]).
 
-use crate::cx::Blobs;
+use crate::cx::{BlobPage, Blobs};
 use futures::future::LocalBoxFuture;
 use worker::Bucket;
 
@@ -20,6 +20,27 @@ impl Blobs for R2 {
                 Some(body) => body.bytes().await.map(Some).map_err(|e| format!("r2 body: {e}")),
                 None => Ok(Some(Vec::new())),
             }
+        })
+    }
+
+    fn list(&self, prefix: String, cursor: Option<String>) -> LocalBoxFuture<'_, Result<BlobPage, String>> {
+        Box::pin(async move {
+            let mut list = self.0.list().prefix(prefix).limit(1000);
+            if let Some(c) = cursor {
+                list = list.cursor(c);
+            }
+            let page = list.execute().await.map_err(|e| format!("r2 list: {e}"))?;
+            let keys = page.objects().iter().map(|o| o.key()).collect();
+            Ok((keys, page.truncated().then(|| page.cursor()).flatten()))
+        })
+    }
+
+    fn delete(&self, keys: Vec<String>) -> LocalBoxFuture<'_, Result<(), String>> {
+        Box::pin(async move {
+            if keys.is_empty() {
+                return Ok(());
+            }
+            self.0.delete_multiple(keys).await.map_err(|e| format!("r2 delete: {e}"))
         })
     }
 }

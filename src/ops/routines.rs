@@ -207,6 +207,10 @@ pub async fn tick(cx: &Cx<'_>) -> Result<usize, ApiError> {
         cx.env.queue.send(json!({ "fire_id": fire_id })).await.ok();
     }
     store::receipts::purge(cx.db(), now).await.map_err(|e| cx.internal(e))?;
+    // Housekeeping that may fail without stopping the schedule: it is tried again next tick.
+    if let Err(e) = crate::blobs::purge_deleted(cx).await {
+        crate::error::log_line(&format!("cron: purging deleted workspaces' bytes failed ({e}); tried again next tick"));
+    }
     Ok(recorded)
 }
 

@@ -184,7 +184,7 @@ fn not_found_page() -> HttpResponse {
 pub async fn serve_artifact(env: &Env, token: &str) -> HttpResponse {
     let db: &dyn store::Sql = &env.db;
     let Ok(Some(a)) = store::artifacts::by_share(db, &ids::hash_secret(token)).await else { return not_found_page() };
-    match env.blobs.get(format!("blobs/{}", a.sha256)).await {
+    match crate::blobs::get(&*env.blobs, &a.workspace_id, &a.sha256).await {
         Ok(Some(bytes)) => HttpResponse::new(200)
             .with_header("content-type", a.content_type)
             .with_header("content-security-policy", "sandbox")

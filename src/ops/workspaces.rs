@@ -282,7 +282,9 @@ pub async fn delete(cx: &Cx<'_>, p: DeleteWorkspace) -> Result<WorkspaceDeleted,
     for session_id in &all {
         cx.env.sessions.call(session_id, crate::session::SessionCall::Purge).await.ok();
     }
-    let moved = store::workspaces::delete(db, &m.workspace_id, &caller.account_id).await.map_err(|e| cx.internal(e))?;
+    let moved = store::workspaces::delete(db, &m.workspace_id, &caller.account_id, cx.now_ms)
+        .await
+        .map_err(|e| cx.internal(e))?;
     Ok(WorkspaceDeleted {
         workspace: m.slug,
         deleted: true,

@@ -268,7 +268,7 @@ pub struct TraceRow {
     pub format: String,
     pub message_count: i64,
     pub size_bytes: i64,
-    /// Internal: where the parsed messages are (`blobs/<sha256>` in R2).
+    /// Internal: the SHA-256 of the parsed messages, whose bytes are in R2.
     #[serde(skip_serializing, default)]
     pub messages_sha256: String,
     /// When the traced session began, from the log's own timestamps.

@@ -7,6 +7,7 @@
 pub mod accounts;
 pub mod agents;
 pub mod artifacts;
+pub mod blobs;
 pub mod connectors;
 pub mod context;
 pub mod devices;

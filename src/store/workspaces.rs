@@ -127,13 +127,14 @@ const DELETE_RECEIPTS: &str = "DELETE FROM receipt WHERE workspace_id = ?1";
 const DELETE: &str = "DELETE FROM workspace WHERE workspace_id = ?1";
 
 /// Moves the wallet to the owner's personal workspace and deletes the workspace with all it holds, in one
-/// atomic batch. Returns the cents moved.
-pub async fn delete(db: &dyn Sql, workspace_id: &str, owner_account_id: &str) -> DbResult<i64> {
+/// atomic batch (its bytes in R2 are queued for the cron's purge). Returns the cents moved.
+pub async fn delete(db: &dyn Sql, workspace_id: &str, owner_account_id: &str, now_ms: i64) -> DbResult<i64> {
     let moved = balance(db, workspace_id).await?.unwrap_or(0);
     db.batch(vec![
         stmt!(MOVE_CREDIT, workspace_id, owner_account_id),
         stmt!(DELETE_RECEIPTS, workspace_id),
         stmt!(DELETE, workspace_id),
+        super::blobs::queue_purge(workspace_id, now_ms),
     ])
     .await?;
     Ok(moved)

@@ -283,8 +283,39 @@ fn traces_are_uploaded_parsed_searched_and_read() {
     let listed = app.request("GET", "/v1/traces", Some(&ada.key), None).json_body();
     assert_eq!(listed["traces"].as_array().unwrap().len(), 2);
     let id = codex["trace_id"].as_str().unwrap();
+    let blobs_before = app.blobs.0.borrow().len();
     assert_eq!(app.request("DELETE", &format!("/v1/traces/{id}"), Some(&ada.key), None).status, 200);
     assert_eq!(search(&app, &ada, json!({"query": "pg_dump", "scope": "traces"}))["hits"], json!([]));
+    assert_eq!(app.blobs.0.borrow().len(), blobs_before - 1, "a deleted trace's messages are deleted too");
+}
+
+#[test]
+fn a_deleted_traces_bytes_stay_while_a_file_of_its_workspace_has_the_same() {
+    let app = TestApp::new();
+    let ada = app.signup("Ada", "ada@example.com");
+    let trace = app.request("POST", "/v1/traces", Some(&ada.key), Some(json!({"content": CLAUDE_LOG}))).json_body();
+    let (key, bytes) = app.blobs.0.borrow().iter().next().map(|(k, v)| (k.clone(), v.clone())).unwrap();
+    assert!(key.starts_with("w/ws_") && key.ends_with(&hex_sha(&bytes)), "{key}");
+    // The same bytes as a task file of the workspace.
+    let agent =
+        app.request("POST", "/v1/agents", Some(&ada.key), Some(json!({"name": "E", "harness": "echo", "model": "m"})));
+    let s = app.ok(
+        &ada.key,
+        "start_session",
+        json!({"agent_id": agent.json_body()["agent_id"], "message": "hi", "idempotency_key": "s"}),
+    );
+    let text = String::from_utf8(bytes).unwrap();
+    app.ok(&ada.key, "write_task_file", json!({"task_id": s["session"]["task_id"], "path": "m.json", "content": text}));
+    let id = trace["trace_id"].as_str().unwrap();
+    assert_eq!(app.request("DELETE", &format!("/v1/traces/{id}"), Some(&ada.key), None).status, 200);
+    assert!(app.blobs.0.borrow().contains_key(&key), "still the file's bytes");
+    let file = app.ok(&ada.key, "read_task_file", json!({"task_id": s["session"]["task_id"], "path": "m.json"}));
+    assert_eq!(file["content"], text);
+}
+
+fn hex_sha(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    hex::encode(sha2::Sha256::digest(bytes))
 }
 
 #[test]

@@ -2,7 +2,7 @@
 //! that send REST and JSON-RPC requests through `handle()`.
 
 use agentsky::app::{self, RequestMeta};
-use agentsky::cx::{Blobs, Clock, Config, Cx, Env, Limiter, Net, Outbound, Queue, Sessions};
+use agentsky::cx::{BlobPage, Blobs, Clock, Config, Cx, Env, Limiter, Net, Outbound, Queue, Sessions};
 use agentsky::http::{HttpRequest, HttpResponse};
 use agentsky::rules::rate::{Bucket, Decision};
 use agentsky::session::keyed::Keyed;
@@ -283,6 +283,26 @@ impl Blobs for MemoryBlobs {
     fn get(&self, key: String) -> LocalBoxFuture<'_, Result<Option<Vec<u8>>, String>> {
         let found = self.0.borrow().get(&key).cloned();
         Box::pin(async move { Ok(found) })
+    }
+    fn list(&self, prefix: String, cursor: Option<String>) -> LocalBoxFuture<'_, Result<BlobPage, String>> {
+        let mut keys: Vec<String> = self
+            .0
+            .borrow()
+            .keys()
+            .filter(|k| k.starts_with(&prefix) && cursor.as_ref().is_none_or(|c| *k > c))
+            .cloned()
+            .collect();
+        keys.sort();
+        let more = keys.len() > 1000;
+        keys.truncate(1000);
+        let next = more.then(|| keys.last().cloned()).flatten();
+        Box::pin(async move { Ok((keys, next)) })
+    }
+    fn delete(&self, keys: Vec<String>) -> LocalBoxFuture<'_, Result<(), String>> {
+        for k in keys {
+            self.0.borrow_mut().remove(&k);
+        }
+        Box::pin(async { Ok(()) })
     }
 }
 

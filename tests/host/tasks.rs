@@ -308,4 +308,31 @@ fn deleting_a_workspace_leaves_nothing_readable_and_moves_the_credit() {
         401,
         "its locked keys are gone"
     );
+
+    // Its bytes go with the cron; the same text in another workspace is that workspace's own copy.
+    let mine = agent(&app, &ada, json!({"name": "M", "harness": "echo", "model": "m"}));
+    let home = app.ok(&ada.key, "start_session", json!({"agent_id": mine, "message": "hi", "idempotency_key": "s2"}));
+    let home_task = home["session"]["task_id"].clone();
+    app.ok(&ada.key, "write_task_file", json!({"task_id": home_task, "path": "x.md", "content": "x"}));
+    assert_eq!(app.blobs.0.borrow().len(), 2, "one copy per workspace");
+    app.cron();
+    assert_eq!(app.blobs.0.borrow().len(), 1, "acme's bytes are purged");
+    assert_eq!(app.ok(&ada.key, "read_task_file", json!({"task_id": home_task, "path": "x.md"}))["content"], "x");
+    let queued =
+        |app: &TestApp| app.db.0.query_row("SELECT COUNT(*) FROM blob_purge", [], |r| r.get::<_, i64>(0)).unwrap();
+    assert_eq!(queued(&app), 1, "watched for late writes for an hour");
+    app.advance(61 * 60_000);
+    app.cron();
+    assert_eq!(queued(&app), 0);
+}
+
+#[test]
+fn bytes_written_before_the_per_workspace_layout_are_still_read() {
+    let app = TestApp::new();
+    app.blobs.0.borrow_mut().insert("blobs/abc".into(), b"old".to_vec());
+    let got = futures::executor::block_on(agentsky::blobs::get(&app.blobs, "ws_1", "abc")).unwrap();
+    assert_eq!(got.as_deref(), Some(&b"old"[..]));
+    app.blobs.0.borrow_mut().insert("w/ws_1/abc".into(), b"new".to_vec());
+    let got = futures::executor::block_on(agentsky::blobs::get(&app.blobs, "ws_1", "abc")).unwrap();
+    assert_eq!(got.as_deref(), Some(&b"new"[..]));
 }
