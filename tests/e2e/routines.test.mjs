@@ -7,6 +7,8 @@
 // rate limit) and its own workspace.
 import { test, describe, before } from 'node:test';
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { execFileSync } from 'node:child_process';
 import {
   BASE, createAccount, createKey, createWorkspace, createAgent, ok, toolErrorCode, rawMcp, readTurn, readAll,
   ikey, texts,
@@ -19,6 +21,19 @@ async function triggerCron() {
   const res = await fetch(`${BASE}/__scheduled?cron=${encodeURIComponent('* * * * *')}`);
   const text = await res.text();
   assert.equal(res.status, 200, `GET /__scheduled -> ${res.status} ${text}`);
+}
+
+/** The keys of the local R2 bucket (miniflare keeps them in SQLite under the server's state folder). */
+function r2Keys() {
+  const dir = process.env.AGENTSKY_E2E_R2_DIR;
+  assert.ok(dir, 'AGENTSKY_E2E_R2_DIR is set by tests/e2e/run.sh');
+  const py = `import glob, json, sqlite3, sys
+keys = []
+for f in glob.glob(sys.argv[1] + "/miniflare-R2BucketObject/*.sqlite"):
+    if not f.endswith("metadata.sqlite"):
+        keys += [r[0] for r in sqlite3.connect(f).execute("SELECT key FROM _mf_objects")]
+print(json.dumps(keys))`;
+  return JSON.parse(execFileSync('python3', ['-c', py, dir]).toString());
 }
 
 /** The routine as list_routines shows it. */
@@ -219,6 +234,29 @@ describe('routines and goals (wrangler dev --test-scheduled, echo harness)', { c
     // Stopped means stopped: nothing more arrives.
     const after = ok(await mcp.tool('read_session', { session_id: sid, cursor: rest.cursor, wait_seconds: 1 }), 'read after');
     assert.deepEqual(after.events, []);
+  });
+
+  test("the cron purges a deleted workspace's bytes from R2; another workspace's copy stays", async () => {
+    const { mcp, ws, agent } = await setup();
+    const home = await createWorkspace(acct.key);
+    const homeAgent = await createAgent(acct.key, { workspace: home.slug });
+    const content = `bytes to purge ${ikey()}`;
+    const sha = createHash('sha256').update(content).digest('hex');
+    let homeTask;
+    for (const [slug, a] of [[ws.slug, agent], [home.slug, homeAgent]]) {
+      const s = ok(await mcp.tool('start_session', { agent_id: a.agent_id, message: 'hi', idempotency_key: ikey(), workspace: slug }), 'start');
+      ok(await mcp.tool('write_task_file', { task_id: s.session.task_id, path: 'p.txt', content }), 'write');
+      if (slug === home.slug) homeTask = s.session.task_id;
+    }
+    const copies = r2Keys().filter((k) => k.endsWith(`/${sha}`));
+    assert.equal(copies.length, 2, `one copy under each workspace: ${JSON.stringify(copies)}`);
+    assert.ok(copies.every((k) => k.startsWith('w/ws_')), JSON.stringify(copies));
+    ok(await mcp.tool('delete_workspace', { workspace: ws.slug, confirm: ws.slug }), 'delete_workspace');
+    await triggerCron();
+    const left = r2Keys().filter((k) => k.endsWith(`/${sha}`));
+    assert.equal(left.length, 1, `the deleted workspace's copy is gone: ${JSON.stringify(left)}`);
+    const read = ok(await mcp.tool('read_task_file', { task_id: homeTask, path: 'p.txt' }), 'read_task_file');
+    assert.equal(read.content, content);
   });
 
   test('a goal with a low max_iterations stops at the limit', async () => {

@@ -19,6 +19,8 @@ start_server "$state/wrangler" "$state/logs/wrangler-dev.log" --var CONFORMANCE_
   --var "ADMIN_TOKEN:$AGENTSKY_ADMIN_TOKEN" --var "SECRETS_KEY:e2e-secrets-key-not-for-production" \
   --var 'PRICES:{"e2e-priced":[1000000,2000000]}'
 export AGENTSKY_URL="$BASE_URL"
+# Where the local R2 keeps its objects: routines.test.mjs checks the cron's purge there.
+export AGENTSKY_E2E_R2_DIR="$state/wrangler/v3/r2"
 
 failed=()
 step() { # step NAME CMD...: run, time, remember a failure, go on with the next suite
