@@ -8,6 +8,8 @@ use crate::mcp::{self, ServerSpec};
 use crate::rest::{self, Route};
 use crate::rules::ids;
 use crate::tools::OperatorTools;
+use futures::channel::oneshot;
+use futures::future::{select, Either, FutureExt, LocalBoxFuture};
 use serde_json::json;
 
 /// Bodies above this are refused before they are parsed.
@@ -52,6 +54,7 @@ async fn route(env: &Env, req: &HttpRequest, meta: RequestMeta) -> HttpResponse 
         base_url: base_url(env, req),
         client_ip: req.client_ip.clone(),
         admin: false,
+        verdict: None,
     };
     match path {
         "/" | "/v1" | "/v1/health" => {
@@ -65,13 +68,16 @@ async fn route(env: &Env, req: &HttpRequest, meta: RequestMeta) -> HttpResponse 
             if req.method != "POST" {
                 return mcp::serve(&spec(&cx, req), &NoTools, req).await;
             }
-            match authenticate(&cx, req).await {
-                Ok(Auth::Key(caller)) => cx.caller = Some(caller),
-                Ok(Auth::Admin | Auth::None) => return unauthorized(&cx, None),
-                Err(resp) => return resp,
-            }
-            let tools = OperatorTools { cx: &cx };
-            return mcp::serve(&spec(&cx, req), &tools, req).await;
+            return match authenticate(&cx, req) {
+                Ok(Auth::Key(hash)) => {
+                    as_key(cx, &hash, |cx| {
+                        Box::pin(async move { mcp::serve(&spec(cx, req), &OperatorTools { cx }, req).await })
+                    })
+                    .await
+                }
+                Ok(Auth::Admin | Auth::None) => unauthorized(&cx, None),
+                Err(resp) => resp,
+            };
         }
         // The Help Center's own server: help_search and help_get only, no key, 600 calls/min per address.
         "/v1/help/mcp" => {
@@ -136,15 +142,17 @@ async fn route(env: &Env, req: &HttpRequest, meta: RequestMeta) -> HttpResponse 
     }
     match rest::route(&req.method, path) {
         Route::Found(op, params) => {
-            match authenticate(&cx, req).await {
-                Ok(Auth::Key(caller)) => cx.caller = Some(caller),
-                Ok(Auth::Admin) => cx.admin = true,
-                Ok(Auth::None) if op.scope == crate::ops::Scope::Public => {}
-                Ok(Auth::None) => return unauthorized(&cx, None),
-                Err(resp) => return resp,
-            }
             let args = rest::arguments(op, req, params);
-            rest::serve(&cx, op, args).await
+            match authenticate(&cx, req) {
+                Ok(Auth::Key(hash)) => as_key(cx, &hash, |cx| Box::pin(rest::serve(cx, op, args.clone()))).await,
+                Ok(Auth::Admin) => {
+                    cx.admin = true;
+                    rest::serve(&cx, op, args).await
+                }
+                Ok(Auth::None) if op.scope == crate::ops::Scope::Public => rest::serve(&cx, op, args).await,
+                Ok(Auth::None) => unauthorized(&cx, None),
+                Err(resp) => resp,
+            }
         }
         Route::WrongMethod(allowed) => HttpResponse::json(
             405,
@@ -249,11 +257,12 @@ impl mcp::ToolHost for NoTools {
 enum Auth {
     None,
     Admin,
-    Key(Caller),
+    /// An API key, by the hash it is looked up by.
+    Key(String),
 }
 
 /// Reads the bearer: the admin token, an API key, or nothing. A bearer that is neither is a 401.
-async fn authenticate(cx: &Cx<'_>, req: &HttpRequest) -> Result<Auth, HttpResponse> {
+fn authenticate(cx: &Cx<'_>, req: &HttpRequest) -> Result<Auth, HttpResponse> {
     let Some(header) = req.header("authorization") else {
         return Ok(Auth::None);
     };
@@ -269,10 +278,60 @@ async fn authenticate(cx: &Cx<'_>, req: &HttpRequest) -> Result<Auth, HttpRespon
     if !token.starts_with("ast_") || token.len() > 200 {
         return Err(unauthorized(cx, Some("this is not an agentsky API key")));
     }
-    match crate::store::keys::authenticate(cx.db(), &ids::hash_secret(token), cx.now_ms).await {
-        Ok(Some(caller)) => Ok(Auth::Key(caller)),
-        Ok(None) => Err(unauthorized(cx, Some("unknown or revoked API key"))),
-        Err(e) => Err(rest::error_response(&cx.internal(e))),
+    Ok(Auth::Key(ids::hash_secret(token)))
+}
+
+/// Runs `work` as the caller behind a key. Every call looks the key up; a key this Worker resolved
+/// before ([`crate::keycache`]) starts the work at once with the lookup beside it, and the answer waits
+/// for the lookup to agree: a revoked key is refused and a changed caller runs the work again (writes
+/// wait for the lookup before they change anything, see [`crate::ops::invoke`]).
+async fn as_key<'a>(
+    mut cx: Cx<'a>,
+    hash: &str,
+    work: impl for<'c> Fn(&'c Cx<'a>) -> LocalBoxFuture<'c, HttpResponse>,
+) -> HttpResponse {
+    let (db, now) = (cx.db(), cx.now_ms);
+    let lookup = crate::store::keys::authenticate(db, hash, now);
+    let fresh = match crate::keycache::get(hash, now) {
+        None => lookup.await,
+        Some(cached) => {
+            let (tell, told) = oneshot::channel();
+            cx.caller = Some(cached.clone());
+            cx.verdict = Some(told.shared());
+            let agrees = |v: &Result<Option<Caller>, _>| matches!(v, Ok(Some(c)) if *c == cached);
+            let mut running = work(&cx);
+            let verdict = match select(Box::pin(lookup), &mut running).await {
+                Either::Left((v, _)) => {
+                    let _ = tell.send(agrees(&v));
+                    if agrees(&v) {
+                        return running.await;
+                    }
+                    v
+                }
+                Either::Right((resp, pending)) => {
+                    let v = pending.await;
+                    if agrees(&v) {
+                        return resp;
+                    }
+                    v
+                }
+            };
+            drop(running);
+            cx.verdict = None;
+            verdict
+        }
+    };
+    match fresh {
+        Ok(Some(caller)) => {
+            crate::keycache::put(hash, Some(&caller), now);
+            cx.caller = Some(caller);
+            work(&cx).await
+        }
+        Ok(None) => {
+            crate::keycache::put(hash, None, now);
+            unauthorized(&cx, Some("unknown or revoked API key"))
+        }
+        Err(e) => rest::error_response(&cx.internal(e)),
     }
 }
 

@@ -34,12 +34,14 @@ pub struct Config {
 
 /// Counts hits on named rate buckets (the `Limiter` Durable Object in the Worker).
 pub trait Limiter {
-    fn hit(
+    /// Takes up to `want` tokens of `bucket` ([`crate::rules::rate::Bucket::take`]).
+    fn take(
         &self,
         bucket: String,
         limit: u32,
         period_ms: i64,
         now_ms: i64,
+        want: u32,
     ) -> LocalBoxFuture<'_, Result<Decision, String>>;
 }
 
@@ -127,7 +129,7 @@ impl Role {
 }
 
 /// Who is calling: an account through one of its keys.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Caller {
     pub account_id: String,
     pub key_id: String,
@@ -151,7 +153,13 @@ pub struct Cx<'a> {
     pub client_ip: String,
     /// The bearer was the deployment's admin token (lets sign-up through when it is closed).
     pub admin: bool,
+    /// When `caller` came from [`crate::keycache`]: whether the key lookup running beside the work found
+    /// the same caller. Writes wait for it before they change anything.
+    pub verdict: Option<Verdict>,
 }
+
+/// The answer of a key lookup under way: `true` when it agrees with the cached caller.
+pub type Verdict = futures::future::Shared<futures::channel::oneshot::Receiver<bool>>;
 
 impl<'a> Cx<'a> {
     /// A context for work no caller is waiting on: the cron trigger and the queue consumer.
@@ -165,6 +173,7 @@ impl<'a> Cx<'a> {
             base_url: env.config.public_base_url.clone(),
             client_ip: String::new(),
             admin: false,
+            verdict: None,
         }
     }
 

@@ -18,6 +18,7 @@ pub mod blobs;
 pub mod cx;
 pub mod error;
 pub mod http;
+pub mod keycache;
 pub mod mcp;
 pub mod objects;
 pub mod openapi;

@@ -15,6 +15,7 @@ struct Hit {
     limit: u32,
     period_ms: i64,
     now_ms: i64,
+    want: u32,
 }
 
 #[durable_object]
@@ -35,7 +36,7 @@ impl DurableObject for Limiter {
             Some(b) => b,
             None => Bucket { tat_ms: self.state.storage().get::<i64>("tat").await?.unwrap_or(0) },
         };
-        let decision = bucket.hit(hit.now_ms, hit.limit, hit.period_ms);
+        let decision = bucket.take(hit.now_ms, hit.limit, hit.period_ms, hit.want);
         self.bucket.set(Some(bucket));
         if matches!(decision, Decision::Allowed { .. }) {
             self.state.storage().put("tat", bucket.tat_ms).await?;
@@ -48,17 +49,18 @@ impl DurableObject for Limiter {
 pub struct Client(pub ObjectNamespace);
 
 impl LimiterPort for Client {
-    fn hit(
+    fn take(
         &self,
         bucket: String,
         limit: u32,
         period_ms: i64,
         now_ms: i64,
+        want: u32,
     ) -> LocalBoxFuture<'_, std::result::Result<Decision, String>> {
         Box::pin(async move {
             let run = async {
                 let stub = self.0.id_from_name(&bucket)?.get_stub()?;
-                let body = serde_json::to_string(&Hit { limit, period_ms, now_ms })?;
+                let body = serde_json::to_string(&Hit { limit, period_ms, now_ms, want })?;
                 let mut init = RequestInit::new();
                 init.with_method(Method::Post).with_body(Some(body.into()));
                 let req = Request::new_with_init("https://limiter/hit", &init)?;

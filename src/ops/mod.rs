@@ -28,7 +28,7 @@ pub mod workspaces;
 
 use crate::cx::Cx;
 use crate::error::{ApiError, Code};
-use crate::rules::rate::Decision;
+use crate::rules::rate::{self, Decision};
 use crate::store;
 use futures::future::LocalBoxFuture;
 use serde::de::DeserializeOwned;
@@ -699,6 +699,16 @@ pub async fn invoke(cx: &Cx<'_>, op: &Op, args: Value) -> Result<Value, ApiError
         }
         let limit = cx.env.config.rate_limit_per_min;
         let bucket = format!("key:{}", caller.key_id);
+        // A caller from the key cache: a write waits until the key's lookup agrees (a read runs beside
+        // it, and the app answers only once it has agreed).
+        if let (Some(verdict), false) = (&cx.verdict, op.hints.read_only) {
+            if verdict.clone().await != Ok(true) {
+                return Err(ApiError::new(
+                    Code::Unauthorized,
+                    "this key changed while the call started; it was not run",
+                ));
+            }
+        }
         if op.hints.read_only {
             // A read changes nothing, so it runs beside the limiter's round trip; when the key is over its
             // limit the read is dropped at once (even a waiting read_session). One hop less on every read.
@@ -710,10 +720,26 @@ pub async fn invoke(cx: &Cx<'_>, op: &Op, args: Value) -> Result<Value, ApiError
     (op.run)(cx, args).await
 }
 
+thread_local! {
+    /// Tokens this Worker leased from large buckets (see [`crate::rules::rate::Leases`]).
+    static LEASES: std::cell::RefCell<rate::Leases> = std::cell::RefCell::default();
+}
+
 /// Counts one hit on a bucket of `limit` per minute; `rate_limited` with a retry-after when it is full.
+/// Large buckets lease a few tokens per trip to their object, so most hits need no trip at all.
 pub async fn rate_limit(cx: &Cx<'_>, bucket: String, limit: u32) -> Result<(), ApiError> {
-    match cx.env.limiter.hit(bucket, limit, 60_000, cx.now_ms).await.map_err(|e| cx.internal(e))? {
-        Decision::Allowed { .. } => Ok(()),
+    let want = rate::lease_size(limit);
+    if want > 1 && LEASES.with(|l| l.borrow_mut().spend(&bucket, cx.now_ms)) {
+        return Ok(());
+    }
+    let decision = cx.env.limiter.take(bucket.clone(), limit, 60_000, cx.now_ms, want).await;
+    match decision.map_err(|e| cx.internal(e))? {
+        Decision::Allowed { granted, .. } => {
+            if granted > 1 {
+                LEASES.with(|l| l.borrow_mut().keep(&bucket, granted - 1, cx.now_ms));
+            }
+            Ok(())
+        }
         Decision::Limited { retry_after_ms } => Err(ApiError {
             code: Code::RateLimited,
             message: format!(

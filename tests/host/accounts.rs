@@ -386,6 +386,35 @@ fn the_per_key_limit_answers_rate_limited_with_a_retry_after() {
 }
 
 #[test]
+fn a_large_limit_leased_in_batches_still_allows_exactly_the_limit() {
+    let app =
+        TestApp::with_config(agentsky::cx::Config { open_signup: true, rate_limit_per_min: 120, ..Default::default() });
+    let ada = app.signup("Ada", "ada@example.com");
+    let before = app.limiter.1.get();
+    for i in 0..120 {
+        let r = app.call(&ada.key, "list_agents", json!({}));
+        assert_eq!(r["isError"], false, "call {i}: {r}");
+    }
+    let over = app.call(&ada.key, "list_agents", json!({}));
+    assert_eq!(over["structuredContent"]["error"]["code"], "rate_limited");
+    assert_eq!(app.limiter.1.get() - before, 61, "two tokens a trip (120 a minute), and the refused one");
+}
+
+#[test]
+fn a_cached_key_is_checked_on_every_call_and_refused_once_revoked_elsewhere() {
+    let app = TestApp::new();
+    let ada = app.signup("Ada", "ada@example.com");
+    let hash = agentsky::rules::ids::hash_secret(&ada.key);
+    app.ok(&ada.key, "list_workspaces", json!({}));
+    assert!(agentsky::keycache::get(&hash, app.now_ms.get()).is_some(), "the key is cached");
+    // Revoked by another Worker: this one's cache does not know.
+    app.db.0.execute("UPDATE api_key SET revoked_ms = 1", []).unwrap();
+    assert_eq!(app.rpc(&ada.key, "tools/call", json!({"name": "list_workspaces", "arguments": {}})).status, 401);
+    assert_eq!(app.request("GET", "/v1/agents", Some(&ada.key), None).status, 401);
+    assert!(agentsky::keycache::get(&hash, app.now_ms.get()).is_none(), "forgotten");
+}
+
+#[test]
 fn oversized_bodies_are_refused_before_parsing() {
     let app = TestApp::new();
     let resp = app.send(agentsky::http::HttpRequest {

@@ -77,19 +77,21 @@ impl Sql for Sqlite {
     }
 }
 
-/// The limiter's host twin: the same GCRA buckets, in a map.
+/// The limiter's host twin: the same GCRA buckets, in a map; `trips` counts the calls that reached it.
 #[derive(Clone, Default)]
-pub struct MemoryLimiter(Rc<RefCell<HashMap<String, Bucket>>>);
+pub struct MemoryLimiter(Rc<RefCell<HashMap<String, Bucket>>>, pub Rc<Cell<u32>>);
 
 impl Limiter for MemoryLimiter {
-    fn hit(
+    fn take(
         &self,
         bucket: String,
         limit: u32,
         period_ms: i64,
         now_ms: i64,
+        want: u32,
     ) -> LocalBoxFuture<'_, Result<Decision, String>> {
-        let d = self.0.borrow_mut().entry(bucket).or_default().hit(now_ms, limit, period_ms);
+        let d = self.0.borrow_mut().entry(bucket).or_default().take(now_ms, limit, period_ms, want);
+        self.1.set(self.1.get() + 1);
         Box::pin(async move { Ok(d) })
     }
 }
