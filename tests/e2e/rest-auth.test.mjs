@@ -85,6 +85,25 @@ describe('HTTP face', () => {
     assert.equal(after.status, 401, 'a revoked key is refused');
   });
 
+  test('the per-key limit (600 a minute, leased to the Worker in batches) holds, then 429 with Retry-After', async () => {
+    const { key } = await createKey(acct.key, { scopes: ['read'] });
+    const t0 = Date.now();
+    let allowed = 0;
+    let over;
+    while (allowed < 1000) {
+      const r = await rest('GET', '/v1/agents', { key });
+      if (r.status !== 200) { over = r; break; }
+      allowed++;
+    }
+    const seconds = (Date.now() - t0) / 1000;
+    assert.ok(over, 'the limit was reached');
+    assert.equal(over.status, 429, `after ${allowed}: ${over.status} ${JSON.stringify(over.body)}`);
+    assert.equal(over.body.error.code, 'rate_limited');
+    assert.ok(Number(over.headers.get('retry-after')) >= 1, `Retry-After: ${over.headers.get('retry-after')}`);
+    // The burst of 600, plus what refilled meanwhile (10 a second); leasing never serves more.
+    assert.ok(allowed >= 600 && allowed <= 600 + Math.ceil(seconds * 10) + 1, `${allowed} calls allowed in ${seconds} s`);
+  });
+
   test('over REST a read key cannot write (403 insufficient_scope) and a write key can', async () => {
     const a = acct;
     const readKey = await createKey(a.key, { scopes: ['read'] });
