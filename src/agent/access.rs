@@ -318,18 +318,9 @@ pub async fn get_credential(a: &Agent<'_>, p: GetCredential) -> Result<Value, To
             })
         }
     };
-    store::requests::audit(
-        a.cx.db(),
-        &g.workspace_id,
-        Some(&a.me.session_id),
-        Some(&g.grant_id),
-        Some(&g.connector_id),
-        "get_credential",
-        "",
-        a.cx.now_ms,
-    )
-    .await
-    .map_err(|e| a.internal(e))?;
+    store::requests::audit(a.cx.db(), &g, &a.me.session_id, "get_credential", "", a.cx.now_ms)
+        .await
+        .map_err(|e| a.internal(e))?;
     Ok(view)
 }
 
@@ -424,17 +415,8 @@ pub async fn report_command(a: &Agent<'_>, body: &[u8]) -> Result<Value, crate::
     } else {
         format!("exit {}: {}", p.exit_code, p.command)
     };
-    store::requests::audit(
-        a.cx.db(),
-        &g.workspace_id,
-        Some(&a.me.session_id),
-        Some(&g.grant_id),
-        Some(&g.connector_id),
-        action,
-        &detail,
-        a.cx.now_ms,
-    )
-    .await
-    .map_err(|e| a.cx.internal(e))?;
+    store::requests::audit(a.cx.db(), &g, &a.me.session_id, action, &detail, a.cx.now_ms)
+        .await
+        .map_err(|e| a.cx.internal(e))?;
     Ok(json!({ "recorded": action }))
 }

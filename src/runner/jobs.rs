@@ -199,18 +199,10 @@ pub async fn ssh_key(cx: &Cx<'_>, runner: &RunnerRow, req: &HttpRequest) -> Resu
     let Ok(Credential::Ssh { private_key }) = serde_json::from_str(&plain) else {
         return Err(refused("the target's credential is not an SSH key"));
     };
-    store::requests::audit(
-        db,
-        &job.workspace_id,
-        Some(&job.session_id),
-        Some(&grant.grant_id),
-        Some(&grant.connector_id),
-        "ssh_key_loaded",
-        &format!("into the ssh-agent of runner {}", runner.name),
-        cx.now_ms,
-    )
-    .await
-    .map_err(|e| cx.internal(e))?;
+    let detail = format!("into the ssh-agent of runner {}", runner.name);
+    store::requests::audit(db, &grant, &job.session_id, "ssh_key_loaded", &detail, cx.now_ms)
+        .await
+        .map_err(|e| cx.internal(e))?;
     Ok(ok(json!({ "private_key": private_key })))
 }
 

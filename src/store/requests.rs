@@ -172,13 +172,11 @@ pub fn decide_grant(
     stmt!(DECIDE, grant_id, status, persistent, expires_ms, decided_by)
 }
 
-#[allow(clippy::too_many_arguments)]
+/// Records a use of a grant by a session (a credential fetched, a key loaded, a command's exit).
 pub async fn audit(
     db: &dyn Sql,
-    workspace_id: &str,
-    session_id: Option<&str>,
-    grant_id: Option<&str>,
-    connector_id: Option<&str>,
+    grant: &GrantRow,
+    session_id: &str,
     action: &str,
     detail: &str,
     now_ms: i64,
@@ -187,7 +185,10 @@ pub async fn audit(
         "INSERT INTO audit (audit_id, workspace_id, session_id, grant_id, connector_id, action, detail, created_ms)
       VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)";
     let id = crate::rules::ids::new_id("aud");
-    db.all(stmt!(INSERT, id, workspace_id, session_id, grant_id, connector_id, action, detail, now_ms)).await.map(drop)
+    let g = grant;
+    db.all(stmt!(INSERT, id, &g.workspace_id, session_id, &g.grant_id, &g.connector_id, action, detail, now_ms))
+        .await
+        .map(drop)
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]

@@ -2,16 +2,10 @@
 //! operator's side (targets, policies, answer_request).
 
 use crate::support::{Account, TestApp};
-use agentsky::cx::Config;
 use serde_json::{json, Value};
 
 fn app() -> TestApp {
-    TestApp::with_config(Config {
-        open_signup: true,
-        rate_limit_per_min: 600,
-        secrets_key: Some("k".into()),
-        ..Config::default()
-    })
+    TestApp::with_secrets()
 }
 
 /// An account, an echo agent, a session in a new task, and the session's token.

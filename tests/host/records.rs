@@ -2,17 +2,11 @@
 //! `read_session_record`, and the read model behind `read_agent_performance`.
 
 use crate::support::{Account, TestApp};
-use agentsky::cx::Config;
 use agentsky::http::{HttpRequest, HttpResponse};
 use serde_json::{json, Value};
 
 fn app() -> TestApp {
-    TestApp::with_config(Config {
-        open_signup: true,
-        rate_limit_per_min: 600,
-        secrets_key: Some("test-master-key".into()),
-        ..Config::default()
-    })
+    TestApp::with_secrets()
 }
 
 fn agent(app: &TestApp, who: &Account, model: &str) -> String {

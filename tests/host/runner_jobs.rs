@@ -3,30 +3,13 @@
 //! command criteria are graded by the exit codes it reports at the turn's end. The test's "runner" answers
 //! its jobs from a wait hook, as a real one does while the asking call waits.
 
-use crate::support::{Account, HostSessions, TestApp};
-use agentsky::cx::Config;
-use agentsky::http::HttpRequest;
+use crate::support::{runner_request, Account, HostSessions, TestApp};
 use futures::future::LocalBoxFuture;
 use serde_json::{json, Value};
 use std::cell::RefCell;
 use std::rc::Rc;
 
 const SSH_KEY: &str = "-----BEGIN OPENSSH PRIVATE KEY-----\ntest-key-material\n-----END OPENSSH PRIVATE KEY-----\n";
-
-fn runner_request(token: &str, method: &str, path: &str, body: Value) -> HttpRequest {
-    let (path, query) = path.split_once('?').unwrap_or((path, ""));
-    HttpRequest {
-        method: method.into(),
-        path: path.into(),
-        query: query.into(),
-        headers: vec![
-            ("authorization".into(), format!("Bearer {token}")),
-            ("content-type".into(), "application/json".into()),
-        ],
-        body: serde_json::to_vec(&body).unwrap(),
-        ..Default::default()
-    }
-}
 
 /// A runner agent's session in a task with lanes, its turn claimed by a runner.
 struct Claimed {
@@ -96,12 +79,7 @@ fn runner_answers(app: &TestApp, c: &Claimed, work: Worker) -> Rc<RefCell<Vec<Va
 }
 
 fn app() -> TestApp {
-    TestApp::with_config(Config {
-        open_signup: true,
-        rate_limit_per_min: 600,
-        secrets_key: Some("k".into()),
-        ..Config::default()
-    })
+    TestApp::with_secrets()
 }
 
 #[test]

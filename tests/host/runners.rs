@@ -1,23 +1,12 @@
 //! The runner protocol: a runner claims a `runner` agent's turn with a lease, reports its events once
 //! each, and a turn whose runner went quiet is claimed by another.
 
-use crate::support::{Account, TestApp};
-use agentsky::http::{HttpRequest, HttpResponse};
+use crate::support::{runner_request, Account, TestApp};
+use agentsky::http::HttpResponse;
 use serde_json::{json, Value};
 
 fn runner_call(app: &TestApp, token: &str, method: &str, path: &str, body: Value) -> HttpResponse {
-    let (path, query) = path.split_once('?').unwrap_or((path, ""));
-    app.send(HttpRequest {
-        method: method.into(),
-        path: path.into(),
-        query: query.into(),
-        headers: vec![
-            ("authorization".into(), format!("Bearer {token}")),
-            ("content-type".into(), "application/json".into()),
-        ],
-        body: serde_json::to_vec(&body).unwrap(),
-        ..Default::default()
-    })
+    app.send(runner_request(token, method, path, body))
 }
 
 fn setup(app: &TestApp) -> (Account, String, String, Value) {

@@ -236,6 +236,22 @@ impl Sessions for HostSessions {
 
 type Handler = Rc<dyn Fn(&Outbound) -> HttpResponse>;
 
+/// A request of the runner face (`/v1/runner/*`) with a runner token.
+pub fn runner_request(token: &str, method: &str, path: &str, body: Value) -> HttpRequest {
+    let (path, query) = path.split_once('?').unwrap_or((path, ""));
+    HttpRequest {
+        method: method.into(),
+        path: path.into(),
+        query: query.into(),
+        headers: vec![
+            ("authorization".into(), format!("Bearer {token}")),
+            ("content-type".into(), "application/json".into()),
+        ],
+        body: serde_json::to_vec(&body).unwrap(),
+        ..Default::default()
+    }
+}
+
 /// The network's host twin: every POST goes to the test's handler (a scripted model or MCP server).
 #[derive(Clone, Default)]
 pub struct ScriptedNet {
@@ -358,6 +374,16 @@ pub struct Account {
 impl TestApp {
     pub fn new() -> Self {
         Self::with_config(Config { open_signup: true, rate_limit_per_min: 600, ..Config::default() })
+    }
+
+    /// With `SECRETS_KEY` set: workspace secrets and connector credentials can be sealed.
+    pub fn with_secrets() -> Self {
+        Self::with_config(Config {
+            open_signup: true,
+            rate_limit_per_min: 600,
+            secrets_key: Some("test-master-key".into()),
+            ..Config::default()
+        })
     }
 
     pub fn with_config(config: Config) -> Self {
