@@ -245,7 +245,10 @@ pub async fn land(a: &Agent<'_>, p: Land) -> Result<Value, ToolError> {
                     let how = match v["exit_code"].as_i64() {
                         _ if v["timed_out"] == true => format!("timed out after {CHECKS_TIMEOUT_S} s"),
                         Some(code) => format!("exited {code}"),
-                        None => "was killed".into(),
+                        None => match v["error"].as_str() {
+                            Some(why) => format!("did not finish ({why})"),
+                            None => "did not finish".into(),
+                        },
                     };
                     steps.push(format!("checks: `{cmd}` {how}"));
                     let output = v["output"].as_str().unwrap_or_default();
