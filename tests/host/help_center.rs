@@ -112,3 +112,18 @@ fn articles_are_served_as_pages() {
     assert!(index.contains("/help/records-and-performance") && index.contains("/help/zh-records-and-performance"));
     assert_eq!(app.request("GET", "/help/nope", None, None).status, 404);
 }
+
+#[test]
+fn every_link_between_articles_leads_to_an_article_in_the_same_language() {
+    use agentsky::ops::help_center::{find, ARTICLES};
+    for a in ARTICLES {
+        for (i, _) in a.markdown.match_indices("](") {
+            let target: String = a.markdown[i + 2..].chars().take_while(|c| *c != ')').collect();
+            if target.contains("://") || target.starts_with('/') || target.starts_with('#') {
+                continue;
+            }
+            let linked = find(&target).unwrap_or_else(|| panic!("{} links to `{target}`, which is no article", a.slug));
+            assert_eq!(linked.lang, a.lang, "{} links to `{target}` in another language", a.slug);
+        }
+    }
+}
