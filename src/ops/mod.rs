@@ -652,6 +652,20 @@ operations! {
         http: POST "/v1/runners", hints: CREATES, run: runners::register
     }
 
+    /// The workspace's runners: name, when each was last seen, and the session whose turn it runs now.
+    /// Optional `workspace`.
+    list_runners(runners::ListRunners) -> runners::RunnerList {
+        title: "List runners", group: "runners", scope: Read, tool: false,
+        http: GET "/v1/runners", hints: READ_ONLY, run: runners::list
+    }
+
+    /// Revoke a runner: its token is refused from the next call on, and a turn it held goes back to the
+    /// queue for another runner. Owners and admins.
+    revoke_runner(runners::RevokeRunner) -> runners::RunnerRevoked {
+        title: "Revoke a runner", group: "runners", scope: Write, tool: false,
+        http: DELETE "/v1/runners/{runner_id}", hints: DESTROYS, run: runners::revoke
+    }
+
     /// Start a device sign-in (`sky auth login`): returns a `device_code` to poll with, and a `user_code`
     /// and link (`verification_uri_complete`) for the person to approve in a browser. No key needed.
     request_device_code(device::RequestDeviceCode) -> device::DeviceCode {

@@ -35,3 +35,53 @@ pub async fn register(cx: &Cx<'_>, p: RegisterRunner) -> Result<RunnerRegistered
         .map_err(|e| cx.internal(e))?;
     Ok(RunnerRegistered { runner_id, token, workspace: w.slug.clone() })
 }
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ListRunners {
+    /// A workspace slug; the connection's workspace when left out.
+    pub workspace: Option<String>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct RunnerList {
+    pub runners: Vec<store::runners::RunnerInfo>,
+    pub workspace: String,
+}
+
+/// GET /v1/runners
+pub async fn list(cx: &Cx<'_>, p: ListRunners) -> Result<RunnerList, ApiError> {
+    let w = cx.workspace(p.workspace.as_deref())?;
+    let runners = store::runners::list(cx.db(), &w.workspace_id, cx.now_ms).await.map_err(|e| cx.internal(e))?;
+    Ok(RunnerList { runners, workspace: w.slug.clone() })
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RevokeRunner {
+    /// The runner's id (`run_…`), from `GET /v1/runners`.
+    pub runner_id: String,
+    /// A workspace slug; the connection's workspace when left out.
+    pub workspace: Option<String>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct RunnerRevoked {
+    pub runner_id: String,
+    pub revoked: bool,
+}
+
+/// DELETE /v1/runners/{runner_id} — owners and admins. Its token stops working at once; a turn it held
+/// goes back to the queue for another runner, and the agent's session token for that turn dies.
+pub async fn revoke(cx: &Cx<'_>, p: RevokeRunner) -> Result<RunnerRevoked, ApiError> {
+    let w = cx.workspace(p.workspace.as_deref())?;
+    cx.require_role(w, Role::Admin)?;
+    let not_found = || ApiError::not_found(&format!("runner `{}`", p.runner_id));
+    if !ids::is_id(&p.runner_id, "run") {
+        return Err(not_found());
+    }
+    if !store::runners::revoke(cx.db(), &w.workspace_id, &p.runner_id).await.map_err(|e| cx.internal(e))? {
+        return Err(not_found());
+    }
+    Ok(RunnerRevoked { runner_id: p.runner_id, revoked: true })
+}

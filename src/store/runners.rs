@@ -165,3 +165,42 @@ pub async fn serve_key(db: &dyn Sql, job_id: &str, lease_id: &str) -> DbResult<b
       RETURNING job_id";
     Ok(!db.all(stmt!(SERVE, job_id, lease_id)).await?.is_empty())
 }
+
+/// What lists show of a runner: never its token or the token's hash.
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct RunnerInfo {
+    pub runner_id: String,
+    pub name: String,
+    pub created_ms: i64,
+    /// When it last called the server; `null` before its first call.
+    pub last_seen_ms: Option<i64>,
+    /// The session whose turn it holds a live lease on, if any.
+    pub running_session_id: Option<String>,
+}
+
+/// A workspace's runners, most recently seen first.
+pub async fn list(db: &dyn Sql, workspace_id: &str, now_ms: i64) -> DbResult<Vec<RunnerInfo>> {
+    const LIST: &str = "SELECT r.runner_id, r.name, r.created_ms, r.last_seen_ms,
+        (SELECT t.session_id FROM runner_turn t WHERE t.runner_id = r.runner_id AND t.status = 'leased'
+           AND t.lease_expires_ms >= ?2 LIMIT 1) AS running_session_id
+      FROM runner r WHERE r.workspace_id = ?1 ORDER BY COALESCE(r.last_seen_ms, r.created_ms) DESC, r.runner_id
+      LIMIT 500";
+    super::rows(db, stmt!(LIST, workspace_id, now_ms)).await
+}
+
+/// Deletes a runner (its token stops working) and hands the turns it held back to the queue, their
+/// session tokens revoked; `false` when the workspace has no such runner.
+pub async fn revoke(db: &dyn Sql, workspace_id: &str, runner_id: &str) -> DbResult<bool> {
+    const TOKENS: &str = "DELETE FROM session_token WHERE lease_id IN
+      (SELECT lease_id FROM runner_turn WHERE runner_id = ?1 AND workspace_id = ?2 AND status = 'leased')";
+    const RELEASE: &str = "UPDATE runner_turn SET status = 'queued', runner_id = NULL, lease_id = NULL,
+        lease_expires_ms = NULL WHERE runner_id = ?1 AND workspace_id = ?2 AND status = 'leased'";
+    const DELETE: &str = "DELETE FROM runner WHERE runner_id = ?1 AND workspace_id = ?2 RETURNING runner_id";
+    let stmts = vec![
+        stmt!(TOKENS, runner_id, workspace_id),
+        stmt!(RELEASE, runner_id, workspace_id),
+        stmt!(DELETE, runner_id, workspace_id),
+    ];
+    let done = db.batch(stmts).await?;
+    Ok(done.last().is_some_and(|rows| !rows.is_empty()))
+}

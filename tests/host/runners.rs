@@ -151,3 +151,33 @@ fn a_retried_final_post_is_answered_not_refused() {
     assert_eq!(runner_call(&app, &token, "POST", "/v1/runner/events", done.clone()).status, 200);
     assert_eq!(runner_call(&app, &token, "POST", "/v1/runner/events", done).status, 200, "the same final post again");
 }
+
+#[test]
+fn a_revoked_runner_is_refused_and_its_turn_goes_to_another_at_once() {
+    let app = TestApp::new();
+    let (ada, token, _, started) = setup(&app);
+    let second = app.request("POST", "/v1/runners", Some(&ada.key), Some(json!({"name": "server"}))).json_body();
+    let turn = runner_call(&app, &token, "POST", "/v1/runner/claim", json!({})).json_body();
+    let sid = started["session"]["session_id"].as_str().unwrap();
+
+    let listed = app.request("GET", "/v1/runners", Some(&ada.key), None).json_body();
+    let laptop = listed["runners"].as_array().unwrap().iter().find(|r| r["name"] == "laptop").unwrap().clone();
+    assert_eq!(laptop["running_session_id"], sid);
+    assert!(laptop["last_seen_ms"].is_i64());
+    assert!(!listed.to_string().contains("srt_"), "no token in the list");
+    let id = laptop["runner_id"].as_str().unwrap();
+
+    // Only owners and admins revoke; another workspace does not see it.
+    let bo = app.signup("Bo", "bo@example.com");
+    assert_eq!(app.request("DELETE", &format!("/v1/runners/{id}"), Some(&bo.key), None).status, 404);
+    let gone = app.request("DELETE", &format!("/v1/runners/{id}"), Some(&ada.key), None);
+    assert_eq!(gone.json_body(), json!({"runner_id": id, "revoked": true}));
+    assert_eq!(runner_call(&app, &token, "POST", "/v1/runner/claim", json!({})).status, 401);
+    let agent_token = turn["session_token"].as_str().unwrap();
+    let after = app.mcp_post("/v1/session/mcp", Some(agent_token), "203.0.113.7", "tools/list", json!({}));
+    assert_eq!(after.status, 401, "the agent's token for that turn died with it");
+    let again = runner_call(&app, second["token"].as_str().unwrap(), "POST", "/v1/runner/claim", json!({}));
+    assert_eq!(again.status, 200, "claimable at once, not after the lease");
+    assert_eq!(again.json_body()["attempt"], 2);
+    assert_eq!(app.request("DELETE", &format!("/v1/runners/{id}"), Some(&ada.key), None).status, 404);
+}
