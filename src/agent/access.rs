@@ -276,6 +276,8 @@ pub enum Credential {
 
 /// How long `get_credential` waits for the runner to load an SSH key.
 const SSH_AGENT_WAIT_MS: i64 = 60_000;
+/// The longest a turn's ssh-agent holds a granted key.
+const SSH_KEY_HOLD_S: i64 = 600;
 
 /// get_credential
 pub async fn get_credential(a: &Agent<'_>, p: GetCredential) -> Result<Value, ToolError> {
@@ -298,7 +300,10 @@ pub async fn get_credential(a: &Agent<'_>, p: GetCredential) -> Result<Value, To
         }
         // The key goes to the runner's ssh-agent for this turn (never to the agent); the agent gets its socket.
         Credential::Ssh { .. } => {
-            let ttl_s = g.expires_ms.map(|e| ((e - a.cx.now_ms) / 1000).max(1));
+            // The agent holds the key for at most SSH_KEY_HOLD_S (a shim loads it again for each ssh), so a
+            // revoked grant's key does not linger there.
+            let left_s = g.expires_ms.map_or(SSH_KEY_HOLD_S, |e| ((e - a.cx.now_ms) / 1000).max(1));
+            let ttl_s = left_s.min(SSH_KEY_HOLD_S);
             let spec = json!({ "grant_id": g.grant_id, "ttl_s": ttl_s });
             let socket = match jobs::ask(a.cx, &a.me.session_id, "ssh_agent", spec, SSH_AGENT_WAIT_MS).await? {
                 Asked::Done(v) => v["socket_path"].as_str().map(str::to_owned).ok_or_else(|| {

@@ -506,6 +506,20 @@ operations! {
         http: DELETE "/v1/connectors/{connector_id}", hints: DESTROYS, run: connectors::delete
     }
 
+    /// The workspace's grants in force: target, session, scopes, expiry, persistent or not, who decided.
+    /// Optional `workspace`.
+    list_grants(connectors::ListGrants) -> connectors::GrantList {
+        title: "List grants", group: "connectors", scope: Read, tool: false,
+        http: GET "/v1/grants", hints: READ_ONLY, run: connectors::list_grants
+    }
+
+    /// Revoke a grant (an `always` one too): from the next call on its credential is refused and
+    /// `check_grant` answers `denied`. Owners and admins. Recorded in the audit log.
+    revoke_grant(connectors::RevokeGrant) -> connectors::GrantRevoked {
+        title: "Revoke a grant", group: "connectors", scope: Write, tool: false,
+        http: DELETE "/v1/grants/{grant_id}", hints: DESTROYS, run: connectors::revoke_grant
+    }
+
     /// Decide access requests without a person: per target (or workspace-wide) and scope, `ask`, `allow`
     /// or `deny`. Owners and admins.
     set_policy(connectors::SetPolicy) -> store::connectors::PolicyRow {

@@ -161,6 +161,25 @@ pub async fn grants_for_session(db: &dyn Sql, workspace_id: &str, session_id: &s
     rows(db, stmt!(LIST, workspace_id, session_id)).await
 }
 
+/// A workspace's grants in force (active, not expired), newest first.
+pub async fn live_grants(db: &dyn Sql, workspace_id: &str, now_ms: i64) -> DbResult<Vec<GrantRow>> {
+    const LIST: &str =
+        "SELECT grant_id, workspace_id, session_id, task_id, connector_id, scopes, status, persistent, expires_ms,
+        decided_by, request_id, created_ms FROM grant_
+      WHERE workspace_id = ?1 AND status = 'active' AND (expires_ms IS NULL OR expires_ms > ?2)
+      ORDER BY created_ms DESC, grant_id LIMIT 500";
+    rows(db, stmt!(LIST, workspace_id, now_ms)).await
+}
+
+/// Ends an active grant of the workspace; the revoked grant, or `None` when there is no such active one.
+pub async fn revoke_grant(db: &dyn Sql, workspace_id: &str, grant_id: &str) -> DbResult<Option<GrantRow>> {
+    const REVOKE: &str = "UPDATE grant_ SET status = 'revoked'
+      WHERE grant_id = ?1 AND workspace_id = ?2 AND status = 'active'
+      RETURNING grant_id, workspace_id, session_id, task_id, connector_id, scopes, status, persistent, expires_ms,
+        decided_by, request_id, created_ms";
+    first(db, stmt!(REVOKE, grant_id, workspace_id)).await
+}
+
 pub fn decide_grant(
     grant_id: &str,
     status: &str,

@@ -194,6 +194,22 @@ fn an_always_grant_decides_later_requests_as_a_persistent_grant() {
     assert_eq!((reused["status"].as_str(), reused["decidedBy"].as_str()), (Some("active"), Some("persistent-grant")));
     let targets = app.agent_ok(&t2, "list_targets", json!({}));
     assert_eq!(targets[0]["lockState"], "persistent");
+
+    // Revoked by an operator: refused from the next call on, for every session it answered.
+    let listed = app.request("GET", "/v1/grants", Some(&ada.key), None).json_body();
+    let always = listed["grants"].as_array().unwrap().iter().find(|g| g["persistent"] == true).unwrap().clone();
+    assert_eq!(always["grant_id"], pending["grantId"]);
+    let id = always["grant_id"].as_str().unwrap();
+    let bo = app.signup("Bo", "bo@example.com");
+    assert_eq!(app.request("DELETE", &format!("/v1/grants/{id}"), Some(&bo.key), None).status, 404, "not his");
+    let revoked = app.request("DELETE", &format!("/v1/grants/{id}"), Some(&ada.key), None);
+    assert_eq!(revoked.json_body(), json!({"grant_id": id, "revoked": true}));
+    assert_eq!(app.agent_ok(&t2, "check_grant", json!({"grantId": id}))["status"], "denied");
+    assert!(app.agent_err(&t2, "get_credential", json!({"grantId": id})).contains("not active"));
+    assert_eq!(app.agent_ok(&t2, "list_targets", json!({}))[0]["lockState"], "locked");
+    assert_eq!(app.request("DELETE", &format!("/v1/grants/{id}"), Some(&ada.key), None).status, 404, "once");
+    let audit = app.request("GET", "/v1/audit", Some(&ada.key), None).json_body();
+    assert_eq!(audit["entries"][0]["action"], "revoked");
 }
 
 #[test]
