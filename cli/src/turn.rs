@@ -61,6 +61,8 @@
 //!     with `ssh-add [-t <ttl_s>] -`: on its stdin, never on disk or in a log. → `{socket_path}` or
 //!     `{error}`. The agent is ended and its folder removed when the turn ends, however it ends. The ssh
 //!     shim of [`crate::shim`] hands that socket (which `get_credential` answers) to `ssh`.
+//!   - `ssh_forget` (a revoked ssh grant) ends the turn's ssh-agent, and its socket, with every key it
+//!     held; the next `ssh_agent` job starts a new one. → `{ok: true, ended}`.
 //! - **Criteria.** When the command has exited on its own (not after a stop or a lost lease) and the files
 //!   are uploaded, `GET /v1/runner/criteria` (404: none) names the command criteria of the session's
 //!   standing goal. Each runs like a `run` job (600 s), one after another, the lease renewed meanwhile; a
@@ -714,6 +716,9 @@ impl TurnRunner {
             let result = match job.kind.as_str() {
                 "sync" => self.sync(lease, &dir.work, baseline, last_renewal)?,
                 "ssh_agent" => self.ssh_agent_job(lease, &job, dir, jobs)?,
+                // A revoked grant: the agent goes with every key it held (the next ssh loads what is still
+                // granted into a new one).
+                "ssh_forget" => json!({ "ok": true, "ended": jobs.forget_agent() }),
                 "run" => match self.start_run(turn, dir, &job, jobs) {
                     Ok(()) => {
                         jobs.running = Some(job.job_id);

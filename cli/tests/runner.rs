@@ -711,12 +711,18 @@ fn an_ssh_agent_job_serves_the_key_from_the_turns_own_agent_which_ends_with_the_
 
     let mailbox = Scratch::new("ssh-box");
     let mut face = Face::new(&mailbox);
-    face.jobs = vec![("ready", json!({"job_id": "ssh1", "kind": "ssh_agent", "grant_id": "gr_1", "ttl_s": 60}))];
+    face.jobs = vec![
+        ("ready", json!({"job_id": "ssh1", "kind": "ssh_agent", "grant_id": "gr_1", "ttl_s": 60})),
+        ("again", json!({"job_id": "ssh2", "kind": "ssh_agent", "grant_id": "gr_1", "ttl_s": 60})),
+        ("forget", json!({"job_id": "f1", "kind": "ssh_forget", "grant_id": "gr_1"})),
+    ];
     face.ssh_key = Some(private_key.clone());
     let (srv, face) = face.serve();
     let scratch = Scratch::new("ssh");
     let script = format!(
-        "{WAIT_FOR}\necho ready\nwait_for '{box}/ssh1.done'\nSSH_AUTH_SOCK=\"$(cat '{box}/ssh1.done')\" ssh-add -l\nwait_for '{box}/go'",
+        "{WAIT_FOR}\necho ready\nwait_for '{box}/ssh1.done'\nSSH_AUTH_SOCK=\"$(cat '{box}/ssh1.done')\" ssh-add -l\nwait_for '{box}/go'\n\
+         echo again\nwait_for '{box}/ssh2.done'\necho forget\nwait_for '{box}/f1.done'\n\
+         if [ -e \"$(cat '{box}/ssh2.done')\" ]; then echo 'socket kept'; else echo 'socket gone'; fi\nwait_for '{box}/end'",
         box = mailbox.0.display()
     );
     let r = runner(&srv.url, &scratch, &script);
@@ -743,7 +749,22 @@ fn an_ssh_agent_job_serves_the_key_from_the_turns_own_agent_which_ends_with_the_
         .collect();
     assert_eq!(agents.len(), 1, "one ssh-agent for the turn");
     std::fs::write(mailbox.0.join("go"), "").unwrap();
+    // A second key loads into the same agent; a revoked grant (ssh_forget) ends it mid-turn.
+    let forgotten = mailbox.0.join("f1.done");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !forgotten.exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(face.result("ssh2")["socket_path"], socket.to_string_lossy().as_ref(), "the same agent");
+    assert_eq!(face.result("f1"), json!({"ok": true, "ended": true}));
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while alive(&agents[0]) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(!alive(&agents[0]), "the revoked grant's agent still runs");
+    std::fs::write(mailbox.0.join("end"), "").unwrap();
     assert_eq!(turn_thread.join().unwrap(), Outcome::Completed);
+    assert!(agent_output(&srv, "agent_message").contains("socket gone"), "{:?}", events(&srv));
 
     assert!(agent_output(&srv, "agent_message").contains(&fingerprint), "{:?}", events(&srv));
     assert!(!socket.exists() && !socket.parent().unwrap().exists(), "the socket is gone with the turn");
@@ -753,7 +774,10 @@ fn an_ssh_agent_job_serves_the_key_from_the_turns_own_agent_which_ends_with_the_
     }
     assert!(!alive(&agents[0]), "the turn's ssh-agent outlived it");
     let asked = posts(&srv, "POST", "/v1/runner/ssh-key");
-    assert_eq!(asked, [json!({"lease_id": "lease_abc", "job_id": "ssh1"})]);
+    assert_eq!(
+        asked,
+        [json!({"lease_id": "lease_abc", "job_id": "ssh1"}), json!({"lease_id": "lease_abc", "job_id": "ssh2"})]
+    );
     let body = private_key.lines().nth(1).unwrap();
     assert!(srv.requests().iter().all(|r| !r.body.contains(body)), "the key was sent somewhere");
     assert_eq!(std::fs::read_dir(&scratch.0).unwrap().count(), 0, "the turn's folder is removed");

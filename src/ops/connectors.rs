@@ -483,5 +483,13 @@ pub async fn revoke_grant(cx: &Cx<'_>, p: RevokeGrant) -> Result<GrantRevoked, A
     let g = g.ok_or_else(not_found)?;
     let by = format!("by key {}", cx.caller()?.key_id);
     store::requests::audit(db, &g, &g.session_id, "revoked", &by, cx.now_ms).await.map_err(|e| cx.internal(e))?;
+    // An ssh key may sit in the ssh-agent of a runner turn it served: those agents end now.
+    let c = store::connectors::get(db, &g.connector_id).await.map_err(|e| cx.internal(e))?;
+    if c.is_some_and(|c| c.provider == "ssh") {
+        let session = (!g.persistent).then_some(g.session_id.as_str());
+        let leases =
+            store::runners::live_leases(db, &w.workspace_id, session, cx.now_ms).await.map_err(|e| cx.internal(e))?;
+        crate::runner::jobs::tell(cx, &leases, "ssh_forget", json!({ "grant_id": g.grant_id })).await?;
+    }
     Ok(GrantRevoked { grant_id: p.grant_id, revoked: true })
 }

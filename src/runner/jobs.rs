@@ -7,7 +7,8 @@
 //!   the lease's jobs without a result and not in `seen`, waiting (woken, not polled) up to 25 s for one;
 //! - `POST /v1/runner/jobs/result {lease_id, job_id, result}` → the result, written once;
 //! - `POST /v1/runner/ssh-key {lease_id, job_id}` → `{private_key}` of an `ssh_agent` job's live grant,
-//!   handed out once, recorded in the audit log;
+//!   handed out once, recorded in the audit log; an `ssh_forget` job (a revoked ssh grant) ends the
+//!   turn's ssh-agent with every key it held;
 //! - `GET /v1/runner/criteria?lease_id=` → `{commands}`: the standing goal's command criteria, which the
 //!   runner runs at the turn's end and reports with its final events (`checks`).
 //!
@@ -20,7 +21,7 @@ use crate::error::{ApiError, Code};
 use crate::http::{HttpRequest, HttpResponse};
 use crate::rules::{ids, limits, seal};
 use crate::session::{SessionCall, SessionReply};
-use crate::store::{self, runners::RunnerRow};
+use crate::store::{self, runners::RunnerRow, runners::TurnRow};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -88,6 +89,18 @@ pub async fn ask(cx: &Cx<'_>, session_id: &str, kind: &str, spec: Value, wait_ms
         }
     }
     Ok(Asked::NoAnswer(format!("the runner did not answer within {} s", wait_ms / 1000)))
+}
+
+/// Gives a job to the runner of each turn in `leases` without waiting for answers (`ssh_forget`).
+pub async fn tell(cx: &Cx<'_>, leases: &[TurnRow], kind: &str, spec: Value) -> Result<(), ApiError> {
+    for turn in leases {
+        let job_id = ids::new_id("job");
+        store::runners::insert_job(cx.db(), turn, &job_id, kind, &spec.to_string(), cx.now_ms)
+            .await
+            .map_err(|e| cx.internal(e))?;
+        signal(cx, &turn.session_id, poll_key(turn.lease_id.as_deref().unwrap_or_default())).await?;
+    }
+    Ok(())
 }
 
 fn job_view(j: &store::runners::JobRow) -> Value {

@@ -101,6 +101,20 @@ pub async fn finished_under(db: &dyn Sql, lease_id: &str) -> DbResult<bool> {
     Ok(!db.all(stmt!(DONE, lease_id)).await?.is_empty())
 }
 
+/// Every live lease of a workspace's runner turns (or of one session's, with `session_id`).
+pub async fn live_leases(
+    db: &dyn Sql,
+    workspace_id: &str,
+    session_id: Option<&str>,
+    now_ms: i64,
+) -> DbResult<Vec<TurnRow>> {
+    const LIVE: &str =
+        "SELECT session_id, message_id, workspace_id, status, runner_id, lease_id, lease_expires_ms, attempts
+      FROM runner_turn WHERE workspace_id = ?1 AND (?2 IS NULL OR session_id = ?2) AND status = 'leased'
+        AND lease_expires_ms >= ?3 LIMIT 500";
+    super::rows(db, stmt!(LIVE, workspace_id, session_id, now_ms)).await
+}
+
 /// The live lease on a session's running turn, if a runner holds one.
 pub async fn live_lease(db: &dyn Sql, session_id: &str, now_ms: i64) -> DbResult<Option<TurnRow>> {
     const GET: &str =

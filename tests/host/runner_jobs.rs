@@ -206,12 +206,26 @@ fn an_ssh_grant_is_served_as_the_runners_agent_socket_and_its_key_only_to_the_ru
         audit["entries"].as_array().unwrap().iter().map(|e| e["action"].as_str().unwrap()).collect();
     assert!(actions.contains(&"ssh_key_loaded") && actions.contains(&"get_credential"), "{actions:?}");
 
-    // Once the turn is over there is no runner to hold an agent: refused, clearly.
+    // Revoked: the runner is told to end the turn's ssh-agent, and the credential is refused.
     *app.sessions.on_wait.borrow_mut() = None;
+    let id = grant["grantId"].as_str().unwrap();
+    assert_eq!(app.request("DELETE", &format!("/v1/grants/{id}"), Some(&c.ada.key), None).status, 200);
+    let poll = json!({"lease_id": c.lease});
+    let jobs = app.send(runner_request(&c.runner, "POST", "/v1/runner/jobs", poll)).json_body();
+    let kinds: Vec<&str> = jobs["jobs"].as_array().unwrap().iter().map(|j| j["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["ssh_forget"], "{jobs}");
+    assert!(app.agent_err(&c.agent, "get_credential", json!({"grantId": id})).contains("not active"));
+
+    // Once the turn is over there is no runner to hold an agent: refused, clearly.
     let done = json!({"lease_id": c.lease, "events": [], "done": "completed"});
     assert_eq!(app.send(runner_request(&c.runner, "POST", "/v1/runner/events", done)).status, 200);
     let token = app.session_token(&c.ada.key, &c.sid);
-    let err = app.agent_err(&token, "get_credential", json!({"grantId": grant["grantId"]}));
+    let again = app.agent_ok(
+        &token,
+        "request_access",
+        json!({"target": "web-1", "scope": ["read", "write", "deploy", "delete"], "reason": "again"}),
+    );
+    let err = app.agent_err(&token, "get_credential", json!({"grantId": again["grantId"]}));
     assert!(err.contains("no runner is running it now"), "{err}");
 }
 

@@ -80,6 +80,12 @@ impl Jobs {
     pub fn close(&self) {
         self.over.raise();
     }
+
+    /// Ends the turn's ssh-agent and its socket, with every key it held (a revoked grant); `true` when
+    /// there was one.
+    pub fn forget_agent(&mut self) -> bool {
+        self.agent.take().is_some()
+    }
 }
 
 /// Long-polls `/v1/runner/jobs` until `over` is raised, the server has no job channel (404), or the lease
