@@ -302,8 +302,9 @@ async fn as_key<'a>(
             let mut running = work(&cx);
             let verdict = match select(Box::pin(lookup), &mut running).await {
                 Either::Left((v, _)) => {
-                    let _ = tell.send(agrees(&v));
-                    if agrees(&v) {
+                    let agreed = agrees(&v);
+                    let _ = tell.send(agreed);
+                    if agreed {
                         return running.await;
                     }
                     v

@@ -7,7 +7,7 @@ use crate::cx::Caller;
 use std::cell::RefCell;
 use std::collections::HashMap;
 
-/// How long an entry is used without being confirmed by a lookup that agreed.
+/// How long an entry is used from the lookup that made it; past it, a call waits for its lookup again.
 const TTL_MS: i64 = 5 * 60_000;
 /// Entries kept; past it the cache starts over.
 const MAX_ENTRIES: usize = 1_000;

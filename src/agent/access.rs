@@ -305,7 +305,7 @@ pub async fn get_credential(a: &Agent<'_>, p: GetCredential) -> Result<Value, To
             let left_s = g.expires_ms.map_or(SSH_KEY_HOLD_S, |e| ((e - a.cx.now_ms) / 1000).max(1));
             let ttl_s = left_s.min(SSH_KEY_HOLD_S);
             let spec = json!({ "grant_id": g.grant_id, "ttl_s": ttl_s });
-            let socket = match jobs::ask(a.cx, &a.me.session_id, "ssh_agent", spec, SSH_AGENT_WAIT_MS).await? {
+            let socket = match jobs::ask(a.cx, &a.me, "ssh_agent", spec, SSH_AGENT_WAIT_MS).await? {
                 Asked::Done(v) => v["socket_path"].as_str().map(str::to_owned).ok_or_else(|| {
                     let why = v["error"].as_str().unwrap_or("it answered without a socket");
                     ToolError::refused(format!("the runner could not load the SSH key into its ssh-agent: {why}"))

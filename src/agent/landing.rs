@@ -186,7 +186,7 @@ pub async fn land(a: &Agent<'_>, p: Land) -> Result<Value, ToolError> {
     let mut steps = Vec::new();
     // A runner's turn keeps its work in the runner's folder until the turn ends: bring it into the lane now,
     // and the base's newer files into that folder.
-    match jobs::ask(cx, &me.session_id, "sync", json!({}), SYNC_WAIT_MS).await? {
+    match jobs::ask(cx, me, "sync", json!({}), SYNC_WAIT_MS).await? {
         Asked::NoRunner => {}
         Asked::Done(v) if v["ok"] == true => {
             let count = |k: &str| v[k].as_array().map_or(0, Vec::len);
@@ -236,7 +236,7 @@ pub async fn land(a: &Agent<'_>, p: Land) -> Result<Value, ToolError> {
         }
         Some(cmd) => {
             let spec = json!({ "command": cmd, "timeout_s": CHECKS_TIMEOUT_S });
-            match jobs::ask(cx, &me.session_id, "run", spec, (CHECKS_TIMEOUT_S + 30) * 1000).await? {
+            match jobs::ask(cx, me, "run", spec, (CHECKS_TIMEOUT_S + 30) * 1000).await? {
                 Asked::NoRunner => {
                     steps.push(format!("checks: `{cmd}` not run: no runner is running this session to run commands"))
                 }

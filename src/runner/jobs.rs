@@ -21,7 +21,7 @@ use crate::error::{ApiError, Code};
 use crate::http::{HttpRequest, HttpResponse};
 use crate::rules::{ids, limits, seal};
 use crate::session::{SessionCall, SessionReply};
-use crate::store::{self, runners::RunnerRow, runners::TurnRow};
+use crate::store::{self, runners::RunnerRow, runners::TurnRow, sessions::SessionRow};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -59,26 +59,33 @@ async fn signal(cx: &Cx<'_>, session_id: &str, key: String) -> Result<(), ApiErr
     crate::ops::sessions::call(cx, session_id, SessionCall::Signal { key }).await.map(drop)
 }
 
-/// Gives the runner holding `session_id`'s turn a job (`sync`, `run` with `{command, timeout_s}`, or
-/// `ssh_agent` with `{grant_id, ttl_s}`) and waits up to `wait_ms` for its result.
-pub async fn ask(cx: &Cx<'_>, session_id: &str, kind: &str, spec: Value, wait_ms: i64) -> Result<Asked, ApiError> {
-    let db = cx.db();
-    let Some(turn) = store::runners::live_lease(db, session_id, cx.now_ms).await.map_err(|e| cx.internal(e))? else {
-        return Ok(Asked::NoRunner);
-    };
+/// Queues a job for the runner holding `turn` and wakes its poll; the job's id.
+async fn give(cx: &Cx<'_>, turn: &TurnRow, kind: &str, spec: &Value) -> Result<String, ApiError> {
     let job_id = ids::new_id("job");
-    store::runners::insert_job(db, &turn, &job_id, kind, &spec.to_string(), cx.now_ms)
+    store::runners::insert_job(cx.db(), turn, &job_id, kind, &spec.to_string(), cx.now_ms)
         .await
         .map_err(|e| cx.internal(e))?;
+    signal(cx, &turn.session_id, poll_key(turn.lease_id.as_deref().unwrap_or_default())).await?;
+    Ok(job_id)
+}
+
+/// Gives the runner holding `session`'s turn a job (`sync`, `run` with `{command, timeout_s}`, or
+/// `ssh_agent` with `{grant_id, ttl_s}`) and waits up to `wait_ms` for its result.
+pub async fn ask(cx: &Cx<'_>, session: &SessionRow, kind: &str, spec: Value, wait_ms: i64) -> Result<Asked, ApiError> {
+    let db = cx.db();
+    let leases = store::runners::live_leases(db, &session.workspace_id, Some(&session.session_id), cx.now_ms)
+        .await
+        .map_err(|e| cx.internal(e))?;
+    let Some(turn) = leases.into_iter().next() else { return Ok(Asked::NoRunner) };
+    let job_id = give(cx, &turn, kind, &spec).await?;
     let lease = turn.lease_id.clone().unwrap_or_default();
-    signal(cx, session_id, poll_key(&lease)).await?;
     let deadline = cx.clock_now() + wait_ms;
     // In slices no longer than a lease, so a runner that died is noticed once its lease runs out. A wait
     // that was not signaled took its slice, so the slices bound the loop.
     for _ in 0..=wait_ms / LEASE_MS + 1 {
         let left = deadline - cx.clock_now();
         if left > 0 {
-            wait(cx, session_id, wait_key(&job_id), left.min(LEASE_MS)).await?;
+            wait(cx, &session.session_id, wait_key(&job_id), left.min(LEASE_MS)).await?;
         }
         let job = store::runners::job(db, &job_id).await.map_err(|e| cx.internal(e))?;
         if let Some(result) = job.filter(|j| j.status == "done").and_then(|j| j.result) {
@@ -94,11 +101,7 @@ pub async fn ask(cx: &Cx<'_>, session_id: &str, kind: &str, spec: Value, wait_ms
 /// Gives a job to the runner of each turn in `leases` without waiting for answers (`ssh_forget`).
 pub async fn tell(cx: &Cx<'_>, leases: &[TurnRow], kind: &str, spec: Value) -> Result<(), ApiError> {
     for turn in leases {
-        let job_id = ids::new_id("job");
-        store::runners::insert_job(cx.db(), turn, &job_id, kind, &spec.to_string(), cx.now_ms)
-            .await
-            .map_err(|e| cx.internal(e))?;
-        signal(cx, &turn.session_id, poll_key(turn.lease_id.as_deref().unwrap_or_default())).await?;
+        give(cx, turn, kind, &spec).await?;
     }
     Ok(())
 }

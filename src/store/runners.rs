@@ -115,15 +115,6 @@ pub async fn live_leases(
     super::rows(db, stmt!(LIVE, workspace_id, session_id, now_ms)).await
 }
 
-/// The live lease on a session's running turn, if a runner holds one.
-pub async fn live_lease(db: &dyn Sql, session_id: &str, now_ms: i64) -> DbResult<Option<TurnRow>> {
-    const GET: &str =
-        "SELECT session_id, message_id, workspace_id, status, runner_id, lease_id, lease_expires_ms, attempts
-      FROM runner_turn WHERE session_id = ?1 AND status = 'leased' AND lease_expires_ms >= ?2
-      ORDER BY lease_expires_ms DESC LIMIT 1";
-    first(db, stmt!(GET, session_id, now_ms)).await
-}
-
 #[derive(Debug, Clone, Deserialize)]
 pub struct JobRow {
     pub job_id: String,
