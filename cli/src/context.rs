@@ -82,10 +82,7 @@ impl Context {
     /// Is `name` an executable file in one of `PATH`'s folders?
     pub fn on_path(&self, name: &str) -> bool {
         let Some(path) = &self.path else { return false };
-        std::env::split_paths(path).any(|dir| {
-            let exts: &[&str] = if cfg!(windows) { &[".exe", ".cmd", ".bat", ""] } else { &[""] };
-            exts.iter().any(|ext| is_executable(&dir.join(format!("{name}{ext}"))))
-        })
+        std::env::split_paths(path).any(|dir| crate::files::executables(&dir, name).next().is_some())
     }
 
     /// A path as output shows it: `~/…` under the home folder.
@@ -95,15 +92,4 @@ impl Context {
             Err(_) => path.display().to_string(),
         }
     }
-}
-
-#[cfg(unix)]
-fn is_executable(p: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    p.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-}
-
-#[cfg(not(unix))]
-fn is_executable(p: &Path) -> bool {
-    p.is_file()
 }

@@ -683,22 +683,9 @@ pub fn find_real(cli: &str, path: Option<&OsString>, skip: &[PathBuf], me: Optio
         if skip.contains(&canon) {
             return None;
         }
-        let exts: &[&str] = if cfg!(windows) { &[".exe", ".cmd", ".bat", ""] } else { &[""] };
-        exts.iter()
-            .map(|e| dir.join(format!("{cli}{e}")))
-            .find(|candidate| is_executable(candidate) && (me.is_none() || std::fs::canonicalize(candidate).ok() != me))
+        crate::files::executables(&dir, cli)
+            .find(|candidate| me.is_none() || std::fs::canonicalize(candidate).ok() != me)
     })
-}
-
-#[cfg(unix)]
-fn is_executable(p: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    p.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-}
-
-#[cfg(not(unix))]
-fn is_executable(p: &Path) -> bool {
-    p.is_file()
 }
 
 /// Runs `real` with `args` and extra `env`: replaces this process on Unix; returns the exit code.

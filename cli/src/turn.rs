@@ -420,6 +420,19 @@ impl Halt {
     }
 }
 
+/// What an upload wrote (`(path, content)`) and what the server refused (`(path, why)`).
+#[derive(Default)]
+struct Uploaded {
+    written: Vec<(String, String)>,
+    refused: Vec<(String, String)>,
+}
+
+/// Why an upload stopped: the turn is over, or a file could not be written (named).
+enum UploadStop {
+    Halt(Halt),
+    Failed(String, CallError),
+}
+
 /// A failed call: `Err` when it ends the turn (a lost lease, a refused token); else the failure back.
 fn halting(e: CallError) -> std::result::Result<CallError, Halt> {
     match e {
@@ -644,18 +657,16 @@ impl TurnRunner {
         }
 
         // ── Upload what changed. ──
-        let c = changes(&dir.work, &downloaded);
-        let mut uploaded = Vec::new();
-        for (path, content) in &c.upload {
-            if let Err(h) = self.keep_lease(lease, &mut last_renewal) {
-                return h.into_result();
+        let mut c = changes(&dir.work, &downloaded);
+        let sent = match self.upload(lease, std::mem::take(&mut c.upload), &mut last_renewal) {
+            Ok(sent) => sent,
+            Err(UploadStop::Halt(h)) => return h.into_result(),
+            Err(UploadStop::Failed(path, e)) => {
+                return self.gave_up(turn, &mut outbox, e, &format!("uploading {path}"))
             }
-            match self.retrying(|| self.client.put_file(lease, path, content)) {
-                Ok(()) => uploaded.push(path.clone()),
-                Err(CallError::Refused(why)) => notes.push(format!("{path} was not uploaded ({why})")),
-                Err(e) => return self.gave_up(turn, &mut outbox, e, &format!("uploading {path}")),
-            }
-        }
+        };
+        let uploaded: Vec<String> = sent.written.into_iter().map(|(path, _)| path).collect();
+        notes.extend(sent.refused.into_iter().map(|(path, why)| format!("{path} was not uploaded ({why})")));
         let mut summary = Vec::new();
         if !uploaded.is_empty() {
             summary.push(format!("Uploaded {}: {}.", plural(uploaded.len(), "file"), uploaded.join(", ")));
@@ -740,6 +751,26 @@ impl TurnRunner {
             let _ = writeln!(log, "sky runner: the result of job {job_id} was not taken: {e}");
         }
         Ok(())
+    }
+
+    /// Writes `files` into the session's folder in order, renewing the lease as it goes; a file the server
+    /// refuses is set aside with why, and anything else stops it.
+    fn upload(
+        &self,
+        lease: &str,
+        files: Vec<(String, String)>,
+        last_renewal: &mut Instant,
+    ) -> std::result::Result<Uploaded, UploadStop> {
+        let mut sent = Uploaded::default();
+        for (path, content) in files {
+            self.keep_lease(lease, last_renewal).map_err(UploadStop::Halt)?;
+            match self.retrying(|| self.client.put_file(lease, &path, &content)) {
+                Ok(()) => sent.written.push((path, content)),
+                Err(CallError::Refused(why)) => sent.refused.push((path, why)),
+                Err(e) => return Err(UploadStop::Failed(path, e)),
+            }
+        }
+        Ok(sent)
     }
 
     /// Renews the lease when a renewal is due, for the steps that hold up the loop or come after it.

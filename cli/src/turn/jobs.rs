@@ -2,7 +2,7 @@
 //! `ssh_agent` jobs, the turn's own ssh-agent, and the commands of the goal's criteria, which run like
 //! `run` jobs.
 
-use super::{changes, describe_exit, exit_code, halting, safe_relative, Halt, Msg, TurnDir, TurnRunner};
+use super::{changes, describe_exit, exit_code, halting, safe_relative, Halt, Msg, TurnDir, TurnRunner, UploadStop};
 use crate::runner::{CallError, Client, Job, Turn};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, VecDeque};
@@ -378,17 +378,17 @@ impl TurnRunner {
         last_renewal: &mut Instant,
     ) -> Result<Value, Halt> {
         let c = changes(work, baseline);
-        let (mut uploaded, mut skipped) = (Vec::new(), c.skipped);
-        for (path, content) in c.upload {
-            self.keep_lease(lease, last_renewal)?;
-            match self.retrying(|| self.client.put_file(lease, &path, &content)) {
-                Ok(()) => {
-                    uploaded.push(path.clone());
-                    baseline.insert(path, content);
-                }
-                Err(CallError::Refused(why)) => skipped.push(format!("{path} (not uploaded: {why})")),
-                Err(e) => return sync_failed(e, &format!("uploading {path}")),
-            }
+        let sent = match self.upload(lease, c.upload, last_renewal) {
+            Ok(sent) => sent,
+            Err(UploadStop::Halt(h)) => return Err(h),
+            Err(UploadStop::Failed(path, e)) => return sync_failed(e, &format!("uploading {path}")),
+        };
+        let mut skipped = c.skipped;
+        skipped.extend(sent.refused.into_iter().map(|(path, why)| format!("{path} (not uploaded: {why})")));
+        let mut uploaded = Vec::new();
+        for (path, content) in sent.written {
+            uploaded.push(path.clone());
+            baseline.insert(path, content);
         }
         let server = match self.retrying(|| self.client.files(lease)) {
             Ok(files) => files,
