@@ -36,17 +36,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-if [ -z "${AGENTSKY_URL:-}" ]; then
-  source "$ROOT/scripts/server.sh"
-  start_server "$ROOT/tests/e2e/.state/runner-wrangler" "$ROOT/tests/e2e/.state/logs/runner-wrangler-dev.log"
-  trap cleanup EXIT
-  AGENTSKY_URL=$BASE_URL
-fi
-URL=${AGENTSKY_URL%/}
-
-passed=0
-ok() { passed=$((passed + 1)); printf '  ok   %s\n' "$*" >&2; }
-fail() { printf '\033[1;31m  FAIL %s\033[0m\n' "$*" >&2; exit 1; }
+source "$ROOT/tests/e2e/lib.sh"
+e2e_server runner
 
 if [ -z "${SKY:-}" ]; then
   log "runner: cargo build -p sky --release"
