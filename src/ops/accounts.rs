@@ -86,12 +86,7 @@ pub async fn create(cx: &Cx<'_>, p: CreateAccount) -> Result<AccountCreated, Api
     let workspace_id = ids::new_id("ws");
     let base = slug::slugify(&p.name);
     for attempt in 0..6 {
-        // A taken slug gets a short random suffix; the unique index decides, not a prior read.
-        let slug = if attempt == 0 {
-            base.clone()
-        } else {
-            format!("{}-{}", base.chars().take(33).collect::<String>(), &ids::new_id("x")[2..8])
-        };
+        let slug = slug::attempt(&base, attempt);
         let minted = mint();
         let key = NewKey {
             key_id: &minted.key_id,

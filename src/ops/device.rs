@@ -332,13 +332,8 @@ async fn create_and_approve(cx: &Cx<'_>, hash: &str, form: &Form) -> Result<Stri
     let workspace_id = ids::new_id("ws");
     let base = slug::slugify(&name);
     for attempt in 0..6 {
-        // As in `POST /v1/accounts`: a taken slug gets a short random suffix; the unique index decides.
-        let slug = if attempt == 0 {
-            base.clone()
-        } else {
-            format!("{}-{}", base.chars().take(33).collect::<String>(), &ids::new_id("x")[2..8])
-        };
-        let account = devices::NewAccount {
+        let slug = slug::attempt(&base, attempt);
+        let account = store::accounts::NewAccount {
             account_id: &account_id,
             name: &name,
             email: &email,

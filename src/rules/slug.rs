@@ -24,6 +24,16 @@ pub fn slugify(name: &str) -> String {
     }
 }
 
+/// The slug to try for a new personal workspace: `base` first, then (when that was taken) `base` cut to 33
+/// characters with a short random suffix. The unique index decides, not a prior read.
+pub fn attempt(base: &str, attempt: u32) -> String {
+    if attempt == 0 {
+        base.to_owned()
+    } else {
+        format!("{}-{}", base.chars().take(33).collect::<String>(), &crate::rules::ids::new_id("x")[2..8])
+    }
+}
+
 /// Checks a slug or handle given by a caller; `field` names it in the error.
 pub fn validate(field: &str, s: &str) -> Result<(), ApiError> {
     let ok = (2..=40).contains(&s.len())

@@ -2,7 +2,7 @@
 //! collected once as a new API key. Every transition is one conditional statement or one atomic batch,
 //! so a code is approved at most once and its key minted at most once, however polls and clicks race.
 
-use super::{first, workspaces, DbResult, Sql};
+use super::{accounts::NewAccount, first, workspaces, DbResult, Sql};
 use crate::stmt;
 use serde::Deserialize;
 
@@ -96,16 +96,6 @@ pub async fn deny(db: &dyn Sql, user_code_hash: &str, now_ms: i64) -> DbResult<O
 const INSERT_ACCOUNT_IF_PENDING: &str = "INSERT INTO account (account_id, name, email, created_ms)
   SELECT ?1, ?2, ?3, ?4 WHERE EXISTS
     (SELECT 1 FROM device_code WHERE user_code_hash = ?5 AND status = 'pending' AND expires_ms > ?4)";
-
-/// A new account made on the approval page.
-pub struct NewAccount<'a> {
-    pub account_id: &'a str,
-    pub name: &'a str,
-    pub email: &'a str,
-    pub workspace_id: &'a str,
-    pub slug: &'a str,
-    pub now_ms: i64,
-}
 
 /// Creates the account and its personal workspace and approves the code for it (read and write, not
 /// locked), all or nothing. Fails with a unique violation on `account.email` or `workspace.slug`, and
