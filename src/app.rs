@@ -63,7 +63,10 @@ async fn route(env: &Env, req: &HttpRequest, meta: RequestMeta) -> HttpResponse 
                 &json!({ "ok": true, "name": "agentsky", "version": env!("CARGO_PKG_VERSION") }),
             )
         }
-        "/v1/openapi.json" => return HttpResponse::json(200, &crate::openapi::document(&cx.base_url)),
+        "/v1/openapi.json" => {
+            let server = if cx.base_url.is_empty() { "/" } else { cx.base_url.as_str() };
+            return HttpResponse::json(200, &crate::openapi::document(server));
+        }
         "/v1/mcp" => {
             if req.method != "POST" {
                 return mcp::serve(&spec(&cx, req), &NoTools, req).await;
@@ -172,7 +175,9 @@ async fn route(env: &Env, req: &HttpRequest, meta: RequestMeta) -> HttpResponse 
 /// The MCP server's identity and which browser origins may call it.
 fn spec(cx: &Cx<'_>, req: &HttpRequest) -> ServerSpec {
     let mut allowed_origins = cx.env.config.allowed_origins.clone();
-    allowed_origins.push(cx.base_url.clone());
+    if !cx.base_url.is_empty() {
+        allowed_origins.push(cx.base_url.clone());
+    }
     if let Some(host) = req.header("host").filter(|h| is_loopback_host(h)) {
         let port =
             host.rsplit_once(':').map(|(_, p)| format!(":{p}")).filter(|_| !host.ends_with(']')).unwrap_or_default();
@@ -195,14 +200,18 @@ fn is_loopback_host(host: &str) -> bool {
     matches!(name, "localhost" | "127.0.0.1" | "[::1]")
 }
 
-/// `PUBLIC_BASE_URL`, or the request's own origin (plain http only on loopback).
+/// Where links point: `PUBLIC_BASE_URL`, else (local development) the loopback address the request
+/// came to. Never a name from the request's `Host` otherwise: anyone can send `Host: evil.example`, and a
+/// share or sign-in link on that host would hand its token to them. Empty means links cannot be made
+/// ([`Cx::link_base`] says why).
 fn base_url(env: &Env, req: &HttpRequest) -> String {
     if !env.config.public_base_url.is_empty() {
         return env.config.public_base_url.trim_end_matches('/').to_owned();
     }
-    let host = req.header("host").unwrap_or("localhost");
-    let scheme = if is_loopback_host(host) { "http" } else { "https" };
-    format!("{scheme}://{host}")
+    match req.header("host").filter(|h| is_loopback_host(h)) {
+        Some(host) => format!("http://{host}"),
+        None => String::new(),
+    }
 }
 
 /// The session server's identity: the same transport, its own instructions.

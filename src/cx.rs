@@ -147,7 +147,8 @@ pub struct Cx<'a> {
     pub caller: Option<Caller>,
     /// The connection's default workspace (`x-universe` header), if it named one.
     pub universe: Option<String>,
-    /// The origin links are built from (`PUBLIC_BASE_URL`, or the request's).
+    /// The origin links are built from (`PUBLIC_BASE_URL`, or the loopback address under local
+    /// development); empty when neither is known. Links with a token go through [`Cx::link_base`].
     pub base_url: String,
     /// The caller's address, for per-address limits.
     pub client_ip: String,
@@ -189,6 +190,18 @@ impl<'a> Cx<'a> {
     /// The authenticated caller; operations with a scope never run without one.
     pub fn caller(&self) -> Result<&Caller, ApiError> {
         self.caller.as_ref().ok_or_else(|| ApiError::new(Code::Unauthorized, "an API key is required"))
+    }
+
+    /// The origin of a link this call hands out. Without `PUBLIC_BASE_URL` a deployment serving a public
+    /// name makes no links at all rather than trusting the request's `Host` header.
+    pub fn link_base(&self) -> Result<&str, ApiError> {
+        if self.base_url.is_empty() {
+            return Err(ApiError::new(
+                Code::NotImplemented,
+                "this deployment cannot make links: its PUBLIC_BASE_URL is not set (the operator sets it in wrangler.toml)",
+            ));
+        }
+        Ok(&self.base_url)
     }
 
     /// An internal failure with this request's id (the cause goes to the log only).

@@ -53,6 +53,19 @@ impl HttpResponse {
         Self::new(status).with_header("content-type", content_type).with_body(body.into())
     }
 
+    /// Anything a person's browser shows (help, share links, artifacts, the device page, the console),
+    /// with one rule for its safety headers: never framed, never cached (a link turned off stops
+    /// rendering at once), no referrer (tokens live in these URLs), no sniffing. `csp` is the page's own
+    /// policy; `frame-ancestors 'none'` is added to it.
+    pub fn page(status: u16, content_type: &str, csp: &str, body: impl Into<Vec<u8>>) -> Self {
+        Self::text(status, content_type, body)
+            .with_header("content-security-policy", format!("{csp}; frame-ancestors 'none'"))
+            .with_header("x-frame-options", "DENY")
+            .with_header("x-content-type-options", "nosniff")
+            .with_header("referrer-policy", "no-referrer")
+            .with_header("cache-control", "no-store")
+    }
+
     pub fn with_header(mut self, name: &str, value: impl Into<String>) -> Self {
         self.headers.push((name.to_ascii_lowercase(), value.into()));
         self

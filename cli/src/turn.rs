@@ -258,19 +258,11 @@ impl Outbox {
     }
 }
 
-/// A relative path from the server that is safe to create under the working folder.
+/// A relative path from the server that is safe to create under the working folder: only what the
+/// server's own rule gives out ([`agentsky_wire::paths`]), so a compromised or buggy server cannot make a
+/// runner write outside the folder or create a name Windows or macOS would read differently.
 pub fn safe_relative(path: &str) -> Option<PathBuf> {
-    if path.is_empty() || path.starts_with('/') || path.contains('\\') || path.contains('\0') || path.contains(':') {
-        return None;
-    }
-    let mut out = PathBuf::new();
-    for part in path.split('/') {
-        if part.is_empty() || part == "." || part == ".." {
-            return None;
-        }
-        out.push(part);
-    }
-    Some(out)
+    agentsky_wire::paths::is_normal(path).then(|| path.split('/').collect())
 }
 
 /// What the command left in the folder, against what was downloaded.
@@ -313,6 +305,16 @@ fn scan(dir: &Path, prefix: &str, found: &mut BTreeMap<String, Option<String>>, 
         let name = e.file_name().to_string_lossy().into_owned();
         let rel = if prefix.is_empty() { name.clone() } else { format!("{prefix}/{name}") };
         let Ok(meta) = std::fs::symlink_metadata(e.path()) else { continue };
+        // A file is uploaded under the name the server would give it (NFC, as macOS spells it NFD); a
+        // name the server refuses is skipped with the reason.
+        let rel = match (meta.is_file(), agentsky_wire::paths::normalize(&rel)) {
+            (true, Err(why)) => {
+                skipped.push(format!("{rel} (its path {})", why.0));
+                continue;
+            }
+            (true, Ok(normal)) => normal,
+            (false, _) => rel,
+        };
         if meta.file_type().is_symlink() {
             skipped.push(format!("{rel} (a symlink)"));
         } else if meta.is_dir() {
@@ -1158,7 +1160,7 @@ mod tests {
     #[test]
     fn only_safe_relative_paths_are_created() {
         assert_eq!(safe_relative("notes/plan.md"), Some(PathBuf::from("notes").join("plan.md")));
-        for bad in ["", "/etc/passwd", "../x", "a/../../x", "a\\b", "a//b", "./a", "C:/x", "a\0b", "dir/"] {
+        for bad in ["", "/etc/passwd", "../x", "a/../../x", "a\\b", "a//b", "./a", "C:/x", "a\0b", "dir/", "c:x/y"] {
             assert_eq!(safe_relative(bad), None, "{bad:?}");
         }
     }
@@ -1192,6 +1194,22 @@ mod tests {
         #[cfg(unix)]
         assert!(skipped.contains("link.md (a symlink)"), "{skipped}");
         assert!(!skipped.contains(".git") && !skipped.contains("node_modules"), "{skipped}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn files_go_up_under_the_servers_spelling_and_unsafe_names_are_skipped() {
+        let dir = std::env::temp_dir().join(format!("sky-turn-names-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("cafe\u{0301}.md"), "nfd").unwrap(); // as macOS spells it
+        std::fs::write(dir.join("invoice\u{202E}dm.txt"), "bidi").unwrap();
+        std::fs::write(dir.join("nul.txt"), "device").unwrap();
+        let c = changes(&dir, &BTreeMap::new());
+        let paths: Vec<&str> = c.upload.iter().map(|(p, _)| p.as_str()).collect();
+        assert_eq!(paths, ["caf\u{e9}.md"]);
+        let skipped = c.skipped.join(", ");
+        assert!(skipped.contains("invisible characters") && skipped.contains("device name"), "{skipped}");
         let _ = std::fs::remove_dir_all(&dir);
     }
 

@@ -327,7 +327,7 @@ pub async fn issue_token(cx: &Cx<'_>, p: IssueSessionToken) -> Result<SessionTok
     )
     .await
     .map_err(|e| cx.internal(e))?;
-    Ok(SessionToken { session_id: row.session_id, token, server_url: format!("{}/v1/session/mcp", cx.base_url) })
+    Ok(SessionToken { session_id: row.session_id, token, server_url: format!("{}/v1/session/mcp", cx.link_base()?) })
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

@@ -114,6 +114,7 @@ fn user_code_hash(code: &str) -> String {
 pub async fn request_code(cx: &Cx<'_>, p: RequestDeviceCode) -> Result<DeviceCode, ApiError> {
     crate::ops::rate_limit(cx, format!("device-code:{}", cx.client_ip), CODES_PER_MIN).await?;
     limits::text("device_name", &p.device_name, 1, 100)?;
+    let page = format!("{}/device", cx.link_base()?);
     let device_code = ids::new_secret("skydc_");
     for _ in 0..5 {
         let user_code = new_user_code();
@@ -129,11 +130,10 @@ pub async fn request_code(cx: &Cx<'_>, p: RequestDeviceCode) -> Result<DeviceCod
         match devices::create(cx.db(), &row, cx.now_ms - 86_400_000).await {
             Ok(()) => {
                 let shown = display_user_code(&user_code);
-                let page = format!("{}/device", cx.base_url);
                 return Ok(DeviceCode {
                     device_code,
                     verification_uri_complete: format!("{page}?code={shown}"),
-                    verification_uri: page,
+                    verification_uri: page.clone(),
                     user_code: shown,
                     expires_in: EXPIRES_MS / 1000,
                     interval: INTERVAL_MS / 1000,
@@ -460,15 +460,12 @@ box-sizing:border-box}}button{{font:inherit;padding:.3rem 1rem;margin-top:.4rem}
 </head><body><h1>{title}</h1>{body}</body></html>",
         title = escape(title),
     );
-    HttpResponse::text(status, "text/html; charset=utf-8", page)
-        .with_header(
-            "content-security-policy",
-            "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'",
-        )
-        .with_header("x-frame-options", "DENY")
-        .with_header("x-content-type-options", "nosniff")
-        .with_header("referrer-policy", "no-referrer")
-        .with_header("cache-control", "no-store")
+    HttpResponse::page(
+        status,
+        "text/html; charset=utf-8",
+        "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'",
+        page,
+    )
 }
 
 #[cfg(test)]

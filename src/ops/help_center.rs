@@ -340,10 +340,7 @@ fn page(status: u16, lang: &str, title: &str, nav: &str, body: &str) -> HttpResp
 <title>{} · agentsky help</title><style>{STYLE}</style></head><body><nav>{nav}</nav>{body}</body></html>",
         markdown::escape(title)
     );
-    HttpResponse::text(status, "text/html; charset=utf-8", html)
-        .with_header("content-security-policy", "default-src 'none'; style-src 'unsafe-inline'")
-        .with_header("x-content-type-options", "nosniff")
-        .with_header("cache-control", "public, max-age=300")
+    HttpResponse::page(status, "text/html; charset=utf-8", "default-src 'none'; style-src 'unsafe-inline'", html)
 }
 
 /// `GET /help` (every article) and `GET /help/<slug>` (one, as a page).

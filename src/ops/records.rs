@@ -360,7 +360,7 @@ pub async fn create_webhook(cx: &Cx<'_>, p: CreateRecordWebhook) -> Result<Recor
         .map_err(|e| cx.internal(e))?;
     Ok(RecordWebhook {
         workspace: w.slug.clone(),
-        url: format!("{}/v1/webhooks/records/{}", cx.base_url, w.workspace_id),
+        url: format!("{}/v1/webhooks/records/{}", cx.link_base()?, w.workspace_id),
         secret,
         events: vec![
             "GitHub pull_request closed and merged → pr_merged; reopened → reopened (the session id `ses_…` in the \

@@ -129,7 +129,7 @@ pub async fn share(cx: &Cx<'_>, p: ShareArtifact) -> Result<ArtifactShared, ApiE
     let (url, hash) = match p.enabled.unwrap_or(true) {
         true => {
             let (token, hash) = new_link();
-            (Some(format!("{}/a/{token}", cx.base_url)), Some(hash))
+            (Some(format!("{}/a/{token}", cx.link_base()?)), Some(hash))
         }
         false => (None, None),
     };
@@ -165,7 +165,7 @@ pub async fn share_session(cx: &Cx<'_>, p: ShareSession) -> Result<SessionShared
     let (url, hash) = match p.enabled.unwrap_or(true) {
         true => {
             let (token, hash) = new_link();
-            (Some(format!("{}/s/{token}", cx.base_url)), Some(hash))
+            (Some(format!("{}/s/{token}", cx.link_base()?)), Some(hash))
         }
         false => (None, None),
     };
@@ -175,8 +175,13 @@ pub async fn share_session(cx: &Cx<'_>, p: ShareSession) -> Result<SessionShared
     Ok(SessionShared { session_id: row.session_id, share_url: url, view_only })
 }
 
+/// A short answer in plain text, with the page headers.
+fn plain(status: u16, text: impl Into<Vec<u8>>) -> HttpResponse {
+    HttpResponse::page(status, "text/plain; charset=utf-8", "default-src 'none'", text)
+}
+
 fn not_found_page() -> HttpResponse {
-    HttpResponse::text(404, "text/plain; charset=utf-8", "This link does not exist or was turned off.\n")
+    plain(404, "This link does not exist or was turned off.\n")
 }
 
 /// `GET /a/{token}`: the artifact's bytes with its content type, sandboxed so a published page can never
@@ -185,12 +190,8 @@ pub async fn serve_artifact(env: &Env, token: &str) -> HttpResponse {
     let db: &dyn store::Sql = &env.db;
     let Ok(Some(a)) = store::artifacts::by_share(db, &ids::hash_secret(token)).await else { return not_found_page() };
     match crate::blobs::get(&*env.blobs, &a.workspace_id, &a.sha256).await {
-        Ok(Some(bytes)) => HttpResponse::new(200)
-            .with_header("content-type", a.content_type)
-            .with_header("content-security-policy", "sandbox")
-            .with_header("x-content-type-options", "nosniff")
-            .with_header("cache-control", "private, max-age=60")
-            .with_body(bytes),
+        // `sandbox`: a published page can never act as this origin.
+        Ok(Some(bytes)) => HttpResponse::page(200, &a.content_type, "sandbox", bytes),
         _ => not_found_page(),
     }
 }
@@ -237,9 +238,12 @@ pub async fn serve_session(env: &Env, token: &str) -> HttpResponse {
         agent = escape(&s.agent_name),
         status = escape(&s.status),
     );
-    HttpResponse::text(200, "text/html; charset=utf-8", html)
-        .with_header("content-security-policy", "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'")
-        .with_header("x-content-type-options", "nosniff")
+    HttpResponse::page(
+        200,
+        "text/html; charset=utf-8",
+        "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'",
+        html,
+    )
 }
 
 /// `POST /s/{token}`: a message from the holder of an interactive share link.
@@ -248,13 +252,13 @@ pub async fn post_to_session(cx: &Cx<'_>, token: &str, body: &[u8]) -> HttpRespo
         return not_found_page();
     };
     if s.share_view_only {
-        return HttpResponse::text(403, "text/plain; charset=utf-8", "This link is read-only.\n");
+        return plain(403, "This link is read-only.\n");
     }
     let text = String::from_utf8_lossy(body);
     let message =
         text.split('&').find_map(|kv| kv.strip_prefix("message=")).map(crate::http::percent_decode).unwrap_or_default();
     if let Err(e) = limits::text("message", &message, 1, 64_000) {
-        return HttpResponse::text(400, "text/plain; charset=utf-8", e.message);
+        return plain(400, e.message);
     }
     let msg = crate::session::NewMessage {
         message_id: ids::new_id("msg"),
@@ -263,6 +267,6 @@ pub async fn post_to_session(cx: &Cx<'_>, token: &str, body: &[u8]) -> HttpRespo
     };
     match sessions::call(cx, &s.session_id, SessionCall::Send { message: msg }).await {
         Ok(_) => HttpResponse::new(303).with_header("location", format!("/s/{token}")),
-        Err(e) => HttpResponse::text(e.code.http(), "text/plain; charset=utf-8", e.message),
+        Err(e) => plain(e.code.http(), e.message),
     }
 }

@@ -166,7 +166,7 @@ async fn assignment(cx: &Cx<'_>, turn: TurnRow) -> Result<Value, ApiError> {
         "history": history,
         "agent": agent.map(|a| json!({ "agent_id": a.agent_id, "name": a.name, "model": session.model, "instructions": a.instructions })),
         "session_token": token,
-        "session_server": format!("{}/v1/session/mcp", cx.base_url),
+        "session_server": format!("{}/v1/session/mcp", cx.link_base()?),
     }))
 }
 

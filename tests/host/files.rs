@@ -83,3 +83,28 @@ fn listing_pages_by_path() {
     }
     assert_eq!(seen, ["a.md", "b.md", "c.md", "d.md", "e.md"]);
 }
+
+/// One name is one file whatever the Unicode spelling; names Windows reads differently, and names with
+/// invisible direction or zero-width characters, are refused with the rule.
+#[test]
+fn a_name_has_one_spelling_and_no_hidden_characters() {
+    let app = TestApp::new();
+    let (ada, task) = setup(&app);
+    let nfd = "cafe\u{0301}.md";
+    let v1 = app.ok(&ada.key, "write_task_file", json!({"task_id": task, "path": nfd, "content": "one"}));
+    assert_eq!(v1["path"], "caf\u{e9}.md");
+    let v2 = app.ok(&ada.key, "write_task_file", json!({"task_id": task, "path": "caf\u{e9}.md", "content": "two"}));
+    assert_eq!(v2["version"], 2, "the NFC spelling is the same file");
+    for (bad, rule) in [
+        ("c:x/y", "must not contain `:`"),
+        ("invoice\u{202E}dm.txt", "invisible characters"),
+        ("a\u{200B}b.md", "invisible characters"),
+        ("docs/nul.txt", "Windows device name"),
+        ("notes./a.md", "ending in `.`"),
+    ] {
+        let r = app.call(&ada.key, "write_task_file", json!({"task_id": task, "path": bad, "content": "x"}));
+        let err = &r["structuredContent"]["error"];
+        assert_eq!(err["code"], "invalid_params", "{bad:?}: {r}");
+        assert!(err["message"].as_str().unwrap().contains(rule), "{bad:?}: {err}");
+    }
+}

@@ -244,6 +244,7 @@ pub fn runner_request(token: &str, method: &str, path: &str, body: Value) -> Htt
         path: path.into(),
         query: query.into(),
         headers: vec![
+            ("host".into(), "127.0.0.1:8787".into()),
             ("authorization".into(), format!("Bearer {token}")),
             ("content-type".into(), "application/json".into()),
         ],

@@ -5,16 +5,12 @@ use agentsky::ops::{Scope, OPS};
 use serde_json::Value;
 use std::collections::HashSet;
 
-const CONTRACT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/contract/operator-mcp.md");
+/// The contract's tool names, kept in the repository so the tests need nothing outside it.
+const CONTRACT: &str = include_str!("contract-tools.txt");
 
-/// Every tool name the contract's table lists (`a` / `b` / `c` rows name several).
+/// Every tool name the contract's table lists.
 fn contract_tools() -> HashSet<String> {
-    let text = std::fs::read_to_string(CONTRACT).unwrap_or_else(|e| panic!("the contract must be at {CONTRACT}: {e}"));
-    text.lines()
-        .filter(|l| l.starts_with("| `"))
-        .filter_map(|l| l.split('|').nth(1))
-        .flat_map(|cell| cell.split('`').skip(1).step_by(2).map(str::to_owned).collect::<Vec<_>>())
-        .collect()
+    CONTRACT.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')).map(str::to_owned).collect()
 }
 
 #[test]

@@ -131,7 +131,7 @@ fn artifacts_publish_share_and_unshare() {
     assert_eq!(page.status, 200);
     assert_eq!(page.body, b"<h1>Report</h1>");
     assert_eq!(page.header("content-type"), Some("text/html; charset=utf-8"));
-    assert_eq!(page.header("content-security-policy"), Some("sandbox"));
+    assert_eq!(page.header("content-security-policy"), Some("sandbox; frame-ancestors 'none'"));
     // A later write does not change the published snapshot.
     app.ok(&ada.key, "write_task_file", json!({"task_id": task, "path": "site/index.html", "content": "<h1>v2</h1>"}));
     assert_eq!(get(&app, &url).body, b"<h1>Report</h1>");
@@ -144,6 +144,82 @@ fn artifacts_publish_share_and_unshare() {
     assert_eq!(get(&app, again["share_url"].as_str().unwrap()).status, 200);
     let bo = app.signup("Bo", "bo@example.com");
     assert_eq!(app.err_code(&bo.key, "share_artifact", json!({"artifact_id": art["artifact_id"]})), "not_found");
+}
+
+/// A link holds a token; it is built from `PUBLIC_BASE_URL` or, in local development, the loopback address
+/// the server answers on, never from a `Host` header anyone can forge.
+#[test]
+fn links_are_never_built_on_a_host_the_request_names() {
+    let share = |app: &TestApp, key: &str, sid: &Value, host: &str| {
+        let mut req = HttpRequest {
+            method: "POST".into(),
+            path: format!("/v1/sessions/{}/share", sid.as_str().unwrap()),
+            headers: vec![
+                ("host".into(), host.into()),
+                ("authorization".into(), format!("Bearer {key}")),
+                ("content-type".into(), "application/json".into()),
+            ],
+            body: b"{}".to_vec(),
+            ..Default::default()
+        };
+        req.client_ip = "203.0.113.7".into();
+        app.send(req).json_body()
+    };
+    let app = TestApp::new();
+    let ada = app.signup("Ada", "ada@example.com");
+    let a = echo(&app, &ada, "A");
+    let s = app.ok(&ada.key, "start_session", json!({"agent_id": a, "message": "hi", "idempotency_key": "s1"}));
+    let sid = s["session"]["session_id"].clone();
+    let forged = share(&app, &ada.key, &sid, "evil.example");
+    assert_eq!(forged["error"]["code"], "not_implemented", "{forged}");
+    assert!(forged["error"]["message"].as_str().unwrap().contains("PUBLIC_BASE_URL"));
+    let device = app.request("POST", "/v1/device/code", None, Some(json!({"device_name": "laptop"})));
+    assert!(device.json_body()["verification_uri"].as_str().unwrap().starts_with("http://127.0.0.1:8787/"));
+    let local = share(&app, &ada.key, &sid, "localhost:8787");
+    assert!(local["share_url"].as_str().unwrap().starts_with("http://localhost:8787/s/"), "{local}");
+
+    let app = TestApp::with_config(agentsky::cx::Config {
+        open_signup: true,
+        rate_limit_per_min: 600,
+        public_base_url: "https://sky.example.com/".into(),
+        ..Default::default()
+    });
+    let ada = app.signup("Ada", "ada@example.com");
+    let a = echo(&app, &ada, "A");
+    let s = app.ok(&ada.key, "start_session", json!({"agent_id": a, "message": "hi", "idempotency_key": "s1"}));
+    let url = share(&app, &ada.key, &s["session"]["session_id"], "evil.example")["share_url"].clone();
+    assert!(url.as_str().unwrap().starts_with("https://sky.example.com/s/"), "{url}");
+}
+
+/// Share links, artifacts, help and the device page: a link turned off stops rendering at once (no
+/// cache), no page can be framed, and the token in the URL is never sent on as a referrer.
+#[test]
+fn every_page_a_browser_shows_is_never_cached_framed_or_referred() {
+    let app = TestApp::new();
+    let ada = app.signup("Ada", "ada@example.com");
+    let a = echo(&app, &ada, "A");
+    let s = app.ok(&ada.key, "start_session", json!({"agent_id": a, "message": "hi", "idempotency_key": "s1"}));
+    let (sid, task) = (s["session"]["session_id"].clone(), s["session"]["task_id"].clone());
+    app.ok(&ada.key, "write_task_file", json!({"task_id": task, "path": "a.txt", "content": "x"}));
+    let art = app.ok(&ada.key, "publish_artifact", json!({"task_id": task, "path": "a.txt"}));
+    let art_url = app.ok(&ada.key, "share_artifact", json!({"artifact_id": art["artifact_id"]}))["share_url"].clone();
+    let ses_url = app.ok(&ada.key, "share_session", json!({"session_id": sid}))["share_url"].clone();
+    let base = art_url.as_str().unwrap().split("/a/").next().unwrap().to_owned();
+    for url in [
+        art_url.as_str().unwrap().to_owned(),
+        ses_url.as_str().unwrap().to_owned(),
+        format!("{base}/s/not-a-token"),
+        format!("{base}/help"),
+        format!("{base}/help/getting-started"),
+        format!("{base}/device"),
+    ] {
+        let page = get(&app, &url);
+        let csp = page.header("content-security-policy").unwrap_or_default();
+        assert!(csp.contains("frame-ancestors 'none'"), "{url}: {csp}");
+        assert_eq!(page.header("cache-control"), Some("no-store"), "{url}");
+        assert_eq!(page.header("referrer-policy"), Some("no-referrer"), "{url}");
+        assert_eq!(page.header("x-frame-options"), Some("DENY"), "{url}");
+    }
 }
 
 #[test]

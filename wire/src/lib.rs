@@ -1,0 +1,5 @@
+//! What the agentsky server (a Worker) and the `sky` CLI (a runner on someone's machine) must agree on,
+//! kept in one crate both depend on, so neither keeps a copy that can drift: today the rule for a task
+//! file's path. Pure Rust, no I/O, builds for wasm32 and the host alike.
+
+pub mod paths;
