@@ -54,6 +54,7 @@ async fn route(env: &Env, req: &HttpRequest, meta: RequestMeta) -> HttpResponse 
         base_url: base_url(env, req),
         client_ip: req.client_ip.clone(),
         admin: false,
+        touched: Default::default(),
         verdict: None,
     };
     match path {

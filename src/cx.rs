@@ -88,6 +88,18 @@ pub trait Queue {
     fn send(&self, body: serde_json::Value) -> LocalBoxFuture<'_, Result<(), String>>;
 }
 
+/// A workspace's change feed (the `Feed` Durable Object in the Worker): a version that moves whenever
+/// something a person may be watching changes (a request opened or answered, a session's status, a
+/// write through any face), and waits woken by it, so the console, `list_requests` and `sky approvals`
+/// see a change within moments without polling.
+pub trait Feeds {
+    /// Moves the workspace's version on.
+    fn bump(&self, workspace_id: &str) -> LocalBoxFuture<'_, Result<(), String>>;
+    /// The workspace's version once it differs from `seen` (at once when it already does, or when `seen`
+    /// is empty), or after `wait_ms` with nothing new.
+    fn wait(&self, workspace_id: &str, seen: &str, wait_ms: i64) -> LocalBoxFuture<'_, Result<String, String>>;
+}
+
 /// The platform, per request.
 pub struct Env {
     pub db: Counted,
@@ -95,6 +107,7 @@ pub struct Env {
     pub sessions: Box<dyn Sessions>,
     pub blobs: Box<dyn Blobs>,
     pub queue: Box<dyn Queue>,
+    pub feeds: Box<dyn Feeds>,
     pub clock: Box<dyn Clock>,
     pub config: Config,
 }
@@ -154,6 +167,9 @@ pub struct Cx<'a> {
     pub client_ip: String,
     /// The bearer was the deployment's admin token (lets sign-up through when it is closed).
     pub admin: bool,
+    /// The workspace this call acted in, once [`Cx::workspace`] or [`Cx::member_of`] resolved it: a
+    /// successful write moves that workspace's feed on ([`crate::ops::invoke`]).
+    pub touched: std::cell::RefCell<Option<String>>,
     /// When `caller` came from [`crate::keycache`]: whether the key lookup running beside the work found
     /// the same caller. Writes wait for it before they change anything.
     pub verdict: Option<Verdict>,
@@ -174,6 +190,7 @@ impl<'a> Cx<'a> {
             base_url: env.config.public_base_url.clone(),
             client_ip: String::new(),
             admin: false,
+            touched: Default::default(),
             verdict: None,
         }
     }
@@ -213,6 +230,12 @@ impl<'a> Cx<'a> {
     /// given, else the connection's `x-universe`, else the key's locked workspace, else the personal one.
     /// A locked key naming another slug is `universe_mismatch`; a slug the caller is not in is `not_found`.
     pub fn workspace(&self, slug: Option<&str>) -> Result<&Membership, ApiError> {
+        let m = self.resolve_workspace(slug)?;
+        self.touched.replace(Some(m.workspace_id.clone()));
+        Ok(m)
+    }
+
+    fn resolve_workspace(&self, slug: Option<&str>) -> Result<&Membership, ApiError> {
         let caller = self.caller()?;
         let locked = caller
             .locked_workspace_id
@@ -252,7 +275,13 @@ impl<'a> Cx<'a> {
         if caller.locked_workspace_id.as_deref().is_some_and(|l| l != workspace_id) {
             return Err(ApiError::new(Code::UniverseMismatch, "this key is locked to another workspace"));
         }
-        caller.memberships.iter().find(|m| m.workspace_id == workspace_id).ok_or_else(|| ApiError::not_found(what))
+        let m = caller
+            .memberships
+            .iter()
+            .find(|m| m.workspace_id == workspace_id)
+            .ok_or_else(|| ApiError::not_found(what))?;
+        self.touched.replace(Some(m.workspace_id.clone()));
+        Ok(m)
     }
 
     /// Refuses unless the caller's role in `m` is at least `role`.

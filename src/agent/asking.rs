@@ -87,6 +87,7 @@ pub async fn open(a: &Agent<'_>, p: AskUser) -> Result<String, ToolError> {
         ))
         .await
         .map_err(|e| a.internal(e))?;
+    a.changed().await;
     Ok(request_id)
 }
 
@@ -101,6 +102,7 @@ pub async fn answer_of(a: &Agent<'_>, request_id: &str) -> Result<Value, ToolErr
         ("answered", Some(answer)) => Ok(json!({ "resolution": answer })),
         _ => {
             store::requests::expire_request(db, request_id, a.cx.clock_now()).await.map_err(|e| a.internal(e))?;
+            a.changed().await;
             Err(ToolError::new(-32004, "timed out waiting for the user"))
         }
     }

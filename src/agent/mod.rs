@@ -88,6 +88,13 @@ impl<'a> Agent<'a> {
         })
     }
 
+    /// Tells the people watching this workspace (the console, `sky approvals`, `list_requests`) that
+    /// something changed: a request opened or ended, a status, a landing. Best effort: a watcher that
+    /// misses it sees the change on its next look.
+    pub async fn changed(&self) {
+        let _ = self.cx.env.feeds.bump(&self.me.workspace_id).await;
+    }
+
     pub fn internal(&self, e: impl std::fmt::Display) -> ToolError {
         self.cx.internal(e).into()
     }
@@ -161,7 +168,7 @@ impl SessionTools<'_> {
                 }
             };
         }
-        Some(match name {
+        let result = Some(match name {
             "request_access" => with!(access::request_access),
             "check_grant" => with!(access::check_grant),
             "get_credential" => with!(access::get_credential),
@@ -174,7 +181,12 @@ impl SessionTools<'_> {
             "remember_command" => with!(landing::remember_command),
             "land" => with!(landing::land),
             _ => return None,
-        })
+        });
+        // Requests announce themselves when they open (they then wait); these change what a person sees.
+        if matches!(name, "report_status" | "send_message" | "remember_command" | "land") {
+            a.changed().await;
+        }
+        result
     }
 }
 

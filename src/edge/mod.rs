@@ -2,6 +2,7 @@
 //! `worker::`; everything it does is convert, then call the core.
 
 pub mod d1;
+pub mod feeds;
 mod limiter;
 pub mod net;
 pub mod r2;
@@ -17,6 +18,7 @@ use worker::{event, Context, Env, Headers, MessageExt, Request, Response, Result
 pub const DB: &str = "DB";
 pub const LIMITER: &str = "LIMITER";
 pub const SESSIONS: &str = "SESSIONS";
+pub const FEEDS: &str = "FEEDS";
 pub const FILES: &str = "FILES";
 pub const FIRES_QUEUE: &str = "FIRES";
 
@@ -65,6 +67,7 @@ pub(crate) fn core_env(env: &Env) -> Result<CoreEnv> {
         sessions: Box::new(sessions::Client(env.durable_object(SESSIONS)?)),
         blobs: Box::new(r2::R2(env.bucket(FILES)?)),
         queue: Box::new(Fires(env.queue(FIRES_QUEUE)?)),
+        feeds: Box::new(feeds::Client(env.durable_object(FEEDS)?)),
         clock: Box::new(sessions::WorkerClock),
         config: config(env),
     })

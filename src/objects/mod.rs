@@ -2,4 +2,6 @@
 #![deny(clippy::await_holding_refcell_ref)]
 
 #[cfg(target_arch = "wasm32")]
+pub mod feed;
+#[cfg(target_arch = "wasm32")]
 pub mod session;

@@ -6,7 +6,8 @@
 //! Memory holds only wake-ups. A waiter re-reads the log after waking, so a lost wake-up or a client
 //! that went away loses nothing; a turn whose alarm was lost (a restart) is re-armed by the next call.
 
-use crate::edge::{d1::D1, net::WorkerNet, now_ms, DB};
+use crate::cx::Feeds;
+use crate::edge::{d1::D1, net::WorkerNet, now_ms, DB, FEEDS};
 use crate::session::keyed::Keyed;
 use crate::session::openai::Ports;
 use crate::session::{driver, Core, LocalSql, Refusal, SessionCall, SessionReply, Transition, TurnState};
@@ -136,7 +137,7 @@ impl Session {
         loop {
             let page = core.page(after, message_id, limit)?;
             let remaining = deadline - now_ms();
-            if !page.events.is_empty() || page.turn_finished || remaining <= 0 {
+            if page.answers_wait(message_id.is_some()) || remaining <= 0 {
                 return Ok(page);
             }
             let (tx, rx) = oneshot::channel();
@@ -191,6 +192,12 @@ impl Session {
         };
         if let Err(e) = driver::record(&db, config, t, now).await {
             crate::error::log_line(&format!("session {}: index write failed: {e}", config.session_id));
+        }
+        if t.index_changed {
+            // People watching the workspace (the console, `sky approvals`) see the new status at once.
+            if let Ok(ns) = self.env.durable_object(FEEDS) {
+                let _ = crate::edge::feeds::Client(ns).bump(&config.workspace_id).await;
+            }
         }
     }
 }

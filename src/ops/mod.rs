@@ -16,6 +16,7 @@ pub mod help_center;
 pub mod idempotency;
 pub mod memory;
 pub mod records;
+pub mod requests;
 pub mod routines;
 pub mod runners;
 pub mod secrets;
@@ -487,6 +488,14 @@ operations! {
         http: POST "/v1/tasks/{task_id}/requests/{request_id}/answer", hints: UPDATES, run: connectors::answer
     }
 
+    /// Every open request of the workspace across its tasks, newest first, with who asks, in which task
+    /// and what; `wait_seconds` (up to 50) waits for the next one after `cursor`. Answer each with
+    /// `answer_request`. Optional `workspace`.
+    list_requests(requests::ListRequests) -> requests::RequestList {
+        title: "List open requests", group: "tasks", scope: Read, tool: true,
+        http: GET "/v1/requests", hints: READ_ONLY, run: requests::list
+    }
+
     /// Connect a deploy or server target (provider and env) with its credentials, sealed at rest. Owners
     /// and admins. Optional `workspace`.
     connect_target(connectors::ConnectTarget) -> store::connectors::ConnectorRow {
@@ -745,7 +754,15 @@ pub async fn invoke(cx: &Cx<'_>, op: &Op, args: Value) -> Result<Value, ApiError
         }
         rate_limit(cx, bucket, limit).await?;
     }
-    (op.run)(cx, args).await
+    let result = (op.run)(cx, args).await?;
+    if !op.hints.read_only {
+        let touched = cx.touched.borrow_mut().take();
+        if let Some(workspace_id) = touched {
+            // Best effort: a watcher that misses this wake-up still sees the change on its next wait.
+            let _ = cx.env.feeds.bump(&workspace_id).await;
+        }
+    }
+    Ok(result)
 }
 
 thread_local! {

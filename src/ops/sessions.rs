@@ -344,8 +344,10 @@ pub struct ReadSession {
     pub cursor: Option<String>,
     /// Only this message's replies (the `message_id` that `start_session` or `send_message` returned).
     pub message_id: Option<String>,
-    /// Wait up to this many seconds (0–50) for something to arrive when nothing is new. One waiting call
-    /// costs one request.
+    /// Wait up to this many seconds (0–50) for something to arrive when nothing is new. With `message_id`
+    /// the call returns once that message's turn has ended; without it, it waits for the session's next
+    /// event even when the session is idle (a routine's, a peer's or a share link's message). One waiting
+    /// call costs one request.
     pub wait_seconds: Option<i64>,
     /// Most events to return, 1–200 (default 200).
     pub limit: Option<i64>,
@@ -367,6 +369,8 @@ pub struct SessionPage {
     pub turn_finished: bool,
     /// The session's status: `provisioning`, `idle`, `running` or `terminated`.
     pub status: String,
+    /// A turn is running now: more events will come without anyone sending a message.
+    pub turn_running: bool,
 }
 
 /// An event as clients see it: its fields flattened beside its type and cursor.
@@ -414,6 +418,7 @@ pub async fn read(cx: &Cx<'_>, p: ReadSession) -> Result<SessionPage, ApiError> 
         cursor: cursor::event(page.last_seq),
         has_more: page.has_more,
         turn_finished: page.turn_finished,
+        turn_running: page.status == "running",
         status: page.status,
     })
 }

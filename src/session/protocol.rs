@@ -252,6 +252,18 @@ pub struct Page {
     pub status: String,
 }
 
+impl Page {
+    /// Whether a waiting read answers with this page now. A read of one message's turn is answered when
+    /// something came or that turn is over (nothing more can land for it). A read of the whole session
+    /// waits for the next event whatever the turn's state: an idle session still receives messages (a
+    /// routine's, a peer's, a share link's), and only a stopped one never will.
+    pub fn answers_wait(&self, scoped_to_message: bool) -> bool {
+        !self.events.is_empty()
+            || (scoped_to_message && self.turn_finished)
+            || self.status == TurnState::Terminated.as_str()
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Summary {
     pub status: String,
@@ -301,5 +313,34 @@ impl Transition {
 
     pub fn accepted(message_id: &str, seq: i64, turn: Turn) -> Self {
         Self { accepted: Some((message_id.to_owned(), seq)), wake: true, index_changed: true, ..Self::quiet(turn) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_whole_session_read_waits_for_the_next_event_even_when_idle() {
+        let page = |events: usize, finished: bool, status: &str| Page {
+            events: (0..events)
+                .map(|i| Event {
+                    seq: i as i64,
+                    kind: "status".into(),
+                    message_id: "m".into(),
+                    at_ms: 0,
+                    body: Value::Null,
+                })
+                .collect(),
+            last_seq: 0,
+            has_more: false,
+            turn_finished: finished,
+            status: status.into(),
+        };
+        assert!(!page(0, true, "idle").answers_wait(false), "an idle session may still receive a message");
+        assert!(page(0, true, "idle").answers_wait(true), "a finished message's turn has nothing more to wait for");
+        assert!(!page(0, false, "running").answers_wait(true));
+        assert!(page(1, false, "running").answers_wait(false));
+        assert!(page(0, true, "terminated").answers_wait(false), "a stopped session never receives anything");
     }
 }

@@ -61,6 +61,40 @@ pub async fn open_in_task(db: &dyn Sql, task_id: &str) -> DbResult<Vec<RequestRo
     rows(db, stmt!(OPEN, task_id)).await
 }
 
+/// An open request with who asks and in which task: what a person needs to decide it.
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct OpenRequest {
+    #[serde(flatten)]
+    pub request: RequestRow,
+    /// The agent that asks.
+    pub agent_name: String,
+    pub agent_id: String,
+    /// The asking session's title (its first message, cut short).
+    pub session_title: String,
+    /// The task's title.
+    pub task_title: String,
+}
+
+/// A workspace's open requests, newest first; with `after`, only those opened after that
+/// `(created_ms, request_id)`.
+pub async fn open_in_workspace(
+    db: &dyn Sql,
+    workspace_id: &str,
+    after: Option<(i64, String)>,
+    limit: i64,
+) -> DbResult<Vec<OpenRequest>> {
+    const OPEN: &str = "SELECT r.request_id, r.workspace_id, r.task_id, r.session_id, r.kind, r.payload, r.status,
+        r.answer, r.answered_by, r.created_ms, r.answered_ms,
+        COALESCE(s.agent_name, '') AS agent_name, COALESCE(s.agent_id, '') AS agent_id,
+        COALESCE(s.title, '') AS session_title, COALESCE(t.title, '') AS task_title
+      FROM request r LEFT JOIN session s ON s.session_id = r.session_id LEFT JOIN task t ON t.task_id = r.task_id
+      WHERE r.workspace_id = ?1 AND r.status = 'open'
+        AND (?2 IS NULL OR r.created_ms > ?2 OR (r.created_ms = ?2 AND r.request_id > ?3))
+      ORDER BY r.created_ms DESC, r.request_id DESC LIMIT ?4";
+    let (at, id) = after.map_or((None, None), |(a, i)| (Some(a), Some(i)));
+    rows(db, stmt!(OPEN, workspace_id, at, id, limit)).await
+}
+
 /// Where an open request stands in its task's queue (1 = next).
 pub async fn queue_position(db: &dyn Sql, task_id: &str, created_ms: i64) -> DbResult<i64> {
     #[derive(Deserialize)]

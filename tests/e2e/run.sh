@@ -31,6 +31,21 @@ step() { # step NAME CMD...: run, time, remember a failure, go on with the next 
   else log "e2e: $name FAILED ($(( $(now) - t0 ))s)"; failed+=("$name"); fi
 }
 
+# `tests/e2e/run.sh FILE...` runs only those suites (`.mjs` with node, `.py` with pytest, `.sh` with
+# bash) against the same private server: the quick loop while working on one of them.
+if [ $# -gt 0 ]; then
+  for f in "$@"; do
+    case "$f" in
+      *.mjs) step "$f" node --test --test-reporter=spec --test-concurrency=1 "$f" ;;
+      *.py) step "$f" "$VENV/bin/python" -m pytest -q -p no:cacheprovider "$f" ;;
+      *.sh) step "$f" bash "$f" ;;
+      *) die "do not know how to run $f" ;;
+    esac
+  done
+  [ ${#failed[@]} -eq 0 ] || { echo "e2e: failed: ${failed[*]} (server log: $state/logs/wrangler-dev.log)" >&2; exit 1; }
+  exit 0
+fi
+
 shopt -s nullglob
 ts_tests=(tests/e2e/*.test.mjs)
 [ ${#ts_tests[@]} -gt 0 ] || die "no tests/e2e/*.test.mjs found"

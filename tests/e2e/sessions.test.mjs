@@ -224,6 +224,36 @@ describe('sessions: waiting, busy and stop', () => {
     ok(await mcp.tool('stop_session', { session_id: sid }), 'stop');
   });
 
+  test('a whole-session read of an idle session is held until the next message lands, or the wait ends', async () => {
+    const { ws, agent } = await freshAgent(acct);
+    const s = ok(await mcp.tool('start_session', { agent_id: agent.agent_id, message: 'first', idempotency_key: ikey(), workspace: ws.slug }), 'start');
+    const sid = s.session.session_id;
+    await readTurn(mcp.tool, { session_id: sid, cursor: s.cursor, message_id: s.message_id });
+    const end = (await readAll(mcp.tool, sid)).cursor;
+    // Nothing comes: held for the whole wait, and says no turn is running.
+    let t0 = Date.now();
+    const quiet = ok(await mcp.tool('read_session', { session_id: sid, cursor: end, wait_seconds: 2 }), 'idle read');
+    const held = Date.now() - t0;
+    assert.ok(held >= 1900 && held < 4500, `an idle session's read was held ${held} ms for wait_seconds 2`);
+    assert.deepEqual(quiet.events, []);
+    assert.equal(quiet.turn_running, false);
+    assert.equal(quiet.status, 'idle');
+    // Something lands while a read waits: another client's message wakes it at once.
+    t0 = Date.now();
+    const waiting = mcp.tool('read_session', { session_id: sid, cursor: end, wait_seconds: 30 });
+    await new Promise((r) => setTimeout(r, 500));
+    ok(await rawMcp(acct.key).tool('send_message', { session_id: sid, message: 'second', idempotency_key: ikey() }), 'send');
+    const woke = ok(await waiting, 'woken read');
+    assert.ok(Date.now() - t0 < 5000, `the waiting read returned ${Date.now() - t0} ms after it started`);
+    assert.equal(woke.events[0].type, 'user_message');
+    assert.equal(woke.events[0].text, 'second');
+    // A read of one message whose turn has ended is answered at once: nothing more can land for it.
+    t0 = Date.now();
+    const done = ok(await mcp.tool('read_session', { session_id: sid, cursor: end, message_id: s.message_id, wait_seconds: 30 }), 'finished message');
+    assert.equal(done.turn_finished, true);
+    assert.ok(Date.now() - t0 < 2000, `a finished message's read returned after ${Date.now() - t0} ms`);
+  });
+
   test('stop_session mid-turn wakes the waiting reader with turn_end reason stopped; the turn never replies', async () => {
     const { ws, agent } = await freshAgent(acct);
     const s = ok(await mcp.tool('start_session', { agent_id: agent.agent_id, message: '/sleep 3 stop me', idempotency_key: ikey(), workspace: ws.slug }), 'start');

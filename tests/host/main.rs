@@ -13,6 +13,7 @@ mod harness;
 mod help_center;
 mod mcp;
 mod records;
+mod requests;
 mod routines;
 mod runner_jobs;
 mod runners;

@@ -2,7 +2,7 @@
 //! that send REST and JSON-RPC requests through `handle()`.
 
 use agentsky::app::{self, RequestMeta};
-use agentsky::cx::{BlobPage, Blobs, Clock, Config, Cx, Env, Limiter, Net, Outbound, Queue, Sessions};
+use agentsky::cx::{BlobPage, Blobs, Clock, Config, Cx, Env, Feeds, Limiter, Net, Outbound, Queue, Sessions};
 use agentsky::http::{HttpRequest, HttpResponse};
 use agentsky::rules::rate::{Bucket, Decision};
 use agentsky::session::keyed::Keyed;
@@ -120,6 +120,8 @@ pub struct HostSessions {
     keyed: Rc<RefCell<Keyed<()>>>,
     /// What happens elsewhere while a call waits on a key: the test's runner, answering its jobs.
     pub on_wait: Rc<RefCell<Option<WaitHook>>>,
+    /// The workspace feeds, shared by the app and the sessions.
+    pub feeds: MemoryFeeds,
 }
 
 /// Runs while a call waits on a key (given the key), with the app to send requests to.
@@ -153,6 +155,7 @@ impl HostSessions {
             sessions: Box::new(self.clone()),
             blobs: Box::new(self.blobs.clone()),
             queue: Box::new(MemoryQueue::default()),
+            feeds: Box::new(self.feeds.clone()),
             clock: Box::new(HostClock(self.now.clone())),
             config: self.config.clone(),
         }
@@ -290,6 +293,39 @@ impl Queue for MemoryQueue {
     }
 }
 
+/// The workspace feeds' host twin: a count per workspace. A wait on an unchanged version lets its time
+/// pass on the tests' clock (nothing else can happen meanwhile) and answers.
+#[derive(Clone, Default)]
+pub struct MemoryFeeds {
+    counts: Rc<RefCell<HashMap<String, u64>>>,
+    now: Rc<Cell<i64>>,
+}
+
+impl MemoryFeeds {
+    /// Every bump of every workspace so far.
+    pub fn bumps(&self) -> u64 {
+        self.counts.borrow().values().sum()
+    }
+
+    pub fn version(&self, workspace_id: &str) -> String {
+        format!("host.{}", self.counts.borrow().get(workspace_id).copied().unwrap_or(0))
+    }
+}
+
+impl Feeds for MemoryFeeds {
+    fn bump(&self, workspace_id: &str) -> LocalBoxFuture<'_, Result<(), String>> {
+        *self.counts.borrow_mut().entry(workspace_id.to_owned()).or_default() += 1;
+        Box::pin(async { Ok(()) })
+    }
+    fn wait(&self, workspace_id: &str, seen: &str, wait_ms: i64) -> LocalBoxFuture<'_, Result<String, String>> {
+        let v = self.version(workspace_id);
+        if v == seen {
+            self.now.set(self.now.get() + wait_ms.max(0));
+        }
+        Box::pin(async move { Ok(v) })
+    }
+}
+
 /// R2's host twin.
 #[derive(Clone, Default)]
 pub struct MemoryBlobs(pub Rc<RefCell<HashMap<String, Vec<u8>>>>);
@@ -402,6 +438,7 @@ impl TestApp {
             now: now_ms.clone(),
             keyed: Rc::default(),
             on_wait: Rc::default(),
+            feeds: MemoryFeeds { counts: Rc::default(), now: now_ms.clone() },
         };
         Self { db, limiter, sessions, blobs, queue: MemoryQueue::default(), config, now_ms, last_queries: Cell::new(0) }
     }
@@ -413,6 +450,7 @@ impl TestApp {
             sessions: Box::new(self.sessions.clone()),
             blobs: Box::new(self.blobs.clone()),
             queue: Box::new(self.queue.clone()),
+            feeds: Box::new(self.sessions.feeds.clone()),
             clock: Box::new(HostClock(self.now_ms.clone())),
             config: self.config.clone(),
         }

@@ -1,0 +1,70 @@
+//! What people are asked to decide: every open request of a workspace, across its tasks, with what a
+//! person needs to decide it (who asks, in which task, and what). A waiting call is woken by the
+//! workspace's feed, so an operator's own MCP client, `sky approvals` or the console sees a new request
+//! within moments without polling.
+
+use crate::cx::Cx;
+use crate::error::ApiError;
+use crate::rules::cursor;
+use crate::store::{self, requests::OpenRequest};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// Longest wait `list_requests` holds, in seconds.
+const MAX_WAIT_SECONDS: i64 = 50;
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ListRequests {
+    /// A workspace slug from `list_workspaces`; the connection's workspace when left out.
+    pub workspace: Option<String>,
+    /// Only requests opened after this `cursor` (from a previous `list_requests`); all open ones when left
+    /// out.
+    pub cursor: Option<String>,
+    /// When no request is newer than `cursor`, wait up to this many seconds (0–50) for the next one to
+    /// open. One waiting call costs one request.
+    pub wait_seconds: Option<i64>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct RequestList {
+    /// Open requests, newest first: each with its `request_id` and `task_id` for `answer_request`, its
+    /// `kind` and `payload` (what was asked), the agent and session that ask, and the task.
+    pub requests: Vec<OpenRequest>,
+    /// Pass to the next `list_requests` (with `wait_seconds`) to wait for requests opened after these.
+    pub cursor: String,
+}
+
+/// list_requests
+pub async fn list(cx: &Cx<'_>, p: ListRequests) -> Result<RequestList, ApiError> {
+    let wait = p.wait_seconds.unwrap_or(0);
+    if !(0..=MAX_WAIT_SECONDS).contains(&wait) {
+        return Err(ApiError::invalid(format!("`wait_seconds` must be between 0 and {MAX_WAIT_SECONDS}")));
+    }
+    let after = cursor::parse_keyset(p.cursor.as_deref())?;
+    let w = cx.workspace(p.workspace.as_deref())?.clone();
+    let deadline = cx.now_ms + wait * 1000;
+    // The feed's version is read before the query, so a request opened after the query moves it and
+    // wakes the wait below.
+    let mut seen = match wait {
+        0 => String::new(),
+        _ => cx.env.feeds.wait(&w.workspace_id, "", 0).await.map_err(|e| cx.internal(e))?,
+    };
+    loop {
+        let requests = store::requests::open_in_workspace(cx.db(), &w.workspace_id, after.clone(), 200)
+            .await
+            .map_err(|e| cx.internal(e))?;
+        let left = deadline - cx.clock_now();
+        if !requests.is_empty() || left <= 0 {
+            let cursor = match (requests.first(), &after) {
+                (Some(newest), _) => cursor::keyset(newest.request.created_ms, &newest.request.request_id),
+                (None, Some((at, id))) => cursor::keyset(*at, id),
+                // Nothing open and nothing seen: the next request is newer than now.
+                (None, None) => cursor::keyset(cx.now_ms, ""),
+            };
+            return Ok(RequestList { requests, cursor });
+        }
+        // Woken by any change in the workspace; the query above decides whether it was a new request.
+        seen = cx.env.feeds.wait(&w.workspace_id, &seen, left).await.map_err(|e| cx.internal(e))?;
+    }
+}
