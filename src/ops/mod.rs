@@ -433,6 +433,20 @@ operations! {
         http: POST "/v1/routines", hints: CREATES, run: routines::create
     }
 
+    /// Change a routine: its name, message, `cron`, `timezone`, `budget_cents`, or pause it (`enabled:
+    /// false`) and resume it; fields left out keep their value. Workspace derived from the routine.
+    update_routine(routines::UpdateRoutine) -> routines::Routine {
+        title: "Update a routine", group: "routines", scope: Write, tool: true,
+        http: PATCH "/v1/routines/{routine_id}", hints: UPDATES, run: routines::update
+    }
+
+    /// Delete a routine: it never fires again; the sessions it started stay. Workspace derived from the
+    /// routine.
+    delete_routine(routines::DeleteRoutine) -> routines::RoutineDeleted {
+        title: "Delete a routine", group: "routines", scope: Write, tool: true,
+        http: DELETE "/v1/routines/{routine_id}", hints: DESTROYS, run: routines::delete
+    }
+
     /// Fire a routine now; needs an `idempotency_key` (a retry returns the same fire). Returns the fire
     /// with its session.
     run_routine(routines::RunRoutine) -> store::routines::FireRow {

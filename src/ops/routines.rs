@@ -127,6 +127,105 @@ pub async fn list(cx: &Cx<'_>, p: ListRoutines) -> Result<RoutineList, ApiError>
     Ok(RoutineList { routines })
 }
 
+/// A routine the caller may change; anything else is `not_found`.
+async fn load(cx: &Cx<'_>, routine_id: &str) -> Result<store::routines::RoutineRow, ApiError> {
+    if !ids::is_id(routine_id, "rt") {
+        return Err(ApiError::not_found("routine"));
+    }
+    let r = store::routines::get(cx.db(), routine_id)
+        .await
+        .map_err(|e| cx.internal(e))?
+        .ok_or_else(|| ApiError::not_found("routine"))?;
+    cx.member_of(&r.workspace_id, "routine")?;
+    Ok(r)
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateRoutine {
+    /// The routine (`rt_…`).
+    pub routine_id: String,
+    /// A new name, 1–100 characters.
+    pub name: Option<String>,
+    /// A new message for each fire (1–64,000 characters).
+    pub message: Option<String>,
+    /// A new 5-field cron; an empty string leaves only `run_routine` to fire it.
+    pub cron: Option<String>,
+    /// A new IANA time zone for `cron`.
+    pub timezone: Option<String>,
+    /// A new cap on each run's spend, in cents; 0 removes it.
+    pub budget_cents: Option<i64>,
+    /// `false` pauses it (the cron trigger skips it; `run_routine` still fires it), `true` resumes it.
+    pub enabled: Option<bool>,
+    /// Ignored: the workspace is the routine's.
+    pub workspace: Option<String>,
+}
+
+/// update_routine: fields left out keep their value. Its next fire is computed again from now, so a
+/// routine resumed after a pause never fires for the times it missed.
+pub async fn update(cx: &Cx<'_>, p: UpdateRoutine) -> Result<Routine, ApiError> {
+    let old = load(cx, &p.routine_id).await?;
+    let name = p.name.unwrap_or(old.name);
+    limits::text("name", &name, 1, 100)?;
+    let message = p.message.unwrap_or(old.message);
+    limits::text("message", &message, 1, 64_000)?;
+    let cron = match p.cron {
+        Some(c) if c.trim().is_empty() => None,
+        Some(c) => Some(c),
+        None => old.cron,
+    };
+    let timezone = p.timezone.unwrap_or(old.timezone);
+    let schedule = cron::parse(cron.as_deref().unwrap_or("0 0 * * *"), &timezone)?;
+    let budget_cents = match p.budget_cents {
+        Some(0) => None,
+        Some(b) if !(1..=10_000_000).contains(&b) => {
+            return Err(ApiError::invalid("`budget_cents` must be between 1 and 10000000, or 0 to remove the cap"))
+        }
+        Some(b) => Some(b),
+        None => old.budget_cents,
+    };
+    let enabled = p.enabled.unwrap_or(old.enabled);
+    let next = cron.as_ref().and_then(|_| schedule.next_after(cx.now_ms));
+    let change = store::routines::Change {
+        name: &name,
+        message: &message,
+        cron: cron.as_deref(),
+        timezone: &timezone,
+        budget_cents,
+        enabled,
+        next_fire_ms: next,
+    };
+    let routine = store::routines::update(cx.db(), &old.routine_id, &change)
+        .await
+        .map_err(|e| cx.internal(e))?
+        .ok_or_else(|| ApiError::not_found("routine"))?;
+    let recent_fires =
+        store::routines::recent_fires(cx.db(), &routine.routine_id, 5).await.map_err(|e| cx.internal(e))?;
+    Ok(Routine { routine, recent_fires })
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DeleteRoutine {
+    /// The routine (`rt_…`).
+    pub routine_id: String,
+    /// Ignored: the workspace is the routine's.
+    pub workspace: Option<String>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct RoutineDeleted {
+    pub routine_id: String,
+    pub deleted: bool,
+}
+
+/// delete_routine: it never fires again; the sessions its fires started stay.
+pub async fn delete(cx: &Cx<'_>, p: DeleteRoutine) -> Result<RoutineDeleted, ApiError> {
+    let r = load(cx, &p.routine_id).await?;
+    let deleted = store::routines::delete(cx.db(), &r.routine_id, &r.workspace_id).await.map_err(|e| cx.internal(e))?;
+    Ok(RoutineDeleted { routine_id: r.routine_id, deleted })
+}
+
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RunRoutine {
@@ -141,14 +240,7 @@ pub struct RunRoutine {
 /// run_routine: fires it now, once per key, and answers with the fire.
 pub async fn run(cx: &Cx<'_>, p: RunRoutine) -> Result<FireRow, ApiError> {
     idempotency::check_key(&p.idempotency_key)?;
-    if !ids::is_id(&p.routine_id, "rt") {
-        return Err(ApiError::not_found("routine"));
-    }
-    let r = store::routines::get(cx.db(), &p.routine_id)
-        .await
-        .map_err(|e| cx.internal(e))?
-        .ok_or_else(|| ApiError::not_found("routine"))?;
-    cx.member_of(&r.workspace_id, "routine")?;
+    let r = load(cx, &p.routine_id).await?;
     let args = json!({ "routine_id": p.routine_id });
     let scope =
         Scope { workspace_id: &r.workspace_id, tool: "run_routine", key: &p.idempotency_key, ttl_ms: DEFAULT_TTL_MS };

@@ -9,6 +9,7 @@ pub mod agents;
 pub mod artifacts;
 pub mod blobs;
 pub mod connectors;
+pub mod console;
 pub mod context;
 pub mod devices;
 pub mod files;

@@ -84,6 +84,34 @@ pub async fn list(db: &dyn Sql, workspace_id: &str) -> DbResult<Vec<RoutineRow>>
     rows(db, stmt!(LIST, workspace_id)).await
 }
 
+/// A routine's settable fields, as `update_routine` computed them.
+pub struct Change<'a> {
+    pub name: &'a str,
+    pub message: &'a str,
+    pub cron: Option<&'a str>,
+    pub timezone: &'a str,
+    pub budget_cents: Option<i64>,
+    pub enabled: bool,
+    pub next_fire_ms: Option<i64>,
+}
+
+pub async fn update(db: &dyn Sql, routine_id: &str, c: &Change<'_>) -> DbResult<Option<RoutineRow>> {
+    const UPDATE: &str = "UPDATE routine SET name = ?2, message = ?3, cron = ?4, timezone = ?5, budget_cents = ?6,
+        enabled = ?7, next_fire_ms = ?8 WHERE routine_id = ?1
+      RETURNING routine_id, workspace_id, name, agent_id, session_id, message, cron, timezone, budget_cents, enabled,
+        next_fire_ms, created_ms";
+    first(
+        db,
+        stmt!(UPDATE, routine_id, c.name, c.message, c.cron, c.timezone, c.budget_cents, c.enabled, c.next_fire_ms),
+    )
+    .await
+}
+
+pub async fn delete(db: &dyn Sql, routine_id: &str, workspace_id: &str) -> DbResult<bool> {
+    const DELETE: &str = "DELETE FROM routine WHERE routine_id = ?1 AND workspace_id = ?2 RETURNING routine_id";
+    Ok(!db.all(stmt!(DELETE, routine_id, workspace_id)).await?.is_empty())
+}
+
 /// Routines whose next fire is due.
 pub async fn due(db: &dyn Sql, now_ms: i64) -> DbResult<Vec<RoutineRow>> {
     const DUE: &str =

@@ -158,3 +158,58 @@ fn bad_schedules_name_their_field() {
     let both = json!({"name": "r", "agent_id": agent, "session_id": "ses_x", "message": "m"});
     assert_eq!(app.err_code(&ada.key, "create_routine", both), "invalid_params");
 }
+
+#[test]
+fn a_routine_is_paused_resumed_changed_and_deleted() {
+    let app = TestApp::new();
+    let ada = app.signup("Ada", "ada@example.com");
+    let agent = echo(&app, &ada);
+    let r = app.ok(
+        &ada.key,
+        "create_routine",
+        json!({"name": "hourly", "agent_id": agent, "message": "m", "cron": "0 * * * *"}),
+    );
+    let id = r["routine_id"].clone();
+    let paused = app.ok(&ada.key, "update_routine", json!({"routine_id": id, "enabled": false}));
+    assert_eq!(paused["enabled"], false);
+    app.now_ms.set(r["next_fire_ms"].as_i64().unwrap() + 7_200_000 + 1_000);
+    assert_eq!(app.cron(), 0, "a paused routine does not fire");
+    let resumed = app.ok(&ada.key, "update_routine", json!({"routine_id": id, "enabled": true}));
+    let next = resumed["next_fire_ms"].as_i64().unwrap();
+    assert!(next > app.now_ms.get(), "resuming never fires for the hours it missed");
+    assert_eq!(app.cron(), 0);
+    let changed = app.ok(
+        &ada.key,
+        "update_routine",
+        json!({"routine_id": id, "cron": "30 9 * * *", "timezone": "Europe/Berlin", "message": "standup", "budget_cents": 50}),
+    );
+    assert_eq!(
+        (
+            changed["cron"].as_str(),
+            changed["timezone"].as_str(),
+            changed["message"].as_str(),
+            changed["budget_cents"].as_i64()
+        ),
+        (Some("30 9 * * *"), Some("Europe/Berlin"), Some("standup"), Some(50))
+    );
+    assert_eq!(changed["name"], "hourly", "fields left out keep their value");
+    assert!(changed["next_fire_ms"].as_i64().unwrap() > app.now_ms.get());
+    let manual = app.ok(&ada.key, "update_routine", json!({"routine_id": id, "cron": "", "budget_cents": 0}));
+    assert!(manual["cron"].is_null() && manual["next_fire_ms"].is_null() && manual["budget_cents"].is_null());
+    for bad in [
+        json!({"cron": "61 * * * *"}),
+        json!({"timezone": "Mars/Olympus"}),
+        json!({"name": ""}),
+        json!({"budget_cents": -3}),
+    ] {
+        let mut args = bad.clone();
+        args["routine_id"] = id.clone();
+        assert_eq!(app.err_code(&ada.key, "update_routine", args), "invalid_params", "{bad}");
+    }
+    let bo = app.signup("Bo", "bo@example.com");
+    assert_eq!(app.err_code(&bo.key, "update_routine", json!({"routine_id": id, "enabled": false})), "not_found");
+    assert_eq!(app.err_code(&bo.key, "delete_routine", json!({"routine_id": id})), "not_found");
+    assert_eq!(app.ok(&ada.key, "delete_routine", json!({"routine_id": id}))["deleted"], true);
+    assert_eq!(app.ok(&ada.key, "list_routines", json!({}))["routines"], json!([]));
+    assert_eq!(app.err_code(&ada.key, "run_routine", json!({"routine_id": id, "idempotency_key": "x"})), "not_found");
+}

@@ -14,8 +14,9 @@ fn contract_tools() -> HashSet<String> {
 }
 
 /// Tools the server offers beyond the contract's table, each for a reason an issue gave: an operator's
-/// own MCP client is an approver too (`list_requests`).
-const BEYOND_THE_CONTRACT: &[&str] = &["list_requests"];
+/// own MCP client is an approver too (`list_requests`), and routines a person can manage from a chat
+/// client (`update_routine`, `delete_routine`).
+const BEYOND_THE_CONTRACT: &[&str] = &["list_requests", "update_routine", "delete_routine"];
 
 #[test]
 fn every_contract_tool_is_offered_and_every_other_tool_is_a_known_extension() {
