@@ -126,6 +126,8 @@ async fn route(env: &Env, req: &HttpRequest, meta: RequestMeta) -> HttpResponse 
         "/v1/conformance/mcp" if env.config.conformance_fixtures => {
             return mcp::serve(&spec(&cx, req), &mcp::fixtures::Fixtures, req).await
         }
+        "/console" => return crate::console::serve(cx, req).await,
+        _ if path.starts_with("/console/") => return crate::console::serve(cx, req).await,
         // Device sign-in's approval page (`sky auth login`); the JSON half is in the table.
         "/device" if req.method == "GET" => return crate::ops::device::page(&cx, req).await,
         "/device" if req.method == "POST" => return crate::ops::device::submit(&cx, req).await,

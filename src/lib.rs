@@ -3,7 +3,8 @@
 //! The map:
 //! - [`app`] — the whole server as `handle(env, request) -> response`; routes to the faces below.
 //! - [`mcp`] — the MCP transport (Streamable HTTP, stateless, both protocol eras) over a [`mcp::ToolHost`].
-//! - [`tools`], [`rest`], [`openapi`], [`ops::help`] — the faces of the one operation table, [`ops::OPS`].
+//! - [`tools`], [`rest`], [`openapi`], [`ops::help`], [`console`] — the faces of the one operation table,
+//!   [`ops::OPS`] (the console is the people's face: pages in a browser).
 //! - [`ops`] — the table and one file of handlers per contract area.
 //! - [`rules`] — pure domain logic (ids, slugs, limits, rate buckets).
 //! - [`store`] — every SQL statement, over the [`store::Sql`] trait (D1 in the Worker, SQLite in tests).
@@ -15,6 +16,7 @@
 pub mod agent;
 pub mod app;
 pub mod blobs;
+pub mod console;
 pub mod cx;
 pub mod error;
 pub mod http;

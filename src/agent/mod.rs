@@ -22,6 +22,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 pub use access::{decide_access, grant_view, live as grant_is_live, report_command, Credential};
+pub use landing::PROJECT_FILE;
 
 /// How long a tool that waits for a person holds the call (the contract's 5 minutes).
 pub const WAIT_MS: i64 = 5 * 60_000;

@@ -226,3 +226,30 @@ pub async fn revoke_key(cx: &Cx<'_>, p: RevokeKey) -> Result<KeyRevoked, ApiErro
     }
     Ok(KeyRevoked { key_id: p.key_id, revoked: true })
 }
+
+/// How long a console sign-in link works.
+const CONSOLE_LINK_MS: i64 = 60_000;
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OpenConsole {}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ConsoleLink {
+    /// Open it in a browser within a minute: it signs that browser in to the console as this key (its
+    /// scopes and workspace lock), once.
+    pub url: String,
+    pub expires_ms: i64,
+}
+
+/// POST /v1/console/link (`sky console`)
+pub async fn open_console(cx: &Cx<'_>, _: OpenConsole) -> Result<ConsoleLink, ApiError> {
+    let caller = cx.caller()?;
+    let base = cx.link_base()?.to_owned();
+    let token = ids::new_secret("");
+    let expires_ms = cx.now_ms + CONSOLE_LINK_MS;
+    store::console::create_link(cx.db(), &ids::hash_secret(&token), &caller.key_id, cx.now_ms, expires_ms)
+        .await
+        .map_err(|e| cx.internal(e))?;
+    Ok(ConsoleLink { url: format!("{base}/console/enter?t={token}"), expires_ms })
+}

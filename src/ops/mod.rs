@@ -5,6 +5,7 @@
 pub mod accounts;
 pub mod agents;
 pub mod catalog;
+pub mod commands;
 pub mod connectors;
 pub mod context;
 pub mod device;
@@ -168,6 +169,13 @@ operations! {
     revoke_key(accounts::RevokeKey) -> accounts::KeyRevoked {
         title: "Revoke an API key", group: "keys", scope: Write, tool: false,
         http: DELETE "/v1/keys/{key_id}", hints: DESTROYS, run: accounts::revoke_key
+    }
+
+    /// A one-time link that signs a browser in to the console as this key (its scopes and workspace lock),
+    /// usable once within a minute: what `sky console` opens.
+    open_console(accounts::OpenConsole) -> accounts::ConsoleLink {
+        title: "Open the console", group: "keys", scope: Read, tool: false,
+        http: POST "/v1/console/link", hints: CREATES, run: accounts::open_console
     }
 
     /// All workspaces you belong to: slug, name, role, is_personal, is_current. Pass a slug as `workspace`
@@ -573,6 +581,13 @@ operations! {
     ask_command(connectors::AskCommand) -> connectors::Asked {
         title: "Ask for a command", group: "sessions", scope: Write, tool: false,
         http: POST "/v1/sessions/{session_id}/ask", hints: UPDATES, run: connectors::ask_command
+    }
+
+    /// Run a session's taught `run` command, or a target's `deploy` command, on the runner that holds the
+    /// session's turn (the console's Run locally and Deploy buttons); returns its exit code and last output.
+    run_command(commands::RunCommand) -> commands::CommandRun {
+        title: "Run a taught command", group: "sessions", scope: Write, tool: false,
+        http: POST "/v1/sessions/{session_id}/run", hints: CREATES, run: commands::run
     }
 
     // ── Memory, search, records, performance and the help center ──

@@ -83,6 +83,17 @@ pub struct TaskDetail {
     pub sessions: Vec<SessionRow>,
     /// Questions, approvals and connections its agents wait on; answer them with `answer_request`.
     pub open_requests: Vec<store::requests::RequestRow>,
+    /// When the task gives each session its own lane: the files each live session's lane changed against
+    /// the base (empty once landed). Empty without lanes.
+    pub lanes: Vec<Lane>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Lane {
+    pub session_id: String,
+    pub agent_name: String,
+    /// Paths the lane holds differently from the base.
+    pub changed: Vec<String>,
 }
 
 /// get_task
@@ -95,7 +106,23 @@ pub async fn get(cx: &Cx<'_>, p: GetTask) -> Result<TaskDetail, ApiError> {
     let sessions = store::sessions::in_task(cx.db(), &p.task_id).await.map_err(|e| cx.internal(e))?;
     let all_stopped = sessions.iter().all(|s| s.status == "terminated");
     let open_requests = store::requests::open_in_task(cx.db(), &p.task_id).await.map_err(|e| cx.internal(e))?;
-    Ok(TaskDetail { task: TaskSummary { waiting_on: waiting_on(&task, all_stopped), task }, sessions, open_requests })
+    let with_lanes =
+        store::lanes::settings(cx.db(), &p.task_id).await.map_err(|e| cx.internal(e))?.is_some_and(|s| s.lanes);
+    let mut lanes = Vec::new();
+    for s in sessions.iter().filter(|s| with_lanes && s.status != "terminated") {
+        let changes = store::lanes::changes(cx.db(), &p.task_id, &s.session_id).await.map_err(|e| cx.internal(e))?;
+        lanes.push(Lane {
+            session_id: s.session_id.clone(),
+            agent_name: s.agent_name.clone(),
+            changed: changes.into_iter().map(|c| c.path).collect(),
+        });
+    }
+    Ok(TaskDetail {
+        task: TaskSummary { waiting_on: waiting_on(&task, all_stopped), task },
+        sessions,
+        open_requests,
+        lanes,
+    })
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

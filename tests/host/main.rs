@@ -5,6 +5,7 @@ mod support;
 
 mod accounts;
 mod agent;
+mod console;
 mod context;
 mod device;
 mod files;

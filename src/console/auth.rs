@@ -1,0 +1,185 @@
+//! Signing in to the console and staying safe while signed in: a sign-in with an API key (or a one-time
+//! link `sky console` opens) becomes a console session, a random token in an HttpOnly cookie whose hash
+//! is kept; every form carries a CSRF token derived from it; every POST must come from this origin.
+
+use super::{forms, html, layout, see_other};
+use crate::cx::Cx;
+use crate::http::{HttpRequest, HttpResponse};
+use crate::rules::{hmac, ids};
+use crate::store::{self, console::SignedIn};
+use maud::html as markup;
+
+const COOKIE: &str = "agentsky_console";
+/// How long a console sign-in lasts.
+const SESSION_MS: i64 = 12 * 3_600_000;
+/// Sign-in attempts an address may make a minute.
+const LOGINS_PER_MIN: u32 = 10;
+
+/// The CSRF token of a console session: derived from its secret cookie, so nothing more is stored and
+/// another site can neither read nor guess it.
+pub fn csrf_token(session_token: &str) -> String {
+    hex::encode(hmac::hmac_sha256(session_token.as_bytes(), b"agentsky console csrf"))
+}
+
+pub fn csrf_ok(session_token: &str, form: &[(String, String)]) -> bool {
+    let sent = form.iter().find(|(k, _)| k == "csrf").map_or("", |(_, v)| v.as_str());
+    ids::constant_time_eq(sent, &csrf_token(session_token))
+}
+
+/// A POST must come from a page of this origin: the browser says where from (`Origin`, else
+/// `Sec-Fetch-Site`); a request that says neither comes from no browser page and is let through to the
+/// CSRF check.
+pub fn same_origin(cx: &Cx<'_>, req: &HttpRequest) -> bool {
+    if let Some(origin) = req.header("origin") {
+        let own = if cx.base_url.is_empty() { None } else { Some(cx.base_url.as_str()) };
+        return own.is_some_and(|o| o.eq_ignore_ascii_case(origin));
+    }
+    !matches!(req.header("sec-fetch-site"), Some("cross-site" | "same-site"))
+}
+
+fn cookie_token(req: &HttpRequest) -> Option<String> {
+    let header = req.header("cookie")?;
+    header
+        .split(';')
+        .filter_map(|c| c.trim().split_once('='))
+        .find(|(k, _)| *k == COOKIE)
+        .map(|(_, v)| v.to_owned())
+        .filter(|v| !v.is_empty() && v.len() < 200)
+}
+
+/// The signed-in person and their cookie's token; `None` when the cookie is missing, ended, expired or
+/// its key was revoked.
+pub async fn signed_in(cx: &Cx<'_>, req: &HttpRequest) -> Option<(SignedIn, String)> {
+    let token = cookie_token(req)?;
+    match store::console::signed_in(cx.db(), &ids::hash_secret(&token), cx.now_ms).await {
+        Ok(Some(who)) => Some((who, token)),
+        Ok(None) => None,
+        Err(e) => {
+            cx.internal(e);
+            None
+        }
+    }
+}
+
+/// `Set-Cookie` for a session token (empty and expired to sign out). Secure except on plain-http
+/// loopback, where browsers would drop a Secure cookie.
+fn set_cookie(cx: &Cx<'_>, token: &str, max_age_s: i64) -> String {
+    let secure = if cx.base_url.starts_with("http://") { "" } else { "; Secure" };
+    format!("{COOKIE}={token}; Path=/; HttpOnly; SameSite=Lax; Max-Age={max_age_s}{secure}")
+}
+
+/// Where to go after signing in: a console path only, never another site.
+fn next_path(raw: Option<&str>) -> String {
+    match raw {
+        Some(p) if p.starts_with("/console") && !p.starts_with("//") && !p.contains('\\') => p.to_owned(),
+        _ => "/console".to_owned(),
+    }
+}
+
+/// Opens a console session for a key and sends the browser on.
+async fn open_session(cx: &Cx<'_>, key_id: &str, next: &str) -> HttpResponse {
+    let token = ids::new_secret("");
+    let id = ids::new_id("csn");
+    let expires = cx.now_ms + SESSION_MS;
+    if let Err(e) =
+        store::console::create_session(cx.db(), &id, &ids::hash_secret(&token), key_id, cx.now_ms, expires).await
+    {
+        let e = cx.internal(e);
+        return super::error_page(500, &e.message);
+    }
+    see_other(next).with_header("set-cookie", set_cookie(cx, &token, SESSION_MS / 1000))
+}
+
+/// `GET /console/login`
+pub fn login_page(_cx: &Cx<'_>, req: &HttpRequest, error: Option<&str>) -> HttpResponse {
+    let next = forms::pairs(&req.query).into_iter().find(|(k, _)| k == "next").map(|(_, v)| v);
+    let body = markup! {
+        @if let Some(e) = error { p.error role="alert" { (e) } }
+        form.card method="post" action="/console/login" {
+            input type="hidden" name="next" value=(next_path(next.as_deref()));
+            label { "API key" input type="password" name="key" autocomplete="current-password" required placeholder="ast_…"; }
+            button.primary type="submit" { "Sign in" }
+        }
+        p.muted { "A console opened with a read-only key can look but not change anything. From a terminal, "
+            code { "sky console" } " opens it already signed in." }
+    };
+    html(if error.is_some() { 401 } else { 200 }, layout::bare("Sign in · agentsky", &body))
+}
+
+/// `POST /console/login`: a key from the form becomes a console session.
+pub async fn login(cx: &Cx<'_>, req: &HttpRequest) -> HttpResponse {
+    if !same_origin(cx, req) {
+        return super::error_page(403, "This form was sent from another site, so it was not acted on.");
+    }
+    if let Err(e) = crate::ops::rate_limit(cx, format!("console-login:{}", cx.client_ip), LOGINS_PER_MIN).await {
+        return login_page(cx, req, Some(&e.message));
+    }
+    let form = forms::pairs(&String::from_utf8_lossy(&req.body));
+    let field = |name: &str| form.iter().find(|(k, _)| k == name).map(|(_, v)| v.trim().to_owned());
+    let key = field("key").unwrap_or_default();
+    let bad = || login_page(cx, req, Some("That key is not a live agentsky API key."));
+    if !key.starts_with("ast_") || key.len() > 200 {
+        return bad();
+    }
+    match store::keys::authenticate(cx.db(), &ids::hash_secret(&key), cx.now_ms).await {
+        Ok(Some(caller)) => open_session(cx, &caller.key_id, &next_path(field("next").as_deref())).await,
+        Ok(None) => bad(),
+        Err(e) => super::error_page(500, &cx.internal(e).message),
+    }
+}
+
+/// `GET /console/enter?t=…`: a one-time link from `sky console`, used once within a minute.
+pub async fn enter(cx: &Cx<'_>, req: &HttpRequest) -> HttpResponse {
+    let token = forms::pairs(&req.query).into_iter().find(|(k, _)| k == "t").map(|(_, v)| v).unwrap_or_default();
+    if token.is_empty() || token.len() > 200 {
+        return super::error_page(400, "This sign-in link is incomplete.");
+    }
+    match store::console::use_link(cx.db(), &ids::hash_secret(&token), cx.now_ms).await {
+        // The redirect drops the token from the address bar (and, with no-referrer, from everywhere).
+        Ok(Some(key_id)) => open_session(cx, &key_id, "/console").await,
+        Ok(None) => super::error_page(
+            410,
+            "This sign-in link was already used or has expired. Run `sky console` again, or sign in with a key.",
+        ),
+        Err(e) => super::error_page(500, &cx.internal(e).message),
+    }
+}
+
+/// `POST /console/logout`
+pub async fn logout(cx: &Cx<'_>, req: &HttpRequest, token: &str) -> HttpResponse {
+    let form = forms::pairs(&String::from_utf8_lossy(&req.body));
+    if !csrf_ok(token, &form) {
+        return super::error_page(403, "This form has expired; reload the page and try again.");
+    }
+    if let Err(e) = store::console::end_session(cx.db(), &ids::hash_secret(token), cx.now_ms).await {
+        return super::error_page(500, &cx.internal(e).message);
+    }
+    see_other("/console/login").with_header("set-cookie", set_cookie(cx, "", 0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn after_sign_in_only_console_paths_are_followed() {
+        assert_eq!(next_path(Some("/console/w/ada/board")), "/console/w/ada/board");
+        for bad in [
+            None,
+            Some("https://evil.example/"),
+            Some("//evil.example/console"),
+            Some("/v1/keys"),
+            Some("/console\\@evil"),
+        ] {
+            assert_eq!(next_path(bad), "/console", "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn a_csrf_token_is_bound_to_its_session() {
+        let form = |t: &str| vec![("csrf".to_owned(), t.to_owned())];
+        assert!(csrf_ok("session-a", &form(&csrf_token("session-a"))));
+        assert!(!csrf_ok("session-b", &form(&csrf_token("session-a"))));
+        assert!(!csrf_ok("session-a", &[]));
+    }
+}

@@ -1,0 +1,50 @@
+//! Developer → API keys: the account's keys (never their secrets), creating one (scopes, optional
+//! workspace lock; shown once) and revoking one.
+
+use super::{list, Page};
+use crate::console::layout::{action, hidden, time};
+use crate::console::render::s;
+use crate::console::Ctx;
+use crate::error::ApiError;
+use maud::html;
+use serde_json::json;
+
+pub async fn page(p: &Ctx<'_>, _: Option<&str>) -> Result<Page, ApiError> {
+    let keys = p.call("list_keys", json!({})).await?;
+    let off = !p.can_write();
+    Ok(Page {
+        title: "API keys".into(),
+        nav: "/keys",
+        main: html! {
+            h1 { "API keys" }
+            table data-live="keys" {
+                thead { tr { th { "Name" } th { "Key" } th { "Scopes" } th { "Locked to" } th { "Last used" } th {} } }
+                tbody { @for k in list(&keys, "keys") {
+                    @let revoked = k["revoked_ms"].is_i64();
+                    tr data-key=(s(&k["key_id"])) {
+                        td { (s(&k["name"])) } td { code { (s(&k["prefix"])) "…" } } td { (s(&k["scopes"])) }
+                        td { (k["workspace"].as_str().unwrap_or("any workspace")) }
+                        td { @match k["last_used_ms"].as_i64() { Some(ms) => (time(ms)), None => span.muted { "never" } } }
+                        td { @if revoked { span.state.done { "revoked" } }
+                             @else if s(&k["key_id"]) == p.who.caller.key_id { span.muted.small { "this console's key" } }
+                             @else { (action(p, "revoke_key", &[("key_id", s(&k["key_id"]))], "Revoke", "danger", Some("Revoke this key? It is refused from the next call on."))) } }
+                    }
+                } }
+            }
+            h2 { "Create a key" }
+            form.card method="post" action=(p.link("/op/create_key")) {
+                (hidden(p))
+                label { "Name (what uses it)" input type="text" name="name" required maxlength="100" disabled[off]; }
+                label { "Scopes" select name="scopes" disabled[off] {
+                    option value="read" { "read — list and read" }
+                    option value="write" selected { "read and write — also start sessions and change things" }
+                } }
+                label { "Lock to a workspace" select name="workspace" disabled[off] {
+                    option value="" { "no lock: every workspace of yours" }
+                    option value=(p.ws.slug) { "only " (p.ws.name) }
+                } }
+                div.row { button.primary type="submit" disabled[off] { "Create key" } }
+            }
+        },
+    })
+}

@@ -1,0 +1,101 @@
+//! Routines: each with its schedule, next fire (shown in its own time zone and the reader's), its last
+//! fires and their sessions, and pause, resume, edit, delete and run now.
+
+use super::{empty, list, Page};
+use crate::console::layout::{action, hidden, money, time, verbatim};
+use crate::console::render::{self, s};
+use crate::console::Ctx;
+use crate::error::ApiError;
+use crate::rules::ids;
+use maud::{html, Markup};
+use serde_json::{json, Value};
+
+/// A time in the routine's own zone, as its cron reads it.
+fn in_zone(ms: i64, tz: &str) -> String {
+    let Ok(zone) = tz.parse::<chrono_tz::Tz>() else { return String::new() };
+    let Some(at) = chrono::DateTime::from_timestamp_millis(ms) else { return String::new() };
+    at.with_timezone(&zone).format("%a %Y-%m-%d %H:%M").to_string() + " " + tz
+}
+
+fn routine(p: &Ctx<'_>, r: &Value) -> Markup {
+    let id = s(&r["routine_id"]);
+    let enabled = r["enabled"] == true;
+    let off = !p.can_write();
+    html! {
+        article.card.routine data-routine=(id) {
+            header {
+                h3 { (s(&r["name"])) }
+                @if enabled { span.state.running { "active" } } @else { span.state.idle { "paused" } }
+                span.muted { code { (r["cron"].as_str().unwrap_or("run by hand")) } " · " (s(&r["timezone"])) }
+            }
+            p.small {
+                @match (r["next_fire_ms"].as_i64(), enabled) {
+                    (Some(next), true) => { "Next fire " strong { (in_zone(next, s(&r["timezone"]))) } " (" (time(next)) ")" },
+                    (_, false) => span.muted { "Paused: the schedule does not fire it; Run now still does." },
+                    _ => span.muted { "No schedule: it fires when run." },
+                }
+                @if let Some(b) = r["budget_cents"].as_i64() { " · budget " (money(b)) " a run" }
+            }
+            p.muted.small { (verbatim(s(&r["message"]))) }
+            @if !list(r, "recent_fires").is_empty() {
+                table.small {
+                    thead { tr { th { "Fire" } th { "Trigger" } th { "Status" } th { "Session" } th.num { "Spend" } } }
+                    tbody { @for f in list(r, "recent_fires") {
+                        tr { td { (time(f["scheduled_ms"].as_i64().unwrap_or(0))) } td { (s(&f["trigger"])) }
+                             td { (render::state(s(&f["status"]))) @if let Some(e) = f["error"].as_str() { " " span.muted { (e) } } }
+                             td { @if let Some(sid) = f["session_id"].as_str() { a href=(p.link(&format!("/sessions/{sid}"))) { (sid) } } }
+                             td.num { (money(f["spent_cents"].as_i64().unwrap_or(0))) } }
+                    } }
+                }
+            }
+            div.row {
+                (action(p, "run_routine", &[("routine_id", id), ("idempotency_key", &ids::new_id("ik"))], "Run now", "primary", None))
+                @if enabled { (action(p, "update_routine", &[("routine_id", id), ("enabled", "false")], "Pause", "", None)) }
+                @else { (action(p, "update_routine", &[("routine_id", id), ("enabled", "true")], "Resume", "", None)) }
+                (action(p, "delete_routine", &[("routine_id", id)], "Delete", "danger", Some("Delete this routine? The sessions it started stay.")))
+            }
+            details {
+                summary { "Edit" }
+                form method="post" action=(p.link("/op/update_routine")) {
+                    (hidden(p))
+                    input type="hidden" name="routine_id" value=(id);
+                    label { "Name" input type="text" name="name" value=(s(&r["name"])) maxlength="100" disabled[off]; }
+                    label { "Cron (5 fields; empty: only by hand)" input type="text" name="cron" value=(r["cron"].as_str().unwrap_or("")) disabled[off]; }
+                    label { "Time zone" input type="text" name="timezone" value=(s(&r["timezone"])) disabled[off]; }
+                    label { "Message" textarea name="message" maxlength="64000" disabled[off] { (s(&r["message"])) } }
+                    label { "Budget per run, cents (0: none)" input type="number" name="budget_cents" min="0"
+                        value=(r["budget_cents"].as_i64().unwrap_or(0)) disabled[off]; }
+                    div.row { button type="submit" disabled[off] { "Save" } }
+                }
+            }
+        }
+    }
+}
+
+pub async fn page(p: &Ctx<'_>) -> Result<Page, ApiError> {
+    let routines = p.call("list_routines", json!({ "workspace": p.ws.slug })).await?;
+    let agents = p.call("list_agents", json!({ "workspace": p.ws.slug, "limit": 200 })).await?;
+    let off = !p.can_write();
+    Ok(Page {
+        title: "Routines".into(),
+        nav: "/routines",
+        main: html! {
+            h1 { "Routines" }
+            section data-live="routines" {
+                @if list(&routines, "routines").is_empty() { (empty("No routines. A routine starts an agent on a schedule.")) }
+                @for r in list(&routines, "routines") { (routine(p, r)) }
+            }
+            h2 { "Create a routine" }
+            form.card method="post" action=(p.link("/op/create_routine")) {
+                (hidden(p))
+                input type="hidden" name="workspace" value=(p.ws.slug);
+                label { "Name" input type="text" name="name" required maxlength="100" disabled[off]; }
+                label { "Agent" select name="agent_id" disabled[off] { @for a in list(&agents, "agents") { option value=(s(&a["id"])) { (s(&a["name"])) } } } }
+                label { "Message each fire sends" textarea name="message" required disabled[off] {} }
+                label { "Cron (5 fields, e.g. 0 9 * * 1-5; empty: only by hand)" input type="text" name="cron" disabled[off]; }
+                label { "Time zone" input type="text" name="timezone" value="UTC" disabled[off]; }
+                div.row { button.primary type="submit" disabled[off] { "Create routine" } }
+            }
+        },
+    })
+}

@@ -1,0 +1,108 @@
+//! Usage: the wallet's balance, spend per day over a chosen range (a chart drawn here as SVG), the same
+//! spend by agent, model or key, and the budgets tasks have.
+
+use super::{list, Page};
+use crate::console::layout::{money, trusted};
+use crate::console::render::s;
+use crate::console::Ctx;
+use crate::error::ApiError;
+use maud::html;
+use serde_json::{json, Value};
+use std::fmt::Write;
+
+const GROUPS: &[(&str, &str)] =
+    &[("agent", "Agent"), ("model", "Model"), ("api_key", "API key"), ("session", "Session")];
+
+/// Spend per day as bars, every day of the range shown (days without spend are empty).
+fn chart(days: &[Value], from: &str, to: &str) -> String {
+    let (Some(start), Some(end)) = (crate::rules::time::parse_day(from), crate::rules::time::parse_day(to)) else {
+        return String::new();
+    };
+    let n = (((end - start) / crate::rules::time::DAY_MS) + 1).clamp(1, 400) as usize;
+    let cents = |i: usize| {
+        let day = crate::rules::time::format_day(start + i as i64 * crate::rules::time::DAY_MS);
+        days.iter().find(|d| s(&d["key"]) == day).and_then(|d| d["cents"].as_i64()).unwrap_or(0)
+    };
+    let max = (0..n).map(cents).max().unwrap_or(0).max(1);
+    let (w, h, left, bottom) = (720.0, 200.0, 48.0, 22.0);
+    let slot = (w - left) / n as f64;
+    let mut svg = format!(
+        "<svg class=\"chart\" viewBox=\"0 0 {w} {h}\" role=\"img\" aria-label=\"spend per day\"><line class=\"axis\" x1=\"{left}\" y1=\"{y0}\" x2=\"{w}\" y2=\"{y0}\"/>\
+<text x=\"4\" y=\"14\">{top}</text><text x=\"4\" y=\"{y0}\">$0</text>",
+        y0 = h - bottom,
+        top = money(max),
+    );
+    for i in 0..n {
+        let c = cents(i);
+        let bar = (h - bottom - 10.0) * c as f64 / max as f64;
+        let x = left + i as f64 * slot + slot * 0.15;
+        let day = crate::rules::time::format_day(start + i as i64 * crate::rules::time::DAY_MS);
+        let _ = write!(
+            svg,
+            "<rect class=\"bar\" x=\"{x:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{bar:.1}\"><title>{day}: {}</title></rect>",
+            h - bottom - bar,
+            (slot * 0.7).max(1.0),
+            money(c)
+        );
+        if n <= 14 || i % (n / 7).max(1) == 0 {
+            let _ = write!(svg, "<text x=\"{x:.1}\" y=\"{}\">{}</text>", h - 6.0, &day[5..]);
+        }
+    }
+    svg + "</svg>"
+}
+
+pub async fn page(p: &Ctx<'_>) -> Result<Page, ApiError> {
+    let by = p.query("by").filter(|b| GROUPS.iter().any(|(g, _)| g == b)).unwrap_or_else(|| "agent".into());
+    let mut range = json!({ "workspace": p.ws.slug });
+    for k in ["from", "to"] {
+        if let Some(v) = p.query(k) {
+            range[k] = json!(v);
+        }
+    }
+    let mut per_day = range.clone();
+    per_day["group_by"] = json!("day");
+    let days = p.call("get_usage", per_day).await?;
+    let mut grouped = range;
+    grouped["group_by"] = json!(by);
+    let groups = p.call("get_usage", grouped).await?;
+    let tasks = p.call("list_tasks", json!({ "workspace": p.ws.slug, "limit": 100 })).await?;
+    let budgeted: Vec<&Value> = list(&tasks, "tasks").iter().filter(|t| t["budget_cents"].is_i64()).collect();
+    let total = groups["total_cents"].as_i64().unwrap_or(0).max(1);
+    Ok(Page {
+        title: "Usage".into(),
+        nav: "/usage",
+        main: html! {
+            h1 { "Usage" }
+            p { "Balance " strong data-balance { (money(days["balance_cents"].as_i64().unwrap_or(0))) }
+                " · spent " (money(days["total_cents"].as_i64().unwrap_or(0))) " from " (s(&days["from"])) " to " (s(&days["to"])) }
+            form.row method="get" action=(p.link("/usage")) {
+                label { "From" input type="date" name="from" value=(s(&days["from"])); }
+                label { "To" input type="date" name="to" value=(s(&days["to"])); }
+                label { "By" select name="by" { @for (g, label) in GROUPS { option value=(g) selected[*g == by] { (label) } } } }
+                button type="submit" { "Show" }
+            }
+            div data-live="usage-chart" { (trusted(chart(list(&days, "groups"), s(&days["from"]), s(&days["to"])))) }
+            h2 { "By " (GROUPS.iter().find(|(g, _)| *g == by).map_or("agent", |(_, l)| l).to_lowercase()) }
+            table data-live="usage-groups" {
+                thead { tr { th { "Who" } th.num { "Spend" } th { "Share" } th.num { "Tokens in / out" } } }
+                tbody {
+                    @for g in list(&groups, "groups") {
+                        tr {
+                            td { code { (g["key"].as_str().unwrap_or("(none)")) } }
+                            td.num { (money(g["cents"].as_i64().unwrap_or(0))) }
+                            td { meter min="0" max=(total) value=(g["cents"].as_i64().unwrap_or(0)) {} }
+                            td.num { (g["input_tokens"].as_i64().unwrap_or(0)) " / " (g["output_tokens"].as_i64().unwrap_or(0)) }
+                        }
+                    }
+                    @if list(&groups, "groups").is_empty() { tr { td colspan="4" { span.muted { "No spend in this range." } } } }
+                }
+            }
+            h2 { "Budgets" }
+            @if budgeted.is_empty() { p.muted { "No task has a budget. Set one on a task's page." } }
+            ul { @for t in budgeted {
+                li { a href=(p.link(&format!("/tasks/{}", s(&t["task_id"])))) { (s(&t["title"])) } " "
+                     (crate::console::render::spend(t["cost_cents"].as_i64().unwrap_or(0), t["budget_cents"].as_i64())) }
+            } }
+        },
+    })
+}

@@ -1,0 +1,117 @@
+// agentsky console: the live parts of pages the server renders. Everything works without it (forms post
+// and come back); with it, what changes on the server appears without a reload:
+// - the workspace's feed: a long-poll on /console/w/<ws>/live that the server holds until something in
+//   the workspace changes (woken by the change, not polled); then the page is fetched again and every
+//   region marked data-live is swapped in, unless the person is typing in it;
+// - a session's transcript: a long-poll on its stream that the session's own object holds until new
+//   events land; they are appended;
+// - the count of open requests in the title, the badge and, when the tab is hidden and the person
+//   allowed it, a browser notification.
+'use strict';
+(() => {
+  const body = document.body;
+  const ws = body.dataset.workspace;
+  const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+  // Times in the reader's own zone, and how long ago.
+  const ago = (t) => {
+    const s = Math.round((Date.now() - t) / 1000);
+    if (s < 45) return 'just now';
+    if (s < 3600) return `${Math.round(s / 60)} min ago`;
+    if (s < 86400) return `${Math.round(s / 3600)} h ago`;
+    return null;
+  };
+  function localize(root) {
+    for (const el of root.querySelectorAll('time[datetime]')) {
+      const t = Date.parse(el.getAttribute('datetime'));
+      if (Number.isNaN(t)) continue;
+      const d = new Date(t);
+      el.title = d.toLocaleString();
+      el.textContent = (t <= Date.now() && ago(t)) || d.toLocaleString([], { dateStyle: 'medium', timeStyle: 'short' });
+    }
+  }
+
+  // Destructive buttons ask first.
+  document.addEventListener('submit', (e) => {
+    const msg = e.target.dataset && e.target.dataset.confirm;
+    if (msg && !window.confirm(msg)) e.preventDefault();
+  });
+
+  // A region is left alone while the person is typing in it, and refreshed once they leave it.
+  const busy = (el) => el.contains(document.activeElement) && /^(INPUT|TEXTAREA|SELECT)$/.test(document.activeElement.tagName)
+    || [...el.querySelectorAll('input:not([type=hidden]),textarea')].some((f) => f.value !== f.defaultValue);
+  let stale = false;
+  async function refresh() {
+    const r = await fetch(location.href, { credentials: 'same-origin', headers: { accept: 'text/html' } });
+    if (r.redirected && new URL(r.url).pathname.startsWith('/console/login')) { location.href = r.url; return; }
+    if (!r.ok) return;
+    const doc = new DOMParser().parseFromString(await r.text(), 'text/html');
+    stale = false;
+    for (const el of document.querySelectorAll('[data-live]')) {
+      const fresh = doc.querySelector(`[data-live="${CSS.escape(el.dataset.live)}"]`);
+      if (!fresh) continue;
+      if (busy(el)) { stale = true; continue; }
+      el.replaceWith(fresh);
+      localize(fresh);
+    }
+    setOpen(Number(doc.body.dataset.open || 0));
+  }
+  document.addEventListener('focusout', () => { if (stale) setTimeout(() => { if (stale) refresh(); }, 300); });
+
+  // The open-request count: title, badge, notification.
+  let open = Number(body.dataset.open || 0);
+  const baseTitle = body.dataset.title || document.title;
+  function setOpen(n) {
+    if (n > open && document.hidden && 'Notification' in window && Notification.permission === 'granted') {
+      const more = n - open;
+      new Notification('agentsky', { body: `${more} new request${more > 1 ? 's' : ''} waiting for you`, tag: `agentsky-${ws}` });
+    }
+    open = n;
+    document.title = n > 0 ? `(${n}) ${baseTitle}` : baseTitle;
+    for (const b of document.querySelectorAll('[data-open-badge]')) b.textContent = String(n);
+  }
+  const notify = document.querySelector('[data-notify]');
+  if (notify && 'Notification' in window && Notification.permission === 'default') {
+    notify.hidden = false;
+    notify.addEventListener('click', async () => { await Notification.requestPermission(); notify.hidden = true; });
+  }
+
+  // The workspace's feed.
+  async function watch() {
+    let version = body.dataset.version || '';
+    for (;;) {
+      try {
+        const r = await fetch(`/console/w/${encodeURIComponent(ws)}/live?v=${encodeURIComponent(version)}`, { credentials: 'same-origin' });
+        if (r.status === 401) { location.href = '/console/login'; return; }
+        if (!r.ok) { await sleep(3000); continue; }
+        const j = await r.json();
+        if (j.v !== version) { version = j.v; await refresh(); }
+      } catch { await sleep(3000); }
+    }
+  }
+
+  // A session's transcript, appended as it grows.
+  async function stream(el) {
+    let cursor = el.dataset.cursor || '';
+    for (;;) {
+      try {
+        const r = await fetch(`${el.dataset.stream}?after=${encodeURIComponent(cursor)}`, { credentials: 'same-origin' });
+        if (r.status === 401) return;
+        if (!r.ok) { await sleep(3000); continue; }
+        const j = await r.json();
+        if (j.html) {
+          const atEnd = window.innerHeight + window.scrollY >= document.body.scrollHeight - 80;
+          el.insertAdjacentHTML('beforeend', j.html);
+          localize(el);
+          if (atEnd) window.scrollTo(0, document.body.scrollHeight);
+        }
+        cursor = j.cursor;
+        if (j.status === 'terminated') return;
+      } catch { await sleep(3000); }
+    }
+  }
+
+  localize(document);
+  if (ws) watch();
+  for (const el of document.querySelectorAll('[data-stream]')) stream(el);
+})();

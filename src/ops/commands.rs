@@ -1,0 +1,107 @@
+//! The console's **Run locally** and **Deploy** buttons: the command a session taught with
+//! `remember_command` (its task's `run` command, or a target's `deploy` command), run by the runner that
+//! holds the session's turn, in its folder, with the output shown to the person who asked.
+
+use crate::agent::PROJECT_FILE;
+use crate::cx::Cx;
+use crate::error::{ApiError, Code};
+use crate::ops::sessions;
+use crate::rules::limits;
+use crate::runner::jobs::{self, Asked};
+use crate::store;
+use crate::taskfs::{self, Folder};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+/// How long a button's command may run before the runner stops it (a dev server is stopped too: its
+/// output so far shows whether it came up).
+const COMMAND_TIMEOUT_S: i64 = 60;
+/// The output lines shown.
+const TAIL_LINES: usize = 60;
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RunCommand {
+    /// The session (`ses_…`) whose runner runs it.
+    pub session_id: String,
+    /// `run` (the task's run command) or `deploy` (a target's deploy command).
+    pub kind: String,
+    /// For `deploy`: the target (`con_…`) whose deploy command runs.
+    pub target_id: Option<String>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct CommandRun {
+    /// The command, as the session taught it.
+    pub command: String,
+    /// Its exit code; `null` when it did not finish (see `reason`).
+    pub exit_code: Option<i64>,
+    /// The last lines it printed.
+    pub output: String,
+    /// Why it did not run or finish, when it did not.
+    pub reason: Option<String>,
+}
+
+/// The command a session taught for `kind`, if any.
+pub async fn taught(
+    cx: &Cx<'_>,
+    session: &store::sessions::SessionRow,
+    kind: &str,
+    target_id: Option<&str>,
+) -> Result<Option<String>, ApiError> {
+    match kind {
+        "run" => {
+            let folder = Folder { workspace_id: &session.workspace_id, task_id: &session.task_id, lane: "" };
+            let (db, blobs) = taskfs::parts(cx.env);
+            let project = match taskfs::read(db, blobs, folder, PROJECT_FILE, None).await {
+                Ok((_, text)) => serde_json::from_str::<Value>(&text).unwrap_or(Value::Null),
+                Err(e) if e.code == Code::NotFound => Value::Null,
+                Err(e) => return Err(e),
+            };
+            Ok(project["dev"]["command"].as_str().map(str::to_owned))
+        }
+        _ => {
+            let Some(target) = target_id else { return Ok(None) };
+            let c = store::connectors::get(cx.db(), target).await.map_err(|e| cx.internal(e))?;
+            Ok(c.filter(|c| c.workspace_id == session.workspace_id).and_then(|c| c.deploy_command))
+        }
+    }
+}
+
+/// run_command
+pub async fn run(cx: &Cx<'_>, p: RunCommand) -> Result<CommandRun, ApiError> {
+    limits::one_of("kind", &p.kind, &["run", "deploy"])?;
+    if p.kind == "deploy" && p.target_id.is_none() {
+        return Err(ApiError::invalid("`target_id` is required for kind `deploy`"));
+    }
+    let (session, _) = sessions::load(cx, &p.session_id).await?;
+    let Some(command) = taught(cx, &session, &p.kind, p.target_id.as_deref()).await? else {
+        return Err(ApiError::new(
+            Code::NotFound,
+            format!("no {} command is known yet: ask the session for one (ask_command), and it teaches it with remember_command", p.kind),
+        ));
+    };
+    let spec = json!({ "command": command, "timeout_s": COMMAND_TIMEOUT_S });
+    let answer = jobs::ask(cx, &session, "run", spec, (COMMAND_TIMEOUT_S + 30) * 1000).await?;
+    let (exit_code, output, reason) = match answer {
+        Asked::Done(v) => {
+            let out = v["output"].as_str().unwrap_or_default();
+            let lines: Vec<&str> = out.lines().collect();
+            let tail = lines[lines.len().saturating_sub(TAIL_LINES)..].join("\n");
+            let reason = match (v["exit_code"].as_i64(), v["timed_out"] == true) {
+                (_, true) => Some(format!("stopped after {COMMAND_TIMEOUT_S} s")),
+                (None, _) => Some(v["error"].as_str().unwrap_or("it did not finish").to_owned()),
+                _ => None,
+            };
+            (v["exit_code"].as_i64(), tail, reason)
+        }
+        Asked::NoRunner => (
+            None,
+            String::new(),
+            Some("no runner is running this session now: start `sky runner` and send it a message first".into()),
+        ),
+        Asked::NoAnswer(why) => (None, String::new(), Some(why)),
+    };
+    Ok(CommandRun { command, exit_code, output, reason })
+}

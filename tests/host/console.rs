@@ -1,0 +1,335 @@
+//! The console: sign-in (a key, a one-time link), every page for an owner, a member and a read key,
+//! escaping of what agents and tenants wrote, CSRF and origin checks, and a request answered in the page
+//! releasing the agent that waits for it.
+
+use crate::support::{Account, HostSessions, TestApp};
+use agentsky::http::{HttpRequest, HttpResponse};
+use serde_json::json;
+use std::rc::Rc;
+
+const ORIGIN: &str = "http://127.0.0.1:8787";
+
+fn request(method: &str, path: &str, cookie: Option<&str>, body: &str, origin: Option<&str>) -> HttpRequest {
+    let (path, query) = path.split_once('?').unwrap_or((path, ""));
+    let mut headers = vec![("host".to_owned(), "127.0.0.1:8787".to_owned())];
+    if let Some(c) = cookie {
+        headers.push(("cookie".into(), c.to_owned()));
+    }
+    if let Some(o) = origin {
+        headers.push(("origin".into(), o.to_owned()));
+    }
+    if method == "POST" {
+        headers.push(("content-type".into(), "application/x-www-form-urlencoded".into()));
+    }
+    HttpRequest {
+        method: method.into(),
+        path: path.into(),
+        query: query.into(),
+        headers,
+        body: body.as_bytes().to_vec(),
+        client_ip: "203.0.113.9".into(),
+    }
+}
+
+fn form(fields: &[(&str, &str)]) -> String {
+    form_urlencoded::Serializer::new(String::new()).extend_pairs(fields).finish()
+}
+
+/// Signs in with a key; the cookie to send back.
+fn sign_in(app: &TestApp, key: &str) -> String {
+    let r = app.send(request("POST", "/console/login", None, &form(&[("key", key)]), Some(ORIGIN)));
+    assert_eq!(r.status, 303, "{}", String::from_utf8_lossy(&r.body));
+    let set = r.header("set-cookie").unwrap().to_owned();
+    assert!(set.contains("HttpOnly") && set.contains("SameSite=Lax"), "{set}");
+    assert!(!set.contains("Secure"), "plain http on loopback cannot keep a Secure cookie: {set}");
+    set.split(';').next().unwrap().to_owned()
+}
+
+fn get(app: &TestApp, cookie: &str, path: &str) -> (u16, String) {
+    let r = app.send(request("GET", path, Some(cookie), "", None));
+    (r.status, String::from_utf8_lossy(&r.body).into_owned())
+}
+
+fn csrf(html: &str) -> String {
+    let at = html.find("name=\"csrf\" value=\"").expect("a form with a csrf field") + 19;
+    html[at..at + 64].to_owned()
+}
+
+fn post(app: &TestApp, cookie: &str, path: &str, fields: &[(&str, &str)]) -> HttpResponse {
+    app.send(request("POST", path, Some(cookie), &form(fields), Some(ORIGIN)))
+}
+
+fn flash(r: &HttpResponse) -> String {
+    r.header("set-cookie").unwrap_or_default().to_owned()
+}
+
+/// A workspace with an echo agent called like an attack, a session, a task file and a routine.
+fn seeded(app: &TestApp) -> (Account, String, String) {
+    let ada = app.signup("Ada", "ada@example.com");
+    let agent = app.request(
+        "POST",
+        "/v1/agents",
+        Some(&ada.key),
+        Some(json!({"name": "<script>alert('agent')</script>", "harness": "echo", "model": "m"})),
+    );
+    let agent_id = agent.json_body()["agent_id"].as_str().unwrap().to_owned();
+    let s = app.ok(
+        &ada.key,
+        "start_session",
+        json!({"agent_id": agent_id, "message": "<img src=x onerror=alert(1)> build it", "idempotency_key": "s1"}),
+    );
+    app.settle();
+    let sid = s["session"]["session_id"].as_str().unwrap().to_owned();
+    app.ok(
+        &ada.key,
+        "write_task_file",
+        json!({"task_id": sid, "path": "notes.md", "content": "</pre><script>x</script>"}),
+    );
+    app.ok(
+        &ada.key,
+        "create_routine",
+        json!({"name": "daily", "agent_id": agent_id, "message": "go", "cron": "0 9 * * *"}),
+    );
+    (ada, agent_id, sid)
+}
+
+const PAGES: &[&str] = &["", "/board", "/usage", "/agents", "/routines", "/access", "/runners", "/members", "/keys"];
+
+#[test]
+fn signing_in_out_and_the_pages_a_browser_gets() {
+    let app = TestApp::new();
+    let (ada, agent_id, sid) = seeded(&app);
+    let r = app.send(request("GET", "/console/w/ada/board", None, "", None));
+    assert_eq!(r.status, 303);
+    assert_eq!(r.header("location"), Some("/console/login?next=%2Fconsole%2Fw%2Fada%2Fboard"));
+    let bad = app.send(request("POST", "/console/login", None, &form(&[("key", "ast_nope")]), Some(ORIGIN)));
+    assert_eq!(bad.status, 401);
+    let cookie = sign_in(&app, &ada.key);
+    let home = app.send(request("GET", "/console", Some(&cookie), "", None));
+    assert_eq!(home.header("location"), Some(format!("/console/w/{}", ada.slug).as_str()));
+    let ws = format!("/console/w/{}", ada.slug);
+    let mut paths: Vec<String> = PAGES.iter().map(|p| format!("{ws}{p}")).collect();
+    paths.extend([
+        format!("{ws}/sessions/{sid}"),
+        format!("{ws}/tasks/{sid}"),
+        format!("{ws}/tasks/{sid}?file=notes.md"),
+        format!("{ws}/agents/{agent_id}"),
+    ]);
+    for path in &paths {
+        let r = app.send(request("GET", path, Some(&cookie), "", None));
+        let html = String::from_utf8_lossy(&r.body);
+        assert_eq!(r.status, 200, "{path}: {html}");
+        let csp = r.header("content-security-policy").unwrap();
+        assert!(csp.contains("script-src 'self'") && !csp.contains("unsafe-inline"), "{path}: {csp}");
+        assert_eq!(r.header("cache-control"), Some("no-store"), "{path}");
+        // What an agent or a tenant wrote is text, never markup: the only script is the console's own.
+        assert_eq!(html.matches("<script").count(), 1, "{path}: {html}");
+        assert!(!html.contains("<img src=x"), "{path}");
+    }
+    let (_, session) = get(&app, &cookie, &format!("{ws}/sessions/{sid}"));
+    assert!(session.contains("&lt;img src=x onerror=alert(1)&gt; build it"), "{session}");
+    assert!(session.contains("echo: &lt;img"), "the transcript shows the agent's reply");
+    let (_, file) = get(&app, &cookie, &format!("{ws}/tasks/{sid}?file=notes.md"));
+    assert!(file.contains("&lt;/pre&gt;&lt;script&gt;x&lt;/script&gt;"));
+
+    // A workspace that is not yours is not found, whatever the page.
+    let bo = app.signup("Bo", "bo@example.com");
+    let (status, _) = get(&app, &sign_in(&app, &bo.key), &format!("{ws}/board"));
+    assert_eq!(status, 404);
+
+    // Signing out ends the session: the same cookie is refused.
+    let (_, page) = get(&app, &cookie, &ws);
+    let out =
+        app.send(request("POST", "/console/logout", Some(&cookie), &form(&[("csrf", &csrf(&page))]), Some(ORIGIN)));
+    assert_eq!(out.status, 303);
+    assert!(out.header("set-cookie").unwrap().contains("Max-Age=0"));
+    assert_eq!(app.send(request("GET", &ws, Some(&cookie), "", None)).status, 303, "signed out");
+
+    // Revoking the key ends its console sessions too.
+    let cookie = sign_in(&app, &ada.key);
+    let key_id = app.request("GET", "/v1/keys", Some(&ada.key), None).json_body()["keys"][0]["key_id"].clone();
+    assert_eq!(
+        app.request("DELETE", &format!("/v1/keys/{}", key_id.as_str().unwrap()), Some(&ada.key), None).status,
+        200
+    );
+    assert_eq!(app.send(request("GET", &ws, Some(&cookie), "", None)).status, 303, "its key was revoked");
+}
+
+#[test]
+fn forms_need_the_sessions_csrf_token_and_this_origin() {
+    let app = TestApp::new();
+    let (ada, agent_id, _) = seeded(&app);
+    let cookie = sign_in(&app, &ada.key);
+    let ws = format!("/console/w/{}", ada.slug);
+    let (_, page) = get(&app, &cookie, &format!("{ws}/agents/{agent_id}"));
+    let token = csrf(&page);
+    let path = format!("{ws}/op/update_agent");
+    let fields = |t: &'static str| vec![("agent_id", agent_id.clone()), ("name", t.to_owned())];
+    let as_refs = |v: &Vec<(&'static str, String)>, csrf: &str| {
+        let mut out: Vec<(String, String)> = v.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();
+        out.push(("csrf".into(), csrf.to_owned()));
+        out
+    };
+    let send = |fields: Vec<(String, String)>, origin: Option<&str>| {
+        let body = form_urlencoded::Serializer::new(String::new()).extend_pairs(fields).finish();
+        app.send(request("POST", &path, Some(&cookie), &body, origin))
+    };
+    assert_eq!(send(as_refs(&fields("No token"), ""), Some(ORIGIN)).status, 403);
+    assert_eq!(send(as_refs(&fields("Wrong token"), &"0".repeat(64)), Some(ORIGIN)).status, 403);
+    assert_eq!(send(as_refs(&fields("Other site"), &token), Some("https://evil.example")).status, 403);
+    let other = sign_in(&app, &ada.key);
+    let (_, other_page) = get(&app, &other, &ws);
+    assert_eq!(send(as_refs(&fields("Another session's token"), &csrf(&other_page)), Some(ORIGIN)).status, 403);
+    assert_eq!(app.ok(&ada.key, "list_agents", json!({}))["agents"][0]["name"], "<script>alert('agent')</script>");
+    let ok = send(as_refs(&fields("Renamed"), &token), Some(ORIGIN));
+    assert_eq!(ok.status, 303);
+    assert!(flash(&ok).contains("agentsky_flash="));
+    assert_eq!(app.ok(&ada.key, "list_agents", json!({}))["agents"][0]["name"], "Renamed");
+}
+
+#[test]
+fn a_read_keys_console_can_look_but_not_change_and_says_so() {
+    let app = TestApp::new();
+    let (ada, agent_id, sid) = seeded(&app);
+    let read = app.request("POST", "/v1/keys", Some(&ada.key), Some(json!({"name": "ro", "scopes": ["read"]})));
+    let read_key = read.json_body()["key"].as_str().unwrap().to_owned();
+    let cookie = sign_in(&app, &read_key);
+    let ws = format!("/console/w/{}", ada.slug);
+    for p in PAGES {
+        let (status, html) = get(&app, &cookie, &format!("{ws}{p}"));
+        assert_eq!(status, 200, "{p}");
+        assert!(html.contains("Read-only: this console was opened with a read key"), "{p}");
+    }
+    let (_, page) = get(&app, &cookie, &format!("{ws}/sessions/{sid}"));
+    assert!(page.contains("disabled"), "its buttons are disabled");
+    let r = post(&app, &cookie, &format!("{ws}/op/delete_agent"), &[("agent_id", &agent_id), ("csrf", &csrf(&page))]);
+    assert_eq!(r.status, 303);
+    assert!(flash(&r).contains("agentsky_flash="));
+    let back =
+        app.send(request("GET", &ws, Some(&format!("{cookie}; {}", flash(&r).split(';').next().unwrap())), "", None));
+    assert!(String::from_utf8_lossy(&back.body).contains("needs a key with the write scope"), "the page says why");
+    assert_eq!(app.ok(&ada.key, "list_agents", json!({}))["agents"].as_array().unwrap().len(), 1, "nothing changed");
+}
+
+#[test]
+fn a_member_approves_once_but_only_admins_approve_always() {
+    let app = TestApp::with_secrets();
+    let (ada, _, sid) = seeded(&app);
+    let token = app.session_token(&ada.key, &sid);
+    let connector = app.request(
+        "POST",
+        "/v1/connectors",
+        Some(&ada.key),
+        Some(
+            json!({"name": "web", "provider": "vercel", "env": "prod", "credentials": {"env": {"VERCEL_TOKEN": "t"}}}),
+        ),
+    );
+    assert_eq!(connector.status, 200, "{:?}", connector.json_body());
+    // While the agent waits, the console's Approvals page shows its request; answering there releases it.
+    let cookie = sign_in(&app, &ada.key);
+    let ws = format!("/console/w/{}", ada.slug);
+    let (c, w) = (cookie.clone(), ws.clone());
+    *app.sessions.on_wait.borrow_mut() = Some(Rc::new(move |sessions: HostSessions, key: String| {
+        let (cookie, ws) = (c.clone(), w.clone());
+        Box::pin(async move {
+            if !key.starts_with("req_") {
+                return;
+            }
+            let page = sessions.handle(request("GET", &ws, Some(&cookie), "", None)).await;
+            let html = String::from_utf8_lossy(&page.body).into_owned();
+            assert!(html.contains("<title>(1) Approvals"), "the count is in the title: {html}");
+            assert!(html.contains("Deploy the &lt;site&gt; now"), "the reason, word for word and escaped");
+            assert!(html.contains(&format!("data-request=\"{key}\"")));
+            let fields = [
+                ("task_id", sid_of(&html)),
+                ("request_id", key.clone()),
+                ("answer", "approve".into()),
+                ("expires_in_minutes", "15".into()),
+                ("csrf", csrf(&html)),
+            ];
+            let body = form_urlencoded::Serializer::new(String::new()).extend_pairs(fields).finish();
+            let r = sessions
+                .handle(request("POST", &format!("{ws}/op/answer_request"), Some(&cookie), &body, Some(ORIGIN)))
+                .await;
+            assert_eq!(r.status, 303);
+        })
+    }));
+    let grant = app.agent_ok(
+        &token,
+        "request_access",
+        json!({"target": "web", "scope": ["deploy"], "reason": "Deploy the <site> now"}),
+    );
+    assert_eq!(grant["status"], "active", "{grant}");
+    let ttl = grant["expiresAt"].as_i64().unwrap() - app.now_ms.get();
+    assert!(ttl <= 15 * 60_000 && ttl > 14 * 60_000, "approved for the 15 minutes chosen: {ttl}");
+    *app.sessions.on_wait.borrow_mut() = None;
+    // Another request stays open (nobody answers within the wait). A member's page offers Approve
+    // always disabled, saying why; the owner's offers it.
+    let pending =
+        app.agent_ok(&token, "request_access", json!({"target": "web", "scope": ["write"], "reason": "push"}));
+    assert_eq!(pending["status"], "pending");
+    let bo = app.signup("Bo", "bo@example.com");
+    let added = app.request(
+        "POST",
+        &format!("/v1/workspaces/{}/members", ada.slug),
+        Some(&ada.key),
+        Some(json!({"email": bo.email, "role": "member"})),
+    );
+    assert_eq!(added.status, 200, "{:?}", added.json_body());
+    let page_of = |key: &str| get(&app, &sign_in(&app, key), &ws).1;
+    let member = page_of(&bo.key);
+    assert!(member.contains("title=\"Only owners and admins approve always\""), "{member}");
+    assert!(
+        page_of(&ada.key).contains(">Approve always</button>") && !page_of(&ada.key).contains("Only owners and admins")
+    );
+}
+
+/// The task id in a rendered request's form.
+fn sid_of(html: &str) -> String {
+    let at = html.find("name=\"task_id\" value=\"").unwrap() + 22;
+    html[at..].split('"').next().unwrap().to_owned()
+}
+
+#[test]
+fn a_one_time_link_signs_a_browser_in_once() {
+    let app = TestApp::new();
+    let ada = app.signup("Ada", "ada@example.com");
+    let link = app.request("POST", "/v1/console/link", Some(&ada.key), None).json_body();
+    let url = link["url"].as_str().unwrap();
+    assert!(url.starts_with("http://127.0.0.1:8787/console/enter?t="), "{link}");
+    let path = &url["http://127.0.0.1:8787".len()..];
+    let first = app.send(request("GET", path, None, "", None));
+    assert_eq!(first.status, 303);
+    assert_eq!(first.header("location"), Some("/console"), "the token leaves the address bar at once");
+    let cookie = first.header("set-cookie").unwrap().split(';').next().unwrap().to_owned();
+    assert_eq!(get(&app, &cookie, &format!("/console/w/{}", ada.slug)).0, 200);
+    assert_eq!(app.send(request("GET", path, None, "", None)).status, 410, "used once");
+    let late = app.request("POST", "/v1/console/link", Some(&ada.key), None).json_body();
+    app.advance(61_000);
+    let late_path = &late["url"].as_str().unwrap()["http://127.0.0.1:8787".len()..];
+    assert_eq!(app.send(request("GET", late_path, None, "", None)).status, 410, "a minute at most");
+}
+
+#[test]
+fn a_locked_key_sees_only_its_workspace() {
+    let app = TestApp::new();
+    let ada = app.signup("Ada", "ada@example.com");
+    let team = app.request("POST", "/v1/workspaces", Some(&ada.key), Some(json!({"name": "Team"}))).json_body();
+    let slug = team["slug"].as_str().unwrap().to_owned();
+    let locked = app.request(
+        "POST",
+        "/v1/keys",
+        Some(&ada.key),
+        Some(json!({"name": "t", "scopes": ["read", "write"], "workspace": slug})),
+    );
+    let cookie = sign_in(&app, locked.json_body()["key"].as_str().unwrap());
+    let home = app.send(request("GET", "/console", Some(&cookie), "", None));
+    assert_eq!(home.header("location"), Some(format!("/console/w/{slug}").as_str()));
+    let (status, html) = get(&app, &cookie, &format!("/console/w/{slug}"));
+    assert_eq!(status, 200);
+    assert!(
+        !html.contains(&format!("href=\"/console/w/{}\"", ada.slug)),
+        "the switcher offers only the locked workspace"
+    );
+    assert_eq!(get(&app, &cookie, &format!("/console/w/{}", ada.slug)).0, 403, "universe_mismatch");
+}
