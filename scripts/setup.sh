@@ -6,6 +6,7 @@
 #   - npm ci: wrangler, Node 22, the MCP SDKs and the conformance suite (package-lock.json)
 #   - .venv: the Python MCP client and pytest (requirements-e2e.txt)
 #   - ssh-agent, ssh-add and ssh-keygen (the runner's ssh e2e), from the system's packages when missing
+#   - Chromium (the console's browser suite drives it headless), from the system's packages when missing
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 cd "$ROOT"
@@ -76,6 +77,21 @@ if ! command -v ssh-agent >/dev/null || ! command -v ssh-add >/dev/null || ! com
       || log "could not install openssh-client: the ssh e2e checks will be skipped"
   else
     log "ssh-agent/ssh-add/ssh-keygen missing: install OpenSSH's client for the ssh e2e checks"
+  fi
+fi
+
+
+# 7. Chromium for the console's browser suite (tests/e2e/console.test.mjs drives it with playwright-core,
+#    which never downloads a browser of its own). `make test` needs it (AGENTSKY_NEEDS_BROWSER=1); `make dev`
+#    does not.
+if [ "${AGENTSKY_NEEDS_BROWSER:-}" = 1 ] && ! command -v chromium >/dev/null; then
+  if command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
+    log "apt-get install chromium (the console's browser tests)"
+    apt-get install -y --no-install-recommends chromium >/dev/null 2>&1 \
+      || { apt-get update -qq >/dev/null 2>&1 && apt-get install -y --no-install-recommends chromium >/dev/null 2>&1; } \
+      || die "could not install chromium: the console's browser tests need it (apt-get install chromium)"
+  else
+    die "chromium is missing: install it (Debian: apt-get install chromium); the console's browser tests need it"
   fi
 fi
 

@@ -6,6 +6,9 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 cd "$ROOT"
 
+# The console's browser suite runs in headless Chromium: setup installs it for the tests.
+export AGENTSKY_NEEDS_BROWSER=1
+
 timings=()
 passed=0
 run() { # run NAME CMD...

@@ -71,6 +71,14 @@ impl HttpResponse {
         self
     }
 
+    /// Sets a header, replacing any value it had.
+    pub fn set_header(mut self, name: &str, value: impl Into<String>) -> Self {
+        let name = name.to_ascii_lowercase();
+        self.headers.retain(|(k, _)| *k != name);
+        self.headers.push((name, value.into()));
+        self
+    }
+
     pub fn with_body(mut self, body: Vec<u8>) -> Self {
         self.body = body;
         self

@@ -94,8 +94,8 @@ pub fn page(p: &Ctx<'_>, shell: Shell<'_>, main: Markup) -> Markup {
                     @for (path, label) in NAV {
                         a href=(p.link(path)) class=@if *path == shell.nav { "on" } {
                             (label)
-                            @if path.is_empty() && shell.open_requests > 0 {
-                                " " span.badge data-open-badge { (shell.open_requests) }
+                            @if path.is_empty() {
+                                " " span.badge data-open-badge hidden[shell.open_requests == 0] { (shell.open_requests) }
                             }
                         }
                     }

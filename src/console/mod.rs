@@ -122,9 +122,12 @@ pub fn see_other(to: &str) -> HttpResponse {
     HttpResponse::new(303).with_header("location", to).with_header("cache-control", "no-store")
 }
 
-/// A page with the console's policy.
+/// A page with the console's policy. Its referrer policy is `same-origin`, not the other pages'
+/// `no-referrer`: with that, browsers send `Origin: null` on the console's own form posts, and the origin
+/// check could not tell them from another site's.
 fn html(status: u16, markup: Markup) -> HttpResponse {
     HttpResponse::page(status, "text/html; charset=utf-8", CSP, markup.into_string())
+        .set_header("referrer-policy", "same-origin")
 }
 
 /// A page that says what went wrong, for requests that never reached a workspace.

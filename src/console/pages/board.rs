@@ -55,7 +55,7 @@ pub async fn page(p: &Ctx<'_>) -> Result<Page, ApiError> {
                         }
                         ul { @for sn in &mine { (session_line(p, sn)) } }
                         p.muted.small {
-                            (t["sessions"].as_i64().unwrap_or(0)) " sessions · "
+                            @match t["sessions"].as_i64().unwrap_or(0) { 1 => "1 session", n => (format!("{n} sessions")) } " · "
                             (spend(t["cost_cents"].as_i64().unwrap_or(0), t["budget_cents"].as_i64())) " · "
                             (time(t["created_ms"].as_i64().unwrap_or(0)))
                         }

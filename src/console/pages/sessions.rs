@@ -101,7 +101,7 @@ pub async fn page(p: &Ctx<'_>, sid: &str) -> Result<Page, ApiError> {
                     (render::state(status)) " " strong { (s(&info["agent_name"])) } " · " code { (s(&info["model"])) }
                     " · thinking " (s(&info["thinking"])) " · "
                     (render::spend(info["spent_cents"].as_i64().unwrap_or(0), info["budget_cents"].as_i64()))
-                    " · task " a href=(p.link(&format!("/tasks/{}", s(&info["task_id"])))) { (s(&info["task_id"])) }
+                    " · " a href=(p.link(&format!("/tasks/{}", s(&info["task_id"])))) { "its task" }
                     @if !s(&info["note"]).is_empty() { br; "Status: " (s(&info["note"])) }
                 }
             }

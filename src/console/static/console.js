@@ -68,7 +68,7 @@
     }
     open = n;
     document.title = n > 0 ? `(${n}) ${baseTitle}` : baseTitle;
-    for (const b of document.querySelectorAll('[data-open-badge]')) b.textContent = String(n);
+    for (const b of document.querySelectorAll('[data-open-badge]')) { b.textContent = String(n); b.hidden = n === 0; }
   }
   const notify = document.querySelector('[data-notify]');
   if (notify && 'Notification' in window && Notification.permission === 'default') {
