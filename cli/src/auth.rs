@@ -296,6 +296,29 @@ pub fn logout(ctx: &Context, out: &mut dyn Write) -> Result<()> {
     Ok(())
 }
 
+/// `sky console`: opens the console in a browser already signed in, through a one-time link the server
+/// makes for this key (usable once, within a minute); without a browser (or with `--no-browser`) it
+/// prints the link.
+pub fn console(ctx: &Context, opts: &Options, out: &mut dyn Write) -> Result<()> {
+    let stored = config::load(ctx)?;
+    let server = server(ctx, opts, &stored);
+    let Some((key, _)) = key(ctx, opts, &stored, &server) else {
+        return Err(Error::new("not signed in: run `sky auth login` (or pass --key / set AGENTSKY_API_KEY)"));
+    };
+    let reply = Api::new(&server).post_json("/v1/console/link", Some(&key), &serde_json::json!({}))?;
+    let body = reply.into_ok("POST /v1/console/link")?;
+    let url = body["url"].as_str().ok_or_else(|| Error::new("the server answered without a link"))?;
+    let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    if opts.open_browser && tty {
+        open_in_browser(url);
+        say(out, "Opened the console in your browser. If nothing opened, open this link within a minute:");
+    } else {
+        say(out, "Open this link within a minute; it signs that browser in once:");
+    }
+    say(out, url);
+    Ok(())
+}
+
 /// `sky on <host name>`.
 pub fn default_device_name() -> String {
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname")

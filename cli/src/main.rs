@@ -15,6 +15,8 @@ Usage:
   sky auth status [--server URL] [--key KEY]
   sky auth logout
       Revoke the key sign-in made and forget it.
+  sky console [--server URL] [--key KEY] [--no-browser]
+      Open the console (approvals, board, sessions) in your browser, already signed in with your key.
   sky mcp [--server URL]
       The session server on stdio (for agents agentsky starts): relays to <server>/v1/session/mcp with
       AGENTSKY_SESSION_ID and AGENTSKY_SESSION_TOKEN from the environment.
@@ -138,6 +140,7 @@ fn main() {
         ["auth", "login"] => auth::login(&ctx, &auth_opts, &mut err).map(drop),
         ["auth", "status"] => auth::status(&ctx, &auth_opts, &mut err),
         ["auth", "logout"] => auth::logout(&ctx, &mut err),
+        ["console"] => auth::console(&ctx, &auth_opts, &mut err),
         ["mcp"] => run_mcp(&ctx, &auth_opts),
         ["runner"] => run_runner(&ctx, &args, auth_opts),
         _ => usage_error(&format!("unknown command `{}`", words.join(" "))),

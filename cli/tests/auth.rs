@@ -145,3 +145,24 @@ fn slow_down_lengthens_the_interval_instead_of_failing() {
     assert_eq!(token.key, KEY);
     assert!(started.elapsed() >= step * 2, "the two polls after slow_down waited the longer interval");
 }
+
+#[test]
+fn console_prints_a_one_time_link_made_for_the_key() {
+    let s = Scratch::new("console");
+    let ctx = Context::in_home(&s.0);
+    let srv = StandIn::start(|req| match (req.method.as_str(), req.url.as_str()) {
+        ("POST", "/v1/console/link") if req.header("authorization") == Some(&format!("Bearer {KEY}")) => (
+            201,
+            "application/json",
+            json!({"url": "http://x/console/enter?t=once", "expires_ms": 1}).to_string(),
+        ),
+        _ => (401, "application/json", json!({"error": {"code": "unauthorized", "message": "nope"}}).to_string()),
+    });
+    let mut out = Vec::new();
+    let with_key = Options { key: Some(KEY.into()), open_browser: false, ..opts(&srv) };
+    auth::console(&ctx, &with_key, &mut out).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    assert!(text.contains("http://x/console/enter?t=once") && !text.contains(KEY), "{text}");
+    let without = auth::console(&ctx, &opts(&srv), &mut Vec::new()).unwrap_err();
+    assert!(without.to_string().contains("not signed in"), "{without}");
+}
