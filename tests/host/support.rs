@@ -495,13 +495,22 @@ impl TestApp {
         self.mcp_post("/v1/mcp", Some(key), "203.0.113.7", method, params)
     }
 
-    /// Calls a tool and returns its `CallToolResult`.
+    /// Calls a tool and returns its `CallToolResult`. A successful result must match the tool's published
+    /// `outputSchema`, as SDK clients require.
     pub fn call(&self, key: &str, tool: &str, args: Value) -> Value {
         let resp = self.rpc(key, "tools/call", json!({ "name": tool, "arguments": args }));
         assert_eq!(resp.status, 200, "{}", String::from_utf8_lossy(&resp.body));
         let body = resp.json_body();
         assert!(body.get("error").is_none(), "JSON-RPC error: {body}");
-        body["result"].clone()
+        let result = body["result"].clone();
+        if result["isError"] == false {
+            let listed = agentsky::tools::operator_tools().iter().find(|t| t["name"] == tool);
+            if let Some(schema) = listed.and_then(|t| t.get("outputSchema")) {
+                let errors = crate::schemas::validate(&result["structuredContent"], schema);
+                assert!(errors.is_empty(), "{tool}'s result does not match its outputSchema: {errors:?}\n{result}");
+            }
+        }
+        result
     }
 
     /// Calls a tool that must succeed and returns its structured result.
