@@ -94,7 +94,7 @@ fn check_node(root: &Value, node: &Value, at: &str, out: &mut Vec<String>) {
                 _ => out.push(format!("{here}: {value} does not resolve inside the schema")),
             }
         } else if k == "enum" {
-            if !value.as_array().is_some_and(|v| !v.is_empty()) {
+            if value.as_array().is_none_or(|v| v.is_empty()) {
                 out.push(format!("{here}: must be a non-empty array"));
             }
         } else if k == "examples" {
