@@ -208,7 +208,8 @@ fn unknown_tools_are_protocol_errors_and_bad_arguments_are_tool_errors() {
     assert_eq!(resp["error"]["code"], -32602, "REST-only operations are unknown tools");
     let result = app.call(&ada.key, "list_agents", json!({"limit": "ten"}));
     assert_eq!(result["isError"], true);
-    assert_eq!(result["structuredContent"]["error"]["code"], "invalid_params");
+    assert!(result.get("structuredContent").is_none(), "an error is no result of the outputSchema's shape");
+    assert_eq!(TestApp::tool_error(&result)["code"], "invalid_params");
     assert!(result["content"][0]["text"].as_str().unwrap().contains("invalid_params"));
     assert_eq!(app.err_code(&ada.key, "list_agents", json!({"bogus": 1})), "invalid_params");
     assert_eq!(app.err_code(&ada.key, "list_agents", json!({"workspace": "not-mine"})), "not_found");

@@ -409,3 +409,25 @@ fn openapi_components_hold_one_schema_per_name() {
     }
     assert!(clashes.is_empty(), "one component name, two schemas:\n{}", clashes.join("\n"));
 }
+
+#[test]
+fn a_tool_error_carries_its_code_as_text_and_no_structured_content_to_check_against_the_output_schema() {
+    // The TypeScript SDK 1.x checks structuredContent against the outputSchema even when isError is true,
+    // so an error body there turned every tool error into "Structured content does not match".
+    let app = TestApp::new();
+    let ada = app.signup("Ada", "ada@example.com");
+    let result = app.call(&ada.key, "get_session", json!({"session_id": "ses_00000000000000000000000000"}));
+    assert_eq!(result["isError"], true);
+    assert!(result.get("structuredContent").is_none(), "{result}");
+    assert_eq!(TestApp::tool_error(&result)["code"], "not_found");
+    let help = app.mcp_post(
+        "/v1/help/mcp",
+        None,
+        "203.0.113.9",
+        "tools/call",
+        json!({"name": "help_get", "arguments": {"slug": "nope"}}),
+    );
+    let result = &help.json_body()["result"];
+    assert_eq!(result["isError"], true);
+    assert!(result.get("structuredContent").is_none(), "{result}");
+}
