@@ -112,7 +112,9 @@ async function tool(name, args, via = agent) {
   const j = JSON.parse(r.text);
   if (j.error) throw new Error(`JSON-RPC error: ${r.text.slice(0, 300)}`);
   const sc = j.result.structuredContent;
-  return { ms: r.ms, headers: r.headers, sc, err: j.result.isError ? (sc?.error?.code ?? 'error') : null };
+  // An error's body is the result's JSON text (no structuredContent).
+  const err = () => { try { return JSON.parse(j.result.content[0].text).error.code; } catch { return 'error'; } };
+  return { ms: r.ms, headers: r.headers, sc, err: j.result.isError ? err() : null };
 }
 const must = (r, what) => { if (r.err) throw new Error(`${what}: ${r.err} ${JSON.stringify(r.sc)}`); return r.sc; };
 

@@ -12,8 +12,12 @@ use futures::channel::oneshot;
 use futures::future::{select, Either, FutureExt, LocalBoxFuture};
 use serde_json::json;
 
-/// Bodies above this are refused before they are parsed.
-pub const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
+/// Bodies above this are refused before they are parsed, on every face.
+pub use crate::mcp::MAX_BODY_BYTES;
+
+/// The MCP endpoints. A request to one that is refused before a tool runs is answered with a JSON-RPC
+/// error ([`refuse`]), never with REST's body.
+const MCP_ENDPOINTS: [&str; 4] = ["/v1/mcp", "/v1/session/mcp", "/v1/help/mcp", "/v1/conformance/mcp"];
 
 /// The timing and identity of one request, supplied by the edge.
 pub struct RequestMeta {
@@ -39,10 +43,8 @@ pub async fn handle(env: &Env, req: HttpRequest, meta: RequestMeta) -> HttpRespo
 
 async fn route(env: &Env, req: &HttpRequest, meta: RequestMeta) -> HttpResponse {
     if req.body.len() > MAX_BODY_BYTES {
-        return rest::error_response(&ApiError::new(
-            Code::PayloadTooLarge,
-            format!("request bodies are limited to {MAX_BODY_BYTES} bytes"),
-        ));
+        let message = format!("request bodies are limited to {MAX_BODY_BYTES} bytes");
+        return refuse(req, &ApiError::new(Code::PayloadTooLarge, message));
     }
     let path = req.path.as_str();
     let mut cx = Cx {
@@ -73,14 +75,13 @@ async fn route(env: &Env, req: &HttpRequest, meta: RequestMeta) -> HttpResponse 
                 return mcp::serve(&spec(&cx, req), &NoTools, req).await;
             }
             return match authenticate(&cx, req) {
-                Ok(Auth::Key(hash)) => {
-                    as_key(cx, &hash, |cx| {
-                        Box::pin(async move { mcp::serve(&spec(cx, req), &OperatorTools { cx }, req).await })
-                    })
-                    .await
-                }
-                Ok(Auth::Admin | Auth::None) => unauthorized(&cx, None),
-                Err(resp) => resp,
+                Ok(Auth::Key(hash)) => as_key(cx, &hash, |cx| {
+                    Box::pin(async move { mcp::serve(&spec(cx, req), &OperatorTools { cx }, req).await })
+                })
+                .await
+                .unwrap_or_else(|e| refuse(req, &e)),
+                Ok(Auth::Admin | Auth::None) => refuse(req, &key_required(&cx)),
+                Err(e) => refuse(req, &e),
             };
         }
         // The Help Center's own server: help_search and help_get only, no key, 600 calls/min per address.
@@ -106,7 +107,7 @@ async fn route(env: &Env, req: &HttpRequest, meta: RequestMeta) -> HttpResponse 
             }
             let me = match session_caller(&cx, req).await {
                 Ok(me) => me,
-                Err(resp) => return resp,
+                Err(e) => return refuse(req, &e),
             };
             let tools = crate::agent::SessionTools { agent: crate::agent::Agent::new(&cx, me) };
             return mcp::serve(&session_spec(&cx, req), &tools, req).await;
@@ -114,7 +115,7 @@ async fn route(env: &Env, req: &HttpRequest, meta: RequestMeta) -> HttpResponse 
         "/v1/session/commands" if req.method == "POST" => {
             let me = match session_caller(&cx, req).await {
                 Ok(me) => me,
-                Err(resp) => return resp,
+                Err(e) => return refuse(req, &e),
             };
             let agent = crate::agent::Agent::new(&cx, me);
             return match crate::agent::report_command(&agent, &req.body).await {
@@ -150,14 +151,16 @@ async fn route(env: &Env, req: &HttpRequest, meta: RequestMeta) -> HttpResponse 
         Route::Found(op, params) => {
             let args = rest::arguments(op, req, params);
             match authenticate(&cx, req) {
-                Ok(Auth::Key(hash)) => as_key(cx, &hash, |cx| Box::pin(rest::serve(cx, op, args.clone()))).await,
+                Ok(Auth::Key(hash)) => as_key(cx, &hash, |cx| Box::pin(rest::serve(cx, op, args.clone())))
+                    .await
+                    .unwrap_or_else(|e| refuse(req, &e)),
                 Ok(Auth::Admin) => {
                     cx.admin = true;
                     rest::serve(&cx, op, args).await
                 }
                 Ok(Auth::None) if op.scope == crate::ops::Scope::Public => rest::serve(&cx, op, args).await,
-                Ok(Auth::None) => unauthorized(&cx, None),
-                Err(resp) => resp,
+                Ok(Auth::None) => refuse(req, &key_required(&cx)),
+                Err(e) => refuse(req, &e),
             }
         }
         Route::WrongMethod(allowed) => HttpResponse::json(
@@ -232,26 +235,30 @@ directly after a grant: they already use it."
 }
 
 /// The session behind a session token (`Authorization: Bearer sst_…`): refused once it has ended.
-async fn session_caller(cx: &Cx<'_>, req: &HttpRequest) -> Result<crate::store::sessions::SessionRow, HttpResponse> {
-    let token = req
-        .header("authorization")
-        .and_then(|h| h.split_once(' '))
+async fn session_caller(cx: &Cx<'_>, req: &HttpRequest) -> Result<crate::store::sessions::SessionRow, ApiError> {
+    let Some(header) = req.header("authorization") else {
+        return Err(unauthorized(
+            "a session token is required: Authorization: Bearer sst_… (POST /v1/sessions/{session_id}/token)",
+        ));
+    };
+    let token = header
+        .split_once(' ')
         .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
         .map(|(_, t)| t.trim())
         .filter(|t| t.starts_with("sst_") && t.len() < 200);
     let Some(token) = token else {
-        return Err(unauthorized(cx, None));
+        return Err(unauthorized("this is not an agentsky session token (Bearer sst_…)"));
     };
     match crate::store::requests::session_for_token(cx.db(), &ids::hash_secret(token)).await {
         Ok(Some(me)) => {
             // `sky mcp` names the session too; a token of another session is refused.
             if req.header("x-agentsky-session").is_some_and(|s| s != me.session_id) {
-                return Err(unauthorized(cx, Some("this token belongs to another session")));
+                return Err(unauthorized("this token belongs to another session"));
             }
             Ok(me)
         }
-        Ok(None) => Err(unauthorized(cx, Some("unknown session token, or its session has ended"))),
-        Err(e) => Err(rest::error_response(&cx.internal(e))),
+        Ok(None) => Err(unauthorized("unknown session token, or its session has ended")),
+        Err(e) => Err(cx.internal(e)),
     }
 }
 
@@ -274,13 +281,13 @@ enum Auth {
 }
 
 /// Reads the bearer: the admin token, an API key, or nothing. A bearer that is neither is a 401.
-fn authenticate(cx: &Cx<'_>, req: &HttpRequest) -> Result<Auth, HttpResponse> {
+fn authenticate(cx: &Cx<'_>, req: &HttpRequest) -> Result<Auth, ApiError> {
     let Some(header) = req.header("authorization") else {
         return Ok(Auth::None);
     };
     let token = match header.split_once(' ') {
         Some((scheme, token)) if scheme.eq_ignore_ascii_case("bearer") => token.trim(),
-        _ => return Err(unauthorized(cx, Some("the Authorization header must be `Bearer ast_…`"))),
+        _ => return Err(unauthorized("the Authorization header must be `Bearer ast_…`")),
     };
     if let Some(admin) = cx.env.config.admin_token.as_deref().filter(|t| !t.is_empty()) {
         if ids::constant_time_eq(&ids::hash_secret(token), &ids::hash_secret(admin)) {
@@ -288,12 +295,12 @@ fn authenticate(cx: &Cx<'_>, req: &HttpRequest) -> Result<Auth, HttpResponse> {
         }
     }
     if !token.starts_with("ast_") || token.len() > 200 {
-        return Err(unauthorized(cx, Some("this is not an agentsky API key")));
+        return Err(unauthorized("this is not an agentsky API key"));
     }
     Ok(Auth::Key(ids::hash_secret(token)))
 }
 
-/// Runs `work` as the caller behind a key. Every call looks the key up; a key this Worker resolved
+/// Runs `work` as the caller behind a key; `Err` when the key is refused or cannot be looked up. Every call looks the key up; a key this Worker resolved
 /// before ([`crate::keycache`]) starts the work at once with the lookup beside it, and the answer waits
 /// for the lookup to agree: a revoked key is refused and a changed caller runs the work again (writes
 /// wait for the lookup before they change anything, see [`crate::ops::invoke`]).
@@ -301,7 +308,7 @@ async fn as_key<'a>(
     mut cx: Cx<'a>,
     hash: &str,
     work: impl for<'c> Fn(&'c Cx<'a>) -> LocalBoxFuture<'c, HttpResponse>,
-) -> HttpResponse {
+) -> Result<HttpResponse, ApiError> {
     let (db, now) = (cx.db(), cx.now_ms);
     let lookup = crate::store::keys::authenticate(db, hash, now);
     let fresh = match crate::keycache::get(hash, now) {
@@ -317,14 +324,14 @@ async fn as_key<'a>(
                     let agreed = agrees(&v);
                     let _ = tell.send(agreed);
                     if agreed {
-                        return running.await;
+                        return Ok(running.await);
                     }
                     v
                 }
                 Either::Right((resp, pending)) => {
                     let v = pending.await;
                     if agrees(&v) {
-                        return resp;
+                        return Ok(resp);
                     }
                     v
                 }
@@ -338,29 +345,52 @@ async fn as_key<'a>(
         Ok(Some(caller)) => {
             crate::keycache::put(hash, Some(&caller), now);
             cx.caller = Some(caller);
-            work(&cx).await
+            Ok(work(&cx).await)
         }
         Ok(None) => {
             crate::keycache::put(hash, None, now);
-            unauthorized(&cx, Some("unknown or revoked API key"))
+            Err(unauthorized("unknown or revoked API key"))
         }
-        Err(e) => rest::error_response(&cx.internal(e)),
+        Err(e) => Err(cx.internal(e)),
     }
 }
 
-/// 401 with `WWW-Authenticate`; `invalid_token` when a key was presented and refused.
-fn unauthorized(cx: &Cx<'_>, bad_token: Option<&str>) -> HttpResponse {
-    let realm = "Bearer realm=\"agentsky\"".to_owned();
-    let (challenge, message) = match bad_token {
-        Some(why) => (format!("{realm}, error=\"invalid_token\", error_description=\"{why}\""), why.to_owned()),
-        None => (
-            realm,
-            format!(
-                "an API key is required: Authorization: Bearer ast_… (create one with POST {}/v1/accounts)",
-                cx.base_url
-            ),
-        ),
+/// A refused credential. [`refuse`] adds the challenge.
+fn unauthorized(message: impl Into<String>) -> ApiError {
+    ApiError::new(Code::Unauthorized, message)
+}
+
+/// No API key where one is needed.
+fn key_required(cx: &Cx<'_>) -> ApiError {
+    unauthorized(format!(
+        "an API key is required: Authorization: Bearer ast_… (create one with POST {}/v1/accounts)",
+        cx.base_url
+    ))
+}
+
+/// Answers a request refused before its work runs (too large, a bad credential, a failed lookup) in its
+/// face's own shape: a JSON-RPC error on an MCP endpoint ([`mcp::refusal`], the API's error object as its
+/// `data`), the API's error body on every other path. A 401 carries `WWW-Authenticate` either way, with
+/// `invalid_token` when a credential was presented (RFC 6750 §3).
+pub fn refuse(req: &HttpRequest, e: &ApiError) -> HttpResponse {
+    let resp = if MCP_ENDPOINTS.contains(&req.path.as_str()) {
+        mcp::refusal(req, e.code.http(), &e.message, Some(e.body()["error"].clone()))
+    } else {
+        rest::error_response(e)
     };
-    HttpResponse::json(401, &ApiError::new(Code::Unauthorized, message).body())
-        .with_header("www-authenticate", challenge)
+    if e.code != Code::Unauthorized {
+        return resp;
+    }
+    let mut challenge = "Bearer realm=\"agentsky\"".to_owned();
+    if req.header("authorization").is_some() {
+        // A header value is visible ASCII, and the description a quoted-string without quotes in it.
+        let why: String = e
+            .message
+            .replace('…', "...")
+            .chars()
+            .filter(|c| matches!(c, ' '..='~') && *c != '"' && *c != '\\')
+            .collect();
+        challenge.push_str(&format!(", error=\"invalid_token\", error_description=\"{why}\""));
+    }
+    resp.with_header("www-authenticate", challenge)
 }

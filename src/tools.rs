@@ -81,12 +81,12 @@ pub fn success(value: Value) -> Value {
     })
 }
 
-/// A failed operation as a tool result: `isError: true` with the API's code, never a JSON-RPC error.
+/// A failed operation as a tool result: `isError: true` with the API's error body as JSON text, never a
+/// JSON-RPC error. No `structuredContent`: clients check it against the tool's `outputSchema`, which
+/// describes a success, and the TypeScript SDK 1.x does so on error results too, refusing the whole result.
 pub fn failure(error: &ApiError) -> Value {
-    let body = error.body();
     json!({
-        "content": [{ "type": "text", "text": body.to_string() }],
-        "structuredContent": body,
+        "content": [{ "type": "text", "text": error.body().to_string() }],
         "isError": true,
     })
 }

@@ -151,11 +151,9 @@ fn console_prints_a_one_time_link_made_for_the_key() {
     let s = Scratch::new("console");
     let ctx = Context::in_home(&s.0);
     let srv = StandIn::start(|req| match (req.method.as_str(), req.url.as_str()) {
-        ("POST", "/v1/console/link") if req.header("authorization") == Some(&format!("Bearer {KEY}")) => (
-            201,
-            "application/json",
-            json!({"url": "http://x/console/enter?t=once", "expires_ms": 1}).to_string(),
-        ),
+        ("POST", "/v1/console/link") if req.header("authorization") == Some(&format!("Bearer {KEY}")) => {
+            (201, "application/json", json!({"url": "http://x/console/enter?t=once", "expires_ms": 1}).to_string())
+        }
         _ => (401, "application/json", json!({"error": {"code": "unauthorized", "message": "nope"}}).to_string()),
     });
     let mut out = Vec::new();

@@ -126,7 +126,7 @@ struct Tool {
 }
 
 fn schema<T: JsonSchema>() -> schemars::Schema {
-    schemars::schema_for!(T)
+    crate::ops::input_schema::<T>()
 }
 
 const TOOLS: &[Tool] = &[

@@ -98,7 +98,11 @@ async fn fetch(mut req: Request, env: Env, _ctx: Context) -> Result<Response> {
         headers,
         body,
     };
-    let core = core_env(&env)?;
+    // A missing binding is the deployment's fault, but the caller still gets an answer in its face's shape.
+    let core = match core_env(&env) {
+        Ok(core) => core,
+        Err(e) => return to_worker(app::refuse(&request, &crate::error::ApiError::internal(&request_id, e))),
+    };
     let response = app::handle(&core, request, RequestMeta { now_ms: now_ms(), request_id }).await;
     to_worker(response)
 }

@@ -117,11 +117,11 @@ pub async fn serve(spec: &ServerSpec, host: &dyn ToolHost, req: &HttpRequest) ->
         return rpc::error(405, None, &error).with_header("allow", "POST");
     }
     if let Some(reason) = headers::refusal(spec, req) {
-        return rpc::error(403, None, &RpcError::new(rpc::INVALID_REQUEST, reason));
+        return refusal(req, 403, &reason, None);
     }
     if req.body.len() > MAX_BODY_BYTES {
         let message = format!("Payload Too Large: request bodies are limited to {MAX_BODY_BYTES} bytes");
-        return rpc::error(413, None, &RpcError::new(rpc::INVALID_REQUEST, message));
+        return refusal(req, 413, &message, None);
     }
     let request = match rpc::parse(&req.body) {
         rpc::Body::Request(request) => request,
@@ -133,6 +133,18 @@ pub async fn serve(spec: &ServerSpec, host: &dyn ToolHost, req: &HttpRequest) ->
     } else {
         legacy::serve(spec, host, req, &request).await
     }
+}
+
+/// A request refused before any method runs, whether by this transport (origin, size) or by the server
+/// around it (a bad credential, a failed lookup): a JSON-RPC error at `status`, numbered by
+/// [`rpc::code_for_status`], so an SDK shows the message instead of a bare HTTP failure. The id is the
+/// request's when the body can be read; a body over the limit is never parsed, so its id is null. `data`
+/// carries what the rest of the API says about the same failure.
+pub fn refusal(req: &HttpRequest, status: u16, message: &str, data: Option<Value>) -> HttpResponse {
+    let mut error = RpcError::new(rpc::code_for_status(status), message);
+    error.data = data;
+    let id = (req.body.len() <= MAX_BODY_BYTES).then(|| rpc::request_id(&req.body)).flatten();
+    rpc::error(status, id.as_ref(), &error)
 }
 
 /// `serverInfo` as both eras show it (`_meta["io.modelcontextprotocol/serverInfo"]` in the modern one).
@@ -223,11 +235,11 @@ mod tests {
     }
 
     #[test]
-    fn a_foreign_origin_is_refused_with_403_and_an_error_without_id() {
+    fn a_foreign_origin_is_refused_with_403_and_the_requests_id() {
         let response = send(with_header(ping(), "origin", "http://evil.example.com"));
         assert_eq!(response.status, 403);
         assert_eq!(response.json_body()["error"]["code"], json!(rpc::INVALID_REQUEST));
-        assert!(response.json_body().get("id").is_none());
+        assert_eq!(response.json_body()["id"], json!(1));
     }
 
     #[test]
@@ -250,6 +262,7 @@ mod tests {
         let response = send(req);
         assert_eq!(response.status, 413);
         assert_eq!(response.json_body()["error"]["code"], json!(rpc::INVALID_REQUEST));
+        assert_eq!(response.json_body().get("id"), Some(&Value::Null), "the body is not read");
     }
 
     #[test]

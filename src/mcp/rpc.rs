@@ -17,6 +17,13 @@ pub const HEADER_MISMATCH: i64 = -32020;
 pub const MISSING_REQUIRED_CLIENT_CAPABILITY: i64 = -32021;
 /// 2026-07-28: the requested protocol version is not served; `data: {supported, requested}`.
 pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
+pub const INTERNAL_ERROR: i64 = -32603;
+/// JSON-RPC's server-defined range (−32000 … −32099), for refusals made before any method runs. MCP names
+/// none; −32001 for a refused credential is the number MCP servers conventionally send, and −32003 for a
+/// rate limit is the one the session server's contract uses in its tools.
+pub const SERVER_ERROR: i64 = -32000;
+pub const UNAUTHORIZED: i64 = -32001;
+pub const RATE_LIMITED: i64 = -32003;
 
 /// A protocol failure, answered as a JSON-RPC error object. Business failures never take this shape: they
 /// are tool results with `isError: true`.
@@ -125,19 +132,40 @@ fn valid_id(id: &Value) -> bool {
     id.is_string() || id.is_i64() || id.is_u64()
 }
 
+/// The id of the request in `body`, when the body is a JSON object with a valid one. Only the `id` member
+/// is kept; the rest is skipped over unbuilt.
+pub fn request_id(body: &[u8]) -> Option<Value> {
+    #[derive(serde::Deserialize)]
+    struct IdOnly {
+        id: Option<Value>,
+    }
+    // serde would also read a struct from an array (`[1]`); a request is an object.
+    if body.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
+        return None;
+    }
+    serde_json::from_slice::<IdOnly>(body).ok()?.id.filter(valid_id)
+}
+
+/// The JSON-RPC number of a refusal made before any method runs, from its HTTP status.
+pub fn code_for_status(status: u16) -> i64 {
+    match status {
+        401 => UNAUTHORIZED,
+        429 => RATE_LIMITED,
+        400..=499 => INVALID_REQUEST,
+        500..=599 => INTERNAL_ERROR,
+        _ => SERVER_ERROR,
+    }
+}
+
 /// A 200 with the JSON-RPC result.
 pub fn result(id: &Value, result: Value) -> HttpResponse {
     HttpResponse::json(200, &json!({"jsonrpc": "2.0", "id": id, "result": result}))
 }
 
-/// An error answer. `id: None` writes an error without an `id` member, as the 2026-07-28 schema allows when
-/// the id could not be read (JSON-RPC 2.0's `"id": null` is not a valid MCP request id).
+/// An error answer. `id: None` (the id could not be read) writes `"id": null`, as JSON-RPC 2.0 §5 requires
+/// and both MCP schema eras accept; the Python SDK reads an error body only when its `id` member is there.
 pub fn error(status: u16, id: Option<&Value>, error: &RpcError) -> HttpResponse {
-    let mut body = json!({"jsonrpc": "2.0", "error": error.to_json()});
-    if let Some(id) = id {
-        body["id"] = id.clone();
-    }
-    HttpResponse::json(status, &body)
+    HttpResponse::json(status, &json!({"jsonrpc": "2.0", "id": id, "error": error.to_json()}))
 }
 
 #[cfg(test)]
@@ -198,9 +226,26 @@ mod tests {
     }
 
     #[test]
-    fn an_error_without_a_readable_id_has_no_id_member() {
+    fn an_error_without_a_readable_id_has_a_null_id() {
         let response = error(400, None, &RpcError::new(PARSE_ERROR, "Parse error"));
-        assert!(response.json_body().get("id").is_none());
+        assert_eq!(response.json_body().get("id"), Some(&Value::Null));
         assert_eq!(response.json_body()["error"]["code"], json!(PARSE_ERROR));
+    }
+
+    #[test]
+    fn the_request_id_is_read_from_any_object_body_that_has_a_valid_one() {
+        assert_eq!(request_id(br#"{"method":"x","params":{"id":9},"jsonrpc":"2.0","id":"a"}"#), Some(json!("a")));
+        assert_eq!(request_id(br#"{"jsonrpc":"2.0","id":7,"method":"tools/call"}"#), Some(json!(7)));
+        for unreadable in [&br#"{"id":null}"#[..], br#"{"id":1.5}"#, br#"{"method":"x"}"#, b"[1]", b"{nope", b""] {
+            assert_eq!(request_id(unreadable), None, "{}", String::from_utf8_lossy(unreadable));
+        }
+    }
+
+    #[test]
+    fn a_refusal_is_numbered_by_its_status() {
+        assert_eq!(code_for_status(401), UNAUTHORIZED);
+        assert_eq!(code_for_status(429), RATE_LIMITED);
+        assert_eq!(code_for_status(413), INVALID_REQUEST);
+        assert_eq!(code_for_status(503), INTERNAL_ERROR);
     }
 }

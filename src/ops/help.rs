@@ -49,9 +49,9 @@ pub struct Help {
 pub struct HelpAnswer {
     /// Without `topic`: every topic. With one: just that one.
     pub topics: Vec<Topic>,
-    /// With `topic`: its operations.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub operations: Vec<OperationHelp>,
+    /// With `topic`: its operations (none for `workflow`). Left out without one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub operations: Option<Vec<OperationHelp>>,
     /// With `topic: "workflow"`: the steps.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub steps: Option<String>,
@@ -107,7 +107,7 @@ fn summary(group: &str) -> String {
 pub async fn help(cx: &Cx<'_>, p: Help) -> Result<HelpAnswer, ApiError> {
     let all = topics();
     let Some(topic) = p.topic else {
-        return Ok(HelpAnswer { topics: all, operations: vec![], steps: None });
+        return Ok(HelpAnswer { topics: all, operations: None, steps: None });
     };
     let slug = match p.workspace.as_deref() {
         Some(s) => Some(cx.workspace(Some(s))?.slug.clone()),
@@ -119,7 +119,7 @@ pub async fn help(cx: &Cx<'_>, p: Help) -> Result<HelpAnswer, ApiError> {
     };
     let operations = OPS.iter().filter(|op| op.group == topic).map(|op| describe(op, slug.as_deref())).collect();
     let steps = (topic == "workflow").then(|| WORKFLOW.to_owned());
-    Ok(HelpAnswer { topics: vec![found], operations, steps })
+    Ok(HelpAnswer { topics: vec![found], operations: Some(operations), steps })
 }
 
 fn describe(op: &Op, slug: Option<&str>) -> OperationHelp {

@@ -131,8 +131,8 @@ macro_rules! operations {
                 method: stringify!($method),
                 path: $path,
                 hints: $hints,
-                params: || schemars::schema_for!($params),
-                result: || schemars::schema_for!($result),
+                params: input_schema::<$params>,
+                result: output_schema::<$result>,
                 run: |cx, args| Box::pin(async move {
                     let params: $params = decode_params(args)?;
                     let result: $result = $run(cx, params).await?;
@@ -737,6 +737,17 @@ operations! {
 /// Finds an operation by name.
 pub fn find(name: &str) -> Option<&'static Op> {
     OPS.iter().find(|op| op.name == name)
+}
+
+/// The schema of what a caller may send: serde's deserialize contract (JSON Schema 2020-12).
+pub fn input_schema<T: schemars::JsonSchema>() -> schemars::Schema {
+    schemars::generate::SchemaSettings::draft2020_12().for_deserialize().into_generator().into_root_schema_for::<T>()
+}
+
+/// The schema of what the server sends: serde's serialize contract, so a field serde may skip is not
+/// `required` and a field it never writes is not listed. Clients validate every result against it.
+pub fn output_schema<T: schemars::JsonSchema>() -> schemars::Schema {
+    schemars::generate::SchemaSettings::draft2020_12().for_serialize().into_generator().into_root_schema_for::<T>()
 }
 
 /// A failed decode of the params is an `invalid_params` error that quotes serde's reason.

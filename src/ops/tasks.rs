@@ -75,10 +75,22 @@ pub struct GetTask {
     pub workspace: Option<String>,
 }
 
+/// One task in full. Its own fields rather than a flattened [`TaskSummary`]: the summary's `sessions` and
+/// `open_requests` are counts, and here those names are the lists themselves.
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct TaskDetail {
-    #[serde(flatten)]
-    pub task: TaskSummary,
+    pub task_id: String,
+    pub title: String,
+    /// Cap on the sum of its sessions' spend, in cents.
+    pub budget_cents: Option<i64>,
+    /// What its sessions spent, in cents.
+    pub cost_cents: i64,
+    /// How many of its sessions are running a turn.
+    pub running: i64,
+    pub created_ms: i64,
+    /// What the task is waiting on: `you` (an open request, or a reply to read), `sessions` (a turn is
+    /// running) or `nothing` (all sessions stopped).
+    pub waiting_on: String,
     /// Its sessions, oldest first.
     pub sessions: Vec<SessionRow>,
     /// Questions, approvals and connections its agents wait on; answer them with `answer_request`.
@@ -118,7 +130,13 @@ pub async fn get(cx: &Cx<'_>, p: GetTask) -> Result<TaskDetail, ApiError> {
         });
     }
     Ok(TaskDetail {
-        task: TaskSummary { waiting_on: waiting_on(&task, all_stopped), task },
+        waiting_on: waiting_on(&task, all_stopped),
+        task_id: task.task_id,
+        title: task.title,
+        budget_cents: task.budget_cents,
+        cost_cents: task.cost_cents,
+        running: task.running,
+        created_ms: task.created_ms,
         sessions,
         open_requests,
         lanes,

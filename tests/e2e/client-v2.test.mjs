@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import {
   MCP_URL, CORE_TOOLS, WRITE_TOOL, writeToolArgs,
-  createAccount, createKey, createWorkspace, createAgent, ok, toolErrorCode,
+  createAccount, createKey, createWorkspace, createAgent, ok, toolErrorCode, checked,
 } from './helpers.mjs';
 
 async function connect(key, mode) {
@@ -18,7 +18,7 @@ async function connect(key, mode) {
     requestInit: { headers: key ? { authorization: `Bearer ${key}` } : {} },
   });
   await client.connect(transport);
-  return client;
+  return checked(client, `TS SDK v2 (${mode})`);
 }
 
 async function withClient(key, mode, fn) {
@@ -63,9 +63,13 @@ for (const [mode, era] of [['auto', 'modern'], ['legacy', 'legacy']]) {
       });
     });
 
-    test('a bad key cannot connect', async () => {
+    test('a bad key cannot connect, and the client shows why', async () => {
       await assert.rejects(connect(`ast_${'y'.repeat(43)}`, mode), (e) => {
         assert.match(`${e?.message} ${e?.status ?? ''} ${e?.code ?? ''} ${JSON.stringify(e?.data ?? {})}`, /401|unauthori[sz]ed/i);
+        // Legacy mode puts the server's JSON-RPC error in the message; auto mode's probe keeps its own
+        // message and hands the body over as data.text.
+        assert.match(`${e?.message} ${JSON.stringify(e?.data ?? {})}`, /unknown or revoked API key/,
+          `the server's message reaches the client: ${e} ${JSON.stringify(e?.data)}`);
         return true;
       });
     });

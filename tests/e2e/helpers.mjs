@@ -2,6 +2,7 @@
 // its URL arrives in AGENTSKY_URL. Only what a client can see is asserted.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import { Ajv2020 } from 'ajv/dist/2020.js';
 
 export const BASE = (process.env.AGENTSKY_URL ?? '').replace(/\/$/, '');
 if (!BASE) throw new Error('AGENTSKY_URL is not set: run these tests through tests/e2e/run.sh');
@@ -78,13 +79,23 @@ export function ok(result, what = 'tool call') {
   return result.structuredContent;
 }
 
+/**
+ * The API's error `{code, message, retry_after_ms?}` of a tool error result (asserts it is one), from its
+ * JSON text: an error carries no structuredContent, which clients check against the outputSchema.
+ */
+export function toolError(result, what = 'tool call') {
+  assert.equal(result.isError, true, `${what} should be a tool error: ${JSON.stringify(result)}`);
+  assert.equal(result.structuredContent, undefined, `${what}: no structuredContent on an error: ${JSON.stringify(result)}`);
+  let err;
+  try { err = JSON.parse(result.content?.[0]?.text).error; } catch { /* asserted below */ }
+  assert.ok(err && typeof err.code === 'string' && typeof err.message === 'string',
+    `${what}: the text is {"error": {code, message}}: ${JSON.stringify(result)}`);
+  return err;
+}
+
 /** The error code of a tool error result (asserts it is one). */
 export function toolErrorCode(result, what = 'tool call') {
-  assert.equal(result.isError, true, `${what} should be a tool error: ${JSON.stringify(result)}`);
-  const err = result.structuredContent?.error;
-  assert.ok(err && typeof err.code === 'string' && typeof err.message === 'string',
-    `${what}: structuredContent.error {code, message}: ${JSON.stringify(result)}`);
-  return err.code;
+  return toolError(result, what).code;
 }
 
 /** The tool names every operator server must offer from the first issue on. */
@@ -139,10 +150,71 @@ export async function restAt(base, method, path, opts = {}) {
   return { status: res.status, headers: res.headers, body: parsed };
 }
 
+// ---------------------------------------------------------------------------------------------------
+// Schemas (issue 13): what the official SDKs check, checked on every call of every suite, so a result
+// that does not match its tool's outputSchema fails here before a client meets it. ajv's JSON Schema
+// 2020-12 draft in strict mode: a listed schema must be valid against the meta-schema and use no
+// unknown keyword, and `required` names must be declared in `properties`.
+
+const ajv = new Ajv2020({ strict: true, allErrors: true });
+const compiled = new Map();
+
+function compile(schema, what) {
+  const text = JSON.stringify(schema);
+  if (!compiled.has(text)) {
+    assert.equal(schema?.type, 'object', `${what}: an MCP tool schema is an object schema: ${text}`);
+    try { compiled.set(text, ajv.compile(schema)); } catch (e) {
+      assert.fail(`${what} is not valid JSON Schema 2020-12: ${e.message}`);
+    }
+  }
+  return compiled.get(text);
+}
+
+/** Compiles every listed tool's inputSchema and outputSchema; a map name → { output } validators. */
+export function toolSchemas(tools, where) {
+  const out = new Map();
+  for (const t of tools) {
+    compile(t.inputSchema, `${where} ${t.name} inputSchema`);
+    out.set(t.name, { output: t.outputSchema ? compile(t.outputSchema, `${where} ${t.name} outputSchema`) : null });
+  }
+  return out;
+}
+
+/**
+ * A successful CallToolResult must carry structuredContent, and any structuredContent must match the
+ * tool's outputSchema: the TS SDK 1.x checks it on error results too.
+ */
+export function checkResult(schemas, name, result, where) {
+  const tool = schemas.get(name);
+  if (!tool?.output || (result?.isError === true && result.structuredContent === undefined)) return;
+  const data = result?.structuredContent;
+  assert.ok(data && typeof data === 'object' && !Array.isArray(data),
+    `${where} ${name}: a tool with an outputSchema answers structuredContent: ${JSON.stringify(result)}`);
+  assert.ok(tool.output(data), `${where} ${name}: the result does not match its outputSchema: `
+    + `${ajv.errorsText(tool.output.errors)}\n${JSON.stringify(data).slice(0, 2000)}`);
+}
+
+/**
+ * Makes an official SDK client (TS SDK v1 or v2 `Client`) check every callTool result against the tool's
+ * published outputSchema, the list read once per client through the client itself. Returns the client.
+ */
+export function checked(client, where = 'MCP') {
+  const call = client.callTool.bind(client);
+  let schemas;
+  client.callTool = async (params, ...rest) => {
+    schemas ??= toolSchemas((await client.listTools()).tools, where);
+    const result = await call(params, ...rest);
+    checkResult(schemas, params.name, result, where);
+    return result;
+  };
+  return client;
+}
+
 let rpcId = 0;
 /**
  * A bare stateless MCP client: one JSON-RPC POST per call to /v1/mcp (no initialize: the server keeps no
- * MCP session), as the bench and many hosts do. `tool(name, args)` returns the CallToolResult.
+ * MCP session), as the bench and many hosts do. `tool(name, args)` returns the CallToolResult, checked
+ * against the tool's outputSchema like every SDK client's here.
  */
 export function rawMcp(key, { base = BASE } = {}) {
   const rpc = async (method, params) => {
@@ -162,7 +234,14 @@ export function rawMcp(key, { base = BASE } = {}) {
     assert.ok(!j.error, `${method}: JSON-RPC error ${text.slice(0, 500)}`);
     return j.result;
   };
-  return { rpc, tool: (name, args = {}) => rpc('tools/call', { name, arguments: args }) };
+  let schemas;
+  const tool = async (name, args = {}) => {
+    schemas ??= toolSchemas((await rpc('tools/list', {})).tools, `${base}/v1/mcp`);
+    const result = await rpc('tools/call', { name, arguments: args });
+    checkResult(schemas, name, result, `${base}/v1/mcp`);
+    return result;
+  };
+  return { rpc, tool };
 }
 
 /**

@@ -27,7 +27,10 @@ describe('HTTP face', () => {
     assert.match(wa, /^Bearer realm="[^"]+"/, `WWW-Authenticate: ${wa}`);
     assert.doesNotMatch(wa, /resource_metadata/);
     assert.match(r.headers.get('content-type') ?? '', /application\/json/);
-    await r.json(); // a JSON body
+    const body = await r.json(); // a JSON-RPC error, so SDKs show its message
+    assert.deepEqual([body.jsonrpc, body.id, body.error?.code, body.error?.data?.code], ['2.0', 1, -32001, 'unauthorized'],
+      JSON.stringify(body));
+    assert.match(body.error.message, /an API key is required/);
   });
 
   test('bad key: 401 with error="invalid_token"', async () => {
@@ -36,7 +39,22 @@ describe('HTTP face', () => {
     const wa = r.headers.get('www-authenticate') ?? '';
     assert.match(wa, /^Bearer realm="[^"]+"/, `WWW-Authenticate: ${wa}`);
     assert.match(wa, /error="invalid_token"/, `WWW-Authenticate: ${wa}`);
-    await r.json();
+    const body = await r.json();
+    assert.deepEqual([body.jsonrpc, body.id, body.error?.code], ['2.0', 1, -32001], JSON.stringify(body));
+    assert.match(body.error.message, /unknown or revoked API key/);
+  });
+
+  test('a body over 4 MiB: 413 as a JSON-RPC error on /v1/mcp, as the API error on REST', async () => {
+    const huge = JSON.stringify({ jsonrpc: '2.0', id: 5, method: 'tools/call',
+      params: { name: 'help', arguments: { topic: 'x'.repeat(4 * 1024 * 1024) } } });
+    const mcp = await fetch(MCP_URL, { method: 'POST', headers: { ...legacyHeaders, authorization: `Bearer ${acct.key}` }, body: huge });
+    assert.equal(mcp.status, 413);
+    const body = await mcp.json();
+    assert.deepEqual([body.jsonrpc, body.id, body.error?.code, body.error?.data?.code], ['2.0', null, -32600, 'payload_too_large'],
+      JSON.stringify(body));
+    const r = await fetch(`${BASE}/v1/agents`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${acct.key}` }, body: huge });
+    assert.equal(r.status, 413);
+    assert.equal((await r.json()).error?.code, 'payload_too_large');
   });
 
   test('a good key answers tools/list over plain HTTP with one JSON body', async () => {
@@ -127,9 +145,11 @@ describe('HTTP face', () => {
     assert.equal(other.status, 403);
   });
 
-  test('REST needs a key too', async () => {
+  test('REST needs a key too, and answers in its own shape', async () => {
     const r = await rest('GET', '/v1/workspaces');
     assert.equal(r.status, 401);
     assert.match(r.headers.get('www-authenticate') ?? '', /^Bearer realm=/);
+    assert.equal(r.body?.error?.code, 'unauthorized', JSON.stringify(r.body));
+    assert.equal(r.body.jsonrpc, undefined);
   });
 });

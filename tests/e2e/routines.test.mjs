@@ -11,7 +11,7 @@ import { createHash } from 'node:crypto';
 import { execFileSync } from 'node:child_process';
 import {
   BASE, createAccount, createKey, createWorkspace, createAgent, ok, toolErrorCode, rawMcp, readTurn, readAll,
-  ikey, texts,
+  ikey, texts, toolError,
 } from './helpers.mjs';
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -193,7 +193,7 @@ describe('routines and goals (wrangler dev --test-scheduled, echo harness)', { c
     ]) {
       const bad = await mcp.tool('create_routine', { name: 'bad', agent_id: agent.agent_id, message: 'm', workspace: ws.slug, ...extra });
       assert.equal(toolErrorCode(bad, JSON.stringify(extra)), 'invalid_params');
-      assert.ok(bad.structuredContent.error.message.includes(field), `${JSON.stringify(extra)}: ${bad.structuredContent.error.message}`);
+      assert.ok(toolError(bad).message.includes(field), `${JSON.stringify(extra)}: ${toolError(bad).message}`);
     }
   });
 

@@ -10,7 +10,7 @@ import {
 } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import {
   MCP_URL, CORE_TOOLS, WRITE_TOOL, writeToolArgs, uniq,
-  createAccount, createKey, createWorkspace, createAgent, ok, toolErrorCode,
+  createAccount, createKey, createWorkspace, createAgent, ok, toolErrorCode, checked,
 } from './helpers.mjs';
 
 async function connect(key, headers = {}) {
@@ -19,7 +19,7 @@ async function connect(key, headers = {}) {
     requestInit: { headers: { ...(key ? { authorization: `Bearer ${key}` } : {}), ...headers } },
   });
   await client.connect(transport);
-  return client;
+  return checked(client, 'TS SDK v1');
 }
 
 async function withClient(key, fn) {
@@ -111,16 +111,33 @@ describe('TypeScript SDK v1 client', () => {
     });
   });
 
-  test('a bad key is refused with 401', async () => {
+  test('a bad key is refused with 401, and the client shows why', async () => {
     await assert.rejects(connect(`ast_${'x'.repeat(43)}`), (e) => {
       assert.ok(e instanceof StreamableHTTPError, `StreamableHTTPError, got ${e}`);
       assert.equal(e.code, 401);
+      assert.match(e.message, /unknown or revoked API key/, `the server's message reaches the client: ${e.message}`);
       return true;
     });
   });
 
-  test('no key is refused with 401', async () => {
-    await assert.rejects(connect(null), (e) => e instanceof StreamableHTTPError && e.code === 401);
+  test('no key is refused with 401, and the client shows why', async () => {
+    await assert.rejects(connect(null), (e) => e instanceof StreamableHTTPError && e.code === 401
+      && /an API key is required/.test(e.message));
+  });
+
+  test('help with no topic, with the workflow topic and with a group answers what its outputSchema says', async () => {
+    // The SDK validates structuredContent against the listed outputSchema and refused these two before.
+    await withClient(acct.key, async (c) => {
+      await c.listTools();
+      const all = ok(await c.callTool({ name: 'help', arguments: {} }), 'help');
+      assert.ok(all.topics.some((t) => t.topic === 'workflow'), JSON.stringify(all.topics));
+      assert.equal(all.operations, undefined, 'no topic, no operations');
+      const workflow = ok(await c.callTool({ name: 'help', arguments: { topic: 'workflow' } }), 'help workflow');
+      assert.deepEqual(workflow.operations, []);
+      assert.match(workflow.steps, /start_session/);
+      const sessions = ok(await c.callTool({ name: 'help', arguments: { topic: 'sessions' } }), 'help sessions');
+      assert.ok(sessions.operations.some((o) => o.name === 'start_session'));
+    });
   });
 
   test(`a read-only key calling a write tool (${WRITE_TOOL}) gets insufficient_scope`, async () => {

@@ -12,7 +12,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import {
   BASE, rest, createAccount, createWorkspace, createAgent, ok, toolErrorCode, rawMcp, readTurn, readAll, ikey,
-  texts,
+  texts, checked,
 } from './helpers.mjs';
 
 const AGENT_URL = `${BASE}/v1/session/mcp`;
@@ -38,27 +38,18 @@ async function agentPost(token, method, params, headers = {}) {
   return { status: res.status, body };
 }
 
-// list_targets and list_sessions answer JSON arrays (the contract's shape), and the server also puts that
-// array in `structuredContent`, which MCP requires to be an object: the SDK v1 client then rejects the whole
-// result ("expected record, received array"). Until that is fixed (see the todo test below) those two are
-// called with a bare JSON-RPC POST; everything else goes through the SDK.
-const ARRAY_TOOLS = new Set(['list_targets', 'list_sessions']);
-
-/** The session's side: an SDK client on /v1/session/mcp with its token. `call` returns the CallToolResult. */
+/**
+ * The session's side: an SDK client on /v1/session/mcp with its token, its schemas checked like every
+ * client's here. `call` returns the CallToolResult.
+ */
 async function agentClient(token) {
   const sdk = new Client({ name: 'agentsky-e2e-session-server', version: '0.0.0' });
   await sdk.connect(new StreamableHTTPClientTransport(new URL(AGENT_URL), {
     requestInit: { headers: { authorization: `Bearer ${token}` } },
   }));
-  const raw = async (name, args) => {
-    const r = await agentPost(token, 'tools/call', { name, arguments: args });
-    assert.equal(r.status, 200, `${name} -> HTTP ${r.status} ${JSON.stringify(r.body)}`);
-    assert.ok(!r.body.error, `${name}: JSON-RPC error ${JSON.stringify(r.body)}`);
-    return r.body.result;
-  };
-  const call = (name, args = {}) => (ARRAY_TOOLS.has(name) ? raw(name, args)
-    : sdk.callTool({ name, arguments: args }, undefined, { timeout: 120_000 }));
-  return { sdk, raw, call, close: () => sdk.close() };
+  checked(sdk, AGENT_URL);
+  const call = (name, args = {}) => sdk.callTool({ name, arguments: args }, undefined, { timeout: 120_000 });
+  return { sdk, call, close: () => sdk.close() };
 }
 
 /** A session tool's JSON result (asserts success). */
@@ -427,7 +418,11 @@ describe('session server: /v1/session/mcp with a session token (TS SDK v1 client
     const other = await liveSession(agent.agent_id, { workspace: ws.slug, message: 'other' });
     await me.agent.close(); await other.agent.close();
     assert.equal((await agentPost(me.token, 'tools/list', {})).status, 200);
-    assert.equal((await agentPost('sst_made-up-token-0000000000000000000000000', 'tools/list', {})).status, 401);
+    const madeUp = await agentPost('sst_made-up-token-0000000000000000000000000', 'tools/list', {});
+    assert.equal(madeUp.status, 401);
+    assert.deepEqual([madeUp.body.jsonrpc, madeUp.body.id, madeUp.body.error?.code, madeUp.body.error?.data?.code],
+      ['2.0', 1, -32001, 'unauthorized'], `a JSON-RPC error: ${JSON.stringify(madeUp.body)}`);
+    assert.match(madeUp.body.error.message, /unknown session token/);
     assert.equal((await agentPost(acct.key, 'tools/list', {})).status, 401, 'an API key is not a session token');
     assert.equal((await agentPost(null, 'tools/list', {})).status, 401);
     assert.equal((await agentPost(me.token, 'tools/list', {}, { 'x-agentsky-session': other.sid })).status, 401, 'a token names its own session');
@@ -436,7 +431,8 @@ describe('session server: /v1/session/mcp with a session token (TS SDK v1 client
     const dead = await agentPost(me.token, 'tools/call', { name: 'report_status', arguments: { note: 'still here?' } });
     assert.equal(dead.status, 401, JSON.stringify(dead.body));
     assert.equal((await agentPost(me.token, 'tools/list', {})).status, 401);
-    await assert.rejects(agentClient(me.token), 'the SDK client cannot connect with it either');
+    await assert.rejects(agentClient(me.token), /unknown session token, or its session has ended/,
+      'the SDK client cannot connect with it either, and says why');
     assert.equal(ok(await tool('get_session', { session_id: me.sid }), 'get_session').note, '', 'the refused call did nothing');
     const fresh = await rest('POST', `/v1/sessions/${me.sid}/token`, { key: acct.key });
     assert.equal(fresh.body?.error?.code, 'session_terminated', `no new token for an ended session: ${fresh.status} ${JSON.stringify(fresh.body)}`);

@@ -8,7 +8,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import {
   MCP_URL, createAccount, createWorkspace, createAgent, ok, toolErrorCode, rawMcp, readTurn, readAll,
-  ikey, texts,
+  ikey, texts, checked, toolError,
 } from './helpers.mjs';
 
 async function sdkClient(key) {
@@ -16,7 +16,7 @@ async function sdkClient(key) {
   await client.connect(new StreamableHTTPClientTransport(new URL(MCP_URL), {
     requestInit: { headers: { authorization: `Bearer ${key}` } },
   }));
-  return client;
+  return checked(client, 'TS SDK v1');
 }
 
 /** A fresh workspace (so list_sessions counts only this test's sessions) with one echo agent. */
@@ -311,7 +311,7 @@ describe('sessions: waiting, busy and stop', () => {
     const r = await mcp.tool('read_session', { session_id: a.session.session_id, message_id: b.message_id, wait_seconds: 2 });
     const took = Date.now() - t0;
     assert.equal(r.isError, true, `answered after ${took} ms: ${JSON.stringify(r.structuredContent)}`);
-    assert.ok(['not_found', 'invalid_params'].includes(r.structuredContent.error.code), JSON.stringify(r.structuredContent));
+    assert.ok(['not_found', 'invalid_params'].includes(toolError(r).code), JSON.stringify(r));
     assert.ok(took < 1000, `refused at once, not after the wait (${took} ms)`);
   });
 

@@ -11,7 +11,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import {
   BASE, MCP_URL, rest, createAccount, createKey, createWorkspace, createAgent, addCredit, ok, toolErrorCode,
-  rawMcp, readTurn, readAll, ikey, texts, uniq,
+  rawMcp, readTurn, readAll, ikey, texts, uniq, checked, toolError,
 } from './helpers.mjs';
 
 async function sdkClient(key) {
@@ -19,7 +19,7 @@ async function sdkClient(key) {
   await client.connect(new StreamableHTTPClientTransport(new URL(MCP_URL), {
     requestInit: { headers: { authorization: `Bearer ${key}` } },
   }));
-  return client;
+  return checked(client, 'TS SDK v1');
 }
 
 /** GET a public link with no credentials at all. */
@@ -293,7 +293,7 @@ describe('tasks: clear errors for oversized files, bad paths and another account
     const limit = 256 * 1024;
     const big = await mcp.tool('write_task_file', { task_id: task, path: 'big.txt', content: 'x'.repeat(limit + 1) });
     assert.equal(toolErrorCode(big, 'write 256 KiB + 1'), 'payload_too_large');
-    assert.match(big.structuredContent.error.message, /256 KiB/);
+    assert.match(toolError(big).message, /256 KiB/);
     // Multi-byte text counts in bytes: 87,382 three-byte characters are 262,146 bytes.
     const wide = await mcp.tool('write_task_file', { task_id: task, path: 'wide.txt', content: '\u2713'.repeat(87_382) });
     assert.equal(toolErrorCode(wide, 'write 256 KiB + 2 in multi-byte text'), 'payload_too_large');
@@ -314,7 +314,7 @@ describe('tasks: clear errors for oversized files, bad paths and another account
       ]) {
         const r = await mcp.tool(name, args);
         assert.equal(toolErrorCode(r, `${name} ${JSON.stringify(path)}`), 'invalid_params');
-        assert.match(r.structuredContent.error.message, /`path`/, `${name} ${JSON.stringify(path)}: ${r.structuredContent.error.message}`);
+        assert.match(toolError(r).message, /`path`/, `${name} ${JSON.stringify(path)}: ${toolError(r).message}`);
       }
     }
     // A path that is fine but names no file: not_found, not a crash.
@@ -474,7 +474,7 @@ describe('tasks: deleting a workspace', () => {
     const wrong = [];
     for (const [name, args] of gone) {
       const r = await mcp.tool(name, args);
-      const code = r.isError ? r.structuredContent?.error?.code : 'ok';
+      const code = r.isError ? toolError(r).code : 'ok';
       if (code !== 'not_found') wrong.push(`${name} ${JSON.stringify(args)} -> ${code} ${JSON.stringify(r.structuredContent).slice(0, 300)}`);
     }
     assert.deepEqual(wrong, [], 'every tool on the deleted workspace\'s ids answers not_found');

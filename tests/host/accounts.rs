@@ -376,8 +376,8 @@ fn the_per_key_limit_answers_rate_limited_with_a_retry_after() {
         app.ok(&ada.key, "list_agents", json!({}));
     }
     let result = app.call(&ada.key, "list_agents", json!({}));
-    assert_eq!(result["structuredContent"]["error"]["code"], "rate_limited");
-    assert!(result["structuredContent"]["error"]["retry_after_ms"].as_i64().unwrap() > 0);
+    assert_eq!(TestApp::tool_error(&result)["code"], "rate_limited");
+    assert!(TestApp::tool_error(&result)["retry_after_ms"].as_i64().unwrap() > 0);
     let rest = app.request("GET", "/v1/agents", Some(&ada.key), None);
     assert_eq!(rest.status, 429, "REST shares the same bucket");
     assert_eq!(rest.header("retry-after"), Some("12"));
@@ -396,7 +396,7 @@ fn a_large_limit_leased_in_batches_still_allows_exactly_the_limit() {
         assert_eq!(r["isError"], false, "call {i}: {r}");
     }
     let over = app.call(&ada.key, "list_agents", json!({}));
-    assert_eq!(over["structuredContent"]["error"]["code"], "rate_limited");
+    assert_eq!(TestApp::tool_error(&over)["code"], "rate_limited");
     assert_eq!(app.limiter.1.get() - before, 61, "two tokens a trip (120 a minute), and the refused one");
 }
 

@@ -103,7 +103,7 @@ fn a_name_has_one_spelling_and_no_hidden_characters() {
         ("notes./a.md", "ending in `.`"),
     ] {
         let r = app.call(&ada.key, "write_task_file", json!({"task_id": task, "path": bad, "content": "x"}));
-        let err = &r["structuredContent"]["error"];
+        let err = &TestApp::tool_error(&r);
         assert_eq!(err["code"], "invalid_params", "{bad:?}: {r}");
         assert!(err["message"].as_str().unwrap().contains(rule), "{bad:?}: {err}");
     }

@@ -46,7 +46,7 @@ fn the_help_server_works_without_a_key() {
     let other = help_rpc(&app, "192.0.2.1", "tools/call", json!({"name": "list_agents", "arguments": {}}));
     assert!(other.json_body()["error"].is_object(), "unknown tool: a protocol error");
     let missing = help_call(&app, "192.0.2.1", "help_get", json!({"slug": "nope"}));
-    assert_eq!(missing["structuredContent"]["error"]["code"], "not_found");
+    assert_eq!(TestApp::tool_error(&missing)["code"], "not_found");
 }
 
 #[test]
@@ -79,8 +79,8 @@ fn the_601st_call_in_a_minute_from_one_address_is_refused() {
     }
     let refused = help_call(&app, "203.0.113.9", "help_search", args.clone());
     assert_eq!(refused["isError"], true);
-    assert_eq!(refused["structuredContent"]["error"]["code"], "rate_limited");
-    assert!(refused["structuredContent"]["error"]["retry_after_ms"].as_i64().unwrap() > 0);
+    assert_eq!(TestApp::tool_error(&refused)["code"], "rate_limited");
+    assert!(TestApp::tool_error(&refused)["retry_after_ms"].as_i64().unwrap() > 0);
     // Another address is not affected; the first one may call again once time has passed.
     assert_eq!(help_call(&app, "203.0.113.10", "help_search", args.clone())["isError"], false);
     app.advance(60_000);

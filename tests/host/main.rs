@@ -18,6 +18,7 @@ mod requests;
 mod routines;
 mod runner_jobs;
 mod runners;
+mod schemas;
 mod sessions;
 mod table;
 mod tasks;

@@ -23,10 +23,125 @@ fn mcp_without_a_key_is_401_and_get_is_405() {
     let app = TestApp::new();
     let resp = post(&app, &[], json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}));
     assert_eq!(resp.status, 401);
-    assert!(resp.header("www-authenticate").unwrap().starts_with("Bearer realm=\"agentsky\""));
-    assert_eq!(resp.json_body()["error"]["code"], "unauthorized");
+    assert_eq!(resp.header("www-authenticate"), Some("Bearer realm=\"agentsky\""));
+    let error = json_rpc_error(&resp, json!(1), UNAUTHORIZED);
+    assert!(error["message"].as_str().unwrap().contains("API key is required"), "{error}");
+    assert_eq!(error["data"]["code"], "unauthorized");
     let get = app.send(HttpRequest { method: "GET".into(), path: "/v1/mcp".into(), ..Default::default() });
     assert_eq!(get.status, 405);
+}
+
+/// JSON-RPC's number for a refused key, as MCP servers send it (the server-defined range).
+const UNAUTHORIZED: i64 = -32001;
+
+/// The JSON-RPC error of a refusal, checked for its envelope, `id` and code.
+fn json_rpc_error(resp: &agentsky::http::HttpResponse, id: Value, code: i64) -> Value {
+    assert_eq!(resp.header("content-type"), Some("application/json"));
+    let body = resp.json_body();
+    assert_eq!(body["jsonrpc"], "2.0", "a JSON-RPC envelope: {body}");
+    assert_eq!(body.get("id"), Some(&id), "{body}");
+    assert_eq!(body["error"]["code"], code, "{body}");
+    assert!(body["error"]["message"].as_str().is_some_and(|m| !m.is_empty()), "{body}");
+    assert!(body.get("result").is_none());
+    body["error"].clone()
+}
+
+/// One POST of raw bytes to `path`.
+fn raw(app: &TestApp, path: &str, bearer: Option<&str>, body: Vec<u8>) -> agentsky::http::HttpResponse {
+    let mut headers = vec![("host".to_owned(), "127.0.0.1:8787".to_owned())];
+    headers.push(("content-type".into(), "application/json".into()));
+    if let Some(b) = bearer {
+        headers.push(("authorization".into(), b.to_owned()));
+    }
+    app.send(HttpRequest { method: "POST".into(), path: path.into(), headers, body, ..Default::default() })
+}
+
+fn tools_list(id: Value) -> Vec<u8> {
+    serde_json::to_vec(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/list"})).unwrap()
+}
+
+#[test]
+fn every_mcp_endpoint_refuses_a_missing_or_bad_credential_with_a_json_rpc_error_and_a_challenge() {
+    let app = TestApp::with_secrets();
+    let ada = app.signup("Ada", "ada@example.com");
+    let revoked = app.request("POST", "/v1/keys", Some(&ada.key), Some(json!({"name": "t", "scopes": ["read"]})));
+    let revoked = revoked.json_body();
+    app.request("DELETE", &format!("/v1/keys/{}", revoked["key_id"].as_str().unwrap()), Some(&ada.key), None);
+    let cases: [(&str, Option<String>, &str); 9] = [
+        ("/v1/mcp", None, "API key is required"),
+        ("/v1/mcp", Some("Basic YWRhOnB3".into()), "must be `Bearer"),
+        ("/v1/mcp", Some("Bearer sst_not_an_api_key".into()), "not an agentsky API key"),
+        ("/v1/mcp", Some(format!("Bearer ast_{}", "z".repeat(43))), "unknown or revoked"),
+        ("/v1/mcp", Some(format!("Bearer {}", revoked["key"].as_str().unwrap())), "unknown or revoked"),
+        ("/v1/mcp", Some("Bearer e2e-not-the-admin-token".into()), "not an agentsky API key"),
+        ("/v1/session/mcp", None, "session token is required"),
+        ("/v1/session/mcp", Some("Bearer sst_made-up-token".into()), "unknown session token"),
+        ("/v1/session/mcp", Some(format!("Bearer {}", ada.key)), "not an agentsky session token"),
+    ];
+    for (n, (path, bearer, says)) in cases.into_iter().enumerate() {
+        let id = if n % 2 == 0 { json!(n) } else { json!(format!("req-{n}")) };
+        let resp = raw(&app, path, bearer.as_deref(), tools_list(id.clone()));
+        assert_eq!(resp.status, 401, "{path} {bearer:?}");
+        let error = json_rpc_error(&resp, id, UNAUTHORIZED);
+        assert!(error["message"].as_str().unwrap().contains(says), "{path} {bearer:?}: {error}");
+        assert_eq!(error["data"]["code"], "unauthorized", "the API's code rides along: {error}");
+        let challenge = resp.header("www-authenticate").unwrap_or_default();
+        assert!(challenge.starts_with("Bearer realm=\"agentsky\""), "{path} {bearer:?}: {challenge}");
+        assert!(challenge.bytes().all(|b| (b' '..=b'~').contains(&b)), "a header value is visible ASCII: {challenge}");
+        assert_eq!(challenge.contains("error=\"invalid_token\""), bearer.is_some(), "{challenge}");
+    }
+    // An id that cannot be read is null, as JSON-RPC 2.0 says; the refusal is the same.
+    let unreadable = raw(&app, "/v1/mcp", None, b"{not json".to_vec());
+    assert_eq!(unreadable.status, 401);
+    json_rpc_error(&unreadable, Value::Null, UNAUTHORIZED);
+    // REST keeps its own shape.
+    let rest = app.request("GET", "/v1/agents", None, None);
+    assert_eq!(rest.status, 401);
+    assert_eq!(rest.json_body()["error"]["code"], "unauthorized");
+    assert!(rest.json_body().get("jsonrpc").is_none());
+    assert!(rest.header("www-authenticate").is_some());
+}
+
+#[test]
+fn a_body_over_four_mebibytes_is_refused_in_each_faces_own_shape() {
+    let app = TestApp::new();
+    let ada = app.signup("Ada", "ada@example.com");
+    let huge = |id: Value| {
+        let text = "x".repeat(agentsky::app::MAX_BODY_BYTES);
+        let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "help", "arguments": {"topic": text}}});
+        serde_json::to_vec(&call).unwrap()
+    };
+    let bearer = format!("Bearer {}", ada.key);
+    for (path, auth) in
+        [("/v1/mcp", Some(bearer.as_str())), ("/v1/mcp", None), ("/v1/session/mcp", None), ("/v1/help/mcp", None)]
+    {
+        let resp = raw(&app, path, auth, huge(json!(9)));
+        assert_eq!(resp.status, 413, "{path}");
+        // The body is refused unread, so its id is unknown: null.
+        let error = json_rpc_error(&resp, Value::Null, -32600);
+        assert!(error["message"].as_str().unwrap().contains("4194304 bytes"), "{error}");
+        assert_eq!(error["data"]["code"], "payload_too_large");
+    }
+    let rest = raw(&app, "/v1/agents", Some(&bearer), huge(json!(9)));
+    assert_eq!(rest.status, 413);
+    assert_eq!(rest.json_body()["error"]["code"], "payload_too_large");
+    assert!(rest.json_body().get("jsonrpc").is_none());
+}
+
+#[test]
+fn a_failure_before_dispatch_is_a_json_rpc_internal_error_with_the_request_id() {
+    let app = TestApp::new();
+    let ada = app.signup("Ada", "ada@example.com");
+    app.db.0.execute_batch("ALTER TABLE api_key RENAME TO api_key_gone").unwrap();
+    let resp = raw(&app, "/v1/mcp", Some(&format!("Bearer {}", ada.key)), tools_list(json!(3)));
+    assert_eq!(resp.status, 500);
+    let error = json_rpc_error(&resp, json!(3), -32603);
+    assert_eq!(error["message"], "internal error; request id req_test");
+    assert_eq!(error["data"]["code"], "internal");
+    let rest = app.request("GET", "/v1/agents", Some(&ada.key), None);
+    assert_eq!(rest.status, 500);
+    assert_eq!(rest.json_body()["error"]["code"], "internal");
 }
 
 #[test]
@@ -93,7 +208,8 @@ fn unknown_tools_are_protocol_errors_and_bad_arguments_are_tool_errors() {
     assert_eq!(resp["error"]["code"], -32602, "REST-only operations are unknown tools");
     let result = app.call(&ada.key, "list_agents", json!({"limit": "ten"}));
     assert_eq!(result["isError"], true);
-    assert_eq!(result["structuredContent"]["error"]["code"], "invalid_params");
+    assert!(result.get("structuredContent").is_none(), "an error is no result of the outputSchema's shape");
+    assert_eq!(TestApp::tool_error(&result)["code"], "invalid_params");
     assert!(result["content"][0]["text"].as_str().unwrap().contains("invalid_params"));
     assert_eq!(app.err_code(&ada.key, "list_agents", json!({"bogus": 1})), "invalid_params");
     assert_eq!(app.err_code(&ada.key, "list_agents", json!({"workspace": "not-mine"})), "not_found");
@@ -111,4 +227,31 @@ fn a_revoked_key_is_refused_on_the_next_mcp_call() {
     let resp = app.rpc(key, "tools/list", json!({}));
     assert_eq!(resp.status, 401);
     assert!(resp.header("www-authenticate").unwrap().contains("invalid_token"));
+}
+
+#[test]
+fn any_refusal_before_dispatch_takes_the_faces_shape_rate_limits_included() {
+    use agentsky::error::{ApiError, Code};
+    let limited =
+        ApiError { retry_after_ms: Some(1500), ..ApiError::new(Code::RateLimited, "slow down; retry in 2 s") };
+    for path in ["/v1/mcp", "/v1/session/mcp", "/v1/help/mcp"] {
+        let req = HttpRequest {
+            method: "POST".into(),
+            path: path.into(),
+            body: tools_list(json!("r1")),
+            ..Default::default()
+        };
+        let resp = agentsky::app::refuse(&req, &limited);
+        assert_eq!(resp.status, 429, "{path}");
+        let error = json_rpc_error(&resp, json!("r1"), -32003);
+        assert_eq!(error["message"], "slow down; retry in 2 s");
+        assert_eq!(
+            error["data"],
+            json!({"code": "rate_limited", "message": "slow down; retry in 2 s", "retry_after_ms": 1500})
+        );
+    }
+    let req = HttpRequest { method: "GET".into(), path: "/v1/agents".into(), ..Default::default() };
+    let rest = agentsky::app::refuse(&req, &limited);
+    assert_eq!(rest.status, 429);
+    assert_eq!(rest.json_body(), limited.body());
 }

@@ -152,8 +152,8 @@ fn bad_schedules_name_their_field() {
         let mut args = json!({"name": "r", "agent_id": agent, "message": "m"});
         args.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
         let result = app.call(&ada.key, "create_routine", args);
-        assert_eq!(result["structuredContent"]["error"]["code"], "invalid_params");
-        assert!(result["structuredContent"]["error"]["message"].as_str().unwrap().contains(field), "{result}");
+        assert_eq!(TestApp::tool_error(&result)["code"], "invalid_params");
+        assert!(TestApp::tool_error(&result)["message"].as_str().unwrap().contains(field), "{result}");
     }
     let both = json!({"name": "r", "agent_id": agent, "session_id": "ses_x", "message": "m"});
     assert_eq!(app.err_code(&ada.key, "create_routine", both), "invalid_params");

@@ -534,13 +534,31 @@ impl TestApp {
         self.mcp_post("/v1/mcp", Some(key), "203.0.113.7", method, params)
     }
 
-    /// Calls a tool and returns its `CallToolResult`.
+    /// Calls a tool and returns its `CallToolResult`. A successful result must match the tool's published
+    /// `outputSchema`, as SDK clients require.
     pub fn call(&self, key: &str, tool: &str, args: Value) -> Value {
         let resp = self.rpc(key, "tools/call", json!({ "name": tool, "arguments": args }));
         assert_eq!(resp.status, 200, "{}", String::from_utf8_lossy(&resp.body));
         let body = resp.json_body();
         assert!(body.get("error").is_none(), "JSON-RPC error: {body}");
-        body["result"].clone()
+        let result = body["result"].clone();
+        // A success must carry structuredContent; any structuredContent, even on an error (the TS SDK 1.x
+        // checks it there too), must match.
+        let listed = agentsky::tools::operator_tools().iter().find(|t| t["name"] == tool);
+        if let Some(schema) = listed.and_then(|t| t.get("outputSchema")) {
+            if result["isError"] == false || result.get("structuredContent").is_some() {
+                let errors = crate::schemas::validate(&result["structuredContent"], schema);
+                assert!(errors.is_empty(), "{tool}'s result does not match its outputSchema: {errors:?}\n{result}");
+            }
+        }
+        result
+    }
+
+    /// The API's error (`{code, message, retry_after_ms?}`) of a failed tool result, read from its text.
+    pub fn tool_error(result: &Value) -> Value {
+        assert_eq!(result["isError"], true, "not a tool error: {result}");
+        let text = result["content"][0]["text"].as_str().unwrap_or_else(|| panic!("no text: {result}"));
+        serde_json::from_str::<Value>(text).unwrap_or_else(|e| panic!("{e}: {text}"))["error"].clone()
     }
 
     /// Calls a tool that must succeed and returns its structured result.
@@ -554,7 +572,7 @@ impl TestApp {
     pub fn err_code(&self, key: &str, tool: &str, args: Value) -> String {
         let result = self.call(key, tool, args);
         assert_eq!(result["isError"], true, "{tool} should have failed: {result}");
-        result["structuredContent"]["error"]["code"].as_str().unwrap().to_owned()
+        Self::tool_error(&result)["code"].as_str().unwrap().to_owned()
     }
 
     pub fn signup(&self, name: &str, email: &str) -> Account {

@@ -12,7 +12,9 @@ use serde_json::{json, Value};
 
 /// The word a person reads for a task: requests first (someone waits for them), then running work.
 fn task_state(task: &Value, sessions: &[&Value]) -> &'static str {
-    if task["open_requests"].as_i64().unwrap_or(0) > 0 {
+    // A task in a list counts its requests; one task's view lists them.
+    let open = task["open_requests"].as_i64().or_else(|| task["open_requests"].as_array().map(|a| a.len() as i64));
+    if open.unwrap_or(0) > 0 {
         "waiting for you"
     } else if task["running"].as_i64().unwrap_or(0) > 0 {
         "running"

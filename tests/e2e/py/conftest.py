@@ -7,11 +7,17 @@ import os
 import secrets
 import urllib.error
 import urllib.request
+from contextlib import asynccontextmanager
 
+import httpx2
 import pytest
+from jsonschema import Draft202012Validator
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 
 BASE = os.environ.get("AGENTSKY_URL", "").rstrip("/")
 MCP_URL = f"{BASE}/v1/mcp"
+SESSION_MCP_URL = f"{BASE}/v1/session/mcp"
 
 
 def pytest_configure(config):
@@ -94,3 +100,116 @@ def account() -> Account:
     """One account for the whole run: sign-up is limited per caller address (20 a minute), so tests
     isolate themselves with fresh workspaces instead."""
     return Account()
+
+
+# ---------------------------------------------------------------------------------------------------
+# Schemas (issue 13): every tool call of every Python test goes through `checked`, which validates the
+# result against the tool's published outputSchema with jsonschema's Draft 2020-12 validator, after
+# checking every listed schema against the 2020-12 meta-schema (and that `required` names are declared).
+
+
+def schema_problems(schema: dict, where: str) -> list[str]:
+    """What is wrong with one listed schema: meta-schema errors, and `required` names not in `properties`."""
+    problems = [f"{where}: {e.message} at {list(e.absolute_path)}" for e in
+                Draft202012Validator(Draft202012Validator.META_SCHEMA).iter_errors(schema)]
+    if schema.get("type") != "object":
+        problems.append(f"{where}: a tool schema is an object schema")
+
+    def walk(node: object, at: str) -> None:
+        if isinstance(node, dict):
+            required, declared = node.get("required"), node.get("properties", {})
+            if isinstance(required, list) and isinstance(declared, dict):
+                problems.extend(f"{where} {at}: `{n}` is required but not in properties"
+                                for n in required if n not in declared)
+            for k, v in node.items():
+                walk(v, f"{at}/{k}")
+        elif isinstance(node, list):
+            for i, v in enumerate(node):
+                walk(v, f"{at}/{i}")
+
+    walk(schema, "#")
+    return problems
+
+
+class ToolSchemas:
+    """One server's listed tools, each schema checked; validates results against outputSchema."""
+
+    def __init__(self, tools: list, where: str) -> None:
+        self.where = where
+        self.names = {t.name for t in tools}
+        self.output: dict[str, Draft202012Validator] = {}
+        problems: list[str] = []
+        for t in tools:
+            problems += schema_problems(t.input_schema, f"{where} {t.name} inputSchema")
+            if t.output_schema is not None:
+                problems += schema_problems(t.output_schema, f"{where} {t.name} outputSchema")
+                self.output[t.name] = Draft202012Validator(t.output_schema)
+        assert not problems, "\n".join(problems)
+
+    def check(self, name: str, result) -> None:
+        """A success must carry structuredContent, and any structuredContent must match the outputSchema (the
+        TS SDK 1.x checks it on error results too)."""
+        validator = self.output.get(name)
+        if validator is None or (result.is_error and result.structured_content is None):
+            return
+        data = result.structured_content
+        assert isinstance(data, dict), f"{self.where} {name}: a tool with an outputSchema answers structuredContent"
+        errors = [f"{e.message} at {list(e.absolute_path)}" for e in validator.iter_errors(data)]
+        assert not errors, f"{self.where} {name}: the result does not match its outputSchema: {errors}"
+
+
+def checked(client: Client, where: str) -> Client:
+    """Makes every `call_tool` of an official SDK client check its result against the tool's outputSchema
+    (the tool list read once, through the client). `client.tools_listed` holds the names that list gave,
+    `client.tools_called` collects the names called."""
+    call = client.call_tool
+    listed: list[ToolSchemas] = []
+    client.tools_listed = set()  # type: ignore[attr-defined]
+    client.tools_called = set()  # type: ignore[attr-defined]
+
+    async def call_tool(name: str, arguments: dict | None = None, *args, **kwargs):
+        if not listed:
+            listed.append(ToolSchemas((await client.list_tools()).tools, where))
+            client.tools_listed = listed[0].names  # type: ignore[attr-defined]
+        result = await call(name, arguments, *args, **kwargs)
+        listed[0].check(name, result)
+        client.tools_called.add(name)  # type: ignore[attr-defined]
+        return result
+
+    client.call_tool = call_tool  # type: ignore[method-assign]
+    return client
+
+
+@asynccontextmanager
+async def open_client(url: str, bearer: str | None, mode: str = "auto", seen: list | None = None):
+    """A connected, `checked` official `mcp.Client` on `url`; `seen` collects (status, WWW-Authenticate)
+    of every HTTP response."""
+
+    async def record(response: httpx2.Response) -> None:
+        if seen is not None:
+            seen.append((response.status_code, response.headers.get("www-authenticate")))
+
+    headers = {"authorization": f"Bearer {bearer}"} if bearer else {}
+    async with httpx2.AsyncClient(
+        headers=headers, timeout=httpx2.Timeout(330.0), event_hooks={"response": [record]}
+    ) as http:
+        transport = streamable_http_client(url, http_client=http, terminate_on_close=False)
+        async with Client(transport, mode=mode) as client:
+            yield checked(client, url)
+
+
+def tool_error(result, what: str) -> dict:
+    """The API's error `{code, message}` of a tool error result, from its JSON text (an error carries no
+    structuredContent, which clients check against the outputSchema)."""
+    assert result.is_error, f"{what} should be a tool error: {result}"
+    assert result.structured_content is None, f"{what}: no structuredContent on an error: {result}"
+    err = json.loads(result.content[0].text).get("error") or {}
+    assert isinstance(err.get("code"), str) and isinstance(err.get("message"), str), f"{what}: {result}"
+    return err
+
+
+@pytest.fixture
+def connect():
+    """Opens official SDK clients whose every tool result is checked against its outputSchema:
+    `async with connect(url, bearer, mode) as client: ...`."""
+    return open_client

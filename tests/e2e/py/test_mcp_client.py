@@ -9,15 +9,10 @@ connect modes:
 """
 from __future__ import annotations
 
-from contextlib import asynccontextmanager
-
-import httpx2
 import pytest
-from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
-from conftest import MCP_URL, Account, uniq
+from conftest import MCP_URL, Account, tool_error, uniq
 
 pytestmark = pytest.mark.anyio
 
@@ -28,28 +23,13 @@ CORE_TOOLS = {"list_workspaces", "describe_workspace", "help", "list_agents"}
 WRITE_TOOL = "start_session"
 
 
-@asynccontextmanager
-async def connect(key: str | None, mode: str, seen: list | None = None):
-    """A connected `mcp.Client`; `seen` collects (status, WWW-Authenticate) of every HTTP response."""
-
-    async def record(response: httpx2.Response) -> None:
-        if seen is not None:
-            seen.append((response.status_code, response.headers.get("www-authenticate")))
-
-    headers = {"authorization": f"Bearer {key}"} if key else {}
-    async with httpx2.AsyncClient(
-        headers=headers, timeout=httpx2.Timeout(30.0), event_hooks={"response": [record]}
-    ) as http:
-        transport = streamable_http_client(MCP_URL, http_client=http, terminate_on_close=False)
-        async with Client(transport, mode=mode) as client:
-            yield client
-
-
-def contains(exc: BaseException, kind: type) -> bool:
-    """Whether `exc`, or any exception grouped inside it, is a `kind`."""
+def found(exc: BaseException, kind: type) -> BaseException | None:
+    """`exc`, or the first exception grouped inside it, that is a `kind`."""
     if isinstance(exc, kind):
-        return True
-    return isinstance(exc, BaseExceptionGroup) and any(contains(e, kind) for e in exc.exceptions)
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        return next((f for e in exc.exceptions if (f := found(e, kind)) is not None), None)
+    return None
 
 
 def structured(result, what: str) -> dict:
@@ -59,15 +39,12 @@ def structured(result, what: str) -> dict:
 
 
 def error_code(result, what: str) -> str:
-    assert result.is_error, f"{what} should be a tool error: {result}"
-    err = (result.structured_content or {}).get("error") or {}
-    assert isinstance(err.get("code"), str) and isinstance(err.get("message"), str), f"{what}: {result}"
-    return err["code"]
+    return tool_error(result, what)["code"]
 
 
 @pytest.mark.parametrize("mode,modern", MODES)
-async def test_connects_in_the_expected_era(account: Account, mode: str, modern: str | None):
-    async with connect(account.key, mode) as c:
+async def test_connects_in_the_expected_era(connect, account: Account, mode: str, modern: str | None):
+    async with connect(MCP_URL, account.key, mode) as c:
         if modern:
             assert c.protocol_version == modern
         else:
@@ -76,8 +53,8 @@ async def test_connects_in_the_expected_era(account: Account, mode: str, modern:
 
 
 @pytest.mark.parametrize("mode,_", MODES)
-async def test_lists_tools_and_reads_workspaces_and_agents(account: Account, mode: str, _):
-    async with connect(account.key, mode) as c:
+async def test_lists_tools_and_reads_workspaces_and_agents(connect, account: Account, mode: str, _):
+    async with connect(MCP_URL, account.key, mode) as c:
         tools = (await c.list_tools()).tools
         names = {t.name for t in tools}
         assert CORE_TOOLS <= names, f"missing {CORE_TOOLS - names}"
@@ -103,12 +80,17 @@ async def test_lists_tools_and_reads_workspaces_and_agents(account: Account, mod
 
 
 @pytest.mark.parametrize("mode,_", MODES)
-async def test_bad_key_is_refused_with_401(mode: str, _):
+@pytest.mark.parametrize("key,says", [(f"ast_{'z' * 43}", "unknown or revoked API key"),
+                                      (None, "an API key is required")])
+async def test_a_bad_or_missing_key_is_refused_with_401_and_the_client_shows_why(connect, key, says, mode, _):
     seen: list = []
     with pytest.raises(BaseException) as raised:  # anyio wraps it in an ExceptionGroup
-        async with connect(f"ast_{'z' * 43}", mode, seen):
+        async with connect(MCP_URL, key, mode, seen):
             pass
-    assert contains(raised.value, MCPError), raised.value
+    error = found(raised.value, MCPError)
+    assert error is not None, raised.value
+    # The JSON-RPC error body, not the SDK's stand-in "Server returned an error response".
+    assert says in str(error), f"the server's message reaches the client: {error!r}"
     assert seen, "the client made at least one request"
     for status, www in seen:
         assert status == 401, seen
@@ -116,11 +98,11 @@ async def test_bad_key_is_refused_with_401(mode: str, _):
 
 
 @pytest.mark.parametrize("mode,_", MODES)
-async def test_read_key_cannot_call_a_write_tool(account: Account, mode: str, _):
+async def test_read_key_cannot_call_a_write_tool(connect, account: Account, mode: str, _):
     ws = account.create_workspace()
     agent = account.create_agent(workspace=ws["slug"])
     read_key = account.create_key(["read"])
-    async with connect(read_key["key"], mode) as c:
+    async with connect(MCP_URL, read_key["key"], mode) as c:
         # It may read ...
         agents = structured(await c.call_tool("list_agents", {"workspace": ws["slug"]}), "read key")["agents"]
         assert [a["id"] for a in agents] == [agent["agent_id"]]
@@ -132,12 +114,12 @@ async def test_read_key_cannot_call_a_write_tool(account: Account, mode: str, _)
 
 
 @pytest.mark.parametrize("mode,_", MODES)
-async def test_locked_key_gets_universe_mismatch_for_another_workspace(account: Account, mode: str, _):
+async def test_locked_key_gets_universe_mismatch_for_another_workspace(connect, account: Account, mode: str, _):
     team = account.create_workspace()
     locked = account.create_key(["read", "write"], workspace=account.workspace["slug"])
-    async with connect(account.key, mode) as c:  # control: the unlocked key may use the team workspace
+    async with connect(MCP_URL, account.key, mode) as c:  # control: the unlocked key may use the team workspace
         structured(await c.call_tool("list_agents", {"workspace": team["slug"]}), "unlocked key on B")
-    async with connect(locked["key"], mode) as c:
+    async with connect(MCP_URL, locked["key"], mode) as c:
         structured(await c.call_tool("list_agents", {"workspace": account.workspace["slug"]}), "locked key on A")
         res = await c.call_tool("list_agents", {"workspace": team["slug"]})
         assert error_code(res, "locked key on B") == "universe_mismatch"

@@ -5,25 +5,14 @@ wait_seconds until turn_finished, send_message, read, collect_result, stop_sessi
 from __future__ import annotations
 
 import time
-from contextlib import asynccontextmanager
 
-import httpx2
 import pytest
-from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
 
-from conftest import MCP_URL, Account, uniq
+from conftest import MCP_URL, Account, tool_error, uniq
 
 pytestmark = pytest.mark.anyio
 
 MODES = ["auto", "legacy"]
-
-
-@asynccontextmanager
-async def connect(key: str, mode: str):
-    async with httpx2.AsyncClient(headers={"authorization": f"Bearer {key}"}, timeout=httpx2.Timeout(90.0)) as http:
-        async with Client(streamable_http_client(MCP_URL, http_client=http, terminate_on_close=False), mode=mode) as c:
-            yield c
 
 
 def ok(result, what: str) -> dict:
@@ -33,8 +22,7 @@ def ok(result, what: str) -> dict:
 
 
 def error_code(result, what: str) -> str:
-    assert result.is_error, f"{what} should be a tool error: {result}"
-    return ((result.structured_content or {}).get("error") or {}).get("code")
+    return tool_error(result, what)["code"]
 
 
 async def read_turn(c, session_id: str, cursor: str, message_id: str) -> tuple[list[dict], str, str]:
@@ -64,10 +52,10 @@ async def read_turn(c, session_id: str, cursor: str, message_id: str) -> tuple[l
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_a_task_start_to_finish(account: Account, mode: str):
+async def test_a_task_start_to_finish(connect, account: Account, mode: str):
     ws = account.create_workspace()
     agent = account.create_agent(workspace=ws["slug"])
-    async with connect(account.key, mode) as c:
+    async with connect(MCP_URL, account.key, mode) as c:
         agents = ok(await c.call_tool("list_agents", {"workspace": ws["slug"]}), "list_agents")["agents"]
         assert [a["id"] for a in agents] == [agent["agent_id"]]
 
@@ -115,10 +103,10 @@ async def test_a_task_start_to_finish(account: Account, mode: str):
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_session_busy_and_the_wait_held_by_the_server(account: Account, mode: str):
+async def test_session_busy_and_the_wait_held_by_the_server(connect, account: Account, mode: str):
     ws = account.create_workspace()
     agent = account.create_agent(workspace=ws["slug"])
-    async with connect(account.key, mode) as c:
+    async with connect(MCP_URL, account.key, mode) as c:
         first = ok(await c.call_tool("start_session", {
             "agent_id": agent["agent_id"], "message": "/sleep 2 py", "idempotency_key": f"py-{uniq()}",
             "workspace": ws["slug"]}), "start_session")
