@@ -5,6 +5,7 @@
 
 use super::{wait, Agent, ToolError, ACCESS_PER_MIN};
 use crate::cx::Cx;
+use crate::rules::policy::{self, Verdict};
 use crate::rules::{ids, limits, seal, targets};
 use crate::runner::jobs::{self, Asked};
 use crate::store::{self, connectors::ConnectorRow, requests::GrantRow};
@@ -57,7 +58,11 @@ pub fn grant_view(g: &GrantRow, queue_position: Option<i64>) -> Value {
         "pending" => {
             json!({ "status": "pending", "grantId": g.grant_id, "queuePosition": queue_position.unwrap_or(1) })
         }
-        _ => json!({ "status": "denied", "grantId": g.grant_id }),
+        // The contract's denied shape, naming the rule or person that denied (`decidedBy`) when known.
+        _ => match &g.decided_by {
+            Some(by) => json!({ "status": "denied", "grantId": g.grant_id, "decidedBy": by }),
+            None => json!({ "status": "denied", "grantId": g.grant_id }),
+        },
     }
 }
 
@@ -90,18 +95,11 @@ pub async fn decide_access(
         return Ok(Some(("active", "persistent-grant", Some(g))));
     }
     let policies = store::connectors::policies(cx.db(), workspace_id, &c.connector_id).await.map_err(internal)?;
-    for (level, by) in [(c.connector_id.as_str(), "target-policy"), ("", "policy")] {
-        let decision = |scope: &String| {
-            policies.iter().find(|p| p.connector_id == level && &p.scope == scope).map(|p| p.decision.as_str())
-        };
-        if scopes.iter().any(|s| decision(s) == Some("deny")) {
-            return Ok(Some(("denied", by, None)));
-        }
-        if scopes.iter().all(|s| decision(s) == Some("allow")) {
-            return Ok(Some(("active", by, None)));
-        }
-    }
-    Ok(None)
+    Ok(match policy::decide(&policies, &c.connector_id, scopes) {
+        Some(Verdict::Deny(level)) => Some(("denied", level.decided_by(), None)),
+        Some(Verdict::Allow(level)) => Some(("active", level.decided_by(), None)),
+        None => None,
+    })
 }
 
 fn check_scopes(scope: &[String]) -> Result<Vec<String>, ToolError> {
@@ -355,9 +353,8 @@ pub async fn list_targets(a: &Agent<'_>) -> Result<Vec<Target>, ToolError> {
         .map(|c| {
             let live_here: Vec<&GrantRow> =
                 grants.iter().filter(|g| g.connector_id == c.connector_id && live(g, now)).collect();
-            let always_allow = targets::SCOPES.iter().all(|s| {
-                policies.iter().any(|p| p.connector_id == c.connector_id && p.scope == *s && p.decision == "allow")
-            });
+            let always_allow =
+                matches!(policy::decide(&policies, &c.connector_id, targets::SCOPES), Some(Verdict::Allow(_)));
             let lock_state = if !c.connected {
                 "unconnected"
             } else if c.credentials_expire_ms.is_some_and(|e| e <= now) {

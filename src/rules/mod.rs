@@ -9,6 +9,7 @@ pub mod ids;
 pub mod limits;
 pub mod markdown;
 pub mod paths;
+pub mod policy;
 pub mod rate;
 pub mod seal;
 pub mod slug;

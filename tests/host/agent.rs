@@ -439,3 +439,87 @@ fn a_deploy_command_is_accepted_once_a_granted_command_on_its_target_exited_0() 
     assert_eq!(unknown.status, 404);
     assert_eq!(report(json!({"grantId": grant["grantId"], "command": "", "exitCode": 0})).status, 400);
 }
+
+/// One case of the precedence table: the target's own rules, the workspace-wide rules, what is asked,
+/// and the answer (`status`, `decidedBy`).
+type PolicyCase = (
+    &'static [(&'static str, &'static str)],
+    &'static [(&'static str, &'static str)],
+    &'static [&'static str],
+    &'static str,
+    Option<&'static str>,
+);
+
+#[test]
+fn the_most_specific_policy_decides_each_scope_and_the_answer_names_it() {
+    const CASES: &[PolicyCase] = &[
+        // The issue: a workspace-wide allow must not override the target's own ask.
+        (&[("deploy", "ask")], &[("deploy", "allow")], &["deploy"], "pending", None),
+        (&[], &[("deploy", "allow")], &["deploy"], "active", Some("policy")),
+        (&[("deploy", "allow")], &[], &["deploy"], "active", Some("target-policy")),
+        // The target's rule wins in both directions.
+        (&[("deploy", "allow")], &[("deploy", "deny")], &["deploy"], "active", Some("target-policy")),
+        (&[("deploy", "deny")], &[("deploy", "allow")], &["deploy"], "denied", Some("target-policy")),
+        (&[("deploy", "ask")], &[("deploy", "deny")], &["deploy"], "pending", None),
+        // Mixed scopes: each scope by its most specific rule; all must allow, one deny refuses.
+        (&[("read", "allow")], &[("deploy", "allow")], &["read", "deploy"], "active", Some("policy")),
+        (
+            &[("read", "allow"), ("deploy", "allow")],
+            &[("read", "deny")],
+            &["read", "deploy"],
+            "active",
+            Some("target-policy"),
+        ),
+        (&[("read", "ask")], &[("read", "allow"), ("deploy", "allow")], &["read", "deploy"], "pending", None),
+        (&[("read", "allow")], &[("deploy", "deny")], &["read", "deploy"], "denied", Some("policy")),
+        (&[("deploy", "deny")], &[("read", "deny")], &["read", "deploy"], "denied", Some("target-policy")),
+        (&[("read", "ask")], &[("deploy", "deny")], &["read", "deploy"], "denied", Some("policy")),
+        // A scope without any rule is a person's to decide.
+        (&[("read", "allow")], &[], &["read", "deploy"], "pending", None),
+        (&[], &[], &["read"], "pending", None),
+    ];
+    for (i, (target, workspace, scopes, status, by)) in CASES.iter().enumerate() {
+        let app = app();
+        let (ada, _, _, token) = setup(&app);
+        let web = connect(&app, &ada, "web", "vercel", "prod");
+        let set = |connector: Option<&str>, scope: &str, decision: &str| {
+            let mut body = json!({"scope": scope, "decision": decision});
+            if let Some(c) = connector {
+                body["connector_id"] = json!(c);
+            }
+            let r = app.request("PUT", "/v1/policies", Some(&ada.key), Some(body));
+            assert_eq!(r.status, 200, "{:?}", r.json_body());
+        };
+        for (scope, decision) in target.iter() {
+            set(Some(&web), scope, decision);
+        }
+        for (scope, decision) in workspace.iter() {
+            set(None, scope, decision);
+        }
+        let answer = app.agent_ok(&token, "request_access", json!({"target": "web", "scope": scopes, "reason": "r"}));
+        let case = format!("case {i}: target {target:?}, workspace {workspace:?}, asking {scopes:?}: {answer}");
+        assert_eq!(answer["status"], *status, "{case}");
+        assert_eq!(answer["decidedBy"].as_str(), *by, "{case}");
+    }
+}
+
+#[test]
+fn a_workspace_wide_allow_of_every_scope_shows_a_target_as_persistent_unless_its_own_rule_asks() {
+    let app = app();
+    let (ada, _, _, token) = setup(&app);
+    let web = connect(&app, &ada, "web", "vercel", "prod");
+    connect(&app, &ada, "site", "vercel", "preview");
+    for scope in ["read", "write", "deploy", "delete"] {
+        app.request("PUT", "/v1/policies", Some(&ada.key), Some(json!({"scope": scope, "decision": "allow"})));
+    }
+    app.request(
+        "PUT",
+        "/v1/policies",
+        Some(&ada.key),
+        Some(json!({"connector_id": web, "scope": "deploy", "decision": "ask"})),
+    );
+    let targets = app.agent_ok(&token, "list_targets", json!({}));
+    let lock =
+        |name: &str| targets.as_array().unwrap().iter().find(|t| t["name"] == name).unwrap()["lockState"].clone();
+    assert_eq!((lock("site"), lock("web")), (json!("persistent"), json!("locked")));
+}
