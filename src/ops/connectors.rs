@@ -195,8 +195,9 @@ pub struct AnswerRequest {
     /// A note for the agent (plans), up to 2,000 characters.
     pub note: Option<String>,
     /// Access only: approve for every session of the workspace until revoked (a persistent grant).
+    /// Owners and admins only.
     pub always: Option<bool>,
-    /// Access only: how long the grant lasts, 1–1,440 minutes (default 60).
+    /// Access only: how long a once-approval lasts, 1–1,440 minutes (default 60).
     pub expires_in_minutes: Option<i64>,
     /// Ignored: the workspace is the task's.
     pub workspace: Option<String>,
@@ -210,13 +211,17 @@ pub struct RequestAnswered {
     pub grant: Option<Value>,
 }
 
+/// How long a once-approval lasts unless the answer says otherwise, and at most (a day).
+pub const ONCE_DEFAULT_MINUTES: i64 = 60;
+pub const ONCE_MAX_MINUTES: i64 = 1_440;
+
 /// answer_request: records the answer once, decides the grant, and wakes the waiting agent at once.
 pub async fn answer(cx: &Cx<'_>, p: AnswerRequest) -> Result<RequestAnswered, ApiError> {
     if let Some(n) = &p.note {
         limits::text("note", n, 0, 2_000)?;
     }
     limits::text("answer", &p.answer, 1, 4_000)?;
-    load_task(cx, &p.task_id).await?;
+    let member = load_task(cx, &p.task_id).await?;
     let req = match ids::is_id(&p.request_id, "req") {
         true => store::requests::get_request(cx.db(), &p.request_id).await.map_err(|e| cx.internal(e))?,
         false => None,
@@ -259,11 +264,24 @@ pub async fn answer(cx: &Cx<'_>, p: AnswerRequest) -> Result<RequestAnswered, Ap
             .await
             .map_err(|e| cx.internal(e))?
             .ok_or_else(|| cx.internal("grant missing"))?;
-        let minutes = p.expires_in_minutes.unwrap_or(60);
-        if !(1..=1_440).contains(&minutes) {
-            return Err(ApiError::invalid("`expires_in_minutes` must be between 1 and 1440"));
+        let minutes = p.expires_in_minutes.unwrap_or(ONCE_DEFAULT_MINUTES);
+        if !(1..=ONCE_MAX_MINUTES).contains(&minutes) {
+            return Err(ApiError::invalid(format!(
+                "`expires_in_minutes` must be between 1 and {ONCE_MAX_MINUTES} (a day); only `always` lasts longer"
+            )));
         }
         let always = p.always.unwrap_or(false) && p.answer == "approve";
+        // A persistent grant answers every session of the workspace until revoked, and only owners and
+        // admins can revoke one: so only they may make one.
+        if always && member.role < Role::Admin {
+            return Err(ApiError::new(
+                Code::Forbidden,
+                format!(
+                    "`always` (a persistent grant for every session of `{}`) needs an owner or admin; as a member, approve once, for up to {ONCE_MAX_MINUTES} minutes (`expires_in_minutes`)",
+                    member.slug
+                ),
+            ));
+        }
         let (status, expires) = match p.answer.as_str() {
             "approve" if always => ("active", None),
             "approve" => ("active", Some(cx.now_ms + minutes * 60_000)),

@@ -571,3 +571,22 @@ impl TestApp {
         r["content"][0]["text"].as_str().unwrap().to_owned()
     }
 }
+
+impl TestApp {
+    /// Creates the shared workspace `slug`, owned by `owner`.
+    pub fn shared_workspace(&self, owner: &Account, slug: &str) {
+        let r = self.request("POST", "/v1/workspaces", Some(&owner.key), Some(json!({"name": slug, "slug": slug})));
+        assert_eq!(r.status, 201, "{:?}", r.json_body());
+    }
+
+    /// Makes `who` a member of `slug` with `role`, as an owner or admin (`by`) does.
+    pub fn join(&self, by: &Account, slug: &str, who: &Account, role: &str) {
+        let r = self.request(
+            "POST",
+            &format!("/v1/workspaces/{slug}/members"),
+            Some(&by.key),
+            Some(json!({"email": who.email, "role": role})),
+        );
+        assert_eq!(r.status, 200, "{:?}", r.json_body());
+    }
+}
