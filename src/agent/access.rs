@@ -321,9 +321,12 @@ pub async fn get_credential(a: &Agent<'_>, p: GetCredential) -> Result<Value, To
             })
         }
     };
-    store::requests::audit(a.cx.db(), &g, &a.me.session_id, "get_credential", "", a.cx.now_ms)
-        .await
-        .map_err(|e| a.internal(e))?;
+    store::audit::record(
+        a.cx.db(),
+        &store::audit::Entry::grant(&g, &a.me.session_id, "get_credential", "", a.cx.now_ms),
+    )
+    .await
+    .map_err(|e| a.internal(e))?;
     Ok(view)
 }
 
@@ -417,7 +420,7 @@ pub async fn report_command(a: &Agent<'_>, body: &[u8]) -> Result<Value, crate::
     } else {
         format!("exit {}: {}", p.exit_code, p.command)
     };
-    store::requests::audit(a.cx.db(), &g, &a.me.session_id, action, &detail, a.cx.now_ms)
+    store::audit::record(a.cx.db(), &store::audit::Entry::grant(&g, &a.me.session_id, action, &detail, a.cx.now_ms))
         .await
         .map_err(|e| a.cx.internal(e))?;
     Ok(json!({ "recorded": action }))

@@ -131,13 +131,11 @@ pub async fn remember_command(a: &Agent<'_>, p: RememberCommand) -> Result<Value
             // A deploy command needs proof: a granted command on that target that exited 0, which only a
             // runner can report.
             let proven =
-                store::requests::audit_log(db, &a.me.workspace_id, 200).await.map_err(|e| a.internal(e))?.iter().any(
-                    |r| {
-                        r.session_id.as_deref() == Some(a.me.session_id.as_str())
-                            && r.connector_id.as_deref() == Some(c.connector_id.as_str())
-                            && r.action == "command_ok"
-                    },
-                );
+                store::audit::log(db, &a.me.workspace_id, 200).await.map_err(|e| a.internal(e))?.iter().any(|r| {
+                    r.session_id.as_deref() == Some(a.me.session_id.as_str())
+                        && r.connector_id.as_deref() == Some(c.connector_id.as_str())
+                        && r.action == "command_ok"
+                });
             if !proven {
                 return Err(ToolError::refused(format!(
                     "a deploy command is accepted only after this task ran a granted command on `{}` that exited with 0",

@@ -216,9 +216,12 @@ pub async fn ssh_key(cx: &Cx<'_>, runner: &RunnerRow, req: &HttpRequest) -> Resu
         return Err(refused("the target's credential is not an SSH key"));
     };
     let detail = format!("into the ssh-agent of runner {}", runner.name);
-    store::requests::audit(db, &grant, &job.session_id, "ssh_key_loaded", &detail, cx.now_ms)
-        .await
-        .map_err(|e| cx.internal(e))?;
+    store::audit::record(
+        db,
+        &store::audit::Entry::grant(&grant, &job.session_id, "ssh_key_loaded", &detail, cx.now_ms),
+    )
+    .await
+    .map_err(|e| cx.internal(e))?;
     Ok(ok(json!({ "private_key": private_key })))
 }
 

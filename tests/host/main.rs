@@ -12,6 +12,7 @@ mod goals;
 mod harness;
 mod help_center;
 mod mcp;
+mod members;
 mod records;
 mod routines;
 mod runner_jobs;

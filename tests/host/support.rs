@@ -579,14 +579,17 @@ impl TestApp {
         assert_eq!(r.status, 201, "{:?}", r.json_body());
     }
 
-    /// Makes `who` a member of `slug` with `role`, as an owner or admin (`by`) does.
+    /// Makes `who` a member of `slug` with `role`: an owner or admin (`by`) invites, `who` accepts.
     pub fn join(&self, by: &Account, slug: &str, who: &Account, role: &str) {
-        let r = self.request(
+        let made = self.request(
             "POST",
-            &format!("/v1/workspaces/{slug}/members"),
+            &format!("/v1/workspaces/{slug}/invitations"),
             Some(&by.key),
-            Some(json!({"email": who.email, "role": role})),
+            Some(json!({"role": role})),
         );
+        assert_eq!(made.status, 201, "{:?}", made.json_body());
+        let token = made.json_body()["token"].clone();
+        let r = self.request("POST", "/v1/invitations/accept", Some(&who.key), Some(json!({"token": token})));
         assert_eq!(r.status, 200, "{:?}", r.json_body());
     }
 }
