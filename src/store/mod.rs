@@ -17,6 +17,7 @@ pub mod handoffs;
 pub mod keys;
 pub mod lanes;
 pub mod members;
+pub mod proofs;
 pub mod receipts;
 pub mod records;
 pub mod requests;

@@ -6,6 +6,7 @@ mod support;
 mod accounts;
 mod agent;
 mod context;
+mod deploy_proof;
 mod device;
 mod files;
 mod goals;
