@@ -71,6 +71,8 @@
 //! - **End.** Exit 0 → `done: completed`. Otherwise an `error` event with the exit status, then
 //!   `done: failed`.
 
+#[cfg(unix)]
+mod granted;
 mod jobs;
 
 use crate::runner::{show_command, CallError, Client, Job, Turn};
@@ -348,6 +350,8 @@ pub struct TurnDir {
     pub work: PathBuf,
     pub meta: PathBuf,
     pub shims: PathBuf,
+    /// The variables that point the turn's shims at its granted-command channel (none without one).
+    pub granted: Vec<(String, OsString)>,
 }
 
 impl TurnDir {
@@ -363,7 +367,7 @@ impl TurnDir {
         for d in [&root, &work, &meta, &shims] {
             crate::files::create_private_dir(d)?;
         }
-        Ok(Self { root, work, meta, shims })
+        Ok(Self { root, work, meta, shims, granted: vec![] })
     }
 }
 
@@ -509,7 +513,7 @@ impl TurnRunner {
     fn turn_inner(&self, turn: &Turn, log: &mut dyn Write) -> Result<Outcome> {
         let lease = turn.lease_id.as_str();
         let mut outbox = Outbox::new(lease, self.secrets(turn));
-        let dir = match TurnDir::create(&self.scratch) {
+        let mut dir = match TurnDir::create(&self.scratch) {
             Ok(d) => d,
             Err(e) => {
                 return self.fail(turn, &mut outbox, &format!("the runner could not make the turn's folder: {e}"), &[])
@@ -542,6 +546,20 @@ impl TurnRunner {
             dir.work.display(),
             show_command(&self.command)
         );
+        // Made after `dir`, and the channel and the jobs after it, so they are dropped before it: the turn's
+        // granted commands and its ssh-agent end before its folder goes.
+        let agent = jobs::TurnAgent::default();
+        #[cfg(unix)]
+        let _channel = match self.open_channel(turn, &dir, &agent) {
+            Ok(channel) => {
+                dir.granted = channel.env().into();
+                Some(channel)
+            }
+            Err(e) => {
+                notes.push(format!("The provider CLI shims run without the runner (no deploy proof this turn): {e}."));
+                None
+            }
+        };
         let (tx, rx) = mpsc::channel();
         let mut running = match self.spawn(turn, &dir, tx.clone()) {
             Ok(r) => r,
@@ -550,8 +568,7 @@ impl TurnRunner {
                 return self.fail(turn, &mut outbox, &why, &[]);
             }
         };
-        // Made after `dir`, so dropped before it: the turn's ssh-agent ends before its folder goes.
-        let mut jobs = Jobs::start(&self.client, lease, tx);
+        let mut jobs = Jobs::start(&self.client, lease, tx, agent);
 
         // ── While it runs: post output every second, renew the lease every ten, handle jobs. ──
         let mut last_renewal = Instant::now();
@@ -840,6 +857,7 @@ impl TurnRunner {
             ("AGENTSKY_ATTEMPT".into(), turn.attempt.to_string().into()),
             ("AGENTSKY_SHIM_DIR".into(), dir.shims.clone().into_os_string()),
         ];
+        env.extend(dir.granted.iter().cloned());
         if turn.message.len() <= MESSAGE_ENV_MAX {
             env.push(("AGENTSKY_MESSAGE".into(), turn.message.clone().into()));
         }
@@ -851,6 +869,25 @@ impl TurnRunner {
             env.push(("PATH".into(), joined));
         }
         env
+    }
+
+    /// Opens the turn's granted-command channel ([`granted`]), whose commands run with the turn's
+    /// environment.
+    #[cfg(unix)]
+    fn open_channel(&self, turn: &Turn, dir: &TurnDir, agent: &jobs::TurnAgent) -> std::io::Result<granted::Channel> {
+        let runs = granted::Runs {
+            client: self.client.clone(),
+            lease: turn.lease_id.clone(),
+            sky_exe: self.sky_exe.clone(),
+            path: self.path.clone(),
+            shims: dir.shims.clone(),
+            meta: dir.meta.clone(),
+            work: dir.work.clone(),
+            env: self.child_env(turn, dir),
+            agent: agent.clone(),
+            grace: self.timing.stop_grace,
+        };
+        granted::Channel::open(&self.scratch, runs)
     }
 
     /// `program` set up to run in `work/` with the agent's environment ([`SCRUBBED_ENV`] removed), in a

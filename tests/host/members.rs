@@ -277,7 +277,7 @@ fn every_membership_change_is_in_the_audit_log_with_who_did_it() {
             )
         })
         .collect();
-    let first_invitation = log.iter().rev().next().unwrap()["subject"].as_str().unwrap().to_owned();
+    let first_invitation = log.last().unwrap()["subject"].as_str().unwrap().to_owned();
     assert!(first_invitation.starts_with("inv_"), "{first_invitation}");
     assert_eq!(
         seen,
