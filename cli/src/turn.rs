@@ -12,9 +12,10 @@
 //!   `AGENTSKY_INSTRUCTIONS_FILE`, `AGENTSKY_AGENT_NAME`, `AGENTSKY_MODEL`, `AGENTSKY_ATTEMPT`,
 //!   `AGENTSKY_MCP_CONFIG` (a Claude Code style `{"mcpServers": {"agentsky": …}}` file that starts
 //!   `sky mcp`, so coding agents find the eleven session tools), `AGENTSKY_SHIM_DIR`, first on `PATH`
-//!   (the provider CLI shims of [`crate::shim`]), and `AGENTSKY_GRANTS_FILE` (the grant ids the shims and
-//!   `sky mcp` remember; the runner hands them to the session's next turn it runs). Its stdin is the
-//!   message. Removed from the runner's environment ([`SCRUBBED_ENV`]): the runner's `AGENTSKY_API_KEY`
+//!   (the provider CLI shims of [`crate::shim`]), `AGENTSKY_GRANTS_FILE` (the grant ids the shims and
+//!   `sky mcp` remember; the runner hands them to the session's next turn it runs), and
+//!   `AGENTSKY_RUNNER_SOCKET` and `AGENTSKY_RUNNER_SECRET` (the turn's granted-command channel, through
+//!   which the shims have the runner run the real CLIs: see [`granted`]). Its stdin is the message. Removed from the runner's environment ([`SCRUBBED_ENV`]): the runner's `AGENTSKY_API_KEY`
 //!   and `AGENTSKY_URL`, and provider credentials (`VERCEL_TOKEN`, `GH_TOKEN`, `AWS_*` keys,
 //!   `SSH_AUTH_SOCK`, …): the agent gets those only through grants. (Logins in the runner user's home —
 //!   `~/.aws`, gh's config — stay readable to the agent: run runners as a user without them.)
@@ -63,6 +64,11 @@
 //!     shim of [`crate::shim`] hands that socket (which `get_credential` answers) to `ssh`.
 //!   - `ssh_forget` (a revoked ssh grant) ends the turn's ssh-agent, and its socket, with every key it
 //!     held; the next `ssh_agent` job starts a new one. → `{ok: true, ended}`.
+//! - **Granted commands.** A Unix socket in an owner-only folder of its own under the runner's temp dir
+//!   (outside the turn's folder), served while the turn lasts: a shim's request carrying the turn's secret
+//!   has the runner fetch the grant's credential (`POST /v1/runner/credential`), run the real CLI from the
+//!   runner's own `PATH` with it, stream the output back, and report the exit status it saw (`POST
+//!   /v1/runner/commands`), the only deploy proof. Commands still going when the turn ends are ended.
 //! - **Criteria.** When the command has exited on its own (not after a stop or a lost lease) and the files
 //!   are uploaded, `GET /v1/runner/criteria` (404: none) names the command criteria of the session's
 //!   standing goal. Each runs like a `run` job (600 s), one after another, the lease renewed meanwhile; a
