@@ -710,8 +710,8 @@ fn run_real(real: &Path, args: &[String], env: &[(String, String)]) -> i32 {
     }
 }
 
-/// Runs the real CLI with a grant's credential and waits for it: its exit status is reported. A signal
-/// that ends it is reported as 128 + the signal, as shells do.
+/// Runs the real CLI with a grant's credential outside a runner's turn and waits for it: its exit status,
+/// 128 + the signal for one that ended it, as shells do. Nothing is reported (nothing observed it).
 fn run_granted(real: &Path, args: &[String], env: &[(String, String)]) -> i32 {
     let status = std::process::Command::new(real).args(args).envs(env.iter().map(|(k, v)| (k, v))).status();
     match status {
