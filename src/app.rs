@@ -112,17 +112,6 @@ async fn route(env: &Env, req: &HttpRequest, meta: RequestMeta) -> HttpResponse 
             let tools = crate::agent::SessionTools { agent: crate::agent::Agent::new(&cx, me) };
             return mcp::serve(&session_spec(&cx, req), &tools, req).await;
         }
-        "/v1/session/commands" if req.method == "POST" => {
-            let me = match session_caller(&cx, req).await {
-                Ok(me) => me,
-                Err(e) => return refuse(req, &e),
-            };
-            let agent = crate::agent::Agent::new(&cx, me);
-            return match crate::agent::report_command(&agent, &req.body).await {
-                Ok(v) => HttpResponse::json(200, &v),
-                Err(e) => rest::error_response(&e),
-            };
-        }
         _ if path.starts_with("/v1/runner/") => return crate::runner::handle(&cx, req).await,
         "/v1/conformance/mcp" if env.config.conformance_fixtures => {
             return mcp::serve(&spec(&cx, req), &mcp::fixtures::Fixtures, req).await

@@ -132,6 +132,11 @@ pub enum Role {
 }
 
 impl Role {
+    /// The role a name means (`member`, `admin`, `owner`).
+    pub fn named(name: &str) -> Option<Role> {
+        [Role::Member, Role::Admin, Role::Owner].into_iter().find(|r| r.as_str() == name)
+    }
+
     pub const fn as_str(self) -> &'static str {
         match self {
             Role::Member => "member",

@@ -14,6 +14,7 @@
 //! - [`turn`] — one claimed turn: its folder, the agent's command under a supervisor, output as events,
 //!   the lease, the changed files uploaded.
 //! - [`shim`] — the provider CLI shims a turn's agent finds first on its `PATH`.
+//! - [`granted`] — the channel a shim asks its turn's runner to run the real CLI under a grant through.
 //!
 //! Nothing here prints a key in full: output shows its prefix only.
 
@@ -23,6 +24,7 @@ pub mod config;
 pub mod context;
 pub mod edit;
 pub mod files;
+pub mod granted;
 pub mod relay;
 pub mod runner;
 pub mod setup;

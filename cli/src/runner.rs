@@ -315,6 +315,50 @@ impl Client {
         }
     }
 
+    /// The credential of a grant the leased session may use, for a command the runner runs under it that
+    /// needs `scopes`. It goes only into that command's environment (or the turn's ssh-agent).
+    pub fn credential(
+        &self,
+        lease_id: &str,
+        grant_id: &str,
+        scopes: &[&str],
+    ) -> std::result::Result<GrantCredential, CallError> {
+        let body = json!({ "lease_id": lease_id, "grant_id": grant_id, "scopes": scopes });
+        let what = "POST /v1/runner/credential";
+        let b = Self::check(self.short.post_json("/v1/runner/credential", Some(&self.token), &body), what)?.body;
+        match b["kind"].as_str() {
+            Some("env") => Ok(GrantCredential::Env(
+                b["env"]
+                    .as_object()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
+                    .collect(),
+            )),
+            Some("ssh") => match b["private_key"].as_str() {
+                Some(key) if !key.trim().is_empty() => {
+                    Ok(GrantCredential::Ssh { private_key: key.to_owned(), ttl_s: b["ttl_s"].as_u64() })
+                }
+                _ => Err(CallError::Refused(format!("{what} answered an ssh credential without a key"))),
+            },
+            _ => Err(CallError::Refused(format!("{what} answered a credential of an unknown kind"))),
+        }
+    }
+
+    /// Reports how a command the runner ran under a grant exited: the audit log's record, and the deploy
+    /// proof when it exited 0 under a grant covering `deploy`.
+    pub fn command(
+        &self,
+        lease_id: &str,
+        grant_id: &str,
+        argv: &[String],
+        exit_code: i32,
+    ) -> std::result::Result<(), CallError> {
+        let body = json!({ "lease_id": lease_id, "grant_id": grant_id, "argv": argv, "exit_code": exit_code });
+        let r = self.short.post_json("/v1/runner/commands", Some(&self.token), &body);
+        Self::check(r, "POST /v1/runner/commands").map(drop)
+    }
+
     /// The command criteria of the session's standing goal (none when the server has no such route).
     pub fn criteria(&self, lease_id: &str) -> std::result::Result<Vec<String>, CallError> {
         let r = self.short.get(&format!("/v1/runner/criteria?lease_id={}", query_escape(lease_id)), Some(&self.token));
@@ -324,6 +368,14 @@ impl Client {
         let body = Self::check(r, "GET /v1/runner/criteria")?.body;
         Ok(body["commands"].as_array().into_iter().flatten().filter_map(|c| c.as_str().map(str::to_owned)).collect())
     }
+}
+
+/// A grant's credential as the runner gets it for a command it runs.
+pub enum GrantCredential {
+    /// Variables for the command's environment.
+    Env(Vec<(String, String)>),
+    /// A key for the turn's own ssh-agent, for `ttl_s` seconds.
+    Ssh { private_key: String, ttl_s: Option<u64> },
 }
 
 /// One job the server sends a turn's runner (`POST /v1/runner/jobs`).

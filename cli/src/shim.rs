@@ -16,13 +16,15 @@
 //!    only, no secrets) in the turn's `AGENTSKY_GRANTS_FILE` by the shims and by `sky mcp` (whatever the
 //!    agent's own `request_access` got), and checked with `check_grant`; else opens a request with
 //!    `request_access` (which counts against the session's access bucket and waits up to 5 minutes);
-//! 5. fetches the credential (`get_credential`, recorded in the audit log) and runs the real CLI with
-//!    the credential's variables added to its environment (an `ssh-agent` credential: `SSH_AUTH_SOCK` set
-//!    to its `socketPath`). Nothing is written to disk or printed;
-//! 6. reports how it exited (`POST /v1/session/commands`, to the audit log as `command_ok` or
-//!    `command_failed` with the command line, withheld when it looks like it holds a secret): a `deploy`
-//!    `remember_command` is accepted only after a granted command on its target exited 0. Commands that
-//!    need no grant are `exec`ed as they are.
+//! 5. in a runner's turn (`AGENTSKY_RUNNER_SOCKET` set), asks the runner to run the command under the
+//!    grant ([`crate::granted`]): the runner fetches the credential, runs the real CLI from its own `PATH`
+//!    with the credential in that child's environment only (stdin empty), streams its output back, and
+//!    reports the exit status it saw to the audit log (`command_ok` / `command_failed`) — the only proof a
+//!    `deploy` `remember_command` accepts, for exactly the command that ran. Elsewhere (a session token
+//!    used outside a runner) it fetches the credential (`get_credential`, recorded in the audit log) and
+//!    runs the real CLI with the credential's variables added to its environment (an `ssh-agent`
+//!    credential: `SSH_AUTH_SOCK` set to its `socketPath`); nothing proves such a run. Nothing is written
+//!    to disk or printed. Commands that need no grant are `exec`ed as they are.
 //!
 //! **Exit codes** when the real CLI is not run: 77 denied; 75 still pending (run the command again to
 //! keep waiting on the same request); 69 refused otherwise (no such target, several candidates, not
@@ -708,8 +710,8 @@ fn run_real(real: &Path, args: &[String], env: &[(String, String)]) -> i32 {
     }
 }
 
-/// Runs the real CLI with a grant's credential and waits for it: its exit status is reported. A signal
-/// that ends it is reported as 128 + the signal, as shells do.
+/// Runs the real CLI with a grant's credential outside a runner's turn and waits for it: its exit status,
+/// 128 + the signal for one that ended it, as shells do. Nothing is reported (nothing observed it).
 fn run_granted(real: &Path, args: &[String], env: &[(String, String)]) -> i32 {
     let status = std::process::Command::new(real).args(args).envs(env.iter().map(|(k, v)| (k, v))).status();
     match status {
@@ -724,18 +726,6 @@ fn run_granted(real: &Path, args: &[String], env: &[(String, String)]) -> i32 {
             say(&format!("cannot run {}: {e}", real.display()));
             EXIT_NOT_INSTALLED
         }
-    }
-}
-
-/// Records how a granted command exited, in the audit log. Best effort: a failure is said, not fatal.
-fn report_exit(server: &str, token: &str, grant_id: &str, line: &str, code: i32) {
-    let command: String = line.chars().take(2_000).collect();
-    let body = json!({ "grantId": grant_id, "command": command, "exitCode": code });
-    let api = crate::api::Api::with_timeout(server, std::time::Duration::from_secs(10));
-    match api.post_json("/v1/session/commands", Some(token), &body) {
-        Ok(r) if r.status == 200 => {}
-        Ok(r) => say(&format!("the exit status was not recorded: {}", r.error_message())),
-        Err(e) => say(&format!("the exit status was not recorded: {e}")),
     }
 }
 
@@ -800,15 +790,14 @@ pub fn main(cli: &str, args: &[String]) -> i32 {
     let obtained = picked
         .map_err(|why| (EXIT_REFUSED, why))
         .and_then(|target| obtain(&tools, &targets, target, &scopes, grants_file.as_deref(), &shown));
-    match obtained {
-        Ok((grant_id, env)) => {
-            let code = run_granted(&real, args, &env);
-            let line = crate::runner::show_command(
-                &[cli.to_owned()].into_iter().chain(args.iter().cloned()).collect::<Vec<_>>(),
-            );
-            report_exit(&server, &token, &grant_id, &line, code);
-            code
-        }
+    #[cfg(unix)]
+    if let (Ok(grant_id), Some(socket), Some(secret)) =
+        (&obtained, var(crate::granted::SOCKET_ENV), var(crate::granted::SECRET_ENV))
+    {
+        return through_runner(Path::new(&socket), secret, cli, args, grant_id.clone());
+    }
+    match obtained.and_then(|grant_id| credential(&tools, &grant_id)) {
+        Ok(env) => run_granted(&real, args, &env),
         Err((code, why)) => {
             say(&format!("{why}; `{cli}` was not run"));
             code
@@ -862,10 +851,7 @@ pub fn ssh_destination_host(args: &[String]) -> Option<&str> {
     Some(host).filter(|h| !h.is_empty())
 }
 
-/// A live grant's id and the variables its credential adds.
-type Granted = (String, Vec<(String, String)>);
-
-/// Finds or asks for a grant on `target`, then fetches its credential: the grant and the variables to add.
+/// Finds or asks for a grant on `target` covering `scopes`: the live grant's id.
 fn obtain(
     tools: &Tools,
     targets: &[Target],
@@ -873,7 +859,7 @@ fn obtain(
     scopes: &[&str],
     grants_file: Option<&Path>,
     shown: &str,
-) -> Result<Granted, (i32, String)> {
+) -> Result<String, (i32, String)> {
     match target.lock_state.as_str() {
         "unconnected" => {
             return Err((
@@ -952,13 +938,28 @@ fn obtain(
             ))
         }
     }
+    say(&format!("using grant {grant_id} ({scope_list} on {}) for `{shown}`", target.show()));
+    Ok(grant_id)
+}
+
+/// A grant's credential as the variables it adds (`get_credential`, recorded in the audit log).
+fn credential(tools: &Tools, grant_id: &str) -> Result<Vec<(String, String)>, (i32, String)> {
     let cred =
         tools.call("get_credential", json!({ "grantId": grant_id })).map_err(|f| failure(f, "get_credential"))?;
-    let vars = credential_env(&cred).ok_or_else(|| {
-        (EXIT_REFUSED, format!("the credential of {} is neither environment variables nor an ssh-agent", target.show()))
-    })?;
-    say(&format!("using grant {grant_id} ({scope_list} on {}) for `{shown}`", target.show()));
-    Ok((grant_id, vars))
+    credential_env(&cred).ok_or_else(|| {
+        (EXIT_REFUSED, format!("the credential of grant {grant_id} is neither environment variables nor an ssh-agent"))
+    })
+}
+
+/// Has the runner of this turn run the command under `grant_id` ([`crate::granted`]); its exit status.
+#[cfg(unix)]
+fn through_runner(socket: &Path, secret: String, cli: &str, args: &[String], grant_id: String) -> i32 {
+    let cwd = std::env::current_dir().unwrap_or_default();
+    let request = crate::granted::Request { secret, cli: cli.to_owned(), args: args.to_vec(), grant_id, cwd };
+    crate::granted::run(socket, &request).unwrap_or_else(|why| {
+        say(&format!("{why}; the command's end is unknown"));
+        EXIT_UNREACHABLE
+    })
 }
 
 /// The variables a credential adds: an `env` credential's own, or an `ssh-agent`'s socket as

@@ -12,9 +12,10 @@
 //!   `AGENTSKY_INSTRUCTIONS_FILE`, `AGENTSKY_AGENT_NAME`, `AGENTSKY_MODEL`, `AGENTSKY_ATTEMPT`,
 //!   `AGENTSKY_MCP_CONFIG` (a Claude Code style `{"mcpServers": {"agentsky": …}}` file that starts
 //!   `sky mcp`, so coding agents find the eleven session tools), `AGENTSKY_SHIM_DIR`, first on `PATH`
-//!   (the provider CLI shims of [`crate::shim`]), and `AGENTSKY_GRANTS_FILE` (the grant ids the shims and
-//!   `sky mcp` remember; the runner hands them to the session's next turn it runs). Its stdin is the
-//!   message. Removed from the runner's environment ([`SCRUBBED_ENV`]): the runner's `AGENTSKY_API_KEY`
+//!   (the provider CLI shims of [`crate::shim`]), `AGENTSKY_GRANTS_FILE` (the grant ids the shims and
+//!   `sky mcp` remember; the runner hands them to the session's next turn it runs), and
+//!   `AGENTSKY_RUNNER_SOCKET` and `AGENTSKY_RUNNER_SECRET` (the turn's granted-command channel, through
+//!   which the shims have the runner run the real CLIs: see [`granted`]). Its stdin is the message. Removed from the runner's environment ([`SCRUBBED_ENV`]): the runner's `AGENTSKY_API_KEY`
 //!   and `AGENTSKY_URL`, and provider credentials (`VERCEL_TOKEN`, `GH_TOKEN`, `AWS_*` keys,
 //!   `SSH_AUTH_SOCK`, …): the agent gets those only through grants. (Logins in the runner user's home —
 //!   `~/.aws`, gh's config — stay readable to the agent: run runners as a user without them.)
@@ -63,6 +64,11 @@
 //!     shim of [`crate::shim`] hands that socket (which `get_credential` answers) to `ssh`.
 //!   - `ssh_forget` (a revoked ssh grant) ends the turn's ssh-agent, and its socket, with every key it
 //!     held; the next `ssh_agent` job starts a new one. → `{ok: true, ended}`.
+//! - **Granted commands.** A Unix socket in an owner-only folder of its own under the runner's temp dir
+//!   (outside the turn's folder), served while the turn lasts: a shim's request carrying the turn's secret
+//!   has the runner fetch the grant's credential (`POST /v1/runner/credential`), run the real CLI from the
+//!   runner's own `PATH` with it, stream the output back, and report the exit status it saw (`POST
+//!   /v1/runner/commands`), the only deploy proof. Commands still going when the turn ends are ended.
 //! - **Criteria.** When the command has exited on its own (not after a stop or a lost lease) and the files
 //!   are uploaded, `GET /v1/runner/criteria` (404: none) names the command criteria of the session's
 //!   standing goal. Each runs like a `run` job (600 s), one after another, the lease renewed meanwhile; a
@@ -71,6 +77,8 @@
 //! - **End.** Exit 0 → `done: completed`. Otherwise an `error` event with the exit status, then
 //!   `done: failed`.
 
+#[cfg(unix)]
+mod granted;
 mod jobs;
 
 use crate::runner::{show_command, CallError, Client, Job, Turn};
@@ -350,6 +358,8 @@ pub struct TurnDir {
     pub work: PathBuf,
     pub meta: PathBuf,
     pub shims: PathBuf,
+    /// The variables that point the turn's shims at its granted-command channel (none without one).
+    pub granted: Vec<(String, OsString)>,
 }
 
 impl TurnDir {
@@ -365,7 +375,7 @@ impl TurnDir {
         for d in [&root, &work, &meta, &shims] {
             crate::files::create_private_dir(d)?;
         }
-        Ok(Self { root, work, meta, shims })
+        Ok(Self { root, work, meta, shims, granted: vec![] })
     }
 }
 
@@ -511,7 +521,7 @@ impl TurnRunner {
     fn turn_inner(&self, turn: &Turn, log: &mut dyn Write) -> Result<Outcome> {
         let lease = turn.lease_id.as_str();
         let mut outbox = Outbox::new(lease, self.secrets(turn));
-        let dir = match TurnDir::create(&self.scratch) {
+        let mut dir = match TurnDir::create(&self.scratch) {
             Ok(d) => d,
             Err(e) => {
                 return self.fail(turn, &mut outbox, &format!("the runner could not make the turn's folder: {e}"), &[])
@@ -544,6 +554,20 @@ impl TurnRunner {
             dir.work.display(),
             show_command(&self.command)
         );
+        // Made after `dir`, and the channel and the jobs after it, so they are dropped before it: the turn's
+        // granted commands and its ssh-agent end before its folder goes.
+        let agent = jobs::TurnAgent::default();
+        #[cfg(unix)]
+        let _channel = match self.open_channel(turn, &dir, &agent) {
+            Ok(channel) => {
+                dir.granted = channel.env().into();
+                Some(channel)
+            }
+            Err(e) => {
+                notes.push(format!("The provider CLI shims run without the runner (no deploy proof this turn): {e}."));
+                None
+            }
+        };
         let (tx, rx) = mpsc::channel();
         let mut running = match self.spawn(turn, &dir, tx.clone()) {
             Ok(r) => r,
@@ -552,8 +576,7 @@ impl TurnRunner {
                 return self.fail(turn, &mut outbox, &why, &[]);
             }
         };
-        // Made after `dir`, so dropped before it: the turn's ssh-agent ends before its folder goes.
-        let mut jobs = Jobs::start(&self.client, lease, tx);
+        let mut jobs = Jobs::start(&self.client, lease, tx, agent);
 
         // ── While it runs: post output every second, renew the lease every ten, handle jobs. ──
         let mut last_renewal = Instant::now();
@@ -842,6 +865,7 @@ impl TurnRunner {
             ("AGENTSKY_ATTEMPT".into(), turn.attempt.to_string().into()),
             ("AGENTSKY_SHIM_DIR".into(), dir.shims.clone().into_os_string()),
         ];
+        env.extend(dir.granted.iter().cloned());
         if turn.message.len() <= MESSAGE_ENV_MAX {
             env.push(("AGENTSKY_MESSAGE".into(), turn.message.clone().into()));
         }
@@ -853,6 +877,25 @@ impl TurnRunner {
             env.push(("PATH".into(), joined));
         }
         env
+    }
+
+    /// Opens the turn's granted-command channel ([`granted`]), whose commands run with the turn's
+    /// environment.
+    #[cfg(unix)]
+    fn open_channel(&self, turn: &Turn, dir: &TurnDir, agent: &jobs::TurnAgent) -> std::io::Result<granted::Channel> {
+        let runs = granted::Runs {
+            client: self.client.clone(),
+            lease: turn.lease_id.clone(),
+            sky_exe: self.sky_exe.clone(),
+            path: self.path.clone(),
+            shims: dir.shims.clone(),
+            meta: dir.meta.clone(),
+            work: dir.work.clone(),
+            env: self.child_env(turn, dir),
+            agent: agent.clone(),
+            grace: self.timing.stop_grace,
+        };
+        granted::Channel::open(&self.scratch, runs)
     }
 
     /// `program` set up to run in `work/` with the agent's environment ([`SCRUBBED_ENV`] removed), in a

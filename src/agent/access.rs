@@ -5,6 +5,7 @@
 
 use super::{wait, Agent, ToolError, ACCESS_PER_MIN};
 use crate::cx::Cx;
+use crate::rules::policy::{self, Verdict};
 use crate::rules::{ids, limits, seal, targets};
 use crate::runner::jobs::{self, Asked};
 use crate::store::{self, connectors::ConnectorRow, requests::GrantRow};
@@ -57,7 +58,11 @@ pub fn grant_view(g: &GrantRow, queue_position: Option<i64>) -> Value {
         "pending" => {
             json!({ "status": "pending", "grantId": g.grant_id, "queuePosition": queue_position.unwrap_or(1) })
         }
-        _ => json!({ "status": "denied", "grantId": g.grant_id }),
+        // The contract's denied shape, naming the rule or person that denied (`decidedBy`) when known.
+        _ => match &g.decided_by {
+            Some(by) => json!({ "status": "denied", "grantId": g.grant_id, "decidedBy": by }),
+            None => json!({ "status": "denied", "grantId": g.grant_id }),
+        },
     }
 }
 
@@ -65,8 +70,9 @@ pub fn live(g: &GrantRow, now_ms: i64) -> bool {
     g.status == "active" && g.expires_ms.is_none_or(|e| e > now_ms)
 }
 
-fn covers(g: &GrantRow, scopes: &[String]) -> bool {
-    scopes.iter().all(|s| g.scopes.split(' ').any(|have| have == s))
+/// Whether a grant covers every one of `scopes`.
+pub fn covers(g: &GrantRow, scopes: &[impl AsRef<str>]) -> bool {
+    scopes.iter().all(|s| g.scopes.split(' ').any(|have| have == s.as_ref()))
 }
 
 /// What a policy or persistent grant decides for a request, if anything: `(status, decided_by,
@@ -90,18 +96,11 @@ pub async fn decide_access(
         return Ok(Some(("active", "persistent-grant", Some(g))));
     }
     let policies = store::connectors::policies(cx.db(), workspace_id, &c.connector_id).await.map_err(internal)?;
-    for (level, by) in [(c.connector_id.as_str(), "target-policy"), ("", "policy")] {
-        let decision = |scope: &String| {
-            policies.iter().find(|p| p.connector_id == level && &p.scope == scope).map(|p| p.decision.as_str())
-        };
-        if scopes.iter().any(|s| decision(s) == Some("deny")) {
-            return Ok(Some(("denied", by, None)));
-        }
-        if scopes.iter().all(|s| decision(s) == Some("allow")) {
-            return Ok(Some(("active", by, None)));
-        }
-    }
-    Ok(None)
+    Ok(match policy::decide(&policies, &c.connector_id, scopes) {
+        Some(Verdict::Deny(level)) => Some(("denied", level.decided_by(), None)),
+        Some(Verdict::Allow(level)) => Some(("active", level.decided_by(), None)),
+        None => None,
+    })
 }
 
 fn check_scopes(scope: &[String]) -> Result<Vec<String>, ToolError> {
@@ -242,6 +241,11 @@ pub async fn request_access(a: &Agent<'_>, p: RequestAccess) -> Result<Value, To
     settled(a, &grant_id).await
 }
 
+/// Whether a session may use a grant: its own, or a persistent one of its workspace.
+pub fn visible_to(g: &GrantRow, session_id: &str, workspace_id: &str) -> bool {
+    g.session_id == session_id || (g.persistent && g.workspace_id == workspace_id)
+}
+
 /// A grant this session may see: its own, or a persistent one of its workspace.
 async fn visible(a: &Agent<'_>, grant_id: &str) -> Result<GrantRow, ToolError> {
     let unknown = || ToolError::unknown("unknown grant");
@@ -249,8 +253,7 @@ async fn visible(a: &Agent<'_>, grant_id: &str) -> Result<GrantRow, ToolError> {
         return Err(unknown());
     }
     let g = store::requests::get_grant(a.cx.db(), grant_id).await.map_err(|e| a.internal(e))?.ok_or_else(unknown)?;
-    let mine = g.session_id == a.me.session_id || (g.persistent && g.workspace_id == a.me.workspace_id);
-    if mine {
+    if visible_to(&g, &a.me.session_id, &a.me.workspace_id) {
         Ok(g)
     } else {
         Err(unknown())
@@ -275,6 +278,22 @@ pub enum Credential {
     Ssh { private_key: String },
 }
 
+/// A grant's credential, opened; `None` when it cannot be (no credentials, or sealed under another key).
+pub async fn open_credential(cx: &Cx<'_>, g: &GrantRow) -> Result<Option<Credential>, crate::error::ApiError> {
+    let sealed = store::connectors::sealed(cx.db(), &g.connector_id).await.map_err(|e| cx.internal(e))?;
+    let master = cx.env.config.secrets_key.as_deref().ok_or_else(|| cx.internal("no SECRETS_KEY"))?;
+    let plain =
+        sealed.and_then(|s| seal::open(master, &crate::ops::connectors::aad(&g.workspace_id, &g.connector_id), &s));
+    plain.map(|p| serde_json::from_str(&p).map_err(|e| cx.internal(e))).transpose()
+}
+
+/// How long a turn's ssh-agent holds a grant's key: at most [`SSH_KEY_HOLD_S`] (a shim loads it again for
+/// each ssh), never past the grant, so a revoked grant's key does not linger there.
+pub fn ssh_hold_s(g: &GrantRow, now_ms: i64) -> i64 {
+    let left_s = g.expires_ms.map_or(SSH_KEY_HOLD_S, |e| ((e - now_ms) / 1000).max(1));
+    left_s.min(SSH_KEY_HOLD_S)
+}
+
 /// How long `get_credential` waits for the runner to load an SSH key.
 const SSH_AGENT_WAIT_MS: i64 = 60_000;
 /// The longest a turn's ssh-agent holds a granted key.
@@ -289,23 +308,16 @@ pub async fn get_credential(a: &Agent<'_>, p: GetCredential) -> Result<Value, To
             g.grant_id
         )));
     }
-    let sealed = store::connectors::sealed(a.cx.db(), &g.connector_id).await.map_err(|e| a.internal(e))?;
-    let master = a.cx.env.config.secrets_key.as_deref().ok_or_else(|| a.internal("no SECRETS_KEY"))?;
-    let plain = sealed
-        .and_then(|s| seal::open(master, &crate::ops::connectors::aad(&g.workspace_id, &g.connector_id), &s))
+    let cred = open_credential(a.cx, &g)
+        .await?
         .ok_or_else(|| ToolError::refused("the target's credentials cannot be opened; reconnect it in agentsky"))?;
-    let cred: Credential = serde_json::from_str(&plain).map_err(|e| a.internal(e))?;
     let view = match cred {
         Credential::Env { env } => {
             json!({ "kind": "env", "env": env, "socketPath": null, "expiresAt": g.expires_ms, "scoped": false })
         }
         // The key goes to the runner's ssh-agent for this turn (never to the agent); the agent gets its socket.
         Credential::Ssh { .. } => {
-            // The agent holds the key for at most SSH_KEY_HOLD_S (a shim loads it again for each ssh), so a
-            // revoked grant's key does not linger there.
-            let left_s = g.expires_ms.map_or(SSH_KEY_HOLD_S, |e| ((e - a.cx.now_ms) / 1000).max(1));
-            let ttl_s = left_s.min(SSH_KEY_HOLD_S);
-            let spec = json!({ "grant_id": g.grant_id, "ttl_s": ttl_s });
+            let spec = json!({ "grant_id": g.grant_id, "ttl_s": ssh_hold_s(&g, a.cx.now_ms) });
             let socket = match jobs::ask(a.cx, &a.me, "ssh_agent", spec, SSH_AGENT_WAIT_MS).await? {
                 Asked::Done(v) => v["socket_path"].as_str().map(str::to_owned).ok_or_else(|| {
                     let why = v["error"].as_str().unwrap_or("it answered without a socket");
@@ -324,9 +336,12 @@ pub async fn get_credential(a: &Agent<'_>, p: GetCredential) -> Result<Value, To
             })
         }
     };
-    store::requests::audit(a.cx.db(), &g, &a.me.session_id, "get_credential", "", a.cx.now_ms)
-        .await
-        .map_err(|e| a.internal(e))?;
+    store::audit::record(
+        a.cx.db(),
+        &store::audit::Entry::grant(&g, &a.me.session_id, "get_credential", "", a.cx.now_ms),
+    )
+    .await
+    .map_err(|e| a.internal(e))?;
     Ok(view)
 }
 
@@ -356,9 +371,8 @@ pub async fn list_targets(a: &Agent<'_>) -> Result<Vec<Target>, ToolError> {
         .map(|c| {
             let live_here: Vec<&GrantRow> =
                 grants.iter().filter(|g| g.connector_id == c.connector_id && live(g, now)).collect();
-            let always_allow = targets::SCOPES.iter().all(|s| {
-                policies.iter().any(|p| p.connector_id == c.connector_id && p.scope == *s && p.decision == "allow")
-            });
+            let always_allow =
+                matches!(policy::decide(&policies, &c.connector_id, targets::SCOPES), Some(Verdict::Allow(_)));
             let lock_state = if !c.connected {
                 "unconnected"
             } else if c.credentials_expire_ms.is_some_and(|e| e <= now) {
@@ -389,40 +403,4 @@ pub async fn list_targets(a: &Agent<'_>) -> Result<Vec<Target>, ToolError> {
             }
         })
         .collect())
-}
-
-/// Command reports a session's shims may send a minute.
-const COMMAND_REPORTS_PER_MIN: u32 = 60;
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-struct CommandReport {
-    grant_id: String,
-    /// The command line as the shim ran it.
-    command: String,
-    exit_code: i64,
-}
-
-/// `POST /v1/session/commands`: a provider CLI shim reports how a command it ran under a grant exited. It
-/// goes to the audit log (`command_ok` / `command_failed`), where a `deploy` `remember_command` finds its
-/// proof. Not one of the eleven tools: the shims' own channel, with the same session token.
-pub async fn report_command(a: &Agent<'_>, body: &[u8]) -> Result<Value, crate::error::ApiError> {
-    use crate::error::{ApiError, Code};
-    let p: CommandReport = serde_json::from_slice(body).map_err(|e| ApiError::invalid(format!("invalid body: {e}")))?;
-    limits::text("command", &p.command, 1, 2_000)?;
-    let g = visible(a, &p.grant_id).await.map_err(|e| ApiError::new(Code::NotFound, e.message))?;
-    a.bucket("commands", COMMAND_REPORTS_PER_MIN, "command reports")
-        .await
-        .map_err(|e| ApiError::new(Code::RateLimited, e.message))?;
-    let action = if p.exit_code == 0 { "command_ok" } else { "command_failed" };
-    // The line is kept for the operator to read, unless it looks like it carries a secret.
-    let detail = if targets::looks_secret(&p.command) {
-        format!("exit {}: (the command line is withheld: it looks like it contains a secret)", p.exit_code)
-    } else {
-        format!("exit {}: {}", p.exit_code, p.command)
-    };
-    store::requests::audit(a.cx.db(), &g, &a.me.session_id, action, &detail, a.cx.now_ms)
-        .await
-        .map_err(|e| a.cx.internal(e))?;
-    Ok(json!({ "recorded": action }))
 }

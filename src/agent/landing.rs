@@ -2,7 +2,7 @@
 //! base into the lane, run the checks, merge into the base with the summary as the record).
 
 use super::{Agent, ToolError, ACCESS_PER_MIN, QUESTIONS_PER_MIN};
-use crate::rules::{limits, targets};
+use crate::rules::{argv, limits, targets};
 use crate::runner::jobs::{self, Asked};
 use crate::store;
 use crate::taskfs::{self, Folder, Writer};
@@ -128,19 +128,19 @@ pub async fn remember_command(a: &Agent<'_>, p: RememberCommand) -> Result<Value
             let c = c
                 .filter(|c| c.workspace_id == a.me.workspace_id)
                 .ok_or_else(|| ToolError::unknown(format!("no target `{target}` in this project")))?;
-            // A deploy command needs proof: a granted command on that target that exited 0, which only a
-            // runner can report.
-            let proven =
-                store::requests::audit_log(db, &a.me.workspace_id, 200).await.map_err(|e| a.internal(e))?.iter().any(
-                    |r| {
-                        r.session_id.as_deref() == Some(a.me.session_id.as_str())
-                            && r.connector_id.as_deref() == Some(c.connector_id.as_str())
-                            && r.action == "command_ok"
-                    },
-                );
+            // A deploy command needs proof: the runner of this session's turn ran exactly this command under a
+            // live grant covering deploy on the target and saw it exit 0 (`crate::runner::granted`).
+            let words = argv::split(&p.command).filter(|w| !w.is_empty()).ok_or_else(|| {
+                ToolError::invalid(
+                    "a deploy command is one plain command (no `;`, `&&`, pipes, redirections, `$` or globs): the provider CLI command that deployed",
+                )
+            })?;
+            let proven = store::proofs::exists(db, &a.me.session_id, &c.connector_id, &argv::fingerprint(&words))
+                .await
+                .map_err(|e| a.internal(e))?;
             if !proven {
                 return Err(ToolError::refused(format!(
-                    "a deploy command is accepted only after this task ran a granted command on `{}` that exited with 0",
+                    "a deploy command is accepted only once this task's runner has run exactly that command (through the provider CLI's shim) under a grant covering deploy on `{}` and seen it exit with 0; run it, then remember the same command",
                     c.name
                 )));
             }

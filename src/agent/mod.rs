@@ -21,7 +21,10 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::{json, Value};
 
-pub use access::{decide_access, grant_view, live as grant_is_live, report_command, Credential};
+pub use access::{
+    covers as grant_covers, decide_access, grant_view, live as grant_is_live, open_credential, ssh_hold_s, visible_to,
+    Credential,
+};
 pub use landing::PROJECT_FILE;
 
 /// How long a tool that waits for a person holds the call (the contract's 5 minutes).

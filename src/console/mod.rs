@@ -90,6 +90,8 @@ pub async fn serve(cx: Cx<'_>, req: &HttpRequest) -> HttpResponse {
     }
     match (req.method.as_str(), path) {
         ("POST", "/console/logout") => return auth::logout(&cx, req, &token).await,
+        ("GET", "/console/join") => return join_page(req, &token),
+        ("POST", "/console/join") => return join(&cx, req, &token).await,
         ("GET", "/console") | ("GET", "/console/") => {
             return match cx.workspace(None) {
                 Ok(m) => see_other(&format!("/console/w/{}", m.slug)),
@@ -139,4 +141,32 @@ fn error_page(status: u16, message: &str) -> HttpResponse {
             &maud::html! { p.error { (message) } p { a href="/console" { "Back to the console" } } },
         ),
     )
+}
+
+/// `GET /console/join?t=…`: an invitation's link, opened signed in; accepting is a form (a GET never joins).
+fn join_page(req: &HttpRequest, token: &str) -> HttpResponse {
+    let invitation = forms::pairs(&req.query).into_iter().find(|(k, _)| k == "t").map(|(_, v)| v).unwrap_or_default();
+    let body = maud::html! {
+        p { "You were invited to a workspace. Join it with the account you are signed in as?" }
+        form.card method="post" action="/console/join" {
+            input type="hidden" name="csrf" value=(auth::csrf_token(token));
+            input type="hidden" name="token" value=(invitation);
+            button.primary type="submit" { "Join the workspace" }
+        }
+    };
+    html(200, layout::bare("Join a workspace · agentsky", &body))
+}
+
+/// `POST /console/join`: accepts the invitation as the signed-in key (`accept_invitation`).
+async fn join(cx: &Cx<'_>, req: &HttpRequest, token: &str) -> HttpResponse {
+    let form = forms::pairs(&String::from_utf8_lossy(&req.body));
+    if !auth::csrf_ok(token, &form) {
+        return error_page(403, "This form has expired; reload the page and try again.");
+    }
+    let Some(op) = crate::ops::find("accept_invitation") else { return error_page(500, "no accept_invitation") };
+    let args = forms::arguments(&(op.params)().to_value(), &form);
+    match crate::ops::invoke(cx, op, args).await {
+        Ok(joined) => see_other(&format!("/console/w/{}", joined["slug"].as_str().unwrap_or_default())),
+        Err(e) => error_page(e.code.http(), &e.message),
+    }
 }

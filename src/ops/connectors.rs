@@ -176,7 +176,15 @@ pub async fn set_policy(cx: &Cx<'_>, p: SetPolicy) -> Result<store::connectors::
         let c = store::connectors::get(cx.db(), &connector_id).await.map_err(|e| cx.internal(e))?;
         c.filter(|c| c.workspace_id == w.workspace_id).ok_or_else(|| ApiError::not_found("connector"))?;
     }
-    store::connectors::set_policy(cx.db(), &w.workspace_id, &connector_id, &p.scope, &p.decision)
+    let detail = match connector_id.as_str() {
+        "" => format!("{}: {} (every target)", p.scope, p.decision),
+        _ => format!("{}: {}", p.scope, p.decision),
+    };
+    let entry = store::audit::Entry {
+        connector_id: Some(&connector_id).filter(|c| !c.is_empty()).map(String::as_str),
+        ..store::audit::Entry::change(&w.workspace_id, &cx.caller()?.account_id, "policy_set", None, &detail, cx.now_ms)
+    };
+    store::connectors::set_policy(cx.db(), &connector_id, &p.scope, &p.decision, &entry)
         .await
         .map_err(|e| cx.internal(e))?;
     Ok(store::connectors::PolicyRow { connector_id, scope: p.scope, decision: p.decision })
@@ -195,8 +203,9 @@ pub struct AnswerRequest {
     /// A note for the agent (plans), up to 2,000 characters.
     pub note: Option<String>,
     /// Access only: approve for every session of the workspace until revoked (a persistent grant).
+    /// Owners and admins only.
     pub always: Option<bool>,
-    /// Access only: how long the grant lasts, 1–1,440 minutes (default 60).
+    /// Access only: how long a once-approval lasts, 1–1,440 minutes (default 60).
     pub expires_in_minutes: Option<i64>,
     /// Ignored: the workspace is the task's.
     pub workspace: Option<String>,
@@ -210,13 +219,17 @@ pub struct RequestAnswered {
     pub grant: Option<Value>,
 }
 
+/// How long a once-approval lasts unless the answer says otherwise, and at most (a day).
+pub const ONCE_DEFAULT_MINUTES: i64 = 60;
+pub const ONCE_MAX_MINUTES: i64 = 1_440;
+
 /// answer_request: records the answer once, decides the grant, and wakes the waiting agent at once.
 pub async fn answer(cx: &Cx<'_>, p: AnswerRequest) -> Result<RequestAnswered, ApiError> {
     if let Some(n) = &p.note {
         limits::text("note", n, 0, 2_000)?;
     }
     limits::text("answer", &p.answer, 1, 4_000)?;
-    load_task(cx, &p.task_id).await?;
+    let member = load_task(cx, &p.task_id).await?;
     let req = match ids::is_id(&p.request_id, "req") {
         true => store::requests::get_request(cx.db(), &p.request_id).await.map_err(|e| cx.internal(e))?,
         false => None,
@@ -259,17 +272,40 @@ pub async fn answer(cx: &Cx<'_>, p: AnswerRequest) -> Result<RequestAnswered, Ap
             .await
             .map_err(|e| cx.internal(e))?
             .ok_or_else(|| cx.internal("grant missing"))?;
-        let minutes = p.expires_in_minutes.unwrap_or(60);
-        if !(1..=1_440).contains(&minutes) {
-            return Err(ApiError::invalid("`expires_in_minutes` must be between 1 and 1440"));
+        let minutes = p.expires_in_minutes.unwrap_or(ONCE_DEFAULT_MINUTES);
+        if !(1..=ONCE_MAX_MINUTES).contains(&minutes) {
+            return Err(ApiError::invalid(format!(
+                "`expires_in_minutes` must be between 1 and {ONCE_MAX_MINUTES} (a day); only `always` lasts longer"
+            )));
         }
         let always = p.always.unwrap_or(false) && p.answer == "approve";
+        // A persistent grant answers every session of the workspace until revoked, and only owners and
+        // admins can revoke one: so only they may make one.
+        if always && member.role < Role::Admin {
+            return Err(ApiError::new(
+                Code::Forbidden,
+                format!(
+                    "`always` (a persistent grant for every session of `{}`) needs an owner or admin; as a member, approve once, for up to {ONCE_MAX_MINUTES} minutes (`expires_in_minutes`)",
+                    member.slug
+                ),
+            ));
+        }
         let (status, expires) = match p.answer.as_str() {
             "approve" if always => ("active", None),
             "approve" => ("active", Some(cx.now_ms + minutes * 60_000)),
             _ => ("denied", None),
         };
         stmts.push(store::requests::decide_grant(&g.grant_id, status, always, expires, "user"));
+        let (action, detail) = match (status, always) {
+            ("active", true) => ("access_approved", format!("{}: always, for every session", g.scopes)),
+            ("active", false) => ("access_approved", format!("{}: once, for {minutes} min", g.scopes)),
+            _ => ("access_denied", g.scopes.clone()),
+        };
+        let entry = store::audit::Entry {
+            actor_account_id: Some(&cx.caller()?.account_id),
+            ..store::audit::Entry::grant(&g, &g.session_id, action, &detail, cx.now_ms)
+        };
+        stmts.push(store::audit::insert_if_changed(&entry));
         Some(g.grant_id)
     } else {
         None
@@ -392,15 +428,15 @@ pub struct ListAudit {
 
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct AuditLog {
-    /// Newest first: every credential use.
-    pub entries: Vec<store::requests::AuditRow>,
+    /// Newest first: every credential use and every change to members, roles, approvals and policies.
+    pub entries: Vec<store::audit::AuditRow>,
 }
 
 /// GET /v1/audit
 pub async fn audit(cx: &Cx<'_>, p: ListAudit) -> Result<AuditLog, ApiError> {
     let limit = limits::page_size("limit", p.limit, 100, 500)?;
     let w = cx.workspace(p.workspace.as_deref())?;
-    let entries = store::requests::audit_log(cx.db(), &w.workspace_id, limit).await.map_err(|e| cx.internal(e))?;
+    let entries = store::audit::log(cx.db(), &w.workspace_id, limit).await.map_err(|e| cx.internal(e))?;
     Ok(AuditLog { entries })
 }
 
@@ -481,8 +517,13 @@ pub async fn revoke_grant(cx: &Cx<'_>, p: RevokeGrant) -> Result<GrantRevoked, A
     let db = cx.db();
     let g = store::requests::revoke_grant(db, &w.workspace_id, &p.grant_id).await.map_err(|e| cx.internal(e))?;
     let g = g.ok_or_else(not_found)?;
-    let by = format!("by key {}", cx.caller()?.key_id);
-    store::requests::audit(db, &g, &g.session_id, "revoked", &by, cx.now_ms).await.map_err(|e| cx.internal(e))?;
+    let caller = cx.caller()?;
+    let by = format!("by key {}", caller.key_id);
+    let entry = store::audit::Entry {
+        actor_account_id: Some(&caller.account_id),
+        ..store::audit::Entry::grant(&g, &g.session_id, "revoked", &by, cx.now_ms)
+    };
+    store::audit::record(db, &entry).await.map_err(|e| cx.internal(e))?;
     // An ssh key may sit in the ssh-agent of a runner turn it served: those agents end now.
     let c = store::connectors::get(db, &g.connector_id).await.map_err(|e| cx.internal(e))?;
     if c.is_some_and(|c| c.provider == "ssh") {

@@ -15,6 +15,7 @@ pub mod handoffs;
 pub mod help;
 pub mod help_center;
 pub mod idempotency;
+pub mod members;
 pub mod memory;
 pub mod records;
 pub mod requests;
@@ -192,16 +193,51 @@ operations! {
     }
 
     /// The members of a workspace and their roles (owner, admin, member).
-    list_members(workspaces::ListMembers) -> workspaces::MemberList {
+    list_members(members::ListMembers) -> members::MemberList {
         title: "List members", group: "workspaces", scope: Read, tool: false,
-        http: GET "/v1/workspaces/{workspace}/members", hints: READ_ONLY, run: workspaces::list_members
+        http: GET "/v1/workspaces/{workspace}/members", hints: READ_ONLY, run: members::list
     }
 
-    /// Add an existing account to a workspace by email, or change its role. Owners and admins only; the
-    /// owner's role never changes.
-    add_member(workspaces::AddMember) -> workspaces::MemberAdded {
-        title: "Add or change a member", group: "workspaces", scope: Write, tool: false,
-        http: POST "/v1/workspaces/{workspace}/members", hints: UPDATES, run: workspaces::add_member
+    /// Invite someone to a workspace as `member` or `admin`, for 1–30 days (default 7): returns a one-time
+    /// `token`, shown once, to pass on; the invitee accepts it signed in with their own key. `email` is only
+    /// a note. Owners and admins. (People join only this way: sign-up never proves an email.)
+    create_invitation(members::CreateInvitation) -> members::InvitationCreated {
+        title: "Invite someone", group: "workspaces", scope: Write, tool: false,
+        http: POST "/v1/workspaces/{workspace}/invitations", hints: CREATES, run: members::invite
+    }
+
+    /// A workspace's invitations that can still be accepted (never their tokens). Owners and admins.
+    list_invitations(members::ListInvitations) -> members::InvitationList {
+        title: "List invitations", group: "workspaces", scope: Read, tool: false,
+        http: GET "/v1/workspaces/{workspace}/invitations", hints: READ_ONLY, run: members::list_invitations
+    }
+
+    /// Revoke a pending invitation: its token is refused from then on. Owners and admins.
+    revoke_invitation(members::RevokeInvitation) -> members::InvitationRevoked {
+        title: "Revoke an invitation", group: "workspaces", scope: Write, tool: false,
+        http: DELETE "/v1/workspaces/{workspace}/invitations/{invitation_id}", hints: DESTROYS,
+        run: members::revoke_invitation
+    }
+
+    /// Accept an invitation with its `token`: you join its workspace with its role. Once per invitation,
+    /// before it expires; with your own key, not a workspace-locked one.
+    accept_invitation(members::AcceptInvitation) -> workspaces::WorkspaceItem {
+        title: "Accept an invitation", group: "workspaces", scope: Write, tool: false,
+        http: POST "/v1/invitations/accept", hints: CREATES, run: members::accept
+    }
+
+    /// Change a member's `role` (`member`, `admin`, `owner`). Owners and admins; only an owner changes an
+    /// owner or makes one, and the last owner stays.
+    set_member_role(members::SetMemberRole) -> store::members::Member {
+        title: "Change a member's role", group: "workspaces", scope: Write, tool: false,
+        http: PATCH "/v1/workspaces/{workspace}/members/{account_id}", hints: UPDATES, run: members::set_role
+    }
+
+    /// Remove a member from a workspace, or leave it (your own `account_id`). Owners and admins remove
+    /// others; only an owner removes an owner, and the last owner stays.
+    remove_member(members::RemoveMember) -> members::MemberRemoved {
+        title: "Remove a member", group: "workspaces", scope: Write, tool: false,
+        http: DELETE "/v1/workspaces/{workspace}/members/{account_id}", hints: DESTROYS, run: members::remove
     }
 
     /// What the workspace has and what you may do there, read live: agents, remaining budget, your role
@@ -558,7 +594,8 @@ operations! {
         http: PUT "/v1/policies", hints: UPDATES, run: connectors::set_policy
     }
 
-    /// Every use of a credential, newest first. Optional `workspace`.
+    /// The audit log, newest first: every use of a credential, and every change to invitations, members,
+    /// roles, access approvals and policies, with who made it. Optional `workspace`.
     list_audit(connectors::ListAudit) -> connectors::AuditLog {
         title: "Read the audit log", group: "connectors", scope: Read, tool: false,
         http: GET "/v1/audit", hints: READ_ONLY, run: connectors::audit

@@ -1,4 +1,5 @@
-//! Workspaces: listing, creating, members, and the live description an MCP client reads first.
+//! Workspaces: listing, creating, deleting, and the live description an MCP client reads first. Who
+//! belongs to one is [`super::members`].
 
 use crate::cx::{Cx, Role};
 use crate::error::{ApiError, Code};
@@ -75,58 +76,6 @@ pub async fn create(cx: &Cx<'_>, p: CreateWorkspace) -> Result<WorkspaceItem, Ap
         Err(e) if e.is_unique_on("workspace.slug") => {
             Err(ApiError::new(Code::Conflict, format!("the slug `{slug}` is taken; choose another `slug`")))
         }
-        Err(e) => Err(cx.internal(e)),
-    }
-}
-
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ListMembers {
-    /// The workspace's slug.
-    pub workspace: String,
-}
-
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct MemberList {
-    pub members: Vec<store::workspaces::Member>,
-}
-
-/// GET /v1/workspaces/{workspace}/members
-pub async fn list_members(cx: &Cx<'_>, p: ListMembers) -> Result<MemberList, ApiError> {
-    let m = cx.workspace(Some(&p.workspace))?;
-    let members = store::workspaces::members(cx.db(), &m.workspace_id).await.map_err(|e| cx.internal(e))?;
-    Ok(MemberList { members })
-}
-
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct AddMember {
-    /// The workspace's slug.
-    pub workspace: String,
-    /// The email of an existing account.
-    pub email: String,
-    /// `admin` or `member`.
-    pub role: String,
-}
-
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct MemberAdded {
-    pub account_id: String,
-    pub role: String,
-}
-
-/// POST /v1/workspaces/{workspace}/members
-pub async fn add_member(cx: &Cx<'_>, p: AddMember) -> Result<MemberAdded, ApiError> {
-    let m = cx.workspace(Some(&p.workspace))?;
-    cx.require_role(m, Role::Admin)?;
-    limits::email("email", &p.email)?;
-    limits::one_of("role", &p.role, &["admin", "member"])?;
-    match store::workspaces::upsert_member(cx.db(), &m.workspace_id, p.email.trim(), &p.role, cx.now_ms).await {
-        Ok(Some((account_id, role))) => Ok(MemberAdded { account_id, role }),
-        Ok(None) => Err(ApiError::new(
-            Code::NotFound,
-            "no account has that email, or it is the owner's (whose role never changes)",
-        )),
         Err(e) => Err(cx.internal(e)),
     }
 }

@@ -1,5 +1,6 @@
 //! Pure domain rules: no I/O, no clock, no randomness of their own. Each is tested where it is written.
 
+pub mod argv;
 pub mod cron;
 pub mod cursor;
 pub mod fingerprint;
@@ -9,6 +10,7 @@ pub mod ids;
 pub mod limits;
 pub mod markdown;
 pub mod paths;
+pub mod policy;
 pub mod rate;
 pub mod seal;
 pub mod slug;

@@ -19,7 +19,7 @@ use crate::agent::Credential;
 use crate::cx::Cx;
 use crate::error::{ApiError, Code};
 use crate::http::{HttpRequest, HttpResponse};
-use crate::rules::{ids, limits, seal};
+use crate::rules::{ids, limits};
 use crate::session::{SessionCall, SessionReply};
 use crate::store::{self, runners::RunnerRow, runners::TurnRow, sessions::SessionRow};
 use serde::Deserialize;
@@ -207,18 +207,18 @@ pub async fn ssh_key(cx: &Cx<'_>, runner: &RunnerRow, req: &HttpRequest) -> Resu
     let grant = grant
         .filter(|g| g.workspace_id == job.workspace_id && crate::agent::grant_is_live(g, cx.now_ms))
         .ok_or_else(|| refused("the grant is no longer active"))?;
-    let sealed = store::connectors::sealed(db, &grant.connector_id).await.map_err(|e| cx.internal(e))?;
-    let master = cx.env.config.secrets_key.as_deref().ok_or_else(|| cx.internal("no SECRETS_KEY"))?;
-    let plain = sealed
-        .and_then(|s| seal::open(master, &crate::ops::connectors::aad(&grant.workspace_id, &grant.connector_id), &s))
-        .ok_or_else(|| refused("the target's credentials cannot be opened; reconnect it"))?;
-    let Ok(Credential::Ssh { private_key }) = serde_json::from_str(&plain) else {
+    let cred = crate::agent::open_credential(cx, &grant).await?;
+    let cred = cred.ok_or_else(|| refused("the target's credentials cannot be opened; reconnect it"))?;
+    let Credential::Ssh { private_key } = cred else {
         return Err(refused("the target's credential is not an SSH key"));
     };
     let detail = format!("into the ssh-agent of runner {}", runner.name);
-    store::requests::audit(db, &grant, &job.session_id, "ssh_key_loaded", &detail, cx.now_ms)
-        .await
-        .map_err(|e| cx.internal(e))?;
+    store::audit::record(
+        db,
+        &store::audit::Entry::grant(&grant, &job.session_id, "ssh_key_loaded", &detail, cx.now_ms),
+    )
+    .await
+    .map_err(|e| cx.internal(e))?;
     Ok(ok(json!({ "private_key": private_key })))
 }
 

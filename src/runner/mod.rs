@@ -12,9 +12,12 @@
 //!
 //! - `POST /v1/runner/jobs`, `POST /v1/runner/jobs/result`, `POST /v1/runner/ssh-key` and
 //!   `GET /v1/runner/criteria`: what the server asks of the runner during a turn ([`jobs`]).
+//! - `POST /v1/runner/credential` and `POST /v1/runner/commands`: provider CLI commands the runner runs
+//!   for its turn's shims under a grant, and their exit statuses, the only deploy proof ([`granted`]).
 //!
 //! A runner that stops renewing loses its lease and the turn is claimed again by another.
 
+pub mod granted;
 pub mod jobs;
 
 use crate::cx::Cx;
@@ -72,6 +75,8 @@ pub async fn handle(cx: &Cx<'_>, req: &HttpRequest) -> HttpResponse {
         ("POST", "/v1/runner/jobs/result") => jobs::result(cx, &runner, req).await,
         ("POST", "/v1/runner/ssh-key") => jobs::ssh_key(cx, &runner, req).await,
         ("GET", "/v1/runner/criteria") => jobs::criteria(cx, &runner, req).await,
+        ("POST", "/v1/runner/credential") => granted::credential(cx, &runner, req).await,
+        ("POST", "/v1/runner/commands") => granted::report(cx, &runner, req).await,
         _ => Err(ApiError::new(Code::NotFound, format!("no runner route {} {}", req.method, req.path))),
     };
     match result {

@@ -86,16 +86,19 @@ pub struct PolicyRow {
     pub decision: String,
 }
 
+/// Sets a policy (`connector_id` empty: workspace-wide), recorded in the audit log as `entry` says.
 pub async fn set_policy(
     db: &dyn Sql,
-    workspace_id: &str,
     connector_id: &str,
     scope: &str,
     decision: &str,
+    entry: &super::audit::Entry<'_>,
 ) -> DbResult<()> {
     const SET: &str = "INSERT INTO policy (workspace_id, connector_id, scope, decision) VALUES (?1, ?2, ?3, ?4)
       ON CONFLICT (workspace_id, connector_id, scope) DO UPDATE SET decision = excluded.decision";
-    db.all(stmt!(SET, workspace_id, connector_id, scope, decision)).await.map(drop)
+    db.batch(vec![stmt!(SET, entry.workspace_id, connector_id, scope, decision), super::audit::insert(entry)])
+        .await
+        .map(drop)
 }
 
 /// The policies that apply to a connector: its own and the workspace-wide ones.

@@ -7,6 +7,7 @@
 pub mod accounts;
 pub mod agents;
 pub mod artifacts;
+pub mod audit;
 pub mod blobs;
 pub mod connectors;
 pub mod console;
@@ -16,6 +17,8 @@ pub mod files;
 pub mod handoffs;
 pub mod keys;
 pub mod lanes;
+pub mod members;
+pub mod proofs;
 pub mod receipts;
 pub mod records;
 pub mod requests;

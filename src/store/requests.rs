@@ -1,5 +1,5 @@
-//! What agents wait on (requests), what they were given (grants), every use of a credential (audit),
-//! and the session tokens agents call with.
+//! What agents wait on (requests), what they were given (grants), and the session tokens agents call
+//! with. Their uses are in the audit log ([`super::audit`]).
 
 use super::{first, rows, DbResult, Sql};
 use crate::stmt;
@@ -223,42 +223,6 @@ pub fn decide_grant(
 ) -> super::Stmt {
     const DECIDE: &str = "UPDATE grant_ SET status = ?2, persistent = ?3, expires_ms = ?4, decided_by = ?5 WHERE grant_id = ?1 AND status = 'pending'";
     stmt!(DECIDE, grant_id, status, persistent, expires_ms, decided_by)
-}
-
-/// Records a use of a grant by a session (a credential fetched, a key loaded, a command's exit).
-pub async fn audit(
-    db: &dyn Sql,
-    grant: &GrantRow,
-    session_id: &str,
-    action: &str,
-    detail: &str,
-    now_ms: i64,
-) -> DbResult<()> {
-    const INSERT: &str =
-        "INSERT INTO audit (audit_id, workspace_id, session_id, grant_id, connector_id, action, detail, created_ms)
-      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)";
-    let id = crate::rules::ids::new_id("aud");
-    let g = grant;
-    db.all(stmt!(INSERT, id, &g.workspace_id, session_id, &g.grant_id, &g.connector_id, action, detail, now_ms))
-        .await
-        .map(drop)
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct AuditRow {
-    pub audit_id: String,
-    pub session_id: Option<String>,
-    pub grant_id: Option<String>,
-    pub connector_id: Option<String>,
-    pub action: String,
-    pub detail: String,
-    pub created_ms: i64,
-}
-
-pub async fn audit_log(db: &dyn Sql, workspace_id: &str, limit: i64) -> DbResult<Vec<AuditRow>> {
-    const LIST: &str = "SELECT audit_id, session_id, grant_id, connector_id, action, detail, created_ms FROM audit
-      WHERE workspace_id = ?1 ORDER BY created_ms DESC, audit_id DESC LIMIT ?2";
-    rows(db, stmt!(LIST, workspace_id, limit)).await
 }
 
 /// Stores a session token's hash; with `lease_id`, the token lives only as long as that runner lease.

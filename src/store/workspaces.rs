@@ -1,6 +1,6 @@
 //! Workspaces and memberships.
 
-use super::{rows, DbResult, Sql, Stmt};
+use super::{DbResult, Sql, Stmt};
 use crate::stmt;
 use serde::{Deserialize, Serialize};
 
@@ -27,47 +27,6 @@ pub async fn create(
     now_ms: i64,
 ) -> DbResult<()> {
     db.batch(insert(workspace_id, slug, name, owner, false, now_ms).to_vec()).await.map(drop)
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct Member {
-    pub account_id: String,
-    pub name: String,
-    pub email: String,
-    pub role: crate::cx::Role,
-    pub created_ms: i64,
-}
-
-const MEMBERS: &str = "SELECT a.account_id, a.name, a.email, m.role, m.created_ms
-  FROM membership m JOIN account a ON a.account_id = m.account_id
-  WHERE m.workspace_id = ?1 ORDER BY m.created_ms, a.account_id LIMIT 1000";
-
-pub async fn members(db: &dyn Sql, workspace_id: &str) -> DbResult<Vec<Member>> {
-    rows(db, stmt!(MEMBERS, workspace_id)).await
-}
-
-/// Adds an existing account by email, or changes its role; never demotes or replaces the owner.
-const UPSERT_MEMBER: &str = "INSERT INTO membership (workspace_id, account_id, role, created_ms)
-  SELECT ?1, account_id, ?3, ?4 FROM account WHERE email = ?2
-  ON CONFLICT (workspace_id, account_id) DO UPDATE SET role = excluded.role WHERE membership.role <> 'owner'
-  RETURNING account_id, role";
-
-/// `None` when no account has that email (or the target is the owner, who keeps the role).
-pub async fn upsert_member(
-    db: &dyn Sql,
-    workspace_id: &str,
-    email: &str,
-    role: &str,
-    now_ms: i64,
-) -> DbResult<Option<(String, String)>> {
-    #[derive(Deserialize)]
-    struct Row {
-        account_id: String,
-        role: String,
-    }
-    Ok(super::first::<Row>(db, stmt!(UPSERT_MEMBER, workspace_id, email, role, now_ms))
-        .await?
-        .map(|r| (r.account_id, r.role)))
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]

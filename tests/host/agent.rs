@@ -402,40 +402,195 @@ fn peers_message_each_other_within_their_task_only() {
     let _ = tb;
 }
 
+/// One case of the precedence table: the target's own rules, the workspace-wide rules, what is asked,
+/// and the answer (`status`, `decidedBy`).
+type PolicyCase = (
+    &'static [(&'static str, &'static str)],
+    &'static [(&'static str, &'static str)],
+    &'static [&'static str],
+    &'static str,
+    Option<&'static str>,
+);
+
 #[test]
-fn a_deploy_command_is_accepted_once_a_granted_command_on_its_target_exited_0() {
+fn the_most_specific_policy_decides_each_scope_and_the_answer_names_it() {
+    const CASES: &[PolicyCase] = &[
+        // The issue: a workspace-wide allow must not override the target's own ask.
+        (&[("deploy", "ask")], &[("deploy", "allow")], &["deploy"], "pending", None),
+        (&[], &[("deploy", "allow")], &["deploy"], "active", Some("policy")),
+        (&[("deploy", "allow")], &[], &["deploy"], "active", Some("target-policy")),
+        // The target's rule wins in both directions.
+        (&[("deploy", "allow")], &[("deploy", "deny")], &["deploy"], "active", Some("target-policy")),
+        (&[("deploy", "deny")], &[("deploy", "allow")], &["deploy"], "denied", Some("target-policy")),
+        (&[("deploy", "ask")], &[("deploy", "deny")], &["deploy"], "pending", None),
+        // Mixed scopes: each scope by its most specific rule; all must allow, one deny refuses.
+        (&[("read", "allow")], &[("deploy", "allow")], &["read", "deploy"], "active", Some("policy")),
+        (
+            &[("read", "allow"), ("deploy", "allow")],
+            &[("read", "deny")],
+            &["read", "deploy"],
+            "active",
+            Some("target-policy"),
+        ),
+        (&[("read", "ask")], &[("read", "allow"), ("deploy", "allow")], &["read", "deploy"], "pending", None),
+        (&[("read", "allow")], &[("deploy", "deny")], &["read", "deploy"], "denied", Some("policy")),
+        (&[("deploy", "deny")], &[("read", "deny")], &["read", "deploy"], "denied", Some("target-policy")),
+        (&[("read", "ask")], &[("deploy", "deny")], &["read", "deploy"], "denied", Some("policy")),
+        // A scope without any rule is a person's to decide.
+        (&[("read", "allow")], &[], &["read", "deploy"], "pending", None),
+        (&[], &[], &["read"], "pending", None),
+    ];
+    for (i, (target, workspace, scopes, status, by)) in CASES.iter().enumerate() {
+        let app = app();
+        let (ada, _, _, token) = setup(&app);
+        let web = connect(&app, &ada, "web", "vercel", "prod");
+        let set = |connector: Option<&str>, scope: &str, decision: &str| {
+            let mut body = json!({"scope": scope, "decision": decision});
+            if let Some(c) = connector {
+                body["connector_id"] = json!(c);
+            }
+            let r = app.request("PUT", "/v1/policies", Some(&ada.key), Some(body));
+            assert_eq!(r.status, 200, "{:?}", r.json_body());
+        };
+        for (scope, decision) in target.iter() {
+            set(Some(&web), scope, decision);
+        }
+        for (scope, decision) in workspace.iter() {
+            set(None, scope, decision);
+        }
+        let answer = app.agent_ok(&token, "request_access", json!({"target": "web", "scope": scopes, "reason": "r"}));
+        let case = format!("case {i}: target {target:?}, workspace {workspace:?}, asking {scopes:?}: {answer}");
+        assert_eq!(answer["status"], *status, "{case}");
+        assert_eq!(answer["decidedBy"].as_str(), *by, "{case}");
+    }
+}
+
+#[test]
+fn a_workspace_wide_allow_of_every_scope_shows_a_target_as_persistent_unless_its_own_rule_asks() {
     let app = app();
-    let (ada, _, sid, token) = setup(&app);
+    let (ada, _, _, token) = setup(&app);
     let web = connect(&app, &ada, "web", "vercel", "prod");
+    connect(&app, &ada, "site", "vercel", "preview");
+    for scope in ["read", "write", "deploy", "delete"] {
+        app.request("PUT", "/v1/policies", Some(&ada.key), Some(json!({"scope": scope, "decision": "allow"})));
+    }
     app.request(
         "PUT",
         "/v1/policies",
         Some(&ada.key),
-        Some(json!({"connector_id": web, "scope": "deploy", "decision": "allow"})),
+        Some(json!({"connector_id": web, "scope": "deploy", "decision": "ask"})),
     );
-    let grant = app.agent_ok(&token, "request_access", json!({"target": "web", "scope": ["deploy"], "reason": "ship"}));
-    app.request("POST", &format!("/v1/sessions/{sid}/ask"), Some(&ada.key), Some(json!({"kind": "deploy"})));
-    let deploy = json!({"kind": "deploy", "command": "vercel deploy --prod", "targetId": web});
-    assert!(app.agent_err(&token, "remember_command", deploy.clone()).contains("exited with 0"));
+    let targets = app.agent_ok(&token, "list_targets", json!({}));
+    let lock =
+        |name: &str| targets.as_array().unwrap().iter().find(|t| t["name"] == name).unwrap()["lockState"].clone();
+    assert_eq!((lock("site"), lock("web")), (json!("persistent"), json!("locked")));
+}
 
-    let report = |body: Value| {
-        app.send(agentsky::http::HttpRequest {
-            method: "POST".into(),
-            path: "/v1/session/commands".into(),
-            headers: vec![("authorization".into(), format!("Bearer {token}"))],
-            body: serde_json::to_vec(&body).unwrap(),
-            ..Default::default()
-        })
+/// Ada owns `acme`, where Bo is a member and Cy an admin; a session there waits on an access request for
+/// `deploy` on `web`. Returns the three accounts, the session and its token.
+fn acme_with_a_request(app: &TestApp) -> (Account, Account, Account, String, String) {
+    let ada = app.signup("Ada", "ada@example.com");
+    let (bo, cy) = (app.signup("Bo", "bo@example.com"), app.signup("Cy", "cy@example.com"));
+    app.shared_workspace(&ada, "acme");
+    app.join(&ada, "acme", &bo, "member");
+    app.join(&ada, "acme", &cy, "admin");
+    let agent = app.request(
+        "POST",
+        "/v1/agents",
+        Some(&ada.key),
+        Some(json!({"name": "Dev", "harness": "echo", "model": "m", "workspace": "acme"})),
+    );
+    let agent_id = agent.json_body()["agent_id"].as_str().unwrap().to_owned();
+    let s = app.ok(
+        &ada.key,
+        "start_session",
+        json!({"agent_id": agent_id, "message": "ship", "idempotency_key": "s1", "workspace": "acme"}),
+    );
+    app.settle();
+    let sid = s["session"]["session_id"].as_str().unwrap().to_owned();
+    let token = app.session_token(&ada.key, &sid);
+    let r = app.request(
+        "POST",
+        "/v1/connectors",
+        Some(&ada.key),
+        Some(json!({"name": "web", "provider": "vercel", "env": "prod", "workspace": "acme",
+            "credentials": {"env": {"VERCEL_TOKEN": "vt-secret-1"}}})),
+    );
+    assert_eq!(r.status, 200, "{:?}", r.json_body());
+    (ada, bo, cy, sid, token)
+}
+
+fn open_request(app: &TestApp, token: &str, key: &str, sid: &str) -> (Value, Value) {
+    let pending = app.agent_ok(token, "request_access", json!({"target": "web", "scope": ["deploy"], "reason": "r"}));
+    assert_eq!(pending["status"], "pending", "{pending}");
+    let req = app.ok(key, "get_task", json!({"task_id": sid}))["open_requests"][0]["request_id"].clone();
+    (pending["grantId"].clone(), req)
+}
+
+#[test]
+fn a_member_approves_once_within_a_day_and_only_owners_and_admins_approve_always() {
+    let app = app();
+    let (ada, bo, cy, sid, token) = acme_with_a_request(&app);
+    let (grant, req) = open_request(&app, &token, &bo.key, &sid);
+    let answer = |key: &str, extra: Value| {
+        let mut body = json!({"answer": "approve"});
+        body.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        app.request(
+            "POST",
+            &format!("/v1/tasks/{sid}/requests/{}/answer", req.as_str().unwrap()),
+            Some(key),
+            Some(body),
+        )
     };
-    let failed = report(json!({"grantId": grant["grantId"], "command": "vercel deploy --prod", "exitCode": 1}));
-    assert_eq!(failed.json_body(), json!({"recorded": "command_failed"}));
-    assert!(app.agent_err(&token, "remember_command", deploy.clone()).contains("exited with 0"));
-    let secret = json!({"grantId": grant["grantId"], "command": "vercel deploy --token=abc123", "exitCode": 0});
-    assert_eq!(report(secret).json_body(), json!({"recorded": "command_ok"}));
-    assert_eq!(app.agent_ok(&token, "remember_command", deploy), json!({"ok": true}));
-    let audit = app.request("GET", "/v1/audit", Some(&ada.key), None).json_body().to_string();
-    assert!(audit.contains("exit 1: vercel deploy --prod") && !audit.contains("abc123"), "{audit}");
-    let unknown = report(json!({"grantId": "gr_00000000000000000000000000", "command": "x", "exitCode": 0}));
-    assert_eq!(unknown.status, 404);
-    assert_eq!(report(json!({"grantId": grant["grantId"], "command": "", "exitCode": 0})).status, 400);
+
+    // A member cannot make a persistent grant, and cannot approve for longer than a day.
+    let always = answer(&bo.key, json!({"always": true}));
+    assert_eq!((always.status, always.json_body()["error"]["code"].as_str()), (403, Some("forbidden")));
+    let why = always.json_body()["error"]["message"].as_str().unwrap().to_owned();
+    assert!(why.contains("`always`") && why.contains("owner or admin"), "{why}");
+    let long = answer(&bo.key, json!({"expires_in_minutes": 1441}));
+    assert_eq!(long.status, 400);
+    assert!(long.json_body()["error"]["message"].as_str().unwrap().contains("`expires_in_minutes`"));
+    // Nothing was decided by the refused answers.
+    assert_eq!(app.agent_ok(&token, "check_grant", json!({"grantId": grant}))["status"], "pending");
+
+    // Once, with the default expiry of an hour.
+    let once = answer(&bo.key, json!({}));
+    assert_eq!(once.status, 200, "{:?}", once.json_body());
+    let g = app.agent_ok(&token, "check_grant", json!({"grantId": grant}));
+    assert_eq!((g["status"].as_str(), g["expiresAt"].as_i64()), (Some("active"), Some(app.now_ms.get() + 60 * 60_000)));
+    let listed = app.request("GET", "/v1/grants?workspace=acme", Some(&ada.key), None).json_body();
+    assert_eq!(listed["grants"][0]["persistent"], false);
+
+    // An admin and an owner may approve always.
+    app.advance(2 * 60 * 60_000);
+    for who in [&cy, &ada] {
+        let (grant, req) = open_request(&app, &token, &who.key, &sid);
+        let r = app.request(
+            "POST",
+            &format!("/v1/tasks/{sid}/requests/{}/answer", req.as_str().unwrap()),
+            Some(&who.key),
+            Some(json!({"answer": "approve", "always": true})),
+        );
+        assert_eq!(r.status, 200, "{:?}", r.json_body());
+        let g = app.agent_ok(&token, "check_grant", json!({"grantId": grant}));
+        assert!(g["expiresAt"].is_null(), "{g}");
+        app.request("DELETE", &format!("/v1/grants/{}?workspace=acme", grant.as_str().unwrap()), Some(&ada.key), None);
+    }
+}
+
+#[test]
+fn only_owners_and_admins_change_policies() {
+    let app = app();
+    let (ada, bo, cy, _, _) = acme_with_a_request(&app);
+    let set = |who: &Account| {
+        app.request(
+            "PUT",
+            "/v1/policies",
+            Some(&who.key),
+            Some(json!({"scope": "deploy", "decision": "allow", "workspace": "acme"})),
+        )
+        .status
+    };
+    assert_eq!((set(&bo), set(&cy), set(&ada)), (403, 200, 200));
 }

@@ -269,13 +269,15 @@ fn a_member_approves_once_but_only_admins_approve_always() {
         app.agent_ok(&token, "request_access", json!({"target": "web", "scope": ["write"], "reason": "push"}));
     assert_eq!(pending["status"], "pending");
     let bo = app.signup("Bo", "bo@example.com");
-    let added = app.request(
+    let invited = app.request(
         "POST",
-        &format!("/v1/workspaces/{}/members", ada.slug),
+        &format!("/v1/workspaces/{}/invitations", ada.slug),
         Some(&ada.key),
-        Some(json!({"email": bo.email, "role": "member"})),
+        Some(json!({"role": "member"})),
     );
-    assert_eq!(added.status, 200, "{:?}", added.json_body());
+    let token = invited.json_body()["token"].as_str().unwrap().to_owned();
+    let joined = app.request("POST", "/v1/invitations/accept", Some(&bo.key), Some(json!({"token": token})));
+    assert!(joined.status < 300, "{:?}", joined.json_body());
     let page_of = |key: &str| get(&app, &sign_in(&app, key), &ws).1;
     let member = page_of(&bo.key);
     assert!(member.contains("title=\"Only owners and admins approve always\""), "{member}");

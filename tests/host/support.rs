@@ -628,3 +628,25 @@ impl TestApp {
         r["content"][0]["text"].as_str().unwrap().to_owned()
     }
 }
+
+impl TestApp {
+    /// Creates the shared workspace `slug`, owned by `owner`.
+    pub fn shared_workspace(&self, owner: &Account, slug: &str) {
+        let r = self.request("POST", "/v1/workspaces", Some(&owner.key), Some(json!({"name": slug, "slug": slug})));
+        assert_eq!(r.status, 201, "{:?}", r.json_body());
+    }
+
+    /// Makes `who` a member of `slug` with `role`: an owner or admin (`by`) invites, `who` accepts.
+    pub fn join(&self, by: &Account, slug: &str, who: &Account, role: &str) {
+        let made = self.request(
+            "POST",
+            &format!("/v1/workspaces/{slug}/invitations"),
+            Some(&by.key),
+            Some(json!({"role": role})),
+        );
+        assert_eq!(made.status, 201, "{:?}", made.json_body());
+        let token = made.json_body()["token"].clone();
+        let r = self.request("POST", "/v1/invitations/accept", Some(&who.key), Some(json!({"token": token})));
+        assert_eq!(r.status, 200, "{:?}", r.json_body());
+    }
+}

@@ -63,16 +63,16 @@ pub(super) struct Jobs {
     /// The `run` job going, if any (its result comes as [`Msg::JobDone`]).
     pub running: Option<String>,
     tx: mpsc::Sender<Msg>,
-    /// The turn's ssh-agent, once a job needed it; ended when this is dropped.
-    agent: Option<SshAgent>,
+    /// The turn's ssh-agent, once a job or a granted command needed it; ended when this is dropped.
+    agent: TurnAgent,
 }
 
 impl Jobs {
     /// Starts polling for the lease's jobs; they arrive on `tx` as [`Msg::Job`].
-    pub fn start(client: &Client, lease: &str, tx: mpsc::Sender<Msg>) -> Self {
+    pub fn start(client: &Client, lease: &str, tx: mpsc::Sender<Msg>, agent: TurnAgent) -> Self {
         let over = Flag::new();
         poll(client.clone(), lease.to_owned(), over.share(), tx.clone());
-        Self { over, queue: VecDeque::new(), running: None, tx, agent: None }
+        Self { over, queue: VecDeque::new(), running: None, tx, agent }
     }
 
     /// No more jobs: the poller stops (after its current poll, in the background) and a `run` job still
@@ -84,7 +84,46 @@ impl Jobs {
     /// Ends the turn's ssh-agent and its socket, with every key it held (a revoked grant); `true` when
     /// there was one.
     pub fn forget_agent(&mut self) -> bool {
-        self.agent.take().is_some()
+        self.agent.forget()
+    }
+}
+
+impl Drop for Jobs {
+    /// The turn is over: its ssh-agent ends, whoever else still holds a handle on it.
+    fn drop(&mut self) {
+        self.agent.forget();
+    }
+}
+
+/// The turn's own ssh-agent, started on first need and shared by the job channel and the granted
+/// commands ([`super::granted`]).
+#[derive(Clone, Default)]
+pub(super) struct TurnAgent(Arc<Mutex<Option<SshAgent>>>);
+
+impl TurnAgent {
+    /// Loads `key` (for `ttl_s` seconds, or as long as the agent lives) into the turn's agent, starting it
+    /// first when there is none: the agent's socket.
+    pub fn load(
+        &self,
+        sky: &Path,
+        path: Option<&OsString>,
+        meta: &Path,
+        key: &str,
+        ttl_s: Option<u64>,
+    ) -> Result<PathBuf, String> {
+        let mut slot = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let agent = match slot.take() {
+            Some(a) => a,
+            None => SshAgent::start(sky, path, meta)?,
+        };
+        let agent = slot.insert(agent);
+        agent.add(key, ttl_s, path)?;
+        Ok(agent.socket.clone())
+    }
+
+    /// Ends the agent, its socket and every key it held; `true` when there was one.
+    pub fn forget(&self) -> bool {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).take().is_some()
     }
 }
 
@@ -214,7 +253,7 @@ fn collect(mut from: impl Read + Send + 'static, into: Arc<Mutex<Vec<u8>>>, open
 
 /// Waits for a command; past `timeout`, or once `cancel` is raised, ends it (closing the supervisor's
 /// lifeline: SIGTERM to its group, SIGKILL after the supervisor's grace). `(status, timed out, ended)`.
-fn wait_for(
+pub(super) fn wait_for(
     mut child: Child,
     mut lifeline: Option<ChildStdin>,
     timeout: Duration,
@@ -407,22 +446,14 @@ impl TurnRunner {
 
     /// An `ssh_agent` job: starts the turn's ssh-agent if it has none, and loads the job's key into it.
     pub(super) fn ssh_agent_job(&self, lease: &str, job: &Job, dir: &TurnDir, jobs: &mut Jobs) -> Result<Value, Halt> {
-        let agent = match jobs.agent.take() {
-            Some(a) => a,
-            None => match SshAgent::start(&self.sky_exe, self.path.as_ref(), &dir.meta) {
-                Ok(a) => a,
-                Err(why) => return Ok(json!({ "error": why })),
-            },
-        };
-        let agent = jobs.agent.insert(agent);
         let key = match self.retrying(|| self.client.ssh_key(lease, &job.job_id)) {
             Ok(k) => k,
             Err(e) => return Ok(json!({ "error": format!("the server did not hand out the key ({})", halting(e)?) })),
         };
-        let added = agent.add(&key, job.ttl_s, self.path.as_ref());
+        let loaded = jobs.agent.load(&self.sky_exe, self.path.as_ref(), &dir.meta, &key, job.ttl_s);
         drop(key);
-        Ok(match added {
-            Ok(()) => json!({ "socket_path": agent.socket.to_string_lossy() }),
+        Ok(match loaded {
+            Ok(socket) => json!({ "socket_path": socket.to_string_lossy() }),
             Err(why) => json!({ "error": why }),
         })
     }

@@ -116,6 +116,10 @@ pub async fn act(p: &Ctx<'_>, sub: &str, form: Vec<(String, String)>) -> HttpRes
                     return shown_once(p, title, secret, &back);
                 }
             }
+            if let (true, Some(token)) = (op.name == "create_invitation", result["token"].as_str()) {
+                let link = format!("{}/console/join?t={token}", p.cx.base_url);
+                return shown_once(p, "The invitation's link (pass it on; it works once)", &link, &back);
+            }
             if op.name == "run_command" {
                 let main =
                     markup! { h1 { "What it did" } (sessions::command_result(&result)) p { a href=(back) { "Back" } } };

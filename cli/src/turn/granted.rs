@@ -1,0 +1,291 @@
+//! The runner's side of granted commands ([`crate::granted`]): the turn's channel, and the provider CLI
+//! commands it runs on its shims' behalf.
+//!
+//! The channel is a Unix socket in an owner-only folder of its own under the runner's scratch folder,
+//! outside the turn's folder, made when the turn starts and removed when it ends. A request must carry the
+//! turn's secret (compared in constant time); it names a provider CLI, its arguments, a working folder
+//! and a grant. The runner then, itself:
+//! 1. finds the real CLI on its own `PATH` (never the agent's, and never the shim folder): a CLI the agent
+//!    put on its own `PATH` is not what runs;
+//! 2. works out the scopes the command needs with the shims' tables, and fetches the grant's credential
+//!    for them (`POST /v1/runner/credential`: refused unless the leased session may use that live grant
+//!    and it covers them); an ssh key goes into the turn's own ssh-agent;
+//! 3. runs the CLI under a supervisor (so it dies with the runner), in the requested folder, with the
+//!    runner's `PATH` and the turn's environment plus the credential, in that child's environment only;
+//!    stdin is empty (pass `--yes` and the like); stdout and stderr stream back to the shim as they come;
+//! 4. watches it exit — or ends it when the shim goes away or the turn ends — and reports the argv and
+//!    the exit status it observed (`POST /v1/runner/commands`) before the shim hears it, so a
+//!    `remember_command` that follows finds its proof; then tells the shim.
+//!
+//! The agent, its shims and the runner run as one OS user, so the secret (which the shims need, in the
+//! agent's environment) keeps other users (the folder is 0700) and other turns off the channel, not the
+//! agent: through it an agent can only have the runner run a real provider CLI under a grant it holds,
+//! which is what its shims do anyway. The server's `src/runner/granted.rs` says what the proof is worth.
+
+use super::jobs::{wait_for, TurnAgent};
+use super::{exit_code, SCRUBBED_ENV};
+use crate::granted::{same_secret, write_frame, Frame, Request, MAX_REQUEST_BYTES, SECRET_ENV, SOCKET_ENV};
+use crate::runner::{CallError, Client, GrantCredential};
+use crate::shim::{self, Need, EXIT_NOT_INSTALLED, EXIT_REFUSED, EXIT_UNREACHABLE};
+use std::ffi::OsString;
+use std::io::{BufRead, BufReader, Read};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// How long a connection may take to send its request.
+const REQUEST_WAIT: Duration = Duration::from_secs(10);
+/// A granted command has no time limit of its own: the turn's end bounds it.
+const NO_LIMIT: Duration = Duration::from_secs(24 * 60 * 60);
+
+/// What a granted command needs from its turn, shared with the threads that serve the channel.
+pub(in crate::turn) struct Runs {
+    pub client: Client,
+    pub lease: String,
+    pub sky_exe: PathBuf,
+    /// The runner's own `PATH`: where the real CLIs are found, and the `PATH` they run with.
+    pub path: Option<OsString>,
+    /// The shim folder, never searched for a real CLI.
+    pub shims: PathBuf,
+    /// Where the turn's ssh-agent keeps its socket.
+    pub meta: PathBuf,
+    /// The working folder when a request names none that exists.
+    pub work: PathBuf,
+    /// The turn's environment (as the agent's command gets it, without the channel's variables).
+    pub env: Vec<(String, OsString)>,
+    pub agent: TurnAgent,
+    pub grace: Duration,
+}
+
+/// The turn's channel: listening until dropped.
+pub(in crate::turn) struct Channel {
+    dir: PathBuf,
+    pub socket: PathBuf,
+    pub secret: String,
+    /// Raised when the turn ends: no more requests, and commands still going are ended.
+    over: Arc<AtomicBool>,
+    /// Connections being served.
+    busy: Arc<AtomicUsize>,
+    grace: Duration,
+}
+
+impl Channel {
+    /// Opens a channel in a new owner-only folder under `scratch` (outside the turn's folder) and serves
+    /// it on a thread of its own.
+    pub fn open(scratch: &Path, runs: Runs) -> std::io::Result<Self> {
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let n = N.fetch_add(1, Ordering::SeqCst);
+        let dir = scratch.join(format!("sky-granted-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        crate::files::create_private_dir(&dir)?;
+        let socket = dir.join("s");
+        // Unix socket paths hold about 104 bytes.
+        if socket.as_os_str().len() > 100 {
+            let _ = std::fs::remove_dir_all(&dir);
+            return Err(std::io::Error::other(format!(
+                "the channel's socket path {} is too long; run the runner with a shorter TMPDIR",
+                socket.display()
+            )));
+        }
+        let opened = (|| {
+            let secret = crate::granted::new_secret()?;
+            let listener = UnixListener::bind(&socket)?;
+            listener.set_nonblocking(true)?;
+            Ok::<_, std::io::Error>((secret, listener))
+        })();
+        let (secret, listener) = match opened {
+            Ok(x) => x,
+            Err(e) => {
+                let _ = std::fs::remove_dir_all(&dir);
+                return Err(e);
+            }
+        };
+        let (over, busy, grace) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicUsize::new(0)), runs.grace);
+        serve(listener, Arc::new(runs), secret.clone(), over.clone(), busy.clone());
+        Ok(Self { dir, socket, secret, over, busy, grace })
+    }
+
+    /// The variables that point the turn's shims at this channel.
+    pub fn env(&self) -> [(String, OsString); 2] {
+        [(SOCKET_ENV.into(), self.socket.clone().into()), (SECRET_ENV.into(), self.secret.clone().into())]
+    }
+}
+
+impl Drop for Channel {
+    /// Stops listening, ends the commands still going (waiting a little for their reports) and removes the
+    /// folder.
+    fn drop(&mut self) {
+        self.over.store(true, Ordering::SeqCst);
+        let deadline = Instant::now() + self.grace.max(Duration::from_secs(3)) + Duration::from_secs(5);
+        while self.busy.load(Ordering::SeqCst) > 0 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Accepts connections until `over`, each served on a thread of its own.
+fn serve(listener: UnixListener, runs: Arc<Runs>, secret: String, over: Arc<AtomicBool>, busy: Arc<AtomicUsize>) {
+    std::thread::spawn(move || {
+        while !over.load(Ordering::SeqCst) {
+            match listener.accept() {
+                Ok((stream, _)) => {
+                    let (runs, secret, over, busy) = (runs.clone(), secret.clone(), over.clone(), busy.clone());
+                    busy.fetch_add(1, Ordering::SeqCst);
+                    std::thread::spawn(move || {
+                        answer(&runs, &secret, &over, stream);
+                        busy.fetch_sub(1, Ordering::SeqCst);
+                    });
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => std::thread::sleep(Duration::from_millis(25)),
+                Err(_) => std::thread::sleep(Duration::from_millis(100)),
+            }
+        }
+    });
+}
+
+/// The shim's end: frames written under a lock (stdout and stderr come from two threads).
+#[derive(Clone)]
+struct Shim(Arc<Mutex<UnixStream>>);
+
+impl Shim {
+    /// Sends a frame; `false` once the shim is gone.
+    fn send(&self, frame: &Frame) -> bool {
+        let mut s = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        write_frame(&mut *s, frame).is_ok()
+    }
+
+    fn say(&self, line: &str) -> bool {
+        self.send(&Frame::Stderr(format!("sky runner: {line}\n").into_bytes()))
+    }
+}
+
+/// Serves one connection: checks the request, runs it, and ends with its exit status.
+fn answer(runs: &Runs, secret: &str, over: &Arc<AtomicBool>, stream: UnixStream) {
+    let (Ok(()), Ok(reading)) = (stream.set_nonblocking(false), stream.try_clone()) else { return };
+    let _ = reading.set_read_timeout(Some(REQUEST_WAIT));
+    let mut reading = BufReader::new(reading);
+    let mut line = Vec::new();
+    let read = (&mut reading).take(MAX_REQUEST_BYTES).read_until(b'\n', &mut line);
+    let shim = Shim(Arc::new(Mutex::new(stream)));
+    let request = read.ok().and_then(|_| serde_json::from_slice::<Request>(&line).ok());
+    let code = match request {
+        None => refuse(&shim, EXIT_REFUSED, "the request could not be read"),
+        Some(r) if !same_secret(&r.secret, secret) => {
+            refuse(&shim, EXIT_REFUSED, "the request does not carry this turn's secret; nothing was run")
+        }
+        Some(r) => run(runs, &r, over, reading.into_inner(), &shim),
+    };
+    shim.send(&Frame::Exit(code));
+}
+
+fn refuse(shim: &Shim, code: i32, why: &str) -> i32 {
+    shim.say(why);
+    code
+}
+
+/// Runs a checked request to its end; its exit status.
+fn run(runs: &Runs, r: &Request, over: &Arc<AtomicBool>, reading: UnixStream, shim: &Shim) -> i32 {
+    if !shim::SHIMS.iter().any(|(cli, _)| *cli == r.cli) {
+        return refuse(shim, EXIT_REFUSED, &format!("`{}` is not a provider CLI the runner runs", r.cli));
+    }
+    let Some(real) =
+        shim::find_real(&r.cli, runs.path.as_ref(), std::slice::from_ref(&runs.shims), Some(&runs.sky_exe))
+    else {
+        let why = format!("the real `{}` is not installed on the runner's PATH; nothing was run", r.cli);
+        return refuse(shim, EXIT_NOT_INSTALLED, &why);
+    };
+    let scopes = match shim::classify(&r.cli, &r.args) {
+        Need::Local => vec![],
+        Need::Access { scopes, .. } => scopes,
+    };
+    let vars = match runs.client.credential(&runs.lease, &r.grant_id, &scopes) {
+        Ok(GrantCredential::Env(vars)) => vars,
+        Ok(GrantCredential::Ssh { private_key, ttl_s }) => {
+            match runs.agent.load(&runs.sky_exe, runs.path.as_ref(), &runs.meta, &private_key, ttl_s) {
+                Ok(socket) => vec![("SSH_AUTH_SOCK".to_owned(), socket.to_string_lossy().into_owned())],
+                Err(why) => return refuse(shim, EXIT_REFUSED, &format!("the key could not be loaded: {why}")),
+            }
+        }
+        Err(CallError::Refused(why)) => return refuse(shim, EXIT_REFUSED, &format!("agentsky refused: {why}")),
+        Err(e) => return refuse(shim, EXIT_UNREACHABLE, &format!("the credential could not be fetched: {e}")),
+    };
+    let mut cmd = Command::new(&runs.sky_exe);
+    cmd.args(["__supervise", "/dev/null"]).arg(&real).args(&r.args);
+    for name in SCRUBBED_ENV {
+        cmd.env_remove(name);
+    }
+    cmd.envs(runs.env.iter().map(|(k, v)| (k, v)));
+    match &runs.path {
+        Some(p) => cmd.env("PATH", p),
+        None => cmd.env_remove("PATH"),
+    };
+    cmd.envs(vars.iter().map(|(k, v)| (k, v)));
+    cmd.current_dir(if r.cwd.is_dir() { &r.cwd } else { &runs.work });
+    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+    cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => return refuse(shim, EXIT_NOT_INSTALLED, &format!("cannot run {}: {e}", real.display())),
+    };
+    drop(vars);
+    let lifeline = child.stdin.take();
+    let relays: Vec<_> = [
+        child.stdout.take().map(|o| relay(o, shim.clone(), Frame::Stdout)),
+        child.stderr.take().map(|e| relay(e, shim.clone(), Frame::Stderr)),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    // Ends the command when the shim goes away or the turn ends.
+    let cancel = Arc::new(AtomicBool::new(false));
+    watch(reading, over.clone(), cancel.clone());
+    let (status, _, _) = wait_for(child, lifeline, NO_LIMIT, &cancel, runs.grace);
+    cancel.store(true, Ordering::SeqCst);
+    for r in relays {
+        let _ = r.join();
+    }
+    // 137: it had to be killed and its status could not be read.
+    let code = status.as_ref().map_or(137, exit_code);
+    let argv: Vec<String> = std::iter::once(r.cli.clone()).chain(r.args.iter().cloned()).collect();
+    if let Err(e) = runs.client.command(&runs.lease, &r.grant_id, &argv, code) {
+        shim.say(&format!("the exit status was not recorded with agentsky: {e}"));
+    }
+    code
+}
+
+/// Copies a stream of the command to the shim as frames; after the shim is gone, drains it.
+fn relay(mut from: impl Read + Send + 'static, shim: Shim, frame: fn(Vec<u8>) -> Frame) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        let (mut buf, mut open) = ([0u8; 8192], true);
+        while let Ok(n) = from.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            open = open && shim.send(&frame(buf[..n].to_vec()));
+        }
+    })
+}
+
+/// Raises `cancel` once the shim's side closes (it was ended) or the turn is `over`.
+fn watch(mut reading: UnixStream, over: Arc<AtomicBool>, cancel: Arc<AtomicBool>) {
+    let _ = reading.set_read_timeout(Some(Duration::from_millis(200)));
+    std::thread::spawn(move || {
+        let mut sink = [0u8; 256];
+        while !cancel.load(Ordering::SeqCst) {
+            if over.load(Ordering::SeqCst) {
+                break;
+            }
+            match reading.read(&mut sink) {
+                Ok(0) => break,
+                Ok(_) => {}
+                Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {}
+                Err(_) => break,
+            }
+        }
+        cancel.store(true, Ordering::SeqCst);
+    });
+}

@@ -1,0 +1,152 @@
+//! Granted commands: a provider CLI the runner runs for its turn's shims under a grant, and the proof of a
+//! deploy command (issue 13). In a runner's turn a shim does not run the real CLI itself: it asks the
+//! runner (over a channel the runner owns for the turn, `cli/src/turn/granted.rs`), which fetches the
+//! grant's credential here, runs the real CLI it finds on its own `PATH` with the credential in that
+//! child's environment only, and reports the exit status it observed:
+//!
+//! - `POST /v1/runner/credential {lease_id, grant_id, scopes}` → `{kind: "env", env, scopes}` or
+//!   `{kind: "ssh", private_key, ttl_s, scopes}` (for the turn's own ssh-agent): a live grant the leased
+//!   session may use, covering the `scopes` the runner worked out for the command; recorded in the audit
+//!   log (`get_credential` or `ssh_key_loaded`, by the runner);
+//! - `POST /v1/runner/commands {lease_id, grant_id, argv, exit_code}` → `{recorded, proof}`: the command
+//!   and its exit in the audit log (`command_ok` / `command_failed`); an exit 0 under a live grant that
+//!   covers `deploy` is also a deploy proof for the session and the grant's target, which is all a
+//!   `deploy` `remember_command` accepts, for exactly that argv.
+//!
+//! **What the proof is worth.** It is made only with a runner token, for the session the runner's lease
+//! holds, and only for a grant that session may use; the session server has no route that makes one, so
+//! an agent speaking with its session token cannot forge it (it once could, with `POST
+//! /v1/session/commands`). It says that the runner ran this argv with this grant's credential and saw
+//! this exit status. It is not stronger than the separation between the agent and the runner: today the
+//! agent, its shims and the runner run as the same OS user, so an agent set on forging can read the
+//! runner's token from its registrations file or its memory, or replace a CLI on the runner's `PATH` if
+//! that user can write there. Run agents as another user or in a sandbox where that matters; the
+//! per-turn channel secret keeps other users and other turns off the channel, not the agent itself,
+//! which through the channel can only have the runner run a real CLI under a grant it already holds.
+
+use super::{body, leased, ok};
+use crate::agent::{grant_covers, grant_is_live, open_credential, ssh_hold_s, visible_to, Credential};
+use crate::cx::Cx;
+use crate::error::{ApiError, Code};
+use crate::http::{HttpRequest, HttpResponse};
+use crate::rules::{argv, ids, limits, targets};
+use crate::store::{self, audit::Entry, requests::GrantRow, runners::RunnerRow, runners::TurnRow};
+use serde::Deserialize;
+use serde_json::json;
+
+/// The longest command line a report carries, as `remember_command` takes.
+const MAX_COMMAND_CHARS: usize = 2_000;
+
+/// The lease's turn and a live grant its session may use.
+async fn usable(
+    cx: &Cx<'_>,
+    runner: &RunnerRow,
+    lease_id: &str,
+    grant_id: &str,
+) -> Result<(TurnRow, GrantRow), ApiError> {
+    let turn = leased(cx, runner, lease_id).await?;
+    let unknown = || ApiError::not_found(&format!("grant `{grant_id}` of this turn's session"));
+    if !ids::is_id(grant_id, "gr") {
+        return Err(unknown());
+    }
+    let g = store::requests::get_grant(cx.db(), grant_id).await.map_err(|e| cx.internal(e))?.ok_or_else(unknown)?;
+    if g.workspace_id != turn.workspace_id || !visible_to(&g, &turn.session_id, &turn.workspace_id) {
+        return Err(unknown());
+    }
+    if !grant_is_live(&g, cx.now_ms) {
+        return Err(ApiError::new(
+            Code::Forbidden,
+            format!("grant {grant_id} is not active: it was denied, has expired or was revoked"),
+        ));
+    }
+    Ok((turn, g))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CredentialAsk {
+    lease_id: String,
+    grant_id: String,
+    /// What the command needs, as the runner classified it.
+    #[serde(default)]
+    scopes: Vec<String>,
+}
+
+/// `POST /v1/runner/credential`
+pub async fn credential(cx: &Cx<'_>, runner: &RunnerRow, req: &HttpRequest) -> Result<HttpResponse, ApiError> {
+    let p: CredentialAsk = body(req)?;
+    for s in &p.scopes {
+        limits::one_of("scopes", s, targets::SCOPES)?;
+    }
+    let (turn, g) = usable(cx, runner, &p.lease_id, &p.grant_id).await?;
+    if let Some(missing) = p.scopes.iter().find(|s| !grant_covers(&g, &[s.as_str()])) {
+        return Err(ApiError::new(
+            Code::Forbidden,
+            format!("grant {} covers {}, not `{missing}`, which this command needs", g.grant_id, g.scopes),
+        ));
+    }
+    let cred = open_credential(cx, &g)
+        .await?
+        .ok_or_else(|| ApiError::new(Code::Forbidden, "the target's credentials cannot be opened; reconnect it"))?;
+    let scopes: Vec<&str> = g.scopes.split(' ').collect();
+    let (action, answer) = match cred {
+        Credential::Env { env } => ("get_credential", json!({ "kind": "env", "env": env, "scopes": scopes })),
+        Credential::Ssh { private_key } => (
+            "ssh_key_loaded",
+            json!({ "kind": "ssh", "private_key": private_key, "ttl_s": ssh_hold_s(&g, cx.now_ms), "scopes": scopes }),
+        ),
+    };
+    let detail = format!("by runner {}, to run a command", runner.name);
+    store::audit::record(cx.db(), &Entry::grant(&g, &turn.session_id, action, &detail, cx.now_ms))
+        .await
+        .map_err(|e| cx.internal(e))?;
+    Ok(ok(answer))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CommandReport {
+    lease_id: String,
+    grant_id: String,
+    /// The command as the runner ran it: the CLI's name, then its arguments.
+    argv: Vec<String>,
+    exit_code: i64,
+}
+
+/// `POST /v1/runner/commands`
+pub async fn report(cx: &Cx<'_>, runner: &RunnerRow, req: &HttpRequest) -> Result<HttpResponse, ApiError> {
+    let p: CommandReport = body(req)?;
+    let line = argv::show(&p.argv);
+    if p.argv.is_empty() || p.argv[0].is_empty() || line.chars().count() > MAX_COMMAND_CHARS {
+        return Err(ApiError::invalid(format!(
+            "`argv` is the command as run: its program, then its arguments, {MAX_COMMAND_CHARS} characters at most in all"
+        )));
+    }
+    let exit_code = i32::try_from(p.exit_code)
+        .map_err(|_| ApiError::invalid("`exit_code` is a process's exit status (128 + N for a signal)"))?;
+    let (turn, g) = usable(cx, runner, &p.lease_id, &p.grant_id).await?;
+    let action = if exit_code == 0 { "command_ok" } else { "command_failed" };
+    // The line is kept for the operator to read, unless it looks like it carries a secret.
+    let shown = if targets::looks_secret(&line) {
+        "(the command line is withheld: it looks like it contains a secret)".to_owned()
+    } else {
+        line
+    };
+    let detail = format!("exit {exit_code}: {shown} (run by runner {})", runner.name);
+    let mut stmts = vec![store::audit::insert(&Entry::grant(&g, &turn.session_id, action, &detail, cx.now_ms))];
+    let proof = exit_code == 0 && grant_covers(&g, &["deploy"]);
+    let fingerprint = argv::fingerprint(&p.argv);
+    if proof {
+        stmts.push(store::proofs::insert(&store::proofs::Proof {
+            workspace_id: &g.workspace_id,
+            session_id: &turn.session_id,
+            connector_id: &g.connector_id,
+            grant_id: &g.grant_id,
+            runner_id: &runner.runner_id,
+            argv_sha256: &fingerprint,
+            now_ms: cx.now_ms,
+        }));
+    }
+    cx.db().batch(stmts).await.map_err(|e| cx.internal(e))?;
+    Ok(ok(json!({ "recorded": action, "proof": proof })))
+}
