@@ -34,14 +34,14 @@ pub struct Config {
 
 /// Counts hits on named rate buckets (the `Limiter` Durable Object in the Worker).
 pub trait Limiter {
-    /// Takes up to `want` tokens of `bucket` ([`crate::rules::rate::Bucket::take`]).
-    fn take(
+    /// Counts one call on `bucket` ([`crate::rules::rate::Window::hit`]). `now_ms` is the caller's clock;
+    /// the object counts on its own, so every Worker's calls share one timeline.
+    fn hit(
         &self,
         bucket: String,
         limit: u32,
         period_ms: i64,
         now_ms: i64,
-        want: u32,
     ) -> LocalBoxFuture<'_, Result<Decision, String>>;
 }
 

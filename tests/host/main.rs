@@ -11,6 +11,7 @@ mod files;
 mod goals;
 mod harness;
 mod help_center;
+mod limits;
 mod mcp;
 mod records;
 mod routines;

@@ -1,0 +1,116 @@
+//! Limits as clients meet them: the per-key limit over any minute (a flood is held to the limit and 1 %, a
+//! paced client is never refused), and refusals that say the wait `retry_after_ms` gives.
+
+use crate::support::TestApp;
+use agentsky::cx::Config;
+use serde_json::json;
+
+fn app(limit: u32) -> TestApp {
+    TestApp::with_config(Config { open_signup: true, rate_limit_per_min: limit, ..Config::default() })
+}
+
+/// The most passes in any window `[t, t + 60 s)`.
+fn busiest_minute(passes: &[i64]) -> usize {
+    let mut most = 0;
+    let mut start = 0;
+    for end in 0..passes.len() {
+        while passes[end] - passes[start] >= 60_000 {
+            start += 1;
+        }
+        most = most.max(end - start + 1);
+    }
+    most
+}
+
+#[test]
+fn a_flood_of_thirty_calls_a_second_passes_at_most_the_limit_and_one_percent_in_any_minute() {
+    // The numbers: 1,161 of 1,739 calls passed in one minute against 600 a minute.
+    let app = app(600);
+    let ada = app.signup("Ada", "ada@example.com");
+    let t0 = app.now_ms.get();
+    let mut passes = vec![];
+    for i in 0..3_600i64 {
+        app.now_ms.set(t0 + i * 1000 / 30);
+        let resp = app.request("GET", "/v1/agents", Some(&ada.key), None);
+        match resp.status {
+            200 => passes.push(app.now_ms.get()),
+            429 => {}
+            other => panic!("call {i}: {other}"),
+        }
+    }
+    assert_eq!(busiest_minute(&passes), 606, "600 a minute, and 1 % for jitter");
+    assert!(passes.len() >= 1_200, "the flood gets the limit every minute: {}", passes.len());
+}
+
+#[test]
+fn a_client_paced_at_the_limit_is_never_refused_reading_or_writing() {
+    let app = app(600);
+    let ada = app.signup("Ada", "ada@example.com");
+    let t0 = app.now_ms.get();
+    // One call every 100 ms for three minutes, each reaching the server up to 400 ms late, in the order
+    // they arrive (concurrent calls overtake each other).
+    let mut arrivals: Vec<i64> = (0..1_800i64).map(|i| t0 + i * 100 + (i * 7_919 % 400)).collect();
+    arrivals.sort_unstable();
+    for (i, at) in arrivals.into_iter().enumerate() {
+        app.now_ms.set(at);
+        let resp = if i % 3 == 0 {
+            app.request("POST", "/v1/memory", Some(&ada.key), Some(json!({"text": format!("note {i}")})))
+        } else {
+            app.request("GET", "/v1/agents", Some(&ada.key), None)
+        };
+        assert_eq!(resp.status / 100, 2, "call {i} at +{} ms: {:?}", at - t0, resp.json_body());
+    }
+}
+
+#[test]
+fn a_refusal_says_the_same_wait_as_retry_after_ms_to_the_millisecond() {
+    let app = app(600);
+    let ada = app.signup("Ada", "ada@example.com");
+    for _ in 0..606 {
+        app.ok(&ada.key, "list_agents", json!({}));
+    }
+    app.advance(60_000 - 17);
+    let refused = app.call(&ada.key, "list_agents", json!({}));
+    let error = &refused["structuredContent"]["error"];
+    assert_eq!(error["code"], "rate_limited");
+    assert_eq!(error["retry_after_ms"], 17);
+    assert_eq!(error["message"], "rate limit of 600 calls a minute reached; retry in 0.017 s");
+    let rest = app.request("GET", "/v1/agents", Some(&ada.key), None);
+    assert_eq!(rest.json_body()["error"]["retry_after_ms"], 17);
+    assert_eq!(rest.header("retry-after"), Some("1"), "HTTP's Retry-After counts whole seconds, rounded up");
+    app.advance(17);
+    app.ok(&ada.key, "list_agents", json!({}));
+}
+
+#[test]
+fn a_session_tools_refusal_says_how_long_to_wait() {
+    let app = TestApp::new();
+    let ada = app.signup("Ada", "ada@example.com");
+    let agent = app.request(
+        "POST",
+        "/v1/agents",
+        Some(&ada.key),
+        Some(json!({"name": "E", "harness": "echo", "model": "echo-1"})),
+    );
+    let agent_id = agent.json_body()["agent_id"].as_str().unwrap().to_owned();
+    let start = |key: &str| {
+        let s =
+            app.ok(&ada.key, "start_session", json!({"agent_id": agent_id, "message": "hi", "idempotency_key": key}));
+        s["session"]["session_id"].as_str().unwrap().to_owned()
+    };
+    let me = start("k1");
+    let task = app.ok(&ada.key, "get_session", json!({"session_id": me}))["task_id"].clone();
+    let peer = app.ok(
+        &ada.key,
+        "start_session",
+        json!({"agent_id": agent_id, "message": "hi", "idempotency_key": "k2", "task_id": task}),
+    );
+    let peer = peer["session"]["session_id"].as_str().unwrap().to_owned();
+    let token = app.session_token(&ada.key, &me);
+    for i in 0..20 {
+        app.agent_ok(&token, "send_message", json!({"to": peer, "body": format!("fyi {i}")}));
+    }
+    app.advance(2_250);
+    let err = app.agent_err(&token, "send_message", json!({"to": peer, "body": "one more"}));
+    assert_eq!(err, "too many messages (20 a minute); try again in 57.75 s (code -32003)");
+}
