@@ -1,8 +1,10 @@
 //! Limits as clients meet them: the per-key limit over any minute (a flood is held to the limit and 1 %, a
-//! paced client is never refused), and refusals that say the wait `retry_after_ms` gives.
+//! paced client is never refused), refusals that say the wait `retry_after_ms` gives, and the cap on an
+//! account's active keys however they are minted.
 
 use crate::support::TestApp;
 use agentsky::cx::Config;
+use agentsky::http::HttpRequest;
 use serde_json::json;
 
 fn app(limit: u32) -> TestApp {
@@ -113,4 +115,67 @@ fn a_session_tools_refusal_says_how_long_to_wait() {
     app.advance(2_250);
     let err = app.agent_err(&token, "send_message", json!({"to": peer, "body": "one more"}));
     assert_eq!(err, "too many messages (20 a minute); try again in 57.75 s (code -32003)");
+}
+
+#[test]
+fn an_account_holds_at_most_100_active_keys_however_they_are_minted() {
+    let app = TestApp::new();
+    let ada = app.signup("Ada", "ada@example.com");
+    let mint =
+        |name: String| app.request("POST", "/v1/keys", Some(&ada.key), Some(json!({"name": name, "scopes": ["read"]})));
+    // The first key (from sign-up) and 99 more.
+    let mut ids = vec![];
+    for i in 0..99 {
+        let r = mint(format!("k{i}"));
+        assert_eq!(r.status, 201, "key {i}: {:?}", r.json_body());
+        ids.push(r.json_body()["key_id"].as_str().unwrap().to_owned());
+    }
+    let over = mint("one too many".into());
+    assert_eq!(over.status, 409);
+    let error = over.json_body()["error"].clone();
+    assert_eq!(error["code"], "conflict");
+    assert!(error["message"].as_str().unwrap().contains("100 active API keys"), "{error}");
+
+    // A device sign-in is refused the same way: on the page, and at delivery if the cap filled meanwhile.
+    assert_eq!(app.request("DELETE", &format!("/v1/keys/{}", ids[0]), Some(&ada.key), None).status, 200);
+    let code = app.request("POST", "/v1/device/code", None, Some(json!({"device_name": "laptop"}))).json_body();
+    let user_code = code["user_code"].as_str().unwrap();
+    let approve = |code: &str| {
+        let body = format!("user_code={code}&action=approve&email=ada%40example.com&key={}", ada.key);
+        app.send(HttpRequest {
+            method: "POST".into(),
+            path: "/device".into(),
+            headers: vec![
+                ("host".into(), "127.0.0.1:8787".into()),
+                ("origin".into(), "http://127.0.0.1:8787".into()),
+                ("content-type".into(), "application/x-www-form-urlencoded".into()),
+            ],
+            body: body.into_bytes(),
+            client_ip: "203.0.113.7".into(),
+            ..Default::default()
+        })
+    };
+    assert_eq!(approve(user_code).status, 200, "99 active: approved");
+    assert_eq!(mint("the hundredth".into()).status, 201);
+    let poll = || app.request("POST", "/v1/device/token", None, Some(json!({"device_code": code["device_code"]})));
+    let refused = poll();
+    assert_eq!(refused.status, 409, "{:?}", refused.json_body());
+    assert!(refused.json_body()["error"]["message"].as_str().unwrap().contains("revoke one"));
+    let second = app.request("POST", "/v1/device/code", None, Some(json!({"device_name": "desktop"}))).json_body();
+    let page = approve(second["user_code"].as_str().unwrap());
+    assert_eq!(page.status, 409);
+    assert!(String::from_utf8_lossy(&page.body).contains("100 active API keys"));
+
+    // Revoking one makes room, and the approved device collects its key.
+    assert_eq!(app.request("DELETE", &format!("/v1/keys/{}", ids[1]), Some(&ada.key), None).status, 200);
+    app.advance(5_000);
+    let got = poll();
+    assert_eq!(got.status, 200, "{:?}", got.json_body());
+    let active = app.request("GET", "/v1/keys", Some(&ada.key), None).json_body()["keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|k| k["revoked_ms"].is_null())
+        .count();
+    assert_eq!(active, 100);
 }
