@@ -28,6 +28,9 @@ pub struct Config {
     pub prices: crate::session::openai::Prices,
     /// How long session tools wait for a person (`AGENT_WAIT_MS`; the contract's 5 minutes by default).
     pub agent_wait_ms: Option<i64>,
+    /// Count per-address limits by `CF-Connecting-IP` (`TRUST_CF_CONNECTING_IP`): only behind Cloudflare,
+    /// whose edge sets it; elsewhere a client could name any address ([`crate::http::client_address`]).
+    pub trust_cf_connecting_ip: bool,
     /// Serves the conformance suite's fixture tools without auth at `/v1/conformance/mcp` (tests only).
     pub conformance_fixtures: bool,
 }

@@ -1,11 +1,11 @@
 //! Limits as clients meet them: the per-key limit over any minute (a flood is held to the limit and 1 %, a
-//! paced client is never refused), refusals that say the wait `retry_after_ms` gives, and the cap on an
-//! account's active keys however they are minted.
+//! paced client is never refused), refusals that say the wait `retry_after_ms` gives, the cap on an
+//! account's active keys however they are minted, and which address per-address limits count.
 
 use crate::support::TestApp;
 use agentsky::cx::Config;
-use agentsky::http::HttpRequest;
-use serde_json::json;
+use agentsky::http::{HttpRequest, HttpResponse};
+use serde_json::{json, Value};
 
 fn app(limit: u32) -> TestApp {
     TestApp::with_config(Config { open_signup: true, rate_limit_per_min: limit, ..Config::default() })
@@ -115,6 +115,60 @@ fn a_session_tools_refusal_says_how_long_to_wait() {
     app.advance(2_250);
     let err = app.agent_err(&token, "send_message", json!({"to": peer, "body": "one more"}));
     assert_eq!(err, "too many messages (20 a minute); try again in 57.75 s (code -32003)");
+}
+
+fn from(ip_header: Option<&str>, peer: &str, path: &str, body: Value) -> HttpRequest {
+    let mut headers =
+        vec![("host".to_owned(), "127.0.0.1:8787".to_owned()), ("content-type".into(), "application/json".into())];
+    if let Some(ip) = ip_header {
+        headers.push(("cf-connecting-ip".into(), ip.into()));
+    }
+    HttpRequest {
+        method: "POST".into(),
+        path: path.into(),
+        headers,
+        body: serde_json::to_vec(&body).unwrap(),
+        client_ip: peer.into(),
+        ..Default::default()
+    }
+}
+
+fn device_code(app: &TestApp, ip_header: Option<&str>, peer: &str) -> HttpResponse {
+    app.send(from(ip_header, peer, "/v1/device/code", json!({"device_name": "laptop"})))
+}
+
+#[test]
+fn a_client_sent_cf_connecting_ip_counts_only_behind_cloudflare() {
+    // As under wrangler dev: the Worker is shown no peer, and any client may send the header.
+    let dev = TestApp::new();
+    for i in 0..10 {
+        let spoofed = format!("198.51.100.{i}");
+        assert_eq!(device_code(&dev, Some(&spoofed), "").status, 200, "code {i}");
+    }
+    let refused = device_code(&dev, Some("192.0.2.99"), "");
+    assert_eq!(refused.status, 429, "a new header is not a new address: {:?}", refused.json_body());
+    assert_eq!(device_code(&dev, None, "").status, 429, "nor is leaving it out");
+
+    // Where the edge does see the peer (host tests, other hosts), the peer counts, never the header.
+    let peer = TestApp::new();
+    for i in 0..10 {
+        assert_eq!(device_code(&peer, Some(&format!("198.51.100.{i}")), "203.0.113.5").status, 200);
+    }
+    assert_eq!(device_code(&peer, Some("192.0.2.99"), "203.0.113.5").status, 429);
+    assert_eq!(device_code(&peer, None, "203.0.113.6").status, 200, "another peer is another address");
+
+    // Behind Cloudflare its edge writes the header, so it names the caller.
+    let cloudflare = TestApp::with_config(Config {
+        open_signup: true,
+        rate_limit_per_min: 600,
+        trust_cf_connecting_ip: true,
+        ..Config::default()
+    });
+    for _ in 0..10 {
+        assert_eq!(device_code(&cloudflare, Some("198.51.100.1"), "").status, 200);
+    }
+    assert_eq!(device_code(&cloudflare, Some("198.51.100.1"), "").status, 429);
+    assert_eq!(device_code(&cloudflare, Some("198.51.100.2"), "").status, 200, "another caller");
 }
 
 #[test]
