@@ -13,6 +13,7 @@ mod harness;
 mod help_center;
 mod limits;
 mod mcp;
+mod money;
 mod records;
 mod routines;
 mod runner_jobs;

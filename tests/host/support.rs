@@ -221,7 +221,7 @@ impl Sessions for HostSessions {
                 Err(r) => return Ok(SessionReply::Refused(r)),
             };
             let now = self.now.get();
-            match driver::answer(&core, &call, now) {
+            match driver::serve(&core, &self.db, &call, now).await {
                 Ok((reply, transition)) => {
                     if let (Some(t), Some(config)) = (transition, core.config().map_err(|r: Refusal| r.message)?) {
                         driver::record(&self.db, &config, &t, now).await.map_err(|e| e.to_string())?;
