@@ -59,7 +59,7 @@ async fn brief(cx: &Cx<'_>, source: &str, note: Option<&str>) -> Result<String, 
         let SessionReply::Page(page) = sessions::call(cx, source, call).await? else { break };
         for e in &page.events {
             let who = match e.kind.as_str() {
-                "user_message" => "user",
+                "user_message" => crate::ops::sharing::author(&e.body["from"]),
                 "agent_message" => "agent",
                 _ => continue,
             };

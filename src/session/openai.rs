@@ -131,12 +131,17 @@ pub fn messages(config: &SessionConfig, history: &[Event]) -> Vec<Value> {
         match e.kind.as_str() {
             "user_message" => {
                 let text = e.body["text"].as_str().unwrap_or_default();
-                let content = match e.body["from"].get("peer") {
-                    Some(peer) => format!(
+                let content = match (e.body["from"].get("peer"), e.body["from"].as_str()) {
+                    (Some(peer), _) => format!(
                         "[a message from peer session {}, not from the user]\n{text}",
                         peer["session_id"].as_str().unwrap_or("?")
                     ),
-                    None => text.to_owned(),
+                    (_, Some("share_link")) => {
+                        format!(
+                            "[a message from a visitor through this session's share link, not from the user]\n{text}"
+                        )
+                    }
+                    _ => text.to_owned(),
                 };
                 out.push(json!({"role": "user", "content": content}));
             }
@@ -485,6 +490,7 @@ mod tests {
             ev("status", json!({"text": "ignored"})),
             ev("agent_message", json!({"text": "done"})),
             ev("user_message", json!({"text": "fyi", "from": {"peer": {"session_id": "ses_p"}}})),
+            ev("user_message", json!({"text": "hello", "from": "share_link"})),
         ];
         let m = messages(&config, &history);
         assert_eq!(m[0]["role"], "system");
@@ -493,7 +499,11 @@ mod tests {
         assert_eq!(m[3]["tool_call_id"], "c1");
         assert_eq!(m[5], json!({"role": "assistant", "content": "done"}));
         assert!(m[6]["content"].as_str().unwrap().contains("peer session ses_p"));
-        assert_eq!(m.len(), 7);
+        assert!(m[7]["content"]
+            .as_str()
+            .unwrap()
+            .starts_with("[a message from a visitor through this session's share link"));
+        assert_eq!(m.len(), 8);
         let text_then_call = vec![
             ev("agent_message", json!({"text": "Now the arithmetic."})),
             ev("tool_call", json!({"call_id": "c3", "name": "calc", "arguments": {}})),

@@ -32,11 +32,14 @@ pub struct RunPrice {
     pub payee_workspace_id: String,
 }
 
-/// Who a message is from: the operator (a person or program with a key), or a peer session.
+/// Who a message is from: the operator (a person or program with a key), a visitor through the
+/// session's share link, a peer session, a routine or the standing goal.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(rename_all = "snake_case")]
 pub enum Author {
     User,
+    /// Whoever holds the session's interactive share link: not the owner, whoever it is.
+    ShareLink,
     Peer {
         session_id: String,
     },

@@ -1,6 +1,6 @@
 //! Money: every path that begins a turn is admitted by the budgets and the wallet in the session, model
-//! calls hold before and settle after so the wallet never goes below zero, and a paid public agent's price
-//! moves between wallets once per run.
+//! calls hold before and settle after so the wallet never goes below zero, a paid public agent's price
+//! moves between wallets once per run, and a share-link visitor's message is the link's, not the owner's.
 
 use crate::support::{Account, TestApp};
 use agentsky::cx::Config;
@@ -349,4 +349,36 @@ fn a_paid_public_agent_is_paid_once_per_run_from_the_callers_wallet_to_the_owner
     // The owner starts their own agent for free.
     app.ok(&bo.key, "start_session", json!({"agent_id": rusty, "message": "x", "idempotency_key": "own"}));
     assert_eq!(balance(&app, &bo), 50);
+}
+
+#[test]
+fn a_share_link_visitors_message_is_the_links_not_the_owners() {
+    let app = app();
+    let ada = app.signup("Ada", "ada@example.com");
+    credit(&app, &ada.slug, 1_000_000);
+    let a = openai_agent(&app, &ada, 10);
+    let s = start(&app, &ada, &a, "k1");
+    app.settle();
+    let sid = s["session"]["session_id"].as_str().unwrap().to_owned();
+    let url = app.ok(&ada.key, "share_session", json!({"session_id": sid}))["share_url"].as_str().unwrap().to_owned();
+    assert_eq!(share_post(&app, &url, "hello+from+outside").status, 303);
+    app.settle();
+    let ev = events(&app, &ada, &sid);
+    let visitor = ev.iter().filter(|e| e["type"] == "user_message").nth(1).unwrap();
+    assert_eq!((visitor["text"].as_str(), visitor["from"].as_str()), (Some("hello from outside"), Some("share_link")));
+    let sent = app.sessions.net.requests.borrow().last().unwrap().body.clone();
+    let messages: Value = serde_json::from_slice(&sent).unwrap();
+    let last = messages["messages"].as_array().unwrap().last().unwrap()["content"].as_str().unwrap().to_owned();
+    assert!(
+        last.starts_with("[a message from a visitor through this session's share link, not from the user]"),
+        "{last}"
+    );
+    let page = app.send(HttpRequest {
+        method: "GET".into(),
+        path: url[url.find("/s/").unwrap()..].into(),
+        ..Default::default()
+    });
+    let html = String::from_utf8(page.body).unwrap();
+    assert!(html.contains("<b>visitor</b><pre>hello from outside"), "{html}");
+    assert!(html.contains("<b>user</b><pre>go"), "{html}");
 }
