@@ -39,10 +39,10 @@ const STANDING: &str = "SELECT (SELECT slug FROM workspace WHERE workspace_id = 
     (SELECT balance_cents FROM workspace WHERE workspace_id = ?1) AS balance_cents,
     (SELECT budget_cents FROM task WHERE task_id = ?2) AS task_budget_cents,
     (SELECT COALESCE(SUM(spent_cents), 0) FROM session WHERE task_id = ?2) AS task_spent_cents,
-    EXISTS (SELECT 1 FROM usage_entry WHERE entry_id = 'run_' || ?3) AS run_paid";
+    EXISTS (SELECT 1 FROM usage_entry WHERE entry_id = ?3) AS run_paid";
 
 pub async fn standing(db: &dyn Sql, workspace_id: &str, task_id: &str, session_id: &str) -> DbResult<Standing> {
-    super::first(db, stmt!(STANDING, workspace_id, task_id, session_id))
+    super::first(db, stmt!(STANDING, workspace_id, task_id, run_entry_id(session_id)))
         .await?
         .ok_or_else(|| super::DbError::Other("standing returned no row".into()))
 }
@@ -144,6 +144,11 @@ pub async fn settle(db: &dyn Sql, e: &Entry<'_>) -> DbResult<i64> {
     Ok(row.map(super::decode::<Row>).transpose()?.map_or(0, |r| r.cents))
 }
 
+/// The caller's entry of a session's paid run: one per session, so a run is paid once.
+fn run_entry_id(session_id: &str) -> String {
+    format!("run_{session_id}")
+}
+
 /// A paid run: the caller's wallet pays the agent's owner its price.
 pub struct RunPayment<'a> {
     pub session_id: &'a str,
@@ -175,8 +180,8 @@ const PAID: &str = "SELECT 1 AS paid FROM usage_entry WHERE entry_id = ?1";
 /// Moves a run's price from the caller's wallet to the owner's as one pair of entries, once per session
 /// (a replay finds the pair and moves nothing). `false` when the caller's wallet cannot cover it.
 pub async fn pay_run(db: &dyn Sql, p: &RunPayment<'_>) -> DbResult<bool> {
-    let paid = format!("run_{}", p.session_id); // STANDING looks for this id
-    let earned = format!("run_{}_earned", p.session_id);
+    let paid = run_entry_id(p.session_id);
+    let earned = format!("{paid}_earned");
     let results = db
         .batch(vec![
             stmt!(
