@@ -54,7 +54,7 @@ async fn route(env: &Env, req: &HttpRequest, meta: RequestMeta) -> HttpResponse 
         caller: None,
         universe: req.header("x-universe").filter(|s| !s.is_empty()).map(str::to_owned),
         base_url: base_url(env, req),
-        client_ip: req.client_ip.clone(),
+        client_ip: crate::http::client_address(req, env.config.trust_cf_connecting_ip),
         admin: false,
         touched: Default::default(),
         verdict: None,

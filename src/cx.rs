@@ -28,20 +28,23 @@ pub struct Config {
     pub prices: crate::session::openai::Prices,
     /// How long session tools wait for a person (`AGENT_WAIT_MS`; the contract's 5 minutes by default).
     pub agent_wait_ms: Option<i64>,
+    /// Count per-address limits by `CF-Connecting-IP` (`TRUST_CF_CONNECTING_IP`): only behind Cloudflare,
+    /// whose edge sets it; elsewhere a client could name any address ([`crate::http::client_address`]).
+    pub trust_cf_connecting_ip: bool,
     /// Serves the conformance suite's fixture tools without auth at `/v1/conformance/mcp` (tests only).
     pub conformance_fixtures: bool,
 }
 
 /// Counts hits on named rate buckets (the `Limiter` Durable Object in the Worker).
 pub trait Limiter {
-    /// Takes up to `want` tokens of `bucket` ([`crate::rules::rate::Bucket::take`]).
-    fn take(
+    /// Counts one call on `bucket` ([`crate::rules::rate::Window::hit`]). `now_ms` is the caller's clock;
+    /// the object counts on its own, so every Worker's calls share one timeline.
+    fn hit(
         &self,
         bucket: String,
         limit: u32,
         period_ms: i64,
         now_ms: i64,
-        want: u32,
     ) -> LocalBoxFuture<'_, Result<Decision, String>>;
 }
 

@@ -11,8 +11,23 @@ pub struct HttpRequest {
     pub query: String,
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
-    /// The caller's address as the platform saw it (`CF-Connecting-IP`), for per-address limits.
+    /// The transport's peer address, where the edge can see it (host tests); empty in the Worker, which
+    /// sees only headers. [`client_address`] decides which address per-address limits count.
     pub client_ip: String,
+}
+
+/// The caller's address for per-address limits. Behind Cloudflare (`trust_cf_connecting_ip`, set in
+/// production only) that is `CF-Connecting-IP`, which Cloudflare's edge writes over whatever a client
+/// sent. Anywhere else the header is the client's own claim (under `wrangler dev` a client-sent value
+/// passes through untouched), so the transport's peer counts: under `wrangler dev` the Worker is shown
+/// no peer and every caller is this machine, `local`.
+pub fn client_address(req: &HttpRequest, trust_cf_connecting_ip: bool) -> String {
+    let forwarded = req.header("cf-connecting-ip").map(str::trim).filter(|ip| !ip.is_empty());
+    match forwarded {
+        Some(ip) if trust_cf_connecting_ip => ip.to_owned(),
+        _ if !req.client_ip.is_empty() => req.client_ip.clone(),
+        _ => "local".to_owned(),
+    }
 }
 
 impl HttpRequest {

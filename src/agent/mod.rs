@@ -83,11 +83,15 @@ impl<'a> Agent<'a> {
         Self { cx, me, wait_ms }
     }
 
-    /// Counts one hit on one of this session's per-minute buckets; `what` names it in the error.
+    /// Counts one hit on one of this session's per-minute buckets; `what` names it in the error, which
+    /// says how long to wait (the contract's "try again in a minute", made exact).
     pub async fn bucket(&self, bucket: &str, limit: u32, what: &str) -> Result<(), ToolError> {
         let key = format!("session:{}:{bucket}", self.me.session_id);
-        crate::ops::rate_limit(self.cx, key, limit).await.map_err(|e| match e.code {
-            Code::RateLimited => ToolError::new(-32003, format!("too many {what}; try again in a minute")),
+        crate::ops::rate_limit(self.cx, key, limit).await.map_err(|e| match (e.code, e.retry_after_ms) {
+            (Code::RateLimited, Some(ms)) => ToolError::new(
+                -32003,
+                format!("too many {what} ({limit} a minute); try again in {}", crate::rules::rate::seconds(ms)),
+            ),
             _ => e.into(),
         })
     }

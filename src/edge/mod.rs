@@ -52,6 +52,7 @@ pub(crate) fn config(env: &Env) -> Config {
             })
             .unwrap_or_default(),
         conformance_fixtures: flag("CONFORMANCE_FIXTURES"),
+        trust_cf_connecting_ip: flag("TRUST_CF_CONNECTING_IP"),
         agent_wait_ms: var(env, "AGENT_WAIT_MS").and_then(|v| v.parse().ok()),
     }
 }
@@ -94,7 +95,9 @@ async fn fetch(mut req: Request, env: Env, _ctx: Context) -> Result<Response> {
         method: req.method().to_string(),
         path: url.path().to_owned(),
         query: url.query().unwrap_or_default().to_owned(),
-        client_ip: headers.iter().find(|(k, _)| k == "cf-connecting-ip").map(|(_, v)| v.clone()).unwrap_or_default(),
+        // A Worker is never shown its peer: the address comes from headers, trusted by configuration only
+        // (`crate::http::client_address`).
+        client_ip: String::new(),
         headers,
         body,
     };

@@ -111,7 +111,11 @@ impl Session {
             let _ = self.state.storage().delete_all().await;
             return SessionReply::Refused(Refusal::new("not_found", "session deleted"));
         }
-        match driver::answer(&core, &call, now) {
+        let db = match self.env.d1(DB) {
+            Ok(db) => D1(db),
+            Err(e) => return SessionReply::Refused(Refusal::new("internal", format!("no D1: {e}"))),
+        };
+        match driver::serve(&core, &db, &call, now).await {
             Ok((reply, Some(t))) => {
                 if let Ok(Some(config)) = core.config() {
                     self.effects(&config, &t, now).await;

@@ -170,7 +170,9 @@ pub async fn create_key(cx: &Cx<'_>, p: CreateKey) -> Result<KeyCreated, ApiErro
         workspace_id: lock.map(|m| m.workspace_id.as_str()),
         now_ms: cx.now_ms,
     };
-    store::keys::create(cx.db(), &new).await.map_err(|e: DbError| cx.internal(e))?;
+    if !store::keys::create(cx.db(), &new, limits::MAX_ACTIVE_KEYS).await.map_err(|e: DbError| cx.internal(e))? {
+        return Err(limits::too_many_keys());
+    }
     Ok(KeyCreated {
         key_id: minted.key_id,
         key: minted.key,

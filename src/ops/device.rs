@@ -185,8 +185,8 @@ pub async fn poll(cx: &Cx<'_>, p: PollDeviceToken) -> Result<DeviceToken, ApiErr
             prefix: &ids::key_prefix(&key),
             now_ms: cx.now_ms,
         };
-        match devices::deliver(cx.db(), &device_hash, &minted).await {
-            Ok(Some(d)) => {
+        match devices::deliver(cx.db(), &device_hash, &minted, limits::MAX_ACTIVE_KEYS).await {
+            Ok(devices::Delivery::Delivered(d)) => {
                 return Ok(DeviceToken {
                     key_id: minted.key_id.to_owned(),
                     prefix: minted.prefix.to_owned(),
@@ -197,7 +197,9 @@ pub async fn poll(cx: &Cx<'_>, p: PollDeviceToken) -> Result<DeviceToken, ApiErr
                 })
             }
             // A racing poll collected it first.
-            Ok(None) => return Err(expired()),
+            Ok(devices::Delivery::Gone) => return Err(expired()),
+            // The approval stands: once a key is revoked, the next poll collects this one.
+            Ok(devices::Delivery::TooManyKeys) => return Err(limits::too_many_keys()),
             Err(e) if store::keys::is_hash_collision(&e) => continue,
             Err(e) => return Err(cx.internal(e)),
         }
@@ -306,6 +308,12 @@ async fn approve_with_key(cx: &Cx<'_>, hash: &str, form: &Form) -> Result<String
             403,
             "That key is read-only. Use a key with the write scope (an account's first key has it).".into(),
         ));
+    }
+    // Told here, where the person can act on it; delivery enforces the cap again.
+    match store::keys::active(cx.db(), &caller.account_id).await {
+        Ok(n) if n >= limits::MAX_ACTIVE_KEYS => return Err(Refusal::Retry(409, limits::too_many_keys().message)),
+        Ok(_) => {}
+        Err(e) => return Err(internal_page(cx, e)),
     }
     let lock = caller.locked_workspace_id.as_deref();
     match devices::approve(cx.db(), hash, &caller.account_id, "read write", lock, cx.now_ms).await {

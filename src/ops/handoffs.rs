@@ -59,7 +59,7 @@ async fn brief(cx: &Cx<'_>, source: &str, note: Option<&str>) -> Result<String, 
         let SessionReply::Page(page) = sessions::call(cx, source, call).await? else { break };
         for e in &page.events {
             let who = match e.kind.as_str() {
-                "user_message" => "user",
+                "user_message" => crate::ops::sharing::author(&e.body["from"]),
                 "agent_message" => "agent",
                 _ => continue,
             };
@@ -100,8 +100,6 @@ pub async fn hand_off(cx: &Cx<'_>, p: HandOffSession) -> Result<Handoff, ApiErro
     }
     let (source, w) = sessions::load(cx, &p.session_id).await?;
     let agent = sessions::resolve_agent(cx, &w, &p.agent_id).await?;
-    sessions::check_credits(cx, &w, &agent).await?;
-    sessions::check_task_budget(cx, &source.task_id).await?;
     let key_id = cx.caller()?.key_id.clone();
     let args = json!({"session_id": p.session_id, "agent_id": p.agent_id, "model": p.model, "thinking": p.thinking, "message": p.message});
     let scope = Scope {

@@ -842,31 +842,16 @@ pub async fn invoke(cx: &Cx<'_>, op: &Op, args: Value) -> Result<Value, ApiError
     Ok(result)
 }
 
-thread_local! {
-    /// Tokens this Worker leased from large buckets (see [`crate::rules::rate::Leases`]).
-    static LEASES: std::cell::RefCell<rate::Leases> = std::cell::RefCell::default();
-}
-
-/// Counts one hit on a bucket of `limit` per minute; `rate_limited` with a retry-after when it is full.
-/// Large buckets lease a few tokens per trip to their object, so most hits need no trip at all.
+/// Counts one hit on a bucket of `limit` per minute (an exact sliding window, [`rate`]); `rate_limited`
+/// with the wait until a call would pass, in `retry_after_ms` and in the message alike, when it is full.
 pub async fn rate_limit(cx: &Cx<'_>, bucket: String, limit: u32) -> Result<(), ApiError> {
-    let want = rate::lease_size(limit);
-    if want > 1 && LEASES.with(|l| l.borrow_mut().spend(&bucket, cx.now_ms)) {
-        return Ok(());
-    }
-    let decision = cx.env.limiter.take(bucket.clone(), limit, 60_000, cx.now_ms, want).await;
-    match decision.map_err(|e| cx.internal(e))? {
-        Decision::Allowed { granted, .. } => {
-            if granted > 1 {
-                LEASES.with(|l| l.borrow_mut().keep(&bucket, granted - 1, cx.now_ms));
-            }
-            Ok(())
-        }
+    match cx.env.limiter.hit(bucket, limit, 60_000, cx.now_ms).await.map_err(|e| cx.internal(e))? {
+        Decision::Allowed { .. } => Ok(()),
         Decision::Limited { retry_after_ms } => Err(ApiError {
             code: Code::RateLimited,
             message: format!(
-                "rate limit of {limit} calls a minute reached; retry in {} s",
-                (retry_after_ms + 999) / 1000
+                "rate limit of {limit} calls a minute reached; retry in {}",
+                rate::seconds(retry_after_ms)
             ),
             retry_after_ms: Some(retry_after_ms),
         }),

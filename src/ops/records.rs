@@ -23,6 +23,8 @@ pub const OUTCOMES: &[&str] = &["pr_merged", "deployed", "reopened", "later_fail
 /// The workspace secret the webhook is verified with (a workspace secret like any other: listed by name,
 /// replaced with `put_secret`, removed with `delete_secret`, which turns the webhook off).
 pub const WEBHOOK_SECRET: &str = "RECORDS_WEBHOOK_SECRET";
+/// Verified webhook posts a workspace takes a minute.
+pub const WEBHOOK_CALLS_PER_MIN: u32 = 600;
 
 /// A record as the caller asked for it, checked.
 struct Asked<'a> {
@@ -507,7 +509,6 @@ async fn receive_inner(cx: &Cx<'_>, workspace_id: &str, req: &HttpRequest) -> Re
     if !ids::is_id(workspace_id, "ws") {
         return Err(no_hook());
     }
-    crate::ops::rate_limit(cx, format!("webhook:{workspace_id}"), 600).await?;
     let sealed = store::secrets::sealed(cx.db(), workspace_id, WEBHOOK_SECRET).await.map_err(|e| cx.internal(e))?;
     let master = cx.env.config.secrets_key.as_deref();
     let secret = sealed
@@ -527,6 +528,8 @@ async fn receive_inner(cx: &Cx<'_>, workspace_id: &str, req: &HttpRequest) -> Re
             "the webhook's signature (X-Hub-Signature-256) or bearer secret does not match this workspace's",
         ));
     }
+    // Counted only once verified: unsigned posts from anyone must never spend the workspace's own calls.
+    crate::ops::rate_limit(cx, format!("webhook:{workspace_id}"), WEBHOOK_CALLS_PER_MIN).await?;
     let body: Value = serde_json::from_slice(&req.body)
         .map_err(|e| ApiError::invalid(format!("the webhook body is not JSON: {e}")))?;
     let hook = interpret(req.header("x-github-event"), req.header("x-github-delivery"), &body)?;

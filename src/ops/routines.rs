@@ -271,6 +271,9 @@ pub async fn run(cx: &Cx<'_>, p: RunRoutine) -> Result<FireRow, ApiError> {
     .await
 }
 
+/// A hold older than this belongs to a step that died (an object's alarm runs 15 minutes at most).
+const STALE_HOLD_MS: i64 = 60 * 60_000;
+
 /// The cron trigger: records each due routine's fire once and enqueues it, and re-enqueues fires whose
 /// message was lost. Returns how many fires it recorded.
 pub async fn tick(cx: &Cx<'_>) -> Result<usize, ApiError> {
@@ -299,6 +302,8 @@ pub async fn tick(cx: &Cx<'_>) -> Result<usize, ApiError> {
         cx.env.queue.send(json!({ "fire_id": fire_id })).await.ok();
     }
     store::receipts::purge(cx.db(), now).await.map_err(|e| cx.internal(e))?;
+    // Money held for model calls whose step died before settling goes back to its wallet.
+    store::usage::release_stale(cx.db(), now - STALE_HOLD_MS).await.map_err(|e| cx.internal(e))?;
     // Housekeeping that may fail without stopping the schedule: it is tried again next tick.
     if let Err(e) = crate::blobs::purge_deleted(cx).await {
         crate::error::log_line(&format!("cron: purging deleted workspaces' bytes failed ({e}); tried again next tick"));
@@ -364,7 +369,6 @@ async fn execute(cx: &Cx<'_>, fire_id: &str, r: &RoutineRow) -> Result<(), ApiEr
     let (session_id, message_id) = match (&r.agent_id, &r.session_id) {
         (Some(agent_id), _) => {
             let agent = sessions::resolve_agent(cx, &w, agent_id).await?;
-            sessions::check_credits(cx, &w, &agent).await?;
             let spec = Spec {
                 workspace_id: &w.workspace_id,
                 agent: &agent,

@@ -5,7 +5,7 @@ use crate::cx::{Cx, Membership};
 use crate::error::{ApiError, Code};
 use crate::ops::idempotency::{self, Scope, DEFAULT_TTL_MS, START_TTL_MS};
 use crate::rules::{cursor, ids, limits};
-use crate::session::{Author, Event, NewMessage, SessionCall, SessionConfig, SessionReply};
+use crate::session::{Author, Event, NewMessage, RunPrice, SessionCall, SessionConfig, SessionReply};
 use crate::store::{self, agents::Agent, sessions::SessionRow};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -73,24 +73,6 @@ pub async fn resolve_agent(cx: &Cx<'_>, w: &Membership, agent: &str) -> Result<A
     })
 }
 
-/// Refuses work the wallet cannot cover: paid harnesses need credit; a public agent from another
-/// workspace costs its price per run.
-pub async fn check_credits(cx: &Cx<'_>, w: &Membership, agent: &Agent) -> Result<(), ApiError> {
-    let price = if agent.workspace_id == w.workspace_id { 0 } else { agent.price_cents_per_run };
-    let needs = price + i64::from(agent.harness == "openai");
-    if needs == 0 {
-        return Ok(());
-    }
-    let balance = store::workspaces::balance(cx.db(), &w.workspace_id).await.map_err(|e| cx.internal(e))?.unwrap_or(0);
-    if balance < needs {
-        return Err(ApiError::new(
-            Code::InsufficientCredits,
-            format!("the wallet of `{}` holds {balance} cents; this needs at least {needs}", w.slug),
-        ));
-    }
-    Ok(())
-}
-
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StartSession {
@@ -155,10 +137,6 @@ pub async fn start(cx: &Cx<'_>, p: StartSession) -> Result<Started, ApiError> {
         (None, slug) => (cx.workspace(slug.as_deref())?.clone(), None),
     };
     let agent = resolve_agent(cx, &w, &p.agent_id).await?;
-    check_credits(cx, &w, &agent).await?;
-    if let Some(task) = &task_id {
-        check_task_budget(cx, task).await?;
-    }
     let caller = cx.caller()?;
     let model = p.model.clone().unwrap_or_else(|| agent.model.clone());
     let spec = Spec {
@@ -177,18 +155,6 @@ pub async fn start(cx: &Cx<'_>, p: StartSession) -> Result<Started, ApiError> {
     let scope =
         Scope { workspace_id: &w.workspace_id, tool: "start_session", key: &p.idempotency_key, ttl_ms: START_TTL_MS };
     idempotency::once(cx, scope, &args, StartIds::fresh, |ids: StartIds| create(cx, &spec, ids)).await
-}
-
-/// Refuses new work in a task whose sessions have spent its budget.
-pub async fn check_task_budget(cx: &Cx<'_>, task_id: &str) -> Result<(), ApiError> {
-    let spend = store::tasks::spend(cx.db(), task_id).await.map_err(|e| cx.internal(e))?;
-    match spend {
-        Some((spent, Some(budget))) if spent >= budget => Err(ApiError::new(
-            Code::InsufficientCredits,
-            format!("task `{task_id}` has spent {spent} of its {budget} cents budget; raise it to continue"),
-        )),
-        _ => Ok(()),
-    }
 }
 
 /// Everything a new session needs, whoever starts it: a caller, a hand-off, a routine.
@@ -224,6 +190,8 @@ impl StartIds {
 
 /// Creates a session: indexes it (and its task), then starts its object with the first message. Both
 /// steps are idempotent on the reserved ids, so running it again after a crash finishes the same start.
+/// The object admits the first turn (budgets, the wallet) and takes a paid public agent's price; when it
+/// refuses, the index forgets the session again.
 pub async fn create(cx: &Cx<'_>, spec: &Spec<'_>, ids: StartIds) -> Result<Started, ApiError> {
     let task = spec.task_id.map_or_else(|| ids.session_id.clone(), str::to_owned);
     let title: String = spec.message.chars().take(120).collect();
@@ -262,10 +230,21 @@ pub async fn create(cx: &Cx<'_>, spec: &Spec<'_>, ids: StartIds) -> Result<Start
         mcp_servers: agent.mcp_servers.clone(),
         budget_cents: spec.budget_cents,
         started_by_key_id: spec.key_id.map(str::to_owned),
+        // Another workspace's public agent costs its price per run; one's own agents are free to start.
+        run_price: (agent.workspace_id != spec.workspace_id && agent.price_cents_per_run > 0)
+            .then(|| RunPrice { cents: agent.price_cents_per_run, payee_workspace_id: agent.workspace_id.clone() }),
     };
     let message =
         NewMessage { message_id: ids.message_id.clone(), text: spec.message.to_owned(), from: spec.from.clone() };
-    let seq = accepted(call(cx, &ids.session_id, SessionCall::Init { config: Box::new(config), message }).await?)?;
+    let init = SessionCall::Init { config: Box::new(config), message };
+    let seq = match call(cx, &ids.session_id, init).await {
+        Ok(reply) => accepted(reply)?,
+        Err(e) if e.code == Code::InsufficientCredits => {
+            store::sessions::discard(cx.db(), &ids.session_id, &agent.agent_id).await.map_err(|e| cx.internal(e))?;
+            return Err(e);
+        }
+        Err(e) => return Err(e),
+    };
     let session = store::sessions::get(cx.db(), &ids.session_id)
         .await
         .map_err(|e| cx.internal(e))?
@@ -306,14 +285,7 @@ pub struct Sent {
 pub async fn send(cx: &Cx<'_>, p: SendMessage) -> Result<Sent, ApiError> {
     idempotency::check_key(&p.idempotency_key)?;
     check_message(&p.message)?;
-    let (row, w) = load(cx, &p.session_id).await?;
-    if row.harness == "openai" {
-        let balance =
-            store::workspaces::balance(cx.db(), &w.workspace_id).await.map_err(|e| cx.internal(e))?.unwrap_or(0);
-        if balance < 1 {
-            return Err(ApiError::new(Code::InsufficientCredits, format!("the wallet of `{}` is empty", w.slug)));
-        }
-    }
+    let (_, w) = load(cx, &p.session_id).await?;
     let args = json!({ "session_id": p.session_id, "message": p.message });
     let scope =
         Scope { workspace_id: &w.workspace_id, tool: "send_message", key: &p.idempotency_key, ttl_ms: DEFAULT_TTL_MS };

@@ -196,6 +196,19 @@ pub async fn serve_artifact(env: &Env, token: &str) -> HttpResponse {
     }
 }
 
+/// Who a message in a transcript is from, as people read it: the owner's messages are the user's, a
+/// share-link holder's a visitor's.
+pub fn author(from: &serde_json::Value) -> &'static str {
+    match from.as_str() {
+        Some("share_link") => "visitor",
+        Some("goal") => "goal",
+        Some(_) => "user",
+        None if from.get("peer").is_some() => "peer",
+        None if from.get("routine").is_some() => "routine",
+        None => "user",
+    }
+}
+
 /// `GET /s/{token}`: the session's transcript as a readable page.
 pub async fn serve_session(env: &Env, token: &str) -> HttpResponse {
     let db: &dyn store::Sql = &env.db;
@@ -209,7 +222,7 @@ pub async fn serve_session(env: &Env, token: &str) -> HttpResponse {
         let Ok(SessionReply::Page(page)) = env.sessions.call(&s.session_id, call).await else { break };
         for e in &page.events {
             let (who, text) = match e.kind.as_str() {
-                "user_message" => ("you", e.body["text"].as_str().unwrap_or_default().to_owned()),
+                "user_message" => (author(&e.body["from"]), e.body["text"].as_str().unwrap_or_default().to_owned()),
                 "agent_message" => ("agent", e.body["text"].as_str().unwrap_or_default().to_owned()),
                 "tool_call" => {
                     ("tool", format!("{} {}", e.body["name"].as_str().unwrap_or_default(), e.body["arguments"]))
@@ -263,7 +276,7 @@ pub async fn post_to_session(cx: &Cx<'_>, token: &str, body: &[u8]) -> HttpRespo
     let msg = crate::session::NewMessage {
         message_id: ids::new_id("msg"),
         text: message,
-        from: crate::session::Author::User,
+        from: crate::session::Author::ShareLink,
     };
     match sessions::call(cx, &s.session_id, SessionCall::Send { message: msg }).await {
         Ok(_) => HttpResponse::new(303).with_header("location", format!("/s/{token}")),

@@ -1,6 +1,21 @@
 //! Input limits, checked in one place so every face refuses the same input with the same words.
 
-use crate::error::ApiError;
+use crate::error::{ApiError, Code};
+
+/// Keys an account may hold unrevoked at once, however they were minted (`POST /v1/keys`, device
+/// sign-in): a leaked write key cannot mint an unbounded crowd of others.
+pub const MAX_ACTIVE_KEYS: i64 = 100;
+
+/// The refusal of a key past [`MAX_ACTIVE_KEYS`].
+pub fn too_many_keys() -> ApiError {
+    ApiError::new(
+        Code::Conflict,
+        format!(
+            "this account already holds {MAX_ACTIVE_KEYS} active API keys, the most it may; revoke one you no longer \
+             use (DELETE /v1/keys/{{key_id}}, see GET /v1/keys) and try again"
+        ),
+    )
+}
 
 /// Checks a text's length in characters; `field` names it in the error.
 pub fn text(field: &str, value: &str, min: usize, max: usize) -> Result<(), ApiError> {

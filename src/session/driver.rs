@@ -3,7 +3,9 @@
 //! stand-in both drive sessions through here.
 
 use super::openai::{self, Ports};
-use super::{agent_tools, echo, goal, Core, EventKind, LocalSql, Refusal, SessionConfig, StepOutcome, Transition};
+use super::{
+    agent_tools, echo, goal, wallet, Core, EventKind, LocalSql, Refusal, SessionConfig, StepOutcome, Transition,
+};
 use crate::store::{self, DbResult, Sql};
 
 /// The text of the message that started the running turn.
@@ -82,16 +84,23 @@ async fn check_goal<S: LocalSql + ?Sized>(
     config: &SessionConfig,
     now_ms: i64,
 ) -> Result<Transition, Refusal> {
-    let Some(g) = core.goal()? else { return core.finish_goal_check(vec![], None, now_ms) };
+    let Some(g) = core.goal()? else { return core.finish_goal_check(vec![], None, None, now_ms) };
     let last_reply = core.summary()?.last_reply.unwrap_or_default();
     let mut verdicts = Vec::new();
     let mut charge: Option<super::Charge> = None;
-    let checks = core.turn_checks(core.turn()?.message_id.as_deref().unwrap_or_default())?;
-    for c in goal::graded(&g) {
+    let turn = core.turn()?;
+    let checks = core.turn_checks(turn.message_id.as_deref().unwrap_or_default())?;
+    for (i, c) in goal::graded(&g).into_iter().enumerate() {
         let v = if c.command.is_some() {
             goal::command_verdict(&c, &checks)
         } else if config.harness == "openai" {
-            match openai::grade(ports, config, &g.objective, &c, &last_reply).await {
+            let entry_id = format!(
+                "use_{}_{}_g{}_{i}",
+                config.session_id,
+                turn.message_id.as_deref().unwrap_or_default(),
+                turn.step
+            );
+            match openai::grade(ports, config, &entry_id, &g.objective, &c, &last_reply, now_ms).await {
                 Ok((v, ch)) => {
                     charge = Some(match charge.take() {
                         Some(mut total) => {
@@ -115,40 +124,46 @@ async fn check_goal<S: LocalSql + ?Sized>(
         };
         verdicts.push(v);
     }
-    core.finish_goal_check(verdicts, charge, now_ms)
+    // The goal's next iteration is a turn like any other: the wallet and the budgets admit it first.
+    let spent_cents = turn.spent_cents + charge.as_ref().map_or(0, |c| c.cents);
+    let next = wallet::Opening { config: config.clone(), spent_cents, first: false };
+    let unaffordable = match wallet::admit(ports.db(), &next).await {
+        Ok(()) => None,
+        Err(r) if r.code == "insufficient_credits" => Some(r.message),
+        Err(r) => return Err(r),
+    };
+    core.finish_goal_check(verdicts, charge, unaffordable, now_ms)
 }
 
-/// Writes what a transition changed to the D1 index: status, spend, and the charge with its ledger row.
+/// Writes what a transition changed to the D1 index: status and spend (charges are in the ledger already,
+/// settled by [`wallet::metered`] before the step was persisted).
 pub async fn record(db: &dyn Sql, config: &SessionConfig, t: &Transition, now_ms: i64) -> DbResult<()> {
-    if !t.index_changed && t.charge.is_none() {
+    if !t.index_changed {
         return Ok(());
     }
     let status = t.turn.state.as_str();
-    let mut stmts = Vec::new();
-    if let Some(charge) = &t.charge {
-        let entry_id =
-            format!("use_{}_{}_{}", config.session_id, t.turn.message_id.as_deref().unwrap_or_default(), t.turn.step);
-        stmts.extend(store::usage::charge(&store::usage::Entry {
-            entry_id: &entry_id,
-            workspace_id: &config.workspace_id,
-            session_id: Some(&config.session_id),
-            key_id: config.started_by_key_id.as_deref(),
-            agent_id: Some(&config.agent_id),
-            model: &charge.model,
-            cents: charge.cents,
-            input_tokens: charge.input_tokens,
-            output_tokens: charge.output_tokens,
-            now_ms,
-        }));
+    db.all(store::sessions::mark(&config.session_id, status, t.turn.spent_cents, t.turn.message_id.as_deref(), now_ms))
+        .await
+        .map(drop)
+}
+
+/// Answers a call as [`answer`] does, once the money allows it: a call that would begin a turn is admitted
+/// by the budgets and the wallet first ([`wallet::admit`]), and a session's start pays its run's price
+/// ([`wallet::pay_run`]). Every turn begun from outside the object passes here; the goal's own next turns
+/// pass the same check in [`check_goal`].
+pub async fn serve<S: LocalSql + ?Sized>(
+    core: &Core<'_, S>,
+    db: &dyn Sql,
+    call: &super::SessionCall,
+    now_ms: i64,
+) -> Result<(super::SessionReply, Option<Transition>), Refusal> {
+    if let Some(opening) = core.opens_turn(call)? {
+        wallet::admit(db, &opening).await?;
+        if opening.first {
+            wallet::pay_run(db, &opening.config, now_ms).await?;
+        }
     }
-    stmts.push(store::sessions::mark(
-        &config.session_id,
-        status,
-        t.turn.spent_cents,
-        t.turn.message_id.as_deref(),
-        now_ms,
-    ));
-    db.batch(stmts).await.map(drop)
+    answer(core, call, now_ms)
 }
 
 /// Answers a call that needs no waiting and no network. `Read` is answered without waiting here; the

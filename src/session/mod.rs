@@ -14,6 +14,7 @@ pub mod keyed;
 pub mod mcp_client;
 pub mod openai;
 pub mod protocol;
+pub mod wallet;
 
 use crate::store::{Param, Row};
 pub use protocol::*;
@@ -135,10 +136,43 @@ impl<'a, S: LocalSql + ?Sized> Core<'a, S> {
             };
         }
         self.put("config", config)?;
+        // The run's price was paid before the object was asked to start (`driver::serve`).
+        let mut turn = self.turn()?;
+        turn.spent_cents = config.run_price.as_ref().map_or(0, |p| p.cents);
+        self.set_turn(&turn)?;
         self.begin_turn(config, message, now_ms)
     }
 
-    /// Sends the next message. Refused while a turn runs (`session_busy`) and once stopped.
+    /// The turn `call` would begin, with what the wallet must admit first: `None` for a replay, a busy or
+    /// stopped session, or a call that begins no turn (the call itself answers those).
+    pub fn opens_turn(&self, call: &SessionCall) -> Res<Option<wallet::Opening>> {
+        let (config, turn) = match call {
+            SessionCall::Init { config, .. } => {
+                return Ok(self.config()?.is_none().then(|| wallet::Opening {
+                    config: (**config).clone(),
+                    spent_cents: 0,
+                    first: true,
+                }))
+            }
+            SessionCall::Send { .. } | SessionCall::SetGoal { .. } => match self.config()? {
+                Some(config) => (config, self.turn()?),
+                None => return Ok(None),
+            },
+            _ => return Ok(None),
+        };
+        if turn.state != TurnState::Idle {
+            return Ok(None);
+        }
+        if let SessionCall::Send { message } = call {
+            if self.find_message(&message.message_id)?.is_some() {
+                return Ok(None);
+            }
+        }
+        Ok(Some(wallet::Opening { config, spent_cents: turn.spent_cents, first: false }))
+    }
+
+    /// Sends the next message. Refused while a turn runs (`session_busy`) and once stopped; budgets and the
+    /// wallet were checked before ([`Self::opens_turn`]).
     pub fn send(&self, message: &NewMessage, now_ms: i64) -> Res<Transition> {
         let config = self.require_config()?;
         if let Some(seq) = self.find_message(&message.message_id)? {
@@ -159,14 +193,6 @@ impl<'a, S: LocalSql + ?Sized> Core<'a, S> {
                 ))
             }
             TurnState::Idle => {}
-        }
-        if let Some(budget) = config.budget_cents {
-            if turn.spent_cents >= budget {
-                return Err(Refusal::new(
-                    "insufficient_credits",
-                    format!("this session's budget of {budget} cents is spent; start a new session with a budget"),
-                ));
-            }
         }
         self.begin_turn(&config, message, now_ms)
     }
@@ -409,7 +435,8 @@ impl<'a, S: LocalSql + ?Sized> Core<'a, S> {
         };
         let mut t = Transition::quiet(turn.clone());
         t.wake = true;
-        t.charge = outcome.charge;
+        // The charge is settled already; the index shows the spend at once (task budgets read it).
+        t.index_changed = outcome.charge.is_some();
         match end {
             Some(reason) => {
                 self.append(EventKind::TurnEnd, &message_id, &json!({ "reason": reason }), now_ms)?;
@@ -511,10 +538,12 @@ impl<'a, S: LocalSql + ?Sized> Core<'a, S> {
     }
 
     /// Records a goal check (an event in the transcript) and either stops the goal or starts the next turn.
+    /// `unaffordable` says why the next turn may not begin (a budget or the wallet), if so: the goal stops.
     pub fn finish_goal_check(
         &self,
         verdicts: Vec<goal::Verdict>,
         charge: Option<Charge>,
+        unaffordable: Option<String>,
         now_ms: i64,
     ) -> Res<Transition> {
         let config = self.require_config()?;
@@ -526,13 +555,17 @@ impl<'a, S: LocalSql + ?Sized> Core<'a, S> {
             turn.state = TurnState::Idle;
             turn.next_at_ms = None;
             self.set_turn(&turn)?;
-            return Ok(Transition { index_changed: true, charge, ..Transition::quiet(turn) });
+            return Ok(Transition { index_changed: true, ..Transition::quiet(turn) });
         };
         g.last_verdicts = verdicts;
         g.spent_cents = turn.spent_cents - g.spent_at_set;
         g.minutes = (now_ms - g.set_ms) / 60_000;
-        let decision =
-            if g.status == goal::GoalStatus::Active { goal::decide(&g, now_ms, turn.spent_cents) } else { None };
+        let decision = if g.status == goal::GoalStatus::Active {
+            goal::decide(&g, now_ms, turn.spent_cents)
+                .or_else(|| unaffordable.map(|why| (goal::GoalStatus::LimitReached, why)))
+        } else {
+            None
+        };
         let still_active = g.status == goal::GoalStatus::Active && decision.is_none();
         if let Some((status, why)) = &decision {
             g.status = *status;
@@ -544,15 +577,13 @@ impl<'a, S: LocalSql + ?Sized> Core<'a, S> {
         self.append(EventKind::GoalCheck, &message_id, &body, now_ms)?;
         self.set_turn(&turn)?;
         if still_active {
-            let mut t = self.continue_goal(&config, g, now_ms)?;
-            t.charge = charge;
-            return Ok(t);
+            return self.continue_goal(&config, g, now_ms);
         }
         self.put("goal", &g)?;
         turn.state = TurnState::Idle;
         turn.next_at_ms = None;
         self.set_turn(&turn)?;
-        Ok(Transition { wake: true, index_changed: true, charge, ..Transition::quiet(turn) })
+        Ok(Transition { wake: true, index_changed: true, ..Transition::quiet(turn) })
     }
 
     /// Ends a turn whose step failed for good (the harness cannot continue), visibly.

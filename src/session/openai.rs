@@ -6,7 +6,7 @@
 //! `OPENAI_API_KEY`; usage is priced per model into cents and charged to the wallet.
 
 use super::agent_tools::{self, bearer, post_json};
-use super::{mcp_client, Charge, Core, Event, EventKind, LocalSql, SessionConfig, StepOutcome, Turn, TurnEnd};
+use super::{mcp_client, wallet, Charge, Core, Event, EventKind, LocalSql, SessionConfig, StepOutcome, Turn, TurnEnd};
 use crate::cx::{Blobs, Config, Env, Net};
 use crate::rules::seal;
 use crate::store::{self, Sql};
@@ -131,12 +131,17 @@ pub fn messages(config: &SessionConfig, history: &[Event]) -> Vec<Value> {
         match e.kind.as_str() {
             "user_message" => {
                 let text = e.body["text"].as_str().unwrap_or_default();
-                let content = match e.body["from"].get("peer") {
-                    Some(peer) => format!(
+                let content = match (e.body["from"].get("peer"), e.body["from"].as_str()) {
+                    (Some(peer), _) => format!(
                         "[a message from peer session {}, not from the user]\n{text}",
                         peer["session_id"].as_str().unwrap_or("?")
                     ),
-                    None => text.to_owned(),
+                    (_, Some("share_link")) => {
+                        format!(
+                            "[a message from a visitor through this session's share link, not from the user]\n{text}"
+                        )
+                    }
+                    _ => text.to_owned(),
                 };
                 out.push(json!({"role": "user", "content": content}));
             }
@@ -303,18 +308,6 @@ async fn resume(
     Ok(outcome)
 }
 
-/// What a chat-completions answer costs, from its `usage` and the price table.
-fn charge_of(ports: &Ports<'_>, config: &SessionConfig, reply: &Value) -> Charge {
-    let input = reply["usage"]["prompt_tokens"].as_i64().unwrap_or(0);
-    let output = reply["usage"]["completion_tokens"].as_i64().unwrap_or(0);
-    Charge {
-        model: config.model.clone(),
-        cents: ports.config().prices.cents(&config.model, input, output),
-        input_tokens: input,
-        output_tokens: output,
-    }
-}
-
 fn failed(message: String) -> StepOutcome {
     StepOutcome {
         events: vec![(EventKind::Error, json!({ "message": message }))],
@@ -347,20 +340,6 @@ async fn run<S: LocalSql + ?Sized>(
     if turn.step >= MAX_STEPS {
         return Err(format!("the turn made {MAX_STEPS} model calls without finishing; it stops here"));
     }
-    if let Some((spent, Some(budget))) =
-        store::tasks::spend(ports.db(), &config.task_id).await.map_err(|e| e.to_string())?
-    {
-        if spent >= budget {
-            return Ok(StepOutcome {
-                events: vec![(
-                    EventKind::Status,
-                    json!({ "text": format!("the task's budget of {budget} cents is spent; the turn stops here") }),
-                )],
-                end: Some(TurnEnd::BudgetReached),
-                ..Default::default()
-            });
-        }
-    }
     if let Some(waiting) = turn.harness.get("awaiting") {
         return resume(ports, config, turn, waiting.clone(), now_ms).await;
     }
@@ -381,11 +360,15 @@ async fn run<S: LocalSql + ?Sized>(
         body["reasoning_effort"] = json!(config.thinking);
     }
     let url = format!("{}/chat/completions", base.trim_end_matches('/'));
-    let resp = ports
-        .net
-        .post(post_json(&url, bearer(key.as_deref()), &body))
-        .await
-        .map_err(|e| format!("the model endpoint: {e}"))?;
+    // Paid from the wallet under this step's own ledger entry.
+    let entry_id =
+        format!("use_{}_{}_s{}", config.session_id, turn.message_id.as_deref().unwrap_or_default(), turn.step);
+    let (resp, charge) =
+        match wallet::metered(ports, config, &entry_id, post_json(&url, bearer(key.as_deref()), &body), now_ms).await {
+            Ok(paid) => paid,
+            Err(wallet::Unpaid::Short { reason, why }) => return Ok(wallet::stop(reason, why)),
+            Err(wallet::Unpaid::Failed(e)) => return Err(format!("the model endpoint: {e}")),
+        };
     if resp.status != 200 {
         let detail: String = String::from_utf8_lossy(&resp.body).chars().take(300).collect();
         return Err(format!("the model endpoint answered HTTP {}: {detail}", resp.status));
@@ -395,7 +378,6 @@ async fn run<S: LocalSql + ?Sized>(
     if message.is_null() {
         return Err("the model endpoint answered without choices[0].message".into());
     }
-    let charge = charge_of(ports, config, &reply);
     let mut outcome =
         StepOutcome { charge: Some(charge), harness_state: json!({ "remote_tools": remote }), ..Default::default() };
     let calls = message["tool_calls"].as_array().cloned().unwrap_or_default();
@@ -432,9 +414,11 @@ async fn run<S: LocalSql + ?Sized>(
 pub async fn grade(
     ports: &Ports<'_>,
     config: &SessionConfig,
+    entry_id: &str,
     objective: &str,
     criterion: &super::goal::Criterion,
     last_reply: &str,
+    now_ms: i64,
 ) -> Result<(super::goal::Verdict, Charge), String> {
     let base = secret(ports, config, "OPENAI_BASE_URL").await?.ok_or("no OPENAI_BASE_URL secret")?;
     let key = secret(ports, config, "OPENAI_API_KEY").await?;
@@ -446,12 +430,15 @@ pub async fn grade(
         ],
     });
     let url = format!("{}/chat/completions", base.trim_end_matches('/'));
-    let resp = ports.net.post(post_json(&url, bearer(key.as_deref()), &body)).await?;
+    let (resp, charge) =
+        match wallet::metered(ports, config, entry_id, post_json(&url, bearer(key.as_deref()), &body), now_ms).await {
+            Ok(paid) => paid,
+            Err(wallet::Unpaid::Short { why, .. } | wallet::Unpaid::Failed(why)) => return Err(why),
+        };
     if resp.status != 200 {
         return Err(format!("HTTP {}", resp.status));
     }
     let reply = resp.json_body();
-    let charge = charge_of(ports, config, &reply);
     let text = reply["choices"][0]["message"]["content"].as_str().unwrap_or_default();
     let json_part = text.find('{').and_then(|a| text.rfind('}').map(|b| &text[a..=b])).unwrap_or(text);
     let verdict: Value = serde_json::from_str(json_part).unwrap_or(Value::Null);
@@ -491,6 +478,7 @@ mod tests {
             mcp_servers: vec![],
             budget_cents: None,
             started_by_key_id: None,
+            run_price: None,
         };
         let ev = |kind: &str, body: Value| Event { seq: 0, kind: kind.into(), message_id: "m".into(), at_ms: 0, body };
         let history = vec![
@@ -502,6 +490,7 @@ mod tests {
             ev("status", json!({"text": "ignored"})),
             ev("agent_message", json!({"text": "done"})),
             ev("user_message", json!({"text": "fyi", "from": {"peer": {"session_id": "ses_p"}}})),
+            ev("user_message", json!({"text": "hello", "from": "share_link"})),
         ];
         let m = messages(&config, &history);
         assert_eq!(m[0]["role"], "system");
@@ -510,7 +499,11 @@ mod tests {
         assert_eq!(m[3]["tool_call_id"], "c1");
         assert_eq!(m[5], json!({"role": "assistant", "content": "done"}));
         assert!(m[6]["content"].as_str().unwrap().contains("peer session ses_p"));
-        assert_eq!(m.len(), 7);
+        assert!(m[7]["content"]
+            .as_str()
+            .unwrap()
+            .starts_with("[a message from a visitor through this session's share link"));
+        assert_eq!(m.len(), 8);
         let text_then_call = vec![
             ev("agent_message", json!({"text": "Now the arithmetic."})),
             ev("tool_call", json!({"call_id": "c3", "name": "calc", "arguments": {}})),

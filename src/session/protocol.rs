@@ -20,13 +20,26 @@ pub struct SessionConfig {
     pub mcp_servers: Vec<Value>,
     pub budget_cents: Option<i64>,
     pub started_by_key_id: Option<String>,
+    /// Set when the agent is another workspace's paid public agent: paid once, when the session starts.
+    #[serde(default)]
+    pub run_price: Option<RunPrice>,
 }
 
-/// Who a message is from: the operator (a person or program with a key), or a peer session.
+/// A paid public agent's price per run and the workspace it is paid to (the agent's owner).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RunPrice {
+    pub cents: i64,
+    pub payee_workspace_id: String,
+}
+
+/// Who a message is from: the operator (a person or program with a key), a visitor through the
+/// session's share link, a peer session, a routine or the standing goal.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(rename_all = "snake_case")]
 pub enum Author {
     User,
+    /// Whoever holds the session's interactive share link: not the owner, whoever it is.
+    ShareLink,
     Peer {
         session_id: String,
     },
@@ -214,6 +227,8 @@ pub enum TurnEnd {
     Stopped,
     Failed,
     BudgetReached,
+    /// The wallet could not hold what the next model call may cost.
+    InsufficientCredits,
 }
 
 /// One event of the log. `body` holds the kind's fields (`text`, `name`, `reason`, …).
@@ -272,7 +287,8 @@ pub struct Summary {
     pub turn: Turn,
 }
 
-/// A charge for one step: priced before it is persisted, so the ledger and the wallet move with it.
+/// What one step was charged: already settled in the ledger and the wallet before the step is persisted
+/// ([`super::wallet`]), so the session's spend counts it.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Charge {
     pub model: String,
@@ -303,12 +319,11 @@ pub struct Transition {
     pub alarm_at_ms: Option<i64>,
     /// Status or spend changed: write them to the D1 index.
     pub index_changed: bool,
-    pub charge: Option<Charge>,
 }
 
 impl Transition {
     pub fn quiet(turn: Turn) -> Self {
-        Self { accepted: None, turn, wake: false, alarm_at_ms: None, index_changed: false, charge: None }
+        Self { accepted: None, turn, wake: false, alarm_at_ms: None, index_changed: false }
     }
 
     pub fn accepted(message_id: &str, seq: i64, turn: Turn) -> Self {

@@ -146,28 +146,49 @@ pub struct Delivered {
     pub workspace: String,
 }
 
+/// Mints the key only while the account holds fewer than `?6` unrevoked keys (the cap of `POST /v1/keys`).
 const INSERT_KEY: &str =
     "INSERT INTO api_key (key_id, account_id, name, key_hash, prefix, scopes, workspace_id, created_ms)
-  SELECT ?2, account_id, device_name, ?3, ?4, scopes, workspace_id, ?5 FROM device_code
-  WHERE device_hash = ?1 AND status = 'approved'";
-const MARK_DELIVERED: &str =
-    "UPDATE device_code SET status = 'delivered', key_id = ?2 WHERE device_hash = ?1 AND status = 'approved'";
+  SELECT ?2, d.account_id, d.device_name, ?3, ?4, d.scopes, d.workspace_id, ?5 FROM device_code d
+  WHERE d.device_hash = ?1 AND d.status = 'approved'
+    AND (SELECT COUNT(*) FROM api_key k WHERE k.account_id = d.account_id AND k.revoked_ms IS NULL) < ?6";
+/// Delivered only if the insert just before it minted the key; otherwise the code stays approved, and a
+/// poll after a key was revoked collects it.
+const MARK_DELIVERED: &str = "UPDATE device_code SET status = 'delivered', key_id = ?2
+  WHERE device_hash = ?1 AND status = 'approved' AND changes() = 1";
+const STILL_APPROVED: &str = "SELECT 1 AS approved FROM device_code WHERE device_hash = ?1 AND status = 'approved'";
 const DELIVERED: &str = "SELECT d.scopes, a.email, w.slug AS workspace
   FROM device_code d JOIN account a ON a.account_id = d.account_id
   JOIN workspace w ON w.workspace_id = COALESCE(d.workspace_id,
     (SELECT p.workspace_id FROM workspace p WHERE p.owner_account_id = d.account_id AND p.is_personal = 1))
   WHERE d.device_hash = ?1 AND d.key_id = ?2";
 
+/// What collecting an approved code's key came to.
+#[derive(Debug)]
+pub enum Delivery {
+    Delivered(Delivered),
+    /// The code was not approved (any more): a racing poll collected it, or it was never approved.
+    Gone,
+    /// Approved, but the account holds the most active keys it may; the code stays approved.
+    TooManyKeys,
+}
+
 /// Mints the key of an approved code, once: the insert and the status change commit together, so a
-/// second poll (or a racing one) finds the code delivered and gets nothing. `None` when the code was not
-/// approved (any more).
-pub async fn deliver(db: &dyn Sql, device_hash: &str, k: &NewDeviceKey<'_>) -> DbResult<Option<Delivered>> {
+/// second poll (or a racing one) finds the code delivered and gets nothing.
+pub async fn deliver(db: &dyn Sql, device_hash: &str, k: &NewDeviceKey<'_>, max_active: i64) -> DbResult<Delivery> {
     let mut results = db
         .batch(vec![
-            stmt!(INSERT_KEY, device_hash, k.key_id, k.key_hash, k.prefix, k.now_ms),
+            stmt!(INSERT_KEY, device_hash, k.key_id, k.key_hash, k.prefix, k.now_ms, max_active),
             stmt!(MARK_DELIVERED, device_hash, k.key_id),
             stmt!(DELIVERED, device_hash, k.key_id),
+            stmt!(STILL_APPROVED, device_hash),
         ])
         .await?;
-    results.pop().and_then(|rows| rows.into_iter().next()).map(super::decode).transpose()
+    let still_approved = results.pop().is_some_and(|rows| !rows.is_empty());
+    let delivered = results.pop().and_then(|rows| rows.into_iter().next()).map(super::decode).transpose()?;
+    Ok(match (delivered, still_approved) {
+        (Some(d), _) => Delivery::Delivered(d),
+        (None, true) => Delivery::TooManyKeys,
+        (None, false) => Delivery::Gone,
+    })
 }

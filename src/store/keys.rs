@@ -68,8 +68,40 @@ pub fn insert(k: &NewKey<'_>) -> super::Stmt {
     stmt!(INSERT, k.key_id, k.account_id, k.name, k.key_hash, k.prefix, k.scopes, k.workspace_id, k.now_ms)
 }
 
-pub async fn create(db: &dyn Sql, k: &NewKey<'_>) -> DbResult<()> {
-    db.all(insert(k)).await.map(drop)
+/// Inserts the key only while the account holds fewer than `max_active` unrevoked keys, in one statement,
+/// so racing mints cannot pass the cap together.
+const INSERT_UNDER_CAP: &str =
+    "INSERT INTO api_key (key_id, account_id, name, key_hash, prefix, scopes, workspace_id, created_ms)
+  SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8
+  WHERE (SELECT COUNT(*) FROM api_key WHERE account_id = ?2 AND revoked_ms IS NULL) < ?9
+  RETURNING key_id";
+
+/// Creates a key; `false` when the account already holds `max_active` active keys.
+pub async fn create(db: &dyn Sql, k: &NewKey<'_>, max_active: i64) -> DbResult<bool> {
+    let stmt = stmt!(
+        INSERT_UNDER_CAP,
+        k.key_id,
+        k.account_id,
+        k.name,
+        k.key_hash,
+        k.prefix,
+        k.scopes,
+        k.workspace_id,
+        k.now_ms,
+        max_active
+    );
+    Ok(!db.all(stmt).await?.is_empty())
+}
+
+const ACTIVE: &str = "SELECT COUNT(*) AS n FROM api_key WHERE account_id = ?1 AND revoked_ms IS NULL";
+
+/// How many unrevoked keys the account holds.
+pub async fn active(db: &dyn Sql, account_id: &str) -> DbResult<i64> {
+    #[derive(Deserialize)]
+    struct Row {
+        n: i64,
+    }
+    Ok(super::first::<Row>(db, stmt!(ACTIVE, account_id)).await?.map_or(0, |r| r.n))
 }
 
 /// What lists show of a key: never the secret or its hash.

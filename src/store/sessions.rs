@@ -92,6 +92,20 @@ pub async fn insert(db: &dyn Sql, s: &NewSession<'_>) -> DbResult<()> {
     db.batch(stmts).await.map(drop)
 }
 
+/// Forgets a session whose object refused to start it (the wallet or a budget): only while it is still
+/// `provisioning`, and its task too if the session made it and nothing else joined.
+const DISCARD: &str = "DELETE FROM session WHERE session_id = ?1 AND status = 'provisioning'";
+const UNCOUNT_AGENT: &str =
+    "UPDATE agent SET session_count = session_count - 1 WHERE agent_id = ?1 AND session_count > 0 AND changes() = 1";
+const DISCARD_TASK: &str =
+    "DELETE FROM task WHERE task_id = ?1 AND NOT EXISTS (SELECT 1 FROM session WHERE task_id = ?1)";
+
+pub async fn discard(db: &dyn Sql, session_id: &str, agent_id: &str) -> DbResult<()> {
+    db.batch(vec![stmt!(DISCARD, session_id), stmt!(UNCOUNT_AGENT, agent_id), stmt!(DISCARD_TASK, session_id)])
+        .await
+        .map(drop)
+}
+
 pub async fn get(db: &dyn Sql, session_id: &str) -> DbResult<Option<SessionRow>> {
     const GET: &str =
         "SELECT session_id, workspace_id, task_id, agent_id, agent_name, harness, model, thinking, status, title, note,

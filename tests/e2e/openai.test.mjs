@@ -15,6 +15,9 @@ import { fakeOpenAI, fakeMcpServer } from './fakes.mjs';
 const MODEL = 'e2e-priced';
 const USAGE = { prompt_tokens: 7, completion_tokens: 3 };
 const CENTS_PER_CALL = USAGE.prompt_tokens * 1 + USAGE.completion_tokens * 2; // 13
+// Credit enough for a model call's hold at that price: the request's bytes as input tokens and the
+// reply's allowance (the wallet is held before each call and settled after).
+const CREDIT = 100_000;
 const FILE = { path: 'report/summary.md', content: '# Summary\n\nwritten by the fake model\n' };
 
 /** The fake model: write the file, then multiply 6 × 7 on the MCP server, then answer with the product. */
@@ -65,9 +68,9 @@ describe('openai harness against a scripted model and a remote MCP server', () =
   }
 
   test('a turn writes a task file, calls the MCP tool, answers, and is charged at the table price', async () => {
-    const { ws, agent } = await setup({ credit: 500 });
+    const { ws, agent } = await setup({ credit: CREDIT });
     const before = ok(await client.tool('get_usage', { workspace: ws.slug }), 'get_usage');
-    assert.equal(before.balance_cents, 500);
+    assert.equal(before.balance_cents, CREDIT);
     assert.equal(before.total_cents, 0);
     const nOpenai = openai.requests.length; const nMcp = mcpSrv.methods.length;
 
@@ -148,7 +151,7 @@ describe('openai harness against a scripted model and a remote MCP server', () =
     assert.equal(su.session.input_tokens, 3 * USAGE.prompt_tokens);
     assert.equal(su.session.output_tokens, 3 * USAGE.completion_tokens);
     assert.equal(su.session.entries.length, 3);
-    assert.equal(su.balance_cents, 500 - spent, 'the balance dropped by the charge');
+    assert.equal(su.balance_cents, CREDIT - spent, 'the balance dropped by the charge, the holds came back');
     const byModel = ok(await client.tool('get_usage', { workspace: ws.slug, group_by: 'model' }), 'get_usage by model');
     assert.equal(byModel.total_cents, spent);
     assert.equal(byModel.groups.length, 1, JSON.stringify(byModel.groups));
@@ -167,7 +170,7 @@ describe('openai harness against a scripted model and a remote MCP server', () =
   });
 
   test('switch_model changes the model and thinking the next turn sends, and its price', async () => {
-    const { ws, agent } = await setup({ credit: 500 });
+    const { ws, agent } = await setup({ credit: CREDIT });
     const started = ok(await client.tool('start_session', {
       agent_id: agent.agent_id, message: 'just say hi', idempotency_key: ikey('oa-switch'), workspace: ws.slug,
     }), 'start_session');
@@ -209,7 +212,7 @@ describe('openai harness against a scripted model and a remote MCP server', () =
   });
 
   test('budget_cents stops the turn at the cap with a clear status', async () => {
-    const { ws, agent } = await setup({ credit: 500 });
+    const { ws, agent } = await setup({ credit: CREDIT });
     const started = ok(await client.tool('start_session', {
       agent_id: agent.agent_id, message: 'Write the summary.', idempotency_key: ikey('oa-budget'), workspace: ws.slug, budget_cents: 10,
     }), 'start_session');
@@ -233,7 +236,7 @@ describe('openai harness against a scripted model and a remote MCP server', () =
     const none = ok(await client.tool('list_sessions', { workspace: ws.slug }), 'list_sessions');
     assert.equal(none.sessions.length, 0);
     // Nothing was stored for the refusal: the same key works once the wallet has credit.
-    await addCredit(ws.slug, 100);
+    await addCredit(ws.slug, CREDIT);
     const started = ok(await client.tool('start_session', args), 'start after credit');
     const turn = await readTurn(client.tool, { session_id: started.session.session_id, cursor: started.cursor, message_id: started.message_id, wait_seconds: 20 });
     assert.equal(turn.events.at(-1).reason, 'completed');
@@ -242,7 +245,7 @@ describe('openai harness against a scripted model and a remote MCP server', () =
   });
 
   test('a model endpoint error ends the turn with a visible error event', async () => {
-    const { ws, agent } = await setup({ credit: 100 });
+    const { ws, agent } = await setup({ credit: CREDIT });
     await putSecret(acct.key, 'OPENAI_BASE_URL', `${openai.baseUrl}/nowhere`, ws.slug);
     const started = ok(await client.tool('start_session', {
       agent_id: agent.agent_id, message: 'hello', idempotency_key: ikey('oa-404'), workspace: ws.slug,

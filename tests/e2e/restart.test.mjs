@@ -170,7 +170,7 @@ describe('restart: wrangler dev killed mid-turn and started again on the same st
         const r = await restAt(base, 'PUT', `/v1/secrets/${name}`, { key, body: { value } });
         assert.equal(r.status, 200, JSON.stringify(r.body));
       }
-      const credit = await restAt(base, 'POST', `/v1/workspaces/${slug}/credit`, { key: ADMIN, body: { amount_cents: 100 } });
+      const credit = await restAt(base, 'POST', `/v1/workspaces/${slug}/credit`, { key: ADMIN, body: { amount_cents: 100_000 } });
       assert.equal(credit.status, 200, JSON.stringify(credit.body));
       const agent = await restAt(base, 'POST', '/v1/agents', { key, body: { name: 'Slow model', harness: 'openai', model: 'e2e-priced' } });
       assert.equal(agent.status, 201, JSON.stringify(agent.body));
@@ -197,7 +197,7 @@ describe('restart: wrangler dev killed mid-turn and started again on the same st
         // Charged for the persisted step only: 7 input tokens × 1 + 3 output × 2 = 13 cents, once.
         assert.equal(usage.session.spent_cents, 13);
         assert.equal(usage.session.entries.length, 1);
-        assert.equal(usage.balance_cents, 100 - 13);
+        assert.equal(usage.balance_cents, 100_000 - 13, 'the hold taken before the crash was settled once');
       } else {
         assert.equal(end.reason, 'failed', JSON.stringify(turn.events));
         assert.ok(turn.events.some((e) => e.type === 'error'));

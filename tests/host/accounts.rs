@@ -356,30 +356,33 @@ fn the_per_key_limit_answers_rate_limited_with_a_retry_after() {
     let ada = app.signup("Ada", "ada@example.com");
     for _ in 0..5 {
         app.ok(&ada.key, "list_agents", json!({}));
+        app.advance(1_000);
     }
     let result = app.call(&ada.key, "list_agents", json!({}));
     assert_eq!(TestApp::tool_error(&result)["code"], "rate_limited");
-    assert!(TestApp::tool_error(&result)["retry_after_ms"].as_i64().unwrap() > 0);
+    assert_eq!(TestApp::tool_error(&result)["retry_after_ms"], 55_000, "until the first call leaves the minute");
     let rest = app.request("GET", "/v1/agents", Some(&ada.key), None);
     assert_eq!(rest.status, 429, "REST shares the same bucket");
-    assert_eq!(rest.header("retry-after"), Some("12"));
-    app.advance(12_000);
+    assert_eq!(rest.header("retry-after"), Some("55"));
+    app.advance(54_999);
+    assert_eq!(app.request("GET", "/v1/agents", Some(&ada.key), None).status, 429, "a millisecond early");
+    app.advance(1);
     app.ok(&ada.key, "list_agents", json!({}));
 }
 
 #[test]
-fn a_large_limit_leased_in_batches_still_allows_exactly_the_limit() {
+fn every_call_is_counted_by_the_limiter_and_exactly_the_capacity_passes() {
     let app =
         TestApp::with_config(agentsky::cx::Config { open_signup: true, rate_limit_per_min: 120, ..Default::default() });
     let ada = app.signup("Ada", "ada@example.com");
     let before = app.limiter.1.get();
-    for i in 0..120 {
+    for i in 0..121 {
         let r = app.call(&ada.key, "list_agents", json!({}));
         assert_eq!(r["isError"], false, "call {i}: {r}");
     }
     let over = app.call(&ada.key, "list_agents", json!({}));
     assert_eq!(TestApp::tool_error(&over)["code"], "rate_limited");
-    assert_eq!(app.limiter.1.get() - before, 61, "two tokens a trip (120 a minute), and the refused one");
+    assert_eq!(app.limiter.1.get() - before, 122, "one trip a call: nothing leased, nothing lapses");
 }
 
 #[test]

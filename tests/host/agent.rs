@@ -220,13 +220,14 @@ fn the_sixth_access_request_in_a_minute_is_refused() {
     for _ in 0..5 {
         app.agent_ok(&token, "request_access", json!({"target": "web", "scope": ["read"], "reason": "r"}));
     }
+    app.advance(1_500);
     let err = app.agent_err(&token, "request_access", json!({"target": "web", "scope": ["read"], "reason": "r"}));
-    assert_eq!(err, "too many access requests; try again in a minute (code -32003)");
+    assert_eq!(err, "too many access requests (5 a minute); try again in 58.5 s (code -32003)");
     // remember_command counts against the same bucket.
     assert!(app
         .agent_err(&token, "remember_command", json!({"kind": "checks", "command": "make test"}))
         .contains("-32003"));
-    app.advance(60_000);
+    app.advance(58_500);
     app.agent_ok(&token, "request_access", json!({"target": "web", "scope": ["read"], "reason": "r"}));
 }
 

@@ -20,6 +20,10 @@ fn app() -> TestApp {
     })
 }
 
+/// Credit enough for a model call's hold at these prices (a cent a token): the request's bytes and the
+/// output allowance.
+const CREDIT: i64 = 1_000_000;
+
 /// An account with credit, the model secrets set, and an openai agent.
 fn setup(app: &TestApp, agent: Value) -> (Account, String) {
     let ada = app.signup("Ada", "ada@example.com");
@@ -27,7 +31,7 @@ fn setup(app: &TestApp, agent: Value) -> (Account, String) {
         "POST",
         &format!("/v1/workspaces/{}/credit", ada.slug),
         Some("adm"),
-        Some(json!({"amount_cents": 1000})),
+        Some(json!({"amount_cents": CREDIT})),
     );
     for (name, value) in [
         ("OPENAI_BASE_URL", "https://model.example.com/v1"),
@@ -120,7 +124,7 @@ fn the_openai_harness_calls_the_model_runs_its_tools_and_charges_the_wallet() {
     assert_eq!(usage["session"]["spent_cents"], 310);
     assert_eq!(usage["session"]["input_tokens"], 250);
     assert_eq!(usage["session"]["entries"].as_array().unwrap().len(), 2);
-    assert_eq!(usage["balance_cents"], 1000 - 310);
+    assert_eq!(usage["balance_cents"], CREDIT - 310, "holds released, charges taken");
     let by_model = app.ok(&ada.key, "get_usage", json!({"group_by": "model"}));
     assert_eq!(by_model["groups"][0]["key"], "gpt-test");
     assert_eq!(by_model["total_cents"], 310);

@@ -198,3 +198,31 @@ fn the_webhook_records_a_merged_pull_request_and_scripts_outcomes() {
     // Only owners and admins make webhooks; a workspace without one has none.
     assert_eq!(hook(&app, &format!("ws_{}", "0".repeat(26)), &[("authorization", &bearer)], &shipped).status, 404);
 }
+
+#[test]
+fn unsigned_posts_never_spend_the_workspace_bucket_that_signed_ones_count_on() {
+    let app = app();
+    let ada = app.signup("Ada", "ada@example.com");
+    let a = agent(&app, &ada, "m1");
+    let s = session(&app, &ada, &a, "k1");
+    let made =
+        app.request("POST", &format!("/v1/workspaces/{}/records-webhook", ada.slug), Some(&ada.key), None).json_body();
+    let secret = made["secret"].as_str().unwrap().to_owned();
+    let workspace_id = made["url"].as_str().unwrap().rsplit('/').next().unwrap().to_owned();
+    let shipped = json!({"session_id": s, "name": "shipped", "by": "deploy-bot"});
+    // More forged posts than the workspace may make in a minute: each refused, none counted.
+    let cap = agentsky::rules::rate::capacity(agentsky::ops::records::WEBHOOK_CALLS_PER_MIN);
+    for i in 0..cap + 50 {
+        let forged = hook(&app, &workspace_id, &[("authorization", "Bearer not-the-secret")], &shipped);
+        assert_eq!(forged.status, 401, "forged post {i}");
+    }
+    let bearer = format!("Bearer {secret}");
+    let resp = hook(&app, &workspace_id, &[("authorization", &bearer)], &shipped);
+    assert_eq!(resp.status, 200, "the signed post still gets through: {:?}", resp.json_body());
+    // Signed posts are the ones counted.
+    for _ in 1..cap {
+        assert_eq!(hook(&app, &workspace_id, &[("authorization", &bearer)], &shipped).status, 200);
+    }
+    let over = hook(&app, &workspace_id, &[("authorization", &bearer)], &shipped);
+    assert_eq!(over.status, 429);
+}

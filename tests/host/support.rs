@@ -4,7 +4,7 @@
 use agentsky::app::{self, RequestMeta};
 use agentsky::cx::{BlobPage, Blobs, Clock, Config, Cx, Env, Feeds, Limiter, Net, Outbound, Queue, Sessions};
 use agentsky::http::{HttpRequest, HttpResponse};
-use agentsky::rules::rate::{Bucket, Decision};
+use agentsky::rules::rate::{Decision, Window};
 use agentsky::session::keyed::Keyed;
 use agentsky::session::openai::Ports;
 use agentsky::session::{driver, Core, LocalSql, Refusal, SessionCall, SessionReply};
@@ -77,20 +77,20 @@ impl Sql for Sqlite {
     }
 }
 
-/// The limiter's host twin: the same GCRA buckets, in a map; `trips` counts the calls that reached it.
+/// The limiter's host twin: the same sliding-window logs, in a map, on the tests' clock; `trips` counts
+/// the calls that reached it.
 #[derive(Clone, Default)]
-pub struct MemoryLimiter(Rc<RefCell<HashMap<String, Bucket>>>, pub Rc<Cell<u32>>);
+pub struct MemoryLimiter(Rc<RefCell<HashMap<String, Window>>>, pub Rc<Cell<u32>>);
 
 impl Limiter for MemoryLimiter {
-    fn take(
+    fn hit(
         &self,
         bucket: String,
         limit: u32,
         period_ms: i64,
         now_ms: i64,
-        want: u32,
     ) -> LocalBoxFuture<'_, Result<Decision, String>> {
-        let d = self.0.borrow_mut().entry(bucket).or_default().take(now_ms, limit, period_ms, want);
+        let d = self.0.borrow_mut().entry(bucket).or_default().hit(now_ms, limit, period_ms).decision;
         self.1.set(self.1.get() + 1);
         Box::pin(async move { Ok(d) })
     }
@@ -224,7 +224,7 @@ impl Sessions for HostSessions {
                 Err(r) => return Ok(SessionReply::Refused(r)),
             };
             let now = self.now.get();
-            match driver::answer(&core, &call, now) {
+            match driver::serve(&core, &self.db, &call, now).await {
                 Ok((reply, transition)) => {
                     if let (Some(t), Some(config)) = (transition, core.config().map_err(|r: Refusal| r.message)?) {
                         driver::record(&self.db, &config, &t, now).await.map_err(|e| e.to_string())?;
