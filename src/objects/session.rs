@@ -19,6 +19,9 @@ use std::pin::pin;
 use std::time::Duration;
 use worker::{durable_object, DurableObject, Env, Request, Response, Result, SqlStorage, SqlStorageValue, State};
 
+/// How soon an alarm retries telling the D1 index of a status it has not heard of yet.
+const INDEX_RETRY_MS: i64 = 5_000;
+
 /// The object's SQLite as the session core's storage.
 struct ObjectSql(SqlStorage);
 
@@ -65,8 +68,12 @@ impl DurableObject for Session {
         let now = now_ms();
         let env = crate::edge::core_env(&self.env)?;
         let ports = Ports { env: &env, net: &WorkerNet };
+        self.converge(&core, &env.db, now).await;
         if let Some((config, t)) = driver::step(&core, &ports, now).await.map_err(refusal)? {
-            self.effects(&config, &t, now).await;
+            self.effects(&core, &config, &t, now).await;
+            // The search index of a turn that ended comes last: it may take seconds for a long turn, and
+            // the D1 index above must not wait for it.
+            crate::ops::context::index_turn(&env.db, &core, &config, &t, now).await;
         }
         Response::ok("")
     }
@@ -83,6 +90,9 @@ impl Session {
             Ok(c) => c,
             Err(r) => return SessionReply::Refused(r),
         };
+        if let Ok(db) = self.env.d1(DB) {
+            self.converge(&core, &D1(db), now_ms()).await;
+        }
         if let SessionCall::Read { after, message_id, limit, wait_ms } = &call {
             return match self.read(&core, *after, message_id.as_deref(), *limit, *wait_ms).await {
                 Ok(page) => SessionReply::Page(page),
@@ -118,7 +128,7 @@ impl Session {
         match driver::serve(&core, &db, &call, now).await {
             Ok((reply, Some(t))) => {
                 if let Ok(Some(config)) = core.config() {
-                    self.effects(&config, &t, now).await;
+                    self.effects(&core, &config, &t, now).await;
                 }
                 reply
             }
@@ -173,29 +183,55 @@ impl Session {
         }
     }
 
+    /// Copies a status the D1 index has yet to hear of (left by a crash between the object's write and
+    /// the index's) before anything else: every activation makes the index converge.
+    async fn converge(&self, core: &Core<'_, ObjectSql>, db: &dyn crate::store::Sql, now: i64) {
+        if !matches!(core.index_due(), Ok(Some(_))) {
+            return;
+        }
+        if let Ok(Some(config)) = core.config() {
+            if let Err(e) = driver::publish(core, db, &config, now).await {
+                crate::error::log_line(&format!("session {}: index write failed: {e}", config.session_id));
+            }
+        }
+    }
+
     /// Acts on a transition: wake readers, arm or clear the alarm, write the index.
-    async fn effects(&self, config: &crate::session::SessionConfig, t: &Transition, now: i64) {
+    async fn effects(
+        &self,
+        core: &Core<'_, ObjectSql>,
+        config: &crate::session::SessionConfig,
+        t: &Transition,
+        now: i64,
+    ) {
         if t.wake {
             self.wake();
         }
         let storage = self.state.storage();
-        match (t.alarm_at_ms, t.turn.state) {
-            (Some(at), TurnState::Running) => {
-                if let Err(e) = storage.set_alarm((at - now).max(0)).await {
-                    crate::error::log_line(&format!("session {}: set_alarm failed: {e}", config.session_id));
-                }
+        // While the index has yet to hear of a turn that stopped, an alarm stands by to tell it: set with no
+        // `.await` since the transition's writes, so it lands with them and survives a crash.
+        let due = matches!(core.index_due(), Ok(Some(_)));
+        let alarm = match (t.alarm_at_ms, t.turn.state) {
+            (Some(at), TurnState::Running) => Some(at),
+            (_, TurnState::Running) => None,
+            _ if due => Some(now + INDEX_RETRY_MS),
+            _ => None,
+        };
+        if let Some(at) = alarm {
+            if let Err(e) = storage.set_alarm((at - now).max(0)).await {
+                crate::error::log_line(&format!("session {}: set_alarm failed: {e}", config.session_id));
             }
-            (_, TurnState::Terminated) => {
-                let _ = storage.delete_alarm().await;
-            }
-            _ => {}
         }
         let db = match self.env.d1(DB) {
             Ok(db) => D1(db),
             Err(e) => return crate::error::log_line(&format!("session {}: no D1: {e}", config.session_id)),
         };
-        if let Err(e) = driver::record(&db, config, t, now).await {
-            crate::error::log_line(&format!("session {}: index write failed: {e}", config.session_id));
+        match driver::publish(core, &db, config, now).await {
+            Ok(()) if t.turn.state != TurnState::Running => {
+                let _ = storage.delete_alarm().await;
+            }
+            Ok(()) => {}
+            Err(e) => crate::error::log_line(&format!("session {}: index write failed: {e}", config.session_id)),
         }
         if t.index_changed {
             // People watching the workspace (the console, `sky approvals`) see the new status at once.

@@ -1,5 +1,5 @@
 //! The async half of a session that is still platform-free: running one due harness step, and writing a
-//! transition's consequences (status, spend, charge) to D1. The object's shell and the host tests'
+//! transition's consequences (status and spend) to the D1 index. The object's shell and the host tests'
 //! stand-in both drive sessions through here.
 
 use super::openai::{self, Ports};
@@ -23,6 +23,7 @@ pub async fn step<S: LocalSql + ?Sized>(
     let Some((config, turn)) = core.due(now_ms)? else { return Ok(None) };
     if turn.goal_check {
         let t = check_goal(core, ports, &config, now_ms).await?;
+        core.hold_index(&t)?;
         return Ok(Some((config, t)));
     }
     let message_id = turn.message_id.clone().unwrap_or_default();
@@ -66,13 +67,27 @@ pub async fn step<S: LocalSql + ?Sized>(
         }
         other => {
             let t = core.fail(&format!("the `{other}` harness cannot run turns on this server yet"), now_ms)?;
+            core.hold_index(&t)?;
             return Ok(Some((config, t)));
         }
     };
     let t = core.apply(outcome, now_ms)?;
-    // A turn that ended has its new messages copied into the search index (search_context).
-    crate::ops::context::index_turn(ports.db(), core, &config, &t, now_ms).await;
+    core.hold_index(&t)?;
     Ok(Some((config, t)))
+}
+
+/// After a step was persisted: the D1 index first (status and spend, so `get_session` and
+/// `list_sessions` agree with the object at once), then the slower search index of a turn that ended.
+pub async fn after_step<S: LocalSql + ?Sized>(
+    core: &Core<'_, S>,
+    db: &dyn Sql,
+    config: &SessionConfig,
+    t: &Transition,
+    now_ms: i64,
+) -> DbResult<()> {
+    publish(core, db, config, now_ms).await?;
+    crate::ops::context::index_turn(db, core, config, t, now_ms).await;
+    Ok(())
 }
 
 /// Grades the standing goal's criteria after a turn: text criteria by the harness's grader (a separate
@@ -135,16 +150,25 @@ async fn check_goal<S: LocalSql + ?Sized>(
     core.finish_goal_check(verdicts, charge, unaffordable, now_ms)
 }
 
-/// Writes what a transition changed to the D1 index: status and spend (charges are in the ledger already,
-/// settled by [`wallet::metered`] before the step was persisted).
-pub async fn record(db: &dyn Sql, config: &SessionConfig, t: &Transition, now_ms: i64) -> DbResult<()> {
-    if !t.index_changed {
-        return Ok(());
-    }
-    let status = t.turn.state.as_str();
-    db.all(store::sessions::mark(&config.session_id, status, t.turn.spent_cents, t.turn.message_id.as_deref(), now_ms))
-        .await
-        .map(drop)
+/// Copies what the object holds for the D1 index (its status and spend) there, and forgets it once
+/// written. Held marks survive any crash with the state that made them, so calling this on the object's
+/// next activation (any call, or its alarm) makes the index converge.
+pub async fn publish<S: LocalSql + ?Sized>(
+    core: &Core<'_, S>,
+    db: &dyn Sql,
+    config: &SessionConfig,
+    now_ms: i64,
+) -> DbResult<()> {
+    let Some(mark) = core.index_due().map_err(|r| store::DbError::Other(r.message))? else { return Ok(()) };
+    db.all(store::sessions::mark(
+        &config.session_id,
+        &mark.status,
+        mark.spent_cents,
+        mark.message_id.as_deref(),
+        now_ms,
+    ))
+    .await?;
+    core.index_done(&mark).map_err(|r| store::DbError::Other(r.message))
 }
 
 /// Answers a call as [`answer`] does, once the money allows it: a call that would begin a turn is admitted
@@ -163,7 +187,11 @@ pub async fn serve<S: LocalSql + ?Sized>(
             wallet::pay_run(db, &opening.config, now_ms).await?;
         }
     }
-    answer(core, call, now_ms)
+    let answered = answer(core, call, now_ms)?;
+    if let Some(t) = &answered.1 {
+        core.hold_index(t)?;
+    }
+    Ok(answered)
 }
 
 /// Answers a call that needs no waiting and no network. `Read` is answered without waiting here; the

@@ -96,6 +96,34 @@ impl<'a, S: LocalSql + ?Sized> Core<'a, S> {
         self.put("turn", turn)
     }
 
+    /// Keeps what the D1 index must now say, when a transition changed it. Called with no `.await` after
+    /// the transition's own writes, so both land in one atomic write.
+    pub fn hold_index(&self, t: &Transition) -> Res<()> {
+        if !t.index_changed {
+            return Ok(());
+        }
+        let status = if self.config()?.is_none() { "provisioning" } else { t.turn.state.as_str() };
+        let mark = IndexMark {
+            status: status.to_owned(),
+            spent_cents: t.turn.spent_cents,
+            message_id: t.turn.message_id.clone(),
+        };
+        self.put("index", &mark)
+    }
+
+    /// What the index has yet to be told, if anything.
+    pub fn index_due(&self) -> Res<Option<IndexMark>> {
+        self.get("index")
+    }
+
+    /// The index now says `mark`: forget it, unless a newer one was held meanwhile.
+    pub fn index_done(&self, mark: &IndexMark) -> Res<()> {
+        if self.index_due()?.as_ref() == Some(mark) {
+            self.sql.exec("DELETE FROM kv WHERE k = 'index'", &[]).map_err(storage)?;
+        }
+        Ok(())
+    }
+
     /// Appends one event and returns its sequence number.
     pub fn append(&self, kind: EventKind, message_id: &str, body: &Value, now_ms: i64) -> Res<i64> {
         let rows = self

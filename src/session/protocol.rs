@@ -321,6 +321,16 @@ pub struct Transition {
     pub index_changed: bool,
 }
 
+/// What the D1 index must say of a session, kept in the object until it does: written in the same
+/// atomic write as the turn state that changed it, so whatever crashes, the object still knows what to
+/// copy (see [`crate::session::driver::publish`]).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct IndexMark {
+    pub status: String,
+    pub spent_cents: i64,
+    pub message_id: Option<String>,
+}
+
 impl Transition {
     pub fn quiet(turn: Turn) -> Self {
         Self { accepted: None, turn, wake: false, alarm_at_ms: None, index_changed: false }

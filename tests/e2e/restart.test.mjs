@@ -151,6 +151,42 @@ describe('restart: wrangler dev killed mid-turn and started again on the same st
     const final = await readAll(mcp.tool, sid);
     assert.deepEqual(final.events.slice(0, after.events.length), after.events);
   });
+  test('the session index converges on each object after SIGKILLs at random points (10 runs)', async (t) => {
+    const base = current.base; const port = current.port;
+    const acct = await restAt(base, 'POST', '/v1/accounts', { body: { name: 'Crashes', email: `crashes-${uniq()}@example.com` } });
+    assert.equal(acct.status, 201, JSON.stringify(acct.body));
+    const key = acct.body.key.key;
+    const agent = await restAt(base, 'POST', '/v1/agents', { key, body: { name: 'Burst', harness: 'echo', model: 'echo-1' } });
+    const mcp = rawMcp(key, { base });
+    const sids = [];
+    for (let run = 0; run < 10; run++) {
+      // A long turn: thousands of events to copy into the search index after its last step.
+      for (let i = 0; i < 2; i++) {
+        const s = ok(await mcp.tool('start_session', { agent_id: agent.body.agent_id, message: '/burst 3000 crash me', idempotency_key: ikey() }), 'start');
+        sids.push(s.session.session_id);
+      }
+      const at = 400 + Math.floor(Math.random() * 3100);
+      await new Promise((r) => setTimeout(r, at));
+      await crash();
+      current = await ownServer('resume', port);
+      // Nothing reads the objects: their alarms (the turn's, or the one standing by for the index) bring
+      // the index level by themselves. list_sessions and get_session read only the index.
+      const deadline = Date.now() + 45_000;
+      let running = sids;
+      while (running.length && Date.now() < deadline) {
+        const listed = ok(await mcp.tool('list_sessions', { limit: 100 }), 'list_sessions').sessions;
+        running = listed.filter((x) => x.status === 'running' || x.status === 'provisioning').map((x) => x.session_id);
+        if (running.length) await new Promise((r) => setTimeout(r, 300));
+      }
+      t.diagnostic(`run ${run + 1}: killed ${at} ms after the starts; ${running.length} still running in the index after the wait`);
+      for (const sid of sids) {
+        const indexed = ok(await mcp.tool('get_session', { session_id: sid }), 'get_session').status;
+        const object = ok(await mcp.tool('read_session', { session_id: sid, limit: 1 }), 'read_session').status;
+        assert.equal(indexed, object, `run ${run + 1}: ${sid}: the index says ${indexed}, the object ${object}`);
+      }
+    }
+  });
+
   test('killed while a model call is in flight: the step runs again after the restart and is charged once', async (t) => {
     const base = current.base; const port = current.port;
     let release; const held = new Promise((r) => { release = r; });

@@ -353,3 +353,36 @@ fn get_usage_checks_its_dates_and_groups() {
         assert_eq!(app.err_code(&ada.key, "get_usage", bad.clone()), "invalid_params", "{bad}");
     }
 }
+
+/// A crash between the object's write and the index's leaves the index behind; the object keeps what the
+/// index must say with its own state, so its next activation (any call, or its alarm) brings the index
+/// level with it.
+#[test]
+fn the_index_converges_on_the_objects_state_after_a_crash_in_between() {
+    let app = TestApp::new();
+    let ada = app.signup("Ada", "ada@example.com");
+    let agent =
+        app.request("POST", "/v1/agents", Some(&ada.key), Some(json!({"name": "E", "harness": "echo", "model": "m"})));
+    let agent_id = agent.json_body()["agent_id"].as_str().unwrap().to_owned();
+    let s = app.ok(
+        &ada.key,
+        "start_session",
+        json!({"agent_id": agent_id, "message": "/burst 50 x", "idempotency_key": "k"}),
+    );
+    let sid = s["session"]["session_id"].as_str().unwrap().to_owned();
+    let status = |app: &TestApp| app.ok(&ada.key, "get_session", json!({"session_id": sid}))["status"].clone();
+    assert_eq!(status(&app), "running");
+    app.sessions.crash_before_index.set(true);
+    app.settle();
+    assert_eq!(status(&app), "running", "the index missed the turn's end (the crash)");
+    app.sessions.crash_before_index.set(false);
+    let page = app.ok(&ada.key, "read_session", json!({"session_id": sid, "message_id": s["message_id"]}));
+    assert_eq!(page["status"], "idle", "the object is the truth");
+    assert_eq!(status(&app), "idle", "its next activation told the index");
+    // The same for a stop.
+    app.sessions.crash_before_index.set(true);
+    app.ok(&ada.key, "stop_session", json!({"session_id": sid}));
+    app.sessions.crash_before_index.set(false);
+    app.ok(&ada.key, "collect_result", json!({"session_id": sid}));
+    assert_eq!(status(&app), "terminated");
+}

@@ -122,6 +122,8 @@ pub struct HostSessions {
     pub on_wait: Rc<RefCell<Option<WaitHook>>>,
     /// The workspace feeds, shared by the app and the sessions.
     pub feeds: MemoryFeeds,
+    /// While set, objects commit their state but die before telling the D1 index (a crash in between).
+    pub crash_before_index: Rc<Cell<bool>>,
 }
 
 /// Runs while a call waits on a key (given the key), with the app to send requests to.
@@ -183,7 +185,9 @@ impl HostSessions {
             let ports = Ports { env: &env, net: &self.net };
             let stepped = driver::step(&core, &ports, now).await.unwrap();
             let Some((config, t)) = stepped else { break };
-            driver::record(&self.db, &config, &t, now).await.unwrap();
+            if !self.crash_before_index.get() {
+                driver::after_step(&core, &self.db, &config, &t, now).await.unwrap();
+            }
         }
     }
 
@@ -224,10 +228,16 @@ impl Sessions for HostSessions {
                 Err(r) => return Ok(SessionReply::Refused(r)),
             };
             let now = self.now.get();
+            // As the object does on every activation: a status the index missed is copied first.
+            if let (false, Ok(Some(config))) = (self.crash_before_index.get(), core.config()) {
+                driver::publish(&core, &self.db, &config, now).await.map_err(|e| e.to_string())?;
+            }
             match driver::serve(&core, &self.db, &call, now).await {
                 Ok((reply, transition)) => {
-                    if let (Some(t), Some(config)) = (transition, core.config().map_err(|r: Refusal| r.message)?) {
-                        driver::record(&self.db, &config, &t, now).await.map_err(|e| e.to_string())?;
+                    if let (Some(_), Some(config)) = (transition, core.config().map_err(|r: Refusal| r.message)?) {
+                        if !self.crash_before_index.get() {
+                            driver::publish(&core, &self.db, &config, now).await.map_err(|e| e.to_string())?;
+                        }
                     }
                     Ok(reply)
                 }
@@ -439,6 +449,7 @@ impl TestApp {
             keyed: Rc::default(),
             on_wait: Rc::default(),
             feeds: MemoryFeeds { counts: Rc::default(), now: now_ms.clone() },
+            crash_before_index: Rc::default(),
         };
         Self { db, limiter, sessions, blobs, queue: MemoryQueue::default(), config, now_ms, last_queries: Cell::new(0) }
     }
