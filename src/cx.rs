@@ -28,6 +28,9 @@ pub struct Config {
     pub prices: crate::session::openai::Prices,
     /// How long session tools wait for a person (`AGENT_WAIT_MS`; the contract's 5 minutes by default).
     pub agent_wait_ms: Option<i64>,
+    /// Lets tenant URLs (model endpoints, MCP servers) name this machine, over plain http too
+    /// (`ALLOW_LOOPBACK_HTTP`): local development and its end-to-end tests only, never production.
+    pub allow_loopback_http: bool,
     /// Serves the conformance suite's fixture tools without auth at `/v1/conformance/mcp` (tests only).
     pub conformance_fixtures: bool,
 }

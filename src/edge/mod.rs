@@ -49,6 +49,7 @@ pub(crate) fn config(env: &Env) -> Config {
                 })
             })
             .unwrap_or_default(),
+        allow_loopback_http: flag("ALLOW_LOOPBACK_HTTP"),
         conformance_fixtures: flag("CONFORMANCE_FIXTURES"),
         agent_wait_ms: var(env, "AGENT_WAIT_MS").and_then(|v| v.parse().ok()),
     }

@@ -133,21 +133,25 @@ pub fn same_origin(from: &Url, location: &str) -> Option<Url> {
 }
 
 /// What of a tenant server's error answer is shown (in a transcript, an error, a log): the status and
-/// at most 100 characters of its body, on one line, with anything secret-looking redacted.
+/// a [`snippet`] of its body.
 pub fn summary(status: u16, body: &[u8]) -> String {
-    let text = String::from_utf8_lossy(body);
+    match snippet(&String::from_utf8_lossy(body)) {
+        s if s.is_empty() => format!("HTTP {status}"),
+        s => format!("HTTP {status}: {s}"),
+    }
+}
+
+/// At most 100 characters of what a tenant's server said, on one line, with anything secret-looking
+/// redacted.
+pub fn snippet(text: &str) -> String {
     let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
     let flat: String = flat.chars().filter(|c| !c.is_control()).collect();
     let clean = super::redact::redact(&flat);
-    let mut snippet: String = clean.chars().take(100).collect();
+    let mut out: String = clean.chars().take(100).collect();
     if clean.chars().count() > 100 {
-        snippet.push('…');
+        out.push('…');
     }
-    if snippet.is_empty() {
-        format!("HTTP {status}")
-    } else {
-        format!("HTTP {status}: {snippet}")
-    }
+    out
 }
 
 #[cfg(test)]
