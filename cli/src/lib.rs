@@ -14,6 +14,8 @@
 //! - [`turn`] — one claimed turn: its folder, the agent's command under a supervisor, output as events,
 //!   the lease, the changed files uploaded.
 //! - [`shim`] — the provider CLI shims a turn's agent finds first on its `PATH`.
+//! - [`redaction`] — the server's redaction rule, compiled from the server's own file, for what a runner
+//!   posts (output, command lines).
 //!
 //! Nothing here prints a key in full: output shows its prefix only.
 
@@ -29,6 +31,11 @@ pub mod setup;
 pub mod shim;
 pub mod skill;
 pub mod turn;
+
+/// The one redaction rule, the server's own file: what a runner posts is redacted exactly as what the
+/// server stores, and both are tested from the one table in it.
+#[path = "../../src/rules/redact.rs"]
+pub mod redaction;
 
 use std::fmt;
 

@@ -20,7 +20,8 @@
 //!    the credential's variables added to its environment (an `ssh-agent` credential: `SSH_AUTH_SOCK` set
 //!    to its `socketPath`). Nothing is written to disk or printed;
 //! 6. reports how it exited (`POST /v1/session/commands`, to the audit log as `command_ok` or
-//!    `command_failed` with the command line, withheld when it looks like it holds a secret): a `deploy`
+//!    `command_failed` with the command line, any secret in it replaced by the shared redaction rule
+//!    before it leaves this machine): a `deploy`
 //!    `remember_command` is accepted only after a granted command on its target exited 0. Commands that
 //!    need no grant are `exec`ed as they are.
 //!
@@ -729,7 +730,7 @@ fn run_granted(real: &Path, args: &[String], env: &[(String, String)]) -> i32 {
 
 /// Records how a granted command exited, in the audit log. Best effort: a failure is said, not fatal.
 fn report_exit(server: &str, token: &str, grant_id: &str, line: &str, code: i32) {
-    let command: String = line.chars().take(2_000).collect();
+    let command: String = crate::redaction::redact(line).chars().take(2_000).collect();
     let body = json!({ "grantId": grant_id, "command": command, "exitCode": code });
     let api = crate::api::Api::with_timeout(server, std::time::Duration::from_secs(10));
     match api.post_json("/v1/session/commands", Some(token), &body) {

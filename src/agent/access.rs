@@ -428,12 +428,8 @@ pub async fn report_command(a: &Agent<'_>, body: &[u8]) -> Result<Value, crate::
         .await
         .map_err(|e| ApiError::new(Code::RateLimited, e.message))?;
     let action = if p.exit_code == 0 { "command_ok" } else { "command_failed" };
-    // The line is kept for the operator to read, unless it looks like it carries a secret.
-    let detail = if targets::looks_secret(&p.command) {
-        format!("exit {}: (the command line is withheld: it looks like it contains a secret)", p.exit_code)
-    } else {
-        format!("exit {}: {}", p.exit_code, p.command)
-    };
+    // The line is kept for the operator to read; the audit log replaces any secret in it.
+    let detail = format!("exit {}: {}", p.exit_code, p.command);
     store::requests::audit(a.cx.db(), &g, &a.me.session_id, action, &detail, a.cx.now_ms)
         .await
         .map_err(|e| a.cx.internal(e))?;

@@ -434,8 +434,15 @@ fn tokens(text: &str) -> String {
         if jwt > 0 {
             len = jwt;
         }
+        // A digest is named, not secret: an SSH fingerprint (`SHA256:…`), a subresource integrity hash
+        // (`sha512-…`), a Docker digest. It is kept whole, slashes and all.
+        if is_digest(&out, &rest[..len]) {
+            len = rest.find(|c: char| c.is_whitespace() || "\"'`,;)".contains(c)).unwrap_or(rest.len());
+        }
         let run = &rest[..len];
-        if jwt > 0 || is_credential(run) {
+        if is_digest(&out, run) {
+            out.push_str(run);
+        } else if jwt > 0 || is_credential(run) {
             out.push_str(MARK);
         } else {
             out.push_str(run);
@@ -444,6 +451,20 @@ fn tokens(text: &str) -> String {
     }
     out.push_str(rest);
     out
+}
+
+/// Labels that name what follows as a digest.
+const DIGESTS: &[&str] = &["sha1", "sha256", "sha384", "sha512", "md5"];
+
+/// Whether `run`, after the text `before`, is a labelled digest: `sha512-…`, or `SHA256:…`.
+fn is_digest(before: &str, run: &str) -> bool {
+    let labelled = |label: &str| DIGESTS.iter().any(|d| label.eq_ignore_ascii_case(d));
+    let sri = run.split_once('-').is_some_and(|(label, _)| labelled(label));
+    let after_label = before
+        .strip_suffix(':')
+        .map(|b| &b[b.rfind(|c: char| !c.is_ascii_alphanumeric()).map_or(0, |i| i + 1)..])
+        .is_some_and(labelled);
+    sri || after_label
 }
 
 /// The length of the JWT `s` starts with, or 0.
@@ -557,6 +578,14 @@ mod tests {
         ),
         ("secret Zm9vYmFyYmF6cXV4MTIzNDU2Nzg5MEFCQ0RFRg== end", "secret [redacted] end"),
         ("some-very-long-package-name-2024-Edition-X", "some-very-long-package-name-2024-Edition-X"),
+        (
+            "256 SHA256:nThbg6kXUpJWGl7E1IGOCspRomTxdCARLviKw6E5SY8/vYq sky-test (ED25519)",
+            "256 SHA256:nThbg6kXUpJWGl7E1IGOCspRomTxdCARLviKw6E5SY8/vYq sky-test (ED25519)",
+        ),
+        (
+            r#""integrity": "sha512-Ffq1PqSu7NaXqY0oWCe3aDCdXzgLH0ZRPzI/dKcGh6o/dHjKxpFe8Ah7gHZ0c4uE4nPxQ4T5mWQ1a1+J5Q==""#,
+            r#""integrity": "sha512-Ffq1PqSu7NaXqY0oWCe3aDCdXzgLH0ZRPzI/dKcGh6o/dHjKxpFe8Ah7gHZ0c4uE4nPxQ4T5mWQ1a1+J5Q==""#,
+        ),
         // Private keys.
         (
             "key:\n-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjE=\n-----END OPENSSH PRIVATE KEY-----\nbye",

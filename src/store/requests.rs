@@ -205,7 +205,9 @@ pub async fn audit(
       VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)";
     let id = crate::rules::ids::new_id("aud");
     let g = grant;
-    db.all(stmt!(INSERT, id, &g.workspace_id, session_id, &g.grant_id, &g.connector_id, action, detail, now_ms))
+    // Every audit row passes the redaction rule: a command line is kept readable, its secrets replaced.
+    let detail = crate::rules::redact::redact(detail);
+    db.all(stmt!(INSERT, id, &g.workspace_id, session_id, &g.grant_id, &g.connector_id, action, &detail, now_ms))
         .await
         .map(drop)
 }
