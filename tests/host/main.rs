@@ -16,6 +16,7 @@ mod records;
 mod routines;
 mod runner_jobs;
 mod runners;
+mod secrets;
 mod sessions;
 mod table;
 mod tasks;
