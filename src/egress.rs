@@ -27,7 +27,8 @@ impl<'a> Egress<'a> {
         let mut url = outbound::check(what, &out.url, self.loopback_http)?;
         for _ in 0..=MAX_REDIRECTS {
             out.url = url.to_string();
-            let resp = self.net.post(out.clone()).await?;
+            // A failed fetch says why in its own words, which may quote the URL: summarized like an answer.
+            let resp = self.net.post(out.clone()).await.map_err(|e| outbound::snippet(&e))?;
             if !matches!(resp.status, 301 | 302 | 303 | 307 | 308) {
                 return Ok(resp);
             }
