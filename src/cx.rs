@@ -31,6 +31,9 @@ pub struct Config {
     /// Count per-address limits by `CF-Connecting-IP` (`TRUST_CF_CONNECTING_IP`): only behind Cloudflare,
     /// whose edge sets it; elsewhere a client could name any address ([`crate::http::client_address`]).
     pub trust_cf_connecting_ip: bool,
+    /// Lets tenant URLs (model endpoints, MCP servers) name this machine, over plain http too
+    /// (`ALLOW_LOOPBACK_HTTP`): local development and its end-to-end tests only, never production.
+    pub allow_loopback_http: bool,
     /// Serves the conformance suite's fixture tools without auth at `/v1/conformance/mcp` (tests only).
     pub conformance_fixtures: bool,
 }

@@ -9,6 +9,7 @@
 //! - [`rules`] — pure domain logic (ids, slugs, limits, rate buckets).
 //! - [`store`] — every SQL statement, over the [`store::Sql`] trait (D1 in the Worker, SQLite in tests).
 //! - [`cx`] — what a handler may use: bindings, clock, caller, workspace rules.
+//! - [`egress`] — the one door to URLs a tenant chose (the outbound rule, redirects).
 //! - `edge` (wasm32 only) — the Worker's entry points, D1 and Durable Object adapters.
 //!
 //! The core never names `worker::`; only `edge` does.
@@ -18,6 +19,7 @@ pub mod app;
 pub mod blobs;
 pub mod console;
 pub mod cx;
+pub mod egress;
 pub mod error;
 pub mod http;
 pub mod keycache;

@@ -15,6 +15,8 @@
 //!   the lease, the changed files uploaded.
 //! - [`shim`] — the provider CLI shims a turn's agent finds first on its `PATH`.
 //! - [`granted`] — the channel a shim asks its turn's runner to run the real CLI under a grant through.
+//! - [`redaction`] — the server's redaction rule (from the shared `agentsky-wire` crate), for what a
+//!   runner posts (output, command lines).
 //!
 //! Nothing here prints a key in full: output shows its prefix only.
 
@@ -31,6 +33,9 @@ pub mod setup;
 pub mod shim;
 pub mod skill;
 pub mod turn;
+
+/// The one redaction rule, shared with the server: what a runner posts is redacted as the server would.
+pub use agentsky_wire::redact as redaction;
 
 use std::fmt;
 

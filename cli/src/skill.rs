@@ -149,6 +149,11 @@ fn entry(a: &Value) -> String {
     if !needs.is_empty() {
         out.push_str(&format!("- Needs: {}\n", needs.join("; ")));
     }
+    let hosts: Vec<&str> =
+        a["remote_mcp_hosts"].as_array().map(|r| r.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
+    if !hosts.is_empty() {
+        out.push_str(&format!("- Calls MCP servers at: {}\n", one_line(&hosts.join(", "))));
+    }
     out
 }
 
@@ -167,7 +172,8 @@ mod tests {
         let catalog = json!({"agents": [
             {"handle": "@reviewer", "agent_id": "ag_1", "name": "Reviewer", "description": "Reviews\n# code",
              "categories": ["code"], "source": "public", "harness": "openai", "model": "gpt-x",
-             "pricing": {"per_run_cents": 25, "usage": "per token"}, "requirements": ["wallet credit"]},
+             "pricing": {"per_run_cents": 25, "usage": "per token"}, "requirements": ["wallet credit"],
+             "remote_mcp_hosts": ["tools.example.com", "api.example.org"]},
             {"handle": null, "agent_id": "ag_2", "name": "Mine", "description": "", "categories": [],
              "source": "own", "harness": "echo", "model": "echo", "pricing": {"per_run_cents": 0, "usage": "free"},
              "requirements": []}
@@ -181,6 +187,8 @@ mod tests {
         assert!(md.contains("- Price: 25 ¢ per session, model use billed per token"), "{md}");
         assert!(md.contains("- Price: free\n"), "{md}");
         assert!(md.contains("- Needs: wallet credit"), "{md}");
+        assert!(md.contains("- Calls MCP servers at: tools.example.com, api.example.org\n"), "{md}");
+        assert_eq!(md.matches("Calls MCP servers").count(), 1, "only agents that declare some: {md}");
         assert!(md.contains("in workspace `ada`"));
     }
 

@@ -23,7 +23,8 @@
 //!   second, consecutive lines of one stream are joined into one event (so a reply printed at once is one
 //!   message, and the last message is the reply `collect_result` shows). Each event's key is
 //!   `<lease_id>-<n>`; a post that fails on the network is sent again with the same keys, so nothing is
-//!   shown twice. Both session and runner tokens are masked in anything posted.
+//!   shown twice. Both session and runner tokens are masked in anything posted, and the server's
+//!   redaction rule ([`crate::redaction`]) replaces any other secret a line shows (`TOKEN=…`, `ghp_…`).
 //! - **Lease.** Renewed every 10 s. `stop: true` (the session was stopped; a heartbeat or the job poll
 //!   says it), a 409 (the lease was lost) or 30 s without a renewal end the command: SIGTERM to its
 //!   process group, SIGKILL 3 s later. Nothing is uploaded then: the turn is over, or another runner has it.
@@ -195,7 +196,7 @@ pub struct Outbox {
 }
 
 impl Outbox {
-    /// `secrets` are masked in every line.
+    /// `secrets` are masked in every line, and whatever else the redaction rule catches is replaced.
     pub fn new(lease_id: &str, secrets: Vec<String>) -> Self {
         Self { lease_id: lease_id.to_owned(), next: 1, lines: vec![], unsent: vec![], secrets }
     }
@@ -205,6 +206,7 @@ impl Outbox {
         for s in &self.secrets {
             line = redact(&line, s);
         }
+        line = crate::redaction::redact(&line);
         if line.len() > EVENT_TEXT_MAX {
             let mut cut = EVENT_TEXT_MAX;
             while !line.is_char_boundary(cut) {
@@ -1186,6 +1188,16 @@ mod tests {
         assert_eq!(o.unsent[3]["key"], "lease_1-4");
         o.event("error", json!({"message": "boom"}));
         assert_eq!((o.unsent[4]["key"].as_str(), o.unsent[4]["message"].as_str()), (Some("lease_1-5"), Some("boom")));
+    }
+
+    #[test]
+    fn secrets_the_agent_prints_are_redacted_before_they_are_posted() {
+        let mut o = Outbox::new("l", vec![]);
+        o.push(Stream::Stdout, "export GITHUB_TOKEN=ghp_abcdefghijklmnopqrstuvwx");
+        o.push(Stream::Stderr, "curl -u ada:s3cr3t https://api.example.com");
+        o.seal();
+        let texts: Vec<&str> = o.unsent.iter().map(|e| e["text"].as_str().unwrap()).collect();
+        assert_eq!(texts, ["export GITHUB_TOKEN=[redacted]", "curl -u ada:[redacted] https://api.example.com"]);
     }
 
     #[test]

@@ -345,6 +345,20 @@ pub async fn get_credential(a: &Agent<'_>, p: GetCredential) -> Result<Value, To
     Ok(view)
 }
 
+/// What of a `get_credential` result may be kept (a transcript, an index): its shape, every value of its
+/// `env` replaced by the redaction mark; and those values, so whatever repeats them can be masked too.
+pub fn withheld(view: &Value) -> (Value, Vec<String>) {
+    let mut kept = view.clone();
+    let mut values = Vec::new();
+    if let Some(env) = kept.get_mut("env").and_then(Value::as_object_mut) {
+        for v in env.values_mut() {
+            values.push(v.as_str().map_or_else(|| v.to_string(), str::to_owned));
+            *v = json!(crate::rules::redact::MARK);
+        }
+    }
+    (kept, values)
+}
+
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Target {

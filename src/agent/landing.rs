@@ -2,7 +2,7 @@
 //! base into the lane, run the checks, merge into the base with the summary as the record).
 
 use super::{Agent, ToolError, ACCESS_PER_MIN, QUESTIONS_PER_MIN};
-use crate::rules::{argv, limits, targets};
+use crate::rules::{argv, limits, redact};
 use crate::runner::jobs::{self, Asked};
 use crate::store;
 use crate::taskfs::{self, Folder, Writer};
@@ -97,7 +97,7 @@ pub async fn remember_command(a: &Agent<'_>, p: RememberCommand) -> Result<Value
             p.kind
         )));
     }
-    if targets::looks_secret(&p.command) {
+    if redact::has_secret(&p.command) {
         return Err(ToolError::refused(
             "the command looks like it contains a secret; refused. Use a grant (the provider CLI picks it up) and give the user the command without it",
         ));

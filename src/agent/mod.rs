@@ -23,7 +23,7 @@ use serde_json::{json, Value};
 
 pub use access::{
     covers as grant_covers, decide_access, grant_view, live as grant_is_live, open_credential, ssh_hold_s, visible_to,
-    Credential,
+    withheld, Credential,
 };
 pub use landing::PROJECT_FILE;
 
@@ -282,6 +282,22 @@ pub async fn harness_resume(agent: Agent<'_>, kind: &str, request_id: &str, gran
     match (kind, grant_id) {
         ("access", Some(g)) => access::check_grant(&agent, access::CheckGrant { grant_id: g.to_owned() }).await,
         _ => asking::answer_of(&agent, request_id).await,
+    }
+}
+
+/// What of a session tool's result (`text`, as the agent got it) may be persisted where people and indexes
+/// read it, and the credential values it carried, for masking wherever they are repeated. Only
+/// `get_credential` carries any: its values are replaced, its shape kept.
+pub fn persisted(name: &str, text: &str) -> (String, Vec<String>) {
+    if name != "get_credential" {
+        return (text.to_owned(), vec![]);
+    }
+    match serde_json::from_str::<Value>(text) {
+        Ok(v) if v.is_object() => {
+            let (kept, values) = access::withheld(&v);
+            (kept.to_string(), values)
+        }
+        _ => (crate::rules::redact::MARK.to_owned(), vec![text.to_owned()]),
     }
 }
 

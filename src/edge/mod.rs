@@ -51,6 +51,7 @@ pub(crate) fn config(env: &Env) -> Config {
                 })
             })
             .unwrap_or_default(),
+        allow_loopback_http: flag("ALLOW_LOOPBACK_HTTP"),
         conformance_fixtures: flag("CONFORMANCE_FIXTURES"),
         trust_cf_connecting_ip: flag("TRUST_CF_CONNECTING_IP"),
         agent_wait_ms: var(env, "AGENT_WAIT_MS").and_then(|v| v.parse().ok()),

@@ -1,9 +1,10 @@
-//! [`Net`] over the Worker's `fetch`.
+//! [`Net`] over the Worker's `fetch`. Redirects are never followed here (`redirect: manual`): the 3xx
+//! answer goes back to [`crate::egress`], which follows one only within the same origin.
 
 use crate::cx::{Net, Outbound};
 use crate::http::HttpResponse;
 use futures::future::LocalBoxFuture;
-use worker::{Fetch, Headers, Method, Request, RequestInit};
+use worker::{Fetch, Headers, Method, Request, RequestInit, RequestRedirect};
 
 pub struct WorkerNet;
 
@@ -16,7 +17,10 @@ impl Net for WorkerNet {
                     headers.set(k, v)?;
                 }
                 let mut init = RequestInit::new();
-                init.with_method(Method::Post).with_headers(headers).with_body(Some(out.body.into()));
+                init.with_method(Method::Post)
+                    .with_headers(headers)
+                    .with_body(Some(out.body.into()))
+                    .with_redirect(RequestRedirect::Manual);
                 let mut resp = Fetch::Request(Request::new_with_init(&out.url, &init)?).send().await?;
                 let headers: Vec<(String, String)> =
                     resp.headers().entries().map(|(k, v)| (k.to_ascii_lowercase(), v)).collect();

@@ -3,7 +3,7 @@
 
 use crate::cx::Cx;
 use crate::error::{ApiError, Code};
-use crate::rules::{ids, limits, slug};
+use crate::rules::{ids, limits, outbound, slug};
 use crate::store::{self, agents::AgentFields};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -56,9 +56,12 @@ pub async fn list(cx: &Cx<'_>, p: ListAgents) -> Result<AgentList, ApiError> {
 pub struct McpServer {
     /// How the agent's tools name it, 1–40 characters.
     pub name: String,
-    /// Its Streamable HTTP URL (`https://…`, or `http://` on loopback for local testing).
+    /// Its Streamable HTTP URL: `https://` to a public host (no user name or password, no private, loopback
+    /// or metadata address); loopback only where the deployment allows it for local development.
     pub url: String,
-    /// The name of a workspace secret sent as the bearer token, if the server needs one.
+    /// The name of a secret of the agent's own workspace, sent as the bearer token, if the server needs
+    /// one. Naming a secret needs the admin role. Only this workspace's secret is ever sent, also when
+    /// another workspace starts the agent from the public catalog.
     pub bearer_secret: Option<String>,
 }
 
@@ -81,7 +84,7 @@ pub struct CreateAgent {
     pub description: Option<String>,
     /// Catalog categories, up to 10 of up to 40 characters.
     pub categories: Option<Vec<String>>,
-    /// Remote MCP servers it may call, up to 10.
+    /// Remote MCP servers it may call, up to 10. Their hosts are shown in the catalog.
     #[serde(rename = "mcpServers", alias = "mcp_servers")]
     pub mcp_servers: Option<Vec<McpServer>>,
     /// Listed in every workspace's catalog when true.
@@ -100,6 +103,8 @@ struct Checked {
     description: String,
     categories: String,
     mcp_servers: String,
+    /// Whether an MCP server's `bearer_secret` names a secret: such a definition is an admin's.
+    names_secret: bool,
     is_public: bool,
     price_cents_per_run: i64,
 }
@@ -121,7 +126,8 @@ impl Checked {
     }
 }
 
-fn check(p: CreateAgent) -> Result<Checked, ApiError> {
+/// Validates an agent's fields; `loopback_http` is the deployment's opt-in for local MCP servers.
+fn check(p: CreateAgent, loopback_http: bool) -> Result<Checked, ApiError> {
     limits::text("name", &p.name, 1, 100)?;
     let handle = p.handle.map(|h| h.trim_start_matches('@').to_owned());
     if let Some(h) = &handle {
@@ -143,9 +149,7 @@ fn check(p: CreateAgent) -> Result<Checked, ApiError> {
     for s in &servers {
         limits::text("mcpServers[].name", &s.name, 1, 40)?;
         limits::text("mcpServers[].url", &s.url, 1, 2_000)?;
-        if !(s.url.starts_with("https://") || is_loopback_http(&s.url)) {
-            return Err(ApiError::invalid("`mcpServers[].url` must be https:// (or http:// on loopback)"));
-        }
+        outbound::check("mcpServers[].url", &s.url, loopback_http).map_err(ApiError::invalid)?;
         if let Some(b) = &s.bearer_secret {
             limits::text("mcpServers[].bearer_secret", b, 1, 100)?;
         }
@@ -162,6 +166,7 @@ fn check(p: CreateAgent) -> Result<Checked, ApiError> {
         instructions,
         description,
         categories: to_json(&categories),
+        names_secret: servers.iter().any(|s| s.bearer_secret.is_some()),
         mcp_servers: to_json(&servers),
         is_public: p.is_public.unwrap_or(false),
         price_cents_per_run: price,
@@ -173,11 +178,8 @@ fn to_json<T: Serialize>(v: &T) -> String {
     serde_json::to_string(v).expect("lists of strings and plain structs serialize")
 }
 
-fn is_loopback_http(url: &str) -> bool {
-    ["http://127.0.0.1", "http://localhost", "http://[::1]"].iter().any(|p| {
-        url.strip_prefix(p).is_some_and(|rest| rest.is_empty() || rest.starts_with(':') || rest.starts_with('/'))
-    })
-}
+/// What the secrets role rule calls naming a secret in an agent.
+const NAMING: &str = "naming a secret in an agent (`mcpServers[].bearer_secret`)";
 
 fn handle_taken(handle: Option<&str>) -> ApiError {
     ApiError::new(Code::Conflict, format!("the handle `@{}` is taken; choose another", handle.unwrap_or_default()))
@@ -186,7 +188,10 @@ fn handle_taken(handle: Option<&str>) -> ApiError {
 /// POST /v1/agents
 pub async fn create(cx: &Cx<'_>, p: CreateAgent) -> Result<Agent, ApiError> {
     let m = cx.workspace(p.workspace.as_deref())?.clone();
-    let checked = check(p)?;
+    let checked = check(p, cx.env.config.allow_loopback_http)?;
+    if checked.names_secret {
+        crate::ops::secrets::require_role(&m, NAMING)?;
+    }
     let agent_id = ids::new_id("ag");
     match store::agents::create(cx.db(), &agent_id, &m.workspace_id, &checked.fields(), cx.now_ms).await {
         Ok(agent) => Ok(agent),
@@ -244,6 +249,7 @@ pub struct UpdateAgent {
 pub async fn update(cx: &Cx<'_>, p: UpdateAgent) -> Result<Agent, ApiError> {
     let old = load(cx, &p.agent_id).await?;
     let servers: Vec<McpServer> = serde_json::from_value(Value::Array(old.mcp_servers.clone())).unwrap_or_default();
+    let old_servers_name_secret = old.mcp_servers.iter().any(|s| s["bearer_secret"].is_string());
     let merged = CreateAgent {
         workspace: None,
         name: p.name.unwrap_or(old.name),
@@ -257,7 +263,12 @@ pub async fn update(cx: &Cx<'_>, p: UpdateAgent) -> Result<Agent, ApiError> {
         is_public: Some(p.is_public.unwrap_or(old.is_public)),
         price_cents_per_run: Some(p.price_cents_per_run.unwrap_or(old.price_cents_per_run)),
     };
-    let checked = check(merged)?;
+    let checked = check(merged, cx.env.config.allow_loopback_http)?;
+    // A definition that names a secret (before or after) is changed by admins only: otherwise a member
+    // could point an admin's named secret at a URL of their own.
+    if checked.names_secret || old_servers_name_secret {
+        crate::ops::secrets::require_role(cx.member_of(&old.workspace_id, "agent")?, NAMING)?;
+    }
     match store::agents::update(cx.db(), &p.agent_id, &old.workspace_id, &checked.fields(), cx.now_ms).await {
         Ok(Some(agent)) => Ok(agent),
         Ok(None) => Err(ApiError::not_found("agent")),

@@ -35,6 +35,9 @@ pub struct CatalogEntry {
     pub pricing: Pricing,
     /// What starting it needs.
     pub requirements: Vec<String>,
+    /// The hosts of the remote MCP servers it calls: where a session of it sends what the agent is given.
+    /// Shown before you start a public agent; its owner chose them, and only the owner's secrets go there.
+    pub remote_mcp_hosts: Vec<String>,
     /// How well it matched the query (higher is better).
     pub score: f64,
 }
@@ -87,6 +90,19 @@ pub fn score(a: &Agent, query: &[String]) -> f64 {
         .sum()
 }
 
+/// The distinct hosts of an agent's declared MCP servers (never their paths or secret names).
+fn mcp_hosts(a: &Agent) -> Vec<String> {
+    let mut hosts: Vec<String> = Vec::new();
+    for server in &a.mcp_servers {
+        let host =
+            server["url"].as_str().and_then(|u| url::Url::parse(u).ok()).and_then(|u| u.host_str().map(str::to_owned));
+        if let Some(h) = host.filter(|h| !hosts.contains(h)) {
+            hosts.push(h);
+        }
+    }
+    hosts
+}
+
 fn requirements(a: &Agent) -> Vec<String> {
     match a.harness.as_str() {
         "openai" => vec!["workspace secrets OPENAI_BASE_URL and OPENAI_API_KEY".into(), "wallet credit".into()],
@@ -115,6 +131,7 @@ pub async fn search(cx: &Cx<'_>, p: SearchCatalog) -> Result<CatalogResults, Api
             CatalogEntry {
                 handle: a.handle.as_ref().map(|h| format!("@{h}")),
                 requirements: requirements(&a),
+                remote_mcp_hosts: mcp_hosts(&a),
                 pricing: Pricing {
                     per_run_cents: if own { 0 } else { a.price_cents_per_run },
                     usage: match a.harness.as_str() {

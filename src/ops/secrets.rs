@@ -1,9 +1,13 @@
 //! Workspace secrets over REST: set, list names, delete. Values go in sealed and never come out through
 //! the API; harnesses open them inside the session's object when a turn needs them.
+//!
+//! One role rule covers every way a secret can be reached: setting, deleting and *naming* one (an
+//! agent's MCP server `bearer_secret`), because whoever names a secret decides where its value is sent,
+//! which is as good as reading it ([`require_role`]).
 
-use crate::cx::{Cx, Role};
+use crate::cx::{Cx, Membership, Role};
 use crate::error::{ApiError, Code};
-use crate::rules::{limits, seal};
+use crate::rules::{limits, outbound, seal};
 use crate::store;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -12,6 +16,29 @@ use serde::{Deserialize, Serialize};
 pub fn aad(workspace_id: &str, name: &str) -> String {
     format!("{workspace_id}/{name}")
 }
+
+/// The role that may set, delete or name a workspace's secrets.
+pub const ROLE: Role = Role::Admin;
+
+/// Refuses unless the caller holds [`ROLE`] in `m`; `what` says what needed it.
+pub fn require_role(m: &Membership, what: &str) -> Result<(), ApiError> {
+    if m.role >= ROLE {
+        return Ok(());
+    }
+    Err(ApiError::new(
+        Code::Forbidden,
+        format!(
+            "{what} needs the {} role in `{}`, as reading and setting its secrets do; yours is {}",
+            ROLE.as_str(),
+            m.slug,
+            m.role.as_str()
+        ),
+    ))
+}
+
+/// Secrets whose value is a URL the Worker calls: checked by the outbound rule when set, and again when
+/// used ([`crate::egress`]).
+const URL_SECRETS: &[&str] = &["OPENAI_BASE_URL"];
 
 fn check_name(name: &str) -> Result<(), ApiError> {
     let ok = (1..=64).contains(&name.len())
@@ -46,7 +73,10 @@ pub async fn put(cx: &Cx<'_>, p: PutSecret) -> Result<SecretSet, ApiError> {
     check_name(&p.name)?;
     limits::text("value", &p.value, 1, 8_000)?;
     let w = cx.workspace(p.workspace.as_deref())?;
-    cx.require_role(w, Role::Admin)?;
+    require_role(w, "setting a secret")?;
+    if URL_SECRETS.contains(&p.name.as_str()) {
+        outbound::check(&p.name, &p.value, cx.env.config.allow_loopback_http).map_err(ApiError::invalid)?;
+    }
     let master = cx.env.config.secrets_key.as_deref().ok_or_else(|| {
         ApiError::new(Code::NotImplemented, "this deployment has no SECRETS_KEY configured, so it cannot store secrets")
     })?;
@@ -93,7 +123,7 @@ pub struct SecretDeleted {
 /// DELETE /v1/secrets/{name} — owners and admins.
 pub async fn delete(cx: &Cx<'_>, p: DeleteSecret) -> Result<SecretDeleted, ApiError> {
     let w = cx.workspace(p.workspace.as_deref())?;
-    cx.require_role(w, Role::Admin)?;
+    require_role(w, "deleting a secret")?;
     let deleted = store::secrets::delete(cx.db(), &w.workspace_id, &p.name).await.map_err(|e| cx.internal(e))?;
     if !deleted {
         return Err(ApiError::not_found("secret"));

@@ -228,6 +228,7 @@ pub async fn create(cx: &Cx<'_>, spec: &Spec<'_>, ids: StartIds) -> Result<Start
         thinking: spec.thinking.to_owned(),
         instructions: agent.instructions.clone(),
         mcp_servers: agent.mcp_servers.clone(),
+        agent_workspace_id: Some(agent.workspace_id.clone()),
         budget_cents: spec.budget_cents,
         started_by_key_id: spec.key_id.map(str::to_owned),
         // Another workspace's public agent costs its price per run; one's own agents are free to start.

@@ -11,6 +11,8 @@
 //!
 //! Unknown line types are skipped, so newer versions of either tool still load; a line that is not a
 //! JSON object is an error naming its line number, because it means the file is not what it claims.
+//! Every message passes the redaction rule ([`super::redact`]) before it is kept: traces are stored and
+//! indexed for search, and a local agent's log holds whatever credentials it printed or fetched.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -185,7 +187,7 @@ struct Builder {
 
 impl Builder {
     fn push(&mut self, role: &str, text: String, name: Option<String>, at_ms: Option<i64>) {
-        let text = text.trim().to_owned();
+        let text = super::redact::redact(text.trim());
         if text.is_empty() {
             return;
         }
@@ -198,7 +200,8 @@ impl Builder {
         let continues = reply_id.is_some() && self.last_reply_id.as_deref() == reply_id;
         match self.messages.last_mut() {
             Some(last) if continues && last.role == "assistant" && !text.trim().is_empty() => {
-                last.text = cut(&format!("{}\n\n{}", last.text, text.trim()), MAX_MESSAGE_CHARS);
+                let more = super::redact::redact(text.trim());
+                last.text = cut(&format!("{}\n\n{}", last.text, more), MAX_MESSAGE_CHARS);
             }
             _ => self.push("assistant", text, None, at_ms),
         }
@@ -335,6 +338,18 @@ mod tests {
 {"timestamp":"2025-10-29T00:59:39.644Z","type":"response_item","payload":{"type":"reasoning","summary":[]}}
 {"timestamp":"2025-10-29T00:59:39.700Z","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"4"}]}}
 "#;
+
+    #[test]
+    fn credentials_in_a_log_are_redacted_before_they_are_kept() {
+        let log = r#"{"type":"assistant","message":{"id":"m1","role":"assistant","content":[{"type":"tool_use","id":"t1","name":"mcp__agentsky__get_credential","input":{"grantId":"gr_1"}}]},"timestamp":"2025-10-29T00:59:41.000Z"}
+{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"{\"kind\":\"env\",\"env\":{\"VERCEL_TOKEN\":\"vt-live-credential-9f8e7d6c\"}}"}]},"timestamp":"2025-10-29T00:59:42.000Z"}
+{"type":"assistant","message":{"id":"m2","role":"assistant","content":[{"type":"text","text":"Run with GH_TOKEN=ghp_abcdefghijklmnopqrstuvwx set."}]},"timestamp":"2025-10-29T00:59:43.000Z"}
+"#;
+        let p = parse(log, Some(Format::ClaudeCode)).unwrap();
+        let all: String = p.messages.iter().map(|m| m.text.as_str()).collect::<Vec<_>>().join("\n");
+        assert!(!all.contains("vt-live") && !all.contains("ghp_"), "{all}");
+        assert!(all.contains(r#""VERCEL_TOKEN":"[redacted]""#) && all.contains("GH_TOKEN=[redacted] set."), "{all}");
+    }
 
     #[test]
     fn a_claude_code_log_becomes_its_conversation() {

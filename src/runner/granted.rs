@@ -126,13 +126,8 @@ pub async fn report(cx: &Cx<'_>, runner: &RunnerRow, req: &HttpRequest) -> Resul
         .map_err(|_| ApiError::invalid("`exit_code` is a process's exit status (128 + N for a signal)"))?;
     let (turn, g) = usable(cx, runner, &p.lease_id, &p.grant_id).await?;
     let action = if exit_code == 0 { "command_ok" } else { "command_failed" };
-    // The line is kept for the operator to read, unless it looks like it carries a secret.
-    let shown = if targets::looks_secret(&line) {
-        "(the command line is withheld: it looks like it contains a secret)".to_owned()
-    } else {
-        line
-    };
-    let detail = format!("exit {exit_code}: {shown} (run by runner {})", runner.name);
+    // Kept for the operator to read; the audit log replaces any secret in it.
+    let detail = format!("exit {exit_code}: {line} (run by runner {})", runner.name);
     let mut stmts = vec![store::audit::insert(&Entry::grant(&g, &turn.session_id, action, &detail, cx.now_ms))];
     let proof = exit_code == 0 && grant_covers(&g, &["deploy"]);
     let fingerprint = argv::fingerprint(&p.argv);

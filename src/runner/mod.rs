@@ -24,7 +24,7 @@ use crate::cx::Cx;
 use crate::error::{ApiError, Code};
 use crate::http::{HttpRequest, HttpResponse};
 use crate::rest::error_response;
-use crate::rules::{ids, limits};
+use crate::rules::{ids, limits, redact};
 use crate::session::goal::CommandCheck;
 use crate::session::{EventKind, ExternalEvent, SessionCall, SessionReply, TurnEnd};
 use crate::store::{self, runners::TurnRow};
@@ -239,10 +239,32 @@ fn event(v: &Value) -> Result<ExternalEvent, ApiError> {
         map.remove("key");
         map.remove("type");
     }
+    let body = transcript_safe(kind, body);
     if body.to_string().len() > 256 * 1024 {
         return Err(ApiError::new(Code::PayloadTooLarge, "an event holds at most 256 KiB"));
     }
     Ok(ExternalEvent { key: key.to_owned(), kind, body })
+}
+
+/// An event body as the transcript may keep it: a `get_credential` result keeps only its shape (its
+/// values masked wherever else they appear), and every text passes the redaction rule.
+fn transcript_safe(kind: EventKind, mut body: Value) -> Value {
+    let mut credentials = Vec::new();
+    if kind == EventKind::ToolResult && body["name"] == "get_credential" {
+        let (kept, values) = match body["content"].take() {
+            Value::String(text) => {
+                let (kept, values) = crate::agent::persisted("get_credential", &text);
+                (json!(kept), values)
+            }
+            v @ Value::Object(_) => crate::agent::withheld(&v),
+            Value::Null => (Value::Null, vec![]),
+            other => (json!(redact::MARK), vec![other.to_string()]),
+        };
+        body["content"] = kept;
+        credentials = values;
+    }
+    crate::session::map_text(&mut body, &|t| redact::redact(&redact::mask(t, &credentials)));
+    body
 }
 
 async fn events(cx: &Cx<'_>, runner: &store::runners::RunnerRow, req: &HttpRequest) -> Result<HttpResponse, ApiError> {
@@ -266,7 +288,10 @@ async fn events(cx: &Cx<'_>, runner: &store::runners::RunnerRow, req: &HttpReque
         return Err(ApiError::invalid("a check holds a command of up to 2000 characters and up to 16 KiB of output"));
     }
     let count = events.len();
-    let checks = if end.is_some() { p.checks } else { vec![] };
+    let mut checks = if end.is_some() { p.checks } else { vec![] };
+    for c in &mut checks {
+        c.output = redact::redact(&c.output);
+    }
     let call = SessionCall::External { message_id: turn.message_id.clone(), events, end, checks };
     crate::ops::sessions::call(cx, &turn.session_id, call).await?;
     if end.is_some() {

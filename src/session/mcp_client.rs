@@ -1,15 +1,20 @@
 //! The Worker as an MCP client of an agent's declared remote servers, over Streamable HTTP: initialize,
 //! then one request, answered as JSON or as an SSE stream. Each call opens its own short conversation,
-//! so nothing has to live between harness steps.
+//! so nothing has to live between harness steps. Every request goes through [`Egress`] (the outbound
+//! rule); what a server answers with an error is summarized, never echoed whole.
 
 use super::agent_tools::post_json;
-use crate::cx::Net;
+use crate::egress::Egress;
+use crate::rules::outbound;
 use serde_json::{json, Value};
 
 const VERSION: &str = "2025-06-18";
 
+/// What errors name a declared server's URL as.
+const WHAT: &str = "mcpServers[].url";
+
 struct Conn<'a> {
-    net: &'a dyn Net,
+    egress: &'a Egress<'a>,
     url: &'a str,
     bearer: Option<&'a str>,
     session: Option<String>,
@@ -27,7 +32,7 @@ impl Conn<'_> {
     }
 
     async fn send(&mut self, body: Value) -> Result<Option<Value>, String> {
-        let resp = self.net.post(post_json(self.url, self.headers(), &body)).await?;
+        let resp = self.egress.post(WHAT, post_json(self.url, self.headers(), &body)).await?;
         if let Some(s) = resp.header("mcp-session-id") {
             self.session = Some(s.to_owned());
         }
@@ -35,7 +40,7 @@ impl Conn<'_> {
             return Ok(None);
         }
         if resp.status >= 400 {
-            return Err(format!("{} answered HTTP {}", self.url, resp.status));
+            return Err(format!("the server answered {}", outbound::summary(resp.status, &resp.body)));
         }
         let text = String::from_utf8_lossy(&resp.body);
         let id = body.get("id").cloned();
@@ -46,17 +51,20 @@ impl Conn<'_> {
                 .filter_map(|d| serde_json::from_str(d.trim()).ok())
                 .collect()
         } else {
-            vec![serde_json::from_str(&text).map_err(|e| format!("{} answered invalid JSON: {e}", self.url))?]
+            vec![serde_json::from_str(&text).map_err(|e| format!("the server answered invalid JSON: {e}"))?]
         };
         let reply = messages.into_iter().find(|m| m.get("id") == id.as_ref()).ok_or("no response to the request")?;
         if let Some(err) = reply.get("error") {
-            return Err(format!("{} refused: {}", self.url, err["message"].as_str().unwrap_or("error")));
+            return Err(format!(
+                "the server refused: {}",
+                outbound::snippet(err["message"].as_str().unwrap_or("error"))
+            ));
         }
         Ok(reply.get("result").cloned())
     }
 
-    async fn open<'b>(net: &'b dyn Net, url: &'b str, bearer: Option<&'b str>) -> Result<Conn<'b>, String> {
-        let mut c = Conn { net, url, bearer, session: None };
+    async fn open<'b>(egress: &'b Egress<'b>, url: &'b str, bearer: Option<&'b str>) -> Result<Conn<'b>, String> {
+        let mut c = Conn { egress, url, bearer, session: None };
         c.send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": VERSION, "capabilities": {},
             "clientInfo": {"name": "agentsky-harness", "version": env!("CARGO_PKG_VERSION")}}}))
@@ -67,8 +75,8 @@ impl Conn<'_> {
 }
 
 /// The server's tools (`tools/list`, every page).
-pub async fn list_tools(net: &dyn Net, url: &str, bearer: Option<&str>) -> Result<Vec<Value>, String> {
-    let mut c = Conn::open(net, url, bearer).await?;
+pub async fn list_tools(egress: &Egress<'_>, url: &str, bearer: Option<&str>) -> Result<Vec<Value>, String> {
+    let mut c = Conn::open(egress, url, bearer).await?;
     let mut tools = Vec::new();
     let mut cursor: Option<String> = None;
     for id in 2..12 {
@@ -88,13 +96,13 @@ pub async fn list_tools(net: &dyn Net, url: &str, bearer: Option<&str>) -> Resul
 
 /// Calls one tool; the text of its content and whether it is an error result.
 pub async fn call_tool(
-    net: &dyn Net,
+    egress: &Egress<'_>,
     url: &str,
     bearer: Option<&str>,
     name: &str,
     arguments: &Value,
 ) -> Result<(String, bool), String> {
-    let mut c = Conn::open(net, url, bearer).await?;
+    let mut c = Conn::open(egress, url, bearer).await?;
     let result = c
         .send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": name, "arguments": arguments}}))
         .await?

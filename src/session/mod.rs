@@ -20,6 +20,16 @@ use crate::store::{Param, Row};
 pub use protocol::*;
 use serde_json::{json, Value};
 
+/// Rewrites every string inside `v` (object keys aside) with `f`: how redaction reaches into event bodies.
+pub fn map_text(v: &mut Value, f: &impl Fn(&str) -> String) {
+    match v {
+        Value::String(s) => *s = f(s),
+        Value::Array(items) => items.iter_mut().for_each(|i| map_text(i, f)),
+        Value::Object(map) => map.values_mut().for_each(|i| map_text(i, f)),
+        _ => {}
+    }
+}
+
 /// The object's SQLite (or rusqlite on the host): synchronous, one database per session.
 pub trait LocalSql {
     fn exec(&self, sql: &str, params: &[Param]) -> Result<Vec<Row>, String>;

@@ -2,13 +2,22 @@
 //! per step. A step's tool calls are answered within the same step (the task folder's built-in tools and
 //! the agent's declared remote MCP servers), so each persisted step holds a call and its answers.
 //!
-//! The endpoint and its key come from the workspace's sealed secrets `OPENAI_BASE_URL` and
-//! `OPENAI_API_KEY`; usage is priced per model into cents and charged to the wallet.
+//! The endpoint and its key come from the session's workspace's sealed secrets `OPENAI_BASE_URL` and
+//! `OPENAI_API_KEY` (the caller's own model account); usage is priced per model into cents and charged to
+//! the wallet. A secret the agent's definition names (an MCP server's `bearer_secret`) is read only in the
+//! workspace that owns the definition, never in the caller's: a public agent's owner chose where it goes.
+//! Every URL is called through [`Egress`] (the outbound rule).
+//!
+//! Credentials a tool fetched (`get_credential`) are never persisted: the step keeps them in memory and,
+//! while it holds one, makes its next model calls itself, so the model can use the value at once; the
+//! events it stores carry a placeholder, and the value is masked wherever the model repeated it. A later
+//! step rebuilds the conversation from those events and so sees only the placeholder.
 
 use super::agent_tools::{self, bearer, post_json};
 use super::{mcp_client, wallet, Charge, Core, Event, EventKind, LocalSql, SessionConfig, StepOutcome, Turn, TurnEnd};
 use crate::cx::{Blobs, Config, Env, Net};
-use crate::rules::seal;
+use crate::egress::Egress;
+use crate::rules::{outbound, redact, seal};
 use crate::store::{self, Sql};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -62,6 +71,10 @@ impl<'a> Ports<'a> {
     pub fn config(&self) -> &'a Config {
         &self.env.config
     }
+    /// The network for tenant URLs, under the outbound rule.
+    pub fn egress(&self) -> Egress<'a> {
+        Egress::new(self.net, &self.env.config)
+    }
 }
 
 /// A tool from a declared MCP server, as the model sees it.
@@ -79,16 +92,36 @@ fn sanitize(s: &str) -> String {
     s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect()
 }
 
-async fn secret(ports: &Ports<'_>, config: &SessionConfig, name: &str) -> Result<Option<String>, String> {
-    let Some(sealed) =
-        store::secrets::sealed(ports.db(), &config.workspace_id, name).await.map_err(|e| e.to_string())?
-    else {
+/// A secret of `workspace_id`, opened.
+async fn secret(ports: &Ports<'_>, workspace_id: &str, name: &str) -> Result<Option<String>, String> {
+    let Some(sealed) = store::secrets::sealed(ports.db(), workspace_id, name).await.map_err(|e| e.to_string())? else {
         return Ok(None);
     };
     let master = ports.config().secrets_key.as_deref().ok_or("this deployment has no SECRETS_KEY")?;
-    seal::open(master, &crate::ops::secrets::aad(&config.workspace_id, name), &sealed)
+    seal::open(master, &crate::ops::secrets::aad(workspace_id, name), &sealed)
         .map(Some)
         .ok_or_else(|| format!("the secret {name} cannot be opened (was SECRETS_KEY changed?)"))
+}
+
+/// A secret the agent's definition names, from the workspace that owns the definition only. Sessions
+/// configured before that workspace was recorded look it up from the agent (gone: nothing is sent).
+async fn named_secret(ports: &Ports<'_>, config: &SessionConfig, name: &str) -> Result<Option<String>, String> {
+    let owner = match &config.agent_workspace_id {
+        Some(w) => w.clone(),
+        None => match store::agents::get(ports.db(), &config.agent_id).await.map_err(|e| e.to_string())? {
+            Some(agent) => agent.workspace_id,
+            None => return Ok(None),
+        },
+    };
+    secret(ports, &owner, name).await
+}
+
+/// The bearer a declared server is called with.
+async fn server_token(ports: &Ports<'_>, config: &SessionConfig, server: &Value) -> Result<Option<String>, String> {
+    match server["bearer_secret"].as_str() {
+        Some(name) => named_secret(ports, config, name).await,
+        None => Ok(None),
+    }
 }
 
 /// Each declared server's tools, fetched once per turn and kept in the turn's harness state.
@@ -99,11 +132,8 @@ async fn remote_tools(ports: &Ports<'_>, config: &SessionConfig, turn: &Turn) ->
     let mut out = Vec::new();
     for server in &config.mcp_servers {
         let (name, url) = (server["name"].as_str().unwrap_or("mcp"), server["url"].as_str().unwrap_or_default());
-        let token = match server["bearer_secret"].as_str() {
-            Some(s) => secret(ports, config, s).await?,
-            None => None,
-        };
-        let tools = mcp_client::list_tools(ports.net, url, token.as_deref())
+        let token = server_token(ports, config, server).await?;
+        let tools = mcp_client::list_tools(&ports.egress(), url, token.as_deref())
             .await
             .map_err(|e| format!("MCP server `{name}`: {e}"))?;
         for t in tools {
@@ -202,11 +232,76 @@ async fn agent<'a>(
     Ok(crate::agent::Agent::new(cx, me))
 }
 
-fn tool_result(outcome: &mut StepOutcome, call: &PendingCall, content: String, is_error: bool) {
-    outcome.events.push((
-        EventKind::ToolResult,
-        json!({ "call_id": call.id, "name": call.name, "content": content, "is_error": is_error }),
-    ));
+/// A step's work so far: the events to persist and, beside them, the same events as they really were,
+/// for a model call made within this step while it holds a credential.
+#[derive(Default)]
+struct Work {
+    outcome: StepOutcome,
+    live: Vec<(EventKind, Value)>,
+    /// Credential values fetched in this step: masked out of everything persisted.
+    credentials: Vec<String>,
+}
+
+impl Work {
+    fn push(&mut self, kind: EventKind, body: Value) {
+        self.live.push((kind, body.clone()));
+        self.outcome.events.push((kind, body));
+    }
+
+    /// A tool's answer: what the model sees now, and what is kept (a credential withheld).
+    fn result(&mut self, call: &PendingCall, content: String, is_error: bool) {
+        let body =
+            |content: &str| json!({ "call_id": call.id, "name": call.name, "content": content, "is_error": is_error });
+        let (kept, values) =
+            if is_error { (content.clone(), vec![]) } else { crate::agent::persisted(&call.name, &content) };
+        self.live.push((EventKind::ToolResult, body(&content)));
+        self.outcome.events.push((EventKind::ToolResult, body(&kept)));
+        self.credentials.extend(values);
+    }
+
+    fn charge(&mut self, c: Charge) {
+        match &mut self.outcome.charge {
+            Some(total) => {
+                total.cents += c.cents;
+                total.input_tokens += c.input_tokens;
+                total.output_tokens += c.output_tokens;
+            }
+            None => self.outcome.charge = Some(c),
+        }
+    }
+
+    /// Ends the turn with an error, keeping what the step did before it.
+    fn fail(&mut self, message: String) {
+        self.push(EventKind::Error, json!({ "message": message }));
+        self.outcome.end = Some(TurnEnd::Failed);
+        self.outcome.next_in_ms = None;
+    }
+
+    /// What is persisted: every credential value masked wherever it appears.
+    fn finish(self) -> StepOutcome {
+        let mut outcome = self.outcome;
+        if !self.credentials.is_empty() {
+            let mask = |t: &str| redact::mask(t, &self.credentials);
+            for (_, body) in &mut outcome.events {
+                super::map_text(body, &mask);
+            }
+            super::map_text(&mut outcome.harness_state, &mask);
+        }
+        outcome
+    }
+
+    /// The conversation for a model call now: the log, then this step's events as they were.
+    fn conversation(&self, config: &SessionConfig, history: &[Event]) -> Vec<Value> {
+        let mut all = history.to_vec();
+        all.extend(self.live.iter().map(|(kind, body)| Event {
+            seq: 0,
+            kind: kind.as_str().to_owned(),
+            message_id: String::new(),
+            at_ms: 0,
+            body: body.clone(),
+        }));
+        messages(config, &all)
+    }
 }
 
 /// Answers the model's tool calls in order. A session tool that needs a person's answer pauses the rest.
@@ -215,7 +310,7 @@ async fn run_calls(
     config: &SessionConfig,
     remote: &[RemoteTool],
     calls: Vec<PendingCall>,
-    outcome: &mut StepOutcome,
+    work: &mut Work,
     now_ms: i64,
 ) -> Result<Option<Awaiting>, String> {
     let mut calls = calls.into_iter();
@@ -245,19 +340,16 @@ async fn run_calls(
         } else if let Some(t) = remote.iter().find(|t| t.name == c.name) {
             let server =
                 config.mcp_servers.iter().find(|s| s["name"] == t.server.as_str()).cloned().unwrap_or_default();
-            let token = match server["bearer_secret"].as_str() {
-                Some(s) => secret(ports, config, s).await?,
-                None => None,
-            };
+            let token = server_token(ports, config, &server).await?;
             let url = server["url"].as_str().unwrap_or_default();
-            match mcp_client::call_tool(ports.net, url, token.as_deref(), &t.tool, &c.args).await {
+            match mcp_client::call_tool(&ports.egress(), url, token.as_deref(), &t.tool, &c.args).await {
                 Ok(r) => r,
-                Err(e) => (json!({ "error": e }).to_string(), true),
+                Err(e) => (json!({ "error": format!("MCP server `{}`: {e}", t.server) }).to_string(), true),
             }
         } else {
             (json!({ "error": format!("no tool `{}`", c.name) }).to_string(), true)
         };
-        tool_result(outcome, &c, content, is_error);
+        work.result(&c, content, is_error);
     }
     Ok(None)
 }
@@ -271,52 +363,47 @@ fn session_tool_text(r: crate::agent::ToolResult) -> (String, bool) {
 
 /// Continues with the next model call, or pauses the turn until the awaited answer lands (the object
 /// re-arms the alarm when `answer_request` signals it) or the wait runs out.
-fn pause_or_continue(outcome: &mut StepOutcome, awaiting: Option<Awaiting>, remote: &[RemoteTool], now_ms: i64) {
+fn pause_or_continue(work: &mut Work, awaiting: Option<Awaiting>, remote: &[RemoteTool], now_ms: i64) {
     let mut state = json!({ "remote_tools": remote });
     match awaiting {
         Some(a) => {
-            outcome.next_in_ms = Some((a.deadline_ms - now_ms).max(0));
-            outcome.events.push((
+            work.outcome.next_in_ms = Some((a.deadline_ms - now_ms).max(0));
+            work.push(
                 EventKind::Status,
                 json!({ "text": format!("waiting for the user to answer request {}", a.request_id) }),
-            ));
+            );
             state["awaiting"] = serde_json::to_value(&a).unwrap_or(Value::Null);
         }
-        None => outcome.next_in_ms = Some(0),
+        None => work.outcome.next_in_ms = Some(0),
     }
-    outcome.harness_state = state;
+    work.outcome.harness_state = state;
 }
 
-/// The step after a pause: the awaited call's result, then the calls after it.
+/// After a pause: the awaited call's result, then the calls after it. `Some` while the turn still waits.
 async fn resume(
     ports: &Ports<'_>,
     config: &SessionConfig,
-    turn: &Turn,
+    remote: &[RemoteTool],
     waiting: Value,
+    work: &mut Work,
     now_ms: i64,
-) -> Result<StepOutcome, String> {
+) -> Result<Option<Awaiting>, String> {
     let a: Awaiting = serde_json::from_value(waiting).map_err(|e| e.to_string())?;
-    let remote: Vec<RemoteTool> = serde_json::from_value(turn.harness["remote_tools"].clone()).unwrap_or_default();
     let cx = crate::cx::Cx::system(ports.env, now_ms, format!("harness-{}", config.session_id));
     let me = agent(ports, &cx, config).await?;
-    let mut outcome = StepOutcome::default();
     let (content, is_error) =
         session_tool_text(crate::agent::harness_resume(me, &a.kind, &a.request_id, a.grant_id.as_deref()).await);
-    tool_result(&mut outcome, &a.call, content, is_error);
-    let next = run_calls(ports, config, &remote, a.rest, &mut outcome, now_ms).await?;
-    pause_or_continue(&mut outcome, next, &remote, now_ms);
-    Ok(outcome)
+    work.result(&a.call, content, is_error);
+    run_calls(ports, config, remote, a.rest, work, now_ms).await
 }
 
 fn failed(message: String) -> StepOutcome {
-    StepOutcome {
-        events: vec![(EventKind::Error, json!({ "message": message }))],
-        end: Some(TurnEnd::Failed),
-        ..Default::default()
-    }
+    let mut work = Work::default();
+    work.fail(message);
+    work.outcome
 }
 
-/// One model call and the answers to the tools it called.
+/// One model call and the answers to the tools it called (more calls while the step holds a credential).
 pub async fn step<S: LocalSql + ?Sized>(
     core: &Core<'_, S>,
     ports: &Ports<'_>,
@@ -330,6 +417,40 @@ pub async fn step<S: LocalSql + ?Sized>(
     }
 }
 
+/// The endpoint's answer to one chat-completions call.
+/// What a model call came to: its answer and what it cost, or no call at all because a budget or the
+/// wallet stopped the turn (with the reason and why, in words).
+enum Called {
+    Reply(Value, Charge),
+    Stopped(TurnEnd, String),
+}
+
+/// One chat-completions call, through the outbound rule, paid from the wallet under ledger entry
+/// `entry_id` ([`wallet::metered`]).
+async fn complete(
+    ports: &Ports<'_>,
+    config: &SessionConfig,
+    entry_id: &str,
+    body: &Value,
+    now_ms: i64,
+) -> Result<Called, String> {
+    let base = secret(ports, &config.workspace_id, "OPENAI_BASE_URL").await?.ok_or(
+        "this workspace has no OPENAI_BASE_URL secret: set it (and OPENAI_API_KEY) with PUT /v1/secrets/{name}",
+    )?;
+    let key = secret(ports, &config.workspace_id, "OPENAI_API_KEY").await?;
+    let url = format!("{}/chat/completions", base.trim_end_matches('/'));
+    let (resp, charge) =
+        match wallet::metered(ports, config, entry_id, post_json(&url, bearer(key.as_deref()), body), now_ms).await {
+            Ok(paid) => paid,
+            Err(wallet::Unpaid::Short { reason, why }) => return Ok(Called::Stopped(reason, why)),
+            Err(wallet::Unpaid::Failed(e)) => return Err(format!("the model endpoint: {e}")),
+        };
+    if resp.status != 200 {
+        return Err(format!("the model endpoint answered {}", outbound::summary(resp.status, &resp.body)));
+    }
+    Ok(Called::Reply(resp.json_body(), charge))
+}
+
 async fn run<S: LocalSql + ?Sized>(
     core: &Core<'_, S>,
     ports: &Ports<'_>,
@@ -340,13 +461,16 @@ async fn run<S: LocalSql + ?Sized>(
     if turn.step >= MAX_STEPS {
         return Err(format!("the turn made {MAX_STEPS} model calls without finishing; it stops here"));
     }
+    let mut work = Work::default();
     if let Some(waiting) = turn.harness.get("awaiting") {
-        return resume(ports, config, turn, waiting.clone(), now_ms).await;
+        let remote: Vec<RemoteTool> = serde_json::from_value(turn.harness["remote_tools"].clone()).unwrap_or_default();
+        let awaiting = resume(ports, config, &remote, waiting.clone(), &mut work, now_ms).await?;
+        pause_or_continue(&mut work, awaiting, &remote, now_ms);
+        // A credential fetched just now is used in this step; otherwise the next step calls the model.
+        if work.credentials.is_empty() || work.outcome.next_in_ms != Some(0) {
+            return Ok(work.finish());
+        }
     }
-    let base = secret(ports, config, "OPENAI_BASE_URL").await?.ok_or(
-        "this workspace has no OPENAI_BASE_URL secret: set it (and OPENAI_API_KEY) with PUT /v1/secrets/{name}",
-    )?;
-    let key = secret(ports, config, "OPENAI_API_KEY").await?;
     let remote = remote_tools(ports, config, turn).await?;
     let mut tools = agent_tools::specs();
     tools.extend(crate::agent::function_specs());
@@ -354,59 +478,80 @@ async fn run<S: LocalSql + ?Sized>(
         json!({"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.schema}})
     }));
     let history = core.history(HISTORY).map_err(|r| r.message)?;
-    let mut body = json!({ "model": config.model, "messages": messages(config, &history), "tools": tools });
-    // Only asked for when set: models that do not reason refuse the field.
-    if config.thinking != "off" {
-        body["reasoning_effort"] = json!(config.thinking);
-    }
-    let url = format!("{}/chat/completions", base.trim_end_matches('/'));
-    // Paid from the wallet under this step's own ledger entry.
-    let entry_id =
-        format!("use_{}_{}_s{}", config.session_id, turn.message_id.as_deref().unwrap_or_default(), turn.step);
-    let (resp, charge) =
-        match wallet::metered(ports, config, &entry_id, post_json(&url, bearer(key.as_deref()), &body), now_ms).await {
-            Ok(paid) => paid,
-            Err(wallet::Unpaid::Short { reason, why }) => return Ok(wallet::stop(reason, why)),
-            Err(wallet::Unpaid::Failed(e)) => return Err(format!("the model endpoint: {e}")),
+    let mut calls_left = MAX_STEPS - turn.step;
+    loop {
+        let mut body =
+            json!({ "model": config.model, "messages": work.conversation(config, &history), "tools": tools });
+        // Only asked for when set: models that do not reason refuse the field.
+        if config.thinking != "off" {
+            body["reasoning_effort"] = json!(config.thinking);
+        }
+        // Each model call of the step is paid under its own entry: the step's, then `_c1`, `_c2`, … for the
+        // calls a held credential adds (the same on a replay, so each is charged once).
+        let made = (MAX_STEPS - turn.step) - calls_left;
+        let entry_id = match made {
+            0 => format!("use_{}_{}_s{}", config.session_id, turn.message_id.as_deref().unwrap_or_default(), turn.step),
+            n => format!(
+                "use_{}_{}_s{}_c{n}",
+                config.session_id,
+                turn.message_id.as_deref().unwrap_or_default(),
+                turn.step
+            ),
         };
-    if resp.status != 200 {
-        let detail: String = String::from_utf8_lossy(&resp.body).chars().take(300).collect();
-        return Err(format!("the model endpoint answered HTTP {}: {detail}", resp.status));
+        let (reply, charge) = match complete(ports, config, &entry_id, &body, now_ms).await {
+            Ok(Called::Reply(reply, charge)) => (reply, charge),
+            Ok(Called::Stopped(reason, why)) => {
+                work.push(EventKind::Status, json!({ "text": why }));
+                work.outcome.end = Some(reason);
+                return Ok(work.finish());
+            }
+            // The first call's failure is the step's; a later one keeps what the step already did.
+            Err(e) if work.live.is_empty() => return Err(e),
+            Err(e) => {
+                work.fail(e);
+                return Ok(work.finish());
+            }
+        };
+        calls_left -= 1;
+        let message = &reply["choices"][0]["message"];
+        if message.is_null() {
+            work.fail("the model endpoint answered without choices[0].message".into());
+            return Ok(work.finish());
+        }
+        work.charge(charge);
+        let calls = message["tool_calls"].as_array().cloned().unwrap_or_default();
+        if calls.is_empty() {
+            let text = message["content"].as_str().unwrap_or_default();
+            work.push(EventKind::AgentMessage, json!({ "text": text, "model": config.model }));
+            work.outcome.end = Some(TurnEnd::Completed);
+            work.outcome.harness_state = json!({ "remote_tools": remote });
+            return Ok(work.finish());
+        }
+        if let Some(text) = message["content"].as_str().filter(|t| !t.is_empty()) {
+            work.push(EventKind::AgentMessage, json!({ "text": text, "model": config.model }));
+        }
+        let calls: Vec<PendingCall> = calls
+            .iter()
+            .map(|call| PendingCall {
+                id: call["id"].as_str().unwrap_or_default().to_owned(),
+                name: call["function"]["name"].as_str().unwrap_or_default().to_owned(),
+                args: call["function"]["arguments"]
+                    .as_str()
+                    .and_then(|a| serde_json::from_str(a).ok())
+                    .unwrap_or_else(|| json!({})),
+            })
+            .collect();
+        for c in &calls {
+            work.push(EventKind::ToolCall, json!({ "call_id": c.id, "name": c.name, "arguments": c.args }));
+        }
+        let awaiting = run_calls(ports, config, &remote, calls, &mut work, now_ms).await?;
+        pause_or_continue(&mut work, awaiting, &remote, now_ms);
+        // Holding a credential, the step calls the model again itself (it is never persisted for a later
+        // step to use); a pause, or the turn's last allowed call, ends the step.
+        if work.credentials.is_empty() || work.outcome.next_in_ms != Some(0) || calls_left == 0 {
+            return Ok(work.finish());
+        }
     }
-    let reply = resp.json_body();
-    let message = &reply["choices"][0]["message"];
-    if message.is_null() {
-        return Err("the model endpoint answered without choices[0].message".into());
-    }
-    let mut outcome =
-        StepOutcome { charge: Some(charge), harness_state: json!({ "remote_tools": remote }), ..Default::default() };
-    let calls = message["tool_calls"].as_array().cloned().unwrap_or_default();
-    if calls.is_empty() {
-        let text = message["content"].as_str().unwrap_or_default();
-        outcome.events.push((EventKind::AgentMessage, json!({ "text": text, "model": config.model })));
-        outcome.end = Some(TurnEnd::Completed);
-        return Ok(outcome);
-    }
-    if let Some(text) = message["content"].as_str().filter(|t| !t.is_empty()) {
-        outcome.events.push((EventKind::AgentMessage, json!({ "text": text, "model": config.model })));
-    }
-    let calls: Vec<PendingCall> = calls
-        .iter()
-        .map(|call| PendingCall {
-            id: call["id"].as_str().unwrap_or_default().to_owned(),
-            name: call["function"]["name"].as_str().unwrap_or_default().to_owned(),
-            args: call["function"]["arguments"]
-                .as_str()
-                .and_then(|a| serde_json::from_str(a).ok())
-                .unwrap_or_else(|| json!({})),
-        })
-        .collect();
-    for c in &calls {
-        outcome.events.push((EventKind::ToolCall, json!({ "call_id": c.id, "name": c.name, "arguments": c.args })));
-    }
-    let awaiting = run_calls(ports, config, &remote, calls, &mut outcome, now_ms).await?;
-    pause_or_continue(&mut outcome, awaiting, &remote, now_ms);
-    Ok(outcome)
 }
 
 /// Grades one criterion with a separate model call that sees only the objective, the criterion and the
@@ -420,8 +565,6 @@ pub async fn grade(
     last_reply: &str,
     now_ms: i64,
 ) -> Result<(super::goal::Verdict, Charge), String> {
-    let base = secret(ports, config, "OPENAI_BASE_URL").await?.ok_or("no OPENAI_BASE_URL secret")?;
-    let key = secret(ports, config, "OPENAI_API_KEY").await?;
     let body = json!({
         "model": config.model,
         "messages": [
@@ -429,16 +572,10 @@ pub async fn grade(
             {"role": "user", "content": format!("Goal: {objective}\nCriterion: {}\nThe agent's latest reply:\n{last_reply}", criterion.text)},
         ],
     });
-    let url = format!("{}/chat/completions", base.trim_end_matches('/'));
-    let (resp, charge) =
-        match wallet::metered(ports, config, entry_id, post_json(&url, bearer(key.as_deref()), &body), now_ms).await {
-            Ok(paid) => paid,
-            Err(wallet::Unpaid::Short { why, .. } | wallet::Unpaid::Failed(why)) => return Err(why),
-        };
-    if resp.status != 200 {
-        return Err(format!("HTTP {}", resp.status));
-    }
-    let reply = resp.json_body();
+    let (reply, charge) = match complete(ports, config, entry_id, &body, now_ms).await? {
+        Called::Reply(reply, charge) => (reply, charge),
+        Called::Stopped(_, why) => return Err(why),
+    };
     let text = reply["choices"][0]["message"]["content"].as_str().unwrap_or_default();
     let json_part = text.find('{').and_then(|a| text.rfind('}').map(|b| &text[a..=b])).unwrap_or(text);
     let verdict: Value = serde_json::from_str(json_part).unwrap_or(Value::Null);
@@ -476,6 +613,7 @@ mod tests {
             thinking: "off".into(),
             instructions: "Be brief.".into(),
             mcp_servers: vec![],
+            agent_workspace_id: None,
             budget_cents: None,
             started_by_key_id: None,
             run_price: None,

@@ -18,6 +18,11 @@ pub struct SessionConfig {
     pub instructions: String,
     #[serde(default)]
     pub mcp_servers: Vec<Value>,
+    /// The workspace that owns the agent's definition: the only one the secrets it names (an MCP
+    /// server's `bearer_secret`) are read from. Not the session's when a public agent was started by
+    /// `@handle` from another workspace. Absent in sessions configured before it was recorded.
+    #[serde(default)]
+    pub agent_workspace_id: Option<String>,
     pub budget_cents: Option<i64>,
     pub started_by_key_id: Option<String>,
     /// Set when the agent is another workspace's paid public agent: paid once, when the session starts.

@@ -153,7 +153,7 @@ pub async fn metered(
         );
         return Err(Unpaid::Short { reason: TurnEnd::InsufficientCredits, why });
     }
-    let resp = ports.net.post(req).await;
+    let resp = ports.egress().post("OPENAI_BASE_URL", req).await;
     let (input_tokens, output_tokens) = match &resp {
         Ok(r) if r.status == 200 => usage(&r.json_body()),
         _ => (0, 0),

@@ -73,6 +73,8 @@ const INSERT_IF_CHANGED: &str = "INSERT INTO audit (audit_id, workspace_id, sess
 
 fn bind(sql: &'static str, e: &Entry<'_>) -> Stmt {
     let id = crate::rules::ids::new_id("aud");
+    // Every audit row passes the one redaction rule: a command line stays readable, its secrets replaced.
+    let detail = crate::rules::redact::redact(e.detail);
     stmt!(
         sql,
         id,
@@ -81,7 +83,7 @@ fn bind(sql: &'static str, e: &Entry<'_>) -> Stmt {
         e.grant_id,
         e.connector_id,
         e.action,
-        e.detail,
+        detail,
         e.actor_account_id,
         e.subject,
         e.now_ms

@@ -247,3 +247,30 @@ fn the_runner_fetches_the_credential_for_a_command_it_runs_and_only_for_what_the
     let audit = app.request("GET", "/v1/audit", Some(&t.ada.key), None).json_body();
     assert_eq!(audit["entries"][0]["action"], "ssh_key_loaded");
 }
+
+/// The audit log keeps the command lines a runner reports readable, with the secrets in them replaced by
+/// the one redaction rule.
+#[test]
+fn the_audit_log_keeps_command_lines_with_their_secrets_replaced() {
+    let app = TestApp::with_secrets();
+    let t = turn(&app);
+    let g = grant(&app, &t, "web", json!(["deploy"]));
+    for (argv, code) in [
+        (vec!["vercel", "deploy", "--token", "3f9a1c0b7d2e4f6a8b9c"], 0),
+        (vec!["curl", "-u", "ada:s3cr3t", "https://api.example.com"], 1),
+        (vec!["vercel", "-t", "a8F3kd92LmQ0zX", "deploy", "--prod"], 0),
+    ] {
+        let (status, body) = report(&app, &t, &g, &argv, code);
+        assert_eq!(status, 200, "{body}");
+    }
+    let audit = app.request("GET", "/v1/audit", Some(&t.ada.key), None).json_body();
+    let details: Vec<&str> = audit["entries"].as_array().unwrap().iter().filter_map(|e| e["detail"].as_str()).collect();
+    for want in [
+        "exit 0: vercel deploy --token [redacted]",
+        "exit 1: curl -u ada:[redacted] https://api.example.com",
+        "exit 0: vercel -t [redacted] deploy --prod",
+    ] {
+        assert!(details.iter().any(|d| d.starts_with(want)), "{want} in {details:?}");
+    }
+    assert!(!details.iter().any(|d| d.contains("s3cr3t") || d.contains("3f9a1c0b7d2e4f6a8b9c")), "{details:?}");
+}

@@ -23,6 +23,7 @@ mod routines;
 mod runner_jobs;
 mod runners;
 mod schemas;
+mod secrets;
 mod sessions;
 mod table;
 mod tasks;

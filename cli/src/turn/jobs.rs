@@ -217,12 +217,13 @@ impl Ran {
 }
 
 /// The end of `bytes` as text — at most `max_chars` characters in at most `max_bytes` bytes — with
-/// `secrets` masked first, so a cut never leaves part of one.
+/// `secrets` masked and the redaction rule applied first, so a cut never leaves part of one.
 pub fn tail_text(bytes: &[u8], secrets: &[String], max_chars: usize, max_bytes: usize) -> String {
     let mut text = String::from_utf8_lossy(bytes).into_owned();
     for s in secrets {
         text = crate::redact(&text, s);
     }
+    text = crate::redaction::redact(&text);
     let mut start = text.len();
     for (n, (i, _)) in text.char_indices().rev().enumerate() {
         if n == max_chars || text.len() - i > max_bytes {
@@ -669,6 +670,8 @@ mod tests {
         let tail = tail_text(text.as_bytes(), std::slice::from_ref(&token), 20, 100);
         assert_eq!(tail, "xxxsst_secret_t… end");
         assert!(!tail.contains("0123456789"), "{tail}");
+        let printed = tail_text(b"ok\nAWS_SECRET_ACCESS_KEY=wJalrXUtnFEMIK7MDENG done", &[], 8000, 16_000);
+        assert_eq!(printed, "ok\nAWS_SECRET_ACCESS_KEY=[redacted] done");
         assert_eq!(tail_text("héllo".as_bytes(), &[], 4, 100), "éllo");
         assert_eq!(tail_text("héllo".as_bytes(), &[], 4, 4), "llo");
         assert_eq!(tail_text(b"short", &[], 8000, 16_000), "short");
