@@ -47,7 +47,11 @@ function send(method, path, { headers = {}, body, via = agent } = {}) {
 const pct = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
 
 async function measure(name, make, check) {
-  for (let i = 0; i < WARMUP; i++) check(await make());
+  return measureN(name, N, make, check);
+}
+
+async function measureN(name, N, make, check) {
+  for (let i = 0; i < Math.min(WARMUP, N); i++) check(await make());
   const ms = []; const d1 = new Map(); let failures = 0;
   const t0 = process.hrtime.bigint();
   for (let i = 0; i < N; i++) {
@@ -273,6 +277,27 @@ for (const [label, args] of cases) {
   }
   pair[1].ratio = pair[1].p50 / pair[0].p50;
 }
+// ---------------------------------------------------------------------------------------------------
+// The console: pages a person opens, signed in with a cookie, rendered on the server.
+const CONSOLE_N = Number(process.env.BENCH_CONSOLE_N ?? 300);
+const origin = BASE.origin;
+const form = `key=${encodeURIComponent(key)}`;
+const login = await new Promise((resolve, reject) => {
+  const req = http.request({ host: BASE.hostname, port: BASE.port, method: 'POST', path: '/console/login', agent,
+    headers: { origin, 'content-type': 'application/x-www-form-urlencoded', 'content-length': Buffer.byteLength(form) } },
+  (res) => { res.resume(); res.on('end', () => resolve(res)); });
+  req.on('error', reject); req.end(form);
+});
+const cookie = String(login.headers['set-cookie'] ?? '').split(';')[0];
+if (!cookie.startsWith('agentsky_console=')) throw new Error(`console sign-in gave no cookie (HTTP ${login.statusCode})`);
+const slug = JSON.parse((await rpc('tools/call', { name: 'list_workspaces', arguments: {} })()).text).result.structuredContent.workspaces[0].slug;
+const page = (path) => () => send('GET', `/console/w/${slug}${path}`, { headers: { cookie } });
+const consoleRows = [];
+for (const [name, path] of [['Approvals', ''], ['Board', '/board'], ['Session', `/sessions/${started[0].session.session_id}`], ['Usage', '/usage'], ['Agents', '/agents'], ['API keys', '/keys']]) {
+  const r = await measureN(`console ${name}`, CONSOLE_N, page(path), expect200);
+  consoleRows.push(r);
+}
+
 agent.destroy();
 
 const f = (x) => (Number.isFinite(x) ? x.toFixed(2) : '—');
@@ -304,6 +329,9 @@ printTable(`read_session page latency, ${PAGE_N} sequential reads per row: a ses
 console.log();
 const ratios = pageRows.filter((r) => r.ratio).map((r) => r.ratio);
 console.log(`page p50 on ${logs.big.cursors.length} events / on ${logs.small.cursors.length}: ${ratios.map((x) => `${x.toFixed(2)}x`).join(', ')}   (aim: ~1x, whatever the log's length)`);
+printTable(`console pages (server-rendered, signed in with a cookie): ${CONSOLE_N} sequential GETs per page`, consoleRows);
+console.log();
+console.log(`console page p50 minus the floor's p50 (the page's own server time): ${consoleRows.map((r) => `${r.name.slice(8)} ${f(r.p50 - floor)} ms`).join(', ')}   (aim: < 50 ms)`);
 const wasm = process.env.BENCH_WASM;
 if (wasm && existsSync(wasm)) {
   const raw = readFileSync(wasm);

@@ -99,7 +99,7 @@ fn runner(server: &str, scratch: &Scratch, script: &str) -> TurnRunner {
     std::fs::write(
         &vercel,
         "#!/bin/sh\necho \"vercel ran: $* in $(basename \"$PWD\")\"\n\
-         echo \"VERCEL_TOKEN=${VERCEL_TOKEN:-none} secret=${AGENTSKY_RUNNER_SECRET:-none}\"\necho 'to stderr' >&2\n\
+         echo \"token ${VERCEL_TOKEN:-none}; runner ${AGENTSKY_RUNNER_SECRET:-none}\"\necho 'to stderr' >&2\n\
          if [ \"$2\" = slow ]; then echo $$ > slow.pid; sleep 30; fi\n[ \"$2\" != fail ]\n",
     )
     .unwrap();
@@ -177,8 +177,9 @@ fn the_runner_runs_the_cli_with_the_credential_it_fetched_and_reports_the_exit_i
     let said = said(&srv);
     assert!(said.contains("vercel ran: deploy --prod in site"), "in the agent's folder: {said}");
     assert!(
-        said.contains(&format!("VERCEL_TOKEN={CREDENTIAL} secret=none")),
-        "the runner's credential, no secret: {said}"
+        // Printed so the redaction rule lets it through (`VERCEL_TOKEN=…` would be redacted on its way).
+        said.contains(&format!("token {CREDENTIAL}; runner none")),
+        "the runner's credential, not the runner's secret: {said}"
     );
     assert!(said.contains("to stderr") && said.contains("exit=0\n") && said.contains("exit=1\n"), "{said}");
     assert!(said.contains("exit=69") && said.contains("not `delete`"), "a refused credential runs nothing: {said}");
