@@ -187,6 +187,43 @@ fn forms_need_the_sessions_csrf_token_and_this_origin() {
     assert_eq!(app.ok(&ada.key, "list_agents", json!({}))["agents"][0]["name"], "Renamed");
 }
 
+/// A member sees every page of the workspace; what only owners and admins do is offered disabled, and a
+/// forged form for it is refused by the operation itself.
+#[test]
+fn a_members_console_shows_every_page_and_its_role_decides_the_rest() {
+    let app = TestApp::new();
+    let (ada, _, sid) = seeded(&app);
+    let bo = app.signup("Bo", "bo@example.com");
+    let invited = app.request(
+        "POST",
+        &format!("/v1/workspaces/{}/invitations", ada.slug),
+        Some(&ada.key),
+        Some(json!({"role": "member"})),
+    );
+    let token = invited.json_body()["token"].as_str().unwrap().to_owned();
+    assert!(app.request("POST", "/v1/invitations/accept", Some(&bo.key), Some(json!({"token": token}))).status < 300);
+    let cookie = sign_in(&app, &bo.key);
+    let ws = format!("/console/w/{}", ada.slug);
+    let mut paths: Vec<String> = PAGES.iter().map(|p| format!("{ws}{p}")).collect();
+    paths.push(format!("{ws}/sessions/{sid}"));
+    for path in &paths {
+        let (status, html) = get(&app, &cookie, path);
+        assert_eq!(status, 200, "{path}");
+        assert!(!html.contains("Read-only"), "a member's write key is not read-only: {path}");
+    }
+    let (_, members) = get(&app, &cookie, &format!("{ws}/members"));
+    assert!(members.contains("Owners and admins invite people"), "{members}");
+    let r = post(
+        &app,
+        &cookie,
+        &format!("{ws}/op/create_invitation"),
+        &[("workspace", &ada.slug), ("role", "admin"), ("csrf", &csrf(&members))],
+    );
+    let back =
+        app.send(request("GET", &ws, Some(&format!("{cookie}; {}", flash(&r).split(';').next().unwrap())), "", None));
+    assert!(String::from_utf8_lossy(&back.body).contains("this needs the admin role"), "the operation refused it");
+}
+
 #[test]
 fn a_read_keys_console_can_look_but_not_change_and_says_so() {
     let app = TestApp::new();
