@@ -6,7 +6,7 @@ import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import {
   rest, createAccount, createWorkspace, createAgent, addCredit, putSecret, rawMcp, readTurn, readAll, ok,
-  toolErrorCode, ikey, uniq, texts,
+  toolError, toolErrorCode, ikey, uniq, texts,
 } from './helpers.mjs';
 import { fakeOpenAI } from './fakes.mjs';
 
@@ -115,7 +115,7 @@ describe('money: a paid public agent', () => {
     assert.equal(await balance(boTool, theirs.slug), 50);
     const broke = await adaTool('start_session', { ...args, idempotency_key: ikey('paid') });
     assert.equal(toolErrorCode(broke, 'a run the wallet cannot pay'), 'insufficient_credits');
-    assert.match(broke.structuredContent.error.message, /needs at least 25/);
+    assert.match(toolError(broke).message, /needs at least 25/);
     assert.equal(await balance(adaTool, mine.slug), 10, 'nothing moved');
     assert.equal(await balance(boTool, theirs.slug), 50);
     const listed = ok(await adaTool('list_sessions', { workspace: mine.slug }), 'list_sessions').sessions;

@@ -333,7 +333,8 @@ describe('session server: /v1/session/mcp with a session token (TS SDK v1 client
       const args = { target: 'web', scope: ['read'], reason: 'read the logs' };
       for (let i = 1; i <= 5; i++) assert.equal(aok(await me.agent.call('request_access', args), `request ${i}`).status, 'active');
       const r = await me.agent.call('request_access', args);
-      assert.equal(aerr(r, 'the sixth request'), 'too many access requests; try again in a minute (code -32003)');
+      // The contract's words, with how long to wait (the hardening issue: the message says how long).
+      assert.match(aerr(r, 'the sixth request'), /^too many access requests \(5 a minute\); try again in \d+(\.\d+)? s \(code -32003\)$/);
       assert.match(aerr(await me.agent.call('land', { summary: 'ship' }), 'land'), /too many access requests.*\(code -32003\)$/);
       assert.match(aerr(await me.agent.call('remember_command', { kind: 'checks', command: 'make test' }), 'remember_command'), /\(code -32003\)$/);
       // The bucket is the session's own: another session asks freely.

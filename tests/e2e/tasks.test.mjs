@@ -143,7 +143,7 @@ describe('tasks: two agents, one folder, artifacts, share links, hand-offs and t
     assert.equal(page.status, 200);
     assert.equal(page.text, html);
     assert.equal(page.headers.get('content-type'), 'text/html; charset=utf-8');
-    assert.equal(page.headers.get('content-security-policy'), 'sandbox');
+    assert.equal(page.headers.get('content-security-policy'), "sandbox; frame-ancestors 'none'");
     // A later write does not change what was published.
     ok(await tool('write_task_file', { task_id: task, path: 'site/index.html', content: '<h1>v2</h1>' }), 'write v2');
     assert.equal((await anon(url)).text, html);

@@ -177,6 +177,7 @@ STEPS: list[Step] = [
     Step("agent", "remember_command", lambda w: {"kind": "checks", "command": "python3 -m pytest"}),
     Step("agent", "land", lambda w: {"summary": "Add app.py"}),
     Step("agent", "ask_user", lambda w: {"kind": "question", "payload": {"prompt": "Proceed?"}}, background=True),
+    Step("op", "list_requests", lambda w: {"workspace": w["ws"], "wait_seconds": 5}),
     Step("op", "answer_request", open_request, answered),
     # A goal, on a session of its own.
     Step("op", "start_session", lambda w: {
@@ -194,6 +195,8 @@ STEPS: list[Step] = [
         keep("routine", "routine_id")),
     Step("op", "list_routines", lambda w: {"workspace": w["ws"]}),
     Step("op", "run_routine", lambda w: {"routine_id": w["routine"], "idempotency_key": ikey("run")}),
+    Step("op", "update_routine", lambda w: {"routine_id": w["routine"], "enabled": False, "cron": "0 9 * * 1-5"}),
+    Step("op", "delete_routine", lambda w: {"routine_id": w["routine"]}),
     # Spend, context, records, help.
     Step("op", "get_usage", lambda w: {"workspace": w["ws"]}),
     Step("op", "search_context", lambda w: {"query": "python", "scope": "conversations", "workspace": w["ws"]},
