@@ -3,11 +3,11 @@
 //! clock, and nothing in the core calls `SystemTime::now()` (it panics on wasm32).
 
 use crate::error::{ApiError, Code};
+pub use crate::identity::{Caller, Membership, Role};
 use crate::rules::rate::Decision;
 use crate::session::{SessionCall, SessionReply};
 use crate::store::{Counted, Sql};
 use futures::future::LocalBoxFuture;
-use serde::Deserialize;
 
 /// Settings read from the Worker's vars and secrets.
 #[derive(Debug, Clone, Default)]
@@ -25,7 +25,7 @@ pub struct Config {
     /// Seals workspace secrets at rest (`SECRETS_KEY`); without it secrets cannot be stored.
     pub secrets_key: Option<String>,
     /// Model prices, cents per million input and output tokens (`PRICES`, JSON).
-    pub prices: crate::session::openai::Prices,
+    pub prices: crate::rules::prices::Prices,
     /// How long session tools wait for a person (`AGENT_WAIT_MS`; the contract's 5 minutes by default).
     pub agent_wait_ms: Option<i64>,
     /// Count per-address limits by `CF-Connecting-IP` (`TRUST_CF_CONNECTING_IP`): only behind Cloudflare,
@@ -116,51 +116,6 @@ pub struct Env {
     pub feeds: Box<dyn Feeds>,
     pub clock: Box<dyn Clock>,
     pub config: Config,
-}
-
-/// One workspace the caller belongs to, as read with the key.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
-pub struct Membership {
-    pub workspace_id: String,
-    pub slug: String,
-    pub name: String,
-    pub role: Role,
-    #[serde(deserialize_with = "crate::store::int_bool")]
-    pub is_personal: bool,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize, serde::Serialize, schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum Role {
-    Member,
-    Admin,
-    Owner,
-}
-
-impl Role {
-    /// The role a name means (`member`, `admin`, `owner`).
-    pub fn named(name: &str) -> Option<Role> {
-        [Role::Member, Role::Admin, Role::Owner].into_iter().find(|r| r.as_str() == name)
-    }
-
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Role::Member => "member",
-            Role::Admin => "admin",
-            Role::Owner => "owner",
-        }
-    }
-}
-
-/// Who is calling: an account through one of its keys.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Caller {
-    pub account_id: String,
-    pub key_id: String,
-    pub can_write: bool,
-    /// The workspace a locked key may touch; every other slug is `universe_mismatch`.
-    pub locked_workspace_id: Option<String>,
-    pub memberships: Vec<Membership>,
 }
 
 /// Everything one operation call may use.

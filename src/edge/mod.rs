@@ -45,7 +45,7 @@ pub(crate) fn config(env: &Env) -> Config {
         secrets_key: secret(env, "SECRETS_KEY").or_else(|| var(env, "SECRETS_KEY")),
         prices: var(env, "PRICES")
             .map(|p| {
-                crate::session::openai::Prices::parse(&p).unwrap_or_else(|e| {
+                crate::rules::prices::Prices::parse(&p).unwrap_or_else(|e| {
                     crate::error::log_line(&format!("{e}; using the default prices"));
                     Default::default()
                 })

@@ -12,6 +12,7 @@ pub mod markdown;
 pub mod outbound;
 pub mod paths;
 pub mod policy;
+pub mod prices;
 pub mod rate;
 pub use agentsky_wire::redact;
 pub mod seal;

@@ -15,7 +15,7 @@ fn app() -> TestApp {
         admin_token: Some("adm".into()),
         rate_limit_per_min: 600,
         secrets_key: Some("test-master-key".into()),
-        prices: agentsky::session::openai::Prices::parse(r#"{"gpt-test": [1000000, 2000000]}"#).unwrap(),
+        prices: agentsky::rules::prices::Prices::parse(r#"{"gpt-test": [1000000, 2000000]}"#).unwrap(),
         ..Config::default()
     })
 }
