@@ -12,11 +12,6 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-/// The associated data a connector's credentials are sealed with: its row.
-pub fn aad(workspace_id: &str, connector_id: &str) -> String {
-    format!("{workspace_id}/connector/{connector_id}")
-}
-
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Credentials {
@@ -85,7 +80,7 @@ pub async fn connect(cx: &Cx<'_>, p: ConnectTarget) -> Result<ConnectorRow, ApiE
             let master = master.ok_or_else(|| {
                 ApiError::new(Code::NotImplemented, "this deployment has no SECRETS_KEY; it cannot store credentials")
             })?;
-            Some(seal::seal(master, &aad(&w.workspace_id, &id), &v.to_string()))
+            Some(seal::seal(master, &seal::connector_aad(&w.workspace_id, &id), &v.to_string()))
         }
         None => None,
     };

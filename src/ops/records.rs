@@ -11,7 +11,7 @@
 use crate::cx::{Cx, Role};
 use crate::error::{ApiError, Code};
 use crate::http::{HttpRequest, HttpResponse};
-use crate::ops::{idempotency, secrets, sessions};
+use crate::ops::{idempotency, sessions};
 use crate::rules::{hmac, ids, limits, seal, time};
 use crate::store::{self, records::RecordRow, sessions::SessionRow};
 use schemars::JsonSchema;
@@ -356,7 +356,7 @@ pub async fn create_webhook(cx: &Cx<'_>, p: CreateRecordWebhook) -> Result<Recor
         )
     })?;
     let secret = ids::new_secret("whs_");
-    let sealed = seal::seal(master, &secrets::aad(&w.workspace_id, WEBHOOK_SECRET), &secret);
+    let sealed = seal::seal(master, &seal::secret_aad(&w.workspace_id, WEBHOOK_SECRET), &secret);
     store::secrets::put(cx.db(), &w.workspace_id, WEBHOOK_SECRET, &sealed, cx.now_ms)
         .await
         .map_err(|e| cx.internal(e))?;
@@ -513,7 +513,7 @@ async fn receive_inner(cx: &Cx<'_>, workspace_id: &str, req: &HttpRequest) -> Re
     let master = cx.env.config.secrets_key.as_deref();
     let secret = sealed
         .zip(master)
-        .and_then(|(sealed, master)| seal::open(master, &secrets::aad(workspace_id, WEBHOOK_SECRET), &sealed))
+        .and_then(|(sealed, master)| seal::open(master, &seal::secret_aad(workspace_id, WEBHOOK_SECRET), &sealed))
         .ok_or_else(no_hook)?;
     let bearer =
         req.header("authorization").and_then(|h| h.split_once(' ')).filter(|(s, _)| s.eq_ignore_ascii_case("bearer"));

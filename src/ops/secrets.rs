@@ -12,11 +12,6 @@ use crate::store;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-/// The associated data a secret is sealed with: its row.
-pub fn aad(workspace_id: &str, name: &str) -> String {
-    format!("{workspace_id}/{name}")
-}
-
 /// The role that may set, delete or name a workspace's secrets.
 pub const ROLE: Role = Role::Admin;
 
@@ -80,7 +75,7 @@ pub async fn put(cx: &Cx<'_>, p: PutSecret) -> Result<SecretSet, ApiError> {
     let master = cx.env.config.secrets_key.as_deref().ok_or_else(|| {
         ApiError::new(Code::NotImplemented, "this deployment has no SECRETS_KEY configured, so it cannot store secrets")
     })?;
-    let sealed = seal::seal(master, &aad(&w.workspace_id, &p.name), &p.value);
+    let sealed = seal::seal(master, &seal::secret_aad(&w.workspace_id, &p.name), &p.value);
     store::secrets::put(cx.db(), &w.workspace_id, &p.name, &sealed, cx.now_ms).await.map_err(|e| cx.internal(e))?;
     Ok(SecretSet { name: p.name, workspace: w.slug.clone() })
 }

@@ -13,6 +13,16 @@ fn cipher(master: &str) -> Aes256Gcm {
     Aes256Gcm::new_from_slice(&key).expect("a SHA-256 digest is a 256-bit key")
 }
 
+/// The associated data a workspace secret is sealed with: its row.
+pub fn secret_aad(workspace_id: &str, name: &str) -> String {
+    format!("{workspace_id}/{name}")
+}
+
+/// The associated data a connector's credentials are sealed with: its row.
+pub fn connector_aad(workspace_id: &str, connector_id: &str) -> String {
+    format!("{workspace_id}/connector/{connector_id}")
+}
+
 /// Seals `plain` for the row (`aad` names it).
 pub fn seal(master: &str, aad: &str, plain: &str) -> String {
     let nonce: [u8; 12] = crate::rules::ids::random_bytes();

@@ -446,7 +446,7 @@ fn the_model_endpoint_is_checked_when_its_secret_is_set_and_when_it_is_used() {
         app.db.0.query_row("SELECT workspace_id FROM workspace WHERE slug = ?1", [&ada.slug], |r| r.get(0)).unwrap();
     let sealed = agentsky::rules::seal::seal(
         MASTER,
-        &agentsky::ops::secrets::aad(&workspace_id, "OPENAI_BASE_URL"),
+        &agentsky::rules::seal::secret_aad(&workspace_id, "OPENAI_BASE_URL"),
         "https://169.254.169.254/v1",
     );
     app.db.0.execute("UPDATE secret SET sealed = ?1 WHERE name = 'OPENAI_BASE_URL'", [&sealed]).unwrap();
