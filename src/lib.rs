@@ -8,6 +8,7 @@
 //! - [`ops`] — the table and one file of handlers per contract area.
 //! - [`rules`] — pure domain logic (ids, slugs, limits, rate buckets).
 //! - [`store`] — every SQL statement, over the [`store::Sql`] trait (D1 in the Worker, SQLite in tests).
+//! - [`identity`] — who is calling and their role in each workspace (below the store and every face).
 //! - [`cx`] — what a handler may use: bindings, clock, caller, workspace rules.
 //! - [`egress`] — the one door to URLs a tenant chose (the outbound rule, redirects).
 //! - `edge` (wasm32 only) — the Worker's entry points, D1 and Durable Object adapters.
@@ -22,6 +23,7 @@ pub mod cx;
 pub mod egress;
 pub mod error;
 pub mod http;
+pub mod identity;
 pub mod keycache;
 pub mod mcp;
 pub mod objects;

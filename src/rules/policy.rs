@@ -5,7 +5,16 @@
 //!
 //! Never a level at a time: a workspace-wide `allow` must not override a target's own `ask` (issue 13).
 
-use crate::store::connectors::PolicyRow;
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct PolicyRow {
+    /// The connector it applies to; empty for every connector of the workspace.
+    pub connector_id: String,
+    pub scope: String,
+    /// `ask`, `allow` or `deny`.
+    pub decision: String,
+}
 
 /// Where the rule in force for a scope comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

@@ -77,14 +77,7 @@ pub async fn set_deploy_command(db: &dyn Sql, connector_id: &str, command: &str)
     db.all(stmt!(SET, connector_id, command)).await.map(drop)
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct PolicyRow {
-    /// The connector it applies to; empty for every connector of the workspace.
-    pub connector_id: String,
-    pub scope: String,
-    /// `ask`, `allow` or `deny`.
-    pub decision: String,
-}
+pub use crate::rules::policy::PolicyRow;
 
 /// Sets a policy (`connector_id` empty: workspace-wide), recorded in the audit log as `entry` says.
 pub async fn set_policy(
@@ -112,4 +105,16 @@ pub async fn all_policies(db: &dyn Sql, workspace_id: &str) -> DbResult<Vec<Poli
     const GET: &str =
         "SELECT connector_id, scope, decision FROM policy WHERE workspace_id = ?1 ORDER BY connector_id, scope";
     rows(db, stmt!(GET, workspace_id)).await
+}
+
+impl agentsky_wire::targets::Target for ConnectorRow {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn provider(&self) -> &str {
+        &self.provider
+    }
+    fn env(&self) -> &str {
+        &self.env
+    }
 }

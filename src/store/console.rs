@@ -2,7 +2,7 @@
 //! `sky console` opens. Both act through the API key they were made from.
 
 use super::{rows, DbResult, Sql};
-use crate::cx::Caller;
+use crate::identity::Caller;
 use crate::stmt;
 use serde::Deserialize;
 
@@ -38,7 +38,7 @@ struct CallerRow {
     scopes: String,
     locked_workspace_id: Option<String>,
     #[serde(deserialize_with = "super::json_text")]
-    memberships: Vec<crate::cx::Membership>,
+    memberships: Vec<crate::identity::Membership>,
     account_name: String,
     email: String,
 }

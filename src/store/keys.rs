@@ -2,7 +2,7 @@
 //! belongs to, so one round trip both authenticates a call and resolves its workspace.
 
 use super::{rows, DbError, DbResult, Sql};
-use crate::cx::{Caller, Membership};
+use crate::identity::{Caller, Membership};
 use crate::stmt;
 use serde::{Deserialize, Serialize};
 

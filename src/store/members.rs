@@ -13,7 +13,7 @@ pub struct Member {
     pub account_id: String,
     pub name: String,
     pub email: String,
-    pub role: crate::cx::Role,
+    pub role: crate::identity::Role,
     pub created_ms: i64,
 }
 
@@ -136,7 +136,7 @@ pub async fn accept(
 /// as their personal workspace.
 #[derive(Debug, Clone, Deserialize)]
 pub struct Standing {
-    pub role: crate::cx::Role,
+    pub role: crate::identity::Role,
     pub owners: i64,
     #[serde(deserialize_with = "super::int_bool")]
     pub holder: bool,

@@ -103,6 +103,6 @@ const GET: &str =
     "SELECT workspace_id, slug, name, 'owner' AS role, is_personal FROM workspace WHERE workspace_id = ?1";
 
 /// A workspace as work without a caller sees it (a routine fire acts with the owner's standing).
-pub async fn as_owner(db: &dyn Sql, workspace_id: &str) -> DbResult<Option<crate::cx::Membership>> {
+pub async fn as_owner(db: &dyn Sql, workspace_id: &str) -> DbResult<Option<crate::identity::Membership>> {
     super::first(db, stmt!(GET, workspace_id)).await
 }
