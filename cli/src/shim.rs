@@ -510,32 +510,21 @@ impl Target {
     }
 }
 
-const ENVS: &[&str] = &["prod", "staging", "preview", "scm"];
+impl agentsky_wire::targets::Target for Target {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn provider(&self) -> &str {
+        &self.provider
+    }
+    fn env(&self) -> &str {
+        &self.env
+    }
+}
 
-/// The targets `asked` names, as the server matches `request_access`'s `target`: the name; `provider:env`
-/// or `provider-env`; name plus env; a bare provider — case-insensitively, in that order.
+/// The targets `asked` names, matched exactly as the server matches `request_access`'s `target`.
 pub fn find_targets<'a>(targets: &'a [Target], asked: &str) -> Vec<&'a Target> {
-    let asked = asked.trim().to_lowercase();
-    let by_name: Vec<_> = targets.iter().filter(|t| t.name.to_lowercase() == asked).collect();
-    if !by_name.is_empty() {
-        return by_name;
-    }
-    let split = asked
-        .rsplit_once(':')
-        .or_else(|| asked.rsplit_once('-'))
-        .or_else(|| asked.rsplit_once(' '))
-        .filter(|(_, env)| ENVS.contains(env));
-    if let Some((head, env)) = split {
-        let by_provider: Vec<_> = targets.iter().filter(|t| t.provider == head && t.env == env).collect();
-        if !by_provider.is_empty() {
-            return by_provider;
-        }
-        let by_name_env: Vec<_> = targets.iter().filter(|t| t.name.to_lowercase() == head && t.env == env).collect();
-        if !by_name_env.is_empty() {
-            return by_name_env;
-        }
-    }
-    targets.iter().filter(|t| t.provider == asked).collect()
+    agentsky_wire::targets::find(targets, asked)
 }
 
 /// Picks the one target of `provider` the command is for, or says why not.
