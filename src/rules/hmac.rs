@@ -1,18 +1,13 @@
-//! HMAC-SHA256 (RFC 2104), and the `X-Hub-Signature-256` check GitHub-style webhooks are signed with.
+//! HMAC-SHA256 (the `hmac` crate), and the `X-Hub-Signature-256` check GitHub-style webhooks are signed with.
 //! Pure; comparisons are constant-time.
 
-use sha2::{Digest, Sha256};
+use hmac::{Hmac, Mac};
+use sha2::Sha256;
 
 pub fn hmac_sha256(key: &[u8], message: &[u8]) -> [u8; 32] {
-    let mut block = [0u8; 64];
-    if key.len() > block.len() {
-        block[..32].copy_from_slice(&Sha256::digest(key));
-    } else {
-        block[..key.len()].copy_from_slice(key);
-    }
-    let pad = |byte: u8| block.iter().map(|b| b ^ byte).collect::<Vec<u8>>();
-    let inner = Sha256::new().chain_update(pad(0x36)).chain_update(message).finalize();
-    Sha256::new().chain_update(pad(0x5c)).chain_update(inner).finalize().into()
+    let mut mac = Hmac::<Sha256>::new_from_slice(key).expect("HMAC takes a key of any length");
+    mac.update(message);
+    mac.finalize().into_bytes().into()
 }
 
 /// True when `header` (`sha256=<hex>`) is the HMAC of `body` under `secret`.
