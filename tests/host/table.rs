@@ -70,14 +70,24 @@ fn every_parameter_schema_is_an_object_with_documented_fields() {
 }
 
 fn golden(name: &str, actual: &Value) {
-    let path = format!("{}/tests/host/golden/{name}", env!("CARGO_MANIFEST_DIR"));
-    let text = serde_json::to_string_pretty(actual).unwrap() + "\n";
+    golden_text(&format!("tests/host/golden/{name}"), &(serde_json::to_string_pretty(actual).unwrap() + "\n"));
+}
+
+/// Compares `text` with the file at `path` (from the crate root), printing a line diff when they differ.
+fn golden_text(path: &str, text: &str) {
+    let path = format!("{}/{path}", env!("CARGO_MANIFEST_DIR"));
     if std::env::var_os("UPDATE_GOLDEN").is_some() {
-        std::fs::write(&path, &text).unwrap();
+        std::fs::write(&path, text).unwrap();
         return;
     }
     let expected = std::fs::read_to_string(&path).unwrap_or_default();
-    assert!(expected == text, "{name} changed; review and rewrite with UPDATE_GOLDEN=1 cargo test");
+    if expected != text {
+        let diff = similar::TextDiff::from_lines(expected.as_str(), text);
+        panic!(
+            "{path} changed; review and rewrite with UPDATE_GOLDEN=1 cargo test\n{}",
+            diff.unified_diff().context_radius(2).header("golden", "now")
+        );
+    }
 }
 
 #[test]
@@ -99,4 +109,34 @@ fn openapi_matches_its_golden_file_and_resolves_every_ref() {
         assert!(doc["paths"][op.path][op.method.to_ascii_lowercase()]["operationId"] == op.name, "{}", op.name);
     }
     golden("openapi.json", &doc);
+}
+
+/// `docs/operations.md`, the operations reference, is generated from the table: a row added, renamed or
+/// redocumented shows up there in the same change.
+#[test]
+fn the_operations_reference_is_generated_from_the_table() {
+    let mut groups: Vec<&str> = OPS.iter().map(|op| op.group).collect();
+    groups.dedup();
+    let mut seen = HashSet::new();
+    groups.retain(|g| seen.insert(*g));
+    let mut md = String::from(
+        "# Operations\n\nGenerated from the operation table (`src/ops/mod.rs`) by `UPDATE_GOLDEN=1 cargo test -p agentsky \
+         --test host table`; do not edit by hand. Every operation is a REST route; those marked *tool* are also MCP \
+         tools on `/v1/mcp`. Scope is what the caller's key must allow.\n",
+    );
+    for group in groups {
+        md.push_str(&format!("\n## {group}\n\n| Operation | REST | Scope | Tool | What it does |\n|---|---|---|---|---|\n"));
+        for op in OPS.iter().filter(|op| op.group == group) {
+            md.push_str(&format!(
+                "| `{}` | `{} {}` | {} | {} | {} |\n",
+                op.name,
+                op.method,
+                op.path,
+                op.scope.as_str(),
+                if op.tool { "tool" } else { "" },
+                op.description().replace('|', "\\|")
+            ));
+        }
+    }
+    golden_text("docs/operations.md", &md);
 }
