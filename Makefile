@@ -32,9 +32,7 @@ e2e: build
 	@bash tests/e2e/run.sh
 
 lint: setup
-	cargo fmt --all --check
-	cargo clippy --workspace --all-targets -- -D warnings
-	cargo clippy --target wasm32-unknown-unknown -p agentsky -- -D warnings
+	@bash scripts/lint.sh
 
 clean:
 	rm -rf build tests/e2e/.state bench/.state

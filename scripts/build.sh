@@ -10,7 +10,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 cd "$ROOT"
 
 stamp=build/.agentsky-built
-inputs=(src Cargo.toml Cargo.lock)
+# help/ is compiled in (include_str!) and wire/ is a dependency: both are inputs like src/.
+inputs=(src help wire Cargo.toml Cargo.lock)
 [ -f build.rs ] && inputs+=(build.rs)
 
 # One build at a time (wrangler dev's watcher may call us while `make` does).

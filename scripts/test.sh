@@ -27,10 +27,10 @@ run() { # run NAME CMD...
 }
 
 run "setup"                                   bash scripts/setup.sh
-run "cargo fmt --check"                       cargo fmt --all --check
+run "cargo fmt --check"                       bash scripts/lint.sh fmt
 run "cargo test (host, with the sky CLI)"     cargo test --workspace
-run "cargo clippy --all-targets (host)"       cargo clippy --workspace --all-targets -- -D warnings
-run "cargo clippy (wasm32)"                   cargo clippy --target wasm32-unknown-unknown -p agentsky -- -D warnings
+run "cargo clippy --all-targets (host)"       bash scripts/lint.sh clippy
+run "cargo clippy (wasm32)"                   bash scripts/lint.sh wasm
 run "build (worker-build --release)"          bash scripts/build.sh
 run "end-to-end (tests/e2e/run.sh)"           bash tests/e2e/run.sh
 
