@@ -365,7 +365,7 @@ pub fn refuse(req: &HttpRequest, e: &ApiError) -> HttpResponse {
     let resp = if MCP_ENDPOINTS.contains(&req.path.as_str()) {
         mcp::refusal(req, e.code.http(), &e.message, Some(e.body()["error"].clone()))
     } else {
-        rest::error_response(e)
+        crate::error::error_response(e)
     };
     if e.code != Code::Unauthorized {
         return resp;

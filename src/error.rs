@@ -126,3 +126,12 @@ pub fn log_line(line: &str) {
     #[cfg(not(target_arch = "wasm32"))]
     eprintln!("{line}");
 }
+
+/// An error as REST answers it.
+pub fn error_response(e: &ApiError) -> crate::http::HttpResponse {
+    let resp = crate::http::HttpResponse::json(e.code.http(), &e.body());
+    match e.retry_after_ms {
+        Some(ms) => resp.with_header("retry-after", ((ms + 999) / 1000).to_string()),
+        None => resp,
+    }
+}

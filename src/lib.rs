@@ -17,9 +17,9 @@
 
 pub mod agent;
 pub mod app;
-pub mod blobs;
 pub mod console;
 pub mod cx;
+pub mod domain;
 pub mod egress;
 pub mod error;
 pub mod http;
@@ -34,7 +34,6 @@ pub mod rules;
 pub mod runner;
 pub mod session;
 pub mod store;
-pub mod taskfs;
 pub mod tools;
 
 #[cfg(target_arch = "wasm32")]

@@ -3,7 +3,7 @@
 //! codes as the tools, with proper HTTP statuses.
 
 use crate::cx::Cx;
-use crate::error::ApiError;
+use crate::error::{error_response, ApiError};
 use crate::http::{percent_decode, HttpRequest, HttpResponse};
 use crate::ops::{self, Op, OPS};
 use serde_json::{Map, Value};
@@ -98,15 +98,6 @@ fn typed(ty: &Value, name: &str, raw: String) -> Result<Value, ApiError> {
         return raw.parse::<bool>().map(Value::from).map_err(|_| bad());
     }
     Ok(Value::String(raw))
-}
-
-/// An error as REST answers it.
-pub fn error_response(e: &ApiError) -> HttpResponse {
-    let resp = HttpResponse::json(e.code.http(), &e.body());
-    match e.retry_after_ms {
-        Some(ms) => resp.with_header("retry-after", ((ms + 999) / 1000).to_string()),
-        None => resp,
-    }
 }
 
 /// Runs a matched operation and answers as REST does.

@@ -282,8 +282,7 @@ pub enum Credential {
 pub async fn open_credential(cx: &Cx<'_>, g: &GrantRow) -> Result<Option<Credential>, crate::error::ApiError> {
     let sealed = store::connectors::sealed(cx.db(), &g.connector_id).await.map_err(|e| cx.internal(e))?;
     let master = cx.env.config.secrets_key.as_deref().ok_or_else(|| cx.internal("no SECRETS_KEY"))?;
-    let plain =
-        sealed.and_then(|s| seal::open(master, &seal::connector_aad(&g.workspace_id, &g.connector_id), &s));
+    let plain = sealed.and_then(|s| seal::open(master, &seal::connector_aad(&g.workspace_id, &g.connector_id), &s));
     plain.map(|p| serde_json::from_str(&p).map_err(|e| cx.internal(e))).transpose()
 }
 

@@ -2,10 +2,10 @@
 //! base into the lane, run the checks, merge into the base with the summary as the record).
 
 use super::{Agent, ToolError, ACCESS_PER_MIN, QUESTIONS_PER_MIN};
+use crate::domain::taskfs::{self, Folder, Writer};
 use crate::rules::{argv, limits, redact};
 use crate::runner::jobs::{self, Asked};
 use crate::store;
-use crate::taskfs::{self, Folder, Writer};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{json, Value};

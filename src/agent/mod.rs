@@ -87,7 +87,7 @@ impl<'a> Agent<'a> {
     /// says how long to wait (the contract's "try again in a minute", made exact).
     pub async fn bucket(&self, bucket: &str, limit: u32, what: &str) -> Result<(), ToolError> {
         let key = format!("session:{}:{bucket}", self.me.session_id);
-        crate::ops::rate_limit(self.cx, key, limit).await.map_err(|e| match (e.code, e.retry_after_ms) {
+        crate::domain::rate::rate_limit(self.cx, key, limit).await.map_err(|e| match (e.code, e.retry_after_ms) {
             (Code::RateLimited, Some(ms)) => ToolError::new(
                 -32003,
                 format!("too many {what} ({limit} a minute); try again in {}", crate::rules::rate::seconds(ms)),
@@ -221,7 +221,7 @@ impl ToolHost for SessionTools<'_> {
                 json!({
                     "name": t.name,
                     "description": t.description,
-                    "inputSchema": crate::tools::for_clients((t.schema)().to_value()),
+                    "inputSchema": crate::mcp::results::for_clients((t.schema)().to_value()),
                 })
             })
             .collect()
@@ -313,7 +313,7 @@ pub fn function_specs() -> Vec<Value> {
         .map(|t| {
             json!({"type": "function", "function": {
                 "name": t.name, "description": t.description,
-                "parameters": crate::tools::for_clients((t.schema)().to_value())}})
+                "parameters": crate::mcp::results::for_clients((t.schema)().to_value())}})
         })
         .collect()
 }

@@ -111,7 +111,8 @@ pub async fn login(cx: &Cx<'_>, req: &HttpRequest) -> HttpResponse {
     if !same_origin(cx, req) {
         return super::error_page(403, "This form was sent from another site, so it was not acted on.");
     }
-    if let Err(e) = crate::ops::rate_limit(cx, format!("console-login:{}", cx.client_ip), LOGINS_PER_MIN).await {
+    if let Err(e) = crate::domain::rate::rate_limit(cx, format!("console-login:{}", cx.client_ip), LOGINS_PER_MIN).await
+    {
         return login_page(cx, req, Some(&e.message));
     }
     let form = forms::pairs(&String::from_utf8_lossy(&req.body));

@@ -1,4 +1,4 @@
-//! [`Blobs`] over the R2 binding `FILES`: bytes by workspace and content hash (see [`crate::blobs`]).
+//! [`Blobs`] over the R2 binding `FILES`: bytes by workspace and content hash (see [`crate::domain::blobs`]).
 
 use crate::cx::{BlobPage, Blobs};
 use futures::future::LocalBoxFuture;

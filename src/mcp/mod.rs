@@ -20,6 +20,7 @@ pub mod fixtures;
 mod headers;
 mod legacy;
 mod modern;
+pub mod results;
 mod rpc;
 
 pub use rpc::RpcError;

@@ -73,7 +73,7 @@ impl DurableObject for Session {
             self.effects(&core, &config, &t, now).await;
             // The search index of a turn that ended comes last: it may take seconds for a long turn, and
             // the D1 index above must not wait for it.
-            crate::ops::context::index_turn(&env.db, &core, &config, &t, now).await;
+            crate::domain::index::index_turn(&env.db, &core, &config, &t, now).await;
         }
         Response::ok("")
     }

@@ -4,12 +4,12 @@
 
 use crate::agent::PROJECT_FILE;
 use crate::cx::Cx;
+use crate::domain::taskfs::{self, Folder};
 use crate::error::{ApiError, Code};
 use crate::ops::sessions;
 use crate::rules::limits;
 use crate::runner::jobs::{self, Asked};
 use crate::store;
-use crate::taskfs::{self, Folder};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};

@@ -3,7 +3,7 @@
 //! memory, the messages of the sessions in their workspaces, and the workspace's trace library.
 //!
 //! Conversations reach the index from two sides:
-//! - when a turn ends, the session's step (`session::driver::step`) calls [`index_turn`] with the object's
+//! - when a turn ends, the session's step (`session::driver::step`) calls [`index::index_turn`] with the object's
 //!   own log, which copies the messages since the session's watermark — the index is current without
 //!   asking any object at search time;
 //! - a search's first page first catches up a few sessions whose index is older than their `updated_ms`
@@ -13,23 +13,19 @@
 //! Both are idempotent (one row per session and event sequence number), so they may race.
 
 use crate::cx::Cx;
+use crate::domain::index;
 use crate::error::{ApiError, Code};
 use crate::ops::sessions;
 use crate::rules::{fingerprint, fulltext, ids, limits};
-use crate::session::{Core, Event, LocalSql, Page, SessionCall, SessionConfig, SessionReply, Transition, MAX_PAGE};
-use crate::store::{self, context::Doc, Sql};
+use crate::session::{SessionCall, SessionReply};
+use crate::store;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
-use std::future::Future;
+use serde_json::json;
 
 pub const SCOPES: &[&str] = &["memory", "conversations", "traces"];
-/// Sessions a search catches up before it runs, at most.
-const CATCH_UP_SESSIONS: i64 = 10;
-/// Pages of a session's log one indexing pass reads, at most (200 events each).
-const PAGES_PER_PASS: usize = 10;
 /// Characters of a snippet.
 const SNIPPET_CHARS: usize = 240;
 
@@ -189,7 +185,7 @@ pub async fn search(cx: &Cx<'_>, p: SearchContext) -> Result<ContextHits, ApiErr
     let search_id = fingerprint::of_arguments(&json!([p.query, scopes, workspace_ids]))[..12].to_owned();
     let position = p.cursor.as_deref().filter(|c| !c.is_empty()).map(|c| parse_cursor(c, &search_id)).transpose()?;
     if position.is_none() && scopes.contains(&"conversations") {
-        catch_up(cx, &workspace_ids).await;
+        index::catch_up(cx, &workspace_ids).await;
     }
     let caller = cx.caller()?;
     let filter =
@@ -327,7 +323,7 @@ pub async fn read(cx: &Cx<'_>, p: ReadContext) -> Result<ContextRead, ApiError> 
                 Err(e) => return Err(e),
             };
             let event = page.events.into_iter().find(|e| e.seq == seq).ok_or_else(gone)?;
-            let (role, text) = message_of(&event).ok_or_else(gone)?;
+            let (role, text) = index::message_of(&event).ok_or_else(gone)?;
             (out.scope, out.title, out.role, out.at_ms) = ("conversations".into(), row.title, role, event.at_ms);
             out.workspace = m.slug;
             out.message_id = Some(event.message_id);
@@ -357,118 +353,6 @@ pub async fn read(cx: &Cx<'_>, p: ReadContext) -> Result<ContextRead, ApiError> 
     let end = offset + out.text.chars().count() as i64;
     out.next_offset = (end < total).then_some(end);
     Ok(out)
-}
-
-/// The role and text of a searchable event: what a person, peer, routine or goal said, or the agent.
-fn message_of(e: &Event) -> Option<(String, String)> {
-    let role = match e.kind.as_str() {
-        "agent_message" => "agent".to_owned(),
-        // `from` is `"user"`, `"goal"` or `{"peer": {…}}`, `{"routine": {…}}`.
-        "user_message" => match &e.body["from"] {
-            Value::String(s) => s.clone(),
-            Value::Object(o) => o.keys().next().cloned().unwrap_or_else(|| "user".into()),
-            _ => "user".into(),
-        },
-        _ => return None,
-    };
-    let text = e.body["text"].as_str()?;
-    Some((role, text.to_owned()))
-}
-
-/// Indexes what pages of a session's log hold after its watermark, and moves the watermark, in one
-/// batch. `read` reads one page after a sequence number (from the object, or from its own log).
-async fn index_log<F, Fut>(db: &dyn Sql, lag: &store::context::Lagging, now_ms: i64, mut read: F) -> Result<(), String>
-where
-    F: FnMut(i64) -> Fut,
-    Fut: Future<Output = Result<Page, String>>,
-{
-    let mut after = lag.indexed_seq;
-    let mut docs = Vec::new();
-    let mut caught_up = false;
-    for _ in 0..PAGES_PER_PASS {
-        let page = read(after).await?;
-        for e in &page.events {
-            if let Some((role, text)) = message_of(e).filter(|(_, t)| !t.trim().is_empty()) {
-                docs.push(Doc { seq: e.seq, role, text, at_ms: e.at_ms });
-            }
-        }
-        after = page.last_seq.max(after);
-        if !page.has_more {
-            caught_up = true;
-            break;
-        }
-    }
-    let source = store::context::Source {
-        scope: "conversations",
-        workspace_id: &lag.workspace_id,
-        account_id: None,
-        source_id: &lag.session_id,
-        title: &lag.title,
-        author: None,
-        only_if_trace: None,
-    };
-    let mut stmts = store::context::add_docs(&source, &docs);
-    // Not caught up: the watermark moves, but the session stays behind for the next pass.
-    stmts.push(store::context::set_watermark(
-        &lag.session_id,
-        &lag.workspace_id,
-        after,
-        if caught_up { now_ms } else { 0 },
-    ));
-    db.batch(stmts).await.map(drop).map_err(|e| e.to_string())
-}
-
-/// The hook the session's step calls when a turn has ended: copies the session's new messages from its
-/// own log into the index. It never fails the step; a failure is logged and the next search catches up.
-pub async fn index_turn<S: LocalSql + ?Sized>(
-    db: &dyn Sql,
-    core: &Core<'_, S>,
-    config: &SessionConfig,
-    t: &Transition,
-    now_ms: i64,
-) {
-    if !t.index_changed {
-        return;
-    }
-    let result = async {
-        let Some(lag) = store::context::index_state(db, &config.session_id).await.map_err(|e| e.to_string())? else {
-            return Ok(());
-        };
-        index_log(db, &lag, now_ms, |after| std::future::ready(core.page(after, None, MAX_PAGE).map_err(|r| r.message)))
-            .await
-    }
-    .await;
-    if let Err(e) = result {
-        crate::error::log_line(&format!("session {}: indexing for search failed: {e}", config.session_id));
-    }
-}
-
-/// Brings the index up to date for the most recently active sessions it is behind on.
-async fn catch_up(cx: &Cx<'_>, workspace_ids: &[String]) {
-    let lagging = match store::context::lagging(cx.db(), workspace_ids, CATCH_UP_SESSIONS).await {
-        Ok(l) => l,
-        Err(e) => return crate::error::log_line(&format!("search catch-up: {e}")),
-    };
-    for lag in lagging {
-        let session_id = lag.session_id.as_str();
-        let read = |after| async move {
-            let call = SessionCall::Read { after, message_id: None, limit: MAX_PAGE, wait_ms: 0 };
-            match cx.env.sessions.call(session_id, call).await? {
-                SessionReply::Page(page) => Ok(page),
-                // An object that never started (or was purged) has nothing to index.
-                _ => Ok(Page {
-                    events: vec![],
-                    last_seq: after,
-                    has_more: false,
-                    turn_finished: true,
-                    status: String::new(),
-                }),
-            }
-        };
-        if let Err(e) = index_log(cx.db(), &lag, cx.now_ms, read).await {
-            crate::error::log_line(&format!("search catch-up of {}: {e}", lag.session_id));
-        }
-    }
 }
 
 #[cfg(test)]

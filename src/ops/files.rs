@@ -2,11 +2,11 @@
 //! across agents"). Agents reach the same folder through their harness tools.
 
 use crate::cx::{Cx, Membership};
+use crate::domain::taskfs::{self, Folder, Writer};
 use crate::error::{ApiError, Code};
 use crate::ops::sessions;
 use crate::rules::{limits, paths};
 use crate::store::{self, files::FileInfo};
-use crate::taskfs::{self, Folder, Writer};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 

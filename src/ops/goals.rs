@@ -2,8 +2,8 @@
 //! within its limits. The goal lives in the session's object; these tools set, read and clear it.
 
 use crate::cx::Cx;
+use crate::domain::idempotency::{self, Scope, DEFAULT_TTL_MS};
 use crate::error::ApiError;
-use crate::ops::idempotency::{self, Scope, DEFAULT_TTL_MS};
 use crate::ops::sessions;
 use crate::rules::limits;
 use crate::session::goal::{Criterion, CriterionInput, Goal, GoalStatus};

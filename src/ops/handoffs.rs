@@ -3,8 +3,8 @@
 //! conversation so far; the original stays as it is.
 
 use crate::cx::Cx;
+use crate::domain::idempotency::{self, Scope, DEFAULT_TTL_MS};
 use crate::error::ApiError;
-use crate::ops::idempotency::{self, Scope, DEFAULT_TTL_MS};
 use crate::ops::sessions::{self, Spec, StartIds, THINKING};
 use crate::rules::{ids, limits};
 use crate::session::{Author, SessionCall, SessionReply};

@@ -295,7 +295,7 @@ pub const TOOLS: [&str; 2] = ["help_search", "help_get"];
 
 fn help_tools() -> &'static [Value] {
     static LIST: OnceLock<Vec<Value>> = OnceLock::new();
-    LIST.get_or_init(|| TOOLS.iter().filter_map(|n| ops::find(n)).map(crate::tools::tool_entry).collect())
+    LIST.get_or_init(|| TOOLS.iter().filter_map(|n| ops::find(n)).map(ops::Op::tool_entry).collect())
 }
 
 /// The Help Center's own MCP server: no key, and each call counted against the caller's address.
@@ -321,8 +321,8 @@ impl ToolHost for HelpTools<'_> {
             }
             .await;
             Some(match result {
-                Ok(value) => crate::tools::success(value),
-                Err(e) => crate::tools::failure(&e),
+                Ok(value) => crate::mcp::results::success(value),
+                Err(e) => crate::mcp::results::failure(&e),
             })
         })
     }

@@ -14,7 +14,6 @@ pub mod goals;
 pub mod handoffs;
 pub mod help;
 pub mod help_center;
-pub mod idempotency;
 pub mod members;
 pub mod memory;
 pub mod records;
@@ -30,13 +29,13 @@ pub mod usage;
 pub mod workspaces;
 
 use crate::cx::Cx;
+pub use crate::domain::rate::rate_limit;
 use crate::error::{ApiError, Code};
-use crate::rules::rate::{self, Decision};
 use crate::store;
 use futures::future::LocalBoxFuture;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
-use serde_json::Value;
+use serde_json::{json, Value};
 
 /// What a caller's key must allow.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -100,6 +99,24 @@ pub struct Op {
 impl Op {
     pub fn description(&self) -> String {
         self.docs.iter().map(|l| l.trim()).collect::<Vec<_>>().join(" ")
+    }
+
+    /// Its `tools/list` entry.
+    pub fn tool_entry(&self) -> Value {
+        json!({
+            "name": self.name,
+            "title": self.title,
+            "description": self.description(),
+            "inputSchema": crate::mcp::results::for_clients((self.params)().to_value()),
+            "outputSchema": crate::mcp::results::for_clients((self.result)().to_value()),
+            "annotations": {
+                "title": self.title,
+                "readOnlyHint": self.hints.read_only,
+                "destructiveHint": self.hints.destructive,
+                "idempotentHint": self.hints.idempotent,
+                "openWorldHint": false,
+            },
+        })
     }
 
     /// REST answers creations with 201.
@@ -840,20 +857,4 @@ pub async fn invoke(cx: &Cx<'_>, op: &Op, args: Value) -> Result<Value, ApiError
         }
     }
     Ok(result)
-}
-
-/// Counts one hit on a bucket of `limit` per minute (an exact sliding window, [`rate`]); `rate_limited`
-/// with the wait until a call would pass, in `retry_after_ms` and in the message alike, when it is full.
-pub async fn rate_limit(cx: &Cx<'_>, bucket: String, limit: u32) -> Result<(), ApiError> {
-    match cx.env.limiter.hit(bucket, limit, 60_000, cx.now_ms).await.map_err(|e| cx.internal(e))? {
-        Decision::Allowed { .. } => Ok(()),
-        Decision::Limited { retry_after_ms } => Err(ApiError {
-            code: Code::RateLimited,
-            message: format!(
-                "rate limit of {limit} calls a minute reached; retry in {}",
-                rate::seconds(retry_after_ms)
-            ),
-            retry_after_ms: Some(retry_after_ms),
-        }),
-    }
 }

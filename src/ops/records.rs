@@ -9,9 +9,10 @@
 //! recounting records.
 
 use crate::cx::{Cx, Role};
+use crate::domain::idempotency;
 use crate::error::{ApiError, Code};
 use crate::http::{HttpRequest, HttpResponse};
-use crate::ops::{idempotency, sessions};
+use crate::ops::sessions;
 use crate::rules::{hmac, ids, limits, seal, time};
 use crate::store::{self, records::RecordRow, sessions::SessionRow};
 use schemars::JsonSchema;
@@ -492,7 +493,7 @@ fn interpret(event: Option<&str>, delivery: Option<&str>, body: &Value) -> Resul
 pub async fn receive(cx: &Cx<'_>, workspace_id: &str, req: &HttpRequest) -> HttpResponse {
     match receive_inner(cx, workspace_id, req).await {
         Ok((status, body)) => HttpResponse::json(status, &body),
-        Err(e) => crate::rest::error_response(&e),
+        Err(e) => crate::error::error_response(&e),
     }
 }
 

@@ -4,8 +4,8 @@
 //! keeps failing ends `failed` (the dead-letter consumer, [`give_up`]), never lost.
 
 use crate::cx::{Cx, Membership};
+use crate::domain::idempotency::{self, Scope, DEFAULT_TTL_MS, START_TTL_MS};
 use crate::error::{ApiError, Code};
-use crate::ops::idempotency::{self, Scope, DEFAULT_TTL_MS, START_TTL_MS};
 use crate::ops::sessions::{self, Spec, StartIds};
 use crate::rules::{cron, ids, limits};
 use crate::session::{Author, NewMessage, SessionCall, SessionReply};
@@ -305,7 +305,7 @@ pub async fn tick(cx: &Cx<'_>) -> Result<usize, ApiError> {
     // Money held for model calls whose step died before settling goes back to its wallet.
     store::usage::release_stale(cx.db(), now - STALE_HOLD_MS).await.map_err(|e| cx.internal(e))?;
     // Housekeeping that may fail without stopping the schedule: it is tried again next tick.
-    if let Err(e) = crate::blobs::purge_deleted(cx).await {
+    if let Err(e) = crate::domain::blobs::purge_deleted(cx).await {
         crate::error::log_line(&format!("cron: purging deleted workspaces' bytes failed ({e}); tried again next tick"));
     }
     Ok(recorded)

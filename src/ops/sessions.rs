@@ -2,8 +2,8 @@
 //! with an agent, send messages, read replies by cursor with the wait held in the session's object.
 
 use crate::cx::{Cx, Membership};
+use crate::domain::idempotency::{self, Scope, DEFAULT_TTL_MS, START_TTL_MS};
 use crate::error::{ApiError, Code};
-use crate::ops::idempotency::{self, Scope, DEFAULT_TTL_MS, START_TTL_MS};
 use crate::rules::{cursor, ids, limits};
 use crate::session::{Author, Event, NewMessage, RunPrice, SessionCall, SessionConfig, SessionReply};
 use crate::store::{self, agents::Agent, sessions::SessionRow};

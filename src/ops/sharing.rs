@@ -189,7 +189,7 @@ fn not_found_page() -> HttpResponse {
 pub async fn serve_artifact(env: &Env, token: &str) -> HttpResponse {
     let db: &dyn store::Sql = &env.db;
     let Ok(Some(a)) = store::artifacts::by_share(db, &ids::hash_secret(token)).await else { return not_found_page() };
-    match crate::blobs::get(&*env.blobs, &a.workspace_id, &a.sha256).await {
+    match crate::domain::blobs::get(&*env.blobs, &a.workspace_id, &a.sha256).await {
         // `sandbox`: a published page can never act as this origin.
         Ok(Some(bytes)) => HttpResponse::page(200, &a.content_type, "sandbox", bytes),
         _ => not_found_page(),

@@ -71,7 +71,9 @@ pub async fn upload(cx: &Cx<'_>, p: UploadTrace) -> Result<TraceUploaded, ApiErr
     let name = p.name.or(parsed.title.clone()).unwrap_or_else(|| "trace".into());
     let messages = serde_json::to_vec(&parsed.messages).map_err(|e| cx.internal(e))?;
     let messages_sha256 = hex::encode(Sha256::digest(&messages));
-    crate::blobs::put(&*cx.env.blobs, &w.workspace_id, &messages_sha256, messages).await.map_err(|e| cx.internal(e))?;
+    crate::domain::blobs::put(&*cx.env.blobs, &w.workspace_id, &messages_sha256, messages)
+        .await
+        .map_err(|e| cx.internal(e))?;
     let started = parsed.started_ms.unwrap_or(cx.now_ms);
     let docs: Vec<store::context::Doc> = parsed
         .messages
@@ -111,7 +113,7 @@ pub async fn upload(cx: &Cx<'_>, p: UploadTrace) -> Result<TraceUploaded, ApiErr
 
 /// One parsed message of a trace, from R2.
 pub async fn message(cx: &Cx<'_>, trace: &TraceRow, index: i64) -> Result<Option<traces::TraceMessage>, ApiError> {
-    let bytes = crate::blobs::get(&*cx.env.blobs, &trace.workspace_id, &trace.messages_sha256)
+    let bytes = crate::domain::blobs::get(&*cx.env.blobs, &trace.workspace_id, &trace.messages_sha256)
         .await
         .map_err(|e| cx.internal(e))?;
     let Some(bytes) = bytes else { return Ok(None) };
@@ -182,7 +184,9 @@ pub async fn delete(cx: &Cx<'_>, p: DeleteTrace) -> Result<TraceDeleted, ApiErro
         store::context::delete_trace(cx.db(), &p.trace_id, &trace.workspace_id).await.map_err(|e| cx.internal(e))?;
     if deleted {
         // Its parsed messages go too, unless something else of the workspace has the same bytes.
-        crate::blobs::forget(cx, &trace.workspace_id, &trace.messages_sha256).await.map_err(|e| cx.internal(e))?;
+        crate::domain::blobs::forget(cx, &trace.workspace_id, &trace.messages_sha256)
+            .await
+            .map_err(|e| cx.internal(e))?;
     }
     Ok(TraceDeleted { trace_id: p.trace_id, deleted })
 }

@@ -21,14 +21,14 @@ pub mod granted;
 pub mod jobs;
 
 use crate::cx::Cx;
+use crate::domain::taskfs::{self, Folder, Writer};
+use crate::error::error_response;
 use crate::error::{ApiError, Code};
 use crate::http::{HttpRequest, HttpResponse};
-use crate::rest::error_response;
 use crate::rules::{ids, limits, redact};
 use crate::session::goal::CommandCheck;
 use crate::session::{EventKind, ExternalEvent, SessionCall, SessionReply, TurnEnd};
 use crate::store::{self, runners::TurnRow};
-use crate::taskfs::{self, Folder, Writer};
 use serde::Deserialize;
 use serde_json::{json, Value};
 

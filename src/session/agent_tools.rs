@@ -3,8 +3,8 @@
 
 use super::SessionConfig;
 use crate::cx::{Blobs, Outbound};
+use crate::domain::taskfs::{self, Folder, Writer};
 use crate::store::Sql;
-use crate::taskfs::{self, Folder, Writer};
 use serde_json::{json, Value};
 
 /// The tools' specs in the OpenAI function-calling shape.

@@ -86,7 +86,7 @@ pub async fn after_step<S: LocalSql + ?Sized>(
     now_ms: i64,
 ) -> DbResult<()> {
     publish(core, db, config, now_ms).await?;
-    crate::ops::context::index_turn(db, core, config, t, now_ms).await;
+    crate::domain::index::index_turn(db, core, config, t, now_ms).await;
     Ok(())
 }
 

@@ -125,7 +125,9 @@ fn the_operations_reference_is_generated_from_the_table() {
          tools on `/v1/mcp`. Scope is what the caller's key must allow.\n",
     );
     for group in groups {
-        md.push_str(&format!("\n## {group}\n\n| Operation | REST | Scope | Tool | What it does |\n|---|---|---|---|---|\n"));
+        md.push_str(&format!(
+            "\n## {group}\n\n| Operation | REST | Scope | Tool | What it does |\n|---|---|---|---|---|\n"
+        ));
         for op in OPS.iter().filter(|op| op.group == group) {
             md.push_str(&format!(
                 "| `{}` | `{} {}` | {} | {} | {} |\n",

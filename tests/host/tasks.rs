@@ -406,9 +406,9 @@ fn deleting_a_workspace_leaves_nothing_readable_and_moves_the_credit() {
 fn bytes_written_before_the_per_workspace_layout_are_still_read() {
     let app = TestApp::new();
     app.blobs.0.borrow_mut().insert("blobs/abc".into(), b"old".to_vec());
-    let got = futures::executor::block_on(agentsky::blobs::get(&app.blobs, "ws_1", "abc")).unwrap();
+    let got = futures::executor::block_on(agentsky::domain::blobs::get(&app.blobs, "ws_1", "abc")).unwrap();
     assert_eq!(got.as_deref(), Some(&b"old"[..]));
     app.blobs.0.borrow_mut().insert("w/ws_1/abc".into(), b"new".to_vec());
-    let got = futures::executor::block_on(agentsky::blobs::get(&app.blobs, "ws_1", "abc")).unwrap();
+    let got = futures::executor::block_on(agentsky::domain::blobs::get(&app.blobs, "ws_1", "abc")).unwrap();
     assert_eq!(got.as_deref(), Some(&b"new"[..]));
 }

@@ -1,5 +1,5 @@
 //! A task's shared folder: the one place that writes and reads its files, for operators' tools and for
-//! agents' harness tools alike. Bytes go to R2 under their SHA-256 ([`crate::blobs`]), then a new version is indexed in D1;
+//! agents' harness tools alike. Bytes go to R2 under their SHA-256 ([`crate::domain::blobs`]), then a new version is indexed in D1;
 //! a file is text of at most 256 KiB.
 
 use crate::cx::{Blobs, Env};
@@ -53,7 +53,7 @@ pub async fn write(
     if let Some(same) = latest.filter(|l| l.sha256 == sha) {
         return Ok(same);
     }
-    crate::blobs::put(blobs, folder.workspace_id, &sha, content.as_bytes().to_vec())
+    crate::domain::blobs::put(blobs, folder.workspace_id, &sha, content.as_bytes().to_vec())
         .await
         .map_err(|e| ApiError::internal("files", e))?;
     let (session, key) = match writer {
@@ -120,7 +120,7 @@ pub async fn read(
     };
     let info = in_base
         .ok_or_else(|| ApiError::new(Code::NotFound, format!("no file `{path}` in this task; call list_task_files")))?;
-    let bytes = crate::blobs::get(blobs, folder.workspace_id, &info.sha256)
+    let bytes = crate::domain::blobs::get(blobs, folder.workspace_id, &info.sha256)
         .await
         .map_err(|e| ApiError::internal("files", e))?
         .ok_or_else(|| ApiError::internal("files", format!("blob {} missing", info.sha256)))?;
