@@ -10,7 +10,7 @@ pub struct Membership {
     pub slug: String,
     pub name: String,
     pub role: Role,
-    #[serde(deserialize_with = "crate::store::int_bool")]
+    #[serde(deserialize_with = "crate::rules::sql_values::int_bool")]
     pub is_personal: bool,
 }
 

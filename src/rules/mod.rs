@@ -17,6 +17,7 @@ pub mod rate;
 pub use agentsky_wire::redact;
 pub mod seal;
 pub mod slug;
+pub mod sql_values;
 pub mod targets;
 pub mod time;
 pub mod traces;
