@@ -6,14 +6,21 @@
 //! - [`tools`], [`rest`], [`openapi`], [`ops::help`], [`console`] — the faces of the one operation table,
 //!   [`ops::OPS`] (the console is the people's face: pages in a browser).
 //! - [`ops`] — the table and one file of handlers per contract area.
-//! - [`rules`] — pure domain logic (ids, slugs, limits, rate buckets).
+//! - [`agent`] — the session server: the eleven tools a running agent gets.
+//! - [`runner`] — the runner protocol (`/v1/runner/*`) and the jobs the server gives a runner.
+//! - [`domain`] — services every face shares (task folders, blobs, idempotency, rate buckets, indexing).
+//! - [`session`] — a session's event log, turn state and harnesses, as its Durable Object runs them.
+//! - [`objects`] — the Durable Objects' shells (a session, a workspace's feed).
+//! - [`rules`] — pure domain logic (ids, slugs, limits, rate buckets, sealing, prices, policy).
 //! - [`store`] — every SQL statement, over the [`store::Sql`] trait (D1 in the Worker, SQLite in tests).
 //! - [`identity`] — who is calling and their role in each workspace (below the store and every face).
 //! - [`cx`] — what a handler may use: bindings, clock, caller, workspace rules.
 //! - [`egress`] — the one door to URLs a tenant chose (the outbound rule, redirects).
+//! - [`error`], [`http`], [`keycache`] — the one error type, request and response shapes, the key cache.
 //! - `edge` (wasm32 only) — the Worker's entry points, D1 and Durable Object adapters.
 //!
-//! The core never names `worker::`; only `edge` does.
+//! The core never names `worker::`; only `edge` does. Dependencies point down this list's layers
+//! (`tests/host/layering.rs`; `docs/architecture.md` draws them).
 
 pub mod agent;
 pub mod app;
