@@ -24,6 +24,7 @@ pub mod error;
 pub mod http;
 pub mod keycache;
 pub mod mcp;
+pub mod oauth;
 pub mod objects;
 pub mod openapi;
 pub mod ops;
