@@ -228,10 +228,13 @@ fn the_whole_flow_gives_a_token_that_acts_as_a_key_with_its_scope_and_lock() {
     let access = t["access_token"].as_str().unwrap();
     assert_eq!(tools_list_status(&app, access), 200);
     // Read only: a write is insufficient_scope, exactly as for a read key.
-    assert_eq!(app.err_code(access, "create_task", json!({"title": "t"})), "insufficient_scope");
+    assert_eq!(
+        app.err_code(access, "start_session", json!({"agent_id": "ag_x", "message": "hi", "idempotency_key": "k"})),
+        "insufficient_scope"
+    );
     // Locked to the workspace chosen on the consent page.
-    let other = app.ok(&ada.key, "create_workspace", json!({"name": "Other"}));
-    let slug = other["slug"].as_str().unwrap_or_default();
+    let other = app.request("POST", "/v1/workspaces", Some(&ada.key), Some(json!({"name": "Other"}))).json_body();
+    let slug = other["slug"].as_str().unwrap();
     assert_eq!(app.err_code(access, "list_agents", json!({"workspace": slug})), "universe_mismatch");
     // It is not an API key the Keys list shows, and does not count against the key cap.
     let keys = app.request("GET", "/v1/keys", Some(&ada.key), None).json_body();
@@ -379,14 +382,14 @@ fn scope_cannot_be_escalated() {
     assert_eq!(error_of(&r), "invalid_scope");
     // A console opened with a read key cannot grant write.
     let read_key = app.request("POST", "/v1/keys", Some(&ada.key), Some(json!({"name": "ro", "scopes": ["read"]})));
-    let read_key = read_key.json_body()["key"]["key"].as_str().unwrap().to_owned();
+    let read_key = read_key.json_body()["key"].as_str().unwrap().to_owned();
     let reader = Account { key: read_key, slug: ada.slug.clone(), email: ada.email.clone() };
     let cookie = sign_in(&app, &reader.key);
     let client_id = client(&app);
     let q = authorize_query(&client_id, REDIRECT, "read write");
     let page = app.send(request("GET", &format!("/oauth/authorize?{q}"), Some(&cookie), ""));
     let html = String::from_utf8_lossy(&page.body).into_owned();
-    assert!(!html.contains("value=\"read write\""), "{html}");
+    assert!(!html.contains("option value=\"read write\""), "{html}");
     let at = html.find("name=\"csrf\" value=\"").unwrap() + 19;
     let mut fields: Vec<(String, String)> = form_urlencoded::parse(q.as_bytes()).into_owned().collect();
     fields.extend([
