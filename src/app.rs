@@ -74,14 +74,17 @@ async fn route(env: &Env, req: &HttpRequest, meta: RequestMeta) -> HttpResponse 
             if req.method != "POST" {
                 return mcp::serve(&spec(&cx, req), &NoTools, req).await;
             }
+            // A refusal names where OAuth clients discover how to sign in (MCP authorization, RFC 9728 §5.1).
+            let metadata = crate::oauth::resource_metadata_url(&cx);
+            let refused = |e: &ApiError| with_resource_metadata(refuse(req, e), metadata.as_deref());
             return match authenticate(&cx, req) {
                 Ok(Auth::Key(hash)) => as_key(cx, &hash, |cx| {
                     Box::pin(async move { mcp::serve(&spec(cx, req), &OperatorTools { cx }, req).await })
                 })
                 .await
-                .unwrap_or_else(|e| refuse(req, &e)),
-                Ok(Auth::Admin | Auth::None) => refuse(req, &key_required(&cx)),
-                Err(e) => refuse(req, &e),
+                .unwrap_or_else(|e| refused(&e)),
+                Ok(Auth::Admin | Auth::None) => refused(&key_required(&cx)),
+                Err(e) => refused(&e),
             };
         }
         // The Help Center's own server: help_search and help_get only, no key, 600 calls/min per address.
@@ -130,9 +133,12 @@ async fn route(env: &Env, req: &HttpRequest, meta: RequestMeta) -> HttpResponse 
         _ if path.starts_with("/s/") && req.method == "POST" => {
             return crate::ops::sharing::post_to_session(&cx, &path[3..], &req.body).await
         }
-        _ if path.starts_with("/.well-known/") => {
-            // No OAuth here: bearer keys only. A 404 tells clients not to start an OAuth flow.
-            return HttpResponse::json(404, &ApiError::not_found("resource").body());
+        "/oauth/authorize" => return crate::console::authorize(cx, req).await,
+        _ if path.starts_with("/.well-known/") || path.starts_with("/oauth/") => {
+            return match crate::oauth::serve(&cx, req).await {
+                Some(resp) => resp,
+                None => HttpResponse::json(404, &ApiError::not_found("resource").body()),
+            };
         }
         _ => {}
     }
@@ -382,4 +388,13 @@ pub fn refuse(req: &HttpRequest, e: &ApiError) -> HttpResponse {
         challenge.push_str(&format!(", error=\"invalid_token\", error_description=\"{why}\""));
     }
     resp.with_header("www-authenticate", challenge)
+}
+
+/// Adds `resource_metadata` and the scopes to a 401's challenge, so an MCP client that has no key can
+/// start OAuth sign-in from it.
+fn with_resource_metadata(resp: HttpResponse, url: Option<&str>) -> HttpResponse {
+    let (Some(url), Some(challenge)) = (url, resp.header("www-authenticate").map(str::to_owned)) else {
+        return resp;
+    };
+    resp.set_header("www-authenticate", format!("{challenge}, resource_metadata=\"{url}\", scope=\"read write\""))
 }

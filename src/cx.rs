@@ -87,6 +87,11 @@ pub struct Outbound {
 /// The network, for harnesses: `fetch` in the Worker, a scripted stand-in in host tests.
 pub trait Net {
     fn post(&self, req: Outbound) -> LocalBoxFuture<'_, Result<crate::http::HttpResponse, String>>;
+    /// One outbound GET of `req.url` (its body is ignored): OAuth client metadata documents.
+    fn get(&self, req: Outbound) -> LocalBoxFuture<'_, Result<crate::http::HttpResponse, String>> {
+        let _ = req;
+        Box::pin(async { Err("this network cannot GET".to_owned()) })
+    }
 }
 
 /// At-least-once background work (routine fires): the `FIRES` queue in the Worker.
@@ -115,6 +120,9 @@ pub struct Env {
     pub queue: Box<dyn Queue>,
     pub feeds: Box<dyn Feeds>,
     pub clock: Box<dyn Clock>,
+    /// The network for fetches the core makes itself (OAuth client metadata documents), always through
+    /// [`crate::egress`].
+    pub net: Box<dyn Net>,
     pub config: Config,
 }
 

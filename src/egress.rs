@@ -47,3 +47,21 @@ impl<'a> Egress<'a> {
         Err(format!("`{what}` redirected more than {MAX_REDIRECTS} times"))
     }
 }
+
+impl Egress<'_> {
+    /// GETs `raw` (`what` names it in errors) under the outbound rule. A redirect is refused: what is
+    /// fetched this way (an OAuth client's metadata document) must be served at the URL that names it.
+    pub async fn get(&self, what: &str, raw: &str) -> Result<HttpResponse, String> {
+        let url = outbound::check(what, raw, self.loopback_http)?;
+        let out = Outbound {
+            url: url.to_string(),
+            headers: vec![("accept".into(), "application/json".into())],
+            body: vec![],
+        };
+        let resp = self.net.get(out).await.map_err(|e| outbound::snippet(&e))?;
+        if (300..400).contains(&resp.status) {
+            return Err(format!("`{what}` answered with a redirect (HTTP {}), which is not followed", resp.status));
+        }
+        Ok(resp)
+    }
+}

@@ -33,6 +33,7 @@ pub mod http;
 pub mod identity;
 pub mod keycache;
 pub mod mcp;
+pub mod oauth;
 pub mod objects;
 pub mod openapi;
 pub mod ops;

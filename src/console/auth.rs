@@ -72,6 +72,8 @@ fn set_cookie(cx: &Cx<'_>, token: &str, max_age_s: i64) -> String {
 fn next_path(raw: Option<&str>) -> String {
     match raw {
         Some(p) if p.starts_with("/console") && !p.starts_with("//") && !p.contains('\\') => p.to_owned(),
+        // An MCP client's sign-in returns to its consent page.
+        Some(p) if p.starts_with("/oauth/authorize?") && !p.contains('\\') => p.to_owned(),
         _ => "/console".to_owned(),
     }
 }

@@ -14,6 +14,7 @@ mod assets;
 mod auth;
 mod forms;
 mod layout;
+mod oauth;
 mod pages;
 mod render;
 
@@ -22,6 +23,8 @@ use crate::error::{ApiError, Code};
 use crate::http::{HttpRequest, HttpResponse};
 use crate::store::console::SignedIn;
 use maud::Markup;
+
+pub use oauth::authorize;
 use serde_json::Value;
 
 /// The console's own Content-Security-Policy: scripts, styles and fetches from this origin only.

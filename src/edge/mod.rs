@@ -71,6 +71,7 @@ pub(crate) fn core_env(env: &Env) -> Result<CoreEnv> {
         queue: Box::new(Fires(env.queue(FIRES_QUEUE)?)),
         feeds: Box::new(feeds::Client(env.durable_object(FEEDS)?)),
         clock: Box::new(sessions::WorkerClock),
+        net: Box::new(net::WorkerNet),
         config: config(env),
     })
 }

@@ -6,6 +6,7 @@ pub mod accounts;
 pub mod agents;
 pub mod catalog;
 pub mod commands;
+pub mod connected_apps;
 pub mod connectors;
 pub mod context;
 pub mod device;
@@ -187,6 +188,20 @@ operations! {
     revoke_key(accounts::RevokeKey) -> accounts::KeyRevoked {
         title: "Revoke an API key", group: "keys", scope: Write, tool: false,
         http: DELETE "/v1/keys/{key_id}", hints: DESTROYS, run: accounts::revoke_key
+    }
+
+    /// The apps you connected through OAuth sign-in (an MCP client's `/mcp` login): the workspace and
+    /// scopes each may use, and when it was last used.
+    list_connected_apps(connected_apps::ListConnectedApps) -> connected_apps::ConnectedApps {
+        title: "List connected apps", group: "keys", scope: Read, tool: false,
+        http: GET "/v1/connected-apps", hints: READ_ONLY, run: connected_apps::list
+    }
+
+    /// Disconnect an app you connected through OAuth sign-in; every token it holds is refused from the
+    /// next call on.
+    disconnect_app(connected_apps::DisconnectApp) -> connected_apps::AppDisconnected {
+        title: "Disconnect an app", group: "keys", scope: Write, tool: false,
+        http: DELETE "/v1/connected-apps/{grant_id}", hints: DESTROYS, run: connected_apps::disconnect
     }
 
     /// A one-time link that signs a browser in to the console as this key (its scopes and workspace lock),

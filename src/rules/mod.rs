@@ -9,6 +9,7 @@ pub mod hmac;
 pub mod ids;
 pub mod limits;
 pub mod markdown;
+pub mod oauth;
 pub mod outbound;
 pub mod paths;
 pub mod policy;

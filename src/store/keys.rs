@@ -15,7 +15,7 @@ const AUTHENTICATE: &str = "SELECT k.key_id, k.account_id, k.key_hash, k.scopes,
             'role', m.role, 'is_personal', w.is_personal))
      FROM membership m JOIN workspace w ON w.workspace_id = m.workspace_id
     WHERE m.account_id = k.account_id) AS memberships
-  FROM api_key k WHERE k.key_hash = ?1 AND k.revoked_ms IS NULL";
+  FROM api_key k WHERE k.key_hash = ?1 AND k.revoked_ms IS NULL AND (k.expires_ms IS NULL OR k.expires_ms > ?2)";
 
 #[derive(Deserialize)]
 struct KeyRow {
@@ -30,7 +30,7 @@ struct KeyRow {
 
 /// The caller behind a key hash, or `None` for an unknown or revoked key.
 pub async fn authenticate(db: &dyn Sql, key_hash: &str, now_ms: i64) -> DbResult<Option<Caller>> {
-    let mut results = db.batch(vec![stmt!(TOUCH, key_hash, now_ms), stmt!(AUTHENTICATE, key_hash)]).await?;
+    let mut results = db.batch(vec![stmt!(TOUCH, key_hash, now_ms), stmt!(AUTHENTICATE, key_hash, now_ms)]).await?;
     let Some(row) = results.pop().and_then(|rows| rows.into_iter().next()) else {
         return Ok(None);
     };
@@ -73,7 +73,7 @@ pub fn insert(k: &NewKey<'_>) -> super::Stmt {
 const INSERT_UNDER_CAP: &str =
     "INSERT INTO api_key (key_id, account_id, name, key_hash, prefix, scopes, workspace_id, created_ms)
   SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8
-  WHERE (SELECT COUNT(*) FROM api_key WHERE account_id = ?2 AND revoked_ms IS NULL) < ?9
+  WHERE (SELECT COUNT(*) FROM api_key WHERE account_id = ?2 AND revoked_ms IS NULL AND oauth_grant_id IS NULL) < ?9
   RETURNING key_id";
 
 /// Creates a key; `false` when the account already holds `max_active` active keys.
@@ -93,7 +93,10 @@ pub async fn create(db: &dyn Sql, k: &NewKey<'_>, max_active: i64) -> DbResult<b
     Ok(!db.all(stmt).await?.is_empty())
 }
 
-const ACTIVE: &str = "SELECT COUNT(*) AS n FROM api_key WHERE account_id = ?1 AND revoked_ms IS NULL";
+// OAuth access tokens (rows with `oauth_grant_id`) are neither counted nor listed as keys: the console
+// shows them as connected apps.
+const ACTIVE: &str =
+    "SELECT COUNT(*) AS n FROM api_key WHERE account_id = ?1 AND revoked_ms IS NULL AND oauth_grant_id IS NULL";
 
 /// How many unrevoked keys the account holds.
 pub async fn active(db: &dyn Sql, account_id: &str) -> DbResult<i64> {
@@ -122,7 +125,7 @@ pub struct KeyInfo {
 const LIST: &str =
     "SELECT k.key_id, k.name, k.prefix, k.scopes, w.slug AS workspace, k.created_ms, k.last_used_ms, k.revoked_ms
   FROM api_key k LEFT JOIN workspace w ON w.workspace_id = k.workspace_id
-  WHERE k.account_id = ?1 AND (?2 IS NULL OR k.workspace_id = ?2) ORDER BY k.created_ms DESC, k.key_id LIMIT 500";
+  WHERE k.account_id = ?1 AND k.oauth_grant_id IS NULL AND (?2 IS NULL OR k.workspace_id = ?2) ORDER BY k.created_ms DESC, k.key_id LIMIT 500";
 
 /// The account's keys; with `locked_to`, only those locked to that workspace (what a locked key may see).
 pub async fn list(db: &dyn Sql, account_id: &str, locked_to: Option<&str>) -> DbResult<Vec<KeyInfo>> {

@@ -18,6 +18,7 @@ pub mod handoffs;
 pub mod keys;
 pub mod lanes;
 pub mod members;
+pub mod oauth;
 pub mod proofs;
 pub mod receipts;
 pub mod records;

@@ -467,7 +467,8 @@ fn unknown_routes_and_methods_are_told_apart() {
     let resp = app.request("PUT", "/v1/agents", None, None);
     assert_eq!(resp.status, 405);
     assert!(resp.header("allow").unwrap().contains("GET"));
-    assert_eq!(app.request("GET", "/.well-known/oauth-protected-resource", None, None).status, 404);
-    assert_eq!(app.request("GET", "/.well-known/oauth-authorization-server", None, None).status, 404);
+    // OAuth discovery is served (tests/host/oauth.rs); other well-known names are not.
+    assert_eq!(app.request("GET", "/.well-known/oauth-protected-resource", None, None).status, 200);
+    assert_eq!(app.request("GET", "/.well-known/openid-configuration", None, None).status, 404);
     assert_eq!(app.request("GET", "/v1/health", None, None).status, 200);
 }

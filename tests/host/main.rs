@@ -17,6 +17,7 @@ mod limits;
 mod mcp;
 mod members;
 mod money;
+mod oauth;
 mod records;
 mod requests;
 mod routines;

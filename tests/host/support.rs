@@ -159,6 +159,7 @@ impl HostSessions {
             queue: Box::new(MemoryQueue::default()),
             feeds: Box::new(self.feeds.clone()),
             clock: Box::new(HostClock(self.now.clone())),
+            net: Box::new(self.net.clone()),
             config: self.config.clone(),
         }
     }
@@ -289,6 +290,10 @@ impl Net for ScriptedNet {
                 None => Err("no network in this test".to_owned()),
             }
         })
+    }
+    /// A GET reaches the same handler, with an empty body.
+    fn get(&self, req: Outbound) -> LocalBoxFuture<'_, Result<HttpResponse, String>> {
+        self.post(Outbound { body: vec![], ..req })
     }
 }
 
@@ -463,6 +468,7 @@ impl TestApp {
             queue: Box::new(self.queue.clone()),
             feeds: Box::new(self.sessions.feeds.clone()),
             clock: Box::new(HostClock(self.now_ms.clone())),
+            net: Box::new(self.sessions.net.clone()),
             config: self.config.clone(),
         }
     }

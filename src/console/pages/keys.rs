@@ -11,6 +11,7 @@ use serde_json::json;
 
 pub async fn page(p: &Ctx<'_>, _: Option<&str>) -> Result<Page, ApiError> {
     let keys = p.call("list_keys", json!({})).await?;
+    let apps = p.call("list_connected_apps", json!({})).await?;
     let off = !p.can_write();
     Ok(Page {
         title: "API keys".into(),
@@ -30,6 +31,23 @@ pub async fn page(p: &Ctx<'_>, _: Option<&str>) -> Result<Page, ApiError> {
                              @else { (action(p, "revoke_key", &[("key_id", s(&k["key_id"]))], "Revoke", "danger", Some("Revoke this key? It is refused from the next call on."))) } }
                     }
                 } }
+            }
+            h2 { "Connected apps" }
+            @if list(&apps, "apps").is_empty() {
+                p.muted { "No app is connected. An MCP client that signs in with OAuth (Claude Code's " code { "/mcp" }
+                    ", " code { "codex mcp login" } ") appears here." }
+            } @else {
+                table data-live="apps" {
+                    thead { tr { th { "App" } th { "Redirects to" } th { "Workspace" } th { "Scopes" } th { "Last used" } th {} } }
+                    tbody { @for a in list(&apps, "apps") {
+                        tr data-app=(s(&a["grant_id"])) {
+                            td { (s(&a["client_name"])) } td { code { (s(&a["redirect_host"])) } }
+                            td { (s(&a["workspace"])) } td { (s(&a["scopes"])) }
+                            td { @match a["last_used_ms"].as_i64() { Some(ms) => (time(ms)), None => span.muted { "never" } } }
+                            td { (action(p, "disconnect_app", &[("grant_id", s(&a["grant_id"]))], "Disconnect", "danger", Some("Disconnect this app? Its tokens are refused from the next call on."))) }
+                        }
+                    } }
+                }
             }
             h2 { "Create a key" }
             form.card method="post" action=(p.link("/op/create_key")) {
