@@ -19,3 +19,4 @@ pub mod slug;
 pub mod targets;
 pub mod time;
 pub mod traces;
+pub mod webhooks;

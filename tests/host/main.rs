@@ -27,3 +27,4 @@ mod secrets;
 mod sessions;
 mod table;
 mod tasks;
+mod webhooks;
