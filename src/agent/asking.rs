@@ -99,7 +99,7 @@ pub async fn answer_of(a: &Agent<'_>, request_id: &str) -> Result<Value, ToolErr
         .await
         .map_err(|e| a.internal(e))?
         .ok_or_else(|| a.internal("request vanished"))?;
-    match (req.status.as_str(), req.answer) {
+    match (req.status.as_str(), &req.answer) {
         ("answered", Some(answer)) => Ok(json!({ "resolution": answer })),
         _ => {
             let now = a.cx.clock_now();

@@ -13,7 +13,7 @@ use crate::cx::{Cx, Env, Net, Outbound, Role};
 use crate::egress::Egress;
 use crate::error::{log_line, ApiError, Code};
 use crate::rules::{ids, limits, outbound, seal, webhooks as rule};
-use crate::store::{self, webhooks as db};
+use crate::store::{self, webhooks as db, Sql};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -30,7 +30,7 @@ fn aad(workspace_id: &str, webhook_id: &str) -> String {
     format!("{workspace_id}/webhook/{webhook_id}")
 }
 
-fn master(cx: &Cx<'_>) -> Result<&str, ApiError> {
+fn master<'a>(cx: &Cx<'a>) -> Result<&'a str, ApiError> {
     cx.env.config.secrets_key.as_deref().ok_or_else(|| {
         ApiError::new(Code::NotImplemented, "this deployment has no SECRETS_KEY configured, so it cannot sign webhooks")
     })
@@ -366,7 +366,7 @@ pub async fn sweep(cx: &Cx<'_>) -> Result<usize, String> {
 // ── Delivering ──
 
 /// The retry schedule in force: `WEBHOOK_RETRY_SCHEDULE`, else the default day.
-fn schedule(cx: &Cx<'_>) -> &[u32] {
+fn schedule<'a>(cx: &Cx<'a>) -> &'a [u32] {
     cx.env.config.webhook_retry_schedule_s.as_deref().unwrap_or(rule::DEFAULT_SCHEDULE_S)
 }
 
