@@ -71,7 +71,6 @@ fn deliver(app: &TestApp) -> usize {
 }
 
 fn answer(app: &TestApp, status: u16) {
-    let _ = app;
     app.sessions.net.answer(move |_| HttpResponse { status, headers: vec![], body: b"{\"ok\":false}".to_vec() });
 }
 
@@ -220,8 +219,10 @@ fn members_list_endpoints_but_only_admins_and_owners_manage_them() {
     ] {
         assert_eq!(app.err_code(&bob.key, tool, args), "forbidden", "{tool}");
     }
-    app.join(&ada, "team", &bob, "admin");
-    app.ok(&bob.key, "delete_webhook", json!({"webhook_id": id, "workspace": "team"}));
+    let cy = app.signup("Cy", "cy@example.com");
+    app.join(&ada, "team", &cy, "admin");
+    app.ok(&cy.key, "rotate_webhook_secret", json!({"webhook_id": id, "workspace": "team"}));
+    app.ok(&cy.key, "delete_webhook", json!({"webhook_id": id, "workspace": "team"}));
     assert_eq!(app.ok(&ada.key, "list_webhooks", json!({"workspace": "team"}))["webhooks"], json!([]));
 }
 
@@ -258,9 +259,6 @@ fn failures_retry_on_the_schedule_with_one_id_then_dead_letter() {
     let ids: Vec<&str> = reqs.iter().map(|o| header(o, "webhook-id")).collect();
     assert_eq!(ids.len(), 3);
     assert!(ids.iter().all(|i| *i == ids[0]), "one id on every retry: {ids:?}");
-    // The console shows the failure with the receiver's last answer.
-    let page = app.request("GET", &format!("/console/w/{}/webhooks", ada.slug), None, None);
-    let _ = page;
 }
 
 #[test]
@@ -347,4 +345,67 @@ fn slack_endpoints_get_a_request_as_a_message_with_a_link_to_answer_it() {
     assert!(text.contains("Dev &lt;bot&gt; asks (access): access to web (prod) for deploy: ship it"), "{text}");
     assert!(text.contains("http://127.0.0.1:8787/console"));
     assert_eq!(m["blocks"][1]["elements"][0]["url"], "http://127.0.0.1:8787/console");
+}
+
+fn console_request(method: &str, path: &str, cookie: Option<&str>, body: String) -> agentsky::http::HttpRequest {
+    let mut headers = vec![("host".to_owned(), "127.0.0.1:8787".to_owned())];
+    if let Some(c) = cookie {
+        headers.push(("cookie".into(), c.to_owned()));
+    }
+    if method == "POST" {
+        headers.push(("origin".into(), "http://127.0.0.1:8787".into()));
+        headers.push(("content-type".into(), "application/x-www-form-urlencoded".into()));
+    }
+    agentsky::http::HttpRequest {
+        method: method.into(),
+        path: path.into(),
+        query: String::new(),
+        headers,
+        body: body.into_bytes(),
+        client_ip: "203.0.113.9".into(),
+    }
+}
+
+fn console_form(fields: &[(&str, &str)]) -> String {
+    form_urlencoded::Serializer::new(String::new()).extend_pairs(fields).finish()
+}
+
+fn console_sign_in(app: &TestApp, key: &str) -> String {
+    let r = app.send(console_request("POST", "/console/login", None, console_form(&[("key", key)])));
+    assert_eq!(r.status, 303);
+    r.header("set-cookie").unwrap().split(';').next().unwrap().to_owned()
+}
+
+#[test]
+fn the_console_adds_an_endpoint_shows_its_secret_once_and_a_failed_delivery_with_its_last_answer() {
+    let app = app_with(Some(vec![]));
+    let ada = app.signup("Ada", "ada@example.com");
+    let cookie = console_sign_in(&app, &ada.key);
+    let page = format!("/console/w/{}/webhooks", ada.slug);
+    let html = String::from_utf8(app.send(console_request("GET", &page, Some(&cookie), String::new())).body).unwrap();
+    assert!(html.contains("Add an endpoint") && html.contains("No endpoints"), "{html}");
+    let at = html.find("name=\"csrf\" value=\"").unwrap() + 19;
+    let csrf = html[at..at + 64].to_owned();
+    let fields = [
+        ("csrf", csrf.as_str()),
+        ("workspace", ada.slug.as_str()),
+        ("url", HOOK),
+        ("events", "request.opened"),
+        ("events", "goal.met"),
+        ("format", "slack"),
+    ];
+    let op = format!("/console/w/{}/op/create_webhook", ada.slug);
+    let r = app.send(console_request("POST", &op, Some(&cookie), console_form(&fields)));
+    let shown = String::from_utf8(r.body).unwrap();
+    assert!(shown.contains("signing secret") && shown.contains("whsec_"), "{shown}");
+    let listed = app.ok(&ada.key, "list_webhooks", json!({}));
+    assert_eq!(listed["webhooks"][0]["events"], json!(["request.opened", "goal.met"]));
+    assert_eq!(listed["webhooks"][0]["format"], "slack");
+    // With an empty schedule the first failure is the last: dead-lettered, shown with its answer.
+    answer(&app, 502);
+    app.ok(&ada.key, "test_webhook", json!({"webhook_id": listed["webhooks"][0]["webhook_id"]}));
+    deliver(&app);
+    let html = String::from_utf8(app.send(console_request("GET", &page, Some(&cookie), String::new())).body).unwrap();
+    assert!(html.contains("webhook.test") && html.contains("HTTP 502") && html.contains("{&quot;ok&quot;:false}"), "{html}");
+    assert!(!html.contains("whsec_"), "the secret is never shown again");
 }
