@@ -58,7 +58,9 @@ pub(crate) fn config(env: &Env) -> Config {
         webhook_retry_schedule_s: var(env, "WEBHOOK_RETRY_SCHEDULE").and_then(|v| {
             let parsed = crate::rules::webhooks::parse_schedule(&v);
             if parsed.is_none() {
-                crate::error::log_line("WEBHOOK_RETRY_SCHEDULE is not comma-separated seconds (each 0-43200); using the default");
+                crate::error::log_line(
+                    "WEBHOOK_RETRY_SCHEDULE is not comma-separated seconds (each 0-43200); using the default",
+                );
             }
             parsed
         }),

@@ -144,11 +144,9 @@ pub struct WebhookList {
 /// list_webhooks — anyone who can read the workspace.
 pub async fn list(cx: &Cx<'_>, p: ListWebhooks) -> Result<WebhookList, ApiError> {
     let w = cx.workspace(p.workspace.as_deref())?;
-    let (webhooks, deliveries) = futures::try_join!(
-        db::list(cx.db(), &w.workspace_id, cx.now_ms),
-        db::recent(cx.db(), &w.workspace_id, 50)
-    )
-    .map_err(|e| cx.internal(e))?;
+    let (webhooks, deliveries) =
+        futures::try_join!(db::list(cx.db(), &w.workspace_id, cx.now_ms), db::recent(cx.db(), &w.workspace_id, 50))
+            .map_err(|e| cx.internal(e))?;
     Ok(WebhookList { webhooks, deliveries })
 }
 
@@ -486,7 +484,10 @@ fn request_summary(data: &Value) -> String {
             "access to {} ({}) for {}: {}",
             p["target"].as_str().unwrap_or("?"),
             p["env"].as_str().unwrap_or("?"),
-            p["scope"].as_array().map(|s| s.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(", ")).unwrap_or_default(),
+            p["scope"]
+                .as_array()
+                .map(|s| s.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(", "))
+                .unwrap_or_default(),
             p["reason"].as_str().unwrap_or_default()
         ),
         Some("plan") => p["summary"].as_str().unwrap_or_default().to_owned(),
@@ -515,7 +516,13 @@ pub async fn request_expired(env: &Env, req: &store::requests::RequestRow, now_m
 }
 
 /// `request.opened`, from the session server where an agent's `ask_user` or `request_access` opened one.
-pub async fn request_opened(cx: &Cx<'_>, me: &store::sessions::SessionRow, request_id: &str, kind: &str, payload: &Value) {
+pub async fn request_opened(
+    cx: &Cx<'_>,
+    me: &store::sessions::SessionRow,
+    request_id: &str,
+    kind: &str,
+    payload: &Value,
+) {
     let data = json!({
         "request_id": request_id, "task_id": me.task_id, "session_id": me.session_id,
         "agent_id": me.agent_id, "agent_name": me.agent_name, "kind": kind, "payload": payload, "status": "open",

@@ -77,8 +77,7 @@ pub const DEFAULT_SCHEDULE_S: &[u32] = &[5, 30, 120, 600, 1800, 3600, 7200, 1440
 
 /// Parses `WEBHOOK_RETRY_SCHEDULE` (comma-separated seconds, each 0–43200); `None` when malformed.
 pub fn parse_schedule(raw: &str) -> Option<Vec<u32>> {
-    let v: Option<Vec<u32>> =
-        raw.split(',').map(|s| s.trim().parse::<u32>().ok().filter(|n| *n <= 43_200)).collect();
+    let v: Option<Vec<u32>> = raw.split(',').map(|s| s.trim().parse::<u32>().ok().filter(|n| *n <= 43_200)).collect();
     v.filter(|v| !v.is_empty() && v.len() <= 30)
 }
 

@@ -3,10 +3,10 @@
 //! stand-in both drive sessions through here.
 
 use super::openai::{self, Ports};
+use super::TurnEnd;
 use super::{
     agent_tools, echo, goal, wallet, Core, EventKind, LocalSql, Refusal, SessionConfig, StepOutcome, Transition,
 };
-use super::TurnEnd;
 use crate::ops::webhooks;
 use crate::store::{self, DbResult, Sql};
 

@@ -192,7 +192,8 @@ pub fn insert_delivery(d: &NewDelivery<'_>) -> Stmt {
 
 /// Claims attempt `attempt` + 1 of a pending delivery: only the message carrying the current count wins,
 /// so a duplicate or stale message claims nothing. The claim holds the row for ten minutes against the sweep.
-const CLAIM: &str = "UPDATE webhook_delivery SET attempts = attempts + 1, updated_ms = ?3, next_attempt_ms = ?3 + 600000
+const CLAIM: &str =
+    "UPDATE webhook_delivery SET attempts = attempts + 1, updated_ms = ?3, next_attempt_ms = ?3 + 600000
   WHERE delivery_id = ?1 AND status = 'pending' AND attempts = ?2
   RETURNING delivery_id, webhook_id, event_id, event, payload, attempts, created_ms";
 

@@ -114,8 +114,7 @@ fn signatures_follow_the_standard_webhooks_convention() {
     let listed = app.ok(&ada.key, "list_webhooks", json!({}));
     assert!(!listed.to_string().contains(&secret[6..]), "{listed}");
     assert_eq!(listed["deliveries"][0]["status"], "delivered");
-    let stored: String =
-        app.db.0.query_row("SELECT secret_sealed FROM webhook_endpoint", [], |r| r.get(0)).unwrap();
+    let stored: String = app.db.0.query_row("SELECT secret_sealed FROM webhook_endpoint", [], |r| r.get(0)).unwrap();
     assert!(!stored.contains(&secret[6..]));
 }
 
@@ -169,7 +168,13 @@ fn bad_input_is_refused_naming_its_field() {
     let e = call(json!({"url": HOOK, "events": ["goal.met"], "format": "teams"}));
     assert!(e["message"].as_str().unwrap().contains("`format`"), "{e}");
     // The one outbound-URL rule: https to a public host.
-    for url in ["http://10.0.0.1/hook", "https://10.0.0.1/hook", "http://127.0.0.1:9/hook", "https://169.254.169.254/", "http://example.com/"] {
+    for url in [
+        "http://10.0.0.1/hook",
+        "https://10.0.0.1/hook",
+        "http://127.0.0.1:9/hook",
+        "https://169.254.169.254/",
+        "http://example.com/",
+    ] {
         let e = call(json!({"url": url, "events": ["goal.met"]}));
         assert_eq!(e["code"], "invalid_params", "{url}: {e}");
         assert!(e["message"].as_str().unwrap().contains("`url`"), "{url}: {e}");
@@ -237,7 +242,10 @@ fn failures_retry_on_the_schedule_with_one_id_then_dead_letter() {
     let t0 = app.now_ms.get();
     deliver(&app);
     let d = &app.ok(&ada.key, "list_webhooks", json!({}))["deliveries"][0];
-    assert_eq!((d["status"].as_str(), d["attempts"].as_i64(), d["last_status"].as_i64()), (Some("pending"), Some(1), Some(500)));
+    assert_eq!(
+        (d["status"].as_str(), d["attempts"].as_i64(), d["last_status"].as_i64()),
+        (Some("pending"), Some(1), Some(500))
+    );
     assert_eq!(d["last_body"], "{\"ok\":false}");
     let wait = d["next_attempt_ms"].as_i64().unwrap() - t0;
     assert!((8_000..=12_000).contains(&wait), "10 s ± 20 % jitter, got {wait} ms");
@@ -406,6 +414,9 @@ fn the_console_adds_an_endpoint_shows_its_secret_once_and_a_failed_delivery_with
     app.ok(&ada.key, "test_webhook", json!({"webhook_id": listed["webhooks"][0]["webhook_id"]}));
     deliver(&app);
     let html = String::from_utf8(app.send(console_request("GET", &page, Some(&cookie), String::new())).body).unwrap();
-    assert!(html.contains("webhook.test") && html.contains("HTTP 502") && html.contains("{&quot;ok&quot;:false}"), "{html}");
+    assert!(
+        html.contains("webhook.test") && html.contains("HTTP 502") && html.contains("{&quot;ok&quot;:false}"),
+        "{html}"
+    );
     assert!(!html.contains("whsec_"), "the secret is never shown again");
 }
