@@ -34,6 +34,9 @@ pub struct Config {
     /// Lets tenant URLs (model endpoints, MCP servers) name this machine, over plain http too
     /// (`ALLOW_LOOPBACK_HTTP`): local development and its end-to-end tests only, never production.
     pub allow_loopback_http: bool,
+    /// Seconds between a webhook delivery's attempts (`WEBHOOK_RETRY_SCHEDULE`, comma-separated); `None`
+    /// is the default day ([`crate::rules::webhooks::DEFAULT_SCHEDULE_S`]). Tests shorten it.
+    pub webhook_retry_schedule_s: Option<Vec<u32>>,
     /// Serves the conformance suite's fixture tools without auth at `/v1/conformance/mcp` (tests only).
     pub conformance_fixtures: bool,
 }
@@ -97,6 +100,12 @@ pub trait Net {
 /// At-least-once background work (routine fires): the `FIRES` queue in the Worker.
 pub trait Queue {
     fn send(&self, body: serde_json::Value) -> LocalBoxFuture<'_, Result<(), String>>;
+    /// Sends `body` to be delivered no sooner than `delay_s` seconds from now (a webhook's retry). A queue
+    /// without delays (the host tests') delivers when the test says.
+    fn send_after(&self, body: serde_json::Value, delay_s: u32) -> LocalBoxFuture<'_, Result<(), String>> {
+        let _ = delay_s;
+        self.send(body)
+    }
 }
 
 /// A workspace's change feed (the `Feed` Durable Object in the Worker): a version that moves whenever

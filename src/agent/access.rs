@@ -237,6 +237,7 @@ pub async fn request_access(a: &Agent<'_>, p: RequestAccess) -> Result<Value, To
         .await
         .map_err(|e| a.internal(e))?;
     a.changed().await;
+    crate::ops::webhooks::request_opened(cx, me, &request_id, "access", &payload).await;
     wait(a, &request_id).await?;
     settled(a, &grant_id).await
 }

@@ -88,6 +88,7 @@ pub async fn open(a: &Agent<'_>, p: AskUser) -> Result<String, ToolError> {
         .await
         .map_err(|e| a.internal(e))?;
     a.changed().await;
+    crate::ops::webhooks::request_opened(cx, me, &request_id, &p.kind, &payload).await;
     Ok(request_id)
 }
 
@@ -98,11 +99,13 @@ pub async fn answer_of(a: &Agent<'_>, request_id: &str) -> Result<Value, ToolErr
         .await
         .map_err(|e| a.internal(e))?
         .ok_or_else(|| a.internal("request vanished"))?;
-    match (req.status.as_str(), req.answer) {
+    match (req.status.as_str(), &req.answer) {
         ("answered", Some(answer)) => Ok(json!({ "resolution": answer })),
         _ => {
-            store::requests::expire_request(db, request_id, a.cx.clock_now()).await.map_err(|e| a.internal(e))?;
+            let now = a.cx.clock_now();
+            store::requests::expire_request(db, request_id, now).await.map_err(|e| a.internal(e))?;
             a.changed().await;
+            crate::ops::webhooks::request_expired(a.cx.env, &req, now).await;
             Err(ToolError::new(-32004, "timed out waiting for the user"))
         }
     }

@@ -19,6 +19,7 @@ const NAV: &[(&str, &str)] = &[
     ("/access", "Access"),
     ("/runners", "Runners"),
     ("/members", "Members"),
+    ("/webhooks", "Webhooks"),
     ("/keys", "API keys"),
 ];
 

@@ -55,6 +55,15 @@ pub(crate) fn config(env: &Env) -> Config {
         conformance_fixtures: flag("CONFORMANCE_FIXTURES"),
         trust_cf_connecting_ip: flag("TRUST_CF_CONNECTING_IP"),
         agent_wait_ms: var(env, "AGENT_WAIT_MS").and_then(|v| v.parse().ok()),
+        webhook_retry_schedule_s: var(env, "WEBHOOK_RETRY_SCHEDULE").and_then(|v| {
+            let parsed = crate::rules::webhooks::parse_schedule(&v);
+            if parsed.is_none() {
+                crate::error::log_line(
+                    "WEBHOOK_RETRY_SCHEDULE is not comma-separated seconds (each 0-43200); using the default",
+                );
+            }
+            parsed
+        }),
     }
 }
 
@@ -133,15 +142,35 @@ async fn scheduled(_event: worker::ScheduledEvent, env: Env, _ctx: worker::Sched
         Ok(_) => {}
         Err(e) => crate::error::log_line(&format!("cron: {e}")),
     }
+    if let Err(e) = crate::ops::webhooks::sweep(&cx).await {
+        crate::error::log_line(&format!("cron: webhook sweep: {e}"));
+    }
 }
 
-/// Routine fires from `agentsky-fires`; from its dead-letter queue, fires that kept failing, recorded
-/// as failed.
+/// Routine fires and webhook deliveries from `agentsky-fires`; from its dead-letter queue, the ones that
+/// kept failing, recorded as failed.
 #[event(queue)]
 async fn queue(batch: worker::MessageBatch<serde_json::Value>, env: Env, _ctx: Context) -> Result<()> {
     let core = core_env(&env)?;
     let dead_letters = batch.queue().ends_with("-dlq");
     for message in batch.messages()? {
+        if let Some(delivery_id) = message.body()["webhook_delivery"].as_str().map(str::to_owned) {
+            let attempt = message.body()["attempt"].as_i64().unwrap_or(0);
+            let cx = Cx::system(&core, now_ms(), hex::encode(crate::rules::ids::random_bytes::<8>()));
+            let outcome = if dead_letters {
+                crate::ops::webhooks::give_up(&cx, &delivery_id).await
+            } else {
+                crate::ops::webhooks::deliver(&cx, &net::WorkerNet, &delivery_id, attempt).await
+            };
+            match outcome {
+                Ok(()) => message.ack(),
+                Err(e) => {
+                    crate::error::log_line(&format!("queue: webhook delivery {delivery_id} failed, retrying: {e}"));
+                    message.retry();
+                }
+            }
+            continue;
+        }
         let Some(fire_id) = message.body()["fire_id"].as_str().map(str::to_owned) else {
             crate::error::log_line(&format!("queue: dropping a message without fire_id: {}", message.body()));
             message.ack();
@@ -169,12 +198,22 @@ struct Fires(worker::Queue);
 
 impl crate::cx::Queue for Fires {
     fn send(&self, body: serde_json::Value) -> futures::future::LocalBoxFuture<'_, std::result::Result<(), String>> {
+        self.send_after(body, 0)
+    }
+
+    fn send_after(
+        &self,
+        body: serde_json::Value,
+        delay_s: u32,
+    ) -> futures::future::LocalBoxFuture<'_, std::result::Result<(), String>> {
         Box::pin(async move {
             // As JSON-compatible JS (objects, not Maps): the queue encodes messages as JSON, and a Map
             // would arrive as `{}`.
             let value = serde::Serialize::serialize(&body, &serde_wasm_bindgen::Serializer::json_compatible())
                 .map_err(|e| e.to_string())?;
-            let message = worker::RawMessageBuilder::new(value).build_with_content_type(worker::QueueContentType::Json);
+            let message = worker::RawMessageBuilder::new(value)
+                .delay_seconds(delay_s)
+                .build_with_content_type(worker::QueueContentType::Json);
             self.0.send_raw(message).await.map_err(|e| e.to_string())
         })
     }

@@ -315,6 +315,16 @@ pub async fn answer(cx: &Cx<'_>, p: AnswerRequest) -> Result<RequestAnswered, Ap
         .await
         .map_err(|e| cx.internal(e))?
         .ok_or_else(|| cx.internal("request vanished"))?;
+    let data = crate::ops::webhooks::request_data(&request, None);
+    crate::ops::webhooks::emit(
+        cx.env,
+        &request.workspace_id,
+        "request.answered",
+        Some(&request.request_id),
+        data,
+        cx.now_ms,
+    )
+    .await;
     let grant = match grant {
         Some(id) => store::requests::get_grant(cx.db(), &id)
             .await

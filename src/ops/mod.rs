@@ -27,6 +27,7 @@ pub mod sharing;
 pub mod tasks;
 pub mod traces;
 pub mod usage;
+pub mod webhooks;
 pub mod workspaces;
 
 use crate::cx::Cx;
@@ -748,6 +749,41 @@ operations! {
     create_record_webhook(records::CreateRecordWebhook) -> records::RecordWebhook {
         title: "Create the records webhook", group: "records", scope: Write, tool: false,
         http: POST "/v1/workspaces/{workspace}/records-webhook", hints: CREATES, run: records::create_webhook
+    }
+
+    /// Send the workspace's events to an HTTPS endpoint, signed by the Standard Webhooks convention:
+    /// `url`, the `events` to send, `format` (`standard` or `slack`). Returns the signing secret once.
+    /// Owners and admins. Optional `workspace`.
+    create_webhook(webhooks::CreateWebhook) -> webhooks::WebhookCreated {
+        title: "Create a webhook", group: "webhooks", scope: Write, tool: true,
+        http: POST "/v1/webhooks", hints: CREATES, run: webhooks::create
+    }
+
+    /// The workspace's webhook endpoints (never their secrets) and newest deliveries: delivered, pending
+    /// retry, or failed after the retry budget with the receiver's last answer. Optional `workspace`.
+    list_webhooks(webhooks::ListWebhooks) -> webhooks::WebhookList {
+        title: "List webhooks", group: "webhooks", scope: Read, tool: true,
+        http: GET "/v1/webhooks", hints: READ_ONLY, run: webhooks::list
+    }
+
+    /// Delete a webhook endpoint; nothing more is sent to it. Owners and admins. Optional `workspace`.
+    delete_webhook(webhooks::DeleteWebhook) -> webhooks::WebhookDeleted {
+        title: "Delete a webhook", group: "webhooks", scope: Write, tool: true,
+        http: DELETE "/v1/webhooks/{webhook_id}", hints: DESTROYS, run: webhooks::delete
+    }
+
+    /// A new signing secret for a webhook endpoint, shown once; the old one keeps signing beside it for
+    /// `overlap_hours` (default 24) so the receiver can switch. Owners and admins. Optional `workspace`.
+    rotate_webhook_secret(webhooks::RotateWebhookSecret) -> webhooks::WebhookSecretRotated {
+        title: "Rotate a webhook's secret", group: "webhooks", scope: Write, tool: true,
+        http: POST "/v1/webhooks/{webhook_id}/rotate", hints: CREATES, run: webhooks::rotate
+    }
+
+    /// Send a `webhook.test` event to one endpoint now, through the same queue, signing and retries as
+    /// real events. Owners and admins. Optional `workspace`.
+    test_webhook(webhooks::TestWebhook) -> webhooks::WebhookTestSent {
+        title: "Send a test event", group: "webhooks", scope: Write, tool: true,
+        http: POST "/v1/webhooks/{webhook_id}/test", hints: CREATES, run: webhooks::test
     }
 
     /// Search the AgentSky Help Center in English or Chinese; answer with the article's link,

@@ -7,6 +7,7 @@ use crate::cx::{Cx, Membership};
 use crate::domain::idempotency::{self, Scope, DEFAULT_TTL_MS, START_TTL_MS};
 use crate::error::{ApiError, Code};
 use crate::ops::sessions::{self, Spec, StartIds};
+use crate::ops::webhooks;
 use crate::rules::{cron, ids, limits};
 use crate::session::{Author, NewMessage, SessionCall, SessionReply};
 use crate::store::{
@@ -260,6 +261,7 @@ pub async fn run(cx: &Cx<'_>, p: RunRoutine) -> Result<FireRow, ApiError> {
                     store::routines::settle(cx.db(), &fire_id, "failed", None, None, Some(&e.message), cx.now_ms)
                         .await
                         .map_err(|e| cx.internal(e))?;
+                    failed(cx, &fire_id, r, &e.message).await;
                 }
                 store::routines::fire(cx.db(), &fire_id)
                     .await
@@ -334,7 +336,9 @@ pub async fn run_fire(cx: &Cx<'_>, fire_id: &str) -> Result<(), ApiError> {
         Err(e) if permanent(&e) => {
             store::routines::settle(cx.db(), fire_id, "failed", None, None, Some(&e.message), cx.now_ms)
                 .await
-                .map_err(|e| cx.internal(e))
+                .map_err(|e| cx.internal(e))?;
+            failed(cx, fire_id, &r, &e.message).await;
+            Ok(())
         }
         Err(e) => {
             store::routines::settle(cx.db(), fire_id, "queued", None, None, Some(&e.message), cx.now_ms).await.ok();
@@ -345,17 +349,17 @@ pub async fn run_fire(cx: &Cx<'_>, fire_id: &str) -> Result<(), ApiError> {
 
 /// The dead-letter consumer: a fire whose deliveries all failed is recorded as failed.
 pub async fn give_up(cx: &Cx<'_>, fire_id: &str) -> Result<(), ApiError> {
-    store::routines::settle(
-        cx.db(),
-        fire_id,
-        "failed",
-        None,
-        None,
-        Some("delivery kept failing; gave up after retries"),
-        cx.now_ms,
-    )
-    .await
-    .map_err(|e| cx.internal(e))
+    let why = "delivery kept failing; gave up after retries";
+    store::routines::settle(cx.db(), fire_id, "failed", None, None, Some(why), cx.now_ms)
+        .await
+        .map_err(|e| cx.internal(e))?;
+    let fire = store::routines::fire(cx.db(), fire_id).await.map_err(|e| cx.internal(e))?;
+    if let Some(fire) = fire {
+        if let Some(r) = store::routines::get(cx.db(), &fire.routine_id).await.map_err(|e| cx.internal(e))? {
+            failed(cx, fire_id, &r, why).await;
+        }
+    }
+    Ok(())
 }
 
 /// Does a fire's work under the key `fire:<fire_id>`, so it happens once however often it is delivered.
@@ -414,5 +418,15 @@ async fn execute(cx: &Cx<'_>, fire_id: &str, r: &RoutineRow) -> Result<(), ApiEr
     };
     store::routines::settle(cx.db(), fire_id, "done", Some(&session_id), Some(&message_id), None, cx.now_ms)
         .await
-        .map_err(|e| cx.internal(e))
+        .map_err(|e| cx.internal(e))?;
+    let data = json!({ "routine_id": r.routine_id, "name": r.name, "fire_id": fire_id, "session_id": session_id,
+        "message_id": message_id });
+    webhooks::emit(cx.env, &r.workspace_id, "routine.fired", Some(fire_id), data, cx.now_ms).await;
+    Ok(())
+}
+
+/// `routine.failed`: a fire that will not be tried again.
+async fn failed(cx: &Cx<'_>, fire_id: &str, r: &RoutineRow, why: &str) {
+    let data = json!({ "routine_id": r.routine_id, "name": r.name, "fire_id": fire_id, "error": why });
+    webhooks::emit(cx.env, &r.workspace_id, "routine.failed", Some(fire_id), data, cx.now_ms).await;
 }

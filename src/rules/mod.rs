@@ -22,3 +22,4 @@ pub mod sql_values;
 pub mod targets;
 pub mod time;
 pub mod traces;
+pub mod webhooks;

@@ -3,9 +3,11 @@
 //! stand-in both drive sessions through here.
 
 use super::openai::{self, Ports};
+use super::TurnEnd;
 use super::{
     agent_tools, echo, goal, wallet, Core, EventKind, LocalSql, Refusal, SessionConfig, StepOutcome, Transition,
 };
+use crate::ops::webhooks;
 use crate::store::{self, DbResult, Sql};
 
 /// The text of the message that started the running turn.
@@ -24,6 +26,7 @@ pub async fn step<S: LocalSql + ?Sized>(
     if turn.goal_check {
         let t = check_goal(core, ports, &config, now_ms).await?;
         core.hold_index(&t)?;
+        goal_events(core, ports, &config, turn.message_id.as_deref(), now_ms).await?;
         return Ok(Some((config, t)));
     }
     let message_id = turn.message_id.clone().unwrap_or_default();
@@ -66,14 +69,83 @@ pub async fn step<S: LocalSql + ?Sized>(
             }
         }
         other => {
-            let t = core.fail(&format!("the `{other}` harness cannot run turns on this server yet"), now_ms)?;
+            let why = format!("the `{other}` harness cannot run turns on this server yet");
+            let t = core.fail(&why, now_ms)?;
             core.hold_index(&t)?;
+            turn_events(ports, &config, &message_id, TurnEnd::Failed, &t, Some(&why), now_ms).await;
             return Ok(Some((config, t)));
         }
     };
+    let end = outcome.end;
     let t = core.apply(outcome, now_ms)?;
     core.hold_index(&t)?;
+    budget_events(ports, &config, turn.spent_cents, t.turn.spent_cents, now_ms).await;
+    if let Some(end) = end {
+        turn_events(ports, &config, &message_id, end, &t, None, now_ms).await;
+        // A budget that ends the turn can stop a standing goal too.
+        if end == TurnEnd::BudgetReached {
+            goal_events(core, ports, &config, Some(&message_id), now_ms).await?;
+        }
+    }
     Ok(Some((config, t)))
+}
+
+/// `turn.finished` for every turn that ended, and `session.failed` besides when it failed. Sent after the
+/// object committed the turn's end; the event id comes from the turn, so a step run again sends nothing
+/// new.
+async fn turn_events(
+    ports: &Ports<'_>,
+    config: &SessionConfig,
+    message_id: &str,
+    end: TurnEnd,
+    t: &Transition,
+    error: Option<&str>,
+    now_ms: i64,
+) {
+    let reason = serde_json::to_value(end).unwrap_or_default();
+    let data = serde_json::json!({ "session_id": config.session_id, "task_id": config.task_id,
+        "agent_id": config.agent_id, "message_id": message_id, "reason": reason,
+        "spent_cents": t.turn.spent_cents, "error": error });
+    let source = format!("{}/{message_id}", config.session_id);
+    let (env, ws) = (ports.env, &config.workspace_id);
+    webhooks::emit(env, ws, "turn.finished", Some(&source), data.clone(), now_ms).await;
+    if end == TurnEnd::Failed {
+        webhooks::emit(env, ws, "session.failed", Some(&source), data, now_ms).await;
+    }
+}
+
+/// `budget.threshold` when this step's spend crossed 50, 80 or 100 % of the session's budget: once each,
+/// by its event id.
+async fn budget_events(ports: &Ports<'_>, config: &SessionConfig, before: i64, after: i64, now_ms: i64) {
+    let Some(budget) = config.budget_cents else { return };
+    for percent in crate::rules::webhooks::thresholds_crossed(before, after, budget) {
+        let data = serde_json::json!({ "scope": "session", "session_id": config.session_id,
+            "task_id": config.task_id, "percent": percent, "budget_cents": budget, "spent_cents": after });
+        let source = format!("{}/{percent}", config.session_id);
+        webhooks::emit(ports.env, &config.workspace_id, "budget.threshold", Some(&source), data, now_ms).await;
+    }
+}
+
+/// `goal.met` or `goal.limit_reached` once a goal check stopped the goal.
+async fn goal_events<S: LocalSql + ?Sized>(
+    core: &Core<'_, S>,
+    ports: &Ports<'_>,
+    config: &SessionConfig,
+    message_id: Option<&str>,
+    now_ms: i64,
+) -> Result<(), Refusal> {
+    let Some(g) = core.goal()? else { return Ok(()) };
+    let event = match g.status {
+        goal::GoalStatus::Met => "goal.met",
+        goal::GoalStatus::LimitReached => "goal.limit_reached",
+        _ => return Ok(()),
+    };
+    let data = serde_json::json!({ "session_id": config.session_id, "task_id": config.task_id,
+        "objective": g.objective, "iterations": g.iterations, "spent_cents": g.spent_cents,
+        "reason": g.stopped_reason, "verdicts": g.last_verdicts });
+    let source = format!("{}/{}/{}", config.session_id, message_id.unwrap_or_default(), g.iterations);
+    webhooks::emit(ports.env, &config.workspace_id, event, Some(&source), data, now_ms).await;
+    Ok(())
 }
 
 /// After a step was persisted: the D1 index first (status and spend, so `get_session` and

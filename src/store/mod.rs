@@ -29,6 +29,7 @@ pub mod secrets;
 pub mod sessions;
 pub mod tasks;
 pub mod usage;
+pub mod webhooks;
 pub mod workspaces;
 
 use futures::future::LocalBoxFuture;

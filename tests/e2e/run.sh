@@ -14,11 +14,12 @@ state="$ROOT/tests/e2e/.state"
 # ADMIN_TOKEN: the tests add wallet credit (POST /v1/workspaces/{slug}/credit). SECRETS_KEY: workspace
 # secrets can be stored (the openai harness's endpoint and key). PRICES: openai.test.mjs asserts charges
 # at this table's rate for its model (cents per million input / output tokens). ALLOW_LOOPBACK_HTTP: the
-# fake model endpoints and MCP servers the tests start listen on loopback, which only this opt-in allows.
+# fake model endpoints, MCP servers and webhook receivers the tests start listen on loopback, which only
+# this opt-in allows. WEBHOOK_RETRY_SCHEDULE: webhooks.test.mjs sees retries and the dead letter in seconds.
 export AGENTSKY_ADMIN_TOKEN="e2e-admin-$(python3 -c 'import secrets; print(secrets.token_hex(12))')"
 start_server "$state/wrangler" "$state/logs/wrangler-dev.log" --var CONFORMANCE_FIXTURES:1 \
   --var "ADMIN_TOKEN:$AGENTSKY_ADMIN_TOKEN" --var "SECRETS_KEY:e2e-secrets-key-not-for-production" \
-  --var 'PRICES:{"e2e-priced":[1000000,2000000]}' --var ALLOW_LOOPBACK_HTTP:1
+  --var 'PRICES:{"e2e-priced":[1000000,2000000]}' --var ALLOW_LOOPBACK_HTTP:1 --var WEBHOOK_RETRY_SCHEDULE:1,1,1
 export AGENTSKY_URL="$BASE_URL"
 # Where the local R2 keeps its objects: routines.test.mjs checks the cron's purge there.
 export AGENTSKY_E2E_R2_DIR="$state/wrangler/v3/r2"

@@ -28,3 +28,4 @@ mod secrets;
 mod sessions;
 mod table;
 mod tasks;
+mod webhooks;

@@ -15,8 +15,18 @@ fn contract_tools() -> HashSet<String> {
 
 /// Tools the server offers beyond the contract's table, each for a reason an issue gave: an operator's
 /// own MCP client is an approver too (`list_requests`), and routines a person can manage from a chat
-/// client (`update_routine`, `delete_routine`).
-const BEYOND_THE_CONTRACT: &[&str] = &["list_requests", "update_routine", "delete_routine"];
+/// client (`update_routine`, `delete_routine`), and outgoing webhooks an operator sets up from a chat
+/// client (issue 15).
+const BEYOND_THE_CONTRACT: &[&str] = &[
+    "list_requests",
+    "update_routine",
+    "delete_routine",
+    "create_webhook",
+    "list_webhooks",
+    "delete_webhook",
+    "rotate_webhook_secret",
+    "test_webhook",
+];
 
 #[test]
 fn every_contract_tool_is_offered_and_every_other_tool_is_a_known_extension() {

@@ -11,6 +11,7 @@ mod routines;
 mod runners;
 mod sessions;
 mod usage;
+mod webhooks;
 
 use super::layout::{self, Shell};
 use super::{forms, html, see_other, Ctx};
@@ -54,6 +55,7 @@ pub async fn get(p: &Ctx<'_>, sub: &str) -> HttpResponse {
         ["runners"] => runners::page(p).await,
         ["members"] => members::page(p).await,
         ["keys"] => keys::page(p, None).await,
+        ["webhooks"] => webhooks::page(p).await,
         _ => Err(ApiError::not_found("page")),
     };
     let open = open_requests(p).await;
@@ -95,6 +97,8 @@ const SHOWN_ONCE: &[(&str, &str, &str)] = &[
     ("register_runner", "token", "Your new runner's token"),
     ("share_session", "share_url", "The session's share link"),
     ("share_artifact", "share_url", "The artifact's share link"),
+    ("create_webhook", "secret", "Your webhook's signing secret"),
+    ("rotate_webhook_secret", "secret", "Your webhook's new signing secret"),
 ];
 
 /// `POST /console/w/<ws>/op/<operation>`: one operation with the form's fields, as the signed-in key.

@@ -197,6 +197,15 @@ STEPS: list[Step] = [
     Step("op", "run_routine", lambda w: {"routine_id": w["routine"], "idempotency_key": ikey("run")}),
     Step("op", "update_routine", lambda w: {"routine_id": w["routine"], "enabled": False, "cron": "0 9 * * 1-5"}),
     Step("op", "delete_routine", lambda w: {"routine_id": w["routine"]}),
+    # Webhooks: a loopback receiver is allowed by the development opt-in run.sh sets; nothing listens there,
+    # so the test event is simply retried and dead-lettered on the short schedule.
+    Step("op", "create_webhook", lambda w: {
+        "url": "http://127.0.0.1:9/hook", "events": ["request.opened", "turn.finished"], "workspace": w["ws"]},
+        keep("webhook", "webhook", "webhook_id")),
+    Step("op", "list_webhooks", lambda w: {"workspace": w["ws"]}),
+    Step("op", "test_webhook", lambda w: {"webhook_id": w["webhook"], "workspace": w["ws"]}),
+    Step("op", "rotate_webhook_secret", lambda w: {"webhook_id": w["webhook"], "workspace": w["ws"]}),
+    Step("op", "delete_webhook", lambda w: {"webhook_id": w["webhook"], "workspace": w["ws"]}),
     # Spend, context, records, help.
     Step("op", "get_usage", lambda w: {"workspace": w["ws"]}),
     Step("op", "search_context", lambda w: {"query": "python", "scope": "conversations", "workspace": w["ws"]},

@@ -1,0 +1,422 @@
+//! Outgoing webhooks: endpoints per workspace (admins manage, readers list), Standard Webhooks signatures
+//! checked here with an HMAC computed independently of the server's, rotation overlap, the outbound-URL
+//! rule, delivery through the queue with retries on a schedule and the same id each time, the dead
+//! letter, and each event emitted where it happens.
+
+use crate::support::{Account, TestApp};
+use agentsky::cx::{Config, Outbound};
+use agentsky::http::HttpResponse;
+use base64::engine::general_purpose::STANDARD;
+use base64::Engine;
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+
+const HOOK: &str = "https://hooks.example.com/agentsky";
+
+fn app_with(schedule: Option<Vec<u32>>) -> TestApp {
+    TestApp::with_config(Config {
+        open_signup: true,
+        rate_limit_per_min: 600,
+        secrets_key: Some("test-master-key".into()),
+        webhook_retry_schedule_s: schedule,
+        ..Config::default()
+    })
+}
+
+/// HMAC-SHA256 (RFC 2104) written here from SHA-256 alone, so the test does not trust the server's.
+fn hmac(key: &[u8], msg: &[u8]) -> Vec<u8> {
+    let mut k = [0u8; 64];
+    if key.len() > 64 {
+        k[..32].copy_from_slice(&Sha256::digest(key));
+    } else {
+        k[..key.len()].copy_from_slice(key);
+    }
+    let inner: Vec<u8> = k.iter().map(|b| b ^ 0x36).collect();
+    let outer: Vec<u8> = k.iter().map(|b| b ^ 0x5c).collect();
+    let ih = Sha256::new().chain_update(&inner).chain_update(msg).finalize();
+    Sha256::new().chain_update(&outer).chain_update(ih).finalize().to_vec()
+}
+
+/// What a Standard Webhooks receiver computes for one secret.
+fn expected_signature(secret: &str, id: &str, ts: &str, body: &[u8]) -> String {
+    let key = STANDARD.decode(secret.strip_prefix("whsec_").unwrap()).unwrap();
+    let mut msg = format!("{id}.{ts}.").into_bytes();
+    msg.extend_from_slice(body);
+    format!("v1,{}", STANDARD.encode(hmac(&key, &msg)))
+}
+
+fn header<'a>(o: &'a Outbound, name: &str) -> &'a str {
+    o.headers.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str()).unwrap_or_default()
+}
+
+fn create(app: &TestApp, who: &Account, events: Value) -> (String, String) {
+    let made = app.ok(&who.key, "create_webhook", json!({"url": HOOK, "events": events}));
+    (made["webhook"]["webhook_id"].as_str().unwrap().to_owned(), made["secret"].as_str().unwrap().to_owned())
+}
+
+/// Runs every queued webhook message through the consumer once; returns how many ran.
+fn deliver(app: &TestApp) -> usize {
+    let messages: Vec<Value> = app.queue.0.borrow_mut().drain(..).collect();
+    let mut n = 0;
+    for m in messages {
+        let Some(id) = m["webhook_delivery"].as_str().map(str::to_owned) else { continue };
+        let attempt = m["attempt"].as_i64().unwrap();
+        let net = app.sessions.net.clone();
+        app.system(move |cx| {
+            Box::pin(async move { agentsky::ops::webhooks::deliver(cx, &net, &id, attempt).await.unwrap() })
+        });
+        n += 1;
+    }
+    n
+}
+
+fn answer(app: &TestApp, status: u16) {
+    app.sessions.net.answer(move |_| HttpResponse { status, headers: vec![], body: b"{\"ok\":false}".to_vec() });
+}
+
+/// (event, status) of every delivery in the database, oldest first.
+fn deliveries(app: &TestApp) -> Vec<(String, String)> {
+    let conn = &app.db.0;
+    let mut st = conn.prepare("SELECT event, status FROM webhook_delivery ORDER BY created_ms, rowid").unwrap();
+    st.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).unwrap().map(Result::unwrap).collect()
+}
+
+#[test]
+fn signatures_follow_the_standard_webhooks_convention() {
+    let app = app_with(None);
+    let ada = app.signup("Ada", "ada@example.com");
+    let (id, secret) = create(&app, &ada, json!(["request.opened"]));
+    assert!(secret.starts_with("whsec_") && STANDARD.decode(&secret[6..]).unwrap().len() == 32, "{secret}");
+    // The specification's own vector, through the test's HMAC.
+    assert_eq!(
+        expected_signature(
+            "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+            "msg_p5jXN8AQM9LWM0D4loKWxJek",
+            "1614265330",
+            br#"{"test": 2432232314}"#
+        ),
+        "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="
+    );
+    answer(&app, 204);
+    let sent = app.ok(&ada.key, "test_webhook", json!({"webhook_id": id}));
+    assert_eq!(deliver(&app), 1);
+    let reqs = app.sessions.net.requests.borrow();
+    let o = &reqs[0];
+    assert_eq!(o.url, HOOK);
+    assert_eq!(header(o, "webhook-id"), sent["event_id"].as_str().unwrap());
+    let ts = header(o, "webhook-timestamp");
+    assert_eq!(ts.parse::<i64>().unwrap(), app.now_ms.get() / 1000);
+    assert_eq!(header(o, "webhook-signature"), expected_signature(&secret, header(o, "webhook-id"), ts, &o.body));
+    let body: Value = serde_json::from_slice(&o.body).unwrap();
+    assert_eq!(body["type"], "webhook.test");
+    assert!(body["timestamp"].as_str().unwrap().ends_with('Z'));
+    // The secret is shown once: never in a list, never stored in the clear.
+    let listed = app.ok(&ada.key, "list_webhooks", json!({}));
+    assert!(!listed.to_string().contains(&secret[6..]), "{listed}");
+    assert_eq!(listed["deliveries"][0]["status"], "delivered");
+    let stored: String = app.db.0.query_row("SELECT secret_sealed FROM webhook_endpoint", [], |r| r.get(0)).unwrap();
+    assert!(!stored.contains(&secret[6..]));
+}
+
+#[test]
+fn a_rotation_signs_with_both_secrets_during_the_overlap_then_only_the_new() {
+    let app = app_with(None);
+    let ada = app.signup("Ada", "ada@example.com");
+    let (id, old) = create(&app, &ada, json!(["turn.finished"]));
+    let rotated = app.ok(&ada.key, "rotate_webhook_secret", json!({"webhook_id": id, "overlap_hours": 1}));
+    let new = rotated["secret"].as_str().unwrap().to_owned();
+    assert_ne!(new, old);
+    assert_eq!(rotated["previous_secret_until_ms"], json!(app.now_ms.get() + 3_600_000));
+    answer(&app, 200);
+    app.ok(&ada.key, "test_webhook", json!({"webhook_id": id}));
+    deliver(&app);
+    {
+        let reqs = app.sessions.net.requests.borrow();
+        let o = &reqs[0];
+        let (wid, ts) = (header(o, "webhook-id"), header(o, "webhook-timestamp"));
+        let sigs: Vec<&str> = header(o, "webhook-signature").split(' ').collect();
+        assert_eq!(
+            sigs,
+            vec![expected_signature(&new, wid, ts, &o.body), expected_signature(&old, wid, ts, &o.body)],
+            "the new signature first, the old one beside it"
+        );
+    }
+    // After the overlap only the new secret signs.
+    app.advance(3_600_001);
+    app.ok(&ada.key, "test_webhook", json!({"webhook_id": id}));
+    deliver(&app);
+    let reqs = app.sessions.net.requests.borrow();
+    let o = &reqs[1];
+    let expected = expected_signature(&new, header(o, "webhook-id"), header(o, "webhook-timestamp"), &o.body);
+    assert_eq!(header(o, "webhook-signature"), expected);
+}
+
+#[test]
+fn bad_input_is_refused_naming_its_field() {
+    let app = app_with(None);
+    let ada = app.signup("Ada", "ada@example.com");
+    let call = |args: Value| {
+        let r = app.call(&ada.key, "create_webhook", args);
+        TestApp::tool_error(&r)
+    };
+    let e = call(json!({"url": HOOK, "events": ["request.opened", "request.exploded"]}));
+    assert_eq!(e["code"], "invalid_params", "{e}");
+    let m = e["message"].as_str().unwrap();
+    assert!(m.contains("`events`") && m.contains("request.opened") && m.contains("budget.threshold"), "{m}");
+    let e = call(json!({"url": HOOK, "events": []}));
+    assert!(e["message"].as_str().unwrap().contains("`events`"), "{e}");
+    let e = call(json!({"url": HOOK, "events": ["goal.met"], "format": "teams"}));
+    assert!(e["message"].as_str().unwrap().contains("`format`"), "{e}");
+    // The one outbound-URL rule: https to a public host.
+    for url in [
+        "http://10.0.0.1/hook",
+        "https://10.0.0.1/hook",
+        "http://127.0.0.1:9/hook",
+        "https://169.254.169.254/",
+        "http://example.com/",
+    ] {
+        let e = call(json!({"url": url, "events": ["goal.met"]}));
+        assert_eq!(e["code"], "invalid_params", "{url}: {e}");
+        assert!(e["message"].as_str().unwrap().contains("`url`"), "{url}: {e}");
+    }
+    // Over REST the same refusals are 400s, never 500s.
+    let r = app.request("POST", "/v1/webhooks", Some(&ada.key), Some(json!({"url": 5, "events": "x"})));
+    assert_eq!(r.status, 400);
+    let r = app.request("DELETE", "/v1/webhooks/wh_nope", Some(&ada.key), None);
+    assert_eq!(r.status, 404);
+}
+
+#[test]
+fn loopback_receivers_need_the_development_opt_in() {
+    let app = TestApp::with_config(Config {
+        open_signup: true,
+        rate_limit_per_min: 600,
+        secrets_key: Some("k".into()),
+        allow_loopback_http: true,
+        ..Config::default()
+    });
+    let ada = app.signup("Ada", "ada@example.com");
+    app.ok(&ada.key, "create_webhook", json!({"url": "http://127.0.0.1:9/hook", "events": ["goal.met"]}));
+    let e = TestApp::tool_error(&app.call(
+        &ada.key,
+        "create_webhook",
+        json!({"url": "http://10.0.0.1/hook", "events": ["goal.met"]}),
+    ));
+    assert_eq!(e["code"], "invalid_params", "private ranges stay refused: {e}");
+}
+
+#[test]
+fn members_list_endpoints_but_only_admins_and_owners_manage_them() {
+    let app = app_with(None);
+    let ada = app.signup("Ada", "ada@example.com");
+    let bob = app.signup("Bob", "bob@example.com");
+    app.shared_workspace(&ada, "team");
+    app.join(&ada, "team", &bob, "member");
+    let made = app.ok(&ada.key, "create_webhook", json!({"url": HOOK, "events": ["goal.met"], "workspace": "team"}));
+    let id = made["webhook"]["webhook_id"].as_str().unwrap();
+    let listed = app.ok(&bob.key, "list_webhooks", json!({"workspace": "team"}));
+    assert_eq!(listed["webhooks"].as_array().unwrap().len(), 1);
+    for (tool, args) in [
+        ("create_webhook", json!({"url": HOOK, "events": ["goal.met"], "workspace": "team"})),
+        ("delete_webhook", json!({"webhook_id": id, "workspace": "team"})),
+        ("rotate_webhook_secret", json!({"webhook_id": id, "workspace": "team"})),
+        ("test_webhook", json!({"webhook_id": id, "workspace": "team"})),
+    ] {
+        assert_eq!(app.err_code(&bob.key, tool, args), "forbidden", "{tool}");
+    }
+    let cy = app.signup("Cy", "cy@example.com");
+    app.join(&ada, "team", &cy, "admin");
+    app.ok(&cy.key, "rotate_webhook_secret", json!({"webhook_id": id, "workspace": "team"}));
+    app.ok(&cy.key, "delete_webhook", json!({"webhook_id": id, "workspace": "team"}));
+    assert_eq!(app.ok(&ada.key, "list_webhooks", json!({"workspace": "team"}))["webhooks"], json!([]));
+}
+
+#[test]
+fn failures_retry_on_the_schedule_with_one_id_then_dead_letter() {
+    let app = app_with(Some(vec![10, 100]));
+    let ada = app.signup("Ada", "ada@example.com");
+    let (id, _) = create(&app, &ada, json!(["goal.met"]));
+    answer(&app, 500);
+    app.ok(&ada.key, "test_webhook", json!({"webhook_id": id}));
+    let stale = app.queue.0.borrow()[0].clone();
+    let t0 = app.now_ms.get();
+    deliver(&app);
+    let d = &app.ok(&ada.key, "list_webhooks", json!({}))["deliveries"][0];
+    assert_eq!(
+        (d["status"].as_str(), d["attempts"].as_i64(), d["last_status"].as_i64()),
+        (Some("pending"), Some(1), Some(500))
+    );
+    assert_eq!(d["last_body"], "{\"ok\":false}");
+    let wait = d["next_attempt_ms"].as_i64().unwrap() - t0;
+    assert!((8_000..=12_000).contains(&wait), "10 s ± 20 % jitter, got {wait} ms");
+    // A duplicate of the first message claims nothing.
+    app.queue.0.borrow_mut().push(stale);
+    app.advance(10_000);
+    assert_eq!(deliver(&app), 2);
+    assert_eq!(app.sessions.net.requests.borrow().len(), 2, "the duplicate sent nothing");
+    let d = &app.ok(&ada.key, "list_webhooks", json!({}))["deliveries"][0];
+    assert_eq!((d["status"].as_str(), d["attempts"].as_i64()), (Some("pending"), Some(2)));
+    let wait = d["next_attempt_ms"].as_i64().unwrap() - app.now_ms.get();
+    assert!((80_000..=120_000).contains(&wait), "{wait}");
+    app.advance(100_000);
+    deliver(&app);
+    let d = &app.ok(&ada.key, "list_webhooks", json!({}))["deliveries"][0];
+    assert_eq!((d["status"].as_str(), d["attempts"].as_i64()), (Some("failed"), Some(3)), "{d}");
+    assert!(app.queue.0.borrow().is_empty(), "nothing more is queued once it is dead-lettered");
+    let reqs = app.sessions.net.requests.borrow();
+    let ids: Vec<&str> = reqs.iter().map(|o| header(o, "webhook-id")).collect();
+    assert_eq!(ids.len(), 3);
+    assert!(ids.iter().all(|i| *i == ids[0]), "one id on every retry: {ids:?}");
+}
+
+#[test]
+fn a_lost_message_is_sent_again_by_the_cron_sweep() {
+    let app = app_with(None);
+    let ada = app.signup("Ada", "ada@example.com");
+    let (id, _) = create(&app, &ada, json!(["goal.met"]));
+    answer(&app, 200);
+    app.ok(&ada.key, "test_webhook", json!({"webhook_id": id}));
+    app.queue.0.borrow_mut().clear();
+    app.advance(61_000);
+    let swept = app.system(|cx| Box::pin(agentsky::ops::webhooks::sweep(cx))).unwrap();
+    assert_eq!(swept, 1);
+    deliver(&app);
+    assert_eq!(deliveries(&app), vec![("webhook.test".into(), "delivered".into())]);
+}
+
+fn echo_agent(app: &TestApp, who: &Account) -> String {
+    let r = app.request(
+        "POST",
+        "/v1/agents",
+        Some(&who.key),
+        Some(json!({"name": "Dev", "harness": "echo", "model": "m"})),
+    );
+    r.json_body()["agent_id"].as_str().unwrap().to_owned()
+}
+
+#[test]
+fn events_are_emitted_where_they_happen() {
+    let app = app_with(None);
+    let ada = app.signup("Ada", "ada@example.com");
+    let all: Vec<&str> = agentsky::rules::webhooks::EVENTS.iter().copied().filter(|e| *e != "webhook.test").collect();
+    let (_, _) = create(&app, &ada, json!(all));
+    let agent = echo_agent(&app, &ada);
+    // A turn that finishes.
+    let s = app.ok(&ada.key, "start_session", json!({"agent_id": agent, "message": "hello", "idempotency_key": "s1"}));
+    app.settle();
+    let sid = s["session"]["session_id"].as_str().unwrap().to_owned();
+    assert_eq!(deliveries(&app), vec![("turn.finished".into(), "pending".into())]);
+    // A question nobody answers in time: opened, then expired.
+    let token = app.session_token(&ada.key, &sid);
+    let err = app.agent_err(&token, "ask_user", json!({"kind": "question", "payload": {"prompt": "Proceed?"}}));
+    assert!(err.contains("timed out"), "{err}");
+    let events: Vec<String> = deliveries(&app).into_iter().map(|(e, _)| e).collect();
+    assert_eq!(events, ["turn.finished", "request.opened", "request.expired"]);
+    let payload: String = app
+        .db
+        .0
+        .query_row("SELECT payload FROM webhook_delivery WHERE event = 'request.opened'", [], |r| r.get(0))
+        .unwrap();
+    let payload: Value = serde_json::from_str(&payload).unwrap();
+    assert_eq!(payload["data"]["kind"], "question");
+    assert_eq!(payload["data"]["payload"]["prompt"], "Proceed?");
+    assert_eq!(payload["data"]["session_id"], sid.as_str());
+    // A routine run now: fired.
+    let r = app.ok(&ada.key, "create_routine", json!({"name": "Now", "message": "hi", "agent_id": agent}));
+    app.ok(&ada.key, "run_routine", json!({"routine_id": r["routine_id"], "idempotency_key": "r1"}));
+    assert!(deliveries(&app).iter().any(|(e, _)| e == "routine.fired"), "{:?}", deliveries(&app));
+    // A routine whose session is gone: failed.
+    let bad = app.ok(&ada.key, "create_routine", json!({"name": "Gone", "message": "hi", "session_id": sid}));
+    app.ok(&ada.key, "stop_session", json!({"session_id": sid}));
+    app.ok(&ada.key, "run_routine", json!({"routine_id": bad["routine_id"], "idempotency_key": "r2"}));
+    assert!(deliveries(&app).iter().any(|(e, _)| e == "routine.failed"), "{:?}", deliveries(&app));
+    // Every event reached every endpoint once: one delivery per (event id, endpoint).
+    let dupes: i64 = app
+        .db
+        .0
+        .query_row(
+            "SELECT COUNT(*) FROM (SELECT event_id FROM webhook_delivery GROUP BY event_id, webhook_id HAVING COUNT(*) > 1)",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(dupes, 0);
+}
+
+#[test]
+fn slack_endpoints_get_a_request_as_a_message_with_a_link_to_answer_it() {
+    let payload = json!({"type": "request.opened", "timestamp": "x", "data": {
+        "kind": "access", "agent_name": "Dev <bot>", "answer_url": "http://127.0.0.1:8787/console",
+        "payload": {"target": "web", "env": "prod", "scope": ["deploy"], "reason": "ship it"}}});
+    let m = agentsky::ops::webhooks::slack_message("request.opened", &payload.to_string());
+    let text = m["text"].as_str().unwrap();
+    assert!(text.contains("Dev &lt;bot&gt; asks (access): access to web (prod) for deploy: ship it"), "{text}");
+    assert!(text.contains("http://127.0.0.1:8787/console"));
+    assert_eq!(m["blocks"][1]["elements"][0]["url"], "http://127.0.0.1:8787/console");
+}
+
+fn console_request(method: &str, path: &str, cookie: Option<&str>, body: String) -> agentsky::http::HttpRequest {
+    let mut headers = vec![("host".to_owned(), "127.0.0.1:8787".to_owned())];
+    if let Some(c) = cookie {
+        headers.push(("cookie".into(), c.to_owned()));
+    }
+    if method == "POST" {
+        headers.push(("origin".into(), "http://127.0.0.1:8787".into()));
+        headers.push(("content-type".into(), "application/x-www-form-urlencoded".into()));
+    }
+    agentsky::http::HttpRequest {
+        method: method.into(),
+        path: path.into(),
+        query: String::new(),
+        headers,
+        body: body.into_bytes(),
+        client_ip: "203.0.113.9".into(),
+    }
+}
+
+fn console_form(fields: &[(&str, &str)]) -> String {
+    form_urlencoded::Serializer::new(String::new()).extend_pairs(fields).finish()
+}
+
+fn console_sign_in(app: &TestApp, key: &str) -> String {
+    let r = app.send(console_request("POST", "/console/login", None, console_form(&[("key", key)])));
+    assert_eq!(r.status, 303);
+    r.header("set-cookie").unwrap().split(';').next().unwrap().to_owned()
+}
+
+#[test]
+fn the_console_adds_an_endpoint_shows_its_secret_once_and_a_failed_delivery_with_its_last_answer() {
+    let app = app_with(Some(vec![]));
+    let ada = app.signup("Ada", "ada@example.com");
+    let cookie = console_sign_in(&app, &ada.key);
+    let page = format!("/console/w/{}/webhooks", ada.slug);
+    let html = String::from_utf8(app.send(console_request("GET", &page, Some(&cookie), String::new())).body).unwrap();
+    assert!(html.contains("Add an endpoint") && html.contains("No endpoints"), "{html}");
+    let at = html.find("name=\"csrf\" value=\"").unwrap() + 19;
+    let csrf = html[at..at + 64].to_owned();
+    let fields = [
+        ("csrf", csrf.as_str()),
+        ("workspace", ada.slug.as_str()),
+        ("url", HOOK),
+        ("events", "request.opened"),
+        ("events", "goal.met"),
+        ("format", "slack"),
+    ];
+    let op = format!("/console/w/{}/op/create_webhook", ada.slug);
+    let r = app.send(console_request("POST", &op, Some(&cookie), console_form(&fields)));
+    let shown = String::from_utf8(r.body).unwrap();
+    assert!(shown.contains("signing secret") && shown.contains("whsec_"), "{shown}");
+    let listed = app.ok(&ada.key, "list_webhooks", json!({}));
+    assert_eq!(listed["webhooks"][0]["events"], json!(["request.opened", "goal.met"]));
+    assert_eq!(listed["webhooks"][0]["format"], "slack");
+    // With an empty schedule the first failure is the last: dead-lettered, shown with its answer.
+    answer(&app, 502);
+    app.ok(&ada.key, "test_webhook", json!({"webhook_id": listed["webhooks"][0]["webhook_id"]}));
+    deliver(&app);
+    let html = String::from_utf8(app.send(console_request("GET", &page, Some(&cookie), String::new())).body).unwrap();
+    assert!(
+        html.contains("webhook.test") && html.contains("HTTP 502") && html.contains("{&quot;ok&quot;:false}"),
+        "{html}"
+    );
+    assert!(!html.contains("whsec_"), "the secret is never shown again");
+}
