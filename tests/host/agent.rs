@@ -60,6 +60,7 @@ fn the_session_server_lists_the_eleven_tools_and_refuses_bad_tokens() {
             "list_targets",
             "report_status",
             "ask_user",
+            "withdraw_request",
             "list_sessions",
             "project_activity",
             "send_message",
