@@ -154,6 +154,10 @@ fn query(workspace: Option<&str>, cursor: Option<&str>, wait: u32) -> String {
     format!("/v1/requests?{}", q.join("&"))
 }
 
+fn io(e: std::io::Error) -> Error {
+    Error::new(format!("terminal: {e}"))
+}
+
 /// `sky approvals`.
 pub fn run(ctx: &Context, opts: &Options, input: &mut dyn BufRead, out: &mut dyn Write) -> Result<()> {
     let stored = config::load(ctx)?;
@@ -170,7 +174,7 @@ pub fn run(ctx: &Context, opts: &Options, input: &mut dyn BufRead, out: &mut dyn
         let requests = listed["requests"].as_array().cloned().unwrap_or_default();
         if first {
             let n = requests.len();
-            writeln!(out, "{n} open request{}.", if n == 1 { "" } else { "s" })?;
+            writeln!(out, "{n} open request{}.", if n == 1 { "" } else { "s" }).map_err(io)?;
         }
         cursor = listed["cursor"].as_str().map(str::to_owned);
         // Oldest first: the order they were asked in.
@@ -183,8 +187,8 @@ pub fn run(ctx: &Context, opts: &Options, input: &mut dyn BufRead, out: &mut dyn
             return Ok(());
         }
         if first || !requests.is_empty() {
-            writeln!(out, "Waiting for new requests (Ctrl-C to stop)…")?;
-            out.flush()?;
+            writeln!(out, "Waiting for new requests (Ctrl-C to stop)…").map_err(io)?;
+            out.flush().map_err(io)?;
         }
     }
 }
@@ -192,23 +196,23 @@ pub fn run(ctx: &Context, opts: &Options, input: &mut dyn BufRead, out: &mut dyn
 /// Shows one request and answers it as typed; `false` when input ended.
 fn answer_one(api: &Api, key: &str, r: &Value, input: &mut dyn BufRead, out: &mut dyn Write) -> Result<bool> {
     let kind = r["kind"].as_str().unwrap_or_default();
-    write!(out, "\n{}", render(r))?;
+    write!(out, "\n{}", render(r)).map_err(io)?;
     loop {
-        write!(out, "{}", prompt(kind))?;
-        out.flush()?;
+        write!(out, "{}", prompt(kind)).map_err(io)?;
+        out.flush().map_err(io)?;
         let mut line = String::new();
-        if input.read_line(&mut line)? == 0 {
-            writeln!(out)?;
+        if input.read_line(&mut line).map_err(io)? == 0 {
+            writeln!(out).map_err(io)?;
             return Ok(false);
         }
         let body = match parse_answer(kind, &r["payload"], &line) {
             Ok(Choice::Skip) => {
-                writeln!(out, "   skipped")?;
+                writeln!(out, "   skipped").map_err(io)?;
                 return Ok(true);
             }
             Ok(Choice::Answer(body)) => body,
             Err(why) => {
-                writeln!(out, "   {why}")?;
+                writeln!(out, "   {why}").map_err(io)?;
                 continue;
             }
         };
@@ -219,11 +223,11 @@ fn answer_one(api: &Api, key: &str, r: &Value, input: &mut dyn BufRead, out: &mu
         );
         let reply = api.post_json(&path, Some(key), &body)?;
         if reply.ok() {
-            writeln!(out, "   answered: {}", body["answer"].as_str().unwrap_or_default())?;
+            writeln!(out, "   answered: {}", body["answer"].as_str().unwrap_or_default()).map_err(io)?;
             return Ok(true);
         }
         // A bad value (minutes out of range, `always` as a member) can be typed again; anything else ends it.
-        writeln!(out, "   not answered: {}", reply.error_message())?;
+        writeln!(out, "   not answered: {}", reply.error_message()).map_err(io)?;
         if reply.error_code() != Some("invalid_params") && reply.error_code() != Some("forbidden") {
             return Ok(true);
         }
