@@ -80,7 +80,8 @@ pub fn parse_answer(kind: &str, payload: &Value, line: &str) -> std::result::Res
             Ok(Choice::Answer(body))
         }
         "decision" => {
-            let options: Vec<&str> = payload["options"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+            let options: Vec<&str> =
+                payload["options"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
             let picked = match line.parse::<usize>() {
                 Ok(n) if (1..=options.len()).contains(&n) => Some(options[n - 1]),
                 _ => options.iter().copied().find(|o| o.eq_ignore_ascii_case(line)),
@@ -170,7 +171,9 @@ pub fn run(ctx: &Context, opts: &Options, input: &mut dyn BufRead, out: &mut dyn
     loop {
         let first = cursor.is_none();
         let wait = if first || opts.once { 0 } else { WAIT_SECONDS };
-        let listed = api.get(&query(opts.workspace.as_deref(), cursor.as_deref(), wait), Some(&key))?.into_ok("GET /v1/requests")?;
+        let listed = api
+            .get(&query(opts.workspace.as_deref(), cursor.as_deref(), wait), Some(&key))?
+            .into_ok("GET /v1/requests")?;
         let requests = listed["requests"].as_array().cloned().unwrap_or_default();
         if first {
             let n = requests.len();
@@ -241,9 +244,15 @@ mod tests {
     #[test]
     fn typed_lines_become_answers_or_say_what_to_type() {
         let none = Value::Null;
-        assert_eq!(parse_answer("access", &none, "o 30\n"), Ok(Choice::Answer(json!({"answer": "approve", "expires_in_minutes": 30}))));
+        assert_eq!(
+            parse_answer("access", &none, "o 30\n"),
+            Ok(Choice::Answer(json!({"answer": "approve", "expires_in_minutes": 30})))
+        );
         assert_eq!(parse_answer("access", &none, "once"), Ok(Choice::Answer(json!({"answer": "approve"}))));
-        assert_eq!(parse_answer("access", &none, "a"), Ok(Choice::Answer(json!({"answer": "approve", "always": true}))));
+        assert_eq!(
+            parse_answer("access", &none, "a"),
+            Ok(Choice::Answer(json!({"answer": "approve", "always": true})))
+        );
         assert_eq!(
             parse_answer("access", &none, "d not on a Friday"),
             Ok(Choice::Answer(json!({"answer": "deny", "note": "not on a Friday"})))

@@ -291,23 +291,26 @@ pub async fn request_access(a: &Agent<'_>, p: RequestAccess) -> Result<Value, To
         ])
         .await
         .map_err(|e| a.internal(e))?;
-    let (grant_id, request_id) = match store::requests::get_grant(cx.db(), &grant_id).await.map_err(|e| a.internal(e))? {
-        Some(_) => {
-            a.changed().await;
-            (grant_id, request_id)
-        }
-        None => {
-            let dup = store::requests::open_duplicate(cx.db(), &me.session_id, &dedupe_key)
-                .await
-                .map_err(|e| a.internal(e))?
-                .ok_or_else(|| ToolError::new(-32003, "an identical request was just decided; call request_access again"))?;
-            let g = store::requests::grant_for_request(cx.db(), &dup.request_id)
-                .await
-                .map_err(|e| a.internal(e))?
-                .ok_or_else(|| a.internal("grant missing"))?;
-            (g.grant_id, dup.request_id)
-        }
-    };
+    let (grant_id, request_id) =
+        match store::requests::get_grant(cx.db(), &grant_id).await.map_err(|e| a.internal(e))? {
+            Some(_) => {
+                a.changed().await;
+                (grant_id, request_id)
+            }
+            None => {
+                let dup = store::requests::open_duplicate(cx.db(), &me.session_id, &dedupe_key)
+                    .await
+                    .map_err(|e| a.internal(e))?
+                    .ok_or_else(|| {
+                        ToolError::new(-32003, "an identical request was just decided; call request_access again")
+                    })?;
+                let g = store::requests::grant_for_request(cx.db(), &dup.request_id)
+                    .await
+                    .map_err(|e| a.internal(e))?
+                    .ok_or_else(|| a.internal("grant missing"))?;
+                (g.grant_id, dup.request_id)
+            }
+        };
     wait(a, &request_id).await?;
     settled(a, &grant_id).await
 }

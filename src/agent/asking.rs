@@ -1,8 +1,8 @@
 //! `report_status` and `ask_user`: the agent's line on its card, and its questions to the user.
 
 use super::{Agent, ToolError, QUESTIONS_PER_MIN};
-use crate::rules::{ids, limits};
 use crate::ops::requests;
+use crate::rules::{ids, limits};
 use crate::store;
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -111,9 +111,7 @@ pub async fn answer_of(a: &Agent<'_>, request_id: &str) -> Result<Value, ToolErr
         ("answered", Some(answer)) => Ok(json!({ "resolution": answer })),
         ("expired", _) => Err(ToolError::new(-32004, "the request expired unanswered")),
         _ => {
-            if let Some(r) =
-                store::requests::get_request(a.cx.db(), request_id).await.map_err(|e| a.internal(e))?
-            {
+            if let Some(r) = store::requests::get_request(a.cx.db(), request_id).await.map_err(|e| a.internal(e))? {
                 requests::expire(a.cx, &r).await.map_err(ToolError::from)?;
             }
             a.changed().await;

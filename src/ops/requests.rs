@@ -123,7 +123,8 @@ pub fn summary(kind: &str, payload: &Value) -> String {
     let text = |k: &str| payload[k].as_str().unwrap_or_default().to_owned();
     let line = match kind {
         "access" => {
-            let scopes: Vec<&str> = payload["scope"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+            let scopes: Vec<&str> =
+                payload["scope"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
             let what = payload["command"].as_str().map_or_else(|| text("reason"), str::to_owned);
             format!("{} {}: {what}", text("target"), scopes.join(" "))
         }
@@ -140,9 +141,8 @@ pub fn summary(kind: &str, payload: &Value) -> String {
 /// waits on it and tells the people watching. `None` when it was no longer open.
 pub async fn end(cx: &Cx<'_>, req: &RequestRow, status: &str, why: &str) -> Result<Option<RequestRow>, ApiError> {
     let now = cx.clock_now();
-    let Some(ended) = store::requests::end_request(cx.db(), &req.request_id, status, now)
-        .await
-        .map_err(|e| cx.internal(e))?
+    let Some(ended) =
+        store::requests::end_request(cx.db(), &req.request_id, status, now).await.map_err(|e| cx.internal(e))?
     else {
         return Ok(None);
     };

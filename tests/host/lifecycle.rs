@@ -17,7 +17,8 @@ fn setup(app: &TestApp) -> (Account, String, String) {
         Some(json!({"name": "Dev", "harness": "echo", "model": "m"})),
     );
     let agent_id = agent.json_body()["agent_id"].as_str().unwrap().to_owned();
-    let s = app.ok(&ada.key, "start_session", json!({"agent_id": agent_id, "message": "ship it", "idempotency_key": "s1"}));
+    let s =
+        app.ok(&ada.key, "start_session", json!({"agent_id": agent_id, "message": "ship it", "idempotency_key": "s1"}));
     app.settle();
     let sid = s["session"]["session_id"].as_str().unwrap().to_owned();
     let r = app.request(
@@ -46,11 +47,8 @@ fn open_requests(app: &TestApp, key: &str) -> Vec<Value> {
 }
 
 fn answer(app: &TestApp, key: &str, r: &Value, body: Value) -> agentsky::http::HttpResponse {
-    let path = format!(
-        "/v1/tasks/{}/requests/{}/answer",
-        r["task_id"].as_str().unwrap(),
-        r["request_id"].as_str().unwrap()
-    );
+    let path =
+        format!("/v1/tasks/{}/requests/{}/answer", r["task_id"].as_str().unwrap(), r["request_id"].as_str().unwrap());
     app.request("POST", &path, Some(key), Some(body))
 }
 
@@ -107,7 +105,8 @@ fn stopping_a_session_mid_wait_releases_its_agent_and_refuses_a_late_answer() {
             assert_eq!(r.status, 200, "{:?}", r.json_body());
         })
     });
-    let err = app.agent_err(&token, "request_access", json!({"target": "web-prod", "scope": ["deploy"], "reason": "x"}));
+    let err =
+        app.agent_err(&token, "request_access", json!({"target": "web-prod", "scope": ["deploy"], "reason": "x"}));
     assert!(err.contains("session ended"), "{err}");
     *app.sessions.on_wait.borrow_mut() = None;
     assert!(open_requests(&app, &ada.key).is_empty(), "closed, no longer open");
@@ -274,7 +273,12 @@ fn a_runners_agent_reads_a_long_history_whole_with_a_peers_message_marked() {
         let events: Vec<Value> = (0..50)
             .map(|i| json!({"key": format!("e{batch}-{i}"), "type": "agent_message", "text": format!("line {batch}-{i}")}))
             .collect();
-        let r = app.send(runner_request(&runner, "POST", "/v1/runner/events", json!({"lease_id": lease, "events": events})));
+        let r = app.send(runner_request(
+            &runner,
+            "POST",
+            "/v1/runner/events",
+            json!({"lease_id": lease, "events": events}),
+        ));
         assert_eq!(r.status, 200, "{:?}", r.json_body());
     }
     let done = json!({"lease_id": lease, "events": [], "done": "completed"});
