@@ -95,6 +95,10 @@ pub fn parse_answer(kind: &str, payload: &Value, line: &str) -> std::result::Res
     }
 }
 
+fn list(v: &Value) -> Vec<&str> {
+    v.as_array().into_iter().flatten().filter_map(Value::as_str).collect()
+}
+
 /// A request as a person reads it: who asks, where, and what.
 pub fn render(r: &Value) -> String {
     let s = |v: &Value| v.as_str().unwrap_or_default().to_owned();
@@ -107,7 +111,6 @@ pub fn render(r: &Value) -> String {
         s(&r["task_title"]),
         s(&r["request_id"]),
     );
-    let list = |v: &Value| v.as_array().into_iter().flatten().filter_map(Value::as_str).collect::<Vec<_>>();
     match kind.as_str() {
         "access" => {
             out += &format!(
