@@ -4,6 +4,7 @@
 //! - [`config`] — sky's own config file: the server and the signed-in key (owner-only permissions).
 //! - [`api`] — blocking HTTP to the server (rustls, no OpenSSL), JSON in and out.
 //! - [`auth`] — `sky auth login | status | logout`, device-code sign-in.
+//! - [`approvals`] — `sky approvals`: answer the workspace's open requests in a plain terminal.
 //! - [`edit`] — pure edits of Claude Code's `~/.claude.json` and Codex's `config.toml` that keep every
 //!   other byte of the file.
 //! - [`files`] — planned file changes: the diff `--dry-run` prints, and atomic writes.
@@ -21,6 +22,7 @@
 //! Nothing here prints a key in full: output shows its prefix only.
 
 pub mod api;
+pub mod approvals;
 pub mod auth;
 pub mod config;
 pub mod context;

@@ -30,6 +30,10 @@ pub struct RequestAccess {
     pub scope: Vec<String>,
     /// 1–500 characters. Shown to the user word for word.
     pub reason: String,
+    /// The whole command the access is for (up to 2,000 characters), shown to the user as it is, with
+    /// anything secret-looking masked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -48,9 +52,11 @@ pub struct GetCredential {
     pub grant_id: String,
 }
 
-/// One of the contract's three shapes: active, denied or pending.
+/// One of the contract's shapes: active, denied or pending; and `expired` for a grant past its time or a
+/// request nobody answered in time.
 pub fn grant_view(g: &GrantRow, queue_position: Option<i64>) -> Value {
     match g.status.as_str() {
+        "expired" => json!({ "status": "expired", "grantId": g.grant_id, "decidedBy": g.decided_by }),
         "active" => json!({
             "status": "active", "grantId": g.grant_id, "scope": g.scopes.split(' ').collect::<Vec<_>>(),
             "expiresAt": g.expires_ms, "decidedBy": g.decided_by,
@@ -125,35 +131,48 @@ async fn connectors(a: &Agent<'_>) -> Result<Vec<ConnectorRow>, ToolError> {
 
 /// A grant as it stands after a wait: re-read from D1, whatever woke the waiter.
 async fn settled(a: &Agent<'_>, grant_id: &str) -> Result<Value, ToolError> {
-    let g = store::requests::get_grant(a.cx.db(), grant_id)
+    let mut g = store::requests::get_grant(a.cx.db(), grant_id)
         .await
         .map_err(|e| a.internal(e))?
         .ok_or_else(|| a.internal("grant vanished"))?;
-    let position = match (&g.request_id, g.status.as_str()) {
-        (Some(r), "pending") => {
-            let req = store::requests::get_request(a.cx.db(), r).await.map_err(|e| a.internal(e))?;
-            match req {
-                Some(req) => Some(
-                    store::requests::queue_position(a.cx.db(), &req.task_id, req.created_ms)
-                        .await
-                        .map_err(|e| a.internal(e))?,
-                ),
-                None => None,
-            }
-        }
+    let req = match &g.request_id {
+        Some(r) => store::requests::get_request(a.cx.db(), r).await.map_err(|e| a.internal(e))?,
+        None => None,
+    };
+    let position = match (&req, g.status.as_str()) {
+        (Some(req), "pending") if req.status == "open" => Some(
+            store::requests::queue_position(a.cx.db(), &req.task_id, req.created_ms)
+                .await
+                .map_err(|e| a.internal(e))?,
+        ),
         _ => None,
     };
-    let mut g = g;
     if g.status == "active" && !live(&g, a.cx.now_ms) {
-        g.status = "denied".into();
+        g.status = "expired".into();
     }
-    Ok(grant_view(&g, position))
+    if let (Some(req), "pending") = (&req, g.status.as_str()) {
+        super::ended(req.clone())?;
+        if req.status == "expired" {
+            (g.status, g.decided_by) = ("expired".into(), Some("expiry".into()));
+        }
+    }
+    let mut view = grant_view(&g, position);
+    // A person's reason for a denial reaches the agent.
+    if let Some(reason) = req.as_ref().and_then(|r| r.answer.as_ref()).and_then(|ans| ans["reason"].as_str()) {
+        if g.status == "denied" {
+            view["reason"] = json!(reason);
+        }
+    }
+    Ok(view)
 }
 
 /// request_access
 pub async fn request_access(a: &Agent<'_>, p: RequestAccess) -> Result<Value, ToolError> {
     limits::text("target", &p.target, 1, 200).map_err(ToolError::from)?;
     limits::text("reason", &p.reason, 1, 500).map_err(ToolError::from)?;
+    if let Some(c) = &p.command {
+        limits::text("command", c, 1, 2_000).map_err(ToolError::from)?;
+    }
     let scopes = check_scopes(&p.scope)?;
     a.bucket("access", ACCESS_PER_MIN, "access requests").await?;
     let all = connectors(a).await?;
@@ -214,13 +233,47 @@ pub async fn request_access(a: &Agent<'_>, p: RequestAccess) -> Result<Value, To
             decided_by: Some(by),
             ..base
         };
-        cx.db().all(store::requests::insert_grant(&g)).await.map_err(|e| a.internal(e))?;
+        // Every decision a policy makes is in the audit log, with the rule that made it.
+        let verdict = if status == "active" { "allowed" } else { "denied" };
+        let detail = format!("{joined}: {verdict} by {by}");
+        let entry = store::audit::Entry {
+            workspace_id: &me.workspace_id,
+            action: "policy_decided",
+            detail: &detail,
+            session_id: Some(&me.session_id),
+            grant_id: Some(&grant_id),
+            connector_id: Some(&c.connector_id),
+            actor_account_id: None,
+            subject: None,
+            now_ms: cx.now_ms,
+        };
+        cx.db()
+            .batch(vec![store::requests::insert_grant(&g), store::audit::insert(&entry)])
+            .await
+            .map_err(|e| a.internal(e))?;
         return settled(a, &grant_id).await;
     }
-    let (grant_id, request_id) = (ids::new_id("gr"), ids::new_id("req"));
-    let payload = json!({ "target": c.name, "connector_id": c.connector_id, "provider": c.provider, "env": c.env,
+    let command = p.command.as_deref().map(crate::rules::redact::redact);
+    let mut payload = json!({ "target": c.name, "connector_id": c.connector_id, "provider": c.provider, "env": c.env,
         "scope": scopes, "reason": p.reason });
+    if let Some(command) = command {
+        payload["command"] = json!(command);
+    }
+    // Identical open requests of one session (same target and scopes) are one: a second call waits on the
+    // first's request instead of asking the person twice.
+    let dedupe_key = format!("{}:{joined}", c.connector_id);
+    let (grant_id, request_id) = (ids::new_id("gr"), ids::new_id("req"));
     let g = store::requests::NewGrant { grant_id: &grant_id, request_id: Some(&request_id), ..base };
+    let detail = format!("access: {}", crate::ops::requests::summary("access", &payload));
+    let opened = crate::ops::requests::entry(
+        &me.workspace_id,
+        &me.session_id,
+        &request_id,
+        "request_opened",
+        &detail,
+        None,
+        cx.now_ms,
+    );
     cx.db()
         .batch(vec![
             store::requests::insert_request(
@@ -230,14 +283,35 @@ pub async fn request_access(a: &Agent<'_>, p: RequestAccess) -> Result<Value, To
                 &me.session_id,
                 "access",
                 &payload,
+                Some(&dedupe_key),
                 cx.now_ms,
             ),
-            store::requests::insert_grant(&g),
+            store::requests::insert_grant_for_request(&g),
+            store::audit::insert_if_changed(&opened),
         ])
         .await
         .map_err(|e| a.internal(e))?;
-    a.changed().await;
-    crate::ops::webhooks::request_opened(cx, me, &request_id, "access", &payload).await;
+    let (grant_id, request_id) =
+        match store::requests::get_grant(cx.db(), &grant_id).await.map_err(|e| a.internal(e))? {
+            Some(_) => {
+                a.changed().await;
+                crate::ops::webhooks::request_opened(cx, me, &request_id, "access", &payload).await;
+                (grant_id, request_id)
+            }
+            None => {
+                let dup = store::requests::open_duplicate(cx.db(), &me.session_id, &dedupe_key)
+                    .await
+                    .map_err(|e| a.internal(e))?
+                    .ok_or_else(|| {
+                        ToolError::new(-32003, "an identical request was just decided; call request_access again")
+                    })?;
+                let g = store::requests::grant_for_request(cx.db(), &dup.request_id)
+                    .await
+                    .map_err(|e| a.internal(e))?
+                    .ok_or_else(|| a.internal("grant missing"))?;
+                (g.grant_id, dup.request_id)
+            }
+        };
     wait(a, &request_id).await?;
     settled(a, &grant_id).await
 }

@@ -1,6 +1,7 @@
 //! `report_status` and `ask_user`: the agent's line on its card, and its questions to the user.
 
 use super::{Agent, ToolError, QUESTIONS_PER_MIN};
+use crate::ops::requests;
 use crate::rules::{ids, limits};
 use crate::store;
 use schemars::JsonSchema;
@@ -75,16 +76,23 @@ pub async fn open(a: &Agent<'_>, p: AskUser) -> Result<String, ToolError> {
     a.bucket("questions", QUESTIONS_PER_MIN, "questions").await?;
     let (cx, me) = (a.cx, &a.me);
     let request_id = ids::new_id("req");
+    let detail = format!("{}: {}", p.kind, requests::summary(&p.kind, &payload));
+    let opened =
+        requests::entry(&me.workspace_id, &me.session_id, &request_id, "request_opened", &detail, None, cx.now_ms);
     cx.db()
-        .all(store::requests::insert_request(
-            &request_id,
-            &me.workspace_id,
-            &me.task_id,
-            &me.session_id,
-            &p.kind,
-            &payload,
-            cx.now_ms,
-        ))
+        .batch(vec![
+            store::requests::insert_request(
+                &request_id,
+                &me.workspace_id,
+                &me.task_id,
+                &me.session_id,
+                &p.kind,
+                &payload,
+                None,
+                cx.now_ms,
+            ),
+            store::audit::insert(&opened),
+        ])
         .await
         .map_err(|e| a.internal(e))?;
     a.changed().await;
@@ -92,20 +100,22 @@ pub async fn open(a: &Agent<'_>, p: AskUser) -> Result<String, ToolError> {
     Ok(request_id)
 }
 
-/// The user's answer to a question, or (unanswered) `timed out waiting for the user`, expiring it.
+/// The user's answer to a question, or (unanswered) `timed out waiting for the user`, expiring it. A
+/// request that ended without an answer (its session ended, it was withdrawn) says so.
 pub async fn answer_of(a: &Agent<'_>, request_id: &str) -> Result<Value, ToolError> {
-    let db = a.cx.db();
-    let req = store::requests::get_request(db, request_id)
+    let req = store::requests::get_request(a.cx.db(), request_id)
         .await
         .map_err(|e| a.internal(e))?
         .ok_or_else(|| a.internal("request vanished"))?;
+    let req = super::ended(req)?;
     match (req.status.as_str(), &req.answer) {
         ("answered", Some(answer)) => Ok(json!({ "resolution": answer })),
+        ("expired", _) => Err(ToolError::new(-32004, "the request expired unanswered")),
         _ => {
-            let now = a.cx.clock_now();
-            store::requests::expire_request(db, request_id, now).await.map_err(|e| a.internal(e))?;
+            if let Some(r) = store::requests::get_request(a.cx.db(), request_id).await.map_err(|e| a.internal(e))? {
+                requests::expire(a.cx, &r).await.map_err(ToolError::from)?;
+            }
             a.changed().await;
-            crate::ops::webhooks::request_expired(a.cx.env, &req, now).await;
             Err(ToolError::new(-32004, "timed out waiting for the user"))
         }
     }
@@ -116,4 +126,33 @@ pub async fn ask_user(a: &Agent<'_>, p: AskUser) -> Result<Value, ToolError> {
     let request_id = open(a, p).await?;
     super::wait(a, &request_id).await?;
     answer_of(a, &request_id).await
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WithdrawRequest {
+    /// One of this session's open requests (`req_…`): a question's, or an access request's (from
+    /// `check_grant`'s grant, or the id the user saw).
+    #[serde(rename = "requestId")]
+    pub request_id: String,
+}
+
+/// withdraw_request
+pub async fn withdraw_request(a: &Agent<'_>, p: WithdrawRequest) -> Result<Value, ToolError> {
+    let unknown = || ToolError::unknown(format!("no request `{}` of this session", p.request_id));
+    if !ids::is_id(&p.request_id, "req") {
+        return Err(unknown());
+    }
+    let req = store::requests::get_request(a.cx.db(), &p.request_id)
+        .await
+        .map_err(|e| a.internal(e))?
+        .filter(|r| r.session_id == a.me.session_id)
+        .ok_or_else(unknown)?;
+    if req.status != "open" {
+        return Err(ToolError::refused(format!("request {} is already {}", req.request_id, req.status)));
+    }
+    match requests::end(a.cx, &req, "withdrawn", "withdrawn by the agent").await? {
+        Some(_) => Ok(json!({ "requestId": req.request_id, "status": "withdrawn" })),
+        None => Err(ToolError::refused(format!("request {} was answered meanwhile", req.request_id))),
+    }
 }

@@ -1,4 +1,4 @@
-//! The session server (`POST /v1/session/mcp`): the eleven tools every running agent gets, bound to its
+//! The session server (`POST /v1/session/mcp`): the tools every running agent gets, bound to its
 //! own session by a session token (contract: `agent-tools.md`). Its "project" is our task, its "task" is
 //! our session, its "targets" are the workspace's connectors, "you" are the workspace's members.
 //!
@@ -14,7 +14,8 @@ use crate::cx::Cx;
 use crate::error::{ApiError, Code};
 use crate::mcp::{CallOutcome, ToolHost};
 use crate::session::{SessionCall, SessionReply};
-use crate::store::sessions::SessionRow;
+use crate::store::requests::RequestRow;
+use crate::store::{self, sessions::SessionRow};
 use futures::future::LocalBoxFuture;
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
@@ -109,15 +110,46 @@ impl<'a> Agent<'a> {
 }
 
 /// Waits in this session's object until the request is answered or the wait ends (no wait inside a
-/// harness: `wait_ms` 0).
-pub(crate) async fn wait(a: &Agent<'_>, request_id: &str) -> Result<(), ToolError> {
-    if a.wait_ms <= 0 {
-        return Ok(());
+/// harness: `wait_ms` 0), then gives the request as it stands. A request that ended without an answer
+/// (its session ended, the agent withdrew it) is the call's error; one past its time is expired here.
+pub(crate) async fn wait(a: &Agent<'_>, request_id: &str) -> Result<RequestRow, ToolError> {
+    let req = current(a, request_id).await?;
+    if req.status != "open" || a.wait_ms <= 0 {
+        return ended(req);
     }
     let call = SessionCall::Wait { key: request_id.to_owned(), wait_ms: a.wait_ms };
     match a.cx.env.sessions.call(&a.me.session_id, call).await.map_err(|e| a.internal(e))? {
-        SessionReply::Woken { .. } => Ok(()),
+        SessionReply::Woken { .. } => ended(current(a, request_id).await?),
         other => Err(a.internal(format!("unexpected session reply {other:?}"))),
+    }
+}
+
+/// A request as it stands now, expired first when its time has passed.
+async fn current(a: &Agent<'_>, request_id: &str) -> Result<RequestRow, ToolError> {
+    let db = a.cx.db();
+    let req = store::requests::get_request(db, request_id)
+        .await
+        .map_err(|e| a.internal(e))?
+        .ok_or_else(|| ToolError::refused(format!("session ended: request {request_id} is gone")))?;
+    if req.status == "open" && req.expires_ms.is_some_and(|e| e <= a.cx.clock_now()) {
+        crate::ops::requests::expire(a.cx, &req).await.map_err(ToolError::from)?;
+        return store::requests::get_request(db, request_id)
+            .await
+            .map_err(|e| a.internal(e))?
+            .ok_or_else(|| a.internal("request vanished"));
+    }
+    Ok(req)
+}
+
+/// The error of a request that ended without an answer; the request itself otherwise.
+pub(crate) fn ended(req: RequestRow) -> Result<RequestRow, ToolError> {
+    match req.status.as_str() {
+        "closed" => Err(ToolError::refused(format!(
+            "session ended: this session was stopped, so request {} was closed unanswered",
+            req.request_id
+        ))),
+        "withdrawn" => Err(ToolError::refused(format!("request {} was withdrawn by this session", req.request_id))),
+        _ => Ok(req),
     }
 }
 
@@ -143,6 +175,7 @@ const TOOLS: &[Tool] = &[
     Tool { name: "list_targets", description: "The deploy and server targets connected to this project, with their lock state and the scopes this task's grants cover.", schema: schema::<access::NoParams> },
     Tool { name: "report_status", description: "Set the one-line status shown on this task's card (up to 200 characters; empty clears it).", schema: schema::<asking::ReportStatus> },
     Tool { name: "ask_user", description: "Ask the user a question, offer a choice, or ask them to approve a plan, and wait (up to 5 minutes) for the answer.", schema: schema::<asking::AskUser> },
+    Tool { name: "withdraw_request", description: "Take back one of this session's open requests (an access request or a question) that you no longer need; whoever waits on it is told it was withdrawn.", schema: schema::<asking::WithdrawRequest> },
     Tool { name: "list_sessions", description: "The tasks in this project: you and your peers, what each was asked to do, the files its lane changed and which of them you changed too.", schema: schema::<access::NoParams> },
     Tool { name: "project_activity", description: "What changed in the project outside your lane: base commits you have not merged, the other live lanes, and files another task changed too. Read it before touching files another task has changed.", schema: schema::<access::NoParams> },
     Tool { name: "send_message", description: "Send a message to another task in this project, for handing over context or flagging a conflict (not for giving orders). It appears in that task's chat, marked as from a peer.", schema: schema::<peers::SendMessage> },
@@ -183,6 +216,7 @@ impl SessionTools<'_> {
             "list_targets" => out(access::list_targets(a).await),
             "report_status" => with!(asking::report_status),
             "ask_user" => with!(asking::ask_user),
+            "withdraw_request" => with!(asking::withdraw_request),
             "list_sessions" => out(peers::list_sessions(a).await),
             "project_activity" => out(peers::project_activity(a).await),
             "send_message" => with!(peers::send_message),

@@ -145,6 +145,12 @@ async fn scheduled(_event: worker::ScheduledEvent, env: Env, _ctx: worker::Sched
     if let Err(e) = crate::ops::webhooks::sweep(&cx).await {
         crate::error::log_line(&format!("cron: webhook sweep: {e}"));
     }
+    // Requests nobody answered in their workspace's time expire, and their agents hear it.
+    match crate::ops::requests::expire_due(&cx, None).await {
+        Ok(n) if n > 0 => crate::error::log_line(&format!("cron: {n} request(s) expired")),
+        Ok(_) => {}
+        Err(e) => crate::error::log_line(&format!("cron: expiring requests: {e}")),
+    }
 }
 
 /// Routine fires and webhook deliveries from `agentsky-fires`; from its dead-letter queue, the ones that

@@ -195,7 +195,8 @@ pub struct AnswerRequest {
     /// For access: `approve` or `deny`. For a plan: `approve`, `reject` or `edit`. For a decision: one of
     /// its options. For a question: your answer.
     pub answer: String,
-    /// A note for the agent (plans), up to 2,000 characters.
+    /// A note for the agent, up to 2,000 characters: a plan's note, or the reason for a denial (the agent
+    /// receives it).
     pub note: Option<String>,
     /// Access only: approve for every session of the workspace until revoked (a persistent grant).
     /// Owners and admins only.
@@ -230,14 +231,30 @@ pub async fn answer(cx: &Cx<'_>, p: AnswerRequest) -> Result<RequestAnswered, Ap
         false => None,
     };
     let req = req.filter(|r| r.task_id == p.task_id).ok_or_else(|| ApiError::not_found("request"))?;
+    if req.status == "open" && req.expires_ms.is_some_and(|e| e <= cx.now_ms) {
+        crate::ops::requests::expire(cx, &req).await?;
+        return Err(ApiError::new(Code::Conflict, format!("request {} is already expired", req.request_id)));
+    }
     if req.status != "open" {
-        return Err(ApiError::new(Code::Conflict, format!("request {} is already {}", req.request_id, req.status)));
+        let why = match req.status.as_str() {
+            "closed" => " (its session ended)",
+            "withdrawn" => " (the agent withdrew it)",
+            _ => "",
+        };
+        return Err(ApiError::new(
+            Code::Conflict,
+            format!("request {} is already {}{why}", req.request_id, req.status),
+        ));
     }
     let by = cx.caller()?.key_id.clone();
     let resolution = match req.kind.as_str() {
         "access" => {
             limits::one_of("answer", &p.answer, &["approve", "deny"])?;
-            json!({ "kind": "access", "answer": p.answer })
+            let mut r = json!({ "kind": "access", "answer": p.answer });
+            if let Some(n) = p.note.as_ref().filter(|n| p.answer == "deny" && !n.is_empty()) {
+                r["reason"] = json!(n);
+            }
+            r
         }
         "plan" => {
             limits::one_of("answer", &p.answer, &["approve", "reject", "edit"])?;
@@ -261,7 +278,22 @@ pub async fn answer(cx: &Cx<'_>, p: AnswerRequest) -> Result<RequestAnswered, Ap
         }
         _ => json!({ "kind": "question", "answer": p.answer }),
     };
-    let mut stmts = vec![store::requests::answer_request(&req.request_id, &resolution, &by, cx.now_ms)];
+    // Every answer is in the audit log with who gave it (the key; a console sign-in acts through one),
+    // recorded only when the answer landed.
+    let answered = format!("{}: {} by key {by}", req.kind, p.answer);
+    let account = cx.caller()?.account_id.clone();
+    let mut stmts = vec![
+        store::requests::answer_request(&req.request_id, &resolution, &by, cx.now_ms),
+        store::audit::insert_if_changed(&crate::ops::requests::entry(
+            &req.workspace_id,
+            &req.session_id,
+            &req.request_id,
+            "request_answered",
+            &answered,
+            Some(&account),
+            cx.now_ms,
+        )),
+    ];
     let grant = if req.kind == "access" {
         let g = store::requests::grant_for_request(cx.db(), &req.request_id)
             .await
@@ -292,12 +324,16 @@ pub async fn answer(cx: &Cx<'_>, p: AnswerRequest) -> Result<RequestAnswered, Ap
         };
         stmts.push(store::requests::decide_grant(&g.grant_id, status, always, expires, "user"));
         let (action, detail) = match (status, always) {
-            ("active", true) => ("access_approved", format!("{}: always, for every session", g.scopes)),
-            ("active", false) => ("access_approved", format!("{}: once, for {minutes} min", g.scopes)),
-            _ => ("access_denied", g.scopes.clone()),
+            ("active", true) => ("access_approved", format!("{}: always, for every session, by key {by}", g.scopes)),
+            ("active", false) => ("access_approved", format!("{}: once, for {minutes} min, by key {by}", g.scopes)),
+            _ => match p.note.as_deref().filter(|n| !n.is_empty()) {
+                Some(reason) => ("access_denied", format!("{}: by key {by}: {reason}", g.scopes)),
+                None => ("access_denied", format!("{}: by key {by}", g.scopes)),
+            },
         };
         let entry = store::audit::Entry {
             actor_account_id: Some(&cx.caller()?.account_id),
+            subject: Some(&req.request_id),
             ..store::audit::Entry::grant(&g, &g.session_id, action, &detail, cx.now_ms)
         };
         stmts.push(store::audit::insert_if_changed(&entry));

@@ -587,6 +587,13 @@ operations! {
         http: GET "/v1/requests", hints: READ_ONLY, run: requests::list
     }
 
+    /// How long a request stays open unanswered before it expires (default 24 hours); agents, the
+    /// console and `list_requests` then see it `expired`. Owners and admins. Optional `workspace`.
+    set_request_expiry(requests::SetRequestExpiry) -> requests::RequestExpiry {
+        title: "Set request expiry", group: "tasks", scope: Write, tool: false,
+        http: PUT "/v1/requests/expiry", hints: UPDATES, run: requests::set_expiry
+    }
+
     /// Connect a deploy or server target (provider and env) with its credentials, sealed at rest. Owners
     /// and admins. Optional `workspace`.
     connect_target(connectors::ConnectTarget) -> store::connectors::ConnectorRow {

@@ -3,12 +3,14 @@
 //! workspace's feed, so an operator's own MCP client, `sky approvals` or the console sees a new request
 //! within moments without polling.
 
-use crate::cx::Cx;
+use crate::cx::{Cx, Role};
 use crate::error::ApiError;
 use crate::rules::cursor;
-use crate::store::{self, requests::OpenRequest};
+use crate::session::SessionCall;
+use crate::store::{self, requests::OpenRequest, requests::RequestRow};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 /// Longest wait `list_requests` holds, in seconds.
 const MAX_WAIT_SECONDS: i64 = 50;
@@ -43,6 +45,8 @@ pub async fn list(cx: &Cx<'_>, p: ListRequests) -> Result<RequestList, ApiError>
     }
     let after = cursor::parse_keyset(p.cursor.as_deref())?;
     let w = cx.workspace(p.workspace.as_deref())?.clone();
+    // Requests past their time leave the list (and their agents hear it) before anyone decides them.
+    expire_due(cx, Some(&w.workspace_id)).await?;
     let deadline = cx.now_ms + wait * 1000;
     // The feed's version is read before the query, so a request opened after the query moves it and
     // wakes the wait below.
@@ -51,9 +55,13 @@ pub async fn list(cx: &Cx<'_>, p: ListRequests) -> Result<RequestList, ApiError>
         _ => cx.env.feeds.wait(&w.workspace_id, "", 0).await.map_err(|e| cx.internal(e))?,
     };
     loop {
-        let requests = store::requests::open_in_workspace(cx.db(), &w.workspace_id, after.clone(), 200)
-            .await
-            .map_err(|e| cx.internal(e))?;
+        let mut requests =
+            store::requests::open_in_workspace(cx.db(), &w.workspace_id, after.clone(), 200, cx.clock_now())
+                .await
+                .map_err(|e| cx.internal(e))?;
+        for r in &mut requests {
+            r.would_allow = would_allow(&r.request);
+        }
         let left = deadline - cx.clock_now();
         if !requests.is_empty() || left <= 0 {
             let cursor = match (requests.first(), &after) {
@@ -67,4 +75,165 @@ pub async fn list(cx: &Cx<'_>, p: ListRequests) -> Result<RequestList, ApiError>
         // Woken by any change in the workspace; the query above decides whether it was a new request.
         seen = cx.env.feeds.wait(&w.workspace_id, &seen, left).await.map_err(|e| cx.internal(e))?;
     }
+}
+
+/// What approving an access request would allow, in words, for the person deciding.
+pub fn would_allow(r: &RequestRow) -> Option<String> {
+    if r.kind != "access" {
+        return None;
+    }
+    let p = &r.payload;
+    let scopes: Vec<&str> = p["scope"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+    Some(format!(
+        "{} on `{}` ({} {}) for this session only, for the minutes you choose (1–{}; default {}), or — approved always, by an owner or admin — for every session of the workspace until revoked",
+        scopes.join(", "),
+        p["target"].as_str().unwrap_or_default(),
+        p["provider"].as_str().unwrap_or_default(),
+        p["env"].as_str().unwrap_or_default(),
+        crate::ops::connectors::ONCE_MAX_MINUTES,
+        crate::ops::connectors::ONCE_DEFAULT_MINUTES,
+    ))
+}
+
+/// An audit entry about a request; `actor` is the account that decided, when a person did.
+pub fn entry<'a>(
+    workspace_id: &'a str,
+    session_id: &'a str,
+    request_id: &'a str,
+    action: &'a str,
+    detail: &'a str,
+    actor: Option<&'a str>,
+    now_ms: i64,
+) -> store::audit::Entry<'a> {
+    store::audit::Entry {
+        workspace_id,
+        action,
+        detail,
+        session_id: Some(session_id),
+        grant_id: None,
+        connector_id: None,
+        actor_account_id: actor,
+        subject: Some(request_id),
+        now_ms,
+    }
+}
+
+/// A request in one line, for the audit log: what was asked, as a person reads it.
+pub fn summary(kind: &str, payload: &Value) -> String {
+    let text = |k: &str| payload[k].as_str().unwrap_or_default().to_owned();
+    let line = match kind {
+        "access" => {
+            let scopes: Vec<&str> =
+                payload["scope"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+            let what = payload["command"].as_str().map_or_else(|| text("reason"), str::to_owned);
+            format!("{} {}: {what}", text("target"), scopes.join(" "))
+        }
+        "plan" => text("summary"),
+        _ => text("prompt"),
+    };
+    match line.char_indices().nth(300) {
+        Some((at, _)) => format!("{}…", &line[..at]),
+        None => line,
+    }
+}
+
+/// Ends an open request without an answer (`expired`, `closed`, `withdrawn`): records it, wakes whoever
+/// waits on it and tells the people watching. `None` when it was no longer open.
+pub async fn end(cx: &Cx<'_>, req: &RequestRow, status: &str, why: &str) -> Result<Option<RequestRow>, ApiError> {
+    let now = cx.clock_now();
+    let Some(ended) =
+        store::requests::end_request(cx.db(), &req.request_id, status, now).await.map_err(|e| cx.internal(e))?
+    else {
+        return Ok(None);
+    };
+    let action = format!("request_{status}");
+    let detail = format!("{}: {} ({why})", req.kind, summary(&req.kind, &req.payload));
+    let e = entry(&req.workspace_id, &req.session_id, &req.request_id, &action, &detail, None, now);
+    store::audit::record(cx.db(), &e).await.map_err(|e| cx.internal(e))?;
+    cx.env.sessions.call(&req.session_id, SessionCall::Signal { key: req.request_id.clone() }).await.ok();
+    let _ = cx.env.feeds.bump(&req.workspace_id).await;
+    Ok(Some(ended))
+}
+
+/// Expires a request whose time passed.
+pub async fn expire(cx: &Cx<'_>, req: &RequestRow) -> Result<Option<RequestRow>, ApiError> {
+    let ended = end(cx, req, "expired", "nobody answered in time").await?;
+    if let Some(r) = &ended {
+        crate::ops::webhooks::request_expired(cx.env, r, cx.clock_now()).await;
+    }
+    Ok(ended)
+}
+
+/// Expires every open request past its time, in one workspace or (the cron) everywhere: how many.
+pub async fn expire_due(cx: &Cx<'_>, workspace_id: Option<&str>) -> Result<usize, ApiError> {
+    let now = cx.clock_now();
+    let due = store::requests::expire_due(cx.db(), workspace_id, now).await.map_err(|e| cx.internal(e))?;
+    for req in &due {
+        let detail = format!("{}: {} (nobody answered in time)", req.kind, summary(&req.kind, &req.payload));
+        let e = entry(&req.workspace_id, &req.session_id, &req.request_id, "request_expired", &detail, None, now);
+        store::audit::record(cx.db(), &e).await.map_err(|e| cx.internal(e))?;
+        cx.env.sessions.call(&req.session_id, SessionCall::Signal { key: req.request_id.clone() }).await.ok();
+        crate::ops::webhooks::request_expired(cx.env, req, now).await;
+    }
+    if let Some(first) = due.first() {
+        let _ = cx.env.feeds.bump(&first.workspace_id).await;
+    }
+    Ok(due.len())
+}
+
+/// Closes the open requests of a session that ended (stopped, its workspace deleted): every call waiting
+/// on one is answered at once with "session ended", and a late answer is refused.
+pub async fn close_session(cx: &Cx<'_>, session_id: &str) -> Result<usize, ApiError> {
+    let now = cx.clock_now();
+    let closed = store::requests::close_for_session(cx.db(), session_id, now).await.map_err(|e| cx.internal(e))?;
+    for req in &closed {
+        let detail = format!("{}: {} (its session ended)", req.kind, summary(&req.kind, &req.payload));
+        let e = entry(&req.workspace_id, &req.session_id, &req.request_id, "request_closed", &detail, None, now);
+        store::audit::record(cx.db(), &e).await.map_err(|e| cx.internal(e))?;
+        cx.env.sessions.call(session_id, SessionCall::Signal { key: req.request_id.clone() }).await.ok();
+    }
+    if let Some(first) = closed.first() {
+        let _ = cx.env.feeds.bump(&first.workspace_id).await;
+    }
+    Ok(closed.len())
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SetRequestExpiry {
+    /// How long a request stays open unanswered before it expires, in minutes: 1–43,200 (30 days). The
+    /// default is 1,440 (24 hours). Applies to requests opened from now on.
+    pub minutes: i64,
+    /// A workspace slug; the connection's workspace when left out.
+    pub workspace: Option<String>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct RequestExpiry {
+    pub workspace: String,
+    pub minutes: i64,
+}
+
+/// Longest request expiry, in minutes (30 days).
+pub const MAX_EXPIRY_MINUTES: i64 = 43_200;
+
+/// set_request_expiry — owners and admins.
+pub async fn set_expiry(cx: &Cx<'_>, p: SetRequestExpiry) -> Result<RequestExpiry, ApiError> {
+    if !(1..=MAX_EXPIRY_MINUTES).contains(&p.minutes) {
+        return Err(ApiError::invalid(format!("`minutes` must be between 1 and {MAX_EXPIRY_MINUTES} (30 days)")));
+    }
+    let w = cx.workspace(p.workspace.as_deref())?.clone();
+    cx.require_role(&w, Role::Admin)?;
+    store::requests::set_expiry_minutes(cx.db(), &w.workspace_id, p.minutes).await.map_err(|e| cx.internal(e))?;
+    let detail = format!("requests expire after {} min", p.minutes);
+    let e = store::audit::Entry::change(
+        &w.workspace_id,
+        &cx.caller()?.account_id,
+        "request_expiry_set",
+        None,
+        &detail,
+        cx.now_ms,
+    );
+    store::audit::record(cx.db(), &e).await.map_err(|e| cx.internal(e))?;
+    Ok(RequestExpiry { workspace: w.slug, minutes: p.minutes })
 }

@@ -486,6 +486,8 @@ pub async fn stop(cx: &Cx<'_>, p: StopSession) -> Result<Stopped, ApiError> {
         .all(store::sessions::mark(&row.session_id, "terminated", row.spent_cents, None, cx.now_ms))
         .await
         .map_err(|e| cx.internal(e))?;
+    // Its agent waits on no one any more: its waiting calls end now, and a late answer is refused.
+    crate::ops::requests::close_session(cx, &row.session_id).await?;
     Ok(Stopped { session_id: row.session_id, status: "terminated".into() })
 }
 

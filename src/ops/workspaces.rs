@@ -225,6 +225,7 @@ pub async fn delete(cx: &Cx<'_>, p: DeleteWorkspace) -> Result<WorkspaceDeleted,
     let live = store::sessions::live_in_workspace(db, &m.workspace_id).await.map_err(|e| cx.internal(e))?;
     for session_id in &live {
         crate::ops::sessions::call(cx, session_id, crate::session::SessionCall::Stop).await.ok();
+        crate::ops::requests::close_session(cx, session_id).await?;
     }
     // Every session object forgets its transcript; the rows go with the workspace below.
     let all = store::sessions::all_in_workspace(db, &m.workspace_id).await.map_err(|e| cx.internal(e))?;

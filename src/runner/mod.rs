@@ -115,6 +115,10 @@ async fn claim(cx: &Cx<'_>, runner: &store::runners::RunnerRow, req: &HttpReques
     }
 }
 
+/// How many pages of 200 events a turn's history may take (100,000 events), so a runaway log cannot
+/// hold a claim forever.
+const MAX_HISTORY_PAGES: usize = 500;
+
 /// What a runner needs to run a claimed turn.
 async fn assignment(cx: &Cx<'_>, turn: TurnRow) -> Result<Value, ApiError> {
     let db = cx.db();
@@ -125,25 +129,35 @@ async fn assignment(cx: &Cx<'_>, turn: TurnRow) -> Result<Value, ApiError> {
     let agent = store::agents::get(db, &session.agent_id).await.map_err(|e| cx.internal(e))?;
     let mut history = Vec::new();
     let mut message = String::new();
-    let page = crate::ops::sessions::call(
-        cx,
-        &turn.session_id,
-        SessionCall::Read { after: 0, message_id: None, limit: 200, wait_ms: 0 },
-    )
-    .await?;
-    if let SessionReply::Page(page) = page {
+    // The whole history, page after page: a long session's newest message is past the first page.
+    let mut after = 0;
+    for _ in 0..MAX_HISTORY_PAGES {
+        let read = SessionCall::Read { after, message_id: None, limit: 200, wait_ms: 0 };
+        let SessionReply::Page(page) = crate::ops::sessions::call(cx, &turn.session_id, read).await? else { break };
         for e in &page.events {
-            let role = match e.kind.as_str() {
-                "user_message" => "user",
-                "agent_message" => "agent",
+            let text = e.body["text"].as_str().unwrap_or_default().to_owned();
+            let entry = match (e.kind.as_str(), e.body["from"].get("peer")) {
+                // A peer's message is not the user's: the agent is told who sent it.
+                ("user_message", Some(peer)) => {
+                    json!({ "role": "peer", "from_session_id": peer["session_id"], "text": text })
+                }
+                ("user_message", None) => json!({ "role": "user", "text": text }),
+                ("agent_message", _) => json!({ "role": "agent", "text": text }),
                 _ => continue,
             };
-            let text = e.body["text"].as_str().unwrap_or_default().to_owned();
             if e.kind == "user_message" && e.message_id == turn.message_id {
-                message = text.clone();
+                // The agent reads the message itself, so it says who sent it, as the hosted harness does.
+                message = match &entry["from_session_id"] {
+                    Value::String(peer) => format!("[a message from peer session {peer}, not from the user]\n{text}"),
+                    _ => text,
+                };
             }
-            history.push(json!({ "role": role, "text": text }));
+            history.push(entry);
         }
+        if !page.has_more || page.last_seq <= after {
+            break;
+        }
+        after = page.last_seq;
     }
     // The agent inside gets its own session token for the session server, living as long as this lease;
     // a runner that lost the turn loses its agent's token with it.

@@ -19,13 +19,25 @@ pub struct RequestRow {
     /// `{summary, files}`; for a decision `{prompt, options}`; for a question `{prompt}`.
     #[serde(deserialize_with = "super::json_text")]
     pub payload: Value,
-    /// `open`, `answered` or `expired`.
+    /// `open`, `answered`, `expired` (nobody answered in the workspace's time), `closed` (its session
+    /// ended) or `withdrawn` (the agent took it back).
     pub status: String,
     #[serde(deserialize_with = "json_opt")]
     pub answer: Option<Value>,
     pub answered_by: Option<String>,
     pub created_ms: i64,
+    /// When it ended (answered, expired, closed or withdrawn).
     pub answered_ms: Option<i64>,
+    /// When it expires unanswered (the workspace's request expiry after it opened).
+    #[serde(default)]
+    pub expires_ms: Option<i64>,
+}
+
+/// A request row's columns, in [`RequestRow`]'s order.
+macro_rules! request_cols {
+    () => {
+        "request_id, workspace_id, task_id, session_id, kind, payload, status, answer, answered_by, created_ms, answered_ms, expires_ms"
+    };
 }
 
 fn json_opt<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
@@ -33,6 +45,9 @@ fn json_opt<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::
     text.map(|t| serde_json::from_str(&t).map_err(serde::de::Error::custom)).transpose()
 }
 
+/// Opens a request, expiring after the workspace's request expiry. With a `dedupe_key`, nothing is
+/// inserted while the session has an open request with the same key ([`open_duplicate`] finds it).
+#[allow(clippy::too_many_arguments)]
 pub fn insert_request(
     request_id: &str,
     workspace_id: &str,
@@ -40,24 +55,39 @@ pub fn insert_request(
     session_id: &str,
     kind: &str,
     payload: &Value,
+    dedupe_key: Option<&str>,
     now_ms: i64,
 ) -> super::Stmt {
-    const INSERT: &str =
-        "INSERT INTO request (request_id, workspace_id, task_id, session_id, kind, payload, status, created_ms)
-      VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'open', ?7)";
-    stmt!(INSERT, request_id, workspace_id, task_id, session_id, kind, payload.to_string(), now_ms)
+    const INSERT: &str = "INSERT INTO request (request_id, workspace_id, task_id, session_id, kind, payload, status,
+        created_ms, expires_ms, dedupe_key)
+      VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'open', ?7,
+        ?7 + 60000 * COALESCE((SELECT request_expiry_minutes FROM workspace WHERE workspace_id = ?2), 1440), ?8)
+      ON CONFLICT DO NOTHING";
+    stmt!(INSERT, request_id, workspace_id, task_id, session_id, kind, payload.to_string(), now_ms, dedupe_key)
+}
+
+/// The session's open request with this dedupe key, if any.
+pub async fn open_duplicate(db: &dyn Sql, session_id: &str, dedupe_key: &str) -> DbResult<Option<RequestRow>> {
+    const GET: &str = concat!(
+        "SELECT ",
+        request_cols!(),
+        " FROM request WHERE session_id = ?1 AND dedupe_key = ?2 AND status = 'open'"
+    );
+    first(db, stmt!(GET, session_id, dedupe_key)).await
 }
 
 pub async fn get_request(db: &dyn Sql, request_id: &str) -> DbResult<Option<RequestRow>> {
-    const GET: &str = "SELECT request_id, workspace_id, task_id, session_id, kind, payload, status, answer, answered_by, created_ms, answered_ms
-      FROM request WHERE request_id = ?1";
+    const GET: &str = concat!("SELECT ", request_cols!(), " FROM request WHERE request_id = ?1");
     first(db, stmt!(GET, request_id)).await
 }
 
 /// A task's open requests, oldest first.
 pub async fn open_in_task(db: &dyn Sql, task_id: &str) -> DbResult<Vec<RequestRow>> {
-    const OPEN: &str = "SELECT request_id, workspace_id, task_id, session_id, kind, payload, status, answer, answered_by, created_ms, answered_ms
-      FROM request WHERE task_id = ?1 AND status = 'open' ORDER BY created_ms, request_id LIMIT 200";
+    const OPEN: &str = concat!(
+        "SELECT ",
+        request_cols!(),
+        " FROM request WHERE task_id = ?1 AND status = 'open' ORDER BY created_ms, request_id LIMIT 200"
+    );
     rows(db, stmt!(OPEN, task_id)).await
 }
 
@@ -73,6 +103,9 @@ pub struct OpenRequest {
     pub session_title: String,
     /// The task's title.
     pub task_title: String,
+    /// What approving would allow, in words (access requests).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub would_allow: Option<String>,
 }
 
 /// A workspace's open requests, newest first; with `after`, only those opened after that
@@ -82,17 +115,18 @@ pub async fn open_in_workspace(
     workspace_id: &str,
     after: Option<(i64, String)>,
     limit: i64,
+    now_ms: i64,
 ) -> DbResult<Vec<OpenRequest>> {
     const OPEN: &str = "SELECT r.request_id, r.workspace_id, r.task_id, r.session_id, r.kind, r.payload, r.status,
-        r.answer, r.answered_by, r.created_ms, r.answered_ms,
+        r.answer, r.answered_by, r.created_ms, r.answered_ms, r.expires_ms,
         COALESCE(s.agent_name, '') AS agent_name, COALESCE(s.agent_id, '') AS agent_id,
         COALESCE(s.title, '') AS session_title, COALESCE(t.title, '') AS task_title
       FROM request r LEFT JOIN session s ON s.session_id = r.session_id LEFT JOIN task t ON t.task_id = r.task_id
-      WHERE r.workspace_id = ?1 AND r.status = 'open'
+      WHERE r.workspace_id = ?1 AND r.status = 'open' AND (r.expires_ms IS NULL OR r.expires_ms > ?5)
         AND (?2 IS NULL OR r.created_ms > ?2 OR (r.created_ms = ?2 AND r.request_id > ?3))
       ORDER BY r.created_ms DESC, r.request_id DESC LIMIT ?4";
     let (at, id) = after.map_or((None, None), |(a, i)| (Some(a), Some(i)));
-    rows(db, stmt!(OPEN, workspace_id, at, id, limit)).await
+    rows(db, stmt!(OPEN, workspace_id, at, id, limit, now_ms)).await
 }
 
 /// Where an open request stands in its task's queue (1 = next).
@@ -108,14 +142,56 @@ pub async fn queue_position(db: &dyn Sql, task_id: &str, created_ms: i64) -> DbR
 /// Answers an open request once: `false` when it was already answered or expired.
 pub fn answer_request(request_id: &str, answer: &Value, by: &str, now_ms: i64) -> super::Stmt {
     const ANSWER: &str = "UPDATE request SET status = 'answered', answer = ?2, answered_by = ?3, answered_ms = ?4
-      WHERE request_id = ?1 AND status = 'open' RETURNING request_id";
+      WHERE request_id = ?1 AND status = 'open' AND (expires_ms IS NULL OR expires_ms > ?4) RETURNING request_id";
     stmt!(ANSWER, request_id, answer.to_string(), by, now_ms)
 }
 
-pub async fn expire_request(db: &dyn Sql, request_id: &str, now_ms: i64) -> DbResult<()> {
-    const EXPIRE: &str =
-        "UPDATE request SET status = 'expired', answered_ms = ?2 WHERE request_id = ?1 AND status = 'open'";
-    db.all(stmt!(EXPIRE, request_id, now_ms)).await.map(drop)
+/// Ends an open request without an answer (`expired`, `closed` or `withdrawn`): the request as it now
+/// stands, or `None` when it was no longer open.
+pub async fn end_request(db: &dyn Sql, request_id: &str, status: &str, now_ms: i64) -> DbResult<Option<RequestRow>> {
+    const END: &str = concat!(
+        "UPDATE request SET status = ?2, answered_ms = ?3 WHERE request_id = ?1 AND status = 'open' RETURNING ",
+        request_cols!()
+    );
+    first(db, stmt!(END, request_id, status, now_ms)).await
+}
+
+pub async fn expire_request(db: &dyn Sql, request_id: &str, now_ms: i64) -> DbResult<Option<RequestRow>> {
+    end_request(db, request_id, "expired", now_ms).await
+}
+
+/// Closes every open request of a session that ended: the requests closed.
+pub async fn close_for_session(db: &dyn Sql, session_id: &str, now_ms: i64) -> DbResult<Vec<RequestRow>> {
+    const CLOSE: &str = concat!(
+        "UPDATE request SET status = 'closed', answered_ms = ?2 WHERE session_id = ?1 AND status = 'open' RETURNING ",
+        request_cols!()
+    );
+    rows(db, stmt!(CLOSE, session_id, now_ms)).await
+}
+
+/// Expires the open requests past their time (in one workspace, or everywhere): the requests expired.
+pub async fn expire_due(db: &dyn Sql, workspace_id: Option<&str>, now_ms: i64) -> DbResult<Vec<RequestRow>> {
+    const EXPIRE: &str = concat!(
+        "UPDATE request SET status = 'expired', answered_ms = ?1
+      WHERE status = 'open' AND expires_ms <= ?1 AND (?2 IS NULL OR workspace_id = ?2) RETURNING ",
+        request_cols!()
+    );
+    rows(db, stmt!(EXPIRE, now_ms, workspace_id)).await
+}
+
+/// How long a workspace's requests stay open unanswered, in minutes.
+pub async fn expiry_minutes(db: &dyn Sql, workspace_id: &str) -> DbResult<i64> {
+    #[derive(Deserialize)]
+    struct Row {
+        request_expiry_minutes: i64,
+    }
+    const GET: &str = "SELECT request_expiry_minutes FROM workspace WHERE workspace_id = ?1";
+    Ok(first::<Row>(db, stmt!(GET, workspace_id)).await?.map_or(1440, |r| r.request_expiry_minutes))
+}
+
+pub async fn set_expiry_minutes(db: &dyn Sql, workspace_id: &str, minutes: i64) -> DbResult<()> {
+    const SET: &str = "UPDATE workspace SET request_expiry_minutes = ?2 WHERE workspace_id = ?1";
+    db.all(stmt!(SET, workspace_id, minutes)).await.map(drop)
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -155,6 +231,29 @@ pub fn insert_grant(g: &NewGrant<'_>) -> super::Stmt {
     const INSERT: &str =
         "INSERT INTO grant_ (grant_id, workspace_id, session_id, task_id, connector_id, scopes, status, persistent,
         expires_ms, decided_by, request_id, created_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)";
+    stmt!(
+        INSERT,
+        g.grant_id,
+        g.workspace_id,
+        g.session_id,
+        g.task_id,
+        g.connector_id,
+        g.scopes,
+        g.status,
+        g.persistent,
+        g.expires_ms,
+        g.decided_by,
+        g.request_id,
+        g.now_ms
+    )
+}
+
+/// Inserts the pending grant of a request only when that request was inserted (not a duplicate).
+pub fn insert_grant_for_request(g: &NewGrant<'_>) -> super::Stmt {
+    const INSERT: &str =
+        "INSERT INTO grant_ (grant_id, workspace_id, session_id, task_id, connector_id, scopes, status, persistent,
+        expires_ms, decided_by, request_id, created_ms)
+      SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12 WHERE EXISTS (SELECT 1 FROM request WHERE request_id = ?11)";
     stmt!(
         INSERT,
         g.grant_id,

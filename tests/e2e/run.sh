@@ -61,6 +61,7 @@ else
 fi
 
 step "sky CLI: device sign-in, npx setup (tests/e2e/cli.sh)" bash tests/e2e/cli.sh
+step "sky approvals and a request's life (tests/e2e/approvals.sh)" bash tests/e2e/approvals.sh
 step "sky runner: a script agent's turns, a killed runner's turn re-claimed (tests/e2e/runner.sh)" bash tests/e2e/runner.sh
 
 if [ ${#failed[@]} -gt 0 ]; then

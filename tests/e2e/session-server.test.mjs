@@ -129,13 +129,13 @@ const target = (list, name) => list.find((t) => t.name === name);
 describe('session server: /v1/session/mcp with a session token (TS SDK v1 client)', () => {
   before(async () => { acct = await createAccount(); op = rawMcp(acct.key); });
 
-  test('the eleven tools, and report_status shown on the session', async () => {
+  test('the twelve tools, and report_status shown on the session', async () => {
     const ws = await createWorkspace(acct.key);
     const agent = await createAgent(acct.key, { workspace: ws.slug });
     const me = await liveSession(agent.agent_id, { workspace: ws.slug });
     try {
       const names = (await me.agent.sdk.listTools()).tools.map((t) => t.name);
-      assert.deepEqual(names, ['request_access', 'check_grant', 'get_credential', 'list_targets', 'report_status', 'ask_user',
+      assert.deepEqual(names, ['request_access', 'check_grant', 'get_credential', 'list_targets', 'report_status', 'ask_user', 'withdraw_request',
         'list_sessions', 'project_activity', 'send_message', 'remember_command', 'land']);
       assert.deepEqual(aok(await me.agent.call('report_status', { note: 'Applying migration 0042 to prod' }), 'report_status'), { ok: true });
       assert.equal(ok(await tool('get_session', { session_id: me.sid }), 'get_session').note, 'Applying migration 0042 to prod');

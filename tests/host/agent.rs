@@ -60,6 +60,7 @@ fn the_session_server_lists_the_eleven_tools_and_refuses_bad_tokens() {
             "list_targets",
             "report_status",
             "ask_user",
+            "withdraw_request",
             "list_sessions",
             "project_activity",
             "send_message",
@@ -151,7 +152,11 @@ fn access_is_decided_by_a_person_by_policies_and_expires() {
     // Expired: refused.
     app.advance(11 * 60_000);
     assert!(app.agent_err(&token, "get_credential", json!({"grantId": grant_id})).contains("not active"));
-    assert_eq!(app.agent_ok(&token, "check_grant", json!({"grantId": grant_id}))["status"], "denied");
+    assert_eq!(
+        app.agent_ok(&token, "check_grant", json!({"grantId": grant_id}))["status"],
+        "expired",
+        "past its time: expired, not denied"
+    );
 
     // A target policy decides without a person; a workspace policy denies.
     app.request(

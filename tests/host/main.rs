@@ -13,6 +13,7 @@ mod files;
 mod goals;
 mod harness;
 mod help_center;
+mod lifecycle;
 mod limits;
 mod mcp;
 mod members;
