@@ -5,9 +5,10 @@
 
 use super::{wait, Agent, ToolError, ACCESS_PER_MIN};
 use crate::cx::Cx;
+use crate::domain::grants::{covers, grant_view, live, open_credential, ssh_hold_s, visible_to, Credential};
+use crate::domain::jobs::{self, Asked};
 use crate::rules::policy::{self, Verdict};
-use crate::rules::{ids, limits, seal, targets};
-use crate::runner::jobs::{self, Asked};
+use crate::rules::{ids, limits, targets};
 use crate::store::{self, connectors::ConnectorRow, requests::GrantRow};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -50,35 +51,6 @@ pub struct GetCredential {
     /// An active grant.
     #[serde(rename = "grantId")]
     pub grant_id: String,
-}
-
-/// One of the contract's shapes: active, denied or pending; and `expired` for a grant past its time or a
-/// request nobody answered in time.
-pub fn grant_view(g: &GrantRow, queue_position: Option<i64>) -> Value {
-    match g.status.as_str() {
-        "expired" => json!({ "status": "expired", "grantId": g.grant_id, "decidedBy": g.decided_by }),
-        "active" => json!({
-            "status": "active", "grantId": g.grant_id, "scope": g.scopes.split(' ').collect::<Vec<_>>(),
-            "expiresAt": g.expires_ms, "decidedBy": g.decided_by,
-        }),
-        "pending" => {
-            json!({ "status": "pending", "grantId": g.grant_id, "queuePosition": queue_position.unwrap_or(1) })
-        }
-        // The contract's denied shape, naming the rule or person that denied (`decidedBy`) when known.
-        _ => match &g.decided_by {
-            Some(by) => json!({ "status": "denied", "grantId": g.grant_id, "decidedBy": by }),
-            None => json!({ "status": "denied", "grantId": g.grant_id }),
-        },
-    }
-}
-
-pub fn live(g: &GrantRow, now_ms: i64) -> bool {
-    g.status == "active" && g.expires_ms.is_none_or(|e| e > now_ms)
-}
-
-/// Whether a grant covers every one of `scopes`.
-pub fn covers(g: &GrantRow, scopes: &[impl AsRef<str>]) -> bool {
-    scopes.iter().all(|s| g.scopes.split(' ').any(|have| have == s.as_ref()))
 }
 
 /// What a policy or persistent grant decides for a request, if anything: `(status, decided_by,
@@ -264,8 +236,8 @@ pub async fn request_access(a: &Agent<'_>, p: RequestAccess) -> Result<Value, To
     let dedupe_key = format!("{}:{joined}", c.connector_id);
     let (grant_id, request_id) = (ids::new_id("gr"), ids::new_id("req"));
     let g = store::requests::NewGrant { grant_id: &grant_id, request_id: Some(&request_id), ..base };
-    let detail = format!("access: {}", crate::ops::requests::summary("access", &payload));
-    let opened = crate::ops::requests::entry(
+    let detail = format!("access: {}", crate::domain::requests::summary("access", &payload));
+    let opened = crate::domain::requests::entry(
         &me.workspace_id,
         &me.session_id,
         &request_id,
@@ -295,7 +267,7 @@ pub async fn request_access(a: &Agent<'_>, p: RequestAccess) -> Result<Value, To
         match store::requests::get_grant(cx.db(), &grant_id).await.map_err(|e| a.internal(e))? {
             Some(_) => {
                 a.changed().await;
-                crate::ops::webhooks::request_opened(cx, me, &request_id, "access", &payload).await;
+                crate::domain::webhooks::request_opened(cx, me, &request_id, "access", &payload).await;
                 (grant_id, request_id)
             }
             None => {
@@ -314,11 +286,6 @@ pub async fn request_access(a: &Agent<'_>, p: RequestAccess) -> Result<Value, To
         };
     wait(a, &request_id).await?;
     settled(a, &grant_id).await
-}
-
-/// Whether a session may use a grant: its own, or a persistent one of its workspace.
-pub fn visible_to(g: &GrantRow, session_id: &str, workspace_id: &str) -> bool {
-    g.session_id == session_id || (g.persistent && g.workspace_id == workspace_id)
 }
 
 /// A grant this session may see: its own, or a persistent one of its workspace.
@@ -344,35 +311,8 @@ pub async fn check_grant(a: &Agent<'_>, p: CheckGrant) -> Result<Value, ToolErro
     settled(a, &g.grant_id).await
 }
 
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum Credential {
-    /// Environment variables for the provider's CLI.
-    Env { env: serde_json::Map<String, Value> },
-    /// An SSH private key, served to agents only through a runner's ssh-agent.
-    Ssh { private_key: String },
-}
-
-/// A grant's credential, opened; `None` when it cannot be (no credentials, or sealed under another key).
-pub async fn open_credential(cx: &Cx<'_>, g: &GrantRow) -> Result<Option<Credential>, crate::error::ApiError> {
-    let sealed = store::connectors::sealed(cx.db(), &g.connector_id).await.map_err(|e| cx.internal(e))?;
-    let master = cx.env.config.secrets_key.as_deref().ok_or_else(|| cx.internal("no SECRETS_KEY"))?;
-    let plain = sealed.and_then(|s| seal::open(master, &seal::connector_aad(&g.workspace_id, &g.connector_id), &s));
-    plain.map(|p| serde_json::from_str(&p).map_err(|e| cx.internal(e))).transpose()
-}
-
-/// How long a turn's ssh-agent holds a grant's key: at most [`SSH_KEY_HOLD_S`] (a shim loads it again for
-/// each ssh), never past the grant, so a revoked grant's key does not linger there.
-pub fn ssh_hold_s(g: &GrantRow, now_ms: i64) -> i64 {
-    let left_s = g.expires_ms.map_or(SSH_KEY_HOLD_S, |e| ((e - now_ms) / 1000).max(1));
-    left_s.min(SSH_KEY_HOLD_S)
-}
-
 /// How long `get_credential` waits for the runner to load an SSH key.
 const SSH_AGENT_WAIT_MS: i64 = 60_000;
-/// The longest a turn's ssh-agent holds a granted key.
-const SSH_KEY_HOLD_S: i64 = 600;
-
 /// get_credential
 pub async fn get_credential(a: &Agent<'_>, p: GetCredential) -> Result<Value, ToolError> {
     let g = visible(a, &p.grant_id).await?;
@@ -417,20 +357,6 @@ pub async fn get_credential(a: &Agent<'_>, p: GetCredential) -> Result<Value, To
     .await
     .map_err(|e| a.internal(e))?;
     Ok(view)
-}
-
-/// What of a `get_credential` result may be kept (a transcript, an index): its shape, every value of its
-/// `env` replaced by the redaction mark; and those values, so whatever repeats them can be masked too.
-pub fn withheld(view: &Value) -> (Value, Vec<String>) {
-    let mut kept = view.clone();
-    let mut values = Vec::new();
-    if let Some(env) = kept.get_mut("env").and_then(Value::as_object_mut) {
-        for v in env.values_mut() {
-            values.push(v.as_str().map_or_else(|| v.to_string(), str::to_owned));
-            *v = json!(crate::rules::redact::MARK);
-        }
-    }
-    (kept, values)
 }
 
 #[derive(Debug, Serialize)]

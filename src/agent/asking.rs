@@ -1,7 +1,7 @@
 //! `report_status` and `ask_user`: the agent's line on its card, and its questions to the user.
 
 use super::{Agent, ToolError, QUESTIONS_PER_MIN};
-use crate::ops::requests;
+use crate::domain::requests;
 use crate::rules::{ids, limits};
 use crate::store;
 use schemars::JsonSchema;
@@ -96,7 +96,7 @@ pub async fn open(a: &Agent<'_>, p: AskUser) -> Result<String, ToolError> {
         .await
         .map_err(|e| a.internal(e))?;
     a.changed().await;
-    crate::ops::webhooks::request_opened(cx, me, &request_id, &p.kind, &payload).await;
+    crate::domain::webhooks::request_opened(cx, me, &request_id, &p.kind, &payload).await;
     Ok(request_id)
 }
 

@@ -2,9 +2,9 @@
 //! base into the lane, run the checks, merge into the base with the summary as the record).
 
 use super::{Agent, ToolError, ACCESS_PER_MIN, QUESTIONS_PER_MIN};
-use crate::domain::taskfs::{self, Folder, Writer};
+use crate::domain::jobs::{self, Asked};
+use crate::domain::taskfs::{self, Folder, Writer, PROJECT_FILE};
 use crate::rules::{argv, limits, redact};
-use crate::runner::jobs::{self, Asked};
 use crate::store;
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -16,9 +16,6 @@ const SYNC_WAIT_MS: i64 = 120_000;
 const CHECKS_TIMEOUT_S: i64 = 600;
 /// How much of failing checks' output `land` shows.
 const CHECKS_TAIL_LINES: usize = 30;
-
-/// Where a task keeps the commands it was taught.
-pub const PROJECT_FILE: &str = ".agentsky/project.json";
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

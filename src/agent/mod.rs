@@ -22,11 +22,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::{json, Value};
 
-pub use access::{
-    covers as grant_covers, decide_access, grant_view, live as grant_is_live, open_credential, ssh_hold_s, visible_to,
-    withheld, Credential,
-};
-pub use landing::PROJECT_FILE;
+pub use access::decide_access;
 
 /// How long a tool that waits for a person holds the call (the contract's 5 minutes).
 pub const WAIT_MS: i64 = 5 * 60_000;
@@ -132,7 +128,7 @@ async fn current(a: &Agent<'_>, request_id: &str) -> Result<RequestRow, ToolErro
         .map_err(|e| a.internal(e))?
         .ok_or_else(|| ToolError::refused(format!("session ended: request {request_id} is gone")))?;
     if req.status == "open" && req.expires_ms.is_some_and(|e| e <= a.cx.clock_now()) {
-        crate::ops::requests::expire(a.cx, &req).await.map_err(ToolError::from)?;
+        crate::domain::requests::expire(a.cx, &req).await.map_err(ToolError::from)?;
         return store::requests::get_request(db, request_id)
             .await
             .map_err(|e| a.internal(e))?
@@ -165,7 +161,7 @@ struct Tool {
 }
 
 fn schema<T: JsonSchema>() -> schemars::Schema {
-    crate::ops::input_schema::<T>()
+    crate::rules::schema::input_schema::<T>()
 }
 
 const TOOLS: &[Tool] = &[
@@ -316,22 +312,6 @@ pub async fn harness_resume(agent: Agent<'_>, kind: &str, request_id: &str, gran
     match (kind, grant_id) {
         ("access", Some(g)) => access::check_grant(&agent, access::CheckGrant { grant_id: g.to_owned() }).await,
         _ => asking::answer_of(&agent, request_id).await,
-    }
-}
-
-/// What of a session tool's result (`text`, as the agent got it) may be persisted where people and indexes
-/// read it, and the credential values it carried, for masking wherever they are repeated. Only
-/// `get_credential` carries any: its values are replaced, its shape kept.
-pub fn persisted(name: &str, text: &str) -> (String, Vec<String>) {
-    if name != "get_credential" {
-        return (text.to_owned(), vec![]);
-    }
-    match serde_json::from_str::<Value>(text) {
-        Ok(v) if v.is_object() => {
-            let (kept, values) = access::withheld(&v);
-            (kept.to_string(), values)
-        }
-        _ => (crate::rules::redact::MARK.to_owned(), vec![text.to_owned()]),
     }
 }
 

@@ -161,6 +161,8 @@ pub async fn send_message(a: &Agent<'_>, p: SendMessage) -> Result<Value, ToolEr
         text: p.body,
         from: Author::Peer { session_id: a.me.session_id.clone() },
     };
-    crate::ops::sessions::call(a.cx, &peer.session_id, SessionCall::Note { message }).await.map_err(ToolError::from)?;
+    crate::domain::sessions::call(a.cx, &peer.session_id, SessionCall::Note { message })
+        .await
+        .map_err(ToolError::from)?;
     Ok(json!({ "delivered": true }))
 }

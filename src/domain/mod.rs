@@ -3,7 +3,12 @@
 //! `runner`, `console`, `rest`, `tools`, `mcp`, `app`); faces reach each other's logic only through here.
 
 pub mod blobs;
+pub mod grants;
 pub mod idempotency;
 pub mod index;
+pub mod jobs;
 pub mod rate;
+pub mod requests;
+pub mod sessions;
 pub mod taskfs;
+pub mod webhooks;

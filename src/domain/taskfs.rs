@@ -8,6 +8,9 @@ use crate::rules::paths;
 use crate::store::{self, files::FileInfo, Sql};
 use sha2::{Digest, Sha256};
 
+/// Where a task keeps the commands it was taught.
+pub const PROJECT_FILE: &str = ".agentsky/project.json";
+
 pub const MAX_FILE_BYTES: usize = 256 * 1024;
 
 /// Who writes: an agent's session or an operator's key.

@@ -142,7 +142,7 @@ async fn scheduled(_event: worker::ScheduledEvent, env: Env, _ctx: worker::Sched
         Ok(_) => {}
         Err(e) => crate::error::log_line(&format!("cron: {e}")),
     }
-    if let Err(e) = crate::ops::webhooks::sweep(&cx).await {
+    if let Err(e) = crate::domain::webhooks::sweep(&cx).await {
         crate::error::log_line(&format!("cron: webhook sweep: {e}"));
     }
     // Requests nobody answered in their workspace's time expire, and their agents hear it.
@@ -164,9 +164,9 @@ async fn queue(batch: worker::MessageBatch<serde_json::Value>, env: Env, _ctx: C
             let attempt = message.body()["attempt"].as_i64().unwrap_or(0);
             let cx = Cx::system(&core, now_ms(), hex::encode(crate::rules::ids::random_bytes::<8>()));
             let outcome = if dead_letters {
-                crate::ops::webhooks::give_up(&cx, &delivery_id).await
+                crate::domain::webhooks::give_up(&cx, &delivery_id).await
             } else {
-                crate::ops::webhooks::deliver(&cx, &net::WorkerNet, &delivery_id, attempt).await
+                crate::domain::webhooks::deliver(&cx, &net::WorkerNet, &delivery_id, attempt).await
             };
             match outcome {
                 Ok(()) => message.ack(),

@@ -207,7 +207,10 @@ async fn fetch_document(cx: &Cx<'_>, url: &str) -> Result<Value, OAuthError> {
 
 /// `POST /oauth/register` (RFC 7591): a public client's metadata becomes a `client_id`.
 async fn register(cx: &Cx<'_>, req: &HttpRequest) -> HttpResponse {
-    if crate::ops::rate_limit(cx, format!("oauth-register:{}", cx.client_ip), REGISTRATIONS_PER_MIN).await.is_err() {
+    if crate::domain::rate::rate_limit(cx, format!("oauth-register:{}", cx.client_ip), REGISTRATIONS_PER_MIN)
+        .await
+        .is_err()
+    {
         return error(
             429,
             &OAuthError::new("invalid_request", "too many registrations from this address; wait a minute"),
@@ -247,7 +250,8 @@ async fn register(cx: &Cx<'_>, req: &HttpRequest) -> HttpResponse {
 
 /// `POST /oauth/token` (OAuth 2.1 §3.2): the authorization-code and refresh-token grants.
 async fn token(cx: &Cx<'_>, req: &HttpRequest, names: &Names) -> HttpResponse {
-    if crate::ops::rate_limit(cx, format!("oauth-token:{}", cx.client_ip), TOKEN_CALLS_PER_MIN).await.is_err() {
+    if crate::domain::rate::rate_limit(cx, format!("oauth-token:{}", cx.client_ip), TOKEN_CALLS_PER_MIN).await.is_err()
+    {
         return error(
             429,
             &OAuthError::new("invalid_request", "too many token requests from this address; wait a minute"),

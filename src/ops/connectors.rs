@@ -351,8 +351,8 @@ pub async fn answer(cx: &Cx<'_>, p: AnswerRequest) -> Result<RequestAnswered, Ap
         .await
         .map_err(|e| cx.internal(e))?
         .ok_or_else(|| cx.internal("request vanished"))?;
-    let data = crate::ops::webhooks::request_data(&request, None);
-    crate::ops::webhooks::emit(
+    let data = crate::domain::webhooks::request_data(&request, None);
+    crate::domain::webhooks::emit(
         cx.env,
         &request.workspace_id,
         "request.answered",
@@ -365,7 +365,7 @@ pub async fn answer(cx: &Cx<'_>, p: AnswerRequest) -> Result<RequestAnswered, Ap
         Some(id) => store::requests::get_grant(cx.db(), &id)
             .await
             .map_err(|e| cx.internal(e))?
-            .map(|g| crate::agent::grant_view(&g, None)),
+            .map(|g| crate::domain::grants::grant_view(&g, None)),
         None => None,
     };
     Ok(RequestAnswered { request, grant })
@@ -571,7 +571,7 @@ pub async fn revoke_grant(cx: &Cx<'_>, p: RevokeGrant) -> Result<GrantRevoked, A
         let session = (!g.persistent).then_some(g.session_id.as_str());
         let leases =
             store::runners::live_leases(db, &w.workspace_id, session, cx.now_ms).await.map_err(|e| cx.internal(e))?;
-        crate::runner::jobs::tell(cx, &leases, "ssh_forget", json!({ "grant_id": g.grant_id })).await?;
+        crate::domain::jobs::tell(cx, &leases, "ssh_forget", json!({ "grant_id": g.grant_id })).await?;
     }
     Ok(GrantRevoked { grant_id: p.grant_id, revoked: true })
 }

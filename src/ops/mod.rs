@@ -33,6 +33,7 @@ pub mod workspaces;
 use crate::cx::Cx;
 pub use crate::domain::rate::rate_limit;
 use crate::error::{ApiError, Code};
+pub use crate::rules::schema::{input_schema, output_schema};
 use crate::store;
 use futures::future::LocalBoxFuture;
 use serde::de::DeserializeOwned;
@@ -849,17 +850,6 @@ operations! {
 /// Finds an operation by name.
 pub fn find(name: &str) -> Option<&'static Op> {
     OPS.iter().find(|op| op.name == name)
-}
-
-/// The schema of what a caller may send: serde's deserialize contract (JSON Schema 2020-12).
-pub fn input_schema<T: schemars::JsonSchema>() -> schemars::Schema {
-    schemars::generate::SchemaSettings::draft2020_12().for_deserialize().into_generator().into_root_schema_for::<T>()
-}
-
-/// The schema of what the server sends: serde's serialize contract, so a field serde may skip is not
-/// `required` and a field it never writes is not listed. Clients validate every result against it.
-pub fn output_schema<T: schemars::JsonSchema>() -> schemars::Schema {
-    schemars::generate::SchemaSettings::draft2020_12().for_serialize().into_generator().into_root_schema_for::<T>()
 }
 
 /// A failed decode of the params is an `invalid_params` error that quotes serde's reason.

@@ -5,9 +5,9 @@
 
 use crate::cx::{Cx, Membership};
 use crate::domain::idempotency::{self, Scope, DEFAULT_TTL_MS, START_TTL_MS};
+use crate::domain::webhooks;
 use crate::error::{ApiError, Code};
 use crate::ops::sessions::{self, Spec, StartIds};
-use crate::ops::webhooks;
 use crate::rules::{cron, ids, limits};
 use crate::session::{Author, NewMessage, SessionCall, SessionReply};
 use crate::store::{

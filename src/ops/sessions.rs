@@ -19,39 +19,7 @@ pub const THINKING: &[&str] = &["off", "low", "medium", "high"];
 /// A new session's thinking level: off, because models that do not reason refuse the setting.
 pub const DEFAULT_THINKING: &str = "off";
 
-/// Asks a session's object and turns its refusals into API errors.
-pub async fn call(cx: &Cx<'_>, session_id: &str, call: SessionCall) -> Result<SessionReply, ApiError> {
-    match cx.env.sessions.call(session_id, call).await.map_err(|e| cx.internal(e))? {
-        SessionReply::Refused(r) => Err(refusal(cx, &r.code, r.message)),
-        reply => Ok(reply),
-    }
-}
-
-fn refusal(cx: &Cx<'_>, code: &str, message: String) -> ApiError {
-    let code = match code {
-        "session_busy" => Code::SessionBusy,
-        "session_terminated" => Code::SessionTerminated,
-        "insufficient_credits" => Code::InsufficientCredits,
-        "not_found" => Code::NotFound,
-        "conflict" => Code::Conflict,
-        "invalid_params" => Code::InvalidParams,
-        _ => return cx.internal(message),
-    };
-    ApiError::new(code, message)
-}
-
-/// A session the caller may see, with its membership. Anything else is `not_found`.
-pub async fn load(cx: &Cx<'_>, session_id: &str) -> Result<(SessionRow, Membership), ApiError> {
-    if !ids::is_id(session_id, "ses") {
-        return Err(ApiError::not_found("session"));
-    }
-    let row = store::sessions::get(cx.db(), session_id)
-        .await
-        .map_err(|e| cx.internal(e))?
-        .ok_or_else(|| ApiError::not_found("session"))?;
-    let m = cx.member_of(&row.workspace_id, "session")?;
-    Ok((row, m.clone()))
-}
+pub use crate::domain::sessions::{call, load};
 
 fn check_message(text: &str) -> Result<(), ApiError> {
     limits::text("message", text, 1, MAX_MESSAGE_CHARS)

@@ -1,34 +1,19 @@
-//! Outgoing webhooks (issue 15): a workspace's endpoints, the events sent to them, and their delivery
-//! through the Queue. Standard Webhooks signing ([`crate::rules::webhooks`]); secrets are sealed at rest
-//! ([`crate::rules::seal`]) and shown once, at creation or rotation, never in a list, a log or an event.
-//!
-//! Delivery is at least once: [`emit`] writes one `webhook_delivery` row per subscribed endpoint and
-//! enqueues it; the consumer ([`deliver`]) claims one attempt at a time, retries on the schedule
-//! (`WEBHOOK_RETRY_SCHEDULE`, about a day by default) with jitter and the same `webhook-id`, then marks
-//! the delivery `failed` (the dead letter, shown in the console with the last answer). The cron sweep
-//! ([`sweep`]) re-enqueues a pending delivery whose message was lost. Emitting never fails the work that
-//! caused the event: what goes wrong is logged.
+//! Outgoing webhooks, the operations (issue 15): a workspace's endpoints, created with the events to
+//! send, listed, deleted, their signing secret rotated with overlap, a test event sent. Secrets are sealed
+//! at rest ([`crate::rules::seal`]) and shown once, at creation or rotation, never in a list, a log or an
+//! event. Emitting and delivering are [`crate::domain::webhooks`].
 
-use crate::cx::{Cx, Env, Net, Outbound, Role};
-use crate::egress::Egress;
-use crate::error::{log_line, ApiError, Code};
+use crate::cx::{Cx, Role};
+use crate::domain::webhooks::{enqueue, envelope, TEST_EVENT};
+use crate::error::{ApiError, Code};
 use crate::rules::{ids, limits, outbound, seal, webhooks as rule};
-use crate::store::{self, webhooks as db, Sql};
+use crate::store::webhooks as db;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
-use sha2::{Digest, Sha256};
+use serde_json::json;
 
 /// How long a rotated secret keeps signing beside the new one when the call does not say.
 const DEFAULT_OVERLAP_HOURS: i64 = 24;
-
-/// What [`deliver`] keeps of a receiver's answer.
-const LAST_BODY_CHARS: usize = 300;
-
-/// The associated data both of an endpoint's secrets are sealed with: its row.
-fn aad(workspace_id: &str, webhook_id: &str) -> String {
-    format!("{workspace_id}/webhook/{webhook_id}")
-}
 
 fn master<'a>(cx: &Cx<'a>) -> Result<&'a str, ApiError> {
     cx.env.config.secrets_key.as_deref().ok_or_else(|| {
@@ -55,8 +40,6 @@ fn check_events(events: &[String]) -> Result<Vec<String>, ApiError> {
 fn subscribable() -> Vec<&'static str> {
     rule::EVENTS.iter().copied().filter(|e| *e != TEST_EVENT).collect()
 }
-
-const TEST_EVENT: &str = "webhook.test";
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -104,7 +87,7 @@ pub async fn create(cx: &Cx<'_>, p: CreateWebhook) -> Result<WebhookCreated, Api
     }
     let webhook_id = ids::new_id("wh");
     let secret = rule::new_secret(ids::random_bytes());
-    let sealed = seal::seal(master, &aad(&w.workspace_id, &webhook_id), &secret);
+    let sealed = seal::seal(master, &seal::webhook_aad(&w.workspace_id, &webhook_id), &secret);
     let caller = cx.caller()?;
     let row = db::NewEndpoint {
         webhook_id: &webhook_id,
@@ -212,7 +195,7 @@ pub async fn rotate(cx: &Cx<'_>, p: RotateWebhookSecret) -> Result<WebhookSecret
         .filter(|s| s.workspace_id == w.workspace_id)
         .ok_or_else(|| ApiError::not_found("webhook"))?;
     let secret = rule::new_secret(ids::random_bytes());
-    let sealed = seal::seal(master, &aad(&w.workspace_id, &p.webhook_id), &secret);
+    let sealed = seal::seal(master, &seal::webhook_aad(&w.workspace_id, &p.webhook_id), &secret);
     let until = (hours > 0).then(|| cx.now_ms + hours * 3_600_000);
     let r = db::Rotation {
         workspace_id: &w.workspace_id,
@@ -269,266 +252,4 @@ pub async fn test(cx: &Cx<'_>, p: TestWebhook) -> Result<WebhookTestSent, ApiErr
     cx.db().all(db::insert_delivery(&d)).await.map_err(|e| cx.internal(e))?;
     enqueue(cx.env, &delivery_id, 0, 0).await;
     Ok(WebhookTestSent { delivery_id, event_id })
-}
-
-// ── Emitting ──
-
-/// The Standard Webhooks envelope: `type`, `timestamp` (RFC 3339), `data`.
-fn envelope(event: &str, now_ms: i64, data: Value) -> Value {
-    json!({ "type": event, "timestamp": rfc3339(now_ms), "data": data })
-}
-
-/// `YYYY-MM-DDThh:mm:ss.mmmZ`.
-fn rfc3339(ms: i64) -> String {
-    let t = ms.rem_euclid(86_400_000);
-    let (h, m, s, milli) = (t / 3_600_000, t / 60_000 % 60, t / 1000 % 60, t % 1000);
-    format!("{}T{h:02}:{m:02}:{s:02}.{milli:03}Z", crate::rules::time::format_day(ms))
-}
-
-/// The `webhook-id` of an event: derived from `source` (what happened, e.g. a request's id) when given, so
-/// emitting the same happening twice (a retried step) makes one delivery per endpoint, random otherwise.
-fn event_id(workspace_id: &str, event: &str, source: Option<&str>) -> String {
-    match source {
-        Some(s) => {
-            let digest = Sha256::digest(format!("{workspace_id}/{event}/{s}").as_bytes());
-            format!("msg_{}", &hex::encode(digest)[..26])
-        }
-        None => ids::new_id("msg"),
-    }
-}
-
-/// Sends `event` with `data` to every endpoint of the workspace subscribed to it. `source` names the
-/// happening for de-duplication (see [`event_id`]). Best effort: a failure is logged, never returned, so
-/// the work that caused the event is not undone by its notification.
-pub async fn emit(env: &Env, workspace_id: &str, event: &'static str, source: Option<&str>, data: Value, now_ms: i64) {
-    if let Err(e) = try_emit(env, workspace_id, event, source, data, now_ms).await {
-        log_line(&format!("webhooks: emitting {event} in {workspace_id} failed: {e}"));
-    }
-}
-
-async fn try_emit(
-    env: &Env,
-    workspace_id: &str,
-    event: &'static str,
-    source: Option<&str>,
-    data: Value,
-    now_ms: i64,
-) -> Result<(), String> {
-    let endpoints = db::subscribed(&env.db, workspace_id, event).await.map_err(|e| e.to_string())?;
-    if endpoints.is_empty() {
-        return Ok(());
-    }
-    let event_id = event_id(workspace_id, event, source);
-    let payload = envelope(event, now_ms, data).to_string();
-    let deliveries: Vec<(String, String)> =
-        endpoints.into_iter().map(|webhook_id| (ids::new_id("whd"), webhook_id)).collect();
-    let stmts = deliveries
-        .iter()
-        .map(|(delivery_id, webhook_id)| {
-            db::insert_delivery(&db::NewDelivery {
-                delivery_id,
-                webhook_id,
-                workspace_id,
-                event_id: &event_id,
-                event,
-                payload: &payload,
-                now_ms,
-            })
-        })
-        .collect();
-    env.db.batch(stmts).await.map_err(|e| e.to_string())?;
-    for (delivery_id, _) in &deliveries {
-        enqueue(env, delivery_id, 0, 0).await;
-    }
-    Ok(())
-}
-
-/// Enqueues attempt `attempt` + 1 of a delivery after `delay_s`; a lost message is found by [`sweep`].
-async fn enqueue(env: &Env, delivery_id: &str, attempt: i64, delay_s: u32) {
-    let message = json!({ "webhook_delivery": delivery_id, "attempt": attempt });
-    if let Err(e) = env.queue.send_after(message, delay_s).await {
-        log_line(&format!("webhooks: enqueue {delivery_id} failed ({e}); the cron sweep sends it again"));
-    }
-}
-
-/// The cron sweep: re-enqueues pending deliveries a minute past due whose message never came (lost, or
-/// sent from a place without the queue). A duplicate message claims nothing ([`db::claim`]).
-pub async fn sweep(cx: &Cx<'_>) -> Result<usize, String> {
-    let due = db::overdue(cx.db(), cx.now_ms - 60_000).await.map_err(|e| e.to_string())?;
-    for (delivery_id, attempts) in &due {
-        enqueue(cx.env, delivery_id, *attempts, 0).await;
-    }
-    Ok(due.len())
-}
-
-// ── Delivering ──
-
-/// The retry schedule in force: `WEBHOOK_RETRY_SCHEDULE`, else the default day.
-fn schedule<'a>(cx: &Cx<'a>) -> &'a [u32] {
-    cx.env.config.webhook_retry_schedule_s.as_deref().unwrap_or(rule::DEFAULT_SCHEDULE_S)
-}
-
-/// The queue consumer: one attempt of a delivery. `Err` only when the database failed (the message is
-/// retried, and after the queue's own budget dead-lettered to [`give_up`]).
-pub async fn deliver(cx: &Cx<'_>, net: &dyn Net, delivery_id: &str, attempt: i64) -> Result<(), String> {
-    let Some(d) = db::claim(cx.db(), delivery_id, attempt, cx.now_ms).await.map_err(|e| e.to_string())? else {
-        return Ok(()); // delivered, failed, deleted, or another message's attempt: nothing to do
-    };
-    let Some(endpoint) = db::secrets(cx.db(), &d.webhook_id).await.map_err(|e| e.to_string())? else {
-        return Ok(());
-    };
-    let outcome = attempt_once(cx, net, &endpoint, &d).await;
-    let (status, body) = match outcome {
-        Ok((s, _)) if (200..300).contains(&s) => {
-            let s = db::Settle {
-                delivery_id,
-                status: "delivered",
-                next_attempt_ms: cx.now_ms,
-                last_status: Some(s as i64),
-                last_body: None,
-                now_ms: cx.now_ms,
-            };
-            return db::settle(cx.db(), &s).await.map_err(|e| e.to_string());
-        }
-        Ok((s, body)) => (Some(s as i64), body),
-        Err(why) => (None, why),
-    };
-    let random = u32::from_le_bytes(ids::random_bytes());
-    let retry = usize::try_from(d.attempts).unwrap_or(usize::MAX);
-    let next = rule::retry_delay_s(schedule(cx), retry, random);
-    let s = db::Settle {
-        delivery_id,
-        status: if next.is_some() { "pending" } else { "failed" },
-        next_attempt_ms: cx.now_ms + next.map_or(0, |s| s as i64 * 1000),
-        last_status: status,
-        last_body: Some(&body),
-        now_ms: cx.now_ms,
-    };
-    db::settle(cx.db(), &s).await.map_err(|e| e.to_string())?;
-    match next {
-        Some(delay_s) => enqueue(cx.env, delivery_id, d.attempts, delay_s).await,
-        None => log_line(&format!(
-            "webhooks: delivery {delivery_id} ({}) failed after {} attempts; dead-lettered",
-            d.event, d.attempts
-        )),
-    }
-    Ok(())
-}
-
-/// One POST: the receiver's status and the start of its answer, or why it could not be reached.
-async fn attempt_once(
-    cx: &Cx<'_>,
-    net: &dyn Net,
-    e: &db::EndpointSecrets,
-    d: &db::Outgoing,
-) -> Result<(u16, String), String> {
-    let master = cx.env.config.secrets_key.as_deref().ok_or("this deployment has no SECRETS_KEY")?;
-    let row = aad(&e.workspace_id, &e.webhook_id);
-    let current = seal::open(master, &row, &e.secret_sealed).ok_or("the endpoint's secret does not open")?;
-    let previous = e
-        .previous_sealed
-        .as_deref()
-        .filter(|_| e.previous_until_ms.is_some_and(|until| until > cx.now_ms))
-        .and_then(|s| seal::open(master, &row, s));
-    let mut secrets = vec![current.as_str()];
-    secrets.extend(previous.as_deref());
-    let body = match e.format.as_str() {
-        "slack" => slack_message(&d.event, &d.payload).to_string().into_bytes(),
-        _ => d.payload.clone().into_bytes(),
-    };
-    let timestamp_s = cx.now_ms / 1000;
-    let headers = vec![
-        ("content-type".to_owned(), "application/json".to_owned()),
-        ("user-agent".to_owned(), "agentsky-webhooks/1".to_owned()),
-        ("webhook-id".to_owned(), d.event_id.clone()),
-        ("webhook-timestamp".to_owned(), timestamp_s.to_string()),
-        ("webhook-signature".to_owned(), rule::signature_header(&secrets, &d.event_id, timestamp_s, &body)),
-    ];
-    let resp = Egress::new(net, &cx.env.config).post("url", Outbound { url: e.url.clone(), headers, body }).await?;
-    let shown: String = outbound::snippet(&String::from_utf8_lossy(&resp.body)).chars().take(LAST_BODY_CHARS).collect();
-    Ok((resp.status, shown))
-}
-
-/// The dead-letter queue's consumer: a delivery whose messages kept failing in the consumer is failed.
-pub async fn give_up(cx: &Cx<'_>, delivery_id: &str) -> Result<(), String> {
-    db::give_up(cx.db(), delivery_id, cx.now_ms).await.map_err(|e| e.to_string())
-}
-
-/// A Slack incoming-webhook message for an event: a request with a button to answer it in the console;
-/// other events as one line.
-pub fn slack_message(event: &str, payload: &str) -> Value {
-    let envelope: Value = serde_json::from_str(payload).unwrap_or(Value::Null);
-    let data = &envelope["data"];
-    if event == "request.opened" {
-        let asks = data["agent_name"].as_str().unwrap_or("An agent");
-        let what = request_summary(data);
-        let url = data["answer_url"].as_str().unwrap_or_default();
-        let text = format!("{asks} asks ({}): {what}", data["kind"].as_str().unwrap_or("request"));
-        let mut blocks = vec![json!({ "type": "section", "text": { "type": "mrkdwn", "text": slack_escape(&text) } })];
-        if !url.is_empty() {
-            blocks.push(json!({ "type": "actions", "elements": [{ "type": "button",
-                "text": { "type": "plain_text", "text": "Answer in agentsky" }, "url": url }] }));
-        }
-        let text = if url.is_empty() { text } else { format!("{text} Answer: {url}") };
-        return json!({ "text": slack_escape(&text), "blocks": blocks });
-    }
-    json!({ "text": slack_escape(&format!("agentsky: {event} {}", data)) })
-}
-
-/// What a request asks, in one line: an access request's target and scopes, a question's prompt, a plan's
-/// summary.
-fn request_summary(data: &Value) -> String {
-    let p = &data["payload"];
-    let text = match data["kind"].as_str() {
-        Some("access") => format!(
-            "access to {} ({}) for {}: {}",
-            p["target"].as_str().unwrap_or("?"),
-            p["env"].as_str().unwrap_or("?"),
-            p["scope"]
-                .as_array()
-                .map(|s| s.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(", "))
-                .unwrap_or_default(),
-            p["reason"].as_str().unwrap_or_default()
-        ),
-        Some("plan") => p["summary"].as_str().unwrap_or_default().to_owned(),
-        _ => p["prompt"].as_str().unwrap_or_default().to_owned(),
-    };
-    text.chars().take(500).collect()
-}
-
-/// Slack's three control characters in message text.
-fn slack_escape(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
-}
-
-/// The data of a request's events: what a person needs to decide it, and where to answer.
-pub fn request_data(req: &store::requests::RequestRow, answer_url: Option<String>) -> Value {
-    json!({
-        "request_id": req.request_id, "task_id": req.task_id, "session_id": req.session_id,
-        "kind": req.kind, "payload": req.payload, "status": req.status, "answer": req.answer,
-        "answered_ms": req.answered_ms, "answer_url": answer_url,
-    })
-}
-
-/// `request.expired`, for whatever expires a request (issue 15 item 5 calls this where it expires one).
-pub async fn request_expired(env: &Env, req: &store::requests::RequestRow, now_ms: i64) {
-    emit(env, &req.workspace_id, "request.expired", Some(&req.request_id), request_data(req, None), now_ms).await;
-}
-
-/// `request.opened`, from the session server where an agent's `ask_user` or `request_access` opened one.
-pub async fn request_opened(
-    cx: &Cx<'_>,
-    me: &store::sessions::SessionRow,
-    request_id: &str,
-    kind: &str,
-    payload: &Value,
-) {
-    let data = json!({
-        "request_id": request_id, "task_id": me.task_id, "session_id": me.session_id,
-        "agent_id": me.agent_id, "agent_name": me.agent_name, "kind": kind, "payload": payload, "status": "open",
-        // The console's approvals page of the person's default workspace (links are made only where the
-        // deployment knows its origin).
-        "answer_url": cx.link_base().ok().map(|b| format!("{b}/console")),
-    });
-    emit(cx.env, &me.workspace_id, "request.opened", Some(request_id), data, cx.now_ms).await;
 }

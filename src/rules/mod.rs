@@ -16,6 +16,7 @@ pub mod policy;
 pub mod prices;
 pub mod rate;
 pub use agentsky_wire::redact;
+pub mod schema;
 pub mod seal;
 pub mod slug;
 pub mod sql_values;

@@ -18,6 +18,11 @@ pub fn secret_aad(workspace_id: &str, name: &str) -> String {
     format!("{workspace_id}/{name}")
 }
 
+/// The associated data both of a webhook endpoint's signing secrets are sealed with: its row.
+pub fn webhook_aad(workspace_id: &str, webhook_id: &str) -> String {
+    format!("{workspace_id}/webhook/{webhook_id}")
+}
+
 /// The associated data a connector's credentials are sealed with: its row.
 pub fn connector_aad(workspace_id: &str, connector_id: &str) -> String {
     format!("{workspace_id}/connector/{connector_id}")

@@ -25,8 +25,8 @@
 //! which through the channel can only have the runner run a real CLI under a grant it already holds.
 
 use super::{body, leased, ok};
-use crate::agent::{grant_covers, grant_is_live, open_credential, ssh_hold_s, visible_to, Credential};
 use crate::cx::Cx;
+use crate::domain::grants::{self, open_credential, ssh_hold_s, visible_to, Credential};
 use crate::error::{ApiError, Code};
 use crate::http::{HttpRequest, HttpResponse};
 use crate::rules::{argv, ids, limits, targets};
@@ -53,7 +53,7 @@ async fn usable(
     if g.workspace_id != turn.workspace_id || !visible_to(&g, &turn.session_id, &turn.workspace_id) {
         return Err(unknown());
     }
-    if !grant_is_live(&g, cx.now_ms) {
+    if !grants::live(&g, cx.now_ms) {
         return Err(ApiError::new(
             Code::Forbidden,
             format!("grant {grant_id} is not active: it was denied, has expired or was revoked"),
@@ -79,7 +79,7 @@ pub async fn credential(cx: &Cx<'_>, runner: &RunnerRow, req: &HttpRequest) -> R
         limits::one_of("scopes", s, targets::SCOPES)?;
     }
     let (turn, g) = usable(cx, runner, &p.lease_id, &p.grant_id).await?;
-    if let Some(missing) = p.scopes.iter().find(|s| !grant_covers(&g, &[s.as_str()])) {
+    if let Some(missing) = p.scopes.iter().find(|s| !grants::covers(&g, &[s.as_str()])) {
         return Err(ApiError::new(
             Code::Forbidden,
             format!("grant {} covers {}, not `{missing}`, which this command needs", g.grant_id, g.scopes),
@@ -129,7 +129,7 @@ pub async fn report(cx: &Cx<'_>, runner: &RunnerRow, req: &HttpRequest) -> Resul
     // Kept for the operator to read; the audit log replaces any secret in it.
     let detail = format!("exit {exit_code}: {line} (run by runner {})", runner.name);
     let mut stmts = vec![store::audit::insert(&Entry::grant(&g, &turn.session_id, action, &detail, cx.now_ms))];
-    let proof = exit_code == 0 && grant_covers(&g, &["deploy"]);
+    let proof = exit_code == 0 && grants::covers(&g, &["deploy"]);
     let fingerprint = argv::fingerprint(&p.argv);
     if proof {
         stmts.push(store::proofs::insert(&store::proofs::Proof {

@@ -14,97 +14,20 @@
 //!
 //! A job names its lease: when the runner dies the job dies with it, and the asking call says so.
 
-use super::{body, leased, ok, LEASE_MS};
-use crate::agent::Credential;
+use super::{body, leased, ok};
 use crate::cx::Cx;
+use crate::domain::grants::{self, Credential};
+use crate::domain::jobs::{poll_key, signal, wait, wait_key};
 use crate::error::{ApiError, Code};
 use crate::http::{HttpRequest, HttpResponse};
-use crate::rules::{ids, limits};
+use crate::rules::limits;
 use crate::session::{SessionCall, SessionReply};
-use crate::store::{self, runners::RunnerRow, runners::TurnRow, sessions::SessionRow};
+use crate::store::{self, runners::RunnerRow};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
 const MAX_POLL_WAIT_S: i64 = 25;
 const MAX_RESULT_BYTES: usize = 64 * 1024;
-
-/// What came of asking a session's runner.
-#[derive(Debug)]
-pub enum Asked {
-    /// No runner holds a turn of this session now.
-    NoRunner,
-    /// The runner did not answer in time, or lost its lease first (said which).
-    NoAnswer(String),
-    /// The runner's result.
-    Done(Value),
-}
-
-fn wait_key(job_id: &str) -> String {
-    format!("job:{job_id}")
-}
-
-fn poll_key(lease_id: &str) -> String {
-    format!("jobs:{lease_id}")
-}
-
-/// Waits in the session's object for `key`; `true` when signaled.
-async fn wait(cx: &Cx<'_>, session_id: &str, key: String, wait_ms: i64) -> Result<bool, ApiError> {
-    match crate::ops::sessions::call(cx, session_id, SessionCall::Wait { key, wait_ms }).await? {
-        SessionReply::Woken { signaled } => Ok(signaled),
-        other => Err(cx.internal(format!("unexpected session reply {other:?}"))),
-    }
-}
-
-async fn signal(cx: &Cx<'_>, session_id: &str, key: String) -> Result<(), ApiError> {
-    crate::ops::sessions::call(cx, session_id, SessionCall::Signal { key }).await.map(drop)
-}
-
-/// Queues a job for the runner holding `turn` and wakes its poll; the job's id.
-async fn give(cx: &Cx<'_>, turn: &TurnRow, kind: &str, spec: &Value) -> Result<String, ApiError> {
-    let job_id = ids::new_id("job");
-    store::runners::insert_job(cx.db(), turn, &job_id, kind, &spec.to_string(), cx.now_ms)
-        .await
-        .map_err(|e| cx.internal(e))?;
-    signal(cx, &turn.session_id, poll_key(turn.lease_id.as_deref().unwrap_or_default())).await?;
-    Ok(job_id)
-}
-
-/// Gives the runner holding `session`'s turn a job (`sync`, `run` with `{command, timeout_s}`, or
-/// `ssh_agent` with `{grant_id, ttl_s}`) and waits up to `wait_ms` for its result.
-pub async fn ask(cx: &Cx<'_>, session: &SessionRow, kind: &str, spec: Value, wait_ms: i64) -> Result<Asked, ApiError> {
-    let db = cx.db();
-    let leases = store::runners::live_leases(db, &session.workspace_id, Some(&session.session_id), cx.now_ms)
-        .await
-        .map_err(|e| cx.internal(e))?;
-    let Some(turn) = leases.into_iter().next() else { return Ok(Asked::NoRunner) };
-    let job_id = give(cx, &turn, kind, &spec).await?;
-    let lease = turn.lease_id.clone().unwrap_or_default();
-    let deadline = cx.clock_now() + wait_ms;
-    // In slices no longer than a lease, so a runner that died is noticed once its lease runs out. A wait
-    // that was not signaled took its slice, so the slices bound the loop.
-    for _ in 0..=wait_ms / LEASE_MS + 1 {
-        let left = deadline - cx.clock_now();
-        if left > 0 {
-            wait(cx, &session.session_id, wait_key(&job_id), left.min(LEASE_MS)).await?;
-        }
-        let job = store::runners::job(db, &job_id).await.map_err(|e| cx.internal(e))?;
-        if let Some(result) = job.filter(|j| j.status == "done").and_then(|j| j.result) {
-            return Ok(Asked::Done(serde_json::from_str(&result).unwrap_or(Value::Null)));
-        }
-        if store::runners::by_lease(db, &lease, cx.clock_now()).await.map_err(|e| cx.internal(e))?.is_none() {
-            return Ok(Asked::NoAnswer("the runner holding this session's turn went away (its lease ended)".into()));
-        }
-    }
-    Ok(Asked::NoAnswer(format!("the runner did not answer within {} s", wait_ms / 1000)))
-}
-
-/// Gives a job to the runner of each turn in `leases` without waiting for answers (`ssh_forget`).
-pub async fn tell(cx: &Cx<'_>, leases: &[TurnRow], kind: &str, spec: Value) -> Result<(), ApiError> {
-    for turn in leases {
-        give(cx, turn, kind, &spec).await?;
-    }
-    Ok(())
-}
 
 fn job_view(j: &store::runners::JobRow) -> Value {
     let mut v = serde_json::from_str::<Value>(&j.spec).ok().filter(Value::is_object).unwrap_or_else(|| json!({}));
@@ -205,9 +128,9 @@ pub async fn ssh_key(cx: &Cx<'_>, runner: &RunnerRow, req: &HttpRequest) -> Resu
     let grant_id = spec["grant_id"].as_str().unwrap_or_default();
     let grant = store::requests::get_grant(db, grant_id).await.map_err(|e| cx.internal(e))?;
     let grant = grant
-        .filter(|g| g.workspace_id == job.workspace_id && crate::agent::grant_is_live(g, cx.now_ms))
+        .filter(|g| g.workspace_id == job.workspace_id && grants::live(g, cx.now_ms))
         .ok_or_else(|| refused("the grant is no longer active"))?;
-    let cred = crate::agent::open_credential(cx, &grant).await?;
+    let cred = grants::open_credential(cx, &grant).await?;
     let cred = cred.ok_or_else(|| refused("the target's credentials cannot be opened; reconnect it"))?;
     let Credential::Ssh { private_key } = cred else {
         return Err(refused("the target's credential is not an SSH key"));
@@ -226,7 +149,7 @@ pub async fn ssh_key(cx: &Cx<'_>, runner: &RunnerRow, req: &HttpRequest) -> Resu
 pub async fn criteria(cx: &Cx<'_>, runner: &RunnerRow, req: &HttpRequest) -> Result<HttpResponse, ApiError> {
     let lease_id = req.query_param("lease_id").ok_or_else(|| ApiError::invalid("`lease_id` is required"))?;
     let turn = leased(cx, runner, &lease_id).await?;
-    let goal = match crate::ops::sessions::call(cx, &turn.session_id, SessionCall::GetGoal).await? {
+    let goal = match crate::domain::sessions::call(cx, &turn.session_id, SessionCall::GetGoal).await? {
         SessionReply::Goal { goal } => goal,
         _ => None,
     };

@@ -32,8 +32,7 @@ use crate::store::{self, runners::TurnRow};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-/// How long a lease lasts without a heartbeat.
-pub const LEASE_MS: i64 = 30_000;
+pub use crate::domain::jobs::LEASE_MS;
 const MAX_CLAIM_WAIT_S: i64 = 25;
 
 fn ok(v: Value) -> HttpResponse {
@@ -133,7 +132,7 @@ async fn assignment(cx: &Cx<'_>, turn: TurnRow) -> Result<Value, ApiError> {
     let mut after = 0;
     for _ in 0..MAX_HISTORY_PAGES {
         let read = SessionCall::Read { after, message_id: None, limit: 200, wait_ms: 0 };
-        let SessionReply::Page(page) = crate::ops::sessions::call(cx, &turn.session_id, read).await? else { break };
+        let SessionReply::Page(page) = crate::domain::sessions::call(cx, &turn.session_id, read).await? else { break };
         for e in &page.events {
             let text = e.body["text"].as_str().unwrap_or_default().to_owned();
             let entry = match (e.kind.as_str(), e.body["from"].get("peer")) {
@@ -267,10 +266,10 @@ fn transcript_safe(kind: EventKind, mut body: Value) -> Value {
     if kind == EventKind::ToolResult && body["name"] == "get_credential" {
         let (kept, values) = match body["content"].take() {
             Value::String(text) => {
-                let (kept, values) = crate::agent::persisted("get_credential", &text);
+                let (kept, values) = crate::domain::grants::persisted("get_credential", &text);
                 (json!(kept), values)
             }
-            v @ Value::Object(_) => crate::agent::withheld(&v),
+            v @ Value::Object(_) => crate::domain::grants::withheld(&v),
             Value::Null => (Value::Null, vec![]),
             other => (json!(redact::MARK), vec![other.to_string()]),
         };
@@ -307,7 +306,7 @@ async fn events(cx: &Cx<'_>, runner: &store::runners::RunnerRow, req: &HttpReque
         c.output = redact::redact(&c.output);
     }
     let call = SessionCall::External { message_id: turn.message_id.clone(), events, end, checks };
-    crate::ops::sessions::call(cx, &turn.session_id, call).await?;
+    crate::domain::sessions::call(cx, &turn.session_id, call).await?;
     if end.is_some() {
         store::runners::finish(cx.db(), &turn.session_id, &turn.message_id).await.map_err(|e| cx.internal(e))?;
         store::requests::revoke_runner_tokens(cx.db(), &turn.session_id, None).await.map_err(|e| cx.internal(e))?;

@@ -7,7 +7,7 @@ use super::TurnEnd;
 use super::{
     agent_tools, echo, goal, wallet, Core, EventKind, LocalSql, Refusal, SessionConfig, StepOutcome, Transition,
 };
-use crate::ops::webhooks;
+use crate::domain::webhooks;
 use crate::store::{self, DbResult, Sql};
 
 /// The text of the message that started the running turn.

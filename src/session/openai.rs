@@ -226,7 +226,7 @@ impl Work {
         let body =
             |content: &str| json!({ "call_id": call.id, "name": call.name, "content": content, "is_error": is_error });
         let (kept, values) =
-            if is_error { (content.clone(), vec![]) } else { crate::agent::persisted(&call.name, &content) };
+            if is_error { (content.clone(), vec![]) } else { crate::domain::grants::persisted(&call.name, &content) };
         self.live.push((EventKind::ToolResult, body(&content)));
         self.outcome.events.push((EventKind::ToolResult, body(&kept)));
         self.credentials.extend(values);

@@ -13,6 +13,7 @@ mod files;
 mod goals;
 mod harness;
 mod help_center;
+mod layering;
 mod lifecycle;
 mod limits;
 mod mcp;

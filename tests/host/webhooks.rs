@@ -63,7 +63,7 @@ fn deliver(app: &TestApp) -> usize {
         let attempt = m["attempt"].as_i64().unwrap();
         let net = app.sessions.net.clone();
         app.system(move |cx| {
-            Box::pin(async move { agentsky::ops::webhooks::deliver(cx, &net, &id, attempt).await.unwrap() })
+            Box::pin(async move { agentsky::domain::webhooks::deliver(cx, &net, &id, attempt).await.unwrap() })
         });
         n += 1;
     }
@@ -278,7 +278,7 @@ fn a_lost_message_is_sent_again_by_the_cron_sweep() {
     app.ok(&ada.key, "test_webhook", json!({"webhook_id": id}));
     app.queue.0.borrow_mut().clear();
     app.advance(61_000);
-    let swept = app.system(|cx| Box::pin(agentsky::ops::webhooks::sweep(cx))).unwrap();
+    let swept = app.system(|cx| Box::pin(agentsky::domain::webhooks::sweep(cx))).unwrap();
     assert_eq!(swept, 1);
     deliver(&app);
     assert_eq!(deliveries(&app), vec![("webhook.test".into(), "delivered".into())]);
@@ -348,7 +348,7 @@ fn slack_endpoints_get_a_request_as_a_message_with_a_link_to_answer_it() {
     let payload = json!({"type": "request.opened", "timestamp": "x", "data": {
         "kind": "access", "agent_name": "Dev <bot>", "answer_url": "http://127.0.0.1:8787/console",
         "payload": {"target": "web", "env": "prod", "scope": ["deploy"], "reason": "ship it"}}});
-    let m = agentsky::ops::webhooks::slack_message("request.opened", &payload.to_string());
+    let m = agentsky::domain::webhooks::slack_message("request.opened", &payload.to_string());
     let text = m["text"].as_str().unwrap();
     assert!(text.contains("Dev &lt;bot&gt; asks (access): access to web (prod) for deploy: ship it"), "{text}");
     assert!(text.contains("http://127.0.0.1:8787/console"));

@@ -1,0 +1,91 @@
+//! Runner jobs, the asking side: the server gives the runner that holds a session's turn a job (sync,
+//! run, ssh) and waits, woken through the session's object, for its answer (`runner::jobs` serves the
+//! runner's side). A job names its lease: when the runner dies the job dies with it.
+
+use crate::cx::Cx;
+use crate::error::ApiError;
+use crate::rules::ids;
+use crate::session::{SessionCall, SessionReply};
+use crate::store::{self, runners::TurnRow, sessions::SessionRow};
+use serde_json::Value;
+
+/// How long a runner's lease on a turn lasts without a heartbeat.
+pub const LEASE_MS: i64 = 30_000;
+
+/// What came of asking a session's runner.
+#[derive(Debug)]
+pub enum Asked {
+    /// No runner holds a turn of this session now.
+    NoRunner,
+    /// The runner did not answer in time, or lost its lease first (said which).
+    NoAnswer(String),
+    /// The runner's result.
+    Done(Value),
+}
+
+pub fn wait_key(job_id: &str) -> String {
+    format!("job:{job_id}")
+}
+
+pub fn poll_key(lease_id: &str) -> String {
+    format!("jobs:{lease_id}")
+}
+
+/// Waits in the session's object for `key`; `true` when signaled.
+pub async fn wait(cx: &Cx<'_>, session_id: &str, key: String, wait_ms: i64) -> Result<bool, ApiError> {
+    match crate::domain::sessions::call(cx, session_id, SessionCall::Wait { key, wait_ms }).await? {
+        SessionReply::Woken { signaled } => Ok(signaled),
+        other => Err(cx.internal(format!("unexpected session reply {other:?}"))),
+    }
+}
+
+pub async fn signal(cx: &Cx<'_>, session_id: &str, key: String) -> Result<(), ApiError> {
+    crate::domain::sessions::call(cx, session_id, SessionCall::Signal { key }).await.map(drop)
+}
+
+/// Queues a job for the runner holding `turn` and wakes its poll; the job's id.
+async fn give(cx: &Cx<'_>, turn: &TurnRow, kind: &str, spec: &Value) -> Result<String, ApiError> {
+    let job_id = ids::new_id("job");
+    store::runners::insert_job(cx.db(), turn, &job_id, kind, &spec.to_string(), cx.now_ms)
+        .await
+        .map_err(|e| cx.internal(e))?;
+    signal(cx, &turn.session_id, poll_key(turn.lease_id.as_deref().unwrap_or_default())).await?;
+    Ok(job_id)
+}
+
+/// Gives the runner holding `session`'s turn a job (`sync`, `run` with `{command, timeout_s}`, or
+/// `ssh_agent` with `{grant_id, ttl_s}`) and waits up to `wait_ms` for its result.
+pub async fn ask(cx: &Cx<'_>, session: &SessionRow, kind: &str, spec: Value, wait_ms: i64) -> Result<Asked, ApiError> {
+    let db = cx.db();
+    let leases = store::runners::live_leases(db, &session.workspace_id, Some(&session.session_id), cx.now_ms)
+        .await
+        .map_err(|e| cx.internal(e))?;
+    let Some(turn) = leases.into_iter().next() else { return Ok(Asked::NoRunner) };
+    let job_id = give(cx, &turn, kind, &spec).await?;
+    let lease = turn.lease_id.clone().unwrap_or_default();
+    let deadline = cx.clock_now() + wait_ms;
+    // In slices no longer than a lease, so a runner that died is noticed once its lease runs out. A wait
+    // that was not signaled took its slice, so the slices bound the loop.
+    for _ in 0..=wait_ms / LEASE_MS + 1 {
+        let left = deadline - cx.clock_now();
+        if left > 0 {
+            wait(cx, &session.session_id, wait_key(&job_id), left.min(LEASE_MS)).await?;
+        }
+        let job = store::runners::job(db, &job_id).await.map_err(|e| cx.internal(e))?;
+        if let Some(result) = job.filter(|j| j.status == "done").and_then(|j| j.result) {
+            return Ok(Asked::Done(serde_json::from_str(&result).unwrap_or(Value::Null)));
+        }
+        if store::runners::by_lease(db, &lease, cx.clock_now()).await.map_err(|e| cx.internal(e))?.is_none() {
+            return Ok(Asked::NoAnswer("the runner holding this session's turn went away (its lease ended)".into()));
+        }
+    }
+    Ok(Asked::NoAnswer(format!("the runner did not answer within {} s", wait_ms / 1000)))
+}
+
+/// Gives a job to the runner of each turn in `leases` without waiting for answers (`ssh_forget`).
+pub async fn tell(cx: &Cx<'_>, leases: &[TurnRow], kind: &str, spec: Value) -> Result<(), ApiError> {
+    for turn in leases {
+        give(cx, turn, kind, &spec).await?;
+    }
+    Ok(())
+}

@@ -1,0 +1,41 @@
+//! Reaching a session: its object (with its refusals as API errors) and its row, for whoever may see it.
+
+use crate::cx::{Cx, Membership};
+use crate::error::{ApiError, Code};
+use crate::rules::ids;
+use crate::session::{SessionCall, SessionReply};
+use crate::store::{self, sessions::SessionRow};
+
+/// Asks a session's object and turns its refusals into API errors.
+pub async fn call(cx: &Cx<'_>, session_id: &str, call: SessionCall) -> Result<SessionReply, ApiError> {
+    match cx.env.sessions.call(session_id, call).await.map_err(|e| cx.internal(e))? {
+        SessionReply::Refused(r) => Err(refusal(cx, &r.code, r.message)),
+        reply => Ok(reply),
+    }
+}
+
+fn refusal(cx: &Cx<'_>, code: &str, message: String) -> ApiError {
+    let code = match code {
+        "session_busy" => Code::SessionBusy,
+        "session_terminated" => Code::SessionTerminated,
+        "insufficient_credits" => Code::InsufficientCredits,
+        "not_found" => Code::NotFound,
+        "conflict" => Code::Conflict,
+        "invalid_params" => Code::InvalidParams,
+        _ => return cx.internal(message),
+    };
+    ApiError::new(code, message)
+}
+
+/// A session the caller may see, with its membership. Anything else is `not_found`.
+pub async fn load(cx: &Cx<'_>, session_id: &str) -> Result<(SessionRow, Membership), ApiError> {
+    if !ids::is_id(session_id, "ses") {
+        return Err(ApiError::not_found("session"));
+    }
+    let row = store::sessions::get(cx.db(), session_id)
+        .await
+        .map_err(|e| cx.internal(e))?
+        .ok_or_else(|| ApiError::not_found("session"))?;
+    let m = cx.member_of(&row.workspace_id, "session")?;
+    Ok((row, m.clone()))
+}
