@@ -1,76 +1,65 @@
 //! One error type for every operation, and its two mappings: a tool result with `isError: true` over MCP,
 //! an HTTP status with the same body over REST. Protocol faults (bad JSON-RPC) live in `mcp/`, not here.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::fmt;
 
-/// The API's error codes: the contract's names, letter for letter.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Code {
-    InvalidParams,
-    Unauthorized,
-    InsufficientScope,
-    Forbidden,
-    UniverseMismatch,
-    NotFound,
-    Conflict,
-    IdempotencyConflict,
-    SessionBusy,
-    SessionTerminated,
-    InsufficientCredits,
-    PayloadTooLarge,
-    RateLimited,
-    NotImplemented,
-    Internal,
-    // Device sign-in (RFC 8628 §3.5): the CLI polls until the person decides; the names are the RFC's.
-    AuthorizationPending,
-    SlowDown,
-    ExpiredToken,
-    AccessDenied,
+/// Declares every error code once: its variant, its name (the contract's, letter for letter), its HTTP
+/// status, and the JSON-RPC code the session server's tool errors end with.
+macro_rules! codes {
+    ($($(#[$doc:meta])* $variant:ident = $name:literal, $http:literal, $rpc:literal;)*) => {
+        /// The API's error codes.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+        pub enum Code {
+            $($(#[$doc])* #[serde(rename = $name)] $variant,)*
+        }
+
+        impl Code {
+            pub const ALL: &[Code] = &[$(Code::$variant),*];
+
+            pub const fn http(self) -> u16 {
+                match self { $(Self::$variant => $http,)* }
+            }
+
+            pub const fn as_str(self) -> &'static str {
+                match self { $(Self::$variant => $name,)* }
+            }
+
+            /// The JSON-RPC error code a session-server tool failure of this kind ends with.
+            pub const fn rpc(self) -> i64 {
+                match self { $(Self::$variant => $rpc,)* }
+            }
+
+            /// The code a name means.
+            pub fn named(name: &str) -> Option<Code> {
+                match name { $($name => Some(Self::$variant),)* _ => None }
+            }
+        }
+    };
 }
 
-impl Code {
-    pub const fn http(self) -> u16 {
-        match self {
-            Self::InvalidParams => 400,
-            Self::Unauthorized => 401,
-            Self::InsufficientCredits => 402,
-            Self::InsufficientScope | Self::Forbidden | Self::UniverseMismatch => 403,
-            Self::NotFound => 404,
-            Self::Conflict | Self::IdempotencyConflict | Self::SessionBusy | Self::SessionTerminated => 409,
-            Self::PayloadTooLarge => 413,
-            Self::RateLimited => 429,
-            Self::NotImplemented => 501,
-            Self::Internal => 500,
-            Self::AuthorizationPending | Self::SlowDown | Self::ExpiredToken | Self::AccessDenied => 400,
-        }
-    }
-
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Self::InvalidParams => "invalid_params",
-            Self::Unauthorized => "unauthorized",
-            Self::InsufficientScope => "insufficient_scope",
-            Self::Forbidden => "forbidden",
-            Self::UniverseMismatch => "universe_mismatch",
-            Self::NotFound => "not_found",
-            Self::Conflict => "conflict",
-            Self::IdempotencyConflict => "idempotency_conflict",
-            Self::SessionBusy => "session_busy",
-            Self::SessionTerminated => "session_terminated",
-            Self::InsufficientCredits => "insufficient_credits",
-            Self::PayloadTooLarge => "payload_too_large",
-            Self::RateLimited => "rate_limited",
-            Self::NotImplemented => "not_implemented",
-            Self::Internal => "internal",
-            Self::AuthorizationPending => "authorization_pending",
-            Self::SlowDown => "slow_down",
-            Self::ExpiredToken => "expired_token",
-            Self::AccessDenied => "access_denied",
-        }
-    }
+codes! {
+    InvalidParams = "invalid_params", 400, -32602;
+    Unauthorized = "unauthorized", 401, -32002;
+    InsufficientScope = "insufficient_scope", 403, -32002;
+    Forbidden = "forbidden", 403, -32002;
+    UniverseMismatch = "universe_mismatch", 403, -32002;
+    NotFound = "not_found", 404, -32001;
+    Conflict = "conflict", 409, -32002;
+    IdempotencyConflict = "idempotency_conflict", 409, -32002;
+    SessionBusy = "session_busy", 409, -32002;
+    SessionTerminated = "session_terminated", 409, -32002;
+    InsufficientCredits = "insufficient_credits", 402, -32002;
+    PayloadTooLarge = "payload_too_large", 413, -32602;
+    RateLimited = "rate_limited", 429, -32003;
+    NotImplemented = "not_implemented", 501, -32002;
+    Internal = "internal", 500, -32603;
+    /// Device sign-in (RFC 8628 §3.5): the CLI polls until the person decides; the names are the RFC's.
+    AuthorizationPending = "authorization_pending", 400, -32002;
+    SlowDown = "slow_down", 400, -32002;
+    ExpiredToken = "expired_token", 400, -32002;
+    AccessDenied = "access_denied", 400, -32002;
 }
 
 /// A failed operation: a code from the contract and a message written for the model or person reading it.
@@ -133,5 +122,23 @@ pub fn error_response(e: &ApiError) -> crate::http::HttpResponse {
     match e.retry_after_ms {
         Some(ms) => resp.with_header("retry-after", ((ms + 999) / 1000).to_string()),
         None => resp,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_code_has_one_name_that_serde_and_lookups_agree_on() {
+        for &code in Code::ALL {
+            let name = code.as_str();
+            assert_eq!(Code::named(name), Some(code));
+            assert_eq!(serde_json::to_value(code).unwrap(), json!(name));
+            assert_eq!(serde_json::from_value::<Code>(json!(name)).unwrap(), code);
+        }
+        assert_eq!(Code::named("no_such_code"), None);
+        assert_eq!((Code::RateLimited.http(), Code::RateLimited.rpc()), (429, -32003));
+        assert_eq!((Code::Internal.http(), Code::Internal.rpc()), (500, -32603));
     }
 }

@@ -51,14 +51,7 @@ impl ToolError {
 
 impl From<ApiError> for ToolError {
     fn from(e: ApiError) -> Self {
-        let code = match e.code {
-            Code::InvalidParams | Code::PayloadTooLarge => -32602,
-            Code::NotFound => -32001,
-            Code::RateLimited => -32003,
-            Code::Internal => -32603,
-            _ => -32002,
-        };
-        Self::new(code, e.message)
+        Self::new(e.code.rpc(), e.message)
     }
 }
 

@@ -9,22 +9,10 @@ use crate::store::{self, sessions::SessionRow};
 /// Asks a session's object and turns its refusals into API errors.
 pub async fn call(cx: &Cx<'_>, session_id: &str, call: SessionCall) -> Result<SessionReply, ApiError> {
     match cx.env.sessions.call(session_id, call).await.map_err(|e| cx.internal(e))? {
-        SessionReply::Refused(r) => Err(refusal(cx, &r.code, r.message)),
+        SessionReply::Refused(r) if r.code == Code::Internal => Err(cx.internal(r.message)),
+        SessionReply::Refused(r) => Err(ApiError::new(r.code, r.message)),
         reply => Ok(reply),
     }
-}
-
-fn refusal(cx: &Cx<'_>, code: &str, message: String) -> ApiError {
-    let code = match code {
-        "session_busy" => Code::SessionBusy,
-        "session_terminated" => Code::SessionTerminated,
-        "insufficient_credits" => Code::InsufficientCredits,
-        "not_found" => Code::NotFound,
-        "conflict" => Code::Conflict,
-        "invalid_params" => Code::InvalidParams,
-        _ => return cx.internal(message),
-    };
-    ApiError::new(code, message)
 }
 
 /// A session the caller may see, with its membership. Anything else is `not_found`.

@@ -80,7 +80,7 @@ impl DurableObject for Session {
 }
 
 fn refusal(r: Refusal) -> worker::Error {
-    worker::Error::RustError(format!("{}: {}", r.code, r.message))
+    worker::Error::RustError(format!("{}: {}", r.code.as_str(), r.message))
 }
 
 impl Session {
@@ -119,11 +119,11 @@ impl Session {
             self.wake();
             let _ = self.state.storage().delete_alarm().await;
             let _ = self.state.storage().delete_all().await;
-            return SessionReply::Refused(Refusal::new("not_found", "session deleted"));
+            return SessionReply::Refused(Refusal::new(Code::NotFound, "session deleted"));
         }
         let db = match self.env.d1(DB) {
             Ok(db) => D1(db),
-            Err(e) => return SessionReply::Refused(Refusal::new("internal", format!("no D1: {e}"))),
+            Err(e) => return SessionReply::Refused(Refusal::new(Code::Internal, format!("no D1: {e}"))),
         };
         match driver::serve(&core, &db, &call, now).await {
             Ok((reply, Some(t))) => {

@@ -8,6 +8,7 @@ use super::{
     agent_tools, echo, goal, wallet, Core, EventKind, LocalSql, Refusal, SessionConfig, StepOutcome, Transition,
 };
 use crate::domain::webhooks;
+use crate::error::Code;
 use crate::store::{self, DbResult, Sql};
 
 /// The text of the message that started the running turn.
@@ -55,7 +56,7 @@ pub async fn step<S: LocalSql + ?Sized>(
         "runner" => {
             store::runners::enqueue(ports.db(), &config.session_id, &message_id, &config.workspace_id, now_ms)
                 .await
-                .map_err(|e| Refusal::new("internal", e.to_string()))?;
+                .map_err(|e| Refusal::new(Code::Internal, e.to_string()))?;
             let first = turn.step == 0;
             StepOutcome {
                 events: if first {
@@ -216,7 +217,7 @@ async fn check_goal<S: LocalSql + ?Sized>(
     let next = wallet::Opening { config: config.clone(), spent_cents, first: false };
     let unaffordable = match wallet::admit(ports.db(), &next).await {
         Ok(()) => None,
-        Err(r) if r.code == "insufficient_credits" => Some(r.message),
+        Err(r) if r.code == Code::InsufficientCredits => Some(r.message),
         Err(r) => return Err(r),
     };
     core.finish_goal_check(verdicts, charge, unaffordable, now_ms)

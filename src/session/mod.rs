@@ -59,7 +59,7 @@ pub struct Core<'a, S: LocalSql + ?Sized> {
 type Res<T> = Result<T, Refusal>;
 
 fn storage(e: String) -> Refusal {
-    Refusal::new("internal", format!("session storage: {e}"))
+    Refusal::new(Code::Internal, format!("session storage: {e}"))
 }
 
 impl<'a, S: LocalSql + ?Sized> Core<'a, S> {
@@ -95,7 +95,7 @@ impl<'a, S: LocalSql + ?Sized> Core<'a, S> {
     }
 
     fn require_config(&self) -> Res<SessionConfig> {
-        self.config()?.ok_or_else(|| Refusal::new("not_found", "session not found"))
+        self.config()?.ok_or_else(|| Refusal::new(Code::NotFound, "session not found"))
     }
 
     pub fn turn(&self) -> Res<Turn> {
@@ -166,11 +166,11 @@ impl<'a, S: LocalSql + ?Sized> Core<'a, S> {
     pub fn init(&self, config: &SessionConfig, message: &NewMessage, now_ms: i64) -> Res<Transition> {
         if let Some(existing) = self.config()? {
             if existing.session_id != config.session_id {
-                return Err(Refusal::new("internal", "session object holds another session"));
+                return Err(Refusal::new(Code::Internal, "session object holds another session"));
             }
             return match self.find_message(&message.message_id)? {
                 Some(seq) => Ok(Transition::accepted(&message.message_id, seq, self.turn()?)),
-                None => Err(Refusal::new("conflict", "session already started")),
+                None => Err(Refusal::new(Code::Conflict, "session already started")),
             };
         }
         self.put("config", config)?;
@@ -220,13 +220,13 @@ impl<'a, S: LocalSql + ?Sized> Core<'a, S> {
         match turn.state {
             TurnState::Running => {
                 return Err(Refusal::new(
-                    "session_busy",
+                    Code::SessionBusy,
                     "a turn is running in this session; read it to its end (turn_finished) and retry",
                 ))
             }
             TurnState::Terminated => {
                 return Err(Refusal::new(
-                    "session_terminated",
+                    Code::SessionTerminated,
                     "this session is stopped; start a new session or hand it off",
                 ))
             }
@@ -256,14 +256,14 @@ impl<'a, S: LocalSql + ?Sized> Core<'a, S> {
         // A message this session never had would never finish: say so instead of waiting on it.
         if let Some(m) = message_id {
             if self.find_message(m)?.is_none() {
-                return Err(Refusal::new("not_found", format!("no message `{m}` in this session")));
+                return Err(Refusal::new(Code::NotFound, format!("no message `{m}` in this session")));
             }
         }
         let last = self.sql.exec("SELECT MAX(seq) AS seq FROM event", &[]).map_err(storage)?;
         let last = last.first().and_then(|r| r.get("seq")).and_then(Value::as_i64).unwrap_or(0);
         if after > last {
             return Err(Refusal::new(
-                "invalid_params",
+                Code::InvalidParams,
                 "`cursor` is past the end of this session; pass a cursor this session gave out",
             ));
         }
@@ -334,7 +334,7 @@ impl<'a, S: LocalSql + ?Sized> Core<'a, S> {
         self.require_config()?;
         let turn = self.turn()?;
         if turn.state == TurnState::Terminated {
-            return Err(Refusal::new("session_terminated", "that session has ended"));
+            return Err(Refusal::new(Code::SessionTerminated, "that session has ended"));
         }
         if self.find_message(&message.message_id)?.is_none() {
             self.append(
@@ -358,7 +358,7 @@ impl<'a, S: LocalSql + ?Sized> Core<'a, S> {
     ) -> Res<Transition> {
         let turn = self.turn()?;
         if turn.state != TurnState::Running || turn.message_id.as_deref() != Some(message_id) {
-            return Err(Refusal::new("conflict", "this turn is not running any more (stopped, or finished)"));
+            return Err(Refusal::new(Code::Conflict, "this turn is not running any more (stopped, or finished)"));
         }
         if end.is_some() {
             // Kept for the goal check that follows this turn (and only that one).
@@ -537,7 +537,7 @@ impl<'a, S: LocalSql + ?Sized> Core<'a, S> {
         let config = self.require_config()?;
         let turn = self.turn()?;
         if turn.state == TurnState::Terminated {
-            return Err(Refusal::new("session_terminated", "this session is stopped; a goal needs a live session"));
+            return Err(Refusal::new(Code::SessionTerminated, "this session is stopped; a goal needs a live session"));
         }
         g.status = goal::GoalStatus::Active;
         g.stopped_reason = None;

@@ -1,6 +1,7 @@
 //! The one language the Worker and a `Session` object speak: [`SessionCall`] in, [`SessionReply`] out,
 //! shared by the stub and the object (and the host tests' stand-in), so there are no URL strings to drift.
 
+pub use crate::error::Code;
 use crate::store::Row;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -148,13 +149,13 @@ pub enum SessionReply {
 /// A call the session would not do, with the API's code (`session_busy`, `not_found`, …).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Refusal {
-    pub code: String,
+    pub code: Code,
     pub message: String,
 }
 
 impl Refusal {
-    pub fn new(code: &str, message: impl Into<String>) -> Self {
-        Self { code: code.to_owned(), message: message.into() }
+    pub fn new(code: Code, message: impl Into<String>) -> Self {
+        Self { code, message: message.into() }
     }
 }
 

@@ -11,6 +11,7 @@
 use super::openai::Ports;
 use super::{Charge, EventKind, Refusal, SessionConfig, StepOutcome, TurnEnd};
 use crate::cx::Outbound;
+use crate::error::Code;
 use crate::http::HttpResponse;
 use crate::store::{self, usage::Hold, Sql};
 use serde_json::{json, Value};
@@ -29,11 +30,11 @@ pub struct Opening {
 }
 
 fn refused(message: String) -> Refusal {
-    Refusal::new("insufficient_credits", message)
+    Refusal::new(Code::InsufficientCredits, message)
 }
 
 fn internal(e: impl std::fmt::Display) -> Refusal {
-    Refusal::new("internal", format!("the wallet: {e}"))
+    Refusal::new(Code::Internal, format!("the wallet: {e}"))
 }
 
 /// Whether the turn may begin: its session's budget, its task's budget and the wallet, for what the turn
