@@ -878,9 +878,11 @@ pub async fn invoke(cx: &Cx<'_>, op: &Op, args: Value) -> Result<Value, ApiError
         }
         let limit = cx.env.config.rate_limit_per_min;
         let bucket = format!("key:{}", caller.key_id);
+        // Decided by the scope, never by an MCP hint: a hint is what clients are told, not a permission.
+        let reads = op.scope == Scope::Read;
         // A caller from the key cache: a write waits until the key's lookup agrees (a read runs beside
         // it, and the app answers only once it has agreed).
-        if let (Some(verdict), false) = (&cx.verdict, op.hints.read_only) {
+        if let (Some(verdict), false) = (&cx.verdict, reads) {
             if verdict.clone().await != Ok(true) {
                 return Err(ApiError::new(
                     Code::Unauthorized,
@@ -888,7 +890,7 @@ pub async fn invoke(cx: &Cx<'_>, op: &Op, args: Value) -> Result<Value, ApiError
                 ));
             }
         }
-        if op.hints.read_only {
+        if reads {
             // A read changes nothing, so it runs beside the limiter's round trip; when the key is over its
             // limit the read is dropped at once (even a waiting read_session). One hop less on every read.
             let ((), result) = futures::try_join!(rate_limit(cx, bucket, limit), (op.run)(cx, args))?;

@@ -152,3 +152,22 @@ fn the_operations_reference_is_generated_from_the_table() {
     }
     golden_text("docs/operations.md", &md);
 }
+
+/// What clients are told matches what the server enforces: an operation announced as read-only needs no
+/// more than the read scope, and one that needs the write scope is never announced as read-only.
+#[test]
+fn read_only_hints_agree_with_the_scope_that_authorizes() {
+    for op in OPS {
+        if op.hints.read_only {
+            assert!(
+                matches!(op.scope, Scope::Read | Scope::Public),
+                "{} is read-only but needs {:?}",
+                op.name,
+                op.scope
+            );
+        }
+        if op.scope == Scope::Write {
+            assert!(!op.hints.read_only, "{} needs write but says read-only", op.name);
+        }
+    }
+}
