@@ -38,10 +38,7 @@ impl HttpRequest {
 
     /// One query parameter, percent-decoded.
     pub fn query_param(&self, name: &str) -> Option<String> {
-        self.query.split('&').find_map(|pair| {
-            let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
-            (percent_decode(k) == name).then(|| percent_decode(v))
-        })
+        form_value(&self.query, name)
     }
 }
 
@@ -109,30 +106,17 @@ impl HttpResponse {
     }
 }
 
-/// Decodes `%XX` escapes and `+` as a space; invalid escapes are kept as written.
-pub fn percent_decode(s: &str) -> String {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let escaped = (bytes[i] == b'%' && i + 2 < bytes.len())
-            .then(|| std::str::from_utf8(&bytes[i + 1..i + 3]).ok())
-            .flatten()
-            .and_then(|h| u8::from_str_radix(h, 16).ok());
-        match (bytes[i], escaped) {
-            (_, Some(b)) => {
-                out.push(b);
-                i += 3;
-            }
-            (b'+', None) => {
-                out.push(b' ');
-                i += 1;
-            }
-            (b, None) => {
-                out.push(b);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
+/// A path segment, percent-decoded (`+` is a plus here: only forms and query strings mean a space by it).
+pub fn path_segment(s: &str) -> String {
+    percent_encoding::percent_decode_str(s).decode_utf8_lossy().into_owned()
+}
+
+/// The pairs of a query string or form body, decoded as browsers encode them (`+` is a space).
+pub fn form_pairs(encoded: &str) -> impl Iterator<Item = (String, String)> + '_ {
+    form_urlencoded::parse(encoded.as_bytes()).into_owned()
+}
+
+/// The first value of `name` in a query string or form body.
+pub fn form_value(encoded: &str, name: &str) -> Option<String> {
+    form_pairs(encoded).find_map(|(k, v)| (k == name).then_some(v))
 }

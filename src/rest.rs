@@ -4,7 +4,7 @@
 
 use crate::cx::Cx;
 use crate::error::{error_response, ApiError};
-use crate::http::{percent_decode, HttpRequest, HttpResponse};
+use crate::http::{form_pairs, path_segment, HttpRequest, HttpResponse};
 use crate::ops::{self, Op, OPS};
 use serde_json::{Map, Value};
 
@@ -29,7 +29,7 @@ pub fn match_path(template: &str, path: &str) -> Option<Map<String, Value>> {
                     if ps.is_empty() {
                         return None;
                     }
-                    params.insert(name.to_owned(), Value::String(percent_decode(ps)));
+                    params.insert(name.to_owned(), Value::String(path_segment(ps)));
                 } else if ts != ps {
                     return None;
                 }
@@ -69,9 +69,7 @@ pub fn arguments(op: &Op, req: &HttpRequest, path_params: Map<String, Value>) ->
     };
     if !req.query.is_empty() {
         let schema = (op.params)().to_value();
-        for pair in req.query.split('&').filter(|p| !p.is_empty()) {
-            let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
-            let (k, v) = (percent_decode(k), percent_decode(v));
+        for (k, v) in form_pairs(&req.query) {
             let value = typed(&schema["properties"][&k]["type"], &k, v)?;
             args.insert(k, value);
         }
@@ -123,6 +121,10 @@ mod tests {
         assert!(match_path("/v1/agents/{agent_id}", "/v1/agents").is_none());
         assert!(match_path("/v1/agents/{agent_id}", "/v1/agents/a/b").is_none());
         assert!(match_path("/v1/agents", "/v1/agents/").is_some());
+        // A path segment's `+` is a plus; only query strings and forms mean a space by it.
+        let p = match_path("/v1/files/{path}", "/v1/files/a+b%20c%2Fd").unwrap();
+        assert_eq!(p["path"], "a+b c/d");
+        assert_eq!(crate::http::form_value("q=a+b%2B&x", "q").as_deref(), Some("a b+"));
     }
 
     #[test]

@@ -11,7 +11,7 @@
 
 use crate::cx::Cx;
 use crate::error::{ApiError, Code};
-use crate::http::{percent_decode, HttpRequest, HttpResponse};
+use crate::http::{form_value, HttpRequest, HttpResponse};
 use crate::rules::markdown::escape;
 use crate::rules::{ids, limits, slug};
 use crate::store::{self, devices};
@@ -376,13 +376,7 @@ struct Form(String);
 
 impl Form {
     fn get(&self, name: &str) -> String {
-        self.0
-            .split('&')
-            .find_map(|pair| {
-                let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
-                (percent_decode(k) == name).then(|| percent_decode(v))
-            })
-            .unwrap_or_default()
+        form_value(&self.0, name).unwrap_or_default()
     }
 }
 

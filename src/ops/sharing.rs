@@ -268,8 +268,7 @@ pub async fn post_to_session(cx: &Cx<'_>, token: &str, body: &[u8]) -> HttpRespo
         return plain(403, "This link is read-only.\n");
     }
     let text = String::from_utf8_lossy(body);
-    let message =
-        text.split('&').find_map(|kv| kv.strip_prefix("message=")).map(crate::http::percent_decode).unwrap_or_default();
+    let message = crate::http::form_value(&text, "message").unwrap_or_default();
     if let Err(e) = limits::text("message", &message, 1, 64_000) {
         return plain(400, e.message);
     }
