@@ -14,6 +14,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import { mkdirSync, existsSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
+import { spawn } from 'node:child_process';
 import { chromium } from 'playwright-core';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -25,6 +26,7 @@ import {
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const SHOTS = new URL('./.state/screenshots/', import.meta.url).pathname;
+const CONFORMANCE = new URL('../../node_modules/@modelcontextprotocol/conformance/dist/index.js', import.meta.url).pathname;
 
 /**
  * The loopback stand-in for the client's own side: GET /client.json is its Client ID Metadata Document
@@ -149,8 +151,7 @@ describe('OAuth sign-in with the official TypeScript SDK client, consented in he
    * Gives consent in the browser to `authorizationUrl`: signs in to the console first when the browser has
    * no session, picks `workspace` and `access`, allows, and returns the query the client's /callback got.
    */
-  async function consent(authorizationUrl, { workspace, access, clientName, screenshot }) {
-    const back = side.nextCallback();
+  async function consent(authorizationUrl, { workspace, access, clientName, screenshot, decision = 'approve', back = side.nextCallback() }) {
     await page.goto(authorizationUrl.href);
     if (new URL(page.url()).pathname === '/console/login') {
       await page.fill('input[name=key]', acct.key);
@@ -165,7 +166,7 @@ describe('OAuth sign-in with the official TypeScript SDK client, consented in he
     await page.selectOption('select[name=workspace]', workspace);
     await page.selectOption('select[name=access]', access);
     if (screenshot) await shot(screenshot);
-    await page.click('button[value=approve]');
+    await page.click(`button[value=${decision}]`);
     const query = await back;
     await page.waitForURL((u) => u.pathname === '/callback');
     return query;
@@ -451,5 +452,49 @@ describe('OAuth sign-in with the official TypeScript SDK client, consented in he
         'the SDK client\'s next call fails: its token and refresh token are dead');
       await client.close();
     });
+
+    test('denying in the browser answers the client access_denied, with its state and iss', async () => {
+      const url = dcr.provider.authorizationUrl;
+      assert.ok(url, 'the SDK asked to sign in again after the disconnect');
+      const back = await consent(url, { workspace: team.slug, access: 'read', clientName: 'E2E Registered Client', decision: 'deny' });
+      assert.equal(back.error, 'access_denied', JSON.stringify(back));
+      assert.equal(back.code, undefined);
+      assert.equal(back.state, dcr.provider.lastState);
+      assert.equal(back.iss, BASE);
+    });
+  });
+
+  test("the MCP conformance suite's authorization-server scenarios, consented in the browser", async () => {
+    // The suite plays a public client: registered here (DCR) with its loopback callback, any port.
+    const reg = await fetch(`${BASE}/oauth/register`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ client_name: 'MCP conformance suite', redirect_uris: ['http://127.0.0.1/callback'] }),
+    });
+    assert.equal(reg.status, 201);
+    const clientId = (await reg.json()).client_id;
+    const port = await new Promise((resolve) => {
+      const s = http.createServer().listen(0, '127.0.0.1', () => { const p = s.address().port; s.close(() => resolve(p)); });
+    });
+    const child = spawn(process.execPath, [CONFORMANCE, 'authorization', '--url', BASE, '--client-id', clientId,
+      '--resource', MCP_URL, '--port', String(port)], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.on('data', (d) => { out += d; });
+    child.stderr.on('data', (d) => { out += d; });
+    const exited = new Promise((resolve) => child.on('exit', resolve));
+    try {
+      let authUrl;
+      for (let i = 0; i < 300 && !authUrl; i += 1) {
+        authUrl = out.split('\n').find((l) => l.startsWith(`${BASE}/oauth/authorize?`));
+        if (!authUrl) await new Promise((r) => setTimeout(r, 100));
+      }
+      assert.ok(authUrl, `the suite printed an authorization URL:\n${out}`);
+      const back = page.waitForURL((u) => u.port === String(port) && u.pathname === '/callback').then(() => ({}));
+      await consent(new URL(authUrl), { workspace: acct.workspace.slug, access: 'read', clientName: 'MCP conformance suite', back });
+      const code = await exited;
+      assert.equal(code, 0, `the suite failed:\n${out}`);
+      assert.match(out, /authorization-server-metadata-endpoint/);
+      assert.match(out, /authorization-code-grant/);
+    } finally { child.kill(); }
   });
 });
