@@ -42,6 +42,10 @@ async function clientSide(doc) {
     if (req.method === 'GET' && url.pathname === '/client.json') {
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end(JSON.stringify(doc(base)));
+    } else if (req.method === 'GET' && url.pathname === '/liar.json') {
+      // A document that claims to be another client's.
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(doc(base)));
     } else if (req.method === 'GET' && url.pathname === '/callback') {
       res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
       res.end('<!doctype html><title>Signed in</title><p>You can close this window.</p>');
@@ -275,6 +279,20 @@ describe('OAuth sign-in with the official TypeScript SDK client, consented in he
       assert.equal(tokens.token_type.toLowerCase(), 'bearer');
       assert.equal(tokens.scope, 'read', 'the person chose read');
       assert.ok(tokens.expires_in > 0 && tokens.expires_in <= 3600, `short-lived: ${tokens.expires_in}`);
+    });
+
+    test('an unregistered redirect URI or a document that is not the client\'s own is an error page, never a redirect', async () => {
+      const url = new URL(meta.provider.authorizationUrl);
+      url.searchParams.set('redirect_uri', 'https://evil.example/callback');
+      let res = await page.goto(url.href);
+      assert.equal(res.status(), 400);
+      assert.equal(new URL(page.url()).pathname, '/oauth/authorize', 'the browser stays here');
+      assert.match(await page.textContent('body'), /redirect_uri/);
+      url.searchParams.set('redirect_uri', `${side.base}/callback`);
+      url.searchParams.set('client_id', `${side.base}/liar.json`);
+      res = await page.goto(url.href);
+      assert.equal(res.status(), 400);
+      assert.match(await page.textContent('body'), /client_id/);
     });
 
     test('the token calls tools, in the chosen workspace only, and cannot write', async () => {
