@@ -227,35 +227,29 @@ pub struct NewGrant<'a> {
     pub now_ms: i64,
 }
 
+/// A grant's row inserted by `SELECT`, followed by what the insert waits for (nothing, or a condition).
+macro_rules! insert_grant_sql {
+    ($condition:literal) => {
+        concat!(
+            "INSERT INTO grant_ (grant_id, workspace_id, session_id, task_id, connector_id, scopes, status, persistent,
+            expires_ms, decided_by, request_id, created_ms) SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12",
+            $condition
+        )
+    };
+}
+
 pub fn insert_grant(g: &NewGrant<'_>) -> super::Stmt {
-    const INSERT: &str =
-        "INSERT INTO grant_ (grant_id, workspace_id, session_id, task_id, connector_id, scopes, status, persistent,
-        expires_ms, decided_by, request_id, created_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)";
-    stmt!(
-        INSERT,
-        g.grant_id,
-        g.workspace_id,
-        g.session_id,
-        g.task_id,
-        g.connector_id,
-        g.scopes,
-        g.status,
-        g.persistent,
-        g.expires_ms,
-        g.decided_by,
-        g.request_id,
-        g.now_ms
-    )
+    grant_stmt(insert_grant_sql!(""), g)
 }
 
 /// Inserts the pending grant of a request only when that request was inserted (not a duplicate).
 pub fn insert_grant_for_request(g: &NewGrant<'_>) -> super::Stmt {
-    const INSERT: &str =
-        "INSERT INTO grant_ (grant_id, workspace_id, session_id, task_id, connector_id, scopes, status, persistent,
-        expires_ms, decided_by, request_id, created_ms)
-      SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12 WHERE EXISTS (SELECT 1 FROM request WHERE request_id = ?11)";
+    grant_stmt(insert_grant_sql!(" WHERE EXISTS (SELECT 1 FROM request WHERE request_id = ?11)"), g)
+}
+
+fn grant_stmt(sql: &'static str, g: &NewGrant<'_>) -> super::Stmt {
     stmt!(
-        INSERT,
+        sql,
         g.grant_id,
         g.workspace_id,
         g.session_id,

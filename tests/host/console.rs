@@ -2,38 +2,12 @@
 //! escaping of what agents and tenants wrote, CSRF and origin checks, and a request answered in the page
 //! releasing the agent that waits for it.
 
-use crate::support::{Account, HostSessions, TestApp};
-use agentsky::http::{HttpRequest, HttpResponse};
+use crate::support::{browser_request as request, form_body as form, Account, HostSessions, TestApp};
+use agentsky::http::HttpResponse;
 use serde_json::json;
 use std::rc::Rc;
 
 const ORIGIN: &str = "http://127.0.0.1:8787";
-
-fn request(method: &str, path: &str, cookie: Option<&str>, body: &str, origin: Option<&str>) -> HttpRequest {
-    let (path, query) = path.split_once('?').unwrap_or((path, ""));
-    let mut headers = vec![("host".to_owned(), "127.0.0.1:8787".to_owned())];
-    if let Some(c) = cookie {
-        headers.push(("cookie".into(), c.to_owned()));
-    }
-    if let Some(o) = origin {
-        headers.push(("origin".into(), o.to_owned()));
-    }
-    if method == "POST" {
-        headers.push(("content-type".into(), "application/x-www-form-urlencoded".into()));
-    }
-    HttpRequest {
-        method: method.into(),
-        path: path.into(),
-        query: query.into(),
-        headers,
-        body: body.as_bytes().to_vec(),
-        client_ip: "203.0.113.9".into(),
-    }
-}
-
-fn form(fields: &[(&str, &str)]) -> String {
-    form_urlencoded::Serializer::new(String::new()).extend_pairs(fields).finish()
-}
 
 /// Signs in with a key; the cookie to send back.
 fn sign_in(app: &TestApp, key: &str) -> String {

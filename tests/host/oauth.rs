@@ -2,7 +2,7 @@
 //! the console, the code and refresh grants with every rule they enforce, revocation, and the token
 //! acting as an API key with the granted scope and workspace lock.
 
-use crate::support::{Account, TestApp};
+use crate::support::{browser_request, form_body as form, Account, TestApp};
 use agentsky::cx::Config;
 use agentsky::http::{HttpRequest, HttpResponse};
 use agentsky::rules::oauth::s256;
@@ -13,28 +13,9 @@ const RESOURCE: &str = "http://127.0.0.1:8787/v1/mcp";
 const REDIRECT: &str = "http://127.0.0.1/callback";
 const VERIFIER: &str = "a-verifier-long-enough-to-be-valid-0123456789abcdef";
 
+/// A browser's request; with a cookie it comes from the console's own origin.
 fn request(method: &str, path: &str, cookie: Option<&str>, body: &str) -> HttpRequest {
-    let (path, query) = path.split_once('?').unwrap_or((path, ""));
-    let mut headers = vec![("host".to_owned(), "127.0.0.1:8787".to_owned())];
-    if let Some(c) = cookie {
-        headers.push(("cookie".into(), c.to_owned()));
-        headers.push(("origin".into(), ORIGIN.into()));
-    }
-    if method == "POST" {
-        headers.push(("content-type".into(), "application/x-www-form-urlencoded".into()));
-    }
-    HttpRequest {
-        method: method.into(),
-        path: path.into(),
-        query: query.into(),
-        headers,
-        body: body.as_bytes().to_vec(),
-        client_ip: "203.0.113.9".into(),
-    }
-}
-
-fn form(fields: &[(&str, &str)]) -> String {
-    form_urlencoded::Serializer::new(String::new()).extend_pairs(fields).finish()
+    browser_request(method, path, cookie, body, cookie.map(|_| ORIGIN))
 }
 
 fn body(r: &HttpResponse) -> Value {

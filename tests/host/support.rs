@@ -667,3 +667,37 @@ impl TestApp {
         assert_eq!(r.status, 200, "{:?}", r.json_body());
     }
 }
+
+/// A request as a browser sends it to the console: its cookie, its `Origin`, a form body on POST.
+pub fn browser_request(
+    method: &str,
+    path: &str,
+    cookie: Option<&str>,
+    body: &str,
+    origin: Option<&str>,
+) -> HttpRequest {
+    let (path, query) = path.split_once('?').unwrap_or((path, ""));
+    let mut headers = vec![("host".to_owned(), "127.0.0.1:8787".to_owned())];
+    if let Some(c) = cookie {
+        headers.push(("cookie".into(), c.to_owned()));
+    }
+    if let Some(o) = origin {
+        headers.push(("origin".into(), o.to_owned()));
+    }
+    if method == "POST" {
+        headers.push(("content-type".into(), "application/x-www-form-urlencoded".into()));
+    }
+    HttpRequest {
+        method: method.into(),
+        path: path.into(),
+        query: query.into(),
+        headers,
+        body: body.as_bytes().to_vec(),
+        client_ip: "203.0.113.9".into(),
+    }
+}
+
+/// A form body, encoded as browsers do.
+pub fn form_body(fields: &[(&str, &str)]) -> String {
+    form_urlencoded::Serializer::new(String::new()).extend_pairs(fields).finish()
+}
