@@ -109,7 +109,7 @@ impl fmt::Display for ApiError {
 /// Writes one line to the platform log (stderr on the host, `console.log` in the Worker), with anything
 /// secret-looking redacted: causes carry what a tenant sent or a server answered.
 pub fn log_line(line: &str) {
-    let line = crate::rules::redact::redact(line);
+    let line = agentsky_wire::redact::redact(line);
     #[cfg(target_arch = "wasm32")]
     worker::console_log!("{line}");
     #[cfg(not(target_arch = "wasm32"))]

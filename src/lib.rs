@@ -9,7 +9,8 @@
 //! - [`agent`] — the session server: the eleven tools a running agent gets.
 //! - [`runner`] — the runner protocol (`/v1/runner/*`) and the jobs the server gives a runner.
 //! - [`domain`] — services every face shares (task folders, blobs, idempotency, rate buckets, indexing).
-//! - [`session`] — a session's event log, turn state and harnesses, as its Durable Object runs them.
+//! - [`session`] — a session's event log and turn state, pure over its Durable Object's storage.
+//! - [`turns`] — a turn, run: the step loop, the `openai` harness, the wallet's holds and settlement.
 //! - [`objects`] — the Durable Objects' shells (a session, a workspace's feed).
 //! - [`rules`] — pure domain logic (ids, slugs, limits, rate buckets, sealing, prices, policy).
 //! - [`store`] — every SQL statement, over the [`store::Sql`] trait (D1 in the Worker, SQLite in tests).
@@ -43,6 +44,7 @@ pub mod runner;
 pub mod session;
 pub mod store;
 pub mod tools;
+pub mod turns;
 
 #[cfg(target_arch = "wasm32")]
 mod edge;

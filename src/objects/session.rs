@@ -9,9 +9,10 @@
 use crate::cx::Feeds;
 use crate::edge::{d1::D1, net::WorkerNet, now_ms, DB, FEEDS};
 use crate::session::keyed::Keyed;
-use crate::session::openai::Ports;
-use crate::session::{driver, Core, LocalSql, Refusal, SessionCall, SessionReply, Transition, TurnState};
+use crate::session::{Code, Core, LocalSql, Refusal, SessionCall, SessionReply, Transition, TurnState};
 use crate::store::{Param, Row};
+use crate::turns::driver;
+use crate::turns::openai::Ports;
 use futures::channel::oneshot;
 use futures::future::{select, Either};
 use std::cell::RefCell;

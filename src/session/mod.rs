@@ -6,19 +6,23 @@
 //! Writes that belong together happen without an `.await` between them, which the platform commits
 //! atomically: a step's events and the turn state that follows them land together or not at all.
 
-pub mod agent_tools;
-pub mod driver;
 pub mod echo;
 pub mod goal;
 pub mod keyed;
-pub mod mcp_client;
-pub mod openai;
 pub mod protocol;
-pub mod wallet;
 
 use crate::store::{Param, Row};
 pub use protocol::*;
 use serde_json::{json, Value};
+
+/// A turn about to begin: the configuration it runs under and what the session has spent so far.
+#[derive(Debug, Clone)]
+pub struct Opening {
+    pub config: SessionConfig,
+    pub spent_cents: i64,
+    /// The session's first turn: its run's price is due.
+    pub first: bool,
+}
 
 /// Rewrites every string inside `v` (object keys aside) with `f`: how redaction reaches into event bodies.
 pub fn map_text(v: &mut Value, f: &impl Fn(&str) -> String) {
@@ -183,10 +187,10 @@ impl<'a, S: LocalSql + ?Sized> Core<'a, S> {
 
     /// The turn `call` would begin, with what the wallet must admit first: `None` for a replay, a busy or
     /// stopped session, or a call that begins no turn (the call itself answers those).
-    pub fn opens_turn(&self, call: &SessionCall) -> Res<Option<wallet::Opening>> {
+    pub fn opens_turn(&self, call: &SessionCall) -> Res<Option<Opening>> {
         let (config, turn) = match call {
             SessionCall::Init { config, .. } => {
-                return Ok(self.config()?.is_none().then(|| wallet::Opening {
+                return Ok(self.config()?.is_none().then(|| Opening {
                     config: (**config).clone(),
                     spent_cents: 0,
                     first: true,
@@ -206,7 +210,7 @@ impl<'a, S: LocalSql + ?Sized> Core<'a, S> {
                 return Ok(None);
             }
         }
-        Ok(Some(wallet::Opening { config, spent_cents: turn.spent_cents, first: false }))
+        Ok(Some(Opening { config, spent_cents: turn.spent_cents, first: false }))
     }
 
     /// Sends the next message. Refused while a turn runs (`session_busy`) and once stopped; budgets and the
@@ -521,7 +525,7 @@ impl<'a, S: LocalSql + ?Sized> Core<'a, S> {
         self.get("goal")
     }
 
-    fn goal_now(&self, now_ms: i64) -> Res<Option<goal::Goal>> {
+    pub fn goal_now(&self, now_ms: i64) -> Res<Option<goal::Goal>> {
         let turn = self.turn()?;
         Ok(self.goal()?.map(|mut g| {
             if g.status == goal::GoalStatus::Active {

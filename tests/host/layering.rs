@@ -13,17 +13,20 @@ const MAY_NAME: &[(&str, &[&str])] = &[
     // Foundations: pure rules, the error vocabulary, HTTP shapes, who is calling.
     ("http", &[]),
     ("rules", &["error"]),
-    ("error", &["rules", "http"]),
+    ("error", &["http"]),
     ("identity", &["rules"]),
     // Every SQL statement (`stmt!` is the store's own macro, exported at the crate root).
     ("store", &["rules", "error", "identity", "stmt"]),
     // What a handler may use, and the one door to tenant URLs.
     ("cx", &["rules", "error", "http", "identity", "store", "session"]),
     ("egress", &["rules", "error", "http", "cx"]),
-    // The session's core (event log, turn state) and its harnesses.
-    ("session", &["rules", "error", "http", "identity", "store", "cx", "egress", "domain", "agent"]),
+    // The session's core: event log and turn state, pure over the object's storage.
+    ("session", &["rules", "error", "http", "identity", "store"]),
     // Services every face shares.
     ("domain", &["rules", "error", "http", "identity", "store", "cx", "egress", "session"]),
+    // A turn, run: the step loop and the harnesses. The `openai` harness calls the session server's
+    // tools as their client, the one face it names.
+    ("turns", &["rules", "error", "http", "identity", "store", "cx", "egress", "session", "domain", "agent"]),
     // The MCP transport, below the faces that speak it.
     ("mcp", &["rules", "error", "http"]),
     // Faces. None names another face; the console and the MCP/REST adapters drive the operation table.

@@ -6,10 +6,11 @@ use agentsky::cx::{BlobPage, Blobs, Clock, Config, Cx, Env, Feeds, Limiter, Net,
 use agentsky::http::{HttpRequest, HttpResponse};
 use agentsky::rules::rate::{Decision, Window};
 use agentsky::session::keyed::Keyed;
-use agentsky::session::openai::Ports;
-use agentsky::session::{driver, Core, LocalSql, Refusal, SessionCall, SessionReply};
+use agentsky::session::{Core, LocalSql, Refusal, SessionCall, SessionReply};
 use agentsky::store::Counted;
 use agentsky::store::{DbError, DbResult, Param, Row, Sql, Stmt};
+use agentsky::turns::driver;
+use agentsky::turns::openai::Ports;
 use futures::future::LocalBoxFuture;
 use rusqlite::types::ValueRef;
 use serde_json::{json, Value};

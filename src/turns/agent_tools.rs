@@ -1,9 +1,9 @@
 //! The built-in tools a harness offers its model: the task's shared folder. Each returns JSON text for
 //! the model, and says plainly when the model asked for something it cannot have.
 
-use super::SessionConfig;
 use crate::cx::{Blobs, Outbound};
 use crate::domain::taskfs::{self, Folder, Writer};
+use crate::session::SessionConfig;
 use crate::store::Sql;
 use serde_json::{json, Value};
 

@@ -14,10 +14,11 @@
 //! step rebuilds the conversation from those events and so sees only the placeholder.
 
 use super::agent_tools::{self, bearer, post_json};
-use super::{mcp_client, wallet, Charge, Core, Event, EventKind, LocalSql, SessionConfig, StepOutcome, Turn, TurnEnd};
+use super::{mcp_client, wallet};
 use crate::cx::{Blobs, Config, Env, Net};
 use crate::egress::Egress;
 use crate::rules::{outbound, redact, seal};
+use crate::session::{Charge, Core, Event, EventKind, LocalSql, SessionConfig, StepOutcome, Turn, TurnEnd};
 use crate::store::{self, Sql};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -256,9 +257,9 @@ impl Work {
         if !self.credentials.is_empty() {
             let mask = |t: &str| redact::mask(t, &self.credentials);
             for (_, body) in &mut outcome.events {
-                super::map_text(body, &mask);
+                crate::session::map_text(body, &mask);
             }
-            super::map_text(&mut outcome.harness_state, &mask);
+            crate::session::map_text(&mut outcome.harness_state, &mask);
         }
         outcome
     }
@@ -534,10 +535,10 @@ pub async fn grade(
     config: &SessionConfig,
     entry_id: &str,
     objective: &str,
-    criterion: &super::goal::Criterion,
+    criterion: &crate::session::goal::Criterion,
     last_reply: &str,
     now_ms: i64,
-) -> Result<(super::goal::Verdict, Charge), String> {
+) -> Result<(crate::session::goal::Verdict, Charge), String> {
     let body = json!({
         "model": config.model,
         "messages": [
@@ -557,7 +558,10 @@ pub async fn grade(
         .as_str()
         .map(str::to_owned)
         .unwrap_or_else(|| "the grader's answer was not readable JSON".into());
-    Ok((super::goal::Verdict { criterion: criterion.text.clone(), met: Some(met.unwrap_or(false)), reason }, charge))
+    Ok((
+        crate::session::goal::Verdict { criterion: criterion.text.clone(), met: Some(met.unwrap_or(false)), reason },
+        charge,
+    ))
 }
 
 #[cfg(test)]

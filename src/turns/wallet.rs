@@ -9,25 +9,16 @@
 //! ledger entry (the statements are in `store::usage`).
 
 use super::openai::Ports;
-use super::{Charge, EventKind, Refusal, SessionConfig, StepOutcome, TurnEnd};
 use crate::cx::Outbound;
 use crate::error::Code;
 use crate::http::HttpResponse;
+use crate::session::{Charge, EventKind, Opening, Refusal, SessionConfig, StepOutcome, TurnEnd};
 use crate::store::{self, usage::Hold, Sql};
 use serde_json::{json, Value};
 
 /// Output tokens a model call is held for besides its input: the most a reply is expected to write. A
 /// longer reply is charged as far as the hold and the rest of the wallet cover it.
 pub const OUTPUT_ALLOWANCE_TOKENS: i64 = 8_192;
-
-/// A turn about to begin: the configuration it runs under and what the session has spent so far.
-#[derive(Debug, Clone)]
-pub struct Opening {
-    pub config: SessionConfig,
-    pub spent_cents: i64,
-    /// The session's first turn: its run's price is due.
-    pub first: bool,
-}
 
 fn refused(message: String) -> Refusal {
     Refusal::new(Code::InsufficientCredits, message)

@@ -3,12 +3,11 @@
 //! stand-in both drive sessions through here.
 
 use super::openai::{self, Ports};
-use super::TurnEnd;
-use super::{
-    agent_tools, echo, goal, wallet, Core, EventKind, LocalSql, Refusal, SessionConfig, StepOutcome, Transition,
-};
+use super::{agent_tools, wallet};
 use crate::domain::webhooks;
 use crate::error::Code;
+use crate::session::TurnEnd;
+use crate::session::{echo, goal, Core, EventKind, LocalSql, Refusal, SessionConfig, StepOutcome, Transition};
 use crate::store::{self, DbResult, Sql};
 
 /// The text of the message that started the running turn.
@@ -64,7 +63,7 @@ pub async fn step<S: LocalSql + ?Sized>(
                 } else {
                     vec![]
                 },
-                next_in_ms: Some(super::RUNNER_RECHECK_MS),
+                next_in_ms: Some(crate::session::RUNNER_RECHECK_MS),
                 harness_state: serde_json::json!({ "runner": "queued" }),
                 ..StepOutcome::default()
             }
@@ -175,7 +174,7 @@ async fn check_goal<S: LocalSql + ?Sized>(
     let Some(g) = core.goal()? else { return core.finish_goal_check(vec![], None, None, now_ms) };
     let last_reply = core.summary()?.last_reply.unwrap_or_default();
     let mut verdicts = Vec::new();
-    let mut charge: Option<super::Charge> = None;
+    let mut charge: Option<crate::session::Charge> = None;
     let turn = core.turn()?;
     let checks = core.turn_checks(turn.message_id.as_deref().unwrap_or_default())?;
     for (i, c) in goal::graded(&g).into_iter().enumerate() {
@@ -214,7 +213,7 @@ async fn check_goal<S: LocalSql + ?Sized>(
     }
     // The goal's next iteration is a turn like any other: the wallet and the budgets admit it first.
     let spent_cents = turn.spent_cents + charge.as_ref().map_or(0, |c| c.cents);
-    let next = wallet::Opening { config: config.clone(), spent_cents, first: false };
+    let next = crate::session::Opening { config: config.clone(), spent_cents, first: false };
     let unaffordable = match wallet::admit(ports.db(), &next).await {
         Ok(()) => None,
         Err(r) if r.code == Code::InsufficientCredits => Some(r.message),
@@ -251,9 +250,9 @@ pub async fn publish<S: LocalSql + ?Sized>(
 pub async fn serve<S: LocalSql + ?Sized>(
     core: &Core<'_, S>,
     db: &dyn Sql,
-    call: &super::SessionCall,
+    call: &crate::session::SessionCall,
     now_ms: i64,
-) -> Result<(super::SessionReply, Option<Transition>), Refusal> {
+) -> Result<(crate::session::SessionReply, Option<Transition>), Refusal> {
     if let Some(opening) = core.opens_turn(call)? {
         wallet::admit(db, &opening).await?;
         if opening.first {
@@ -271,10 +270,10 @@ pub async fn serve<S: LocalSql + ?Sized>(
 /// shells add the wait.
 pub fn answer<S: LocalSql + ?Sized>(
     core: &Core<'_, S>,
-    call: &super::SessionCall,
+    call: &crate::session::SessionCall,
     now_ms: i64,
-) -> Result<(super::SessionReply, Option<Transition>), Refusal> {
-    use super::{SessionCall as C, SessionReply as R};
+) -> Result<(crate::session::SessionReply, Option<Transition>), Refusal> {
+    use crate::session::{SessionCall as C, SessionReply as R};
     Ok(match call {
         C::Init { config, message } => {
             let t = core.init(config, message, now_ms)?;
