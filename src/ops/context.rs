@@ -3,7 +3,7 @@
 //! memory, the messages of the sessions in their workspaces, and the workspace's trace library.
 //!
 //! Conversations reach the index from two sides:
-//! - when a turn ends, the session's step (`session::driver::step`) calls [`index::index_turn`] with the object's
+//! - when a turn ends, the session's step (`turns::driver::step`) calls [`index::index_turn`] with the object's
 //!   own log, which copies the messages since the session's watermark — the index is current without
 //!   asking any object at search time;
 //! - a search's first page first catches up a few sessions whose index is older than their `updated_ms`

@@ -329,7 +329,7 @@ pub struct Transition {
 
 /// What the D1 index must say of a session, kept in the object until it does: written in the same
 /// atomic write as the turn state that changed it, so whatever crashes, the object still knows what to
-/// copy (see [`crate::session::driver::publish`]).
+/// copy (see [`crate::turns::driver::publish`]).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct IndexMark {
     pub status: String,
