@@ -112,7 +112,7 @@ async fn route(env: &Env, req: &HttpRequest, meta: RequestMeta) -> HttpResponse 
                 Ok(me) => me,
                 Err(e) => return refuse(req, &e),
             };
-            let tools = crate::agent::SessionTools { agent: crate::agent::Agent::new(&cx, me) };
+            let tools = crate::agent::SessionTools { agent: crate::agent::CallingSession::new(&cx, me) };
             return mcp::serve(&session_spec(&cx, req), &tools, req).await;
         }
         _ if path.starts_with("/v1/runner/") => return crate::runner::handle(&cx, req).await,

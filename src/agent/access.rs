@@ -3,7 +3,7 @@
 //! policy when one applies, else by a member through `answer_request`; the call waits for the answer in
 //! the session's object.
 
-use super::{wait, Agent, ToolError, ACCESS_PER_MIN};
+use super::{wait, CallingSession, ToolError, ACCESS_PER_MIN};
 use crate::cx::Cx;
 use crate::domain::grants::{covers, grant_view, live, open_credential, ssh_hold_s, visible_to, Credential};
 use crate::domain::jobs::{self, Asked};
@@ -97,12 +97,12 @@ fn check_scopes(scope: &[String]) -> Result<Vec<String>, ToolError> {
     Ok(out)
 }
 
-async fn connectors(a: &Agent<'_>) -> Result<Vec<ConnectorRow>, ToolError> {
+async fn connectors(a: &CallingSession<'_>) -> Result<Vec<ConnectorRow>, ToolError> {
     store::connectors::list(a.cx.db(), &a.me.workspace_id).await.map_err(|e| a.internal(e))
 }
 
 /// A grant as it stands after a wait: re-read from D1, whatever woke the waiter.
-async fn settled(a: &Agent<'_>, grant_id: &str) -> Result<Value, ToolError> {
+async fn settled(a: &CallingSession<'_>, grant_id: &str) -> Result<Value, ToolError> {
     let mut g = store::requests::get_grant(a.cx.db(), grant_id)
         .await
         .map_err(|e| a.internal(e))?
@@ -139,7 +139,7 @@ async fn settled(a: &Agent<'_>, grant_id: &str) -> Result<Value, ToolError> {
 }
 
 /// request_access
-pub async fn request_access(a: &Agent<'_>, p: RequestAccess) -> Result<Value, ToolError> {
+pub async fn request_access(a: &CallingSession<'_>, p: RequestAccess) -> Result<Value, ToolError> {
     limits::text("target", &p.target, 1, 200).map_err(ToolError::from)?;
     limits::text("reason", &p.reason, 1, 500).map_err(ToolError::from)?;
     if let Some(c) = &p.command {
@@ -289,7 +289,7 @@ pub async fn request_access(a: &Agent<'_>, p: RequestAccess) -> Result<Value, To
 }
 
 /// A grant this session may see: its own, or a persistent one of its workspace.
-async fn visible(a: &Agent<'_>, grant_id: &str) -> Result<GrantRow, ToolError> {
+async fn visible(a: &CallingSession<'_>, grant_id: &str) -> Result<GrantRow, ToolError> {
     let unknown = || ToolError::unknown("unknown grant");
     if !ids::is_id(grant_id, "gr") {
         return Err(unknown());
@@ -303,7 +303,7 @@ async fn visible(a: &Agent<'_>, grant_id: &str) -> Result<GrantRow, ToolError> {
 }
 
 /// check_grant
-pub async fn check_grant(a: &Agent<'_>, p: CheckGrant) -> Result<Value, ToolError> {
+pub async fn check_grant(a: &CallingSession<'_>, p: CheckGrant) -> Result<Value, ToolError> {
     let g = visible(a, &p.grant_id).await?;
     if let (Some(r), "pending") = (&g.request_id, g.status.as_str()) {
         wait(a, r).await?;
@@ -314,7 +314,7 @@ pub async fn check_grant(a: &Agent<'_>, p: CheckGrant) -> Result<Value, ToolErro
 /// How long `get_credential` waits for the runner to load an SSH key.
 const SSH_AGENT_WAIT_MS: i64 = 60_000;
 /// get_credential
-pub async fn get_credential(a: &Agent<'_>, p: GetCredential) -> Result<Value, ToolError> {
+pub async fn get_credential(a: &CallingSession<'_>, p: GetCredential) -> Result<Value, ToolError> {
     let g = visible(a, &p.grant_id).await?;
     if !live(&g, a.cx.now_ms) {
         return Err(ToolError::refused(format!(
@@ -373,7 +373,7 @@ pub struct Target {
 }
 
 /// list_targets
-pub async fn list_targets(a: &Agent<'_>) -> Result<Vec<Target>, ToolError> {
+pub async fn list_targets(a: &CallingSession<'_>) -> Result<Vec<Target>, ToolError> {
     let all = connectors(a).await?;
     let grants = store::requests::grants_for_session(a.cx.db(), &a.me.workspace_id, &a.me.session_id)
         .await

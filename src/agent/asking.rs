@@ -1,6 +1,6 @@
 //! `report_status` and `ask_user`: the agent's line on its card, and its questions to the user.
 
-use super::{Agent, ToolError, QUESTIONS_PER_MIN};
+use super::{CallingSession, ToolError, QUESTIONS_PER_MIN};
 use crate::domain::requests;
 use crate::rules::{ids, limits};
 use crate::store;
@@ -16,7 +16,7 @@ pub struct ReportStatus {
 }
 
 /// report_status
-pub async fn report_status(a: &Agent<'_>, p: ReportStatus) -> Result<Value, ToolError> {
+pub async fn report_status(a: &CallingSession<'_>, p: ReportStatus) -> Result<Value, ToolError> {
     limits::text("note", &p.note, 0, 200).map_err(ToolError::from)?;
     store::sessions::set_note(a.cx.db(), &a.me.session_id, &p.note, a.cx.now_ms).await.map_err(|e| a.internal(e))?;
     Ok(json!({ "ok": true }))
@@ -71,7 +71,7 @@ pub fn check_payload(kind: &str, payload: &Value) -> Result<Value, ToolError> {
 }
 
 /// Opens a question for the user without waiting: its request id.
-pub async fn open(a: &Agent<'_>, p: AskUser) -> Result<String, ToolError> {
+pub async fn open(a: &CallingSession<'_>, p: AskUser) -> Result<String, ToolError> {
     let payload = check_payload(&p.kind, &p.payload)?;
     a.bucket("questions", QUESTIONS_PER_MIN, "questions").await?;
     let (cx, me) = (a.cx, &a.me);
@@ -102,7 +102,7 @@ pub async fn open(a: &Agent<'_>, p: AskUser) -> Result<String, ToolError> {
 
 /// The user's answer to a question, or (unanswered) `timed out waiting for the user`, expiring it. A
 /// request that ended without an answer (its session ended, it was withdrawn) says so.
-pub async fn answer_of(a: &Agent<'_>, request_id: &str) -> Result<Value, ToolError> {
+pub async fn answer_of(a: &CallingSession<'_>, request_id: &str) -> Result<Value, ToolError> {
     let req = store::requests::get_request(a.cx.db(), request_id)
         .await
         .map_err(|e| a.internal(e))?
@@ -122,7 +122,7 @@ pub async fn answer_of(a: &Agent<'_>, request_id: &str) -> Result<Value, ToolErr
 }
 
 /// ask_user
-pub async fn ask_user(a: &Agent<'_>, p: AskUser) -> Result<Value, ToolError> {
+pub async fn ask_user(a: &CallingSession<'_>, p: AskUser) -> Result<Value, ToolError> {
     let request_id = open(a, p).await?;
     super::wait(a, &request_id).await?;
     answer_of(a, &request_id).await
@@ -138,7 +138,7 @@ pub struct WithdrawRequest {
 }
 
 /// withdraw_request
-pub async fn withdraw_request(a: &Agent<'_>, p: WithdrawRequest) -> Result<Value, ToolError> {
+pub async fn withdraw_request(a: &CallingSession<'_>, p: WithdrawRequest) -> Result<Value, ToolError> {
     let unknown = || ToolError::unknown(format!("no request `{}` of this session", p.request_id));
     if !ids::is_id(&p.request_id, "req") {
         return Err(unknown());

@@ -1,7 +1,7 @@
 //! Landing work: `remember_command` (the commands agentsky asked this session for) and `land` (merge the
 //! base into the lane, run the checks, merge into the base with the summary as the record).
 
-use super::{Agent, ToolError, ACCESS_PER_MIN, QUESTIONS_PER_MIN};
+use super::{CallingSession, ToolError, ACCESS_PER_MIN, QUESTIONS_PER_MIN};
 use crate::domain::jobs::{self, Asked};
 use crate::domain::taskfs::{self, Folder, Writer, PROJECT_FILE};
 use crate::rules::{argv, limits, redact};
@@ -45,7 +45,7 @@ fn is_local_url(url: &str) -> bool {
         .any(|p| url.strip_prefix(p).is_some_and(|r| r.is_empty() || r.starts_with(':') || r.starts_with('/')))
 }
 
-async fn read_project(a: &Agent<'_>) -> Result<Value, ToolError> {
+async fn read_project(a: &CallingSession<'_>) -> Result<Value, ToolError> {
     let folder = Folder { workspace_id: &a.me.workspace_id, task_id: &a.me.task_id, lane: "" };
     let (db, blobs) = taskfs::parts(a.cx.env);
     match taskfs::read(db, blobs, folder, PROJECT_FILE, None).await {
@@ -55,7 +55,7 @@ async fn read_project(a: &Agent<'_>) -> Result<Value, ToolError> {
     }
 }
 
-async fn write_project(a: &Agent<'_>, project: &Value) -> Result<(), ToolError> {
+async fn write_project(a: &CallingSession<'_>, project: &Value) -> Result<(), ToolError> {
     let folder = Folder { workspace_id: &a.me.workspace_id, task_id: &a.me.task_id, lane: "" };
     let (db, blobs) = taskfs::parts(a.cx.env);
     let text = serde_json::to_string_pretty(project).map_err(|e| a.internal(e))? + "\n";
@@ -64,7 +64,7 @@ async fn write_project(a: &Agent<'_>, project: &Value) -> Result<(), ToolError> 
 }
 
 /// remember_command
-pub async fn remember_command(a: &Agent<'_>, p: RememberCommand) -> Result<Value, ToolError> {
+pub async fn remember_command(a: &CallingSession<'_>, p: RememberCommand) -> Result<Value, ToolError> {
     limits::one_of("kind", &p.kind, &["run", "deploy", "checks"]).map_err(ToolError::from)?;
     limits::text("command", &p.command, 1, 2_000).map_err(ToolError::from)?;
     for (field, value, max) in
@@ -160,7 +160,7 @@ fn refused(reason: String, steps: Vec<String>) -> Value {
 }
 
 /// land
-pub async fn land(a: &Agent<'_>, p: Land) -> Result<Value, ToolError> {
+pub async fn land(a: &CallingSession<'_>, p: Land) -> Result<Value, ToolError> {
     limits::text("summary", &p.summary, 1, 2_000).map_err(ToolError::from)?;
     a.bucket("access", ACCESS_PER_MIN, "access requests").await?;
     let (cx, me) = (a.cx, &a.me);

@@ -58,7 +58,7 @@ impl From<ApiError> for ToolError {
 pub type ToolResult = Result<Value, ToolError>;
 
 /// The calling session, resolved from its token, with the request context.
-pub struct Agent<'a> {
+pub struct CallingSession<'a> {
     pub cx: &'a Cx<'a>,
     pub me: SessionRow,
     /// How long tools that wait for a person hold the call: the contract's 5 minutes over MCP; 0 inside a
@@ -66,7 +66,7 @@ pub struct Agent<'a> {
     pub wait_ms: i64,
 }
 
-impl<'a> Agent<'a> {
+impl<'a> CallingSession<'a> {
     /// The agent behind an MCP call, waiting as the deployment says.
     pub fn new(cx: &'a Cx<'a>, me: SessionRow) -> Self {
         let wait_ms = cx.env.config.agent_wait_ms.unwrap_or(WAIT_MS);
@@ -101,7 +101,7 @@ impl<'a> Agent<'a> {
 /// Waits in this session's object until the request is answered or the wait ends (no wait inside a
 /// harness: `wait_ms` 0), then gives the request as it stands. A request that ended without an answer
 /// (its session ended, the agent withdrew it) is the call's error; one past its time is expired here.
-pub(crate) async fn wait(a: &Agent<'_>, request_id: &str) -> Result<RequestRow, ToolError> {
+pub(crate) async fn wait(a: &CallingSession<'_>, request_id: &str) -> Result<RequestRow, ToolError> {
     let req = current(a, request_id).await?;
     if req.status != "open" || a.wait_ms <= 0 {
         return ended(req);
@@ -114,7 +114,7 @@ pub(crate) async fn wait(a: &Agent<'_>, request_id: &str) -> Result<RequestRow, 
 }
 
 /// A request as it stands now, expired first when its time has passed.
-async fn current(a: &Agent<'_>, request_id: &str) -> Result<RequestRow, ToolError> {
+async fn current(a: &CallingSession<'_>, request_id: &str) -> Result<RequestRow, ToolError> {
     let db = a.cx.db();
     let req = store::requests::get_request(db, request_id)
         .await
@@ -174,7 +174,7 @@ const TOOLS: &[Tool] = &[
 
 /// The session server's tools, bound to one calling session.
 pub struct SessionTools<'a> {
-    pub agent: Agent<'a>,
+    pub agent: CallingSession<'a>,
 }
 
 fn parse<P: DeserializeOwned>(args: Value) -> Result<P, ToolError> {
@@ -274,8 +274,8 @@ pub enum HarnessCall {
 }
 
 /// Runs a session tool for a harness inside the session: nothing waits in the call.
-pub async fn harness_call(agent: Agent<'_>, name: &str, args: Value) -> HarnessCall {
-    let agent = Agent { wait_ms: 0, ..agent };
+pub async fn harness_call(agent: CallingSession<'_>, name: &str, args: Value) -> HarnessCall {
+    let agent = CallingSession { wait_ms: 0, ..agent };
     if name == "ask_user" {
         return match parse::<asking::AskUser>(args) {
             Ok(p) => match asking::open(&agent, p).await {
@@ -300,8 +300,13 @@ pub async fn harness_call(agent: Agent<'_>, name: &str, args: Value) -> HarnessC
 }
 
 /// The result of a tool the harness waited on, once its request was answered or the wait ran out.
-pub async fn harness_resume(agent: Agent<'_>, kind: &str, request_id: &str, grant_id: Option<&str>) -> ToolResult {
-    let agent = Agent { wait_ms: 0, ..agent };
+pub async fn harness_resume(
+    agent: CallingSession<'_>,
+    kind: &str,
+    request_id: &str,
+    grant_id: Option<&str>,
+) -> ToolResult {
+    let agent = CallingSession { wait_ms: 0, ..agent };
     match (kind, grant_id) {
         ("access", Some(g)) => access::check_grant(&agent, access::CheckGrant { grant_id: g.to_owned() }).await,
         _ => asking::answer_of(&agent, request_id).await,

@@ -1,6 +1,6 @@
 //! The other tasks of the project: `list_sessions`, `project_activity`, `send_message`.
 
-use super::{Agent, ToolError, MESSAGES_PER_MIN};
+use super::{CallingSession, ToolError, MESSAGES_PER_MIN};
 use crate::rules::{ids, limits};
 use crate::session::{Author, NewMessage, SessionCall};
 use crate::store::{self, sessions::SessionRow};
@@ -23,7 +23,7 @@ struct Peer {
     files: Vec<String>,
 }
 
-async fn peers(a: &Agent<'_>) -> Result<(Vec<Peer>, bool), ToolError> {
+async fn peers(a: &CallingSession<'_>) -> Result<(Vec<Peer>, bool), ToolError> {
     let db = a.cx.db();
     let lanes = store::lanes::settings(db, &a.me.task_id).await.map_err(|e| a.internal(e))?.is_some_and(|s| s.lanes);
     let mut out = Vec::new();
@@ -62,7 +62,7 @@ pub struct SessionItem {
 }
 
 /// list_sessions
-pub async fn list_sessions(a: &Agent<'_>) -> Result<Vec<SessionItem>, ToolError> {
+pub async fn list_sessions(a: &CallingSession<'_>) -> Result<Vec<SessionItem>, ToolError> {
     let (all, lanes) = peers(a).await?;
     let mine: Vec<String> =
         all.iter().find(|p| p.row.session_id == a.me.session_id).map(|p| p.files.clone()).unwrap_or_default();
@@ -88,7 +88,7 @@ pub async fn list_sessions(a: &Agent<'_>) -> Result<Vec<SessionItem>, ToolError>
 }
 
 /// project_activity
-pub async fn project_activity(a: &Agent<'_>) -> Result<Value, ToolError> {
+pub async fn project_activity(a: &CallingSession<'_>) -> Result<Value, ToolError> {
     let (all, lanes) = peers(a).await?;
     let db = a.cx.db();
     let state = store::lanes::lane_state(db, &a.me.session_id)
@@ -139,7 +139,7 @@ pub struct SendMessage {
 }
 
 /// send_message
-pub async fn send_message(a: &Agent<'_>, p: SendMessage) -> Result<Value, ToolError> {
+pub async fn send_message(a: &CallingSession<'_>, p: SendMessage) -> Result<Value, ToolError> {
     limits::text("body", &p.body, 1, 4_000).map_err(ToolError::from)?;
     if p.to == a.me.session_id {
         return Err(ToolError::invalid("`to` is you: send to a peer from list_sessions"));

@@ -78,7 +78,7 @@ pub const UPDATES: Hints = Hints { read_only: false, destructive: false, idempot
 /// Removes or overwrites something for good.
 pub const DESTROYS: Hints = Hints { read_only: false, destructive: true, idempotent: true };
 
-pub type Runner = for<'a> fn(&'a Cx<'a>, Value) -> LocalBoxFuture<'a, Result<Value, ApiError>>;
+pub type OpFn = for<'a> fn(&'a Cx<'a>, Value) -> LocalBoxFuture<'a, Result<Value, ApiError>>;
 
 /// One row of the table.
 pub struct Op {
@@ -96,7 +96,7 @@ pub struct Op {
     pub hints: Hints,
     pub params: fn() -> schemars::Schema,
     pub result: fn() -> schemars::Schema,
-    pub run: Runner,
+    pub run: OpFn,
 }
 
 impl Op {

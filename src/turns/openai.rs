@@ -198,12 +198,12 @@ async fn agent<'a>(
     ports: &Ports<'a>,
     cx: &'a crate::cx::Cx<'a>,
     config: &SessionConfig,
-) -> Result<crate::agent::Agent<'a>, String> {
+) -> Result<crate::agent::CallingSession<'a>, String> {
     let me = store::sessions::get(ports.db(), &config.session_id)
         .await
         .map_err(|e| e.to_string())?
         .ok_or("session not indexed")?;
-    Ok(crate::agent::Agent::new(cx, me))
+    Ok(crate::agent::CallingSession::new(cx, me))
 }
 
 /// A step's work so far: the events to persist and, beside them, the same events as they really were,
