@@ -3,7 +3,7 @@
 //! The map:
 //! - [`app`] — the whole server as `handle(env, request) -> response`; routes to the faces below.
 //! - [`mcp`] — the MCP transport (Streamable HTTP, stateless, both protocol eras) over a [`mcp::ToolHost`].
-//! - [`tools`], [`rest`], [`openapi`], [`ops::help`], [`console`] — the faces of the one operation table,
+//! - [`operator_mcp`], [`rest`], [`openapi`], [`ops::help`], [`console`] — the faces of the one operation table,
 //!   [`ops::OPS`] (the console is the people's face: pages in a browser).
 //! - [`ops`] — the table and one file of handlers per contract area.
 //! - [`agent`] — the session server: the eleven tools a running agent gets.
@@ -37,13 +37,13 @@ pub mod mcp;
 pub mod oauth;
 pub mod objects;
 pub mod openapi;
+pub mod operator_mcp;
 pub mod ops;
 pub mod rest;
 pub mod rules;
 pub mod runner;
 pub mod session;
 pub mod store;
-pub mod tools;
 pub mod turns;
 
 #[cfg(target_arch = "wasm32")]

@@ -37,7 +37,7 @@ const MAY_NAME: &[(&str, &[&str])] = &[
     // OAuth sign-in for MCP clients: its endpoints and client resolution, below the console, whose
     // consent page uses them.
     ("oauth", &["rules", "error", "http", "identity", "store", "cx", "egress", "domain"]),
-    ("tools", &["error", "cx", "mcp", "ops"]),
+    ("operator_mcp", &["error", "cx", "mcp", "ops"]),
     ("rest", &["error", "http", "cx", "ops"]),
     ("openapi", &["ops"]),
     // The Worker's side: the key cache and the whole server, its objects and entry points, on top.

@@ -562,7 +562,7 @@ impl TestApp {
         let result = body["result"].clone();
         // A success must carry structuredContent; any structuredContent, even on an error (the TS SDK 1.x
         // checks it there too), must match.
-        let listed = agentsky::tools::operator_tools().iter().find(|t| t["name"] == tool);
+        let listed = agentsky::operator_mcp::operator_tools().iter().find(|t| t["name"] == tool);
         if let Some(schema) = listed.and_then(|t| t.get("outputSchema")) {
             if result["isError"] == false || result.get("structuredContent").is_some() {
                 let errors = crate::schemas::validate(&result["structuredContent"], schema);

@@ -102,7 +102,7 @@ fn golden_text(path: &str, text: &str) {
 
 #[test]
 fn tools_list_matches_its_golden_file() {
-    golden("tools.json", &Value::Array(agentsky::tools::operator_tools().to_vec()));
+    golden("tools.json", &Value::Array(agentsky::operator_mcp::operator_tools().to_vec()));
 }
 
 #[test]
