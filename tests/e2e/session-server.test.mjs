@@ -258,8 +258,9 @@ describe('session server: /v1/session/mcp with a session token (TS SDK v1 client
       const audit = await rest('GET', `/v1/audit?workspace=${ws.slug}`, { key: acct.key });
       assert.equal(audit.status, 200, JSON.stringify(audit.body));
       assert.deepEqual(audit.body.entries.map((e) => [e.action, e.session_id, e.grant_id, e.connector_id]),
-        [['get_credential', me.sid, grant.grantId, web], ['access_approved', me.sid, grant.grantId, web]],
-        'the approval and the use are in the audit log, newest first');
+        [['get_credential', me.sid, grant.grantId, web], ['access_approved', me.sid, grant.grantId, web],
+          ['request_answered', me.sid, null, null], ['request_opened', me.sid, null, null]],
+        'the request opened and answered, the approval and the use are in the audit log, newest first');
 
       // A person denies: denied, and no credentials.
       const again = pending(me.agent.call('request_access', { target: 'web', scope: ['write'], reason: 'edit env vars' }));
