@@ -273,7 +273,7 @@ describe('session server: /v1/session/mcp with a session token (TS SDK v1 client
       assert.match(aerr(await me.agent.call('get_credential', { grantId: denied.grantId }), 'credential of a denied grant'), /not active.*\(code -32002\)$/);
       assert.equal(aok(await me.agent.call('check_grant', { grantId: denied.grantId }), 'check_grant').status, 'denied');
       const log = (await rest('GET', `/v1/audit?workspace=${ws.slug}`, { key: acct.key })).body.entries;
-      assert.deepEqual(log.map((e) => e.action), ['access_denied', 'get_credential', 'access_approved'],
+      assert.deepEqual(log.map((e) => e.action), ['access_denied', 'request_answered', 'request_opened', 'get_credential', 'access_approved', 'request_answered', 'request_opened'],
         'the denial is logged; a refused credential is no use');
     } finally { await me.agent.close(); }
   });
