@@ -190,4 +190,15 @@ describe('the console in headless Chromium', () => {
       await shot(name);
     }
   });
+
+  test('the Webhooks page lists an endpoint and its test delivery', async () => {
+    // Nothing listens on port 9: the test event is retried on run.sh's short schedule and dead-lettered.
+    const made = ok(await mcp.tool('create_webhook', { url: 'http://127.0.0.1:9/hook', events: ['request.opened'], workspace: ws }), 'create_webhook');
+    ok(await mcp.tool('test_webhook', { webhook_id: made.webhook.webhook_id, workspace: ws }), 'test_webhook');
+    await new Promise((r) => setTimeout(r, 5000));
+    const res = await page.goto(at('/webhooks'));
+    assert.equal(res.status(), 200);
+    await page.locator('code', { hasText: '127.0.0.1:9/hook' }).first().waitFor();
+    await shot('16-webhooks');
+  });
 });

@@ -438,8 +438,8 @@ SH
   if grep -qF "PRIVATE KEY" <<<"$all" || grep -qF "PRIVATE KEY" "$work/jobs.log"; then fail "the key is in a transcript or the runner's log"; fi
   audit=$(curl -fsS "$URL/v1/audit" -H "Authorization: Bearer $KEY")
   actions=$(field "$audit" '" ".join(sorted(set(e["action"] for e in v["entries"] if e["connector_id"] == "'"$web1"'")))')
-  [ "$actions" = "command_ok policy_set ssh_key_loaded" ] || fail "the audit log of web-1: $actions"
-  ok "the audit log has web-1's policies, the key loaded into the runner's agent and the exit 0 the runner saw"
+  [ "$actions" = "command_ok policy_decided policy_set ssh_key_loaded" ] || fail "the audit log of web-1: $actions"
+  ok "the audit log has web-1's policies and a decision one made, the key loaded into the runner's agent and the exit 0 the runner saw"
   curl -fsS -X POST "$URL/v1/sessions/$sid/ask" -H "Authorization: Bearer $KEY" -H 'content-type: application/json' \
     -d '{"kind":"deploy"}' >/dev/null || fail "POST /v1/sessions/$sid/ask"
   said=$(run_turn "$sid" "ssh deploy@web-1 ./deploy.sh && python3 $work/tool.py remember_command '{\"kind\":\"deploy\",\"command\":\"ssh deploy@web-1 ./deploy.sh\",\"targetId\":\"$web1\"}'" deploy)

@@ -258,8 +258,9 @@ describe('session server: /v1/session/mcp with a session token (TS SDK v1 client
       const audit = await rest('GET', `/v1/audit?workspace=${ws.slug}`, { key: acct.key });
       assert.equal(audit.status, 200, JSON.stringify(audit.body));
       assert.deepEqual(audit.body.entries.map((e) => [e.action, e.session_id, e.grant_id, e.connector_id]),
-        [['get_credential', me.sid, grant.grantId, web], ['access_approved', me.sid, grant.grantId, web]],
-        'the approval and the use are in the audit log, newest first');
+        [['get_credential', me.sid, grant.grantId, web], ['access_approved', me.sid, grant.grantId, web],
+          ['request_answered', me.sid, null, null], ['request_opened', me.sid, null, null]],
+        'the request opened and answered, the approval and the use are in the audit log, newest first');
 
       // A person denies: denied, and no credentials.
       const again = pending(me.agent.call('request_access', { target: 'web', scope: ['write'], reason: 'edit env vars' }));
@@ -272,7 +273,7 @@ describe('session server: /v1/session/mcp with a session token (TS SDK v1 client
       assert.match(aerr(await me.agent.call('get_credential', { grantId: denied.grantId }), 'credential of a denied grant'), /not active.*\(code -32002\)$/);
       assert.equal(aok(await me.agent.call('check_grant', { grantId: denied.grantId }), 'check_grant').status, 'denied');
       const log = (await rest('GET', `/v1/audit?workspace=${ws.slug}`, { key: acct.key })).body.entries;
-      assert.deepEqual(log.map((e) => e.action), ['access_denied', 'get_credential', 'access_approved'],
+      assert.deepEqual(log.map((e) => e.action), ['access_denied', 'request_answered', 'request_opened', 'get_credential', 'access_approved', 'request_answered', 'request_opened'],
         'the denial is logged; a refused credential is no use');
     } finally { await me.agent.close(); }
   });

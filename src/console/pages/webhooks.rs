@@ -66,7 +66,7 @@ pub async fn page(p: &Ctx<'_>) -> Result<Page, ApiError> {
                     label { "URL (https, a public host)" input type="url" name="url" required maxlength="2000"; }
                     fieldset { legend { "Events" }
                         @for e in EVENTS.iter().filter(|e| **e != "webhook.test") {
-                            label.inline { input type="checkbox" name="events" value=(e) checked[*e == "request.opened"]; " " code { (e) } }
+                            label.check { input type="checkbox" name="events" value=(e) checked[*e == "request.opened"]; " " code { (e) } }
                         }
                     }
                     label { "Format" select name="format" {

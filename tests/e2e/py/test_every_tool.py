@@ -97,6 +97,23 @@ async def answered(w: dict, out: dict) -> None:
     assert asked == {"resolution": {"kind": "question", "answer": "yes, go ahead"}}, asked
 
 
+async def withdrawable(w: dict) -> dict:
+    """withdraw_request's arguments: the request the second background ask_user opened."""
+    deadline = time.monotonic() + 20
+    while True:
+        task = ok(await w["op"].call_tool("get_task", {"task_id": w["task"]}), "get_task")
+        if task["open_requests"]:
+            return {"requestId": task["open_requests"][0]["request_id"]}
+        assert time.monotonic() < deadline, "ask_user opened no request within 20 s"
+        await asyncio.sleep(0.2)
+
+
+async def withdrawn(w: dict, out: dict) -> None:
+    assert out["status"] == "withdrawn", out
+    asked = await w["pending"].pop("ask_user")
+    assert asked.is_error and "withdrawn" in asked.content[0].text, asked
+
+
 async def first_hit(w: dict, out: dict) -> None:
     assert out["hits"], f"search_context found the conversation: {out}"
     w["ref"] = out["hits"][0]["ref"]
@@ -179,6 +196,8 @@ STEPS: list[Step] = [
     Step("agent", "ask_user", lambda w: {"kind": "question", "payload": {"prompt": "Proceed?"}}, background=True),
     Step("op", "list_requests", lambda w: {"workspace": w["ws"], "wait_seconds": 5}),
     Step("op", "answer_request", open_request, answered),
+    Step("agent", "ask_user", lambda w: {"kind": "question", "payload": {"prompt": "Still needed?"}}, background=True),
+    Step("agent", "withdraw_request", withdrawable, withdrawn),
     # A goal, on a session of its own.
     Step("op", "start_session", lambda w: {
         "agent_id": w["agent_id"], "message": "hello", "idempotency_key": ikey("goal"), "workspace": w["ws"]},
