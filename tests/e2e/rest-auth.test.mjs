@@ -20,12 +20,13 @@ describe('HTTP face', () => {
     assert.equal(r.status, 200);
   });
 
-  test('no key: 401, WWW-Authenticate Bearer realm, JSON body, no resource_metadata', async () => {
+  test('no key: 401, WWW-Authenticate Bearer realm naming the resource metadata, JSON body', async () => {
     const r = await post(listTools);
     assert.equal(r.status, 401);
     const wa = r.headers.get('www-authenticate') ?? '';
     assert.match(wa, /^Bearer realm="[^"]+"/, `WWW-Authenticate: ${wa}`);
-    assert.doesNotMatch(wa, /resource_metadata/);
+    // OAuth clients discover how to sign in from here (RFC 9728).
+    assert.match(wa, /resource_metadata="[^"]+\/\.well-known\/oauth-protected-resource[^"]*"/, `WWW-Authenticate: ${wa}`);
     assert.match(r.headers.get('content-type') ?? '', /application\/json/);
     const body = await r.json(); // a JSON-RPC error, so SDKs show its message
     assert.deepEqual([body.jsonrpc, body.id, body.error?.code, body.error?.data?.code], ['2.0', 1, -32001, 'unauthorized'],
@@ -77,10 +78,11 @@ describe('HTTP face', () => {
     }
   });
 
-  test('OAuth discovery is not offered (404)', async () => {
+  test('OAuth discovery is offered: both metadata documents answer JSON', async () => {
     for (const p of ['/.well-known/oauth-protected-resource', '/.well-known/oauth-authorization-server']) {
       const r = await fetch(`${BASE}${p}`);
-      assert.equal(r.status, 404, p);
+      assert.equal(r.status, 200, p);
+      assert.match(r.headers.get('content-type') ?? '', /application\/json/, p);
     }
   });
 
