@@ -754,6 +754,15 @@ pub fn main(cli: &str, args: &[String]) -> i32 {
     let valued = if cli == "ssh" { "-B -b -c -D -E -e -F -I -i -J -L -l -m -O -o -P -p -Q -R -S -W -w" } else { "" };
     let words: Vec<&str> = positionals(args, valued).into_iter().take(2).collect();
     let shown = format!("{cli}{}{}", if words.is_empty() { "" } else { " " }, words.join(" "));
+    // The whole command goes with a request, so the person deciding sees what will run (the server masks
+    // anything secret-looking in it).
+    let whole: String = std::iter::once(cli)
+        .chain(args.iter().map(String::as_str))
+        .collect::<Vec<_>>()
+        .join(" ")
+        .chars()
+        .take(2000)
+        .collect();
     let targets = match list_targets(&tools) {
         Ok(t) => t,
         Err((code, why)) => {
@@ -778,7 +787,7 @@ pub fn main(cli: &str, args: &[String]) -> i32 {
     };
     let obtained = picked
         .map_err(|why| (EXIT_REFUSED, why))
-        .and_then(|target| obtain(&tools, &targets, target, &scopes, grants_file.as_deref(), &shown));
+        .and_then(|target| obtain(&tools, &targets, target, &scopes, grants_file.as_deref(), &shown, &whole));
     #[cfg(unix)]
     if let (Ok(grant_id), Some(socket), Some(secret)) =
         (&obtained, var(crate::granted::SOCKET_ENV), var(crate::granted::SECRET_ENV))
@@ -848,6 +857,7 @@ fn obtain(
     scopes: &[&str],
     grants_file: Option<&Path>,
     shown: &str,
+    whole: &str,
 ) -> Result<String, (i32, String)> {
     match target.lock_state.as_str() {
         "unconnected" => {
@@ -896,7 +906,10 @@ fn obtain(
             ));
             let reason = format!("Run `{shown}` (through agentsky's {} shim).", shown.split(' ').next().unwrap_or(""));
             tools
-                .call("request_access", json!({ "target": target.name, "scope": scopes, "reason": reason }))
+                .call(
+                    "request_access",
+                    json!({ "target": target.name, "scope": scopes, "reason": reason, "command": whole }),
+                )
                 .map_err(|f| failure(f, "the access request"))?
         }
     };

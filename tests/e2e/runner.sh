@@ -256,6 +256,7 @@ task=$(field "$started" 'v["session"]["task_id"]')
 req=$(open_requests "$task")
 [ "$(field "$req" 'v[0]["payload"]["target"] + " " + " ".join(v[0]["payload"]["scope"])')" = "web deploy" ] || fail "the shim asked for: $req"
 grep -qF 'vercel deploy' <<<"$(field "$req" 'v[0]["payload"]["reason"]')" || fail "the reason does not name the command: $req"
+[ "$(field "$req" 'v[0]["payload"]["command"]')" = "vercel deploy --prod" ] || fail "the request does not carry the whole command: $req"
 mcp answer_request "{\"task_id\":\"$task\",\"request_id\":\"$(field "$req" 'v[0]["request_id"]')\",\"answer\":\"approve\",\"expires_in_minutes\":10}" >/dev/null
 said=$(turn_texts "$sid" "$(field "$started" 'v["cursor"]')" "$(field "$started" 'v["message_id"]')")
 grep -qF "vercel ran: deploy --prod; VERCEL_TOKEN has ${#VERCEL_SECRET} chars; VERCEL_ORG_ID=team_e2e" <<<"$said" || fail "vercel through the shim: $said"
