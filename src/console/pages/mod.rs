@@ -142,7 +142,7 @@ pub async fn act(p: &Ctx<'_>, sub: &str, form: Vec<(String, String)>) -> HttpRes
 fn shown_once(p: &Ctx<'_>, title: &str, secret: &str, back: &str) -> HttpResponse {
     let main = markup! {
         h1 { (title) }
-        p { "Copy it now: it is shown once, and only its hash is kept." }
+        p { "Copy it now: it is shown once, and nobody can read it back later." }
         pre.secret data-secret { (secret) }
         p { a href=(back) { "Done" } }
     };
