@@ -1,6 +1,6 @@
 //! The domain layer: services every face shares (the operator's operations, the session server, the
-//! runner protocol, the console), below all of them. Nothing here names a face (`ops`, `agent`,
-//! `runner`, `console`, `oauth`, `rest`, `operator_mcp`, `mcp`, `app`); faces reach each other's logic only through here.
+//! runner protocol, the console), below all of them. Nothing here names a face (`ops`, `agent`, `runner`,
+//! `console`, `oauth`, `rest`, `operator_mcp`, `mcp`, `app`); faces reach each other's logic only here.
 
 pub mod blobs;
 pub mod grants;
