@@ -21,7 +21,8 @@ pub async fn create_session(
 }
 
 /// The caller behind a console session: its key's scopes and lock, the account's memberships as they are
-/// now. `None` when the session ended or expired, or its key was revoked.
+/// now. `None` when the session ended or expired, or its key was revoked or expired (an OAuth access
+/// token is a key that expires: a console session opened with one ends with it).
 const CALLER: &str = "SELECT k.key_id, k.account_id, k.scopes, k.workspace_id AS locked_workspace_id,
   (SELECT json_group_array(json_object('workspace_id', w.workspace_id, 'slug', w.slug, 'name', w.name,
             'role', m.role, 'is_personal', w.is_personal))
@@ -29,7 +30,8 @@ const CALLER: &str = "SELECT k.key_id, k.account_id, k.scopes, k.workspace_id AS
     WHERE m.account_id = k.account_id) AS memberships,
   a.name AS account_name, a.email
   FROM console_session c JOIN api_key k ON k.key_id = c.key_id JOIN account a ON a.account_id = k.account_id
-  WHERE c.token_hash = ?1 AND c.ended_ms IS NULL AND c.expires_ms > ?2 AND k.revoked_ms IS NULL";
+  WHERE c.token_hash = ?1 AND c.ended_ms IS NULL AND c.expires_ms > ?2 AND k.revoked_ms IS NULL
+    AND (k.expires_ms IS NULL OR k.expires_ms > ?2)";
 
 #[derive(Deserialize)]
 struct CallerRow {
@@ -84,7 +86,7 @@ pub async fn use_link(db: &dyn Sql, link_hash: &str, now_ms: i64) -> DbResult<Op
     }
     const USE: &str = "UPDATE console_link SET used_ms = ?2
       WHERE link_hash = ?1 AND used_ms IS NULL AND expires_ms > ?2
-        AND key_id IN (SELECT key_id FROM api_key WHERE revoked_ms IS NULL)
+        AND key_id IN (SELECT key_id FROM api_key WHERE revoked_ms IS NULL AND (expires_ms IS NULL OR expires_ms > ?2))
       RETURNING key_id";
     let found: Vec<Row> = rows(db, stmt!(USE, link_hash, now_ms)).await?;
     Ok(found.into_iter().next().map(|r| r.key_id))

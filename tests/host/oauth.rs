@@ -320,6 +320,21 @@ fn an_access_token_expires() {
     assert_eq!(tools_list_status(&app, access), 401);
 }
 
+/// A console session opened with an OAuth access token ends when the token does.
+#[test]
+fn a_console_session_signed_in_with_an_access_token_ends_with_it() {
+    let app = TestApp::new();
+    let ada = app.signup("Ada", "ada@example.com");
+    let (_, t) = connected(&app, &ada, "read");
+    let cookie = sign_in(&app, t["access_token"].as_str().unwrap());
+    let page = format!("/console/w/{}/board", ada.slug);
+    assert_eq!(app.send(request("GET", &page, Some(&cookie), "")).status, 200);
+    app.advance(t["expires_in"].as_i64().unwrap() * 1000 + 1);
+    let r = app.send(request("GET", &page, Some(&cookie), ""));
+    assert_eq!(r.status, 303, "an expired token's console session is over");
+    assert!(r.header("location").unwrap().contains("/console/login"));
+}
+
 #[test]
 fn a_token_for_another_audience_is_refused() {
     let app = TestApp::new();
