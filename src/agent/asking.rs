@@ -112,10 +112,8 @@ pub async fn answer_of(a: &CallingSession<'_>, request_id: &str) -> Result<Value
         ("answered", Some(answer)) => Ok(json!({ "resolution": answer })),
         ("expired", _) => Err(ToolError::new(-32004, "the request expired unanswered")),
         _ => {
-            if let Some(r) = store::requests::get_request(a.cx.db(), request_id).await.map_err(|e| a.internal(e))? {
-                requests::expire(a.cx, &r).await.map_err(ToolError::from)?;
-            }
-            a.changed().await;
+            // Ending it records it, wakes its waiters and tells the people watching.
+            requests::expire(a.cx, &req).await.map_err(ToolError::from)?;
             Err(ToolError::new(-32004, "timed out waiting for the user"))
         }
     }
