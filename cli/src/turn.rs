@@ -78,19 +78,30 @@
 //! - **End.** Exit 0 → `done: completed`. Otherwise an `error` event with the exit status, then
 //!   `done: failed`.
 
+mod changes;
+mod folder;
 #[cfg(unix)]
 mod granted;
 mod jobs;
+mod outbox;
+mod supervise;
+
+pub use changes::{changes, safe_relative, Changes, MAX_FILE_BYTES, MAX_UPLOADS, SKIPPED_DIRS};
+pub use folder::TurnDir;
+use outbox::POST_MAX_EVENTS;
+pub use outbox::{Outbox, Stream, EVENT_TEXT_MAX};
+use supervise::exit_code;
+pub use supervise::{describe_exit, supervise};
 
 use crate::runner::{show_command, CallError, Client, Job, Turn};
-use crate::{redact, Error, Result};
+use crate::{Error, Result};
 use jobs::Jobs;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
 use std::io::{BufRead, BufReader, Read, Write};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -145,16 +156,6 @@ impl Outcome {
     }
 }
 
-/// The most text one event carries; longer output is split.
-pub const EVENT_TEXT_MAX: usize = 64 * 1024;
-/// The most events one post carries (the server takes 500).
-const POST_MAX_EVENTS: usize = 200;
-/// The most files one turn uploads.
-pub const MAX_UPLOADS: usize = 500;
-/// Task files are text up to this size.
-pub const MAX_FILE_BYTES: u64 = 256 * 1024;
-/// Folders never uploaded.
-pub const SKIPPED_DIRS: &[&str] = &[".git", "node_modules", ".venv", "__pycache__"];
 /// The runner's own variables the command never sees: its key, and provider credentials, which an agent
 /// gets only through grants (the shims).
 pub const SCRUBBED_ENV: &[&str] = &[
@@ -177,215 +178,6 @@ pub const SCRUBBED_ENV: &[&str] = &[
 ];
 /// `AGENTSKY_MESSAGE` is left out above this (the file always has the message).
 const MESSAGE_ENV_MAX: usize = 100_000;
-
-/// Which stream a line came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Stream {
-    Stdout,
-    Stderr,
-}
-
-/// Output waiting to be posted: lines not yet made into events, and keyed events not yet accepted.
-pub struct Outbox {
-    lease_id: String,
-    next: u64,
-    lines: Vec<(Stream, String)>,
-    /// Keyed events, in order; kept (with their keys) until a post is accepted.
-    pub unsent: Vec<Value>,
-    secrets: Vec<String>,
-}
-
-impl Outbox {
-    /// `secrets` are masked in every line, and whatever else the redaction rule catches is replaced.
-    pub fn new(lease_id: &str, secrets: Vec<String>) -> Self {
-        Self { lease_id: lease_id.to_owned(), next: 1, lines: vec![], unsent: vec![], secrets }
-    }
-
-    pub fn push(&mut self, stream: Stream, line: &str) {
-        let mut line = line.trim_end_matches(['\n', '\r']).to_owned();
-        for s in &self.secrets {
-            line = redact(&line, s);
-        }
-        line = crate::redaction::redact(&line);
-        if line.len() > EVENT_TEXT_MAX {
-            let mut cut = EVENT_TEXT_MAX;
-            while !line.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            line.truncate(cut);
-            line.push('…');
-        }
-        self.lines.push((stream, line));
-    }
-
-    pub fn has_lines(&self) -> bool {
-        !self.lines.is_empty()
-    }
-
-    fn key(&mut self) -> String {
-        let k = format!("{}-{}", self.lease_id, self.next);
-        self.next += 1;
-        k
-    }
-
-    /// Adds one keyed event (`text` for status and messages; `error` events carry `message`).
-    pub fn event(&mut self, kind: &str, mut body: Value) {
-        body["key"] = json!(self.key());
-        body["type"] = json!(kind);
-        self.unsent.push(body);
-    }
-
-    /// Turns the buffered lines into keyed events: consecutive lines of one stream make one event (up to
-    /// [`EVENT_TEXT_MAX`]); stdout is `agent_message`, stderr `status`.
-    pub fn seal(&mut self) {
-        let lines = std::mem::take(&mut self.lines);
-        let mut current: Option<(Stream, String)> = None;
-        for (stream, line) in lines {
-            match &mut current {
-                Some((s, text)) if *s == stream && text.len() + 1 + line.len() <= EVENT_TEXT_MAX => {
-                    text.push('\n');
-                    text.push_str(&line);
-                }
-                _ => {
-                    if let Some((s, text)) = current.take() {
-                        self.emit(s, text);
-                    }
-                    current = Some((stream, line));
-                }
-            }
-        }
-        if let Some((s, text)) = current {
-            self.emit(s, text);
-        }
-    }
-
-    fn emit(&mut self, stream: Stream, text: String) {
-        let kind = match stream {
-            Stream::Stdout => "agent_message",
-            Stream::Stderr => "status",
-        };
-        self.event(kind, json!({ "text": text }));
-    }
-}
-
-/// A relative path from the server that is safe to create under the working folder: only what the
-/// server's own rule gives out ([`agentsky_wire::paths`]), so a compromised or buggy server cannot make a
-/// runner write outside the folder or create a name Windows or macOS would read differently.
-pub fn safe_relative(path: &str) -> Option<PathBuf> {
-    agentsky_wire::paths::is_normal(path).then(|| path.split('/').collect())
-}
-
-/// What the command left in the folder, against what was downloaded.
-#[derive(Debug, Default, PartialEq)]
-pub struct Changes {
-    /// New or changed text files: `(path, content)`, in path order.
-    pub upload: Vec<(String, String)>,
-    /// What is not uploaded, with why: `big.log (not text)`.
-    pub skipped: Vec<String>,
-    /// Downloaded files the command deleted (they stay in the task folder).
-    pub deleted: Vec<String>,
-}
-
-/// Compares `work` with `downloaded` (path → content).
-pub fn changes(work: &Path, downloaded: &BTreeMap<String, String>) -> Changes {
-    let mut found: BTreeMap<String, Option<String>> = BTreeMap::new();
-    let mut skipped = Vec::new();
-    scan(work, "", &mut found, &mut skipped);
-    let mut c = Changes { skipped, ..Changes::default() };
-    for (path, content) in &found {
-        let Some(content) = content else { continue };
-        if downloaded.get(path) != Some(content) {
-            if c.upload.len() >= MAX_UPLOADS {
-                c.skipped.push(format!("{path} (more than {MAX_UPLOADS} changed files)"));
-            } else {
-                c.upload.push((path.clone(), content.clone()));
-            }
-        }
-    }
-    c.deleted = downloaded.keys().filter(|p| !found.contains_key(*p)).cloned().collect();
-    c
-}
-
-/// Every file under `dir`: its text, or `None` (and a note in `skipped`) when it cannot be uploaded.
-fn scan(dir: &Path, prefix: &str, found: &mut BTreeMap<String, Option<String>>, skipped: &mut Vec<String>) {
-    let Ok(entries) = std::fs::read_dir(dir) else { return };
-    let mut entries: Vec<_> = entries.flatten().collect();
-    entries.sort_by_key(|e| e.file_name());
-    for e in entries {
-        let name = e.file_name().to_string_lossy().into_owned();
-        let rel = if prefix.is_empty() { name.clone() } else { format!("{prefix}/{name}") };
-        let Ok(meta) = std::fs::symlink_metadata(e.path()) else { continue };
-        // A file is uploaded under the name the server would give it (NFC, as macOS spells it NFD); a
-        // name the server refuses is skipped with the reason.
-        let rel = match (meta.is_file(), agentsky_wire::paths::normalize(&rel)) {
-            (true, Err(why)) => {
-                skipped.push(format!("{rel} (its path {})", why.0));
-                continue;
-            }
-            (true, Ok(normal)) => normal,
-            (false, _) => rel,
-        };
-        if meta.file_type().is_symlink() {
-            skipped.push(format!("{rel} (a symlink)"));
-        } else if meta.is_dir() {
-            if !SKIPPED_DIRS.contains(&name.as_str()) {
-                scan(&e.path(), &rel, found, skipped);
-            }
-        } else if meta.is_file() {
-            if meta.len() > MAX_FILE_BYTES {
-                skipped.push(format!("{rel} ({} KiB; task files hold up to 256 KiB)", meta.len().div_ceil(1024)));
-                found.insert(rel, None);
-                continue;
-            }
-            match std::fs::read(e.path()).map(String::from_utf8) {
-                Ok(Ok(text)) => {
-                    found.insert(rel, Some(text));
-                }
-                Ok(Err(_)) => {
-                    skipped.push(format!("{rel} (not UTF-8 text)"));
-                    found.insert(rel, None);
-                }
-                Err(err) => {
-                    skipped.push(format!("{rel} (unreadable: {err})"));
-                    found.insert(rel, None);
-                }
-            }
-        }
-    }
-}
-
-/// The turn's folder; removed when dropped.
-pub struct TurnDir {
-    pub root: PathBuf,
-    pub work: PathBuf,
-    pub meta: PathBuf,
-    pub shims: PathBuf,
-    /// The variables that point the turn's shims at its granted-command channel (none without one).
-    pub granted: Vec<(String, OsString)>,
-}
-
-impl TurnDir {
-    pub fn create(scratch: &Path) -> std::io::Result<Self> {
-        static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        let n = N.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        let stamp =
-            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis()).unwrap_or(0);
-        let root = scratch.join(format!("sky-turn-{}-{stamp}-{n}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&root);
-        let (work, meta) = (root.join("work"), root.join("meta"));
-        let shims = meta.join("bin");
-        for d in [&root, &work, &meta, &shims] {
-            crate::files::create_private_dir(d)?;
-        }
-        Ok(Self { root, work, meta, shims, granted: vec![] })
-    }
-}
-
-impl Drop for TurnDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.root);
-    }
-}
 
 /// `https://x/v1/session/mcp` → `https://x`.
 pub fn server_base(session_server: &str) -> String {
@@ -1043,230 +835,9 @@ fn plural(n: usize, what: &str) -> String {
     }
 }
 
-/// `exited with status 3`, `was killed by signal 9`.
-pub fn describe_exit(status: &ExitStatus) -> String {
-    #[cfg(unix)]
-    {
-        use std::os::unix::process::ExitStatusExt;
-        if let Some(sig) = status.signal() {
-            return format!("was killed by signal {sig}");
-        }
-    }
-    match status.code() {
-        Some(0) => "exited with status 0".into(),
-        // The supervisor's way of passing on a signal.
-        Some(c) if cfg!(unix) && c > 128 && c < 160 => {
-            format!("exited with status {c} (killed by signal {})", c - 128)
-        }
-        Some(c) => format!("exited with status {c}"),
-        None => "ended without an exit status".into(),
-    }
-}
-
-/// `sky __supervise <stdin-file> <command…>`: the runner's supervisor (Unix). Runs the command in a process
-/// group of its own with the file as its stdin, and waits. When the command exits, ends whatever of its
-/// group is left and exits with its status (128 + N for a signal). When the supervisor's own stdin closes
-/// (the runner ended the turn, or died), sends SIGTERM to the group, SIGKILL after 3 s, and exits 143.
-pub fn supervise(args: &[String]) -> i32 {
-    let [stdin_file, argv @ ..] = args else {
-        eprintln!("sky __supervise: usage: sky __supervise <stdin-file> <command…>");
-        return 2;
-    };
-    if argv.is_empty() {
-        eprintln!("sky __supervise: no command");
-        return 2;
-    }
-    let stdin = match std::fs::File::open(stdin_file) {
-        Ok(f) => Stdio::from(f),
-        Err(_) => Stdio::null(),
-    };
-    let mut cmd = Command::new(&argv[0]);
-    cmd.args(&argv[1..]).stdin(stdin);
-    #[cfg(unix)]
-    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
-    let mut child = match cmd.spawn() {
-        Ok(c) => c,
-        Err(e) => {
-            let why = if e.kind() == std::io::ErrorKind::NotFound { "not found".to_owned() } else { e.to_string() };
-            eprintln!("sky runner: cannot run `{}`: {why}", argv[0]);
-            return 127;
-        }
-    };
-    let group = child.id();
-    let (tx, rx) = mpsc::channel::<()>();
-    std::thread::spawn(move || {
-        let mut sink = [0u8; 256];
-        let mut stdin = std::io::stdin();
-        while let Ok(n) = stdin.read(&mut sink) {
-            if n == 0 {
-                break;
-            }
-        }
-        let _ = tx.send(());
-    });
-    loop {
-        match child.try_wait() {
-            Ok(Some(status)) => {
-                signal_group(group, "KILL");
-                return exit_code(&status);
-            }
-            Ok(None) => {}
-            Err(_) => return 1,
-        }
-        match rx.recv_timeout(Duration::from_millis(100)) {
-            Err(mpsc::RecvTimeoutError::Timeout) => {}
-            _ => {
-                signal_group(group, "TERM");
-                let deadline = Instant::now() + Duration::from_secs(3);
-                while Instant::now() < deadline {
-                    if let Ok(Some(_)) = child.try_wait() {
-                        break;
-                    }
-                    std::thread::sleep(Duration::from_millis(50));
-                }
-                signal_group(group, "KILL");
-                let _ = child.wait();
-                return 143;
-            }
-        }
-    }
-}
-
-fn exit_code(status: &ExitStatus) -> i32 {
-    #[cfg(unix)]
-    {
-        use std::os::unix::process::ExitStatusExt;
-        if let Some(sig) = status.signal() {
-            return 128 + sig;
-        }
-    }
-    status.code().unwrap_or(1)
-}
-
-/// Sends `signal` to the process group `group` (with `kill(1)`: this crate has no unsafe code).
-fn signal_group(group: u32, signal: &str) {
-    if cfg!(unix) {
-        let _ = Command::new("kill")
-            .args(["-s", signal, "--", &format!("-{group}")])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn lines_become_keyed_events_grouped_by_stream_with_secrets_masked() {
-        let mut o = Outbox::new("lease_1", vec!["sst_secret_token_value_123".into()]);
-        o.push(Stream::Stdout, "hello\n");
-        o.push(Stream::Stdout, "world\r\n");
-        o.push(Stream::Stderr, "warming up with sst_secret_token_value_123");
-        o.push(Stream::Stdout, "done");
-        o.seal();
-        assert!(!o.has_lines());
-        let kinds: Vec<(&str, &str, &str)> = o
-            .unsent
-            .iter()
-            .map(|e| (e["key"].as_str().unwrap(), e["type"].as_str().unwrap(), e["text"].as_str().unwrap()))
-            .collect();
-        assert_eq!(
-            kinds,
-            [
-                ("lease_1-1", "agent_message", "hello\nworld"),
-                ("lease_1-2", "status", "warming up with sst_secret_t…"),
-                ("lease_1-3", "agent_message", "done"),
-            ]
-        );
-        // Unsent events keep their keys; new lines get new ones.
-        o.push(Stream::Stdout, "more");
-        o.seal();
-        assert_eq!(o.unsent.len(), 4);
-        assert_eq!(o.unsent[3]["key"], "lease_1-4");
-        o.event("error", json!({"message": "boom"}));
-        assert_eq!((o.unsent[4]["key"].as_str(), o.unsent[4]["message"].as_str()), (Some("lease_1-5"), Some("boom")));
-    }
-
-    #[test]
-    fn secrets_the_agent_prints_are_redacted_before_they_are_posted() {
-        let mut o = Outbox::new("l", vec![]);
-        o.push(Stream::Stdout, "export GITHUB_TOKEN=ghp_abcdefghijklmnopqrstuvwx");
-        o.push(Stream::Stderr, "curl -u ada:s3cr3t https://api.example.com");
-        o.seal();
-        let texts: Vec<&str> = o.unsent.iter().map(|e| e["text"].as_str().unwrap()).collect();
-        assert_eq!(texts, ["export GITHUB_TOKEN=[redacted]", "curl -u ada:[redacted] https://api.example.com"]);
-    }
-
-    #[test]
-    fn long_output_is_split_into_events_of_bounded_size() {
-        let mut o = Outbox::new("l", vec![]);
-        let line = "x".repeat(40 * 1024);
-        o.push(Stream::Stdout, &line);
-        o.push(Stream::Stdout, &line);
-        o.push(Stream::Stdout, &"y".repeat(EVENT_TEXT_MAX + 10));
-        o.seal();
-        assert_eq!(o.unsent.len(), 3);
-        assert!(o.unsent.iter().all(|e| e["text"].as_str().unwrap().len() <= EVENT_TEXT_MAX + 3));
-    }
-
-    #[test]
-    fn only_safe_relative_paths_are_created() {
-        assert_eq!(safe_relative("notes/plan.md"), Some(PathBuf::from("notes").join("plan.md")));
-        for bad in ["", "/etc/passwd", "../x", "a/../../x", "a\\b", "a//b", "./a", "C:/x", "a\0b", "dir/", "c:x/y"] {
-            assert_eq!(safe_relative(bad), None, "{bad:?}");
-        }
-    }
-
-    #[test]
-    fn changed_new_skipped_and_deleted_files_are_told_apart() {
-        let dir = std::env::temp_dir().join(format!("sky-turn-unit-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(dir.join("src")).unwrap();
-        std::fs::create_dir_all(dir.join(".git")).unwrap();
-        std::fs::create_dir_all(dir.join("node_modules/x")).unwrap();
-        std::fs::write(dir.join("same.md"), "same").unwrap();
-        std::fs::write(dir.join("src/changed.rs"), "new text").unwrap();
-        std::fs::write(dir.join("added.txt"), "added").unwrap();
-        std::fs::write(dir.join("binary.bin"), [0xff, 0xfe, 0x00]).unwrap();
-        std::fs::write(dir.join(".git/HEAD"), "ref").unwrap();
-        std::fs::write(dir.join("node_modules/x/index.js"), "x").unwrap();
-        std::fs::write(dir.join("big.log"), "z".repeat(MAX_FILE_BYTES as usize + 1)).unwrap();
-        #[cfg(unix)]
-        std::os::unix::fs::symlink("same.md", dir.join("link.md")).unwrap();
-        let downloaded: BTreeMap<String, String> = [("same.md", "same"), ("src/changed.rs", "old"), ("gone.md", "x")]
-            .iter()
-            .map(|(a, b)| (a.to_string(), b.to_string()))
-            .collect();
-        let c = changes(&dir, &downloaded);
-        let paths: Vec<&str> = c.upload.iter().map(|(p, _)| p.as_str()).collect();
-        assert_eq!(paths, ["added.txt", "src/changed.rs"]);
-        assert_eq!(c.deleted, ["gone.md"]);
-        let skipped = c.skipped.join(", ");
-        assert!(skipped.contains("binary.bin (not UTF-8 text)") && skipped.contains("big.log (257 KiB"), "{skipped}");
-        #[cfg(unix)]
-        assert!(skipped.contains("link.md (a symlink)"), "{skipped}");
-        assert!(!skipped.contains(".git") && !skipped.contains("node_modules"), "{skipped}");
-        let _ = std::fs::remove_dir_all(&dir);
-    }
-
-    #[test]
-    fn files_go_up_under_the_servers_spelling_and_unsafe_names_are_skipped() {
-        let dir = std::env::temp_dir().join(format!("sky-turn-names-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(dir.join("cafe\u{0301}.md"), "nfd").unwrap(); // as macOS spells it
-        std::fs::write(dir.join("invoice\u{202E}dm.txt"), "bidi").unwrap();
-        std::fs::write(dir.join("nul.txt"), "device").unwrap();
-        let c = changes(&dir, &BTreeMap::new());
-        let paths: Vec<&str> = c.upload.iter().map(|(p, _)| p.as_str()).collect();
-        assert_eq!(paths, ["caf\u{e9}.md"]);
-        let skipped = c.skipped.join(", ");
-        assert!(skipped.contains("invisible characters") && skipped.contains("device name"), "{skipped}");
-        let _ = std::fs::remove_dir_all(&dir);
-    }
 
     #[test]
     fn the_server_base_comes_from_the_session_server() {

@@ -1,0 +1,158 @@
+//! The turn's output on its way to the session: lines masked and redacted, grouped into keyed events
+//! that a retried post sends again under the same keys.
+
+use crate::redact;
+use serde_json::{json, Value};
+
+/// The most text one event carries; longer output is split.
+pub const EVENT_TEXT_MAX: usize = 64 * 1024;
+/// The most events one post carries (the server takes 500).
+pub(super) const POST_MAX_EVENTS: usize = 200;
+
+/// Which stream a line came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stream {
+    Stdout,
+    Stderr,
+}
+
+/// Output waiting to be posted: lines not yet made into events, and keyed events not yet accepted.
+pub struct Outbox {
+    pub(super) lease_id: String,
+    next: u64,
+    lines: Vec<(Stream, String)>,
+    /// Keyed events, in order; kept (with their keys) until a post is accepted.
+    pub unsent: Vec<Value>,
+    secrets: Vec<String>,
+}
+
+impl Outbox {
+    /// `secrets` are masked in every line, and whatever else the redaction rule catches is replaced.
+    pub fn new(lease_id: &str, secrets: Vec<String>) -> Self {
+        Self { lease_id: lease_id.to_owned(), next: 1, lines: vec![], unsent: vec![], secrets }
+    }
+
+    pub fn push(&mut self, stream: Stream, line: &str) {
+        let mut line = line.trim_end_matches(['\n', '\r']).to_owned();
+        for s in &self.secrets {
+            line = redact(&line, s);
+        }
+        line = crate::redaction::redact(&line);
+        if line.len() > EVENT_TEXT_MAX {
+            let mut cut = EVENT_TEXT_MAX;
+            while !line.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            line.truncate(cut);
+            line.push('…');
+        }
+        self.lines.push((stream, line));
+    }
+
+    pub fn has_lines(&self) -> bool {
+        !self.lines.is_empty()
+    }
+
+    fn key(&mut self) -> String {
+        let k = format!("{}-{}", self.lease_id, self.next);
+        self.next += 1;
+        k
+    }
+
+    /// Adds one keyed event (`text` for status and messages; `error` events carry `message`).
+    pub fn event(&mut self, kind: &str, mut body: Value) {
+        body["key"] = json!(self.key());
+        body["type"] = json!(kind);
+        self.unsent.push(body);
+    }
+
+    /// Turns the buffered lines into keyed events: consecutive lines of one stream make one event (up to
+    /// [`EVENT_TEXT_MAX`]); stdout is `agent_message`, stderr `status`.
+    pub fn seal(&mut self) {
+        let lines = std::mem::take(&mut self.lines);
+        let mut current: Option<(Stream, String)> = None;
+        for (stream, line) in lines {
+            match &mut current {
+                Some((s, text)) if *s == stream && text.len() + 1 + line.len() <= EVENT_TEXT_MAX => {
+                    text.push('\n');
+                    text.push_str(&line);
+                }
+                _ => {
+                    if let Some((s, text)) = current.take() {
+                        self.emit(s, text);
+                    }
+                    current = Some((stream, line));
+                }
+            }
+        }
+        if let Some((s, text)) = current {
+            self.emit(s, text);
+        }
+    }
+
+    fn emit(&mut self, stream: Stream, text: String) {
+        let kind = match stream {
+            Stream::Stdout => "agent_message",
+            Stream::Stderr => "status",
+        };
+        self.event(kind, json!({ "text": text }));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_become_keyed_events_grouped_by_stream_with_secrets_masked() {
+        let mut o = Outbox::new("lease_1", vec!["sst_secret_token_value_123".into()]);
+        o.push(Stream::Stdout, "hello\n");
+        o.push(Stream::Stdout, "world\r\n");
+        o.push(Stream::Stderr, "warming up with sst_secret_token_value_123");
+        o.push(Stream::Stdout, "done");
+        o.seal();
+        assert!(!o.has_lines());
+        let kinds: Vec<(&str, &str, &str)> = o
+            .unsent
+            .iter()
+            .map(|e| (e["key"].as_str().unwrap(), e["type"].as_str().unwrap(), e["text"].as_str().unwrap()))
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                ("lease_1-1", "agent_message", "hello\nworld"),
+                ("lease_1-2", "status", "warming up with sst_secret_t…"),
+                ("lease_1-3", "agent_message", "done"),
+            ]
+        );
+        // Unsent events keep their keys; new lines get new ones.
+        o.push(Stream::Stdout, "more");
+        o.seal();
+        assert_eq!(o.unsent.len(), 4);
+        assert_eq!(o.unsent[3]["key"], "lease_1-4");
+        o.event("error", json!({"message": "boom"}));
+        assert_eq!((o.unsent[4]["key"].as_str(), o.unsent[4]["message"].as_str()), (Some("lease_1-5"), Some("boom")));
+    }
+
+    #[test]
+    fn secrets_the_agent_prints_are_redacted_before_they_are_posted() {
+        let mut o = Outbox::new("l", vec![]);
+        o.push(Stream::Stdout, "export GITHUB_TOKEN=ghp_abcdefghijklmnopqrstuvwx");
+        o.push(Stream::Stderr, "curl -u ada:s3cr3t https://api.example.com");
+        o.seal();
+        let texts: Vec<&str> = o.unsent.iter().map(|e| e["text"].as_str().unwrap()).collect();
+        assert_eq!(texts, ["export GITHUB_TOKEN=[redacted]", "curl -u ada:[redacted] https://api.example.com"]);
+    }
+
+    #[test]
+    fn long_output_is_split_into_events_of_bounded_size() {
+        let mut o = Outbox::new("l", vec![]);
+        let line = "x".repeat(40 * 1024);
+        o.push(Stream::Stdout, &line);
+        o.push(Stream::Stdout, &line);
+        o.push(Stream::Stdout, &"y".repeat(EVENT_TEXT_MAX + 10));
+        o.seal();
+        assert_eq!(o.unsent.len(), 3);
+        assert!(o.unsent.iter().all(|e| e["text"].as_str().unwrap().len() <= EVENT_TEXT_MAX + 3));
+    }
+}
