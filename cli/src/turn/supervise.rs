@@ -70,7 +70,7 @@ pub fn supervise(args: &[String]) -> i32 {
     loop {
         match child.try_wait() {
             Ok(Some(status)) => {
-                signal_group(group, "KILL");
+                signal_group(group, Signal::Kill);
                 return exit_code(&status);
             }
             Ok(None) => {}
@@ -79,7 +79,7 @@ pub fn supervise(args: &[String]) -> i32 {
         match rx.recv_timeout(Duration::from_millis(100)) {
             Err(mpsc::RecvTimeoutError::Timeout) => {}
             _ => {
-                signal_group(group, "TERM");
+                signal_group(group, Signal::Term);
                 let deadline = Instant::now() + Duration::from_secs(3);
                 while Instant::now() < deadline {
                     if let Ok(Some(_)) = child.try_wait() {
@@ -87,7 +87,7 @@ pub fn supervise(args: &[String]) -> i32 {
                     }
                     std::thread::sleep(Duration::from_millis(50));
                 }
-                signal_group(group, "KILL");
+                signal_group(group, Signal::Kill);
                 let _ = child.wait();
                 return 143;
             }
@@ -106,14 +106,23 @@ pub(super) fn exit_code(status: &ExitStatus) -> i32 {
     status.code().unwrap_or(1)
 }
 
-/// Sends `signal` to the process group `group` (with `kill(1)`: this crate has no unsafe code).
-fn signal_group(group: u32, signal: &str) {
-    if cfg!(unix) {
-        let _ = Command::new("kill")
-            .args(["-s", signal, "--", &format!("-{group}")])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
+/// The signals the supervisor sends a process group.
+#[derive(Clone, Copy)]
+enum Signal {
+    Term,
+    Kill,
+}
+
+/// Sends `signal` to the process group `group` (a group already gone is fine).
+fn signal_group(group: u32, signal: Signal) {
+    #[cfg(unix)]
+    if let Some(pgid) = i32::try_from(group).ok().and_then(rustix::process::Pid::from_raw) {
+        let signal = match signal {
+            Signal::Term => rustix::process::Signal::TERM,
+            Signal::Kill => rustix::process::Signal::KILL,
+        };
+        let _ = rustix::process::kill_process_group(pgid, signal);
     }
+    #[cfg(not(unix))]
+    let _ = (group, signal);
 }
