@@ -82,7 +82,7 @@ impl Context {
     /// Is `name` an executable file in one of `PATH`'s folders?
     pub fn on_path(&self, name: &str) -> bool {
         let Some(path) = &self.path else { return false };
-        std::env::split_paths(path).any(|dir| crate::files::executables(&dir, name).next().is_some())
+        which::which_in(name, Some(path), std::env::current_dir().unwrap_or_default()).is_ok()
     }
 
     /// A path as output shows it: `~/…` under the home folder.

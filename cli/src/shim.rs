@@ -666,17 +666,16 @@ impl Tools {
 
 /// The real `cli`: the first executable of that name on `path` outside `skip` that is not this `sky`.
 pub fn find_real(cli: &str, path: Option<&OsString>, skip: &[PathBuf], me: Option<&Path>) -> Option<PathBuf> {
-    let path = path?;
+    // The folder relative `PATH` entries are read against.
+    let cwd = std::env::current_dir().unwrap_or_default();
     let me = me.and_then(|m| std::fs::canonicalize(m).ok());
     let skip: Vec<PathBuf> = skip.iter().filter_map(|d| std::fs::canonicalize(d).ok()).collect();
-    std::env::split_paths(path).find_map(|dir| {
-        let canon = std::fs::canonicalize(&dir).ok()?;
-        if skip.contains(&canon) {
-            return None;
-        }
-        crate::files::executables(&dir, cli)
-            .find(|candidate| me.is_none() || std::fs::canonicalize(candidate).ok() != me)
-    })
+    let outside_skip =
+        |c: &PathBuf| c.parent().and_then(|d| std::fs::canonicalize(d).ok()).is_none_or(|d| !skip.contains(&d));
+    which::which_in_all(cli, Some(path?), cwd)
+        .ok()?
+        .filter(outside_skip)
+        .find(|candidate| me.is_none() || std::fs::canonicalize(candidate).ok() != me)
 }
 
 /// Runs `real` with `args` and extra `env`: replaces this process on Unix; returns the exit code.
