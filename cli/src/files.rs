@@ -75,21 +75,23 @@ pub fn write_atomic(path: &Path, text: &str, mode: u32) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
     let existing = std::fs::metadata(&target).ok().map(|m| m.permissions());
     let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.sky-{}.tmp", std::process::id()));
-    let result = (|| {
-        let mut f = create_with_mode(&tmp, mode)?;
-        f.write_all(text.as_bytes())?;
-        f.sync_all()?;
-        drop(f);
-        if let Some(perms) = existing {
-            std::fs::set_permissions(&tmp, perms)?;
-        }
-        std::fs::rename(&tmp, &target)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
+    // A hidden temporary file beside the target (so the rename stays on one file system), removed if
+    // anything fails before it replaces the target.
+    let prefix = format!(".{name}.sky-");
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(&prefix).suffix(".tmp");
+    #[cfg(unix)]
+    builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(mode));
+    #[cfg(not(unix))]
+    let _ = mode;
+    let mut tmp = builder.tempfile_in(dir)?;
+    tmp.write_all(text.as_bytes())?;
+    tmp.as_file().sync_all()?;
+    if let Some(perms) = existing {
+        tmp.as_file().set_permissions(perms)?;
     }
-    result
+    tmp.persist(&target).map_err(|e| e.error)?;
+    Ok(())
 }
 
 /// Writes a secret-bearing file: 0600, in a folder created 0700, and an existing file is narrowed to
@@ -103,17 +105,6 @@ pub fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
 }
 
 #[cfg(unix)]
-fn create_with_mode(p: &Path, mode: u32) -> std::io::Result<std::fs::File> {
-    use std::os::unix::fs::OpenOptionsExt;
-    std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(mode).open(p)
-}
-
-#[cfg(not(unix))]
-fn create_with_mode(p: &Path, _mode: u32) -> std::io::Result<std::fs::File> {
-    std::fs::File::create(p)
-}
-
-#[cfg(unix)]
 fn set_mode(p: &Path, mode: u32) -> std::io::Result<()> {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode))
@@ -122,6 +113,16 @@ fn set_mode(p: &Path, mode: u32) -> std::io::Result<()> {
 #[cfg(not(unix))]
 fn set_mode(_: &Path, _: u32) -> std::io::Result<()> {
     Ok(())
+}
+
+/// A new owner-only (0700 on Unix) folder under `parent` whose name starts with `prefix` and nobody else
+/// has; removed with everything in it when the value is dropped.
+pub fn private_temp_dir(parent: &Path, prefix: &str) -> std::io::Result<tempfile::TempDir> {
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(prefix);
+    #[cfg(unix)]
+    builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700));
+    builder.tempdir_in(parent)
 }
 
 /// Creates `dir` (and any missing parents) owner-only (0700); an existing folder is left as it is.
@@ -150,5 +151,27 @@ mod tests {
         let after = "a\nb\nc\nX\nY\ne\nf\n";
         assert_eq!(diff(before, after), "@@ line 2 @@\n   b\n   c\n - d\n + X\n + Y\n   e\n   f\n");
         assert_eq!(diff("", "new\n"), "@@ line 1 @@\n + new\n");
+    }
+
+    #[test]
+    fn an_atomic_write_keeps_the_files_permissions_and_leaves_no_temporary_file() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("config.json");
+        write_atomic(&path, "{}", 0o600).unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o640)).unwrap();
+        }
+        write_atomic(&path, "{\"a\": 1}", 0o600).unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o640);
+        }
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "{\"a\": 1}");
+        let names: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(names, ["config.json"]);
     }
 }

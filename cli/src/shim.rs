@@ -1196,8 +1196,8 @@ mod tests {
 
     #[test]
     fn grants_are_remembered_from_the_agents_own_tool_calls() {
-        let dir = std::env::temp_dir().join(format!("sky-grants-unit-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().to_owned();
         let file = dir.join("grants.json");
         remember_grant(
             &file,
@@ -1222,6 +1222,5 @@ mod tests {
         assert_eq!(all[0].scope, ["read", "deploy"]);
         let text = std::fs::read_to_string(&file).unwrap();
         assert!(!text.contains("env"), "ids only: {text}");
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -111,8 +111,8 @@ mod tests {
 
     #[test]
     fn changed_new_skipped_and_deleted_files_are_told_apart() {
-        let dir = std::env::temp_dir().join(format!("sky-turn-unit-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().to_owned();
         std::fs::create_dir_all(dir.join("src")).unwrap();
         std::fs::create_dir_all(dir.join(".git")).unwrap();
         std::fs::create_dir_all(dir.join("node_modules/x")).unwrap();
@@ -138,13 +138,12 @@ mod tests {
         #[cfg(unix)]
         assert!(skipped.contains("link.md (a symlink)"), "{skipped}");
         assert!(!skipped.contains(".git") && !skipped.contains("node_modules"), "{skipped}");
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
     fn files_go_up_under_the_servers_spelling_and_unsafe_names_are_skipped() {
-        let dir = std::env::temp_dir().join(format!("sky-turn-names-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().to_owned();
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("cafe\u{0301}.md"), "nfd").unwrap(); // as macOS spells it
         std::fs::write(dir.join("invoice\u{202E}dm.txt"), "bidi").unwrap();
@@ -154,6 +153,5 @@ mod tests {
         assert_eq!(paths, ["caf\u{e9}.md"]);
         let skipped = c.skipped.join(", ");
         assert!(skipped.contains("invisible characters") && skipped.contains("device name"), "{skipped}");
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }

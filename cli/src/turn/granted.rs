@@ -62,7 +62,8 @@ pub(in crate::turn) struct Runs {
 
 /// The turn's channel: listening until dropped.
 pub(in crate::turn) struct Channel {
-    dir: PathBuf,
+    /// The channel's folder, removed when the channel is dropped (after its commands ended).
+    _dir: tempfile::TempDir,
     pub socket: PathBuf,
     pub secret: String,
     /// Raised when the turn ends: no more requests, and commands still going are ended.
@@ -76,15 +77,10 @@ impl Channel {
     /// Opens a channel in a new owner-only folder under `scratch` (outside the turn's folder) and serves
     /// it on a thread of its own.
     pub fn open(scratch: &Path, runs: Runs) -> std::io::Result<Self> {
-        static N: AtomicUsize = AtomicUsize::new(0);
-        let n = N.fetch_add(1, Ordering::SeqCst);
-        let dir = scratch.join(format!("sky-granted-{}-{n}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        crate::files::create_private_dir(&dir)?;
-        let socket = dir.join("s");
+        let dir = crate::files::private_temp_dir(scratch, "sky-granted-")?;
+        let socket = dir.path().join("s");
         // Unix socket paths hold about 104 bytes.
         if socket.as_os_str().len() > 100 {
-            let _ = std::fs::remove_dir_all(&dir);
             return Err(std::io::Error::other(format!(
                 "the channel's socket path {} is too long; run the runner with a shorter TMPDIR",
                 socket.display()
@@ -96,16 +92,10 @@ impl Channel {
             listener.set_nonblocking(true)?;
             Ok::<_, std::io::Error>((secret, listener))
         })();
-        let (secret, listener) = match opened {
-            Ok(x) => x,
-            Err(e) => {
-                let _ = std::fs::remove_dir_all(&dir);
-                return Err(e);
-            }
-        };
+        let (secret, listener) = opened?;
         let (over, busy, grace) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicUsize::new(0)), runs.grace);
         serve(listener, Arc::new(runs), secret.clone(), over.clone(), busy.clone());
-        Ok(Self { dir, socket, secret, over, busy, grace })
+        Ok(Self { _dir: dir, socket, secret, over, busy, grace })
     }
 
     /// The variables that point the turn's shims at this channel.
@@ -123,7 +113,6 @@ impl Drop for Channel {
         while self.busy.load(Ordering::SeqCst) > 0 && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(20));
         }
-        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 

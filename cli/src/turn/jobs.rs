@@ -681,8 +681,8 @@ mod tests {
 
     #[test]
     fn a_refresh_writes_only_what_the_agent_left_alone() {
-        let dir = std::env::temp_dir().join(format!("sky-refresh-unit-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().to_owned();
         std::fs::create_dir_all(&dir).unwrap();
         let w = |p: &str, t: &str| std::fs::write(dir.join(p), t).unwrap();
         w("same.md", "old");
@@ -706,6 +706,5 @@ mod tests {
         }
         assert_eq!(base["same.md"], "server's");
         assert_eq!(base["mine.md"], "old");
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }
