@@ -1,4 +1,5 @@
 //! `sky`, the agentsky command line. The map:
+//! - [`args`] — the command line parsed (`lexopt`): the words, the options, what follows `--`.
 //! - [`context`] — where things live on this machine (home, config dirs, `PATH`), read once, so tests can
 //!   point every path at a scratch directory.
 //! - [`config`] — sky's own config file: the server and the signed-in key (owner-only permissions).
@@ -23,6 +24,7 @@
 
 pub mod api;
 pub mod approvals;
+pub mod args;
 pub mod auth;
 pub mod config;
 pub mod context;

@@ -1,6 +1,7 @@
-//! The `sky` binary: parses the command line and hands over to the library (see `lib.rs` for the map).
+//! The `sky` binary: parses the command line ([`sky::args`]) and hands over to the library (see `lib.rs` for the map).
 //! Exit codes: 0 done, 1 failed (the reason on stderr), 2 a usage mistake.
 
+use sky::args::{parse, Args};
 use sky::{auth, context::Context, relay, runner, setup, Error};
 use std::io::Write;
 
@@ -40,63 +41,6 @@ The server is --server, else $AGENTSKY_URL, else the one you signed in to, else 
 The key is --key, else $AGENTSKY_API_KEY, else the one `sky auth login` stored.
 ";
 
-/// What the command line asked for.
-struct Args {
-    words: Vec<String>,
-    dry_run: bool,
-    no_browser: bool,
-    server: Option<String>,
-    key: Option<String>,
-    name: Option<String>,
-    workspace: Option<String>,
-    command: Option<String>,
-    once: bool,
-    /// Everything after `--`.
-    rest: Option<Vec<String>>,
-}
-
-fn parse(raw: Vec<String>) -> Result<Args, String> {
-    let mut a = Args {
-        words: vec![],
-        dry_run: false,
-        no_browser: false,
-        server: None,
-        key: None,
-        name: None,
-        workspace: None,
-        command: None,
-        once: false,
-        rest: None,
-    };
-    let mut it = raw.into_iter();
-    while let Some(arg) = it.next() {
-        if arg == "--" {
-            a.rest = Some(it.by_ref().collect());
-            break;
-        }
-        let (flag, inline) = match arg.split_once('=') {
-            Some((f, v)) if f.starts_with("--") => (f.to_owned(), Some(v.to_owned())),
-            _ => (arg.clone(), None),
-        };
-        let mut value = |name: &str| inline.clone().or_else(|| it.next()).ok_or(format!("{name} needs a value"));
-        match flag.as_str() {
-            "--dry-run" => a.dry_run = true,
-            "--no-browser" => a.no_browser = true,
-            "--server" => a.server = Some(value("--server")?),
-            "--key" => a.key = Some(value("--key")?),
-            "--name" => a.name = Some(value("--name")?),
-            "--workspace" => a.workspace = Some(value("--workspace")?),
-            "--command" => a.command = Some(value("--command")?),
-            "--once" => a.once = true,
-            "-h" | "--help" => a.words = vec!["help".into()],
-            "-V" | "--version" => a.words = vec!["version".into()],
-            f if f.starts_with('-') => return Err(format!("unknown option {f}")),
-            _ => a.words.push(arg),
-        }
-    }
-    Ok(a)
-}
-
 fn main() {
     let raw: Vec<String> = std::env::args().collect();
     // Invoked through a provider CLI's name (a shim in a runner turn's PATH): be that CLI.
@@ -114,7 +58,7 @@ fn main() {
     if raw.get(1).map(String::as_str) == Some("__supervise") {
         std::process::exit(sky::turn::supervise(&raw[2..]));
     }
-    let args = match parse(raw.into_iter().skip(1).collect()) {
+    let args = match parse(raw.into_iter().skip(1)) {
         Ok(a) => a,
         Err(why) => usage_error(&why),
     };
