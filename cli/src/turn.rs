@@ -79,11 +79,14 @@
 //!   `done: failed`.
 
 mod changes;
+mod command;
 mod folder;
 #[cfg(unix)]
 mod granted;
 mod jobs;
 mod outbox;
+mod refresh;
+mod ssh_agent;
 mod supervise;
 
 pub use changes::{changes, safe_relative, Changes, MAX_FILE_BYTES, MAX_UPLOADS, SKIPPED_DIRS};
@@ -350,7 +353,7 @@ impl TurnRunner {
         );
         // Made after `dir`, and the channel and the jobs after it, so they are dropped before it: the turn's
         // granted commands and its ssh-agent end before its folder goes.
-        let agent = jobs::TurnAgent::default();
+        let agent = ssh_agent::TurnAgent::default();
         #[cfg(unix)]
         let _channel = match self.open_channel(turn, &dir, &agent) {
             Ok(channel) => {
@@ -676,7 +679,12 @@ impl TurnRunner {
     /// Opens the turn's granted-command channel ([`granted`]), whose commands run with the turn's
     /// environment.
     #[cfg(unix)]
-    fn open_channel(&self, turn: &Turn, dir: &TurnDir, agent: &jobs::TurnAgent) -> std::io::Result<granted::Channel> {
+    fn open_channel(
+        &self,
+        turn: &Turn,
+        dir: &TurnDir,
+        agent: &ssh_agent::TurnAgent,
+    ) -> std::io::Result<granted::Channel> {
         let runs = granted::Runs {
             client: self.client.clone(),
             lease: turn.lease_id.clone(),

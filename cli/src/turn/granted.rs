@@ -22,7 +22,8 @@
 //! agent: through it an agent can only have the runner run a real provider CLI under a grant it holds,
 //! which is what its shims do anyway. The server's `src/runner/granted.rs` says what the proof is worth.
 
-use super::jobs::{wait_for, TurnAgent};
+use super::command::wait_for;
+use super::ssh_agent::TurnAgent;
 use super::{exit_code, SCRUBBED_ENV};
 use crate::granted::{same_secret, write_frame, Frame, Request, MAX_REQUEST_BYTES, SECRET_ENV, SOCKET_ENV};
 use crate::runner::{CallError, Client, GrantCredential};
