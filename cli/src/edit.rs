@@ -2,13 +2,16 @@
 //! exist) and returns the new text, or `Ok(None)` when the file already says what it should.
 //!
 //! Claude Code's `~/.claude.json` is a large file the app itself rewrites; only the one value
-//! `mcpServers.agentsky` is spliced into the original text, so every other byte (key order, indentation,
-//! other servers, per-project settings) stays as it was. serde_json validates the file first and compares
-//! values; it never re-serialises the file (its `preserve_order` feature would also change the Worker's
-//! JSON in a shared build). Codex's `config.toml` goes through toml_edit, which keeps comments and layout.
+//! `mcpServers.agentsky` is set through jsonc-parser's concrete syntax tree, so every other byte (key
+//! order, indentation, comments, other servers, per-project settings) stays as it was. serde_json
+//! validates the file first (Claude Code reads it as strict JSON) and compares values; it never
+//! re-serialises the file (its `preserve_order` feature would also change the Worker's JSON in a shared
+//! build). Codex's `config.toml` goes through toml_edit, which keeps comments and layout.
 //!
 //! Malformed files are refused with the reason and the position, and nothing is written.
 
+use jsonc_parser::cst::{CstInputValue, CstNode, CstObject, CstObjectProp, CstRootNode};
+use jsonc_parser::ParseOptions;
 use serde::Serialize;
 use serde_json::Value;
 use toml_edit::{DocumentMut, Item, Table};
@@ -49,11 +52,7 @@ pub fn claude_entry(mcp_url: &str, key: &str) -> ClaudeEntry {
 
 /// Sets `mcpServers.<name>` in the text of `~/.claude.json`.
 pub fn claude_json(original: Option<&str>, name: &str, entry: &impl Serialize) -> Result<Option<String>, EditError> {
-    let text = original.unwrap_or_default();
-    if text.trim().is_empty() {
-        let servers = wrap(name, entry, "  ", "  ");
-        return Ok(Some(format!("{{\n  \"mcpServers\": {servers}\n}}\n")));
-    }
+    let text = original.filter(|t| !t.trim().is_empty()).unwrap_or("{}\n");
     let value = serde_json::to_value(entry).map_err(|e| EditError(e.to_string()))?;
     let parsed: Value = serde_json::from_str(text)
         .map_err(|e| EditError(format!("it is not valid JSON (line {}, column {}: {e})", e.line(), e.column())))?;
@@ -65,26 +64,50 @@ pub fn claude_json(original: Option<&str>, name: &str, entry: &impl Serialize) -
         Some(Value::Object(_)) | None => {}
         Some(_) => return Err(EditError("its `mcpServers` is not an object".into())),
     }
-    let unit = indent_unit(text);
-    let b = text.as_bytes();
-    let open = skip_ws(b, 0);
-    let top_obj = object_at(b, open);
-    // The last of duplicate keys wins, as in serde_json (and JavaScript).
-    let new_text = match top_obj.members.iter().rev().find(|m| m.key == "mcpServers") {
-        Some(servers) => {
-            let inner = object_at(b, servers.value_start);
-            match inner.members.iter().rev().find(|m| m.key == name) {
-                Some(m) => {
-                    let indent = line_indent(text, m.key_start);
-                    splice(text, m.value_start, m.value_end, &render(entry, &unit, &indent))
-                }
-                None => insert_member(text, &inner, name, |u, indent| render(entry, u, indent), &unit),
-            }
-        }
-        None => insert_member(text, &top_obj, "mcpServers", |u, indent| wrap(name, entry, u, indent), &unit),
+    let entry = input_value(entry)?;
+    let root = CstRootNode::parse(text, &ParseOptions::default()).map_err(|e| EditError(e.to_string()))?;
+    let top = root.object_value_or_set();
+    let servers = match last_property(&top, "mcpServers") {
+        Some(p) => p.object_value_or_set(),
+        None => top.append("mcpServers", CstInputValue::Object(vec![])).object_value_or_set(),
     };
+    match last_property(&servers, name) {
+        Some(p) => p.set_value(entry),
+        None => drop(servers.append(name, entry)),
+    }
+    let new_text = root.to_string();
     debug_assert!(serde_json::from_str::<Value>(&new_text).is_ok());
     Ok(Some(new_text))
+}
+
+/// The property `key` of `obj`: the last of duplicate keys, which wins in serde_json (and JavaScript).
+fn last_property(obj: &CstObject, key: &str) -> Option<CstObjectProp> {
+    obj.properties().into_iter().rev().find(|p| p.decoded_name().as_deref() == Some(key))
+}
+
+/// `value` as jsonc-parser's input, members in the order `value` serialises them (a struct's field order;
+/// serde_json's `Value` would sort them).
+fn input_value(value: &impl Serialize) -> Result<CstInputValue, EditError> {
+    let text = serde_json::to_string(value).map_err(|e| EditError(e.to_string()))?;
+    let root = CstRootNode::parse(&text, &ParseOptions::default()).map_err(|e| EditError(e.to_string()))?;
+    Ok(root.value().map(|v| from_node(&v)).unwrap_or(CstInputValue::Null))
+}
+
+fn from_node(node: &CstNode) -> CstInputValue {
+    if let Some(o) = node.as_object() {
+        let members = o.properties().into_iter().filter_map(|p| Some((p.decoded_name()?, from_node(&p.value()?))));
+        CstInputValue::Object(members.collect())
+    } else if let Some(a) = node.as_array() {
+        CstInputValue::Array(a.elements().iter().map(from_node).collect())
+    } else if let Some(s) = node.as_string_lit() {
+        CstInputValue::String(s.decoded_value().unwrap_or_default())
+    } else if let Some(n) = node.as_number_lit() {
+        CstInputValue::Number(n.to_string())
+    } else if let Some(b) = node.as_boolean_lit() {
+        CstInputValue::Bool(b.value())
+    } else {
+        CstInputValue::Null
+    }
 }
 
 /// Sets `[mcp_servers.<name>]` in the text of Codex's `config.toml`: `url` and `bearer_token_env_var`.
@@ -154,185 +177,43 @@ fn line_col(text: &str, at: usize) -> (usize, usize) {
     (line, col)
 }
 
-// ── A span scanner for text already known to be valid JSON ──
-
-struct Member {
-    key: String,
-    key_start: usize,
-    value_start: usize,
-    value_end: usize,
-}
-
-struct Object {
-    open: usize,
-    close: usize,
-    members: Vec<Member>,
-}
-
-fn skip_ws(b: &[u8], mut i: usize) -> usize {
-    while i < b.len() && matches!(b[i], b' ' | b'\t' | b'\n' | b'\r') {
-        i += 1;
-    }
-    i
-}
-
-/// `i` at an opening quote; returns the index after the closing one.
-fn string_end(b: &[u8], mut i: usize) -> usize {
-    i += 1;
-    while i < b.len() {
-        match b[i] {
-            b'\\' => i += 2,
-            b'"' => return i + 1,
-            _ => i += 1,
-        }
-    }
-    i
-}
-
-/// `i` at a value's first byte; returns the index after its last.
-fn value_end(b: &[u8], i: usize) -> usize {
-    match b[i] {
-        b'"' => string_end(b, i),
-        b'{' | b'[' => {
-            let mut depth = 0usize;
-            let mut j = i;
-            while j < b.len() {
-                match b[j] {
-                    b'"' => {
-                        j = string_end(b, j);
-                        continue;
-                    }
-                    b'{' | b'[' => depth += 1,
-                    b'}' | b']' => {
-                        depth -= 1;
-                        if depth == 0 {
-                            return j + 1;
-                        }
-                    }
-                    _ => {}
-                }
-                j += 1;
-            }
-            j
-        }
-        _ => {
-            let mut j = i;
-            while j < b.len() && !matches!(b[j], b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r') {
-                j += 1;
-            }
-            j
-        }
-    }
-}
-
-/// The members of the object whose `{` is at `open`.
-fn object_at(b: &[u8], open: usize) -> Object {
-    let mut members = Vec::new();
-    let mut i = skip_ws(b, open + 1);
-    loop {
-        if b[i] == b'}' {
-            return Object { open, close: i, members };
-        }
-        let key_start = i;
-        let key_end = string_end(b, i);
-        let key = serde_json::from_slice::<String>(&b[key_start..key_end]).unwrap_or_default();
-        i = skip_ws(b, key_end);
-        i = skip_ws(b, i + 1); // the colon
-        let value_start = i;
-        let value_end = value_end(b, i);
-        members.push(Member { key, key_start, value_start, value_end });
-        i = skip_ws(b, value_end);
-        if b[i] == b',' {
-            i = skip_ws(b, i + 1);
-        }
-    }
-}
-
-fn splice(text: &str, start: usize, end: usize, with: &str) -> String {
-    format!("{}{with}{}", &text[..start], &text[end..])
-}
-
-/// The whitespace that starts the line `at` is on.
-fn line_indent(text: &str, at: usize) -> String {
-    let line_start = text[..at].rfind('\n').map_or(0, |nl| nl + 1);
-    text[line_start..].chars().take_while(|c| *c == ' ' || *c == '\t').collect()
-}
-
-/// The file's indentation step: the leading whitespace of its first indented line (two spaces if none).
-fn indent_unit(text: &str) -> String {
-    text.lines()
-        .skip(1)
-        .map(|l| l.chars().take_while(|c| *c == ' ' || *c == '\t').collect::<String>())
-        .find(|w| !w.is_empty())
-        .unwrap_or_else(|| "  ".into())
-}
-
-/// A value pretty-printed with `unit` per level, its lines after the first starting with `indent`; with
-/// an empty `unit`, on one line.
-fn render(value: &impl Serialize, unit: &str, indent: &str) -> String {
-    if unit.is_empty() {
-        return serde_json::to_string(value).expect("a value serialises");
-    }
-    let mut buf = Vec::new();
-    let fmt = serde_json::ser::PrettyFormatter::with_indent(unit.as_bytes());
-    let mut ser = serde_json::Serializer::with_formatter(&mut buf, fmt);
-    value.serialize(&mut ser).expect("a Value always serialises");
-    String::from_utf8(buf).expect("serde_json writes UTF-8").replace('\n', &format!("\n{indent}"))
-}
-
-/// `{ "<name>": <entry> }` laid out at `indent`.
-fn wrap(name: &str, entry: &impl Serialize, unit: &str, indent: &str) -> String {
-    let key = serde_json::to_string(name).expect("a string serialises");
-    if unit.is_empty() {
-        return format!("{{{key}:{}}}", render(entry, "", ""));
-    }
-    let inner = format!("{indent}{unit}");
-    format!("{{\n{inner}{key}: {}\n{indent}}}", render(entry, unit, &inner))
-}
-
-/// Adds `"key": value` as the last member of `obj`, laid out like its siblings: `value(unit, indent)`
-/// renders the value for a member line indented by `indent` (an empty `unit`: on one line).
-fn insert_member(text: &str, obj: &Object, key: &str, value: impl Fn(&str, &str) -> String, unit: &str) -> String {
-    let key_json = serde_json::to_string(key).expect("a string serialises");
-    let multiline = text[obj.open..obj.close].contains('\n');
-    match obj.members.last() {
-        Some(last) if multiline => {
-            let indent = line_indent(text, last.key_start);
-            let member = format!(",\n{indent}{key_json}: {}", value(unit, &indent));
-            splice(text, last.value_end, last.value_end, &member)
-        }
-        Some(last) => {
-            // A one-line object stays on one line.
-            splice(text, last.value_end, last.value_end, &format!(", {key_json}: {}", value("", "")))
-        }
-        None => {
-            let outer = line_indent(text, obj.open);
-            let inner = format!("{outer}{unit}");
-            let member = format!("\n{inner}{key_json}: {}\n{outer}", value(unit, &inner));
-            splice(text, obj.open + 1, obj.close, &member)
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
 
     #[test]
-    fn the_scanner_finds_members_through_strings_that_look_like_structure() {
-        let text = r#"{ "a": "}\"{", "b": [1, {"c": "]"}], "d": -1.5e3, "e": null }"#;
-        let obj = object_at(text.as_bytes(), 0);
-        let keys: Vec<&str> = obj.members.iter().map(|m| m.key.as_str()).collect();
-        assert_eq!(keys, ["a", "b", "d", "e"]);
-        let values: Vec<&str> = obj.members.iter().map(|m| &text[m.value_start..m.value_end]).collect();
-        assert_eq!(values, [r#""}\"{""#, r#"[1, {"c": "]"}]"#, "-1.5e3", "null"]);
+    fn only_the_entry_changes_in_a_file_laid_out_by_hand() {
+        // Tabs, spaces before colons, strings that look like structure, a key order of its own.
+        let before = "{\n\t\"z\" : \"}\\\"{\",\n\t\"mcpServers\" : {\n\t\t\"b\" : [1, {\"c\": \"]\"}]\n\t},\n\t\"a\":-1.5e3\n}\n";
+        let out = claude_json(Some(before), "agentsky", &json!({"x": 1})).unwrap().unwrap();
+        assert_eq!(
+            out,
+            "{\n\t\"z\" : \"}\\\"{\",\n\t\"mcpServers\" : {\n\t\t\"b\" : [1, {\"c\": \"]\"}],\n\t\t\"agentsky\": {\n\t\t\t\"x\": 1\n\t\t}\n\t},\n\t\"a\":-1.5e3\n}\n"
+        );
     }
 
     #[test]
-    fn a_compact_file_gets_a_compact_member() {
+    fn an_entry_keeps_its_fields_in_order_and_the_last_duplicate_key_is_the_one_updated() {
+        let before = "{\n  \"mcpServers\": {\"agentsky\": 1, \"agentsky\": 2}\n}\n";
+        let out = claude_json(Some(before), "agentsky", &claude_entry("https://x.dev/v1/mcp", "k")).unwrap().unwrap();
+        assert!(out.starts_with("{\n  \"mcpServers\": {\"agentsky\": 1, \"agentsky\": {\n"), "{out}");
+        let (t, u, h) = (out.find("\"type\"").unwrap(), out.find("\"url\"").unwrap(), out.find("\"headers\"").unwrap());
+        assert!(t < u && u < h, "{out}");
+        assert_eq!(claude_json(Some(&out), "agentsky", &claude_entry("https://x.dev/v1/mcp", "k")).unwrap(), None);
+    }
+
+    #[test]
+    fn a_missing_file_gets_just_the_entry() {
+        let out = claude_json(None, "agentsky", &json!({"x": 1})).unwrap().unwrap();
+        assert_eq!(out, "{\n  \"mcpServers\": {\n    \"agentsky\": {\n      \"x\": 1\n    }\n  }\n}\n");
+    }
+
+    #[test]
+    fn a_one_line_file_is_opened_onto_lines_around_the_new_member() {
+        // jsonc-parser lays a new object member out on lines of its own; the members there keep their text.
         let out = claude_json(Some(r#"{"a":1}"#), "agentsky", &json!({"x": 1})).unwrap().unwrap();
-        assert_eq!(out, r#"{"a":1, "mcpServers": {"agentsky":{"x":1}}}"#);
+        assert_eq!(out, "{\n  \"a\":1,\n  \"mcpServers\": {\n    \"agentsky\": {\n      \"x\": 1\n    }\n  }\n}");
     }
 
     #[test]
