@@ -6,6 +6,7 @@
 //!
 //! It must never keep state between requests, mint an `Mcp-Session-Id`, answer with SSE, or read a clock:
 //! every answer is a pure function of the request and the host's tools.
+//! Hand-written: the Rust MCP SDK (rmcp) is built on tokio, which a Worker's wasm does not run.
 //!
 //! Order of checks (the one TOOLCHAIN.md records as accepted by Claude Code, Codex, Cursor and the SDK
 //! clients; re-verified here with TS SDK 1.32 and client 2.4, Python mcp 2.3 and the conformance suite):

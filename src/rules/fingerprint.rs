@@ -1,5 +1,6 @@
 //! Fingerprints of a call's arguments for idempotency: SHA-256 of canonical JSON (object keys sorted at
 //! every depth), so `{"a":1,"b":2}` and `{"b":2,"a":1}` are the same call.
+//! Hand-written (a few lines): a stored fingerprint must never change with a crate's output rules.
 
 use serde_json::Value;
 use sha2::{Digest, Sha256};

@@ -7,6 +7,8 @@
 //! 录`), as Lucene's CJK analyzer does. A query's CJK runs become the same bigrams and a lone character a
 //! prefix query, so two-character words — the commonest in Chinese, which the `trigram` tokenizer cannot
 //! find — match. Snippets are cut here from the original text: FTS5's `snippet()` would show the bigrams.
+//! Hand-written: the cut must be the one D1's FTS5 indexed, and a word segmenter's dictionary runs to
+//! megabytes.
 
 /// Characters written without spaces between words: kana, CJK ideographs, Hangul syllables.
 pub fn is_cjk(c: char) -> bool {

@@ -9,6 +9,7 @@
 //! GCRA with a burst equal to the limit let nearly twice the limit through in a minute, and tokens leased
 //! to Workers lapsed unused and refused paced clients; neither survives here. Each hit is one trip to the
 //! bucket's object, which keeps the log; reads run beside that trip (see `ops::invoke`).
+//! Hand-written: limiter crates keep their state in process memory, and a Worker's isolates share none.
 
 use std::collections::VecDeque;
 
