@@ -32,11 +32,13 @@ pub const WAIT_MS: i64 = 5 * 60_000;
 pub struct ToolError {
     pub code: i64,
     pub message: String,
+    /// An internal failure not yet finished by the face ([`ToolError::finish`]): never shown to the agent.
+    unfinished: Option<ApiError>,
 }
 
 impl ToolError {
     pub fn new(code: i64, message: impl Into<String>) -> Self {
-        Self { code, message: message.into() }
+        Self { code, message: message.into(), unfinished: None }
     }
     pub fn invalid(message: impl Into<String>) -> Self {
         Self::new(-32602, message)
@@ -49,9 +51,27 @@ impl ToolError {
     }
 }
 
+impl ToolError {
+    /// What the agent reads: an internal failure's cause is logged once with the request id (as
+    /// [`ApiError::finish`] does), and the message names only that id.
+    pub fn finish(mut self, request_id: &str) -> Self {
+        if let Some(e) = self.unfinished.take() {
+            self.message = e.finish(request_id).message;
+        }
+        self
+    }
+}
+
 impl From<ApiError> for ToolError {
     fn from(e: ApiError) -> Self {
-        Self::new(e.code.rpc(), e.message)
+        let unfinished = e.is_unfinished().then(|| e.clone());
+        Self { unfinished, ..Self::new(e.code.rpc(), e.message) }
+    }
+}
+
+impl From<store::DbError> for ToolError {
+    fn from(e: store::DbError) -> Self {
+        ApiError::from(e).into()
     }
 }
 
@@ -94,7 +114,7 @@ impl<'a> CallingSession<'a> {
     }
 
     pub fn internal(&self, e: impl std::fmt::Display) -> ToolError {
-        self.cx.internal(e).into()
+        ApiError::cause(e).into()
     }
 }
 
@@ -107,7 +127,7 @@ pub(crate) async fn wait(a: &CallingSession<'_>, request_id: &str) -> Result<Req
         return ended(req);
     }
     let call = SessionCall::Wait { key: request_id.to_owned(), wait_ms: a.wait_ms };
-    match a.cx.env.sessions.call(&a.me.session_id, call).await.map_err(|e| a.internal(e))? {
+    match a.cx.env.sessions.call(&a.me.session_id, call).await.map_err(ApiError::cause)? {
         SessionReply::Woken { .. } => ended(current(a, request_id).await?),
         other => Err(a.internal(format!("unexpected session reply {other:?}"))),
     }
@@ -117,15 +137,11 @@ pub(crate) async fn wait(a: &CallingSession<'_>, request_id: &str) -> Result<Req
 async fn current(a: &CallingSession<'_>, request_id: &str) -> Result<RequestRow, ToolError> {
     let db = a.cx.db();
     let req = store::requests::get_request(db, request_id)
-        .await
-        .map_err(|e| a.internal(e))?
+        .await?
         .ok_or_else(|| ToolError::refused(format!("session ended: request {request_id} is gone")))?;
     if req.status == "open" && req.expires_ms.is_some_and(|e| e <= a.cx.clock_now()) {
         crate::domain::requests::expire(a.cx, &req).await.map_err(ToolError::from)?;
-        return store::requests::get_request(db, request_id)
-            .await
-            .map_err(|e| a.internal(e))?
-            .ok_or_else(|| a.internal("request vanished"));
+        return store::requests::get_request(db, request_id).await?.ok_or_else(|| a.internal("request vanished"));
     }
     Ok(req)
 }
@@ -256,7 +272,7 @@ impl ToolHost for SessionTools<'_> {
                 Some(r) => r,
                 None => return None,
             };
-            Some(result(outcome))
+            Some(result(outcome.map_err(|e| e.finish(&self.agent.cx.request_id))))
         })
     }
 }
@@ -275,6 +291,14 @@ pub enum HarnessCall {
 
 /// Runs a session tool for a harness inside the session: nothing waits in the call.
 pub async fn harness_call(agent: CallingSession<'_>, name: &str, args: Value) -> HarnessCall {
+    let request_id = agent.cx.request_id.clone();
+    match harness_run(agent, name, args).await {
+        HarnessCall::Done(r) => HarnessCall::Done(r.map_err(|e| e.finish(&request_id))),
+        awaiting => awaiting,
+    }
+}
+
+async fn harness_run(agent: CallingSession<'_>, name: &str, args: Value) -> HarnessCall {
     let agent = CallingSession { wait_ms: 0, ..agent };
     if name == "ask_user" {
         return match parse::<asking::AskUser>(args) {
@@ -307,10 +331,11 @@ pub async fn harness_resume(
     grant_id: Option<&str>,
 ) -> ToolResult {
     let agent = CallingSession { wait_ms: 0, ..agent };
-    match (kind, grant_id) {
+    let result = match (kind, grant_id) {
         ("access", Some(g)) => access::check_grant(&agent, access::CheckGrant { grant_id: g.to_owned() }).await,
         _ => asking::answer_of(&agent, request_id).await,
-    }
+    };
+    result.map_err(|e| e.finish(&agent.cx.request_id))
 }
 
 /// Whether a name is one of the session tools.

@@ -157,7 +157,7 @@ macro_rules! operations {
                 run: |cx, args| Box::pin(async move {
                     let params: $params = decode_params(args)?;
                     let result: $result = $run(cx, params).await?;
-                    encode(cx, &result)
+                    encode(&result)
                 }),
             },
         )*];
@@ -858,13 +858,18 @@ fn decode_params<P: DeserializeOwned>(args: Value) -> Result<P, ApiError> {
     serde_json::from_value(args).map_err(|e| ApiError::invalid(format!("invalid arguments: {e}")))
 }
 
-fn encode<R: Serialize>(cx: &Cx<'_>, result: &R) -> Result<Value, ApiError> {
-    serde_json::to_value(result).map_err(|e| cx.internal(e))
+fn encode<R: Serialize>(result: &R) -> Result<Value, ApiError> {
+    serde_json::to_value(result).map_err(ApiError::cause)
 }
 
 /// The one way an operation is called, from every face: scope first, then the per-key rate limit,
 /// then the handler.
 pub async fn invoke(cx: &Cx<'_>, op: &Op, args: Value) -> Result<Value, ApiError> {
+    // Every face answers through here, so an internal failure is finished (logged with the request id) once.
+    checked_run(cx, op, args).await.map_err(|e| e.finish(&cx.request_id))
+}
+
+async fn checked_run(cx: &Cx<'_>, op: &Op, args: Value) -> Result<Value, ApiError> {
     if op.scope == Scope::Admin && !cx.admin {
         return Err(ApiError::new(Code::Forbidden, format!("`{}` needs the deployment's admin token", op.name)));
     }

@@ -600,3 +600,12 @@ fn only_owners_and_admins_change_policies() {
     };
     assert_eq!((set(&bo), set(&cy), set(&ada)), (403, 200, 200));
 }
+
+#[test]
+fn a_storage_failure_in_a_session_tool_names_only_the_request_id() {
+    let app = app();
+    let (_ada, _agent, _sid, token) = setup(&app);
+    app.db.0.execute_batch("ALTER TABLE connector RENAME TO connector_gone").unwrap();
+    let text = app.agent_err(&token, "list_targets", json!({}));
+    assert_eq!(text, "internal error; request id req_test (code -32603)");
+}
