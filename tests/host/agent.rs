@@ -68,6 +68,17 @@ fn the_session_server_lists_the_eleven_tools_and_refuses_bad_tokens() {
             "land"
         ]
     );
+    // The harness offers its model the same declarations.
+    let specs: Vec<Value> = agentsky::agent::function_specs()
+        .into_iter()
+        .map(|f| {
+            json!({"name": f["function"]["name"], "description": f["function"]["description"],
+            "inputSchema": f["function"]["parameters"]})
+        })
+        .collect();
+    assert_eq!(tools["result"]["tools"].as_array().unwrap(), &specs);
+    let text = |name: &str| specs.iter().find(|t| t["name"] == name).unwrap()["description"].clone();
+    assert_eq!(text("check_grant"), "Check, and wait up to 5 minutes for, the outcome of an access request.");
     assert_eq!(list("sst_nope").status, 401);
     assert_eq!(list(&ada.key).status, 401, "an API key is not a session token");
     app.ok(&ada.key, "stop_session", json!({"session_id": sid}));
