@@ -149,11 +149,11 @@ pub async fn describe(cx: &Cx<'_>, p: DescribeWorkspace) -> Result<WorkspaceDesc
     let mut groups: Vec<RouteGroup> = Vec::new();
     for op in OPS.iter().filter(|op| op.scope != Scope::Public) {
         let allowed = op.scope == Scope::Read || caller.can_write;
-        let group = match groups.iter_mut().find(|g| g.group == op.group) {
+        let group = match groups.iter_mut().find(|g| g.group == op.group.name()) {
             Some(g) => g,
             None => {
                 groups.push(RouteGroup {
-                    group: op.group.to_owned(),
+                    group: op.group.name().to_owned(),
                     tools: vec![],
                     routes: vec![],
                     example: crate::ops::help::usage(op, Some(&m.slug)),
