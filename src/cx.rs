@@ -206,7 +206,7 @@ impl<'a> Cx<'a> {
 
     /// An internal failure with this request's id (the cause goes to the log only).
     pub fn internal(&self, cause: impl std::fmt::Display) -> ApiError {
-        ApiError::internal(&self.request_id, cause)
+        ApiError::cause(cause).finish(&self.request_id)
     }
 
     /// The workspace a list or create call works in, by the contract's rules: the `workspace` slug if

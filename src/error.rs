@@ -69,11 +69,19 @@ pub struct ApiError {
     pub message: String,
     /// Set for `rate_limited`: how long to wait before retrying.
     pub retry_after_ms: Option<i64>,
+    /// An internal failure's cause, not yet logged: the face answering the request logs it once with the
+    /// request id ([`ApiError::finish`]). Never part of [`ApiError::body`].
+    cause: Option<String>,
 }
 
 impl ApiError {
     pub fn new(code: Code, message: impl Into<String>) -> Self {
-        Self { code, message: message.into(), retry_after_ms: None }
+        Self { code, message: message.into(), retry_after_ms: None, cause: None }
+    }
+
+    /// `rate_limited`, with how long to wait.
+    pub fn rate_limited(message: impl Into<String>, retry_after_ms: i64) -> Self {
+        Self { retry_after_ms: Some(retry_after_ms), ..Self::new(Code::RateLimited, message) }
     }
 
     pub fn invalid(message: impl Into<String>) -> Self {
@@ -84,10 +92,25 @@ impl ApiError {
         Self::new(Code::NotFound, format!("{what} not found"))
     }
 
-    /// An internal failure: the client sees only the request id; the cause goes to the log.
-    pub fn internal(request_id: &str, cause: impl fmt::Display) -> Self {
-        log_line(&format!("internal error {request_id}: {cause}"));
-        Self::new(Code::Internal, format!("internal error; request id {request_id}"))
+    /// An internal failure (storage, a platform call, a reply that cannot be): `internal`, its cause kept
+    /// for the face to log with the request id. Storage errors convert to this with `?`.
+    pub fn cause(cause: impl fmt::Display) -> Self {
+        Self { cause: Some(cause.to_string()), ..Self::new(Code::Internal, "internal error") }
+    }
+
+    /// True for an internal failure whose cause the face has not logged yet.
+    pub fn is_unfinished(&self) -> bool {
+        self.cause.is_some()
+    }
+
+    /// What a face answers: an internal failure's cause goes to the log once, with the request id, and the
+    /// client sees only that id. Any other error is unchanged.
+    pub fn finish(mut self, request_id: &str) -> Self {
+        if let Some(cause) = self.cause.take() {
+            log_line(&format!("internal error {request_id}: {cause}"));
+            self.message = format!("internal error; request id {request_id}");
+        }
+        self
     }
 
     /// The body both faces send: `{ "error": { "code", "message", "retry_after_ms"? } }`.
@@ -140,5 +163,18 @@ mod tests {
         assert_eq!(Code::named("no_such_code"), None);
         assert_eq!((Code::RateLimited.http(), Code::RateLimited.rpc()), (429, -32003));
         assert_eq!((Code::Internal.http(), Code::Internal.rpc()), (500, -32603));
+    }
+
+    #[test]
+    fn an_internal_cause_is_finished_once_and_never_in_the_body() {
+        let e = ApiError::cause("no such table: agent");
+        assert!(e.is_unfinished());
+        let done = e.finish("req_1");
+        assert!(!done.is_unfinished());
+        assert_eq!(done.body(), json!({"error": {"code": "internal", "message": "internal error; request id req_1"}}));
+        // A second face leaves it as the first finished it.
+        assert_eq!(done.clone().finish("req_2"), done);
+        let plain = ApiError::invalid("bad");
+        assert_eq!(plain.clone().finish("req_1"), plain);
     }
 }

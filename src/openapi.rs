@@ -62,7 +62,7 @@ pub fn document(base_url: &str) -> Value {
             "operationId": op.name,
             "summary": op.title,
             "description": op.description(),
-            "tags": [op.group],
+            "tags": [op.group.name()],
             "responses": {
                 op.http_status().to_string(): {
                     "description": op.title,

@@ -7,6 +7,7 @@ use super::{wait, CallingSession, ToolError, ACCESS_PER_MIN};
 use crate::cx::Cx;
 use crate::domain::grants::{covers, grant_view, live, open_credential, ssh_hold_s, visible_to, Credential};
 use crate::domain::jobs::{self, Asked};
+use crate::error::ApiError;
 use crate::rules::policy::{self, Verdict};
 use crate::rules::{ids, limits, targets};
 use crate::store::{self, connectors::ConnectorRow, requests::GrantRow};
@@ -62,7 +63,7 @@ pub async fn decide_access(
     c: &ConnectorRow,
     scopes: &[String],
 ) -> Result<Option<(&'static str, &'static str, Option<GrantRow>)>, ToolError> {
-    let internal = |e| ToolError::from(cx.internal(e));
+    let internal = |e| ToolError::from(ApiError::cause(e));
     let grants = store::requests::grants_for_session(cx.db(), workspace_id, session_id).await.map_err(internal)?;
     // A live grant that already covers the request answers it: this session's own, or a persistent one.
     if let Some(g) = grants.into_iter().find(|g| {
@@ -98,25 +99,20 @@ fn check_scopes(scope: &[String]) -> Result<Vec<String>, ToolError> {
 }
 
 async fn connectors(a: &CallingSession<'_>) -> Result<Vec<ConnectorRow>, ToolError> {
-    store::connectors::list(a.cx.db(), &a.me.workspace_id).await.map_err(|e| a.internal(e))
+    Ok(store::connectors::list(a.cx.db(), &a.me.workspace_id).await?)
 }
 
 /// A grant as it stands after a wait: re-read from D1, whatever woke the waiter.
 async fn settled(a: &CallingSession<'_>, grant_id: &str) -> Result<Value, ToolError> {
-    let mut g = store::requests::get_grant(a.cx.db(), grant_id)
-        .await
-        .map_err(|e| a.internal(e))?
-        .ok_or_else(|| a.internal("grant vanished"))?;
+    let mut g = store::requests::get_grant(a.cx.db(), grant_id).await?.ok_or_else(|| a.internal("grant vanished"))?;
     let req = match &g.request_id {
-        Some(r) => store::requests::get_request(a.cx.db(), r).await.map_err(|e| a.internal(e))?,
+        Some(r) => store::requests::get_request(a.cx.db(), r).await?,
         None => None,
     };
     let position = match (&req, g.status.as_str()) {
-        (Some(req), "pending") if req.status == "open" => Some(
-            store::requests::queue_position(a.cx.db(), &req.task_id, req.created_ms)
-                .await
-                .map_err(|e| a.internal(e))?,
-        ),
+        (Some(req), "pending") if req.status == "open" => {
+            Some(store::requests::queue_position(a.cx.db(), &req.task_id, req.created_ms).await?)
+        }
         _ => None,
     };
     if g.status == "active" && !live(&g, a.cx.now_ms) {
@@ -219,10 +215,7 @@ pub async fn request_access(a: &CallingSession<'_>, p: RequestAccess) -> Result<
             subject: None,
             now_ms: cx.now_ms,
         };
-        cx.db()
-            .batch(vec![store::requests::insert_grant(&g), store::audit::insert(&entry)])
-            .await
-            .map_err(|e| a.internal(e))?;
+        cx.db().batch(vec![store::requests::insert_grant(&g), store::audit::insert(&entry)]).await?;
         return settled(a, &grant_id).await;
     }
     let command = p.command.as_deref().map(crate::rules::redact::redact);
@@ -261,29 +254,24 @@ pub async fn request_access(a: &CallingSession<'_>, p: RequestAccess) -> Result<
             store::requests::insert_grant_for_request(&g),
             store::audit::insert_if_changed(&opened),
         ])
-        .await
-        .map_err(|e| a.internal(e))?;
-    let (grant_id, request_id) =
-        match store::requests::get_grant(cx.db(), &grant_id).await.map_err(|e| a.internal(e))? {
-            Some(_) => {
-                a.changed().await;
-                crate::domain::webhooks::request_opened(cx, me, &request_id, "access", &payload).await;
-                (grant_id, request_id)
-            }
-            None => {
-                let dup = store::requests::open_duplicate(cx.db(), &me.session_id, &dedupe_key)
-                    .await
-                    .map_err(|e| a.internal(e))?
-                    .ok_or_else(|| {
-                        ToolError::new(-32003, "an identical request was just decided; call request_access again")
-                    })?;
-                let g = store::requests::grant_for_request(cx.db(), &dup.request_id)
-                    .await
-                    .map_err(|e| a.internal(e))?
-                    .ok_or_else(|| a.internal("grant missing"))?;
-                (g.grant_id, dup.request_id)
-            }
-        };
+        .await?;
+    let (grant_id, request_id) = match store::requests::get_grant(cx.db(), &grant_id).await? {
+        Some(_) => {
+            a.changed().await;
+            crate::domain::webhooks::request_opened(cx, me, &request_id, "access", &payload).await;
+            (grant_id, request_id)
+        }
+        None => {
+            let dup =
+                store::requests::open_duplicate(cx.db(), &me.session_id, &dedupe_key).await?.ok_or_else(|| {
+                    ToolError::new(-32003, "an identical request was just decided; call request_access again")
+                })?;
+            let g = store::requests::grant_for_request(cx.db(), &dup.request_id)
+                .await?
+                .ok_or_else(|| a.internal("grant missing"))?;
+            (g.grant_id, dup.request_id)
+        }
+    };
     wait(a, &request_id).await?;
     settled(a, &grant_id).await
 }
@@ -294,7 +282,7 @@ async fn visible(a: &CallingSession<'_>, grant_id: &str) -> Result<GrantRow, Too
     if !ids::is_id(grant_id, "gr") {
         return Err(unknown());
     }
-    let g = store::requests::get_grant(a.cx.db(), grant_id).await.map_err(|e| a.internal(e))?.ok_or_else(unknown)?;
+    let g = store::requests::get_grant(a.cx.db(), grant_id).await?.ok_or_else(unknown)?;
     if visible_to(&g, &a.me.session_id, &a.me.workspace_id) {
         Ok(g)
     } else {
@@ -354,8 +342,7 @@ pub async fn get_credential(a: &CallingSession<'_>, p: GetCredential) -> Result<
         a.cx.db(),
         &store::audit::Entry::grant(&g, &a.me.session_id, "get_credential", "", a.cx.now_ms),
     )
-    .await
-    .map_err(|e| a.internal(e))?;
+    .await?;
     Ok(view)
 }
 
@@ -375,10 +362,8 @@ pub struct Target {
 /// list_targets
 pub async fn list_targets(a: &CallingSession<'_>) -> Result<Vec<Target>, ToolError> {
     let all = connectors(a).await?;
-    let grants = store::requests::grants_for_session(a.cx.db(), &a.me.workspace_id, &a.me.session_id)
-        .await
-        .map_err(|e| a.internal(e))?;
-    let policies = store::connectors::all_policies(a.cx.db(), &a.me.workspace_id).await.map_err(|e| a.internal(e))?;
+    let grants = store::requests::grants_for_session(a.cx.db(), &a.me.workspace_id, &a.me.session_id).await?;
+    let policies = store::connectors::all_policies(a.cx.db(), &a.me.workspace_id).await?;
     let now = a.cx.now_ms;
     Ok(all
         .into_iter()

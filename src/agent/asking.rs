@@ -18,7 +18,7 @@ pub struct ReportStatus {
 /// report_status
 pub async fn report_status(a: &CallingSession<'_>, p: ReportStatus) -> Result<Value, ToolError> {
     limits::text("note", &p.note, 0, 200).map_err(ToolError::from)?;
-    store::sessions::set_note(a.cx.db(), &a.me.session_id, &p.note, a.cx.now_ms).await.map_err(|e| a.internal(e))?;
+    store::sessions::set_note(a.cx.db(), &a.me.session_id, &p.note, a.cx.now_ms).await?;
     Ok(json!({ "ok": true }))
 }
 
@@ -93,8 +93,7 @@ pub async fn open(a: &CallingSession<'_>, p: AskUser) -> Result<String, ToolErro
             ),
             store::audit::insert(&opened),
         ])
-        .await
-        .map_err(|e| a.internal(e))?;
+        .await?;
     a.changed().await;
     crate::domain::webhooks::request_opened(cx, me, &request_id, &p.kind, &payload).await;
     Ok(request_id)
@@ -103,10 +102,8 @@ pub async fn open(a: &CallingSession<'_>, p: AskUser) -> Result<String, ToolErro
 /// The user's answer to a question, or (unanswered) `timed out waiting for the user`, expiring it. A
 /// request that ended without an answer (its session ended, it was withdrawn) says so.
 pub async fn answer_of(a: &CallingSession<'_>, request_id: &str) -> Result<Value, ToolError> {
-    let req = store::requests::get_request(a.cx.db(), request_id)
-        .await
-        .map_err(|e| a.internal(e))?
-        .ok_or_else(|| a.internal("request vanished"))?;
+    let req =
+        store::requests::get_request(a.cx.db(), request_id).await?.ok_or_else(|| a.internal("request vanished"))?;
     let req = super::ended(req)?;
     match (req.status.as_str(), &req.answer) {
         ("answered", Some(answer)) => Ok(json!({ "resolution": answer })),
@@ -142,8 +139,7 @@ pub async fn withdraw_request(a: &CallingSession<'_>, p: WithdrawRequest) -> Res
         return Err(unknown());
     }
     let req = store::requests::get_request(a.cx.db(), &p.request_id)
-        .await
-        .map_err(|e| a.internal(e))?
+        .await?
         .filter(|r| r.session_id == a.me.session_id)
         .ok_or_else(unknown)?;
     if req.status != "open" {

@@ -4,6 +4,7 @@
 use super::{CallingSession, ToolError, ACCESS_PER_MIN, QUESTIONS_PER_MIN};
 use crate::domain::jobs::{self, Asked};
 use crate::domain::taskfs::{self, Folder, Writer, PROJECT_FILE};
+use crate::error::ApiError;
 use crate::rules::{argv, limits, redact};
 use crate::store;
 use schemars::JsonSchema;
@@ -58,7 +59,7 @@ async fn read_project(a: &CallingSession<'_>) -> Result<Value, ToolError> {
 async fn write_project(a: &CallingSession<'_>, project: &Value) -> Result<(), ToolError> {
     let folder = Folder { workspace_id: &a.me.workspace_id, task_id: &a.me.task_id, lane: "" };
     let (db, blobs) = taskfs::parts(a.cx.env);
-    let text = serde_json::to_string_pretty(project).map_err(|e| a.internal(e))? + "\n";
+    let text = serde_json::to_string_pretty(project).map_err(ApiError::cause)? + "\n";
     taskfs::write(db, blobs, folder, PROJECT_FILE, &text, Writer::Session(&a.me.session_id), a.cx.now_ms).await?;
     Ok(())
 }
@@ -84,10 +85,7 @@ pub async fn remember_command(a: &CallingSession<'_>, p: RememberCommand) -> Res
     a.bucket("access", ACCESS_PER_MIN, "access requests").await?;
     a.bucket("questions", QUESTIONS_PER_MIN, "questions").await?;
     let db = a.cx.db();
-    let state = store::lanes::lane_state(db, &a.me.session_id)
-        .await
-        .map_err(|e| a.internal(e))?
-        .ok_or_else(|| a.internal("no lane state"))?;
+    let state = store::lanes::lane_state(db, &a.me.session_id).await?.ok_or_else(|| a.internal("no lane state"))?;
     if !state.asked.split(' ').any(|k| k == p.kind) {
         return Err(ToolError::refused(format!(
             "agentsky did not ask this task for a `{}` command; give the command to the user instead",
@@ -121,7 +119,7 @@ pub async fn remember_command(a: &CallingSession<'_>, p: RememberCommand) -> Res
         _ => {
             let target =
                 p.target_id.as_deref().ok_or_else(|| ToolError::invalid("`targetId` is required for kind `deploy`"))?;
-            let c = store::connectors::get(db, target).await.map_err(|e| a.internal(e))?;
+            let c = store::connectors::get(db, target).await?;
             let c = c
                 .filter(|c| c.workspace_id == a.me.workspace_id)
                 .ok_or_else(|| ToolError::unknown(format!("no target `{target}` in this project")))?;
@@ -132,16 +130,15 @@ pub async fn remember_command(a: &CallingSession<'_>, p: RememberCommand) -> Res
                     "a deploy command is one plain command (no `;`, `&&`, pipes, redirections, `$` or globs): the provider CLI command that deployed",
                 )
             })?;
-            let proven = store::proofs::exists(db, &a.me.session_id, &c.connector_id, &argv::fingerprint(&words))
-                .await
-                .map_err(|e| a.internal(e))?;
+            let proven =
+                store::proofs::exists(db, &a.me.session_id, &c.connector_id, &argv::fingerprint(&words)).await?;
             if !proven {
                 return Err(ToolError::refused(format!(
                     "a deploy command is accepted only once this task's runner has run exactly that command (through the provider CLI's shim) under a grant covering deploy on `{}` and seen it exit with 0; run it, then remember the same command",
                     c.name
                 )));
             }
-            store::connectors::set_deploy_command(db, &c.connector_id, &p.command).await.map_err(|e| a.internal(e))?;
+            store::connectors::set_deploy_command(db, &c.connector_id, &p.command).await?;
         }
     }
     Ok(json!({ "ok": true }))

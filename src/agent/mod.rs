@@ -32,11 +32,13 @@ pub const WAIT_MS: i64 = 5 * 60_000;
 pub struct ToolError {
     pub code: i64,
     pub message: String,
+    /// An internal failure not yet finished by the face ([`ToolError::finish`]): never shown to the agent.
+    unfinished: Option<ApiError>,
 }
 
 impl ToolError {
     pub fn new(code: i64, message: impl Into<String>) -> Self {
-        Self { code, message: message.into() }
+        Self { code, message: message.into(), unfinished: None }
     }
     pub fn invalid(message: impl Into<String>) -> Self {
         Self::new(-32602, message)
@@ -49,9 +51,27 @@ impl ToolError {
     }
 }
 
+impl ToolError {
+    /// What the agent reads: an internal failure's cause is logged once with the request id (as
+    /// [`ApiError::finish`] does), and the message names only that id.
+    pub fn finish(mut self, request_id: &str) -> Self {
+        if let Some(e) = self.unfinished.take() {
+            self.message = e.finish(request_id).message;
+        }
+        self
+    }
+}
+
 impl From<ApiError> for ToolError {
     fn from(e: ApiError) -> Self {
-        Self::new(e.code.rpc(), e.message)
+        let unfinished = e.is_unfinished().then(|| e.clone());
+        Self { unfinished, ..Self::new(e.code.rpc(), e.message) }
+    }
+}
+
+impl From<store::DbError> for ToolError {
+    fn from(e: store::DbError) -> Self {
+        ApiError::from(e).into()
     }
 }
 
@@ -94,7 +114,7 @@ impl<'a> CallingSession<'a> {
     }
 
     pub fn internal(&self, e: impl std::fmt::Display) -> ToolError {
-        self.cx.internal(e).into()
+        ApiError::cause(e).into()
     }
 }
 
@@ -107,7 +127,7 @@ pub(crate) async fn wait(a: &CallingSession<'_>, request_id: &str) -> Result<Req
         return ended(req);
     }
     let call = SessionCall::Wait { key: request_id.to_owned(), wait_ms: a.wait_ms };
-    match a.cx.env.sessions.call(&a.me.session_id, call).await.map_err(|e| a.internal(e))? {
+    match a.cx.env.sessions.call(&a.me.session_id, call).await.map_err(ApiError::cause)? {
         SessionReply::Woken { .. } => ended(current(a, request_id).await?),
         other => Err(a.internal(format!("unexpected session reply {other:?}"))),
     }
@@ -117,15 +137,11 @@ pub(crate) async fn wait(a: &CallingSession<'_>, request_id: &str) -> Result<Req
 async fn current(a: &CallingSession<'_>, request_id: &str) -> Result<RequestRow, ToolError> {
     let db = a.cx.db();
     let req = store::requests::get_request(db, request_id)
-        .await
-        .map_err(|e| a.internal(e))?
+        .await?
         .ok_or_else(|| ToolError::refused(format!("session ended: request {request_id} is gone")))?;
     if req.status == "open" && req.expires_ms.is_some_and(|e| e <= a.cx.clock_now()) {
         crate::domain::requests::expire(a.cx, &req).await.map_err(ToolError::from)?;
-        return store::requests::get_request(db, request_id)
-            .await
-            .map_err(|e| a.internal(e))?
-            .ok_or_else(|| a.internal("request vanished"));
+        return store::requests::get_request(db, request_id).await?.ok_or_else(|| a.internal("request vanished"));
     }
     Ok(req)
 }
@@ -147,30 +163,101 @@ pub const ACCESS_PER_MIN: u32 = 5;
 pub const QUESTIONS_PER_MIN: u32 = 30;
 pub const MESSAGES_PER_MIN: u32 = 20;
 
+/// One session tool, declared once in [`session_tools!`].
 struct Tool {
     name: &'static str,
-    description: &'static str,
+    /// The `///` lines of the row: the description clients and harness models read.
+    docs: &'static [&'static str],
     schema: fn() -> schemars::Schema,
+    run: ToolFn,
+    /// Whether a call changes what a person sees, so the workspace's watchers are told after it.
+    changes: bool,
+}
+
+type ToolFn = for<'a, 'b> fn(&'b CallingSession<'a>, Value) -> LocalBoxFuture<'b, ToolResult>;
+
+impl Tool {
+    fn description(&self) -> String {
+        self.docs.iter().map(|l| l.trim()).collect::<Vec<_>>().join(" ")
+    }
+
+    fn input_schema(&self) -> Value {
+        crate::mcp::results::for_clients((self.schema)().to_value())
+    }
+}
+
+/// Declares the tools. Each row: docs, `name(Params) => run, changes: bool;`. A tool without arguments
+/// is `name() => run` (its schema is [`access::NoParams`]; whatever it is sent is ignored).
+macro_rules! session_tools {
+    ($($(#[doc = $doc:literal])* $name:ident($($params:ty)?) => $run:path, changes: $changes:literal;)*) => {
+        const TOOLS: &[Tool] = &[$(Tool {
+            name: stringify!($name),
+            docs: &[$($doc),*],
+            schema: session_tools!(@schema $($params)?),
+            run: |a, args| Box::pin(async move { session_tools!(@run a, args, $run $(, $params)?) }),
+            changes: $changes,
+        }),*];
+    };
+    (@schema) => { schema::<access::NoParams> };
+    (@schema $params:ty) => { schema::<$params> };
+    (@run $a:ident, $args:ident, $run:path) => {{
+        let _ = $args;
+        out($run($a).await)
+    }};
+    // Decodes the arguments, then runs the tool; a bad argument is the tool's error, not the call's.
+    (@run $a:ident, $args:ident, $run:path, $params:ty) => {
+        match parse::<$params>($args) {
+            Ok(p) => out($run($a, p).await),
+            Err(e) => Err(e),
+        }
+    };
 }
 
 fn schema<T: JsonSchema>() -> schemars::Schema {
     crate::rules::schema::input_schema::<T>()
 }
 
-const TOOLS: &[Tool] = &[
-    Tool { name: "request_access", description: "Ask the user for scoped, expiring access to one of the project's targets. A policy can decide it without asking. After a grant, just run the provider CLI (vercel, gh, aws, gcloud, supabase, ssh): it already uses the grant. Waits up to 5 minutes; then returns pending with a grantId for check_grant.", schema: schema::<access::RequestAccess> },
-    Tool { name: "check_grant", description: "Check, and wait up to 5 minutes for, the outcome of an access request.", schema: schema::<access::CheckGrant> },
-    Tool { name: "get_credential", description: "The credentials of a live grant as environment variables, for calling a provider's API directly (provider CLIs get them by themselves). Recorded in the audit log.", schema: schema::<access::GetCredential> },
-    Tool { name: "list_targets", description: "The deploy and server targets connected to this project, with their lock state and the scopes this task's grants cover.", schema: schema::<access::NoParams> },
-    Tool { name: "report_status", description: "Set the one-line status shown on this task's card (up to 200 characters; empty clears it).", schema: schema::<asking::ReportStatus> },
-    Tool { name: "ask_user", description: "Ask the user a question, offer a choice, or ask them to approve a plan, and wait (up to 5 minutes) for the answer.", schema: schema::<asking::AskUser> },
-    Tool { name: "withdraw_request", description: "Take back one of this session's open requests (an access request or a question) that you no longer need; whoever waits on it is told it was withdrawn.", schema: schema::<asking::WithdrawRequest> },
-    Tool { name: "list_sessions", description: "The tasks in this project: you and your peers, what each was asked to do, the files its lane changed and which of them you changed too.", schema: schema::<access::NoParams> },
-    Tool { name: "project_activity", description: "What changed in the project outside your lane: base commits you have not merged, the other live lanes, and files another task changed too. Read it before touching files another task has changed.", schema: schema::<access::NoParams> },
-    Tool { name: "send_message", description: "Send a message to another task in this project, for handing over context or flagging a conflict (not for giving orders). It appears in that task's chat, marked as from a peer.", schema: schema::<peers::SendMessage> },
-    Tool { name: "remember_command", description: "Teach agentsky a command you just got working (run, deploy or checks), when agentsky asked this task for it; otherwise give the command to the user instead.", schema: schema::<landing::RememberCommand> },
-    Tool { name: "land", description: "Land this task's work in the project's base: merge the base in, run the project's checks, merge into the base with the summary as the record. Call it when the user asks you to merge, land or push.", schema: schema::<landing::Land> },
-];
+session_tools! {
+    /// Ask the user for scoped, expiring access to one of the project's targets. A policy can decide it
+    /// without asking. After a grant, just run the provider CLI (vercel, gh, aws, gcloud, supabase, ssh): it
+    /// already uses the grant. Waits up to 5 minutes; then returns pending with a grantId for check_grant.
+    request_access(access::RequestAccess) => access::request_access, changes: false;
+    /// Check, and wait up to 5 minutes for, the outcome of an access request.
+    check_grant(access::CheckGrant) => access::check_grant, changes: false;
+    /// The credentials of a live grant as environment variables, for calling a provider's API directly
+    /// (provider CLIs get them by themselves). Recorded in the audit log.
+    get_credential(access::GetCredential) => access::get_credential, changes: false;
+    /// The deploy and server targets connected to this project, with their lock state and the scopes this
+    /// task's grants cover.
+    list_targets() => access::list_targets, changes: false;
+    /// Set the one-line status shown on this task's card (up to 200 characters; empty clears it).
+    report_status(asking::ReportStatus) => asking::report_status, changes: true;
+    /// Ask the user a question, offer a choice, or ask them to approve a plan, and wait (up to 5 minutes)
+    /// for the answer.
+    ask_user(asking::AskUser) => asking::ask_user, changes: false;
+    /// Take back one of this session's open requests (an access request or a question) that you no longer
+    /// need; whoever waits on it is told it was withdrawn.
+    withdraw_request(asking::WithdrawRequest) => asking::withdraw_request, changes: false;
+    /// The tasks in this project: you and your peers, what each was asked to do, the files its lane changed
+    /// and which of them you changed too.
+    list_sessions() => peers::list_sessions, changes: false;
+    /// What changed in the project outside your lane: base commits you have not merged, the other live
+    /// lanes, and files another task changed too. Read it before touching files another task has changed.
+    project_activity() => peers::project_activity, changes: false;
+    /// Send a message to another task in this project, for handing over context or flagging a conflict (not
+    /// for giving orders). It appears in that task's chat, marked as from a peer.
+    send_message(peers::SendMessage) => peers::send_message, changes: true;
+    /// Teach agentsky a command you just got working (run, deploy or checks), when agentsky asked this task
+    /// for it; otherwise give the command to the user instead.
+    remember_command(landing::RememberCommand) => landing::remember_command, changes: true;
+    /// Land this task's work in the project's base: merge the base in, run the project's checks, merge into
+    /// the base with the summary as the record. Call it when the user asks you to merge, land or push.
+    land(landing::Land) => landing::land, changes: true;
+}
+
+fn find(name: &str) -> Option<&'static Tool> {
+    TOOLS.iter().find(|t| t.name == name)
+}
 
 /// The session server's tools, bound to one calling session.
 pub struct SessionTools<'a> {
@@ -188,36 +275,13 @@ fn out<R: Serialize>(r: Result<R, ToolError>) -> ToolResult {
 
 impl SessionTools<'_> {
     async fn run(&self, name: &str, args: Value) -> Option<ToolResult> {
-        let a = &self.agent;
-        // Decodes the arguments, then runs the tool; a bad argument is the tool's error, not the call's.
-        macro_rules! with {
-            ($f:path) => {
-                match parse(args) {
-                    Ok(p) => out($f(a, p).await),
-                    Err(e) => Err(e),
-                }
-            };
-        }
-        let result = Some(match name {
-            "request_access" => with!(access::request_access),
-            "check_grant" => with!(access::check_grant),
-            "get_credential" => with!(access::get_credential),
-            "list_targets" => out(access::list_targets(a).await),
-            "report_status" => with!(asking::report_status),
-            "ask_user" => with!(asking::ask_user),
-            "withdraw_request" => with!(asking::withdraw_request),
-            "list_sessions" => out(peers::list_sessions(a).await),
-            "project_activity" => out(peers::project_activity(a).await),
-            "send_message" => with!(peers::send_message),
-            "remember_command" => with!(landing::remember_command),
-            "land" => with!(landing::land),
-            _ => return None,
-        });
+        let tool = find(name)?;
+        let result = (tool.run)(&self.agent, args).await;
         // Requests announce themselves when they open (they then wait); these change what a person sees.
-        if matches!(name, "report_status" | "send_message" | "remember_command" | "land") {
-            a.changed().await;
+        if tool.changes {
+            self.agent.changed().await;
         }
-        result
+        Some(result)
     }
 }
 
@@ -240,13 +304,7 @@ impl ToolHost for SessionTools<'_> {
     fn tools(&self) -> Vec<Value> {
         TOOLS
             .iter()
-            .map(|t| {
-                json!({
-                    "name": t.name,
-                    "description": t.description,
-                    "inputSchema": crate::mcp::results::for_clients((t.schema)().to_value()),
-                })
-            })
+            .map(|t| json!({ "name": t.name, "description": t.description(), "inputSchema": t.input_schema() }))
             .collect()
     }
 
@@ -256,7 +314,7 @@ impl ToolHost for SessionTools<'_> {
                 Some(r) => r,
                 None => return None,
             };
-            Some(result(outcome))
+            Some(result(outcome.map_err(|e| e.finish(&self.agent.cx.request_id))))
         })
     }
 }
@@ -275,6 +333,14 @@ pub enum HarnessCall {
 
 /// Runs a session tool for a harness inside the session: nothing waits in the call.
 pub async fn harness_call(agent: CallingSession<'_>, name: &str, args: Value) -> HarnessCall {
+    let request_id = agent.cx.request_id.clone();
+    match harness_run(agent, name, args).await {
+        HarnessCall::Done(r) => HarnessCall::Done(r.map_err(|e| e.finish(&request_id))),
+        awaiting => awaiting,
+    }
+}
+
+async fn harness_run(agent: CallingSession<'_>, name: &str, args: Value) -> HarnessCall {
     let agent = CallingSession { wait_ms: 0, ..agent };
     if name == "ask_user" {
         return match parse::<asking::AskUser>(args) {
@@ -307,15 +373,16 @@ pub async fn harness_resume(
     grant_id: Option<&str>,
 ) -> ToolResult {
     let agent = CallingSession { wait_ms: 0, ..agent };
-    match (kind, grant_id) {
+    let result = match (kind, grant_id) {
         ("access", Some(g)) => access::check_grant(&agent, access::CheckGrant { grant_id: g.to_owned() }).await,
         _ => asking::answer_of(&agent, request_id).await,
-    }
+    };
+    result.map_err(|e| e.finish(&agent.cx.request_id))
 }
 
 /// Whether a name is one of the session tools.
 pub fn is_tool(name: &str) -> bool {
-    TOOLS.iter().any(|t| t.name == name)
+    find(name).is_some()
 }
 
 /// The tools in the OpenAI function-calling shape, for harnesses.
@@ -324,8 +391,7 @@ pub fn function_specs() -> Vec<Value> {
         .iter()
         .map(|t| {
             json!({"type": "function", "function": {
-                "name": t.name, "description": t.description,
-                "parameters": crate::mcp::results::for_clients((t.schema)().to_value())}})
+                "name": t.name, "description": t.description(), "parameters": t.input_schema()}})
         })
         .collect()
 }

@@ -25,19 +25,14 @@ struct Peer {
 
 async fn peers(a: &CallingSession<'_>) -> Result<(Vec<Peer>, bool), ToolError> {
     let db = a.cx.db();
-    let lanes = store::lanes::settings(db, &a.me.task_id).await.map_err(|e| a.internal(e))?.is_some_and(|s| s.lanes);
+    let lanes = store::lanes::settings(db, &a.me.task_id).await?.is_some_and(|s| s.lanes);
     let mut out = Vec::new();
-    for row in store::sessions::in_task(db, &a.me.task_id).await.map_err(|e| a.internal(e))? {
+    for row in store::sessions::in_task(db, &a.me.task_id).await? {
         if row.status == "terminated" {
             continue;
         }
         let files = if lanes {
-            store::lanes::changes(db, &a.me.task_id, &row.session_id)
-                .await
-                .map_err(|e| a.internal(e))?
-                .into_iter()
-                .map(|c| c.path)
-                .collect()
+            store::lanes::changes(db, &a.me.task_id, &row.session_id).await?.into_iter().map(|c| c.path).collect()
         } else {
             vec![]
         };
@@ -91,12 +86,8 @@ pub async fn list_sessions(a: &CallingSession<'_>) -> Result<Vec<SessionItem>, T
 pub async fn project_activity(a: &CallingSession<'_>) -> Result<Value, ToolError> {
     let (all, lanes) = peers(a).await?;
     let db = a.cx.db();
-    let state = store::lanes::lane_state(db, &a.me.session_id)
-        .await
-        .map_err(|e| a.internal(e))?
-        .ok_or_else(|| a.internal("no lane"))?;
-    let commits =
-        store::lanes::commits_after(db, &a.me.task_id, state.lane_base_seq).await.map_err(|e| a.internal(e))?;
+    let state = store::lanes::lane_state(db, &a.me.session_id).await?.ok_or_else(|| a.internal("no lane"))?;
+    let commits = store::lanes::commits_after(db, &a.me.task_id, state.lane_base_seq).await?;
     let by_id = |id: &Option<String>| all.iter().find(|p| Some(&p.row.session_id) == id.as_ref());
     let base_commits: Vec<Value> = commits
         .iter()
@@ -147,7 +138,7 @@ pub async fn send_message(a: &CallingSession<'_>, p: SendMessage) -> Result<Valu
     a.bucket("messages", MESSAGES_PER_MIN, "messages").await?;
     let db = a.cx.db();
     let peer = match ids::is_id(&p.to, "ses") {
-        true => store::sessions::get(db, &p.to).await.map_err(|e| a.internal(e))?,
+        true => store::sessions::get(db, &p.to).await?,
         false => None,
     };
     let peer = peer

@@ -3,6 +3,7 @@
 //! revoke). What a credential may leave behind in a transcript is decided here too.
 
 use crate::cx::Cx;
+use crate::error::ApiError;
 use crate::rules::seal;
 use crate::store::{self, requests::GrantRow};
 use serde::{Deserialize, Serialize};
@@ -53,11 +54,11 @@ pub enum Credential {
 }
 
 /// A grant's credential, opened; `None` when it cannot be (no credentials, or sealed under another key).
-pub async fn open_credential(cx: &Cx<'_>, g: &GrantRow) -> Result<Option<Credential>, crate::error::ApiError> {
-    let sealed = store::connectors::sealed(cx.db(), &g.connector_id).await.map_err(|e| cx.internal(e))?;
-    let master = cx.env.config.secrets_key.as_deref().ok_or_else(|| cx.internal("no SECRETS_KEY"))?;
+pub async fn open_credential(cx: &Cx<'_>, g: &GrantRow) -> Result<Option<Credential>, ApiError> {
+    let sealed = store::connectors::sealed(cx.db(), &g.connector_id).await?;
+    let master = cx.env.config.secrets_key.as_deref().ok_or_else(|| ApiError::cause("no SECRETS_KEY"))?;
     let plain = sealed.and_then(|s| seal::open(master, &seal::connector_aad(&g.workspace_id, &g.connector_id), &s));
-    plain.map(|p| serde_json::from_str(&p).map_err(|e| cx.internal(e))).transpose()
+    plain.map(|p| serde_json::from_str(&p).map_err(ApiError::cause)).transpose()
 }
 
 /// The longest a turn's ssh-agent holds a granted key.

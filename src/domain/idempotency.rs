@@ -57,7 +57,7 @@ where
 {
     let Scope { workspace_id, tool, key, ttl_ms } = scope;
     let print = fingerprint::of_arguments(args);
-    let reserved = serde_json::to_string(&reserve()).map_err(|e| cx.internal(e))?;
+    let reserved = serde_json::to_string(&reserve()).map_err(ApiError::cause)?;
     let clock = &cx.env.clock;
     let deadline = clock.now_ms() + WAIT_MS;
     let mut pause = 25;
@@ -72,10 +72,10 @@ where
             now_ms: now,
             expires_ms: now + ttl_ms,
         };
-        let mine = if receipts::claim(cx.db(), &claim).await.map_err(|e| cx.internal(e))? {
+        let mine = if receipts::claim(cx.db(), &claim).await? {
             Some(reserved.clone())
         } else {
-            match receipts::get(cx.db(), workspace_id, tool, key, now).await.map_err(|e| cx.internal(e))? {
+            match receipts::get(cx.db(), workspace_id, tool, key, now).await? {
                 None => continue, // expired between the two statements: claim again
                 Some(r) if !crate::rules::ids::constant_time_eq(&r.fingerprint, &print) => {
                     return Err(ApiError::new(
@@ -87,23 +87,21 @@ where
                 }
                 Some(r) if r.state == "done" => {
                     let text = r.result.unwrap_or_default();
-                    return serde_json::from_str(&text).map_err(|e| cx.internal(e));
+                    return serde_json::from_str(&text).map_err(ApiError::cause);
                 }
                 Some(r) if r.claimed_ms < now - STALE_MS => {
-                    let won = receipts::take_over(cx.db(), workspace_id, tool, key, r.claimed_ms, now)
-                        .await
-                        .map_err(|e| cx.internal(e))?;
+                    let won = receipts::take_over(cx.db(), workspace_id, tool, key, r.claimed_ms, now).await?;
                     won.then_some(r.reserved)
                 }
                 Some(_) => None,
             }
         };
         if let Some(reserved) = mine {
-            let ids: R = serde_json::from_str(&reserved).map_err(|e| cx.internal(e))?;
+            let ids: R = serde_json::from_str(&reserved).map_err(ApiError::cause)?;
             return match work(ids).await {
                 Ok(result) => {
-                    let text = serde_json::to_string(&result).map_err(|e| cx.internal(e))?;
-                    receipts::complete(cx.db(), workspace_id, tool, key, &text).await.map_err(|e| cx.internal(e))?;
+                    let text = serde_json::to_string(&result).map_err(ApiError::cause)?;
+                    receipts::complete(cx.db(), workspace_id, tool, key, &text).await?;
                     Ok(result)
                 }
                 Err(e) => {

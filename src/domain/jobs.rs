@@ -35,7 +35,7 @@ pub fn poll_key(lease_id: &str) -> String {
 pub async fn wait(cx: &Cx<'_>, session_id: &str, key: String, wait_ms: i64) -> Result<bool, ApiError> {
     match crate::domain::sessions::call(cx, session_id, SessionCall::Wait { key, wait_ms }).await? {
         SessionReply::Woken { signaled } => Ok(signaled),
-        other => Err(cx.internal(format!("unexpected session reply {other:?}"))),
+        other => Err(ApiError::cause(format!("unexpected session reply {other:?}"))),
     }
 }
 
@@ -46,9 +46,7 @@ pub async fn signal(cx: &Cx<'_>, session_id: &str, key: String) -> Result<(), Ap
 /// Queues a job for the runner holding `turn` and wakes its poll; the job's id.
 async fn give(cx: &Cx<'_>, turn: &TurnRow, kind: &str, spec: &Value) -> Result<String, ApiError> {
     let job_id = ids::new_id("job");
-    store::runners::insert_job(cx.db(), turn, &job_id, kind, &spec.to_string(), cx.now_ms)
-        .await
-        .map_err(|e| cx.internal(e))?;
+    store::runners::insert_job(cx.db(), turn, &job_id, kind, &spec.to_string(), cx.now_ms).await?;
     signal(cx, &turn.session_id, poll_key(turn.lease_id.as_deref().unwrap_or_default())).await?;
     Ok(job_id)
 }
@@ -57,9 +55,7 @@ async fn give(cx: &Cx<'_>, turn: &TurnRow, kind: &str, spec: &Value) -> Result<S
 /// `ssh_agent` with `{grant_id, ttl_s}`) and waits up to `wait_ms` for its result.
 pub async fn ask(cx: &Cx<'_>, session: &SessionRow, kind: &str, spec: Value, wait_ms: i64) -> Result<Asked, ApiError> {
     let db = cx.db();
-    let leases = store::runners::live_leases(db, &session.workspace_id, Some(&session.session_id), cx.now_ms)
-        .await
-        .map_err(|e| cx.internal(e))?;
+    let leases = store::runners::live_leases(db, &session.workspace_id, Some(&session.session_id), cx.now_ms).await?;
     let Some(turn) = leases.into_iter().next() else { return Ok(Asked::NoRunner) };
     let job_id = give(cx, &turn, kind, &spec).await?;
     let lease = turn.lease_id.clone().unwrap_or_default();
@@ -71,11 +67,11 @@ pub async fn ask(cx: &Cx<'_>, session: &SessionRow, kind: &str, spec: Value, wai
         if left > 0 {
             wait(cx, &session.session_id, wait_key(&job_id), left.min(LEASE_MS)).await?;
         }
-        let job = store::runners::job(db, &job_id).await.map_err(|e| cx.internal(e))?;
+        let job = store::runners::job(db, &job_id).await?;
         if let Some(result) = job.filter(|j| j.status == "done").and_then(|j| j.result) {
             return Ok(Asked::Done(serde_json::from_str(&result).unwrap_or(Value::Null)));
         }
-        if store::runners::by_lease(db, &lease, cx.clock_now()).await.map_err(|e| cx.internal(e))?.is_none() {
+        if store::runners::by_lease(db, &lease, cx.clock_now()).await?.is_none() {
             return Ok(Asked::NoAnswer("the runner holding this session's turn went away (its lease ended)".into()));
         }
     }

@@ -53,15 +53,13 @@ pub fn summary(kind: &str, payload: &Value) -> String {
 /// waits on it and tells the people watching. `None` when it was no longer open.
 pub async fn end(cx: &Cx<'_>, req: &RequestRow, status: &str, why: &str) -> Result<Option<RequestRow>, ApiError> {
     let now = cx.clock_now();
-    let Some(ended) =
-        store::requests::end_request(cx.db(), &req.request_id, status, now).await.map_err(|e| cx.internal(e))?
-    else {
+    let Some(ended) = store::requests::end_request(cx.db(), &req.request_id, status, now).await? else {
         return Ok(None);
     };
     let action = format!("request_{status}");
     let detail = format!("{}: {} ({why})", req.kind, summary(&req.kind, &req.payload));
     let e = entry(&req.workspace_id, &req.session_id, &req.request_id, &action, &detail, None, now);
-    store::audit::record(cx.db(), &e).await.map_err(|e| cx.internal(e))?;
+    store::audit::record(cx.db(), &e).await?;
     cx.env.sessions.call(&req.session_id, SessionCall::Signal { key: req.request_id.clone() }).await.ok();
     let _ = cx.env.feeds.bump(&req.workspace_id).await;
     Ok(Some(ended))
@@ -79,11 +77,11 @@ pub async fn expire(cx: &Cx<'_>, req: &RequestRow) -> Result<Option<RequestRow>,
 /// Expires every open request past its time, in one workspace or (the cron) everywhere: how many.
 pub async fn expire_due(cx: &Cx<'_>, workspace_id: Option<&str>) -> Result<usize, ApiError> {
     let now = cx.clock_now();
-    let due = store::requests::expire_due(cx.db(), workspace_id, now).await.map_err(|e| cx.internal(e))?;
+    let due = store::requests::expire_due(cx.db(), workspace_id, now).await?;
     for req in &due {
         let detail = format!("{}: {} (nobody answered in time)", req.kind, summary(&req.kind, &req.payload));
         let e = entry(&req.workspace_id, &req.session_id, &req.request_id, "request_expired", &detail, None, now);
-        store::audit::record(cx.db(), &e).await.map_err(|e| cx.internal(e))?;
+        store::audit::record(cx.db(), &e).await?;
         cx.env.sessions.call(&req.session_id, SessionCall::Signal { key: req.request_id.clone() }).await.ok();
         crate::domain::webhooks::request_expired(cx.env, req, now).await;
     }
@@ -97,11 +95,11 @@ pub async fn expire_due(cx: &Cx<'_>, workspace_id: Option<&str>) -> Result<usize
 /// on one is answered at once with "session ended", and a late answer is refused.
 pub async fn close_session(cx: &Cx<'_>, session_id: &str) -> Result<usize, ApiError> {
     let now = cx.clock_now();
-    let closed = store::requests::close_for_session(cx.db(), session_id, now).await.map_err(|e| cx.internal(e))?;
+    let closed = store::requests::close_for_session(cx.db(), session_id, now).await?;
     for req in &closed {
         let detail = format!("{}: {} (its session ended)", req.kind, summary(&req.kind, &req.payload));
         let e = entry(&req.workspace_id, &req.session_id, &req.request_id, "request_closed", &detail, None, now);
-        store::audit::record(cx.db(), &e).await.map_err(|e| cx.internal(e))?;
+        store::audit::record(cx.db(), &e).await?;
         cx.env.sessions.call(session_id, SessionCall::Signal { key: req.request_id.clone() }).await.ok();
     }
     if let Some(first) = closed.first() {

@@ -8,8 +8,8 @@ use crate::store::{self, sessions::SessionRow};
 
 /// Asks a session's object and turns its refusals into API errors.
 pub async fn call(cx: &Cx<'_>, session_id: &str, call: SessionCall) -> Result<SessionReply, ApiError> {
-    match cx.env.sessions.call(session_id, call).await.map_err(|e| cx.internal(e))? {
-        SessionReply::Refused(r) if r.code == Code::Internal => Err(cx.internal(r.message)),
+    match cx.env.sessions.call(session_id, call).await.map_err(ApiError::cause)? {
+        SessionReply::Refused(r) if r.code == Code::Internal => Err(ApiError::cause(r.message)),
         SessionReply::Refused(r) => Err(ApiError::new(r.code, r.message)),
         reply => Ok(reply),
     }
@@ -20,10 +20,7 @@ pub async fn load(cx: &Cx<'_>, session_id: &str) -> Result<(SessionRow, Membersh
     if !ids::is_id(session_id, "ses") {
         return Err(ApiError::not_found("session"));
     }
-    let row = store::sessions::get(cx.db(), session_id)
-        .await
-        .map_err(|e| cx.internal(e))?
-        .ok_or_else(|| ApiError::not_found("session"))?;
+    let row = store::sessions::get(cx.db(), session_id).await?.ok_or_else(|| ApiError::not_found("session"))?;
     let m = cx.member_of(&row.workspace_id, "session")?;
     Ok((row, m.clone()))
 }

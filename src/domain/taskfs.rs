@@ -50,15 +50,13 @@ pub async fn write(
     }
     let sha = hex::encode(Sha256::digest(content.as_bytes()));
     // A retried write of the same text adds no version.
-    let latest = store::files::get(db, folder.task_id, folder.lane, &path, None)
-        .await
-        .map_err(|e| ApiError::internal("files", e))?;
+    let latest = store::files::get(db, folder.task_id, folder.lane, &path, None).await?;
     if let Some(same) = latest.filter(|l| l.sha256 == sha) {
         return Ok(same);
     }
     crate::domain::blobs::put(blobs, folder.workspace_id, &sha, content.as_bytes().to_vec())
         .await
-        .map_err(|e| ApiError::internal("files", e))?;
+        .map_err(ApiError::cause)?;
     let (session, key) = match writer {
         Writer::Session(s) => (Some(s), None),
         Writer::Key(k) => (None, Some(k)),
@@ -96,7 +94,7 @@ pub async fn write(
         commit,
     )
     .await
-    .map_err(|e| ApiError::internal("files", e))
+    .map_err(ApiError::from)
 }
 
 /// Reads a file's latest version (or a given one) with its text.
@@ -110,24 +108,20 @@ pub async fn read(
     let path = paths::normalize(path)?;
     let in_lane = match folder.lane {
         "" => None,
-        lane => store::files::get(db, folder.task_id, lane, &path, version)
-            .await
-            .map_err(|e| ApiError::internal("files", e))?,
+        lane => store::files::get(db, folder.task_id, lane, &path, version).await?,
     };
     let in_base = match in_lane {
         Some(found) => Some(found),
         // A lane sees the base wherever it has not written.
-        None => store::files::get(db, folder.task_id, "", &path, version)
-            .await
-            .map_err(|e| ApiError::internal("files", e))?,
+        None => store::files::get(db, folder.task_id, "", &path, version).await?,
     };
     let info = in_base
         .ok_or_else(|| ApiError::new(Code::NotFound, format!("no file `{path}` in this task; call list_task_files")))?;
     let bytes = crate::domain::blobs::get(blobs, folder.workspace_id, &info.sha256)
         .await
-        .map_err(|e| ApiError::internal("files", e))?
-        .ok_or_else(|| ApiError::internal("files", format!("blob {} missing", info.sha256)))?;
-    let text = String::from_utf8(bytes).map_err(|e| ApiError::internal("files", e))?;
+        .map_err(ApiError::cause)?
+        .ok_or_else(|| ApiError::cause(format!("blob {} missing", info.sha256)))?;
+    let text = String::from_utf8(bytes).map_err(ApiError::cause)?;
     Ok((info, text))
 }
 
@@ -143,7 +137,7 @@ pub fn commit_id() -> String {
 
 /// The latest version of each file as a folder sees it: the base, with a lane's own files over it.
 pub async fn list(db: &dyn Sql, folder: Folder<'_>) -> Result<Vec<FileInfo>, ApiError> {
-    let internal = |e| ApiError::internal("files", e);
+    let internal = |e| ApiError::cause(e);
     let mut files = store::files::list(db, folder.task_id, "", None, 1000).await.map_err(internal)?;
     if !folder.lane.is_empty() {
         for own in store::files::list(db, folder.task_id, folder.lane, None, 1000).await.map_err(internal)? {
@@ -159,6 +153,6 @@ pub async fn list(db: &dyn Sql, folder: Folder<'_>) -> Result<Vec<FileInfo>, Api
 
 /// The lane an agent's session writes in: its own when the task gives lanes, else the base.
 pub async fn lane_of(db: &dyn Sql, task_id: &str, session_id: &str) -> Result<String, ApiError> {
-    let settings = store::lanes::settings(db, task_id).await.map_err(|e| ApiError::internal("files", e))?;
+    let settings = store::lanes::settings(db, task_id).await?;
     Ok(if settings.is_some_and(|s| s.lanes) { session_id.to_owned() } else { String::new() })
 }

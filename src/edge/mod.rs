@@ -115,7 +115,7 @@ async fn fetch(mut req: Request, env: Env, _ctx: Context) -> Result<Response> {
     // A missing binding is the deployment's fault, but the caller still gets an answer in its face's shape.
     let core = match core_env(&env) {
         Ok(core) => core,
-        Err(e) => return to_worker(app::refuse(&request, &crate::error::ApiError::internal(&request_id, e))),
+        Err(e) => return to_worker(app::refuse(&request, &crate::error::ApiError::cause(e).finish(&request_id))),
     };
     let response = app::handle(&core, request, RequestMeta { now_ms: now_ms(), request_id }).await;
     to_worker(response)
@@ -140,7 +140,7 @@ async fn scheduled(_event: worker::ScheduledEvent, env: Env, _ctx: worker::Sched
     match crate::ops::routines::tick(&cx).await {
         Ok(n) if n > 0 => crate::error::log_line(&format!("cron: {n} routine fire(s) recorded")),
         Ok(_) => {}
-        Err(e) => crate::error::log_line(&format!("cron: {e}")),
+        Err(e) => crate::error::log_line(&format!("cron: {}", e.finish(&cx.request_id))),
     }
     if let Err(e) = crate::domain::webhooks::sweep(&cx).await {
         crate::error::log_line(&format!("cron: webhook sweep: {e}"));
@@ -149,7 +149,7 @@ async fn scheduled(_event: worker::ScheduledEvent, env: Env, _ctx: worker::Sched
     match crate::ops::requests::expire_due(&cx, None).await {
         Ok(n) if n > 0 => crate::error::log_line(&format!("cron: {n} request(s) expired")),
         Ok(_) => {}
-        Err(e) => crate::error::log_line(&format!("cron: expiring requests: {e}")),
+        Err(e) => crate::error::log_line(&format!("cron: expiring requests: {}", e.finish(&cx.request_id))),
     }
 }
 
@@ -191,7 +191,10 @@ async fn queue(batch: worker::MessageBatch<serde_json::Value>, env: Env, _ctx: C
         match outcome {
             Ok(()) => message.ack(),
             Err(e) => {
-                crate::error::log_line(&format!("queue: fire {fire_id} failed, retrying: {e}"));
+                crate::error::log_line(&format!(
+                    "queue: fire {fire_id} failed, retrying: {}",
+                    e.finish(&cx.request_id)
+                ));
                 message.retry();
             }
         }

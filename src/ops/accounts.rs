@@ -124,10 +124,10 @@ pub async fn create(cx: &Cx<'_>, p: CreateAccount) -> Result<AccountCreated, Api
                 return Err(ApiError::new(Code::Conflict, "an account with this email already exists"))
             }
             Err(e) if e.is_unique_on("workspace.slug") || store::keys::is_hash_collision(&e) => continue,
-            Err(e) => return Err(cx.internal(e)),
+            Err(e) => return Err(ApiError::cause(e)),
         }
     }
-    Err(cx.internal("could not find a free workspace slug"))
+    Err(ApiError::cause("could not find a free workspace slug"))
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -170,7 +170,7 @@ pub async fn create_key(cx: &Cx<'_>, p: CreateKey) -> Result<KeyCreated, ApiErro
         workspace_id: lock.map(|m| m.workspace_id.as_str()),
         now_ms: cx.now_ms,
     };
-    if !store::keys::create(cx.db(), &new, limits::MAX_ACTIVE_KEYS).await.map_err(|e: DbError| cx.internal(e))? {
+    if !store::keys::create(cx.db(), &new, limits::MAX_ACTIVE_KEYS).await.map_err(|e: DbError| ApiError::cause(e))? {
         return Err(limits::too_many_keys());
     }
     Ok(KeyCreated {
@@ -194,9 +194,7 @@ pub struct KeyList {
 /// GET /v1/keys
 pub async fn list_keys(cx: &Cx<'_>, _: ListKeys) -> Result<KeyList, ApiError> {
     let caller = cx.caller()?;
-    let keys = store::keys::list(cx.db(), &caller.account_id, caller.locked_workspace_id.as_deref())
-        .await
-        .map_err(|e| cx.internal(e))?;
+    let keys = store::keys::list(cx.db(), &caller.account_id, caller.locked_workspace_id.as_deref()).await?;
     Ok(KeyList { keys })
 }
 
@@ -221,8 +219,7 @@ pub async fn revoke_key(cx: &Cx<'_>, p: RevokeKey) -> Result<KeyRevoked, ApiErro
     }
     let found =
         store::keys::revoke(cx.db(), &caller.account_id, &p.key_id, caller.locked_workspace_id.as_deref(), cx.now_ms)
-            .await
-            .map_err(|e| cx.internal(e))?;
+            .await?;
     if !found {
         return Err(ApiError::not_found("key"));
     }
@@ -250,8 +247,6 @@ pub async fn open_console(cx: &Cx<'_>, _: OpenConsole) -> Result<ConsoleLink, Ap
     let base = cx.link_base()?.to_owned();
     let token = ids::new_secret("");
     let expires_ms = cx.now_ms + CONSOLE_LINK_MS;
-    store::console::create_link(cx.db(), &ids::hash_secret(&token), &caller.key_id, cx.now_ms, expires_ms)
-        .await
-        .map_err(|e| cx.internal(e))?;
+    store::console::create_link(cx.db(), &ids::hash_secret(&token), &caller.key_id, cx.now_ms, expires_ms).await?;
     Ok(ConsoleLink { url: format!("{base}/console/enter?t={token}"), expires_ms })
 }

@@ -41,8 +41,7 @@ pub async fn list(cx: &Cx<'_>, p: ListAgents) -> Result<AgentList, ApiError> {
         return Err(ApiError::invalid("`offset` must not be negative"));
     }
     // One row more than the page tells whether another page follows, without a count query.
-    let mut agents =
-        store::agents::list(cx.db(), &m.workspace_id, limit + 1, offset).await.map_err(|e| cx.internal(e))?;
+    let mut agents = store::agents::list(cx.db(), &m.workspace_id, limit + 1, offset).await?;
     let next_offset = (agents.len() as i64 > limit).then(|| {
         agents.truncate(limit as usize);
         offset + limit
@@ -196,7 +195,7 @@ pub async fn create(cx: &Cx<'_>, p: CreateAgent) -> Result<Agent, ApiError> {
     match store::agents::create(cx.db(), &agent_id, &m.workspace_id, &checked.fields(), cx.now_ms).await {
         Ok(agent) => Ok(agent),
         Err(e) if e.is_unique_on("agent.handle") => Err(handle_taken(checked.handle.as_deref())),
-        Err(e) => Err(cx.internal(e)),
+        Err(e) => Err(ApiError::cause(e)),
     }
 }
 
@@ -214,10 +213,7 @@ async fn load(cx: &Cx<'_>, agent_id: &str) -> Result<Agent, ApiError> {
     if !ids::is_id(agent_id, "ag") {
         return Err(ApiError::not_found("agent"));
     }
-    let agent = store::agents::get(cx.db(), agent_id)
-        .await
-        .map_err(|e| cx.internal(e))?
-        .ok_or_else(|| ApiError::not_found("agent"))?;
+    let agent = store::agents::get(cx.db(), agent_id).await?.ok_or_else(|| ApiError::not_found("agent"))?;
     cx.member_of(&agent.workspace_id, "agent")?;
     Ok(agent)
 }
@@ -273,7 +269,7 @@ pub async fn update(cx: &Cx<'_>, p: UpdateAgent) -> Result<Agent, ApiError> {
         Ok(Some(agent)) => Ok(agent),
         Ok(None) => Err(ApiError::not_found("agent")),
         Err(e) if e.is_unique_on("agent.handle") => Err(handle_taken(checked.handle.as_deref())),
-        Err(e) => Err(cx.internal(e)),
+        Err(e) => Err(ApiError::cause(e)),
     }
 }
 
@@ -293,7 +289,6 @@ pub struct AgentDeleted {
 /// DELETE /v1/agents/{agent_id}
 pub async fn delete(cx: &Cx<'_>, p: DeleteAgent) -> Result<AgentDeleted, ApiError> {
     let agent = load(cx, &p.agent_id).await?;
-    let deleted =
-        store::agents::delete(cx.db(), &agent.agent_id, &agent.workspace_id).await.map_err(|e| cx.internal(e))?;
+    let deleted = store::agents::delete(cx.db(), &agent.agent_id, &agent.workspace_id).await?;
     Ok(AgentDeleted { agent_id: agent.agent_id, deleted })
 }

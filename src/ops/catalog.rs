@@ -119,7 +119,7 @@ pub async fn search(cx: &Cx<'_>, p: SearchCatalog) -> Result<CatalogResults, Api
     }
     let w = cx.workspace(p.workspace.as_deref())?;
     let query = words(p.query.as_deref().unwrap_or_default());
-    let all = store::agents::catalog(cx.db(), &w.workspace_id).await.map_err(|e| cx.internal(e))?;
+    let all = store::agents::catalog(cx.db(), &w.workspace_id).await?;
     let mut ranked: Vec<(f64, Agent)> =
         all.into_iter().map(|a| (score(&a, &query), a)).filter(|(s, _)| *s > 0.0).collect();
     ranked.sort_by(|a, b| b.0.total_cmp(&a.0).then(b.1.session_count.cmp(&a.1.session_count)));

@@ -63,7 +63,7 @@ pub async fn taught(
         }
         _ => {
             let Some(target) = target_id else { return Ok(None) };
-            let c = store::connectors::get(cx.db(), target).await.map_err(|e| cx.internal(e))?;
+            let c = store::connectors::get(cx.db(), target).await?;
             Ok(c.filter(|c| c.workspace_id == session.workspace_id).and_then(|c| c.deploy_command))
         }
     }

@@ -20,9 +20,7 @@ pub struct ConnectedApps {
 /// GET /v1/connected-apps
 pub async fn list(cx: &Cx<'_>, _: ListConnectedApps) -> Result<ConnectedApps, ApiError> {
     let caller = cx.caller()?;
-    let apps = store::oauth::list(cx.db(), &caller.account_id, caller.locked_workspace_id.as_deref())
-        .await
-        .map_err(|e| cx.internal(e))?;
+    let apps = store::oauth::list(cx.db(), &caller.account_id, caller.locked_workspace_id.as_deref()).await?;
     Ok(ConnectedApps { apps })
 }
 
@@ -52,8 +50,7 @@ pub async fn disconnect(cx: &Cx<'_>, p: DisconnectApp) -> Result<AppDisconnected
         caller.locked_workspace_id.as_deref(),
         cx.now_ms,
     )
-    .await
-    .map_err(|e| cx.internal(e))?;
+    .await?;
     if !found {
         return Err(ApiError::not_found("connected app"));
     }

@@ -73,7 +73,7 @@ pub async fn connect(cx: &Cx<'_>, p: ConnectTarget) -> Result<ConnectorRow, ApiE
     };
     let master = cx.env.config.secrets_key.as_deref();
     let connector_id = ids::new_id("con");
-    let existing = store::connectors::list(cx.db(), &w.workspace_id).await.map_err(|e| cx.internal(e))?;
+    let existing = store::connectors::list(cx.db(), &w.workspace_id).await?;
     let id = existing.iter().find(|c| c.name == p.name).map_or(connector_id, |c| c.connector_id.clone());
     let sealed = match plain {
         Some(v) => {
@@ -96,7 +96,7 @@ pub async fn connect(cx: &Cx<'_>, p: ConnectTarget) -> Result<ConnectorRow, ApiE
         cx.now_ms,
     )
     .await
-    .map_err(|e| cx.internal(e))
+    .map_err(ApiError::from)
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -115,8 +115,8 @@ pub struct ConnectorList {
 /// GET /v1/connectors
 pub async fn list(cx: &Cx<'_>, p: ListConnectors) -> Result<ConnectorList, ApiError> {
     let w = cx.workspace(p.workspace.as_deref())?;
-    let connectors = store::connectors::list(cx.db(), &w.workspace_id).await.map_err(|e| cx.internal(e))?;
-    let policies = store::connectors::all_policies(cx.db(), &w.workspace_id).await.map_err(|e| cx.internal(e))?;
+    let connectors = store::connectors::list(cx.db(), &w.workspace_id).await?;
+    let policies = store::connectors::all_policies(cx.db(), &w.workspace_id).await?;
     Ok(ConnectorList { connectors, policies })
 }
 
@@ -139,8 +139,7 @@ pub struct ConnectorDeleted {
 pub async fn delete(cx: &Cx<'_>, p: DeleteConnector) -> Result<ConnectorDeleted, ApiError> {
     let w = cx.workspace(p.workspace.as_deref())?;
     cx.require_role(w, Role::Admin)?;
-    let deleted =
-        store::connectors::delete(cx.db(), &w.workspace_id, &p.connector_id).await.map_err(|e| cx.internal(e))?;
+    let deleted = store::connectors::delete(cx.db(), &w.workspace_id, &p.connector_id).await?;
     if !deleted {
         return Err(ApiError::not_found("connector"));
     }
@@ -168,7 +167,7 @@ pub async fn set_policy(cx: &Cx<'_>, p: SetPolicy) -> Result<store::connectors::
     cx.require_role(w, Role::Admin)?;
     let connector_id = p.connector_id.unwrap_or_default();
     if !connector_id.is_empty() {
-        let c = store::connectors::get(cx.db(), &connector_id).await.map_err(|e| cx.internal(e))?;
+        let c = store::connectors::get(cx.db(), &connector_id).await?;
         c.filter(|c| c.workspace_id == w.workspace_id).ok_or_else(|| ApiError::not_found("connector"))?;
     }
     let detail = match connector_id.as_str() {
@@ -179,9 +178,7 @@ pub async fn set_policy(cx: &Cx<'_>, p: SetPolicy) -> Result<store::connectors::
         connector_id: Some(&connector_id).filter(|c| !c.is_empty()).map(String::as_str),
         ..store::audit::Entry::change(&w.workspace_id, &cx.caller()?.account_id, "policy_set", None, &detail, cx.now_ms)
     };
-    store::connectors::set_policy(cx.db(), &connector_id, &p.scope, &p.decision, &entry)
-        .await
-        .map_err(|e| cx.internal(e))?;
+    store::connectors::set_policy(cx.db(), &connector_id, &p.scope, &p.decision, &entry).await?;
     Ok(store::connectors::PolicyRow { connector_id, scope: p.scope, decision: p.decision })
 }
 
@@ -227,7 +224,7 @@ pub async fn answer(cx: &Cx<'_>, p: AnswerRequest) -> Result<RequestAnswered, Ap
     limits::text("answer", &p.answer, 1, 4_000)?;
     let member = load_task(cx, &p.task_id).await?;
     let req = match ids::is_id(&p.request_id, "req") {
-        true => store::requests::get_request(cx.db(), &p.request_id).await.map_err(|e| cx.internal(e))?,
+        true => store::requests::get_request(cx.db(), &p.request_id).await?,
         false => None,
     };
     let req = req.filter(|r| r.task_id == p.task_id).ok_or_else(|| ApiError::not_found("request"))?;
@@ -296,9 +293,8 @@ pub async fn answer(cx: &Cx<'_>, p: AnswerRequest) -> Result<RequestAnswered, Ap
     ];
     let grant = if req.kind == "access" {
         let g = store::requests::grant_for_request(cx.db(), &req.request_id)
-            .await
-            .map_err(|e| cx.internal(e))?
-            .ok_or_else(|| cx.internal("grant missing"))?;
+            .await?
+            .ok_or_else(|| ApiError::cause("grant missing"))?;
         let minutes = p.expires_in_minutes.unwrap_or(ONCE_DEFAULT_MINUTES);
         if !(1..=ONCE_MAX_MINUTES).contains(&minutes) {
             return Err(ApiError::invalid(format!(
@@ -341,16 +337,15 @@ pub async fn answer(cx: &Cx<'_>, p: AnswerRequest) -> Result<RequestAnswered, Ap
     } else {
         None
     };
-    let results = cx.db().batch(stmts).await.map_err(|e| cx.internal(e))?;
+    let results = cx.db().batch(stmts).await?;
     if results.first().is_none_or(|rows| rows.is_empty()) {
         return Err(ApiError::new(Code::Conflict, "the request was answered or expired meanwhile"));
     }
     // Wake the agent waiting on it (and a harness step waiting on it).
     cx.env.sessions.call(&req.session_id, SessionCall::Signal { key: req.request_id.clone() }).await.ok();
     let request = store::requests::get_request(cx.db(), &req.request_id)
-        .await
-        .map_err(|e| cx.internal(e))?
-        .ok_or_else(|| cx.internal("request vanished"))?;
+        .await?
+        .ok_or_else(|| ApiError::cause("request vanished"))?;
     let data = crate::domain::webhooks::request_data(&request, None);
     crate::domain::webhooks::emit(
         cx.env,
@@ -362,10 +357,9 @@ pub async fn answer(cx: &Cx<'_>, p: AnswerRequest) -> Result<RequestAnswered, Ap
     )
     .await;
     let grant = match grant {
-        Some(id) => store::requests::get_grant(cx.db(), &id)
-            .await
-            .map_err(|e| cx.internal(e))?
-            .map(|g| crate::domain::grants::grant_view(&g, None)),
+        Some(id) => {
+            store::requests::get_grant(cx.db(), &id).await?.map(|g| crate::domain::grants::grant_view(&g, None))
+        }
         None => None,
     };
     Ok(RequestAnswered { request, grant })
@@ -402,8 +396,7 @@ pub async fn issue_token(cx: &Cx<'_>, p: IssueSessionToken) -> Result<SessionTok
         None,
         cx.now_ms,
     )
-    .await
-    .map_err(|e| cx.internal(e))?;
+    .await?;
     Ok(SessionToken { session_id: row.session_id, token, server_url: format!("{}/v1/session/mcp", cx.link_base()?) })
 }
 
@@ -424,13 +417,10 @@ pub async fn set_settings(cx: &Cx<'_>, p: TaskSettings) -> Result<store::lanes::
         limits::one_of("review", r, &["auto", "manual"])?;
     }
     load_task(cx, &p.task_id).await?;
-    let now = store::lanes::settings(cx.db(), &p.task_id)
-        .await
-        .map_err(|e| cx.internal(e))?
-        .ok_or_else(|| ApiError::not_found("task"))?;
+    let now = store::lanes::settings(cx.db(), &p.task_id).await?.ok_or_else(|| ApiError::not_found("task"))?;
     let lanes = p.lanes.unwrap_or(now.lanes);
     let review = p.review.unwrap_or(now.review);
-    store::lanes::set_settings(cx.db(), &p.task_id, lanes, &review).await.map_err(|e| cx.internal(e))?;
+    store::lanes::set_settings(cx.db(), &p.task_id, lanes, &review).await?;
     Ok(store::lanes::TaskSettings { lanes, review })
 }
 
@@ -454,7 +444,7 @@ pub struct Asked {
 pub async fn ask_command(cx: &Cx<'_>, p: AskCommand) -> Result<Asked, ApiError> {
     limits::one_of("kind", &p.kind, &["run", "deploy"])?;
     let (row, _) = sessions::load(cx, &p.session_id).await?;
-    store::lanes::ask(cx.db(), &row.session_id, &p.kind).await.map_err(|e| cx.internal(e))?;
+    store::lanes::ask(cx.db(), &row.session_id, &p.kind).await?;
     Ok(Asked { session_id: row.session_id, kind: p.kind })
 }
 
@@ -477,7 +467,7 @@ pub struct AuditLog {
 pub async fn audit(cx: &Cx<'_>, p: ListAudit) -> Result<AuditLog, ApiError> {
     let limit = limits::page_size("limit", p.limit, 100, 500)?;
     let w = cx.workspace(p.workspace.as_deref())?;
-    let entries = store::audit::log(cx.db(), &w.workspace_id, limit).await.map_err(|e| cx.internal(e))?;
+    let entries = store::audit::log(cx.db(), &w.workspace_id, limit).await?;
     Ok(AuditLog { entries })
 }
 
@@ -513,7 +503,7 @@ pub struct GrantList {
 /// GET /v1/grants
 pub async fn list_grants(cx: &Cx<'_>, p: ListGrants) -> Result<GrantList, ApiError> {
     let w = cx.workspace(p.workspace.as_deref())?;
-    let rows = store::requests::live_grants(cx.db(), &w.workspace_id, cx.now_ms).await.map_err(|e| cx.internal(e))?;
+    let rows = store::requests::live_grants(cx.db(), &w.workspace_id, cx.now_ms).await?;
     let grants = rows
         .into_iter()
         .map(|g| GrantInfo {
@@ -556,7 +546,7 @@ pub async fn revoke_grant(cx: &Cx<'_>, p: RevokeGrant) -> Result<GrantRevoked, A
         return Err(not_found());
     }
     let db = cx.db();
-    let g = store::requests::revoke_grant(db, &w.workspace_id, &p.grant_id).await.map_err(|e| cx.internal(e))?;
+    let g = store::requests::revoke_grant(db, &w.workspace_id, &p.grant_id).await?;
     let g = g.ok_or_else(not_found)?;
     let caller = cx.caller()?;
     let by = format!("by key {}", caller.key_id);
@@ -564,13 +554,12 @@ pub async fn revoke_grant(cx: &Cx<'_>, p: RevokeGrant) -> Result<GrantRevoked, A
         actor_account_id: Some(&caller.account_id),
         ..store::audit::Entry::grant(&g, &g.session_id, "revoked", &by, cx.now_ms)
     };
-    store::audit::record(db, &entry).await.map_err(|e| cx.internal(e))?;
+    store::audit::record(db, &entry).await?;
     // An ssh key may sit in the ssh-agent of a runner turn it served: those agents end now.
-    let c = store::connectors::get(db, &g.connector_id).await.map_err(|e| cx.internal(e))?;
+    let c = store::connectors::get(db, &g.connector_id).await?;
     if c.is_some_and(|c| c.provider == "ssh") {
         let session = (!g.persistent).then_some(g.session_id.as_str());
-        let leases =
-            store::runners::live_leases(db, &w.workspace_id, session, cx.now_ms).await.map_err(|e| cx.internal(e))?;
+        let leases = store::runners::live_leases(db, &w.workspace_id, session, cx.now_ms).await?;
         crate::domain::jobs::tell(cx, &leases, "ssh_forget", json!({ "grant_id": g.grant_id })).await?;
     }
     Ok(GrantRevoked { grant_id: p.grant_id, revoked: true })

@@ -190,8 +190,7 @@ pub async fn search(cx: &Cx<'_>, p: SearchContext) -> Result<ContextHits, ApiErr
     let caller = cx.caller()?;
     let filter =
         store::context::Filter { scopes: &scopes, workspace_ids: &workspace_ids, account_id: &caller.account_id };
-    let mut rows =
-        store::context::search(cx.db(), &query.fts, &filter, position, limit + 1).await.map_err(|e| cx.internal(e))?;
+    let mut rows = store::context::search(cx.db(), &query.fts, &filter, position, limit + 1).await?;
     let next_cursor = (rows.len() as i64 > limit).then(|| {
         rows.truncate(limit as usize);
         let last = rows.last().expect("a full page has a last row");
@@ -303,7 +302,7 @@ pub async fn read(cx: &Cx<'_>, p: ReadContext) -> Result<ContextRead, ApiError> 
     };
     let whole = match reference {
         Ref::Memory(id) => {
-            let doc = store::context::doc(cx.db(), "memory", &id, 0).await.map_err(|e| cx.internal(e))?;
+            let doc = store::context::doc(cx.db(), "memory", &id, 0).await?;
             let caller = cx.caller()?;
             let doc = doc.filter(|d| d.account_id.as_deref() == Some(caller.account_id.as_str())).ok_or_else(gone)?;
             cx.member_of(&doc.workspace_id, "entry").map_err(|_| gone())?;
@@ -317,7 +316,7 @@ pub async fn read(cx: &Cx<'_>, p: ReadContext) -> Result<ContextRead, ApiError> 
             let call = SessionCall::Read { after: seq - 1, message_id: None, limit: 1, wait_ms: 0 };
             let page = match sessions::call(cx, &session_id, call).await {
                 Ok(SessionReply::Page(page)) => page,
-                Ok(other) => return Err(cx.internal(format!("unexpected session reply {other:?}"))),
+                Ok(other) => return Err(ApiError::cause(format!("unexpected session reply {other:?}"))),
                 // A position past the log's end: no such message.
                 Err(e) if e.code == Code::InvalidParams => return Err(gone()),
                 Err(e) => return Err(e),
@@ -332,8 +331,7 @@ pub async fn read(cx: &Cx<'_>, p: ReadContext) -> Result<ContextRead, ApiError> 
             text
         }
         Ref::Trace { trace_id, index } => {
-            let trace =
-                store::context::trace(cx.db(), &trace_id).await.map_err(|e| cx.internal(e))?.ok_or_else(gone)?;
+            let trace = store::context::trace(cx.db(), &trace_id).await?.ok_or_else(gone)?;
             let m = cx.member_of(&trace.workspace_id, "entry").map_err(|_| gone())?;
             let message = crate::ops::traces::message(cx, &trace, index).await?.ok_or_else(gone)?;
             (out.scope, out.title, out.role) = ("traces".into(), trace.name, message.role);

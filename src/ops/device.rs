@@ -140,10 +140,10 @@ pub async fn request_code(cx: &Cx<'_>, p: RequestDeviceCode) -> Result<DeviceCod
                 });
             }
             Err(e) if e.is_unique_on("device_code.user_code_hash") => continue,
-            Err(e) => return Err(cx.internal(e)),
+            Err(e) => return Err(ApiError::cause(e)),
         }
     }
-    Err(cx.internal("could not draw a free user code"))
+    Err(ApiError::cause("could not draw a free user code"))
 }
 
 /// POST /v1/device/token
@@ -154,7 +154,7 @@ pub async fn poll(cx: &Cx<'_>, p: PollDeviceToken) -> Result<DeviceToken, ApiErr
         return Err(expired());
     }
     let device_hash = ids::hash_secret(&p.device_code);
-    let Some(code) = devices::poll(cx.db(), &device_hash, cx.now_ms).await.map_err(|e| cx.internal(e))? else {
+    let Some(code) = devices::poll(cx.db(), &device_hash, cx.now_ms).await? else {
         return Err(expired());
     };
     match code.status.as_str() {
@@ -201,10 +201,10 @@ pub async fn poll(cx: &Cx<'_>, p: PollDeviceToken) -> Result<DeviceToken, ApiErr
             // The approval stands: once a key is revoked, the next poll collects this one.
             Ok(devices::Delivery::TooManyKeys) => return Err(limits::too_many_keys()),
             Err(e) if store::keys::is_hash_collision(&e) => continue,
-            Err(e) => return Err(cx.internal(e)),
+            Err(e) => return Err(ApiError::cause(e)),
         }
     }
-    Err(cx.internal("could not mint a unique key"))
+    Err(ApiError::cause("could not mint a unique key"))
 }
 
 // ── The approval page ──

@@ -55,7 +55,7 @@ pub async fn list(cx: &Cx<'_>, p: ListTaskFiles) -> Result<TaskFiles, ApiError> 
         None => None,
     };
     load_task(cx, &p.task_id).await?;
-    let mut files = store::files::list(cx.db(), &p.task_id, "", from, limit + 1).await.map_err(|e| cx.internal(e))?;
+    let mut files = store::files::list(cx.db(), &p.task_id, "", from, limit + 1).await?;
     let next_cursor =
         (files.len() as i64 > limit).then(|| format!("p_{}", files.pop().map(|f| f.path).unwrap_or_default()));
     Ok(TaskFiles { task_id: p.task_id, files, next_cursor })

@@ -32,7 +32,7 @@ pub struct GoalView {
 async fn goal_call(cx: &Cx<'_>, session_id: &str, call: SessionCall) -> Result<GoalView, ApiError> {
     match sessions::call(cx, session_id, call).await? {
         SessionReply::Goal { goal } => Ok(GoalView { session_id: session_id.to_owned(), goal: goal.map(|g| *g) }),
-        other => Err(cx.internal(format!("unexpected session reply {other:?}"))),
+        other => Err(ApiError::cause(format!("unexpected session reply {other:?}"))),
     }
 }
 

@@ -114,8 +114,7 @@ pub async fn hand_off(cx: &Cx<'_>, p: HandOffSession) -> Result<Handoff, ApiErro
         async move {
             let db = cx.db();
             store::handoffs::open(db, &r.handoff_id, &w.workspace_id, &source.session_id, &agent.agent_id, cx.now_ms)
-                .await
-                .map_err(|e| cx.internal(e))?;
+                .await?;
             let message = brief(cx, &source.session_id, p.message.as_deref()).await?;
             let model = p.model.clone().unwrap_or_else(|| agent.model.clone());
             let spec = Spec {
@@ -140,12 +139,9 @@ pub async fn hand_off(cx: &Cx<'_>, p: HandOffSession) -> Result<Handoff, ApiErro
                 }
             };
             store::handoffs::finish(db, &r.handoff_id, "completed", Some(&started.session.session_id), None, cx.now_ms)
-                .await
-                .map_err(|e| cx.internal(e))?;
-            let handoff = store::handoffs::get(db, &r.handoff_id)
-                .await
-                .map_err(|e| cx.internal(e))?
-                .ok_or_else(|| cx.internal("handoff vanished"))?;
+                .await?;
+            let handoff =
+                store::handoffs::get(db, &r.handoff_id).await?.ok_or_else(|| ApiError::cause("handoff vanished"))?;
             Ok(Handoff { handoff, target_session: Some(started) })
         }
     })
@@ -174,13 +170,10 @@ pub async fn get(cx: &Cx<'_>, p: GetHandoff) -> Result<HandoffStatus, ApiError> 
     if !ids::is_id(&p.handoff_id, "ho") {
         return Err(ApiError::not_found("handoff"));
     }
-    let h = store::handoffs::get(cx.db(), &p.handoff_id)
-        .await
-        .map_err(|e| cx.internal(e))?
-        .ok_or_else(|| ApiError::not_found("handoff"))?;
+    let h = store::handoffs::get(cx.db(), &p.handoff_id).await?.ok_or_else(|| ApiError::not_found("handoff"))?;
     cx.member_of(&h.workspace_id, "handoff")?;
     let target_session = match &h.target_session_id {
-        Some(id) => store::sessions::get(cx.db(), id).await.map_err(|e| cx.internal(e))?,
+        Some(id) => store::sessions::get(cx.db(), id).await?,
         None => None,
     };
     Ok(HandoffStatus { handoff: h, target_session })

@@ -8,27 +8,10 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
-/// One line per group: what the topic is about. Groups without a line here still appear.
-const SUMMARIES: &[(&str, &str)] = &[
-    ("keys", "Accounts and API keys: sign up, mint keys with read or write scope, lock a key to a workspace, revoke."),
-    (
-        "workspaces",
-        "Where everything lives: list and create workspaces, members and roles, and what a workspace holds.",
-    ),
-    ("help", "This help, generated from the server's own operation table."),
-    ("agents", "The agents you can start: their harness, model, instructions and catalog entry."),
-    ("sessions", "Start a session with an agent, send messages, read replies by cursor (waiting up to 50 s), hand off, share, stop."),
-    ("tasks", "A task is the shared folder several sessions work in: its files, artifacts, threads, budget and open requests."),
-    ("goals", "A session's standing goal: it keeps working on its own until the goal is met or a limit stops it."),
-    ("routines", "Agents on a schedule: a cron in a time zone, or by hand; each fire starts a session or sends a message."),
-    ("usage", "The wallet, what sessions spent, and credit."),
-    ("secrets", "Workspace secrets (model keys, MCP tokens): sealed at rest, never shown again."),
-    ("connectors", "Deploy and server targets agents ask access to, the policies that decide it, and the audit log."),
-    ("runners", "Machines running `sky runner` for the workspace's runner agents."),
-    ("context", "Search saved memory, past conversations and uploaded traces; read a hit in full."),
-    ("records", "Human decisions and observed outcomes about sessions' results, and how each harness and model performs."),
-    ("workflow", "A task, start to finish: pick an agent, start a session, read its replies, continue or stop."),
-];
+/// What the `workflow` topic (steps, not operations) is about; each group's summary is its doc in
+/// [`Group`](crate::ops::Group).
+const WORKFLOW_SUMMARY: &str =
+    "A task, start to finish: pick an agent, start a session, read its replies, continue or stop.";
 
 const WORKFLOW: &str = "1. list_agents — pick the agent's id. \
 2. Generate a unique idempotency_key, then start_session with it, agent_id and the task as message; the reply is the session, the message_id and the cursor just after it. \
@@ -83,24 +66,17 @@ pub struct OperationHelp {
 fn topics() -> Vec<Topic> {
     let mut out: Vec<Topic> = Vec::new();
     for op in OPS {
-        match out.iter_mut().find(|t| t.topic == op.group) {
+        match out.iter_mut().find(|t| t.topic == op.group.name()) {
             Some(t) => t.operations.push(op.name.to_owned()),
             None => out.push(Topic {
-                topic: op.group.to_owned(),
-                summary: summary(op.group),
+                topic: op.group.name().to_owned(),
+                summary: op.group.summary(),
                 operations: vec![op.name.to_owned()],
             }),
         }
     }
-    out.push(Topic { topic: "workflow".into(), summary: summary("workflow"), operations: vec![] });
+    out.push(Topic { topic: "workflow".into(), summary: WORKFLOW_SUMMARY.into(), operations: vec![] });
     out
-}
-
-fn summary(group: &str) -> String {
-    SUMMARIES
-        .iter()
-        .find(|(g, _)| *g == group)
-        .map_or_else(|| format!("Operations on {group}."), |(_, s)| (*s).to_owned())
 }
 
 /// help
@@ -117,7 +93,7 @@ pub async fn help(cx: &Cx<'_>, p: Help) -> Result<HelpAnswer, ApiError> {
         let names: Vec<String> = topics().into_iter().map(|t| t.topic).collect();
         return Err(ApiError::new(Code::NotFound, format!("no help topic `{topic}`; topics: {}", names.join(", "))));
     };
-    let operations = OPS.iter().filter(|op| op.group == topic).map(|op| describe(op, slug.as_deref())).collect();
+    let operations = OPS.iter().filter(|op| op.group.name() == topic).map(|op| describe(op, slug.as_deref())).collect();
     let steps = (topic == "workflow").then(|| WORKFLOW.to_owned());
     Ok(HelpAnswer { topics: vec![found], operations: Some(operations), steps })
 }

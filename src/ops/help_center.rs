@@ -322,7 +322,7 @@ impl ToolHost for HelpTools<'_> {
             .await;
             Some(match result {
                 Ok(value) => crate::mcp::results::success(value),
-                Err(e) => crate::mcp::results::failure(&e),
+                Err(e) => crate::mcp::results::failure(&e.finish(&cx.request_id)),
             })
         })
     }

@@ -37,7 +37,7 @@ pub struct MemberList {
 /// GET /v1/workspaces/{workspace}/members
 pub async fn list(cx: &Cx<'_>, p: ListMembers) -> Result<MemberList, ApiError> {
     let m = cx.workspace(Some(&p.workspace))?;
-    let members = store::members::members(cx.db(), &m.workspace_id).await.map_err(|e| cx.internal(e))?;
+    let members = store::members::members(cx.db(), &m.workspace_id).await?;
     Ok(MemberList { members })
 }
 
@@ -101,7 +101,7 @@ pub async fn invite(cx: &Cx<'_>, p: CreateInvitation) -> Result<InvitationCreate
         Some(e) => format!("as {} (for {e}), for {days} day(s)", i.role),
         None => format!("as {}, for {days} day(s)", i.role),
     };
-    store::members::invite(cx.db(), &new, &detail).await.map_err(|e| cx.internal(e))?;
+    store::members::invite(cx.db(), &new, &detail).await?;
     Ok(InvitationCreated { invitation, token })
 }
 
@@ -122,7 +122,7 @@ pub struct InvitationList {
 pub async fn list_invitations(cx: &Cx<'_>, p: ListInvitations) -> Result<InvitationList, ApiError> {
     let m = cx.workspace(Some(&p.workspace))?;
     cx.require_role(m, Role::Admin)?;
-    let invitations = store::members::pending(cx.db(), &m.workspace_id, cx.now_ms).await.map_err(|e| cx.internal(e))?;
+    let invitations = store::members::pending(cx.db(), &m.workspace_id, cx.now_ms).await?;
     Ok(InvitationList { invitations })
 }
 
@@ -150,9 +150,8 @@ pub async fn revoke_invitation(cx: &Cx<'_>, p: RevokeInvitation) -> Result<Invit
     if !ids::is_id(&p.invitation_id, "inv") {
         return Err(not_found());
     }
-    let revoked = store::members::revoke(cx.db(), &m.workspace_id, &p.invitation_id, &caller.account_id, cx.now_ms)
-        .await
-        .map_err(|e| cx.internal(e))?;
+    let revoked =
+        store::members::revoke(cx.db(), &m.workspace_id, &p.invitation_id, &caller.account_id, cx.now_ms).await?;
     if !revoked {
         return Err(not_found());
     }
@@ -182,10 +181,8 @@ pub async fn accept(cx: &Cx<'_>, p: AcceptInvitation) -> Result<WorkspaceItem, A
         return Err(gone());
     }
     let db = cx.db();
-    let (invitation_id, workspace_id, role) = store::members::by_token(db, &ids::hash_secret(token), cx.now_ms)
-        .await
-        .map_err(|e| cx.internal(e))?
-        .ok_or_else(gone)?;
+    let (invitation_id, workspace_id, role) =
+        store::members::by_token(db, &ids::hash_secret(token), cx.now_ms).await?.ok_or_else(gone)?;
     let already = |m: &Membership| {
         ApiError::new(
             Code::Conflict,
@@ -201,13 +198,12 @@ pub async fn accept(cx: &Cx<'_>, p: AcceptInvitation) -> Result<WorkspaceItem, A
         Err(e) if e.is_unique_on("membership.workspace_id") => {
             return Err(ApiError::new(Code::Conflict, "you are already a member; the invitation was left unused"))
         }
-        Err(e) => return Err(cx.internal(e)),
+        Err(e) => return Err(ApiError::cause(e)),
     }
     let joined = store::workspaces::as_owner(db, &workspace_id)
-        .await
-        .map_err(|e| cx.internal(e))?
-        .ok_or_else(|| cx.internal("the workspace vanished"))?;
-    let role = Role::named(&role).ok_or_else(|| cx.internal("an invitation with an unknown role"))?;
+        .await?
+        .ok_or_else(|| ApiError::cause("the workspace vanished"))?;
+    let role = Role::named(&role).ok_or_else(|| ApiError::cause("an invitation with an unknown role"))?;
     Ok(WorkspaceItem { slug: joined.slug, name: joined.name, role, is_personal: joined.is_personal, is_current: false })
 }
 
@@ -254,10 +250,7 @@ async fn change(cx: &Cx<'_>, m: &Membership, account_id: &str, to: Option<Role>)
     if !ids::is_id(account_id, "acct") {
         return Err(not_found());
     }
-    let s = store::members::standing(db, &m.workspace_id, account_id)
-        .await
-        .map_err(|e| cx.internal(e))?
-        .ok_or_else(not_found)?;
+    let s = store::members::standing(db, &m.workspace_id, account_id).await?.ok_or_else(not_found)?;
     if to == Some(s.role) {
         return Ok(s.role);
     }
@@ -268,9 +261,7 @@ async fn change(cx: &Cx<'_>, m: &Membership, account_id: &str, to: Option<Role>)
         None => ("member_removed", format!("was {}", s.role.as_str())),
     };
     let entry = Entry::change(&m.workspace_id, &caller.account_id, action, Some(account_id), &detail, cx.now_ms);
-    let done = store::members::change(db, &entry, account_id, s.role.as_str(), to.map(Role::as_str))
-        .await
-        .map_err(|e| cx.internal(e))?;
+    let done = store::members::change(db, &entry, account_id, s.role.as_str(), to.map(Role::as_str)).await?;
     if !done {
         return Err(ApiError::new(
             Code::Conflict,
@@ -298,8 +289,7 @@ pub async fn set_role(cx: &Cx<'_>, p: SetMemberRole) -> Result<Member, ApiError>
     let m = cx.workspace(Some(&p.workspace))?;
     change(cx, m, &p.account_id, Some(role)).await?;
     store::members::member(cx.db(), &m.workspace_id, &p.account_id)
-        .await
-        .map_err(|e| cx.internal(e))?
+        .await?
         .ok_or_else(|| ApiError::new(Code::Conflict, "the member was removed meanwhile"))
 }
 

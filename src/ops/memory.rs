@@ -91,7 +91,7 @@ pub async fn save(cx: &Cx<'_>, p: SaveMemory) -> Result<MemoryEntry, ApiError> {
     let author = format!("key:{}", caller.key_id);
     let entry = save_entry(cx.db(), &caller.account_id, &w.workspace_id, &p.text, &author, cx.now_ms)
         .await
-        .map_err(|e| cx.internal(e))?;
+        .map_err(ApiError::cause)?;
     Ok(MemoryEntry { entry, workspace: w.slug.clone() })
 }
 
@@ -125,9 +125,7 @@ pub async fn list(cx: &Cx<'_>, p: ListMemory) -> Result<MemoryList, ApiError> {
     let before = cursor::parse_keyset(p.cursor.as_deref())?;
     let workspaces = context::visible_workspaces(cx, p.workspace.as_deref())?;
     let caller = cx.caller()?;
-    let mut rows = store::context::memory(cx.db(), &caller.account_id, &workspaces, before, limit + 1)
-        .await
-        .map_err(|e| cx.internal(e))?;
+    let mut rows = store::context::memory(cx.db(), &caller.account_id, &workspaces, before, limit + 1).await?;
     let next_cursor = (rows.len() as i64 > limit).then(|| {
         rows.truncate(limit as usize);
         let last = rows.last().expect("a full page has a last row");
@@ -159,9 +157,7 @@ pub async fn delete(cx: &Cx<'_>, p: DeleteMemory) -> Result<MemoryDeleted, ApiEr
     }
     let workspaces = context::visible_workspaces(cx, None)?;
     let caller = cx.caller()?;
-    let deleted = store::context::delete_memory(cx.db(), &p.memory_id, &caller.account_id, &workspaces)
-        .await
-        .map_err(|e| cx.internal(e))?;
+    let deleted = store::context::delete_memory(cx.db(), &p.memory_id, &caller.account_id, &workspaces).await?;
     if !deleted {
         return Err(not_found());
     }

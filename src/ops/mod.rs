@@ -62,6 +62,66 @@ impl Scope {
     }
 }
 
+/// Declares the groups once: each is a help topic and an OpenAPI tag, and its doc is the topic's summary.
+macro_rules! groups {
+    ($($(#[doc = $doc:literal])* $variant:ident = $name:literal;)*) => {
+        /// The help topic and REST tag an operation belongs to.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum Group {
+            $($(#[doc = $doc])* $variant,)*
+        }
+
+        impl Group {
+            pub const fn name(self) -> &'static str {
+                match self { $(Self::$variant => $name,)* }
+            }
+
+            /// Its one-line summary in `help`.
+            pub fn summary(self) -> String {
+                let docs: &[&str] = match self { $(Self::$variant => &[$($doc),*],)* };
+                docs.iter().map(|l| l.trim()).collect::<Vec<_>>().join(" ")
+            }
+        }
+    };
+}
+
+groups! {
+    /// Accounts and API keys: sign up, mint keys with read or write scope, lock a key to a workspace, revoke.
+    Keys = "keys";
+    /// Where everything lives: list and create workspaces, members and roles, and what a workspace holds.
+    Workspaces = "workspaces";
+    /// This help, generated from the server's own operation table.
+    Help = "help";
+    /// The agents you can start: their harness, model, instructions and catalog entry.
+    Agents = "agents";
+    /// Start a session with an agent, send messages, read replies by cursor (waiting up to 50 s), hand off,
+    /// share, stop.
+    Sessions = "sessions";
+    /// A task is the shared folder several sessions work in: its files, artifacts, threads, budget and open
+    /// requests.
+    Tasks = "tasks";
+    /// A session's standing goal: it keeps working on its own until the goal is met or a limit stops it.
+    Goals = "goals";
+    /// Agents on a schedule: a cron in a time zone, or by hand; each fire starts a session or sends a
+    /// message.
+    Routines = "routines";
+    /// The wallet, what sessions spent, and credit.
+    Usage = "usage";
+    /// Workspace secrets (model keys, MCP tokens): sealed at rest, never shown again.
+    Secrets = "secrets";
+    /// Deploy and server targets agents ask access to, the policies that decide it, and the audit log.
+    Connectors = "connectors";
+    /// Search saved memory, past conversations and uploaded traces; read a hit in full.
+    Context = "context";
+    /// Human decisions and observed outcomes about sessions' results, and how each harness and model
+    /// performs.
+    Records = "records";
+    /// Operations on webhooks.
+    Webhooks = "webhooks";
+    /// Machines running `sky runner` for the workspace's runner agents.
+    Runners = "runners";
+}
+
 /// MCP tool annotations, set truthfully: clients decide what to confirm from them.
 #[derive(Debug, Clone, Copy)]
 pub struct Hints {
@@ -87,7 +147,7 @@ pub struct Op {
     /// The `///` lines of the row: tool description, OpenAPI summary and help line.
     pub docs: &'static [&'static str],
     /// The help topic and REST tag it belongs to.
-    pub group: &'static str,
+    pub group: Group,
     pub scope: Scope,
     /// Offered as an MCP tool on `/v1/mcp` (some operations are REST only, like creating keys).
     pub tool: bool,
@@ -137,7 +197,7 @@ macro_rules! operations {
     ($(
         $(#[doc = $doc:literal])*
         $name:ident($params:ty) -> $result:ty {
-            title: $title:literal, group: $group:literal, scope: $scope:ident, tool: $tool:literal,
+            title: $title:literal, group: $group:ident, scope: $scope:ident, tool: $tool:literal,
             http: $method:ident $path:literal, hints: $hints:ident, run: $run:path $(,)?
         }
     )*) => {
@@ -146,7 +206,7 @@ macro_rules! operations {
                 name: stringify!($name),
                 title: $title,
                 docs: &[$($doc),*],
-                group: $group,
+                group: Group::$group,
                 scope: Scope::$scope,
                 tool: $tool,
                 method: stringify!($method),
@@ -157,7 +217,7 @@ macro_rules! operations {
                 run: |cx, args| Box::pin(async move {
                     let params: $params = decode_params(args)?;
                     let result: $result = $run(cx, params).await?;
-                    encode(cx, &result)
+                    encode(&result)
                 }),
             },
         )*];
@@ -169,66 +229,66 @@ operations! {
     /// API key with `read` and `write` scopes, returned once. Open under local development; in production
     /// it needs the admin token as the bearer.
     create_account(accounts::CreateAccount) -> accounts::AccountCreated {
-        title: "Create an account", group: "keys", scope: Public, tool: false,
+        title: "Create an account", group: Keys, scope: Public, tool: false,
         http: POST "/v1/accounts", hints: CREATES, run: accounts::create
     }
 
     /// Create an API key for your account: `scopes` `["read"]` or `["read", "write"]`, optionally locked to
     /// one `workspace`. The key is returned once; only its hash is kept.
     create_key(accounts::CreateKey) -> accounts::KeyCreated {
-        title: "Create an API key", group: "keys", scope: Write, tool: false,
+        title: "Create an API key", group: Keys, scope: Write, tool: false,
         http: POST "/v1/keys", hints: CREATES, run: accounts::create_key
     }
 
     /// Your API keys: prefix, scopes, workspace lock, last use and whether revoked. Never the secret.
     list_keys(accounts::ListKeys) -> accounts::KeyList {
-        title: "List API keys", group: "keys", scope: Read, tool: false,
+        title: "List API keys", group: Keys, scope: Read, tool: false,
         http: GET "/v1/keys", hints: READ_ONLY, run: accounts::list_keys
     }
 
     /// Revoke one of your API keys; it is refused from the next call on.
     revoke_key(accounts::RevokeKey) -> accounts::KeyRevoked {
-        title: "Revoke an API key", group: "keys", scope: Write, tool: false,
+        title: "Revoke an API key", group: Keys, scope: Write, tool: false,
         http: DELETE "/v1/keys/{key_id}", hints: DESTROYS, run: accounts::revoke_key
     }
 
     /// The apps you connected through OAuth sign-in (an MCP client's `/mcp` login): the workspace and
     /// scopes each may use, and when it was last used.
     list_connected_apps(connected_apps::ListConnectedApps) -> connected_apps::ConnectedApps {
-        title: "List connected apps", group: "keys", scope: Read, tool: false,
+        title: "List connected apps", group: Keys, scope: Read, tool: false,
         http: GET "/v1/connected-apps", hints: READ_ONLY, run: connected_apps::list
     }
 
     /// Disconnect an app you connected through OAuth sign-in; every token it holds is refused from the
     /// next call on.
     disconnect_app(connected_apps::DisconnectApp) -> connected_apps::AppDisconnected {
-        title: "Disconnect an app", group: "keys", scope: Write, tool: false,
+        title: "Disconnect an app", group: Keys, scope: Write, tool: false,
         http: DELETE "/v1/connected-apps/{grant_id}", hints: DESTROYS, run: connected_apps::disconnect
     }
 
     /// A one-time link that signs a browser in to the console as this key (its scopes and workspace lock),
     /// usable once within a minute: what `sky console` opens.
     open_console(accounts::OpenConsole) -> accounts::ConsoleLink {
-        title: "Open the console", group: "keys", scope: Read, tool: false,
+        title: "Open the console", group: Keys, scope: Read, tool: false,
         http: POST "/v1/console/link", hints: CREATES, run: accounts::open_console
     }
 
     /// All workspaces you belong to: slug, name, role, is_personal, is_current. Pass a slug as `workspace`
     /// to any list or create tool.
     list_workspaces(workspaces::ListWorkspaces) -> workspaces::WorkspaceList {
-        title: "List workspaces", group: "workspaces", scope: Read, tool: true,
+        title: "List workspaces", group: Workspaces, scope: Read, tool: true,
         http: GET "/v1/workspaces", hints: READ_ONLY, run: workspaces::list
     }
 
     /// Create a shared workspace; you become its owner. Not with a workspace-locked key.
     create_workspace(workspaces::CreateWorkspace) -> workspaces::WorkspaceItem {
-        title: "Create a workspace", group: "workspaces", scope: Write, tool: false,
+        title: "Create a workspace", group: Workspaces, scope: Write, tool: false,
         http: POST "/v1/workspaces", hints: CREATES, run: workspaces::create
     }
 
     /// The members of a workspace and their roles (owner, admin, member).
     list_members(members::ListMembers) -> members::MemberList {
-        title: "List members", group: "workspaces", scope: Read, tool: false,
+        title: "List members", group: Workspaces, scope: Read, tool: false,
         http: GET "/v1/workspaces/{workspace}/members", hints: READ_ONLY, run: members::list
     }
 
@@ -236,19 +296,19 @@ operations! {
     /// `token`, shown once, to pass on; the invitee accepts it signed in with their own key. `email` is only
     /// a note. Owners and admins. (People join only this way: sign-up never proves an email.)
     create_invitation(members::CreateInvitation) -> members::InvitationCreated {
-        title: "Invite someone", group: "workspaces", scope: Write, tool: false,
+        title: "Invite someone", group: Workspaces, scope: Write, tool: false,
         http: POST "/v1/workspaces/{workspace}/invitations", hints: CREATES, run: members::invite
     }
 
     /// A workspace's invitations that can still be accepted (never their tokens). Owners and admins.
     list_invitations(members::ListInvitations) -> members::InvitationList {
-        title: "List invitations", group: "workspaces", scope: Read, tool: false,
+        title: "List invitations", group: Workspaces, scope: Read, tool: false,
         http: GET "/v1/workspaces/{workspace}/invitations", hints: READ_ONLY, run: members::list_invitations
     }
 
     /// Revoke a pending invitation: its token is refused from then on. Owners and admins.
     revoke_invitation(members::RevokeInvitation) -> members::InvitationRevoked {
-        title: "Revoke an invitation", group: "workspaces", scope: Write, tool: false,
+        title: "Revoke an invitation", group: Workspaces, scope: Write, tool: false,
         http: DELETE "/v1/workspaces/{workspace}/invitations/{invitation_id}", hints: DESTROYS,
         run: members::revoke_invitation
     }
@@ -256,28 +316,28 @@ operations! {
     /// Accept an invitation with its `token`: you join its workspace with its role. Once per invitation,
     /// before it expires; with your own key, not a workspace-locked one.
     accept_invitation(members::AcceptInvitation) -> workspaces::WorkspaceItem {
-        title: "Accept an invitation", group: "workspaces", scope: Write, tool: false,
+        title: "Accept an invitation", group: Workspaces, scope: Write, tool: false,
         http: POST "/v1/invitations/accept", hints: CREATES, run: members::accept
     }
 
     /// Change a member's `role` (`member`, `admin`, `owner`). Owners and admins; only an owner changes an
     /// owner or makes one, and the last owner stays.
     set_member_role(members::SetMemberRole) -> store::members::Member {
-        title: "Change a member's role", group: "workspaces", scope: Write, tool: false,
+        title: "Change a member's role", group: Workspaces, scope: Write, tool: false,
         http: PATCH "/v1/workspaces/{workspace}/members/{account_id}", hints: UPDATES, run: members::set_role
     }
 
     /// Remove a member from a workspace, or leave it (your own `account_id`). Owners and admins remove
     /// others; only an owner removes an owner, and the last owner stays.
     remove_member(members::RemoveMember) -> members::MemberRemoved {
-        title: "Remove a member", group: "workspaces", scope: Write, tool: false,
+        title: "Remove a member", group: Workspaces, scope: Write, tool: false,
         http: DELETE "/v1/workspaces/{workspace}/members/{account_id}", hints: DESTROYS, run: members::remove
     }
 
     /// What the workspace has and what you may do there, read live: agents, remaining budget, your role
     /// and route groups, each with a one-line usage example. Optional `workspace`.
     describe_workspace(workspaces::DescribeWorkspace) -> workspaces::WorkspaceDescription {
-        title: "Describe a workspace", group: "workspaces", scope: Read, tool: true,
+        title: "Describe a workspace", group: Workspaces, scope: Read, tool: true,
         http: GET "/v1/workspace", hints: READ_ONLY, run: workspaces::describe
     }
 
@@ -285,13 +345,13 @@ operations! {
     /// (`sessions`, `agents`, `workflow`, …), its operations, required fields, a skeleton body and a usage
     /// line. Optional `workspace`.
     help(help::Help) -> help::HelpAnswer {
-        title: "Help", group: "help", scope: Read, tool: true,
+        title: "Help", group: Help, scope: Read, tool: true,
         http: GET "/v1/help", hints: READ_ONLY, run: help::help
     }
 
     /// Your agents in the workspace: id, name, harness, model, session count. Optional `workspace`.
     list_agents(agents::ListAgents) -> agents::AgentList {
-        title: "List agents", group: "agents", scope: Read, tool: true,
+        title: "List agents", group: Agents, scope: Read, tool: true,
         http: GET "/v1/agents", hints: READ_ONLY, run: agents::list
     }
 
@@ -299,32 +359,32 @@ operations! {
     /// `runner` for a coding agent driven by `sky runner`), a `model`, instructions, the remote MCP servers it
     /// may call, and what the catalog shows (`handle`, `description`, `categories`). Optional `workspace`.
     create_agent(agents::CreateAgent) -> agents::Agent {
-        title: "Create an agent", group: "agents", scope: Write, tool: false,
+        title: "Create an agent", group: Agents, scope: Write, tool: false,
         http: POST "/v1/agents", hints: CREATES, run: agents::create
     }
 
     /// One agent, in full. Workspace derived from the agent.
     get_agent(agents::GetAgent) -> agents::Agent {
-        title: "Get an agent", group: "agents", scope: Read, tool: false,
+        title: "Get an agent", group: Agents, scope: Read, tool: false,
         http: GET "/v1/agents/{agent_id}", hints: READ_ONLY, run: agents::get
     }
 
     /// Change an agent's fields; fields left out keep their value. Workspace derived from the agent.
     update_agent(agents::UpdateAgent) -> agents::Agent {
-        title: "Update an agent", group: "agents", scope: Write, tool: false,
+        title: "Update an agent", group: Agents, scope: Write, tool: false,
         http: PATCH "/v1/agents/{agent_id}", hints: UPDATES, run: agents::update
     }
 
     /// Sessions, newest first; `agent_id` narrows to one agent. Optional `workspace`.
     list_sessions(sessions::ListSessions) -> sessions::SessionList {
-        title: "List sessions", group: "sessions", scope: Read, tool: true,
+        title: "List sessions", group: Sessions, scope: Read, tool: true,
         http: GET "/v1/sessions", hints: READ_ONLY, run: sessions::list
     }
 
     /// One session and its status: `provisioning`, `idle`, `running` or `terminated`. Workspace derived
     /// from the session.
     get_session(sessions::GetSession) -> sessions::SessionInfo {
-        title: "Get a session", group: "sessions", scope: Read, tool: true,
+        title: "Get a session", group: Sessions, scope: Read, tool: true,
         http: GET "/v1/sessions/{session_id}", hints: READ_ONLY, run: sessions::get
     }
 
@@ -334,42 +394,42 @@ operations! {
     /// `budget_cents` caps what the session may spend; `model` runs another model than the agent's own.
     /// Optional `workspace`.
     start_session(sessions::StartSession) -> sessions::Started {
-        title: "Start a session", group: "sessions", scope: Write, tool: true,
+        title: "Start a session", group: Sessions, scope: Write, tool: true,
         http: POST "/v1/sessions", hints: CREATES, run: sessions::start
     }
 
     /// Send the next message into an idle session; requires an `idempotency_key`. Workspace derived from
     /// the session.
     send_message(sessions::SendMessage) -> sessions::Sent {
-        title: "Send a message", group: "sessions", scope: Write, tool: true,
+        title: "Send a message", group: Sessions, scope: Write, tool: true,
         http: POST "/v1/sessions/{session_id}/messages", hints: CREATES, run: sessions::send
     }
 
     /// That message's replies after the cursor, one page at a time; with `wait_seconds` (up to 50) waits
     /// until the turn's idle mark. Workspace derived from the session.
     read_session(sessions::ReadSession) -> sessions::SessionPage {
-        title: "Read a session", group: "sessions", scope: Read, tool: true,
+        title: "Read a session", group: Sessions, scope: Read, tool: true,
         http: GET "/v1/sessions/{session_id}/events", hints: READ_ONLY, run: sessions::read
     }
 
     /// What a session produced: its last reply, the task files it wrote, and the `task_id` they live in.
     /// Workspace derived from the session.
     collect_result(sessions::CollectResult) -> sessions::CollectedResult {
-        title: "Collect a result", group: "sessions", scope: Read, tool: true,
+        title: "Collect a result", group: Sessions, scope: Read, tool: true,
         http: GET "/v1/sessions/{session_id}/result", hints: READ_ONLY, run: sessions::collect
     }
 
     /// Change a session's `model`, `thinking` level or both; its next turn uses them and the
     /// conversation and files stay. Workspace derived from the session.
     switch_model(sessions::SwitchModel) -> sessions::ModelSwitched {
-        title: "Switch model", group: "sessions", scope: Write, tool: true,
+        title: "Switch model", group: Sessions, scope: Write, tool: true,
         http: POST "/v1/sessions/{session_id}/model", hints: UPDATES, run: sessions::switch_model
     }
 
     /// Archive a session you are done with; its transcript, files and artifacts stay. Workspace derived
     /// from the session.
     stop_session(sessions::StopSession) -> sessions::Stopped {
-        title: "Stop a session", group: "sessions", scope: Write, tool: true,
+        title: "Stop a session", group: Sessions, scope: Write, tool: true,
         http: POST "/v1/sessions/{session_id}/stop", hints: DESTROYS, run: sessions::stop
     }
 
@@ -377,73 +437,73 @@ operations! {
     /// `model` and `thinking` level: a new session starts with the conversation and the workspace files,
     /// and the original stays. Requires an `idempotency_key`; returns the handoff.
     hand_off_session(handoffs::HandOffSession) -> handoffs::Handoff {
-        title: "Hand off a session", group: "sessions", scope: Write, tool: true,
+        title: "Hand off a session", group: Sessions, scope: Write, tool: true,
         http: POST "/v1/sessions/{session_id}/handoff", hints: CREATES, run: handoffs::hand_off
     }
 
     /// Where a handoff stands; once `completed`, `target_session` is the session to continue with.
     get_handoff(handoffs::GetHandoff) -> handoffs::HandoffStatus {
-        title: "Get a handoff", group: "sessions", scope: Read, tool: true,
+        title: "Get a handoff", group: Sessions, scope: Read, tool: true,
         http: GET "/v1/handoffs/{handoff_id}", hints: READ_ONLY, run: handoffs::get
     }
 
     /// Turn a session's share link on (`view_only` for a read-only link) or off; returns `share_url`.
     /// Workspace derived from the session.
     share_session(sharing::ShareSession) -> sharing::SessionShared {
-        title: "Share a session", group: "sessions", scope: Write, tool: true,
+        title: "Share a session", group: Sessions, scope: Write, tool: true,
         http: POST "/v1/sessions/{session_id}/share", hints: UPDATES, run: sharing::share_session
     }
 
     /// The threads of a session's task: root first, then helpers, handoffs and children, each with its
     /// agent, model, status and spend. Workspace derived from the session.
     read_session_threads(tasks::ReadSessionThreads) -> tasks::Threads {
-        title: "Read session threads", group: "tasks", scope: Read, tool: true,
+        title: "Read session threads", group: Tasks, scope: Read, tool: true,
         http: GET "/v1/sessions/{session_id}/threads", hints: READ_ONLY, run: tasks::threads
     }
 
     /// Every agent you can start, by `@handle`, with what it does, its categories, pricing and
     /// requirements. Optional `workspace`.
     search_catalog(catalog::SearchCatalog) -> catalog::CatalogResults {
-        title: "Search the catalog", group: "agents", scope: Read, tool: true,
+        title: "Search the catalog", group: Agents, scope: Read, tool: true,
         http: GET "/v1/catalog", hints: READ_ONLY, run: catalog::search
     }
 
     /// Your tasks and what each is waiting on. Optional `workspace`.
     list_tasks(tasks::ListTasks) -> tasks::TaskList {
-        title: "List tasks", group: "tasks", scope: Read, tool: true,
+        title: "List tasks", group: Tasks, scope: Read, tool: true,
         http: GET "/v1/tasks", hints: READ_ONLY, run: tasks::list
     }
 
     /// One task's sessions, open requests and cost. Workspace derived from the task.
     get_task(tasks::GetTask) -> tasks::TaskDetail {
-        title: "Get a task", group: "tasks", scope: Read, tool: true,
+        title: "Get a task", group: Tasks, scope: Read, tool: true,
         http: GET "/v1/tasks/{task_id}", hints: READ_ONLY, run: tasks::get
     }
 
     /// Cap what all of a task's sessions may spend together, in cents (`null` removes the cap).
     set_task_budget(tasks::SetTaskBudget) -> tasks::TaskBudget {
-        title: "Set a task's budget", group: "tasks", scope: Write, tool: false,
+        title: "Set a task's budget", group: Tasks, scope: Write, tool: false,
         http: PUT "/v1/tasks/{task_id}/budget", hints: UPDATES, run: tasks::set_budget
     }
 
     /// Published results from a task, and whether each has a public link. Optional `workspace` (or
     /// `task_id`).
     list_artifacts(sharing::ListArtifacts) -> sharing::ArtifactList {
-        title: "List artifacts", group: "tasks", scope: Read, tool: true,
+        title: "List artifacts", group: Tasks, scope: Read, tool: true,
         http: GET "/v1/artifacts", hints: READ_ONLY, run: sharing::list
     }
 
     /// Publish a task file as an artifact: a snapshot of its current (or a given) version. Workspace
     /// derived from the task.
     publish_artifact(sharing::PublishArtifact) -> store::artifacts::ArtifactRow {
-        title: "Publish an artifact", group: "tasks", scope: Write, tool: true,
+        title: "Publish an artifact", group: Tasks, scope: Write, tool: true,
         http: POST "/v1/tasks/{task_id}/artifacts", hints: CREATES, run: sharing::publish
     }
 
     /// Turn an artifact's public link on (a new link each time) or off; returns `share_url`, which
     /// serves it to any browser without a key. Workspace derived from the artifact.
     share_artifact(sharing::ShareArtifact) -> sharing::ArtifactShared {
-        title: "Share an artifact", group: "tasks", scope: Write, tool: true,
+        title: "Share an artifact", group: Tasks, scope: Write, tool: true,
         http: POST "/v1/artifacts/{artifact_id}/share", hints: UPDATES, run: sharing::share
     }
 
@@ -451,34 +511,34 @@ operations! {
     /// Sessions are stopped and the wallet's credit goes back to you. Not your default workspace; not
     /// with a workspace key.
     delete_workspace(workspaces::DeleteWorkspace) -> workspaces::WorkspaceDeleted {
-        title: "Delete a workspace", group: "workspaces", scope: Write, tool: true,
+        title: "Delete a workspace", group: Workspaces, scope: Write, tool: true,
         http: DELETE "/v1/workspaces/{workspace}", hints: DESTROYS, run: workspaces::delete
     }
 
     /// A task's shared folder: the latest version of each file, by path. Workspace derived from the task.
     list_task_files(files::ListTaskFiles) -> files::TaskFiles {
-        title: "List task files", group: "tasks", scope: Read, tool: true,
+        title: "List task files", group: Tasks, scope: Read, tool: true,
         http: GET "/v1/tasks/{task_id}/files", hints: READ_ONLY, run: files::list
     }
 
     /// Read one file of a task's shared folder as text (up to 256 KiB); `version` reads an older one.
     /// Workspace derived from the task.
     read_task_file(files::ReadTaskFile) -> files::TaskFile {
-        title: "Read a task file", group: "tasks", scope: Read, tool: true,
+        title: "Read a task file", group: Tasks, scope: Read, tool: true,
         http: GET "/v1/tasks/{task_id}/file", hints: READ_ONLY, run: files::read
     }
 
     /// Write a text file (up to 256 KiB) into a task's shared folder as a new version; every session of
     /// the task sees it. Workspace derived from the task.
     write_task_file(files::WriteTaskFile) -> files::FileWritten {
-        title: "Write a task file", group: "tasks", scope: Write, tool: true,
+        title: "Write a task file", group: Tasks, scope: Write, tool: true,
         http: PUT "/v1/tasks/{task_id}/file", hints: UPDATES, run: files::write
     }
 
     /// A session's standing goal and its progress: iterations used, spend, minutes, the last verdict per
     /// criterion and why it stopped (met, limit reached, cleared). Workspace derived from the session.
     get_goal(goals::GetGoal) -> goals::GoalView {
-        title: "Get a goal", group: "goals", scope: Read, tool: true,
+        title: "Get a goal", group: Goals, scope: Read, tool: true,
         http: GET "/v1/sessions/{session_id}/goal", hints: READ_ONLY, run: goals::get
     }
 
@@ -486,20 +546,20 @@ operations! {
     /// command}`) the session keeps working toward on its own, checked after every turn, within
     /// `max_iterations`, `max_spend_cents` and `max_minutes`. Needs an `idempotency_key`.
     set_goal(goals::SetGoal) -> goals::GoalView {
-        title: "Set a goal", group: "goals", scope: Write, tool: true,
+        title: "Set a goal", group: Goals, scope: Write, tool: true,
         http: PUT "/v1/sessions/{session_id}/goal", hints: UPDATES, run: goals::set
     }
 
     /// Clear a session's standing goal; it stops working on its own after the current turn. Needs an
     /// `idempotency_key`.
     clear_goal(goals::ClearGoal) -> goals::GoalView {
-        title: "Clear a goal", group: "goals", scope: Write, tool: true,
+        title: "Clear a goal", group: Goals, scope: Write, tool: true,
         http: DELETE "/v1/sessions/{session_id}/goal", hints: DESTROYS, run: goals::clear
     }
 
     /// Agents on a schedule, with their triggers and newest fires. Optional `workspace`.
     list_routines(routines::ListRoutines) -> routines::RoutineList {
-        title: "List routines", group: "routines", scope: Read, tool: true,
+        title: "List routines", group: Routines, scope: Read, tool: true,
         http: GET "/v1/routines", hints: READ_ONLY, run: routines::list
     }
 
@@ -507,28 +567,28 @@ operations! {
     /// `session_id`, on a 5-field `cron` in `timezone` or only when `run_routine` fires it; `budget_cents`
     /// caps each run. Optional `workspace`.
     create_routine(routines::CreateRoutine) -> routines::Routine {
-        title: "Create a routine", group: "routines", scope: Write, tool: true,
+        title: "Create a routine", group: Routines, scope: Write, tool: true,
         http: POST "/v1/routines", hints: CREATES, run: routines::create
     }
 
     /// Change a routine: its name, message, `cron`, `timezone`, `budget_cents`, or pause it (`enabled:
     /// false`) and resume it; fields left out keep their value. Workspace derived from the routine.
     update_routine(routines::UpdateRoutine) -> routines::Routine {
-        title: "Update a routine", group: "routines", scope: Write, tool: true,
+        title: "Update a routine", group: Routines, scope: Write, tool: true,
         http: PATCH "/v1/routines/{routine_id}", hints: UPDATES, run: routines::update
     }
 
     /// Delete a routine: it never fires again; the sessions it started stay. Workspace derived from the
     /// routine.
     delete_routine(routines::DeleteRoutine) -> routines::RoutineDeleted {
-        title: "Delete a routine", group: "routines", scope: Write, tool: true,
+        title: "Delete a routine", group: Routines, scope: Write, tool: true,
         http: DELETE "/v1/routines/{routine_id}", hints: DESTROYS, run: routines::delete
     }
 
     /// Fire a routine now; needs an `idempotency_key` (a retry returns the same fire). Returns the fire
     /// with its session.
     run_routine(routines::RunRoutine) -> store::routines::FireRow {
-        title: "Run a routine", group: "routines", scope: Write, tool: true,
+        title: "Run a routine", group: Routines, scope: Write, tool: true,
         http: POST "/v1/routines/{routine_id}/run", hints: CREATES, run: routines::run
     }
 
@@ -536,38 +596,38 @@ operations! {
     /// days `from`–`to` grouped by `group_by`; with `session_id`, that session's totals and newest
     /// entries.
     get_usage(usage::GetUsage) -> usage::Usage {
-        title: "Get usage", group: "usage", scope: Read, tool: true,
+        title: "Get usage", group: Usage, scope: Read, tool: true,
         http: GET "/v1/usage", hints: READ_ONLY, run: usage::get
     }
 
     /// Add credit to a workspace's wallet. Needs the deployment's admin token.
     add_credit(usage::AddCredit) -> usage::Credited {
-        title: "Add credit", group: "usage", scope: Admin, tool: false,
+        title: "Add credit", group: Usage, scope: Admin, tool: false,
         http: POST "/v1/workspaces/{workspace}/credit", hints: CREATES, run: usage::add_credit
     }
 
     /// Set a workspace secret (a model's API key, an MCP server's token): stored sealed, never shown
     /// again. Owners and admins. Optional `workspace`.
     put_secret(secrets::PutSecret) -> secrets::SecretSet {
-        title: "Set a secret", group: "secrets", scope: Write, tool: false,
+        title: "Set a secret", group: Secrets, scope: Write, tool: false,
         http: PUT "/v1/secrets/{name}", hints: UPDATES, run: secrets::put
     }
 
     /// The workspace's secret names (never their values). Optional `workspace`.
     list_secrets(secrets::ListSecrets) -> secrets::SecretList {
-        title: "List secrets", group: "secrets", scope: Read, tool: false,
+        title: "List secrets", group: Secrets, scope: Read, tool: false,
         http: GET "/v1/secrets", hints: READ_ONLY, run: secrets::list
     }
 
     /// Delete a workspace secret. Owners and admins. Optional `workspace`.
     delete_secret(secrets::DeleteSecret) -> secrets::SecretDeleted {
-        title: "Delete a secret", group: "secrets", scope: Write, tool: false,
+        title: "Delete a secret", group: Secrets, scope: Write, tool: false,
         http: DELETE "/v1/secrets/{name}", hints: DESTROYS, run: secrets::delete
     }
 
     /// Delete an agent. Its past sessions stay. Workspace derived from the agent.
     delete_agent(agents::DeleteAgent) -> agents::AgentDeleted {
-        title: "Delete an agent", group: "agents", scope: Write, tool: false,
+        title: "Delete an agent", group: Agents, scope: Write, tool: false,
         http: DELETE "/v1/agents/{agent_id}", hints: DESTROYS, run: agents::delete
     }
 
@@ -576,7 +636,7 @@ operations! {
     /// Answer a question, approval or connection a task is waiting on; the waiting agent continues at
     /// once. Workspace derived from the task.
     answer_request(connectors::AnswerRequest) -> connectors::RequestAnswered {
-        title: "Answer a request", group: "tasks", scope: Write, tool: true,
+        title: "Answer a request", group: Tasks, scope: Write, tool: true,
         http: POST "/v1/tasks/{task_id}/requests/{request_id}/answer", hints: UPDATES, run: connectors::answer
     }
 
@@ -584,87 +644,87 @@ operations! {
     /// and what; `wait_seconds` (up to 50) waits for the next one after `cursor`. Answer each with
     /// `answer_request`. Optional `workspace`.
     list_requests(requests::ListRequests) -> requests::RequestList {
-        title: "List open requests", group: "tasks", scope: Read, tool: true,
+        title: "List open requests", group: Tasks, scope: Read, tool: true,
         http: GET "/v1/requests", hints: READ_ONLY, run: requests::list
     }
 
     /// How long a request stays open unanswered before it expires (default 24 hours); agents, the
     /// console and `list_requests` then see it `expired`. Owners and admins. Optional `workspace`.
     set_request_expiry(requests::SetRequestExpiry) -> requests::RequestExpiry {
-        title: "Set request expiry", group: "tasks", scope: Write, tool: false,
+        title: "Set request expiry", group: Tasks, scope: Write, tool: false,
         http: PUT "/v1/requests/expiry", hints: UPDATES, run: requests::set_expiry
     }
 
     /// Connect a deploy or server target (provider and env) with its credentials, sealed at rest. Owners
     /// and admins. Optional `workspace`.
     connect_target(connectors::ConnectTarget) -> store::connectors::ConnectorRow {
-        title: "Connect a target", group: "connectors", scope: Write, tool: false,
+        title: "Connect a target", group: Connectors, scope: Write, tool: false,
         http: POST "/v1/connectors", hints: UPDATES, run: connectors::connect
     }
 
     /// The workspace's targets (never their credentials) and access policies. Optional `workspace`.
     list_connectors(connectors::ListConnectors) -> connectors::ConnectorList {
-        title: "List targets", group: "connectors", scope: Read, tool: false,
+        title: "List targets", group: Connectors, scope: Read, tool: false,
         http: GET "/v1/connectors", hints: READ_ONLY, run: connectors::list
     }
 
     /// Remove a target and its credentials. Owners and admins.
     delete_connector(connectors::DeleteConnector) -> connectors::ConnectorDeleted {
-        title: "Remove a target", group: "connectors", scope: Write, tool: false,
+        title: "Remove a target", group: Connectors, scope: Write, tool: false,
         http: DELETE "/v1/connectors/{connector_id}", hints: DESTROYS, run: connectors::delete
     }
 
     /// The workspace's grants in force: target, session, scopes, expiry, persistent or not, who decided.
     /// Optional `workspace`.
     list_grants(connectors::ListGrants) -> connectors::GrantList {
-        title: "List grants", group: "connectors", scope: Read, tool: false,
+        title: "List grants", group: Connectors, scope: Read, tool: false,
         http: GET "/v1/grants", hints: READ_ONLY, run: connectors::list_grants
     }
 
     /// Revoke a grant (an `always` one too): from the next call on its credential is refused and
     /// `check_grant` answers `denied`. Owners and admins. Recorded in the audit log.
     revoke_grant(connectors::RevokeGrant) -> connectors::GrantRevoked {
-        title: "Revoke a grant", group: "connectors", scope: Write, tool: false,
+        title: "Revoke a grant", group: Connectors, scope: Write, tool: false,
         http: DELETE "/v1/grants/{grant_id}", hints: DESTROYS, run: connectors::revoke_grant
     }
 
     /// Decide access requests without a person: per target (or workspace-wide) and scope, `ask`, `allow`
     /// or `deny`. Owners and admins.
     set_policy(connectors::SetPolicy) -> store::connectors::PolicyRow {
-        title: "Set an access policy", group: "connectors", scope: Write, tool: false,
+        title: "Set an access policy", group: Connectors, scope: Write, tool: false,
         http: PUT "/v1/policies", hints: UPDATES, run: connectors::set_policy
     }
 
     /// The audit log, newest first: every use of a credential, and every change to invitations, members,
     /// roles, access approvals and policies, with who made it. Optional `workspace`.
     list_audit(connectors::ListAudit) -> connectors::AuditLog {
-        title: "Read the audit log", group: "connectors", scope: Read, tool: false,
+        title: "Read the audit log", group: Connectors, scope: Read, tool: false,
         http: GET "/v1/audit", hints: READ_ONLY, run: connectors::audit
     }
 
     /// A bearer token for the session server (`POST /v1/session/mcp`), for an agent harness outside
     /// agentsky; shown once, dead when the session ends.
     issue_session_token(connectors::IssueSessionToken) -> connectors::SessionToken {
-        title: "Issue a session token", group: "sessions", scope: Write, tool: false,
+        title: "Issue a session token", group: Sessions, scope: Write, tool: false,
         http: POST "/v1/sessions/{session_id}/token", hints: CREATES, run: connectors::issue_token
     }
 
     /// A task's lanes (each session works in its own copy until it lands) and review mode.
     set_task_settings(connectors::TaskSettings) -> store::lanes::TaskSettings {
-        title: "Set a task's settings", group: "tasks", scope: Write, tool: false,
+        title: "Set a task's settings", group: Tasks, scope: Write, tool: false,
         http: PUT "/v1/tasks/{task_id}/settings", hints: UPDATES, run: connectors::set_settings
     }
 
     /// Ask a session for its `run` or `deploy` command (the console's Run locally and Deploy buttons).
     ask_command(connectors::AskCommand) -> connectors::Asked {
-        title: "Ask for a command", group: "sessions", scope: Write, tool: false,
+        title: "Ask for a command", group: Sessions, scope: Write, tool: false,
         http: POST "/v1/sessions/{session_id}/ask", hints: UPDATES, run: connectors::ask_command
     }
 
     /// Run a session's taught `run` command, or a target's `deploy` command, on the runner that holds the
     /// session's turn (the console's Run locally and Deploy buttons); returns its exit code and last output.
     run_command(commands::RunCommand) -> commands::CommandRun {
-        title: "Run a taught command", group: "sessions", scope: Write, tool: false,
+        title: "Run a taught command", group: Sessions, scope: Write, tool: false,
         http: POST "/v1/sessions/{session_id}/run", hints: CREATES, run: commands::run
     }
 
@@ -674,33 +734,33 @@ operations! {
     /// library of uploaded local agent sessions, a page at a time (`nextCursor` → `cursor`). Optional
     /// `workspace` for traces.
     search_context(context::SearchContext) -> context::ContextHits {
-        title: "Search context", group: "context", scope: Read, tool: true,
+        title: "Search context", group: Context, scope: Read, tool: true,
         http: GET "/v1/context/search", hints: READ_ONLY, run: context::search
     }
 
     /// Read a `search_context` hit in full: pass its `ref` unchanged; `nextOffset` → `offset` continues a
     /// long message.
     read_context(context::ReadContext) -> context::ContextRead {
-        title: "Read context", group: "context", scope: Read, tool: true,
+        title: "Read context", group: Context, scope: Read, tool: true,
         http: GET "/v1/context/read", hints: READ_ONLY, run: context::read
     }
 
     /// Save a note to your memory (1–8,000 characters), where `search_context` finds it later. Saving the
     /// same text again keeps one entry. Optional `workspace`.
     save_memory(memory::SaveMemory) -> memory::MemoryEntry {
-        title: "Save to memory", group: "context", scope: Write, tool: false,
+        title: "Save to memory", group: Context, scope: Write, tool: false,
         http: POST "/v1/memory", hints: UPDATES, run: memory::save
     }
 
     /// Your memory entries, newest first. Optional `workspace` narrows to one workspace.
     list_memory(memory::ListMemory) -> memory::MemoryList {
-        title: "List memory", group: "context", scope: Read, tool: false,
+        title: "List memory", group: Context, scope: Read, tool: false,
         http: GET "/v1/memory", hints: READ_ONLY, run: memory::list
     }
 
     /// Delete one of your memory entries.
     delete_memory(memory::DeleteMemory) -> memory::MemoryDeleted {
-        title: "Delete from memory", group: "context", scope: Write, tool: false,
+        title: "Delete from memory", group: Context, scope: Write, tool: false,
         http: DELETE "/v1/memory/{memory_id}", hints: DESTROYS, run: memory::delete
     }
 
@@ -709,19 +769,19 @@ operations! {
     /// and indexed for `search_context` with `scope: "traces"`. The same file again returns the same trace.
     /// Optional `workspace`.
     upload_trace(traces::UploadTrace) -> traces::TraceUploaded {
-        title: "Upload a trace", group: "context", scope: Write, tool: false,
+        title: "Upload a trace", group: Context, scope: Write, tool: false,
         http: POST "/v1/traces", hints: UPDATES, run: traces::upload
     }
 
     /// The workspace's trace library, newest first. Optional `workspace`.
     list_traces(traces::ListTraces) -> traces::TraceList {
-        title: "List traces", group: "context", scope: Read, tool: false,
+        title: "List traces", group: Context, scope: Read, tool: false,
         http: GET "/v1/traces", hints: READ_ONLY, run: traces::list
     }
 
     /// Remove a trace from the library, and from search.
     delete_trace(traces::DeleteTrace) -> traces::TraceDeleted {
-        title: "Delete a trace", group: "context", scope: Write, tool: false,
+        title: "Delete a trace", group: Context, scope: Write, tool: false,
         http: DELETE "/v1/traces/{trace_id}", hints: DESTROYS, run: traces::delete
     }
 
@@ -730,7 +790,7 @@ operations! {
     /// session's result, as you, now. `idempotency_key` makes a retry record once. Workspace derived from
     /// the session.
     record_session(records::RecordSession) -> records::Recorded {
-        title: "Record a decision or outcome", group: "records", scope: Write, tool: false,
+        title: "Record a decision or outcome", group: Records, scope: Write, tool: false,
         http: POST "/v1/sessions/{session_id}/record", hints: CREATES, run: records::record
     }
 
@@ -738,7 +798,7 @@ operations! {
     /// outcomes (pr_merged, deployed, reopened, later_failure, shipped) recorded about a session's result.
     /// Empty means nobody decided yet.
     read_session_record(records::ReadSessionRecord) -> records::SessionRecord {
-        title: "Read a session's record", group: "records", scope: Read, tool: true,
+        title: "Read a session's record", group: Records, scope: Read, tool: true,
         http: GET "/v1/sessions/{session_id}/record", hints: READ_ONLY, run: records::read
     }
 
@@ -746,7 +806,7 @@ operations! {
     /// ran on, over a `since`–`until` range (default last 30 days). A read model rebuilt from the session
     /// record.
     read_agent_performance(records::ReadAgentPerformance) -> records::AgentPerformance {
-        title: "Read agent performance", group: "records", scope: Read, tool: true,
+        title: "Read agent performance", group: Records, scope: Read, tool: true,
         http: GET "/v1/performance", hints: READ_ONLY, run: records::performance
     }
 
@@ -755,7 +815,7 @@ operations! {
     /// `deployed` or `later_failure`; scripts post `{session_id, name}` with the secret as a bearer.
     /// Owners and admins.
     create_record_webhook(records::CreateRecordWebhook) -> records::RecordWebhook {
-        title: "Create the records webhook", group: "records", scope: Write, tool: false,
+        title: "Create the records webhook", group: Records, scope: Write, tool: false,
         http: POST "/v1/workspaces/{workspace}/records-webhook", hints: CREATES, run: records::create_webhook
     }
 
@@ -763,48 +823,48 @@ operations! {
     /// `url`, the `events` to send, `format` (`standard` or `slack`). Returns the signing secret once.
     /// Owners and admins. Optional `workspace`.
     create_webhook(webhooks::CreateWebhook) -> webhooks::WebhookCreated {
-        title: "Create a webhook", group: "webhooks", scope: Write, tool: true,
+        title: "Create a webhook", group: Webhooks, scope: Write, tool: true,
         http: POST "/v1/webhooks", hints: CREATES, run: webhooks::create
     }
 
     /// The workspace's webhook endpoints (never their secrets) and newest deliveries: delivered, pending
     /// retry, or failed after the retry budget with the receiver's last answer. Optional `workspace`.
     list_webhooks(webhooks::ListWebhooks) -> webhooks::WebhookList {
-        title: "List webhooks", group: "webhooks", scope: Read, tool: true,
+        title: "List webhooks", group: Webhooks, scope: Read, tool: true,
         http: GET "/v1/webhooks", hints: READ_ONLY, run: webhooks::list
     }
 
     /// Delete a webhook endpoint; nothing more is sent to it. Owners and admins. Optional `workspace`.
     delete_webhook(webhooks::DeleteWebhook) -> webhooks::WebhookDeleted {
-        title: "Delete a webhook", group: "webhooks", scope: Write, tool: true,
+        title: "Delete a webhook", group: Webhooks, scope: Write, tool: true,
         http: DELETE "/v1/webhooks/{webhook_id}", hints: DESTROYS, run: webhooks::delete
     }
 
     /// A new signing secret for a webhook endpoint, shown once; the old one keeps signing beside it for
     /// `overlap_hours` (default 24) so the receiver can switch. Owners and admins. Optional `workspace`.
     rotate_webhook_secret(webhooks::RotateWebhookSecret) -> webhooks::WebhookSecretRotated {
-        title: "Rotate a webhook's secret", group: "webhooks", scope: Write, tool: true,
+        title: "Rotate a webhook's secret", group: Webhooks, scope: Write, tool: true,
         http: POST "/v1/webhooks/{webhook_id}/rotate", hints: CREATES, run: webhooks::rotate
     }
 
     /// Send a `webhook.test` event to one endpoint now, through the same queue, signing and retries as
     /// real events. Owners and admins. Optional `workspace`.
     test_webhook(webhooks::TestWebhook) -> webhooks::WebhookTestSent {
-        title: "Send a test event", group: "webhooks", scope: Write, tool: true,
+        title: "Send a test event", group: Webhooks, scope: Write, tool: true,
         http: POST "/v1/webhooks/{webhook_id}/test", hints: CREATES, run: webhooks::test
     }
 
     /// Search the AgentSky Help Center in English or Chinese; answer with the article's link,
     /// `agentsky.dev/help/<slug>` (the hit's `url`).
     help_search(help_center::HelpSearch) -> help_center::HelpHits {
-        title: "Search the Help Center", group: "help", scope: Read, tool: true,
+        title: "Search the Help Center", group: Help, scope: Read, tool: true,
         http: GET "/v1/help/articles", hints: READ_ONLY, run: help_center::search
     }
 
     /// Read one Help Center article by its `slug`; answer with its link, `agentsky.dev/help/<slug>` (the
     /// `url`).
     help_get(help_center::HelpGet) -> help_center::HelpArticle {
-        title: "Read a Help Center article", group: "help", scope: Read, tool: true,
+        title: "Read a Help Center article", group: Help, scope: Read, tool: true,
         http: GET "/v1/help/articles/{slug}", hints: READ_ONLY, run: help_center::get
     }
 
@@ -813,28 +873,28 @@ operations! {
     /// Register a runner (a machine running `sky runner`) for the workspace's `runner` agents; returns its
     /// token once. Owners and admins. Optional `workspace`.
     register_runner(runners::RegisterRunner) -> runners::RunnerRegistered {
-        title: "Register a runner", group: "runners", scope: Write, tool: false,
+        title: "Register a runner", group: Runners, scope: Write, tool: false,
         http: POST "/v1/runners", hints: CREATES, run: runners::register
     }
 
     /// The workspace's runners: name, when each was last seen, and the session whose turn it runs now.
     /// Optional `workspace`.
     list_runners(runners::ListRunners) -> runners::RunnerList {
-        title: "List runners", group: "runners", scope: Read, tool: false,
+        title: "List runners", group: Runners, scope: Read, tool: false,
         http: GET "/v1/runners", hints: READ_ONLY, run: runners::list
     }
 
     /// Revoke a runner: its token is refused from the next call on, and a turn it held goes back to the
     /// queue for another runner. Owners and admins.
     revoke_runner(runners::RevokeRunner) -> runners::RunnerRevoked {
-        title: "Revoke a runner", group: "runners", scope: Write, tool: false,
+        title: "Revoke a runner", group: Runners, scope: Write, tool: false,
         http: DELETE "/v1/runners/{runner_id}", hints: DESTROYS, run: runners::revoke
     }
 
     /// Start a device sign-in (`sky auth login`): returns a `device_code` to poll with, and a `user_code`
     /// and link (`verification_uri_complete`) for the person to approve in a browser. No key needed.
     request_device_code(device::RequestDeviceCode) -> device::DeviceCode {
-        title: "Start a device sign-in", group: "keys", scope: Public, tool: false,
+        title: "Start a device sign-in", group: Keys, scope: Public, tool: false,
         http: POST "/v1/device/code", hints: CREATES, run: device::request_code
     }
 
@@ -842,7 +902,7 @@ operations! {
     /// (`slow_down` when polled too fast), then the new key named for the device, once; `access_denied`
     /// or `expired_token` end it. No key needed.
     poll_device_token(device::PollDeviceToken) -> device::DeviceToken {
-        title: "Collect a device sign-in", group: "keys", scope: Public, tool: false,
+        title: "Collect a device sign-in", group: Keys, scope: Public, tool: false,
         http: POST "/v1/device/token", hints: CREATES, run: device::poll
     }
 }
@@ -858,13 +918,18 @@ fn decode_params<P: DeserializeOwned>(args: Value) -> Result<P, ApiError> {
     serde_json::from_value(args).map_err(|e| ApiError::invalid(format!("invalid arguments: {e}")))
 }
 
-fn encode<R: Serialize>(cx: &Cx<'_>, result: &R) -> Result<Value, ApiError> {
-    serde_json::to_value(result).map_err(|e| cx.internal(e))
+fn encode<R: Serialize>(result: &R) -> Result<Value, ApiError> {
+    serde_json::to_value(result).map_err(ApiError::cause)
 }
 
 /// The one way an operation is called, from every face: scope first, then the per-key rate limit,
 /// then the handler.
 pub async fn invoke(cx: &Cx<'_>, op: &Op, args: Value) -> Result<Value, ApiError> {
+    // Every face answers through here, so an internal failure is finished (logged with the request id) once.
+    checked_run(cx, op, args).await.map_err(|e| e.finish(&cx.request_id))
+}
+
+async fn checked_run(cx: &Cx<'_>, op: &Op, args: Value) -> Result<Value, ApiError> {
     if op.scope == Scope::Admin && !cx.admin {
         return Err(ApiError::new(Code::Forbidden, format!("`{}` needs the deployment's admin token", op.name)));
     }

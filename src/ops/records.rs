@@ -110,9 +110,8 @@ async fn store_record(
         model: &session.model,
     };
     let stored = store::records::insert(cx.db(), &new)
-        .await
-        .map_err(|e| cx.internal(e))?
-        .ok_or_else(|| cx.internal("the record vanished after it was stored"))?;
+        .await?
+        .ok_or_else(|| ApiError::cause("the record vanished after it was stored"))?;
     let same =
         stored.session_id == session.session_id && stored.name == asked.name && stored.value.as_deref() == asked.value;
     if !same {
@@ -185,7 +184,7 @@ pub struct SessionRecord {
 /// read_session_record
 pub async fn read(cx: &Cx<'_>, p: ReadSessionRecord) -> Result<SessionRecord, ApiError> {
     let (session, _) = sessions::load(cx, &p.session_id).await?;
-    let all = store::records::of_session(cx.db(), &session.session_id).await.map_err(|e| cx.internal(e))?;
+    let all = store::records::of_session(cx.db(), &session.session_id).await?;
     let (decisions, outcomes) = all.into_iter().partition(|r| r.kind == "decision");
     Ok(SessionRecord { session_id: session.session_id, decisions, outcomes })
 }
@@ -259,9 +258,7 @@ pub async fn performance(cx: &Cx<'_>, p: ReadAgentPerformance) -> Result<AgentPe
         return Err(ApiError::invalid("`since`–`until` may span at most 366 days"));
     }
     let w = cx.workspace(p.workspace.as_deref())?;
-    let (spend, tallies) = store::records::performance(cx.db(), &w.workspace_id, since, until + time::DAY_MS)
-        .await
-        .map_err(|e| cx.internal(e))?;
+    let (spend, tallies) = store::records::performance(cx.db(), &w.workspace_id, since, until + time::DAY_MS).await?;
     let mut out: Vec<Performance> = spend
         .into_iter()
         .map(|s| Performance {
@@ -358,9 +355,7 @@ pub async fn create_webhook(cx: &Cx<'_>, p: CreateRecordWebhook) -> Result<Recor
     })?;
     let secret = ids::new_secret("whs_");
     let sealed = seal::seal(master, &seal::secret_aad(&w.workspace_id, WEBHOOK_SECRET), &secret);
-    store::secrets::put(cx.db(), &w.workspace_id, WEBHOOK_SECRET, &sealed, cx.now_ms)
-        .await
-        .map_err(|e| cx.internal(e))?;
+    store::secrets::put(cx.db(), &w.workspace_id, WEBHOOK_SECRET, &sealed, cx.now_ms).await?;
     Ok(RecordWebhook {
         workspace: w.slug.clone(),
         url: format!("{}/v1/webhooks/records/{}", cx.link_base()?, w.workspace_id),
@@ -493,7 +488,7 @@ fn interpret(event: Option<&str>, delivery: Option<&str>, body: &Value) -> Resul
 pub async fn receive(cx: &Cx<'_>, workspace_id: &str, req: &HttpRequest) -> HttpResponse {
     match receive_inner(cx, workspace_id, req).await {
         Ok((status, body)) => HttpResponse::json(status, &body),
-        Err(e) => crate::error::error_response(&e),
+        Err(e) => crate::error::error_response(&e.finish(&cx.request_id)),
     }
 }
 
@@ -510,7 +505,7 @@ async fn receive_inner(cx: &Cx<'_>, workspace_id: &str, req: &HttpRequest) -> Re
     if !ids::is_id(workspace_id, "ws") {
         return Err(no_hook());
     }
-    let sealed = store::secrets::sealed(cx.db(), workspace_id, WEBHOOK_SECRET).await.map_err(|e| cx.internal(e))?;
+    let sealed = store::secrets::sealed(cx.db(), workspace_id, WEBHOOK_SECRET).await?;
     let master = cx.env.config.secrets_key.as_deref();
     let secret = sealed
         .zip(master)
@@ -542,8 +537,7 @@ async fn receive_inner(cx: &Cx<'_>, workspace_id: &str, req: &HttpRequest) -> Re
     };
     let asked = check(&name, value.as_deref(), note.as_deref(), url.as_deref())?;
     let session = store::sessions::get(cx.db(), &session_id)
-        .await
-        .map_err(|e| cx.internal(e))?
+        .await?
         .filter(|s| s.workspace_id == workspace_id)
         .ok_or_else(|| ApiError::new(Code::NotFound, format!("session `{session_id}` not found in this workspace")))?;
     let by = By { kind: "webhook", id: &by, name: &by, key_id: None };

@@ -51,13 +51,11 @@ pub async fn list(cx: &Cx<'_>, p: ListRequests) -> Result<RequestList, ApiError>
     // wakes the wait below.
     let mut seen = match wait {
         0 => String::new(),
-        _ => cx.env.feeds.wait(&w.workspace_id, "", 0).await.map_err(|e| cx.internal(e))?,
+        _ => cx.env.feeds.wait(&w.workspace_id, "", 0).await.map_err(ApiError::cause)?,
     };
     loop {
         let mut requests =
-            store::requests::open_in_workspace(cx.db(), &w.workspace_id, after.clone(), 200, cx.clock_now())
-                .await
-                .map_err(|e| cx.internal(e))?;
+            store::requests::open_in_workspace(cx.db(), &w.workspace_id, after.clone(), 200, cx.clock_now()).await?;
         for r in &mut requests {
             r.would_allow = would_allow(&r.request);
         }
@@ -72,7 +70,7 @@ pub async fn list(cx: &Cx<'_>, p: ListRequests) -> Result<RequestList, ApiError>
             return Ok(RequestList { requests, cursor });
         }
         // Woken by any change in the workspace; the query above decides whether it was a new request.
-        seen = cx.env.feeds.wait(&w.workspace_id, &seen, left).await.map_err(|e| cx.internal(e))?;
+        seen = cx.env.feeds.wait(&w.workspace_id, &seen, left).await.map_err(ApiError::cause)?;
     }
 }
 
@@ -122,7 +120,7 @@ pub async fn set_expiry(cx: &Cx<'_>, p: SetRequestExpiry) -> Result<RequestExpir
     }
     let w = cx.workspace(p.workspace.as_deref())?.clone();
     cx.require_role(&w, Role::Admin)?;
-    store::requests::set_expiry_minutes(cx.db(), &w.workspace_id, p.minutes).await.map_err(|e| cx.internal(e))?;
+    store::requests::set_expiry_minutes(cx.db(), &w.workspace_id, p.minutes).await?;
     let detail = format!("requests expire after {} min", p.minutes);
     let e = store::audit::Entry::change(
         &w.workspace_id,
@@ -132,6 +130,6 @@ pub async fn set_expiry(cx: &Cx<'_>, p: SetRequestExpiry) -> Result<RequestExpir
         &detail,
         cx.now_ms,
     );
-    store::audit::record(cx.db(), &e).await.map_err(|e| cx.internal(e))?;
+    store::audit::record(cx.db(), &e).await?;
     Ok(RequestExpiry { workspace: w.slug, minutes: p.minutes })
 }

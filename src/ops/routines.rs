@@ -98,8 +98,7 @@ pub async fn create(cx: &Cx<'_>, p: CreateRoutine) -> Result<Routine, ApiError> 
             now_ms: cx.now_ms,
         },
     )
-    .await
-    .map_err(|e| cx.internal(e))?;
+    .await?;
     Ok(Routine { routine: row, recent_fires: vec![] })
 }
 
@@ -118,11 +117,10 @@ pub struct RoutineList {
 /// list_routines
 pub async fn list(cx: &Cx<'_>, p: ListRoutines) -> Result<RoutineList, ApiError> {
     let w = cx.workspace(p.workspace.as_deref())?;
-    let rows = store::routines::list(cx.db(), &w.workspace_id).await.map_err(|e| cx.internal(e))?;
+    let rows = store::routines::list(cx.db(), &w.workspace_id).await?;
     let mut routines = Vec::with_capacity(rows.len());
     for routine in rows {
-        let recent_fires =
-            store::routines::recent_fires(cx.db(), &routine.routine_id, 5).await.map_err(|e| cx.internal(e))?;
+        let recent_fires = store::routines::recent_fires(cx.db(), &routine.routine_id, 5).await?;
         routines.push(Routine { routine, recent_fires });
     }
     Ok(RoutineList { routines })
@@ -133,10 +131,7 @@ async fn load(cx: &Cx<'_>, routine_id: &str) -> Result<store::routines::RoutineR
     if !ids::is_id(routine_id, "rt") {
         return Err(ApiError::not_found("routine"));
     }
-    let r = store::routines::get(cx.db(), routine_id)
-        .await
-        .map_err(|e| cx.internal(e))?
-        .ok_or_else(|| ApiError::not_found("routine"))?;
+    let r = store::routines::get(cx.db(), routine_id).await?.ok_or_else(|| ApiError::not_found("routine"))?;
     cx.member_of(&r.workspace_id, "routine")?;
     Ok(r)
 }
@@ -197,11 +192,9 @@ pub async fn update(cx: &Cx<'_>, p: UpdateRoutine) -> Result<Routine, ApiError> 
         next_fire_ms: next,
     };
     let routine = store::routines::update(cx.db(), &old.routine_id, &change)
-        .await
-        .map_err(|e| cx.internal(e))?
+        .await?
         .ok_or_else(|| ApiError::not_found("routine"))?;
-    let recent_fires =
-        store::routines::recent_fires(cx.db(), &routine.routine_id, 5).await.map_err(|e| cx.internal(e))?;
+    let recent_fires = store::routines::recent_fires(cx.db(), &routine.routine_id, 5).await?;
     Ok(Routine { routine, recent_fires })
 }
 
@@ -223,7 +216,7 @@ pub struct RoutineDeleted {
 /// delete_routine: it never fires again; the sessions its fires started stay.
 pub async fn delete(cx: &Cx<'_>, p: DeleteRoutine) -> Result<RoutineDeleted, ApiError> {
     let r = load(cx, &p.routine_id).await?;
-    let deleted = store::routines::delete(cx.db(), &r.routine_id, &r.workspace_id).await.map_err(|e| cx.internal(e))?;
+    let deleted = store::routines::delete(cx.db(), &r.routine_id, &r.workspace_id).await?;
     Ok(RoutineDeleted { routine_id: r.routine_id, deleted })
 }
 
@@ -253,20 +246,14 @@ pub async fn run(cx: &Cx<'_>, p: RunRoutine) -> Result<FireRow, ApiError> {
         |fire_id: String| {
             let r = &r;
             async move {
-                store::routines::record_manual_fire(cx.db(), &fire_id, r, cx.now_ms)
-                    .await
-                    .map_err(|e| cx.internal(e))?;
+                store::routines::record_manual_fire(cx.db(), &fire_id, r, cx.now_ms).await?;
                 // A manual fire is not retried by the queue: whatever happens is its outcome.
                 if let Err(e) = execute(cx, &fire_id, r).await {
                     store::routines::settle(cx.db(), &fire_id, "failed", None, None, Some(&e.message), cx.now_ms)
-                        .await
-                        .map_err(|e| cx.internal(e))?;
+                        .await?;
                     failed(cx, &fire_id, r, &e.message).await;
                 }
-                store::routines::fire(cx.db(), &fire_id)
-                    .await
-                    .map_err(|e| cx.internal(e))?
-                    .ok_or_else(|| cx.internal("fire vanished"))
+                store::routines::fire(cx.db(), &fire_id).await?.ok_or_else(|| ApiError::cause("fire vanished"))
             }
         },
     )
@@ -280,7 +267,7 @@ const STALE_HOLD_MS: i64 = 60 * 60_000;
 /// message was lost. Returns how many fires it recorded.
 pub async fn tick(cx: &Cx<'_>) -> Result<usize, ApiError> {
     let now = cx.now_ms;
-    let due = store::routines::due(cx.db(), now).await.map_err(|e| cx.internal(e))?;
+    let due = store::routines::due(cx.db(), now).await?;
     let mut recorded = 0;
     for r in due {
         let schedule = r.cron.as_deref().map(|c| cron::parse(c, &r.timezone));
@@ -290,22 +277,19 @@ pub async fn tick(cx: &Cx<'_>) -> Result<usize, ApiError> {
             _ => (r.next_fire_ms.unwrap_or(now), None),
         };
         let fire_id = ids::new_id("fire");
-        if store::routines::record_cron_fire(cx.db(), &fire_id, &r, scheduled, next, now)
-            .await
-            .map_err(|e| cx.internal(e))?
-        {
+        if store::routines::record_cron_fire(cx.db(), &fire_id, &r, scheduled, next, now).await? {
             recorded += 1;
             if let Err(e) = cx.env.queue.send(json!({ "fire_id": fire_id })).await {
                 crate::error::log_line(&format!("cron: enqueue {fire_id} failed ({e}); it is re-sent on a later tick"));
             }
         }
     }
-    for fire_id in store::routines::stranded(cx.db(), now - 120_000).await.map_err(|e| cx.internal(e))? {
+    for fire_id in store::routines::stranded(cx.db(), now - 120_000).await? {
         cx.env.queue.send(json!({ "fire_id": fire_id })).await.ok();
     }
-    store::receipts::purge(cx.db(), now).await.map_err(|e| cx.internal(e))?;
+    store::receipts::purge(cx.db(), now).await?;
     // Money held for model calls whose step died before settling goes back to its wallet.
-    store::usage::release_stale(cx.db(), now - STALE_HOLD_MS).await.map_err(|e| cx.internal(e))?;
+    store::usage::release_stale(cx.db(), now - STALE_HOLD_MS).await?;
     // Housekeeping that may fail without stopping the schedule: it is tried again next tick.
     if let Err(e) = crate::domain::blobs::purge_deleted(cx).await {
         crate::error::log_line(&format!("cron: purging deleted workspaces' bytes failed ({e}); tried again next tick"));
@@ -324,19 +308,17 @@ fn permanent(e: &ApiError) -> bool {
 /// The queue consumer: runs one fire. `Err` asks for a redelivery; permanent failures are recorded and
 /// answered `Ok`.
 pub async fn run_fire(cx: &Cx<'_>, fire_id: &str) -> Result<(), ApiError> {
-    let Some(fire) = store::routines::fire(cx.db(), fire_id).await.map_err(|e| cx.internal(e))? else { return Ok(()) };
+    let Some(fire) = store::routines::fire(cx.db(), fire_id).await? else { return Ok(()) };
     if fire.status != "queued" {
         return Ok(()); // a redelivery of work already done
     }
-    let Some(r) = store::routines::get(cx.db(), &fire.routine_id).await.map_err(|e| cx.internal(e))? else {
+    let Some(r) = store::routines::get(cx.db(), &fire.routine_id).await? else {
         return Ok(());
     };
     match execute(cx, fire_id, &r).await {
         Ok(()) => Ok(()),
         Err(e) if permanent(&e) => {
-            store::routines::settle(cx.db(), fire_id, "failed", None, None, Some(&e.message), cx.now_ms)
-                .await
-                .map_err(|e| cx.internal(e))?;
+            store::routines::settle(cx.db(), fire_id, "failed", None, None, Some(&e.message), cx.now_ms).await?;
             failed(cx, fire_id, &r, &e.message).await;
             Ok(())
         }
@@ -350,12 +332,10 @@ pub async fn run_fire(cx: &Cx<'_>, fire_id: &str) -> Result<(), ApiError> {
 /// The dead-letter consumer: a fire whose deliveries all failed is recorded as failed.
 pub async fn give_up(cx: &Cx<'_>, fire_id: &str) -> Result<(), ApiError> {
     let why = "delivery kept failing; gave up after retries";
-    store::routines::settle(cx.db(), fire_id, "failed", None, None, Some(why), cx.now_ms)
-        .await
-        .map_err(|e| cx.internal(e))?;
-    let fire = store::routines::fire(cx.db(), fire_id).await.map_err(|e| cx.internal(e))?;
+    store::routines::settle(cx.db(), fire_id, "failed", None, None, Some(why), cx.now_ms).await?;
+    let fire = store::routines::fire(cx.db(), fire_id).await?;
     if let Some(fire) = fire {
-        if let Some(r) = store::routines::get(cx.db(), &fire.routine_id).await.map_err(|e| cx.internal(e))? {
+        if let Some(r) = store::routines::get(cx.db(), &fire.routine_id).await? {
             failed(cx, fire_id, &r, why).await;
         }
     }
@@ -364,10 +344,8 @@ pub async fn give_up(cx: &Cx<'_>, fire_id: &str) -> Result<(), ApiError> {
 
 /// Does a fire's work under the key `fire:<fire_id>`, so it happens once however often it is delivered.
 async fn execute(cx: &Cx<'_>, fire_id: &str, r: &RoutineRow) -> Result<(), ApiError> {
-    let w: Membership = store::workspaces::as_owner(cx.db(), &r.workspace_id)
-        .await
-        .map_err(|e| cx.internal(e))?
-        .ok_or_else(|| ApiError::not_found("workspace"))?;
+    let w: Membership =
+        store::workspaces::as_owner(cx.db(), &r.workspace_id).await?.ok_or_else(|| ApiError::not_found("workspace"))?;
     let key = format!("fire:{fire_id}");
     let args = json!({ "routine_id": r.routine_id, "fire_id": fire_id });
     let (session_id, message_id) = match (&r.agent_id, &r.session_id) {
@@ -406,7 +384,7 @@ async fn execute(cx: &Cx<'_>, fire_id: &str, r: &RoutineRow) -> Result<(), ApiEr
                         let message = NewMessage { message_id: message_id.clone(), text, from };
                         match sessions::call(cx, session_id, SessionCall::Send { message }).await? {
                             SessionReply::Accepted { .. } => Ok(message_id),
-                            other => Err(cx.internal(format!("unexpected session reply {other:?}"))),
+                            other => Err(ApiError::cause(format!("unexpected session reply {other:?}"))),
                         }
                     }
                 },
@@ -416,9 +394,7 @@ async fn execute(cx: &Cx<'_>, fire_id: &str, r: &RoutineRow) -> Result<(), ApiEr
         }
         (None, None) => return Err(ApiError::invalid("the routine has neither an agent nor a session")),
     };
-    store::routines::settle(cx.db(), fire_id, "done", Some(&session_id), Some(&message_id), None, cx.now_ms)
-        .await
-        .map_err(|e| cx.internal(e))?;
+    store::routines::settle(cx.db(), fire_id, "done", Some(&session_id), Some(&message_id), None, cx.now_ms).await?;
     let data = json!({ "routine_id": r.routine_id, "name": r.name, "fire_id": fire_id, "session_id": session_id,
         "message_id": message_id });
     webhooks::emit(cx.env, &r.workspace_id, "routine.fired", Some(fire_id), data, cx.now_ms).await;

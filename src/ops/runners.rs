@@ -31,8 +31,7 @@ pub async fn register(cx: &Cx<'_>, p: RegisterRunner) -> Result<RunnerRegistered
     cx.require_role(w, Role::Admin)?;
     let (runner_id, token) = (ids::new_id("run"), ids::new_secret("srt_"));
     store::runners::register(cx.db(), &runner_id, &w.workspace_id, &p.name, &ids::hash_secret(&token), cx.now_ms)
-        .await
-        .map_err(|e| cx.internal(e))?;
+        .await?;
     Ok(RunnerRegistered { runner_id, token, workspace: w.slug.clone() })
 }
 
@@ -52,7 +51,7 @@ pub struct RunnerList {
 /// GET /v1/runners
 pub async fn list(cx: &Cx<'_>, p: ListRunners) -> Result<RunnerList, ApiError> {
     let w = cx.workspace(p.workspace.as_deref())?;
-    let runners = store::runners::list(cx.db(), &w.workspace_id, cx.now_ms).await.map_err(|e| cx.internal(e))?;
+    let runners = store::runners::list(cx.db(), &w.workspace_id, cx.now_ms).await?;
     Ok(RunnerList { runners, workspace: w.slug.clone() })
 }
 
@@ -80,7 +79,7 @@ pub async fn revoke(cx: &Cx<'_>, p: RevokeRunner) -> Result<RunnerRevoked, ApiEr
     if !ids::is_id(&p.runner_id, "run") {
         return Err(not_found());
     }
-    if !store::runners::revoke(cx.db(), &w.workspace_id, &p.runner_id).await.map_err(|e| cx.internal(e))? {
+    if !store::runners::revoke(cx.db(), &w.workspace_id, &p.runner_id).await? {
         return Err(not_found());
     }
     Ok(RunnerRevoked { runner_id: p.runner_id, revoked: true })

@@ -76,7 +76,7 @@ pub async fn put(cx: &Cx<'_>, p: PutSecret) -> Result<SecretSet, ApiError> {
         ApiError::new(Code::NotImplemented, "this deployment has no SECRETS_KEY configured, so it cannot store secrets")
     })?;
     let sealed = seal::seal(master, &seal::secret_aad(&w.workspace_id, &p.name), &p.value);
-    store::secrets::put(cx.db(), &w.workspace_id, &p.name, &sealed, cx.now_ms).await.map_err(|e| cx.internal(e))?;
+    store::secrets::put(cx.db(), &w.workspace_id, &p.name, &sealed, cx.now_ms).await?;
     Ok(SecretSet { name: p.name, workspace: w.slug.clone() })
 }
 
@@ -96,7 +96,7 @@ pub struct SecretList {
 /// GET /v1/secrets
 pub async fn list(cx: &Cx<'_>, p: ListSecrets) -> Result<SecretList, ApiError> {
     let w = cx.workspace(p.workspace.as_deref())?;
-    let secrets = store::secrets::list(cx.db(), &w.workspace_id).await.map_err(|e| cx.internal(e))?;
+    let secrets = store::secrets::list(cx.db(), &w.workspace_id).await?;
     Ok(SecretList { secrets })
 }
 
@@ -119,7 +119,7 @@ pub struct SecretDeleted {
 pub async fn delete(cx: &Cx<'_>, p: DeleteSecret) -> Result<SecretDeleted, ApiError> {
     let w = cx.workspace(p.workspace.as_deref())?;
     require_role(w, "deleting a secret")?;
-    let deleted = store::secrets::delete(cx.db(), &w.workspace_id, &p.name).await.map_err(|e| cx.internal(e))?;
+    let deleted = store::secrets::delete(cx.db(), &w.workspace_id, &p.name).await?;
     if !deleted {
         return Err(ApiError::not_found("secret"));
     }

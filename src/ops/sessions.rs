@@ -31,8 +31,7 @@ pub async fn resolve_agent(cx: &Cx<'_>, w: &Membership, agent: &str) -> Result<A
         Some(handle) => store::agents::by_handle(cx.db(), handle).await,
         None if ids::is_id(agent, "ag") => store::agents::get(cx.db(), agent).await,
         None => Ok(None),
-    }
-    .map_err(|e| cx.internal(e))?;
+    }?;
     found.filter(|a| a.workspace_id == w.workspace_id || a.is_public).ok_or_else(|| {
         ApiError::new(
             Code::NotFound,
@@ -77,7 +76,7 @@ pub async fn start(cx: &Cx<'_>, p: StartSession) -> Result<Started, ApiError> {
         "agent_id": p.agent_id, "message": p.message, "task_id": p.task_id, "budget_cents": p.budget_cents,
         "model": p.model, "workspace": p.workspace,
     }))
-    .map_err(|e| cx.internal(e))?;
+    .map_err(ApiError::cause)?;
     idempotency::check_key(&p.idempotency_key)?;
     check_message(&p.message)?;
     if let Some(b) = p.budget_cents {
@@ -184,8 +183,7 @@ pub async fn create(cx: &Cx<'_>, spec: &Spec<'_>, ids: StartIds) -> Result<Start
             now_ms: cx.now_ms,
         },
     )
-    .await
-    .map_err(|e| cx.internal(e))?;
+    .await?;
     let config = SessionConfig {
         session_id: ids.session_id.clone(),
         workspace_id: spec.workspace_id.to_owned(),
@@ -209,15 +207,14 @@ pub async fn create(cx: &Cx<'_>, spec: &Spec<'_>, ids: StartIds) -> Result<Start
     let seq = match call(cx, &ids.session_id, init).await {
         Ok(reply) => accepted(reply)?,
         Err(e) if e.code == Code::InsufficientCredits => {
-            store::sessions::discard(cx.db(), &ids.session_id, &agent.agent_id).await.map_err(|e| cx.internal(e))?;
+            store::sessions::discard(cx.db(), &ids.session_id, &agent.agent_id).await?;
             return Err(e);
         }
         Err(e) => return Err(e),
     };
     let session = store::sessions::get(cx.db(), &ids.session_id)
-        .await
-        .map_err(|e| cx.internal(e))?
-        .ok_or_else(|| cx.internal("session vanished after its start"))?;
+        .await?
+        .ok_or_else(|| ApiError::cause("session vanished after its start"))?;
     Ok(Started { session, message_id: ids.message_id, cursor: cursor::event(seq) })
 }
 
@@ -352,7 +349,7 @@ pub async fn read(cx: &Cx<'_>, p: ReadSession) -> Result<SessionPage, ApiError> 
     )
     .await?;
     let SessionReply::Page(page) = reply else {
-        return Err(cx.internal(format!("unexpected session reply {reply:?}")));
+        return Err(ApiError::cause(format!("unexpected session reply {reply:?}")));
     };
     Ok(SessionPage {
         events: page.events.iter().map(event_json).collect(),
@@ -414,9 +411,8 @@ pub async fn list(cx: &Cx<'_>, p: ListSessions) -> Result<SessionList, ApiError>
     let w = cx.workspace(p.workspace.as_deref())?;
     let limit = limits::page_size("limit", p.limit, 20, 100)?;
     let before = cursor::parse_keyset(p.cursor.as_deref())?;
-    let mut sessions = store::sessions::list(cx.db(), &w.workspace_id, p.agent_id.as_deref(), before, limit + 1)
-        .await
-        .map_err(|e| cx.internal(e))?;
+    let mut sessions =
+        store::sessions::list(cx.db(), &w.workspace_id, p.agent_id.as_deref(), before, limit + 1).await?;
     let next_cursor = (sessions.len() as i64 > limit).then(|| {
         sessions.truncate(limit as usize);
         let last = sessions.last().expect("a full page has a last row");
@@ -450,10 +446,7 @@ pub async fn stop(cx: &Cx<'_>, p: StopSession) -> Result<Stopped, ApiError> {
         Err(e) if e.code == Code::NotFound => {}
         Err(e) => return Err(e),
     }
-    cx.db()
-        .all(store::sessions::mark(&row.session_id, "terminated", row.spent_cents, None, cx.now_ms))
-        .await
-        .map_err(|e| cx.internal(e))?;
+    cx.db().all(store::sessions::mark(&row.session_id, "terminated", row.spent_cents, None, cx.now_ms)).await?;
     // Its agent waits on no one any more: its waiting calls end now, and a late answer is refused.
     crate::ops::requests::close_session(cx, &row.session_id).await?;
     Ok(Stopped { session_id: row.session_id, status: "terminated".into() })
@@ -486,9 +479,9 @@ pub async fn collect(cx: &Cx<'_>, p: CollectResult) -> Result<CollectedResult, A
     let (row, _) = load(cx, &p.session_id).await?;
     let summary = match call(cx, &row.session_id, SessionCall::Summary).await? {
         SessionReply::Summary(s) => s,
-        other => return Err(cx.internal(format!("unexpected session reply {other:?}"))),
+        other => return Err(ApiError::cause(format!("unexpected session reply {other:?}"))),
     };
-    let files = store::files::written_by(cx.db(), &row.session_id).await.map_err(|e| cx.internal(e))?;
+    let files = store::files::written_by(cx.db(), &row.session_id).await?;
     Ok(CollectedResult {
         session_id: row.session_id,
         task_id: row.task_id,
@@ -537,10 +530,8 @@ pub async fn switch_model(cx: &Cx<'_>, p: SwitchModel) -> Result<ModelSwitched, 
     let config =
         match call(cx, &row.session_id, SessionCall::Configure { model: p.model, thinking: p.thinking }).await? {
             SessionReply::Config(c) => c,
-            other => return Err(cx.internal(format!("unexpected session reply {other:?}"))),
+            other => return Err(ApiError::cause(format!("unexpected session reply {other:?}"))),
         };
-    store::sessions::set_model(cx.db(), &row.session_id, &config.model, &config.thinking, cx.now_ms)
-        .await
-        .map_err(|e| cx.internal(e))?;
+    store::sessions::set_model(cx.db(), &row.session_id, &config.model, &config.thinking, cx.now_ms).await?;
     Ok(ModelSwitched { session_id: row.session_id, model: config.model, thinking: config.thinking })
 }

@@ -44,9 +44,7 @@ pub async fn list(cx: &Cx<'_>, p: ListArtifacts) -> Result<ArtifactList, ApiErro
         Some(task) => load_task(cx, task).await?.workspace_id,
         None => cx.workspace(p.workspace.as_deref())?.workspace_id.clone(),
     };
-    let artifacts = store::artifacts::list(cx.db(), &workspace_id, p.task_id.as_deref(), limit)
-        .await
-        .map_err(|e| cx.internal(e))?;
+    let artifacts = store::artifacts::list(cx.db(), &workspace_id, p.task_id.as_deref(), limit).await?;
     Ok(ArtifactList { artifacts })
 }
 
@@ -73,8 +71,7 @@ pub async fn publish(cx: &Cx<'_>, p: PublishArtifact) -> Result<ArtifactRow, Api
     }
     let m = load_task(cx, &p.task_id).await?;
     let file = store::files::get(cx.db(), &p.task_id, "", &path, p.version)
-        .await
-        .map_err(|e| cx.internal(e))?
+        .await?
         .ok_or_else(|| ApiError::new(Code::NotFound, format!("no file `{path}` in this task; call list_task_files")))?;
     let name = p.name.unwrap_or_else(|| path.rsplit('/').next().unwrap_or(&path).to_owned());
     let key_id = cx.caller()?.key_id.clone();
@@ -95,7 +92,7 @@ pub async fn publish(cx: &Cx<'_>, p: PublishArtifact) -> Result<ArtifactRow, Api
         },
     )
     .await
-    .map_err(|e| cx.internal(e))
+    .map_err(ApiError::from)
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -121,10 +118,7 @@ pub async fn share(cx: &Cx<'_>, p: ShareArtifact) -> Result<ArtifactShared, ApiE
     if !ids::is_id(&p.artifact_id, "art") {
         return Err(ApiError::not_found("artifact"));
     }
-    let a = store::artifacts::get(cx.db(), &p.artifact_id)
-        .await
-        .map_err(|e| cx.internal(e))?
-        .ok_or_else(|| ApiError::not_found("artifact"))?;
+    let a = store::artifacts::get(cx.db(), &p.artifact_id).await?.ok_or_else(|| ApiError::not_found("artifact"))?;
     cx.member_of(&a.workspace_id, "artifact")?;
     let (url, hash) = match p.enabled.unwrap_or(true) {
         true => {
@@ -133,7 +127,7 @@ pub async fn share(cx: &Cx<'_>, p: ShareArtifact) -> Result<ArtifactShared, ApiE
         }
         false => (None, None),
     };
-    store::artifacts::set_share(cx.db(), &a.artifact_id, hash.as_deref()).await.map_err(|e| cx.internal(e))?;
+    store::artifacts::set_share(cx.db(), &a.artifact_id, hash.as_deref()).await?;
     Ok(ArtifactShared { artifact_id: a.artifact_id, share_url: url })
 }
 
@@ -169,9 +163,7 @@ pub async fn share_session(cx: &Cx<'_>, p: ShareSession) -> Result<SessionShared
         }
         false => (None, None),
     };
-    store::artifacts::set_session_share(cx.db(), &row.session_id, hash.as_deref(), view_only)
-        .await
-        .map_err(|e| cx.internal(e))?;
+    store::artifacts::set_session_share(cx.db(), &row.session_id, hash.as_deref(), view_only).await?;
     Ok(SessionShared { session_id: row.session_id, share_url: url, view_only })
 }
 

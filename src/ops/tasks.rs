@@ -55,8 +55,7 @@ pub async fn list(cx: &Cx<'_>, p: ListTasks) -> Result<TaskList, ApiError> {
     let w = cx.workspace(p.workspace.as_deref())?;
     let limit = limits::page_size("limit", p.limit, 20, 100)?;
     let before = cursor::parse_keyset(p.cursor.as_deref())?;
-    let mut tasks =
-        store::tasks::list(cx.db(), &w.workspace_id, before, limit + 1).await.map_err(|e| cx.internal(e))?;
+    let mut tasks = store::tasks::list(cx.db(), &w.workspace_id, before, limit + 1).await?;
     let next_cursor = (tasks.len() as i64 > limit).then(|| {
         tasks.truncate(limit as usize);
         let last = tasks.last().expect("a full page has a last row");
@@ -111,18 +110,14 @@ pub struct Lane {
 /// get_task
 pub async fn get(cx: &Cx<'_>, p: GetTask) -> Result<TaskDetail, ApiError> {
     load_task(cx, &p.task_id).await?;
-    let task = store::tasks::get(cx.db(), &p.task_id)
-        .await
-        .map_err(|e| cx.internal(e))?
-        .ok_or_else(|| ApiError::not_found("task"))?;
-    let sessions = store::sessions::in_task(cx.db(), &p.task_id).await.map_err(|e| cx.internal(e))?;
+    let task = store::tasks::get(cx.db(), &p.task_id).await?.ok_or_else(|| ApiError::not_found("task"))?;
+    let sessions = store::sessions::in_task(cx.db(), &p.task_id).await?;
     let all_stopped = sessions.iter().all(|s| s.status == "terminated");
-    let open_requests = store::requests::open_in_task(cx.db(), &p.task_id).await.map_err(|e| cx.internal(e))?;
-    let with_lanes =
-        store::lanes::settings(cx.db(), &p.task_id).await.map_err(|e| cx.internal(e))?.is_some_and(|s| s.lanes);
+    let open_requests = store::requests::open_in_task(cx.db(), &p.task_id).await?;
+    let with_lanes = store::lanes::settings(cx.db(), &p.task_id).await?.is_some_and(|s| s.lanes);
     let mut lanes = Vec::new();
     for s in sessions.iter().filter(|s| with_lanes && s.status != "terminated") {
-        let changes = store::lanes::changes(cx.db(), &p.task_id, &s.session_id).await.map_err(|e| cx.internal(e))?;
+        let changes = store::lanes::changes(cx.db(), &p.task_id, &s.session_id).await?;
         lanes.push(Lane {
             session_id: s.session_id.clone(),
             agent_name: s.agent_name.clone(),
@@ -166,7 +161,7 @@ pub async fn set_budget(cx: &Cx<'_>, p: SetTaskBudget) -> Result<TaskBudget, Api
         }
     }
     load_task(cx, &p.task_id).await?;
-    store::tasks::set_budget(cx.db(), &p.task_id, p.budget_cents).await.map_err(|e| cx.internal(e))?;
+    store::tasks::set_budget(cx.db(), &p.task_id, p.budget_cents).await?;
     Ok(TaskBudget { task_id: p.task_id, budget_cents: p.budget_cents })
 }
 
@@ -205,7 +200,7 @@ pub struct Threads {
 /// read_session_threads
 pub async fn threads(cx: &Cx<'_>, p: ReadSessionThreads) -> Result<Threads, ApiError> {
     let (row, _) = sessions::load(cx, &p.session_id).await?;
-    let mut all = store::sessions::in_task(cx.db(), &row.task_id).await.map_err(|e| cx.internal(e))?;
+    let mut all = store::sessions::in_task(cx.db(), &row.task_id).await?;
     let rank = |r: &str| ["root", "helper", "handoff", "child"].iter().position(|x| *x == r).unwrap_or(4);
     all.sort_by(|a, b| {
         (rank(&a.relation), a.created_ms, &a.session_id).cmp(&(rank(&b.relation), b.created_ms, &b.session_id))

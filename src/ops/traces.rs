@@ -69,11 +69,11 @@ pub async fn upload(cx: &Cx<'_>, p: UploadTrace) -> Result<TraceUploaded, ApiErr
     let w = cx.workspace(p.workspace.as_deref())?.clone();
     let parsed = traces::parse(&p.content, format).map_err(ApiError::invalid)?;
     let name = p.name.or(parsed.title.clone()).unwrap_or_else(|| "trace".into());
-    let messages = serde_json::to_vec(&parsed.messages).map_err(|e| cx.internal(e))?;
+    let messages = serde_json::to_vec(&parsed.messages).map_err(ApiError::cause)?;
     let messages_sha256 = hex::encode(Sha256::digest(&messages));
     crate::domain::blobs::put(&*cx.env.blobs, &w.workspace_id, &messages_sha256, messages)
         .await
-        .map_err(|e| cx.internal(e))?;
+        .map_err(ApiError::cause)?;
     let started = parsed.started_ms.unwrap_or(cx.now_ms);
     let docs: Vec<store::context::Doc> = parsed
         .messages
@@ -105,9 +105,8 @@ pub async fn upload(cx: &Cx<'_>, p: UploadTrace) -> Result<TraceUploaded, ApiErr
         now_ms: cx.now_ms,
     };
     let trace = store::context::insert_trace(cx.db(), &new, &docs)
-        .await
-        .map_err(|e| cx.internal(e))?
-        .ok_or_else(|| cx.internal("the trace vanished after its upload"))?;
+        .await?
+        .ok_or_else(|| ApiError::cause("the trace vanished after its upload"))?;
     Ok(TraceUploaded { created: trace.trace_id == trace_id, trace, workspace: w.slug })
 }
 
@@ -115,9 +114,9 @@ pub async fn upload(cx: &Cx<'_>, p: UploadTrace) -> Result<TraceUploaded, ApiErr
 pub async fn message(cx: &Cx<'_>, trace: &TraceRow, index: i64) -> Result<Option<traces::TraceMessage>, ApiError> {
     let bytes = crate::domain::blobs::get(&*cx.env.blobs, &trace.workspace_id, &trace.messages_sha256)
         .await
-        .map_err(|e| cx.internal(e))?;
+        .map_err(ApiError::cause)?;
     let Some(bytes) = bytes else { return Ok(None) };
-    let mut messages: Vec<traces::TraceMessage> = serde_json::from_slice(&bytes).map_err(|e| cx.internal(e))?;
+    let mut messages: Vec<traces::TraceMessage> = serde_json::from_slice(&bytes).map_err(ApiError::cause)?;
     Ok(usize::try_from(index).ok().filter(|&i| i < messages.len()).map(|i| messages.swap_remove(i)))
 }
 
@@ -147,8 +146,7 @@ pub async fn list(cx: &Cx<'_>, p: ListTraces) -> Result<TraceList, ApiError> {
     let limit = limits::page_size("limit", p.limit, 50, 200)?;
     let before = cursor::parse_keyset(p.cursor.as_deref())?;
     let w = cx.workspace(p.workspace.as_deref())?;
-    let mut traces =
-        store::context::traces(cx.db(), &w.workspace_id, before, limit + 1).await.map_err(|e| cx.internal(e))?;
+    let mut traces = store::context::traces(cx.db(), &w.workspace_id, before, limit + 1).await?;
     let next_cursor = (traces.len() as i64 > limit).then(|| {
         traces.truncate(limit as usize);
         let last = traces.last().expect("a full page has a last row");
@@ -178,15 +176,12 @@ pub async fn delete(cx: &Cx<'_>, p: DeleteTrace) -> Result<TraceDeleted, ApiErro
     if !ids::is_id(&p.trace_id, "trc") {
         return Err(not_found());
     }
-    let trace = store::context::trace(cx.db(), &p.trace_id).await.map_err(|e| cx.internal(e))?.ok_or_else(not_found)?;
+    let trace = store::context::trace(cx.db(), &p.trace_id).await?.ok_or_else(not_found)?;
     cx.member_of(&trace.workspace_id, &format!("trace `{}`", p.trace_id))?;
-    let deleted =
-        store::context::delete_trace(cx.db(), &p.trace_id, &trace.workspace_id).await.map_err(|e| cx.internal(e))?;
+    let deleted = store::context::delete_trace(cx.db(), &p.trace_id, &trace.workspace_id).await?;
     if deleted {
         // Its parsed messages go too, unless something else of the workspace has the same bytes.
-        crate::domain::blobs::forget(cx, &trace.workspace_id, &trace.messages_sha256)
-            .await
-            .map_err(|e| cx.internal(e))?;
+        crate::domain::blobs::forget(cx, &trace.workspace_id, &trace.messages_sha256).await.map_err(ApiError::cause)?;
     }
     Ok(TraceDeleted { trace_id: p.trace_id, deleted })
 }

@@ -79,15 +79,12 @@ pub async fn get(cx: &Cx<'_>, p: GetUsage) -> Result<Usage, ApiError> {
         None => (cx.workspace(p.workspace.as_deref())?.clone(), None),
     };
     let db = cx.db();
-    let overview = store::workspaces::overview(db, &w.workspace_id, 0).await.map_err(|e| cx.internal(e))?;
+    let overview = store::workspaces::overview(db, &w.workspace_id, 0).await?;
     let (wallet, _) = overview.ok_or_else(|| ApiError::not_found("workspace"))?;
-    let groups = store::usage::grouped(db, &w.workspace_id, &group_by, from, to + time::DAY_MS)
-        .await
-        .map_err(|e| cx.internal(e))?;
+    let groups = store::usage::grouped(db, &w.workspace_id, &group_by, from, to + time::DAY_MS).await?;
     let session = match session {
         Some(row) => {
-            let entries =
-                store::usage::newest_for_session(db, &row.session_id, 50).await.map_err(|e| cx.internal(e))?;
+            let entries = store::usage::newest_for_session(db, &row.session_id, 50).await?;
             Some(SessionUsage {
                 input_tokens: entries.iter().map(|e| e.input_tokens).sum(),
                 output_tokens: entries.iter().map(|e| e.output_tokens).sum(),
@@ -133,9 +130,8 @@ pub async fn add_credit(cx: &Cx<'_>, p: AddCredit) -> Result<Credited, ApiError>
         return Err(ApiError::invalid("`amount_cents` must be between 1 and 100000000"));
     }
     let id = store::workspaces::id_by_slug(cx.db(), &p.workspace)
-        .await
-        .map_err(|e| cx.internal(e))?
+        .await?
         .ok_or_else(|| ApiError::new(Code::NotFound, format!("workspace `{}` not found", p.workspace)))?;
-    let balance = store::usage::credit(cx.db(), &id, p.amount_cents).await.map_err(|e| cx.internal(e))?.unwrap_or(0);
+    let balance = store::usage::credit(cx.db(), &id, p.amount_cents).await?.unwrap_or(0);
     Ok(Credited { workspace: p.workspace, balance_cents: balance })
 }

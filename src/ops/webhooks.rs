@@ -78,7 +78,7 @@ pub async fn create(cx: &Cx<'_>, p: CreateWebhook) -> Result<WebhookCreated, Api
     let description = p.description.unwrap_or_default();
     limits::text("description", &description, 0, 200)?;
     let master = master(cx)?;
-    let n = db::count(cx.db(), &w.workspace_id).await.map_err(|e| cx.internal(e))?;
+    let n = db::count(cx.db(), &w.workspace_id).await?;
     if n >= db::MAX_PER_WORKSPACE {
         return Err(ApiError::new(
             Code::Conflict,
@@ -100,11 +100,10 @@ pub async fn create(cx: &Cx<'_>, p: CreateWebhook) -> Result<WebhookCreated, Api
         created_by: &caller.account_id,
         now_ms: cx.now_ms,
     };
-    db::insert(cx.db(), &row).await.map_err(|e| cx.internal(e))?;
+    db::insert(cx.db(), &row).await?;
     let webhook = db::get(cx.db(), &w.workspace_id, &webhook_id, cx.now_ms)
-        .await
-        .map_err(|e| cx.internal(e))?
-        .ok_or_else(|| cx.internal("webhook vanished"))?;
+        .await?
+        .ok_or_else(|| ApiError::cause("webhook vanished"))?;
     Ok(WebhookCreated { webhook, secret })
 }
 
@@ -128,8 +127,7 @@ pub struct WebhookList {
 pub async fn list(cx: &Cx<'_>, p: ListWebhooks) -> Result<WebhookList, ApiError> {
     let w = cx.workspace(p.workspace.as_deref())?;
     let (webhooks, deliveries) =
-        futures::try_join!(db::list(cx.db(), &w.workspace_id, cx.now_ms), db::recent(cx.db(), &w.workspace_id, 50))
-            .map_err(|e| cx.internal(e))?;
+        futures::try_join!(db::list(cx.db(), &w.workspace_id, cx.now_ms), db::recent(cx.db(), &w.workspace_id, 50))?;
     Ok(WebhookList { webhooks, deliveries })
 }
 
@@ -152,7 +150,7 @@ pub struct WebhookDeleted {
 pub async fn delete(cx: &Cx<'_>, p: DeleteWebhook) -> Result<WebhookDeleted, ApiError> {
     let w = cx.workspace(p.workspace.as_deref())?;
     cx.require_role(w, Role::Admin)?;
-    let deleted = db::delete(cx.db(), &w.workspace_id, &p.webhook_id).await.map_err(|e| cx.internal(e))?;
+    let deleted = db::delete(cx.db(), &w.workspace_id, &p.webhook_id).await?;
     if !deleted {
         return Err(ApiError::not_found("webhook"));
     }
@@ -190,8 +188,7 @@ pub async fn rotate(cx: &Cx<'_>, p: RotateWebhookSecret) -> Result<WebhookSecret
     }
     let master = master(cx)?;
     let current = db::secrets(cx.db(), &p.webhook_id)
-        .await
-        .map_err(|e| cx.internal(e))?
+        .await?
         .filter(|s| s.workspace_id == w.workspace_id)
         .ok_or_else(|| ApiError::not_found("webhook"))?;
     let secret = rule::new_secret(ids::random_bytes());
@@ -205,7 +202,7 @@ pub async fn rotate(cx: &Cx<'_>, p: RotateWebhookSecret) -> Result<WebhookSecret
         secret_sealed: &sealed,
         now_ms: cx.now_ms,
     };
-    if !db::rotate(cx.db(), &r).await.map_err(|e| cx.internal(e))? {
+    if !db::rotate(cx.db(), &r).await? {
         return Err(ApiError::not_found("webhook"));
     }
     Ok(WebhookSecretRotated { webhook_id: p.webhook_id, secret, previous_secret_until_ms: until })
@@ -232,10 +229,7 @@ pub struct WebhookTestSent {
 pub async fn test(cx: &Cx<'_>, p: TestWebhook) -> Result<WebhookTestSent, ApiError> {
     let w = cx.workspace(p.workspace.as_deref())?;
     cx.require_role(w, Role::Admin)?;
-    db::get(cx.db(), &w.workspace_id, &p.webhook_id, cx.now_ms)
-        .await
-        .map_err(|e| cx.internal(e))?
-        .ok_or_else(|| ApiError::not_found("webhook"))?;
+    db::get(cx.db(), &w.workspace_id, &p.webhook_id, cx.now_ms).await?.ok_or_else(|| ApiError::not_found("webhook"))?;
     let event_id = ids::new_id("msg");
     let data = json!({ "workspace": w.slug, "message": "a test event from agentsky" });
     let delivery_id = ids::new_id("whd");
@@ -249,7 +243,7 @@ pub async fn test(cx: &Cx<'_>, p: TestWebhook) -> Result<WebhookTestSent, ApiErr
         payload: &payload,
         now_ms: cx.now_ms,
     };
-    cx.db().all(db::insert_delivery(&d)).await.map_err(|e| cx.internal(e))?;
+    cx.db().all(db::insert_delivery(&d)).await?;
     enqueue(cx.env, &delivery_id, 0, 0).await;
     Ok(WebhookTestSent { delivery_id, event_id })
 }

@@ -76,7 +76,7 @@ pub async fn create(cx: &Cx<'_>, p: CreateWorkspace) -> Result<WorkspaceItem, Ap
         Err(e) if e.is_unique_on("workspace.slug") => {
             Err(ApiError::new(Code::Conflict, format!("the slug `{slug}` is taken; choose another `slug`")))
         }
-        Err(e) => Err(cx.internal(e)),
+        Err(e) => Err(ApiError::cause(e)),
     }
 }
 
@@ -134,12 +134,10 @@ pub async fn describe(cx: &Cx<'_>, p: DescribeWorkspace) -> Result<WorkspaceDesc
     let caller = cx.caller()?;
     let m = cx.workspace(p.workspace.as_deref())?;
     let (overview, agents) = store::workspaces::overview(cx.db(), &m.workspace_id, 50)
-        .await
-        .map_err(|e| cx.internal(e))?
+        .await?
         .ok_or_else(|| ApiError::not_found("workspace"))?;
     let routines = store::routines::list(cx.db(), &m.workspace_id)
-        .await
-        .map_err(|e| cx.internal(e))?
+        .await?
         .into_iter()
         .map(|r| RoutineTrigger {
             trigger: r.cron.as_ref().map_or_else(|| "manual".to_owned(), |c| format!("cron {c} {}", r.timezone)),
@@ -151,11 +149,11 @@ pub async fn describe(cx: &Cx<'_>, p: DescribeWorkspace) -> Result<WorkspaceDesc
     let mut groups: Vec<RouteGroup> = Vec::new();
     for op in OPS.iter().filter(|op| op.scope != Scope::Public) {
         let allowed = op.scope == Scope::Read || caller.can_write;
-        let group = match groups.iter_mut().find(|g| g.group == op.group) {
+        let group = match groups.iter_mut().find(|g| g.group == op.group.name()) {
             Some(g) => g,
             None => {
                 groups.push(RouteGroup {
-                    group: op.group.to_owned(),
+                    group: op.group.name().to_owned(),
                     tools: vec![],
                     routes: vec![],
                     example: crate::ops::help::usage(op, Some(&m.slug)),
@@ -222,19 +220,17 @@ pub async fn delete(cx: &Cx<'_>, p: DeleteWorkspace) -> Result<WorkspaceDeleted,
     }
     cx.require_role(&m, Role::Owner)?;
     let db = cx.db();
-    let live = store::sessions::live_in_workspace(db, &m.workspace_id).await.map_err(|e| cx.internal(e))?;
+    let live = store::sessions::live_in_workspace(db, &m.workspace_id).await?;
     for session_id in &live {
         crate::ops::sessions::call(cx, session_id, crate::session::SessionCall::Stop).await.ok();
         crate::ops::requests::close_session(cx, session_id).await?;
     }
     // Every session object forgets its transcript; the rows go with the workspace below.
-    let all = store::sessions::all_in_workspace(db, &m.workspace_id).await.map_err(|e| cx.internal(e))?;
+    let all = store::sessions::all_in_workspace(db, &m.workspace_id).await?;
     for session_id in &all {
         cx.env.sessions.call(session_id, crate::session::SessionCall::Purge).await.ok();
     }
-    let moved = store::workspaces::delete(db, &m.workspace_id, &caller.account_id, cx.now_ms)
-        .await
-        .map_err(|e| cx.internal(e))?;
+    let moved = store::workspaces::delete(db, &m.workspace_id, &caller.account_id, cx.now_ms).await?;
     Ok(WorkspaceDeleted {
         workspace: m.slug,
         deleted: true,

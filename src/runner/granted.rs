@@ -49,7 +49,7 @@ async fn usable(
     if !ids::is_id(grant_id, "gr") {
         return Err(unknown());
     }
-    let g = store::requests::get_grant(cx.db(), grant_id).await.map_err(|e| cx.internal(e))?.ok_or_else(unknown)?;
+    let g = store::requests::get_grant(cx.db(), grant_id).await?.ok_or_else(unknown)?;
     if g.workspace_id != turn.workspace_id || !visible_to(&g, &turn.session_id, &turn.workspace_id) {
         return Err(unknown());
     }
@@ -97,9 +97,7 @@ pub async fn credential(cx: &Cx<'_>, runner: &RunnerRow, req: &HttpRequest) -> R
         ),
     };
     let detail = format!("by runner {}, to run a command", runner.name);
-    store::audit::record(cx.db(), &Entry::grant(&g, &turn.session_id, action, &detail, cx.now_ms))
-        .await
-        .map_err(|e| cx.internal(e))?;
+    store::audit::record(cx.db(), &Entry::grant(&g, &turn.session_id, action, &detail, cx.now_ms)).await?;
     Ok(ok(answer))
 }
 
@@ -142,6 +140,6 @@ pub async fn report(cx: &Cx<'_>, runner: &RunnerRow, req: &HttpRequest) -> Resul
             now_ms: cx.now_ms,
         }));
     }
-    cx.db().batch(stmts).await.map_err(|e| cx.internal(e))?;
+    cx.db().batch(stmts).await?;
     Ok(ok(json!({ "recorded": action, "proof": proof })))
 }

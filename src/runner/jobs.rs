@@ -58,10 +58,10 @@ pub async fn poll(cx: &Cx<'_>, runner: &RunnerRow, req: &HttpRequest) -> Result<
         jobs.iter().filter(|j| !p.seen.contains(&j.job_id)).map(job_view).collect()
     };
     let open = || store::runners::open_jobs(cx.db(), &p.lease_id);
-    let mut jobs = fresh(open().await.map_err(|e| cx.internal(e))?);
+    let mut jobs = fresh(open().await?);
     if jobs.is_empty() && wait_s > 0 {
         wait(cx, &turn.session_id, poll_key(&p.lease_id), wait_s * 1000).await?;
-        jobs = fresh(open().await.map_err(|e| cx.internal(e))?);
+        jobs = fresh(open().await?);
     }
     let stop = super::stopped(cx, &turn.session_id).await?;
     Ok(ok(json!({ "jobs": jobs, "stop": stop })))
@@ -83,7 +83,7 @@ async fn job_of(
     job_id: &str,
 ) -> Result<store::runners::JobRow, ApiError> {
     leased(cx, runner, lease_id).await?;
-    let job = store::runners::job(cx.db(), job_id).await.map_err(|e| cx.internal(e))?;
+    let job = store::runners::job(cx.db(), job_id).await?;
     job.filter(|j| j.lease_id == lease_id).ok_or_else(|| ApiError::not_found(&format!("job {job_id}")))
 }
 
@@ -96,10 +96,7 @@ pub async fn result(cx: &Cx<'_>, runner: &RunnerRow, req: &HttpRequest) -> Resul
     }
     let job = job_of(cx, runner, &p.lease_id, &p.job_id).await?;
     // A retried post whose first answer was lost finds the result written: accepted, unchanged.
-    if store::runners::finish_job(cx.db(), &job.job_id, &p.lease_id, &text, cx.now_ms)
-        .await
-        .map_err(|e| cx.internal(e))?
-    {
+    if store::runners::finish_job(cx.db(), &job.job_id, &p.lease_id, &text, cx.now_ms).await? {
         signal(cx, &job.session_id, wait_key(&job.job_id)).await?;
     }
     Ok(ok(json!({ "ok": true })))
@@ -121,12 +118,12 @@ pub async fn ssh_key(cx: &Cx<'_>, runner: &RunnerRow, req: &HttpRequest) -> Resu
     if job.kind != "ssh_agent" {
         return Err(refused("only an ssh_agent job has a key"));
     }
-    if !store::runners::serve_key(db, &job.job_id, &p.lease_id).await.map_err(|e| cx.internal(e))? {
+    if !store::runners::serve_key(db, &job.job_id, &p.lease_id).await? {
         return Err(refused("this job's key was already handed out"));
     }
     let spec: Value = serde_json::from_str(&job.spec).unwrap_or_default();
     let grant_id = spec["grant_id"].as_str().unwrap_or_default();
-    let grant = store::requests::get_grant(db, grant_id).await.map_err(|e| cx.internal(e))?;
+    let grant = store::requests::get_grant(db, grant_id).await?;
     let grant = grant
         .filter(|g| g.workspace_id == job.workspace_id && grants::live(g, cx.now_ms))
         .ok_or_else(|| refused("the grant is no longer active"))?;
@@ -140,8 +137,7 @@ pub async fn ssh_key(cx: &Cx<'_>, runner: &RunnerRow, req: &HttpRequest) -> Resu
         db,
         &store::audit::Entry::grant(&grant, &job.session_id, "ssh_key_loaded", &detail, cx.now_ms),
     )
-    .await
-    .map_err(|e| cx.internal(e))?;
+    .await?;
     Ok(ok(json!({ "private_key": private_key })))
 }
 

@@ -80,7 +80,7 @@ pub async fn handle(cx: &Cx<'_>, req: &HttpRequest) -> HttpResponse {
     };
     match result {
         Ok(resp) => resp,
-        Err(e) => error_response(&e),
+        Err(e) => error_response(&e.finish(&cx.request_id)),
     }
 }
 
@@ -100,9 +100,8 @@ async fn claim(cx: &Cx<'_>, runner: &store::runners::RunnerRow, req: &HttpReques
     loop {
         let now = cx.clock_now();
         let lease_id = ids::new_id("lease");
-        let turn = store::runners::claim(cx.db(), &runner.workspace_id, &runner.runner_id, &lease_id, LEASE_MS, now)
-            .await
-            .map_err(|e| cx.internal(e))?;
+        let turn =
+            store::runners::claim(cx.db(), &runner.workspace_id, &runner.runner_id, &lease_id, LEASE_MS, now).await?;
         if let Some(turn) = turn {
             return assignment(cx, turn).await.map(ok);
         }
@@ -121,11 +120,8 @@ const MAX_HISTORY_PAGES: usize = 500;
 /// What a runner needs to run a claimed turn.
 async fn assignment(cx: &Cx<'_>, turn: TurnRow) -> Result<Value, ApiError> {
     let db = cx.db();
-    let session = store::sessions::get(db, &turn.session_id)
-        .await
-        .map_err(|e| cx.internal(e))?
-        .ok_or_else(|| ApiError::not_found("session"))?;
-    let agent = store::agents::get(db, &session.agent_id).await.map_err(|e| cx.internal(e))?;
+    let session = store::sessions::get(db, &turn.session_id).await?.ok_or_else(|| ApiError::not_found("session"))?;
+    let agent = store::agents::get(db, &session.agent_id).await?;
     let mut history = Vec::new();
     let mut message = String::new();
     // The whole history, page after page: a long session's newest message is past the first page.
@@ -162,7 +158,7 @@ async fn assignment(cx: &Cx<'_>, turn: TurnRow) -> Result<Value, ApiError> {
     // a runner that lost the turn loses its agent's token with it.
     let token = ids::new_secret("sst_");
     let lease = turn.lease_id.as_deref();
-    store::requests::revoke_runner_tokens(db, &session.session_id, lease).await.map_err(|e| cx.internal(e))?;
+    store::requests::revoke_runner_tokens(db, &session.session_id, lease).await?;
     store::requests::insert_token(
         db,
         &ids::hash_secret(&token),
@@ -171,8 +167,7 @@ async fn assignment(cx: &Cx<'_>, turn: TurnRow) -> Result<Value, ApiError> {
         lease,
         cx.now_ms,
     )
-    .await
-    .map_err(|e| cx.internal(e))?;
+    .await?;
     Ok(json!({
         "lease_id": turn.lease_id,
         "lease_expires_ms": turn.lease_expires_ms,
@@ -196,14 +191,14 @@ struct Lease {
 
 /// The turn a runner's lease holds; a lost lease is a conflict the runner must stop on.
 async fn leased(cx: &Cx<'_>, runner: &store::runners::RunnerRow, lease_id: &str) -> Result<TurnRow, ApiError> {
-    let turn = store::runners::by_lease(cx.db(), lease_id, cx.now_ms).await.map_err(|e| cx.internal(e))?;
+    let turn = store::runners::by_lease(cx.db(), lease_id, cx.now_ms).await?;
     turn.filter(|t| t.runner_id.as_deref() == Some(runner.runner_id.as_str())).ok_or_else(|| {
         ApiError::new(Code::Conflict, "this lease has expired or was taken over: stop the turn, another runner has it")
     })
 }
 
 async fn stopped(cx: &Cx<'_>, session_id: &str) -> Result<bool, ApiError> {
-    let s = store::sessions::get(cx.db(), session_id).await.map_err(|e| cx.internal(e))?;
+    let s = store::sessions::get(cx.db(), session_id).await?;
     Ok(s.is_none_or(|s| s.status == "terminated"))
 }
 
@@ -215,7 +210,7 @@ async fn heartbeat(
     let p: Lease = body(req)?;
     let turn = leased(cx, runner, &p.lease_id).await?;
     let until = cx.now_ms + LEASE_MS;
-    store::runners::renew(cx.db(), &p.lease_id, until).await.map_err(|e| cx.internal(e))?;
+    store::runners::renew(cx.db(), &p.lease_id, until).await?;
     let stop = stopped(cx, &turn.session_id).await?;
     Ok(ok(json!({ "lease_expires_ms": until, "stop": stop })))
 }
@@ -285,7 +280,7 @@ async fn events(cx: &Cx<'_>, runner: &store::runners::RunnerRow, req: &HttpReque
     limits::count("events", p.events.len(), 500)?;
     // A retried final post whose first answer was lost: the turn is already done, and its events were
     // recorded by their keys.
-    if p.done.is_some() && store::runners::finished_under(cx.db(), &p.lease_id).await.map_err(|e| cx.internal(e))? {
+    if p.done.is_some() && store::runners::finished_under(cx.db(), &p.lease_id).await? {
         return Ok(ok(json!({ "accepted": 0, "stop": false })));
     }
     let turn = leased(cx, runner, &p.lease_id).await?;
@@ -308,18 +303,15 @@ async fn events(cx: &Cx<'_>, runner: &store::runners::RunnerRow, req: &HttpReque
     let call = SessionCall::External { message_id: turn.message_id.clone(), events, end, checks };
     crate::domain::sessions::call(cx, &turn.session_id, call).await?;
     if end.is_some() {
-        store::runners::finish(cx.db(), &turn.session_id, &turn.message_id).await.map_err(|e| cx.internal(e))?;
-        store::requests::revoke_runner_tokens(cx.db(), &turn.session_id, None).await.map_err(|e| cx.internal(e))?;
+        store::runners::finish(cx.db(), &turn.session_id, &turn.message_id).await?;
+        store::requests::revoke_runner_tokens(cx.db(), &turn.session_id, None).await?;
     }
     let stop = stopped(cx, &turn.session_id).await?;
     Ok(ok(json!({ "accepted": count, "stop": stop })))
 }
 
 async fn folder_of(cx: &Cx<'_>, turn: &TurnRow) -> Result<(String, String), ApiError> {
-    let s = store::sessions::get(cx.db(), &turn.session_id)
-        .await
-        .map_err(|e| cx.internal(e))?
-        .ok_or_else(|| ApiError::not_found("session"))?;
+    let s = store::sessions::get(cx.db(), &turn.session_id).await?.ok_or_else(|| ApiError::not_found("session"))?;
     let lane = taskfs::lane_of(cx.db(), &s.task_id, &s.session_id).await?;
     Ok((s.task_id, lane))
 }
@@ -358,5 +350,5 @@ async fn write_file(
     let (db, blobs) = taskfs::parts(cx.env);
     let info =
         taskfs::write(db, blobs, folder, &p.path, &p.content, Writer::Session(&turn.session_id), cx.now_ms).await?;
-    Ok(ok(serde_json::to_value(info).map_err(|e| cx.internal(e))?))
+    Ok(ok(serde_json::to_value(info).map_err(ApiError::cause)?))
 }

@@ -128,6 +128,13 @@ impl std::fmt::Display for DbError {
     }
 }
 
+/// A storage failure is an internal error: `?` keeps its cause for the face to log with the request id.
+impl From<DbError> for crate::error::ApiError {
+    fn from(e: DbError) -> Self {
+        crate::error::ApiError::cause(e)
+    }
+}
+
 pub type DbResult<T> = Result<T, DbError>;
 
 /// The database: D1 in the Worker, SQLite in host tests. One call is one round trip.

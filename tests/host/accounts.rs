@@ -448,6 +448,15 @@ fn help_lists_topics_and_explains_one() {
     for t in ["agents", "workspaces", "keys", "workflow"] {
         assert!(names.contains(&t), "{t} in {names:?}");
     }
+    // A group's summary is its doc, wrapped lines joined back into one.
+    let summary = |topic: &str| {
+        topics["topics"].as_array().unwrap().iter().find(|t| t["topic"] == topic).unwrap()["summary"].clone()
+    };
+    assert_eq!(
+        summary("sessions"),
+        "Start a session with an agent, send messages, read replies by cursor (waiting up to 50 s), hand off, share, stop."
+    );
+    assert_eq!(summary("webhooks"), "Operations on webhooks.");
     let agents = app.ok(&ada.key, "help", json!({"topic": "agents"}));
     let create = agents["operations"].as_array().unwrap().iter().find(|o| o["name"] == "create_agent").unwrap();
     assert_eq!(create["http"], "POST /v1/agents");

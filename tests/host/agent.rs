@@ -68,6 +68,17 @@ fn the_session_server_lists_the_eleven_tools_and_refuses_bad_tokens() {
             "land"
         ]
     );
+    // The harness offers its model the same declarations.
+    let specs: Vec<Value> = agentsky::agent::function_specs()
+        .into_iter()
+        .map(|f| {
+            json!({"name": f["function"]["name"], "description": f["function"]["description"],
+            "inputSchema": f["function"]["parameters"]})
+        })
+        .collect();
+    assert_eq!(tools["result"]["tools"].as_array().unwrap(), &specs);
+    let text = |name: &str| specs.iter().find(|t| t["name"] == name).unwrap()["description"].clone();
+    assert_eq!(text("check_grant"), "Check, and wait up to 5 minutes for, the outcome of an access request.");
     assert_eq!(list("sst_nope").status, 401);
     assert_eq!(list(&ada.key).status, 401, "an API key is not a session token");
     app.ok(&ada.key, "stop_session", json!({"session_id": sid}));
@@ -599,4 +610,13 @@ fn only_owners_and_admins_change_policies() {
         .status
     };
     assert_eq!((set(&bo), set(&cy), set(&ada)), (403, 200, 200));
+}
+
+#[test]
+fn a_storage_failure_in_a_session_tool_names_only_the_request_id() {
+    let app = app();
+    let (_ada, _agent, _sid, token) = setup(&app);
+    app.db.0.execute_batch("ALTER TABLE connector RENAME TO connector_gone").unwrap();
+    let text = app.agent_err(&token, "list_targets", json!({}));
+    assert_eq!(text, "internal error; request id req_test (code -32603)");
 }

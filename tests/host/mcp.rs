@@ -146,6 +146,24 @@ fn a_failure_before_dispatch_is_a_json_rpc_internal_error_with_the_request_id() 
 }
 
 #[test]
+fn a_storage_failure_inside_an_operation_answers_internal_with_the_request_id_and_never_its_cause() {
+    let app = TestApp::new();
+    let ada = app.signup("Ada", "ada@example.com");
+    // The key still resolves; only the operation's own statement fails.
+    app.db.0.execute_batch("ALTER TABLE agent RENAME TO agent_gone").unwrap();
+    let rest = app.request("GET", "/v1/agents", Some(&ada.key), None);
+    assert_eq!(rest.status, 500);
+    let body = rest.json_body();
+    assert_eq!(body, json!({"error": {"code": "internal", "message": "internal error; request id req_test"}}));
+    let tool = app.call(&ada.key, "list_agents", json!({}));
+    let error = TestApp::tool_error(&tool);
+    assert_eq!(error, json!({"code": "internal", "message": "internal error; request id req_test"}));
+    for text in [body.to_string(), tool.to_string()] {
+        assert!(!text.contains("no such table"), "the cause leaked: {text}");
+    }
+}
+
+#[test]
 fn legacy_initialize_then_list_and_call() {
     let app = TestApp::new();
     let ada = app.signup("Ada", "ada@example.com");
@@ -232,9 +250,8 @@ fn a_revoked_key_is_refused_on_the_next_mcp_call() {
 
 #[test]
 fn any_refusal_before_dispatch_takes_the_faces_shape_rate_limits_included() {
-    use agentsky::error::{ApiError, Code};
-    let limited =
-        ApiError { retry_after_ms: Some(1500), ..ApiError::new(Code::RateLimited, "slow down; retry in 2 s") };
+    use agentsky::error::ApiError;
+    let limited = ApiError::rate_limited("slow down; retry in 2 s", 1500);
     for path in ["/v1/mcp", "/v1/session/mcp", "/v1/help/mcp"] {
         let req = HttpRequest {
             method: "POST".into(),

@@ -59,7 +59,7 @@ pub async fn get(p: &Ctx<'_>, sub: &str) -> HttpResponse {
         _ => Err(ApiError::not_found("page")),
     };
     let open = open_requests(p).await;
-    let (status, page) = match page {
+    let (status, page) = match page.map_err(|e| e.finish(&p.cx.request_id)) {
         Ok(page) => (200, page),
         Err(e) => (
             e.code.http(),
