@@ -852,10 +852,9 @@ pub fn find(name: &str) -> Option<&'static Op> {
     OPS.iter().find(|op| op.name == name)
 }
 
-/// A failed decode of the params is an `invalid_params` error that quotes serde's reason.
+/// A failed decode of the params is an `invalid_params` error naming the field and the rule.
 fn decode_params<P: DeserializeOwned>(args: Value) -> Result<P, ApiError> {
-    let args = if args.is_null() { Value::Object(Default::default()) } else { args };
-    serde_json::from_value(args).map_err(|e| ApiError::invalid(format!("invalid arguments: {e}")))
+    crate::rules::params::decode(args).map_err(ApiError::invalid)
 }
 
 fn encode<R: Serialize>(cx: &Cx<'_>, result: &R) -> Result<Value, ApiError> {
