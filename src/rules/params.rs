@@ -7,6 +7,41 @@ use serde_json::Value;
 use std::borrow::Cow;
 use std::fmt;
 
+/// Declares a closed set of words as an enum: serde reads and writes the words, the schema publishes
+/// them as `enum`, `as_str` gives the word back (for storage), and `WORDS` lists them.
+macro_rules! words {
+    ($(#[$m:meta])* $vis:vis enum $name:ident { $($variant:ident = $word:literal),+ $(,)? }) => {
+        $(#[$m])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+        #[schemars(inline)]
+        $vis enum $name {
+            $(#[serde(rename = $word)] $variant),+
+        }
+
+        impl $name {
+            pub const WORDS: &'static [&'static str] = &[$($word),+];
+
+            /// The variant a word names (a stored one, say).
+            pub fn from_word(word: &str) -> Option<Self> {
+                [$($name::$variant),+].into_iter().find(|v| v.as_str() == word)
+            }
+
+            pub const fn as_str(self) -> &'static str {
+                match self {
+                    $($name::$variant => $word),+
+                }
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    };
+}
+pub(crate) use words;
+
 /// Decodes a call's arguments (`null` means none). A refusal reads "`criteria[0].text` must be …".
 pub fn decode<T: DeserializeOwned>(args: Value) -> Result<T, String> {
     let args = if args.is_null() { Value::Object(Default::default()) } else { args };
@@ -31,7 +66,7 @@ pub fn explain(path: &str, serde: &str) -> String {
         // The path already ends with the unknown key.
         let at = if path.ends_with(name) { here } else { field(name) };
         return match expected.strip_prefix(", expected one of ").or(expected.strip_prefix(", expected ")) {
-            Some(known) => format!("{at} is not a known field; the fields are {}", words(known)),
+            Some(known) => format!("{at} is not a known field; the fields are {}", listed(known)),
             None => format!("{at} is not a known field; there are none here"),
         };
     }
@@ -39,7 +74,7 @@ pub fn explain(path: &str, serde: &str) -> String {
         let (got, expected) = rest.split_once('`').unwrap_or((rest, ""));
         let allowed =
             expected.strip_prefix(", expected one of ").or(expected.strip_prefix(", expected ")).unwrap_or("");
-        return format!("{here} must be one of {} (got {got:?})", words(allowed));
+        return format!("{here} must be one of {} (got {got:?})", listed(allowed));
     }
     if let Some(rest) = serde.strip_prefix("invalid type: ") {
         let (got, expected) = rest.split_once(", expected ").unwrap_or((rest, ""));
@@ -58,7 +93,7 @@ pub fn explain(path: &str, serde: &str) -> String {
 }
 
 /// serde's "`a`, `b`, `c`" as "a, b, c".
-fn words(list: &str) -> String {
+fn listed(list: &str) -> String {
     list.replace('`', "").replace(" or ", ", ")
 }
 
@@ -123,6 +158,17 @@ impl<const MIN: usize, const MAX: usize> Text<MIN, MAX> {
     }
     pub fn into_string(self) -> String {
         self.0
+    }
+}
+
+/// A text read back from storage, held to the rule again; the error is the rule it breaks.
+impl<const MIN: usize, const MAX: usize> TryFrom<String> for Text<MIN, MAX> {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, String> {
+        match text_problem(&s, MIN, MAX) {
+            Some(problem) => Err(problem),
+            None => Ok(Text(s)),
+        }
     }
 }
 
@@ -206,11 +252,8 @@ mod tests {
         thinking: Option<Thinking>,
     }
 
-    #[derive(Debug, Deserialize)]
-    #[serde(rename_all = "lowercase")]
-    enum Thinking {
-        Off,
-        Low,
+    words! {
+        enum Thinking { Off = "off", Low = "low" }
     }
 
     fn refusal(args: Value) -> String {
@@ -245,5 +288,14 @@ mod tests {
         let schema = crate::rules::schema::input_schema::<Text<2, 9>>().to_value();
         assert_eq!(schema["minLength"], 2);
         assert_eq!(schema["maxLength"], 9);
+    }
+
+    #[test]
+    fn words_are_published_and_kept() {
+        let schema = crate::rules::schema::input_schema::<Option<Thinking>>().to_value();
+        assert_eq!(schema["enum"], json!(["off", "low", null]), "{schema}");
+        assert_eq!(Thinking::WORDS, ["off", "low"]);
+        assert_eq!(Thinking::Low.as_str(), "low");
+        assert_eq!(serde_json::to_value(Thinking::Off).unwrap(), "off");
     }
 }
