@@ -296,6 +296,7 @@ mod tests {
         assert_eq!(schema["enum"], json!(["off", "low", null]), "{schema}");
         assert_eq!(Thinking::WORDS, ["off", "low"]);
         assert_eq!(Thinking::Low.as_str(), "low");
+        assert_eq!(Thinking::from_word("low"), Some(Thinking::Low));
         assert_eq!(serde_json::to_value(Thinking::Off).unwrap(), "off");
     }
 }
