@@ -38,8 +38,8 @@ pub fn document(base_url: &str) -> Value {
     let mut paths = Map::new();
     let mut defs = Map::new();
     for op in OPS {
-        let params_schema = hoist((op.params)().to_value(), &mut defs);
-        let result_schema = hoist((op.result)().to_value(), &mut defs);
+        let params_schema = hoist(op.params_schema().clone(), &mut defs);
+        let result_schema = hoist(op.result_schema().clone(), &mut defs);
         let path_names: Vec<&str> =
             op.path.split('/').filter_map(|s| s.strip_prefix('{').and_then(|s| s.strip_suffix('}'))).collect();
         let mut parameters: Vec<Value> = path_names

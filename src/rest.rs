@@ -68,7 +68,7 @@ pub fn arguments(op: &Op, req: &HttpRequest, path_params: Map<String, Value>) ->
         }
     };
     if !req.query.is_empty() {
-        let schema = (op.params)().to_value();
+        let schema = op.params_schema();
         for (k, v) in form_pairs(&req.query) {
             let value = typed(&schema["properties"][&k]["type"], &k, v)?;
             args.insert(k, value);

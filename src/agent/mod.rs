@@ -265,8 +265,7 @@ pub struct SessionTools<'a> {
 }
 
 fn parse<P: DeserializeOwned>(args: Value) -> Result<P, ToolError> {
-    let args = if args.is_null() { json!({}) } else { args };
-    serde_json::from_value(args).map_err(|e| ToolError::invalid(format!("invalid arguments: {e}")))
+    crate::rules::params::decode(args).map_err(ToolError::invalid)
 }
 
 fn out<R: Serialize>(r: Result<R, ToolError>) -> ToolResult {

@@ -167,7 +167,7 @@ async fn join(cx: &Cx<'_>, req: &HttpRequest, token: &str) -> HttpResponse {
         return error_page(403, "This form has expired; reload the page and try again.");
     }
     let Some(op) = crate::ops::find("accept_invitation") else { return error_page(500, "no accept_invitation") };
-    let args = forms::arguments(&(op.params)().to_value(), &form);
+    let args = forms::arguments(op.params_schema(), &form);
     match crate::ops::invoke(cx, op, args).await {
         Ok(joined) => see_other(&format!("/console/w/{}", joined["slug"].as_str().unwrap_or_default())),
         Err(e) => error_page(e.code.http(), &e.message),

@@ -2,6 +2,7 @@
 
 use crate::cx::Cx;
 use crate::error::{ApiError, Code};
+use crate::rules::params::{words, Text};
 use crate::rules::{ids, limits, slug};
 use crate::store::{self, keys::NewKey, DbError};
 use schemars::JsonSchema;
@@ -14,7 +15,7 @@ const SIGNUPS_PER_MIN: u32 = 20;
 #[serde(deny_unknown_fields)]
 pub struct CreateAccount {
     /// Your name, 1–100 characters. The personal workspace's slug is made from it.
-    pub name: String,
+    pub name: Text<1, 100>,
     /// Your email address; one account per address.
     pub email: String,
 }
@@ -78,7 +79,6 @@ pub async fn create(cx: &Cx<'_>, p: CreateAccount) -> Result<AccountCreated, Api
         ));
     }
     crate::ops::rate_limit(cx, format!("signup:{}", cx.client_ip), SIGNUPS_PER_MIN).await?;
-    limits::text("name", &p.name, 1, 100)?;
     let email = p.email.trim().to_owned();
     limits::email("email", &email)?;
 
@@ -109,8 +109,8 @@ pub async fn create(cx: &Cx<'_>, p: CreateAccount) -> Result<AccountCreated, Api
         match store::accounts::create(cx.db(), &account, &key).await {
             Ok(()) => {
                 return Ok(AccountCreated {
-                    account: AccountInfo { account_id: account_id.clone(), name: p.name.clone(), email },
-                    workspace: WorkspaceRef { workspace_id: workspace_id.clone(), slug, name: p.name },
+                    account: AccountInfo { account_id: account_id.clone(), name: p.name.to_string(), email },
+                    workspace: WorkspaceRef { workspace_id: workspace_id.clone(), slug, name: p.name.into() },
                     key: KeyCreated {
                         key_id: minted.key_id,
                         key: minted.key,
@@ -130,13 +130,18 @@ pub async fn create(cx: &Cx<'_>, p: CreateAccount) -> Result<AccountCreated, Api
     Err(ApiError::cause("could not find a free workspace slug"))
 }
 
+words! {
+    /// What an API key may do.
+    pub enum KeyScope { Read = "read", Write = "write" }
+}
+
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateKey {
     /// What the key is for, 1–100 characters (for example the machine or script using it).
-    pub name: String,
+    pub name: Text<1, 100>,
     /// `["read"]` lists and reads; `["read", "write"]` also starts sessions and changes things.
-    pub scopes: Vec<String>,
+    pub scopes: Vec<KeyScope>,
     /// Lock the key to this workspace slug: it then answers `universe_mismatch` for any other.
     pub workspace: Option<String>,
 }
@@ -144,15 +149,11 @@ pub struct CreateKey {
 /// POST /v1/keys
 pub async fn create_key(cx: &Cx<'_>, p: CreateKey) -> Result<KeyCreated, ApiError> {
     let caller = cx.caller()?;
-    limits::text("name", &p.name, 1, 100)?;
     limits::count("scopes", p.scopes.len(), 2)?;
-    for s in &p.scopes {
-        limits::one_of("scopes", s, &["read", "write"])?;
-    }
     if p.scopes.is_empty() {
         return Err(ApiError::invalid("`scopes` needs at least one of read, write"));
     }
-    let scopes = if p.scopes.iter().any(|s| s == "write") { "read write" } else { "read" };
+    let scopes = if p.scopes.contains(&KeyScope::Write) { "read write" } else { "read" };
     // A locked key can only mint keys locked to its own workspace.
     let lock = match (&p.workspace, &caller.locked_workspace_id) {
         (Some(slug), _) => Some(cx.workspace(Some(slug))?),

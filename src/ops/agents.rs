@@ -3,6 +3,7 @@
 
 use crate::cx::Cx;
 use crate::error::{ApiError, Code};
+use crate::rules::params::{words, Text};
 use crate::rules::{ids, limits, outbound, slug};
 use crate::store::{self, agents::AgentFields};
 use schemars::JsonSchema;
@@ -11,7 +12,10 @@ use serde_json::Value;
 
 pub use store::agents::Agent;
 
-pub const HARNESSES: &[&str] = &["echo", "openai", "runner"];
+words! {
+    /// What runs an agent's turns.
+    pub enum Harness { Echo = "echo", Openai = "openai", Runner = "runner" }
+}
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -70,19 +74,19 @@ pub struct CreateAgent {
     /// The workspace to create it in; the connection's workspace when left out.
     pub workspace: Option<String>,
     /// A display name, 1–100 characters.
-    pub name: String,
+    pub name: Text<1, 100>,
     /// A catalog handle (without `@`), unique across agentsky: 2–40 lower-case letters, digits and dashes.
     pub handle: Option<String>,
     /// `echo` (free, deterministic, for trying things), `openai` (any OpenAI-compatible model) or `runner`.
-    pub harness: String,
+    pub harness: Harness,
     /// The model the harness runs, 1–100 characters (for `echo`, any label).
-    pub model: String,
+    pub model: Text<1, 100>,
     /// The agent's standing instructions, up to 20,000 characters.
-    pub instructions: Option<String>,
+    pub instructions: Option<Text<0, 20_000>>,
     /// What it does, for the catalog, up to 1,000 characters.
-    pub description: Option<String>,
+    pub description: Option<Text<0, 1_000>>,
     /// Catalog categories, up to 10 of up to 40 characters.
-    pub categories: Option<Vec<String>>,
+    pub categories: Option<Vec<Text<1, 40>>>,
     /// Remote MCP servers it may call, up to 10. Their hosts are shown in the catalog.
     #[serde(rename = "mcpServers", alias = "mcp_servers")]
     pub mcp_servers: Option<Vec<McpServer>>,
@@ -127,22 +131,14 @@ impl Checked {
 
 /// Validates an agent's fields; `loopback_http` is the deployment's opt-in for local MCP servers.
 fn check(p: CreateAgent, loopback_http: bool) -> Result<Checked, ApiError> {
-    limits::text("name", &p.name, 1, 100)?;
     let handle = p.handle.map(|h| h.trim_start_matches('@').to_owned());
     if let Some(h) = &handle {
         slug::validate("handle", h)?;
     }
-    limits::one_of("harness", &p.harness, HARNESSES)?;
-    limits::text("model", &p.model, 1, 100)?;
-    let instructions = p.instructions.unwrap_or_default();
-    limits::text("instructions", &instructions, 0, 20_000)?;
-    let description = p.description.unwrap_or_default();
-    limits::text("description", &description, 0, 1_000)?;
+    let instructions = p.instructions.map(String::from).unwrap_or_default();
+    let description = p.description.map(String::from).unwrap_or_default();
     let categories = p.categories.unwrap_or_default();
     limits::count("categories", categories.len(), 10)?;
-    for c in &categories {
-        limits::text("categories[]", c, 1, 40)?;
-    }
     let servers = p.mcp_servers.unwrap_or_default();
     limits::count("mcpServers", servers.len(), 10)?;
     for s in &servers {
@@ -158,10 +154,10 @@ fn check(p: CreateAgent, loopback_http: bool) -> Result<Checked, ApiError> {
         return Err(ApiError::invalid("`price_cents_per_run` must be between 0 and 100000"));
     }
     Ok(Checked {
-        name: p.name,
+        name: p.name.into(),
         handle,
-        harness: p.harness,
-        model: p.model,
+        harness: p.harness.as_str().to_owned(),
+        model: p.model.into(),
         instructions,
         description,
         categories: to_json(&categories),
@@ -228,17 +224,29 @@ pub async fn get(cx: &Cx<'_>, p: GetAgent) -> Result<Agent, ApiError> {
 pub struct UpdateAgent {
     /// The agent's id (`ag_…`).
     pub agent_id: String,
-    pub name: Option<String>,
+    pub name: Option<Text<1, 100>>,
     pub handle: Option<String>,
-    pub harness: Option<String>,
-    pub model: Option<String>,
-    pub instructions: Option<String>,
-    pub description: Option<String>,
-    pub categories: Option<Vec<String>>,
+    pub harness: Option<Harness>,
+    pub model: Option<Text<1, 100>>,
+    pub instructions: Option<Text<0, 20_000>>,
+    pub description: Option<Text<0, 1_000>>,
+    pub categories: Option<Vec<Text<1, 40>>>,
     #[serde(rename = "mcpServers", alias = "mcp_servers")]
     pub mcp_servers: Option<Vec<McpServer>>,
     pub is_public: Option<bool>,
     pub price_cents_per_run: Option<i64>,
+}
+
+/// The new value, or the stored one held to the same rule again.
+fn or_kept<const MIN: usize, const MAX: usize>(
+    field: &str,
+    new: Option<Text<MIN, MAX>>,
+    old: String,
+) -> Result<Text<MIN, MAX>, ApiError> {
+    match new {
+        Some(t) => Ok(t),
+        None => Text::try_from(old).map_err(|problem| ApiError::invalid(format!("`{field}` {problem}"))),
+    }
 }
 
 /// PATCH /v1/agents/{agent_id}
@@ -248,13 +256,16 @@ pub async fn update(cx: &Cx<'_>, p: UpdateAgent) -> Result<Agent, ApiError> {
     let old_servers_name_secret = old.mcp_servers.iter().any(|s| s["bearer_secret"].is_string());
     let merged = CreateAgent {
         workspace: None,
-        name: p.name.unwrap_or(old.name),
+        name: or_kept("name", p.name, old.name)?,
         handle: p.handle.or(old.handle),
-        harness: p.harness.unwrap_or(old.harness),
-        model: p.model.unwrap_or(old.model),
-        instructions: Some(p.instructions.unwrap_or(old.instructions)),
-        description: Some(p.description.unwrap_or(old.description)),
-        categories: Some(p.categories.unwrap_or(old.categories)),
+        harness: p.harness.or(Harness::from_word(&old.harness)).ok_or_else(|| cx.internal("a stored harness"))?,
+        model: or_kept("model", p.model, old.model)?,
+        instructions: Some(or_kept("instructions", p.instructions, old.instructions)?),
+        description: Some(or_kept("description", p.description, old.description)?),
+        categories: Some(match p.categories {
+            Some(c) => c,
+            None => old.categories.into_iter().map(|c| or_kept("categories[]", None, c)).collect::<Result<_, _>>()?,
+        }),
         mcp_servers: Some(p.mcp_servers.unwrap_or(servers)),
         is_public: Some(p.is_public.unwrap_or(old.is_public)),
         price_cents_per_run: Some(p.price_cents_per_run.unwrap_or(old.price_cents_per_run)),

@@ -8,7 +8,7 @@ use crate::domain::taskfs::PROJECT_FILE;
 use crate::domain::taskfs::{self, Folder};
 use crate::error::{ApiError, Code};
 use crate::ops::sessions;
-use crate::rules::limits;
+use crate::rules::params::words;
 use crate::store;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -20,13 +20,18 @@ const COMMAND_TIMEOUT_S: i64 = 60;
 /// The output lines shown.
 const TAIL_LINES: usize = 60;
 
+words! {
+    /// A command a session teaches: the task's run command, or a target's deploy command.
+    pub enum CommandKind { Run = "run", Deploy = "deploy" }
+}
+
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RunCommand {
     /// The session (`ses_…`) whose runner runs it.
     pub session_id: String,
     /// `run` (the task's run command) or `deploy` (a target's deploy command).
-    pub kind: String,
+    pub kind: CommandKind,
     /// For `deploy`: the target (`con_…`) whose deploy command runs.
     pub target_id: Option<String>,
 }
@@ -71,12 +76,11 @@ pub async fn taught(
 
 /// run_command
 pub async fn run(cx: &Cx<'_>, p: RunCommand) -> Result<CommandRun, ApiError> {
-    limits::one_of("kind", &p.kind, &["run", "deploy"])?;
-    if p.kind == "deploy" && p.target_id.is_none() {
+    if p.kind == CommandKind::Deploy && p.target_id.is_none() {
         return Err(ApiError::invalid("`target_id` is required for kind `deploy`"));
     }
     let (session, _) = sessions::load(cx, &p.session_id).await?;
-    let Some(command) = taught(cx, &session, &p.kind, p.target_id.as_deref()).await? else {
+    let Some(command) = taught(cx, &session, p.kind.as_str(), p.target_id.as_deref()).await? else {
         return Err(ApiError::new(
             Code::NotFound,
             format!("no {} command is known yet: ask the session for one (ask_command), and it teaches it with remember_command", p.kind),

@@ -4,8 +4,10 @@
 
 use crate::cx::{Cx, Role};
 use crate::error::{ApiError, Code};
+use crate::ops::commands::CommandKind;
 use crate::ops::{files::load_task, sessions};
-use crate::rules::{ids, limits, seal, targets};
+use crate::rules::params::{words, Text};
+use crate::rules::{ids, limits, seal};
 use crate::session::SessionCall;
 use crate::store::{self, connectors::ConnectorRow, requests::RequestRow};
 use schemars::JsonSchema;
@@ -21,15 +23,40 @@ pub struct Credentials {
     pub ssh_private_key: Option<String>,
 }
 
+words! {
+    /// Where a target lives (the wire crate's `PROVIDERS`, which the CLI shares).
+    pub enum Provider { Vercel = "vercel", Aws = "aws", Gcp = "gcp", Supabase = "supabase", Github = "github", Ssh = "ssh" }
+}
+
+words! {
+    /// Which environment a target is (the wire crate's `ENVS`).
+    pub enum TargetEnv { Prod = "prod", Staging = "staging", Preview = "preview", Scm = "scm" }
+}
+
+words! {
+    /// What an agent may do to a target (the wire crate's `SCOPES`).
+    pub enum TargetScope { Read = "read", Write = "write", Deploy = "deploy", Delete = "delete" }
+}
+
+words! {
+    /// What a policy decides.
+    pub enum PolicyDecision { Ask = "ask", Allow = "allow", Deny = "deny" }
+}
+
+words! {
+    /// Who merges a task's landed work.
+    pub enum Review { Auto = "auto", Manual = "manual" }
+}
+
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ConnectTarget {
     /// The target's name, 1–60 characters, unique in the workspace (e.g. `web`, `db`).
-    pub name: String,
+    pub name: Text<1, 60>,
     /// `vercel`, `aws`, `gcp`, `supabase`, `github` or `ssh`.
-    pub provider: String,
+    pub provider: Provider,
     /// `prod`, `staging`, `preview` or `scm`.
-    pub env: String,
+    pub env: TargetEnv,
     /// Its credentials; leave out to add it unconnected.
     pub credentials: Option<Credentials>,
     /// When the credentials stop working, unix ms.
@@ -40,14 +67,11 @@ pub struct ConnectTarget {
 
 /// POST /v1/connectors — owners and admins. Connecting an existing name replaces its credentials.
 pub async fn connect(cx: &Cx<'_>, p: ConnectTarget) -> Result<ConnectorRow, ApiError> {
-    limits::text("name", &p.name, 1, 60)?;
-    limits::one_of("provider", &p.provider, targets::PROVIDERS)?;
-    limits::one_of("env", &p.env, targets::ENVS)?;
     let w = cx.workspace(p.workspace.as_deref())?;
     cx.require_role(w, Role::Admin)?;
     let plain = match &p.credentials {
         None => None,
-        Some(Credentials { env: Some(env), ssh_private_key: None }) if p.provider != "ssh" => {
+        Some(Credentials { env: Some(env), ssh_private_key: None }) if p.provider != Provider::Ssh => {
             limits::count("credentials.env", env.len(), 50)?;
             for (k, v) in env {
                 let ok = !k.is_empty()
@@ -61,7 +85,7 @@ pub async fn connect(cx: &Cx<'_>, p: ConnectTarget) -> Result<ConnectorRow, ApiE
             }
             Some(json!({ "kind": "env", "env": env }))
         }
-        Some(Credentials { env: None, ssh_private_key: Some(key) }) if p.provider == "ssh" => {
+        Some(Credentials { env: None, ssh_private_key: Some(key) }) if p.provider == Provider::Ssh => {
             limits::text("credentials.ssh_private_key", key, 1, 20_000)?;
             Some(json!({ "kind": "ssh", "private_key": key }))
         }
@@ -74,7 +98,7 @@ pub async fn connect(cx: &Cx<'_>, p: ConnectTarget) -> Result<ConnectorRow, ApiE
     let master = cx.env.config.secrets_key.as_deref();
     let connector_id = ids::new_id("con");
     let existing = store::connectors::list(cx.db(), &w.workspace_id).await?;
-    let id = existing.iter().find(|c| c.name == p.name).map_or(connector_id, |c| c.connector_id.clone());
+    let id = existing.iter().find(|c| c.name == *p.name).map_or(connector_id, |c| c.connector_id.clone());
     let sealed = match plain {
         Some(v) => {
             let master = master.ok_or_else(|| {
@@ -89,8 +113,8 @@ pub async fn connect(cx: &Cx<'_>, p: ConnectTarget) -> Result<ConnectorRow, ApiE
         &id,
         &w.workspace_id,
         &p.name,
-        &p.provider,
-        &p.env,
+        p.provider.as_str(),
+        p.env.as_str(),
         sealed.as_deref(),
         p.expires_ms,
         cx.now_ms,
@@ -152,17 +176,15 @@ pub struct SetPolicy {
     /// The connector it applies to; left out, every connector of the workspace.
     pub connector_id: Option<String>,
     /// `read`, `write`, `deploy` or `delete`.
-    pub scope: String,
+    pub scope: TargetScope,
     /// `ask` (a person decides), `allow` (always allow) or `deny`.
-    pub decision: String,
+    pub decision: PolicyDecision,
     /// A workspace slug; the connection's workspace when left out.
     pub workspace: Option<String>,
 }
 
 /// PUT /v1/policies — owners and admins.
 pub async fn set_policy(cx: &Cx<'_>, p: SetPolicy) -> Result<store::connectors::PolicyRow, ApiError> {
-    limits::one_of("scope", &p.scope, targets::SCOPES)?;
-    limits::one_of("decision", &p.decision, &["ask", "allow", "deny"])?;
     let w = cx.workspace(p.workspace.as_deref())?;
     cx.require_role(w, Role::Admin)?;
     let connector_id = p.connector_id.unwrap_or_default();
@@ -178,8 +200,12 @@ pub async fn set_policy(cx: &Cx<'_>, p: SetPolicy) -> Result<store::connectors::
         connector_id: Some(&connector_id).filter(|c| !c.is_empty()).map(String::as_str),
         ..store::audit::Entry::change(&w.workspace_id, &cx.caller()?.account_id, "policy_set", None, &detail, cx.now_ms)
     };
-    store::connectors::set_policy(cx.db(), &connector_id, &p.scope, &p.decision, &entry).await?;
-    Ok(store::connectors::PolicyRow { connector_id, scope: p.scope, decision: p.decision })
+    store::connectors::set_policy(cx.db(), &connector_id, p.scope.as_str(), p.decision.as_str(), &entry).await?;
+    Ok(store::connectors::PolicyRow {
+        connector_id,
+        scope: p.scope.as_str().to_owned(),
+        decision: p.decision.as_str().to_owned(),
+    })
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -408,18 +434,15 @@ pub struct TaskSettings {
     /// Give each session its own lane of the folder until it lands (default off: sessions share it).
     pub lanes: Option<bool>,
     /// `auto` (`land` merges) or `manual` ("I review and merge myself").
-    pub review: Option<String>,
+    pub review: Option<Review>,
 }
 
 /// PUT /v1/tasks/{task_id}/settings
 pub async fn set_settings(cx: &Cx<'_>, p: TaskSettings) -> Result<store::lanes::TaskSettings, ApiError> {
-    if let Some(r) = &p.review {
-        limits::one_of("review", r, &["auto", "manual"])?;
-    }
     load_task(cx, &p.task_id).await?;
     let now = store::lanes::settings(cx.db(), &p.task_id).await?.ok_or_else(|| ApiError::not_found("task"))?;
     let lanes = p.lanes.unwrap_or(now.lanes);
-    let review = p.review.unwrap_or(now.review);
+    let review = p.review.map_or(now.review, |r| r.as_str().to_owned());
     store::lanes::set_settings(cx.db(), &p.task_id, lanes, &review).await?;
     Ok(store::lanes::TaskSettings { lanes, review })
 }
@@ -431,7 +454,7 @@ pub struct AskCommand {
     pub session_id: String,
     /// `run` (the Run locally button) or `deploy` (the Deploy button): the session may then teach it with
     /// `remember_command`.
-    pub kind: String,
+    pub kind: CommandKind,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -442,10 +465,9 @@ pub struct Asked {
 
 /// POST /v1/sessions/{session_id}/ask
 pub async fn ask_command(cx: &Cx<'_>, p: AskCommand) -> Result<Asked, ApiError> {
-    limits::one_of("kind", &p.kind, &["run", "deploy"])?;
     let (row, _) = sessions::load(cx, &p.session_id).await?;
-    store::lanes::ask(cx.db(), &row.session_id, &p.kind).await?;
-    Ok(Asked { session_id: row.session_id, kind: p.kind })
+    store::lanes::ask(cx.db(), &row.session_id, p.kind.as_str()).await?;
+    Ok(Asked { session_id: row.session_id, kind: p.kind.as_str().to_owned() })
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

@@ -16,6 +16,7 @@ use crate::cx::Cx;
 use crate::domain::index;
 use crate::error::{ApiError, Code};
 use crate::ops::sessions;
+use crate::rules::params::{words, Text};
 use crate::rules::{fingerprint, fulltext, ids, limits};
 use crate::session::{SessionCall, SessionReply};
 use crate::store;
@@ -25,7 +26,10 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-pub const SCOPES: &[&str] = &["memory", "conversations", "traces"];
+words! {
+    /// What `search_context` searches.
+    pub enum SearchScope { Memory = "memory", Conversations = "conversations", Traces = "traces" }
+}
 /// Characters of a snippet.
 const SNIPPET_CHARS: usize = 240;
 
@@ -34,10 +38,10 @@ const SNIPPET_CHARS: usize = 240;
 pub struct SearchContext {
     /// What to look for, in any language (English, 中文, …): words, or a phrase in `"double quotes"`.
     /// Hits sharing more of the words rank higher. 1–500 characters.
-    pub query: String,
+    pub query: Text<1, 500>,
     /// `memory` (what you saved), `conversations` (messages of past sessions) or `traces` (the workspace's
     /// library of uploaded local agent sessions). Left out: memory and conversations together.
-    pub scope: Option<String>,
+    pub scope: Option<SearchScope>,
     /// `nextCursor` from the previous page, unchanged, with the same query, scope and workspace.
     pub cursor: Option<String>,
     /// Hits per page, 1–50 (default 10).
@@ -170,14 +174,10 @@ pub fn slug_of(cx: &Cx<'_>, workspace_id: &str) -> String {
 
 /// search_context
 pub async fn search(cx: &Cx<'_>, p: SearchContext) -> Result<ContextHits, ApiError> {
-    limits::text("query", &p.query, 1, 500)?;
     let limit = limits::page_size("limit", p.limit, 10, 50)?;
-    let scopes: Vec<&str> = match p.scope.as_deref() {
+    let scopes: Vec<&str> = match p.scope {
         None => vec!["memory", "conversations"],
-        Some(s) => {
-            limits::one_of("scope", s, SCOPES)?;
-            vec![s]
-        }
+        Some(s) => vec![s.as_str()],
     };
     let query = fulltext::parse_query(&p.query)
         .ok_or_else(|| ApiError::invalid("`query` has no words to search for; try a word or two"))?;

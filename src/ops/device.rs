@@ -13,6 +13,7 @@ use crate::cx::Cx;
 use crate::error::{ApiError, Code};
 use crate::http::{form_value, HttpRequest, HttpResponse};
 use crate::rules::markdown::escape;
+use crate::rules::params::Text;
 use crate::rules::{ids, limits, slug};
 use crate::store::{self, devices};
 use schemars::JsonSchema;
@@ -41,7 +42,7 @@ const USER_CODE_LEN: usize = 8;
 #[serde(deny_unknown_fields)]
 pub struct RequestDeviceCode {
     /// What the new key will be called, 1–100 characters; `sky` sends `sky on <host name>`.
-    pub device_name: String,
+    pub device_name: Text<1, 100>,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -113,7 +114,6 @@ fn user_code_hash(code: &str) -> String {
 /// POST /v1/device/code
 pub async fn request_code(cx: &Cx<'_>, p: RequestDeviceCode) -> Result<DeviceCode, ApiError> {
     crate::ops::rate_limit(cx, format!("device-code:{}", cx.client_ip), CODES_PER_MIN).await?;
-    limits::text("device_name", &p.device_name, 1, 100)?;
     let page = format!("{}/device", cx.link_base()?);
     let device_code = ids::new_secret("skydc_");
     for _ in 0..5 {

@@ -6,6 +6,7 @@ use crate::domain::idempotency::{self, Scope, DEFAULT_TTL_MS};
 use crate::error::ApiError;
 use crate::ops::sessions;
 use crate::rules::limits;
+use crate::rules::params::Text;
 use crate::session::goal::{Criterion, CriterionInput, Goal, GoalStatus};
 use crate::session::{SessionCall, SessionReply};
 use schemars::JsonSchema;
@@ -48,7 +49,7 @@ pub struct SetGoal {
     /// The session (`ses_…`).
     pub session_id: String,
     /// What the session should achieve, 1–4,000 characters.
-    pub objective: String,
+    pub objective: Text<1, 4_000>,
     /// How to tell it is achieved: each plain text, or `{text, command}` where the command's success
     /// proves it. Up to 20. Without criteria the objective itself is graded.
     pub criteria: Option<Vec<CriterionInput>>,
@@ -67,7 +68,6 @@ pub struct SetGoal {
 /// set_goal
 pub async fn set(cx: &Cx<'_>, p: SetGoal) -> Result<GoalView, ApiError> {
     idempotency::check_key(&p.idempotency_key)?;
-    limits::text("objective", &p.objective, 1, 4_000)?;
     let criteria: Vec<Criterion> = p.criteria.clone().unwrap_or_default().into_iter().map(Criterion::from).collect();
     limits::count("criteria", criteria.len(), 20)?;
     for c in &criteria {
@@ -88,7 +88,7 @@ pub async fn set(cx: &Cx<'_>, p: SetGoal) -> Result<GoalView, ApiError> {
     }
     let (row, w) = sessions::load(cx, &p.session_id).await?;
     let goal = Goal {
-        objective: p.objective.clone(),
+        objective: p.objective.to_string(),
         criteria,
         max_iterations,
         max_spend_cents: p.max_spend_cents,

@@ -5,8 +5,9 @@
 use crate::cx::Cx;
 use crate::domain::idempotency::{self, Scope, DEFAULT_TTL_MS};
 use crate::error::ApiError;
-use crate::ops::sessions::{self, Spec, StartIds, THINKING};
-use crate::rules::{ids, limits};
+use crate::ops::sessions::{self, Model, Spec, StartIds, Thinking};
+use crate::rules::ids;
+use crate::rules::params::Text;
 use crate::session::{Author, SessionCall, SessionReply};
 use crate::store::{self, handoffs::HandoffRow};
 use schemars::JsonSchema;
@@ -24,11 +25,11 @@ pub struct HandOffSession {
     /// The agent that continues it: an id (`ag_…`) or a catalog `@handle`.
     pub agent_id: String,
     /// The model the new session runs (default: the agent's own).
-    pub model: Option<String>,
+    pub model: Option<Model>,
     /// `off`, `low`, `medium` or `high` (default `medium`).
-    pub thinking: Option<String>,
+    pub thinking: Option<Thinking>,
     /// A note for the new agent, added after the conversation (up to 4,000 characters).
-    pub message: Option<String>,
+    pub message: Option<Text<1, 4_000>>,
     /// A unique key you generate for this hand-off; retrying with it returns the same hand-off.
     pub idempotency_key: String,
     /// Ignored: the workspace is the session's.
@@ -89,15 +90,6 @@ The conversation until now:\n\n{convo}\n\nContinue the work from here."
 /// hand_off_session
 pub async fn hand_off(cx: &Cx<'_>, p: HandOffSession) -> Result<Handoff, ApiError> {
     idempotency::check_key(&p.idempotency_key)?;
-    if let Some(t) = &p.thinking {
-        limits::one_of("thinking", t, THINKING)?;
-    }
-    if let Some(m) = &p.model {
-        limits::text("model", m, 1, 100)?;
-    }
-    if let Some(n) = &p.message {
-        limits::text("message", n, 1, 4_000)?;
-    }
     let (source, w) = sessions::load(cx, &p.session_id).await?;
     let agent = sessions::resolve_agent(cx, &w, &p.agent_id).await?;
     let key_id = cx.caller()?.key_id.clone();
@@ -116,7 +108,7 @@ pub async fn hand_off(cx: &Cx<'_>, p: HandOffSession) -> Result<Handoff, ApiErro
             store::handoffs::open(db, &r.handoff_id, &w.workspace_id, &source.session_id, &agent.agent_id, cx.now_ms)
                 .await?;
             let message = brief(cx, &source.session_id, p.message.as_deref()).await?;
-            let model = p.model.clone().unwrap_or_else(|| agent.model.clone());
+            let model = p.model.clone().map_or_else(|| agent.model.clone(), String::from);
             let spec = Spec {
                 workspace_id: &w.workspace_id,
                 agent,
@@ -127,7 +119,7 @@ pub async fn hand_off(cx: &Cx<'_>, p: HandOffSession) -> Result<Handoff, ApiErro
                 from: Author::User,
                 budget_cents: None,
                 model: &model,
-                thinking: p.thinking.as_deref().unwrap_or(sessions::DEFAULT_THINKING),
+                thinking: p.thinking.map_or(sessions::DEFAULT_THINKING, Thinking::as_str),
                 key_id: Some(key_id),
             };
             let started = match sessions::create(cx, &spec, r.start).await {

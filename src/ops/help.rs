@@ -114,7 +114,7 @@ fn describe(op: &Op, slug: Option<&str>) -> OperationHelp {
 
 /// The required fields of an operation and a body holding a placeholder for each.
 fn skeleton(op: &Op, slug: Option<&str>) -> (Vec<String>, Map<String, Value>) {
-    let schema = (op.params)().to_value();
+    let schema = op.params_schema();
     let required: Vec<String> =
         schema["required"].as_array().into_iter().flatten().filter_map(|v| v.as_str().map(str::to_owned)).collect();
     let mut body = Map::new();
@@ -136,7 +136,7 @@ fn skeleton(op: &Op, slug: Option<&str>) -> (Vec<String>, Map<String, Value>) {
 /// One line showing how to call an operation: as a tool when it is one, else as a REST call.
 pub fn usage(op: &Op, slug: Option<&str>) -> String {
     let (_, mut body) = skeleton(op, slug);
-    let takes_workspace = (op.params)().to_value()["properties"].get("workspace").is_some();
+    let takes_workspace = op.params_schema()["properties"].get("workspace").is_some();
     if takes_workspace && !body.contains_key("workspace") && !op.path.contains("{workspace}") {
         if let Some(s) = slug {
             body.insert("workspace".into(), json!(s));

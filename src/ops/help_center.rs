@@ -14,6 +14,7 @@ use crate::error::{ApiError, Code};
 use crate::http::HttpResponse;
 use crate::mcp::{CallOutcome, ToolHost};
 use crate::ops;
+use crate::rules::params::{words, Text};
 use crate::rules::{fulltext, limits, markdown};
 use futures::future::LocalBoxFuture;
 use schemars::JsonSchema;
@@ -185,13 +186,18 @@ fn rank(query: &str, lang: Option<&str>) -> Vec<(f64, &'static Article)> {
     scored
 }
 
+words! {
+    /// The Help Center's languages.
+    pub enum Lang { En = "en", Zh = "zh" }
+}
+
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct HelpSearch {
     /// Words or a question, in English or Chinese (1–500 characters), e.g. `connect Codex` or `幂等键`.
-    pub query: String,
+    pub query: Text<1, 500>,
     /// Only articles in this language: `en` or `zh`. Left out: both, those in the query's language first.
-    pub lang: Option<String>,
+    pub lang: Option<Lang>,
     /// Most articles to return, 1–20 (default 5).
     pub limit: Option<i64>,
 }
@@ -218,13 +224,9 @@ pub struct HelpHit {
 
 /// help_search
 pub async fn search(cx: &Cx<'_>, p: HelpSearch) -> Result<HelpHits, ApiError> {
-    limits::text("query", &p.query, 1, 500)?;
-    if let Some(l) = &p.lang {
-        limits::one_of("lang", l, &["en", "zh"])?;
-    }
     let limit = limits::page_size("limit", p.limit, 5, 20)?;
     let needles = fulltext::parse_query(&p.query).map(|q| q.needles).unwrap_or_default();
-    let articles = rank(&p.query, p.lang.as_deref())
+    let articles = rank(&p.query, p.lang.map(Lang::as_str))
         .into_iter()
         .take(limit as usize)
         .map(|(_, a)| HelpHit {

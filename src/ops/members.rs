@@ -10,6 +10,7 @@
 use crate::cx::{Cx, Membership, Role};
 use crate::error::{ApiError, Code};
 use crate::ops::workspaces::WorkspaceItem;
+use crate::rules::params::words;
 use crate::rules::{ids, limits};
 use crate::store::{self, audit::Entry, members::Member};
 use schemars::JsonSchema;
@@ -41,13 +42,23 @@ pub async fn list(cx: &Cx<'_>, p: ListMembers) -> Result<MemberList, ApiError> {
     Ok(MemberList { members })
 }
 
+words! {
+    /// The roles an invitation gives (owners are made from members, by an owner).
+    pub enum InvitedRole { Member = "member", Admin = "admin" }
+}
+
+words! {
+    /// A member's role in a workspace.
+    pub enum MemberRole { Member = "member", Admin = "admin", Owner = "owner" }
+}
+
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateInvitation {
     /// The workspace's slug.
     pub workspace: String,
     /// The role it gives: `member` or `admin` (owners are made from members, by an owner).
-    pub role: String,
+    pub role: InvitedRole,
     /// How long it can be accepted, 1–30 days (default 7).
     pub expires_in_days: Option<i64>,
     /// Whom it is meant for, as a note in the list of invitations. Accepting never checks it: whoever
@@ -65,7 +76,6 @@ pub struct InvitationCreated {
 
 /// POST /v1/workspaces/{workspace}/invitations — owners and admins.
 pub async fn invite(cx: &Cx<'_>, p: CreateInvitation) -> Result<InvitationCreated, ApiError> {
-    limits::one_of("role", &p.role, &["member", "admin"])?;
     let days = p.expires_in_days.unwrap_or(INVITATION_DAYS);
     if !(1..=INVITATION_MAX_DAYS).contains(&days) {
         return Err(ApiError::invalid(format!("`expires_in_days` must be between 1 and {INVITATION_MAX_DAYS}")));
@@ -80,7 +90,7 @@ pub async fn invite(cx: &Cx<'_>, p: CreateInvitation) -> Result<InvitationCreate
     let token = ids::new_secret(TOKEN_PREFIX);
     let invitation = store::members::Invitation {
         invitation_id: ids::new_id("inv"),
-        role: p.role,
+        role: p.role.as_str().to_owned(),
         email: email.map(str::to_owned),
         invited_by: caller.account_id.clone(),
         created_ms: cx.now_ms,
@@ -279,13 +289,13 @@ pub struct SetMemberRole {
     /// The member's account (`acct_…`), from `GET /v1/workspaces/{workspace}/members`.
     pub account_id: String,
     /// `member`, `admin` or `owner`.
-    pub role: String,
+    pub role: MemberRole,
 }
 
 /// PATCH /v1/workspaces/{workspace}/members/{account_id}
 pub async fn set_role(cx: &Cx<'_>, p: SetMemberRole) -> Result<Member, ApiError> {
-    limits::one_of("role", &p.role, &["member", "admin", "owner"])?;
-    let role = Role::named(&p.role).ok_or_else(|| ApiError::invalid("`role` must be member, admin or owner"))?;
+    let role =
+        Role::named(p.role.as_str()).ok_or_else(|| ApiError::invalid("`role` must be member, admin or owner"))?;
     let m = cx.workspace(Some(&p.workspace))?;
     change(cx, m, &p.account_id, Some(role)).await?;
     store::members::member(cx.db(), &m.workspace_id, &p.account_id)

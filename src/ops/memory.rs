@@ -12,6 +12,7 @@
 use crate::cx::Cx;
 use crate::error::{ApiError, Code};
 use crate::ops::context;
+use crate::rules::params::Text;
 use crate::rules::{cursor, fingerprint, ids, limits};
 use crate::session::SessionConfig;
 use crate::store::{self, context::MemoryRow, Sql};
@@ -67,7 +68,7 @@ async fn save_entry(
 #[serde(deny_unknown_fields)]
 pub struct SaveMemory {
     /// The note, 1–8,000 characters: a fact, a preference, a decision worth finding later.
-    pub text: String,
+    pub text: Text<1, MAX_MEMORY_CHARS>,
     /// A workspace slug from `list_workspaces`; the connection's workspace when left out.
     pub workspace: Option<String>,
 }
@@ -82,7 +83,6 @@ pub struct MemoryEntry {
 
 /// save_memory
 pub async fn save(cx: &Cx<'_>, p: SaveMemory) -> Result<MemoryEntry, ApiError> {
-    limits::text("text", &p.text, 1, MAX_MEMORY_CHARS)?;
     if p.text.trim().is_empty() {
         return Err(ApiError::invalid("`text` must not be blank"));
     }

@@ -39,6 +39,7 @@ use futures::future::LocalBoxFuture;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::{json, Value};
+use std::sync::OnceLock;
 
 /// What a caller's key must allow.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -160,6 +161,24 @@ pub struct Op {
 }
 
 impl Op {
+    /// Its parameters' JSON Schema, derived once per isolate: the table is static, so its schemas are too.
+    pub fn params_schema(&self) -> &'static Value {
+        &self.schemas().0
+    }
+
+    /// Its result's JSON Schema, derived once per isolate.
+    pub fn result_schema(&self) -> &'static Value {
+        &self.schemas().1
+    }
+
+    fn schemas(&self) -> &'static (Value, Value) {
+        static ALL: OnceLock<Vec<(Value, Value)>> = OnceLock::new();
+        let all =
+            ALL.get_or_init(|| OPS.iter().map(|op| ((op.params)().to_value(), (op.result)().to_value())).collect());
+        let i = OPS.iter().position(|op| op.name == self.name).expect("every Op is a row of OPS");
+        &all[i]
+    }
+
     pub fn description(&self) -> String {
         self.docs.iter().map(|l| l.trim()).collect::<Vec<_>>().join(" ")
     }
@@ -170,8 +189,8 @@ impl Op {
             "name": self.name,
             "title": self.title,
             "description": self.description(),
-            "inputSchema": crate::mcp::results::for_clients((self.params)().to_value()),
-            "outputSchema": crate::mcp::results::for_clients((self.result)().to_value()),
+            "inputSchema": crate::mcp::results::for_clients(self.params_schema().clone()),
+            "outputSchema": crate::mcp::results::for_clients(self.result_schema().clone()),
             "annotations": {
                 "title": self.title,
                 "readOnlyHint": self.hints.read_only,
@@ -912,10 +931,9 @@ pub fn find(name: &str) -> Option<&'static Op> {
     OPS.iter().find(|op| op.name == name)
 }
 
-/// A failed decode of the params is an `invalid_params` error that quotes serde's reason.
+/// A failed decode of the params is an `invalid_params` error naming the field and the rule.
 fn decode_params<P: DeserializeOwned>(args: Value) -> Result<P, ApiError> {
-    let args = if args.is_null() { Value::Object(Default::default()) } else { args };
-    serde_json::from_value(args).map_err(|e| ApiError::invalid(format!("invalid arguments: {e}")))
+    crate::rules::params::decode(args).map_err(ApiError::invalid)
 }
 
 fn encode<R: Serialize>(result: &R) -> Result<Value, ApiError> {

@@ -13,6 +13,7 @@ use crate::domain::idempotency;
 use crate::error::{ApiError, Code};
 use crate::http::{HttpRequest, HttpResponse};
 use crate::ops::sessions;
+use crate::rules::params::{words, Text};
 use crate::rules::{hmac, ids, limits, seal, time};
 use crate::store::{self, records::RecordRow, sessions::SessionRow};
 use schemars::JsonSchema;
@@ -21,6 +22,15 @@ use serde_json::{json, Value};
 
 pub const DECISIONS: &[&str] = &["adopted", "rerun", "revise", "discard", "vote", "did_the_job", "approve"];
 pub const OUTCOMES: &[&str] = &["pr_merged", "deployed", "reopened", "later_failure", "shipped"];
+
+words! {
+    /// What a record says: a decision ([`DECISIONS`]) or an observed outcome ([`OUTCOMES`]).
+    pub enum RecordName {
+        Adopted = "adopted", Rerun = "rerun", Revise = "revise", Discard = "discard", Vote = "vote",
+        DidTheJob = "did_the_job", Approve = "approve", PrMerged = "pr_merged", Deployed = "deployed",
+        Reopened = "reopened", LaterFailure = "later_failure", Shipped = "shipped",
+    }
+}
 /// The workspace secret the webhook is verified with (a workspace secret like any other: listed by name,
 /// replaced with `put_secret`, removed with `delete_secret`, which turns the webhook off).
 pub const WEBHOOK_SECRET: &str = "RECORDS_WEBHOOK_SECRET";
@@ -130,13 +140,13 @@ pub struct RecordSession {
     pub session_id: String,
     /// A decision (`adopted`, `rerun`, `revise`, `discard`, `vote`, `did_the_job`, `approve`) or an observed
     /// outcome (`pr_merged`, `deployed`, `reopened`, `later_failure`, `shipped`).
-    pub name: String,
+    pub name: RecordName,
     /// `up` or `down` for `vote`; `yes` or `no` for `did_the_job`; nothing for the others.
     pub value: Option<String>,
     /// Why, in a sentence or two (up to 2,000 characters).
-    pub note: Option<String>,
+    pub note: Option<Text<0, 2_000>>,
     /// A link to what it is about: the pull request, the deploy, the bug report.
-    pub url: Option<String>,
+    pub url: Option<Text<1, 2_000>>,
     /// A key you choose (1–255 characters) so a retried call records once.
     pub idempotency_key: Option<String>,
     /// Ignored: the workspace is the session's.
@@ -151,7 +161,7 @@ pub struct Recorded {
 
 /// record_session
 pub async fn record(cx: &Cx<'_>, p: RecordSession) -> Result<Recorded, ApiError> {
-    let asked = check(&p.name, p.value.as_deref(), p.note.as_deref(), p.url.as_deref())?;
+    let asked = check(p.name.as_str(), p.value.as_deref(), p.note.as_deref(), p.url.as_deref())?;
     if let Some(k) = &p.idempotency_key {
         idempotency::check_key(k)?;
     }

@@ -2,7 +2,8 @@
 
 use crate::cx::{Cx, Role};
 use crate::error::ApiError;
-use crate::rules::{ids, limits};
+use crate::rules::ids;
+use crate::rules::params::Text;
 use crate::store;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -11,7 +12,7 @@ use serde::{Deserialize, Serialize};
 #[serde(deny_unknown_fields)]
 pub struct RegisterRunner {
     /// A name for the machine, 1–100 characters.
-    pub name: String,
+    pub name: Text<1, 100>,
     /// A workspace slug; the connection's workspace when left out.
     pub workspace: Option<String>,
 }
@@ -26,7 +27,6 @@ pub struct RunnerRegistered {
 
 /// POST /v1/runners — owners and admins.
 pub async fn register(cx: &Cx<'_>, p: RegisterRunner) -> Result<RunnerRegistered, ApiError> {
-    limits::text("name", &p.name, 1, 100)?;
     let w = cx.workspace(p.workspace.as_deref())?;
     cx.require_role(w, Role::Admin)?;
     let (runner_id, token) = (ids::new_id("run"), ids::new_secret("srt_"));

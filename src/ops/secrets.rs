@@ -7,7 +7,8 @@
 
 use crate::cx::{Cx, Membership, Role};
 use crate::error::{ApiError, Code};
-use crate::rules::{limits, outbound, seal};
+use crate::rules::params::Text;
+use crate::rules::{outbound, seal};
 use crate::store;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -52,7 +53,7 @@ pub struct PutSecret {
     /// The secret's name, like `OPENAI_API_KEY`.
     pub name: String,
     /// Its value, up to 8,000 characters. Stored sealed; never shown again.
-    pub value: String,
+    pub value: Text<1, 8_000>,
     /// A workspace slug; the connection's workspace when left out.
     pub workspace: Option<String>,
 }
@@ -66,7 +67,6 @@ pub struct SecretSet {
 /// PUT /v1/secrets/{name} — owners and admins.
 pub async fn put(cx: &Cx<'_>, p: PutSecret) -> Result<SecretSet, ApiError> {
     check_name(&p.name)?;
-    limits::text("value", &p.value, 1, 8_000)?;
     let w = cx.workspace(p.workspace.as_deref())?;
     require_role(w, "setting a secret")?;
     if URL_SECRETS.contains(&p.name.as_str()) {

@@ -4,6 +4,7 @@
 use crate::cx::{Cx, Membership};
 use crate::domain::idempotency::{self, Scope, DEFAULT_TTL_MS, START_TTL_MS};
 use crate::error::{ApiError, Code};
+use crate::rules::params::{words, Text};
 use crate::rules::{cursor, ids, limits};
 use crate::session::{Author, Event, NewMessage, RunPrice, SessionCall, SessionConfig, SessionReply};
 use crate::store::{self, agents::Agent, sessions::SessionRow};
@@ -15,15 +16,18 @@ use serde_json::{json, Map, Value};
 const MAX_MESSAGE_CHARS: usize = 64_000;
 /// Longest wait `read_session` holds, in seconds.
 const MAX_WAIT_SECONDS: i64 = 50;
-pub const THINKING: &[&str] = &["off", "low", "medium", "high"];
+words! {
+    /// How much a model reasons before it answers.
+    pub enum Thinking { Off = "off", Low = "low", Medium = "medium", High = "high" }
+}
+/// A model's name, as a session or agent is given it.
+pub type Model = Text<1, 100>;
+/// A message to a session (1–64,000 characters).
+pub type Message = Text<1, MAX_MESSAGE_CHARS>;
 /// A new session's thinking level: off, because models that do not reason refuse the setting.
 pub const DEFAULT_THINKING: &str = "off";
 
 pub use crate::domain::sessions::{call, load};
-
-fn check_message(text: &str) -> Result<(), ApiError> {
-    limits::text("message", text, 1, MAX_MESSAGE_CHARS)
-}
 
 /// Finds an agent by id or `@handle` that the caller may start in workspace `w`: its own, or public.
 pub async fn resolve_agent(cx: &Cx<'_>, w: &Membership, agent: &str) -> Result<Agent, ApiError> {
@@ -46,7 +50,7 @@ pub struct StartSession {
     /// The agent: an id from `list_agents` (`ag_…`) or a catalog `@handle`.
     pub agent_id: String,
     /// The task, as the first message to the agent (1–64,000 characters).
-    pub message: String,
+    pub message: Message,
     /// A unique key you generate for this start (1–255 characters). Retrying with the same key and
     /// inputs returns the same session instead of starting another.
     pub idempotency_key: String,
@@ -56,7 +60,7 @@ pub struct StartSession {
     /// Cap on what this session may spend, in cents.
     pub budget_cents: Option<i64>,
     /// Run this model instead of the agent's own.
-    pub model: Option<String>,
+    pub model: Option<Model>,
     /// A workspace slug from `list_workspaces`; the connection's workspace when left out.
     pub workspace: Option<String>,
 }
@@ -78,14 +82,10 @@ pub async fn start(cx: &Cx<'_>, p: StartSession) -> Result<Started, ApiError> {
     }))
     .map_err(ApiError::cause)?;
     idempotency::check_key(&p.idempotency_key)?;
-    check_message(&p.message)?;
     if let Some(b) = p.budget_cents {
         if !(1..=10_000_000).contains(&b) {
             return Err(ApiError::invalid("`budget_cents` must be between 1 and 10000000"));
         }
-    }
-    if let Some(m) = &p.model {
-        limits::text("model", m, 1, 100)?;
     }
     let (w, task_id) = match (&p.task_id, &p.workspace) {
         (Some(_), Some(_)) => {
@@ -105,7 +105,7 @@ pub async fn start(cx: &Cx<'_>, p: StartSession) -> Result<Started, ApiError> {
     };
     let agent = resolve_agent(cx, &w, &p.agent_id).await?;
     let caller = cx.caller()?;
-    let model = p.model.clone().unwrap_or_else(|| agent.model.clone());
+    let model = p.model.clone().map_or_else(|| agent.model.clone(), String::from);
     let spec = Spec {
         workspace_id: &w.workspace_id,
         agent: &agent,
@@ -231,7 +231,7 @@ pub struct SendMessage {
     /// The session (`ses_…`).
     pub session_id: String,
     /// The next message (1–64,000 characters).
-    pub message: String,
+    pub message: Message,
     /// A new unique key for this message; retry with the same key after a timeout.
     pub idempotency_key: String,
     /// Ignored: the workspace is the session's.
@@ -250,7 +250,6 @@ pub struct Sent {
 /// send_message
 pub async fn send(cx: &Cx<'_>, p: SendMessage) -> Result<Sent, ApiError> {
     idempotency::check_key(&p.idempotency_key)?;
-    check_message(&p.message)?;
     let (_, w) = load(cx, &p.session_id).await?;
     let args = json!({ "session_id": p.session_id, "message": p.message });
     let scope =
@@ -261,7 +260,8 @@ pub async fn send(cx: &Cx<'_>, p: SendMessage) -> Result<Sent, ApiError> {
         &args,
         || ids::new_id("msg"),
         |message_id: String| {
-            let message = NewMessage { message_id: message_id.clone(), text: p.message.clone(), from: Author::User };
+            let message =
+                NewMessage { message_id: message_id.clone(), text: p.message.to_string(), from: Author::User };
             let session_id = p.session_id.clone();
             async move {
                 let seq = accepted(call(cx, &session_id, SessionCall::Send { message }).await?)?;
@@ -498,9 +498,9 @@ pub struct SwitchModel {
     /// The session (`ses_…`).
     pub session_id: String,
     /// The model its next turns use.
-    pub model: Option<String>,
+    pub model: Option<Model>,
     /// The thinking level its next turns use: `off`, `low`, `medium` or `high`.
-    pub thinking: Option<String>,
+    pub thinking: Option<Thinking>,
     /// Ignored: the workspace is the session's.
     pub workspace: Option<String>,
 }
@@ -517,21 +517,23 @@ pub async fn switch_model(cx: &Cx<'_>, p: SwitchModel) -> Result<ModelSwitched, 
     if p.model.is_none() && p.thinking.is_none() {
         return Err(ApiError::invalid("pass `model`, `thinking` or both"));
     }
-    if let Some(m) = &p.model {
-        limits::text("model", m, 1, 100)?;
-    }
-    if let Some(t) = &p.thinking {
-        limits::one_of("thinking", t, THINKING)?;
-    }
     let (row, _) = load(cx, &p.session_id).await?;
     if row.status == "terminated" {
         return Err(ApiError::new(Code::SessionTerminated, "this session is stopped"));
     }
-    let config =
-        match call(cx, &row.session_id, SessionCall::Configure { model: p.model, thinking: p.thinking }).await? {
-            SessionReply::Config(c) => c,
-            other => return Err(ApiError::cause(format!("unexpected session reply {other:?}"))),
-        };
+    let config = match call(
+        cx,
+        &row.session_id,
+        SessionCall::Configure {
+            model: p.model.map(String::from),
+            thinking: p.thinking.map(|t| t.as_str().to_owned()),
+        },
+    )
+    .await?
+    {
+        SessionReply::Config(c) => c,
+        other => return Err(cx.internal(format!("unexpected session reply {other:?}"))),
+    };
     store::sessions::set_model(cx.db(), &row.session_id, &config.model, &config.thinking, cx.now_ms).await?;
     Ok(ModelSwitched { session_id: row.session_id, model: config.model, thinking: config.thinking })
 }

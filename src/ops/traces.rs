@@ -9,6 +9,7 @@
 
 use crate::cx::Cx;
 use crate::error::{ApiError, Code};
+use crate::rules::params::{words, Text};
 use crate::rules::{cursor, ids, limits, traces};
 use crate::store::{self, context::TraceRow};
 use schemars::JsonSchema;
@@ -19,6 +20,11 @@ use sha2::{Digest, Sha256};
 /// included).
 pub const MAX_TRACE_BYTES: usize = 3 * 1024 * 1024;
 
+words! {
+    /// The session logs `upload_trace` reads ([`traces::Format::NAMES`]).
+    pub enum TraceFormat { ClaudeCode = "claude_code", Codex = "codex" }
+}
+
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UploadTrace {
@@ -27,9 +33,9 @@ pub struct UploadTrace {
     /// (`~/.codex/sessions/YYYY/MM/DD/rollout-….jsonl`). Up to 3 MiB.
     pub content: String,
     /// `claude_code` or `codex`; told from the lines when left out.
-    pub format: Option<String>,
+    pub format: Option<TraceFormat>,
     /// A name for the library, up to 200 characters (default: the log's title or first message).
-    pub name: Option<String>,
+    pub name: Option<Text<1, 200>>,
     /// A workspace slug from `list_workspaces`; the connection's workspace when left out.
     pub workspace: Option<String>,
 }
@@ -56,19 +62,10 @@ pub async fn upload(cx: &Cx<'_>, p: UploadTrace) -> Result<TraceUploaded, ApiErr
             ),
         ));
     }
-    let format = match p.format.as_deref() {
-        Some(f) => {
-            limits::one_of("format", f, traces::Format::NAMES)?;
-            traces::Format::parse(f)
-        }
-        None => None,
-    };
-    if let Some(n) = &p.name {
-        limits::text("name", n, 1, 200)?;
-    }
+    let format = p.format.and_then(|f| traces::Format::parse(f.as_str()));
     let w = cx.workspace(p.workspace.as_deref())?.clone();
     let parsed = traces::parse(&p.content, format).map_err(ApiError::invalid)?;
-    let name = p.name.or(parsed.title.clone()).unwrap_or_else(|| "trace".into());
+    let name = p.name.map(String::from).or(parsed.title.clone()).unwrap_or_else(|| "trace".into());
     let messages = serde_json::to_vec(&parsed.messages).map_err(ApiError::cause)?;
     let messages_sha256 = hex::encode(Sha256::digest(&messages));
     crate::domain::blobs::put(&*cx.env.blobs, &w.workspace_id, &messages_sha256, messages)

@@ -3,12 +3,16 @@
 use crate::cx::Cx;
 use crate::error::{ApiError, Code};
 use crate::ops::sessions;
-use crate::rules::{limits, time};
+use crate::rules::params::words;
+use crate::rules::time;
 use crate::store;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-pub const GROUPS: &[&str] = &["day", "session", "api_key", "agent", "model"];
+words! {
+    /// What `get_usage` totals by.
+    pub enum GroupBy { Day = "day", Session = "session", ApiKey = "api_key", Agent = "agent", Model = "model" }
+}
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -18,7 +22,7 @@ pub struct GetUsage {
     /// Last UTC day, inclusive, `YYYY-MM-DD` (default: today).
     pub to: Option<String>,
     /// `day` (default), `session`, `api_key`, `agent` or `model`.
-    pub group_by: Option<String>,
+    pub group_by: Option<GroupBy>,
     /// One session's totals and newest entries instead (its workspace is used).
     pub session_id: Option<String>,
     /// A workspace slug from `list_workspaces`; the connection's workspace when left out.
@@ -61,8 +65,7 @@ pub fn day(field: &str, value: Option<&str>, default_ms: i64) -> Result<i64, Api
 
 /// get_usage
 pub async fn get(cx: &Cx<'_>, p: GetUsage) -> Result<Usage, ApiError> {
-    let group_by = p.group_by.unwrap_or_else(|| "day".into());
-    limits::one_of("group_by", &group_by, GROUPS)?;
+    let group_by = p.group_by.unwrap_or(GroupBy::Day).as_str().to_owned();
     let to = day("to", p.to.as_deref(), cx.now_ms)?;
     let from = day("from", p.from.as_deref(), to - 29 * time::DAY_MS)?;
     if from > to {

@@ -6,6 +6,7 @@
 use crate::cx::{Cx, Role};
 use crate::domain::webhooks::{enqueue, envelope, TEST_EVENT};
 use crate::error::{ApiError, Code};
+use crate::rules::params::{words, Text};
 use crate::rules::{ids, limits, outbound, seal, webhooks as rule};
 use crate::store::webhooks as db;
 use schemars::JsonSchema;
@@ -41,20 +42,25 @@ fn subscribable() -> Vec<&'static str> {
     rule::EVENTS.iter().copied().filter(|e| *e != TEST_EVENT).collect()
 }
 
+words! {
+    /// How a webhook's events are written ([`rule::FORMATS`]).
+    pub enum WebhookFormat { Standard = "standard", Slack = "slack" }
+}
+
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateWebhook {
     /// Where events are POSTed: an `https://` URL on a public host.
-    pub url: String,
+    pub url: Text<1, 2_000>,
     /// The events to send: `request.opened`, `request.answered`, `request.expired`, `turn.finished`,
     /// `session.failed`, `goal.met`, `goal.limit_reached`, `routine.fired`, `routine.failed`,
     /// `budget.threshold`.
     pub events: Vec<String>,
     /// `standard` (default): the Standard Webhooks JSON envelope `{type, timestamp, data}`. `slack`: a Slack
     /// incoming-webhook message (`text` and `blocks`), with a link to answer a request in the console.
-    pub format: Option<String>,
+    pub format: Option<WebhookFormat>,
     /// A note for people (up to 200 characters).
-    pub description: Option<String>,
+    pub description: Option<Text<0, 200>>,
     /// A workspace slug; the connection's workspace when left out.
     pub workspace: Option<String>,
 }
@@ -70,13 +76,10 @@ pub struct WebhookCreated {
 pub async fn create(cx: &Cx<'_>, p: CreateWebhook) -> Result<WebhookCreated, ApiError> {
     let w = cx.workspace(p.workspace.as_deref())?;
     cx.require_role(w, Role::Admin)?;
-    limits::text("url", &p.url, 1, 2_000)?;
     let url = outbound::check("url", &p.url, cx.env.config.allow_loopback_http).map_err(ApiError::invalid)?;
     let events = check_events(&p.events)?;
-    let format = p.format.as_deref().unwrap_or("standard");
-    limits::one_of("format", format, rule::FORMATS)?;
-    let description = p.description.unwrap_or_default();
-    limits::text("description", &description, 0, 200)?;
+    let format = p.format.unwrap_or(WebhookFormat::Standard).as_str();
+    let description = p.description.map(String::from).unwrap_or_default();
     let master = master(cx)?;
     let n = db::count(cx.db(), &w.workspace_id).await?;
     if n >= db::MAX_PER_WORKSPACE {

@@ -4,7 +4,8 @@
 use crate::cx::{Cx, Role};
 use crate::error::{ApiError, Code};
 use crate::ops::{Scope, OPS};
-use crate::rules::{ids, limits, slug};
+use crate::rules::params::Text;
+use crate::rules::{ids, slug};
 use crate::store;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -51,7 +52,7 @@ pub async fn list(cx: &Cx<'_>, _: ListWorkspaces) -> Result<WorkspaceList, ApiEr
 #[serde(deny_unknown_fields)]
 pub struct CreateWorkspace {
     /// The workspace's display name, 1–100 characters.
-    pub name: String,
+    pub name: Text<1, 100>,
     /// Its slug: 2–40 lower-case letters, digits and dashes. Made from the name when left out.
     pub slug: Option<String>,
 }
@@ -62,7 +63,6 @@ pub async fn create(cx: &Cx<'_>, p: CreateWorkspace) -> Result<WorkspaceItem, Ap
     if caller.locked_workspace_id.is_some() {
         return Err(ApiError::new(Code::UniverseMismatch, "a workspace-locked key cannot create workspaces"));
     }
-    limits::text("name", &p.name, 1, 100)?;
     let slug = match p.slug {
         Some(s) => {
             slug::validate("slug", &s)?;
@@ -72,7 +72,9 @@ pub async fn create(cx: &Cx<'_>, p: CreateWorkspace) -> Result<WorkspaceItem, Ap
     };
     let workspace_id = ids::new_id("ws");
     match store::workspaces::create(cx.db(), &workspace_id, &slug, &p.name, &caller.account_id, cx.now_ms).await {
-        Ok(()) => Ok(WorkspaceItem { slug, name: p.name, role: Role::Owner, is_personal: false, is_current: false }),
+        Ok(()) => {
+            Ok(WorkspaceItem { slug, name: p.name.into(), role: Role::Owner, is_personal: false, is_current: false })
+        }
         Err(e) if e.is_unique_on("workspace.slug") => {
             Err(ApiError::new(Code::Conflict, format!("the slug `{slug}` is taken; choose another `slug`")))
         }

@@ -1,6 +1,7 @@
 //! Input limits, checked in one place so every face refuses the same input with the same words.
 
 use crate::error::{ApiError, Code};
+use crate::rules::params;
 
 /// Keys an account may hold unrevoked at once, however they were minted (`POST /v1/keys`, device
 /// sign-in): a leaked write key cannot mint an unbounded crowd of others.
@@ -17,17 +18,13 @@ pub fn too_many_keys() -> ApiError {
     )
 }
 
-/// Checks a text's length in characters; `field` names it in the error.
+/// Checks a text's length in characters; `field` names it in the error. The rule is
+/// [`params::text_problem`], the one that typed [`params::Text`] parameters keep.
 pub fn text(field: &str, value: &str, min: usize, max: usize) -> Result<(), ApiError> {
-    let n = value.chars().count();
-    if n < min || n > max {
-        let range = if min == 0 { format!("at most {max}") } else { format!("{min}–{max}") };
-        return Err(ApiError::invalid(format!("`{field}` must be {range} characters (got {n})")));
+    match params::text_problem(value, min, max) {
+        Some(problem) => Err(ApiError::invalid(format!("`{field}` {problem}"))),
+        None => Ok(()),
     }
-    if value.chars().any(|c| c.is_control() && c != '\n' && c != '\t' && c != '\r') {
-        return Err(ApiError::invalid(format!("`{field}` must not contain control characters")));
-    }
-    Ok(())
 }
 
 /// Checks a count of items.

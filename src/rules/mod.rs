@@ -11,6 +11,7 @@ pub mod limits;
 pub mod markdown;
 pub mod oauth;
 pub mod outbound;
+pub mod params;
 pub mod paths;
 pub mod policy;
 pub mod prices;

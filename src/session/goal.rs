@@ -6,7 +6,8 @@ use serde::{Deserialize, Serialize};
 
 /// A criterion as callers give it: plain text, or text with a command that proves it.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
-#[serde(untagged)]
+// `expecting` is the refusal callers read instead of serde's "did not match any variant".
+#[serde(untagged, expecting = "must be a text, or an object {text, command}")]
 pub enum CriterionInput {
     Text(String),
     Full {

@@ -20,6 +20,7 @@ mod mcp;
 mod members;
 mod money;
 mod oauth;
+mod params;
 mod records;
 mod requests;
 mod routines;

@@ -112,7 +112,7 @@ pub async fn act(p: &Ctx<'_>, sub: &str, form: Vec<(String, String)>) -> HttpRes
     let Some(op) = sub.strip_prefix("op/").and_then(crate::ops::find) else {
         return see_other(&back).with_header("set-cookie", layout::flash_cookie(false, "No such action."));
     };
-    let args = forms::arguments(&(op.params)().to_value(), &form);
+    let args = forms::arguments(op.params_schema(), &form);
     match crate::ops::invoke(p.cx, op, args).await {
         Ok(result) => {
             if let Some((_, field, title)) = SHOWN_ONCE.iter().find(|(name, _, _)| *name == op.name) {

@@ -1,0 +1,302 @@
+//! Parameters parsed, not validated: typed texts whose length rule is both enforced and published, and
+//! one decoder whose refusal names the field and the rule in plain words instead of serde's.
+
+use serde::de::{DeserializeOwned, Deserializer, Error as _};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::borrow::Cow;
+use std::fmt;
+
+/// Declares a closed set of words as an enum: serde reads and writes the words, the schema publishes
+/// them as `enum`, `as_str` gives the word back (for storage), and `WORDS` lists them.
+macro_rules! words {
+    ($(#[$m:meta])* $vis:vis enum $name:ident { $($variant:ident = $word:literal),+ $(,)? }) => {
+        $(#[$m])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+        #[schemars(inline)]
+        $vis enum $name {
+            $(#[serde(rename = $word)] $variant),+
+        }
+
+        impl $name {
+            pub const WORDS: &'static [&'static str] = &[$($word),+];
+
+            /// The variant a word names (a stored one, say).
+            pub fn from_word(word: &str) -> Option<Self> {
+                [$($name::$variant),+].into_iter().find(|v| v.as_str() == word)
+            }
+
+            pub const fn as_str(self) -> &'static str {
+                match self {
+                    $($name::$variant => $word),+
+                }
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    };
+}
+pub(crate) use words;
+
+/// Decodes a call's arguments (`null` means none). A refusal reads "`criteria[0].text` must be …".
+pub fn decode<T: DeserializeOwned>(args: Value) -> Result<T, String> {
+    let args = if args.is_null() { Value::Object(Default::default()) } else { args };
+    serde_path_to_error::deserialize(args).map_err(|e| explain(&e.path().to_string(), &e.inner().to_string()))
+}
+
+/// Turns serde's message about the value at `path` into plain words. Our own types' messages (a rule
+/// such as "must be 1–100 characters (got 101)") only get the field's name in front.
+pub fn explain(path: &str, serde: &str) -> String {
+    let field = |name: &str| -> String {
+        match path {
+            "." | "" => format!("`{name}`"),
+            p => format!("`{p}.{name}`"),
+        }
+    };
+    let here = if path == "." || path.is_empty() { "the arguments".to_owned() } else { format!("`{path}`") };
+    if let Some(name) = between(serde, "missing field `", "`") {
+        return format!("{} is required", field(name));
+    }
+    if let Some(rest) = serde.strip_prefix("unknown field `") {
+        let (name, expected) = rest.split_once('`').unwrap_or((rest, ""));
+        // The path already ends with the unknown key.
+        let at = if path.ends_with(name) { here } else { field(name) };
+        return match expected.strip_prefix(", expected one of ").or(expected.strip_prefix(", expected ")) {
+            Some(known) => format!("{at} is not a known field; the fields are {}", listed(known)),
+            None => format!("{at} is not a known field; there are none here"),
+        };
+    }
+    if let Some(rest) = serde.strip_prefix("unknown variant `") {
+        let (got, expected) = rest.split_once('`').unwrap_or((rest, ""));
+        let allowed =
+            expected.strip_prefix(", expected one of ").or(expected.strip_prefix(", expected ")).unwrap_or("");
+        return format!("{here} must be one of {} (got {got:?})", listed(allowed));
+    }
+    if let Some(rest) = serde.strip_prefix("invalid type: ") {
+        let (got, expected) = rest.split_once(", expected ").unwrap_or((rest, ""));
+        return format!("{here} must be {} (got {})", kind(expected), got_kind(got));
+    }
+    if let Some(rest) = serde.strip_prefix("invalid value: ") {
+        let (got, expected) = rest.split_once(", expected ").unwrap_or((rest, ""));
+        let got = got.split_once(' ').map_or(got, |(_, v)| v).trim_matches('`');
+        return format!("{here} must be {} (got {got})", kind(expected));
+    }
+    if let Some(rest) = serde.strip_prefix("invalid length ") {
+        let (got, expected) = rest.split_once(", expected ").unwrap_or((rest, ""));
+        return format!("{here} must hold {expected} (got {got})");
+    }
+    format!("{here} {serde}")
+}
+
+/// serde's "`a`, `b`, `c`" as "a, b, c".
+fn listed(list: &str) -> String {
+    list.replace('`', "").replace(" or ", ", ")
+}
+
+fn between<'a>(s: &'a str, start: &str, end: &str) -> Option<&'a str> {
+    let rest = s.strip_prefix(start)?;
+    rest.split_once(end).map(|(x, _)| x)
+}
+
+/// What serde expected, in words a caller knows.
+fn kind(expected: &str) -> Cow<'_, str> {
+    let e = expected.trim();
+    Cow::Borrowed(match e {
+        "i8" | "i16" | "i32" | "i64" | "i128" | "isize" => "a whole number",
+        "u8" | "u16" | "u32" | "u64" | "u128" | "usize" => "a whole number, 0 or more",
+        "f32" | "f64" => "a number",
+        "a boolean" | "bool" => "true or false",
+        "a string" | "a borrowed string" | "string" | "char" => "a text",
+        "a sequence" => "a list",
+        "a map" | "unit" => "an object",
+        _ if e.starts_with("struct ") || e.starts_with("enum ") => "an object",
+        _ if e.starts_with("a sequence") || e.starts_with("tuple") => "a list",
+        _ => return Cow::Borrowed(e),
+    })
+}
+
+/// What the caller sent, by kind.
+fn got_kind(got: &str) -> &'static str {
+    match got.split(' ').next().unwrap_or("") {
+        "string" => "a text",
+        "integer" | "floating" => "a number",
+        "boolean" => "a boolean",
+        "sequence" => "a list",
+        "map" => "an object",
+        "null" | "unit" => "null",
+        _ => "something else",
+    }
+}
+
+/// Why a text breaks the length rule (characters, not bytes) or carries control characters (a newline,
+/// tab or carriage return is allowed); `None` when it keeps it.
+pub fn text_problem(value: &str, min: usize, max: usize) -> Option<String> {
+    let n = value.chars().count();
+    if n < min || n > max {
+        let range = if min == 0 { format!("at most {max}") } else { format!("{min}–{max}") };
+        return Some(format!("must be {range} characters (got {n})"));
+    }
+    if value.chars().any(|c| c.is_control() && c != '\n' && c != '\t' && c != '\r') {
+        return Some("must not contain control characters".to_owned());
+    }
+    None
+}
+
+/// A text of `MIN..=MAX` characters without control characters: refused when decoded, and published
+/// as `minLength`/`maxLength`.
+#[derive(Clone, PartialEq, Eq, Hash, Default, Serialize)]
+#[serde(transparent)]
+pub struct Text<const MIN: usize, const MAX: usize>(String);
+
+impl<const MIN: usize, const MAX: usize> Text<MIN, MAX> {
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+    pub fn into_string(self) -> String {
+        self.0
+    }
+}
+
+/// A text read back from storage, held to the rule again; the error is the rule it breaks.
+impl<const MIN: usize, const MAX: usize> TryFrom<String> for Text<MIN, MAX> {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, String> {
+        match text_problem(&s, MIN, MAX) {
+            Some(problem) => Err(problem),
+            None => Ok(Text(s)),
+        }
+    }
+}
+
+impl<const MIN: usize, const MAX: usize> std::ops::Deref for Text<MIN, MAX> {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl<const MIN: usize, const MAX: usize> AsRef<str> for Text<MIN, MAX> {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl<const MIN: usize, const MAX: usize> From<Text<MIN, MAX>> for String {
+    fn from(t: Text<MIN, MAX>) -> String {
+        t.0
+    }
+}
+
+impl<const MIN: usize, const MAX: usize> fmt::Debug for Text<MIN, MAX> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl<const MIN: usize, const MAX: usize> fmt::Display for Text<MIN, MAX> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl<const MIN: usize, const MAX: usize> PartialEq<str> for Text<MIN, MAX> {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other
+    }
+}
+
+impl<'de, const MIN: usize, const MAX: usize> Deserialize<'de> for Text<MIN, MAX> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        match text_problem(&s, MIN, MAX) {
+            Some(problem) => Err(D::Error::custom(problem)),
+            None => Ok(Text(s)),
+        }
+    }
+}
+
+impl<const MIN: usize, const MAX: usize> schemars::JsonSchema for Text<MIN, MAX> {
+    fn inline_schema() -> bool {
+        true
+    }
+    fn schema_name() -> Cow<'static, str> {
+        format!("Text_{MIN}_{MAX}").into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let mut s = schemars::json_schema!({ "type": "string", "maxLength": MAX });
+        if MIN > 0 {
+            s.insert("minLength".into(), MIN.into());
+        }
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct P {
+        name: Text<1, 5>,
+        budget_usd: Option<f64>,
+        limit: Option<u32>,
+        #[serde(default)]
+        tags: Vec<Text<1, 3>>,
+        thinking: Option<Thinking>,
+    }
+
+    words! {
+        enum Thinking { Off = "off", Low = "low" }
+    }
+
+    fn refusal(args: Value) -> String {
+        decode::<P>(args).unwrap_err()
+    }
+
+    #[test]
+    fn refusals_name_the_field_and_the_rule() {
+        assert_eq!(refusal(json!({})), "`name` is required");
+        assert_eq!(refusal(json!({"name": "abcdef"})), "`name` must be 1–5 characters (got 6)");
+        assert_eq!(refusal(json!({"name": "a\u{0}"})), "`name` must not contain control characters");
+        assert_eq!(refusal(json!({"name": "a", "tags": ["abcd"]})), "`tags[0]` must be 1–3 characters (got 4)");
+        assert_eq!(
+            refusal(json!({"name": "a", "thinking": "ten"})),
+            "`thinking` must be one of off, low (got \"ten\")"
+        );
+        assert_eq!(refusal(json!({"name": "a", "budget_usd": "5"})), "`budget_usd` must be a number (got a text)");
+        assert_eq!(refusal(json!({"name": 5})), "`name` must be a text (got a number)");
+        assert_eq!(refusal(json!({"name": "a", "limit": -1})), "`limit` must be a whole number, 0 or more (got -1)");
+        let unknown = refusal(json!({"name": "a", "extra": 1}));
+        assert!(unknown.starts_with("`extra` is not a known field; the fields are name, budget_usd"), "{unknown}");
+        assert_eq!(refusal(json!("x")), "the arguments must be an object (got a text)");
+        assert!(decode::<P>(Value::Null).is_err());
+    }
+
+    #[test]
+    fn lengths_count_characters_and_are_published() {
+        assert!(decode::<Text<1, 3>>(json!("ééé")).is_ok());
+        assert!(decode::<Text<0, 3>>(json!("")).is_ok());
+        assert!(decode::<Text<1, 3>>(json!("")).is_err());
+        assert!(decode::<Text<0, 9>>(json!("a\nb\tc")).is_ok());
+        let schema = crate::rules::schema::input_schema::<Text<2, 9>>().to_value();
+        assert_eq!(schema["minLength"], 2);
+        assert_eq!(schema["maxLength"], 9);
+    }
+
+    #[test]
+    fn words_are_published_and_kept() {
+        let schema = crate::rules::schema::input_schema::<Option<Thinking>>().to_value();
+        assert_eq!(schema["enum"], json!(["off", "low", null]), "{schema}");
+        assert_eq!(Thinking::WORDS, ["off", "low"]);
+        assert_eq!(Thinking::Low.as_str(), "low");
+        assert_eq!(Thinking::from_word("low"), Some(Thinking::Low));
+        assert_eq!(serde_json::to_value(Thinking::Off).unwrap(), "off");
+    }
+}

@@ -1,0 +1,140 @@
+//! The published parameter schemas are the contract: every closed word set publishes `enum`, every typed
+//! text `minLength`/`maxLength`, and the server refuses what they rule out, in words naming the field.
+
+use crate::support::TestApp;
+use agentsky::ops::{Op, OPS};
+use serde_json::{json, Map, Value};
+
+/// The fields whose values are a closed set of words, by operation: each must publish `enum`.
+const WORD_FIELDS: &[(&str, &str)] = &[
+    ("switch_model", "thinking"),
+    ("hand_off_session", "thinking"),
+    ("create_agent", "harness"),
+    ("update_agent", "harness"),
+    ("create_invitation", "role"),
+    ("set_member_role", "role"),
+    ("create_key", "scopes"),
+    ("record_session", "name"),
+    ("get_usage", "group_by"),
+    ("help_search", "lang"),
+    ("connect_target", "provider"),
+    ("connect_target", "env"),
+    ("set_policy", "scope"),
+    ("set_policy", "decision"),
+    ("set_task_settings", "review"),
+    ("run_command", "kind"),
+    ("ask_command", "kind"),
+    ("search_context", "scope"),
+    ("upload_trace", "format"),
+    ("create_webhook", "format"),
+];
+
+/// A property's own schema, or its array's items (`Option` and `Vec` wrap the rule).
+fn rule_of(prop: &Value) -> (&Value, bool) {
+    match prop.get("items") {
+        Some(items) => (items, true),
+        None => (prop, false),
+    }
+}
+
+/// Runs an operation's decoding (and, were the arguments accepted, its handler with no caller).
+fn refusal(app: &TestApp, op: &'static Op, args: Value) -> Option<(String, String)> {
+    app.system(|cx| Box::pin(async move { (op.run)(cx, args).await }))
+        .err()
+        .map(|e| (e.code.as_str().to_owned(), e.message))
+}
+
+/// An operation's parameters (none for one like `list_keys`).
+fn properties(op: &Op) -> Map<String, Value> {
+    op.params_schema()["properties"].as_object().cloned().unwrap_or_default()
+}
+
+#[test]
+fn closed_word_sets_publish_enum() {
+    for (name, field) in WORD_FIELDS {
+        let op = OPS.iter().find(|op| op.name == *name).unwrap_or_else(|| panic!("no operation {name}"));
+        let props = properties(op);
+        let (rule, _) = rule_of(&props[*field]);
+        assert!(rule["enum"].is_array(), "{name}.{field} publishes no enum: {rule}");
+    }
+}
+
+#[test]
+fn every_enum_and_length_published_is_enforced_naming_the_field() {
+    let app = TestApp::new();
+    let (mut enums, mut lengths) = (0, 0);
+    for op in OPS {
+        for (field, prop) in &properties(op) {
+            let (rule, list) = rule_of(prop);
+            let wrap = |v: Value| if list { json!({ field: [v] }) } else { json!({ field: v }) };
+            if rule["enum"].is_array() {
+                enums += 1;
+                let (code, message) = refusal(&app, op, wrap(json!("not-a-word")))
+                    .unwrap_or_else(|| panic!("{}.{field} took a word outside its enum", op.name));
+                assert_eq!(code, "invalid_params", "{}.{field}: {message}", op.name);
+                assert!(message.starts_with(&format!("`{field}")), "{}.{field}: {message}", op.name);
+                assert!(message.contains("must be one of") && message.contains("(got \"not-a-word\")"), "{message}");
+            }
+            if let Some(max) = rule["maxLength"].as_u64() {
+                lengths += 1;
+                let long = "é".repeat(max as usize + 1);
+                let (code, message) = refusal(&app, op, wrap(json!(long)))
+                    .unwrap_or_else(|| panic!("{}.{field} took a text past its maxLength", op.name));
+                assert_eq!(code, "invalid_params", "{}.{field}: {message}", op.name);
+                assert!(message.starts_with(&format!("`{field}")), "{}.{field}: {message}", op.name);
+                assert!(message.contains(&format!("(got {})", max + 1)), "{}.{field}: {message}", op.name);
+                if rule["minLength"].as_u64().is_some_and(|min| min > 0) {
+                    let (_, message) = refusal(&app, op, wrap(json!(""))).expect("an empty text is refused");
+                    assert!(message.contains("characters (got 0)"), "{}.{field}: {message}", op.name);
+                }
+            }
+        }
+    }
+    // Not a test that passes by finding nothing.
+    assert!(enums >= WORD_FIELDS.len() && lengths >= 20, "{enums} enums, {lengths} lengths");
+}
+
+#[test]
+fn the_wire_crates_word_lists_and_the_enums_agree() {
+    use agentsky::ops::connectors::{Provider, TargetEnv, TargetScope};
+    use agentsky::rules::targets;
+    assert_eq!(Provider::WORDS, targets::PROVIDERS);
+    assert_eq!(TargetEnv::WORDS, targets::ENVS);
+    assert_eq!(TargetScope::WORDS, targets::SCOPES);
+    assert_eq!(agentsky::ops::webhooks::WebhookFormat::WORDS, agentsky::rules::webhooks::FORMATS);
+    assert_eq!(agentsky::ops::traces::TraceFormat::WORDS, agentsky::rules::traces::Format::NAMES);
+    let records = [agentsky::ops::records::DECISIONS, agentsky::ops::records::OUTCOMES].concat();
+    assert_eq!(agentsky::ops::records::RecordName::WORDS, records.as_slice());
+}
+
+#[test]
+fn a_bad_argument_is_told_in_plain_words() {
+    let app = TestApp::new();
+    let ada = app.signup("Ada", "ada@example.com");
+    let message = |tool: &str, args: Value| {
+        let e = TestApp::tool_error(&app.call(&ada.key, tool, args));
+        assert_eq!(e["code"], "invalid_params", "{e}");
+        e["message"].as_str().unwrap().to_owned()
+    };
+    let ses = json!("ses_missing");
+    assert_eq!(
+        message("switch_model", json!({"session_id": ses, "thinking": "ten"})),
+        "`thinking` must be one of off, low, medium, high (got \"ten\")"
+    );
+    assert_eq!(
+        message(
+            "start_session",
+            json!({"agent_id": "ag_x", "message": "hi", "idempotency_key": "k", "budget_cents": "5"})
+        ),
+        "`budget_cents` must be a whole number (got a text)"
+    );
+    assert_eq!(message("switch_model", json!({"thinking": "low"})), "`session_id` is required");
+    let long = message("start_session", json!({"agent_id": "ag_x", "message": "", "idempotency_key": "k"}));
+    assert_eq!(long, "`message` must be 1–64000 characters (got 0)");
+    let unknown = message("switch_model", json!({"session_id": ses, "mode": "x"}));
+    assert!(unknown.starts_with("`mode` is not a known field; the fields are session_id, model"), "{unknown}");
+    let nested =
+        message("set_goal", json!({"session_id": ses, "objective": "o", "idempotency_key": "k", "criteria": [7]}));
+    assert!(nested.starts_with("`criteria[0]` must be"), "{nested}");
+    assert!(!nested.contains("untagged"), "{nested}");
+}
