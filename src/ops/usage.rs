@@ -136,6 +136,15 @@ pub async fn add_credit(cx: &Cx<'_>, p: AddCredit) -> Result<Credited, ApiError>
         .await
         .map_err(|e| cx.internal(e))?
         .ok_or_else(|| ApiError::new(Code::NotFound, format!("workspace `{}` not found", p.workspace)))?;
-    let balance = store::usage::credit(cx.db(), &id, p.amount_cents).await.map_err(|e| cx.internal(e))?.unwrap_or(0);
+    let credit = store::usage::Credit {
+        receipt_id: &crate::rules::ids::new_id("rcp"),
+        workspace_id: &id,
+        source: "admin",
+        cents: p.amount_cents,
+        stripe_object_id: None,
+        event: None,
+        now_ms: cx.now_ms,
+    };
+    let balance = store::usage::credit(cx.db(), &credit).await.map_err(|e| cx.internal(e))?.unwrap_or(0);
     Ok(Credited { workspace: p.workspace, balance_cents: balance })
 }
