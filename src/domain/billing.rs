@@ -6,7 +6,7 @@
 use crate::cx::{Config, Net, Outbound};
 use crate::egress::Egress;
 use crate::error::{ApiError, Code};
-use crate::rules::{outbound, stripe};
+use crate::rules::{ids, outbound, stripe};
 use crate::store::{self, billing::AutoTopUp, Sql};
 use serde_json::Value;
 
@@ -160,8 +160,7 @@ impl<'a> Stripe<'a> {
             ("metadata[workspace]", t.workspace_id.as_str()),
             ("metadata[agentsky]", AUTO_TOP_UP),
         ];
-        let key = format!("auto_{}_{}", t.workspace_id, t.pending_ms);
-        let intent = self.post("/v1/payment_intents", &fields, &key).await?;
+        let intent = self.post("/v1/payment_intents", &fields, &ids::new_id("auto")).await?;
         id_of(&intent, "payment intent")
     }
 }

@@ -91,7 +91,7 @@ pub struct AutoTopUp {
     pub customer_id: String,
     pub payment_method_id: String,
     pub amount_cents: i64,
-    /// When it was claimed: with the workspace, its idempotency key at Stripe.
+    /// When it was claimed: a failure is noted against this claim.
     pub pending_ms: i64,
 }
 
