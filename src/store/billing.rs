@@ -128,7 +128,7 @@ pub struct Receipt {
 }
 
 const RECEIPTS: &str = "SELECT receipt_id, source, cents, stripe_object_id, stripe_event_id, created_ms
-  FROM credit_receipt WHERE workspace_id = ?1 ORDER BY created_ms DESC, receipt_id DESC LIMIT ?2";
+  FROM credit_receipt WHERE workspace_id = ?1 ORDER BY created_ms DESC, rowid DESC LIMIT ?2";
 
 /// The workspace's newest receipts.
 pub async fn receipts(db: &dyn Sql, workspace_id: &str, limit: i64) -> DbResult<Vec<Receipt>> {

@@ -363,3 +363,46 @@ fn the_automatic_top_up_fires_once_per_pending_top_up_and_its_payment_credits_th
     app.ok(&ada.key, "set_auto_top_up", json!({"enabled": false}));
     assert_eq!(app.ok(&ada.key, "list_receipts", json!({}))["auto_top_up"]["enabled"], false);
 }
+
+#[test]
+fn the_console_usage_page_adds_money_and_saves_a_card_through_checkout_and_lists_receipts() {
+    use crate::support::{browser_request, form_body};
+    const ORIGIN: &str = "https://sky.example";
+    let app = TestApp::with_config(config());
+    fake(&app, 0);
+    let ada = app.signup("Ada", "ada@example.com");
+    let ws = workspace_id(&app, &ada.slug);
+    let r = app.send(browser_request("POST", "/console/login", None, &form_body(&[("key", &ada.key)]), Some(ORIGIN)));
+    assert_eq!(r.status, 303, "{}", String::from_utf8_lossy(&r.body));
+    let cookie = r.header("set-cookie").unwrap().split(';').next().unwrap().to_owned();
+    let page = |app: &TestApp| {
+        let r = app.send(browser_request("GET", &format!("/console/w/{}/usage", ada.slug), Some(&cookie), "", None));
+        assert_eq!(r.status, 200);
+        String::from_utf8_lossy(&r.body).into_owned()
+    };
+    let html = page(&app);
+    assert!(html.contains("Add money") && html.contains("Save a card") && html.contains("No money added yet."));
+    let at = html.find("name=\"csrf\" value=\"").unwrap() + 19;
+    let csrf = html[at..at + 64].to_owned();
+    let post = |op: &str, fields: &[(&str, &str)]| {
+        let mut all = vec![("csrf", csrf.as_str()), ("workspace", ada.slug.as_str())];
+        all.extend_from_slice(fields);
+        let path = format!("/console/w/{}/op/{op}", ada.slug);
+        app.send(browser_request("POST", &path, Some(&cookie), &form_body(&all), Some(ORIGIN)))
+    };
+    let r = post("top_up", &[("amount_cents", "2000")]);
+    assert_eq!((r.status, r.header("location")), (303, Some("https://checkout.stripe.example/c/pay/cs_test_1")));
+    assert_eq!(
+        field(&form(&stripe_calls(&app, "/v1/checkout/sessions")[0]), "line_items[0][price_data][unit_amount]"),
+        Some("2000")
+    );
+    let r = post("save_card", &[]);
+    assert_eq!((r.status, r.header("location")), (303, Some("https://checkout.stripe.example/c/pay/cs_test_1")));
+
+    deliver(&app, &paid_checkout("evt_1", "cs_test_1", &ws, 2_000));
+    let html = page(&app);
+    assert!(
+        html.contains("$20.00") && html.contains("checkout") && html.contains("cs_test_1"),
+        "the receipt is listed"
+    );
+}
