@@ -1,8 +1,9 @@
 //! The usage ledger and the wallet. Money moves only in atomic batches that write the ledger entry
 //! explaining it: a model call holds what it may cost ([`hold`]) and settles what it did cost
-//! ([`settle`]), a paid run moves its price between two wallets ([`pay_run`]). Entry ids are the step's
-//! or the run's own, so a replay is never charged twice; no statement here moves a wallet below zero
-//! (and the `workspace_balance_never_below_zero` trigger refuses any that would).
+//! ([`settle`]), a paid run moves its price between two wallets ([`pay_run`]), and money comes in only
+//! with its receipt ([`credit`]: a Stripe event's once, or the admin's). Entry ids are the step's or the
+//! run's own, so a replay is never charged twice; no statement here moves a wallet below zero (and the
+//! `workspace_balance_never_below_zero` trigger refuses any that would).
 
 use super::{rows, DbResult, Sql};
 use crate::stmt;
