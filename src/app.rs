@@ -97,6 +97,7 @@ async fn route(env: &Env, req: &HttpRequest, meta: RequestMeta) -> HttpResponse 
             };
             return mcp::serve(&spec, &crate::ops::help_center::HelpTools { cx: &cx }, req).await;
         }
+        "/v1/billing/stripe/webhook" => return crate::ops::billing::webhook(&cx, req).await,
         _ if path.starts_with("/v1/webhooks/records/") => {
             return crate::ops::records::receive(&cx, &path["/v1/webhooks/records/".len()..], req).await
         }

@@ -37,6 +37,12 @@ pub struct Config {
     /// Seconds between a webhook delivery's attempts (`WEBHOOK_RETRY_SCHEDULE`, comma-separated); `None`
     /// is the default day ([`crate::rules::webhooks::DEFAULT_SCHEDULE_S`]). Tests shorten it.
     pub webhook_retry_schedule_s: Option<Vec<u32>>,
+    /// Stripe, for money in (`STRIPE_SECRET_KEY`, `STRIPE_WEBHOOK_SECRET`, secrets); without both the
+    /// top-up tools say billing is not configured.
+    pub stripe_secret_key: Option<String>,
+    pub stripe_webhook_secret: Option<String>,
+    /// Stripe's API origin (`STRIPE_API_BASE`; default `https://api.stripe.com`); tests name a local fake.
+    pub stripe_api_base: Option<String>,
     /// Serves the conformance suite's fixture tools without auth at `/v1/conformance/mcp` (tests only).
     pub conformance_fixtures: bool,
 }

@@ -52,12 +52,23 @@ impl Egress<'_> {
     /// GETs `raw` (`what` names it in errors) under the outbound rule. A redirect is refused: what is
     /// fetched this way (an OAuth client's metadata document) must be served at the URL that names it.
     pub async fn get(&self, what: &str, raw: &str) -> Result<HttpResponse, String> {
+        self.get_with(what, raw, vec![]).await
+    }
+
+    /// [`Egress::get`] with request headers besides `accept` (an API's credentials).
+    pub async fn get_with(
+        &self,
+        what: &str,
+        raw: &str,
+        headers: Vec<(String, String)>,
+    ) -> Result<HttpResponse, String> {
         let url = outbound::check(what, raw, self.loopback_http)?;
-        let out = Outbound {
+        let mut out = Outbound {
             url: url.to_string(),
             headers: vec![("accept".into(), "application/json".into())],
             body: vec![],
         };
+        out.headers.extend(headers);
         let resp = self.net.get(out).await.map_err(|e| outbound::snippet(&e))?;
         if (300..400).contains(&resp.status) {
             return Err(format!("`{what}` answered with a redirect (HTTP {}), which is not followed", resp.status));

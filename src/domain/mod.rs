@@ -2,6 +2,7 @@
 //! runner protocol, the console), below all of them. Nothing here names a face (`ops`, `agent`, `runner`,
 //! `console`, `oauth`, `rest`, `operator_mcp`, `mcp`, `app`); faces reach each other's logic only here.
 
+pub mod billing;
 pub mod blobs;
 pub mod grants;
 pub mod idempotency;

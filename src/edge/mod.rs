@@ -52,6 +52,9 @@ pub(crate) fn config(env: &Env) -> Config {
             })
             .unwrap_or_default(),
         allow_loopback_http: flag("ALLOW_LOOPBACK_HTTP"),
+        stripe_secret_key: secret(env, "STRIPE_SECRET_KEY").or_else(|| var(env, "STRIPE_SECRET_KEY")),
+        stripe_webhook_secret: secret(env, "STRIPE_WEBHOOK_SECRET").or_else(|| var(env, "STRIPE_WEBHOOK_SECRET")),
+        stripe_api_base: var(env, "STRIPE_API_BASE"),
         conformance_fixtures: flag("CONFORMANCE_FIXTURES"),
         trust_cf_connecting_ip: flag("TRUST_CF_CONNECTING_IP"),
         agent_wait_ms: var(env, "AGENT_WAIT_MS").and_then(|v| v.parse().ok()),

@@ -4,6 +4,7 @@
 
 pub mod accounts;
 pub mod agents;
+pub mod billing;
 pub mod catalog;
 pub mod commands;
 pub mod connected_apps;
@@ -623,6 +624,35 @@ operations! {
     add_credit(usage::AddCredit) -> usage::Credited {
         title: "Add credit", group: Usage, scope: Admin, tool: false,
         http: POST "/v1/workspaces/{workspace}/credit", hints: CREATES, run: usage::add_credit
+    }
+
+    /// Add money to the wallet by card: returns Stripe's checkout `url` for `amount_cents` (500–100,000);
+    /// the balance grows once Stripe reports the payment. Owners and admins. Optional `workspace`.
+    top_up(billing::TopUp) -> billing::Checkout {
+        title: "Add money", group: Usage, scope: Write, tool: true,
+        http: POST "/v1/billing/top-up", hints: CREATES, run: billing::top_up
+    }
+
+    /// Save a card for the automatic top-up: returns Stripe's checkout `url` (no charge now); `get_usage`
+    /// shows `card_saved` once Stripe reports it. Owners and admins. Optional `workspace`.
+    save_card(billing::SaveCard) -> billing::Checkout {
+        title: "Save a card", group: Usage, scope: Write, tool: true,
+        http: POST "/v1/billing/card", hints: CREATES, run: billing::save_card
+    }
+
+    /// Turn the automatic top-up on (`threshold_cents`, `amount_cents`: charged to the saved card when a
+    /// model call leaves the balance under the threshold, one top-up at a time) or off. Owners and admins.
+    /// Optional `workspace`.
+    set_auto_top_up(billing::SetAutoTopUp) -> billing::AutoTopUpSet {
+        title: "Set the automatic top-up", group: Usage, scope: Write, tool: true,
+        http: PUT "/v1/billing/auto-top-up", hints: UPDATES, run: billing::set_auto_top_up
+    }
+
+    /// The wallet's receipts, newest first (amount, when, `checkout`, `auto` or `admin`, Stripe's ids),
+    /// with the balance, whether a card is saved and the automatic top-up. Optional `workspace`.
+    list_receipts(billing::ListReceipts) -> billing::Receipts {
+        title: "List receipts", group: Usage, scope: Read, tool: true,
+        http: GET "/v1/billing/receipts", hints: READ_ONLY, run: billing::list_receipts
     }
 
     /// Set a workspace secret (a model's API key, an MCP server's token): stored sealed, never shown

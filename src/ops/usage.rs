@@ -135,6 +135,15 @@ pub async fn add_credit(cx: &Cx<'_>, p: AddCredit) -> Result<Credited, ApiError>
     let id = store::workspaces::id_by_slug(cx.db(), &p.workspace)
         .await?
         .ok_or_else(|| ApiError::new(Code::NotFound, format!("workspace `{}` not found", p.workspace)))?;
-    let balance = store::usage::credit(cx.db(), &id, p.amount_cents).await?.unwrap_or(0);
+    let credit = store::usage::Credit {
+        receipt_id: &crate::rules::ids::new_id("rcp"),
+        workspace_id: &id,
+        source: "admin",
+        cents: p.amount_cents,
+        stripe_object_id: None,
+        event: None,
+        now_ms: cx.now_ms,
+    };
+    let balance = store::usage::credit(cx.db(), &credit).await?.unwrap_or(0);
     Ok(Credited { workspace: p.workspace, balance_cents: balance })
 }

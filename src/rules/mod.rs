@@ -21,6 +21,7 @@ pub mod schema;
 pub mod seal;
 pub mod slug;
 pub mod sql_values;
+pub mod stripe;
 pub mod targets;
 pub mod time;
 pub mod traces;

@@ -8,6 +8,7 @@ pub mod accounts;
 pub mod agents;
 pub mod artifacts;
 pub mod audit;
+pub mod billing;
 pub mod blobs;
 pub mod connectors;
 pub mod console;

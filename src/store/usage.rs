@@ -1,8 +1,9 @@
 //! The usage ledger and the wallet. Money moves only in atomic batches that write the ledger entry
 //! explaining it: a model call holds what it may cost ([`hold`]) and settles what it did cost
-//! ([`settle`]), a paid run moves its price between two wallets ([`pay_run`]). Entry ids are the step's
-//! or the run's own, so a replay is never charged twice; no statement here moves a wallet below zero
-//! (and the `workspace_balance_never_below_zero` trigger refuses any that would).
+//! ([`settle`]), a paid run moves its price between two wallets ([`pay_run`]), and money comes in only
+//! with its receipt ([`credit`]: a Stripe event's once, or the admin's). Entry ids are the step's or the
+//! run's own, so a replay is never charged twice; no statement here moves a wallet below zero (and the
+//! `workspace_balance_never_below_zero` trigger refuses any that would).
 
 use super::{rows, DbResult, Sql};
 use crate::stmt;
@@ -116,6 +117,12 @@ const SETTLED: &str = "SELECT cents FROM usage_entry WHERE entry_id = ?1";
 /// Settles a held call into its ledger entry and releases the rest of the hold, once: a replay finds the
 /// entry and only releases. Returns the cents the entry charged (the first settlement's, on a replay).
 pub async fn settle(db: &dyn Sql, e: &Entry<'_>) -> DbResult<i64> {
+    Ok(settle_claiming(db, e).await?.0)
+}
+
+/// [`settle`], and in the same batch the automatic top-up when the settlement left the wallet under its
+/// threshold ([`super::billing::CLAIM_AUTO`]): the top-up to start, if this settlement claimed it.
+pub async fn settle_claiming(db: &dyn Sql, e: &Entry<'_>) -> DbResult<(i64, Option<super::billing::AutoTopUp>)> {
     #[derive(Deserialize)]
     struct Row {
         cents: i64,
@@ -138,10 +145,12 @@ pub async fn settle(db: &dyn Sql, e: &Entry<'_>) -> DbResult<i64> {
             stmt!(SETTLE_WALLET, e.entry_id, e.workspace_id),
             stmt!(SETTLE_RELEASE, e.entry_id),
             stmt!(SETTLED, e.entry_id),
+            stmt!(super::billing::CLAIM_AUTO, e.workspace_id, e.now_ms, super::billing::AUTO_PENDING_MS),
         ])
         .await?;
+    let claimed = results.pop().and_then(|rows| rows.into_iter().next()).map(super::decode).transpose()?;
     let row = results.pop().and_then(|rows| rows.into_iter().next());
-    Ok(row.map(super::decode::<Row>).transpose()?.map_or(0, |r| r.cents))
+    Ok((row.map(super::decode::<Row>).transpose()?.map_or(0, |r| r.cents), claimed))
 }
 
 /// The caller's entry of a session's paid run: one per session, so a run is paid once.
@@ -215,15 +224,62 @@ pub async fn release_stale(db: &dyn Sql, before_ms: i64) -> DbResult<()> {
     db.batch(vec![stmt!(RELEASE_STALE, before_ms), stmt!(DROP_STALE, before_ms)]).await.map(drop)
 }
 
-const CREDIT: &str =
-    "UPDATE workspace SET balance_cents = balance_cents + ?2 WHERE workspace_id = ?1 RETURNING balance_cents";
+/// Money in: a receipt says where it came from. Source `checkout` or `auto` is a Stripe event's, applied
+/// once: its id goes in first and the rest happens only when it did (a redelivered event changes nothing),
+/// and a Stripe object (checkout session, payment intent) credits at most once whatever event names it.
+pub struct Credit<'a> {
+    pub receipt_id: &'a str,
+    pub workspace_id: &'a str,
+    /// `checkout`, `auto` or `admin`.
+    pub source: &'a str,
+    pub cents: i64,
+    pub stripe_object_id: Option<&'a str>,
+    /// The Stripe event's id and type.
+    pub event: Option<(&'a str, &'a str)>,
+    pub now_ms: i64,
+}
 
-pub async fn credit(db: &dyn Sql, workspace_id: &str, cents: i64) -> DbResult<Option<i64>> {
+const CREDIT_EVENT: &str =
+    "INSERT INTO stripe_event (event_id, type, applied_ms) VALUES (?1, ?2, ?3) ON CONFLICT (event_id) DO NOTHING";
+const CREDIT_RECEIPT: &str = "INSERT INTO credit_receipt (receipt_id, workspace_id, source, cents, stripe_object_id,
+    stripe_event_id, created_ms)
+  SELECT ?1, w.workspace_id, ?3, ?4, ?5, ?6, ?7 FROM workspace w
+  WHERE w.workspace_id = ?2 AND (?6 IS NULL OR changes() = 1)
+  ON CONFLICT DO NOTHING";
+const CREDIT_WALLET: &str = "UPDATE workspace SET balance_cents = balance_cents + ?2
+  WHERE workspace_id = ?1 AND changes() = 1 RETURNING balance_cents";
+/// An automatic top-up that arrived ends the one in flight, so the next can fire.
+const CREDIT_ENDS_PENDING: &str = "UPDATE billing_account SET auto_pending_ms = NULL, auto_last_error = NULL
+  WHERE workspace_id = ?1 AND ?2 = 'auto' AND changes() = 1";
+
+/// Credits the wallet with its receipt in one atomic batch. The new balance, or `None` when nothing was
+/// credited (the event or the Stripe object was applied before, or the workspace is gone).
+pub async fn credit(db: &dyn Sql, c: &Credit<'_>) -> DbResult<Option<i64>> {
     #[derive(Deserialize)]
     struct Row {
         balance_cents: i64,
     }
-    Ok(super::first::<Row>(db, stmt!(CREDIT, workspace_id, cents)).await?.map(|r| r.balance_cents))
+    let (event_id, event_type) = c.event.unzip();
+    let mut batch = Vec::with_capacity(4);
+    if let (Some(id), Some(kind)) = (event_id, event_type) {
+        batch.push(stmt!(CREDIT_EVENT, id, kind, c.now_ms));
+    }
+    batch.push(stmt!(
+        CREDIT_RECEIPT,
+        c.receipt_id,
+        c.workspace_id,
+        c.source,
+        c.cents,
+        c.stripe_object_id,
+        event_id,
+        c.now_ms
+    ));
+    batch.push(stmt!(CREDIT_WALLET, c.workspace_id, c.cents));
+    batch.push(stmt!(CREDIT_ENDS_PENDING, c.workspace_id, c.source));
+    let mut results = db.batch(batch).await?;
+    results.pop();
+    let row = results.pop().and_then(|rows| rows.into_iter().next());
+    Ok(row.map(super::decode::<Row>).transpose()?.map(|r| r.balance_cents))
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]

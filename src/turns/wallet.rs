@@ -162,7 +162,11 @@ pub async fn metered(
         output_tokens,
         now_ms,
     };
-    let cents = store::usage::settle(db, &entry).await.map_err(failed)?;
+    let (cents, top_up) = store::usage::settle_claiming(db, &entry).await.map_err(failed)?;
+    if let Some(t) = top_up {
+        // The wallet fell under the workspace's threshold and this settlement claimed the one top-up.
+        crate::domain::billing::start_auto_top_up(db, ports.net, ports.config(), &t).await;
+    }
     let resp = resp.map_err(Unpaid::Failed)?;
     Ok((resp, Charge { model: config.model.clone(), cents, input_tokens, output_tokens }))
 }

@@ -4,6 +4,7 @@
 //   StreamableHTTPServerTransport), declared in an agent's `mcpServers`.
 // Both record every request, so the tests can assert what the Worker sent.
 import http from 'node:http';
+import { createHmac } from 'node:crypto';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { z } from 'zod';
@@ -101,5 +102,102 @@ export async function fakeMcpServer({ token } = {}) {
   return {
     url: `http://127.0.0.1:${port}/mcp`, methods, calls, auth,
     close: () => new Promise((r) => { httpServer.closeAllConnections?.(); httpServer.close(() => r()); }),
+  };
+}
+
+/**
+ * A fake Stripe API speaking the documented shapes: form-encoded requests with `Authorization: Bearer
+ * sk_…`, JSON objects with `id` and `object` back, errors as `{error: {type, message}}`, and a repeated
+ * `Idempotency-Key` answering the first result. Serves POST /v1/customers, POST and GET
+ * /v1/checkout/sessions[/{id}], GET /v1/setup_intents/{id}, POST and GET /v1/payment_intents[/{id}].
+ * A setup-mode session comes with its SetupIntent and a card (`pm_…`) already attached, as if the person
+ * had entered it. run.sh starts one for the whole run (tests/e2e/stripe.mjs); tests read its objects back
+ * through the list endpoints and "complete" a checkout by posting a signed event ([stripeEvent]).
+ */
+export async function fakeStripe({ port = 0, key }) {
+  const objects = { customer: [], 'checkout.session': [], setup_intent: [], payment_intent: [] };
+  const byKey = new Map();
+  let n = 0;
+  const id = (prefix) => `${prefix}_${Date.now().toString(36)}${(++n).toString(36).padStart(4, '0')}`;
+  const send = (res, status, body) => { res.writeHead(status, { 'content-type': 'application/json' }); res.end(JSON.stringify(body)); };
+  const error = (res, status, type, message) => send(res, status, { error: { type, message } });
+  const metadata = (form) => Object.fromEntries(
+    [...form].filter(([k]) => k.startsWith('metadata[')).map(([k, v]) => [k.slice(9, -1), v]));
+  const create = {
+    '/v1/customers': (f) => ({ id: id('cus'), object: 'customer', name: f.get('name'), metadata: metadata(f) }),
+    '/v1/checkout/sessions': (f, base) => {
+      const mode = f.get('mode');
+      if (!['payment', 'setup'].includes(mode)) return null;
+      const sid = id('cs_test');
+      let setup = null;
+      if (mode === 'setup') {
+        setup = { id: id('seti'), object: 'setup_intent', customer: f.get('customer'), payment_method: id('pm'), status: 'succeeded', usage: 'off_session' };
+        objects.setup_intent.push(setup);
+      }
+      const unit = Number(f.get('line_items[0][price_data][unit_amount]') ?? 0);
+      const quantity = Number(f.get('line_items[0][quantity]') ?? 0);
+      return {
+        id: sid, object: 'checkout.session', mode, status: 'open', payment_status: mode === 'setup' ? 'no_payment_required' : 'unpaid',
+        url: `${base}/c/pay/${sid}`, client_reference_id: f.get('client_reference_id'), metadata: metadata(f),
+        customer: f.get('customer'), currency: f.get('line_items[0][price_data][currency]') ?? f.get('currency'),
+        amount_total: mode === 'payment' ? unit * quantity : null, success_url: f.get('success_url'),
+        cancel_url: f.get('cancel_url'), setup_intent: setup?.id ?? null, payment_intent: null,
+      };
+    },
+    '/v1/payment_intents': (f) => {
+      if (f.get('confirm') !== 'true' || !f.get('payment_method') || !f.get('customer')) return null;
+      const amount = Number(f.get('amount'));
+      return {
+        id: id('pi'), object: 'payment_intent', amount, amount_received: amount, currency: f.get('currency'),
+        customer: f.get('customer'), payment_method: f.get('payment_method'), status: 'succeeded',
+        off_session: f.get('off_session'), metadata: metadata(f),
+      };
+    },
+  };
+  const kinds = { '/v1/customers': 'customer', '/v1/checkout/sessions': 'checkout.session', '/v1/setup_intents': 'setup_intent', '/v1/payment_intents': 'payment_intent' };
+  const server = http.createServer(async (req, res) => {
+    const text = await readBody(req);
+    if (req.headers.authorization !== `Bearer ${key}`) return error(res, 401, 'invalid_request_error', 'Invalid API Key provided');
+    const path = req.url.split('?')[0];
+    if (req.method === 'POST' && create[path]) {
+      if (!String(req.headers['content-type']).startsWith('application/x-www-form-urlencoded')) {
+        return error(res, 400, 'invalid_request_error', 'requests are form-encoded');
+      }
+      const idem = req.headers['idempotency-key'];
+      if (idem && byKey.has(`${path} ${idem}`)) return send(res, 200, byKey.get(`${path} ${idem}`));
+      const made = create[path](new URLSearchParams(text), `http://${req.headers.host}`);
+      if (!made) return error(res, 400, 'invalid_request_error', `missing or invalid parameters for ${path}`);
+      objects[made.object].push(made);
+      if (idem) byKey.set(`${path} ${idem}`, made);
+      return send(res, 200, made);
+    }
+    const [, list, one] = path.match(/^(\/v1\/[a-z_]+(?:\/sessions)?)(?:\/([A-Za-z0-9_]+))?$/) ?? [];
+    const kind = kinds[list];
+    if (req.method === 'GET' && kind && one) {
+      const found = objects[kind].find((o) => o.id === one);
+      return found ? send(res, 200, found) : error(res, 404, 'invalid_request_error', `No such ${kind}: '${one}'`);
+    }
+    if (req.method === 'GET' && kind) {
+      return send(res, 200, { object: 'list', url: list, has_more: false, data: [...objects[kind]].reverse() });
+    }
+    error(res, 404, 'invalid_request_error', `Unrecognized request URL (${req.method}: ${path})`);
+  });
+  const bound = await new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, '127.0.0.1', () => resolve(server.address().port));
+  });
+  return { url: `http://127.0.0.1:${bound}`, objects, close: () => new Promise((r) => server.close(() => r())) };
+}
+
+/** The `Stripe-Signature` header of `body` signed at `t` (seconds): `t=…,v1=HMAC-SHA256("t.body")`. */
+export function stripeSignature(body, secret, t = Math.floor(Date.now() / 1000)) {
+  return `t=${t},v1=${createHmac('sha256', secret).update(`${t}.${body}`).digest('hex')}`;
+}
+
+/** A Stripe event object around `object`, as Stripe sends it to a webhook endpoint. */
+export function stripeEvent(type, object) {
+  return {
+    id: `evt_${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}`, object: 'event', api_version: '2024-06-20',
+    created: Math.floor(Date.now() / 1000), type, livemode: false, pending_webhooks: 1, data: { object },
   };
 }

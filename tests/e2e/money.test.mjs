@@ -1,14 +1,18 @@
 // Money as a client sees it: a visitor's message through an interactive share link is the link's, is
 // charged like any other turn, and is refused once the wallet is empty (which never goes below zero); a
 // paid public agent's price moves from the caller's wallet to the owner's, once per run, and a caller who
-// cannot pay is refused with nothing left behind.
+// cannot pay is refused with nothing left behind. Money in: a top-up and a saved card through Stripe's
+// checkout (the fake Stripe run.sh starts), completed by signed events the webhook applies once, receipts,
+// and the automatic top-up a spending turn starts once.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import {
-  rest, createAccount, createWorkspace, createAgent, addCredit, putSecret, rawMcp, readTurn, readAll, ok,
-  toolError, toolErrorCode, ikey, uniq, texts,
+  BASE, MCP_URL, rest, createAccount, createWorkspace, createAgent, addCredit, putSecret, rawMcp, readTurn, readAll, ok,
+  toolError, toolErrorCode, ikey, uniq, texts, checked,
 } from './helpers.mjs';
-import { fakeOpenAI } from './fakes.mjs';
+import { fakeOpenAI, stripeEvent, stripeSignature } from './fakes.mjs';
 
 // run.sh prices this model at a cent a token (PRICES {"e2e-priced": [1000000, 2000000]}).
 const MODEL = 'e2e-priced';
@@ -123,5 +127,141 @@ describe('money: a paid public agent', () => {
     // REST says the same, with 402.
     const r = await rest('POST', '/v1/sessions', { key: ada.key, body: { ...args, idempotency_key: ikey('paid') } });
     assert.equal(r.status, 402, JSON.stringify(r.body));
+  });
+});
+
+const STRIPE = process.env.AGENTSKY_E2E_STRIPE_URL;
+const STRIPE_KEY = process.env.AGENTSKY_E2E_STRIPE_KEY;
+const WHSEC = process.env.AGENTSKY_E2E_STRIPE_WEBHOOK_SECRET;
+
+/** GET from the fake Stripe API, as its own client would. */
+async function stripeGet(path) {
+  const res = await fetch(`${STRIPE}${path}`, { headers: { authorization: `Bearer ${STRIPE_KEY}` } });
+  assert.equal(res.status, 200, `GET ${path}`);
+  return res.json();
+}
+
+/** Posts an event to the webhook as Stripe does, signed with `secret` at `t`. */
+async function deliver(event, { secret = WHSEC, t } = {}) {
+  const body = JSON.stringify(event);
+  const res = await fetch(`${BASE}/v1/billing/stripe/webhook`, {
+    method: 'POST', headers: { 'content-type': 'application/json', 'stripe-signature': stripeSignature(body, secret, t) }, body,
+  });
+  return { status: res.status, body: await res.json() };
+}
+
+/** The person paid (or saved the card) on the checkout page: the completed session's event. */
+async function completed(sessionId) {
+  const session = await stripeGet(`/v1/checkout/sessions/${sessionId}`);
+  const done = { ...session, status: 'complete', payment_status: session.mode === 'payment' ? 'paid' : session.payment_status };
+  return stripeEvent('checkout.session.completed', done);
+}
+
+describe('money in: Stripe checkout, its signed webhook, receipts and the automatic top-up', () => {
+  let acct; let client; let model;
+  const call = async (name, args) => client.callTool({ name, arguments: args });
+  before(async () => {
+    assert.ok(STRIPE && STRIPE_KEY && WHSEC, 'run.sh starts the fake Stripe and names it');
+    acct = await createAccount();
+    client = new Client({ name: 'agentsky-e2e-money', version: '0.0.0' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(MCP_URL), {
+      requestInit: { headers: { authorization: `Bearer ${acct.key}` } },
+    }));
+    checked(client, 'TS SDK v1');
+    model = await fakeOpenAI(() => ({ content: 'ok' }), { usage: { prompt_tokens: 7, completion_tokens: 3 } });
+  });
+  after(async () => { await client?.close(); await model?.close(); });
+
+  test('a top-up goes through checkout and its paid event credits the wallet once, with a receipt', async () => {
+    const ws = await createWorkspace(acct.key);
+    const tools = (await client.listTools()).tools;
+    const hints = Object.fromEntries(tools.map((t) => [t.name, t.annotations]));
+    assert.equal(hints.top_up.readOnlyHint, false);
+    assert.equal(hints.top_up.idempotentHint, false, 'each call opens a new checkout');
+    assert.equal(hints.list_receipts.readOnlyHint, true);
+    assert.equal(toolErrorCode(await call('top_up', { workspace: ws.slug, amount_cents: 100 }), 'too little'), 'invalid_params');
+
+    const out = ok(await call('top_up', { workspace: ws.slug, amount_cents: 2_500 }), 'top_up');
+    assert.ok(out.url.startsWith(`${STRIPE}/c/pay/`), out.url);
+    const session = await stripeGet(`/v1/checkout/sessions/${out.checkout_session_id}`);
+    assert.equal(session.mode, 'payment');
+    assert.equal(session.amount_total, 2_500);
+    assert.equal(session.currency, 'usd');
+    assert.match(session.client_reference_id, /^ws_/);
+    assert.equal(session.metadata.workspace, session.client_reference_id);
+    assert.ok(session.success_url.startsWith(`${BASE}/console/w/${ws.slug}/usage`), session.success_url);
+
+    const event = await completed(out.checkout_session_id);
+    const now = Math.floor(Date.now() / 1000);
+    assert.equal((await deliver(event, { secret: 'whsec_wrong' })).status, 401, 'another secret');
+    assert.equal((await deliver(event, { t: now - 600 })).status, 401, 'ten minutes old');
+    assert.equal(ok(await call('get_usage', { workspace: ws.slug }), 'get_usage').balance_cents, 0);
+    const first = await deliver(event);
+    assert.deepEqual([first.status, first.body.applied], [200, true], JSON.stringify(first.body));
+    const replay = await deliver(event);
+    assert.deepEqual([replay.status, replay.body.applied], [200, false], 'a redelivered event is applied once');
+    const unknown = await deliver(stripeEvent('customer.updated', { id: 'cus_x', object: 'customer' }));
+    assert.deepEqual([unknown.status, unknown.body.applied], [200, false], 'unknown events are answered and ignored');
+
+    const r = ok(await call('list_receipts', { workspace: ws.slug }), 'list_receipts');
+    assert.equal(r.balance_cents, 2_500);
+    assert.equal(r.receipts.length, 1);
+    assert.deepEqual(
+      [r.receipts[0].source, r.receipts[0].cents, r.receipts[0].stripe_object_id, r.receipts[0].stripe_event_id],
+      ['checkout', 2_500, out.checkout_session_id, event.id],
+    );
+  });
+
+  test('a saved card shows in get_usage, and the automatic top-up fires once per pending top-up', async () => {
+    const ws = await createWorkspace(acct.key);
+    assert.equal(ok(await call('get_usage', { workspace: ws.slug }), 'get_usage').card_saved, false);
+    const noCard = await call('set_auto_top_up', { workspace: ws.slug, enabled: true, threshold_cents: 1_000, amount_cents: 500 });
+    assert.equal(toolErrorCode(noCard, 'auto top-up without a card'), 'conflict');
+
+    const setup = ok(await call('save_card', { workspace: ws.slug }), 'save_card');
+    const session = await stripeGet(`/v1/checkout/sessions/${setup.checkout_session_id}`);
+    assert.equal(session.mode, 'setup');
+    assert.match(session.customer, /^cus_/);
+    const again = ok(await call('save_card', { workspace: ws.slug }), 'save_card again');
+    assert.equal((await stripeGet(`/v1/checkout/sessions/${again.checkout_session_id}`)).customer, session.customer, 'one customer per workspace');
+    assert.equal((await deliver(await completed(setup.checkout_session_id))).body.applied, true);
+    assert.equal(ok(await call('get_usage', { workspace: ws.slug }), 'get_usage').card_saved, true);
+
+    // A model at a cent a token holds about 17,000 cents a call: top up 50,000 and set the threshold just
+    // under it, so the first turn (13 cents) crosses it.
+    const paid = ok(await call('top_up', { workspace: ws.slug, amount_cents: 50_000 }), 'top_up');
+    assert.equal((await deliver(await completed(paid.checkout_session_id))).body.applied, true);
+    const set = ok(await call('set_auto_top_up', { workspace: ws.slug, enabled: true, threshold_cents: 49_995, amount_cents: 500 }), 'set_auto_top_up');
+    assert.deepEqual(set.auto_top_up, { enabled: true, threshold_cents: 49_995, amount_cents: 500, pending: false, last_error: null });
+
+    await putSecret(acct.key, 'OPENAI_BASE_URL', model.baseUrl, ws.slug);
+    await putSecret(acct.key, 'OPENAI_API_KEY', 'sk-e2e', ws.slug);
+    const agent = await createAgent(acct.key, { workspace: ws.slug, harness: 'openai', model: MODEL });
+    const intents = async () => (await stripeGet('/v1/payment_intents')).data.filter((p) => p.metadata.workspace === session.client_reference_id);
+    const started = ok(await call('start_session', { agent_id: agent.agent_id, message: 'one', idempotency_key: ikey('auto'), workspace: ws.slug }), 'start_session');
+    const sid = started.session.session_id;
+    const tool = (name, args) => call(name, args);
+    const first = await readTurn(tool, { session_id: sid, cursor: started.cursor, message_id: started.message_id, wait_seconds: 20 });
+    assert.equal(first.events.at(-1).reason, 'completed');
+    let made = await intents();
+    assert.equal(made.length, 1, 'under the threshold: one top-up');
+    assert.deepEqual(
+      [made[0].amount, made[0].currency, made[0].customer, made[0].off_session, made[0].metadata.agentsky],
+      [500, 'usd', session.customer, 'true', 'auto_top_up'],
+    );
+    const sent = ok(await call('send_message', { session_id: sid, message: 'two', idempotency_key: ikey('auto') }), 'send_message');
+    const second = await readTurn(tool, { session_id: sid, cursor: first.cursor, message_id: sent.message_id, wait_seconds: 20 });
+    assert.equal(second.events.at(-1).reason, 'completed');
+    assert.equal((await intents()).length, 1, 'still pending: not one per turn');
+    assert.equal(ok(await call('list_receipts', { workspace: ws.slug }), 'list_receipts').auto_top_up.pending, true);
+
+    const before = ok(await call('get_usage', { workspace: ws.slug }), 'get_usage').balance_cents;
+    const succeeded = stripeEvent('payment_intent.succeeded', made[0]);
+    assert.equal((await deliver(succeeded)).body.applied, true);
+    assert.equal((await deliver(succeeded)).body.applied, false);
+    const r = ok(await call('list_receipts', { workspace: ws.slug }), 'list_receipts');
+    assert.equal(r.balance_cents, before + 500);
+    assert.deepEqual([r.receipts[0].source, r.receipts[0].stripe_object_id], ['auto', made[0].id]);
+    assert.equal(r.auto_top_up.pending, false, 'the top-up arrived');
   });
 });

@@ -16,11 +16,26 @@ state="$ROOT/tests/e2e/.state"
 # at this table's rate for its model (cents per million input / output tokens). ALLOW_LOOPBACK_HTTP: the
 # fake model endpoints, MCP servers and webhook receivers the tests start listen on loopback, which only
 # this opt-in allows. WEBHOOK_RETRY_SCHEDULE: webhooks.test.mjs sees retries and the dead letter in seconds.
+# STRIPE_*: money in talks to a fake Stripe API on loopback (tests/e2e/stripe.mjs, started below on the
+# port chosen here), and the tests sign the events they post to the webhook with this webhook secret.
 export AGENTSKY_ADMIN_TOKEN="e2e-admin-$(python3 -c 'import secrets; print(secrets.token_hex(12))')"
+stripe_port=$(free_port)
+export AGENTSKY_E2E_STRIPE_URL="http://127.0.0.1:$stripe_port"
+export AGENTSKY_E2E_STRIPE_KEY="sk_test_e2e_$(python3 -c 'import secrets; print(secrets.token_hex(8))')"
+export AGENTSKY_E2E_STRIPE_WEBHOOK_SECRET="whsec_e2e_$(python3 -c 'import secrets; print(secrets.token_hex(12))')"
 start_server "$state/wrangler" "$state/logs/wrangler-dev.log" --var CONFORMANCE_FIXTURES:1 \
   --var "ADMIN_TOKEN:$AGENTSKY_ADMIN_TOKEN" --var "SECRETS_KEY:e2e-secrets-key-not-for-production" \
-  --var 'PRICES:{"e2e-priced":[1000000,2000000]}' --var ALLOW_LOOPBACK_HTTP:1 --var WEBHOOK_RETRY_SCHEDULE:1,1,1
+  --var 'PRICES:{"e2e-priced":[1000000,2000000]}' --var ALLOW_LOOPBACK_HTTP:1 --var WEBHOOK_RETRY_SCHEDULE:1,1,1 \
+  --var "STRIPE_API_BASE:$AGENTSKY_E2E_STRIPE_URL" --var "STRIPE_SECRET_KEY:$AGENTSKY_E2E_STRIPE_KEY" \
+  --var "STRIPE_WEBHOOK_SECRET:$AGENTSKY_E2E_STRIPE_WEBHOOK_SECRET"
 export AGENTSKY_URL="$BASE_URL"
+node tests/e2e/stripe.mjs "$stripe_port" "$AGENTSKY_E2E_STRIPE_KEY" >"$state/logs/stripe.log" 2>&1 &
+stripe_pid=$!
+trap 'kill "$stripe_pid" 2>/dev/null || true; stop_server' EXIT
+until curl -s -o /dev/null --max-time 2 "$AGENTSKY_E2E_STRIPE_URL/"; do
+  kill -0 "$stripe_pid" 2>/dev/null || { cat "$state/logs/stripe.log" >&2; die "the fake Stripe did not start"; }
+  sleep 0.2
+done
 # Where the local R2 keeps its objects: routines.test.mjs checks the cron's purge there.
 export AGENTSKY_E2E_R2_DIR="$state/wrangler/v3/r2"
 

@@ -5,6 +5,7 @@ mod support;
 
 mod accounts;
 mod agent;
+mod billing;
 mod console;
 mod context;
 mod deploy_proof;

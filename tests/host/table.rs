@@ -16,7 +16,7 @@ fn contract_tools() -> HashSet<String> {
 /// Tools the server offers beyond the contract's table, each for a reason an issue gave: an operator's
 /// own MCP client is an approver too (`list_requests`), and routines a person can manage from a chat
 /// client (`update_routine`, `delete_routine`), and outgoing webhooks an operator sets up from a chat
-/// client (issue 15).
+/// client (issue 15), and money in through Stripe, from a chat client too (issue 16).
 const BEYOND_THE_CONTRACT: &[&str] = &[
     "list_requests",
     "update_routine",
@@ -26,6 +26,10 @@ const BEYOND_THE_CONTRACT: &[&str] = &[
     "delete_webhook",
     "rotate_webhook_secret",
     "test_webhook",
+    "top_up",
+    "save_card",
+    "set_auto_top_up",
+    "list_receipts",
 ];
 
 #[test]

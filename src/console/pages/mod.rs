@@ -101,6 +101,9 @@ const SHOWN_ONCE: &[(&str, &str, &str)] = &[
     ("rotate_webhook_secret", "secret", "Your webhook's new signing secret"),
 ];
 
+/// Operations whose answer is a checkout page to go to.
+const CHECKOUT: &[&str] = &["top_up", "save_card"];
+
 /// `POST /console/w/<ws>/op/<operation>`: one operation with the form's fields, as the signed-in key.
 pub async fn act(p: &Ctx<'_>, sub: &str, form: Vec<(String, String)>) -> HttpResponse {
     let back = form
@@ -123,6 +126,10 @@ pub async fn act(p: &Ctx<'_>, sub: &str, form: Vec<(String, String)>) -> HttpRes
             if let (true, Some(token)) = (op.name == "create_invitation", result["token"].as_str()) {
                 let link = format!("{}/console/join?t={token}", p.cx.base_url);
                 return shown_once(p, "The invitation's link (pass it on; it works once)", &link, &back);
+            }
+            // Paying and saving a card go on to Stripe's checkout page.
+            if let (true, Some(url)) = (CHECKOUT.contains(&op.name), result["url"].as_str()) {
+                return see_other(url);
             }
             if op.name == "run_command" {
                 let main =

@@ -1,12 +1,13 @@
 //! Usage: the wallet's balance, spend per day over a chosen range (a chart drawn here as SVG), the same
-//! spend by agent, model or key, and the budgets tasks have.
+//! spend by agent, model or key, the budgets tasks have, and money in: adding money and saving a card
+//! (each goes on to Stripe's checkout page), the automatic top-up and the receipts.
 
 use super::{list, Page};
-use crate::console::layout::{money, trusted};
+use crate::console::layout::{action, hidden, money, time, trusted};
 use crate::console::render::s;
 use crate::console::Ctx;
 use crate::error::ApiError;
-use maud::html;
+use maud::{html, Markup};
 use serde_json::{json, Value};
 use std::fmt::Write;
 
@@ -68,6 +69,7 @@ pub async fn page(p: &Ctx<'_>) -> Result<Page, ApiError> {
     let tasks = p.call("list_tasks", json!({ "workspace": p.ws.slug, "limit": 100 })).await?;
     let budgeted: Vec<&Value> = list(&tasks, "tasks").iter().filter(|t| t["budget_cents"].is_i64()).collect();
     let total = groups["total_cents"].as_i64().unwrap_or(0).max(1);
+    let receipts = p.call("list_receipts", json!({ "workspace": p.ws.slug })).await?;
     Ok(Page {
         title: "Usage".into(),
         nav: "/usage",
@@ -97,6 +99,7 @@ pub async fn page(p: &Ctx<'_>) -> Result<Page, ApiError> {
                     @if list(&groups, "groups").is_empty() { tr { td colspan="4" { span.muted { "No spend in this range." } } } }
                 }
             }
+            (money_in(p, &receipts))
             h2 { "Budgets" }
             @if budgeted.is_empty() { p.muted { "No task has a budget. Set one on a task's page." } }
             ul { @for t in budgeted {
@@ -105,4 +108,61 @@ pub async fn page(p: &Ctx<'_>) -> Result<Page, ApiError> {
             } }
         },
     })
+}
+
+/// Adding money, saving a card, the automatic top-up and the receipts. The buttons go on to Stripe's
+/// checkout page; without Stripe the page says so instead of offering them.
+fn money_in(p: &Ctx<'_>, r: &Value) -> Markup {
+    let config = &p.cx.env.config;
+    let billing = config.stripe_secret_key.is_some() && config.stripe_webhook_secret.is_some();
+    let auto = &r["auto_top_up"];
+    let slug = p.ws.slug.as_str();
+    html! {
+        h2 { "Money in" }
+        @if p.query("checkout").as_deref() == Some("done") {
+            p.muted role="status" { "Thank you: the balance grows as soon as Stripe reports the payment." }
+        }
+        @if billing {
+            form.row method="post" action=(p.link("/op/top_up")) {
+                (hidden(p))
+                input type="hidden" name="workspace" value=(slug);
+                label { "Cents" input type="number" name="amount_cents" min="500" max="100000" step="100" value="2000"; }
+                button.primary type="submit" disabled[!p.can_write()] { "Add money" }
+            }
+            p {
+                (action(p, "save_card", &[("workspace", slug)], "Save a card", "", None)) " "
+                @if r["card_saved"] == true { span.muted { "A card is saved." } } @else { span.muted { "No card saved." } }
+            }
+            @if r["card_saved"] == true {
+                form.row method="post" action=(p.link("/op/set_auto_top_up")) {
+                    (hidden(p))
+                    input type="hidden" name="workspace" value=(slug);
+                    input type="hidden" name="enabled" value="true";
+                    label { "Top up when under (cents)" input type="number" name="threshold_cents" min="0" max="100000"
+                        value=(auto["threshold_cents"].as_i64().unwrap_or(500)); }
+                    label { "by (cents)" input type="number" name="amount_cents" min="500" max="100000"
+                        value=(auto["amount_cents"].as_i64().unwrap_or(2000)); }
+                    button type="submit" disabled[!p.can_write()] { "Set automatic top-up" }
+                }
+                @if auto["enabled"] == true {
+                    p { "Automatic top-up is on" @if auto["pending"] == true { " (one is on its way)" } ". "
+                        (action(p, "set_auto_top_up", &[("workspace", slug), ("enabled", "false")], "Turn it off", "link", None)) }
+                }
+                @if let Some(e) = auto["last_error"].as_str() { p.error role="alert" { "The last automatic top-up failed: " (e) } }
+            }
+        } @else {
+            p.muted { "Billing is not configured on this deployment: the operator sets STRIPE_SECRET_KEY and STRIPE_WEBHOOK_SECRET." }
+        }
+        h3 { "Receipts" }
+        table data-live="receipts" {
+            thead { tr { th { "When" } th.num { "Amount" } th { "Source" } th { "Stripe" } } }
+            tbody {
+                @for x in list(r, "receipts") {
+                    tr { td { (time(x["created_ms"].as_i64().unwrap_or(0))) } td.num { (money(x["cents"].as_i64().unwrap_or(0))) }
+                         td { (s(&x["source"])) } td { code { (x["stripe_object_id"].as_str().unwrap_or("")) } } }
+                }
+                @if list(r, "receipts").is_empty() { tr { td colspan="4" { span.muted { "No money added yet." } } } }
+            }
+        }
+    }
 }

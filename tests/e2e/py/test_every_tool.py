@@ -227,6 +227,11 @@ STEPS: list[Step] = [
     Step("op", "delete_webhook", lambda w: {"webhook_id": w["webhook"], "workspace": w["ws"]}),
     # Spend, context, records, help.
     Step("op", "get_usage", lambda w: {"workspace": w["ws"]}),
+    # Money in: checkout links from the fake Stripe run.sh starts; no card is saved, so the top-up is off.
+    Step("op", "top_up", lambda w: {"amount_cents": 1000, "workspace": w["ws"]}),
+    Step("op", "save_card", lambda w: {"workspace": w["ws"]}),
+    Step("op", "set_auto_top_up", lambda w: {"enabled": False, "workspace": w["ws"]}),
+    Step("op", "list_receipts", lambda w: {"workspace": w["ws"]}),
     Step("op", "search_context", lambda w: {"query": "python", "scope": "conversations", "workspace": w["ws"]},
          first_hit),
     Step("op", "read_context", lambda w: {"ref": w["ref"]}),
