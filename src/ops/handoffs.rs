@@ -6,7 +6,7 @@ use crate::cx::Cx;
 use crate::domain::idempotency::{self, Scope, DEFAULT_TTL_MS};
 use crate::error::ApiError;
 use crate::ops::sessions::{self, Spec, StartIds, THINKING};
-use crate::rules::{ids, limits};
+use crate::rules::{ids, limits, title};
 use crate::session::{Author, SessionCall, SessionReply};
 use crate::store::{self, handoffs::HandoffRow};
 use schemars::JsonSchema;
@@ -124,6 +124,8 @@ pub async fn hand_off(cx: &Cx<'_>, p: HandOffSession) -> Result<Handoff, ApiErro
                 task_id: Some(&source.task_id),
                 relation: "handoff",
                 parent_session_id: Some(&source.session_id),
+                // Lists show the note, or the session it continues, not the whole brief.
+                title: Some(title::short(p.message.as_deref().unwrap_or(&source.title))),
                 message: &message,
                 from: Author::User,
                 budget_cents: None,

@@ -22,5 +22,6 @@ pub mod slug;
 pub mod sql_values;
 pub mod targets;
 pub mod time;
+pub mod title;
 pub mod traces;
 pub mod webhooks;
