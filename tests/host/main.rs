@@ -20,6 +20,7 @@ mod mcp;
 mod members;
 mod money;
 mod oauth;
+mod operator;
 mod records;
 mod requests;
 mod routines;
