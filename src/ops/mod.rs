@@ -527,7 +527,7 @@ operations! {
     }
 
     /// Fire a routine now; needs an `idempotency_key` (a retry returns the same fire). Returns the fire
-    /// with its session.
+    /// with its session; a fire that fails is recorded `failed` and answered as an error with its reason.
     run_routine(routines::RunRoutine) -> store::routines::FireRow {
         title: "Run a routine", group: "routines", scope: Write, tool: true,
         http: POST "/v1/routines/{routine_id}/run", hints: CREATES, run: routines::run
