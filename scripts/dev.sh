@@ -48,8 +48,12 @@ MSG
 # wrangler dev never runs Cron Triggers by itself: call the scheduled handler at the start of every
 # minute, as the platform does in production. The loop ends with this script (it checks it is alive).
 cron_every_minute() {
+  # Stopped, it stops its `sleep` too (a background job ignores Ctrl-C, so it would linger a minute).
+  trap 'kill "$nap" 2>/dev/null; exit 0' TERM
   while kill -0 "$1" 2>/dev/null; do
-    sleep $((61 - 10#$(date +%S)))
+    sleep $((61 - 10#$(date +%S))) &
+    nap=$!
+    wait "$nap"
     curl -fsS -o /dev/null "$URL/__scheduled?cron=*+*+*+*+*" 2>/dev/null || true
   done
 }
