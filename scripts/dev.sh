@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `make dev`: install what is missing, build, apply the local D1 migrations, then serve the Worker on
-# http://127.0.0.1:${PORT:-8787} with wrangler dev (local D1, Durable Objects, R2, Queues; cron via
-# /__scheduled). State persists in .wrangler/state between runs. Ctrl-C stops it.
+# http://127.0.0.1:${PORT:-8787} with wrangler dev (local D1, Durable Objects, R2, Queues), calling its
+# cron trigger every minute. State persists in .wrangler/state between runs. Ctrl-C stops it.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 cd "$ROOT"
@@ -40,8 +40,25 @@ cat <<MSG
      export AGENTSKY_API_KEY=ast_...
      codex mcp add agentsky --url $URL/v1/mcp --bearer-token-env-var AGENTSKY_API_KEY
 
-  Cron does not fire by itself locally: curl "$URL/__scheduled?cron=*+*+*+*+*"
+  Routines fire on their own: the cron trigger is called at the start of every minute while this runs
+  (by hand: curl "$URL/__scheduled?cron=*+*+*+*+*").
 
 MSG
 
-exec wrangler dev --local --ip 127.0.0.1 --port "$PORT" --test-scheduled
+# wrangler dev never runs Cron Triggers by itself: call the scheduled handler at the start of every
+# minute, as the platform does in production. The loop ends with this script (it checks it is alive).
+cron_every_minute() {
+  # Stopped, it stops its `sleep` too (a background job ignores Ctrl-C, so it would linger a minute).
+  trap 'kill "$nap" 2>/dev/null; exit 0' TERM
+  while kill -0 "$1" 2>/dev/null; do
+    sleep $((61 - 10#$(date +%S))) &
+    nap=$!
+    wait "$nap"
+    curl -fsS -o /dev/null "$URL/__scheduled?cron=*+*+*+*+*" 2>/dev/null || true
+  done
+}
+cron_every_minute $$ &
+CRON_PID=$!
+trap 'kill "$CRON_PID" 2>/dev/null || true' EXIT
+
+wrangler dev --local --ip 127.0.0.1 --port "$PORT" --test-scheduled

@@ -98,6 +98,11 @@ impl ApiError {
         Self { cause: Some(cause.to_string()), ..Self::new(Code::Internal, "internal error") }
     }
 
+    /// The same error told in other words (an internal failure keeps its cause for the log).
+    pub fn with_message(self, message: impl Into<String>) -> Self {
+        Self { message: message.into(), ..self }
+    }
+
     /// True for an internal failure whose cause the face has not logged yet.
     pub fn is_unfinished(&self) -> bool {
         self.cause.is_some()

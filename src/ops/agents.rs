@@ -1,5 +1,6 @@
-//! Agents: what can be started in a workspace. `list_agents` is a tool; the rest is REST for the console,
-//! the CLI and scripts.
+//! Agents: what can be started in a workspace. Listing, creating, reading and changing one are MCP tools
+//! too (a new account sets itself up from a chat client); deleting is REST, for the console, the CLI and
+//! scripts.
 
 use crate::cx::Cx;
 use crate::error::{ApiError, Code};
@@ -198,19 +199,30 @@ pub async fn create(cx: &Cx<'_>, p: CreateAgent) -> Result<Agent, ApiError> {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GetAgent {
-    /// The agent's id (`ag_…`).
+    /// The agent: its id (`ag_…`) or `@handle`.
     pub agent_id: String,
     /// Ignored: the workspace is the agent's.
     pub workspace: Option<String>,
 }
 
-/// Loads an agent the caller may see; anything else is `not_found`.
-async fn load(cx: &Cx<'_>, agent_id: &str) -> Result<Agent, ApiError> {
-    if !ids::is_id(agent_id, "ag") {
-        return Err(ApiError::not_found("agent"));
+/// The agent a caller names, by id (`ag_…`) or `@handle`: the one place either is looked up, in any
+/// workspace. Callers then check it belongs where the call works ([`load`],
+/// [`crate::ops::sessions::resolve_agent`]).
+pub async fn named(cx: &Cx<'_>, name: &str) -> Result<Option<Agent>, ApiError> {
+    match name.strip_prefix('@') {
+        Some(handle) => store::agents::by_handle(cx.db(), handle).await,
+        None if ids::is_id(name, "ag") => store::agents::get(cx.db(), name).await,
+        None => Ok(None),
     }
-    let agent = store::agents::get(cx.db(), agent_id).await?.ok_or_else(|| ApiError::not_found("agent"))?;
-    cx.member_of(&agent.workspace_id, "agent")?;
+    .map_err(ApiError::from)
+}
+
+/// Loads an agent of one of the caller's workspaces, by id or `@handle`; anything else is `not_found`.
+async fn load(cx: &Cx<'_>, name: &str) -> Result<Agent, ApiError> {
+    let not_found =
+        || ApiError::new(Code::NotFound, format!("agent `{name}` not found in your workspaces; call list_agents"));
+    let agent = named(cx, name).await?.ok_or_else(not_found)?;
+    cx.member_of(&agent.workspace_id, "agent").map_err(|e| if e.code == Code::NotFound { not_found() } else { e })?;
     Ok(agent)
 }
 
@@ -222,19 +234,31 @@ pub async fn get(cx: &Cx<'_>, p: GetAgent) -> Result<Agent, ApiError> {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UpdateAgent {
-    /// The agent's id (`ag_…`).
+    /// The agent: its id (`ag_…`) or `@handle`.
     pub agent_id: String,
+    /// A new display name, 1–100 characters.
     pub name: Option<Text<1, 100>>,
+    /// A new catalog handle (without `@`), unique across agentsky.
     pub handle: Option<String>,
+    /// `echo`, `openai` or `runner`.
     pub harness: Option<Harness>,
+    /// The model the harness runs, 1–100 characters.
     pub model: Option<Text<1, 100>>,
+    /// New standing instructions, up to 20,000 characters.
     pub instructions: Option<Text<0, 20_000>>,
+    /// What it does, for the catalog, up to 1,000 characters.
     pub description: Option<Text<0, 1_000>>,
+    /// Catalog categories, up to 10 of up to 40 characters; replaces the old list.
     pub categories: Option<Vec<Text<1, 40>>>,
+    /// Remote MCP servers it may call, up to 10; replaces the old list.
     #[serde(rename = "mcpServers", alias = "mcp_servers")]
     pub mcp_servers: Option<Vec<McpServer>>,
+    /// Listed in every workspace's catalog when true.
     pub is_public: Option<bool>,
+    /// What one session of it costs a caller from another workspace, in cents (public agents).
     pub price_cents_per_run: Option<i64>,
+    /// Ignored: the workspace is the agent's.
+    pub workspace: Option<String>,
 }
 
 /// The new value, or the stored one held to the same rule again.
@@ -276,7 +300,7 @@ pub async fn update(cx: &Cx<'_>, p: UpdateAgent) -> Result<Agent, ApiError> {
     if checked.names_secret || old_servers_name_secret {
         crate::ops::secrets::require_role(cx.member_of(&old.workspace_id, "agent")?, NAMING)?;
     }
-    match store::agents::update(cx.db(), &p.agent_id, &old.workspace_id, &checked.fields(), cx.now_ms).await {
+    match store::agents::update(cx.db(), &old.agent_id, &old.workspace_id, &checked.fields(), cx.now_ms).await {
         Ok(Some(agent)) => Ok(agent),
         Ok(None) => Err(ApiError::not_found("agent")),
         Err(e) if e.is_unique_on("agent.handle") => Err(handle_taken(checked.handle.as_deref())),
@@ -287,7 +311,7 @@ pub async fn update(cx: &Cx<'_>, p: UpdateAgent) -> Result<Agent, ApiError> {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DeleteAgent {
-    /// The agent's id (`ag_…`).
+    /// The agent: its id (`ag_…`) or `@handle`.
     pub agent_id: String,
 }
 

@@ -546,7 +546,7 @@ pub async fn list_grants(cx: &Cx<'_>, p: ListGrants) -> Result<GrantList, ApiErr
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RevokeGrant {
-    /// The grant's id (`gr_…`), from `GET /v1/grants`.
+    /// The grant's id (`gr_…`), from `list_grants`.
     pub grant_id: String,
     /// A workspace slug; the connection's workspace when left out.
     pub workspace: Option<String>,

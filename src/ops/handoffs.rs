@@ -6,8 +6,8 @@ use crate::cx::Cx;
 use crate::domain::idempotency::{self, Scope, DEFAULT_TTL_MS};
 use crate::error::ApiError;
 use crate::ops::sessions::{self, Model, Spec, StartIds, Thinking};
-use crate::rules::ids;
 use crate::rules::params::Text;
+use crate::rules::{ids, title};
 use crate::session::{Author, SessionCall, SessionReply};
 use crate::store::{self, handoffs::HandoffRow};
 use schemars::JsonSchema;
@@ -115,6 +115,8 @@ pub async fn hand_off(cx: &Cx<'_>, p: HandOffSession) -> Result<Handoff, ApiErro
                 task_id: Some(&source.task_id),
                 relation: "handoff",
                 parent_session_id: Some(&source.session_id),
+                // Lists show the note, or the session it continues, not the whole brief.
+                title: Some(title::short(p.message.as_deref().unwrap_or(&source.title))),
                 message: &message,
                 from: Author::User,
                 budget_cents: None,

@@ -369,7 +369,7 @@ operations! {
         http: GET "/v1/help", hints: READ_ONLY, run: help::help
     }
 
-    /// Your agents in the workspace: id, name, harness, model, session count. Optional `workspace`.
+    /// Your agents in the workspace: id, name, `@handle`, harness, model, session count. Optional `workspace`.
     list_agents(agents::ListAgents) -> agents::AgentList {
         title: "List agents", group: Agents, scope: Read, tool: true,
         http: GET "/v1/agents", hints: READ_ONLY, run: agents::list
@@ -379,23 +379,24 @@ operations! {
     /// `runner` for a coding agent driven by `sky runner`), a `model`, instructions, the remote MCP servers it
     /// may call, and what the catalog shows (`handle`, `description`, `categories`). Optional `workspace`.
     create_agent(agents::CreateAgent) -> agents::Agent {
-        title: "Create an agent", group: Agents, scope: Write, tool: false,
+        title: "Create an agent", group: Agents, scope: Write, tool: true,
         http: POST "/v1/agents", hints: CREATES, run: agents::create
     }
 
-    /// One agent, in full. Workspace derived from the agent.
+    /// One agent, in full, by id or `@handle`. Workspace derived from the agent.
     get_agent(agents::GetAgent) -> agents::Agent {
-        title: "Get an agent", group: Agents, scope: Read, tool: false,
+        title: "Get an agent", group: Agents, scope: Read, tool: true,
         http: GET "/v1/agents/{agent_id}", hints: READ_ONLY, run: agents::get
     }
 
-    /// Change an agent's fields; fields left out keep their value. Workspace derived from the agent.
+    /// Change an agent's fields (by id or `@handle`); fields left out keep their value. Workspace derived
+    /// from the agent.
     update_agent(agents::UpdateAgent) -> agents::Agent {
-        title: "Update an agent", group: Agents, scope: Write, tool: false,
+        title: "Update an agent", group: Agents, scope: Write, tool: true,
         http: PATCH "/v1/agents/{agent_id}", hints: UPDATES, run: agents::update
     }
 
-    /// Sessions, newest first; `agent_id` narrows to one agent. Optional `workspace`.
+    /// Sessions, newest first; `agent_id` (an id or `@handle`) narrows to one agent. Optional `workspace`.
     list_sessions(sessions::ListSessions) -> sessions::SessionList {
         title: "List sessions", group: Sessions, scope: Read, tool: true,
         http: GET "/v1/sessions", hints: READ_ONLY, run: sessions::list
@@ -606,7 +607,7 @@ operations! {
     }
 
     /// Fire a routine now; needs an `idempotency_key` (a retry returns the same fire). Returns the fire
-    /// with its session.
+    /// with its session; a fire that fails is recorded `failed` and answered as an error with its reason.
     run_routine(routines::RunRoutine) -> store::routines::FireRow {
         title: "Run a routine", group: Routines, scope: Write, tool: true,
         http: POST "/v1/routines/{routine_id}/run", hints: CREATES, run: routines::run
@@ -674,7 +675,7 @@ operations! {
         http: DELETE "/v1/secrets/{name}", hints: DESTROYS, run: secrets::delete
     }
 
-    /// Delete an agent. Its past sessions stay. Workspace derived from the agent.
+    /// Delete an agent (by id or `@handle`). Its past sessions stay. Workspace derived from the agent.
     delete_agent(agents::DeleteAgent) -> agents::AgentDeleted {
         title: "Delete an agent", group: Agents, scope: Write, tool: false,
         http: DELETE "/v1/agents/{agent_id}", hints: DESTROYS, run: agents::delete
@@ -726,14 +727,14 @@ operations! {
     /// The workspace's grants in force: target, session, scopes, expiry, persistent or not, who decided.
     /// Optional `workspace`.
     list_grants(connectors::ListGrants) -> connectors::GrantList {
-        title: "List grants", group: Connectors, scope: Read, tool: false,
+        title: "List grants", group: Connectors, scope: Read, tool: true,
         http: GET "/v1/grants", hints: READ_ONLY, run: connectors::list_grants
     }
 
     /// Revoke a grant (an `always` one too): from the next call on its credential is refused and
     /// `check_grant` answers `denied`. Owners and admins. Recorded in the audit log.
     revoke_grant(connectors::RevokeGrant) -> connectors::GrantRevoked {
-        title: "Revoke a grant", group: Connectors, scope: Write, tool: false,
+        title: "Revoke a grant", group: Connectors, scope: Write, tool: true,
         http: DELETE "/v1/grants/{grant_id}", hints: DESTROYS, run: connectors::revoke_grant
     }
 
@@ -797,19 +798,19 @@ operations! {
     /// Save a note to your memory (1–8,000 characters), where `search_context` finds it later. Saving the
     /// same text again keeps one entry. Optional `workspace`.
     save_memory(memory::SaveMemory) -> memory::MemoryEntry {
-        title: "Save to memory", group: Context, scope: Write, tool: false,
+        title: "Save to memory", group: Context, scope: Write, tool: true,
         http: POST "/v1/memory", hints: UPDATES, run: memory::save
     }
 
     /// Your memory entries, newest first. Optional `workspace` narrows to one workspace.
     list_memory(memory::ListMemory) -> memory::MemoryList {
-        title: "List memory", group: Context, scope: Read, tool: false,
+        title: "List memory", group: Context, scope: Read, tool: true,
         http: GET "/v1/memory", hints: READ_ONLY, run: memory::list
     }
 
     /// Delete one of your memory entries.
     delete_memory(memory::DeleteMemory) -> memory::MemoryDeleted {
-        title: "Delete from memory", group: Context, scope: Write, tool: false,
+        title: "Delete from memory", group: Context, scope: Write, tool: true,
         http: DELETE "/v1/memory/{memory_id}", hints: DESTROYS, run: memory::delete
     }
 
@@ -839,7 +840,7 @@ operations! {
     /// session's result, as you, now. `idempotency_key` makes a retry record once. Workspace derived from
     /// the session.
     record_session(records::RecordSession) -> records::Recorded {
-        title: "Record a decision or outcome", group: Records, scope: Write, tool: false,
+        title: "Record a decision or outcome", group: Records, scope: Write, tool: true,
         http: POST "/v1/sessions/{session_id}/record", hints: CREATES, run: records::record
     }
 

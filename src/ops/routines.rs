@@ -48,6 +48,17 @@ pub struct Routine {
     pub recent_fires: Vec<FireRow>,
 }
 
+/// A routine as readers see it: its next fire is never a time already past. A paused routine has none;
+/// an overdue one (its time came before the trigger ran) fires on the trigger's next minute.
+pub fn shown(mut r: RoutineRow, now_ms: i64) -> RoutineRow {
+    r.next_fire_ms = match r.next_fire_ms {
+        _ if !r.enabled => None,
+        Some(at) if at < now_ms => Some((now_ms / 60_000 + 1) * 60_000),
+        next => next,
+    };
+    r
+}
+
 /// create_routine
 pub async fn create(cx: &Cx<'_>, p: CreateRoutine) -> Result<Routine, ApiError> {
     limits::text("name", &p.name, 1, 100)?;
@@ -99,7 +110,7 @@ pub async fn create(cx: &Cx<'_>, p: CreateRoutine) -> Result<Routine, ApiError> 
         },
     )
     .await?;
-    Ok(Routine { routine: row, recent_fires: vec![] })
+    Ok(Routine { routine: shown(row, cx.now_ms), recent_fires: vec![] })
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -121,7 +132,7 @@ pub async fn list(cx: &Cx<'_>, p: ListRoutines) -> Result<RoutineList, ApiError>
     let mut routines = Vec::with_capacity(rows.len());
     for routine in rows {
         let recent_fires = store::routines::recent_fires(cx.db(), &routine.routine_id, 5).await?;
-        routines.push(Routine { routine, recent_fires });
+        routines.push(Routine { routine: shown(routine, cx.now_ms), recent_fires });
     }
     Ok(RoutineList { routines })
 }
@@ -195,7 +206,7 @@ pub async fn update(cx: &Cx<'_>, p: UpdateRoutine) -> Result<Routine, ApiError> 
         .await?
         .ok_or_else(|| ApiError::not_found("routine"))?;
     let recent_fires = store::routines::recent_fires(cx.db(), &routine.routine_id, 5).await?;
-    Ok(Routine { routine, recent_fires })
+    Ok(Routine { routine: shown(routine, cx.now_ms), recent_fires })
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -231,7 +242,8 @@ pub struct RunRoutine {
     pub workspace: Option<String>,
 }
 
-/// run_routine: fires it now, once per key, and answers with the fire.
+/// run_routine: fires it now, once per key, and answers with the fire. A fire that fails is recorded
+/// `failed` and answered as an error with its reason; a retry with the same key tries again.
 pub async fn run(cx: &Cx<'_>, p: RunRoutine) -> Result<FireRow, ApiError> {
     idempotency::check_key(&p.idempotency_key)?;
     let r = load(cx, &p.routine_id).await?;
@@ -252,6 +264,8 @@ pub async fn run(cx: &Cx<'_>, p: RunRoutine) -> Result<FireRow, ApiError> {
                     store::routines::settle(cx.db(), &fire_id, "failed", None, None, Some(&e.message), cx.now_ms)
                         .await?;
                     failed(cx, &fire_id, r, &e.message).await;
+                    let why = format!("the routine's fire `{fire_id}` failed (see list_routines): {}", e.message);
+                    return Err(e.with_message(why));
                 }
                 store::routines::fire(cx.db(), &fire_id).await?.ok_or_else(|| ApiError::cause("fire vanished"))
             }
@@ -357,6 +371,7 @@ async fn execute(cx: &Cx<'_>, fire_id: &str, r: &RoutineRow) -> Result<(), ApiEr
                 task_id: None,
                 relation: "root",
                 parent_session_id: None,
+                title: None,
                 message: &r.message,
                 from: Author::Routine { routine_id: r.routine_id.clone() },
                 budget_cents: r.budget_cents,

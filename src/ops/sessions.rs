@@ -31,11 +31,7 @@ pub use crate::domain::sessions::{call, load};
 
 /// Finds an agent by id or `@handle` that the caller may start in workspace `w`: its own, or public.
 pub async fn resolve_agent(cx: &Cx<'_>, w: &Membership, agent: &str) -> Result<Agent, ApiError> {
-    let found = match agent.strip_prefix('@') {
-        Some(handle) => store::agents::by_handle(cx.db(), handle).await,
-        None if ids::is_id(agent, "ag") => store::agents::get(cx.db(), agent).await,
-        None => Ok(None),
-    }?;
+    let found = crate::ops::agents::named(cx, agent).await?;
     found.filter(|a| a.workspace_id == w.workspace_id || a.is_public).ok_or_else(|| {
         ApiError::new(
             Code::NotFound,
@@ -112,6 +108,7 @@ pub async fn start(cx: &Cx<'_>, p: StartSession) -> Result<Started, ApiError> {
         task_id: task_id.as_deref(),
         relation: if task_id.is_some() { "helper" } else { "root" },
         parent_session_id: None,
+        title: None,
         message: &p.message,
         from: Author::User,
         budget_cents: p.budget_cents,
@@ -133,6 +130,8 @@ pub struct Spec<'a> {
     /// `root`, `helper`, `handoff` or `child`.
     pub relation: &'a str,
     pub parent_session_id: Option<&'a str>,
+    /// What lists show; `None`: the start of `message`.
+    pub title: Option<String>,
     pub message: &'a str,
     pub from: Author,
     pub budget_cents: Option<i64>,
@@ -161,7 +160,7 @@ impl StartIds {
 /// refuses, the index forgets the session again.
 pub async fn create(cx: &Cx<'_>, spec: &Spec<'_>, ids: StartIds) -> Result<Started, ApiError> {
     let task = spec.task_id.map_or_else(|| ids.session_id.clone(), str::to_owned);
-    let title: String = spec.message.chars().take(120).collect();
+    let title = spec.title.clone().unwrap_or_else(|| spec.message.chars().take(120).collect());
     let agent = spec.agent;
     store::sessions::insert(
         cx.db(),
@@ -387,7 +386,7 @@ pub async fn get(cx: &Cx<'_>, p: GetSession) -> Result<SessionInfo, ApiError> {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ListSessions {
-    /// Only this agent's sessions (`ag_…`).
+    /// Only this agent's sessions: its id (`ag_…`) or `@handle`.
     pub agent_id: Option<String>,
     /// Page size, 1–100 (default 20).
     pub limit: Option<i64>,
@@ -411,8 +410,13 @@ pub async fn list(cx: &Cx<'_>, p: ListSessions) -> Result<SessionList, ApiError>
     let w = cx.workspace(p.workspace.as_deref())?;
     let limit = limits::page_size("limit", p.limit, 20, 100)?;
     let before = cursor::parse_keyset(p.cursor.as_deref())?;
-    let mut sessions =
-        store::sessions::list(cx.db(), &w.workspace_id, p.agent_id.as_deref(), before, limit + 1).await?;
+    // An id filters as given (a deleted agent's sessions stay listed); a handle names an agent this
+    // workspace can start.
+    let agent_id = match p.agent_id {
+        Some(handle) if handle.starts_with('@') => Some(resolve_agent(cx, w, &handle).await?.agent_id),
+        other => other,
+    };
+    let mut sessions = store::sessions::list(cx.db(), &w.workspace_id, agent_id.as_deref(), before, limit + 1).await?;
     let next_cursor = (sessions.len() as i64 > limit).then(|| {
         sessions.truncate(limit as usize);
         let last = sessions.last().expect("a full page has a last row");

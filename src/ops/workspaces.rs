@@ -141,6 +141,7 @@ pub async fn describe(cx: &Cx<'_>, p: DescribeWorkspace) -> Result<WorkspaceDesc
     let routines = store::routines::list(cx.db(), &m.workspace_id)
         .await?
         .into_iter()
+        .map(|r| crate::ops::routines::shown(r, cx.now_ms))
         .map(|r| RoutineTrigger {
             trigger: r.cron.as_ref().map_or_else(|| "manual".to_owned(), |c| format!("cron {c} {}", r.timezone)),
             routine_id: r.routine_id,

@@ -24,5 +24,6 @@ pub mod sql_values;
 pub mod stripe;
 pub mod targets;
 pub mod time;
+pub mod title;
 pub mod traces;
 pub mod webhooks;

@@ -119,12 +119,15 @@ pub async fn get(db: &dyn Sql, agent_id: &str) -> DbResult<Option<Agent>> {
 pub struct AgentSummary {
     pub id: String,
     pub name: String,
+    /// `@handle` to pass as `agent_id`, when it has one.
+    pub handle: Option<String>,
     pub harness: String,
     pub model: String,
     pub session_count: i64,
 }
 
-pub(crate) const LIST: &str = "SELECT agent_id AS id, name, harness, model, session_count FROM agent
+pub(crate) const LIST: &str =
+    "SELECT agent_id AS id, name, '@' || handle AS handle, harness, model, session_count FROM agent
   WHERE workspace_id = ?1 ORDER BY created_ms DESC, agent_id LIMIT ?2 OFFSET ?3";
 
 pub async fn list(db: &dyn Sql, workspace_id: &str, limit: i64, offset: i64) -> DbResult<Vec<AgentSummary>> {

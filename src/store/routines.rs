@@ -22,7 +22,7 @@ pub struct RoutineRow {
     pub budget_cents: Option<i64>,
     #[serde(deserialize_with = "super::int_bool")]
     pub enabled: bool,
-    /// When the cron trigger next fires it.
+    /// When the cron trigger next fires it; `null` when paused or without `cron`.
     pub next_fire_ms: Option<i64>,
     pub created_ms: i64,
 }

@@ -11,7 +11,7 @@ import { createHash } from 'node:crypto';
 import { execFileSync } from 'node:child_process';
 import {
   BASE, createAccount, createKey, createWorkspace, createAgent, ok, toolErrorCode, rawMcp, readTurn, readAll,
-  ikey, texts, toolError,
+  ikey, texts, toolError, rest,
 } from './helpers.mjs';
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -171,6 +171,36 @@ describe('routines and goals (wrangler dev --test-scheduled, echo harness)', { c
     assert.notEqual(second.session_id, fire.session_id);
     assert.equal(ok(await mcp.tool('list_sessions', { workspace: ws.slug }), 'list_sessions').sessions.length, 2);
     assert.equal((await listed(mcp, ws.slug, r.routine_id)).recent_fires.length, 2);
+  });
+
+  test('a person updates, pauses, resumes and deletes a routine; next_fire_ms is never in the past; a failed run is an error', async () => {
+    const { mcp, ws, agent } = await setup();
+    const r = ok(await mcp.tool('create_routine', { name: 'hourly', agent_id: agent.agent_id, message: 'm', cron: '0 * * * *', workspace: ws.slug }), 'create_routine');
+    const changed = ok(await mcp.tool('update_routine', {
+      routine_id: r.routine_id, cron: '30 9 * * 1-5', timezone: 'Europe/Berlin', message: 'standup', budget_cents: 50,
+    }), 'update_routine');
+    assert.deepEqual([changed.cron, changed.timezone, changed.message, changed.budget_cents, changed.name],
+      ['30 9 * * 1-5', 'Europe/Berlin', 'standup', 50, 'hourly']);
+    assert.ok(changed.next_fire_ms > Date.now(), `next_fire_ms ${changed.next_fire_ms} is ahead`);
+    const paused = ok(await mcp.tool('update_routine', { routine_id: r.routine_id, enabled: false }), 'pause');
+    assert.equal(paused.enabled, false);
+    assert.equal(paused.next_fire_ms, null, 'a paused routine has no next fire');
+    assert.equal((await listed(mcp, ws.slug, r.routine_id)).next_fire_ms, null);
+    const resumed = ok(await mcp.tool('update_routine', { routine_id: r.routine_id, enabled: true }), 'resume');
+    assert.ok(resumed.enabled && resumed.next_fire_ms > Date.now(), JSON.stringify(resumed));
+
+    // Its agent deleted, a run fails: an error with the reason, and the fire recorded as failed.
+    const gone = await rest('DELETE', `/v1/agents/${agent.agent_id}`, { key: acct.key });
+    assert.equal(gone.status, 200, JSON.stringify(gone.body));
+    const e = toolError(await mcp.tool('run_routine', { routine_id: r.routine_id, idempotency_key: ikey('fail') }), 'run_routine');
+    assert.equal(e.code, 'not_found', JSON.stringify(e));
+    assert.ok(e.message.includes('failed') && e.message.includes(agent.agent_id), e.message);
+    const fires = (await listed(mcp, ws.slug, r.routine_id)).recent_fires;
+    assert.deepEqual(fires.map((f) => [f.trigger, f.status]), [['manual', 'failed']]);
+
+    assert.equal(ok(await mcp.tool('delete_routine', { routine_id: r.routine_id }), 'delete_routine').deleted, true);
+    const left = ok(await mcp.tool('list_routines', { workspace: ws.slug }), 'list_routines').routines;
+    assert.deepEqual(left, []);
   });
 
   test('a routine can message an existing session; bad schedules name their field', async () => {

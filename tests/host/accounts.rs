@@ -204,7 +204,7 @@ fn agents_are_created_listed_updated_and_deleted_in_their_workspace() {
     let list = app.ok(&ada.key, "list_agents", json!({}));
     assert_eq!(
         list["agents"],
-        json!([{"id": id, "name": "Writer", "harness": "echo", "model": "echo-1", "session_count": 0}])
+        json!([{"id": id, "name": "Writer", "handle": "@writer", "harness": "echo", "model": "echo-1", "session_count": 0}])
     );
 
     let patched = app.request("PATCH", &format!("/v1/agents/{id}"), Some(&ada.key), Some(json!({"model": "echo-2"})));
@@ -462,7 +462,9 @@ fn help_lists_topics_and_explains_one() {
     assert_eq!(create["http"], "POST /v1/agents");
     assert_eq!(create["required"], json!(["name", "harness", "model"]));
     assert_eq!(create["skeleton"]["harness"], "<harness>");
-    assert!(create["usage"].as_str().unwrap().starts_with("curl -X POST"));
+    assert!(create["usage"].as_str().unwrap().starts_with("create_agent {"), "a tool: {create}");
+    let delete = agents["operations"].as_array().unwrap().iter().find(|o| o["name"] == "delete_agent").unwrap();
+    assert!(delete["usage"].as_str().unwrap().starts_with("curl -X DELETE"), "REST only: {delete}");
     let list = agents["operations"].as_array().unwrap().iter().find(|o| o["name"] == "list_agents").unwrap();
     assert_eq!(list["usage"], format!("list_agents {{\"workspace\":\"{}\"}}", ada.slug));
     assert!(app.ok(&ada.key, "help", json!({"topic": "workflow"}))["steps"].as_str().unwrap().contains("read_session"));

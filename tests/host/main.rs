@@ -21,6 +21,7 @@ mod mcp;
 mod members;
 mod money;
 mod oauth;
+mod operator;
 mod params;
 mod records;
 mod requests;

@@ -201,10 +201,12 @@ fn every_path_that_begins_a_turn_is_refused_by_an_empty_wallet() {
     assert_eq!(post.status, 402, "share link: {}", String::from_utf8_lossy(&post.body));
     assert!(String::from_utf8_lossy(&post.body).contains("holds 0 cents"));
     for (routine, key) in [(&to_session, "r1"), (&new_session, "r2")] {
-        let fire =
-            app.ok(&ada.key, "run_routine", json!({"routine_id": routine["routine_id"], "idempotency_key": key}));
-        assert_eq!(fire["status"], "failed", "{fire}");
-        assert!(fire["error"].as_str().unwrap().contains("holds 0 cents"), "{fire}");
+        // A failed fire is an error with its reason (and recorded as failed).
+        let result =
+            app.call(&ada.key, "run_routine", json!({"routine_id": routine["routine_id"], "idempotency_key": key}));
+        let error = TestApp::tool_error(&result);
+        assert_eq!(error["code"], "insufficient_credits", "{error}");
+        assert!(error["message"].as_str().unwrap().contains("holds 0 cents"), "{error}");
     }
     refused(
         app.err_code(&ada.key, "hand_off_session", json!({"session_id": sid, "agent_id": a, "idempotency_key": "k4"})),
@@ -242,9 +244,13 @@ fn a_spent_task_budget_refuses_a_share_link_message_and_a_routine_message_too() 
     let post = share_post(&app, &url, "hello");
     assert_eq!(post.status, 402);
     assert!(String::from_utf8_lossy(&post.body).contains("50 cents budget"));
-    let fire = app.ok(&ada.key, "run_routine", json!({"routine_id": routine["routine_id"], "idempotency_key": "r1"}));
-    assert_eq!(fire["status"], "failed");
-    assert!(fire["error"].as_str().unwrap().contains("budget"), "{fire}");
+    let result =
+        app.call(&ada.key, "run_routine", json!({"routine_id": routine["routine_id"], "idempotency_key": "r1"}));
+    let error = TestApp::tool_error(&result);
+    assert_eq!(error["code"], "insufficient_credits", "{error}");
+    assert!(error["message"].as_str().unwrap().contains("budget"), "{error}");
+    let listed = app.ok(&ada.key, "list_routines", json!({}));
+    assert_eq!(listed["routines"][0]["recent_fires"][0]["status"], "failed");
     app.request("PUT", &format!("/v1/tasks/{sid}/budget"), Some(&ada.key), Some(json!({"budget_cents": null})));
     assert_eq!(share_post(&app, &url, "hello").status, 303);
 }

@@ -213,3 +213,56 @@ fn a_routine_is_paused_resumed_changed_and_deleted() {
     assert_eq!(app.ok(&ada.key, "list_routines", json!({}))["routines"], json!([]));
     assert_eq!(app.err_code(&ada.key, "run_routine", json!({"routine_id": id, "idempotency_key": "x"})), "not_found");
 }
+
+#[test]
+fn run_routine_answers_a_failed_fire_as_an_error_with_its_reason() {
+    let app = TestApp::new();
+    let ada = app.signup("Ada", "ada@example.com");
+    let agent = echo(&app, &ada);
+    let r = app.ok(&ada.key, "create_routine", json!({"name": "r", "agent_id": agent, "message": "m"}));
+    app.request("DELETE", &format!("/v1/agents/{agent}"), Some(&ada.key), None);
+    let args = json!({"routine_id": r["routine_id"], "idempotency_key": "run-1"});
+    let error = TestApp::tool_error(&app.call(&ada.key, "run_routine", args.clone()));
+    let f = fires(&app, &ada);
+    assert_eq!((f.len(), f[0]["status"].as_str()), (1, Some("failed")));
+    assert_eq!(error["code"], "not_found");
+    let message = error["message"].as_str().unwrap();
+    assert!(message.contains(f[0]["fire_id"].as_str().unwrap()) && message.contains(&agent), "{message}");
+    // Nothing was done, so the same key tries again (and fails again, as a second fire).
+    assert_eq!(app.err_code(&ada.key, "run_routine", args), "not_found");
+    assert_eq!(fires(&app, &ada).len(), 2);
+    assert_eq!(sessions(&app), 0);
+}
+
+#[test]
+fn next_fire_ms_is_never_in_the_past() {
+    let app = TestApp::new();
+    let ada = app.signup("Ada", "ada@example.com");
+    let agent = echo(&app, &ada);
+    let r = app.ok(
+        &ada.key,
+        "create_routine",
+        json!({"name": "hourly", "agent_id": agent, "message": "m", "cron": "0 * * * *"}),
+    );
+    let next = |app: &TestApp| {
+        let listed = app.ok(&ada.key, "list_routines", json!({}))["routines"][0]["next_fire_ms"].clone();
+        let described = app.ok(&ada.key, "describe_workspace", json!({}))["routines"][0]["next_fire_ms"].clone();
+        assert_eq!(listed, described);
+        listed.as_i64()
+    };
+    // The trigger has not run for three hours (a dev server without cron, an outage): the fire it owes
+    // comes on its next minute, not at a time already gone.
+    app.now_ms.set(r["next_fire_ms"].as_i64().unwrap() + 3 * 3_600_000 + 15_000);
+    let now = app.now_ms.get();
+    assert_eq!(next(&app), Some((now / 60_000 + 1) * 60_000));
+    assert_eq!(app.cron(), 1, "the overdue fire still comes");
+    let after = next(&app).unwrap();
+    assert!(after > now && after % 3_600_000 == 0, "then the next hour: {after}");
+    // Paused, it has no next fire; resumed, the next one from now.
+    let paused = app.ok(&ada.key, "update_routine", json!({"routine_id": r["routine_id"], "enabled": false}));
+    assert!(paused["next_fire_ms"].is_null());
+    app.now_ms.set(now + 5 * 3_600_000);
+    assert_eq!(next(&app), None);
+    let resumed = app.ok(&ada.key, "update_routine", json!({"routine_id": r["routine_id"], "enabled": true}));
+    assert!(resumed["next_fire_ms"].as_i64().unwrap() > app.now_ms.get());
+}

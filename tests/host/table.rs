@@ -30,6 +30,17 @@ const BEYOND_THE_CONTRACT: &[&str] = &[
     "save_card",
     "set_auto_top_up",
     "list_receipts",
+    // What people do from a chat client: set up agents (a new account has none), record a decision,
+    // keep memory, and review or revoke grants.
+    "create_agent",
+    "get_agent",
+    "update_agent",
+    "record_session",
+    "save_memory",
+    "list_memory",
+    "delete_memory",
+    "list_grants",
+    "revoke_grant",
 ];
 
 #[test]

@@ -328,7 +328,8 @@ fn events_are_emitted_where_they_happen() {
     // A routine whose session is gone: failed.
     let bad = app.ok(&ada.key, "create_routine", json!({"name": "Gone", "message": "hi", "session_id": sid}));
     app.ok(&ada.key, "stop_session", json!({"session_id": sid}));
-    app.ok(&ada.key, "run_routine", json!({"routine_id": bad["routine_id"], "idempotency_key": "r2"}));
+    let args = json!({"routine_id": bad["routine_id"], "idempotency_key": "r2"});
+    assert_eq!(app.err_code(&ada.key, "run_routine", args), "session_terminated");
     assert!(deliveries(&app).iter().any(|(e, _)| e == "routine.failed"), "{:?}", deliveries(&app));
     // Every event reached every endpoint once: one delivery per (event id, endpoint).
     let dupes: i64 = app

@@ -148,6 +148,10 @@ STEPS: list[Step] = [
     Step("op", "help", lambda w: {"topic": "workflow"}),
     Step("op", "help", lambda w: {"topic": "sessions", "workspace": w["ws"]}),
     Step("op", "list_agents", lambda w: {"workspace": w["ws"]}),
+    Step("op", "create_agent", lambda w: {
+        "name": "Py Made", "handle": w["handle"], "harness": "echo", "model": "echo-1", "workspace": w["ws"]}),
+    Step("op", "get_agent", lambda w: {"agent_id": "@" + w["handle"]}),
+    Step("op", "update_agent", lambda w: {"agent_id": "@" + w["handle"], "description": "made over MCP"}),
     Step("op", "search_catalog", lambda w: {"query": "echo", "workspace": w["ws"]}),
     # A session and its task.
     Step("op", "start_session", lambda w: {
@@ -187,6 +191,8 @@ STEPS: list[Step] = [
          keep("grant", "grantId")),
     Step("agent", "check_grant", lambda w: {"grantId": w["grant"]}),
     Step("agent", "get_credential", lambda w: {"grantId": w["grant"]}),
+    Step("op", "list_grants", lambda w: {"workspace": w["ws"]}),
+    Step("op", "revoke_grant", lambda w: {"grant_id": w["grant"], "workspace": w["ws"]}),
     Step("agent", "list_sessions"),
     Step("agent", "project_activity"),
     Step("agent", "send_message", lambda w: {"to": w["sid"], "body": "I took app.py"}),
@@ -235,7 +241,12 @@ STEPS: list[Step] = [
     Step("op", "search_context", lambda w: {"query": "python", "scope": "conversations", "workspace": w["ws"]},
          first_hit),
     Step("op", "read_context", lambda w: {"ref": w["ref"]}),
+    Step("op", "record_session", lambda w: {"session_id": w["sid"], "name": "adopted", "idempotency_key": ikey("rec")}),
     Step("op", "read_session_record", lambda w: {"session_id": w["sid"]}),
+    Step("op", "save_memory", lambda w: {"text": f"py prefers short answers {uniq()}", "workspace": w["ws"]},
+         keep("memory", "memory_id")),
+    Step("op", "list_memory", lambda w: {"workspace": w["ws"]}),
+    Step("op", "delete_memory", lambda w: {"memory_id": w["memory"]}),
     Step("op", "read_agent_performance", lambda w: {"workspace": w["ws"]}),
     Step("op", "help_search", lambda w: {"query": "connect Codex"}, keep("article", "articles", 0, "slug")),
     Step("op", "help_get", lambda w: {"slug": w["article"]}),
@@ -260,7 +271,8 @@ def setup(account: Account) -> dict:
     expect(status, 200, "POST /v1/connectors", connector)
     status, _, policy = rest("PUT", "/v1/policies", account.key, {"workspace": ws, "scope": "read", "decision": "allow"})
     expect(status, 200, "PUT /v1/policies", policy)
-    return {"key": account.key, "ws": ws, "agent_id": agent["agent_id"], "helper_id": helper["agent_id"], "pending": {}}
+    return {"key": account.key, "ws": ws, "agent_id": agent["agent_id"], "helper_id": helper["agent_id"], "pending": {},
+            "handle": f"py-{uniq()}"}
 
 
 @pytest.mark.parametrize("mode", MODES)
