@@ -22,6 +22,7 @@ const SUMMARIES: &[(&str, &str)] = &[
     ("goals", "A session's standing goal: it keeps working on its own until the goal is met or a limit stops it."),
     ("routines", "Agents on a schedule: a cron in a time zone, or by hand; each fire starts a session or sends a message."),
     ("usage", "The wallet, what sessions spent, and credit."),
+    ("skills", "Company skills: SKILL.md documents (Agent Skills layout) every session of the workspace gets."),
     ("secrets", "Workspace secrets (model keys, MCP tokens): sealed at rest, never shown again."),
     ("connectors", "Deploy and server targets agents ask access to, the policies that decide it, and the audit log."),
     ("runners", "Machines running `sky runner` for the workspace's runner agents."),

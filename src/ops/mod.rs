@@ -24,6 +24,7 @@ pub mod runners;
 pub mod secrets;
 pub mod sessions;
 pub mod sharing;
+pub mod skills;
 pub mod tasks;
 pub mod traces;
 pub mod usage;
@@ -569,6 +570,32 @@ operations! {
     delete_agent(agents::DeleteAgent) -> agents::AgentDeleted {
         title: "Delete an agent", group: "agents", scope: Write, tool: false,
         http: DELETE "/v1/agents/{agent_id}", hints: DESTROYS, run: agents::delete
+    }
+
+    /// Save a company skill (create, or replace one of the same `name`): a `SKILL.md` in the Agent Skills
+    /// layout, whose front matter gives `name` and `description`, and optional extra `files`. Every session
+    /// of the workspace gets it. Owners and admins. Optional `workspace`.
+    put_skill(skills::PutSkill) -> skills::SkillSaved {
+        title: "Save a skill", group: "skills", scope: Write, tool: true,
+        http: PUT "/v1/skills/{name}", hints: UPDATES, run: skills::put
+    }
+
+    /// The workspace's company skills: name and description of each. Optional `workspace`.
+    list_skills(skills::ListSkills) -> skills::SkillList {
+        title: "List skills", group: "skills", scope: Read, tool: true,
+        http: GET "/v1/skills", hints: READ_ONLY, run: skills::list
+    }
+
+    /// One company skill in full: its `SKILL.md` and extra files. Optional `workspace`.
+    get_skill(skills::GetSkill) -> store::skills::SkillRow {
+        title: "Get a skill", group: "skills", scope: Read, tool: true,
+        http: GET "/v1/skills/{name}", hints: READ_ONLY, run: skills::get
+    }
+
+    /// Delete a company skill; sessions no longer get it. Owners and admins. Optional `workspace`.
+    delete_skill(skills::DeleteSkill) -> skills::SkillDeleted {
+        title: "Delete a skill", group: "skills", scope: Write, tool: true,
+        http: DELETE "/v1/skills/{name}", hints: DESTROYS, run: skills::delete
     }
 
     // ── Connectors, requests and grants (the session server's operator side) ──

@@ -28,6 +28,7 @@ mod runners;
 mod schemas;
 mod secrets;
 mod sessions;
+mod skills;
 mod table;
 mod tasks;
 mod webhooks;

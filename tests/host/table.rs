@@ -26,6 +26,11 @@ const BEYOND_THE_CONTRACT: &[&str] = &[
     "delete_webhook",
     "rotate_webhook_secret",
     "test_webhook",
+    // Company skills, managed from a chat client as from the console.
+    "put_skill",
+    "list_skills",
+    "get_skill",
+    "delete_skill",
 ];
 
 #[test]
