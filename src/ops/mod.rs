@@ -15,6 +15,7 @@ pub mod goals;
 pub mod handoffs;
 pub mod help;
 pub mod help_center;
+pub mod help_guides;
 pub mod members;
 pub mod memory;
 pub mod records;
@@ -275,8 +276,9 @@ operations! {
         http: DELETE "/v1/workspaces/{workspace}/members/{account_id}", hints: DESTROYS, run: members::remove
     }
 
-    /// What the workspace has and what you may do there, read live: agents, remaining budget, your role
-    /// and route groups, each with a one-line usage example. Optional `workspace`.
+    /// What the workspace has and what you may do there, read live: agents (by `@handle`), company skills,
+    /// routines and their triggers, connectors and their tools, policies, remaining budget, your role and
+    /// route groups, each with a one-line usage example. Optional `workspace`.
     describe_workspace(workspaces::DescribeWorkspace) -> workspaces::WorkspaceDescription {
         title: "Describe a workspace", group: "workspaces", scope: Read, tool: true,
         http: GET "/v1/workspace", hints: READ_ONLY, run: workspaces::describe

@@ -146,3 +146,16 @@ const CATALOG: &str =
 pub async fn catalog(db: &dyn Sql, workspace_id: &str) -> DbResult<Vec<Agent>> {
     rows(db, stmt!(CATALOG, workspace_id)).await
 }
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct AgentHandle {
+    pub agent_id: String,
+    pub handle: String,
+}
+
+const HANDLES: &str = "SELECT agent_id, handle FROM agent WHERE workspace_id = ?1 AND handle IS NOT NULL";
+
+/// The catalog handles of a workspace's agents.
+pub async fn handles(db: &dyn Sql, workspace_id: &str) -> DbResult<Vec<AgentHandle>> {
+    rows(db, stmt!(HANDLES, workspace_id)).await
+}
