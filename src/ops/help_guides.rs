@@ -107,8 +107,14 @@ pub fn provider(kind: &str) -> Option<&'static Provider> {
 
 /// An agent's `request_access` call for a target of this kind.
 pub fn request_access(target: &str, scope: &str, command: &str) -> String {
-    let call = serde_json::json!({"target": target, "scope": [scope], "reason": "ship the fix", "command": command});
-    format!("request_access {call}")
+    // Written out, so the target comes first as an agent would write it (a JSON map would sort the keys).
+    let q = |s: &str| serde_json::Value::from(s).to_string();
+    format!(
+        "request_access {{\"target\":{},\"scope\":[{}],\"reason\":\"ship the fix\",\"command\":{}}}",
+        q(target),
+        q(scope),
+        q(command)
+    )
 }
 
 /// The guide topics: `connectors/<kind>` for each provider.

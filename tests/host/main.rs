@@ -13,6 +13,7 @@ mod files;
 mod goals;
 mod harness;
 mod help_center;
+mod help_topics;
 mod layering;
 mod lifecycle;
 mod limits;

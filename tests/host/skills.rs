@@ -120,3 +120,154 @@ fn the_skill_tools_are_annotated_truthfully() {
     assert_eq!(hints("put_skill"), (false, false, true), "a put sets the skill to what it says");
     assert_eq!(hints("delete_skill"), (false, true, true));
 }
+
+#[test]
+fn describe_workspace_shows_agents_by_handle_skills_routines_connectors_and_policies_each_with_a_usage_line() {
+    let app = TestApp::with_secrets();
+    let ada = app.signup("Ada", "ada@example.com");
+    let r = app.request(
+        "POST",
+        "/v1/agents",
+        Some(&ada.key),
+        Some(json!({"name": "Echo", "harness": "echo", "model": "echo", "handle": "echo-bot"})),
+    );
+    assert_eq!(r.status, 201, "{:?}", r.json_body());
+    put(&app, &ada, json!({"name": "release-notes", "skill_md": SKILL_MD}));
+    let routine = app.ok(
+        &ada.key,
+        "create_routine",
+        json!({"name": "nightly", "agent_id": "@echo-bot", "message": "go", "cron": "0 3 * * *", "timezone": "UTC"}),
+    );
+    let r = app.request(
+        "POST",
+        "/v1/connectors",
+        Some(&ada.key),
+        Some(
+            json!({"name": "web", "provider": "vercel", "env": "prod", "credentials": {"env": {"VERCEL_TOKEN": "t"}}}),
+        ),
+    );
+    assert_eq!(r.status, 200, "{:?}", r.json_body());
+    let connector_id = r.json_body()["connector_id"].as_str().unwrap().to_owned();
+    let r = app.request(
+        "PUT",
+        "/v1/policies",
+        Some(&ada.key),
+        Some(json!({"connector_id": connector_id, "scope": "read", "decision": "allow"})),
+    );
+    assert_eq!(r.status, 200, "{:?}", r.json_body());
+
+    let d = app.ok(&ada.key, "describe_workspace", json!({}));
+    let agent = &d["agents"][0];
+    assert_eq!(agent["handle"], "@echo-bot");
+    assert!(agent["usage"].as_str().unwrap().starts_with("start_session "), "{agent}");
+    assert!(agent["usage"].as_str().unwrap().contains(r#""agent_id":"@echo-bot""#), "{agent}");
+    let skill = &d["skills"][0];
+    assert_eq!(skill["name"], "release-notes");
+    assert!(skill["description"].as_str().unwrap().starts_with("Write release notes"));
+    assert!(skill["usage"].as_str().unwrap().contains(r#"get_skill {"name":"release-notes""#), "{skill}");
+    let r = &d["routines"][0];
+    assert_eq!(r["trigger"], "cron 0 3 * * * UTC");
+    assert!(r["usage"].as_str().unwrap().contains(routine["routine_id"].as_str().unwrap()), "{r}");
+    let c = &d["connectors"][0];
+    assert_eq!(
+        (c["name"].as_str(), c["provider"].as_str(), c["connected"].as_bool()),
+        (Some("web"), Some("vercel"), Some(true))
+    );
+    assert!(c["tools"].as_array().unwrap().contains(&json!("vercel")), "{c}");
+    assert!(c["usage"].as_str().unwrap().starts_with(r#"request_access {"#), "{c}");
+    assert!(c["usage"].as_str().unwrap().contains(r#""target":"web""#), "{c}");
+    let p = &d["policies"][0];
+    assert_eq!(
+        (p["target"].as_str(), p["scope"].as_str(), p["decision"].as_str()),
+        (Some("web"), Some("read"), Some("allow"))
+    );
+    assert!(
+        p["usage"].as_str().unwrap().contains("PUT") && p["usage"].as_str().unwrap().contains(&connector_id),
+        "{p}"
+    );
+    let skills_group = d["route_groups"].as_array().unwrap().iter().find(|g| g["group"] == "skills").unwrap();
+    assert!(skills_group["tools"].as_array().unwrap().contains(&json!("put_skill")));
+}
+
+/// An openai agent in Ada's workspace, with credit and the model's secrets.
+fn openai_setup() -> (TestApp, Account, String) {
+    let app = TestApp::with_config(agentsky::cx::Config {
+        open_signup: true,
+        admin_token: Some("adm".into()),
+        rate_limit_per_min: 600,
+        secrets_key: Some("test-master-key".into()),
+        prices: agentsky::rules::prices::Prices::parse(r#"{"gpt-test": [1000000, 2000000]}"#).unwrap(),
+        ..agentsky::cx::Config::default()
+    });
+    let ada = app.signup("Ada", "ada@example.com");
+    let credit = json!({"amount_cents": 1_000_000});
+    app.request("POST", &format!("/v1/workspaces/{}/credit", ada.slug), Some("adm"), Some(credit));
+    for (name, value) in [("OPENAI_BASE_URL", "https://model.example.com/v1"), ("OPENAI_API_KEY", "sk-test-123")] {
+        let r = app.request("PUT", &format!("/v1/secrets/{name}"), Some(&ada.key), Some(json!({"value": value})));
+        assert_eq!(r.status, 200, "{:?}", r.json_body());
+    }
+    let agent = json!({"name": "G", "harness": "openai", "model": "gpt-test", "instructions": "You are terse."});
+    let r = app.request("POST", "/v1/agents", Some(&ada.key), Some(agent));
+    let agent_id = r.json_body()["agent_id"].as_str().unwrap().to_owned();
+    (app, ada, agent_id)
+}
+
+fn completion(message: Value) -> agentsky::http::HttpResponse {
+    agentsky::http::HttpResponse::json(
+        200,
+        &json!({"choices": [{"message": message}], "usage": {"prompt_tokens": 1, "completion_tokens": 1}}),
+    )
+}
+
+#[test]
+fn the_openai_harness_lists_the_skills_in_its_instructions_and_reads_one_on_demand() {
+    let (app, ada, agent_id) = openai_setup();
+    put(
+        &app,
+        &ada,
+        json!({"name": "release-notes", "skill_md": SKILL_MD, "files": {"templates/entry.md": "- {title}"}}),
+    );
+    app.sessions.net.answer(|req| {
+        let body: Value = serde_json::from_slice(&req.body).unwrap();
+        let last = body["messages"].as_array().unwrap().last().unwrap().clone();
+        if last["role"] == "user" {
+            let args = json!({"name": "release-notes"}).to_string();
+            completion(json!({"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function",
+                "function": {"name": "read_skill", "arguments": args}}]}))
+        } else {
+            completion(json!({"role": "assistant", "content": "Followed the skill."}))
+        }
+    });
+    let args = json!({"agent_id": agent_id, "message": "write the changelog", "idempotency_key": "k1"});
+    let started = app.ok(&ada.key, "start_session", args);
+    app.settle();
+    let sid = started["session"]["session_id"].as_str().unwrap();
+    let page = app.ok(&ada.key, "read_session", json!({"session_id": sid}));
+    let events = page["events"].as_array().unwrap();
+    let result = events.iter().find(|e| e["type"] == "tool_result").expect("read_skill answered");
+    assert_eq!(result["is_error"], false, "{result}");
+    let content: Value = serde_json::from_str(result["content"].as_str().unwrap()).unwrap();
+    assert_eq!(content["skill_md"], SKILL_MD);
+    assert_eq!(content["files"], json!(["templates/entry.md"]));
+
+    let first: Value = serde_json::from_slice(&app.sessions.net.requests.borrow()[0].body).unwrap();
+    let system = first["messages"][0]["content"].as_str().unwrap();
+    assert!(system.starts_with("You are terse."), "{system}");
+    assert!(
+        system.contains("- release-notes: Write release notes from merged pull requests."),
+        "the skill's name and description are in the instructions: {system}"
+    );
+    assert!(!system.contains("Group changes by area"), "the body is read on demand, not listed");
+    assert!(first["tools"].as_array().unwrap().iter().any(|t| t["function"]["name"] == "read_skill"));
+}
+
+#[test]
+fn without_skills_the_harness_offers_no_read_skill() {
+    let (app, ada, agent_id) = openai_setup();
+    app.sessions.net.answer(|_| completion(json!({"role": "assistant", "content": "ok"})));
+    app.ok(&ada.key, "start_session", json!({"agent_id": agent_id, "message": "hi", "idempotency_key": "k1"}));
+    app.settle();
+    let first: Value = serde_json::from_slice(&app.sessions.net.requests.borrow()[0].body).unwrap();
+    assert!(!first["tools"].as_array().unwrap().iter().any(|t| t["function"]["name"] == "read_skill"));
+    assert!(!first["messages"][0]["content"].as_str().unwrap().contains("Company skills"));
+}
