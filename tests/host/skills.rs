@@ -271,3 +271,35 @@ fn without_skills_the_harness_offers_no_read_skill() {
     assert!(!first["tools"].as_array().unwrap().iter().any(|t| t["function"]["name"] == "read_skill"));
     assert!(!first["messages"][0]["content"].as_str().unwrap().contains("Company skills"));
 }
+
+#[test]
+fn a_runner_fetches_the_workspaces_skills_for_the_turn_it_holds() {
+    let app = TestApp::new();
+    let ada = app.signup("Ada", "ada@example.com");
+    put(
+        &app,
+        &ada,
+        json!({"name": "release-notes", "skill_md": SKILL_MD, "files": {"templates/entry.md": "- {title}"}}),
+    );
+    let r = app.request("POST", "/v1/runners", Some(&ada.key), Some(json!({"name": "laptop"})));
+    let token = r.json_body()["token"].as_str().unwrap().to_owned();
+    let agent = json!({"name": "Coder", "harness": "runner", "model": "claude", "instructions": "Write code."});
+    let agent_id = app.request("POST", "/v1/agents", Some(&ada.key), Some(agent)).json_body()["agent_id"].clone();
+    app.ok(&ada.key, "start_session", json!({"agent_id": agent_id, "message": "go", "idempotency_key": "k"}));
+    app.settle();
+    let runner =
+        |method: &str, path: &str, body: Value| app.send(crate::support::runner_request(&token, method, path, body));
+    let claim = runner("POST", "/v1/runner/claim", json!({})).json_body();
+    let lease = claim["lease_id"].as_str().unwrap();
+    let got = runner("GET", &format!("/v1/runner/skills?lease_id={lease}"), json!({}));
+    assert_eq!(got.status, 200, "{:?}", got.json_body());
+    let skills = got.json_body()["skills"].clone();
+    assert_eq!(skills[0]["name"], "release-notes");
+    assert_eq!(skills[0]["skill_md"], SKILL_MD);
+    assert_eq!(skills[0]["files"], json!({"templates/entry.md": "- {title}"}));
+    assert_eq!(
+        runner("GET", "/v1/runner/skills?lease_id=lease_nope", json!({})).status / 100,
+        4,
+        "only for a lease it holds"
+    );
+}
