@@ -303,3 +303,77 @@ fn a_runner_fetches_the_workspaces_skills_for_the_turn_it_holds() {
         "only for a lease it holds"
     );
 }
+
+mod console {
+    use super::{put, SKILL_MD};
+    use crate::support::{browser_request as request, form_body as form, TestApp};
+    use serde_json::json;
+
+    const ORIGIN: &str = "http://127.0.0.1:8787";
+
+    fn sign_in(app: &TestApp, key: &str) -> String {
+        let r = app.send(request("POST", "/console/login", None, &form(&[("key", key)]), Some(ORIGIN)));
+        assert_eq!(r.status, 303);
+        r.header("set-cookie").unwrap().split(';').next().unwrap().to_owned()
+    }
+
+    fn get(app: &TestApp, cookie: &str, path: &str) -> (u16, String) {
+        let r = app.send(request("GET", path, Some(cookie), "", None));
+        (r.status, String::from_utf8_lossy(&r.body).into_owned())
+    }
+
+    fn csrf(html: &str) -> String {
+        let at = html.find("name=\"csrf\" value=\"").expect("a form with a csrf field") + 19;
+        html[at..at + 64].to_owned()
+    }
+
+    #[test]
+    fn the_skills_page_lists_shows_adds_edits_and_deletes_skills() {
+        let app = TestApp::new();
+        let ada = app.signup("Ada", "ada@example.com");
+        put(&app, &ada, json!({"name": "release-notes", "skill_md": SKILL_MD}));
+        let cookie = sign_in(&app, &ada.key);
+        let base = format!("/console/w/{}", ada.slug);
+        let (status, html) = get(&app, &cookie, &format!("{base}/skills"));
+        assert_eq!(status, 200, "{html}");
+        assert!(html.contains("data-skill=\"release-notes\"") && html.contains("Write release notes"), "{html}");
+        assert!(html.contains(&format!("href=\"{base}/skills\"")), "the navigation links the page");
+
+        let token = csrf(&html);
+        let md = "---\nname: on-call\ndescription: \"<b>Page</b> the on-call engineer.\"\n---\nCall them.\n";
+        let fields = [
+            ("csrf", token.as_str()),
+            ("workspace", ada.slug.as_str()),
+            ("name", "on-call"),
+            ("skill_md", md),
+            ("files", ""),
+        ];
+        let r = app.send(request("POST", &format!("{base}/op/put_skill"), Some(&cookie), &form(&fields), Some(ORIGIN)));
+        assert_eq!(r.status, 303);
+        assert_eq!(app.ok(&ada.key, "get_skill", json!({"name": "on-call"}))["skill_md"], md, "saved from the form");
+        let (_, one) = get(&app, &cookie, &format!("{base}/skills/on-call"));
+        assert!(one.contains("&lt;b&gt;Page&lt;/b&gt; the on-call engineer."), "escaped: {one}");
+        assert!(one.contains("data-skill-form"), "an owner can edit it");
+
+        let fields = [("csrf", token.as_str()), ("workspace", ada.slug.as_str()), ("name", "on-call")];
+        let r =
+            app.send(request("POST", &format!("{base}/op/delete_skill"), Some(&cookie), &form(&fields), Some(ORIGIN)));
+        assert_eq!(r.status, 303);
+        let names: Vec<Value> = app.ok(&ada.key, "list_skills", json!({}))["skills"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|k| k["name"].clone())
+            .collect();
+        assert_eq!(names, [json!("release-notes")]);
+
+        // Without the csrf token nothing happens.
+        let fields = [("workspace", ada.slug.as_str()), ("name", "release-notes")];
+        let r =
+            app.send(request("POST", &format!("{base}/op/delete_skill"), Some(&cookie), &form(&fields), Some(ORIGIN)));
+        assert_ne!(r.status / 100, 2);
+        assert_eq!(app.ok(&ada.key, "list_skills", json!({}))["skills"].as_array().unwrap().len(), 1);
+    }
+
+    use serde_json::Value;
+}
