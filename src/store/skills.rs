@@ -29,14 +29,15 @@ pub struct SkillRow {
     pub updated_ms: i64,
 }
 
+const EXISTS: &str = "SELECT 1 AS found FROM skill WHERE workspace_id = ?1 AND name = ?2";
+
 const PUT: &str =
     "INSERT INTO skill (workspace_id, name, description, skill_md, files, updated_by, created_ms, updated_ms)
   VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7)
   ON CONFLICT (workspace_id, name) DO UPDATE SET description = excluded.description, skill_md = excluded.skill_md,
-    files = excluded.files, updated_by = excluded.updated_by, updated_ms = excluded.updated_ms
-  RETURNING created_ms";
+    files = excluded.files, updated_by = excluded.updated_by, updated_ms = excluded.updated_ms";
 
-/// Creates or replaces a skill; true when it is new.
+/// Creates or replaces a skill; true when it is new (told in the same atomic batch as the write).
 #[allow(clippy::too_many_arguments)]
 pub async fn put(
     db: &dyn Sql,
@@ -48,13 +49,13 @@ pub async fn put(
     updated_by: &str,
     now_ms: i64,
 ) -> DbResult<bool> {
-    #[derive(Deserialize)]
-    struct Row {
-        created_ms: i64,
-    }
-    let row: Option<Row> =
-        first(db, stmt!(PUT, workspace_id, name, description, skill_md, files_json, updated_by, now_ms)).await?;
-    Ok(row.is_some_and(|r| r.created_ms == now_ms))
+    let results = db
+        .batch(vec![
+            stmt!(EXISTS, workspace_id, name),
+            stmt!(PUT, workspace_id, name, description, skill_md, files_json, updated_by, now_ms),
+        ])
+        .await?;
+    Ok(results.first().is_none_or(Vec::is_empty))
 }
 
 const LIST: &str = "SELECT name, description, updated_by, updated_ms FROM skill WHERE workspace_id = ?1
