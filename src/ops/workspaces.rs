@@ -194,8 +194,8 @@ pub async fn describe(cx: &Cx<'_>, p: DescribeWorkspace) -> Result<WorkspaceDesc
     let caller = cx.caller()?;
     let m = cx.workspace(p.workspace.as_deref())?;
     let (db, ws) = (cx.db(), m.workspace_id.as_str());
-    let ((overview, agents), handles, skills, routines, connectors, policies) = futures::try_join!(
-        async { store::workspaces::overview(db, ws, 50).await?.ok_or(store::DbError::Other("no workspace".into())) },
+    let (overview, handles, skills, routines, connectors, policies) = futures::try_join!(
+        store::workspaces::overview(db, ws, 50),
         store::agents::handles(db, ws),
         store::skills::list(db, ws),
         store::routines::list(db, ws),
@@ -203,6 +203,7 @@ pub async fn describe(cx: &Cx<'_>, p: DescribeWorkspace) -> Result<WorkspaceDesc
         store::connectors::all_policies(db, ws),
     )
     .map_err(|e| cx.internal(e))?;
+    let (overview, agents) = overview.ok_or_else(|| ApiError::not_found("workspace"))?;
     let slug = m.slug.as_str();
     let agents = agents
         .into_iter()
