@@ -10,6 +10,7 @@
 //!   other byte of the file.
 //! - [`files`] — planned file changes: the diff `--dry-run` prints, and atomic writes.
 //! - [`skill`] — the `agentsky` skill: `SKILL.md` and the `catalog.md` made from the live catalog.
+//! - [`company_skills`] — the workspace's own skills, written where Claude Code and Codex read skills.
 //! - [`setup`] — `sky setup`: find Claude Code and Codex, plan every change, show or apply it.
 //! - [`relay`] — `sky mcp`: the session server on stdio, relayed to `/v1/session/mcp`.
 //! - [`runner`] — `sky runner`: registration, the runner protocol's calls, the claim loop.
@@ -26,6 +27,7 @@ pub mod api;
 pub mod approvals;
 pub mod args;
 pub mod auth;
+pub mod company_skills;
 pub mod config;
 pub mod context;
 pub mod edit;

@@ -268,6 +268,12 @@ impl Client {
             .collect())
     }
 
+    /// The workspace's company skills in full (`[{name, skill_md, files}]`).
+    pub fn skills(&self, lease_id: &str) -> std::result::Result<Vec<Value>, CallError> {
+        let r = self.short.get(&format!("/v1/runner/skills?lease_id={}", query_escape(lease_id)), Some(&self.token));
+        Ok(Self::check(r, "GET /v1/runner/skills")?.body["skills"].as_array().cloned().unwrap_or_default())
+    }
+
     /// Writes one file into the session's folder (its lane when the task has lanes).
     pub fn put_file(&self, lease_id: &str, path: &str, content: &str) -> std::result::Result<(), CallError> {
         let body = json!({ "lease_id": lease_id, "path": path, "content": content });

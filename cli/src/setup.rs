@@ -1,5 +1,6 @@
 //! `sky setup [--dry-run]`: signs in if needed, then registers the server with every Claude Code and
-//! Codex it finds and installs the `agentsky` skill where each reads skills. The contract is
+//! Codex it finds and installs the `agentsky` skill, and the workspace's company skills, where each reads
+//! skills. The contract is
 //! shared/contract/operator-mcp.md, "One command for Claude Code and Codex", "Claude Code", "Codex".
 //!
 //! Every change is planned in full first ([`plan`]); `--dry-run` prints the plan and writes nothing, a
@@ -138,6 +139,18 @@ pub fn plan(ctx: &Context, found: &Found, server: &str, key: &str, catalog_md: &
     Ok(changes)
 }
 
+/// The workspace's company skills beside the `agentsky` skill, for each client found.
+fn company_skill_changes(ctx: &Context, found: &Found, skills: &[serde_json::Value]) -> Result<Vec<Change>> {
+    let mut out = Vec::new();
+    if found.claude.is_some() {
+        out.extend(crate::company_skills::changes(&ctx.claude_dir.join("skills"), skills, "Claude Code")?);
+    }
+    if found.codex.is_some() {
+        out.extend(crate::company_skills::changes(&ctx.codex_home.join("skills"), skills, "Codex")?);
+    }
+    Ok(out)
+}
+
 /// The shell snippet that exports the key for Codex.
 pub fn env_file(ctx: &Context) -> PathBuf {
     ctx.sky_dir().join("env")
@@ -188,7 +201,8 @@ pub fn run(ctx: &Context, opts: &Options, out: &mut dyn Write) -> Result<()> {
     let agents = catalog["agents"].as_array().map_or(0, Vec::len);
     say(out, &format!("Catalog: {agents} agent(s) in workspace {workspace}."));
     let catalog_md = skill::catalog_md(&catalog, &server, Some(&workspace));
-    let changes = plan(ctx, &found, &server, &key, &catalog_md)?;
+    let mut changes = plan(ctx, &found, &server, &key, &catalog_md)?;
+    changes.extend(company_skill_changes(ctx, &found, &crate::company_skills::fetch(&api, &key)?)?);
 
     if opts.dry_run {
         show_plan(ctx, &changes, &key, out);

@@ -340,6 +340,7 @@ impl TurnRunner {
                 notes.push(format!("{path} was not downloaded ({why})"));
             }
         }
+        notes.extend(crate::company_skills::install_in_turn(&self.client, lease, &dir.work, &mut downloaded));
         if let Err(e) = self.write_meta(turn, &dir) {
             return self.fail(turn, &mut outbox, &format!("the runner could not prepare the turn's folder: {e}"), &[]);
         }

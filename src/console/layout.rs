@@ -16,6 +16,7 @@ const NAV: &[(&str, &str)] = &[
     ("/usage", "Usage"),
     ("/agents", "Agents"),
     ("/routines", "Routines"),
+    ("/skills", "Skills"),
     ("/access", "Access"),
     ("/runners", "Runners"),
     ("/members", "Members"),

@@ -3,7 +3,7 @@
 
 use crate::cx::Cx;
 use crate::error::{ApiError, Code};
-use crate::ops::{Op, Scope, OPS};
+use crate::ops::{help_guides, Op, Scope, OPS};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
@@ -35,7 +35,7 @@ pub struct HelpAnswer {
     /// With `topic`: its operations (none for `workflow`). Left out without one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub operations: Option<Vec<OperationHelp>>,
-    /// With `topic: "workflow"`: the steps.
+    /// With `topic: "workflow"` or a guide (`connectors/<kind>`): the steps.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub steps: Option<String>,
 }
@@ -76,6 +76,11 @@ fn topics() -> Vec<Topic> {
         }
     }
     out.push(Topic { topic: "workflow".into(), summary: WORKFLOW_SUMMARY.into(), operations: vec![] });
+    for topic in help_guides::topics() {
+        let (summary, _) = help_guides::guide(&topic).expect("every guide topic has a guide");
+        let operations = help_guides::OPERATIONS.iter().map(|o| (*o).to_owned()).collect();
+        out.push(Topic { topic, summary, operations });
+    }
     out
 }
 
@@ -93,8 +98,15 @@ pub async fn help(cx: &Cx<'_>, p: Help) -> Result<HelpAnswer, ApiError> {
         let names: Vec<String> = topics().into_iter().map(|t| t.topic).collect();
         return Err(ApiError::new(Code::NotFound, format!("no help topic `{topic}`; topics: {}", names.join(", "))));
     };
-    let operations = OPS.iter().filter(|op| op.group.name() == topic).map(|op| describe(op, slug.as_deref())).collect();
-    let steps = (topic == "workflow").then(|| WORKFLOW.to_owned());
+    let operations = OPS
+        .iter()
+        .filter(|op| found.operations.iter().any(|o| o == op.name))
+        .map(|op| describe(op, slug.as_deref()))
+        .collect();
+    let steps = match help_guides::guide(&topic) {
+        Some((_, text)) => Some(text),
+        None => (topic == "workflow").then(|| WORKFLOW.to_owned()),
+    };
     Ok(HelpAnswer { topics: vec![found], operations: Some(operations), steps })
 }
 
@@ -135,7 +147,18 @@ fn skeleton(op: &Op, slug: Option<&str>) -> (Vec<String>, Map<String, Value>) {
 
 /// One line showing how to call an operation: as a tool when it is one, else as a REST call.
 pub fn usage(op: &Op, slug: Option<&str>) -> String {
+    usage_with(op, slug, Map::new())
+}
+
+/// [`usage`] with some arguments filled in over the skeleton (`null` ones left out).
+pub fn usage_with(op: &Op, slug: Option<&str>, args: Map<String, Value>) -> String {
     let (_, mut body) = skeleton(op, slug);
+    for (k, v) in args {
+        match v {
+            Value::Null => body.remove(&k),
+            v => body.insert(k, v),
+        };
+    }
     let takes_workspace = op.params_schema()["properties"].get("workspace").is_some();
     if takes_workspace && !body.contains_key("workspace") && !op.path.contains("{workspace}") {
         if let Some(s) = slug {

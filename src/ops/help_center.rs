@@ -66,6 +66,7 @@ pub static ARTICLES: &[Article] = articles![
     "tasks-files-and-artifacts",
     "goals",
     "routines",
+    "skills",
     "runners-and-access",
     "budgets-and-usage",
     "memory-and-search",

@@ -16,6 +16,7 @@ pub mod goals;
 pub mod handoffs;
 pub mod help;
 pub mod help_center;
+pub mod help_guides;
 pub mod members;
 pub mod memory;
 pub mod records;
@@ -25,6 +26,7 @@ pub mod runners;
 pub mod secrets;
 pub mod sessions;
 pub mod sharing;
+pub mod skills;
 pub mod tasks;
 pub mod traces;
 pub mod usage;
@@ -109,16 +111,19 @@ groups! {
     Routines = "routines";
     /// The wallet, what sessions spent, and credit.
     Usage = "usage";
+    /// Company skills: SKILL.md documents (Agent Skills layout) every session of the workspace gets.
+    Skills = "skills";
     /// Workspace secrets (model keys, MCP tokens): sealed at rest, never shown again.
     Secrets = "secrets";
-    /// Deploy and server targets agents ask access to, the policies that decide it, and the audit log.
+    /// Deploy and server targets agents ask access to, the policies that decide it, and the audit log;
+    /// `connectors/<kind>` (vercel, aws, gcp, supabase, github, ssh) says how to connect each.
     Connectors = "connectors";
     /// Search saved memory, past conversations and uploaded traces; read a hit in full.
     Context = "context";
     /// Human decisions and observed outcomes about sessions' results, and how each harness and model
     /// performs.
     Records = "records";
-    /// Operations on webhooks.
+    /// Send the workspace's events to your HTTPS endpoints, signed; see deliveries, rotate secrets, test.
     Webhooks = "webhooks";
     /// Machines running `sky runner` for the workspace's runner agents.
     Runners = "runners";
@@ -354,8 +359,9 @@ operations! {
         http: DELETE "/v1/workspaces/{workspace}/members/{account_id}", hints: DESTROYS, run: members::remove
     }
 
-    /// What the workspace has and what you may do there, read live: agents, remaining budget, your role
-    /// and route groups, each with a one-line usage example. Optional `workspace`.
+    /// What the workspace has and what you may do there, read live: agents (by `@handle`), company skills,
+    /// routines and their triggers, connectors and their tools, policies, remaining budget, your role and
+    /// route groups, each with a one-line usage example. Optional `workspace`.
     describe_workspace(workspaces::DescribeWorkspace) -> workspaces::WorkspaceDescription {
         title: "Describe a workspace", group: Workspaces, scope: Read, tool: true,
         http: GET "/v1/workspace", hints: READ_ONLY, run: workspaces::describe
@@ -679,6 +685,32 @@ operations! {
     delete_agent(agents::DeleteAgent) -> agents::AgentDeleted {
         title: "Delete an agent", group: Agents, scope: Write, tool: false,
         http: DELETE "/v1/agents/{agent_id}", hints: DESTROYS, run: agents::delete
+    }
+
+    /// Save a company skill (create, or replace one of the same `name`): a `SKILL.md` in the Agent Skills
+    /// layout, whose front matter gives `name` and `description`, and optional extra `files`. Every session
+    /// of the workspace gets it. Owners and admins. Optional `workspace`.
+    put_skill(skills::PutSkill) -> skills::SkillSaved {
+        title: "Save a skill", group: Skills, scope: Write, tool: true,
+        http: PUT "/v1/skills/{name}", hints: UPDATES, run: skills::put
+    }
+
+    /// The workspace's company skills: name and description of each. Optional `workspace`.
+    list_skills(skills::ListSkills) -> skills::SkillList {
+        title: "List skills", group: Skills, scope: Read, tool: true,
+        http: GET "/v1/skills", hints: READ_ONLY, run: skills::list
+    }
+
+    /// One company skill in full: its `SKILL.md` and extra files. Optional `workspace`.
+    get_skill(skills::GetSkill) -> store::skills::SkillRow {
+        title: "Get a skill", group: Skills, scope: Read, tool: true,
+        http: GET "/v1/skills/{name}", hints: READ_ONLY, run: skills::get
+    }
+
+    /// Delete a company skill; sessions no longer get it. Owners and admins. Optional `workspace`.
+    delete_skill(skills::DeleteSkill) -> skills::SkillDeleted {
+        title: "Delete a skill", group: Skills, scope: Write, tool: true,
+        http: DELETE "/v1/skills/{name}", hints: DESTROYS, run: skills::delete
     }
 
     // ── Connectors, requests and grants (the session server's operator side) ──

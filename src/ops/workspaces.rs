@@ -3,12 +3,13 @@
 
 use crate::cx::{Cx, Role};
 use crate::error::{ApiError, Code};
-use crate::ops::{Scope, OPS};
+use crate::ops::{help_guides, Scope, OPS};
 use crate::rules::params::Text;
 use crate::rules::{ids, slug};
 use crate::store;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use serde_json::json;
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -96,12 +97,61 @@ pub struct WorkspaceDescription {
     pub role: Role,
     /// Whether your key may change things (`write`) or only read.
     pub key_scope: String,
-    pub agents: Vec<store::agents::AgentSummary>,
+    /// The workspace's agents, newest first (up to 50), by `@handle` when they have one.
+    pub agents: Vec<DescribedAgent>,
+    /// Company skills every session of the workspace gets.
+    pub skills: Vec<DescribedSkill>,
     /// Routines and their triggers: `cron` in `timezone`, or by hand only.
     pub routines: Vec<RoutineTrigger>,
+    /// Connected deploy and server targets, with the CLI agents run under a grant.
+    pub connectors: Vec<DescribedConnector>,
+    /// Access policies in force: per target or workspace-wide, per scope.
+    pub policies: Vec<DescribedPolicy>,
     pub budget: Budget,
     /// What you can do here, by group, each with a one-line example.
     pub route_groups: Vec<RouteGroup>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct DescribedAgent {
+    #[serde(flatten)]
+    pub agent: store::agents::AgentSummary,
+    /// One call to start from.
+    pub usage: String,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct DescribedSkill {
+    pub name: String,
+    pub description: String,
+    /// One call to start from.
+    pub usage: String,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct DescribedConnector {
+    pub connector_id: String,
+    pub name: String,
+    /// `vercel`, `aws`, `gcp`, `supabase`, `github` or `ssh`.
+    pub provider: String,
+    pub env: String,
+    /// Whether credentials are connected.
+    pub connected: bool,
+    /// The tools agents use on it: the session server's access tools and the provider's CLI.
+    pub tools: Vec<String>,
+    /// How an agent asks for access to it.
+    pub usage: String,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct DescribedPolicy {
+    /// The target's name; `*` for every target of the workspace.
+    pub target: String,
+    pub scope: String,
+    /// `ask`, `allow` or `deny`.
+    pub decision: String,
+    /// How to change it.
+    pub usage: String,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -111,6 +161,8 @@ pub struct RoutineTrigger {
     /// `cron <expr> <timezone>` or `manual`.
     pub trigger: String,
     pub next_fire_ms: Option<i64>,
+    /// One call to start from.
+    pub usage: String,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -131,22 +183,83 @@ pub struct RouteGroup {
     pub example: String,
 }
 
+/// A usage line for an operation of the table, with an item's own arguments filled in.
+fn usage(name: &str, slug: &str, args: serde_json::Value) -> String {
+    let op = crate::ops::find(name).expect("describe_workspace names operations of the table");
+    crate::ops::help::usage_with(op, Some(slug), args.as_object().cloned().unwrap_or_default())
+}
+
 /// describe_workspace: read live from the workspace and the operation table.
 pub async fn describe(cx: &Cx<'_>, p: DescribeWorkspace) -> Result<WorkspaceDescription, ApiError> {
     let caller = cx.caller()?;
     let m = cx.workspace(p.workspace.as_deref())?;
-    let (overview, agents) = store::workspaces::overview(cx.db(), &m.workspace_id, 50)
-        .await?
-        .ok_or_else(|| ApiError::not_found("workspace"))?;
-    let routines = store::routines::list(cx.db(), &m.workspace_id)
-        .await?
+    let (db, ws) = (cx.db(), m.workspace_id.as_str());
+    let (overview, skills, routines, connectors, policies) = futures::try_join!(
+        store::workspaces::overview(db, ws, 50),
+        store::skills::list(db, ws),
+        store::routines::list(db, ws),
+        store::connectors::list(db, ws),
+        store::connectors::all_policies(db, ws),
+    )?;
+    let (overview, agents) = overview.ok_or_else(|| ApiError::not_found("workspace"))?;
+    let slug = m.slug.as_str();
+    let agents = agents
+        .into_iter()
+        .map(|a| {
+            let by = a.handle.clone().unwrap_or_else(|| a.id.clone());
+            let usage = usage("start_session", slug, json!({"agent_id": by, "message": "<the task>"}));
+            DescribedAgent { agent: a, usage }
+        })
+        .collect();
+    let skills = skills
+        .into_iter()
+        .map(|s| DescribedSkill {
+            usage: usage("get_skill", slug, json!({"name": s.name})),
+            name: s.name,
+            description: s.description,
+        })
+        .collect();
+    let routines = routines
         .into_iter()
         .map(|r| crate::ops::routines::shown(r, cx.now_ms))
         .map(|r| RoutineTrigger {
             trigger: r.cron.as_ref().map_or_else(|| "manual".to_owned(), |c| format!("cron {c} {}", r.timezone)),
+            usage: usage("run_routine", slug, json!({"routine_id": r.routine_id})),
             routine_id: r.routine_id,
             name: r.name,
             next_fire_ms: r.next_fire_ms,
+        })
+        .collect();
+    let policies = policies
+        .into_iter()
+        .map(|p| DescribedPolicy {
+            target: connectors
+                .iter()
+                .find(|c| c.connector_id == p.connector_id)
+                .map_or_else(|| "*".to_owned(), |c| c.name.clone()),
+            usage: usage(
+                "set_policy",
+                slug,
+                json!({"connector_id": Some(&p.connector_id).filter(|c| !c.is_empty()), "scope": p.scope}),
+            ),
+            scope: p.scope,
+            decision: p.decision,
+        })
+        .collect();
+    let connectors = connectors
+        .into_iter()
+        .map(|c| {
+            let cli = help_guides::provider(&c.provider).map_or(c.provider.as_str(), |g| g.cli);
+            let command = help_guides::provider(&c.provider).map_or("", |g| g.command);
+            DescribedConnector {
+                tools: ["request_access", "check_grant", "get_credential", cli].map(str::to_owned).to_vec(),
+                usage: help_guides::request_access(&c.name, "deploy", command),
+                connector_id: c.connector_id,
+                name: c.name,
+                provider: c.provider,
+                env: c.env,
+                connected: c.connected,
+            }
         })
         .collect();
     let mut groups: Vec<RouteGroup> = Vec::new();
@@ -180,7 +293,10 @@ pub async fn describe(cx: &Cx<'_>, p: DescribeWorkspace) -> Result<WorkspaceDesc
         role: m.role,
         key_scope: if caller.can_write { "write" } else { "read" }.to_owned(),
         agents,
+        skills,
         routines,
+        connectors,
+        policies,
         budget: Budget { remaining_cents: overview.balance_cents, card_saved: overview.card_saved },
         route_groups: groups,
     })

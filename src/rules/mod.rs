@@ -19,6 +19,8 @@ pub mod rate;
 pub use agentsky_wire::redact;
 pub mod schema;
 pub mod seal;
+/// The skill name and `SKILL.md` front-matter rule, shared with the CLI.
+pub use agentsky_wire::skills;
 pub mod slug;
 pub mod sql_values;
 pub mod stripe;

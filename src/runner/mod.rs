@@ -8,7 +8,8 @@
 //! - `POST /v1/runner/events {lease_id, events: [{key, type, …}], done?}` → events reported exactly once by
 //!   their keys; `done` (`completed` or `failed`) ends the turn;
 //! - `GET /v1/runner/files?lease_id=` and `PUT /v1/runner/files {lease_id, path, content}` → the task folder
-//!   as the session sees it (its lane over the base).
+//!   as the session sees it (its lane over the base);
+//! - `GET /v1/runner/skills?lease_id=` → the workspace's company skills, in full ([`skills`]).
 //!
 //! - `POST /v1/runner/jobs`, `POST /v1/runner/jobs/result`, `POST /v1/runner/ssh-key` and
 //!   `GET /v1/runner/criteria`: what the server asks of the runner during a turn ([`jobs`]).
@@ -19,6 +20,7 @@
 
 pub mod granted;
 pub mod jobs;
+pub mod skills;
 
 use crate::cx::Cx;
 use crate::domain::taskfs::{self, Folder, Writer};
@@ -69,6 +71,7 @@ pub async fn handle(cx: &Cx<'_>, req: &HttpRequest) -> HttpResponse {
         ("POST", "/v1/runner/heartbeat") => heartbeat(cx, &runner, req).await,
         ("POST", "/v1/runner/events") => events(cx, &runner, req).await,
         ("GET", "/v1/runner/files") => files(cx, &runner, req).await,
+        ("GET", "/v1/runner/skills") => skills::list(cx, &runner, req).await,
         ("PUT", "/v1/runner/files") => write_file(cx, &runner, req).await,
         ("POST", "/v1/runner/jobs") => jobs::poll(cx, &runner, req).await,
         ("POST", "/v1/runner/jobs/result") => jobs::result(cx, &runner, req).await,

@@ -28,6 +28,7 @@ pub mod routines;
 pub mod runners;
 pub mod secrets;
 pub mod sessions;
+pub mod skills;
 pub mod tasks;
 pub mod usage;
 pub mod webhooks;

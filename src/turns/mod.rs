@@ -6,4 +6,5 @@ pub mod agent_tools;
 pub mod driver;
 pub mod mcp_client;
 pub mod openai;
+pub mod skills;
 pub mod wallet;

@@ -14,7 +14,7 @@
 //! step rebuilds the conversation from those events and so sees only the placeholder.
 
 use super::agent_tools::{self, bearer, post_json};
-use super::{mcp_client, wallet};
+use super::{mcp_client, skills, wallet};
 use crate::cx::{Blobs, Config, Env, Net};
 use crate::egress::Egress;
 use crate::rules::{outbound, redact, seal};
@@ -294,6 +294,11 @@ async fn run_calls(
                 Ok(v) => (v.to_string(), false),
                 Err(e) => (json!({ "error": e }).to_string(), true),
             }
+        } else if c.name == skills::TOOL {
+            match skills::read(ports.db(), &config.workspace_id, &c.args).await {
+                Ok(v) => (v.to_string(), false),
+                Err(e) => (json!({ "error": e }).to_string(), true),
+            }
         } else if crate::agent::is_tool(&c.name) {
             let cx = crate::cx::Cx::system(ports.env, now_ms, format!("harness-{}", config.session_id));
             let me = agent(ports, &cx, config).await?;
@@ -447,6 +452,10 @@ async fn run<S: LocalSql + ?Sized>(
     }
     let remote = remote_tools(ports, config, turn).await?;
     let mut tools = agent_tools::specs();
+    let company_skills = skills::listing(ports.db(), &config.workspace_id).await?;
+    if !company_skills.is_empty() {
+        tools.push(skills::spec());
+    }
     tools.extend(crate::agent::function_specs());
     tools.extend(remote.iter().map(|t| {
         json!({"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.schema}})
@@ -456,6 +465,7 @@ async fn run<S: LocalSql + ?Sized>(
     loop {
         let mut body =
             json!({ "model": config.model, "messages": work.conversation(config, &history), "tools": tools });
+        skills::mention(&mut body["messages"], &company_skills);
         // Only asked for when set: models that do not reason refuse the field.
         if config.thinking != "off" {
             body["reasoning_effort"] = json!(config.thinking);

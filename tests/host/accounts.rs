@@ -456,7 +456,10 @@ fn help_lists_topics_and_explains_one() {
         summary("sessions"),
         "Start a session with an agent, send messages, read replies by cursor (waiting up to 50 s), hand off, share, stop."
     );
-    assert_eq!(summary("webhooks"), "Operations on webhooks.");
+    assert_eq!(
+        summary("webhooks"),
+        "Send the workspace's events to your HTTPS endpoints, signed; see deliveries, rotate secrets, test."
+    );
     let agents = app.ok(&ada.key, "help", json!({"topic": "agents"}));
     let create = agents["operations"].as_array().unwrap().iter().find(|o| o["name"] == "create_agent").unwrap();
     assert_eq!(create["http"], "POST /v1/agents");

@@ -67,8 +67,19 @@ fn seeded(app: &TestApp) -> (Account, String, String) {
     (ada, agent_id, sid)
 }
 
-const PAGES: &[&str] =
-    &["", "/board", "/usage", "/agents", "/routines", "/access", "/runners", "/members", "/keys", "/webhooks"];
+const PAGES: &[&str] = &[
+    "",
+    "/board",
+    "/usage",
+    "/agents",
+    "/routines",
+    "/access",
+    "/runners",
+    "/members",
+    "/keys",
+    "/webhooks",
+    "/skills",
+];
 
 #[test]
 fn signing_in_out_and_the_pages_a_browser_gets() {

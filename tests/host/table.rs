@@ -41,6 +41,11 @@ const BEYOND_THE_CONTRACT: &[&str] = &[
     "delete_memory",
     "list_grants",
     "revoke_grant",
+    // Company skills, managed from a chat client as from the console.
+    "put_skill",
+    "list_skills",
+    "get_skill",
+    "delete_skill",
 ];
 
 #[test]

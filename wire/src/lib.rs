@@ -4,4 +4,5 @@
 
 pub mod paths;
 pub mod redact;
+pub mod skills;
 pub mod targets;

@@ -10,6 +10,7 @@ mod members;
 mod routines;
 mod runners;
 mod sessions;
+mod skills;
 mod usage;
 mod webhooks;
 
@@ -56,6 +57,8 @@ pub async fn get(p: &Ctx<'_>, sub: &str) -> HttpResponse {
         ["members"] => members::page(p).await,
         ["keys"] => keys::page(p, None).await,
         ["webhooks"] => webhooks::page(p).await,
+        ["skills"] => skills::page(p, None).await,
+        ["skills", name] => skills::page(p, Some(name)).await,
         _ => Err(ApiError::not_found("page")),
     };
     let open = open_requests(p).await;
