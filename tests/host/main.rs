@@ -13,6 +13,9 @@ mod files;
 mod goals;
 mod harness;
 mod help_center;
+/// The help articles' renderer, which build.rs runs at build time.
+#[path = "../../help/render.rs"]
+mod help_render;
 mod layering;
 mod lifecycle;
 mod limits;
