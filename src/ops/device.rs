@@ -12,7 +12,7 @@
 use crate::cx::Cx;
 use crate::error::{ApiError, Code};
 use crate::http::{form_value, HttpRequest, HttpResponse};
-use crate::rules::markdown::escape;
+use crate::rules::html::escape;
 use crate::rules::params::Text;
 use crate::rules::{ids, limits, slug};
 use crate::store::{self, devices};

@@ -15,7 +15,7 @@ use crate::http::HttpResponse;
 use crate::mcp::{CallOutcome, ToolHost};
 use crate::ops;
 use crate::rules::params::{words, Text};
-use crate::rules::{fulltext, limits, markdown};
+use crate::rules::{fulltext, html, limits};
 use futures::future::LocalBoxFuture;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -32,6 +32,8 @@ pub struct Article {
     /// The same article in the other language.
     pub translation: &'static str,
     pub markdown: &'static str,
+    /// The article as HTML, rendered at build time (build.rs).
+    pub html: &'static str,
 }
 
 macro_rules! articles {
@@ -42,12 +44,14 @@ macro_rules! articles {
                 lang: "en",
                 translation: concat!("zh-", $slug),
                 markdown: include_str!(concat!("../../help/en/", $slug, ".md")),
+                html: include_str!(concat!(env!("OUT_DIR"), "/help/en/", $slug, ".html")),
             },
             Article {
                 slug: concat!("zh-", $slug),
                 lang: "zh",
                 translation: $slug,
                 markdown: include_str!(concat!("../../help/zh/", $slug, ".md")),
+                html: include_str!(concat!(env!("OUT_DIR"), "/help/zh/", $slug, ".html")),
             },
         )*]
     };
@@ -341,7 +345,7 @@ fn page(status: u16, lang: &str, title: &str, nav: &str, body: &str) -> HttpResp
     let html = format!(
         "<!doctype html><html lang=\"{lang}\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width\">\
 <title>{} · agentsky help</title><style>{STYLE}</style></head><body><nav>{nav}</nav>{body}</body></html>",
-        markdown::escape(title)
+        html::escape(title)
     );
     HttpResponse::page(status, "text/html; charset=utf-8", "default-src 'none'; style-src 'unsafe-inline'", html)
 }
@@ -357,8 +361,8 @@ pub fn serve_page(slug: &str) -> HttpResponse {
                 body.push_str(&format!(
                     "<li><a href=\"/help/{}\">{}</a> — {}</li>",
                     a.slug,
-                    markdown::escape(a.title()),
-                    markdown::escape(&a.summary())
+                    html::escape(a.title()),
+                    html::escape(&a.summary())
                 ));
             }
             body.push_str("</ul>");
@@ -371,7 +375,7 @@ pub fn serve_page(slug: &str) -> HttpResponse {
     };
     let other = if a.lang == "en" { "中文" } else { "English" };
     let nav = format!("<a href=\"/help\">Help Center</a> · <a href=\"/help/{}\">{other}</a>", a.translation);
-    page(200, a.lang, a.title(), &nav, &markdown::to_html(a.markdown, "/help/"))
+    page(200, a.lang, a.title(), &nav, a.html)
 }
 
 #[cfg(test)]

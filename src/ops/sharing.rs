@@ -6,7 +6,7 @@ use crate::cx::{Cx, Env};
 use crate::error::{ApiError, Code};
 use crate::http::HttpResponse;
 use crate::ops::{files::load_task, sessions};
-use crate::rules::markdown::escape;
+use crate::rules::html::escape;
 use crate::rules::{ids, limits, paths};
 use crate::session::{SessionCall, SessionReply};
 use crate::store::{self, artifacts::ArtifactRow};

@@ -114,6 +114,23 @@ fn articles_are_served_as_pages() {
 }
 
 #[test]
+fn every_article_is_served_as_its_page_rendered_at_build_time() {
+    use agentsky::ops::help_center::ARTICLES;
+    let app = TestApp::new();
+    for a in ARTICLES {
+        let page = app.request("GET", &format!("/help/{}", a.slug), None, None);
+        assert_eq!(page.status, 200, "{}", a.slug);
+        let html = String::from_utf8(page.body).unwrap();
+        assert!(html.contains(&format!("<h1>{}</h1>", a.title())), "{}", a.slug);
+        assert!(html.contains(a.html) && a.html == crate::help_render::to_html(a.markdown), "{}", a.slug);
+        assert!(!html.contains("<script") && !html.contains("javascript:"), "{}", a.slug);
+    }
+    let page = String::from_utf8(app.request("GET", "/help/getting-started", None, None).body).unwrap();
+    assert!(page.contains("<a href=\"/help/keys-and-scopes\">"), "a link to another article");
+    assert!(page.contains("<pre><code"), "fenced code");
+}
+
+#[test]
 fn every_link_between_articles_leads_to_an_article_in_the_same_language() {
     use agentsky::ops::help_center::{find, ARTICLES};
     for a in ARTICLES {

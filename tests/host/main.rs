@@ -14,6 +14,9 @@ mod files;
 mod goals;
 mod harness;
 mod help_center;
+/// The help articles' renderer, which build.rs runs at build time.
+#[path = "../../help/render.rs"]
+mod help_render;
 mod help_topics;
 mod layering;
 mod lifecycle;
