@@ -156,3 +156,19 @@ pub async fn lane_of(db: &dyn Sql, task_id: &str, session_id: &str) -> Result<St
     let settings = store::lanes::settings(db, task_id).await?;
     Ok(if settings.is_some_and(|s| s.lanes) { session_id.to_owned() } else { String::new() })
 }
+
+/// The arguments naming one file of the folder, for any face that reads one.
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+pub struct FilePath {
+    /// Relative path, e.g. notes/plan.md.
+    pub path: String,
+}
+
+/// The arguments writing one whole file of the folder, for any face that writes one.
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+pub struct FileText {
+    /// Relative path, e.g. notes/plan.md (no `..`).
+    pub path: String,
+    /// The whole new text of the file, up to 256 KiB.
+    pub content: String,
+}

@@ -160,6 +160,8 @@ pub struct Op {
     pub tool: bool,
     pub method: &'static str,
     pub path: &'static str,
+    /// What REST answers on success: 201 when a new resource with its own id comes into being.
+    pub status: u16,
     pub hints: Hints,
     pub params: fn() -> schemars::Schema,
     pub result: fn() -> schemars::Schema,
@@ -207,23 +209,22 @@ impl Op {
         })
     }
 
-    /// REST answers creations with 201.
+    /// What REST answers on success: the row's `http` status, 200 unless it says 201.
     pub fn http_status(&self) -> u16 {
-        if self.method == "POST" && self.name.starts_with("create_") {
-            201
-        } else {
-            200
-        }
+        self.status
     }
 }
 
 /// Declares the table. Each row: docs, `name(Params) -> Result { title, group, scope, tool, http, hints, run }`.
+/// `http` is the method and path, then `201` when the operation creates a resource with its own id.
 macro_rules! operations {
+    (@status) => { 200 };
+    (@status $status:literal) => { $status };
     ($(
         $(#[doc = $doc:literal])*
         $name:ident($params:ty) -> $result:ty {
             title: $title:literal, group: $group:ident, scope: $scope:ident, tool: $tool:literal,
-            http: $method:ident $path:literal, hints: $hints:ident, run: $run:path $(,)?
+            http: $method:ident $path:literal $($status:literal)?, hints: $hints:ident, run: $run:path $(,)?
         }
     )*) => {
         pub static OPS: &[Op] = &[$(
@@ -236,6 +237,7 @@ macro_rules! operations {
                 tool: $tool,
                 method: stringify!($method),
                 path: $path,
+                status: operations!(@status $($status)?),
                 hints: $hints,
                 params: input_schema::<$params>,
                 result: output_schema::<$result>,
@@ -255,14 +257,14 @@ operations! {
     /// it needs the admin token as the bearer.
     create_account(accounts::CreateAccount) -> accounts::AccountCreated {
         title: "Create an account", group: Keys, scope: Public, tool: false,
-        http: POST "/v1/accounts", hints: CREATES, run: accounts::create
+        http: POST "/v1/accounts" 201, hints: CREATES, run: accounts::create
     }
 
     /// Create an API key for your account: `scopes` `["read"]` or `["read", "write"]`, optionally locked to
     /// one `workspace`. The key is returned once; only its hash is kept.
     create_key(accounts::CreateKey) -> accounts::KeyCreated {
         title: "Create an API key", group: Keys, scope: Write, tool: false,
-        http: POST "/v1/keys", hints: CREATES, run: accounts::create_key
+        http: POST "/v1/keys" 201, hints: CREATES, run: accounts::create_key
     }
 
     /// Your API keys: prefix, scopes, workspace lock, last use and whether revoked. Never the secret.
@@ -295,7 +297,7 @@ operations! {
     /// usable once within a minute: what `sky console` opens.
     open_console(accounts::OpenConsole) -> accounts::ConsoleLink {
         title: "Open the console", group: Keys, scope: Read, tool: false,
-        http: POST "/v1/console/link", hints: CREATES, run: accounts::open_console
+        http: POST "/v1/console/link" 201, hints: CREATES, run: accounts::open_console
     }
 
     /// All workspaces you belong to: slug, name, role, is_personal, is_current. Pass a slug as `workspace`
@@ -308,7 +310,7 @@ operations! {
     /// Create a shared workspace; you become its owner. Not with a workspace-locked key.
     create_workspace(workspaces::CreateWorkspace) -> workspaces::WorkspaceItem {
         title: "Create a workspace", group: Workspaces, scope: Write, tool: false,
-        http: POST "/v1/workspaces", hints: CREATES, run: workspaces::create
+        http: POST "/v1/workspaces" 201, hints: CREATES, run: workspaces::create
     }
 
     /// The members of a workspace and their roles (owner, admin, member).
@@ -322,7 +324,7 @@ operations! {
     /// a note. Owners and admins. (People join only this way: sign-up never proves an email.)
     create_invitation(members::CreateInvitation) -> members::InvitationCreated {
         title: "Invite someone", group: Workspaces, scope: Write, tool: false,
-        http: POST "/v1/workspaces/{workspace}/invitations", hints: CREATES, run: members::invite
+        http: POST "/v1/workspaces/{workspace}/invitations" 201, hints: CREATES, run: members::invite
     }
 
     /// A workspace's invitations that can still be accepted (never their tokens). Owners and admins.
@@ -342,7 +344,7 @@ operations! {
     /// before it expires; with your own key, not a workspace-locked one.
     accept_invitation(members::AcceptInvitation) -> workspaces::WorkspaceItem {
         title: "Accept an invitation", group: Workspaces, scope: Write, tool: false,
-        http: POST "/v1/invitations/accept", hints: CREATES, run: members::accept
+        http: POST "/v1/invitations/accept" 201, hints: CREATES, run: members::accept
     }
 
     /// Change a member's `role` (`member`, `admin`, `owner`). Owners and admins; only an owner changes an
@@ -386,7 +388,7 @@ operations! {
     /// may call, and what the catalog shows (`handle`, `description`, `categories`). Optional `workspace`.
     create_agent(agents::CreateAgent) -> agents::Agent {
         title: "Create an agent", group: Agents, scope: Write, tool: true,
-        http: POST "/v1/agents", hints: CREATES, run: agents::create
+        http: POST "/v1/agents" 201, hints: CREATES, run: agents::create
     }
 
     /// One agent, in full, by id or `@handle`. Workspace derived from the agent.
@@ -422,14 +424,14 @@ operations! {
     /// Optional `workspace`.
     start_session(sessions::StartSession) -> sessions::Started {
         title: "Start a session", group: Sessions, scope: Write, tool: true,
-        http: POST "/v1/sessions", hints: CREATES, run: sessions::start
+        http: POST "/v1/sessions" 201, hints: CREATES, run: sessions::start
     }
 
     /// Send the next message into an idle session; requires an `idempotency_key`. Workspace derived from
     /// the session.
     send_message(sessions::SendMessage) -> sessions::Sent {
         title: "Send a message", group: Sessions, scope: Write, tool: true,
-        http: POST "/v1/sessions/{session_id}/messages", hints: CREATES, run: sessions::send
+        http: POST "/v1/sessions/{session_id}/messages" 201, hints: CREATES, run: sessions::send
     }
 
     /// That message's replies after the cursor, one page at a time; with `wait_seconds` (up to 50) waits
@@ -465,7 +467,7 @@ operations! {
     /// and the original stays. Requires an `idempotency_key`; returns the handoff.
     hand_off_session(handoffs::HandOffSession) -> handoffs::Handoff {
         title: "Hand off a session", group: Sessions, scope: Write, tool: true,
-        http: POST "/v1/sessions/{session_id}/handoff", hints: CREATES, run: handoffs::hand_off
+        http: POST "/v1/sessions/{session_id}/handoff" 201, hints: CREATES, run: handoffs::hand_off
     }
 
     /// Where a handoff stands; once `completed`, `target_session` is the session to continue with.
@@ -524,7 +526,7 @@ operations! {
     /// derived from the task.
     publish_artifact(sharing::PublishArtifact) -> store::artifacts::ArtifactRow {
         title: "Publish an artifact", group: Tasks, scope: Write, tool: true,
-        http: POST "/v1/tasks/{task_id}/artifacts", hints: CREATES, run: sharing::publish
+        http: POST "/v1/tasks/{task_id}/artifacts" 201, hints: CREATES, run: sharing::publish
     }
 
     /// Turn an artifact's public link on (a new link each time) or off; returns `share_url`, which
@@ -595,7 +597,7 @@ operations! {
     /// caps each run. Optional `workspace`.
     create_routine(routines::CreateRoutine) -> routines::Routine {
         title: "Create a routine", group: Routines, scope: Write, tool: true,
-        http: POST "/v1/routines", hints: CREATES, run: routines::create
+        http: POST "/v1/routines" 201, hints: CREATES, run: routines::create
     }
 
     /// Change a routine: its name, message, `cron`, `timezone`, `budget_cents`, or pause it (`enabled:
@@ -616,7 +618,7 @@ operations! {
     /// with its session; a fire that fails is recorded `failed` and answered as an error with its reason.
     run_routine(routines::RunRoutine) -> store::routines::FireRow {
         title: "Run a routine", group: Routines, scope: Write, tool: true,
-        http: POST "/v1/routines/{routine_id}/run", hints: CREATES, run: routines::run
+        http: POST "/v1/routines/{routine_id}/run" 201, hints: CREATES, run: routines::run
     }
 
     /// Your balance, whether a card is saved, and what you spent across sessions and API keys over UTC
@@ -788,7 +790,7 @@ operations! {
     /// agentsky; shown once, dead when the session ends.
     issue_session_token(connectors::IssueSessionToken) -> connectors::SessionToken {
         title: "Issue a session token", group: Sessions, scope: Write, tool: false,
-        http: POST "/v1/sessions/{session_id}/token", hints: CREATES, run: connectors::issue_token
+        http: POST "/v1/sessions/{session_id}/token" 201, hints: CREATES, run: connectors::issue_token
     }
 
     /// A task's lanes (each session works in its own copy until it lands) and review mode.
@@ -831,7 +833,7 @@ operations! {
     /// same text again keeps one entry. Optional `workspace`.
     save_memory(memory::SaveMemory) -> memory::MemoryEntry {
         title: "Save to memory", group: Context, scope: Write, tool: true,
-        http: POST "/v1/memory", hints: UPDATES, run: memory::save
+        http: POST "/v1/memory" 201, hints: UPDATES, run: memory::save
     }
 
     /// Your memory entries, newest first. Optional `workspace` narrows to one workspace.
@@ -852,7 +854,7 @@ operations! {
     /// Optional `workspace`.
     upload_trace(traces::UploadTrace) -> traces::TraceUploaded {
         title: "Upload a trace", group: Context, scope: Write, tool: false,
-        http: POST "/v1/traces", hints: UPDATES, run: traces::upload
+        http: POST "/v1/traces" 201, hints: UPDATES, run: traces::upload
     }
 
     /// The workspace's trace library, newest first. Optional `workspace`.
@@ -873,7 +875,7 @@ operations! {
     /// the session.
     record_session(records::RecordSession) -> records::Recorded {
         title: "Record a decision or outcome", group: Records, scope: Write, tool: true,
-        http: POST "/v1/sessions/{session_id}/record", hints: CREATES, run: records::record
+        http: POST "/v1/sessions/{session_id}/record" 201, hints: CREATES, run: records::record
     }
 
     /// The human decisions (adopted, rerun, revise, discard, vote, did_the_job, approve) and observed
@@ -898,7 +900,7 @@ operations! {
     /// Owners and admins.
     create_record_webhook(records::CreateRecordWebhook) -> records::RecordWebhook {
         title: "Create the records webhook", group: Records, scope: Write, tool: false,
-        http: POST "/v1/workspaces/{workspace}/records-webhook", hints: CREATES, run: records::create_webhook
+        http: POST "/v1/workspaces/{workspace}/records-webhook" 201, hints: CREATES, run: records::create_webhook
     }
 
     /// Send the workspace's events to an HTTPS endpoint, signed by the Standard Webhooks convention:
@@ -906,7 +908,7 @@ operations! {
     /// Owners and admins. Optional `workspace`.
     create_webhook(webhooks::CreateWebhook) -> webhooks::WebhookCreated {
         title: "Create a webhook", group: Webhooks, scope: Write, tool: true,
-        http: POST "/v1/webhooks", hints: CREATES, run: webhooks::create
+        http: POST "/v1/webhooks" 201, hints: CREATES, run: webhooks::create
     }
 
     /// The workspace's webhook endpoints (never their secrets) and newest deliveries: delivered, pending
@@ -956,7 +958,7 @@ operations! {
     /// token once. Owners and admins. Optional `workspace`.
     register_runner(runners::RegisterRunner) -> runners::RunnerRegistered {
         title: "Register a runner", group: Runners, scope: Write, tool: false,
-        http: POST "/v1/runners", hints: CREATES, run: runners::register
+        http: POST "/v1/runners" 201, hints: CREATES, run: runners::register
     }
 
     /// The workspace's runners: name, when each was last seen, and the session whose turn it runs now.
@@ -977,7 +979,7 @@ operations! {
     /// and link (`verification_uri_complete`) for the person to approve in a browser. No key needed.
     request_device_code(device::RequestDeviceCode) -> device::DeviceCode {
         title: "Start a device sign-in", group: Keys, scope: Public, tool: false,
-        http: POST "/v1/device/code", hints: CREATES, run: device::request_code
+        http: POST "/v1/device/code" 201, hints: CREATES, run: device::request_code
     }
 
     /// Poll a device sign-in every `interval` seconds: `authorization_pending` until the person decides

@@ -2,35 +2,126 @@
 //! the model, and says plainly when the model asked for something it cannot have.
 
 use crate::cx::{Blobs, Outbound};
-use crate::domain::taskfs::{self, Folder, Writer};
+use crate::domain::taskfs::{self, FilePath, FileText, Folder, Writer};
 use crate::session::SessionConfig;
 use crate::store::Sql;
+use futures::future::LocalBoxFuture;
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
+
+/// What a built-in tool runs against: the session's lane of the task folder.
+struct Call<'a> {
+    db: &'a dyn Sql,
+    blobs: &'a dyn Blobs,
+    folder: Folder<'a>,
+    session_id: &'a str,
+    now_ms: i64,
+}
+
+/// One built-in tool, declared once in [`builtin_tools!`].
+struct Builtin {
+    name: &'static str,
+    /// The `///` lines of the row: the description the model reads.
+    docs: &'static [&'static str],
+    schema: fn() -> Value,
+    run: BuiltinFn,
+}
+
+type BuiltinFn = for<'a> fn(&'a Call<'a>, Value) -> LocalBoxFuture<'a, Result<Value, String>>;
+
+/// Declares the built-in tools. Each row: docs, `name(Params) => run;`; a tool without arguments is
+/// `name() => run` (whatever it is sent is ignored).
+macro_rules! builtin_tools {
+    ($($(#[doc = $doc:literal])* $name:ident($($params:ty)?) => $run:path;)*) => {
+        const BUILTINS: &[Builtin] = &[$(Builtin {
+            name: stringify!($name),
+            docs: &[$($doc),*],
+            schema: builtin_tools!(@schema $($params)?),
+            run: |c, args| Box::pin(async move { builtin_tools!(@run c, args, $run $(, $params)?) }),
+        }),*];
+    };
+    (@schema) => { || json!({"type": "object", "properties": {}}) };
+    (@schema $params:ty) => { schema::<$params> };
+    (@run $c:ident, $args:ident, $run:path) => {{
+        let _ = $args;
+        $run($c).await
+    }};
+    (@run $c:ident, $args:ident, $run:path, $params:ty) => {
+        $run($c, parse::<$params>($args)?).await
+    };
+}
+
+builtin_tools! {
+    /// List the files in the task's shared folder (latest version of each).
+    list_task_files() => list;
+    /// Read a text file from the task's shared folder.
+    read_task_file(FilePath) => read;
+    /// Write a whole text file (up to 256 KiB) into the task's shared folder; other sessions of the task see it.
+    write_task_file(FileText) => write;
+}
+
+async fn list(c: &Call<'_>) -> Result<Value, String> {
+    let files = taskfs::list(c.db, c.folder).await.map_err(|e| e.message)?;
+    Ok(json!({ "files": files }))
+}
+
+async fn read(c: &Call<'_>, p: FilePath) -> Result<Value, String> {
+    let (info, content) = taskfs::read(c.db, c.blobs, c.folder, &p.path, None).await.map_err(|e| e.message)?;
+    Ok(json!({ "path": info.path, "version": info.version, "content": content }))
+}
+
+async fn write(c: &Call<'_>, p: FileText) -> Result<Value, String> {
+    let info = taskfs::write(c.db, c.blobs, c.folder, &p.path, &p.content, Writer::Session(c.session_id), c.now_ms)
+        .await
+        .map_err(|e| e.message)?;
+    Ok(json!({ "path": info.path, "version": info.version, "size_bytes": info.size_bytes }))
+}
+
+/// A params type's JSON Schema as the model reads it.
+fn schema<T: JsonSchema>() -> Value {
+    let mut schema = crate::rules::schema::input_schema::<T>().to_value();
+    if let Some(map) = schema.as_object_mut() {
+        map.remove("$schema");
+    }
+    schema
+}
+
+/// Decodes a call's arguments; a bad one is answered with the field's name, so the model can fix it.
+fn parse<P: DeserializeOwned + JsonSchema>(args: Value) -> Result<P, String> {
+    let args = if args.is_null() { json!({}) } else { args };
+    serde_json::from_value(args.clone()).map_err(|e| {
+        // serde names a missing field but not a mistyped one: find that one in the schema.
+        let schema = schema::<P>();
+        let props = schema["properties"].as_object().cloned().unwrap_or_default();
+        let mistyped = props.iter().find(|(k, prop)| {
+            let (v, ty) = (&args[k.as_str()], prop["type"].as_str());
+            !v.is_null() && ty == Some("string") && !v.is_string()
+        });
+        match mistyped {
+            Some((k, _)) => format!("`{k}` must be a string"),
+            None => format!("invalid arguments: {e}"),
+        }
+    })
+}
+
+fn find(name: &str) -> Option<&'static Builtin> {
+    BUILTINS.iter().find(|t| t.name == name)
+}
 
 /// The tools' specs in the OpenAI function-calling shape.
 pub fn specs() -> Vec<Value> {
-    let f = |name: &str, description: &str, params: Value| json!({"type": "function", "function": {"name": name, "description": description, "parameters": params}});
-    vec![
-        f(
-            "list_task_files",
-            "List the files in the task's shared folder (latest version of each).",
-            json!({"type": "object", "properties": {}}),
-        ),
-        f(
-            "read_task_file",
-            "Read a text file from the task's shared folder.",
-            json!({"type": "object", "properties": {"path": {"type": "string", "description": "relative path, e.g. notes/plan.md"}}, "required": ["path"]}),
-        ),
-        f(
-            "write_task_file",
-            "Write a whole text file (up to 256 KiB) into the task's shared folder; other sessions of the task see it.",
-            json!({"type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"}}, "required": ["path", "content"]}),
-        ),
-    ]
+    BUILTINS
+        .iter()
+        .map(|t| {
+            let description = t.docs.iter().map(|l| l.trim()).collect::<Vec<_>>().join(" ");
+            json!({"type": "function", "function": {"name": t.name, "description": description, "parameters": (t.schema)()}})
+        })
+        .collect()
 }
 
 pub fn is_builtin(name: &str) -> bool {
-    matches!(name, "list_task_files" | "read_task_file" | "write_task_file")
+    find(name).is_some()
 }
 
 /// Runs one built-in tool; `Ok` is the model-facing result, `Err` an error the model should read.
@@ -42,34 +133,11 @@ pub async fn run(
     args: &Value,
     now_ms: i64,
 ) -> Result<Value, String> {
+    let tool = find(name).ok_or_else(|| format!("no tool `{name}`"))?;
     let lane = taskfs::lane_of(db, &config.task_id, &config.session_id).await.map_err(|e| e.message)?;
     let folder = Folder { workspace_id: &config.workspace_id, task_id: &config.task_id, lane: &lane };
-    let text = |k: &str| args[k].as_str().map(str::to_owned).ok_or_else(|| format!("`{k}` (a string) is required"));
-    match name {
-        "list_task_files" => {
-            let files = taskfs::list(db, folder).await.map_err(|e| e.message)?;
-            Ok(json!({ "files": files }))
-        }
-        "read_task_file" => {
-            let (info, content) = taskfs::read(db, blobs, folder, &text("path")?, None).await.map_err(|e| e.message)?;
-            Ok(json!({ "path": info.path, "version": info.version, "content": content }))
-        }
-        "write_task_file" => {
-            let info = taskfs::write(
-                db,
-                blobs,
-                folder,
-                &text("path")?,
-                &text("content")?,
-                Writer::Session(&config.session_id),
-                now_ms,
-            )
-            .await
-            .map_err(|e| e.message)?;
-            Ok(json!({ "path": info.path, "version": info.version, "size_bytes": info.size_bytes }))
-        }
-        other => Err(format!("no tool `{other}`")),
-    }
+    let call = Call { db, blobs, folder, session_id: &config.session_id, now_ms };
+    (tool.run)(&call, args.clone()).await
 }
 
 /// A bearer header for an outbound request.
@@ -81,4 +149,46 @@ pub fn bearer(token: Option<&str>) -> Vec<(String, String)> {
 pub fn post_json(url: &str, mut headers: Vec<(String, String)>, body: &Value) -> Outbound {
     headers.push(("content-type".into(), "application/json".into()));
     Outbound { url: url.to_owned(), headers, body: body.to_string().into_bytes() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(name: &str) -> Value {
+        specs().into_iter().find(|s| s["function"]["name"] == name).expect(name)["function"].clone()
+    }
+
+    #[test]
+    fn specs_are_the_params_schemas_with_the_model_facing_names_and_descriptions() {
+        let names: Vec<_> = specs().iter().map(|s| s["function"]["name"].as_str().unwrap().to_owned()).collect();
+        assert_eq!(names, ["list_task_files", "read_task_file", "write_task_file"]);
+        assert!(names.iter().all(|n| is_builtin(n)) && !is_builtin("land"));
+        assert_eq!(spec("list_task_files")["parameters"], json!({"type": "object", "properties": {}}));
+        assert_eq!(spec("read_task_file")["description"], "Read a text file from the task's shared folder.");
+        assert_eq!(
+            spec("write_task_file")["description"],
+            "Write a whole text file (up to 256 KiB) into the task's shared folder; other sessions of the task see it."
+        );
+        for (name, derived) in [("read_task_file", schema::<FilePath>()), ("write_task_file", schema::<FileText>())] {
+            let params = spec(name)["parameters"].clone();
+            assert_eq!(params, derived, "{name}");
+            assert!(params.get("$schema").is_none());
+            assert_eq!(params["properties"]["path"]["type"], "string");
+        }
+        assert_eq!(spec("read_task_file")["parameters"]["required"], json!(["path"]));
+        assert_eq!(spec("write_task_file")["parameters"]["required"], json!(["path", "content"]));
+        assert_eq!(spec("write_task_file")["parameters"]["properties"]["content"]["type"], "string");
+    }
+
+    #[test]
+    fn a_bad_argument_is_answered_with_the_fields_name() {
+        let missing = parse::<FileText>(json!({"path": "a.md"})).unwrap_err();
+        assert!(missing.contains("`content`"), "{missing}");
+        let mistyped = parse::<FileText>(json!({"path": 3, "content": "x"})).unwrap_err();
+        assert_eq!(mistyped, "`path` must be a string");
+        assert!(parse::<FilePath>(Value::Null).unwrap_err().contains("`path`"));
+        let ok = parse::<FileText>(json!({"path": "a.md", "content": "x"})).unwrap();
+        assert_eq!((ok.path.as_str(), ok.content.as_str()), ("a.md", "x"));
+    }
 }

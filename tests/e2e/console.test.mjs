@@ -66,7 +66,7 @@ describe('the console in headless Chromium', () => {
     const s = ok(await mcp.tool('start_session', { agent_id: agent.agent_id, message: 'Ship the pricing page', idempotency_key: ikey(), workspace: ws }), 'start');
     const sid = s.session.session_id;
     const tok = await rest('POST', `/v1/sessions/${sid}/token`, { key: acct.key });
-    assert.ok([200, 201].includes(tok.status), JSON.stringify(tok.body));
+    assert.equal(tok.status, 201, JSON.stringify(tok.body));
     const token = tok.body.token;
     const target = await rest('POST', '/v1/connectors', { key: acct.key, body: { name: 'web', provider: 'vercel', env: 'prod', credentials: { env: { VERCEL_TOKEN: 'e2e' } }, workspace: ws } });
     assert.equal(target.status, 200, JSON.stringify(target.body));

@@ -51,7 +51,7 @@ describe('memory, search, records and help (issue 7)', () => {
   test('memory pages through every entry once; traces upload, search and read', async () => {
     for (let i = 0; i < 7; i++) {
       const r = await rest('POST', '/v1/memory', { key: acct.key, body: { text: `mango note ${i}`, workspace: ws.slug } });
-      assert.equal(r.status, 200, JSON.stringify(r.body));
+      assert.equal(r.status, 201, JSON.stringify(r.body));
     }
     const refs = [];
     let cursor;
@@ -69,7 +69,7 @@ describe('memory, search, records and help (issue 7)', () => {
       '{"parentUuid":"u1","type":"assistant","message":{"id":"m","role":"assistant","content":[{"type":"text","text":"raised the selenium wait"}]},"uuid":"u2","timestamp":"2025-10-29T00:59:40.000Z","sessionId":"s"}',
     ].join('\n');
     const up = await rest('POST', '/v1/traces', { key: acct.key, body: { content: log, workspace: ws.slug } });
-    assert.equal(up.status, 200, JSON.stringify(up.body));
+    assert.equal(up.status, 201, JSON.stringify(up.body));
     assert.equal(up.body.format, 'claude_code');
     const hit = ok(await tool('search_context', { query: 'selenium', scope: 'traces', workspace: ws.slug })).hits[0];
     assert.equal(ok(await tool('read_context', { ref: hit.ref })).text, 'raised the selenium wait');
@@ -86,7 +86,7 @@ describe('memory, search, records and help (issue 7)', () => {
     assert.ok(before.undecided >= 1);
 
     const r = await rest('POST', `/v1/sessions/${sid}/record`, { key: acct.key, body: { name: 'adopted', note: 'good' } });
-    assert.equal(r.status, 200, JSON.stringify(r.body));
+    assert.equal(r.status, 201, JSON.stringify(r.body));
     const hook = await rest('POST', `/v1/workspaces/${ws.slug}/records-webhook`, { key: acct.key });
     assert.equal(hook.status, 201, JSON.stringify(hook.body));
     const pr = JSON.stringify({ action: 'closed', sender: { login: 'octocat' }, pull_request: { merged: true, title: `Notes for ${sid}`, html_url: 'https://github.com/o/r/pull/1' } });

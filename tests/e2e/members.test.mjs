@@ -28,7 +28,7 @@ describe('members and invitations', () => {
     assert.ok(!JSON.stringify(listed.body).includes(token), 'the token is shown once');
 
     const joined = await rest('POST', '/v1/invitations/accept', { key: bo.key, body: { token } });
-    assert.equal(joined.status, 200, JSON.stringify(joined.body));
+    assert.equal(joined.status, 201, JSON.stringify(joined.body));
     assert.deepEqual([joined.body.slug, joined.body.role], [ws.slug, 'member']);
     const again = await rest('POST', '/v1/invitations/accept', { key: ada.key, body: { token } });
     assert.equal(again.status, 404, JSON.stringify(again.body));

@@ -59,7 +59,7 @@ describe('rate limits over a whole minute', () => {
     // Under wrangler dev, every caller is one address whatever CF-Connecting-IP it claims (10 codes a minute).
     for (let i = 0; i < 10; i++) {
       const r = await rest('POST', '/v1/device/code', { body: { device_name: 'rl' }, headers: { 'cf-connecting-ip': `198.51.100.${i}` } });
-      assert.equal(r.status, 200, `device code ${i}: ${JSON.stringify(r.body)}`);
+      assert.equal(r.status, 201, `device code ${i}: ${JSON.stringify(r.body)}`);
     }
     const spoofed = await rest('POST', '/v1/device/code', { body: { device_name: 'rl' }, headers: { 'cf-connecting-ip': '192.0.2.77' } });
     assert.equal(spoofed.status, 429, 'a claimed address is not a new one');
@@ -128,6 +128,6 @@ describe('rate limits over a whole minute', () => {
       assert.equal(r.headers.get('retry-after'), String(Math.ceil(retry / 1000)));
     }
     // After more than a minute, the device codes of any address are counted afresh.
-    assert.equal((await rest('POST', '/v1/device/code', { body: { device_name: 'rl' } })).status, 200);
+    assert.equal((await rest('POST', '/v1/device/code', { body: { device_name: 'rl' } })).status, 201);
   });
 });

@@ -34,7 +34,7 @@ describe('schemas', () => {
     const s = ok(await tool('start_session', { agent_id: agent.agent_id, message: 'hi', idempotency_key: ikey('s') }));
     await readTurn(tool, { session_id: s.session.session_id, cursor: s.cursor, message_id: s.message_id });
     const t = await rest('POST', `/v1/sessions/${s.session.session_id}/token`, { key: acct.key });
-    assert.equal(t.status, 200, JSON.stringify(t.body));
+    assert.equal(t.status, 201, JSON.stringify(t.body));
     token = t.body.token;
   });
 

@@ -87,7 +87,7 @@ async function liveSession(agentId, { workspace, task_id, message = 'build it' }
   const sid = s.session.session_id;
   await readTurn(tool, { session_id: sid, cursor: s.cursor, message_id: s.message_id });
   const t = await rest('POST', `/v1/sessions/${sid}/token`, { key: acct.key });
-  assert.equal(t.status, 200, `POST /v1/sessions/${sid}/token -> ${t.status} ${JSON.stringify(t.body)}`);
+  assert.equal(t.status, 201, `POST /v1/sessions/${sid}/token -> ${t.status} ${JSON.stringify(t.body)}`);
   assert.match(t.body.token, /^sst_/);
   assert.equal(t.body.server_url, AGENT_URL);
   return { sid, task: s.session.task_id, token: t.body.token, agent: await agentClient(t.body.token) };

@@ -116,10 +116,10 @@ describe('outgoing webhooks', () => {
       const made = await create(rx.url, ['request.opened', 'request.answered']);
       const agent = await createAgent(key, { workspace: ws });
       const s = await rest('POST', '/v1/sessions', { key, body: { agent_id: agent.agent_id, message: 'hi', idempotency_key: ikey('wh'), workspace: ws } });
-      assert.equal(s.status, 200, JSON.stringify(s.body));
+      assert.equal(s.status, 201, JSON.stringify(s.body));
       const sid = s.body.session.session_id;
       const tok = await rest('POST', `/v1/sessions/${sid}/token`, { key });
-      assert.equal(tok.status, 200, JSON.stringify(tok.body));
+      assert.equal(tok.status, 201, JSON.stringify(tok.body));
       // The agent asks; its call waits for the answer while the event goes out.
       const asking = fetch(`${BASE}/v1/session/mcp`, {
         method: 'POST',

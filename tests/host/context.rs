@@ -139,7 +139,7 @@ fn paging_through_results_is_complete_and_without_duplicates() {
     for i in 0..13 {
         let text = format!("kiwi note {i}: {}", "the orchard needs water ".repeat(i));
         let resp = app.request("POST", "/v1/memory", Some(&ada.key), Some(json!({"text": text})));
-        assert_eq!(resp.status, 200, "{:?}", resp.json_body());
+        assert_eq!(resp.status, 201, "{:?}", resp.json_body());
     }
     let every = all_pages(&app, &ada, json!({"query": "kiwi", "limit": 4}));
     let refs: Vec<&str> = every.iter().map(|h| h["ref"].as_str().unwrap()).collect();
@@ -206,7 +206,7 @@ fn memory_is_personal_saved_once_listed_and_deleted() {
     let bob = app.signup("Bob", "bob@example.com");
     let save = |who: &Account, text: &str| {
         let resp = app.request("POST", "/v1/memory", Some(&who.key), Some(json!({"text": text})));
-        assert_eq!(resp.status, 200, "{:?}", resp.json_body());
+        assert_eq!(resp.status, 201, "{:?}", resp.json_body());
         resp.json_body()
     };
     let entry = save(&ada, "Deploys go out on Tuesdays only.");
@@ -254,7 +254,7 @@ fn traces_are_uploaded_parsed_searched_and_read() {
     let upload = |body: Value| app.request("POST", "/v1/traces", Some(&ada.key), Some(body));
 
     let resp = upload(json!({"content": CLAUDE_LOG}));
-    assert_eq!(resp.status, 200, "{:?}", resp.json_body());
+    assert_eq!(resp.status, 201, "{:?}", resp.json_body());
     let trace = resp.json_body();
     assert_eq!((trace["format"].as_str(), trace["message_count"].as_i64()), (Some("claude_code"), Some(2)));
     assert_eq!(trace["name"], "Fix the flaky login test");

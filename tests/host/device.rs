@@ -6,7 +6,7 @@ use serde_json::{json, Value};
 
 fn start(app: &TestApp, name: &str) -> Value {
     let resp = app.request("POST", "/v1/device/code", None, Some(json!({ "device_name": name })));
-    assert_eq!(resp.status, 200, "{}", String::from_utf8_lossy(&resp.body));
+    assert_eq!(resp.status, 201, "{}", String::from_utf8_lossy(&resp.body));
     resp.json_body()
 }
 

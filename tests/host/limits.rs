@@ -143,7 +143,7 @@ fn a_client_sent_cf_connecting_ip_counts_only_behind_cloudflare() {
     let dev = TestApp::new();
     for i in 0..10 {
         let spoofed = format!("198.51.100.{i}");
-        assert_eq!(device_code(&dev, Some(&spoofed), "").status, 200, "code {i}");
+        assert_eq!(device_code(&dev, Some(&spoofed), "").status, 201, "code {i}");
     }
     let refused = device_code(&dev, Some("192.0.2.99"), "");
     assert_eq!(refused.status, 429, "a new header is not a new address: {:?}", refused.json_body());
@@ -152,10 +152,10 @@ fn a_client_sent_cf_connecting_ip_counts_only_behind_cloudflare() {
     // Where the edge does see the peer (host tests, other hosts), the peer counts, never the header.
     let peer = TestApp::new();
     for i in 0..10 {
-        assert_eq!(device_code(&peer, Some(&format!("198.51.100.{i}")), "203.0.113.5").status, 200);
+        assert_eq!(device_code(&peer, Some(&format!("198.51.100.{i}")), "203.0.113.5").status, 201);
     }
     assert_eq!(device_code(&peer, Some("192.0.2.99"), "203.0.113.5").status, 429);
-    assert_eq!(device_code(&peer, None, "203.0.113.6").status, 200, "another peer is another address");
+    assert_eq!(device_code(&peer, None, "203.0.113.6").status, 201, "another peer is another address");
 
     // Behind Cloudflare its edge writes the header, so it names the caller.
     let cloudflare = TestApp::with_config(Config {
@@ -165,10 +165,10 @@ fn a_client_sent_cf_connecting_ip_counts_only_behind_cloudflare() {
         ..Config::default()
     });
     for _ in 0..10 {
-        assert_eq!(device_code(&cloudflare, Some("198.51.100.1"), "").status, 200);
+        assert_eq!(device_code(&cloudflare, Some("198.51.100.1"), "").status, 201);
     }
     assert_eq!(device_code(&cloudflare, Some("198.51.100.1"), "").status, 429);
-    assert_eq!(device_code(&cloudflare, Some("198.51.100.2"), "").status, 200, "another caller");
+    assert_eq!(device_code(&cloudflare, Some("198.51.100.2"), "").status, 201, "another caller");
 }
 
 #[test]

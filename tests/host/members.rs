@@ -64,7 +64,7 @@ fn registering_a_colleagues_email_first_gets_an_attacker_nothing() {
     let t = made.json_body()["token"].as_str().unwrap().to_owned();
     let real_bo = app.signup("Bo", "bo.real@acme.example");
     let joined = accept(&app, &real_bo, &t);
-    assert_eq!(joined.status, 200, "{:?}", joined.json_body());
+    assert_eq!(joined.status, 201, "{:?}", joined.json_body());
     assert_eq!(
         (joined.json_body()["slug"].as_str(), joined.json_body()["role"].as_str()),
         (Some("acme"), Some("admin"))
@@ -111,7 +111,7 @@ fn invitations_are_made_by_owners_and_admins_shown_once_listed_revoked_and_expir
 
     // A member neither invites nor lists invitations.
     let bo_joins = accept(&app, &bo, &t);
-    assert_eq!(bo_joins.status, 200, "{:?}", bo_joins.json_body());
+    assert_eq!(bo_joins.status, 201, "{:?}", bo_joins.json_body());
     assert_eq!(invite(&app, &bo, "acme", json!({"role": "member"})).status, 403);
     assert_eq!(app.request("GET", "/v1/workspaces/acme/invitations", Some(&bo.key), None).status, 403);
     let listed = app.request("GET", "/v1/workspaces/acme/invitations", Some(&ada.key), None).json_body();
@@ -169,7 +169,7 @@ fn accepting_needs_your_own_writing_key_and_leaves_a_members_invitation_unused()
     let read = read.json_body()["key"].as_str().unwrap().to_owned();
     let r = app.request("POST", "/v1/invitations/accept", Some(&read), Some(json!({"token": t})));
     assert_eq!(r.status, 403, "{:?}", r.json_body());
-    assert_eq!(accept(&app, &bo, &t).status, 200);
+    assert_eq!(accept(&app, &bo, &t).status, 201);
 }
 
 #[test]
@@ -180,7 +180,7 @@ fn owners_and_admins_manage_members_and_the_last_owner_stays() {
         (app.signup("Bo", "bo@example.com"), app.signup("Cy", "cy@example.com"), app.signup("Di", "di@example.com"));
     app.shared_workspace(&ada, "acme");
     for (who, role) in [(&bo, "member"), (&cy, "admin"), (&di, "member")] {
-        assert_eq!(accept(&app, who, &token(&app, &ada, "acme", role)).status, 200);
+        assert_eq!(accept(&app, who, &token(&app, &ada, "acme", role)).status, 201);
     }
     let (ada_id, bo_id, cy_id, di_id) =
         (account_id(&app, &ada), account_id(&app, &bo), account_id(&app, &cy), account_id(&app, &di));
@@ -230,7 +230,7 @@ fn the_holder_of_a_personal_workspace_stays_its_owner() {
     let ada = app.signup("Ada", "ada@example.com");
     let bo = app.signup("Bo", "bo@example.com");
     let t = token(&app, &ada, &ada.slug, "admin");
-    assert_eq!(accept(&app, &bo, &t).status, 200);
+    assert_eq!(accept(&app, &bo, &t).status, 201);
     let (ada_id, bo_id) = (account_id(&app, &ada), account_id(&app, &bo));
     let path = |id: &str| format!("/v1/workspaces/{}/members/{id}", ada.slug);
     assert_eq!(app.request("PATCH", &path(&bo_id), Some(&ada.key), Some(json!({"role": "owner"}))).status, 200);

@@ -45,11 +45,11 @@ fn records_recorded_over_rest_appear_in_read_session_record() {
     assert_eq!((empty["decisions"].clone(), empty["outcomes"].clone()), (json!([]), json!([])), "nobody decided yet");
 
     let resp = record(&app, &ada, &s, json!({"name": "adopted", "note": "merged as is"}));
-    assert_eq!(resp.status, 200, "{:?}", resp.json_body());
+    assert_eq!(resp.status, 201, "{:?}", resp.json_body());
     app.advance(1_000);
-    assert_eq!(record(&app, &ada, &s, json!({"name": "vote", "value": "up"})).status, 200);
+    assert_eq!(record(&app, &ada, &s, json!({"name": "vote", "value": "up"})).status, 201);
     let merged = json!({"name": "pr_merged", "url": "https://github.com/o/r/pull/7"});
-    assert_eq!(record(&app, &ada, &s, merged).status, 200);
+    assert_eq!(record(&app, &ada, &s, merged).status, 201);
 
     let rec = app.ok(&ada.key, "read_session_record", json!({"session_id": s}));
     let decisions = rec["decisions"].as_array().unwrap();
@@ -90,15 +90,15 @@ fn records_move_read_agent_performance() {
     );
     assert_eq!((m1["decided"].as_i64(), m1["undecided"].as_i64()), (Some(0), Some(2)));
 
-    assert_eq!(record(&app, &ada, &s1, json!({"name": "adopted", "idempotency_key": "r1"})).status, 200);
+    assert_eq!(record(&app, &ada, &s1, json!({"name": "adopted", "idempotency_key": "r1"})).status, 201);
     // A retry with the same key records once; the same key for something else is refused.
-    assert_eq!(record(&app, &ada, &s1, json!({"name": "adopted", "idempotency_key": "r1"})).status, 200);
+    assert_eq!(record(&app, &ada, &s1, json!({"name": "adopted", "idempotency_key": "r1"})).status, 201);
     let conflict = record(&app, &ada, &s1, json!({"name": "discard", "idempotency_key": "r1"}));
     assert_eq!(conflict.json_body()["error"]["code"], "idempotency_conflict");
-    assert_eq!(record(&app, &ada, &s1, json!({"name": "did_the_job", "value": "yes"})).status, 200);
-    assert_eq!(record(&app, &ada, &s1, json!({"name": "shipped"})).status, 200);
-    assert_eq!(record(&app, &ada, &s3, json!({"name": "vote", "value": "down"})).status, 200);
-    assert_eq!(record(&app, &ada, &s3, json!({"name": "later_failure"})).status, 200);
+    assert_eq!(record(&app, &ada, &s1, json!({"name": "did_the_job", "value": "yes"})).status, 201);
+    assert_eq!(record(&app, &ada, &s1, json!({"name": "shipped"})).status, 201);
+    assert_eq!(record(&app, &ada, &s3, json!({"name": "vote", "value": "down"})).status, 201);
+    assert_eq!(record(&app, &ada, &s3, json!({"name": "later_failure"})).status, 201);
 
     let after = performance(&app, &ada);
     let m1 = row(&after, "m1");

@@ -12,7 +12,7 @@ fn runner_call(app: &TestApp, token: &str, method: &str, path: &str, body: Value
 fn setup(app: &TestApp) -> (Account, String, String, Value) {
     let ada = app.signup("Ada", "ada@example.com");
     let r = app.request("POST", "/v1/runners", Some(&ada.key), Some(json!({"name": "laptop"})));
-    assert_eq!(r.status, 200, "{:?}", r.json_body());
+    assert_eq!(r.status, 201, "{:?}", r.json_body());
     let token = r.json_body()["token"].as_str().unwrap().to_owned();
     let agent = app.request(
         "POST",

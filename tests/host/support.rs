@@ -620,7 +620,7 @@ impl TestApp {
     /// A session token for the session server.
     pub fn session_token(&self, key: &str, session_id: &str) -> String {
         let r = self.request("POST", &format!("/v1/sessions/{session_id}/token"), Some(key), None);
-        assert_eq!(r.status, 200, "{:?}", r.json_body());
+        assert_eq!(r.status, 201, "{:?}", r.json_body());
         r.json_body()["token"].as_str().unwrap().to_owned()
     }
 
@@ -665,7 +665,7 @@ impl TestApp {
         assert_eq!(made.status, 201, "{:?}", made.json_body());
         let token = made.json_body()["token"].clone();
         let r = self.request("POST", "/v1/invitations/accept", Some(&who.key), Some(json!({"token": token})));
-        assert_eq!(r.status, 200, "{:?}", r.json_body());
+        assert_eq!(r.status, 201, "{:?}", r.json_body());
     }
 }
 

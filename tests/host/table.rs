@@ -191,3 +191,36 @@ fn read_only_hints_agree_with_the_scope_that_authorizes() {
         }
     }
 }
+
+/// REST answers 201 exactly for the operations that bring a resource with its own id into being (the
+/// row's `http` column); actions, polls and upserts by a caller-chosen name answer 200.
+#[test]
+fn creating_operations_answer_201_and_no_other() {
+    let created: Vec<&str> = OPS.iter().filter(|op| op.http_status() == 201).map(|op| op.name).collect();
+    let mut expected: Vec<&str> = vec![
+        "open_console",
+        "accept_invitation",
+        "start_session",
+        "send_message",
+        "hand_off_session",
+        "publish_artifact",
+        "run_routine",
+        "issue_session_token",
+        "save_memory",
+        "upload_trace",
+        "record_session",
+        "register_runner",
+        "request_device_code",
+    ];
+    expected.extend(OPS.iter().filter(|op| op.name.starts_with("create_")).map(|op| op.name));
+    let mut sorted = created.clone();
+    sorted.sort_unstable();
+    expected.sort_unstable();
+    assert_eq!(sorted, expected);
+    for op in OPS.iter().filter(|op| op.http_status() != 201) {
+        assert_eq!(op.http_status(), 200, "{}", op.name);
+    }
+    for name in ["test_webhook", "poll_device_token", "rotate_webhook_secret", "connect_target", "add_credit"] {
+        assert!(!created.contains(&name), "{name}");
+    }
+}

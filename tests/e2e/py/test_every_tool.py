@@ -73,7 +73,7 @@ async def peer_with_token(w: dict, out: dict) -> None:
     server with it, for the `agent` rows."""
     await started(w, out, "peer")
     status, _, body = rest("POST", f"/v1/sessions/{w['peer']}/token", w["key"])
-    expect(status, 200, "POST /v1/sessions/{id}/token", body)
+    expect(status, 201, "POST /v1/sessions/{id}/token", body)
     assert isinstance(body, dict) and body["server_url"] == SESSION_MCP_URL, body
     w["agent"] = await w["stack"].enter_async_context(w["connect"](SESSION_MCP_URL, body["token"], w["mode"]))
 
