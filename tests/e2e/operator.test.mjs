@@ -158,7 +158,7 @@ describe('operator tools a chat client uses (TypeScript SDK v1 client)', () => {
       const pol = await rest('PUT', '/v1/policies', { key: acct.key, body: { workspace: ws.slug, scope: 'read', decision: 'allow' } });
       assert.equal(pol.status, 200, JSON.stringify(pol.body));
       const t = await rest('POST', `/v1/sessions/${sid}/token`, { key: acct.key });
-      assert.equal(t.status, 200, JSON.stringify(t.body));
+      assert.equal(t.status, 201, JSON.stringify(t.body));
       const granted = await agentTool(t.body.token, 'request_access', { target: 'web', scope: ['read'], reason: 'read the logs' });
       assert.equal(granted.status, 'active', JSON.stringify(granted));
       const grants = ok(await tool('list_grants', { workspace: ws.slug }), 'list_grants').grants;
