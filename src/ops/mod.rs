@@ -607,9 +607,23 @@ operations! {
         http: PATCH "/v1/routines/{routine_id}", hints: UPDATES, run: routines::update
     }
 
+    /// Pause a routine: its cron trigger skips it until it is resumed; `run_routine` still fires it.
+    /// Workspace derived from the routine.
+    pause_routine(routines::RoutineRef) -> routines::Routine {
+        title: "Pause a routine", group: Routines, scope: Write, tool: true,
+        http: POST "/v1/routines/{routine_id}/pause", hints: UPDATES, run: routines::pause
+    }
+
+    /// Resume a paused routine: it fires from its next trigger on, never for the times it missed.
+    /// Workspace derived from the routine.
+    resume_routine(routines::RoutineRef) -> routines::Routine {
+        title: "Resume a routine", group: Routines, scope: Write, tool: true,
+        http: POST "/v1/routines/{routine_id}/resume", hints: UPDATES, run: routines::resume
+    }
+
     /// Delete a routine: it never fires again; the sessions it started stay. Workspace derived from the
     /// routine.
-    delete_routine(routines::DeleteRoutine) -> routines::RoutineDeleted {
+    delete_routine(routines::RoutineRef) -> routines::RoutineDeleted {
         title: "Delete a routine", group: Routines, scope: Write, tool: true,
         http: DELETE "/v1/routines/{routine_id}", hints: DESTROYS, run: routines::delete
     }

@@ -211,7 +211,7 @@ pub async fn update(cx: &Cx<'_>, p: UpdateRoutine) -> Result<Routine, ApiError> 
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct DeleteRoutine {
+pub struct RoutineRef {
     /// The routine (`rt_…`).
     pub routine_id: String,
     /// Ignored: the workspace is the routine's.
@@ -225,10 +225,35 @@ pub struct RoutineDeleted {
 }
 
 /// delete_routine: it never fires again; the sessions its fires started stay.
-pub async fn delete(cx: &Cx<'_>, p: DeleteRoutine) -> Result<RoutineDeleted, ApiError> {
+pub async fn delete(cx: &Cx<'_>, p: RoutineRef) -> Result<RoutineDeleted, ApiError> {
     let r = load(cx, &p.routine_id).await?;
     let deleted = store::routines::delete(cx.db(), &r.routine_id, &r.workspace_id).await?;
     Ok(RoutineDeleted { routine_id: r.routine_id, deleted })
+}
+
+/// pause_routine: the cron trigger skips it until it is resumed (`run_routine` still fires it).
+pub async fn pause(cx: &Cx<'_>, p: RoutineRef) -> Result<Routine, ApiError> {
+    set_enabled(cx, p, false).await
+}
+
+/// resume_routine: it fires again from its next trigger on, never for the times it missed.
+pub async fn resume(cx: &Cx<'_>, p: RoutineRef) -> Result<Routine, ApiError> {
+    set_enabled(cx, p, true).await
+}
+
+/// Pausing and resuming are updates of one field, so they keep one path for the next fire's rule.
+async fn set_enabled(cx: &Cx<'_>, p: RoutineRef, enabled: bool) -> Result<Routine, ApiError> {
+    let change = UpdateRoutine {
+        routine_id: p.routine_id,
+        name: None,
+        message: None,
+        cron: None,
+        timezone: None,
+        budget_cents: None,
+        enabled: Some(enabled),
+        workspace: None,
+    };
+    update(cx, change).await
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

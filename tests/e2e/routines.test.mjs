@@ -182,11 +182,11 @@ describe('routines and goals (wrangler dev --test-scheduled, echo harness)', { c
     assert.deepEqual([changed.cron, changed.timezone, changed.message, changed.budget_cents, changed.name],
       ['30 9 * * 1-5', 'Europe/Berlin', 'standup', 50, 'hourly']);
     assert.ok(changed.next_fire_ms > Date.now(), `next_fire_ms ${changed.next_fire_ms} is ahead`);
-    const paused = ok(await mcp.tool('update_routine', { routine_id: r.routine_id, enabled: false }), 'pause');
+    const paused = ok(await mcp.tool('pause_routine', { routine_id: r.routine_id }), 'pause_routine');
     assert.equal(paused.enabled, false);
     assert.equal(paused.next_fire_ms, null, 'a paused routine has no next fire');
     assert.equal((await listed(mcp, ws.slug, r.routine_id)).next_fire_ms, null);
-    const resumed = ok(await mcp.tool('update_routine', { routine_id: r.routine_id, enabled: true }), 'resume');
+    const resumed = ok(await mcp.tool('resume_routine', { routine_id: r.routine_id }), 'resume_routine');
     assert.ok(resumed.enabled && resumed.next_fire_ms > Date.now(), JSON.stringify(resumed));
 
     // Its agent deleted, a run fails: an error with the reason, and the fire recorded as failed.

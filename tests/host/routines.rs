@@ -160,6 +160,30 @@ fn bad_schedules_name_their_field() {
 }
 
 #[test]
+fn pause_and_resume_are_tools_of_their_own() {
+    let app = TestApp::new();
+    let ada = app.signup("Ada", "ada@example.com");
+    let agent = echo(&app, &ada);
+    let r = app.ok(
+        &ada.key,
+        "create_routine",
+        json!({"name": "hourly", "agent_id": agent, "message": "m", "cron": "0 * * * *"}),
+    );
+    let id = r["routine_id"].clone();
+    let paused = app.ok(&ada.key, "pause_routine", json!({"routine_id": id}));
+    assert_eq!((paused["enabled"].as_bool(), paused["next_fire_ms"].is_null()), (Some(false), true));
+    app.now_ms.set(r["next_fire_ms"].as_i64().unwrap() + 3 * 3_600_000);
+    assert_eq!(app.cron(), 0, "a paused routine does not fire");
+    let resumed = app.ok(&ada.key, "resume_routine", json!({"routine_id": id}));
+    assert_eq!(resumed["enabled"], true);
+    assert!(resumed["next_fire_ms"].as_i64().unwrap() > app.now_ms.get(), "never for the hours it missed");
+    assert_eq!(resumed["message"], "m", "nothing else changes");
+    let bo = app.signup("Bo", "bo@example.com");
+    assert_eq!(app.err_code(&bo.key, "pause_routine", json!({"routine_id": id})), "not_found");
+    assert_eq!(app.err_code(&bo.key, "resume_routine", json!({"routine_id": id})), "not_found");
+}
+
+#[test]
 fn a_routine_is_paused_resumed_changed_and_deleted() {
     let app = TestApp::new();
     let ada = app.signup("Ada", "ada@example.com");

@@ -41,6 +41,9 @@ const BEYOND_THE_CONTRACT: &[&str] = &[
     "delete_memory",
     "list_grants",
     "revoke_grant",
+    // Pausing and resuming a routine, as one call each.
+    "pause_routine",
+    "resume_routine",
     // Company skills, managed from a chat client as from the console.
     "put_skill",
     "list_skills",

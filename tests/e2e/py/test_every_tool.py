@@ -221,6 +221,8 @@ STEPS: list[Step] = [
     Step("op", "list_routines", lambda w: {"workspace": w["ws"]}),
     Step("op", "run_routine", lambda w: {"routine_id": w["routine"], "idempotency_key": ikey("run")}),
     Step("op", "update_routine", lambda w: {"routine_id": w["routine"], "enabled": False, "cron": "0 9 * * 1-5"}),
+    Step("op", "resume_routine", lambda w: {"routine_id": w["routine"]}),
+    Step("op", "pause_routine", lambda w: {"routine_id": w["routine"]}),
     Step("op", "delete_routine", lambda w: {"routine_id": w["routine"]}),
     # Webhooks: a loopback receiver is allowed by the development opt-in run.sh sets; nothing listens there,
     # so the test event is simply retried and dead-lettered on the short schedule.
