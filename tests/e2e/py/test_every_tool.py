@@ -224,6 +224,14 @@ STEPS: list[Step] = [
     Step("op", "resume_routine", lambda w: {"routine_id": w["routine"]}),
     Step("op", "pause_routine", lambda w: {"routine_id": w["routine"]}),
     Step("op", "delete_routine", lambda w: {"routine_id": w["routine"]}),
+    # Company skills.
+    Step("op", "put_skill", lambda w: {
+        "name": "release-notes", "workspace": w["ws"],
+        "skill_md": "---\nname: release-notes\ndescription: Write release notes from the merged changes.\n---\n# Release notes\n",
+        "files": {"template.md": "## Changes\n"}}),
+    Step("op", "list_skills", lambda w: {"workspace": w["ws"]}),
+    Step("op", "get_skill", lambda w: {"name": "release-notes", "workspace": w["ws"]}),
+    Step("op", "delete_skill", lambda w: {"name": "release-notes", "workspace": w["ws"]}),
     # Webhooks: a loopback receiver is allowed by the development opt-in run.sh sets; nothing listens there,
     # so the test event is simply retried and dead-lettered on the short schedule.
     Step("op", "create_webhook", lambda w: {
