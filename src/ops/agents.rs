@@ -4,7 +4,7 @@
 
 use crate::cx::Cx;
 use crate::error::{ApiError, Code};
-use crate::rules::params::{words, Text};
+use crate::rules::params::{words, Int, Text};
 use crate::rules::{ids, limits, outbound, slug};
 use crate::store::{self, agents::AgentFields};
 use schemars::JsonSchema;
@@ -24,7 +24,7 @@ pub struct ListAgents {
     /// A workspace slug from `list_workspaces`; the connection's workspace when left out.
     pub workspace: Option<String>,
     /// Page size, 1–200 (default 100).
-    pub limit: Option<i64>,
+    pub limit: Option<Int<1, 200>>,
     /// Agents to skip, for the next page.
     pub offset: Option<i64>,
 }
@@ -40,7 +40,7 @@ pub struct AgentList {
 /// list_agents
 pub async fn list(cx: &Cx<'_>, p: ListAgents) -> Result<AgentList, ApiError> {
     let m = cx.workspace(p.workspace.as_deref())?;
-    let limit = limits::page_size("limit", p.limit, 100, 200)?;
+    let limit = p.limit.map_or(100, Int::get);
     let offset = p.offset.unwrap_or(0);
     if offset < 0 {
         return Err(ApiError::invalid("`offset` must not be negative"));

@@ -4,6 +4,7 @@
 use crate::cx::Cx;
 use crate::error::ApiError;
 use crate::rules::limits;
+use crate::rules::params::Int;
 use crate::store::{self, agents::Agent};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -14,7 +15,7 @@ pub struct SearchCatalog {
     /// Words describing the work (e.g. `review rust pull request`); all agents when left out.
     pub query: Option<String>,
     /// Most results, 1–100 (default 20).
-    pub limit: Option<i64>,
+    pub limit: Option<Int<1, 100>>,
     /// A workspace slug from `list_workspaces`; the connection's workspace when left out.
     pub workspace: Option<String>,
 }
@@ -113,7 +114,7 @@ fn requirements(a: &Agent) -> Vec<String> {
 
 /// search_catalog
 pub async fn search(cx: &Cx<'_>, p: SearchCatalog) -> Result<CatalogResults, ApiError> {
-    let limit = limits::page_size("limit", p.limit, 20, 100)?;
+    let limit = p.limit.map_or(20, Int::get);
     if let Some(q) = &p.query {
         limits::text("query", q, 0, 500)?;
     }

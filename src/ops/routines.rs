@@ -8,6 +8,7 @@ use crate::domain::idempotency::{self, Scope, DEFAULT_TTL_MS, START_TTL_MS};
 use crate::domain::webhooks;
 use crate::error::{ApiError, Code};
 use crate::ops::sessions::{self, Spec, StartIds};
+use crate::rules::params::Int;
 use crate::rules::{cron, ids, limits};
 use crate::session::{Author, NewMessage, SessionCall, SessionReply};
 use crate::store::{
@@ -35,7 +36,7 @@ pub struct CreateRoutine {
     /// The IANA time zone `cron` is read in (default `UTC`), e.g. `Europe/Berlin`.
     pub timezone: Option<String>,
     /// Cap on each run's spend, in cents (new sessions only).
-    pub budget_cents: Option<i64>,
+    pub budget_cents: Option<Int<1, 10_000_000>>,
     /// A workspace slug; the connection's workspace when left out (with `session_id`, the session's).
     pub workspace: Option<String>,
 }
@@ -71,11 +72,6 @@ pub async fn create(cx: &Cx<'_>, p: CreateRoutine) -> Result<Routine, ApiError> 
             None
         }
     };
-    if let Some(b) = p.budget_cents {
-        if !(1..=10_000_000).contains(&b) {
-            return Err(ApiError::invalid("`budget_cents` must be between 1 and 10000000"));
-        }
-    }
     let (w, agent_id, session_id) = match (&p.agent_id, &p.session_id) {
         (Some(a), None) => {
             let w = cx.workspace(p.workspace.as_deref())?.clone();
@@ -103,7 +99,7 @@ pub async fn create(cx: &Cx<'_>, p: CreateRoutine) -> Result<Routine, ApiError> 
             message: &p.message,
             cron: p.cron.as_deref(),
             timezone: &timezone,
-            budget_cents: p.budget_cents,
+            budget_cents: p.budget_cents.map(Int::get),
             next_fire_ms: schedule.and_then(|s| s.next_after(cx.now_ms)),
             key_id: Some(&cx.caller()?.key_id),
             now_ms: cx.now_ms,
@@ -161,7 +157,7 @@ pub struct UpdateRoutine {
     /// A new IANA time zone for `cron`.
     pub timezone: Option<String>,
     /// A new cap on each run's spend, in cents; 0 removes it.
-    pub budget_cents: Option<i64>,
+    pub budget_cents: Option<Int<0, 10_000_000>>,
     /// `false` pauses it (the cron trigger skips it; `run_routine` still fires it), `true` resumes it.
     pub enabled: Option<bool>,
     /// Ignored: the workspace is the routine's.
@@ -183,11 +179,8 @@ pub async fn update(cx: &Cx<'_>, p: UpdateRoutine) -> Result<Routine, ApiError> 
     };
     let timezone = p.timezone.unwrap_or(old.timezone);
     let schedule = cron::parse(cron.as_deref().unwrap_or("0 0 * * *"), &timezone)?;
-    let budget_cents = match p.budget_cents {
+    let budget_cents = match p.budget_cents.map(Int::get) {
         Some(0) => None,
-        Some(b) if !(1..=10_000_000).contains(&b) => {
-            return Err(ApiError::invalid("`budget_cents` must be between 1 and 10000000, or 0 to remove the cap"))
-        }
         Some(b) => Some(b),
         None => old.budget_cents,
     };

@@ -235,6 +235,47 @@ impl<const MIN: usize, const MAX: usize> schemars::JsonSchema for Text<MIN, MAX>
     }
 }
 
+/// A whole number in `MIN..=MAX`: refused when decoded ("must be between 1 and 100 (got 0)"), and
+/// published as `minimum`/`maximum`.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(transparent)]
+pub struct Int<const MIN: i64, const MAX: i64>(i64);
+
+impl<const MIN: i64, const MAX: i64> Int<MIN, MAX> {
+    pub const fn get(self) -> i64 {
+        self.0
+    }
+}
+
+impl<const MIN: i64, const MAX: i64> fmt::Debug for Int<MIN, MAX> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl<'de, const MIN: i64, const MAX: i64> Deserialize<'de> for Int<MIN, MAX> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let n = i64::deserialize(d)?;
+        if (MIN..=MAX).contains(&n) {
+            Ok(Int(n))
+        } else {
+            Err(D::Error::custom(format!("must be between {MIN} and {MAX} (got {n})")))
+        }
+    }
+}
+
+impl<const MIN: i64, const MAX: i64> schemars::JsonSchema for Int<MIN, MAX> {
+    fn inline_schema() -> bool {
+        true
+    }
+    fn schema_name() -> Cow<'static, str> {
+        format!("Int_{MIN}_{MAX}").into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({ "type": "integer", "format": "int64", "minimum": MIN, "maximum": MAX })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -247,6 +288,7 @@ mod tests {
         name: Text<1, 5>,
         budget_usd: Option<f64>,
         limit: Option<u32>,
+        page: Option<Int<1, 9>>,
         #[serde(default)]
         tags: Vec<Text<1, 3>>,
         thinking: Option<Thinking>,
@@ -273,6 +315,7 @@ mod tests {
         assert_eq!(refusal(json!({"name": "a", "budget_usd": "5"})), "`budget_usd` must be a number (got a text)");
         assert_eq!(refusal(json!({"name": 5})), "`name` must be a text (got a number)");
         assert_eq!(refusal(json!({"name": "a", "limit": -1})), "`limit` must be a whole number, 0 or more (got -1)");
+        assert_eq!(refusal(json!({"name": "a", "page": 10})), "`page` must be between 1 and 9 (got 10)");
         let unknown = refusal(json!({"name": "a", "extra": 1}));
         assert!(unknown.starts_with("`extra` is not a known field; the fields are name, budget_usd"), "{unknown}");
         assert_eq!(refusal(json!("x")), "the arguments must be an object (got a text)");
@@ -288,6 +331,16 @@ mod tests {
         let schema = crate::rules::schema::input_schema::<Text<2, 9>>().to_value();
         assert_eq!(schema["minLength"], 2);
         assert_eq!(schema["maxLength"], 9);
+    }
+
+    #[test]
+    fn ranges_are_enforced_and_published() {
+        assert_eq!(decode::<Int<1, 100>>(json!(100)).unwrap().get(), 100);
+        assert_eq!(decode::<Int<1, 100>>(json!(0)).unwrap_err(), "the arguments must be between 1 and 100 (got 0)");
+        assert!(decode::<Int<1, 100>>(json!(101)).is_err());
+        assert!(decode::<Int<1, 100>>(json!(1.5)).is_err());
+        let schema = crate::rules::schema::input_schema::<Int<0, 50>>().to_value();
+        assert_eq!((schema["minimum"].clone(), schema["maximum"].clone()), (json!(0), json!(50)));
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! The published parameter schemas are the contract: every closed word set publishes `enum`, every typed
-//! text `minLength`/`maxLength`, and the server refuses what they rule out, in words naming the field.
+//! text `minLength`/`maxLength`, every bounded number `minimum`/`maximum`, and the server refuses what they rule out, in words naming the field.
 
 use crate::support::TestApp;
 use agentsky::ops::{Op, OPS};
@@ -62,7 +62,7 @@ fn closed_word_sets_publish_enum() {
 #[test]
 fn every_enum_and_length_published_is_enforced_naming_the_field() {
     let app = TestApp::new();
-    let (mut enums, mut lengths) = (0, 0);
+    let (mut enums, mut lengths, mut ranges) = (0, 0, 0);
     for op in OPS {
         for (field, prop) in &properties(op) {
             let (rule, list) = rule_of(prop);
@@ -88,10 +88,22 @@ fn every_enum_and_length_published_is_enforced_naming_the_field() {
                     assert!(message.contains("characters (got 0)"), "{}.{field}: {message}", op.name);
                 }
             }
+            for (bound, past) in [("minimum", -1), ("maximum", 1)] {
+                let Some(edge) = rule[bound].as_i64() else { continue };
+                ranges += 1;
+                let (code, message) = refusal(&app, op, wrap(json!(edge + past)))
+                    .unwrap_or_else(|| panic!("{}.{field} took a number past its {bound}", op.name));
+                assert_eq!(code, "invalid_params", "{}.{field}: {message}", op.name);
+                assert!(message.starts_with(&format!("`{field}")), "{}.{field}: {message}", op.name);
+                assert!(message.contains(&format!("(got {})", edge + past)), "{}.{field}: {message}", op.name);
+            }
         }
     }
     // Not a test that passes by finding nothing.
-    assert!(enums >= WORD_FIELDS.len() && lengths >= 20, "{enums} enums, {lengths} lengths");
+    assert!(
+        enums >= WORD_FIELDS.len() && lengths >= 20 && ranges >= 40,
+        "{enums} enums, {lengths} lengths, {ranges} ranges"
+    );
 }
 
 #[test]
