@@ -255,12 +255,7 @@ impl<const MIN: i64, const MAX: i64> fmt::Debug for Int<MIN, MAX> {
 
 impl<'de, const MIN: i64, const MAX: i64> Deserialize<'de> for Int<MIN, MAX> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let n = i64::deserialize(d)?;
-        if (MIN..=MAX).contains(&n) {
-            Ok(Int(n))
-        } else {
-            Err(D::Error::custom(format!("must be between {MIN} and {MAX} (got {n})")))
-        }
+        Int::try_from(i64::deserialize(d)?).map_err(D::Error::custom)
     }
 }
 
@@ -273,6 +268,74 @@ impl<const MIN: i64, const MAX: i64> schemars::JsonSchema for Int<MIN, MAX> {
     }
     fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
         schemars::json_schema!({ "type": "integer", "format": "int64", "minimum": MIN, "maximum": MAX })
+    }
+}
+
+/// The range rule, for a number read back from storage (and for [`Int`]'s decoding).
+impl<const MIN: i64, const MAX: i64> TryFrom<i64> for Int<MIN, MAX> {
+    type Error = String;
+    fn try_from(n: i64) -> Result<Self, String> {
+        if (MIN..=MAX).contains(&n) {
+            Ok(Int(n))
+        } else {
+            Err(format!("must be between {MIN} and {MAX} (got {n})"))
+        }
+    }
+}
+
+/// A list of at most `MAX` items: refused when decoded, and published as `maxItems`.
+#[derive(Clone, PartialEq, Eq, Default, Serialize)]
+#[serde(transparent)]
+pub struct Capped<T, const MAX: usize>(Vec<T>);
+
+impl<T, const MAX: usize> Capped<T, MAX> {
+    pub fn into_vec(self) -> Vec<T> {
+        self.0
+    }
+}
+
+/// The count rule, for a list read back from storage (and for [`Capped`]'s decoding).
+impl<T, const MAX: usize> TryFrom<Vec<T>> for Capped<T, MAX> {
+    type Error = String;
+    fn try_from(v: Vec<T>) -> Result<Self, String> {
+        if v.len() <= MAX {
+            Ok(Capped(v))
+        } else {
+            Err(format!("may hold at most {MAX} items (got {})", v.len()))
+        }
+    }
+}
+
+impl<T, const MAX: usize> std::ops::Deref for Capped<T, MAX> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        &self.0
+    }
+}
+
+impl<T: fmt::Debug, const MAX: usize> fmt::Debug for Capped<T, MAX> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl<'de, T: Deserialize<'de>, const MAX: usize> Deserialize<'de> for Capped<T, MAX> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Capped::try_from(Vec::<T>::deserialize(d)?).map_err(D::Error::custom)
+    }
+}
+
+impl<T: schemars::JsonSchema, const MAX: usize> schemars::JsonSchema for Capped<T, MAX> {
+    fn inline_schema() -> bool {
+        true
+    }
+    fn schema_name() -> Cow<'static, str> {
+        format!("Capped_{}_{MAX}", T::schema_name()).into()
+    }
+    fn json_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let mut s = Vec::<T>::json_schema(g);
+        s.insert("maxItems".into(), MAX.into());
+        s
     }
 }
 
@@ -290,7 +353,7 @@ mod tests {
         limit: Option<u32>,
         page: Option<Int<1, 9>>,
         #[serde(default)]
-        tags: Vec<Text<1, 3>>,
+        tags: Capped<Text<1, 3>, 2>,
         thinking: Option<Thinking>,
     }
 
@@ -316,6 +379,7 @@ mod tests {
         assert_eq!(refusal(json!({"name": 5})), "`name` must be a text (got a number)");
         assert_eq!(refusal(json!({"name": "a", "limit": -1})), "`limit` must be a whole number, 0 or more (got -1)");
         assert_eq!(refusal(json!({"name": "a", "page": 10})), "`page` must be between 1 and 9 (got 10)");
+        assert_eq!(refusal(json!({"name": "a", "tags": ["a", "b", "c"]})), "`tags` may hold at most 2 items (got 3)");
         let unknown = refusal(json!({"name": "a", "extra": 1}));
         assert!(unknown.starts_with("`extra` is not a known field; the fields are name, budget_usd"), "{unknown}");
         assert_eq!(refusal(json!("x")), "the arguments must be an object (got a text)");
@@ -341,6 +405,8 @@ mod tests {
         assert!(decode::<Int<1, 100>>(json!(1.5)).is_err());
         let schema = crate::rules::schema::input_schema::<Int<0, 50>>().to_value();
         assert_eq!((schema["minimum"].clone(), schema["maximum"].clone()), (json!(0), json!(50)));
+        let schema = crate::rules::schema::input_schema::<Capped<Text<1, 3>, 2>>().to_value();
+        assert_eq!((schema["maxItems"].clone(), schema["items"]["maxLength"].clone()), (json!(2), json!(3)));
     }
 
     #[test]
