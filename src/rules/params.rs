@@ -18,6 +18,8 @@ macro_rules! words {
             $(#[serde(rename = $word)] $variant),+
         }
 
+        // A set private to one module may not need every helper.
+        #[allow(dead_code)]
         impl $name {
             pub const WORDS: &'static [&'static str] = &[$($word),+];
 

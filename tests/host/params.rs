@@ -186,3 +186,38 @@ fn a_bad_argument_is_told_in_plain_words() {
     assert!(nested.starts_with("`criteria[0]` must be"), "{nested}");
     assert!(!nested.contains("untagged"), "{nested}");
 }
+
+#[test]
+fn the_session_tools_publish_what_they_enforce() {
+    let app = TestApp::new();
+    let ada = app.signup("Ada", "ada@example.com");
+    let agent = app.ok(&ada.key, "create_agent", json!({"name": "Dev", "harness": "echo", "model": "m"}));
+    let args = json!({"agent_id": agent["agent_id"], "message": "build it", "idempotency_key": "s1"});
+    let sid = app.ok(&ada.key, "start_session", args)["session"]["session_id"].as_str().unwrap().to_owned();
+    app.settle();
+    let token = app.session_token(&ada.key, &sid);
+    let (mut enums, mut lengths) = (0, 0);
+    for spec in agentsky::agent::function_specs() {
+        let (tool, schema) = (spec["function"]["name"].as_str().unwrap(), &spec["function"]["parameters"]);
+        for (field, prop) in schema["properties"].as_object().cloned().unwrap_or_default() {
+            let mut bad = vec![];
+            if prop["enum"].is_array() {
+                enums += 1;
+                bad.push((json!("not-a-word"), "must be one of".to_owned()));
+            }
+            if let Some(max) = prop["maxLength"].as_u64() {
+                lengths += 1;
+                bad.push((json!("é".repeat(max as usize + 1)), format!("(got {})", max + 1)));
+            }
+            for (value, says) in bad {
+                let message = app.agent_err(&token, tool, json!({ &field: value }));
+                assert!(message.contains("-32602"), "{tool}.{field}: {message}");
+                assert!(
+                    message.contains(&format!("`{field}`")) && message.contains(&says),
+                    "{tool}.{field}: {message}"
+                );
+            }
+        }
+    }
+    assert!(enums >= 2 && lengths >= 11, "{enums} enums, {lengths} lengths");
+}
