@@ -3,8 +3,7 @@
 
 use crate::cx::Cx;
 use crate::error::ApiError;
-use crate::rules::limits;
-use crate::rules::params::Int;
+use crate::rules::params::{Int, Text};
 use crate::store::{self, agents::Agent};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -13,7 +12,7 @@ use serde::{Deserialize, Serialize};
 #[serde(deny_unknown_fields)]
 pub struct SearchCatalog {
     /// Words describing the work (e.g. `review rust pull request`); all agents when left out.
-    pub query: Option<String>,
+    pub query: Option<Text<0, 500>>,
     /// Most results, 1–100 (default 20).
     pub limit: Option<Int<1, 100>>,
     /// A workspace slug from `list_workspaces`; the connection's workspace when left out.
@@ -115,9 +114,6 @@ fn requirements(a: &Agent) -> Vec<String> {
 /// search_catalog
 pub async fn search(cx: &Cx<'_>, p: SearchCatalog) -> Result<CatalogResults, ApiError> {
     let limit = p.limit.map_or(20, Int::get);
-    if let Some(q) = &p.query {
-        limits::text("query", q, 0, 500)?;
-    }
     let w = cx.workspace(p.workspace.as_deref())?;
     let query = words(p.query.as_deref().unwrap_or_default());
     let all = store::agents::catalog(cx.db(), &w.workspace_id).await?;

@@ -8,8 +8,8 @@ use crate::domain::idempotency::{self, Scope, DEFAULT_TTL_MS, START_TTL_MS};
 use crate::domain::webhooks;
 use crate::error::{ApiError, Code};
 use crate::ops::sessions::{self, Spec, StartIds};
-use crate::rules::params::Int;
-use crate::rules::{cron, ids, limits};
+use crate::rules::params::{Int, Text};
+use crate::rules::{cron, ids};
 use crate::session::{Author, NewMessage, SessionCall, SessionReply};
 use crate::store::{
     self,
@@ -23,13 +23,13 @@ use serde_json::json;
 #[serde(deny_unknown_fields)]
 pub struct CreateRoutine {
     /// A name for it, 1–100 characters.
-    pub name: String,
+    pub name: Text<1, 100>,
     /// Each fire starts a new session of this agent (an id or `@handle`)…
     pub agent_id: Option<String>,
     /// …or sends `message` into this existing session. Give exactly one of the two.
     pub session_id: Option<String>,
     /// The message each fire sends (1–64,000 characters).
-    pub message: String,
+    pub message: Text<1, 64_000>,
     /// When to fire: 5 fields (minute hour day-of-month month day-of-week), e.g. `0 9 * * 1-5`. Left
     /// out: only when `run_routine` fires it.
     pub cron: Option<String>,
@@ -62,8 +62,6 @@ pub fn shown(mut r: RoutineRow, now_ms: i64) -> RoutineRow {
 
 /// create_routine
 pub async fn create(cx: &Cx<'_>, p: CreateRoutine) -> Result<Routine, ApiError> {
-    limits::text("name", &p.name, 1, 100)?;
-    limits::text("message", &p.message, 1, 64_000)?;
     let timezone = p.timezone.unwrap_or_else(|| "UTC".into());
     let schedule = match &p.cron {
         Some(expr) => Some(cron::parse(expr, &timezone)?),
@@ -149,9 +147,9 @@ pub struct UpdateRoutine {
     /// The routine (`rt_…`).
     pub routine_id: String,
     /// A new name, 1–100 characters.
-    pub name: Option<String>,
+    pub name: Option<Text<1, 100>>,
     /// A new message for each fire (1–64,000 characters).
-    pub message: Option<String>,
+    pub message: Option<Text<1, 64_000>>,
     /// A new 5-field cron; an empty string leaves only `run_routine` to fire it.
     pub cron: Option<String>,
     /// A new IANA time zone for `cron`.
@@ -168,10 +166,9 @@ pub struct UpdateRoutine {
 /// routine resumed after a pause never fires for the times it missed.
 pub async fn update(cx: &Cx<'_>, p: UpdateRoutine) -> Result<Routine, ApiError> {
     let old = load(cx, &p.routine_id).await?;
-    let name = p.name.unwrap_or(old.name);
-    limits::text("name", &name, 1, 100)?;
-    let message = p.message.unwrap_or(old.message);
-    limits::text("message", &message, 1, 64_000)?;
+    // A stored name and message kept the same rule when they were set.
+    let name = p.name.map_or(old.name, String::from);
+    let message = p.message.map_or(old.message, String::from);
     let cron = match p.cron {
         Some(c) if c.trim().is_empty() => None,
         Some(c) => Some(c),
