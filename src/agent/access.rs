@@ -8,6 +8,7 @@ use crate::cx::Cx;
 use crate::domain::grants::{covers, grant_view, live, open_credential, ssh_hold_s, visible_to, Credential};
 use crate::domain::jobs::{self, Asked};
 use crate::error::ApiError;
+use crate::rules::params::Text;
 use crate::rules::policy::{self, Verdict};
 use crate::rules::{ids, limits, targets};
 use crate::store::{self, connectors::ConnectorRow, requests::GrantRow};
@@ -27,15 +28,15 @@ pub struct NoParams {}
 pub struct RequestAccess {
     /// Target name, `provider:env` or `provider-env` (for example `supabase-prod`, `vercel:preview`),
     /// name plus env, or a bare provider. Matched case-insensitively in that order.
-    pub target: String,
+    pub target: Text<1, 200>,
     /// At least one of `read`, `write`, `deploy`, `delete`.
     pub scope: Vec<String>,
     /// 1–500 characters. Shown to the user word for word.
-    pub reason: String,
+    pub reason: Text<1, 500>,
     /// The whole command the access is for (up to 2,000 characters), shown to the user as it is, with
     /// anything secret-looking masked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub command: Option<String>,
+    pub command: Option<Text<1, 2_000>>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -136,11 +137,6 @@ async fn settled(a: &CallingSession<'_>, grant_id: &str) -> Result<Value, ToolEr
 
 /// request_access
 pub async fn request_access(a: &CallingSession<'_>, p: RequestAccess) -> Result<Value, ToolError> {
-    limits::text("target", &p.target, 1, 200).map_err(ToolError::from)?;
-    limits::text("reason", &p.reason, 1, 500).map_err(ToolError::from)?;
-    if let Some(c) = &p.command {
-        limits::text("command", c, 1, 2_000).map_err(ToolError::from)?;
-    }
     let scopes = check_scopes(&p.scope)?;
     a.bucket("access", ACCESS_PER_MIN, "access requests").await?;
     let all = connectors(a).await?;

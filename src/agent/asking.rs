@@ -2,6 +2,7 @@
 
 use super::{CallingSession, ToolError, QUESTIONS_PER_MIN};
 use crate::domain::requests;
+use crate::rules::params::Text;
 use crate::rules::{ids, limits};
 use crate::store;
 use schemars::JsonSchema;
@@ -12,12 +13,11 @@ use serde_json::{json, Value};
 #[serde(deny_unknown_fields)]
 pub struct ReportStatus {
     /// Up to 200 characters. An empty string clears it.
-    pub note: String,
+    pub note: Text<0, 200>,
 }
 
 /// report_status
 pub async fn report_status(a: &CallingSession<'_>, p: ReportStatus) -> Result<Value, ToolError> {
-    limits::text("note", &p.note, 0, 200).map_err(ToolError::from)?;
     store::sessions::set_note(a.cx.db(), &a.me.session_id, &p.note, a.cx.now_ms).await?;
     Ok(json!({ "ok": true }))
 }

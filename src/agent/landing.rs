@@ -5,7 +5,8 @@ use super::{CallingSession, ToolError, ACCESS_PER_MIN, QUESTIONS_PER_MIN};
 use crate::domain::jobs::{self, Asked};
 use crate::domain::taskfs::{self, Folder, Writer, PROJECT_FILE};
 use crate::error::ApiError;
-use crate::rules::{argv, limits, redact};
+use crate::rules::params::{words, Text};
+use crate::rules::{argv, redact};
 use crate::store;
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -18,26 +19,36 @@ const CHECKS_TIMEOUT_S: i64 = 600;
 /// How much of failing checks' output `land` shows.
 const CHECKS_TAIL_LINES: usize = 30;
 
+words! {
+    /// Which command a session remembers for the task.
+    pub enum LandingKind { Run = "run", Deploy = "deploy", Checks = "checks" }
+}
+
+words! {
+    /// Where a `run` command's app runs.
+    pub enum Platform { Web = "web", Ios = "ios", Android = "android" }
+}
+
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 #[serde(rename_all = "camelCase")]
 pub struct RememberCommand {
     /// `run`, `deploy` or `checks` (the command that proves the work is good: typecheck, tests, lint).
-    pub kind: String,
+    pub kind: LandingKind,
     /// 1–2000 characters. The exact command, run from the project root.
-    pub command: String,
+    pub command: Text<1, 2_000>,
     /// For `deploy`: a target `id` from `list_targets`, in this project.
     pub target_id: Option<String>,
     /// `run` only. The local URL the server answers on. Up to 500 characters.
-    pub url: Option<String>,
+    pub url: Option<Text<0, 500>>,
     /// `run` only: `web`, `ios` or `android`. Leave it out for a web server.
-    pub platform: Option<String>,
+    pub platform: Option<Platform>,
     /// `run` on `ios` or `android`: simulator or emulator name. Up to 120 characters.
-    pub device: Option<String>,
+    pub device: Option<Text<0, 120>>,
     /// `run` on `ios` or `android`: bundle id or package. Up to 200 characters.
-    pub app_id: Option<String>,
+    pub app_id: Option<Text<0, 200>>,
     /// Up to 200 characters.
-    pub note: Option<String>,
+    pub note: Option<Text<0, 200>>,
 }
 
 fn is_local_url(url: &str) -> bool {
@@ -66,19 +77,9 @@ async fn write_project(a: &CallingSession<'_>, project: &Value) -> Result<(), To
 
 /// remember_command
 pub async fn remember_command(a: &CallingSession<'_>, p: RememberCommand) -> Result<Value, ToolError> {
-    limits::one_of("kind", &p.kind, &["run", "deploy", "checks"]).map_err(ToolError::from)?;
-    limits::text("command", &p.command, 1, 2_000).map_err(ToolError::from)?;
-    for (field, value, max) in
-        [("url", &p.url, 500), ("device", &p.device, 120), ("appId", &p.app_id, 200), ("note", &p.note, 200)]
+    if p.kind != LandingKind::Run
+        && (p.url.is_some() || p.platform.is_some() || p.device.is_some() || p.app_id.is_some())
     {
-        if let Some(v) = value {
-            limits::text(field, v, 0, max).map_err(ToolError::from)?;
-        }
-    }
-    if let Some(pl) = &p.platform {
-        limits::one_of("platform", pl, &["web", "ios", "android"]).map_err(ToolError::from)?;
-    }
-    if p.kind != "run" && (p.url.is_some() || p.platform.is_some() || p.device.is_some() || p.app_id.is_some()) {
         return Err(ToolError::invalid("`url`, `platform`, `device` and `appId` are for kind `run` only"));
     }
     // It counts against both buckets: 5 a minute in practice.
@@ -86,7 +87,7 @@ pub async fn remember_command(a: &CallingSession<'_>, p: RememberCommand) -> Res
     a.bucket("questions", QUESTIONS_PER_MIN, "questions").await?;
     let db = a.cx.db();
     let state = store::lanes::lane_state(db, &a.me.session_id).await?.ok_or_else(|| a.internal("no lane state"))?;
-    if !state.asked.split(' ').any(|k| k == p.kind) {
+    if !state.asked.split(' ').any(|k| k == p.kind.as_str()) {
         return Err(ToolError::refused(format!(
             "agentsky did not ask this task for a `{}` command; give the command to the user instead",
             p.kind
@@ -98,13 +99,19 @@ pub async fn remember_command(a: &CallingSession<'_>, p: RememberCommand) -> Res
         ));
     }
     let mut project = read_project(a).await?;
-    match p.kind.as_str() {
-        "run" => {
+    match p.kind {
+        LandingKind::Run => {
             let mut dev = json!({ "command": p.command });
             if let Some(url) = p.url.as_deref().filter(|u| is_local_url(u)) {
                 dev["url"] = json!(url);
             }
-            for (k, v) in [("platform", &p.platform), ("device", &p.device), ("appId", &p.app_id), ("note", &p.note)] {
+            let platform = p.platform.map(Platform::as_str);
+            for (k, v) in [
+                ("platform", platform),
+                ("device", p.device.as_deref()),
+                ("appId", p.app_id.as_deref()),
+                ("note", p.note.as_deref()),
+            ] {
                 if let Some(v) = v {
                     dev[k] = json!(v);
                 }
@@ -112,11 +119,11 @@ pub async fn remember_command(a: &CallingSession<'_>, p: RememberCommand) -> Res
             project["dev"] = dev;
             write_project(a, &project).await?;
         }
-        "checks" => {
+        LandingKind::Checks => {
             project["checks"] = json!({ "command": p.command });
             write_project(a, &project).await?;
         }
-        _ => {
+        LandingKind::Deploy => {
             let target =
                 p.target_id.as_deref().ok_or_else(|| ToolError::invalid("`targetId` is required for kind `deploy`"))?;
             let c = store::connectors::get(db, target).await?;
@@ -149,7 +156,7 @@ pub async fn remember_command(a: &CallingSession<'_>, p: RememberCommand) -> Res
 pub struct Land {
     /// 1–2000 characters. The first line (cut at 120 characters) is the record's subject; any further
     /// lines become its body.
-    pub summary: String,
+    pub summary: Text<1, 2_000>,
 }
 
 fn refused(reason: String, steps: Vec<String>) -> Value {
@@ -158,7 +165,6 @@ fn refused(reason: String, steps: Vec<String>) -> Value {
 
 /// land
 pub async fn land(a: &CallingSession<'_>, p: Land) -> Result<Value, ToolError> {
-    limits::text("summary", &p.summary, 1, 2_000).map_err(ToolError::from)?;
     a.bucket("access", ACCESS_PER_MIN, "access requests").await?;
     let (cx, me) = (a.cx, &a.me);
     let db = cx.db();

@@ -1,7 +1,8 @@
 //! The other tasks of the project: `list_sessions`, `project_activity`, `send_message`.
 
 use super::{CallingSession, ToolError, MESSAGES_PER_MIN};
-use crate::rules::{ids, limits};
+use crate::rules::ids;
+use crate::rules::params::Text;
 use crate::session::{Author, NewMessage, SessionCall};
 use crate::store::{self, sessions::SessionRow};
 use schemars::JsonSchema;
@@ -126,12 +127,11 @@ pub struct SendMessage {
     /// A `sessionId` from `list_sessions`.
     pub to: String,
     /// Plain text, 1–4000 characters.
-    pub body: String,
+    pub body: Text<1, 4_000>,
 }
 
 /// send_message
 pub async fn send_message(a: &CallingSession<'_>, p: SendMessage) -> Result<Value, ToolError> {
-    limits::text("body", &p.body, 1, 4_000).map_err(ToolError::from)?;
     if p.to == a.me.session_id {
         return Err(ToolError::invalid("`to` is you: send to a peer from list_sessions"));
     }
@@ -149,7 +149,7 @@ pub async fn send_message(a: &CallingSession<'_>, p: SendMessage) -> Result<Valu
     }
     let message = NewMessage {
         message_id: ids::new_id("msg"),
-        text: p.body,
+        text: p.body.into_string(),
         from: Author::Peer { session_id: a.me.session_id.clone() },
     };
     crate::domain::sessions::call(a.cx, &peer.session_id, SessionCall::Note { message })

@@ -2,7 +2,7 @@
 
 use crate::cx::Cx;
 use crate::error::{ApiError, Code};
-use crate::rules::params::{words, Text};
+use crate::rules::params::{words, Capped, Text};
 use crate::rules::{ids, limits, slug};
 use crate::store::{self, keys::NewKey, DbError};
 use schemars::JsonSchema;
@@ -141,7 +141,7 @@ pub struct CreateKey {
     /// What the key is for, 1–100 characters (for example the machine or script using it).
     pub name: Text<1, 100>,
     /// `["read"]` lists and reads; `["read", "write"]` also starts sessions and changes things.
-    pub scopes: Vec<KeyScope>,
+    pub scopes: Capped<KeyScope, 2>,
     /// Lock the key to this workspace slug: it then answers `universe_mismatch` for any other.
     pub workspace: Option<String>,
 }
@@ -149,7 +149,6 @@ pub struct CreateKey {
 /// POST /v1/keys
 pub async fn create_key(cx: &Cx<'_>, p: CreateKey) -> Result<KeyCreated, ApiError> {
     let caller = cx.caller()?;
-    limits::count("scopes", p.scopes.len(), 2)?;
     if p.scopes.is_empty() {
         return Err(ApiError::invalid("`scopes` needs at least one of read, write"));
     }

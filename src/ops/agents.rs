@@ -4,7 +4,7 @@
 
 use crate::cx::Cx;
 use crate::error::{ApiError, Code};
-use crate::rules::params::{words, Text};
+use crate::rules::params::{words, Capped, Int, Text};
 use crate::rules::{ids, limits, outbound, slug};
 use crate::store::{self, agents::AgentFields};
 use schemars::JsonSchema;
@@ -24,7 +24,7 @@ pub struct ListAgents {
     /// A workspace slug from `list_workspaces`; the connection's workspace when left out.
     pub workspace: Option<String>,
     /// Page size, 1–200 (default 100).
-    pub limit: Option<i64>,
+    pub limit: Option<Int<1, 200>>,
     /// Agents to skip, for the next page.
     pub offset: Option<i64>,
 }
@@ -40,7 +40,7 @@ pub struct AgentList {
 /// list_agents
 pub async fn list(cx: &Cx<'_>, p: ListAgents) -> Result<AgentList, ApiError> {
     let m = cx.workspace(p.workspace.as_deref())?;
-    let limit = limits::page_size("limit", p.limit, 100, 200)?;
+    let limit = p.limit.map_or(100, Int::get);
     let offset = p.offset.unwrap_or(0);
     if offset < 0 {
         return Err(ApiError::invalid("`offset` must not be negative"));
@@ -87,14 +87,14 @@ pub struct CreateAgent {
     /// What it does, for the catalog, up to 1,000 characters.
     pub description: Option<Text<0, 1_000>>,
     /// Catalog categories, up to 10 of up to 40 characters.
-    pub categories: Option<Vec<Text<1, 40>>>,
+    pub categories: Option<Capped<Text<1, 40>, 10>>,
     /// Remote MCP servers it may call, up to 10. Their hosts are shown in the catalog.
     #[serde(rename = "mcpServers", alias = "mcp_servers")]
-    pub mcp_servers: Option<Vec<McpServer>>,
+    pub mcp_servers: Option<Capped<McpServer, 10>>,
     /// Listed in every workspace's catalog when true.
     pub is_public: Option<bool>,
     /// What one session of it costs a caller from another workspace, in cents (public agents).
-    pub price_cents_per_run: Option<i64>,
+    pub price_cents_per_run: Option<Int<0, 100_000>>,
 }
 
 /// The validated, stored form of an agent's settable fields.
@@ -138,10 +138,8 @@ fn check(p: CreateAgent, loopback_http: bool) -> Result<Checked, ApiError> {
     }
     let instructions = p.instructions.map(String::from).unwrap_or_default();
     let description = p.description.map(String::from).unwrap_or_default();
-    let categories = p.categories.unwrap_or_default();
-    limits::count("categories", categories.len(), 10)?;
-    let servers = p.mcp_servers.unwrap_or_default();
-    limits::count("mcpServers", servers.len(), 10)?;
+    let categories = p.categories.map(Capped::into_vec).unwrap_or_default();
+    let servers = p.mcp_servers.map(Capped::into_vec).unwrap_or_default();
     for s in &servers {
         limits::text("mcpServers[].name", &s.name, 1, 40)?;
         limits::text("mcpServers[].url", &s.url, 1, 2_000)?;
@@ -150,10 +148,7 @@ fn check(p: CreateAgent, loopback_http: bool) -> Result<Checked, ApiError> {
             limits::text("mcpServers[].bearer_secret", b, 1, 100)?;
         }
     }
-    let price = p.price_cents_per_run.unwrap_or(0);
-    if !(0..=100_000).contains(&price) {
-        return Err(ApiError::invalid("`price_cents_per_run` must be between 0 and 100000"));
-    }
+    let price = p.price_cents_per_run.map_or(0, Int::get);
     Ok(Checked {
         name: p.name.into(),
         handle,
@@ -249,14 +244,14 @@ pub struct UpdateAgent {
     /// What it does, for the catalog, up to 1,000 characters.
     pub description: Option<Text<0, 1_000>>,
     /// Catalog categories, up to 10 of up to 40 characters; replaces the old list.
-    pub categories: Option<Vec<Text<1, 40>>>,
+    pub categories: Option<Capped<Text<1, 40>, 10>>,
     /// Remote MCP servers it may call, up to 10; replaces the old list.
     #[serde(rename = "mcpServers", alias = "mcp_servers")]
-    pub mcp_servers: Option<Vec<McpServer>>,
+    pub mcp_servers: Option<Capped<McpServer, 10>>,
     /// Listed in every workspace's catalog when true.
     pub is_public: Option<bool>,
     /// What one session of it costs a caller from another workspace, in cents (public agents).
-    pub price_cents_per_run: Option<i64>,
+    pub price_cents_per_run: Option<Int<0, 100_000>>,
     /// Ignored: the workspace is the agent's.
     pub workspace: Option<String>,
 }
@@ -267,10 +262,12 @@ fn or_kept<const MIN: usize, const MAX: usize>(
     new: Option<Text<MIN, MAX>>,
     old: String,
 ) -> Result<Text<MIN, MAX>, ApiError> {
-    match new {
-        Some(t) => Ok(t),
-        None => Text::try_from(old).map_err(|problem| ApiError::invalid(format!("`{field}` {problem}"))),
-    }
+    new.map_or_else(|| kept(field, old), Ok)
+}
+
+/// A stored value held to its parameter's rule again, like [`or_kept`].
+fn kept<S, T: TryFrom<S, Error = String>>(field: &str, old: S) -> Result<T, ApiError> {
+    T::try_from(old).map_err(|problem| ApiError::invalid(format!("`{field}` {problem}")))
 }
 
 /// PATCH /v1/agents/{agent_id}
@@ -288,11 +285,20 @@ pub async fn update(cx: &Cx<'_>, p: UpdateAgent) -> Result<Agent, ApiError> {
         description: Some(or_kept("description", p.description, old.description)?),
         categories: Some(match p.categories {
             Some(c) => c,
-            None => old.categories.into_iter().map(|c| or_kept("categories[]", None, c)).collect::<Result<_, _>>()?,
+            None => kept(
+                "categories",
+                old.categories.into_iter().map(|c| or_kept("categories[]", None, c)).collect::<Result<Vec<_>, _>>()?,
+            )?,
         }),
-        mcp_servers: Some(p.mcp_servers.unwrap_or(servers)),
+        mcp_servers: Some(match p.mcp_servers {
+            Some(s) => s,
+            None => kept("mcpServers", servers)?,
+        }),
         is_public: Some(p.is_public.unwrap_or(old.is_public)),
-        price_cents_per_run: Some(p.price_cents_per_run.unwrap_or(old.price_cents_per_run)),
+        price_cents_per_run: Some(match p.price_cents_per_run {
+            Some(n) => n,
+            None => kept("price_cents_per_run", old.price_cents_per_run)?,
+        }),
     };
     let checked = check(merged, cx.env.config.allow_loopback_http)?;
     // A definition that names a secret (before or after) is changed by admins only: otherwise a member

@@ -7,6 +7,7 @@ use crate::cx::{Cx, Role};
 use crate::domain::billing::{Links, Stripe, AUTO_TOP_UP};
 use crate::error::{ApiError, Code};
 use crate::http::{HttpRequest, HttpResponse};
+use crate::rules::params::Int;
 use crate::rules::{ids, stripe};
 use crate::store::{self, billing::Receipt, usage::Credit};
 use schemars::JsonSchema;
@@ -17,7 +18,7 @@ use serde_json::{json, Value};
 #[serde(deny_unknown_fields)]
 pub struct TopUp {
     /// Cents to add, 500–100,000 ($5–$1,000).
-    pub amount_cents: i64,
+    pub amount_cents: stripe::TopUpCents,
     /// A workspace slug from `list_workspaces`; the connection's workspace when left out.
     pub workspace: Option<String>,
 }
@@ -49,7 +50,7 @@ fn paying<'a>(
 
 /// POST /v1/billing/top-up
 pub async fn top_up(cx: &Cx<'_>, p: TopUp) -> Result<Checkout, ApiError> {
-    let cents = stripe::top_up_amount("amount_cents", p.amount_cents).map_err(ApiError::invalid)?;
+    let cents = p.amount_cents.get();
     let (m, stripe, links) = paying(cx, p.workspace.as_deref())?;
     let (id, url) =
         stripe.checkout_payment(&m.workspace_id, cents, &links, &ids::new_id("chk")).await.map_err(stripe_failed)?;
@@ -86,9 +87,9 @@ pub struct SetAutoTopUp {
     /// saved card (one top-up at a time). Off: never.
     pub enabled: bool,
     /// With `enabled`: the balance, in cents (0–100,000), under which the top-up fires.
-    pub threshold_cents: Option<i64>,
+    pub threshold_cents: Option<stripe::ThresholdCents>,
     /// With `enabled`: cents to add each time, 500–100,000.
-    pub amount_cents: Option<i64>,
+    pub amount_cents: Option<stripe::TopUpCents>,
     /// A workspace slug from `list_workspaces`; the connection's workspace when left out.
     pub workspace: Option<String>,
 }
@@ -127,15 +128,7 @@ pub struct AutoTopUpSet {
 pub async fn set_auto_top_up(cx: &Cx<'_>, p: SetAutoTopUp) -> Result<AutoTopUpSet, ApiError> {
     let auto = match (p.enabled, p.threshold_cents, p.amount_cents) {
         (false, _, _) => None,
-        (true, Some(threshold), Some(amount)) => {
-            if !(0..=stripe::MAX_TOP_UP_CENTS).contains(&threshold) {
-                return Err(ApiError::invalid(format!(
-                    "`threshold_cents` must be between 0 and {}",
-                    stripe::MAX_TOP_UP_CENTS
-                )));
-            }
-            Some((threshold, stripe::top_up_amount("amount_cents", amount).map_err(ApiError::invalid)?))
-        }
+        (true, Some(threshold), Some(amount)) => Some((threshold.get(), amount.get())),
         (true, _, _) => return Err(ApiError::invalid("`enabled: true` needs `threshold_cents` and `amount_cents`")),
     };
     Stripe::new(cx.env.net.as_ref(), &cx.env.config)?;
@@ -155,7 +148,7 @@ pub async fn set_auto_top_up(cx: &Cx<'_>, p: SetAutoTopUp) -> Result<AutoTopUpSe
 #[serde(deny_unknown_fields)]
 pub struct ListReceipts {
     /// At most this many, newest first (1–200, default 50).
-    pub limit: Option<i64>,
+    pub limit: Option<Int<1, 200>>,
     /// A workspace slug from `list_workspaces`; the connection's workspace when left out.
     pub workspace: Option<String>,
 }
@@ -172,10 +165,7 @@ pub struct Receipts {
 
 /// GET /v1/billing/receipts
 pub async fn list_receipts(cx: &Cx<'_>, p: ListReceipts) -> Result<Receipts, ApiError> {
-    let limit = p.limit.unwrap_or(50);
-    if !(1..=200).contains(&limit) {
-        return Err(ApiError::invalid("`limit` must be between 1 and 200"));
-    }
+    let limit = p.limit.map_or(50, Int::get);
     let m = cx.workspace(p.workspace.as_deref())?;
     let db = cx.db();
     let (overview, account, receipts) = futures::try_join!(

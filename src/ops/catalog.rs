@@ -3,7 +3,7 @@
 
 use crate::cx::Cx;
 use crate::error::ApiError;
-use crate::rules::limits;
+use crate::rules::params::{Int, Text};
 use crate::store::{self, agents::Agent};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -12,9 +12,9 @@ use serde::{Deserialize, Serialize};
 #[serde(deny_unknown_fields)]
 pub struct SearchCatalog {
     /// Words describing the work (e.g. `review rust pull request`); all agents when left out.
-    pub query: Option<String>,
+    pub query: Option<Text<0, 500>>,
     /// Most results, 1–100 (default 20).
-    pub limit: Option<i64>,
+    pub limit: Option<Int<1, 100>>,
     /// A workspace slug from `list_workspaces`; the connection's workspace when left out.
     pub workspace: Option<String>,
 }
@@ -113,10 +113,7 @@ fn requirements(a: &Agent) -> Vec<String> {
 
 /// search_catalog
 pub async fn search(cx: &Cx<'_>, p: SearchCatalog) -> Result<CatalogResults, ApiError> {
-    let limit = limits::page_size("limit", p.limit, 20, 100)?;
-    if let Some(q) = &p.query {
-        limits::text("query", q, 0, 500)?;
-    }
+    let limit = p.limit.map_or(20, Int::get);
     let w = cx.workspace(p.workspace.as_deref())?;
     let query = words(p.query.as_deref().unwrap_or_default());
     let all = store::agents::catalog(cx.db(), &w.workspace_id).await?;

@@ -6,7 +6,7 @@ use crate::cx::{Cx, Role};
 use crate::error::{ApiError, Code};
 use crate::ops::commands::CommandKind;
 use crate::ops::{files::load_task, sessions};
-use crate::rules::params::{words, Text};
+use crate::rules::params::{words, Int, Text};
 use crate::rules::{ids, limits, seal};
 use crate::session::SessionCall;
 use crate::store::{self, connectors::ConnectorRow, requests::RequestRow};
@@ -474,7 +474,7 @@ pub async fn ask_command(cx: &Cx<'_>, p: AskCommand) -> Result<Asked, ApiError> 
 #[serde(deny_unknown_fields)]
 pub struct ListAudit {
     /// Most entries, 1–500 (default 100).
-    pub limit: Option<i64>,
+    pub limit: Option<Int<1, 500>>,
     /// A workspace slug; the connection's workspace when left out.
     pub workspace: Option<String>,
 }
@@ -487,7 +487,7 @@ pub struct AuditLog {
 
 /// GET /v1/audit
 pub async fn audit(cx: &Cx<'_>, p: ListAudit) -> Result<AuditLog, ApiError> {
-    let limit = limits::page_size("limit", p.limit, 100, 500)?;
+    let limit = p.limit.map_or(100, Int::get);
     let w = cx.workspace(p.workspace.as_deref())?;
     let entries = store::audit::log(cx.db(), &w.workspace_id, limit).await?;
     Ok(AuditLog { entries })

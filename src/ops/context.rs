@@ -16,8 +16,8 @@ use crate::cx::Cx;
 use crate::domain::index;
 use crate::error::{ApiError, Code};
 use crate::ops::sessions;
-use crate::rules::params::{words, Text};
-use crate::rules::{fingerprint, fulltext, ids, limits};
+use crate::rules::params::{words, Int, Text};
+use crate::rules::{fingerprint, fulltext, ids};
 use crate::session::{SessionCall, SessionReply};
 use crate::store;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -45,7 +45,7 @@ pub struct SearchContext {
     /// `nextCursor` from the previous page, unchanged, with the same query, scope and workspace.
     pub cursor: Option<String>,
     /// Hits per page, 1–50 (default 10).
-    pub limit: Option<i64>,
+    pub limit: Option<Int<1, 50>>,
     /// A workspace slug from `list_workspaces`. For `traces`, whose library to search (default: the
     /// connection's workspace); for memory and conversations, only that workspace (default: every
     /// workspace you belong to).
@@ -174,7 +174,7 @@ pub fn slug_of(cx: &Cx<'_>, workspace_id: &str) -> String {
 
 /// search_context
 pub async fn search(cx: &Cx<'_>, p: SearchContext) -> Result<ContextHits, ApiError> {
-    let limit = limits::page_size("limit", p.limit, 10, 50)?;
+    let limit = p.limit.map_or(10, Int::get);
     let scopes: Vec<&str> = match p.scope {
         None => vec!["memory", "conversations"],
         Some(s) => vec![s.as_str()],
@@ -229,7 +229,7 @@ pub struct ReadContext {
     /// Where to start, in characters: `nextOffset` from the previous read (default 0).
     pub offset: Option<i64>,
     /// Most characters to return, 1–32,000 (default 8,000).
-    pub limit: Option<i64>,
+    pub limit: Option<Int<1, 32_000>>,
     /// Ignored: the workspace is the hit's.
     pub workspace: Option<String>,
 }
@@ -277,7 +277,7 @@ pub async fn read(cx: &Cx<'_>, p: ReadContext) -> Result<ContextRead, ApiError> 
     if offset < 0 {
         return Err(ApiError::invalid("`offset` must be 0 or more"));
     }
-    let limit = limits::page_size("limit", p.limit, 8_000, 32_000)?;
+    let limit = p.limit.map_or(8_000, Int::get);
     let reference = Ref::parse(&p.reference).ok_or_else(|| {
         ApiError::invalid("`ref` is not a ref this server gave out; pass a `search_context` hit's `ref` unchanged")
     })?;

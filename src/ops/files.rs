@@ -5,7 +5,8 @@ use crate::cx::{Cx, Membership};
 use crate::domain::taskfs::{self, Folder, Writer};
 use crate::error::{ApiError, Code};
 use crate::ops::sessions;
-use crate::rules::{limits, paths};
+use crate::rules::params::Int;
+use crate::rules::paths;
 use crate::store::{self, files::FileInfo};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -28,7 +29,7 @@ pub struct ListTaskFiles {
     /// The task (its first session's id).
     pub task_id: String,
     /// Page size, 1–500 (default 200).
-    pub limit: Option<i64>,
+    pub limit: Option<Int<1, 500>>,
     /// `next_cursor` from the previous page.
     pub cursor: Option<String>,
     /// Ignored: the workspace is the task's.
@@ -47,7 +48,7 @@ pub struct TaskFiles {
 
 /// list_task_files
 pub async fn list(cx: &Cx<'_>, p: ListTaskFiles) -> Result<TaskFiles, ApiError> {
-    let limit = limits::page_size("limit", p.limit, 200, 500)?;
+    let limit = p.limit.map_or(200, Int::get);
     let from = match p.cursor.as_deref() {
         Some(c) => {
             Some(c.strip_prefix("p_").ok_or_else(|| ApiError::invalid("`cursor` must be a `next_cursor` unchanged"))?)

@@ -6,7 +6,7 @@ use crate::domain::idempotency::{self, Scope, DEFAULT_TTL_MS};
 use crate::error::ApiError;
 use crate::ops::sessions;
 use crate::rules::limits;
-use crate::rules::params::Text;
+use crate::rules::params::{Capped, Text};
 use crate::session::goal::{Criterion, CriterionInput, Goal, GoalStatus};
 use crate::session::{SessionCall, SessionReply};
 use schemars::JsonSchema;
@@ -52,7 +52,7 @@ pub struct SetGoal {
     pub objective: Text<1, 4_000>,
     /// How to tell it is achieved: each plain text, or `{text, command}` where the command's success
     /// proves it. Up to 20. Without criteria the objective itself is graded.
-    pub criteria: Option<Vec<CriterionInput>>,
+    pub criteria: Option<Capped<CriterionInput, 20>>,
     /// Most turns the goal may start, 1–50 (default 10).
     pub max_iterations: Option<u32>,
     /// Most the session may spend on the goal, in cents.
@@ -68,8 +68,8 @@ pub struct SetGoal {
 /// set_goal
 pub async fn set(cx: &Cx<'_>, p: SetGoal) -> Result<GoalView, ApiError> {
     idempotency::check_key(&p.idempotency_key)?;
-    let criteria: Vec<Criterion> = p.criteria.clone().unwrap_or_default().into_iter().map(Criterion::from).collect();
-    limits::count("criteria", criteria.len(), 20)?;
+    let criteria: Vec<Criterion> =
+        p.criteria.clone().map(Capped::into_vec).unwrap_or_default().into_iter().map(Criterion::from).collect();
     for c in &criteria {
         limits::text("criteria[].text", &c.text, 1, 1_000)?;
         if let Some(cmd) = &c.command {

@@ -14,8 +14,8 @@ use crate::error::{ApiError, Code};
 use crate::http::HttpResponse;
 use crate::mcp::{CallOutcome, ToolHost};
 use crate::ops;
-use crate::rules::params::{words, Text};
-use crate::rules::{fulltext, html, limits};
+use crate::rules::params::{words, Int, Text};
+use crate::rules::{fulltext, html};
 use futures::future::LocalBoxFuture;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -204,7 +204,7 @@ pub struct HelpSearch {
     /// Only articles in this language: `en` or `zh`. Left out: both, those in the query's language first.
     pub lang: Option<Lang>,
     /// Most articles to return, 1–20 (default 5).
-    pub limit: Option<i64>,
+    pub limit: Option<Int<1, 20>>,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -229,7 +229,7 @@ pub struct HelpHit {
 
 /// help_search
 pub async fn search(cx: &Cx<'_>, p: HelpSearch) -> Result<HelpHits, ApiError> {
-    let limit = limits::page_size("limit", p.limit, 5, 20)?;
+    let limit = p.limit.map_or(5, Int::get);
     let needles = fulltext::parse_query(&p.query).map(|q| q.needles).unwrap_or_default();
     let articles = rank(&p.query, p.lang.map(Lang::as_str))
         .into_iter()

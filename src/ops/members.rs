@@ -10,7 +10,7 @@
 use crate::cx::{Cx, Membership, Role};
 use crate::error::{ApiError, Code};
 use crate::ops::workspaces::WorkspaceItem;
-use crate::rules::params::words;
+use crate::rules::params::{words, Int};
 use crate::rules::{ids, limits};
 use crate::store::{self, audit::Entry, members::Member};
 use schemars::JsonSchema;
@@ -60,7 +60,7 @@ pub struct CreateInvitation {
     /// The role it gives: `member` or `admin` (owners are made from members, by an owner).
     pub role: InvitedRole,
     /// How long it can be accepted, 1–30 days (default 7).
-    pub expires_in_days: Option<i64>,
+    pub expires_in_days: Option<Int<1, INVITATION_MAX_DAYS>>,
     /// Whom it is meant for, as a note in the list of invitations. Accepting never checks it: whoever
     /// holds the token can accept.
     pub email: Option<String>,
@@ -76,10 +76,7 @@ pub struct InvitationCreated {
 
 /// POST /v1/workspaces/{workspace}/invitations — owners and admins.
 pub async fn invite(cx: &Cx<'_>, p: CreateInvitation) -> Result<InvitationCreated, ApiError> {
-    let days = p.expires_in_days.unwrap_or(INVITATION_DAYS);
-    if !(1..=INVITATION_MAX_DAYS).contains(&days) {
-        return Err(ApiError::invalid(format!("`expires_in_days` must be between 1 and {INVITATION_MAX_DAYS}")));
-    }
+    let days = p.expires_in_days.map_or(INVITATION_DAYS, Int::get);
     let email = p.email.as_deref().map(str::trim);
     if let Some(e) = email {
         limits::email("email", e)?;

@@ -12,7 +12,7 @@
 use crate::cx::Cx;
 use crate::error::{ApiError, Code};
 use crate::ops::context;
-use crate::rules::params::Text;
+use crate::rules::params::{Int, Text};
 use crate::rules::{cursor, fingerprint, ids, limits};
 use crate::session::SessionConfig;
 use crate::store::{self, context::MemoryRow, Sql};
@@ -101,7 +101,7 @@ pub struct ListMemory {
     /// Only the entries saved in this workspace (default: every workspace the key may see).
     pub workspace: Option<String>,
     /// Page size, 1–200 (default 50).
-    pub limit: Option<i64>,
+    pub limit: Option<Int<1, 200>>,
     /// `next_cursor` from the previous page.
     pub cursor: Option<String>,
 }
@@ -121,7 +121,7 @@ fn with_slug(cx: &Cx<'_>, entry: MemoryRow) -> MemoryEntry {
 
 /// list_memory
 pub async fn list(cx: &Cx<'_>, p: ListMemory) -> Result<MemoryList, ApiError> {
-    let limit = limits::page_size("limit", p.limit, 50, 200)?;
+    let limit = p.limit.map_or(50, Int::get);
     let before = cursor::parse_keyset(p.cursor.as_deref())?;
     let workspaces = context::visible_workspaces(cx, p.workspace.as_deref())?;
     let caller = cx.caller()?;

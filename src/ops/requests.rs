@@ -6,6 +6,7 @@
 use crate::cx::{Cx, Role};
 use crate::error::ApiError;
 use crate::rules::cursor;
+use crate::rules::params::Int;
 use crate::store::{self, requests::OpenRequest, requests::RequestRow};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -24,7 +25,7 @@ pub struct ListRequests {
     pub cursor: Option<String>,
     /// When no request is newer than `cursor`, wait up to this many seconds (0–50) for the next one to
     /// open. One waiting call costs one request.
-    pub wait_seconds: Option<i64>,
+    pub wait_seconds: Option<Int<0, MAX_WAIT_SECONDS>>,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -38,10 +39,7 @@ pub struct RequestList {
 
 /// list_requests
 pub async fn list(cx: &Cx<'_>, p: ListRequests) -> Result<RequestList, ApiError> {
-    let wait = p.wait_seconds.unwrap_or(0);
-    if !(0..=MAX_WAIT_SECONDS).contains(&wait) {
-        return Err(ApiError::invalid(format!("`wait_seconds` must be between 0 and {MAX_WAIT_SECONDS}")));
-    }
+    let wait = p.wait_seconds.map_or(0, Int::get);
     let after = cursor::parse_keyset(p.cursor.as_deref())?;
     let w = cx.workspace(p.workspace.as_deref())?.clone();
     // Requests past their time leave the list (and their agents hear it) before anyone decides them.

@@ -8,7 +8,8 @@ use crate::domain::idempotency::{self, Scope, DEFAULT_TTL_MS, START_TTL_MS};
 use crate::domain::webhooks;
 use crate::error::{ApiError, Code};
 use crate::ops::sessions::{self, Spec, StartIds};
-use crate::rules::{cron, ids, limits};
+use crate::rules::params::{Int, Text};
+use crate::rules::{cron, ids};
 use crate::session::{Author, NewMessage, SessionCall, SessionReply};
 use crate::store::{
     self,
@@ -22,20 +23,20 @@ use serde_json::json;
 #[serde(deny_unknown_fields)]
 pub struct CreateRoutine {
     /// A name for it, 1–100 characters.
-    pub name: String,
+    pub name: Text<1, 100>,
     /// Each fire starts a new session of this agent (an id or `@handle`)…
     pub agent_id: Option<String>,
     /// …or sends `message` into this existing session. Give exactly one of the two.
     pub session_id: Option<String>,
     /// The message each fire sends (1–64,000 characters).
-    pub message: String,
+    pub message: Text<1, 64_000>,
     /// When to fire: 5 fields (minute hour day-of-month month day-of-week), e.g. `0 9 * * 1-5`. Left
     /// out: only when `run_routine` fires it.
     pub cron: Option<String>,
     /// The IANA time zone `cron` is read in (default `UTC`), e.g. `Europe/Berlin`.
     pub timezone: Option<String>,
     /// Cap on each run's spend, in cents (new sessions only).
-    pub budget_cents: Option<i64>,
+    pub budget_cents: Option<Int<1, 10_000_000>>,
     /// A workspace slug; the connection's workspace when left out (with `session_id`, the session's).
     pub workspace: Option<String>,
 }
@@ -61,8 +62,6 @@ pub fn shown(mut r: RoutineRow, now_ms: i64) -> RoutineRow {
 
 /// create_routine
 pub async fn create(cx: &Cx<'_>, p: CreateRoutine) -> Result<Routine, ApiError> {
-    limits::text("name", &p.name, 1, 100)?;
-    limits::text("message", &p.message, 1, 64_000)?;
     let timezone = p.timezone.unwrap_or_else(|| "UTC".into());
     let schedule = match &p.cron {
         Some(expr) => Some(cron::parse(expr, &timezone)?),
@@ -71,11 +70,6 @@ pub async fn create(cx: &Cx<'_>, p: CreateRoutine) -> Result<Routine, ApiError> 
             None
         }
     };
-    if let Some(b) = p.budget_cents {
-        if !(1..=10_000_000).contains(&b) {
-            return Err(ApiError::invalid("`budget_cents` must be between 1 and 10000000"));
-        }
-    }
     let (w, agent_id, session_id) = match (&p.agent_id, &p.session_id) {
         (Some(a), None) => {
             let w = cx.workspace(p.workspace.as_deref())?.clone();
@@ -103,7 +97,7 @@ pub async fn create(cx: &Cx<'_>, p: CreateRoutine) -> Result<Routine, ApiError> 
             message: &p.message,
             cron: p.cron.as_deref(),
             timezone: &timezone,
-            budget_cents: p.budget_cents,
+            budget_cents: p.budget_cents.map(Int::get),
             next_fire_ms: schedule.and_then(|s| s.next_after(cx.now_ms)),
             key_id: Some(&cx.caller()?.key_id),
             now_ms: cx.now_ms,
@@ -153,15 +147,15 @@ pub struct UpdateRoutine {
     /// The routine (`rt_…`).
     pub routine_id: String,
     /// A new name, 1–100 characters.
-    pub name: Option<String>,
+    pub name: Option<Text<1, 100>>,
     /// A new message for each fire (1–64,000 characters).
-    pub message: Option<String>,
+    pub message: Option<Text<1, 64_000>>,
     /// A new 5-field cron; an empty string leaves only `run_routine` to fire it.
     pub cron: Option<String>,
     /// A new IANA time zone for `cron`.
     pub timezone: Option<String>,
     /// A new cap on each run's spend, in cents; 0 removes it.
-    pub budget_cents: Option<i64>,
+    pub budget_cents: Option<Int<0, 10_000_000>>,
     /// `false` pauses it (the cron trigger skips it; `run_routine` still fires it), `true` resumes it.
     pub enabled: Option<bool>,
     /// Ignored: the workspace is the routine's.
@@ -172,10 +166,9 @@ pub struct UpdateRoutine {
 /// routine resumed after a pause never fires for the times it missed.
 pub async fn update(cx: &Cx<'_>, p: UpdateRoutine) -> Result<Routine, ApiError> {
     let old = load(cx, &p.routine_id).await?;
-    let name = p.name.unwrap_or(old.name);
-    limits::text("name", &name, 1, 100)?;
-    let message = p.message.unwrap_or(old.message);
-    limits::text("message", &message, 1, 64_000)?;
+    // A stored name and message kept the same rule when they were set.
+    let name = p.name.map_or(old.name, String::from);
+    let message = p.message.map_or(old.message, String::from);
     let cron = match p.cron {
         Some(c) if c.trim().is_empty() => None,
         Some(c) => Some(c),
@@ -183,11 +176,8 @@ pub async fn update(cx: &Cx<'_>, p: UpdateRoutine) -> Result<Routine, ApiError> 
     };
     let timezone = p.timezone.unwrap_or(old.timezone);
     let schedule = cron::parse(cron.as_deref().unwrap_or("0 0 * * *"), &timezone)?;
-    let budget_cents = match p.budget_cents {
+    let budget_cents = match p.budget_cents.map(Int::get) {
         Some(0) => None,
-        Some(b) if !(1..=10_000_000).contains(&b) => {
-            return Err(ApiError::invalid("`budget_cents` must be between 1 and 10000000, or 0 to remove the cap"))
-        }
         Some(b) => Some(b),
         None => old.budget_cents,
     };

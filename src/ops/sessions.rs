@@ -4,8 +4,8 @@
 use crate::cx::{Cx, Membership};
 use crate::domain::idempotency::{self, Scope, DEFAULT_TTL_MS, START_TTL_MS};
 use crate::error::{ApiError, Code};
-use crate::rules::params::{words, Text};
-use crate::rules::{cursor, ids, limits};
+use crate::rules::params::{words, Int, Text};
+use crate::rules::{cursor, ids};
 use crate::session::{Author, Event, NewMessage, RunPrice, SessionCall, SessionConfig, SessionReply};
 use crate::store::{self, agents::Agent, sessions::SessionRow};
 use schemars::JsonSchema;
@@ -54,7 +54,7 @@ pub struct StartSession {
     /// task's. Do not pass `workspace` with it.
     pub task_id: Option<String>,
     /// Cap on what this session may spend, in cents.
-    pub budget_cents: Option<i64>,
+    pub budget_cents: Option<Int<1, 10_000_000>>,
     /// Run this model instead of the agent's own.
     pub model: Option<Model>,
     /// A workspace slug from `list_workspaces`; the connection's workspace when left out.
@@ -78,11 +78,6 @@ pub async fn start(cx: &Cx<'_>, p: StartSession) -> Result<Started, ApiError> {
     }))
     .map_err(ApiError::cause)?;
     idempotency::check_key(&p.idempotency_key)?;
-    if let Some(b) = p.budget_cents {
-        if !(1..=10_000_000).contains(&b) {
-            return Err(ApiError::invalid("`budget_cents` must be between 1 and 10000000"));
-        }
-    }
     let (w, task_id) = match (&p.task_id, &p.workspace) {
         (Some(_), Some(_)) => {
             return Err(ApiError::invalid("pass `task_id` or `workspace`, not both: a task's workspace is its own"))
@@ -111,7 +106,7 @@ pub async fn start(cx: &Cx<'_>, p: StartSession) -> Result<Started, ApiError> {
         title: None,
         message: &p.message,
         from: Author::User,
-        budget_cents: p.budget_cents,
+        budget_cents: p.budget_cents.map(Int::get),
         model: &model,
         thinking: DEFAULT_THINKING,
         key_id: Some(&caller.key_id),
@@ -285,9 +280,9 @@ pub struct ReadSession {
     /// the call returns once that message's turn has ended; without it, it waits for the session's next
     /// event even when the session is idle (a routine's, a peer's or a share link's message). One waiting
     /// call costs one request.
-    pub wait_seconds: Option<i64>,
+    pub wait_seconds: Option<Int<0, MAX_WAIT_SECONDS>>,
     /// Most events to return, 1–200 (default 200).
-    pub limit: Option<i64>,
+    pub limit: Option<Int<1, 200>>,
     /// Ignored: the workspace is the session's.
     pub workspace: Option<String>,
 }
@@ -328,11 +323,8 @@ pub fn event_json(e: &Event) -> Map<String, Value> {
 /// read_session
 pub async fn read(cx: &Cx<'_>, p: ReadSession) -> Result<SessionPage, ApiError> {
     let after = cursor::parse_event(p.cursor.as_deref())?;
-    let wait = p.wait_seconds.unwrap_or(0);
-    if !(0..=MAX_WAIT_SECONDS).contains(&wait) {
-        return Err(ApiError::invalid(format!("`wait_seconds` must be between 0 and {MAX_WAIT_SECONDS}")));
-    }
-    let limit = limits::page_size("limit", p.limit, crate::session::MAX_PAGE as i64, crate::session::MAX_PAGE as i64)?;
+    let wait = p.wait_seconds.map_or(0, Int::get);
+    let limit = p.limit.map_or(crate::session::MAX_PAGE as i64, Int::get);
     if let Some(m) = &p.message_id {
         if !ids::is_id(m, "msg") {
             return Err(ApiError::invalid(
@@ -389,7 +381,7 @@ pub struct ListSessions {
     /// Only this agent's sessions: its id (`ag_…`) or `@handle`.
     pub agent_id: Option<String>,
     /// Page size, 1–100 (default 20).
-    pub limit: Option<i64>,
+    pub limit: Option<Int<1, 100>>,
     /// `next_cursor` from the previous page.
     pub cursor: Option<String>,
     /// A workspace slug from `list_workspaces`; the connection's workspace when left out.
@@ -408,7 +400,7 @@ pub struct SessionList {
 /// list_sessions
 pub async fn list(cx: &Cx<'_>, p: ListSessions) -> Result<SessionList, ApiError> {
     let w = cx.workspace(p.workspace.as_deref())?;
-    let limit = limits::page_size("limit", p.limit, 20, 100)?;
+    let limit = p.limit.map_or(20, Int::get);
     let before = cursor::parse_keyset(p.cursor.as_deref())?;
     // An id filters as given (a deleted agent's sessions stay listed); a handle names an agent this
     // workspace can start.

@@ -7,6 +7,7 @@ use crate::error::{ApiError, Code};
 use crate::http::HttpResponse;
 use crate::ops::{files::load_task, sessions};
 use crate::rules::html::escape;
+use crate::rules::params::Int;
 use crate::rules::{ids, limits, paths};
 use crate::session::{SessionCall, SessionReply};
 use crate::store::{self, artifacts::ArtifactRow};
@@ -28,7 +29,7 @@ pub struct ListArtifacts {
     /// A workspace slug from `list_workspaces`; the connection's workspace when left out.
     pub workspace: Option<String>,
     /// Page size, 1–200 (default 50).
-    pub limit: Option<i64>,
+    pub limit: Option<Int<1, 200>>,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -39,7 +40,7 @@ pub struct ArtifactList {
 
 /// list_artifacts
 pub async fn list(cx: &Cx<'_>, p: ListArtifacts) -> Result<ArtifactList, ApiError> {
-    let limit = limits::page_size("limit", p.limit, 50, 200)?;
+    let limit = p.limit.map_or(50, Int::get);
     let workspace_id = match &p.task_id {
         Some(task) => load_task(cx, task).await?.workspace_id,
         None => cx.workspace(p.workspace.as_deref())?.workspace_id.clone(),

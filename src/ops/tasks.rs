@@ -4,7 +4,8 @@
 use crate::cx::Cx;
 use crate::error::ApiError;
 use crate::ops::{files::load_task, sessions};
-use crate::rules::{cursor, limits};
+use crate::rules::cursor;
+use crate::rules::params::Int;
 use crate::store::{self, sessions::SessionRow, tasks::TaskRow};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -13,7 +14,7 @@ use serde::{Deserialize, Serialize};
 #[serde(deny_unknown_fields)]
 pub struct ListTasks {
     /// Page size, 1–100 (default 20).
-    pub limit: Option<i64>,
+    pub limit: Option<Int<1, 100>>,
     /// `next_cursor` from the previous page.
     pub cursor: Option<String>,
     /// A workspace slug from `list_workspaces`; the connection's workspace when left out.
@@ -53,7 +54,7 @@ fn waiting_on(t: &TaskRow, all_stopped: bool) -> String {
 /// list_tasks
 pub async fn list(cx: &Cx<'_>, p: ListTasks) -> Result<TaskList, ApiError> {
     let w = cx.workspace(p.workspace.as_deref())?;
-    let limit = limits::page_size("limit", p.limit, 20, 100)?;
+    let limit = p.limit.map_or(20, Int::get);
     let before = cursor::parse_keyset(p.cursor.as_deref())?;
     let mut tasks = store::tasks::list(cx.db(), &w.workspace_id, before, limit + 1).await?;
     let next_cursor = (tasks.len() as i64 > limit).then(|| {
@@ -144,7 +145,7 @@ pub struct SetTaskBudget {
     /// The task (its first session's id).
     pub task_id: String,
     /// Cap on the sum of all its sessions' spend, in cents; `null` removes the cap.
-    pub budget_cents: Option<i64>,
+    pub budget_cents: Option<Int<1, 100_000_000>>,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -155,14 +156,10 @@ pub struct TaskBudget {
 
 /// PUT /v1/tasks/{task_id}/budget
 pub async fn set_budget(cx: &Cx<'_>, p: SetTaskBudget) -> Result<TaskBudget, ApiError> {
-    if let Some(b) = p.budget_cents {
-        if !(1..=100_000_000).contains(&b) {
-            return Err(ApiError::invalid("`budget_cents` must be between 1 and 100000000, or null"));
-        }
-    }
     load_task(cx, &p.task_id).await?;
-    store::tasks::set_budget(cx.db(), &p.task_id, p.budget_cents).await?;
-    Ok(TaskBudget { task_id: p.task_id, budget_cents: p.budget_cents })
+    let budget_cents = p.budget_cents.map(Int::get);
+    store::tasks::set_budget(cx.db(), &p.task_id, budget_cents).await?;
+    Ok(TaskBudget { task_id: p.task_id, budget_cents })
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

@@ -9,8 +9,8 @@
 
 use crate::cx::Cx;
 use crate::error::{ApiError, Code};
-use crate::rules::params::{words, Text};
-use crate::rules::{cursor, ids, limits, traces};
+use crate::rules::params::{words, Int, Text};
+use crate::rules::{cursor, ids, traces};
 use crate::store::{self, context::TraceRow};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -123,7 +123,7 @@ pub struct ListTraces {
     /// A workspace slug from `list_workspaces`; the connection's workspace when left out.
     pub workspace: Option<String>,
     /// Page size, 1–200 (default 50).
-    pub limit: Option<i64>,
+    pub limit: Option<Int<1, 200>>,
     /// `next_cursor` from the previous page.
     pub cursor: Option<String>,
 }
@@ -140,7 +140,7 @@ pub struct TraceList {
 
 /// list_traces
 pub async fn list(cx: &Cx<'_>, p: ListTraces) -> Result<TraceList, ApiError> {
-    let limit = limits::page_size("limit", p.limit, 50, 200)?;
+    let limit = p.limit.map_or(50, Int::get);
     let before = cursor::parse_keyset(p.cursor.as_deref())?;
     let w = cx.workspace(p.workspace.as_deref())?;
     let mut traces = store::context::traces(cx.db(), &w.workspace_id, before, limit + 1).await?;

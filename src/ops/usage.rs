@@ -3,7 +3,7 @@
 use crate::cx::Cx;
 use crate::error::{ApiError, Code};
 use crate::ops::sessions;
-use crate::rules::params::words;
+use crate::rules::params::{words, Int};
 use crate::rules::time;
 use crate::store;
 use schemars::JsonSchema;
@@ -118,7 +118,7 @@ pub struct AddCredit {
     /// The workspace's slug.
     pub workspace: String,
     /// Cents to add, 1–100,000,000.
-    pub amount_cents: i64,
+    pub amount_cents: Int<1, 100_000_000>,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -129,9 +129,6 @@ pub struct Credited {
 
 /// POST /v1/workspaces/{workspace}/credit — the deployment's administrators only (admin token).
 pub async fn add_credit(cx: &Cx<'_>, p: AddCredit) -> Result<Credited, ApiError> {
-    if !(1..=100_000_000).contains(&p.amount_cents) {
-        return Err(ApiError::invalid("`amount_cents` must be between 1 and 100000000"));
-    }
     let id = store::workspaces::id_by_slug(cx.db(), &p.workspace)
         .await?
         .ok_or_else(|| ApiError::new(Code::NotFound, format!("workspace `{}` not found", p.workspace)))?;
@@ -139,7 +136,7 @@ pub async fn add_credit(cx: &Cx<'_>, p: AddCredit) -> Result<Credited, ApiError>
         receipt_id: &crate::rules::ids::new_id("rcp"),
         workspace_id: &id,
         source: "admin",
-        cents: p.amount_cents,
+        cents: p.amount_cents.get(),
         stripe_object_id: None,
         event: None,
         now_ms: cx.now_ms,

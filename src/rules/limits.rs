@@ -44,15 +44,6 @@ pub fn one_of(field: &str, value: &str, allowed: &[&str]) -> Result<(), ApiError
     }
 }
 
-/// A page size: default when absent, refused when outside 1..=max.
-pub fn page_size(field: &str, value: Option<i64>, default: i64, max: i64) -> Result<i64, ApiError> {
-    match value {
-        None => Ok(default),
-        Some(n) if (1..=max).contains(&n) => Ok(n),
-        Some(n) => Err(ApiError::invalid(format!("`{field}` must be between 1 and {max} (got {n})"))),
-    }
-}
-
 /// A plausible email address: one `@`, something on both sides, a dot in the domain, no spaces.
 pub fn email(field: &str, value: &str) -> Result<(), ApiError> {
     text(field, value, 3, 254)?;

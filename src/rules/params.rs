@@ -18,6 +18,8 @@ macro_rules! words {
             $(#[serde(rename = $word)] $variant),+
         }
 
+        // A set private to one module may not need every helper.
+        #[allow(dead_code)]
         impl $name {
             pub const WORDS: &'static [&'static str] = &[$($word),+];
 
@@ -235,6 +237,110 @@ impl<const MIN: usize, const MAX: usize> schemars::JsonSchema for Text<MIN, MAX>
     }
 }
 
+/// A whole number in `MIN..=MAX`: refused when decoded ("must be between 1 and 100 (got 0)"), and
+/// published as `minimum`/`maximum`.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(transparent)]
+pub struct Int<const MIN: i64, const MAX: i64>(i64);
+
+impl<const MIN: i64, const MAX: i64> Int<MIN, MAX> {
+    pub const fn get(self) -> i64 {
+        self.0
+    }
+}
+
+impl<const MIN: i64, const MAX: i64> fmt::Debug for Int<MIN, MAX> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl<'de, const MIN: i64, const MAX: i64> Deserialize<'de> for Int<MIN, MAX> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Int::try_from(i64::deserialize(d)?).map_err(D::Error::custom)
+    }
+}
+
+impl<const MIN: i64, const MAX: i64> schemars::JsonSchema for Int<MIN, MAX> {
+    fn inline_schema() -> bool {
+        true
+    }
+    fn schema_name() -> Cow<'static, str> {
+        format!("Int_{MIN}_{MAX}").into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({ "type": "integer", "format": "int64", "minimum": MIN, "maximum": MAX })
+    }
+}
+
+/// The range rule, for a number read back from storage (and for [`Int`]'s decoding).
+impl<const MIN: i64, const MAX: i64> TryFrom<i64> for Int<MIN, MAX> {
+    type Error = String;
+    fn try_from(n: i64) -> Result<Self, String> {
+        if (MIN..=MAX).contains(&n) {
+            Ok(Int(n))
+        } else {
+            Err(format!("must be between {MIN} and {MAX} (got {n})"))
+        }
+    }
+}
+
+/// A list of at most `MAX` items: refused when decoded, and published as `maxItems`.
+#[derive(Clone, PartialEq, Eq, Default, Serialize)]
+#[serde(transparent)]
+pub struct Capped<T, const MAX: usize>(Vec<T>);
+
+impl<T, const MAX: usize> Capped<T, MAX> {
+    pub fn into_vec(self) -> Vec<T> {
+        self.0
+    }
+}
+
+/// The count rule, for a list read back from storage (and for [`Capped`]'s decoding).
+impl<T, const MAX: usize> TryFrom<Vec<T>> for Capped<T, MAX> {
+    type Error = String;
+    fn try_from(v: Vec<T>) -> Result<Self, String> {
+        if v.len() <= MAX {
+            Ok(Capped(v))
+        } else {
+            Err(format!("may hold at most {MAX} items (got {})", v.len()))
+        }
+    }
+}
+
+impl<T, const MAX: usize> std::ops::Deref for Capped<T, MAX> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        &self.0
+    }
+}
+
+impl<T: fmt::Debug, const MAX: usize> fmt::Debug for Capped<T, MAX> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl<'de, T: Deserialize<'de>, const MAX: usize> Deserialize<'de> for Capped<T, MAX> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Capped::try_from(Vec::<T>::deserialize(d)?).map_err(D::Error::custom)
+    }
+}
+
+impl<T: schemars::JsonSchema, const MAX: usize> schemars::JsonSchema for Capped<T, MAX> {
+    fn inline_schema() -> bool {
+        true
+    }
+    fn schema_name() -> Cow<'static, str> {
+        format!("Capped_{}_{MAX}", T::schema_name()).into()
+    }
+    fn json_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let mut s = Vec::<T>::json_schema(g);
+        s.insert("maxItems".into(), MAX.into());
+        s
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -247,8 +353,9 @@ mod tests {
         name: Text<1, 5>,
         budget_usd: Option<f64>,
         limit: Option<u32>,
+        page: Option<Int<1, 9>>,
         #[serde(default)]
-        tags: Vec<Text<1, 3>>,
+        tags: Capped<Text<1, 3>, 2>,
         thinking: Option<Thinking>,
     }
 
@@ -273,6 +380,8 @@ mod tests {
         assert_eq!(refusal(json!({"name": "a", "budget_usd": "5"})), "`budget_usd` must be a number (got a text)");
         assert_eq!(refusal(json!({"name": 5})), "`name` must be a text (got a number)");
         assert_eq!(refusal(json!({"name": "a", "limit": -1})), "`limit` must be a whole number, 0 or more (got -1)");
+        assert_eq!(refusal(json!({"name": "a", "page": 10})), "`page` must be between 1 and 9 (got 10)");
+        assert_eq!(refusal(json!({"name": "a", "tags": ["a", "b", "c"]})), "`tags` may hold at most 2 items (got 3)");
         let unknown = refusal(json!({"name": "a", "extra": 1}));
         assert!(unknown.starts_with("`extra` is not a known field; the fields are name, budget_usd"), "{unknown}");
         assert_eq!(refusal(json!("x")), "the arguments must be an object (got a text)");
@@ -288,6 +397,18 @@ mod tests {
         let schema = crate::rules::schema::input_schema::<Text<2, 9>>().to_value();
         assert_eq!(schema["minLength"], 2);
         assert_eq!(schema["maxLength"], 9);
+    }
+
+    #[test]
+    fn ranges_are_enforced_and_published() {
+        assert_eq!(decode::<Int<1, 100>>(json!(100)).unwrap().get(), 100);
+        assert_eq!(decode::<Int<1, 100>>(json!(0)).unwrap_err(), "the arguments must be between 1 and 100 (got 0)");
+        assert!(decode::<Int<1, 100>>(json!(101)).is_err());
+        assert!(decode::<Int<1, 100>>(json!(1.5)).is_err());
+        let schema = crate::rules::schema::input_schema::<Int<0, 50>>().to_value();
+        assert_eq!((schema["minimum"].clone(), schema["maximum"].clone()), (json!(0), json!(50)));
+        let schema = crate::rules::schema::input_schema::<Capped<Text<1, 3>, 2>>().to_value();
+        assert_eq!((schema["maxItems"].clone(), schema["items"]["maxLength"].clone()), (json!(2), json!(3)));
     }
 
     #[test]

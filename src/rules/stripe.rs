@@ -5,6 +5,7 @@
 
 use crate::rules::hmac::hmac_sha256;
 use crate::rules::ids::constant_time_eq;
+use crate::rules::params::Int;
 
 /// The one currency wallets hold.
 pub const CURRENCY: &str = "usd";
@@ -14,14 +15,10 @@ pub const MAX_TOP_UP_CENTS: i64 = 100_000;
 /// How old a signed event may be when it arrives.
 pub const TOLERANCE_S: i64 = 300;
 
-/// Checks an amount against the top-up bounds; the error names `field`.
-pub fn top_up_amount(field: &str, cents: i64) -> Result<i64, String> {
-    if (MIN_TOP_UP_CENTS..=MAX_TOP_UP_CENTS).contains(&cents) {
-        Ok(cents)
-    } else {
-        Err(format!("`{field}` must be between {MIN_TOP_UP_CENTS} and {MAX_TOP_UP_CENTS} cents"))
-    }
-}
+/// A top-up's amount, refused outside the bounds when decoded and published as `minimum`/`maximum`.
+pub type TopUpCents = Int<MIN_TOP_UP_CENTS, MAX_TOP_UP_CENTS>;
+/// The balance under which an automatic top-up fires.
+pub type ThresholdCents = Int<0, MAX_TOP_UP_CENTS>;
 
 /// `application/x-www-form-urlencoded`, with Stripe's bracketed keys (`metadata[workspace]`) as written.
 pub fn form(fields: &[(&str, &str)]) -> String {
@@ -118,13 +115,5 @@ mod tests {
     #[test]
     fn forms_encode_brackets_and_spaces_as_stripe_reads_them() {
         assert_eq!(form(&[("metadata[workspace]", "ws_1"), ("a", "b c&d")]), "metadata%5Bworkspace%5D=ws_1&a=b+c%26d");
-    }
-
-    #[test]
-    fn top_ups_stay_within_bounds() {
-        assert!(top_up_amount("amount_cents", MIN_TOP_UP_CENTS).is_ok());
-        assert!(top_up_amount("amount_cents", MAX_TOP_UP_CENTS).is_ok());
-        assert!(top_up_amount("amount_cents", MIN_TOP_UP_CENTS - 1).is_err());
-        assert!(top_up_amount("amount_cents", MAX_TOP_UP_CENTS + 1).is_err());
     }
 }

@@ -1,5 +1,5 @@
 //! The published parameter schemas are the contract: every closed word set publishes `enum`, every typed
-//! text `minLength`/`maxLength`, and the server refuses what they rule out, in words naming the field.
+//! text `minLength`/`maxLength`, every bounded number `minimum`/`maximum`, every capped list `maxItems`, and the server refuses what they rule out, in words naming the field.
 
 use crate::support::TestApp;
 use agentsky::ops::{Op, OPS};
@@ -37,6 +37,32 @@ fn rule_of(prop: &Value) -> (&Value, bool) {
     }
 }
 
+/// A value `schema` takes: its first word, a short enough text, its least number, an object of its
+/// required properties (a `$ref` is read from `root`'s `$defs`, an `anyOf` by its first choice).
+fn sample(root: &Value, schema: &Value) -> Value {
+    if let Some(name) = schema["$ref"].as_str().and_then(|r| r.strip_prefix("#/$defs/")) {
+        return sample(root, &root["$defs"][name]);
+    }
+    if let Some(first) = schema["anyOf"].get(0).or(schema["oneOf"].get(0)) {
+        return sample(root, first);
+    }
+    if let Some(word) = schema["enum"].get(0) {
+        return word.clone();
+    }
+    let ty = |t: &str| schema["type"] == t || schema["type"].as_array().is_some_and(|a| a.contains(&json!(t)));
+    if ty("string") {
+        json!("a".repeat(schema["minLength"].as_u64().unwrap_or(1).max(1) as usize))
+    } else if ty("integer") || ty("number") {
+        json!(schema["minimum"].as_i64().unwrap_or(0))
+    } else if ty("object") {
+        let required = schema["required"].as_array().cloned().unwrap_or_default();
+        let props = required.iter().filter_map(Value::as_str);
+        Value::Object(props.map(|k| (k.to_owned(), sample(root, &schema["properties"][k]))).collect())
+    } else {
+        Value::Null
+    }
+}
+
 /// Runs an operation's decoding (and, were the arguments accepted, its handler with no caller).
 fn refusal(app: &TestApp, op: &'static Op, args: Value) -> Option<(String, String)> {
     app.system(|cx| Box::pin(async move { (op.run)(cx, args).await }))
@@ -62,7 +88,7 @@ fn closed_word_sets_publish_enum() {
 #[test]
 fn every_enum_and_length_published_is_enforced_naming_the_field() {
     let app = TestApp::new();
-    let (mut enums, mut lengths) = (0, 0);
+    let (mut enums, mut lengths, mut ranges, mut capped) = (0, 0, 0, 0);
     for op in OPS {
         for (field, prop) in &properties(op) {
             let (rule, list) = rule_of(prop);
@@ -88,10 +114,32 @@ fn every_enum_and_length_published_is_enforced_naming_the_field() {
                     assert!(message.contains("characters (got 0)"), "{}.{field}: {message}", op.name);
                 }
             }
+            for (bound, past) in [("minimum", -1), ("maximum", 1)] {
+                let Some(edge) = rule[bound].as_i64() else { continue };
+                ranges += 1;
+                let (code, message) = refusal(&app, op, wrap(json!(edge + past)))
+                    .unwrap_or_else(|| panic!("{}.{field} took a number past its {bound}", op.name));
+                assert_eq!(code, "invalid_params", "{}.{field}: {message}", op.name);
+                assert!(message.starts_with(&format!("`{field}")), "{}.{field}: {message}", op.name);
+                assert!(message.contains(&format!("(got {})", edge + past)), "{}.{field}: {message}", op.name);
+            }
+            // A list one past its cap, of items their own rule takes: only the cap is broken.
+            if let Some(cap) = prop["maxItems"].as_u64() {
+                capped += 1;
+                let item = sample(op.params_schema(), &prop["items"]);
+                let (code, message) = refusal(&app, op, json!({ field: vec![item; cap as usize + 1] }))
+                    .unwrap_or_else(|| panic!("{}.{field} took a list past its maxItems", op.name));
+                assert_eq!(code, "invalid_params", "{}.{field}: {message}", op.name);
+                let want = format!("`{field}` may hold at most {cap} items (got {})", cap + 1);
+                assert_eq!(message, want, "{}.{field}", op.name);
+            }
         }
     }
     // Not a test that passes by finding nothing.
-    assert!(enums >= WORD_FIELDS.len() && lengths >= 20, "{enums} enums, {lengths} lengths");
+    assert!(
+        enums >= WORD_FIELDS.len() && lengths >= 20 && ranges >= 40 && capped >= 5,
+        "{enums} enums, {lengths} lengths, {ranges} ranges, {capped} capped lists"
+    );
 }
 
 #[test]
@@ -137,4 +185,39 @@ fn a_bad_argument_is_told_in_plain_words() {
         message("set_goal", json!({"session_id": ses, "objective": "o", "idempotency_key": "k", "criteria": [7]}));
     assert!(nested.starts_with("`criteria[0]` must be"), "{nested}");
     assert!(!nested.contains("untagged"), "{nested}");
+}
+
+#[test]
+fn the_session_tools_publish_what_they_enforce() {
+    let app = TestApp::new();
+    let ada = app.signup("Ada", "ada@example.com");
+    let agent = app.ok(&ada.key, "create_agent", json!({"name": "Dev", "harness": "echo", "model": "m"}));
+    let args = json!({"agent_id": agent["agent_id"], "message": "build it", "idempotency_key": "s1"});
+    let sid = app.ok(&ada.key, "start_session", args)["session"]["session_id"].as_str().unwrap().to_owned();
+    app.settle();
+    let token = app.session_token(&ada.key, &sid);
+    let (mut enums, mut lengths) = (0, 0);
+    for spec in agentsky::agent::function_specs() {
+        let (tool, schema) = (spec["function"]["name"].as_str().unwrap(), &spec["function"]["parameters"]);
+        for (field, prop) in schema["properties"].as_object().cloned().unwrap_or_default() {
+            let mut bad = vec![];
+            if prop["enum"].is_array() {
+                enums += 1;
+                bad.push((json!("not-a-word"), "must be one of".to_owned()));
+            }
+            if let Some(max) = prop["maxLength"].as_u64() {
+                lengths += 1;
+                bad.push((json!("é".repeat(max as usize + 1)), format!("(got {})", max + 1)));
+            }
+            for (value, says) in bad {
+                let message = app.agent_err(&token, tool, json!({ &field: value }));
+                assert!(message.contains("-32602"), "{tool}.{field}: {message}");
+                assert!(
+                    message.contains(&format!("`{field}`")) && message.contains(&says),
+                    "{tool}.{field}: {message}"
+                );
+            }
+        }
+    }
+    assert!(enums >= 2 && lengths >= 11, "{enums} enums, {lengths} lengths");
 }
