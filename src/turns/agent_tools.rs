@@ -1,10 +1,12 @@
-//! The built-in tools a harness offers its model: the task's shared folder. Each returns JSON text for
-//! the model, and says plainly when the model asked for something it cannot have.
+//! The built-in tools a harness offers its model: the task's shared folder, and the workspace's company
+//! skills. Each returns JSON text for the model, and says plainly when the model asked for something it
+//! cannot have.
 
 use crate::cx::{Blobs, Outbound};
 use crate::domain::taskfs::{self, FilePath, FileText, Folder, Writer};
 use crate::session::SessionConfig;
 use crate::store::Sql;
+use crate::turns::skills::{self, ReadSkill};
 use futures::future::LocalBoxFuture;
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
@@ -15,6 +17,7 @@ struct Call<'a> {
     db: &'a dyn Sql,
     blobs: &'a dyn Blobs,
     folder: Folder<'a>,
+    workspace_id: &'a str,
     session_id: &'a str,
     now_ms: i64,
 }
@@ -59,6 +62,13 @@ builtin_tools! {
     read_task_file(FilePath) => read;
     /// Write a whole text file (up to 256 KiB) into the task's shared folder; other sessions of the task see it.
     write_task_file(FileText) => write;
+    /// Read one of the workspace's company skills: its SKILL.md instructions and the names of the files
+    /// beside it; with `file`, one of those files.
+    read_skill(ReadSkill) => read_skill;
+}
+
+async fn read_skill(c: &Call<'_>, p: ReadSkill) -> Result<Value, String> {
+    skills::read(c.db, c.workspace_id, p).await
 }
 
 async fn list(c: &Call<'_>) -> Result<Value, String> {
@@ -109,10 +119,11 @@ fn find(name: &str) -> Option<&'static Builtin> {
     BUILTINS.iter().find(|t| t.name == name)
 }
 
-/// The tools' specs in the OpenAI function-calling shape.
-pub fn specs() -> Vec<Value> {
+/// The tools' specs in the OpenAI function-calling shape; `read_skill` only when the workspace has skills.
+pub fn specs(company_skills: bool) -> Vec<Value> {
     BUILTINS
         .iter()
+        .filter(|t| company_skills || t.name != skills::TOOL)
         .map(|t| {
             let description = t.docs.iter().map(|l| l.trim()).collect::<Vec<_>>().join(" ");
             json!({"type": "function", "function": {"name": t.name, "description": description, "parameters": (t.schema)()}})
@@ -136,7 +147,7 @@ pub async fn run(
     let tool = find(name).ok_or_else(|| format!("no tool `{name}`"))?;
     let lane = taskfs::lane_of(db, &config.task_id, &config.session_id).await.map_err(|e| e.message)?;
     let folder = Folder { workspace_id: &config.workspace_id, task_id: &config.task_id, lane: &lane };
-    let call = Call { db, blobs, folder, session_id: &config.session_id, now_ms };
+    let call = Call { db, blobs, folder, workspace_id: &config.workspace_id, session_id: &config.session_id, now_ms };
     (tool.run)(&call, args.clone()).await
 }
 
@@ -156,13 +167,17 @@ mod tests {
     use super::*;
 
     fn spec(name: &str) -> Value {
-        specs().into_iter().find(|s| s["function"]["name"] == name).expect(name)["function"].clone()
+        specs(true).into_iter().find(|s| s["function"]["name"] == name).expect(name)["function"].clone()
     }
 
     #[test]
     fn specs_are_the_params_schemas_with_the_model_facing_names_and_descriptions() {
-        let names: Vec<_> = specs().iter().map(|s| s["function"]["name"].as_str().unwrap().to_owned()).collect();
-        assert_eq!(names, ["list_task_files", "read_task_file", "write_task_file"]);
+        let names = |skills| -> Vec<String> {
+            specs(skills).iter().map(|s| s["function"]["name"].as_str().unwrap().to_owned()).collect()
+        };
+        assert_eq!(names(false), ["list_task_files", "read_task_file", "write_task_file"]);
+        assert_eq!(names(true), ["list_task_files", "read_task_file", "write_task_file", "read_skill"]);
+        let names = names(true);
         assert!(names.iter().all(|n| is_builtin(n)) && !is_builtin("land"));
         assert_eq!(spec("list_task_files")["parameters"], json!({"type": "object", "properties": {}}));
         assert_eq!(spec("read_task_file")["description"], "Read a text file from the task's shared folder.");
@@ -179,6 +194,8 @@ mod tests {
         assert_eq!(spec("read_task_file")["parameters"]["required"], json!(["path"]));
         assert_eq!(spec("write_task_file")["parameters"]["required"], json!(["path", "content"]));
         assert_eq!(spec("write_task_file")["parameters"]["properties"]["content"]["type"], "string");
+        assert_eq!(spec("read_skill")["parameters"], schema::<ReadSkill>());
+        assert_eq!(spec("read_skill")["parameters"]["required"], json!(["name"]));
     }
 
     #[test]

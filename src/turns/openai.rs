@@ -294,11 +294,6 @@ async fn run_calls(
                 Ok(v) => (v.to_string(), false),
                 Err(e) => (json!({ "error": e }).to_string(), true),
             }
-        } else if c.name == skills::TOOL {
-            match skills::read(ports.db(), &config.workspace_id, &c.args).await {
-                Ok(v) => (v.to_string(), false),
-                Err(e) => (json!({ "error": e }).to_string(), true),
-            }
         } else if crate::agent::is_tool(&c.name) {
             let cx = crate::cx::Cx::system(ports.env, now_ms, format!("harness-{}", config.session_id));
             let me = agent(ports, &cx, config).await?;
@@ -451,11 +446,8 @@ async fn run<S: LocalSql + ?Sized>(
         }
     }
     let remote = remote_tools(ports, config, turn).await?;
-    let mut tools = agent_tools::specs();
     let company_skills = skills::listing(ports.db(), &config.workspace_id).await?;
-    if !company_skills.is_empty() {
-        tools.push(skills::spec());
-    }
+    let mut tools = agent_tools::specs(!company_skills.is_empty());
     tools.extend(crate::agent::function_specs());
     tools.extend(remote.iter().map(|t| {
         json!({"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.schema}})

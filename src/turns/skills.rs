@@ -3,9 +3,11 @@
 //! Skills are written for: a model pays for a skill's body only when a task calls for it).
 
 use crate::store::{self, skills::SkillSummary, Sql};
+use schemars::JsonSchema;
+use serde::Deserialize;
 use serde_json::{json, Value};
 
-/// The built-in tool that reads one skill.
+/// The built-in tool that reads one skill (a row of `builtin_tools!`).
 pub const TOOL: &str = "read_skill";
 
 /// The workspace's skills, by name.
@@ -29,26 +31,23 @@ pub fn mention(messages: &mut Value, skills: &[SkillSummary]) {
     }
 }
 
-/// The tool's spec in the OpenAI function-calling shape.
-pub fn spec() -> Value {
-    json!({"type": "function", "function": {
-        "name": TOOL,
-        "description": "Read one of the workspace's company skills: its SKILL.md instructions and the names of the files beside it; with `file`, one of those files.",
-        "parameters": {"type": "object", "properties": {
-            "name": {"type": "string", "description": "the skill's name, from the list in your instructions"},
-            "file": {"type": "string", "description": "a file beside SKILL.md, by its relative path"},
-        }, "required": ["name"]},
-    }})
+/// What `read_skill` takes.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct ReadSkill {
+    /// The skill's name, from the list in your instructions.
+    pub name: String,
+    /// A file beside SKILL.md, by its relative path.
+    pub file: Option<String>,
 }
 
 /// Runs `read_skill`; `Err` is text for the model.
-pub async fn read(db: &dyn Sql, workspace_id: &str, args: &Value) -> Result<Value, String> {
-    let name = args["name"].as_str().ok_or("`name` (a string) is required")?;
+pub async fn read(db: &dyn Sql, workspace_id: &str, p: ReadSkill) -> Result<Value, String> {
+    let name = p.name.as_str();
     let skill = store::skills::get(db, workspace_id, name)
         .await
         .map_err(|e| e.to_string())?
         .ok_or_else(|| format!("no skill `{name}` in this workspace"))?;
-    match args["file"].as_str() {
+    match p.file.as_deref() {
         None => {
             Ok(json!({"name": skill.name, "skill_md": skill.skill_md, "files": skill.files.keys().collect::<Vec<_>>()}))
         }
