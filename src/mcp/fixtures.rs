@@ -19,7 +19,7 @@ use serde_json::{json, Map, Value};
 pub struct Fixtures;
 
 /// A 1×1 red PNG.
-const PNG_BASE64: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC";
+pub(super) const PNG_BASE64: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC";
 /// Eight samples of 8 kHz mono silence.
 const WAV_BASE64: &str = "UklGRiwAAABXQVZFZm10IBAAAAABAAEAQB8AAEAfAAABAAgAZGF0YQgAAACAgICAgICAgA==";
 const STATE_KEY: &[u8] = b"agentsky conformance fixtures: requestState integrity";
@@ -77,6 +77,10 @@ impl ToolHost for Fixtures {
 
     fn call_with<'a>(&'a self, call: ToolCall<'a>) -> LocalBoxFuture<'a, ToolReply> {
         Box::pin(async move { run(&call) })
+    }
+
+    fn features(&self) -> Option<&dyn super::features::Features> {
+        Some(self)
     }
 }
 
@@ -187,7 +191,7 @@ fn require(call: &ToolCall, capabilities: &[&str]) -> Result<(), ToolReply> {
     Err(ToolReply::Refused(error))
 }
 
-fn input_required(requests: Map<String, Value>, state: Option<String>) -> Value {
+pub(super) fn input_required(requests: Map<String, Value>, state: Option<String>) -> Value {
     let mut result = json!({"resultType": "input_required", "inputRequests": requests});
     if let Some(state) = state {
         result["requestState"] = json!(state);
@@ -195,7 +199,7 @@ fn input_required(requests: Map<String, Value>, state: Option<String>) -> Value 
     result
 }
 
-fn elicit(message: &str, field: &str, kind: &str) -> Value {
+pub(super) fn elicit(message: &str, field: &str, kind: &str) -> Value {
     json!({"method": "elicitation/create", "params": {
         "mode": "form",
         "message": message,
@@ -214,7 +218,7 @@ fn list_roots() -> Value {
     json!({"method": "roots/list", "params": {}})
 }
 
-fn one(key: &str, request: Value) -> Map<String, Value> {
+pub(super) fn one(key: &str, request: Value) -> Map<String, Value> {
     Map::from_iter([(key.to_owned(), request)])
 }
 
@@ -224,7 +228,7 @@ fn response<'c>(call: &'c ToolCall, key: &str) -> Option<&'c Value> {
 }
 
 /// A form field of an accepted elicitation, as text.
-fn field(answer: &Value, name: &str) -> Option<String> {
+pub(super) fn field(answer: &Value, name: &str) -> Option<String> {
     if answer["action"] != "accept" {
         return None;
     }

@@ -17,7 +17,9 @@
 //!    or `params._meta` carries a protocol version, or the method is `server/discover`; else `legacy`
 //!    (`initialize`, 2025-03-26 … 2025-11-25). Each era module documents its own checks and statuses.
 
+pub mod features;
 pub mod fixtures;
+mod fixtures_features;
 mod headers;
 mod legacy;
 mod modern;
@@ -65,6 +67,11 @@ pub trait ToolHost {
                 None => ToolReply::UnknownTool,
             }
         })
+    }
+
+    /// Resources, prompts and completions, when this server offers them (tools only by default).
+    fn features(&self) -> Option<&dyn features::Features> {
+        None
     }
 }
 
@@ -154,10 +161,13 @@ fn server_info(spec: &ServerSpec) -> Value {
     json!({"name": spec.name, "title": spec.title, "version": spec.version})
 }
 
-/// Tools only: no resources, prompts, completions or logging, and a fixed list (`listChanged: false`, so
-/// conforming clients neither wait for nor subscribe to list changes).
-fn capabilities() -> Value {
-    json!({"tools": {"listChanged": false}})
+/// Tools, plus resources, prompts and completions when the host offers them; never logging. Every list is
+/// fixed (`listChanged: false`), so conforming clients neither wait for nor subscribe to list changes.
+fn capabilities(host: &dyn ToolHost) -> Value {
+    let mut capabilities = Map::new();
+    capabilities.insert("tools".into(), json!({"listChanged": false}));
+    features::capabilities(host, &mut capabilities);
+    Value::Object(capabilities)
 }
 
 /// Reads a `tools/call`'s params and hands the call to the host. The era modules wrap the reply.

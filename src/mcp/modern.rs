@@ -16,7 +16,7 @@
 
 use super::rpc::{self, Request, RpcError};
 use super::{
-    call_target, call_tool, capabilities, headers, server_info, Era, ServerSpec, ToolHost, LEGACY_VERSIONS,
+    call_target, call_tool, capabilities, features, headers, server_info, Era, ServerSpec, ToolHost, LEGACY_VERSIONS,
     MODERN_VERSION,
 };
 use crate::http::{HttpRequest, HttpResponse};
@@ -87,7 +87,7 @@ async fn answer(
     }
     check_routing_headers(req, request)?;
     match request.method.as_str() {
-        "server/discover" => Ok(discover(spec)),
+        "server/discover" => Ok(discover(spec, host)),
         "tools/list" => Ok(json!({"tools": host.tools(), "ttlMs": LIST_TTL_MS, "cacheScope": CACHE_SCOPE})),
         "tools/call" => {
             if let Ok((name, arguments)) = call_target(&request.params) {
@@ -97,7 +97,10 @@ async fn answer(
             }
             call_tool(host, Era::Modern, &request.params, client_capabilities).await
         }
-        other => Err(RpcError::new(rpc::METHOD_NOT_FOUND, format!("Method not found: {other}"))),
+        other => match features::answer(host, Era::Modern, other, &request.params).await {
+            Some(answer) => answer,
+            None => Err(RpcError::new(rpc::METHOD_NOT_FOUND, format!("Method not found: {other}"))),
+        },
     }
 }
 
@@ -159,10 +162,10 @@ fn supported_versions() -> Vec<&'static str> {
     std::iter::once(MODERN_VERSION).chain(LEGACY_VERSIONS.iter().rev().copied()).collect()
 }
 
-fn discover(spec: &ServerSpec) -> Value {
+fn discover(spec: &ServerSpec, host: &dyn ToolHost) -> Value {
     let mut result = json!({
         "supportedVersions": supported_versions(),
-        "capabilities": capabilities(),
+        "capabilities": capabilities(host),
         "ttlMs": LIST_TTL_MS,
         "cacheScope": CACHE_SCOPE,
     });

@@ -122,7 +122,7 @@ pub fn modern_post(body: Value) -> HttpRequest {
     if let Some(method) = body["method"].as_str() {
         req = with_header(req, "mcp-method", method);
     }
-    if let Some(name) = body["params"]["name"].as_str() {
+    if let Some(name) = body["params"]["name"].as_str().or(body["params"]["uri"].as_str()) {
         req = with_header(req, "mcp-name", name);
     }
     req

@@ -3,7 +3,7 @@
 
 use crate::cx::Cx;
 use crate::error::{ApiError, Code};
-use crate::ops::{help_guides, Op, Scope, OPS};
+use crate::ops::{help_guides, prompts, Op, Scope, OPS};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
@@ -18,6 +18,11 @@ const WORKFLOW: &str = "1. list_agents — pick the agent's id. \
 3. read_session with session_id, that cursor, that message_id and wait_seconds: 50; repeat with the returned cursor until turn_finished is true (at once, without waiting, whenever has_more is true). \
 4. send_message with a new idempotency_key to continue, then read_session again; session_busy means another turn is running: finish reading it and retry. \
 Retry a call that timed out with the same key and inputs: the original result is replayed, never done twice.";
+
+/// What the `prompts` topic is about; its steps are the prompt table's own lines.
+const PROMPTS_SUMMARY: &str = "The workflows as MCP prompts (slash commands in clients): delegate, split work, \
+review a result, what is waiting. Resources: agentsky://help/{lang}/{slug}, agentsky://tasks/{task_id}/files/{path}, \
+agentsky://artifacts/{artifact_id}, agentsky://sessions/{session_id}/transcript and /result.";
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -76,6 +81,7 @@ fn topics() -> Vec<Topic> {
         }
     }
     out.push(Topic { topic: "workflow".into(), summary: WORKFLOW_SUMMARY.into(), operations: vec![] });
+    out.push(Topic { topic: "prompts".into(), summary: PROMPTS_SUMMARY.into(), operations: vec![] });
     for topic in help_guides::topics() {
         let (summary, _) = help_guides::guide(&topic).expect("every guide topic has a guide");
         let operations = help_guides::OPERATIONS.iter().map(|o| (*o).to_owned()).collect();
@@ -105,6 +111,7 @@ pub async fn help(cx: &Cx<'_>, p: Help) -> Result<HelpAnswer, ApiError> {
         .collect();
     let steps = match help_guides::guide(&topic) {
         Some((_, text)) => Some(text),
+        None if topic == "prompts" => Some(prompts::help_text()),
         None => (topic == "workflow").then(|| WORKFLOW.to_owned()),
     };
     Ok(HelpAnswer { topics: vec![found], operations: Some(operations), steps })

@@ -1,0 +1,276 @@
+//! Resources, prompts and completions: what a server may offer besides tools, answered on both eras.
+//!
+//! A host that offers them returns a [`Features`] from [`ToolHost::features`]; its capabilities are then
+//! declared (`resources`, `prompts`, `completions`) and `resources/list`, `resources/templates/list`,
+//! `resources/read`, `prompts/list`, `prompts/get` and `completion/complete` are dispatched here. The two
+//! eras differ only where the revisions do: the 2026-07-28 lists and reads carry cache hints (SEP-2549),
+//! and a missing resource is −32602 with `data.uri` there (SEP-2164) but −32002 on the 2025 wire.
+//!
+//! Subscriptions are not offered. `resources/subscribe` (2025) keeps a per-session subscription list,
+//! which a stateless endpoint has nowhere to keep; `subscriptions/listen` (2026-07-28) holds a response
+//! stream open for notifications, and every answer here is one JSON body.
+
+use super::rpc::{self, RpcError};
+use super::{mrtr_fields, Era, ToolHost};
+use futures::future::LocalBoxFuture;
+use serde_json::{json, Map, Value};
+
+/// 2025-06-18 … 2025-11-25: "Resource not found". 2026-07-28 uses −32602 instead (SEP-2164).
+pub const RESOURCE_NOT_FOUND_LEGACY: i64 = -32002;
+/// Most completion values one answer carries (the spec's cap).
+pub const MAX_COMPLETIONS: usize = 100;
+/// How long a client may reuse a list of prompts, resources or templates: they change only with a deploy.
+const LIST_TTL_MS: u64 = 60_000;
+
+/// Why a `resources/read` found nothing to answer.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ReadFailure {
+    /// No such resource, or none the caller may see: the era's not-found error, naming the URI.
+    NotFound,
+    /// Any other protocol error (a rate limit, an internal failure), answered as is.
+    Refused(RpcError),
+}
+
+/// One `prompts/get`, with the MRTR retry fields of the modern era.
+#[derive(Debug, Clone)]
+pub struct PromptCall<'a> {
+    pub name: &'a str,
+    /// `params.arguments`: strings by the spec; anything else is refused before the host sees it.
+    pub arguments: Map<String, Value>,
+    pub era: Era,
+    pub input_responses: Option<&'a Map<String, Value>>,
+    pub request_state: Option<&'a str>,
+}
+
+/// What `completion/complete` asks about.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CompletionRef<'a> {
+    /// `ref/prompt`: an argument of this prompt.
+    Prompt(&'a str),
+    /// `ref/resource`: a variable of this URI template (or resource URI).
+    Resource(&'a str),
+}
+
+/// One `completion/complete`.
+#[derive(Debug, Clone)]
+pub struct Completion<'a> {
+    pub reference: CompletionRef<'a>,
+    /// The argument (or template variable) being completed.
+    pub argument: &'a str,
+    /// What has been typed so far.
+    pub value: &'a str,
+    /// Arguments already chosen (`context.arguments`), e.g. the task whose file paths to offer.
+    pub context: Map<String, Value>,
+}
+
+/// Resources, prompts and completions of one server, bound to one request.
+pub trait Features {
+    /// `resources/list`: direct resources in a fixed order. Must be cheap: clients list on every connect.
+    fn resources(&self) -> Vec<Value>;
+    /// `resources/templates/list`.
+    fn resource_templates(&self) -> Vec<Value>;
+    /// `resources/read`: the `contents` array (never empty), or why not.
+    fn read_resource<'a>(&'a self, uri: &'a str) -> LocalBoxFuture<'a, Result<Vec<Value>, ReadFailure>>;
+    /// `prompts/list`.
+    fn prompts(&self) -> Vec<Value>;
+    /// `prompts/get`: a `GetPromptResult` (or, in the modern era, an `InputRequiredResult`). An unknown
+    /// prompt or a missing argument is −32602.
+    fn get_prompt<'a>(&'a self, call: PromptCall<'a>) -> LocalBoxFuture<'a, Result<Value, RpcError>>;
+    /// `completion/complete`: candidate values, best first. An unknown prompt or template is −32602.
+    fn complete<'a>(&'a self, request: Completion<'a>) -> LocalBoxFuture<'a, Result<Vec<String>, RpcError>>;
+}
+
+/// The capabilities a host with features declares beside `tools`.
+pub fn capabilities(host: &dyn ToolHost, into: &mut Map<String, Value>) {
+    if host.features().is_some() {
+        into.insert("resources".into(), json!({"subscribe": false, "listChanged": false}));
+        into.insert("prompts".into(), json!({"listChanged": false}));
+        into.insert("completions".into(), json!({}));
+    }
+}
+
+/// Answers one of the feature methods, or `None` when `method` is not one (or the host offers none), so
+/// the era answers "method not found" as for any other unknown method.
+pub async fn answer(
+    host: &dyn ToolHost,
+    era: Era,
+    method: &str,
+    params: &Map<String, Value>,
+) -> Option<Result<Value, RpcError>> {
+    let features = host.features()?;
+    let hinted = |mut result: Value, ttl_ms: u64| {
+        if era == Era::Modern {
+            result["ttlMs"] = json!(ttl_ms);
+            result["cacheScope"] = json!("private");
+        }
+        result
+    };
+    Some(match method {
+        "resources/list" => Ok(hinted(json!({"resources": features.resources()}), LIST_TTL_MS)),
+        "resources/templates/list" => {
+            Ok(hinted(json!({"resourceTemplates": features.resource_templates()}), LIST_TTL_MS))
+        }
+        "prompts/list" => Ok(hinted(json!({"prompts": features.prompts()}), LIST_TTL_MS)),
+        "resources/read" => read(features, era, params).await.map(|contents| hinted(json!({"contents": contents}), 0)),
+        "prompts/get" => get_prompt(features, era, params).await,
+        "completion/complete" => complete(features, params).await,
+        _ => return None,
+    })
+}
+
+async fn read(features: &dyn Features, era: Era, params: &Map<String, Value>) -> Result<Vec<Value>, RpcError> {
+    let Some(uri) = params.get("uri").and_then(Value::as_str) else {
+        return Err(RpcError::invalid_params("Invalid params: resources/read needs params.uri, a string"));
+    };
+    match features.read_resource(uri).await {
+        Ok(contents) if !contents.is_empty() => Ok(contents),
+        Ok(_) | Err(ReadFailure::NotFound) => {
+            let code = if era == Era::Modern { rpc::INVALID_PARAMS } else { RESOURCE_NOT_FOUND_LEGACY };
+            Err(RpcError::new(code, format!("Resource not found: {uri}")).with_data(json!({"uri": uri})))
+        }
+        Err(ReadFailure::Refused(error)) => Err(error),
+    }
+}
+
+async fn get_prompt(features: &dyn Features, era: Era, params: &Map<String, Value>) -> Result<Value, RpcError> {
+    let Some(name) = params.get("name").and_then(Value::as_str) else {
+        return Err(RpcError::invalid_params("Invalid params: prompts/get needs params.name, the prompt's name"));
+    };
+    let arguments = string_map(params.get("arguments"), "params.arguments")?;
+    let (input_responses, request_state) = match era {
+        Era::Legacy => (None, None),
+        Era::Modern => mrtr_fields(params)?,
+    };
+    features.get_prompt(PromptCall { name, arguments, era, input_responses, request_state }).await
+}
+
+async fn complete(features: &dyn Features, params: &Map<String, Value>) -> Result<Value, RpcError> {
+    let reference = params.get("ref").and_then(Value::as_object);
+    let text = |key: &str| reference.and_then(|r| r.get(key)).and_then(Value::as_str);
+    let reference = match text("type") {
+        Some("ref/prompt") => CompletionRef::Prompt(text("name").ok_or_else(|| {
+            RpcError::invalid_params("Invalid params: a ref/prompt reference needs ref.name, the prompt's name")
+        })?),
+        Some("ref/resource") => CompletionRef::Resource(text("uri").ok_or_else(|| {
+            RpcError::invalid_params("Invalid params: a ref/resource reference needs ref.uri, the URI template")
+        })?),
+        _ => {
+            return Err(RpcError::invalid_params(
+                "Invalid params: params.ref.type must be \"ref/prompt\" or \"ref/resource\"",
+            ))
+        }
+    };
+    let argument = params.get("argument").and_then(Value::as_object);
+    let (Some(name), Some(value)) = (
+        argument.and_then(|a| a.get("name")).and_then(Value::as_str),
+        argument.and_then(|a| a.get("value")).and_then(Value::as_str),
+    ) else {
+        return Err(RpcError::invalid_params(
+            "Invalid params: params.argument needs name and value, both strings",
+        ));
+    };
+    let context = params.get("context").and_then(|c| c.get("arguments"));
+    let context = string_map(context, "params.context.arguments")?;
+    let values = features.complete(Completion { reference, argument: name, value, context }).await?;
+    let total = values.len();
+    let values: Vec<String> = values.into_iter().take(MAX_COMPLETIONS).collect();
+    Ok(json!({"completion": {"values": values, "total": total, "hasMore": total > MAX_COMPLETIONS}}))
+}
+
+/// An object of strings (prompt arguments and completion context are strings by the spec), `{}` when
+/// absent or null.
+fn string_map(value: Option<&Value>, field: &str) -> Result<Map<String, Value>, RpcError> {
+    match value {
+        None | Some(Value::Null) => Ok(Map::new()),
+        Some(Value::Object(map)) => match map.iter().find(|(_, v)| !v.is_string()) {
+            Some((key, _)) => Err(RpcError::invalid_params(format!("Invalid params: {field}.{key} must be a string"))),
+            None => Ok(map.clone()),
+        },
+        Some(_) => Err(RpcError::invalid_params(format!("Invalid params: {field} must be an object of strings"))),
+    }
+}
+
+/// The variables of `uri` under `template`, when it matches. Supports `{name}` (one segment, no `/`)
+/// and a last `{+name}` or `{name}` that takes the rest of the URI, slashes included, which is how a file
+/// path in a URI reads. Values are percent-decoded.
+pub fn match_template(template: &str, uri: &str) -> Option<Map<String, Value>> {
+    let mut vars = Map::new();
+    let mut rest = uri;
+    let mut pattern = template;
+    while let Some(open) = pattern.find('{') {
+        let (literal, after) = pattern.split_at(open);
+        rest = rest.strip_prefix(literal)?;
+        let close = after.find('}')?;
+        let name = after[1..close].trim_start_matches('+');
+        pattern = &after[close + 1..];
+        let end = if pattern.is_empty() {
+            rest.len()
+        } else {
+            let next_literal = &pattern[..pattern.find('{').unwrap_or(pattern.len())];
+            rest.find(next_literal)?
+        };
+        let raw = &rest[..end];
+        if raw.is_empty() || (!pattern.is_empty() && raw.contains('/')) {
+            return None;
+        }
+        vars.insert(name.to_owned(), json!(percent_decode(raw)?));
+        rest = &rest[end..];
+    }
+    (rest == pattern).then_some(vars)
+}
+
+/// `%XX` decoding; `None` for a malformed escape or bytes that are not UTF-8.
+fn percent_decode(raw: &str) -> Option<String> {
+    let bytes = raw.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = raw.get(i + 1..i + 3)?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// Keeps the candidates that start with what was typed (case-insensitively), in their given order.
+pub fn filter_prefix<I: IntoIterator<Item = String>>(candidates: I, typed: &str) -> Vec<String> {
+    let typed = typed.to_lowercase();
+    candidates.into_iter().filter(|c| c.to_lowercase().starts_with(&typed)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::*;
+    use super::*;
+
+    #[test]
+    fn templates_match_one_segment_and_a_trailing_path() {
+        let vars = match_template("agentsky://tasks/{task_id}/files/{path}", "agentsky://tasks/tsk_1/files/a/b%20c.md");
+        assert_eq!(Value::Object(vars.unwrap()), json!({"task_id": "tsk_1", "path": "a/b c.md"}));
+        let vars = match_template("test://template/{id}/data", "test://template/123/data").unwrap();
+        assert_eq!(vars["id"], json!("123"));
+        assert_eq!(match_template("test://template/{id}/data", "test://template/1/2/data"), None);
+        assert_eq!(match_template("test://template/{id}/data", "test://template//data"), None);
+        assert_eq!(match_template("agentsky://help/{lang}/{slug}", "agentsky://help/en"), None);
+        assert_eq!(match_template("agentsky://help/{lang}/{slug}", "agentsky://help/en/x%zz"), None);
+    }
+
+    #[test]
+    fn completions_keep_prefix_matches_in_order() {
+        let got = filter_prefix(["Paris".to_owned(), "london".into(), "park".into()], "PA");
+        assert_eq!(got, vec!["Paris".to_owned(), "park".into()]);
+    }
+
+    #[test]
+    fn a_host_without_features_declares_none_and_answers_no_feature_method() {
+        let mut caps = Map::new();
+        capabilities(&TinyHost, &mut caps);
+        assert!(caps.is_empty());
+        assert!(block_on(answer(&TinyHost, Era::Legacy, "prompts/list", &Map::new())).is_none());
+    }
+}

