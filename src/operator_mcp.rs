@@ -80,7 +80,8 @@ impl Features for OperatorTools<'_> {
                 match resources::read(self.cx, &uri).await {
                     Ok(contents) => {
                         for resource in contents {
-                            messages.push(json!({"role": "user", "content": {"type": "resource", "resource": resource}}));
+                            messages
+                                .push(json!({"role": "user", "content": {"type": "resource", "resource": resource}}));
                         }
                     }
                     Err(ReadFailure::NotFound) => {

@@ -165,9 +165,7 @@ async fn complete(features: &dyn Features, params: &Map<String, Value>) -> Resul
         argument.and_then(|a| a.get("name")).and_then(Value::as_str),
         argument.and_then(|a| a.get("value")).and_then(Value::as_str),
     ) else {
-        return Err(RpcError::invalid_params(
-            "Invalid params: params.argument needs name and value, both strings",
-        ));
+        return Err(RpcError::invalid_params("Invalid params: params.argument needs name and value, both strings"));
     };
     let context = params.get("context").and_then(|c| c.get("arguments"));
     let context = string_map(context, "params.context.arguments")?;

@@ -19,7 +19,8 @@ use serde_json::{json, Map, Value};
 pub struct Fixtures;
 
 /// A 1×1 red PNG.
-pub(super) const PNG_BASE64: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC";
+pub(super) const PNG_BASE64: &str =
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC";
 /// Eight samples of 8 kHz mono silence.
 const WAV_BASE64: &str = "UklGRiwAAABXQVZFZm10IBAAAAABAAEAQB8AAEAfAAABAAgAZGF0YQgAAACAgICAgICAgA==";
 const STATE_KEY: &[u8] = b"agentsky conformance fixtures: requestState integrity";

@@ -81,10 +81,8 @@ impl Features for Fixtures {
         PROMPTS
             .iter()
             .map(|(name, description, arguments)| {
-                let arguments: Vec<Value> = arguments
-                    .iter()
-                    .map(|(n, d)| json!({"name": n, "description": d, "required": true}))
-                    .collect();
+                let arguments: Vec<Value> =
+                    arguments.iter().map(|(n, d)| json!({"name": n, "description": d, "required": true})).collect();
                 json!({"name": name, "description": description, "arguments": arguments})
             })
             .collect()
@@ -101,11 +99,9 @@ impl Features for Fixtures {
             }
             let messages = match call.name {
                 "test_simple_prompt" => vec![user(text("This is a simple prompt for testing."))],
-                "test_prompt_with_arguments" => vec![user(text(&format!(
-                    "Prompt with arguments: arg1='{}', arg2='{}'",
-                    arg("arg1"),
-                    arg("arg2")
-                )))],
+                "test_prompt_with_arguments" => {
+                    vec![user(text(&format!("Prompt with arguments: arg1='{}', arg2='{}'", arg("arg1"), arg("arg2"))))]
+                }
                 "test_prompt_with_embedded_resource" => vec![
                     user(json!({"type": "resource", "resource": {
                         "uri": arg("resourceUri"), "mimeType": "text/plain",
@@ -165,8 +161,13 @@ mod tests {
 
     #[test]
     fn the_fixture_server_declares_resources_prompts_and_completions() {
-        let params = json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}});
-        let answer = send_with(&spec(), &Fixtures, post(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params})));
+        let params =
+            json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}});
+        let answer = send_with(
+            &spec(),
+            &Fixtures,
+            post(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params})),
+        );
         let caps = &answer.json_body()["result"]["capabilities"];
         assert_eq!(caps["prompts"], json!({"listChanged": false}));
         assert_eq!(caps["resources"]["subscribe"], json!(false));
@@ -191,7 +192,8 @@ mod tests {
 
     #[test]
     fn prompts_substitute_arguments_and_refuse_a_missing_one() {
-        let got = rpc("prompts/get", json!({"name": "test_prompt_with_arguments", "arguments": {"arg1": "a", "arg2": "b"}}));
+        let got =
+            rpc("prompts/get", json!({"name": "test_prompt_with_arguments", "arguments": {"arg1": "a", "arg2": "b"}}));
         assert_eq!(got["result"]["messages"][0]["content"]["text"], json!("Prompt with arguments: arg1='a', arg2='b'"));
         let missing = rpc("prompts/get", json!({"name": "test_prompt_with_arguments", "arguments": {"arg1": "a"}}));
         assert_eq!(missing["error"]["code"], json!(-32602));
@@ -205,7 +207,10 @@ mod tests {
     fn completion_filters_by_prefix_and_refuses_an_unknown_reference() {
         let params = json!({"ref": {"type": "ref/prompt", "name": "test_prompt_with_arguments"}, "argument": {"name": "arg1", "value": "par"}});
         let got = rpc("completion/complete", params);
-        assert_eq!(got["result"]["completion"], json!({"values": ["paris", "park", "party"], "total": 3, "hasMore": false}));
+        assert_eq!(
+            got["result"]["completion"],
+            json!({"values": ["paris", "park", "party"], "total": 3, "hasMore": false})
+        );
         let unknown = json!({"ref": {"type": "ref/prompt", "name": "x"}, "argument": {"name": "a", "value": ""}});
         assert_eq!(rpc("completion/complete", unknown)["error"]["code"], json!(-32602));
         let malformed = json!({"ref": {"type": "ref/other"}, "argument": {"name": "a", "value": ""}});

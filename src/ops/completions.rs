@@ -22,9 +22,8 @@ pub async fn complete(cx: &Cx<'_>, request: &Completion<'_>) -> Result<Vec<Strin
             prompt.args.iter().find(|a| a.name == request.argument).map(|a| a.fill)
         }
         CompletionRef::Resource(uri) => {
-            let template = resources::find_template(uri).ok_or_else(|| {
-                RpcError::invalid_params(format!("Invalid params: no resource template {uri:?}"))
-            })?;
+            let template = resources::find_template(uri)
+                .ok_or_else(|| RpcError::invalid_params(format!("Invalid params: no resource template {uri:?}")))?;
             template_fill(template.kind, request.argument)
         }
     };
@@ -45,7 +44,12 @@ pub async fn complete(cx: &Cx<'_>, request: &Completion<'_>) -> Result<Vec<Strin
         Fill::Text => vec![],
         Fill::Agent | Fill::Agents => {
             let list = run(cx, "list_agents", json!({"limit": 200})).await?;
-            items(&list, "agents", |a| a["handle"].as_str().map(|h| format!("@{h}")).or(a["id"].as_str().map(str::to_owned)))
+            items(&list, "agents", |a| {
+                a["handle"]
+                    .as_str()
+                    .map(|h| format!("@{}", h.trim_start_matches('@')))
+                    .or(a["id"].as_str().map(str::to_owned))
+            })
         }
         Fill::Task => {
             let list = run(cx, "list_tasks", json!({"limit": 100})).await?;

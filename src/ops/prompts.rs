@@ -274,9 +274,25 @@ mod tests {
                 a.insert(arg.name.into(), json!("x"));
             }
             let text = (p.render)(&Args(&a));
-            for name in text.split('`').skip(1).step_by(2).filter(|w| w.chars().all(|c| c.is_ascii_lowercase() || c == '_')) {
-                if name.contains('_') && !["session_id", "task_id", "request_id", "waiting_on", "has_more", "turn_finished", "message_id", "idempotency_key", "agent_id"].contains(&name) {
-                    assert!(crate::ops::find(name).is_some_and(|op| op.tool), "{}: {name}", p.name);
+            for name in
+                text.split('`').skip(1).step_by(2).filter(|w| w.chars().all(|c| c.is_ascii_lowercase() || c == '_'))
+            {
+                if name.contains('_')
+                    && ![
+                        "session_id",
+                        "task_id",
+                        "request_id",
+                        "waiting_on",
+                        "has_more",
+                        "turn_finished",
+                        "message_id",
+                        "idempotency_key",
+                        "agent_id",
+                    ]
+                    .contains(&name)
+                {
+                    let known = crate::ops::find(name).is_some_and(|op| op.tool) || find(name).is_some();
+                    assert!(known, "{}: {name}", p.name);
                 }
             }
         }

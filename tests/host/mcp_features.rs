@@ -37,7 +37,12 @@ fn read(app: &TestApp, key: &str, uri: &str) -> Value {
 fn initialize_declares_resources_prompts_and_completions_without_subscriptions() {
     let app = TestApp::new();
     let ada = app.signup("Ada", "ada@example.com");
-    let init = rpc(&app, &ada.key, "initialize", json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}));
+    let init = rpc(
+        &app,
+        &ada.key,
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}),
+    );
     let caps = &init["result"]["capabilities"];
     assert_eq!(caps["resources"], json!({"subscribe": false, "listChanged": false}));
     assert_eq!(caps["prompts"], json!({"listChanged": false}));
@@ -53,7 +58,10 @@ fn task_files_artifacts_transcripts_and_results_read_as_the_tools_do() {
     assert_eq!(file["result"]["contents"][0]["mimeType"], "text/markdown");
     let artifact = app.ok(&ada.key, "publish_artifact", json!({"task_id": task, "path": "notes/plan.md"}));
     let id = artifact["artifact_id"].as_str().unwrap();
-    assert_eq!(read(&app, &ada.key, &format!("agentsky://artifacts/{id}"))["result"]["contents"][0]["text"], "the plan");
+    assert_eq!(
+        read(&app, &ada.key, &format!("agentsky://artifacts/{id}"))["result"]["contents"][0]["text"],
+        "the plan"
+    );
     let transcript = read(&app, &ada.key, &format!("agentsky://sessions/{sid}/transcript"));
     let md = transcript["result"]["contents"][0]["text"].as_str().unwrap();
     assert!(md.starts_with(&format!("# Session {sid}")) && md.contains("hi there"), "{md}");
@@ -103,7 +111,10 @@ fn prompts_render_and_refuse_missing_arguments_and_foreign_sessions() {
         .iter()
         .map(|p| p["name"].clone())
         .collect();
-    assert_eq!(names, vec![json!("delegate_task"), json!("split_work"), json!("review_result"), json!("whats_waiting")]);
+    assert_eq!(
+        names,
+        vec![json!("delegate_task"), json!("split_work"), json!("review_result"), json!("whats_waiting")]
+    );
     let review = rpc(&app, &ada.key, "prompts/get", json!({"name": "review_result", "arguments": {"session_id": sid}}));
     let messages = &review["result"]["messages"];
     assert_eq!(messages[0]["content"]["resource"]["uri"], json!(format!("agentsky://sessions/{sid}/result")));
@@ -122,7 +133,8 @@ fn completions_offer_only_the_callers_own_agents_sessions_and_paths() {
     let (ada, sid, task) = setup(&app);
     let bo = app.signup("Bo", "bo@example.com");
     let complete = |key: &str, reference: Value, name: &str, value: &str, context: Value| -> Vec<Value> {
-        let params = json!({"ref": reference, "argument": {"name": name, "value": value}, "context": {"arguments": context}});
+        let params =
+            json!({"ref": reference, "argument": {"name": name, "value": value}, "context": {"arguments": context}});
         let answer = rpc(&app, key, "completion/complete", params);
         answer["result"]["completion"]["values"].as_array().unwrap_or_else(|| panic!("{answer}")).clone()
     };
@@ -132,10 +144,18 @@ fn completions_offer_only_the_callers_own_agents_sessions_and_paths() {
     assert_eq!(complete(&ada.key, prompt("delegate_task"), "agent", "@ADA", json!({})), vec![json!("@adawriter")]);
     assert_eq!(complete(&ada.key, prompt("split_work"), "agents", "@x, ad", json!({})), vec![json!("@x, @adawriter")]);
     assert_eq!(complete(&ada.key, prompt("review_result"), "session_id", "", json!({})), vec![json!(sid)]);
-    assert_eq!(complete(&ada.key, files.clone(), "path", "notes/", json!({"task_id": task})), vec![json!("notes/plan.md")]);
+    assert_eq!(
+        complete(&ada.key, files.clone(), "path", "notes/", json!({"task_id": task})),
+        vec![json!("notes/plan.md")]
+    );
     assert_eq!(complete(&bo.key, files, "path", "", json!({"task_id": task})), Vec::<Value>::new());
     assert_eq!(complete(&bo.key, prompt("review_result"), "session_id", "", json!({})), Vec::<Value>::new());
     assert_eq!(complete(&bo.key, prompt("delegate_task"), "agent", "", json!({})), Vec::<Value>::new());
-    let unknown = rpc(&app, &ada.key, "completion/complete", json!({"ref": prompt("nope"), "argument": {"name": "a", "value": ""}}));
+    let unknown = rpc(
+        &app,
+        &ada.key,
+        "completion/complete",
+        json!({"ref": prompt("nope"), "argument": {"name": "a", "value": ""}}),
+    );
     assert_eq!(unknown["error"]["code"], -32602);
 }
