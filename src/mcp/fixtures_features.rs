@@ -19,8 +19,11 @@ const RESOURCES: &[(&str, &str, &str, Option<&str>)] = &[
     ("test://example-resource", "Example resource", "text/plain", Some("Embedded resource content for testing.")),
 ];
 
-/// (name, description, arguments as (name, description)).
-const PROMPTS: &[(&str, &str, &[(&str, &str)])] = &[
+/// A prompt argument: (name, description); every one is required.
+type Argument = (&'static str, &'static str);
+
+/// (name, description, arguments).
+const PROMPTS: &[(&str, &str, &[Argument])] = &[
     ("test_simple_prompt", "A simple prompt without arguments.", &[]),
     (
         "test_prompt_with_arguments",
