@@ -53,7 +53,7 @@ pub async fn complete(cx: &Cx<'_>, request: &Completion<'_>) -> Result<Vec<Strin
         }
         Fill::Task => {
             let list = run(cx, "list_tasks", json!({"limit": 100})).await?;
-            items(&list, "tasks", |t| t["task"]["task_id"].as_str().map(str::to_owned))
+            items(&list, "tasks", |t| t["task_id"].as_str().map(str::to_owned))
         }
         Fill::Session => {
             let list = run(cx, "list_sessions", json!({"limit": 100})).await?;

@@ -144,6 +144,8 @@ fn completions_offer_only_the_callers_own_agents_sessions_and_paths() {
     assert_eq!(complete(&ada.key, prompt("delegate_task"), "agent", "@ADA", json!({})), vec![json!("@adawriter")]);
     assert_eq!(complete(&ada.key, prompt("split_work"), "agents", "@x, ad", json!({})), vec![json!("@x, @adawriter")]);
     assert_eq!(complete(&ada.key, prompt("review_result"), "session_id", "", json!({})), vec![json!(sid)]);
+    assert_eq!(complete(&ada.key, prompt("delegate_task"), "task_id", "ses", json!({})), vec![json!(task)]);
+    assert_eq!(complete(&bo.key, prompt("delegate_task"), "task_id", "", json!({})), Vec::<Value>::new());
     assert_eq!(
         complete(&ada.key, files.clone(), "path", "notes/", json!({"task_id": task})),
         vec![json!("notes/plan.md")]
