@@ -221,6 +221,15 @@ mod tests {
     }
 
     #[test]
+    fn subscriptions_are_not_offered_on_either_wire() {
+        for method in ["resources/subscribe", "resources/unsubscribe"] {
+            assert_eq!(rpc(method, json!({"uri": "test://watched-resource"}))["error"]["code"], json!(-32601));
+        }
+        let listen = send_with(&spec(), &Fixtures, modern_request("subscriptions/listen", json!({})));
+        assert_eq!((listen.status, listen.json_body()["error"]["code"].clone()), (404, json!(-32601)));
+    }
+
+    #[test]
     fn modern_lists_carry_cache_hints_and_legacy_ones_do_not() {
         for method in ["resources/list", "resources/templates/list", "prompts/list"] {
             let modern = send_with(&spec(), &Fixtures, modern_request(method, json!({}))).json_body();

@@ -6,8 +6,9 @@
 //! required `_meta` keys (400 −32602) → `MCP-Protocol-Version` equals `_meta`'s version (400 −32020,
 //! before version support, so a client that disagrees with itself is told so) → version served (400
 //! −32022 with `data: {supported, requested}`) → `Mcp-Method`/`Mcp-Name`/`Mcp-Param-*` equal the body
-//! (400 −32020) → dispatch (`server/discover`, `tools/list`, `tools/call`; anything else, including the
-//! removed `initialize`/`ping`/`logging/setLevel`, is 404 −32601).
+//! (400 −32020) → dispatch (`server/discover`, `tools/list`, `tools/call`, and the resource, prompt and
+//! completion methods of a host with [`features`](super::features); anything else, including the removed
+//! `initialize`/`ping`/`logging/setLevel` and `subscriptions/listen`, is 404 −32601).
 //!
 //! HTTP status follows one table for every error, wherever it was raised ([`status`]): the spec fixes 400
 //! for its three new codes and 404 for an unknown method; −32602 is 400 as in the reference Python SDK.

@@ -161,3 +161,15 @@ fn completions_offer_only_the_callers_own_agents_sessions_and_paths() {
     );
     assert_eq!(unknown["error"]["code"], -32602);
 }
+
+#[test]
+fn the_prompts_help_topic_is_the_prompt_table() {
+    let app = TestApp::new();
+    let ada = app.signup("Ada", "ada@example.com");
+    let topic = app.ok(&ada.key, "help", json!({"topic": "prompts"}));
+    let steps = topic["steps"].as_str().unwrap();
+    for p in agentsky::ops::prompts::PROMPTS {
+        assert!(steps.contains(&format!("/{} ", p.name)), "{}: {steps}", p.name);
+    }
+    assert!(steps.contains("/delegate_task agent task [task_id]"), "{steps}");
+}
