@@ -292,8 +292,8 @@ fn a_revoked_or_expired_grant_ends_the_command_running_under_it() {
     let (srv, _scratch, outcome) =
         run_on(server_with(None, None), &format!("{slow}; echo FORGET_NOW; wait $!; echo \"shim=$?\""), "granted-revoke");
     assert_eq!(outcome, Outcome::Completed);
-    let said = said(&srv);
-    assert!(said.contains("was revoked: the command was ended"), "{said}");
+    let heard = said(&srv);
+    assert!(heard.contains("was revoked: the command was ended"), "{heard}");
     let results = bodies(&srv, "/v1/runner/jobs/result");
     assert_eq!(results[0]["result"], json!({"ok": true, "commands_ended": 1, "agent_ended": false}), "{results:?}");
     let reports = bodies(&srv, "/v1/runner/commands");
@@ -304,8 +304,8 @@ fn a_revoked_or_expired_grant_ends_the_command_running_under_it() {
     let (srv, _scratch, outcome) =
         run_on(server_with(None, Some(1)), &format!("{slow}; wait $!; echo \"shim=$?\""), "granted-expire");
     assert_eq!(outcome, Outcome::Completed);
-    let said = said(&srv);
-    assert!(said.contains("expired: the command was ended with it"), "{said}");
+    let heard = said(&srv);
+    assert!(heard.contains("expired: the command was ended with it"), "{heard}");
     assert!(started.elapsed() < Duration::from_secs(20), "ended long before its 30 s sleep");
     assert_ne!(bodies(&srv, "/v1/runner/commands")[0]["exit_code"], 0);
 }

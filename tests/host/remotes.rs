@@ -99,9 +99,14 @@ fn land_pushes_through_the_runner_with_the_grant_and_reports_a_refused_push() {
         })
     });
     let jobs = runner_answers(&app, &c, work);
-    // Each landing a minute after the last: `land` counts against the session's access bucket.
+    // Each landing a minute after the last (`land` counts against the session's access bucket), the
+    // runner renewing its lease meanwhile.
     let land = |summary: &str| {
-        app.now_ms.set(app.now_ms.get() + 61_000);
+        for _ in 0..4 {
+            app.now_ms.set(app.now_ms.get() + 16_000);
+            let beat = app.send(runner_request(&c.runner, "POST", "/v1/runner/heartbeat", json!({"lease_id": c.lease})));
+            assert_eq!(beat.status, 200, "{:?}", beat.json_body());
+        }
         app.agent_ok(&c.agent, "land", json!({"summary": summary}))
     };
     land("First");

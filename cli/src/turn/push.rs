@@ -49,7 +49,10 @@ fn try_push(
         }
         Err(e) => return Err(format!("the grant's credential could not be fetched: {e}")),
     };
-    let token = TOKEN_VARS.iter().find_map(|k| vars.iter().find(|(n, v)| n == k && !v.is_empty())).map(|(_, v)| v);
+    let token = TOKEN_VARS
+        .iter()
+        .find_map(|k| vars.iter().find(|(n, v)| n.as_str() == *k && !v.is_empty()))
+        .map(|(_, v)| v.clone());
     let mut auth: Vec<(String, String)> = vec![];
     let mut secrets: Vec<String> = vars.iter().map(|(_, v)| v.clone()).filter(|v| v.len() >= 6).collect();
     if url.starts_with("https://") || url.starts_with("http://") {
