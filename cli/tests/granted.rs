@@ -2,8 +2,9 @@
 //! the runner over the turn's channel, and the runner fetches the credential itself, runs the real CLI
 //! from its own `PATH` with the credential in that child's environment only, streams the output back and
 //! reports the exit status it saw (before the shim hears it). A CLI the agent puts on its own `PATH` is
-//! not what runs; a request without the turn's secret runs nothing; a shim that is ended ends its
-//! command; the channel's folder is gone with the turn.
+//! not what runs; on Linux only the runner's own `sky` may use the channel and the agent holds no secret
+//! for it; a shim that is ended ends its command, and so do a revoked or an expired grant; the channel's
+//! folder is gone with the turn.
 #![cfg(unix)]
 
 mod support;

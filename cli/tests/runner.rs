@@ -4,8 +4,9 @@
 //! command's whole process group, and so does the runner's death (the supervisor's lifeline). Jobs from
 //! the server: `sync` uploads and refreshes mid-turn, `run` reports its status and masked output while the
 //! agent runs, `ssh_agent` serves a key from the turn's own agent, which ends with the turn; the goal's
-//! criteria run after the command and ride on the final post. The binary registers once, keeps its token
-//! private and reuses it and the command.
+//! criteria run after the command and ride on the final post; `push` commits the task's files to a bare
+//! repository and reports a moved branch or a declined push. The binary registers once, keeps its token
+//! private and reuses it and the command, and never reuses one workspace's registration for another's key.
 
 mod support;
 
@@ -872,7 +873,7 @@ fn an_ssh_agent_job_serves_the_key_from_the_turns_own_agent_which_ends_with_the_
     face.jobs = vec![
         ("ready", json!({"job_id": "ssh1", "kind": "ssh_agent", "grant_id": "gr_1", "ttl_s": 60})),
         ("again", json!({"job_id": "ssh2", "kind": "ssh_agent", "grant_id": "gr_1", "ttl_s": 60})),
-        ("forget", json!({"job_id": "f1", "kind": "ssh_forget", "grant_id": "gr_1"})),
+        ("forget", json!({"job_id": "f1", "kind": "grant_forget", "grant_id": "gr_1", "ssh": true})),
     ];
     face.ssh_key = Some(private_key.clone());
     let (srv, face) = face.serve();
@@ -907,14 +908,14 @@ fn an_ssh_agent_job_serves_the_key_from_the_turns_own_agent_which_ends_with_the_
         .collect();
     assert_eq!(agents.len(), 1, "one ssh-agent for the turn");
     std::fs::write(mailbox.0.join("go"), "").unwrap();
-    // A second key loads into the same agent; a revoked grant (ssh_forget) ends it mid-turn.
+    // A second key loads into the same agent; a revoked ssh grant (grant_forget) ends it mid-turn.
     let forgotten = mailbox.0.join("f1.done");
     let deadline = Instant::now() + Duration::from_secs(20);
     while !forgotten.exists() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(50));
     }
     assert_eq!(face.result("ssh2")["socket_path"], socket.to_string_lossy().as_ref(), "the same agent");
-    assert_eq!(face.result("f1"), json!({"ok": true, "ended": true}));
+    assert_eq!(face.result("f1"), json!({"ok": true, "commands_ended": 0, "agent_ended": true}));
     let deadline = Instant::now() + Duration::from_secs(5);
     while alive(&agents[0]) && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(50));
