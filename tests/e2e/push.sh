@@ -60,6 +60,12 @@ texts() { field "$1" '"\n".join("%s: %s" % (e["type"], e.get("text") or e.get("m
 say_turn() { # STARTED_OR_SENT_JSON SESSION -> what the turn printed
   texts "$(read_turn "$2" "$(field "$1" 'v["cursor"]')" "$(field "$1" 'v["message_id"]')" 240)"
 }
+landing() { # WHAT_THE_TURN_SAID -> the last land answer (JSON), or fail
+  local l
+  l=$(grep -o 'land: {.*' <<<"$1" | tail -1 | sed 's/^[^{]*//') || true
+  [ -n "$l" ] || fail "no land answer in: $1"
+  echo "$l"
+}
 rest() { # METHOD PATH BODY -> the answer (fails on an error status)
   curl -fsS -X "$1" "$URL$2" -H "Authorization: Bearer $KEY" -H 'content-type: application/json' ${3:+-d "$3"} \
     || fail "$1 $2"
@@ -98,7 +104,7 @@ runner_pid=$!
 
 # ── 1. land pushes to a bare repository on the runner's machine ──
 log "push: land pushes the landed work to the task's git remote through the runner"
-git init -q --bare "$work/remote.git"
+git init -q --bare --initial-branch=main "$work/remote.git"
 TOOL="python3 $work/tool.py"
 started=$(mcp start_session "{\"agent_id\":\"$shell\",\"message\":\"true\",\"idempotency_key\":\"push-e2e-0-$$\"}")
 sid=$(field "$started" 'v["session"]["session_id"]')
@@ -118,8 +124,7 @@ $TOOL request_access '{\"target\":\"repo\",\"scope\":[\"write\"],\"reason\":\"pu
 $TOOL land '{\"summary\":\"Add app.txt\n\nThe first file.\"}'"
 sent=$(mcp send_message "{\"session_id\":\"$sid\",\"message\":$(python3 -c 'import json,sys; print(json.dumps(sys.argv[1]))' "$msg"),\"idempotency_key\":\"push-e2e-1-$$\"}")
 said=$(say_turn "$sent" "$sid")
-landed=$(grep -o 'land: {"commit".*\|land: {.*"landed":true.*' <<<"$said" | tail -1 | sed 's/^[^{]*//')
-[ -n "$landed" ] || fail "no landing: $said"
+landed=$(landing "$said")
 [ "$(field "$landed" 'v["pushed"]')" = true ] || fail "not pushed: $landed"
 head=$(field "$landed" 'v["remoteHead"]')
 [ "$(git --git-dir "$work/remote.git" rev-parse main)" = "$head" ] || fail "the bare repository's main is not $head"
@@ -131,7 +136,7 @@ ok "land: checks passed, pushed:true, the bare repository's main is $head with a
 
 msg="printf 'second\n' > two.txt; $TOOL land '{\"summary\":\"Add two.txt\"}'"
 sent=$(mcp send_message "{\"session_id\":\"$sid\",\"message\":$(python3 -c 'import json,sys; print(json.dumps(sys.argv[1]))' "$msg"),\"idempotency_key\":\"push-e2e-2-$$\"}")
-landed=$(say_turn "$sent" "$sid" | grep -o 'land: {.*' | tail -1 | sed 's/^[^{]*//')
+landed=$(landing "$(say_turn "$sent" "$sid")")
 [ "$(field "$landed" 'v["pushed"]')" = true ] || fail "the second push: $landed"
 second=$(field "$landed" 'v["remoteHead"]')
 [ "$(git --git-dir "$work/remote.git" rev-parse "$second^")" = "$head" ] || fail "the second push does not build on the first"
@@ -139,13 +144,15 @@ ok "a second landing's push builds on the first ($head → $second)"
 
 # ── 2. Someone else moves the branch: not overwritten ──
 log "push: a branch moved by someone else is not overwritten"
-git clone -q "$work/remote.git" "$work/other"
+git clone -q -b main "$work/remote.git" "$work/other"
 ( cd "$work/other" && echo theirs > theirs.txt && git add theirs.txt \
   && git -c user.name=Other -c user.email=o@example.com commit -qm theirs && git push -q origin HEAD:main )
 theirs=$(git --git-dir "$work/remote.git" rev-parse main)
-msg="printf 'third\n' > three.txt; $TOOL land '{\"summary\":\"Add three.txt\"}'"
-sent=$(mcp send_message "{\"session_id\":\"$sid\",\"message\":$(python3 -c 'import json,sys; print(json.dumps(sys.argv[1]))' "$msg"),\"idempotency_key\":\"push-e2e-3-$$\"}")
-landed=$(say_turn "$sent" "$sid" | grep -o 'land: {.*' | tail -1 | sed 's/^[^{]*//')
+# Another session of the task (the first has used its access requests for this minute).
+msg="printf 'third\n' > three.txt; $TOOL request_access '{\"target\":\"repo\",\"scope\":[\"write\"],\"reason\":\"push\"}'; \
+$TOOL land '{\"summary\":\"Add three.txt\"}'"
+sent=$(mcp start_session "{\"agent_id\":\"$shell\",\"task_id\":\"$task\",\"message\":$(python3 -c 'import json,sys; print(json.dumps(sys.argv[1]))' "$msg"),\"idempotency_key\":\"push-e2e-3-$$\"}")
+landed=$(landing "$(say_turn "$sent" "$(field "$sent" 'v["session"]["session_id"]')")")
 [ "$(field "$landed" 'v["landed"]')" = true ] && [ "$(field "$landed" 'v["pushed"]')" = false ] || fail "$landed"
 grep -qF "non-fast-forward" <<<"$(field "$landed" 'v["reason"]')" || fail "the reason: $landed"
 grep -qF "push: not pushed" <<<"$(field "$landed" 'v["steps"]')" || fail "the steps: $landed"
@@ -161,7 +168,7 @@ rest POST "/v1/sessions/$dsid/ask" '{"kind":"deploy"}' >/dev/null
 mkdir -p "$work/seen"
 msg="vercel deploy --prod; echo \"exit=\$?\"; env > '$work/seen/env.txt'; cat /proc/\$\$/environ > '$work/seen/environ' 2>/dev/null; \
 cp -r . '$work/seen/work'; cp -r \"\$(dirname \"\$AGENTSKY_GRANTS_FILE\")\" '$work/seen/meta'; \
-echo \"secret vars: \$(env | grep -c AGENTSKY_RUNNER_SECRET)\"; \
+echo \"secret vars: \$(env | grep -c '^AGENTSKY_RUNNER_SEC[R]ET=')\"; \
 $TOOL remember_command '{\"kind\":\"deploy\",\"command\":\"vercel deploy --prod\",\"targetId\":\"$web\"}'"
 sent=$(mcp send_message "{\"session_id\":\"$dsid\",\"message\":$(python3 -c 'import json,sys; print(json.dumps(sys.argv[1]))' "$msg"),\"idempotency_key\":\"push-e2e-5-$$\"}")
 said=$(say_turn "$sent" "$dsid")
