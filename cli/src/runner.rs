@@ -90,9 +90,8 @@ impl Registrations {
     /// Adds or replaces the entry of `reg`'s server, name and workspace.
     pub fn put(&mut self, reg: Registration) {
         let server = normalize_server(&reg.server);
-        self.runners.retain(|r| {
-            !(normalize_server(&r.server) == server && r.name == reg.name && r.workspace == reg.workspace)
-        });
+        self.runners
+            .retain(|r| !(normalize_server(&r.server) == server && r.name == reg.name && r.workspace == reg.workspace));
         self.runners.push(reg);
     }
 }
@@ -536,11 +535,8 @@ fn registration(
         None => mine.first(),
     }
     .map(|r| (*r).clone());
-    let elsewhere: Vec<String> = mine
-        .iter()
-        .filter_map(|r| r.workspace.clone())
-        .filter(|w| wanted.as_ref().is_some_and(|x| x != w))
-        .collect();
+    let elsewhere: Vec<String> =
+        mine.iter().filter_map(|r| r.workspace.clone()).filter(|w| wanted.as_ref().is_some_and(|x| x != w)).collect();
     let mut reg = match existing {
         Some(r) => r,
         None => {

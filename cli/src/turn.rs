@@ -366,7 +366,7 @@ impl TurnRunner {
         #[cfg(unix)]
         let channel = match self.open_channel(turn, &dir, &agent) {
             Ok(channel) => {
-                dir.granted = channel.env().into();
+                dir.granted = channel.env();
                 Some(channel)
             }
             Err(e) => {

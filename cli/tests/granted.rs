@@ -73,7 +73,8 @@ fn server_with(ssh_key: Option<String>, ttl_s: Option<u64>) -> StandIn {
                 std::thread::sleep(Duration::from_millis(100));
                 let due = said.lock().unwrap().contains("FORGET_NOW");
                 if due && !forgotten.swap(true, std::sync::atomic::Ordering::SeqCst) {
-                    let job = json!({"job_id": "job_forget", "kind": "grant_forget", "grant_id": "gr_new", "ssh": false});
+                    let job =
+                        json!({"job_id": "job_forget", "kind": "grant_forget", "grant_id": "gr_new", "ssh": false});
                     return reply(200, json!({"jobs": [job], "stop": false}));
                 }
                 reply(200, json!({"jobs": [], "stop": false}))
@@ -288,10 +289,14 @@ print("impostor heard:", data.decode("utf-8", "replace").replace("\x00", ""))
 /// it when its time is up: the runner holds no credential past its grant.
 #[test]
 fn a_revoked_or_expired_grant_ends_the_command_running_under_it() {
-    let slow = "vercel deploy slow --prod & n=0; while [ ! -s slow.pid ] && [ $n -lt 100 ]; do n=$((n+1)); sleep 0.1; done; \
+    let slow =
+        "vercel deploy slow --prod & n=0; while [ ! -s slow.pid ] && [ $n -lt 100 ]; do n=$((n+1)); sleep 0.1; done; \
                 echo \"pid=$(cat slow.pid)\"";
-    let (srv, _scratch, outcome) =
-        run_on(server_with(None, None), &format!("{slow}; echo FORGET_NOW; wait $!; echo \"shim=$?\""), "granted-revoke");
+    let (srv, _scratch, outcome) = run_on(
+        server_with(None, None),
+        &format!("{slow}; echo FORGET_NOW; wait $!; echo \"shim=$?\""),
+        "granted-revoke",
+    );
     assert_eq!(outcome, Outcome::Completed);
     let heard = said(&srv);
     assert!(heard.contains("was revoked: the command was ended"), "{heard}");

@@ -632,7 +632,10 @@ impl Face {
                 }
                 ("POST", "/v1/runner/credential") => {
                     assert_eq!(body["scopes"], json!(["write"]), "a push needs write");
-                    reply(200, json!({"kind": "env", "env": {"GIT_TOKEN": PUSH_TOKEN}, "scopes": ["write"], "ttl_s": 600}))
+                    reply(
+                        200,
+                        json!({"kind": "env", "env": {"GIT_TOKEN": PUSH_TOKEN}, "scopes": ["write"], "ttl_s": 600}),
+                    )
                 }
                 ("POST", "/v1/runner/ssh-key") => match &f.ssh_key {
                     Some(k) => reply(200, json!({ "private_key": k })),
@@ -671,10 +674,14 @@ fn a_push_job_commits_the_task_to_a_bare_repository_and_reports_refusals() {
         assert!(made.success());
     }
     let hook = hooked.join("hooks/pre-receive");
-    std::fs::write(&hook, "#!/bin/sh
+    std::fs::write(
+        &hook,
+        "#!/bin/sh
 echo 'protected branch: pushes need review' >&2
 exit 1
-").unwrap();
+",
+    )
+    .unwrap();
     std::fs::set_permissions(&hook, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     let mut face = Face::new(&mailbox);
     let job = |id: &str, url: &std::path::Path, expected: Value| {
@@ -706,8 +713,11 @@ exit 1
     assert_eq!(git(&remote, &["rev-parse", "main"]), head);
     assert_eq!(git(&remote, &["show", "main:input.txt"]), "from the task");
     assert_eq!(git(&remote, &["show", "main:docs/keep.md"]), "kept");
-    assert_eq!(git(&remote, &["log", "-1", "--format=%s%n%b", "main"]), "push1: the landed work
-agentsky commit cmt_1");
+    assert_eq!(
+        git(&remote, &["log", "-1", "--format=%s%n%b", "main"]),
+        "push1: the landed work
+agentsky commit cmt_1"
+    );
 
     let moved = face.result("push2");
     assert_eq!(moved["ok"], false);

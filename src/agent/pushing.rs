@@ -51,7 +51,8 @@ pub async fn push(
         .rev()
         .find(|g| g.connector_id == remote.connector_id && live(g, cx.now_ms) && covers(g, &["write"]));
     let Some(grant) = grant else {
-        let name = store::connectors::get(db, &remote.connector_id).await?.map_or(remote.connector_id.clone(), |c| c.name);
+        let name =
+            store::connectors::get(db, &remote.connector_id).await?.map_or(remote.connector_id.clone(), |c| c.name);
         return Ok(Pushed::not(
             format!(
                 "pushing to {} needs a live grant on `{name}` covering `write`, and this session has none; ask for it with request_access, then land again ({later})",
@@ -78,10 +79,11 @@ pub async fn push(
             let why = v["error"].as_str().unwrap_or("the runner gave no reason");
             Ok(Pushed::not(format!("the push to {} ({}) failed: {why}; {later}", remote.url, remote.branch), steps))
         }
-        Asked::NoRunner => Ok(Pushed::not(
-            format!("no runner is running this session to push to {}; {later}", remote.url),
-            steps,
-        )),
-        Asked::NoAnswer(why) => Ok(Pushed::not(format!("the push to {} got no answer: {why}; {later}", remote.url), steps)),
+        Asked::NoRunner => {
+            Ok(Pushed::not(format!("no runner is running this session to push to {}; {later}", remote.url), steps))
+        }
+        Asked::NoAnswer(why) => {
+            Ok(Pushed::not(format!("the push to {} got no answer: {why}; {later}", remote.url), steps))
+        }
     }
 }

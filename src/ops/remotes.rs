@@ -47,7 +47,9 @@ pub async fn set(cx: &Cx<'_>, p: SetTaskRemote) -> Result<TaskRemote, ApiError> 
     let db = cx.db();
     let Some(raw) = p.url else {
         if p.branch.is_some() || p.connector_id.is_some() {
-            return Err(ApiError::invalid("`branch` and `connector_id` go with a `url`; `url: null` removes the remote"));
+            return Err(ApiError::invalid(
+                "`branch` and `connector_id` go with a `url`; `url: null` removes the remote",
+            ));
         }
         store::remotes::remove(db, &p.task_id).await?;
         return Ok(TaskRemote { task_id: p.task_id, remote: None });
@@ -58,7 +60,7 @@ pub async fn set(cx: &Cx<'_>, p: SetTaskRemote) -> Result<TaskRemote, ApiError> 
     let connector_id =
         p.connector_id.ok_or_else(|| ApiError::invalid("`connector_id` is required with `url`: its grant pushes"))?;
     let c = store::connectors::get(db, &connector_id).await?;
-    if !c.is_some_and(|c| c.workspace_id == m.workspace_id) {
+    if c.is_none_or(|c| c.workspace_id != m.workspace_id) {
         return Err(ApiError::not_found(&format!("connector `{}` in this workspace", connector_id.as_str())));
     }
     store::remotes::set(db, &p.task_id, &m.workspace_id, &url, branch, &connector_id, cx.now_ms).await?;

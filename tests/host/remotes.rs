@@ -89,7 +89,10 @@ fn land_pushes_through_the_runner_with_the_grant_and_reports_a_refused_push() {
                     *v.borrow_mut() += 1;
                     let content = format!("fn main() {{ /* {} */ }}", v.borrow());
                     let put = json!({"lease_id": lease, "path": "app.rs", "content": content});
-                    assert_eq!(sessions.handle(runner_request(&token, "PUT", "/v1/runner/files", put)).await.status, 200);
+                    assert_eq!(
+                        sessions.handle(runner_request(&token, "PUT", "/v1/runner/files", put)).await.status,
+                        200
+                    );
                     Some(json!({"ok": true, "uploaded": ["app.rs"], "refreshed": []}))
                 }
                 "run" => Some(json!({"exit_code": 0, "timed_out": false, "output": "ok"})),
@@ -104,7 +107,8 @@ fn land_pushes_through_the_runner_with_the_grant_and_reports_a_refused_push() {
     let land = |summary: &str| {
         for _ in 0..4 {
             app.now_ms.set(app.now_ms.get() + 16_000);
-            let beat = app.send(runner_request(&c.runner, "POST", "/v1/runner/heartbeat", json!({"lease_id": c.lease})));
+            let beat =
+                app.send(runner_request(&c.runner, "POST", "/v1/runner/heartbeat", json!({"lease_id": c.lease})));
             assert_eq!(beat.status, 200, "{:?}", beat.json_body());
         }
         app.agent_ok(&c.agent, "land", json!({"summary": summary}))
@@ -132,20 +136,25 @@ fn land_pushes_through_the_runner_with_the_grant_and_reports_a_refused_push() {
     let landed = land("Change app.rs\n\nWith a body.");
     assert_eq!((landed["landed"].as_bool(), landed["pushed"].as_bool()), (Some(true), Some(true)), "{landed}");
     assert_eq!(landed["remoteHead"], "a".repeat(40));
-    assert!(landed["steps"].to_string().contains(&format!("push: agentsky on /srv/app.git is now at {}", "a".repeat(40))));
+    assert!(landed["steps"]
+        .to_string()
+        .contains(&format!("push: agentsky on /srv/app.git is now at {}", "a".repeat(40))));
     let job = jobs.borrow().iter().rev().find(|j| j["kind"] == "push").cloned().unwrap();
     assert_eq!(
         (job["url"].as_str(), job["branch"].as_str(), job["grant_id"].as_str(), &job["expected_head"]),
         (Some("/srv/app.git"), Some("agentsky"), g["grantId"].as_str(), &Value::Null)
     );
     let message = job["message"].as_str().unwrap();
-    assert!(message.starts_with("Change app.rs\n\nWith a body.") && message.contains(landed["commit"].as_str().unwrap()));
+    assert!(
+        message.starts_with("Change app.rs\n\nWith a body.") && message.contains(landed["commit"].as_str().unwrap())
+    );
     assert!(!job.to_string().contains("ghp-host-1"), "the job carries no credential: {job}");
     let got = app.request("GET", &format!("/v1/tasks/{}/remote", c.sid), Some(&c.ada.key), None).json_body();
     assert_eq!(got["remote"]["pushed_head"], "a".repeat(40));
 
     // A push the remote refuses: landed, not pushed, git's reason in `reason` and `steps`.
-    *push.borrow_mut() = json!({"ok": false, "error": "rejected (non-fast-forward): agentsky on the remote is at bbbb"});
+    *push.borrow_mut() =
+        json!({"ok": false, "error": "rejected (non-fast-forward): agentsky on the remote is at bbbb"});
     let landed = land("Again");
     assert_eq!((landed["landed"].as_bool(), landed["pushed"].as_bool()), (Some(true), Some(false)), "{landed}");
     assert!(landed["reason"].as_str().unwrap().contains("non-fast-forward"), "{landed}");

@@ -335,11 +335,11 @@ fn run(runs: &Runs, r: &Request, over: &Arc<AtomicBool>, going: &Going, reading:
     going.lock().unwrap_or_else(|e| e.into_inner()).push(mine);
     let limit = ttl_s.map_or(NO_LIMIT, |s| Duration::from_secs(s.max(1)).min(NO_LIMIT));
     let (status, expired, ended) = wait_for(child, lifeline, limit, &cancel, runs.grace);
-    let revoked = going
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .extract_if(.., |(_, c, _)| Arc::ptr_eq(c, &cancel))
-        .any(|(_, _, revoked)| revoked.load(Ordering::SeqCst));
+    let revoked = {
+        let mut going = going.lock().unwrap_or_else(|e| e.into_inner());
+        let at = going.iter().position(|(_, c, _)| Arc::ptr_eq(c, &cancel));
+        at.map(|i| going.remove(i)).is_some_and(|(_, _, revoked)| revoked.load(Ordering::SeqCst))
+    };
     cancel.store(true, Ordering::SeqCst);
     if expired {
         shim.say(&format!("grant {} expired: the command was ended with it", r.grant_id));

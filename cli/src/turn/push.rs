@@ -38,7 +38,8 @@ fn try_push(
     job: &Job,
 ) -> Result<String, String> {
     let need = |v: &Option<String>, k: &str| v.clone().filter(|s| !s.is_empty()).ok_or(format!("the job has no `{k}`"));
-    let (url, branch, grant_id) = (need(&job.url, "url")?, need(&job.branch, "branch")?, need(&job.grant_id, "grant_id")?);
+    let (url, branch, grant_id) =
+        (need(&job.url, "url")?, need(&job.branch, "branch")?, need(&job.grant_id, "grant_id")?);
     if url.starts_with('-') || branch.starts_with('-') {
         return Err("the remote or branch starts with `-`".into());
     }
@@ -95,7 +96,10 @@ fn try_push(
     }
     for (file, content) in &files {
         // The task-file rule keeps paths relative and normal; `.git` is git's own, never the task's.
-        if file.split('/').any(|part| part.is_empty() || part == "." || part == ".." || part.eq_ignore_ascii_case(".git")) {
+        if file
+            .split('/')
+            .any(|part| part.is_empty() || part == "." || part == ".." || part.eq_ignore_ascii_case(".git"))
+        {
             continue;
         }
         let to = dir.path().join(file);
