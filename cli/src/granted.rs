@@ -6,7 +6,8 @@
 //! `src/runner/granted.rs` says what that proof is worth, and what it is not).
 //!
 //! **Wire.** The shim connects to `AGENTSKY_RUNNER_SOCKET` and writes one line of JSON,
-//! `{"secret", "cli", "args", "grant_id", "cwd"}`, `secret` being `AGENTSKY_RUNNER_SECRET`. The runner
+//! `{"secret", "cli", "args", "grant_id", "cwd"}`. On Linux `secret` is empty: the runner asks the kernel
+//! who connected instead (`crate::turn`'s channel). Elsewhere it is `AGENTSKY_RUNNER_SECRET`. The runner
 //! answers with frames, each a tag byte, a 4-byte big-endian length and that many bytes: `o` stdout, `e`
 //! stderr, `x` the exit status as decimal text, always last. The shim writes nothing more; its socket
 //! closing (the shim was ended) ends the command.
@@ -15,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use std::io::{self, Read, Write};
 use std::path::PathBuf;
 
-/// Where the turn's channel listens, and the secret a request must carry (the agent's environment).
+/// Where the turn's channel listens, and (off Linux) the secret a request must carry.
 pub const SOCKET_ENV: &str = "AGENTSKY_RUNNER_SOCKET";
 pub const SECRET_ENV: &str = "AGENTSKY_RUNNER_SECRET";
 
@@ -25,6 +26,8 @@ pub const MAX_REQUEST_BYTES: u64 = 1024 * 1024;
 /// A shim's request: run `cli` (a provider CLI's name) with `args` in `cwd`, under `grant_id`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Request {
+    /// The turn's secret where the runner needs one (not on Linux, where it asks the kernel who called).
+    #[serde(default)]
     pub secret: String,
     pub cli: String,
     pub args: Vec<String>,

@@ -82,10 +82,16 @@ impl Registrations {
         self.runners.iter().find(|r| normalize_server(&r.server) == server && r.name == name)
     }
 
-    /// Adds or replaces the entry of `reg`'s server and name.
+    /// Every entry of this server and name (one per workspace it was registered in).
+    pub fn all(&self, server: &str, name: &str) -> Vec<&Registration> {
+        self.runners.iter().filter(|r| normalize_server(&r.server) == server && r.name == name).collect()
+    }
+
+    /// Adds or replaces the entry of `reg`'s server, name and workspace.
     pub fn put(&mut self, reg: Registration) {
         let server = normalize_server(&reg.server);
-        self.runners.retain(|r| !(normalize_server(&r.server) == server && r.name == reg.name));
+        self.runners
+            .retain(|r| !(normalize_server(&r.server) == server && r.name == reg.name && r.workspace == reg.workspace));
         self.runners.push(reg);
     }
 }
@@ -333,14 +339,15 @@ impl Client {
         let what = "POST /v1/runner/credential";
         let b = Self::check(self.short.post_json("/v1/runner/credential", Some(&self.token), &body), what)?.body;
         match b["kind"].as_str() {
-            Some("env") => Ok(GrantCredential::Env(
-                b["env"]
+            Some("env") => Ok(GrantCredential::Env {
+                vars: b["env"]
                     .as_object()
                     .into_iter()
                     .flatten()
                     .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
                     .collect(),
-            )),
+                ttl_s: b["ttl_s"].as_u64(),
+            }),
             Some("ssh") => match b["private_key"].as_str() {
                 Some(key) if !key.trim().is_empty() => {
                     Ok(GrantCredential::Ssh { private_key: key.to_owned(), ttl_s: b["ttl_s"].as_u64() })
@@ -378,8 +385,8 @@ impl Client {
 
 /// A grant's credential as the runner gets it for a command it runs.
 pub enum GrantCredential {
-    /// Variables for the command's environment.
-    Env(Vec<(String, String)>),
+    /// Variables for the command's environment, good for `ttl_s` seconds (the grant's time left).
+    Env { vars: Vec<(String, String)>, ttl_s: Option<u64> },
     /// A key for the turn's own ssh-agent, for `ttl_s` seconds.
     Ssh { private_key: String, ttl_s: Option<u64> },
 }
@@ -402,6 +409,19 @@ pub struct Job {
     /// `ssh_agent`: how long the key stays loaded (`ssh-add -t`); no limit when absent.
     #[serde(default)]
     pub ttl_s: Option<u64>,
+    /// `push`: the remote repository, the branch, the commit message and the commit agentsky last pushed
+    /// there (the new commit's parent; absent at the first push).
+    #[serde(default)]
+    pub url: Option<String>,
+    #[serde(default)]
+    pub branch: Option<String>,
+    #[serde(default)]
+    pub message: Option<String>,
+    #[serde(default)]
+    pub expected_head: Option<String>,
+    /// `grant_forget`: the revoked grant was an ssh key's (the turn's ssh-agent ends too).
+    #[serde(default)]
+    pub ssh: Option<bool>,
 }
 
 /// An answer of `POST /v1/runner/jobs`.
@@ -484,19 +504,57 @@ fn registration(
     out: &mut dyn Write,
 ) -> Result<Registration> {
     let mut regs = load_registrations(ctx)?;
-    let existing = regs
-        .find(server, name)
-        .filter(|r| !fresh && (opts.workspace.is_none() || r.workspace == opts.workspace))
-        .cloned();
+    let stored = config::load(ctx).unwrap_or_default();
+    let key = auth::key(ctx, &opts.auth, &stored, server).map(|(k, _)| k);
+    // The workspace this start is for: `--workspace`, else the key's own as the server says, so a key of
+    // another workspace never runs that workspace's turns under this one's registration.
+    let wanted = match (&opts.workspace, &key) {
+        (Some(w), _) => Some(w.clone()),
+        (None, Some(k)) => match auth::check_key(&Api::new(server), k) {
+            Ok(w) if w != "?" => Some(w),
+            Ok(_) => None,
+            Err(e) => {
+                say(out, &format!("sky runner: the key's workspace could not be checked ({e})"));
+                None
+            }
+        },
+        (None, None) => None,
+    };
+    let mine = regs.all(server, name);
+    let existing = match &wanted {
+        _ if fresh => None,
+        // An entry of an older sky does not say its workspace: it is taken as it is.
+        Some(w) => mine.iter().find(|r| r.workspace.as_deref() == Some(w.as_str()) || r.workspace.is_none()),
+        None if mine.len() > 1 => {
+            let places: Vec<&str> = mine.iter().map(|r| r.workspace.as_deref().unwrap_or("?")).collect();
+            return Err(Error::new(format!(
+                "\"{name}\" is registered on {server} in the workspaces {}; pick one with --workspace",
+                places.join(", ")
+            )));
+        }
+        None => mine.first(),
+    }
+    .map(|r| (*r).clone());
+    let elsewhere: Vec<String> =
+        mine.iter().filter_map(|r| r.workspace.clone()).filter(|w| wanted.as_ref().is_some_and(|x| x != w)).collect();
     let mut reg = match existing {
         Some(r) => r,
         None => {
-            let stored = config::load(ctx).unwrap_or_default();
-            let Some((key, _)) = auth::key(ctx, &opts.auth, &stored, server) else {
+            let Some(key) = key else {
                 return Err(Error::new(format!(
                     "sky runner registers with a workspace key first: sign in with `sky auth login --server {server}` (or pass --key / set AGENTSKY_API_KEY)"
                 )));
             };
+            if !fresh && !elsewhere.is_empty() {
+                say(
+                    out,
+                    &format!(
+                        "sky runner: \"{name}\" is registered in workspace {}, not in {} (this key's): registering it there too; the other registration stays for that workspace's key.",
+                        elsewhere.join(", "),
+                        wanted.as_deref().unwrap_or("?")
+                    ),
+                );
+            }
             let mut reg = register(&Api::new(server), &key, name, opts.workspace.as_deref())?;
             reg.command = regs.find(server, name).and_then(|r| r.command.clone());
             say(
@@ -515,7 +573,7 @@ fn registration(
     if let Some(c) = &opts.command {
         reg.command = Some(c.clone());
     }
-    if regs.find(server, name) != Some(&reg) {
+    if !regs.runners.contains(&reg) {
         regs.put(reg.clone());
         save_registrations(ctx, &regs)?;
     }
@@ -548,8 +606,9 @@ pub fn run(ctx: &Context, opts: &Options, out: &mut dyn Write) -> Result<()> {
     say(
         out,
         &format!(
-            "sky runner: \"{name}\" ({}) on {server} runs `{}` for each turn; waiting for turns{}.",
+            "sky runner: \"{name}\" ({}) in workspace {} on {server} runs `{}` for each turn; waiting for turns{}.",
             reg.runner_id,
+            reg.workspace.as_deref().unwrap_or("? (registered by an older sky)"),
             show_command(&turns.command),
             if opts.once { " (one, --once)" } else { "; Ctrl-C stops it" }
         ),

@@ -181,9 +181,9 @@ pub fn main(cli: &str, args: &[String]) -> i32 {
         .map_err(|why| (EXIT_REFUSED, why))
         .and_then(|target| obtain(&tools, &targets, target, &scopes, grants_file.as_deref(), &shown, &whole));
     #[cfg(unix)]
-    if let (Ok(grant_id), Some(socket), Some(secret)) =
-        (&obtained, var(crate::granted::SOCKET_ENV), var(crate::granted::SECRET_ENV))
-    {
+    if let (Ok(grant_id), Some(socket)) = (&obtained, var(crate::granted::SOCKET_ENV)) {
+        // Only where the runner cannot ask the kernel who is calling is there a secret to send.
+        let secret = var(crate::granted::SECRET_ENV).unwrap_or_default();
         return through_runner(Path::new(&socket), secret, cli, args, grant_id.clone());
     }
     match obtained.and_then(|grant_id| credential(&tools, &grant_id)) {

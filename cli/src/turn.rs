@@ -14,8 +14,9 @@
 //!   `sky mcp`, so coding agents find the eleven session tools), `AGENTSKY_SHIM_DIR`, first on `PATH`
 //!   (the provider CLI shims of [`crate::shim`]), `AGENTSKY_GRANTS_FILE` (the grant ids the shims and
 //!   `sky mcp` remember; the runner hands them to the session's next turn it runs), and
-//!   `AGENTSKY_RUNNER_SOCKET` and `AGENTSKY_RUNNER_SECRET` (the turn's granted-command channel, through
-//!   which the shims have the runner run the real CLIs: see [`granted`]). Its stdin is the message. Removed from the runner's environment ([`SCRUBBED_ENV`]): the runner's `AGENTSKY_API_KEY`
+//!   `AGENTSKY_RUNNER_SOCKET` (the turn's granted-command channel, through which the shims have the
+//!   runner run the real CLIs: see [`granted`]; only where the runner cannot ask the kernel who calls,
+//!   off Linux, `AGENTSKY_RUNNER_SECRET` too). Its stdin is the message. Removed from the runner's environment ([`SCRUBBED_ENV`]): the runner's `AGENTSKY_API_KEY`
 //!   and `AGENTSKY_URL`, and provider credentials (`VERCEL_TOKEN`, `GH_TOKEN`, `AWS_*` keys,
 //!   `SSH_AUTH_SOCK`, …): the agent gets those only through grants. (Logins in the runner user's home —
 //!   `~/.aws`, gh's config — stay readable to the agent: run runners as a user without them.)
@@ -63,13 +64,19 @@
 //!     with `ssh-add [-t <ttl_s>] -`: on its stdin, never on disk or in a log. → `{socket_path}` or
 //!     `{error}`. The agent is ended and its folder removed when the turn ends, however it ends. The ssh
 //!     shim of [`crate::shim`] hands that socket (which `get_credential` answers) to `ssh`.
-//!   - `ssh_forget` (a revoked ssh grant) ends the turn's ssh-agent, and its socket, with every key it
-//!     held; the next `ssh_agent` job starts a new one. → `{ok: true, ended}`.
+//!   - `push` (from `land`, when the task has a git remote) pushes the task's base to the remote with the
+//!     grant's token, on a thread of its own ([`push`]). → `{ok: true, head}` or `{ok: false, error}`.
+//!   - `grant_forget {grant_id, ssh}` (a revoked grant), handled as soon as it arrives, ahead of queued
+//!     jobs: every granted command running under that grant is ended, and for an ssh grant the turn's
+//!     ssh-agent ends with every key it held (the next `ssh_agent` job starts a new one). `ssh_forget`,
+//!     from older servers, ends the ssh-agent. → `{ok: true, commands_ended, agent_ended}`.
 //! - **Granted commands.** A Unix socket in an owner-only folder of its own under the runner's temp dir
-//!   (outside the turn's folder), served while the turn lasts: a shim's request carrying the turn's secret
-//!   has the runner fetch the grant's credential (`POST /v1/runner/credential`), run the real CLI from the
-//!   runner's own `PATH` with it, stream the output back, and report the exit status it saw (`POST
-//!   /v1/runner/commands`), the only deploy proof. Commands still going when the turn ends are ended.
+//!   (outside the turn's folder), served while the turn lasts: a shim's request (on Linux, from a process
+//!   the kernel says is this runner's `sky`, its user and its descendant) has the runner fetch the grant's
+//!   credential (`POST /v1/runner/credential`), run the real CLI from the runner's own `PATH` with it,
+//!   stream the output back, and report the exit status it saw (`POST /v1/runner/commands`), the only
+//!   deploy proof. Commands still going when the turn ends, when their grant is revoked or when it
+//!   expires are ended.
 //! - **Criteria.** When the command has exited on its own (not after a stop or a lost lease) and the files
 //!   are uploaded, `GET /v1/runner/criteria` (404: none) names the command criteria of the session's
 //!   standing goal. Each runs like a `run` job (600 s), one after another, the lease renewed meanwhile; a
@@ -85,6 +92,7 @@ mod folder;
 mod granted;
 mod jobs;
 mod outbox;
+mod push;
 mod refresh;
 mod ssh_agent;
 mod supervise;
@@ -356,9 +364,9 @@ impl TurnRunner {
         // granted commands and its ssh-agent end before its folder goes.
         let agent = ssh_agent::TurnAgent::default();
         #[cfg(unix)]
-        let _channel = match self.open_channel(turn, &dir, &agent) {
+        let channel = match self.open_channel(turn, &dir, &agent) {
             Ok(channel) => {
-                dir.granted = channel.env().into();
+                dir.granted = channel.env();
                 Some(channel)
             }
             Err(e) => {
@@ -387,6 +395,22 @@ impl TurnRunner {
             match rx.recv_timeout(until) {
                 Ok(Msg::Line(s, l)) => outbox.push(s, &l),
                 Ok(Msg::Closed) => open_streams -= 1,
+                // A revoked grant is acted on at once, not after the jobs before it.
+                Ok(Msg::Job(job)) if matches!(job.kind.as_str(), "grant_forget" | "ssh_forget") => {
+                    #[cfg(unix)]
+                    let ended = match (&channel, &job.grant_id) {
+                        (Some(c), Some(g)) => c.forget(g),
+                        _ => 0,
+                    };
+                    #[cfg(not(unix))]
+                    let ended = 0;
+                    // The ssh-agent goes with every key it held; the next ssh loads what is still granted.
+                    let agent = (job.kind == "ssh_forget" || job.ssh == Some(true)) && jobs.forget_agent();
+                    let result = json!({ "ok": true, "commands_ended": ended, "agent_ended": agent });
+                    if let Err(h) = self.report(lease, &job.job_id, &result, log) {
+                        return self.halt(running, h);
+                    }
+                }
                 Ok(Msg::Job(job)) => jobs.queue.push_back(job),
                 Ok(Msg::JobDone(id, result)) => {
                     jobs.running = None;
@@ -550,9 +574,11 @@ impl TurnRunner {
             let result = match job.kind.as_str() {
                 "sync" => self.sync(lease, &dir.work, baseline, last_renewal)?,
                 "ssh_agent" => self.ssh_agent_job(lease, &job, dir, jobs)?,
-                // A revoked grant: the agent goes with every key it held (the next ssh loads what is still
-                // granted into a new one).
-                "ssh_forget" => json!({ "ok": true, "ended": jobs.forget_agent() }),
+                "push" => {
+                    self.start_push(turn, &job, jobs);
+                    jobs.running = Some(job.job_id);
+                    continue;
+                }
                 "run" => match self.start_run(turn, dir, &job, jobs) {
                     Ok(()) => {
                         jobs.running = Some(job.job_id);

@@ -2,8 +2,9 @@
 //! the runner over the turn's channel, and the runner fetches the credential itself, runs the real CLI
 //! from its own `PATH` with the credential in that child's environment only, streams the output back and
 //! reports the exit status it saw (before the shim hears it). A CLI the agent puts on its own `PATH` is
-//! not what runs; a request without the turn's secret runs nothing; a shim that is ended ends its
-//! command; the channel's folder is gone with the turn.
+//! not what runs; on Linux only the runner's own `sky` may use the channel and the agent holds no secret
+//! for it; a shim that is ended ends its command, and so do a revoked or an expired grant; the channel's
+//! folder is gone with the turn.
 #![cfg(unix)]
 
 mod support;
@@ -22,6 +23,14 @@ const CREDENTIAL: &str = "vt-runner-fetched-42";
 /// runner's credential for `delete` is refused; with `ssh_key`, the project has an ssh target `box`, whose
 /// credential (asked for with every scope) is that key.
 fn server(ssh_key: Option<String>) -> StandIn {
+    server_with(ssh_key, None)
+}
+
+/// [`server`], whose env credential lasts `ttl_s`, and whose job poll hands out a `grant_forget` of
+/// `gr_new` once the agent has said `FORGET_NOW`.
+fn server_with(ssh_key: Option<String>, ttl_s: Option<u64>) -> StandIn {
+    let said = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let forgotten = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     StandIn::start(move |req| {
         let reply = |status: u16, v: Value| (status, "application/json", v.to_string());
         let body: Value = serde_json::from_str(&req.body).unwrap_or(Value::Null);
@@ -57,8 +66,20 @@ fn server(ssh_key: Option<String>) -> StandIn {
             ("GET", "/v1/runner/files") => reply(200, json!({"files": []})),
             ("POST", "/v1/runner/events") => {
                 let n = body["events"].as_array().map_or(0, Vec::len);
+                said.lock().unwrap().push_str(&body["events"].to_string());
                 reply(200, json!({"accepted": n, "stop": false}))
             }
+            ("POST", "/v1/runner/jobs") => {
+                std::thread::sleep(Duration::from_millis(100));
+                let due = said.lock().unwrap().contains("FORGET_NOW");
+                if due && !forgotten.swap(true, std::sync::atomic::Ordering::SeqCst) {
+                    let job =
+                        json!({"job_id": "job_forget", "kind": "grant_forget", "grant_id": "gr_new", "ssh": false});
+                    return reply(200, json!({"jobs": [job], "stop": false}));
+                }
+                reply(200, json!({"jobs": [], "stop": false}))
+            }
+            ("POST", "/v1/runner/jobs/result") => reply(200, json!({"ok": true})),
             ("POST", "/v1/runner/heartbeat") => reply(200, json!({"stop": false})),
             ("POST", "/v1/runner/credential") if body["scopes"] == json!(["delete"]) => reply(
                 403,
@@ -72,9 +93,10 @@ fn server(ssh_key: Option<String>) -> StandIn {
                     None => reply(403, json!({"error": {"code": "forbidden", "message": "no ssh target"}})),
                 }
             }
-            ("POST", "/v1/runner/credential") => {
-                reply(200, json!({"kind": "env", "env": {"VERCEL_TOKEN": CREDENTIAL}, "scopes": ["deploy"]}))
-            }
+            ("POST", "/v1/runner/credential") => reply(
+                200,
+                json!({"kind": "env", "env": {"VERCEL_TOKEN": CREDENTIAL}, "scopes": ["deploy"], "ttl_s": ttl_s}),
+            ),
             ("POST", "/v1/runner/commands") => reply(200, json!({"recorded": "command_ok", "proof": true})),
             _ => reply(404, json!({"error": {"code": "not_found", "message": "no route"}})),
         }
@@ -158,7 +180,10 @@ fn run(script: &str, tag: &str) -> (StandIn, Scratch, Outcome) {
 }
 
 fn run_with(script: &str, tag: &str, ssh_key: Option<String>) -> (StandIn, Scratch, Outcome) {
-    let srv = server(ssh_key);
+    run_on(server(ssh_key), script, tag)
+}
+
+fn run_on(srv: StandIn, script: &str, tag: &str) -> (StandIn, Scratch, Outcome) {
     let scratch = Scratch::new(tag);
     std::fs::create_dir_all(scratch.0.join("tmp")).unwrap();
     let r = runner(&srv.url, &scratch, script);
@@ -219,15 +244,76 @@ fn a_cli_the_agent_puts_on_its_path_is_not_what_the_runner_runs() {
     assert!(said.contains("vercel ran: deploy --prod") && !said.contains("fake vercel"), "{said}");
 }
 
+/// On Linux the agent holds no secret at all: the channel admits only what the kernel says is this
+/// runner's own `sky`, run by its user, descending from it. Anything else the agent runs that speaks the
+/// protocol is refused, and nothing runs.
+#[cfg(target_os = "linux")]
 #[test]
-fn a_request_without_the_turns_secret_runs_nothing() {
-    let (srv, _scratch, outcome) =
-        run("AGENTSKY_RUNNER_SECRET=guessed vercel deploy --prod; echo \"exit=$?\"", "granted-secret");
+fn only_the_runners_own_shim_may_use_the_channel_and_the_agent_holds_no_secret() {
+    if std::process::Command::new("python3").arg("-V").output().is_err() {
+        eprintln!("skipped: no python3 to play an impostor");
+        return;
+    }
+    let impostor = r#"import json, os, socket
+s = socket.socket(socket.AF_UNIX)
+s.connect(os.environ["AGENTSKY_RUNNER_SOCKET"])
+s.sendall(json.dumps({"secret": "", "cli": "vercel", "args": ["deploy", "--prod"], "grant_id": "gr_new", "cwd": os.getcwd()}).encode() + b"\n")
+data = b""
+while True:
+    chunk = s.recv(65536)
+    if not chunk:
+        break
+    data += chunk
+print("impostor heard:", data.decode("utf-8", "replace").replace("\x00", ""))
+"#;
+    let script = format!(
+        "python3 -c '{}'; vercel deploy --prod; echo \"exit=$?\"; \
+         echo \"agent env: $(env | grep -c RUNNER_SECRET) secret vars; socket ${{AGENTSKY_RUNNER_SOCKET:+set}}\"; \
+         grep -rl -- '{CREDENTIAL}' . \"$AGENTSKY_SHIM_DIR\" \"$(dirname \"$AGENTSKY_GRANTS_FILE\")\" 2>/dev/null | sed 's/^/credential in /'",
+        impostor.replace('\'', "'\\''")
+    );
+    let (srv, _scratch, outcome) = run(&script, "granted-peer");
     assert_eq!(outcome, Outcome::Completed);
     let said = said(&srv);
-    assert!(said.contains("exit=69") && said.contains("does not carry this turn's secret"), "{said}");
-    assert!(!said.contains("vercel ran"), "{said}");
-    assert!(bodies(&srv, "/v1/runner/credential").is_empty() && bodies(&srv, "/v1/runner/commands").is_empty());
+    assert!(said.contains("agent env: 0 secret vars; socket set"), "{said}");
+    assert!(!said.contains("credential in"), "the credential is in no file the agent can see: {said}");
+    assert!(said.contains("impostor heard:") && said.contains("is not agentsky's shim"), "{said}");
+    // The shim itself is admitted: the command ran once, through it.
+    assert_eq!(said.matches("vercel ran:").count(), 1, "{said}");
+    assert!(said.contains("exit=0"), "{said}");
+    assert_eq!(bodies(&srv, "/v1/runner/credential").len(), 1, "the impostor got no credential fetched");
+    assert_eq!(bodies(&srv, "/v1/runner/commands").len(), 1);
+}
+
+/// A revoked grant ends the command running under it at once (`grant_forget`), and an expiring grant ends
+/// it when its time is up: the runner holds no credential past its grant.
+#[test]
+fn a_revoked_or_expired_grant_ends_the_command_running_under_it() {
+    let slow =
+        "vercel deploy slow --prod & n=0; while [ ! -s slow.pid ] && [ $n -lt 100 ]; do n=$((n+1)); sleep 0.1; done; \
+                echo \"pid=$(cat slow.pid)\"";
+    let (srv, _scratch, outcome) = run_on(
+        server_with(None, None),
+        &format!("{slow}; echo FORGET_NOW; wait $!; echo \"shim=$?\""),
+        "granted-revoke",
+    );
+    assert_eq!(outcome, Outcome::Completed);
+    let heard = said(&srv);
+    assert!(heard.contains("was revoked: the command was ended"), "{heard}");
+    let results = bodies(&srv, "/v1/runner/jobs/result");
+    assert_eq!(results[0]["result"], json!({"ok": true, "commands_ended": 1, "agent_ended": false}), "{results:?}");
+    let reports = bodies(&srv, "/v1/runner/commands");
+    assert_eq!(reports.len(), 1, "{reports:?}");
+    assert_ne!(reports[0]["exit_code"], 0);
+
+    let started = std::time::Instant::now();
+    let (srv, _scratch, outcome) =
+        run_on(server_with(None, Some(1)), &format!("{slow}; wait $!; echo \"shim=$?\""), "granted-expire");
+    assert_eq!(outcome, Outcome::Completed);
+    let heard = said(&srv);
+    assert!(heard.contains("expired: the command was ended with it"), "{heard}");
+    assert!(started.elapsed() < Duration::from_secs(20), "ended long before its 30 s sleep");
+    assert_ne!(bodies(&srv, "/v1/runner/commands")[0]["exit_code"], 0);
 }
 
 #[test]

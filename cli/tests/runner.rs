@@ -4,8 +4,9 @@
 //! command's whole process group, and so does the runner's death (the supervisor's lifeline). Jobs from
 //! the server: `sync` uploads and refreshes mid-turn, `run` reports its status and masked output while the
 //! agent runs, `ssh_agent` serves a key from the turn's own agent, which ends with the turn; the goal's
-//! criteria run after the command and ride on the final post. The binary registers once, keeps its token
-//! private and reuses it and the command.
+//! criteria run after the command and ride on the final post; `push` commits the task's files to a bare
+//! repository and reports a moved branch or a declined push. The binary registers once, keeps its token
+//! private and reuses it and the command, and never reuses one workspace's registration for another's key.
 
 mod support;
 
@@ -428,6 +429,87 @@ fn sky_runner_registers_once_and_runs_a_turn() {
     assert_eq!(registered.load(Ordering::SeqCst), 1);
 }
 
+/// A runner registered in one workspace and started with another workspace's key does not run that
+/// workspace's turns under the first registration: it registers there too and says so; without a key it
+/// says which workspaces the name is registered in, and `--workspace` picks one.
+#[test]
+fn a_key_of_another_workspace_never_reuses_this_workspaces_registration() {
+    const KEY_A: &str = "ast_WorkspaceAda0123456789abcdefghijklmnop";
+    const KEY_B: &str = "ast_WorkspaceBob0123456789abcdefghijklmnop";
+    const TOKEN_A: &str = "srt_RunnerOfAda0123456789abcdefghijklmnopq";
+    const TOKEN_B: &str = "srt_RunnerOfBob0123456789abcdefghijklmnopq";
+    let claimed_by = Arc::new(Mutex::new(Vec::<String>::new()));
+    let claims = claimed_by.clone();
+    let srv = StandIn::start(move |req| {
+        let reply = |status: u16, v: Value| (status, "application/json", v.to_string());
+        let auth = req.header("authorization").map(|h| h.trim_start_matches("Bearer ").to_owned()).unwrap_or_default();
+        let (slug, token) = match auth.as_str() {
+            KEY_A | TOKEN_A => ("ada", TOKEN_A),
+            KEY_B | TOKEN_B => ("bob", TOKEN_B),
+            _ => return reply(401, json!({"error": {"code": "unauthorized", "message": "unknown"}})),
+        };
+        match (req.method.as_str(), req.url.split('?').next().unwrap()) {
+            ("GET", "/v1/workspaces") => reply(200, json!({"workspaces": [{"slug": slug, "is_current": true}]})),
+            ("POST", "/v1/runners") => {
+                reply(200, json!({"runner_id": format!("run_{slug}"), "token": token, "workspace": slug}))
+            }
+            ("POST", "/v1/runner/claim") => {
+                claims.lock().unwrap().push(slug.to_owned());
+                let base = req.header("host").map(|h| format!("http://{h}")).unwrap_or_default();
+                reply(
+                    200,
+                    json!({"lease_id": format!("lease_{slug}"), "attempt": 1, "session_id": "ses_w", "task_id": "ses_w",
+                        "message_id": "msg_w", "message": "hi", "history": [], "agent": {"name": "Coder", "model": "m"},
+                        "session_token": SESSION_TOKEN, "session_server": format!("{base}/v1/session/mcp")}),
+                )
+            }
+            ("GET", "/v1/runner/files") => reply(200, json!({"files": []})),
+            ("POST", "/v1/runner/events") => reply(200, json!({"accepted": 1, "stop": false})),
+            ("POST", "/v1/runner/heartbeat") => reply(200, json!({"stop": false})),
+            _ => reply(404, json!({"error": {"code": "not_found", "message": "no route"}})),
+        }
+    });
+    let home = Scratch::new("runner-workspaces");
+    let sky = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_sky"))
+            .args(["runner", "--server", &srv.url, "--name", "shared box", "--once"])
+            .args(args)
+            .env("HOME", &home.0)
+            .env_remove("XDG_CONFIG_HOME")
+            .env_remove("AGENTSKY_API_KEY")
+            .env_remove("AGENTSKY_URL")
+            .output()
+            .unwrap();
+        (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    let (code, said) = sky(&["--key", KEY_A, "--", "true"]);
+    assert_eq!(code, Some(0), "{said}");
+    assert!(said.contains("registered \"shared box\" (run_ada) in workspace ada"), "{said}");
+
+    let (code, said) = sky(&["--key", KEY_B]);
+    assert_eq!(code, Some(0), "{said}");
+    assert!(said.contains("is registered in workspace ada, not in bob (this key's)"), "{said}");
+    assert!(said.contains("(run_bob) in workspace bob on"), "{said}");
+    assert_eq!(*claimed_by.lock().unwrap(), ["ada", "bob"], "bob's key claimed with bob's registration");
+
+    // With a key again: each workspace's own registration, nothing registered anew.
+    let (code, said) = sky(&["--key", KEY_A]);
+    assert_eq!(code, Some(0), "{said}");
+    assert!(!said.contains("registered \"") && said.contains("(run_ada) in workspace ada on"), "{said}");
+
+    // Without a key it cannot tell which: it says so, and --workspace picks.
+    let (code, said) = sky(&[]);
+    assert_eq!(code, Some(1));
+    assert!(said.contains("registered on") && said.contains("ada, bob") && said.contains("--workspace"), "{said}");
+    let (code, said) = sky(&["--workspace", "bob"]);
+    assert_eq!(code, Some(0), "{said}");
+    assert!(said.contains("(run_bob) in workspace bob on"), "{said}");
+    assert_eq!(*claimed_by.lock().unwrap(), ["ada", "bob", "ada", "bob"]);
+    let regs: Value =
+        serde_json::from_str(&std::fs::read_to_string(home.0.join(".config/agentsky/runners.json")).unwrap()).unwrap();
+    assert_eq!(regs["runners"].as_array().unwrap().len(), 2, "{regs}");
+}
+
 /// A stand-in with the job channel: task files that PUTs change, `jobs` handed out (each once it is
 /// released by an event whose text contains its trigger) through a long poll, their results recorded
 /// and dropped into `mailbox/<job_id>.done` (the socket path, or the result) for the agent's script to
@@ -548,6 +630,13 @@ impl Face {
                     std::fs::rename(&tmp, f.mailbox.join(format!("{id}.done"))).unwrap();
                     reply(200, json!({"ok": true}))
                 }
+                ("POST", "/v1/runner/credential") => {
+                    assert_eq!(body["scopes"], json!(["write"]), "a push needs write");
+                    reply(
+                        200,
+                        json!({"kind": "env", "env": {"GIT_TOKEN": PUSH_TOKEN}, "scopes": ["write"], "ttl_s": 600}),
+                    )
+                }
                 ("POST", "/v1/runner/ssh-key") => match &f.ssh_key {
                     Some(k) => reply(200, json!({ "private_key": k })),
                     None => reply(403, json!({"error": {"code": "forbidden", "message": "no key for this job"}})),
@@ -561,6 +650,86 @@ impl Face {
         });
         (srv, face)
     }
+}
+
+/// The token a push job's grant gives.
+const PUSH_TOKEN: &str = "ghp_PushToken0123456789abcdefghijklmnopqr";
+
+fn git(dir: &std::path::Path, args: &[&str]) -> String {
+    let out = std::process::Command::new("git").arg("--git-dir").arg(dir).args(args).output().unwrap();
+    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+/// A `push` job: the task's files become one commit on the remote's branch, with the message `land`
+/// gave; a branch that moved since agentsky's last push is not overwritten (non-fast-forward), a push the
+/// remote declines says why, and the grant's token is in no answer.
+#[test]
+fn a_push_job_commits_the_task_to_a_bare_repository_and_reports_refusals() {
+    let mailbox = Scratch::new("jobs-push-box");
+    let repos = Scratch::new("jobs-push-repos");
+    let (remote, hooked) = (repos.0.join("remote.git"), repos.0.join("hooked.git"));
+    for bare in [&remote, &hooked] {
+        let made = std::process::Command::new("git").args(["init", "-q", "--bare"]).arg(bare).status().unwrap();
+        assert!(made.success());
+    }
+    let hook = hooked.join("hooks/pre-receive");
+    std::fs::write(
+        &hook,
+        "#!/bin/sh
+echo 'protected branch: pushes need review' >&2
+exit 1
+",
+    )
+    .unwrap();
+    std::fs::set_permissions(&hook, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let mut face = Face::new(&mailbox);
+    let job = |id: &str, url: &std::path::Path, expected: Value| {
+        json!({"job_id": id, "kind": "push", "url": url.display().to_string(), "branch": "main", "grant_id": "gr_git",
+            "message": format!("{id}: the landed work\n\nagentsky commit cmt_1"), "expected_head": expected})
+    };
+    face.jobs = vec![
+        ("ready1", job("push1", &remote, Value::Null)),
+        ("ready2", job("push2", &remote, json!("0".repeat(40)))),
+        ("ready3", job("push3", &hooked, Value::Null)),
+    ];
+    let (srv, face) = face.serve();
+    let scratch = Scratch::new("jobs-push");
+    let script = format!(
+        r#"{WAIT_FOR}
+        echo ready1; wait_for '{box}/push1.done'
+        echo ready2; wait_for '{box}/push2.done'
+        echo ready3; wait_for '{box}/push3.done'"#,
+        box = mailbox.0.display()
+    );
+    let r = runner(&srv.url, &scratch, &script);
+    let mut log = Vec::new();
+    let outcome = r.run_turn(&turn(&srv.url), &mut log).unwrap();
+    assert_eq!(outcome, Outcome::Completed, "{}", String::from_utf8_lossy(&log));
+
+    let first = face.result("push1");
+    assert_eq!(first["ok"], true, "{first}");
+    let head = first["head"].as_str().unwrap();
+    assert_eq!(git(&remote, &["rev-parse", "main"]), head);
+    assert_eq!(git(&remote, &["show", "main:input.txt"]), "from the task");
+    assert_eq!(git(&remote, &["show", "main:docs/keep.md"]), "kept");
+    assert_eq!(
+        git(&remote, &["log", "-1", "--format=%s%n%b", "main"]),
+        "push1: the landed work
+agentsky commit cmt_1"
+    );
+
+    let moved = face.result("push2");
+    assert_eq!(moved["ok"], false);
+    assert!(moved["error"].as_str().unwrap().contains("non-fast-forward"), "{moved}");
+    assert_eq!(git(&remote, &["rev-parse", "main"]), head, "the remote's branch is untouched");
+
+    let declined = face.result("push3");
+    assert_eq!(declined["ok"], false);
+    assert!(declined["error"].as_str().unwrap().contains("protected branch: pushes need review"), "{declined}");
+    let all = face.results.lock().unwrap();
+    assert!(!format!("{all:?}").contains(PUSH_TOKEN), "{all:?}");
+    assert!(!String::from_utf8_lossy(&log).contains(PUSH_TOKEN));
 }
 
 /// A shell function for agent scripts: waits (up to 20 s) for a file.
@@ -714,7 +883,7 @@ fn an_ssh_agent_job_serves_the_key_from_the_turns_own_agent_which_ends_with_the_
     face.jobs = vec![
         ("ready", json!({"job_id": "ssh1", "kind": "ssh_agent", "grant_id": "gr_1", "ttl_s": 60})),
         ("again", json!({"job_id": "ssh2", "kind": "ssh_agent", "grant_id": "gr_1", "ttl_s": 60})),
-        ("forget", json!({"job_id": "f1", "kind": "ssh_forget", "grant_id": "gr_1"})),
+        ("forget", json!({"job_id": "f1", "kind": "grant_forget", "grant_id": "gr_1", "ssh": true})),
     ];
     face.ssh_key = Some(private_key.clone());
     let (srv, face) = face.serve();
@@ -749,14 +918,14 @@ fn an_ssh_agent_job_serves_the_key_from_the_turns_own_agent_which_ends_with_the_
         .collect();
     assert_eq!(agents.len(), 1, "one ssh-agent for the turn");
     std::fs::write(mailbox.0.join("go"), "").unwrap();
-    // A second key loads into the same agent; a revoked grant (ssh_forget) ends it mid-turn.
+    // A second key loads into the same agent; a revoked ssh grant (grant_forget) ends it mid-turn.
     let forgotten = mailbox.0.join("f1.done");
     let deadline = Instant::now() + Duration::from_secs(20);
     while !forgotten.exists() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(50));
     }
     assert_eq!(face.result("ssh2")["socket_path"], socket.to_string_lossy().as_ref(), "the same agent");
-    assert_eq!(face.result("f1"), json!({"ok": true, "ended": true}));
+    assert_eq!(face.result("f1"), json!({"ok": true, "commands_ended": 0, "agent_ended": true}));
     let deadline = Instant::now() + Duration::from_secs(5);
     while alive(&agents[0]) && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(50));

@@ -304,6 +304,9 @@ pub async fn land(a: &CallingSession<'_>, p: Land) -> Result<Value, ToolError> {
     stmts.push(store::lanes::sync_lane_base(&me.session_id, &me.task_id));
     db.batch(stmts).await.map_err(internal)?;
     steps.push(format!("merge into base: {} file(s) as {commit}", files.len()));
-    steps.push("push: the task's base folder is the record; no remote is configured".into());
-    Ok(json!({ "landed": true, "commit": commit, "pushed": false, "steps": steps, "reason": null }))
+    let pushed = super::pushing::push(a, &commit, &p.summary, &mut steps).await?;
+    Ok(json!({
+        "landed": true, "commit": commit, "pushed": pushed.pushed, "remoteHead": pushed.head, "steps": steps,
+        "reason": pushed.reason,
+    }))
 }

@@ -9,6 +9,7 @@ mod access;
 mod asking;
 mod landing;
 mod peers;
+mod pushing;
 
 use crate::cx::Cx;
 use crate::error::{ApiError, Code};

@@ -78,7 +78,7 @@ pub async fn ask(cx: &Cx<'_>, session: &SessionRow, kind: &str, spec: Value, wai
     Ok(Asked::NoAnswer(format!("the runner did not answer within {} s", wait_ms / 1000)))
 }
 
-/// Gives a job to the runner of each turn in `leases` without waiting for answers (`ssh_forget`).
+/// Gives a job to the runner of each turn in `leases` without waiting for answers (`grant_forget`).
 pub async fn tell(cx: &Cx<'_>, leases: &[TurnRow], kind: &str, spec: Value) -> Result<(), ApiError> {
     for turn in leases {
         give(cx, turn, kind, &spec).await?;

@@ -577,12 +577,11 @@ pub async fn revoke_grant(cx: &Cx<'_>, p: RevokeGrant) -> Result<GrantRevoked, A
         ..store::audit::Entry::grant(&g, &g.session_id, "revoked", &by, cx.now_ms)
     };
     store::audit::record(db, &entry).await?;
-    // An ssh key may sit in the ssh-agent of a runner turn it served: those agents end now.
-    let c = store::connectors::get(db, &g.connector_id).await?;
-    if c.is_some_and(|c| c.provider == "ssh") {
-        let session = (!g.persistent).then_some(g.session_id.as_str());
-        let leases = store::runners::live_leases(db, &w.workspace_id, session, cx.now_ms).await?;
-        crate::domain::jobs::tell(cx, &leases, "ssh_forget", json!({ "grant_id": g.grant_id })).await?;
-    }
+    // A runner may hold the grant's credential now: in a command it runs for a shim (ended now) or, for an
+    // ssh key, in its turn's ssh-agent (which ends with every key it held).
+    let ssh = store::connectors::get(db, &g.connector_id).await?.is_some_and(|c| c.provider == "ssh");
+    let session = (!g.persistent).then_some(g.session_id.as_str());
+    let leases = store::runners::live_leases(db, &w.workspace_id, session, cx.now_ms).await?;
+    crate::domain::jobs::tell(cx, &leases, "grant_forget", json!({ "grant_id": g.grant_id, "ssh": ssh })).await?;
     Ok(GrantRevoked { grant_id: p.grant_id, revoked: true })
 }

@@ -22,6 +22,7 @@ pub mod members;
 pub mod memory;
 pub mod prompts;
 pub mod records;
+pub mod remotes;
 pub mod requests;
 pub mod resources;
 pub mod routines;
@@ -510,6 +511,19 @@ operations! {
     get_task(tasks::GetTask) -> tasks::TaskDetail {
         title: "Get a task", group: Tasks, scope: Read, tool: true,
         http: GET "/v1/tasks/{task_id}", hints: READ_ONLY, run: tasks::get
+    }
+
+    /// Where `land` pushes a task's landed work: a git repository (`https://`, or a path on the runner's
+    /// machine), a branch, and the connector whose grant pushes. `url: null` removes it.
+    set_task_remote(remotes::SetTaskRemote) -> remotes::TaskRemote {
+        title: "Set a task's git remote", group: Tasks, scope: Write, tool: true,
+        http: PUT "/v1/tasks/{task_id}/remote", hints: UPDATES, run: remotes::set
+    }
+
+    /// A task's git remote and the commit agentsky last pushed there.
+    get_task_remote(remotes::GetTaskRemote) -> remotes::TaskRemote {
+        title: "Get a task's git remote", group: Tasks, scope: Read, tool: true,
+        http: GET "/v1/tasks/{task_id}/remote", hints: READ_ONLY, run: remotes::get
     }
 
     /// Cap what all of a task's sessions may spend together, in cents (`null` removes the cap).

@@ -5,6 +5,7 @@ pub mod cron;
 pub mod cursor;
 pub mod fingerprint;
 pub mod fulltext;
+pub mod git_remote;
 pub mod hmac;
 pub mod html;
 pub mod ids;

@@ -21,8 +21,12 @@
 //! agent, its shims and the runner run as the same OS user, so an agent set on forging can read the
 //! runner's token from its registrations file or its memory, or replace a CLI on the runner's `PATH` if
 //! that user can write there. Run agents as another user or in a sandbox where that matters; the
-//! per-turn channel secret keeps other users and other turns off the channel, not the agent itself,
-//! which through the channel can only have the runner run a real CLI under a grant it already holds.
+//! channel's peer check (the kernel's word that the caller is the runner's own `sky`, descending from
+//! it) keeps other users, other programs and other turns off the channel, not an agent set on it, which
+//! through the channel can only have the runner run a real CLI under a grant it already holds.
+//!
+//! The env credential's answer carries `ttl_s`, the grant's time left: the runner ends the command then.
+//! A revoked grant is sent to the runners holding it as a `grant_forget` job, which ends its commands.
 
 use super::{body, leased, ok};
 use crate::cx::Cx;
@@ -90,7 +94,11 @@ pub async fn credential(cx: &Cx<'_>, runner: &RunnerRow, req: &HttpRequest) -> R
         .ok_or_else(|| ApiError::new(Code::Forbidden, "the target's credentials cannot be opened; reconnect it"))?;
     let scopes: Vec<&str> = g.scopes.split(' ').collect();
     let (action, answer) = match cred {
-        Credential::Env { env } => ("get_credential", json!({ "kind": "env", "env": env, "scopes": scopes })),
+        // `ttl_s`: the grant's time left; the runner ends the command when it runs out.
+        Credential::Env { env } => (
+            "get_credential",
+            json!({ "kind": "env", "env": env, "scopes": scopes, "ttl_s": g.expires_ms.map(|e| ((e - cx.now_ms) / 1000).max(1)) }),
+        ),
         Credential::Ssh { private_key } => (
             "ssh_key_loaded",
             json!({ "kind": "ssh", "private_key": private_key, "ttl_s": ssh_hold_s(&g, cx.now_ms), "scopes": scopes }),

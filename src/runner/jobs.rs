@@ -7,8 +7,9 @@
 //!   the lease's jobs without a result and not in `seen`, waiting (woken, not polled) up to 25 s for one;
 //! - `POST /v1/runner/jobs/result {lease_id, job_id, result}` → the result, written once;
 //! - `POST /v1/runner/ssh-key {lease_id, job_id}` → `{private_key}` of an `ssh_agent` job's live grant,
-//!   handed out once, recorded in the audit log; an `ssh_forget` job (a revoked ssh grant) ends the
-//!   turn's ssh-agent with every key it held;
+//!   handed out once, recorded in the audit log; a `grant_forget` job (a revoked grant) ends the commands
+//!   the runner runs under that grant and, for an ssh grant, the turn's ssh-agent with every key it held;
+//!   a `push` job (from `land`) pushes the task's base to its git remote (`crate::agent` `pushing`);
 //! - `GET /v1/runner/criteria?lease_id=` → `{commands}`: the standing goal's command criteria, which the
 //!   runner runs at the turn's end and reports with its final events (`checks`).
 //!

@@ -23,6 +23,7 @@ pub mod oauth;
 pub mod proofs;
 pub mod receipts;
 pub mod records;
+pub mod remotes;
 pub mod requests;
 pub mod routines;
 pub mod runners;

@@ -78,6 +78,7 @@ fi
 step "sky CLI: device sign-in, npx setup (tests/e2e/cli.sh)" bash tests/e2e/cli.sh
 step "sky approvals and a request's life (tests/e2e/approvals.sh)" bash tests/e2e/approvals.sh
 step "sky runner: a script agent's turns, a killed runner's turn re-claimed (tests/e2e/runner.sh)" bash tests/e2e/runner.sh
+step "land pushes to a git remote; a shim deploy's credential stays with the runner (tests/e2e/push.sh)" bash tests/e2e/push.sh
 
 if [ ${#failed[@]} -gt 0 ]; then
   echo "e2e: failed: ${failed[*]} (server log: $state/logs/wrangler-dev.log)" >&2

@@ -274,3 +274,35 @@ fn the_audit_log_keeps_command_lines_with_their_secrets_replaced() {
     }
     assert!(!details.iter().any(|d| d.contains("s3cr3t") || d.contains("3f9a1c0b7d2e4f6a8b9c")), "{details:?}");
 }
+
+/// A credential the runner holds ends with its grant: the answer says how long the grant has left (the
+/// runner ends the command then), and a revocation is sent to the runner at once (`grant_forget`), which
+/// ends the commands it runs under it; the credential is refused from then on.
+#[test]
+fn revoking_a_grant_tells_the_runner_holding_its_credential_at_once() {
+    let app = TestApp::with_secrets();
+    let t = turn(&app);
+    let g = app.agent_ok(&t.agent, "request_access", json!({"target": "web", "scope": ["deploy"], "reason": "ship"}));
+    let id = g["grantId"].as_str().unwrap().to_owned();
+    let ask = || {
+        let body = json!({"lease_id": t.lease, "grant_id": id, "scopes": ["deploy"]});
+        app.send(runner_request(&t.runner, "POST", "/v1/runner/credential", body))
+    };
+    let cred = ask().json_body();
+    match g["expiresAt"].as_i64() {
+        Some(at) => {
+            let ttl = cred["ttl_s"].as_i64().unwrap_or_default();
+            assert!(ttl >= 1 && ttl <= (at - app.now_ms.get()) / 1000 + 1, "{cred} for {g}");
+        }
+        None => assert!(cred["ttl_s"].is_null(), "{cred}"),
+    }
+    assert_eq!(app.request("DELETE", &format!("/v1/grants/{id}"), Some(&t.ada.key), None).status, 200);
+    let poll = json!({"lease_id": t.lease});
+    let jobs = app.send(runner_request(&t.runner, "POST", "/v1/runner/jobs", poll)).json_body();
+    let forget: Vec<&Value> = jobs["jobs"].as_array().unwrap().iter().filter(|j| j["kind"] == "grant_forget").collect();
+    assert_eq!(forget.len(), 1, "{jobs}");
+    assert_eq!((forget[0]["grant_id"].as_str(), forget[0]["ssh"].as_bool()), (Some(id.as_str()), Some(false)));
+    let refused = ask();
+    assert_eq!(refused.status, 403);
+    assert!(refused.json_body()["error"]["message"].as_str().unwrap().contains("not active"));
+}

@@ -29,6 +29,7 @@ mod oauth;
 mod operator;
 mod params;
 mod records;
+mod remotes;
 mod requests;
 mod routines;
 mod runner_jobs;

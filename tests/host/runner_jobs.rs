@@ -12,16 +12,16 @@ use std::rc::Rc;
 const SSH_KEY: &str = "-----BEGIN OPENSSH PRIVATE KEY-----\ntest-key-material\n-----END OPENSSH PRIVATE KEY-----\n";
 
 /// A runner agent's session in a task with lanes, its turn claimed by a runner.
-struct Claimed {
-    ada: Account,
-    runner: String,
-    sid: String,
-    lease: String,
+pub(crate) struct Claimed {
+    pub ada: Account,
+    pub runner: String,
+    pub sid: String,
+    pub lease: String,
     /// The agent's session token, as the runner hands it to the agent.
-    agent: String,
+    pub agent: String,
 }
 
-fn claimed(app: &TestApp) -> Claimed {
+pub(crate) fn claimed(app: &TestApp) -> Claimed {
     let ada = app.signup("Ada", "ada@example.com");
     let runner = app.request("POST", "/v1/runners", Some(&ada.key), Some(json!({"name": "laptop"}))).json_body()
         ["token"]
@@ -50,11 +50,11 @@ fn claimed(app: &TestApp) -> Claimed {
 }
 
 /// What the test's runner does with each job; it returns the job's result (or `None`: no answer).
-type Worker = Rc<dyn Fn(&HostSessions, &Value) -> LocalBoxFuture<'static, Option<Value>>>;
+pub(crate) type Worker = Rc<dyn Fn(&HostSessions, &Value) -> LocalBoxFuture<'static, Option<Value>>>;
 
 /// Installs a runner that, whenever a call waits on a job, polls its jobs and answers them with `work`;
 /// returns the jobs it saw.
-fn runner_answers(app: &TestApp, c: &Claimed, work: Worker) -> Rc<RefCell<Vec<Value>>> {
+pub(crate) fn runner_answers(app: &TestApp, c: &Claimed, work: Worker) -> Rc<RefCell<Vec<Value>>> {
     let seen = Rc::new(RefCell::new(Vec::new()));
     let (token, lease, log) = (c.runner.clone(), c.lease.clone(), seen.clone());
     *app.sessions.on_wait.borrow_mut() = Some(Rc::new(move |sessions: HostSessions, key: String| {
@@ -206,14 +206,16 @@ fn an_ssh_grant_is_served_as_the_runners_agent_socket_and_its_key_only_to_the_ru
         audit["entries"].as_array().unwrap().iter().map(|e| e["action"].as_str().unwrap()).collect();
     assert!(actions.contains(&"ssh_key_loaded") && actions.contains(&"get_credential"), "{actions:?}");
 
-    // Revoked: the runner is told to end the turn's ssh-agent, and the credential is refused.
+    // Revoked: the runner is told to end what it holds of the grant (the turn's ssh-agent), and the
+    // credential is refused.
     *app.sessions.on_wait.borrow_mut() = None;
     let id = grant["grantId"].as_str().unwrap();
     assert_eq!(app.request("DELETE", &format!("/v1/grants/{id}"), Some(&c.ada.key), None).status, 200);
     let poll = json!({"lease_id": c.lease});
     let jobs = app.send(runner_request(&c.runner, "POST", "/v1/runner/jobs", poll)).json_body();
     let kinds: Vec<&str> = jobs["jobs"].as_array().unwrap().iter().map(|j| j["kind"].as_str().unwrap()).collect();
-    assert_eq!(kinds, ["ssh_forget"], "{jobs}");
+    assert_eq!(kinds, ["grant_forget"], "{jobs}");
+    assert_eq!((jobs["jobs"][0]["grant_id"].as_str(), jobs["jobs"][0]["ssh"].as_bool()), (Some(id), Some(true)));
     assert!(app.agent_err(&c.agent, "get_credential", json!({"grantId": id})).contains("not active"));
 
     // Once the turn is over there is no runner to hold an agent: refused, clearly.

@@ -49,6 +49,10 @@ const BEYOND_THE_CONTRACT: &[&str] = &[
     "list_skills",
     "get_skill",
     "delete_skill",
+    // Where `land` pushes a task's work (issue 17): the contract's `land` has a `pushed` field, and this
+    // is how a chat client points it at a repository.
+    "set_task_remote",
+    "get_task_remote",
 ];
 
 #[test]

@@ -2,8 +2,11 @@
 //! commands it runs on its shims' behalf.
 //!
 //! The channel is a Unix socket in an owner-only folder of its own under the runner's scratch folder,
-//! outside the turn's folder, made when the turn starts and removed when it ends. A request must carry the
-//! turn's secret (compared in constant time); it names a provider CLI, its arguments, a working folder
+//! outside the turn's folder, made when the turn starts and removed when it ends. Who may use it: on
+//! Linux, a process the kernel (`SO_PEERCRED`) says runs as the runner's user, runs the runner's own `sky`
+//! (the same file) and descends from the runner process ([`admit`]); the agent's environment then holds
+//! only the socket's path. Elsewhere a request must carry the turn's secret (compared in constant time),
+//! which the agent's environment holds. A request names a provider CLI, its arguments, a working folder
 //! and a grant. The runner then, itself:
 //! 1. finds the real CLI on its own `PATH` (never the agent's, and never the shim folder): a CLI the agent
 //!    put on its own `PATH` is not what runs;
@@ -13,14 +16,20 @@
 //! 3. runs the CLI under a supervisor (so it dies with the runner), in the requested folder, with the
 //!    runner's `PATH` and the turn's environment plus the credential, in that child's environment only;
 //!    stdin is empty (pass `--yes` and the like); stdout and stderr stream back to the shim as they come;
-//! 4. watches it exit — or ends it when the shim goes away or the turn ends — and reports the argv and
-//!    the exit status it observed (`POST /v1/runner/commands`) before the shim hears it, so a
-//!    `remember_command` that follows finds its proof; then tells the shim.
+//! 4. watches it exit — or ends it when the shim goes away, the turn ends, the grant is revoked
+//!    ([`Channel::forget`]) or the grant's time runs out (`ttl_s`) — and reports the argv and the exit
+//!    status it observed (`POST /v1/runner/commands`) before the shim hears it, so a `remember_command`
+//!    that follows finds its proof; then tells the shim.
 //!
-//! The agent, its shims and the runner run as one OS user, so the secret (which the shims need, in the
-//! agent's environment) keeps other users (the folder is 0700) and other turns off the channel, not the
-//! agent: through it an agent can only have the runner run a real provider CLI under a grant it holds,
-//! which is what its shims do anyway. The server's `src/runner/granted.rs` says what the proof is worth.
+//! **What the peer check is worth.** The agent, its shims and the runner run as one OS user. The check
+//! keeps other users, other programs the agent writes (a script speaking the protocol) and leftovers of
+//! earlier turns (reparented away from the runner) off the channel, and leaves nothing secret in the
+//! agent's environment, files or transcript. It does not stop an agent that runs `sky shim …` itself
+//! (which is what its shims do anyway), that injects code into a `sky` it starts (`LD_PRELOAD`, ptrace),
+//! or that reads a running CLI's environment through `/proc/<pid>/environ`, which the same user may: the
+//! credential lives in that child for as long as it runs. Through the channel an agent can only have the
+//! runner run a real provider CLI under a grant it holds. The server's `src/runner/granted.rs` says what
+//! the proof is worth.
 
 use super::command::wait_for;
 use super::ssh_agent::TurnAgent;
@@ -71,8 +80,14 @@ pub(in crate::turn) struct Channel {
     over: Arc<AtomicBool>,
     /// Connections being served.
     busy: Arc<AtomicUsize>,
+    /// The commands going, by the grant each runs under: ended when that grant is revoked.
+    going: Going,
     grace: Duration,
 }
+
+/// The commands going and the grant each runs under, with what ends each.
+/// Each: the grant, what ends the command, and whether a revocation did.
+type Going = Arc<Mutex<Vec<(String, Arc<AtomicBool>, Arc<AtomicBool>)>>>;
 
 impl Channel {
     /// Opens a channel in a new owner-only folder under `scratch` (outside the turn's folder) and serves
@@ -95,13 +110,31 @@ impl Channel {
         })();
         let (secret, listener) = opened?;
         let (over, busy, grace) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicUsize::new(0)), runs.grace);
-        serve(listener, Arc::new(runs), secret.clone(), over.clone(), busy.clone());
-        Ok(Self { _dir: dir, socket, secret, over, busy, grace })
+        let going = Going::default();
+        serve(listener, Arc::new(runs), secret.clone(), over.clone(), busy.clone(), going.clone());
+        Ok(Self { _dir: dir, socket, secret, over, busy, going, grace })
+    }
+
+    /// Ends every command going under `grant_id` (it was revoked): how many there were.
+    pub fn forget(&self, grant_id: &str) -> usize {
+        let going = self.going.lock().unwrap_or_else(|e| e.into_inner());
+        let ended: Vec<_> = going.iter().filter(|(g, _, _)| g == grant_id).collect();
+        for (_, cancel, revoked) in &ended {
+            revoked.store(true, Ordering::SeqCst);
+            cancel.store(true, Ordering::SeqCst);
+        }
+        ended.len()
     }
 
     /// The variables that point the turn's shims at this channel.
-    pub fn env(&self) -> [(String, OsString); 2] {
-        [(SOCKET_ENV.into(), self.socket.clone().into()), (SECRET_ENV.into(), self.secret.clone().into())]
+    /// On Linux only the socket's path: the kernel's word on the caller ([`admit`]) replaces a secret the
+    /// agent's environment would hold. Elsewhere the secret too.
+    pub fn env(&self) -> Vec<(String, OsString)> {
+        let mut env = vec![(SOCKET_ENV.into(), self.socket.clone().into())];
+        if !cfg!(target_os = "linux") {
+            env.push((SECRET_ENV.into(), self.secret.clone().into()));
+        }
+        env
     }
 }
 
@@ -118,15 +151,23 @@ impl Drop for Channel {
 }
 
 /// Accepts connections until `over`, each served on a thread of its own.
-fn serve(listener: UnixListener, runs: Arc<Runs>, secret: String, over: Arc<AtomicBool>, busy: Arc<AtomicUsize>) {
+fn serve(
+    listener: UnixListener,
+    runs: Arc<Runs>,
+    secret: String,
+    over: Arc<AtomicBool>,
+    busy: Arc<AtomicUsize>,
+    going: Going,
+) {
     std::thread::spawn(move || {
         while !over.load(Ordering::SeqCst) {
             match listener.accept() {
                 Ok((stream, _)) => {
                     let (runs, secret, over, busy) = (runs.clone(), secret.clone(), over.clone(), busy.clone());
+                    let going = going.clone();
                     busy.fetch_add(1, Ordering::SeqCst);
                     std::thread::spawn(move || {
-                        answer(&runs, &secret, &over, stream);
+                        answer(&runs, &secret, &over, &going, stream);
                         busy.fetch_sub(1, Ordering::SeqCst);
                     });
                 }
@@ -154,7 +195,7 @@ impl Shim {
 }
 
 /// Serves one connection: checks the request, runs it, and ends with its exit status.
-fn answer(runs: &Runs, secret: &str, over: &Arc<AtomicBool>, stream: UnixStream) {
+fn answer(runs: &Runs, secret: &str, over: &Arc<AtomicBool>, going: &Going, stream: UnixStream) {
     let (Ok(()), Ok(reading)) = (stream.set_nonblocking(false), stream.try_clone()) else { return };
     let _ = reading.set_read_timeout(Some(REQUEST_WAIT));
     let mut reading = BufReader::new(reading);
@@ -162,14 +203,70 @@ fn answer(runs: &Runs, secret: &str, over: &Arc<AtomicBool>, stream: UnixStream)
     let read = (&mut reading).take(MAX_REQUEST_BYTES).read_until(b'\n', &mut line);
     let shim = Shim(Arc::new(Mutex::new(stream)));
     let request = read.ok().and_then(|_| serde_json::from_slice::<Request>(&line).ok());
-    let code = match request {
-        None => refuse(&shim, EXIT_REFUSED, "the request could not be read"),
-        Some(r) if !same_secret(&r.secret, secret) => {
+    let code = match (request, admit(&shim, &runs.sky_exe, secret)) {
+        (_, Err(why)) => refuse(&shim, EXIT_REFUSED, &format!("{why}; nothing was run")),
+        (None, _) => refuse(&shim, EXIT_REFUSED, "the request could not be read"),
+        (Some(r), Ok(())) if !cfg!(target_os = "linux") && !same_secret(&r.secret, secret) => {
             refuse(&shim, EXIT_REFUSED, "the request does not carry this turn's secret; nothing was run")
         }
-        Some(r) => run(runs, &r, over, reading.into_inner(), &shim),
+        (Some(r), Ok(())) => run(runs, &r, over, going, reading.into_inner(), &shim),
     };
     shim.send(&Frame::Exit(code));
+}
+
+/// Who may use the channel, on the kernel's word about the connecting process (`SO_PEERCRED`): this
+/// runner's user, running this `sky` (the same file: device and inode), and a descendant of this runner
+/// process (a turn's command or its children; one turn runs at a time, each with its own socket). Nothing
+/// secret is in the agent's environment, files or transcript.
+#[cfg(target_os = "linux")]
+fn admit(shim: &Shim, sky_exe: &Path, _secret: &str) -> Result<(), String> {
+    use std::os::unix::fs::MetadataExt;
+    let stream = shim.0.lock().unwrap_or_else(|e| e.into_inner());
+    let peer = rustix::net::sockopt::socket_peercred(&*stream)
+        .map_err(|e| format!("the caller's credentials cannot be read ({e})"))?;
+    drop(stream);
+    if peer.uid != rustix::process::getuid() {
+        return Err("the caller runs as another user".into());
+    }
+    let pid = peer.pid.as_raw_nonzero().get();
+    let not_shim = || "the caller is not agentsky's shim (this runner's `sky`)".to_owned();
+    let exe = std::fs::metadata(format!("/proc/{pid}/exe")).map_err(|_| not_shim())?;
+    let sky = std::fs::metadata(sky_exe).map_err(|e| format!("the runner's own `sky` cannot be read ({e})"))?;
+    if (exe.dev(), exe.ino()) != (sky.dev(), sky.ino()) {
+        return Err(not_shim());
+    }
+    if !descends_from(pid, std::process::id() as i32) {
+        return Err("the caller is not a process of this runner's turn".into());
+    }
+    Ok(())
+}
+
+/// Elsewhere the request's secret decides (checked by the caller).
+#[cfg(not(target_os = "linux"))]
+fn admit(_shim: &Shim, _sky_exe: &Path, _secret: &str) -> Result<(), String> {
+    Ok(())
+}
+
+/// Whether `pid` is `ancestor` or one of its descendants, by the parents `/proc` gives.
+#[cfg(target_os = "linux")]
+fn descends_from(pid: i32, ancestor: i32) -> bool {
+    let mut p = pid;
+    for _ in 0..4096 {
+        if p == ancestor {
+            return true;
+        }
+        if p <= 1 {
+            return false;
+        }
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{p}/stat")) else { return false };
+        // `pid (comm) state ppid …`; comm may hold spaces and parentheses.
+        let ppid = stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().nth(1)?.parse().ok());
+        match ppid {
+            Some(next) => p = next,
+            None => return false,
+        }
+    }
+    false
 }
 
 fn refuse(shim: &Shim, code: i32, why: &str) -> i32 {
@@ -178,7 +275,7 @@ fn refuse(shim: &Shim, code: i32, why: &str) -> i32 {
 }
 
 /// Runs a checked request to its end; its exit status.
-fn run(runs: &Runs, r: &Request, over: &Arc<AtomicBool>, reading: UnixStream, shim: &Shim) -> i32 {
+fn run(runs: &Runs, r: &Request, over: &Arc<AtomicBool>, going: &Going, reading: UnixStream, shim: &Shim) -> i32 {
     if !shim::SHIMS.iter().any(|(cli, _)| *cli == r.cli) {
         return refuse(shim, EXIT_REFUSED, &format!("`{}` is not a provider CLI the runner runs", r.cli));
     }
@@ -192,11 +289,11 @@ fn run(runs: &Runs, r: &Request, over: &Arc<AtomicBool>, reading: UnixStream, sh
         Need::Local => vec![],
         Need::Access { scopes, .. } => scopes,
     };
-    let vars = match runs.client.credential(&runs.lease, &r.grant_id, &scopes) {
-        Ok(GrantCredential::Env(vars)) => vars,
+    let (vars, ttl_s) = match runs.client.credential(&runs.lease, &r.grant_id, &scopes) {
+        Ok(GrantCredential::Env { vars, ttl_s }) => (vars, ttl_s),
         Ok(GrantCredential::Ssh { private_key, ttl_s }) => {
             match runs.agent.load(&runs.sky_exe, runs.path.as_ref(), &runs.meta, &private_key, ttl_s) {
-                Ok(socket) => vec![("SSH_AUTH_SOCK".to_owned(), socket.to_string_lossy().into_owned())],
+                Ok(socket) => (vec![("SSH_AUTH_SOCK".to_owned(), socket.to_string_lossy().into_owned())], ttl_s),
                 Err(why) => return refuse(shim, EXIT_REFUSED, &format!("the key could not be loaded: {why}")),
             }
         }
@@ -230,11 +327,25 @@ fn run(runs: &Runs, r: &Request, over: &Arc<AtomicBool>, reading: UnixStream, sh
     .into_iter()
     .flatten()
     .collect();
-    // Ends the command when the shim goes away or the turn ends.
+    // Ends the command when the shim goes away, the turn ends, the grant is revoked ([`Channel::forget`])
+    // or the grant expires (its credential goes with it).
     let cancel = Arc::new(AtomicBool::new(false));
     watch(reading, over.clone(), cancel.clone());
-    let (status, _, _) = wait_for(child, lifeline, NO_LIMIT, &cancel, runs.grace);
+    let mine = (r.grant_id.clone(), cancel.clone(), Arc::new(AtomicBool::new(false)));
+    going.lock().unwrap_or_else(|e| e.into_inner()).push(mine);
+    let limit = ttl_s.map_or(NO_LIMIT, |s| Duration::from_secs(s.max(1)).min(NO_LIMIT));
+    let (status, expired, ended) = wait_for(child, lifeline, limit, &cancel, runs.grace);
+    let revoked = {
+        let mut going = going.lock().unwrap_or_else(|e| e.into_inner());
+        let at = going.iter().position(|(_, c, _)| Arc::ptr_eq(c, &cancel));
+        at.map(|i| going.remove(i)).is_some_and(|(_, _, revoked)| revoked.load(Ordering::SeqCst))
+    };
     cancel.store(true, Ordering::SeqCst);
+    if expired {
+        shim.say(&format!("grant {} expired: the command was ended with it", r.grant_id));
+    } else if revoked && ended {
+        shim.say(&format!("grant {} was revoked: the command was ended", r.grant_id));
+    }
     for r in relays {
         let _ = r.join();
     }

@@ -1,5 +1,5 @@
 //! A turn's job channel (see the module doc of [`crate::turn`]): the poller, and the `sync`, `run`,
-//! `ssh_agent` and `ssh_forget` jobs and the goal's criteria, handled in the turn's loop. The commands they
+//! `ssh_agent` and `push` jobs and the goal's criteria, handled in the turn's loop. The commands they
 //! run are in [`super::command`], the ssh-agent in [`super::ssh_agent`], a sync's refresh in
 //! [`super::refresh`].
 
@@ -209,6 +209,17 @@ impl TurnRunner {
             let _ = tx.send(Msg::JobDone(id, ran.to_json()));
         })
         .map_err(|e| Ran::failed(format!("cannot run the command: {e}")).to_json())
+    }
+
+    /// Starts a `push` job ([`super::push`]) on a thread of its own; its result comes as [`Msg::JobDone`].
+    pub(super) fn start_push(&self, turn: &Turn, job: &Job, jobs: &Jobs) {
+        let (tx, job) = (jobs.tx.clone(), job.clone());
+        let (client, lease, scratch, path) =
+            (self.client.clone(), turn.lease_id.clone(), self.scratch.clone(), self.path.clone());
+        std::thread::spawn(move || {
+            let result = super::push::push(&client, &lease, &scratch, path.as_ref(), &job);
+            let _ = tx.send(Msg::JobDone(job.job_id, result));
+        });
     }
 
     /// Runs the goal's criteria commands one at a time, each like a `run` job (600 s), renewing the lease

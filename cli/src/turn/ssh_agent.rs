@@ -1,5 +1,5 @@
 //! The turn's own ssh-agent: started on the first `ssh_agent` job, loaded with keys on their way from
-//! the server (never on disk), ended with the turn or by `ssh_forget`.
+//! the server (never on disk), ended with the turn or when its grant is revoked (`grant_forget`).
 
 use super::describe_exit;
 use std::ffi::OsString;

@@ -170,6 +170,10 @@ STEPS: list[Step] = [
         "idempotency_key": ikey("peer")}, peer_with_token),
     Step("op", "list_tasks", lambda w: {"workspace": w["ws"]}),
     Step("op", "get_task", lambda w: {"task_id": w["task"]}),
+    Step("op", "set_task_remote", lambda w: {"task_id": w["task"], "url": "https://github.com/example/app.git",
+                                             "branch": "agentsky", "connector_id": w["connector_id"]}),
+    Step("op", "get_task_remote", lambda w: {"task_id": w["task"]}),
+    Step("op", "set_task_remote", lambda w: {"task_id": w["task"], "url": None}),  # land below pushes nowhere
     # Files and artifacts.
     Step("op", "list_task_files", lambda w: {"task_id": w["task"]}),
     Step("op", "read_task_file", lambda w: {"task_id": w["task"], "path": "notes.md"}),
@@ -282,7 +286,7 @@ def setup(account: Account) -> dict:
     status, _, policy = rest("PUT", "/v1/policies", account.key, {"workspace": ws, "scope": "read", "decision": "allow"})
     expect(status, 200, "PUT /v1/policies", policy)
     return {"key": account.key, "ws": ws, "agent_id": agent["agent_id"], "helper_id": helper["agent_id"], "pending": {},
-            "handle": f"py-{uniq()}"}
+            "handle": f"py-{uniq()}", "connector_id": connector["connector_id"]}
 
 
 @pytest.mark.parametrize("mode", MODES)

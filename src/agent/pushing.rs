@@ -1,0 +1,89 @@
+//! `land`'s last step: pushing the base as it now is to the task's git remote (`set_task_remote`), through
+//! the runner of the landing session, with the session's grant on the remote's connector.
+//!
+//! The runner builds one commit whose tree is the task's base and whose parent is the commit agentsky last
+//! pushed there (the branch's head at the first push), and pushes it without force: a branch someone else
+//! moved since is a non-fast-forward push, refused and reported, never overwritten. A push that fails
+//! leaves the landing in place; the next `land` pushes the base as it is then.
+
+use super::{CallingSession, ToolError};
+use crate::domain::grants::{covers, live};
+use crate::domain::jobs::{self, Asked};
+use crate::store;
+use serde_json::json;
+
+/// How long `land` waits for the runner's push.
+const PUSH_WAIT_MS: i64 = 180_000;
+
+/// What the push step ended with.
+pub struct Pushed {
+    pub pushed: bool,
+    /// The remote branch's new head.
+    pub head: Option<String>,
+    /// Why nothing was pushed, when a remote is set.
+    pub reason: Option<String>,
+}
+
+impl Pushed {
+    fn not(reason: String, steps: &mut Vec<String>) -> Self {
+        steps.push(format!("push: not pushed: {reason}"));
+        Self { pushed: false, head: None, reason: Some(reason) }
+    }
+}
+
+/// Pushes the landed `commit` (whose record is `message`) to the task's remote, if it has one.
+pub async fn push(
+    a: &CallingSession<'_>,
+    commit: &str,
+    message: &str,
+    steps: &mut Vec<String>,
+) -> Result<Pushed, ToolError> {
+    let (cx, me) = (a.cx, &a.me);
+    let db = cx.db();
+    let Some(remote) = store::remotes::get(db, &me.task_id).await? else {
+        steps.push("push: the task's base folder is the record; no remote is configured".into());
+        return Ok(Pushed { pushed: false, head: None, reason: None });
+    };
+    let later = "the work is landed in the base; the next land pushes the base as it is then";
+    let grants = store::requests::grants_for_session(db, &me.workspace_id, &me.session_id).await?;
+    let grant = grants
+        .iter()
+        .rev()
+        .find(|g| g.connector_id == remote.connector_id && live(g, cx.now_ms) && covers(g, &["write"]));
+    let Some(grant) = grant else {
+        let name =
+            store::connectors::get(db, &remote.connector_id).await?.map_or(remote.connector_id.clone(), |c| c.name);
+        return Ok(Pushed::not(
+            format!(
+                "pushing to {} needs a live grant on `{name}` covering `write`, and this session has none; ask for it with request_access, then land again ({later})",
+                remote.url
+            ),
+            steps,
+        ));
+    };
+    let spec = json!({
+        "url": remote.url, "branch": remote.branch, "grant_id": grant.grant_id,
+        "message": format!("{message}\n\nagentsky commit {commit}"), "expected_head": remote.pushed_head,
+    });
+    match jobs::ask(cx, me, "push", spec, PUSH_WAIT_MS).await? {
+        Asked::Done(v) if v["ok"] == true => {
+            let Some(head) = v["head"].as_str().filter(|h| h.len() >= 40 && h.bytes().all(|b| b.is_ascii_hexdigit()))
+            else {
+                return Ok(Pushed::not("the runner reported a push without the remote's new head".into(), steps));
+            };
+            store::remotes::pushed(db, &me.task_id, &remote.url, &remote.branch, head, cx.now_ms).await?;
+            steps.push(format!("push: {} on {} is now at {head}", remote.branch, remote.url));
+            Ok(Pushed { pushed: true, head: Some(head.to_owned()), reason: None })
+        }
+        Asked::Done(v) => {
+            let why = v["error"].as_str().unwrap_or("the runner gave no reason");
+            Ok(Pushed::not(format!("the push to {} ({}) failed: {why}; {later}", remote.url, remote.branch), steps))
+        }
+        Asked::NoRunner => {
+            Ok(Pushed::not(format!("no runner is running this session to push to {}; {later}", remote.url), steps))
+        }
+        Asked::NoAnswer(why) => {
+            Ok(Pushed::not(format!("the push to {} got no answer: {why}; {later}", remote.url), steps))
+        }
+    }
+}
