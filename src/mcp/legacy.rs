@@ -8,7 +8,10 @@
 //! what makes dual-era clients (Claude Code, Python SDK, TS SDK v2 in auto mode) fall back to `initialize`.
 
 use super::rpc::{self, Request, RpcError};
-use super::{call_tool, capabilities, headers, server_info, Era, ServerSpec, ToolHost, LEGACY_VERSIONS};
+use super::{
+    call_tool, capabilities, headers, progress, server_info, task_method, Era, Progress, ServerSpec, ToolHost,
+    LEGACY_VERSIONS,
+};
 use crate::http::{HttpRequest, HttpResponse};
 use serde_json::{json, Map, Value};
 
@@ -25,28 +28,38 @@ pub async fn serve(spec: &ServerSpec, host: &dyn ToolHost, req: &HttpRequest, re
             return rpc::error(400, Some(id), &RpcError::new(rpc::INVALID_REQUEST, message));
         }
     }
+    // Only a tool call may stream, and only when the client both gave a token and accepts a stream.
+    let accepts_stream = progress::accepts_stream(req.header("accept"));
+    let progress = (request.method == "tools/call").then(|| Progress::for_request(&request.params, accepts_stream)).flatten();
     let answer = match request.method.as_str() {
-        "initialize" => Ok(initialize(spec, &request.params)),
+        "initialize" => Ok(initialize(spec, host, &request.params)),
         "ping" => Ok(json!({})),
         "tools/list" => Ok(json!({"tools": host.tools()})),
-        "tools/call" => call_tool(host, Era::Legacy, &request.params, &Map::new()).await,
-        other => Err(RpcError::new(rpc::METHOD_NOT_FOUND, format!("Method not found: {other}"))),
+        "tools/call" => call_tool(host, Era::Legacy, &request.params, &Map::new(), progress.as_ref()).await,
+        other => match task_method(host, Era::Legacy, other, &request.params).await {
+            Some(answer) => answer,
+            None => Err(RpcError::new(rpc::METHOD_NOT_FOUND, format!("Method not found: {other}"))),
+        },
     };
-    match answer {
+    let response = match answer {
         Ok(result) => rpc::result(id, result),
         Err(error) => rpc::error(200, Some(id), &error),
+    };
+    match progress.and_then(|p| p.stream(&response.json_body())) {
+        Some(body) => HttpResponse::text(200, "text/event-stream", body).with_header("cache-control", "no-cache"),
+        None => response,
     }
 }
 
 /// Answers with the client's version when it is one we serve, else the newest legacy one (the client then
 /// decides whether it can speak it).
-fn initialize(spec: &ServerSpec, params: &Map<String, Value>) -> Value {
+fn initialize(spec: &ServerSpec, host: &dyn ToolHost, params: &Map<String, Value>) -> Value {
     let requested = params.get("protocolVersion").and_then(Value::as_str).unwrap_or_default();
     let newest = LEGACY_VERSIONS[LEGACY_VERSIONS.len() - 1];
     let version = LEGACY_VERSIONS.iter().find(|v| **v == requested).copied().unwrap_or(newest);
     let mut result = json!({
         "protocolVersion": version,
-        "capabilities": capabilities(),
+        "capabilities": capabilities(Era::Legacy, host),
         "serverInfo": server_info(spec),
     });
     if !spec.instructions.is_empty() {

@@ -16,8 +16,8 @@
 
 use super::rpc::{self, Request, RpcError};
 use super::{
-    call_target, call_tool, capabilities, headers, server_info, Era, ServerSpec, ToolHost, LEGACY_VERSIONS,
-    MODERN_VERSION,
+    call_target, call_tool, capabilities, headers, server_info, task_method, Era, ServerSpec, ToolHost,
+    LEGACY_VERSIONS, MODERN_VERSION,
 };
 use crate::http::{HttpRequest, HttpResponse};
 use serde_json::{json, Map, Value};
@@ -87,7 +87,7 @@ async fn answer(
     }
     check_routing_headers(req, request)?;
     match request.method.as_str() {
-        "server/discover" => Ok(discover(spec)),
+        "server/discover" => Ok(discover(spec, host)),
         "tools/list" => Ok(json!({"tools": host.tools(), "ttlMs": LIST_TTL_MS, "cacheScope": CACHE_SCOPE})),
         "tools/call" => {
             if let Ok((name, arguments)) = call_target(&request.params) {
@@ -95,9 +95,12 @@ async fn answer(
                     headers::check_params(req, &tool["inputSchema"], &arguments)?;
                 }
             }
-            call_tool(host, Era::Modern, &request.params, client_capabilities).await
+            call_tool(host, Era::Modern, &request.params, client_capabilities, None).await
         }
-        other => Err(RpcError::new(rpc::METHOD_NOT_FOUND, format!("Method not found: {other}"))),
+        other => match task_method(host, Era::Modern, other, &request.params).await {
+            Some(answer) => answer,
+            None => Err(RpcError::new(rpc::METHOD_NOT_FOUND, format!("Method not found: {other}"))),
+        },
     }
 }
 
@@ -126,7 +129,7 @@ fn envelope(params: &Map<String, Value>) -> Result<(&str, &Map<String, Value>), 
 }
 
 /// `Mcp-Method` must equal the body's method, and `Mcp-Name` the body's `params.name` (`params.uri` for
-/// `resources/read`) on the methods that carry one. Missing counts as different.
+/// `resources/read`, `params.taskId` for the task methods) on the methods that carry one. Missing counts as different.
 fn check_routing_headers(req: &HttpRequest, request: &Request) -> Result<(), RpcError> {
     match headers::single(req, headers::METHOD)? {
         Some(method) if method == request.method => {}
@@ -140,6 +143,7 @@ fn check_routing_headers(req: &HttpRequest, request: &Request) -> Result<(), Rpc
     let name_key = match request.method.as_str() {
         "tools/call" | "prompts/get" => "name",
         "resources/read" => "uri",
+        "tasks/get" | "tasks/update" | "tasks/cancel" => "taskId",
         _ => return Ok(()),
     };
     let Some(body_name) = request.params.get(name_key).and_then(Value::as_str) else {
@@ -159,10 +163,10 @@ fn supported_versions() -> Vec<&'static str> {
     std::iter::once(MODERN_VERSION).chain(LEGACY_VERSIONS.iter().rev().copied()).collect()
 }
 
-fn discover(spec: &ServerSpec) -> Value {
+fn discover(spec: &ServerSpec, host: &dyn ToolHost) -> Value {
     let mut result = json!({
         "supportedVersions": supported_versions(),
-        "capabilities": capabilities(),
+        "capabilities": capabilities(Era::Modern, host),
         "ttlMs": LIST_TTL_MS,
         "cacheScope": CACHE_SCOPE,
     });

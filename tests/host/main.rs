@@ -22,6 +22,7 @@ mod layering;
 mod lifecycle;
 mod limits;
 mod mcp;
+mod mcp_tasks;
 mod members;
 mod money;
 mod oauth;
