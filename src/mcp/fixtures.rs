@@ -73,7 +73,7 @@ impl ToolHost for Fixtures {
             };
             match run(&call) {
                 ToolReply::Done(result) => Some(result),
-                ToolReply::UnknownTool | ToolReply::Refused(_) => None,
+                ToolReply::UnknownTool | ToolReply::Refused(_) | ToolReply::Task(_) => None,
             }
         })
     }

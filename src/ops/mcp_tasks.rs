@@ -8,7 +8,9 @@
 //! outcome, so later reads (and `tasks/list`) are plain rows. The outcome is what a `read_session` loop
 //! would give: the agent's final reply, the cursor after the turn and the files the session wrote, beside
 //! the tool's own result. While the agent waits on a person (`ask_user`, `request_access`), the task is
-//! `input_required`. `tasks/cancel` stops the session (as `stop_session` does), which ends the turn.
+//! `input_required` on the 2026 wire (its `inputRequests` elicit the answer, `tasks/update` gives it); the
+//! 2025 wire has no stateless way to ask, so there it stays `working` and its status message says how to
+//! answer. `tasks/cancel` stops the session (as `stop_session` does), which ends the turn.
 
 use crate::cx::Cx;
 use crate::domain::sessions::{call, load};
@@ -132,7 +134,7 @@ async fn find(cx: &Cx<'_>, task_id: &str) -> Result<McpTaskRow, TaskError> {
 /// waiting up to `wait_ms` for it to end), and the row moved on when its status changed.
 async fn follow(cx: &Cx<'_>, era: Era, row: McpTaskRow, wait_ms: i64) -> Result<TaskInfo, TaskError> {
     if is_terminal(&row.status) {
-        return Ok(info(&row));
+        return Ok(shown(era, &row));
     }
     let turn = match read_turn(cx, &row, wait_ms).await {
         Ok(turn) => turn,
@@ -145,6 +147,7 @@ async fn follow(cx: &Cx<'_>, era: Era, row: McpTaskRow, wait_ms: i64) -> Result<
         }
         Err(e) => return Err(e.into()),
     };
+    let mut open = Vec::new();
     let (status, message, outcome) = match &turn.end {
         Some(reason) => {
             let files = store::files::written_by(cx.db(), &row.session_id).await?;
@@ -152,7 +155,7 @@ async fn follow(cx: &Cx<'_>, era: Era, row: McpTaskRow, wait_ms: i64) -> Result<
             ("completed", format!("the turn ended: {reason}"), Some(outcome.to_string()))
         }
         None => {
-            let open = open_requests(cx, &row.session_id).await?;
+            open = open_requests(cx, &row.session_id).await?;
             match open.first() {
                 Some(r) => ("input_required", waiting_on(r), None),
                 None => ("working", format!("the agent is working ({} events so far)", turn.events), None),
@@ -167,11 +170,22 @@ async fn follow(cx: &Cx<'_>, era: Era, row: McpTaskRow, wait_ms: i64) -> Result<
     } else {
         row
     };
-    let mut task = info(&row);
-    if task.status == "input_required" && era == Era::Modern {
-        task.input_requests = Some(input_requests(&open_requests(cx, &row.session_id).await?));
+    let mut task = shown(era, &row);
+    if task.status == "input_required" {
+        task.input_requests = Some(input_requests(&open));
     }
     Ok(task)
+}
+
+/// A row as `era` shows it. On the 2025 wire `input_required` tells a client to call `tasks/result` and
+/// take the server's requests from its stream, which a stateless server cannot send: there the task stays
+/// `working`, and its status message says what the agent waits on and how to answer it.
+fn shown(era: Era, row: &McpTaskRow) -> TaskInfo {
+    let mut task = info(row);
+    if era == Era::Legacy && task.status == "input_required" {
+        task.status = "working".into();
+    }
+    task
 }
 
 /// What a read of the turn found.
@@ -330,7 +344,8 @@ async fn list(cx: &Cx<'_>, after: Option<&str>) -> Result<TaskAnswer, TaskError>
         let last = rows.last().expect("a full page has a last row");
         cursor::keyset(last.created_ms, &last.task_id)
     });
-    let visible = rows.iter().filter(|r| cx.member_of(&r.workspace_id, "task").is_ok()).map(info).collect();
+    let visible =
+        rows.iter().filter(|r| cx.member_of(&r.workspace_id, "task").is_ok()).map(|r| shown(Era::Legacy, r)).collect();
     Ok(TaskAnswer::Many(visible, next))
 }
 

@@ -58,6 +58,24 @@ fn modern_request(key: &str, method: &str, name: Option<&str>, mut params: Value
     }
 }
 
+/// A 2025-era request to `/v1/mcp`, for a wait hook (which has no `TestApp`).
+fn legacy_request(key: &str, method: &str, params: Value) -> HttpRequest {
+    let body = json!({"jsonrpc": "2.0", "id": 9, "method": method, "params": params});
+    HttpRequest {
+        method: "POST".into(),
+        path: "/v1/mcp".into(),
+        headers: vec![
+            ("host".into(), "127.0.0.1:8787".into()),
+            ("content-type".into(), "application/json".into()),
+            ("authorization".into(), format!("Bearer {key}")),
+            ("mcp-protocol-version".into(), "2025-11-25".into()),
+        ],
+        body: serde_json::to_vec(&body).unwrap(),
+        client_ip: "203.0.113.7".into(),
+        ..Default::default()
+    }
+}
+
 fn modern(app: &TestApp, key: &str, method: &str, name: Option<&str>, params: Value) -> Value {
     let resp = app.send(modern_request(key, method, name, params));
     let body = resp.json_body();
@@ -113,6 +131,10 @@ fn a_start_session_task_runs_to_the_turns_end_on_the_2025_wire() {
     assert_eq!(result["isError"], false, "{result}");
     assert_eq!(result["_meta"]["io.modelcontextprotocol/related-task"]["taskId"], task_id.as_str());
     let out = &result["structuredContent"];
+    // What the SDKs check a task's result against: the tool's own outputSchema.
+    let listed = agentsky::operator_mcp::operator_tools().iter().find(|t| t["name"] == "start_session").unwrap();
+    let errors = crate::schemas::validate(out, &listed["outputSchema"]);
+    assert!(errors.is_empty(), "the task's result matches start_session's outputSchema: {errors:?}");
     let session_id = out["session"]["session_id"].as_str().unwrap();
     assert_eq!(out["turn"]["final_reply"], "echo: /write notes.md hello");
     assert_eq!(out["turn"]["end_reason"], "completed");
@@ -226,6 +248,8 @@ fn a_task_whose_agent_asks_a_person_is_input_required_and_answered_through_tasks
             let get = modern_request(&key, "tasks/get", Some(&id), json!({"taskId": id}));
             let got = sessions.handle(get).await.json_body()["result"].clone();
             log.borrow_mut().push(got.clone());
+            let old_wire = sessions.handle(legacy_request(&key, "tasks/get", json!({"taskId": id}))).await;
+            log.borrow_mut().push(old_wire.json_body()["result"].clone());
             let request_id = got["inputRequests"].as_object().and_then(|r| r.keys().next().cloned()).unwrap_or_default();
             let answer = json!({"taskId": id, "inputResponses": {request_id: {"action": "accept", "content": {"answer": "pg"}}}});
             let update = modern_request(&key, "tasks/update", Some(&id), answer);
@@ -246,7 +270,11 @@ fn a_task_whose_agent_asks_a_person_is_input_required_and_answered_through_tasks
     assert_eq!(asked["method"], "elicitation/create");
     assert_eq!(asked["params"]["requestedSchema"]["properties"]["answer"]["enum"], json!(["pg", "sqlite"]));
     assert!(seen[0]["statusMessage"].as_str().unwrap().contains("Which db?"));
-    assert_eq!(seen[1]["result"]["resultType"], "complete", "{}", seen[1]);
+    // The 2025 wire cannot ask statelessly: it stays working and says what to answer.
+    assert_eq!(seen[1]["status"], "working", "{}", seen[1]);
+    assert!(seen[1]["statusMessage"].as_str().unwrap().contains("answer_request"), "{}", seen[1]);
+    assert!(seen[1].get("inputRequests").is_none());
+    assert_eq!(seen[2]["result"]["resultType"], "complete", "{}", seen[2]);
     assert_eq!(answer["resolution"], json!({"kind": "decision", "answer": "pg"}));
     // Answered: the task works on.
     let got = modern(&app, &ada.key, "tasks/get", Some(&task_id), json!({"taskId": task_id}));
