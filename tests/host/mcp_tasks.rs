@@ -109,7 +109,7 @@ fn a_start_session_task_runs_to_the_turns_end_on_the_2025_wire() {
     let app = TestApp::new();
     let ada = app.signup("Ada", "ada@example.com");
     let agent_id = echo_agent(&app, &ada);
-    let mut call = start_args(&agent_id, "/write notes.md hello", "t-1");
+    let mut call = start_args(&agent_id, "/sleep 5", "t-1");
     call["task"] = json!({"ttl": 120_000});
     let created = legacy(&app, &ada.key, "tools/call", call);
     let task = &created["task"];
@@ -121,13 +121,13 @@ fn a_start_session_task_runs_to_the_turns_end_on_the_2025_wire() {
     // Durable before the answer: the next request finds it, still working until the turn runs.
     let got = legacy(&app, &ada.key, "tasks/get", json!({"taskId": task_id}));
     assert_eq!(got["status"], "working", "{got}");
-    let early = legacy_error(&app, &ada.key, "tasks/result", json!({"taskId": task_id}));
-    assert!(early["message"].as_str().unwrap().contains("still"), "{early}");
 
-    app.settle();
+    // tasks/result waits for the turn's end (up to 45 s), then pays out the result.
+    let t0 = app.now_ms.get();
+    let result = legacy(&app, &ada.key, "tasks/result", json!({"taskId": task_id}));
+    assert_eq!(app.now_ms.get() - t0, 5_000, "held until the turn ended");
     let got = legacy(&app, &ada.key, "tasks/get", json!({"taskId": task_id}));
     assert_eq!(got["status"], "completed", "{got}");
-    let result = legacy(&app, &ada.key, "tasks/result", json!({"taskId": task_id}));
     assert_eq!(result["isError"], false, "{result}");
     assert_eq!(result["_meta"]["io.modelcontextprotocol/related-task"]["taskId"], task_id.as_str());
     let out = &result["structuredContent"];
@@ -136,16 +136,26 @@ fn a_start_session_task_runs_to_the_turns_end_on_the_2025_wire() {
     let errors = crate::schemas::validate(out, &listed["outputSchema"]);
     assert!(errors.is_empty(), "the task's result matches start_session's outputSchema: {errors:?}");
     let session_id = out["session"]["session_id"].as_str().unwrap();
-    assert_eq!(out["turn"]["final_reply"], "echo: /write notes.md hello");
+    assert_eq!(out["turn"]["final_reply"], "echo: /sleep 5");
     assert_eq!(out["turn"]["end_reason"], "completed");
-    assert_eq!(out["turn"]["files"][0]["path"], "notes.md", "{out}");
+    assert_eq!(out["turn"]["files"], json!([]), "{out}");
     // The cursor is where a read_session loop would stand: nothing of that turn is left after it.
     let page = app.ok(&ada.key, "read_session", json!({"session_id": session_id, "cursor": out["turn"]["cursor"]}));
     assert_eq!(page["events"], json!([]), "{page}");
 
+    // The files the turn wrote come with the result.
+    let mut call = start_args(&agent_id, "/write notes.md hello", "t-1b");
+    call["task"] = json!({});
+    let writer = legacy(&app, &ada.key, "tools/call", call)["task"]["taskId"].as_str().unwrap().to_owned();
+    app.settle();
+    let written = legacy(&app, &ada.key, "tasks/result", json!({"taskId": writer}));
+    assert_eq!(written["structuredContent"]["turn"]["files"][0]["path"], "notes.md", "{written}");
+    assert_eq!(written["structuredContent"]["turn"]["final_reply"], "echo: /write notes.md hello");
+
     let listed = legacy(&app, &ada.key, "tasks/list", json!({}));
-    assert_eq!(listed["tasks"][0]["taskId"], task_id.as_str());
-    assert_eq!(listed["tasks"][0]["status"], "completed");
+    assert_eq!(listed["tasks"][1]["taskId"], task_id.as_str(), "newest first: {listed}");
+    assert_eq!(listed["tasks"][0]["taskId"], writer.as_str());
+    assert_eq!(listed["tasks"][1]["status"], "completed");
     // An ended task cannot be cancelled on this wire.
     let error = legacy_error(&app, &ada.key, "tasks/cancel", json!({"taskId": task_id}));
     assert_eq!(error["code"], -32602, "{error}");
@@ -197,7 +207,7 @@ fn the_2026_extension_makes_the_task_itself_and_inlines_the_result() {
     let app = TestApp::new();
     let ada = app.signup("Ada", "ada@example.com");
     let agent_id = echo_agent(&app, &ada);
-    let created = modern(&app, &ada.key, "tools/call", Some("start_session"), start_args(&agent_id, "hello", "m-1"));
+    let created = modern(&app, &ada.key, "tools/call", Some("start_session"), start_args(&agent_id, "/sleep 3", "m-1"));
     assert_eq!(created["resultType"], "task", "{created}");
     let task_id = created["taskId"].as_str().unwrap().to_owned();
     assert!(created["ttlMs"].as_i64().unwrap() > 0 && created["pollIntervalMs"].as_i64().unwrap() > 0);
@@ -206,10 +216,11 @@ fn the_2026_extension_makes_the_task_itself_and_inlines_the_result() {
     let got = modern(&app, &ada.key, "tasks/get", Some(&task_id), json!({"taskId": task_id}));
     assert_eq!((got["resultType"].as_str(), got["status"].as_str()), (Some("complete"), Some("working")));
     assert!(got.get("result").is_none());
+    app.advance(3_000);
     app.settle();
     let got = modern(&app, &ada.key, "tasks/get", Some(&task_id), json!({"taskId": task_id}));
     assert_eq!(got["status"], "completed", "{got}");
-    assert_eq!(got["result"]["structuredContent"]["turn"]["final_reply"], "echo: hello");
+    assert_eq!(got["result"]["structuredContent"]["turn"]["final_reply"], "echo: /sleep 3");
     let ack = modern(&app, &ada.key, "tasks/cancel", Some(&task_id), json!({"taskId": task_id}));
     assert_eq!(ack["resultType"], "complete");
     assert!(ack.get("status").is_none(), "an empty acknowledgement: {ack}");
@@ -300,9 +311,10 @@ fn read_session_streams_its_events_as_progress_when_asked_on_the_2025_wire() {
         .map(|data| serde_json::from_str(data).unwrap())
         .collect();
     let (notes, last) = messages.split_at(messages.len() - 1);
-    assert_eq!(notes.len(), 4, "burst 1, burst 2, the echo, turn_end: {body}");
+    assert_eq!(notes.len(), 5, "the message, burst 1, burst 2, the echo, turn_end: {body}");
     assert!(notes.iter().all(|n| n["method"] == "notifications/progress" && n["params"]["progressToken"] == "tok-1"));
-    assert_eq!(notes[0]["params"]["message"], "agent_message: burst 1 of 2");
+    assert_eq!(notes[1]["params"]["message"], "agent_message: burst 1 of 2");
+    assert_eq!(notes[4]["params"]["progress"], 5.0);
     assert_eq!(last[0]["result"]["structuredContent"]["turn_finished"], true, "{}", last[0]);
     // Without a token the answer stays one JSON body.
     let plain = app.rpc(&ada.key, "tools/call", json!({"name": "read_session", "arguments": args}));
