@@ -5,7 +5,9 @@
 
 use crate::cx::Cx;
 use crate::error::ApiError;
-use crate::mcp::{results, CallOutcome, Era, Progress, RpcError, TaskAnswer, TaskMethod, TaskMode, ToolCall, ToolHost, ToolReply};
+use crate::mcp::{
+    results, CallOutcome, Era, Progress, RpcError, TaskAnswer, TaskMethod, TaskMode, ToolCall, ToolHost, ToolReply,
+};
 use crate::ops::mcp_tasks::{self, TaskError};
 use crate::ops::{self, Op, OPS};
 use futures::future::LocalBoxFuture;
@@ -55,7 +57,7 @@ impl ToolHost for OperatorTools<'_> {
             };
             if let (true, Some(ttl_ms)) = (op.task, ttl_ms) {
                 match mcp_tasks::create(self.cx, op.name, &value, ttl_ms).await {
-                    Ok(Some(task)) => return ToolReply::Task(task),
+                    Ok(Some(task)) => return ToolReply::Task(Box::new(task)),
                     Ok(None) => {}
                     Err(e) => return ToolReply::Done(results::failure(&e.finish(&self.cx.request_id))),
                 }
@@ -95,7 +97,8 @@ fn report_events(progress: &Progress, page: &Value) {
     let events = page.get("events").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
     for (i, event) in events.iter().enumerate() {
         let kind = event.get("type").and_then(Value::as_str).unwrap_or("event");
-        let text = event.get("text").or_else(|| event.get("reason")).or_else(|| event.get("name")).and_then(Value::as_str);
+        let text =
+            event.get("text").or_else(|| event.get("reason")).or_else(|| event.get("name")).and_then(Value::as_str);
         let message = match text {
             Some(text) => format!("{kind}: {}", text.chars().take(200).collect::<String>()),
             None => kind.to_owned(),

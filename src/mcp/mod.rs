@@ -125,7 +125,7 @@ pub enum ToolReply {
     /// A protocol error the tool itself decided (e.g. −32021 for an undeclared client capability).
     Refused(RpcError),
     /// The call became a task, kept durably before this answer: the client follows it with `tasks/get`.
-    Task(TaskInfo),
+    Task(Box<TaskInfo>),
 }
 
 /// Protocol versions served through `initialize`, oldest first.

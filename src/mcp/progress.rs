@@ -52,7 +52,9 @@ impl Progress {
 
 /// Whether the request's `Accept` lists `text/event-stream`.
 pub fn accepts_stream(accept: Option<&str>) -> bool {
-    accept.is_some_and(|a| a.split(',').any(|t| t.split(';').next().is_some_and(|t| t.trim().eq_ignore_ascii_case("text/event-stream"))))
+    accept.is_some_and(|a| {
+        a.split(',').any(|t| t.split(';').next().is_some_and(|t| t.trim().eq_ignore_ascii_case("text/event-stream")))
+    })
 }
 
 #[cfg(test)]
@@ -76,7 +78,8 @@ mod tests {
         assert_eq!(progress.stream(&json!({"id": 1})), None);
         progress.report(1.0, Some(2.0), Some("half"));
         progress.report(2.0, Some(2.0), None);
-        let body = String::from_utf8(progress.stream(&json!({"jsonrpc": "2.0", "id": 1, "result": {}})).unwrap()).unwrap();
+        let body =
+            String::from_utf8(progress.stream(&json!({"jsonrpc": "2.0", "id": 1, "result": {}})).unwrap()).unwrap();
         let events: Vec<&str> = body.split("\n\n").filter(|e| !e.is_empty()).collect();
         assert_eq!(events.len(), 3);
         assert!(events[0].contains("\"progressToken\":7") && events[0].contains("\"message\":\"half\""));

@@ -79,7 +79,11 @@ pub enum TaskAnswer {
 }
 
 /// Reads what a `tools/call` says about tasks: `params.task` (legacy) or the declared extension (modern).
-pub fn mode(era: Era, params: &Map<String, Value>, client_capabilities: &Map<String, Value>) -> Result<TaskMode, RpcError> {
+pub fn mode(
+    era: Era,
+    params: &Map<String, Value>,
+    client_capabilities: &Map<String, Value>,
+) -> Result<TaskMode, RpcError> {
     match era {
         Era::Legacy => match params.get("task") {
             None | Some(Value::Null) => Ok(TaskMode::No),
@@ -87,15 +91,18 @@ pub fn mode(era: Era, params: &Map<String, Value>, client_capabilities: &Map<Str
                 None | Some(Value::Null) => Ok(TaskMode::Asked { ttl_ms: None }),
                 Some(ttl) => match ttl.as_u64() {
                     Some(ttl) => Ok(TaskMode::Asked { ttl_ms: Some(ttl) }),
-                    None => Err(RpcError::invalid_params(
-                        "Invalid params: task.ttl must be a whole number of milliseconds",
-                    )),
+                    None => {
+                        Err(RpcError::invalid_params("Invalid params: task.ttl must be a whole number of milliseconds"))
+                    }
                 },
             },
             Some(_) => Err(RpcError::invalid_params("Invalid params: task must be an object ({ttl?})")),
         },
         Era::Modern => {
-            let declared = client_capabilities.get("extensions").and_then(Value::as_object).is_some_and(|e| e.contains_key(EXTENSION));
+            let declared = client_capabilities
+                .get("extensions")
+                .and_then(Value::as_object)
+                .is_some_and(|e| e.contains_key(EXTENSION));
             Ok(if declared { TaskMode::Allowed } else { TaskMode::No })
         }
     }
@@ -227,9 +234,7 @@ fn modern_task(task: &TaskInfo, detailed: bool) -> Value {
 
 /// Milliseconds since the epoch as ISO 8601 in UTC, to the millisecond.
 fn iso(ms: i64) -> String {
-    chrono::DateTime::from_timestamp_millis(ms)
-        .unwrap_or_default()
-        .to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+    chrono::DateTime::from_timestamp_millis(ms).unwrap_or_default().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 
 #[cfg(test)]
@@ -297,7 +302,10 @@ mod tests {
     fn modern_cancel_is_an_empty_ack() {
         let cancel = TaskMethod::Cancel("mtk_1");
         assert_eq!(answer(Era::Modern, &cancel, TaskAnswer::One(task("cancelled"))).unwrap(), json!({}));
-        assert_eq!(answer(Era::Legacy, &cancel, TaskAnswer::One(task("cancelled"))).unwrap()["status"], json!("cancelled"));
+        assert_eq!(
+            answer(Era::Legacy, &cancel, TaskAnswer::One(task("cancelled"))).unwrap()["status"],
+            json!("cancelled")
+        );
     }
 
     #[test]

@@ -53,13 +53,19 @@ fn turn_of(tool: &str, result: &Value) -> Option<(String, String, Option<String>
 
 /// Records the task for a call that has run; `None` when its result started no turn to follow (the
 /// caller then answers the result itself).
-pub async fn create(cx: &Cx<'_>, tool: &str, result: &Value, ttl_ms: Option<u64>) -> Result<Option<TaskInfo>, ApiError> {
+pub async fn create(
+    cx: &Cx<'_>,
+    tool: &str,
+    result: &Value,
+    ttl_ms: Option<u64>,
+) -> Result<Option<TaskInfo>, ApiError> {
     let Some((session_id, message_id, cursor)) = turn_of(tool, result) else {
         return Ok(None);
     };
     let caller = cx.caller()?;
     let (session, _) = load(cx, &session_id).await?;
-    let ttl_ms = ttl_ms.map_or(DEFAULT_TTL_MS, |t| i64::try_from(t).unwrap_or(MAX_TTL_MS)).clamp(MIN_TTL_MS, MAX_TTL_MS);
+    let ttl_ms =
+        ttl_ms.map_or(DEFAULT_TTL_MS, |t| i64::try_from(t).unwrap_or(MAX_TTL_MS)).clamp(MIN_TTL_MS, MAX_TTL_MS);
     let row = McpTaskRow {
         task_id: ids::new_id("mtk"),
         workspace_id: session.workspace_id,
@@ -123,7 +129,8 @@ fn unknown(task_id: &str) -> TaskError {
 /// not found, in the same words.
 async fn find(cx: &Cx<'_>, task_id: &str) -> Result<McpTaskRow, TaskError> {
     let caller = cx.caller()?;
-    let row = store::mcp_tasks::get(cx.db(), &caller.key_id, task_id, cx.now_ms).await?.ok_or_else(|| unknown(task_id))?;
+    let row =
+        store::mcp_tasks::get(cx.db(), &caller.key_id, task_id, cx.now_ms).await?.ok_or_else(|| unknown(task_id))?;
     if cx.member_of(&row.workspace_id, "task").is_err() {
         return Err(unknown(task_id));
     }
@@ -142,7 +149,15 @@ async fn follow(cx: &Cx<'_>, era: Era, row: McpTaskRow, wait_ms: i64) -> Result<
         Err(e) if e.code == Code::NotFound => {
             // −32603, JSON-RPC's internal error: the task's work cannot go on.
             let error = json!({"code": -32603, "message": "the task's session no longer exists"});
-            let row = store::mcp_tasks::set_status(cx.db(), &row.task_id, "failed", Some("the session no longer exists"), Some(&error.to_string()), cx.now_ms).await?;
+            let row = store::mcp_tasks::set_status(
+                cx.db(),
+                &row.task_id,
+                "failed",
+                Some("the session no longer exists"),
+                Some(&error.to_string()),
+                cx.now_ms,
+            )
+            .await?;
             return Ok(info(&row.ok_or_else(|| unknown(""))?));
         }
         Err(e) => return Err(e.into()),
@@ -214,7 +229,9 @@ async fn read_turn(cx: &Cx<'_>, row: &McpTaskRow, wait_ms: i64) -> Result<Turn, 
             turn.events += 1;
             match e.kind.as_str() {
                 "agent_message" => turn.reply = e.body.get("text").and_then(Value::as_str).map(str::to_owned),
-                "turn_end" => turn.end = Some(e.body.get("reason").and_then(Value::as_str).unwrap_or("completed").to_owned()),
+                "turn_end" => {
+                    turn.end = Some(e.body.get("reason").and_then(Value::as_str).unwrap_or("completed").to_owned())
+                }
                 _ => {}
             }
         }
@@ -271,7 +288,9 @@ fn input_requests(open: &[RequestRow]) -> Map<String, Value> {
                 "access" => json!({"type": "string", "enum": ["approve", "deny"], "title": "Allow this access?"}),
                 "plan" => json!({"type": "string", "enum": ["approve", "reject"], "title": "Approve this plan?"}),
                 "decision" => match r.payload.get("options").and_then(Value::as_array) {
-                    Some(options) if !options.is_empty() => json!({"type": "string", "enum": options, "title": "Your choice"}),
+                    Some(options) if !options.is_empty() => {
+                        json!({"type": "string", "enum": options, "title": "Your choice"})
+                    }
                     _ => json!({"type": "string", "title": "Your choice"}),
                 },
                 _ => json!({"type": "string", "title": "Your answer"}),
@@ -305,7 +324,10 @@ async fn update(cx: &Cx<'_>, row: McpTaskRow, responses: &Map<String, Value>) ->
         let op = super::find("answer_request").ok_or_else(|| ApiError::cause("answer_request is not in the table"))?;
         let args = json!({"task_id": r.task_id, "request_id": r.request_id, "answer": answer});
         super::invoke(cx, op, args).await.map_err(|e| {
-            TaskError::Rpc(RpcError::invalid_params(format!("Invalid params: inputResponses[{:?}]: {}", r.request_id, e.message)))
+            TaskError::Rpc(RpcError::invalid_params(format!(
+                "Invalid params: inputResponses[{:?}]: {}",
+                r.request_id, e.message
+            )))
         })?;
     }
     Ok(())
@@ -336,8 +358,9 @@ async fn cancel(cx: &Cx<'_>, era: Era, row: McpTaskRow) -> Result<TaskInfo, Task
 /// The key's tasks, newest first, as last seen (each `tasks/get` moves one on).
 async fn list(cx: &Cx<'_>, after: Option<&str>) -> Result<TaskAnswer, TaskError> {
     let caller = cx.caller()?;
-    let before = cursor::parse_keyset(after)
-        .map_err(|_| TaskError::Rpc(RpcError::invalid_params("Invalid params: cursor must be a nextCursor from tasks/list")))?;
+    let before = cursor::parse_keyset(after).map_err(|_| {
+        TaskError::Rpc(RpcError::invalid_params("Invalid params: cursor must be a nextCursor from tasks/list"))
+    })?;
     let mut rows = store::mcp_tasks::list(cx.db(), &caller.key_id, before, LIST_PAGE + 1, cx.now_ms).await?;
     let next = (rows.len() as i64 > LIST_PAGE).then(|| {
         rows.truncate(LIST_PAGE as usize);

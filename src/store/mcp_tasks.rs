@@ -34,7 +34,11 @@ macro_rules! cols {
 
 /// Records a new task, `working`.
 pub async fn insert(db: &dyn Sql, t: &McpTaskRow) -> DbResult<()> {
-    const INSERT: &str = concat!("INSERT INTO mcp_task (", cols!(), ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)");
+    const INSERT: &str = concat!(
+        "INSERT INTO mcp_task (",
+        cols!(),
+        ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)"
+    );
     db.all(stmt!(
         INSERT,
         t.task_id.as_str(),
@@ -59,7 +63,8 @@ pub async fn insert(db: &dyn Sql, t: &McpTaskRow) -> DbResult<()> {
 
 /// The key's task, unless it has expired.
 pub async fn get(db: &dyn Sql, key_id: &str, task_id: &str, now_ms: i64) -> DbResult<Option<McpTaskRow>> {
-    const GET: &str = concat!("SELECT ", cols!(), " FROM mcp_task WHERE task_id = ?1 AND key_id = ?2 AND expires_ms > ?3");
+    const GET: &str =
+        concat!("SELECT ", cols!(), " FROM mcp_task WHERE task_id = ?1 AND key_id = ?2 AND expires_ms > ?3");
     first(db, stmt!(GET, task_id, key_id, now_ms)).await
 }
 

@@ -242,7 +242,8 @@ fn a_task_whose_agent_asks_a_person_is_input_required_and_answered_through_tasks
     let app = TestApp::with_secrets();
     let ada = app.signup("Ada", "ada@example.com");
     let agent_id = echo_agent(&app, &ada);
-    let created = modern(&app, &ada.key, "tools/call", Some("start_session"), start_args(&agent_id, "/sleep 30", "q-1"));
+    let created =
+        modern(&app, &ada.key, "tools/call", Some("start_session"), start_args(&agent_id, "/sleep 30", "q-1"));
     let task_id = created["taskId"].as_str().unwrap().to_owned();
     let sessions = app.ok(&ada.key, "list_sessions", json!({}));
     let session_id = sessions["sessions"][0]["session_id"].as_str().unwrap().to_owned();
@@ -261,7 +262,8 @@ fn a_task_whose_agent_asks_a_person_is_input_required_and_answered_through_tasks
             log.borrow_mut().push(got.clone());
             let old_wire = sessions.handle(legacy_request(&key, "tasks/get", json!({"taskId": id}))).await;
             log.borrow_mut().push(old_wire.json_body()["result"].clone());
-            let request_id = got["inputRequests"].as_object().and_then(|r| r.keys().next().cloned()).unwrap_or_default();
+            let request_id =
+                got["inputRequests"].as_object().and_then(|r| r.keys().next().cloned()).unwrap_or_default();
             let answer = json!({"taskId": id, "inputResponses": {request_id: {"action": "accept", "content": {"answer": "pg"}}}});
             let update = modern_request(&key, "tasks/update", Some(&id), answer);
             let ack: HttpResponse = sessions.handle(update).await;
@@ -297,9 +299,14 @@ fn read_session_streams_its_events_as_progress_when_asked_on_the_2025_wire() {
     let app = TestApp::new();
     let ada = app.signup("Ada", "ada@example.com");
     let agent_id = echo_agent(&app, &ada);
-    let started = app.ok(&ada.key, "start_session", json!({"agent_id": agent_id, "message": "/burst 2", "idempotency_key": "p-1"}));
+    let started = app.ok(
+        &ada.key,
+        "start_session",
+        json!({"agent_id": agent_id, "message": "/burst 2", "idempotency_key": "p-1"}),
+    );
     app.settle();
-    let args = json!({"session_id": started["session"]["session_id"], "message_id": started["message_id"], "wait_seconds": 5});
+    let args =
+        json!({"session_id": started["session"]["session_id"], "message_id": started["message_id"], "wait_seconds": 5});
     let params = json!({"name": "read_session", "arguments": args, "_meta": {"progressToken": "tok-1"}});
     let resp = app.rpc(&ada.key, "tools/call", params);
     assert_eq!(resp.header("content-type"), Some("text/event-stream"));
