@@ -161,6 +161,27 @@ mod tests {
     }
 
     #[test]
+    fn a_tool_that_reports_progress_answers_a_stream_only_to_a_client_that_takes_one() {
+        let fixtures = super::super::fixtures::Fixtures;
+        let params = json!({"name": "test_tool_with_progress", "arguments": {}, "_meta": {"progressToken": "p-1"}});
+        let call = || legacy_request("tools/call", params.clone());
+        let streamed = send_with(&spec(), &fixtures, with_header(call(), "accept", "application/json, text/event-stream"));
+        assert_eq!(streamed.header("content-type"), Some("text/event-stream"));
+        assert_eq!(streamed.header("mcp-session-id"), None);
+        let body = String::from_utf8(streamed.body).unwrap();
+        let datas: Vec<Value> =
+            body.lines().filter_map(|l| l.strip_prefix("data: ")).map(|d| serde_json::from_str(d).unwrap()).collect();
+        let progress: Vec<&Value> = datas.iter().map(|d| &d["params"]["progress"]).take(3).collect();
+        assert_eq!(progress, [&json!(0.0), &json!(50.0), &json!(100.0)]);
+        assert_eq!(datas[3]["id"], json!(1), "the response comes last: {body}");
+        assert!(datas[3]["result"]["content"].is_array());
+        let plain = send_with(&spec(), &fixtures, with_header(call(), "accept", "application/json"));
+        assert_eq!(plain.header("content-type"), Some("application/json"));
+        let modern = send_with(&spec(), &fixtures, modern_request("tools/call", params.clone()));
+        assert_eq!(modern.header("content-type"), Some("application/json"), "the 2026 wire answers one body");
+    }
+
+    #[test]
     fn a_request_without_a_version_header_is_served_as_legacy() {
         let response = send(post(json!({"jsonrpc": "2.0", "id": "x", "method": "tools/list"})));
         assert_eq!(response.status, 200);

@@ -327,3 +327,37 @@ fn read_session_streams_its_events_as_progress_when_asked_on_the_2025_wire() {
     let plain = app.rpc(&ada.key, "tools/call", json!({"name": "read_session", "arguments": args}));
     assert_eq!(plain.header("content-type"), Some("application/json"));
 }
+
+#[test]
+fn send_message_hand_off_session_and_run_routine_follow_the_turn_they_start() {
+    let app = TestApp::new();
+    let ada = app.signup("Ada", "ada@example.com");
+    let agent_id = echo_agent(&app, &ada);
+    let started = app.ok(&ada.key, "start_session", json!({"agent_id": agent_id, "message": "one", "idempotency_key": "s"}));
+    let sid = started["session"]["session_id"].as_str().unwrap().to_owned();
+    app.settle();
+    let routine = json!({"name": "by hand", "agent_id": agent_id, "message": "routine says hi"});
+    let routine_id = app.ok(&ada.key, "create_routine", routine)["routine_id"].clone();
+    let calls = [
+        ("send_message", json!({"session_id": sid, "message": "two", "idempotency_key": "m"}), "echo: two"),
+        ("hand_off_session", json!({"session_id": sid, "agent_id": agent_id, "idempotency_key": "h"}), "echo: "),
+        ("run_routine", json!({"routine_id": routine_id, "idempotency_key": "r"}), "echo: routine says hi"),
+    ];
+    for (tool, arguments, reply) in calls {
+        let created = legacy(&app, &ada.key, "tools/call", json!({"name": tool, "arguments": arguments, "task": {}}));
+        let task_id = created["task"]["taskId"].as_str().unwrap_or_else(|| panic!("{tool}: {created}")).to_owned();
+        app.settle();
+        let result = legacy(&app, &ada.key, "tasks/result", json!({"taskId": task_id}));
+        let out = &result["structuredContent"];
+        assert_eq!(out["turn"]["end_reason"], "completed", "{tool}: {result}");
+        assert!(out["turn"]["final_reply"].as_str().unwrap().starts_with(reply), "{tool}: {out}");
+        let listed = agentsky::operator_mcp::operator_tools().iter().find(|t| t["name"] == tool).unwrap();
+        let errors = crate::schemas::validate(out, &listed["outputSchema"]);
+        assert!(errors.is_empty(), "{tool}'s task result matches its outputSchema: {errors:?}");
+    }
+    // A tool that starts no turn ignores `task` and answers its result.
+    let plain = legacy(&app, &ada.key, "tools/call", json!({"name": "list_sessions", "arguments": {}, "task": {}}));
+    assert_eq!(plain["isError"], false, "{plain}");
+    let bad = legacy_error(&app, &ada.key, "tools/call", json!({"name": "list_sessions", "arguments": {}, "task": 5}));
+    assert!(bad["message"].as_str().unwrap().contains("task must be an object"), "{bad}");
+}
