@@ -372,6 +372,11 @@ async fn list(cx: &Cx<'_>, after: Option<&str>) -> Result<TaskAnswer, TaskError>
     Ok(TaskAnswer::Many(visible, next))
 }
 
+/// The cron's sweep: tasks past their time are already invisible; this lets their rows go.
+pub async fn forget_expired(cx: &Cx<'_>) -> Result<usize, ApiError> {
+    Ok(store::mcp_tasks::forget_expired(cx.db(), cx.now_ms).await?)
+}
+
 fn is_terminal(status: &str) -> bool {
     matches!(status, "completed" | "failed" | "cancelled")
 }

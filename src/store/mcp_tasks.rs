@@ -108,3 +108,9 @@ pub async fn set_status(
     }
     first(db, stmt!(GET, task_id)).await
 }
+
+/// Deletes the tasks past their time; how many went.
+pub async fn forget_expired(db: &dyn Sql, now_ms: i64) -> DbResult<usize> {
+    const FORGET: &str = "DELETE FROM mcp_task WHERE expires_ms <= ?1 RETURNING task_id";
+    Ok(db.all(stmt!(FORGET, now_ms)).await?.len())
+}

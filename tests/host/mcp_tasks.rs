@@ -172,6 +172,15 @@ fn another_key_or_tenant_cannot_see_a_task() {
     let task_id = legacy(&app, &ada.key, "tools/call", call)["task"]["taskId"].as_str().unwrap().to_owned();
     let ada_read_only = app.request("POST", "/v1/keys", Some(&ada.key), Some(json!({"name": "r", "scopes": ["read"]})));
     let ada_read_only = ada_read_only.json_body()["key"].as_str().unwrap().to_owned();
+    // Past its time the task is not found, and the cron's sweep deletes it.
+    app.advance(24 * 3_600_000);
+    let error = legacy_error(&app, &ada.key, "tasks/get", json!({"taskId": task_id}));
+    assert!(error["message"].as_str().unwrap().contains("not found"), "{error}");
+    let forgotten = app.system(|cx| Box::pin(agentsky::ops::mcp_tasks::forget_expired(cx))).unwrap();
+    assert_eq!(forgotten, 1);
+    let mut call = start_args(&agent_id, "again", "t-2b");
+    call["task"] = json!({});
+    let task_id = legacy(&app, &ada.key, "tools/call", call)["task"]["taskId"].as_str().unwrap().to_owned();
     for key in [&bo.key, &ada_read_only] {
         for method in ["tasks/get", "tasks/result", "tasks/cancel"] {
             let error = legacy_error(&app, key, method, json!({"taskId": task_id}));
