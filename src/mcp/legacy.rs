@@ -165,7 +165,8 @@ mod tests {
         let fixtures = super::super::fixtures::Fixtures;
         let params = json!({"name": "test_tool_with_progress", "arguments": {}, "_meta": {"progressToken": "p-1"}});
         let call = || legacy_request("tools/call", params.clone());
-        let streamed = send_with(&spec(), &fixtures, with_header(call(), "accept", "application/json, text/event-stream"));
+        let streamed =
+            send_with(&spec(), &fixtures, with_header(call(), "accept", "application/json, text/event-stream"));
         assert_eq!(streamed.header("content-type"), Some("text/event-stream"));
         assert_eq!(streamed.header("mcp-session-id"), None);
         let body = String::from_utf8(streamed.body).unwrap();

@@ -149,7 +149,7 @@ async fn follow(cx: &Cx<'_>, era: Era, row: McpTaskRow, wait_ms: i64) -> Result<
         Err(e) if e.code == Code::NotFound => {
             // −32603, JSON-RPC's internal error: the task's work cannot go on.
             let error = json!({"code": -32603, "message": "the task's session no longer exists"});
-            let row = store::mcp_tasks::set_status(
+            let failed = store::mcp_tasks::set_status(
                 cx.db(),
                 &row.task_id,
                 "failed",
@@ -158,7 +158,7 @@ async fn follow(cx: &Cx<'_>, era: Era, row: McpTaskRow, wait_ms: i64) -> Result<
                 cx.now_ms,
             )
             .await?;
-            return Ok(info(&row.ok_or_else(|| unknown(""))?));
+            return Ok(shown(era, &failed.ok_or_else(|| unknown(&row.task_id))?));
         }
         Err(e) => return Err(e.into()),
     };

@@ -342,7 +342,8 @@ fn send_message_hand_off_session_and_run_routine_follow_the_turn_they_start() {
     let app = TestApp::new();
     let ada = app.signup("Ada", "ada@example.com");
     let agent_id = echo_agent(&app, &ada);
-    let started = app.ok(&ada.key, "start_session", json!({"agent_id": agent_id, "message": "one", "idempotency_key": "s"}));
+    let started =
+        app.ok(&ada.key, "start_session", json!({"agent_id": agent_id, "message": "one", "idempotency_key": "s"}));
     let sid = started["session"]["session_id"].as_str().unwrap().to_owned();
     app.settle();
     let routine = json!({"name": "by hand", "agent_id": agent_id, "message": "routine says hi"});
