@@ -1,11 +1,17 @@
 //! The operation table as an MCP [`ToolHost`]: `tools/list` entries derived from each row, and
-//! `tools/call` through [`ops::invoke`], with failures as results carrying the API's code. Resources,
-//! prompts and completions come from their own tables beside it (`ops::resources`, `ops::prompts`,
-//! `ops::completions`), read through the same operations.
+//! `tools/call` through [`ops::invoke`], with failures as results carrying the API's code. Rows marked
+//! `task: true` may be answered with an MCP task ([`ops::mcp_tasks`]); `read_session` reports the events
+//! it read as progress where the client can take a stream. Resources, prompts and completions come from
+//! their own tables beside it (`ops::resources`, `ops::prompts`, `ops::completions`), read through the
+//! same operations.
 
 use crate::cx::Cx;
+use crate::error::ApiError;
 use crate::mcp::features::{Completion, Features, PromptCall, ReadFailure};
-use crate::mcp::{results, CallOutcome, RpcError, ToolHost};
+use crate::mcp::{
+    results, CallOutcome, Era, Progress, RpcError, TaskAnswer, TaskMethod, TaskMode, ToolCall, ToolHost, ToolReply,
+};
+use crate::ops::mcp_tasks::{self, TaskError};
 use crate::ops::prompts::{self, Args};
 use crate::ops::{self, completions, resources, Op, OPS};
 use futures::future::LocalBoxFuture;
@@ -38,6 +44,51 @@ impl ToolHost for OperatorTools<'_> {
         })
     }
 
+    fn call_with<'a>(&'a self, call: ToolCall<'a>) -> LocalBoxFuture<'a, ToolReply> {
+        Box::pin(async move {
+            let Some(op) = ops::find(call.name).filter(|op| op.tool) else {
+                return ToolReply::UnknownTool;
+            };
+            let value = match ops::invoke(self.cx, op, Value::Object(call.arguments)).await {
+                Ok(value) => value,
+                Err(e) => return ToolReply::Done(results::failure(&e)),
+            };
+            // The server decides on the 2026 wire; on the 2025 wire the client asked.
+            let ttl_ms = match call.task {
+                TaskMode::Asked { ttl_ms } => Some(ttl_ms),
+                TaskMode::Allowed => Some(None),
+                TaskMode::No => None,
+            };
+            if let (true, Some(ttl_ms)) = (op.task, ttl_ms) {
+                match mcp_tasks::create(self.cx, op.name, &value, ttl_ms).await {
+                    Ok(Some(task)) => return ToolReply::Task(Box::new(task)),
+                    Ok(None) => {}
+                    Err(e) => return ToolReply::Done(results::failure(&e.finish(&self.cx.request_id))),
+                }
+            }
+            if let (Some(progress), "read_session") = (call.progress, op.name) {
+                report_events(progress, &value);
+            }
+            ToolReply::Done(results::success(value))
+        })
+    }
+
+    fn task_support(&self) -> bool {
+        true
+    }
+
+    fn task<'a>(&'a self, era: Era, method: TaskMethod<'a>) -> LocalBoxFuture<'a, Result<TaskAnswer, RpcError>> {
+        Box::pin(async move {
+            let answered = match ops::rate_limit_key(self.cx).await {
+                Ok(()) => mcp_tasks::answer(self.cx, era, method).await,
+                Err(e) => Err(TaskError::Api(e)),
+            };
+            answered.map_err(|e| match e {
+                TaskError::Rpc(error) => error,
+                TaskError::Api(e) => api_error(e.finish(&self.cx.request_id)),
+            })
+        })
+    }
     fn features(&self) -> Option<&dyn Features> {
         Some(self)
     }
@@ -101,5 +152,25 @@ impl Features for OperatorTools<'_> {
 
     fn complete<'a>(&'a self, request: Completion<'a>) -> LocalBoxFuture<'a, Result<Vec<String>, RpcError>> {
         Box::pin(async move { completions::complete(self.cx, &request).await })
+    }
+}
+
+/// An API failure of a task method as a JSON-RPC error: its code's number, its words and its body.
+fn api_error(e: ApiError) -> RpcError {
+    RpcError::new(e.code.rpc(), e.message.clone()).with_data(e.body()["error"].clone())
+}
+
+/// Each event a `read_session` read, as one progress step: its position, and its type and text.
+fn report_events(progress: &Progress, page: &Value) {
+    let events = page.get("events").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+    for (i, event) in events.iter().enumerate() {
+        let kind = event.get("type").and_then(Value::as_str).unwrap_or("event");
+        let text =
+            event.get("text").or_else(|| event.get("reason")).or_else(|| event.get("name")).and_then(Value::as_str);
+        let message = match text {
+            Some(text) => format!("{kind}: {}", text.chars().take(200).collect::<String>()),
+            None => kind.to_owned(),
+        };
+        progress.report((i + 1) as f64, None, Some(&message));
     }
 }

@@ -154,6 +154,10 @@ async fn scheduled(_event: worker::ScheduledEvent, env: Env, _ctx: worker::Sched
         Ok(_) => {}
         Err(e) => crate::error::log_line(&format!("cron: expiring requests: {}", e.finish(&cx.request_id))),
     }
+    // MCP tasks past their time: already invisible to tasks/get, their rows go here.
+    if let Err(e) = crate::ops::mcp_tasks::forget_expired(&cx).await {
+        crate::error::log_line(&format!("cron: forgetting expired MCP tasks: {}", e.finish(&cx.request_id)));
+    }
 }
 
 /// Routine fires and webhook deliveries from `agentsky-fires`; from its dead-letter queue, the ones that

@@ -47,6 +47,7 @@ const TOOLS: &[(&str, &str)] = &[
     ("test_input_required_result_capabilities", "Asks only through the capabilities the client declared."),
     ("json_schema_2020_12_tool", "Tool with JSON Schema 2020-12 features"),
     ("test_x_mcp_header", "Echoes a region that clients mirror into the Mcp-Param-Region header."),
+    ("test_tool_with_progress", "Reports three progress steps (0, 50, 100 of 100), then answers."),
 ];
 
 impl ToolHost for Fixtures {
@@ -68,10 +69,12 @@ impl ToolHost for Fixtures {
                 client_capabilities: &capabilities,
                 input_responses: None,
                 request_state: None,
+                task: super::TaskMode::No,
+                progress: None,
             };
             match run(&call) {
                 ToolReply::Done(result) => Some(result),
-                ToolReply::UnknownTool | ToolReply::Refused(_) => None,
+                ToolReply::UnknownTool | ToolReply::Refused(_) | ToolReply::Task(_) => None,
             }
         })
     }
@@ -158,6 +161,15 @@ fn run(call: &ToolCall) -> ToolReply {
         }
         "test_input_required_result_multi_round" => require(call, &["elicitation"]).and_then(|()| multi_round(call)),
         "test_input_required_result_capabilities" => require(call, &[]).map(|()| capabilities_round(call)),
+        "test_tool_with_progress" => {
+            // Reported only where a stream can carry it (2025 wire, a token, `text/event-stream` accepted).
+            for step in [0.0, 50.0, 100.0] {
+                if let Some(progress) = call.progress {
+                    progress.report(step, Some(100.0), Some(&format!("{step} of 100")));
+                }
+            }
+            Ok(text("Progress test completed."))
+        }
         _ => return ToolReply::UnknownTool,
     };
     match answer {
@@ -407,6 +419,8 @@ mod tests {
             client_capabilities: caps,
             input_responses: responses,
             request_state: state,
+            task: crate::mcp::TaskMode::No,
+            progress: None,
         };
         block_on(Fixtures.call_with(call))
     }

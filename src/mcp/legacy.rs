@@ -8,7 +8,10 @@
 //! what makes dual-era clients (Claude Code, Python SDK, TS SDK v2 in auto mode) fall back to `initialize`.
 
 use super::rpc::{self, Request, RpcError};
-use super::{call_tool, capabilities, features, headers, server_info, Era, ServerSpec, ToolHost, LEGACY_VERSIONS};
+use super::{
+    call_tool, capabilities, headers, other_method, progress, server_info, Era, Progress, ServerSpec, ToolHost,
+    LEGACY_VERSIONS,
+};
 use crate::http::{HttpRequest, HttpResponse};
 use serde_json::{json, Map, Value};
 
@@ -25,19 +28,27 @@ pub async fn serve(spec: &ServerSpec, host: &dyn ToolHost, req: &HttpRequest, re
             return rpc::error(400, Some(id), &RpcError::new(rpc::INVALID_REQUEST, message));
         }
     }
+    // Only a tool call may stream, and only when the client both gave a token and accepts a stream.
+    let accepts_stream = progress::accepts_stream(req.header("accept"));
+    let progress =
+        (request.method == "tools/call").then(|| Progress::for_request(&request.params, accepts_stream)).flatten();
     let answer = match request.method.as_str() {
         "initialize" => Ok(initialize(spec, host, &request.params)),
         "ping" => Ok(json!({})),
         "tools/list" => Ok(json!({"tools": host.tools()})),
-        "tools/call" => call_tool(host, Era::Legacy, &request.params, &Map::new()).await,
-        other => match features::answer(host, Era::Legacy, other, &request.params).await {
+        "tools/call" => call_tool(host, Era::Legacy, &request.params, &Map::new(), progress.as_ref()).await,
+        other => match other_method(host, Era::Legacy, other, &request.params).await {
             Some(answer) => answer,
             None => Err(RpcError::new(rpc::METHOD_NOT_FOUND, format!("Method not found: {other}"))),
         },
     };
-    match answer {
+    let response = match answer {
         Ok(result) => rpc::result(id, result),
         Err(error) => rpc::error(200, Some(id), &error),
+    };
+    match progress.and_then(|p| p.stream(&response.json_body())) {
+        Some(body) => HttpResponse::text(200, "text/event-stream", body).with_header("cache-control", "no-cache"),
+        None => response,
     }
 }
 
@@ -49,7 +60,7 @@ fn initialize(spec: &ServerSpec, host: &dyn ToolHost, params: &Map<String, Value
     let version = LEGACY_VERSIONS.iter().find(|v| **v == requested).copied().unwrap_or(newest);
     let mut result = json!({
         "protocolVersion": version,
-        "capabilities": capabilities(host),
+        "capabilities": capabilities(Era::Legacy, host),
         "serverInfo": server_info(spec),
     });
     if !spec.instructions.is_empty() {
@@ -147,6 +158,28 @@ mod tests {
             json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}});
         let req = post(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params}));
         assert_eq!(send(with_header(req, "mcp-protocol-version", "2099-01-01")).status, 200);
+    }
+
+    #[test]
+    fn a_tool_that_reports_progress_answers_a_stream_only_to_a_client_that_takes_one() {
+        let fixtures = super::super::fixtures::Fixtures;
+        let params = json!({"name": "test_tool_with_progress", "arguments": {}, "_meta": {"progressToken": "p-1"}});
+        let call = || legacy_request("tools/call", params.clone());
+        let streamed =
+            send_with(&spec(), &fixtures, with_header(call(), "accept", "application/json, text/event-stream"));
+        assert_eq!(streamed.header("content-type"), Some("text/event-stream"));
+        assert_eq!(streamed.header("mcp-session-id"), None);
+        let body = String::from_utf8(streamed.body).unwrap();
+        let datas: Vec<Value> =
+            body.lines().filter_map(|l| l.strip_prefix("data: ")).map(|d| serde_json::from_str(d).unwrap()).collect();
+        let progress: Vec<&Value> = datas.iter().map(|d| &d["params"]["progress"]).take(3).collect();
+        assert_eq!(progress, [&json!(0.0), &json!(50.0), &json!(100.0)]);
+        assert_eq!(datas[3]["id"], json!(1), "the response comes last: {body}");
+        assert!(datas[3]["result"]["content"].is_array());
+        let plain = send_with(&spec(), &fixtures, with_header(call(), "accept", "application/json"));
+        assert_eq!(plain.header("content-type"), Some("application/json"));
+        let modern = send_with(&spec(), &fixtures, modern_request("tools/call", params.clone()));
+        assert_eq!(modern.header("content-type"), Some("application/json"), "the 2026 wire answers one body");
     }
 
     #[test]

@@ -4,8 +4,10 @@
 //! Tools reach it through [`ToolHost`], so the operator server (`/v1/mcp`), the help server
 //! (`/v1/help/mcp`), the session server (`/v1/session/mcp`) and the conformance fixtures share one transport.
 //!
-//! It must never keep state between requests, mint an `Mcp-Session-Id`, answer with SSE, or read a clock:
-//! every answer is a pure function of the request and the host's tools.
+//! It must never keep state between requests, mint an `Mcp-Session-Id` or read a clock: every answer is a
+//! pure function of the request and the host. What outlives a request (an MCP task) the host keeps
+//! durably ([`tasks`]). The one answer that is not a single JSON body is a `tools/call` on the 2025 wire
+//! whose tool reported progress to a client that accepts a stream ([`progress`]).
 //! Hand-written: the Rust MCP SDK (rmcp) is built on tokio, which a Worker's wasm does not run.
 //!
 //! Order of checks (the one TOOLCHAIN.md records as accepted by Claude Code, Codex, Cursor and the SDK
@@ -23,10 +25,14 @@ mod fixtures_features;
 mod headers;
 mod legacy;
 mod modern;
+pub mod progress;
 pub mod results;
 mod rpc;
+pub mod tasks;
 
+pub use progress::Progress;
 pub use rpc::RpcError;
+pub use tasks::{TaskAnswer, TaskInfo, TaskMethod, TaskMode};
 
 use crate::http::{HttpRequest, HttpResponse};
 use futures::future::LocalBoxFuture;
@@ -73,6 +79,18 @@ pub trait ToolHost {
     fn features(&self) -> Option<&dyn features::Features> {
         None
     }
+
+    /// Whether this host can run calls as MCP tasks (it then answers [`ToolHost::task`]); it is advertised
+    /// as the `tasks` capability (2025-11-25) or the tasks extension (2026-07-28).
+    fn task_support(&self) -> bool {
+        false
+    }
+
+    /// Answers a task method for the caller. Another caller's task, or one past its time, is not found.
+    fn task<'a>(&'a self, era: Era, method: TaskMethod<'a>) -> LocalBoxFuture<'a, Result<TaskAnswer, RpcError>> {
+        let _ = (era, method);
+        Box::pin(async { Err(RpcError::new(rpc::METHOD_NOT_FOUND, "Method not found: this server runs no tasks")) })
+    }
 }
 
 /// The protocol era a request is served in.
@@ -98,6 +116,10 @@ pub struct ToolCall<'a> {
     pub input_responses: Option<&'a Map<String, Value>>,
     /// `params.requestState` of an MRTR retry, echoed from the server's `InputRequiredResult`.
     pub request_state: Option<&'a str>,
+    /// Whether the client asked for (2025-11-25) or allows (2026-07-28) a task instead of the result.
+    pub task: TaskMode,
+    /// Where the tool may report progress (2025 wire, `progressToken` given, a stream accepted).
+    pub progress: Option<&'a Progress>,
 }
 
 /// What a host made of a [`ToolCall`].
@@ -109,6 +131,8 @@ pub enum ToolReply {
     UnknownTool,
     /// A protocol error the tool itself decided (e.g. −32021 for an undeclared client capability).
     Refused(RpcError),
+    /// The call became a task, kept durably before this answer: the client follows it with `tasks/get`.
+    Task(Box<TaskInfo>),
 }
 
 /// Protocol versions served through `initialize`, oldest first.
@@ -161,13 +185,23 @@ fn server_info(spec: &ServerSpec) -> Value {
     json!({"name": spec.name, "title": spec.title, "version": spec.version})
 }
 
-/// Tools, plus resources, prompts and completions when the host offers them; never logging. Every list is
-/// fixed (`listChanged: false`), so conforming clients neither wait for nor subscribe to list changes.
-fn capabilities(host: &dyn ToolHost) -> Value {
+/// Tools, plus resources, prompts and completions when the host offers them (never logging); every list is
+/// fixed (`listChanged: false`), so conforming clients neither wait for nor subscribe to list changes. Tasks
+/// on tool calls when the host runs them: the `tasks` capability on the 2025 wire, the extension on 2026's.
+fn capabilities(era: Era, host: &dyn ToolHost) -> Value {
     let mut capabilities = Map::new();
     capabilities.insert("tools".into(), json!({"listChanged": false}));
     features::capabilities(host, &mut capabilities);
-    Value::Object(capabilities)
+    let mut capabilities = Value::Object(capabilities);
+    if host.task_support() {
+        match era {
+            Era::Legacy => {
+                capabilities["tasks"] = json!({"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}})
+            }
+            Era::Modern => capabilities["extensions"] = json!({tasks::EXTENSION: {}}),
+        }
+    }
+    capabilities
 }
 
 /// Reads a `tools/call`'s params and hands the call to the host. The era modules wrap the reply.
@@ -176,18 +210,45 @@ async fn call_tool(
     era: Era,
     params: &Map<String, Value>,
     client_capabilities: &Map<String, Value>,
+    progress: Option<&Progress>,
 ) -> Result<Value, RpcError> {
     let (name, arguments) = call_target(params)?;
     let (input_responses, request_state) = match era {
         Era::Legacy => (None, None),
         Era::Modern => mrtr_fields(params)?,
     };
-    let call = ToolCall { name, arguments, era, client_capabilities, input_responses, request_state };
+    let task = tasks::mode(era, params, client_capabilities)?;
+    let call = ToolCall { name, arguments, era, client_capabilities, input_responses, request_state, task, progress };
     match host.call_with(call).await {
         ToolReply::Done(result) => Ok(result),
         ToolReply::UnknownTool => Err(RpcError::invalid_params(format!("Unknown tool: {name}"))),
         ToolReply::Refused(error) => Err(error),
+        ToolReply::Task(task) => Ok(tasks::created(era, &task)),
     }
+}
+
+/// A feature method (resources, prompts, completions) or a task method (`tasks/*`) for the host, or `None`
+/// when `method` is neither, so the era answers "method not found".
+async fn other_method(
+    host: &dyn ToolHost,
+    era: Era,
+    method: &str,
+    params: &Map<String, Value>,
+) -> Option<Result<Value, RpcError>> {
+    if let Some(answer) = features::answer(host, era, method, params).await {
+        return Some(answer);
+    }
+    let call = match tasks::method(era, method, params)? {
+        Ok(call) => call,
+        Err(error) => return Some(Err(error)),
+    };
+    if !host.task_support() {
+        return Some(Err(RpcError::new(rpc::METHOD_NOT_FOUND, format!("Method not found: {method}"))));
+    }
+    Some(match host.task(era, call.clone()).await {
+        Ok(answer) => tasks::answer(era, &call, answer),
+        Err(error) => Err(error),
+    })
 }
 
 /// `params.name` (required) and `params.arguments` (an object, `{}` when absent or null).

@@ -17,8 +17,8 @@
 
 use super::rpc::{self, Request, RpcError};
 use super::{
-    call_target, call_tool, capabilities, features, headers, server_info, Era, ServerSpec, ToolHost, LEGACY_VERSIONS,
-    MODERN_VERSION,
+    call_target, call_tool, capabilities, headers, other_method, server_info, Era, ServerSpec, ToolHost,
+    LEGACY_VERSIONS, MODERN_VERSION,
 };
 use crate::http::{HttpRequest, HttpResponse};
 use serde_json::{json, Map, Value};
@@ -96,9 +96,9 @@ async fn answer(
                     headers::check_params(req, &tool["inputSchema"], &arguments)?;
                 }
             }
-            call_tool(host, Era::Modern, &request.params, client_capabilities).await
+            call_tool(host, Era::Modern, &request.params, client_capabilities, None).await
         }
-        other => match features::answer(host, Era::Modern, other, &request.params).await {
+        other => match other_method(host, Era::Modern, other, &request.params).await {
             Some(answer) => answer,
             None => Err(RpcError::new(rpc::METHOD_NOT_FOUND, format!("Method not found: {other}"))),
         },
@@ -130,7 +130,7 @@ fn envelope(params: &Map<String, Value>) -> Result<(&str, &Map<String, Value>), 
 }
 
 /// `Mcp-Method` must equal the body's method, and `Mcp-Name` the body's `params.name` (`params.uri` for
-/// `resources/read`) on the methods that carry one. Missing counts as different.
+/// `resources/read`, `params.taskId` for the task methods) on the methods that carry one. Missing counts as different.
 fn check_routing_headers(req: &HttpRequest, request: &Request) -> Result<(), RpcError> {
     match headers::single(req, headers::METHOD)? {
         Some(method) if method == request.method => {}
@@ -144,6 +144,7 @@ fn check_routing_headers(req: &HttpRequest, request: &Request) -> Result<(), Rpc
     let name_key = match request.method.as_str() {
         "tools/call" | "prompts/get" => "name",
         "resources/read" => "uri",
+        "tasks/get" | "tasks/update" | "tasks/cancel" => "taskId",
         _ => return Ok(()),
     };
     let Some(body_name) = request.params.get(name_key).and_then(Value::as_str) else {
@@ -166,7 +167,7 @@ fn supported_versions() -> Vec<&'static str> {
 fn discover(spec: &ServerSpec, host: &dyn ToolHost) -> Value {
     let mut result = json!({
         "supportedVersions": supported_versions(),
-        "capabilities": capabilities(host),
+        "capabilities": capabilities(Era::Modern, host),
         "ttlMs": LIST_TTL_MS,
         "cacheScope": CACHE_SCOPE,
     });

@@ -52,7 +52,7 @@ impl RpcError {
         Self::new(HEADER_MISMATCH, message)
     }
 
-    fn to_json(&self) -> Value {
+    pub(super) fn to_json(&self) -> Value {
         let mut error = json!({"code": self.code, "message": self.message});
         if let Some(data) = &self.data {
             error["data"] = data.clone();

@@ -18,6 +18,7 @@ pub mod handoffs;
 pub mod help;
 pub mod help_center;
 pub mod help_guides;
+pub mod mcp_tasks;
 pub mod members;
 pub mod memory;
 pub mod prompts;
@@ -170,6 +171,9 @@ pub struct Op {
     pub params: fn() -> schemars::Schema,
     pub result: fn() -> schemars::Schema,
     pub run: OpFn,
+    /// May run as an MCP task (it starts a turn whose end the task follows): `execution.taskSupport`
+    /// `optional` in `tools/list`. Which result follows which turn is `crate::ops::mcp_tasks`'s.
+    pub task: bool,
 }
 
 impl Op {
@@ -197,7 +201,7 @@ impl Op {
 
     /// Its `tools/list` entry.
     pub fn tool_entry(&self) -> Value {
-        json!({
+        let mut entry = json!({
             "name": self.name,
             "title": self.title,
             "description": self.description(),
@@ -210,7 +214,11 @@ impl Op {
                 "idempotentHint": self.hints.idempotent,
                 "openWorldHint": false,
             },
-        })
+        });
+        if self.task {
+            entry["execution"] = json!({"taskSupport": "optional"});
+        }
+        entry
     }
 
     /// What REST answers on success: the row's `http` status, 200 unless it says 201.
@@ -220,7 +228,8 @@ impl Op {
 }
 
 /// Declares the table. Each row: docs, `name(Params) -> Result { title, group, scope, tool, http, hints, run }`.
-/// `http` is the method and path, then `201` when the operation creates a resource with its own id.
+/// `http` is the method and path, then `201` when the operation creates a resource with its own id; a row
+/// that starts a turn may end with `task: true` (it may run as an MCP task).
 macro_rules! operations {
     (@status) => { 200 };
     (@status $status:literal) => { $status };
@@ -228,7 +237,8 @@ macro_rules! operations {
         $(#[doc = $doc:literal])*
         $name:ident($params:ty) -> $result:ty {
             title: $title:literal, group: $group:ident, scope: $scope:ident, tool: $tool:literal,
-            http: $method:ident $path:literal $($status:literal)?, hints: $hints:ident, run: $run:path $(,)?
+            http: $method:ident $path:literal $($status:literal)?, hints: $hints:ident, run: $run:path
+            $(, task: $task:literal)? $(,)?
         }
     )*) => {
         pub static OPS: &[Op] = &[$(
@@ -250,6 +260,7 @@ macro_rules! operations {
                     let result: $result = $run(cx, params).await?;
                     encode(&result)
                 }),
+                task: false $(|| $task)?,
             },
         )*];
     };
@@ -428,14 +439,14 @@ operations! {
     /// Optional `workspace`.
     start_session(sessions::StartSession) -> sessions::Started {
         title: "Start a session", group: Sessions, scope: Write, tool: true,
-        http: POST "/v1/sessions" 201, hints: CREATES, run: sessions::start
+        http: POST "/v1/sessions" 201, hints: CREATES, run: sessions::start, task: true
     }
 
     /// Send the next message into an idle session; requires an `idempotency_key`. Workspace derived from
     /// the session.
     send_message(sessions::SendMessage) -> sessions::Sent {
         title: "Send a message", group: Sessions, scope: Write, tool: true,
-        http: POST "/v1/sessions/{session_id}/messages" 201, hints: CREATES, run: sessions::send
+        http: POST "/v1/sessions/{session_id}/messages" 201, hints: CREATES, run: sessions::send, task: true
     }
 
     /// That message's replies after the cursor, one page at a time; with `wait_seconds` (up to 50) waits
@@ -471,7 +482,7 @@ operations! {
     /// and the original stays. Requires an `idempotency_key`; returns the handoff.
     hand_off_session(handoffs::HandOffSession) -> handoffs::Handoff {
         title: "Hand off a session", group: Sessions, scope: Write, tool: true,
-        http: POST "/v1/sessions/{session_id}/handoff" 201, hints: CREATES, run: handoffs::hand_off
+        http: POST "/v1/sessions/{session_id}/handoff" 201, hints: CREATES, run: handoffs::hand_off, task: true
     }
 
     /// Where a handoff stands; once `completed`, `target_session` is the session to continue with.
@@ -649,7 +660,7 @@ operations! {
     /// with its session; a fire that fails is recorded `failed` and answered as an error with its reason.
     run_routine(routines::RunRoutine) -> store::routines::FireRow {
         title: "Run a routine", group: Routines, scope: Write, tool: true,
-        http: POST "/v1/routines/{routine_id}/run" 201, hints: CREATES, run: routines::run
+        http: POST "/v1/routines/{routine_id}/run" 201, hints: CREATES, run: routines::run, task: true
     }
 
     /// Your balance, whether a card is saved, and what you spent across sessions and API keys over UTC
@@ -1041,6 +1052,13 @@ fn encode<R: Serialize>(result: &R) -> Result<Value, ApiError> {
 pub async fn invoke(cx: &Cx<'_>, op: &Op, args: Value) -> Result<Value, ApiError> {
     // Every face answers through here, so an internal failure is finished (logged with the request id) once.
     checked_run(cx, op, args).await.map_err(|e| e.finish(&cx.request_id))
+}
+
+/// Counts one request against the calling key's per-minute limit, as every operation does (MCP task
+/// methods, which are no operation, count this way).
+pub async fn rate_limit_key(cx: &Cx<'_>) -> Result<(), ApiError> {
+    let caller = cx.caller()?;
+    rate_limit(cx, format!("key:{}", caller.key_id), cx.env.config.rate_limit_per_min).await
 }
 
 async fn checked_run(cx: &Cx<'_>, op: &Op, args: Value) -> Result<Value, ApiError> {

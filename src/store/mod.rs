@@ -18,6 +18,7 @@ pub mod files;
 pub mod handoffs;
 pub mod keys;
 pub mod lanes;
+pub mod mcp_tasks;
 pub mod members;
 pub mod oauth;
 pub mod proofs;

@@ -91,6 +91,17 @@ pub async fn open_in_task(db: &dyn Sql, task_id: &str) -> DbResult<Vec<RequestRo
     rows(db, stmt!(OPEN, task_id)).await
 }
 
+/// A session's open requests that have not expired, oldest first: what its agent waits on.
+pub async fn open_for_session(db: &dyn Sql, session_id: &str, now_ms: i64) -> DbResult<Vec<RequestRow>> {
+    const OPEN: &str = concat!(
+        "SELECT ",
+        request_cols!(),
+        " FROM request WHERE session_id = ?1 AND status = 'open' AND (expires_ms IS NULL OR expires_ms > ?2)
+          ORDER BY created_ms, request_id LIMIT 20"
+    );
+    rows(db, stmt!(OPEN, session_id, now_ms)).await
+}
+
 /// An open request with who asks and in which task: what a person needs to decide it.
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct OpenRequest {

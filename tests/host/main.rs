@@ -23,6 +23,7 @@ mod lifecycle;
 mod limits;
 mod mcp;
 mod mcp_features;
+mod mcp_tasks;
 mod members;
 mod money;
 mod oauth;

@@ -159,7 +159,8 @@ fn the_operations_reference_is_generated_from_the_table() {
     let mut md = String::from(
         "# Operations\n\nGenerated from the operation table (`src/ops/mod.rs`) by `UPDATE_GOLDEN=1 cargo test -p agentsky \
          --test host table`; do not edit by hand. Every operation is a REST route; those marked *tool* are also MCP \
-         tools on `/v1/mcp`. Scope is what the caller's key must allow.\n",
+         tools on `/v1/mcp`, and *tool, task* ones may run as MCP tasks that follow the turn they start. Scope is \
+         what the caller's key must allow.\n",
     );
     for group in groups {
         md.push_str(&format!(
@@ -172,7 +173,11 @@ fn the_operations_reference_is_generated_from_the_table() {
                 op.method,
                 op.path,
                 op.scope.as_str(),
-                if op.tool { "tool" } else { "" },
+                match (op.tool, op.task) {
+                    (true, true) => "tool, task",
+                    (true, false) => "tool",
+                    _ => "",
+                },
                 op.description().replace('|', "\\|")
             ));
         }
