@@ -2,6 +2,7 @@
 //! `remember_command` (its task's `run` command, or a target's `deploy` command), run by the runner that
 //! holds the session's turn, in its folder, with the output shown to the person who asked.
 
+use crate::rules::ids::{ConnectorId, SessionId};
 use crate::cx::Cx;
 use crate::domain::jobs::{self, Asked};
 use crate::domain::taskfs::PROJECT_FILE;
@@ -29,11 +30,11 @@ words! {
 #[serde(deny_unknown_fields)]
 pub struct RunCommand {
     /// The session (`ses_…`) whose runner runs it.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// `run` (the task's run command) or `deploy` (a target's deploy command).
     pub kind: CommandKind,
     /// For `deploy`: the target (`con_…`) whose deploy command runs.
-    pub target_id: Option<String>,
+    pub target_id: Option<ConnectorId>,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]

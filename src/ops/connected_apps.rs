@@ -1,6 +1,7 @@
 //! Connected apps: the MCP clients a person let in through OAuth sign-in ([`crate::oauth`]), listed and
 //! disconnected like keys. Disconnecting revokes the grant and every token it issued at once.
 
+use crate::rules::ids::{AppGrantId};
 use crate::cx::Cx;
 use crate::error::ApiError;
 use crate::rules::ids;
@@ -28,7 +29,7 @@ pub async fn list(cx: &Cx<'_>, _: ListConnectedApps) -> Result<ConnectedApps, Ap
 #[serde(deny_unknown_fields)]
 pub struct DisconnectApp {
     /// The connection's id (`oag_…`), from `GET /v1/connected-apps`.
-    pub grant_id: String,
+    pub grant_id: AppGrantId,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -40,9 +41,6 @@ pub struct AppDisconnected {
 /// DELETE /v1/connected-apps/{grant_id}
 pub async fn disconnect(cx: &Cx<'_>, p: DisconnectApp) -> Result<AppDisconnected, ApiError> {
     let caller = cx.caller()?;
-    if !ids::is_id(&p.grant_id, "oag") {
-        return Err(ApiError::not_found("connected app"));
-    }
     let found = store::oauth::disconnect(
         cx.db(),
         &caller.account_id,

@@ -1,12 +1,12 @@
 //! A task's shared folder as operator tools: list, read and write text files (contract: "Splitting work
 //! across agents"). Agents reach the same folder through their harness tools.
 
+use crate::rules::ids::{TaskId};
 use crate::cx::{Cx, Membership};
-use crate::domain::taskfs::{self, Folder, Writer};
+use crate::domain::taskfs::{self, Folder, TaskPath, Writer};
 use crate::error::{ApiError, Code};
 use crate::ops::sessions;
 use crate::rules::params::Int;
-use crate::rules::paths;
 use crate::store::{self, files::FileInfo};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -27,7 +27,7 @@ pub async fn load_task(cx: &Cx<'_>, task_id: &str) -> Result<Membership, ApiErro
 #[serde(deny_unknown_fields)]
 pub struct ListTaskFiles {
     /// The task (its first session's id).
-    pub task_id: String,
+    pub task_id: TaskId,
     /// Page size, 1–500 (default 200).
     pub limit: Option<Int<1, 500>>,
     /// `next_cursor` from the previous page.
@@ -66,9 +66,9 @@ pub async fn list(cx: &Cx<'_>, p: ListTaskFiles) -> Result<TaskFiles, ApiError> 
 #[serde(deny_unknown_fields)]
 pub struct ReadTaskFile {
     /// The task (its first session's id).
-    pub task_id: String,
+    pub task_id: TaskId,
     /// The file's path in the task folder, e.g. `notes/plan.md`.
-    pub path: String,
+    pub path: TaskPath,
     /// A past version; the latest when left out.
     pub version: Option<i64>,
     /// Ignored: the workspace is the task's.
@@ -86,7 +86,6 @@ pub struct TaskFile {
 
 /// read_task_file
 pub async fn read(cx: &Cx<'_>, p: ReadTaskFile) -> Result<TaskFile, ApiError> {
-    paths::normalize(&p.path)?;
     let m = load_task(cx, &p.task_id).await?;
     let folder = Folder { workspace_id: &m.workspace_id, task_id: &p.task_id, lane: "" };
     let (db, blobs) = taskfs::parts(cx.env);
@@ -98,9 +97,9 @@ pub async fn read(cx: &Cx<'_>, p: ReadTaskFile) -> Result<TaskFile, ApiError> {
 #[serde(deny_unknown_fields)]
 pub struct WriteTaskFile {
     /// The task (its first session's id).
-    pub task_id: String,
+    pub task_id: TaskId,
     /// The file's path in the task folder, e.g. `notes/plan.md` (relative; no `..`).
-    pub path: String,
+    pub path: TaskPath,
     /// The whole new text of the file, up to 256 KiB. Writing the text the file already has adds no
     /// version.
     pub content: String,
@@ -117,7 +116,6 @@ pub struct FileWritten {
 
 /// write_task_file
 pub async fn write(cx: &Cx<'_>, p: WriteTaskFile) -> Result<FileWritten, ApiError> {
-    paths::normalize(&p.path)?;
     let m = load_task(cx, &p.task_id).await?;
     let key_id = cx.caller()?.key_id.clone();
     let folder = Folder { workspace_id: &m.workspace_id, task_id: &p.task_id, lane: "" };

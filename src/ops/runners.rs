@@ -1,5 +1,6 @@
 //! Registering a runner: the key-authenticated half of the runner protocol (see [`crate::runner`]).
 
+use crate::rules::ids::{RunnerId};
 use crate::cx::{Cx, Role};
 use crate::error::ApiError;
 use crate::rules::ids;
@@ -59,7 +60,7 @@ pub async fn list(cx: &Cx<'_>, p: ListRunners) -> Result<RunnerList, ApiError> {
 #[serde(deny_unknown_fields)]
 pub struct RevokeRunner {
     /// The runner's id (`run_…`), from `GET /v1/runners`.
-    pub runner_id: String,
+    pub runner_id: RunnerId,
     /// A workspace slug; the connection's workspace when left out.
     pub workspace: Option<String>,
 }
@@ -76,9 +77,6 @@ pub async fn revoke(cx: &Cx<'_>, p: RevokeRunner) -> Result<RunnerRevoked, ApiEr
     let w = cx.workspace(p.workspace.as_deref())?;
     cx.require_role(w, Role::Admin)?;
     let not_found = || ApiError::not_found(&format!("runner `{}`", p.runner_id));
-    if !ids::is_id(&p.runner_id, "run") {
-        return Err(not_found());
-    }
     if !store::runners::revoke(cx.db(), &w.workspace_id, &p.runner_id).await? {
         return Err(not_found());
     }

@@ -1,6 +1,7 @@
 //! Tasks as the unit of work (contract: "Splitting work across agents"): what each task is waiting on,
 //! its sessions as threads, its cost and budget.
 
+use crate::rules::ids::{SessionId, TaskId};
 use crate::cx::Cx;
 use crate::error::ApiError;
 use crate::ops::{files::load_task, sessions};
@@ -70,7 +71,7 @@ pub async fn list(cx: &Cx<'_>, p: ListTasks) -> Result<TaskList, ApiError> {
 #[serde(deny_unknown_fields)]
 pub struct GetTask {
     /// The task (its first session's id).
-    pub task_id: String,
+    pub task_id: TaskId,
     /// Ignored: the workspace is the task's.
     pub workspace: Option<String>,
 }
@@ -143,7 +144,7 @@ pub async fn get(cx: &Cx<'_>, p: GetTask) -> Result<TaskDetail, ApiError> {
 #[serde(deny_unknown_fields)]
 pub struct SetTaskBudget {
     /// The task (its first session's id).
-    pub task_id: String,
+    pub task_id: TaskId,
     /// Cap on the sum of all its sessions' spend, in cents; `null` removes the cap.
     pub budget_cents: Option<Int<1, 100_000_000>>,
 }
@@ -166,7 +167,7 @@ pub async fn set_budget(cx: &Cx<'_>, p: SetTaskBudget) -> Result<TaskBudget, Api
 #[serde(deny_unknown_fields)]
 pub struct ReadSessionThreads {
     /// Any session of the task (`ses_…`).
-    pub session_id: String,
+    pub session_id: SessionId,
     /// Ignored: the workspace is the session's.
     pub workspace: Option<String>,
 }

@@ -44,21 +44,9 @@ pub fn one_of(field: &str, value: &str, allowed: &[&str]) -> Result<(), ApiError
     }
 }
 
-/// A plausible email address: one `@`, something on both sides, a dot in the domain, no spaces.
+/// Checks an email address given outside a typed parameter (a form): [`params::Email`]'s rule.
 pub fn email(field: &str, value: &str) -> Result<(), ApiError> {
-    text(field, value, 3, 254)?;
-    let ok = value.split_once('@').is_some_and(|(local, domain)| {
-        !local.is_empty()
-            && domain.contains('.')
-            && !domain.starts_with('.')
-            && !domain.ends_with('.')
-            && !domain.contains('@')
-    }) && !value.contains(char::is_whitespace);
-    if ok {
-        Ok(())
-    } else {
-        Err(ApiError::invalid(format!("`{field}` must be an email address (got {value:?})")))
-    }
+    params::Email::try_from(value.to_owned()).map(drop).map_err(|problem| ApiError::invalid(format!("`{field}` {problem}")))
 }
 
 #[cfg(test)]
