@@ -3,16 +3,16 @@
 //! policy when one applies, else by a member through `answer_request`; the call waits for the answer in
 //! the session's object.
 
-use crate::rules::targets::TargetScope;
-use crate::rules::ids::{GrantId};
 use super::{wait, CallingSession, ToolError, ACCESS_PER_MIN};
 use crate::cx::Cx;
 use crate::domain::grants::{covers, grant_view, live, open_credential, ssh_hold_s, visible_to, Credential};
 use crate::domain::jobs::{self, Asked};
 use crate::error::ApiError;
+use crate::rules::ids::GrantId;
 use crate::rules::params::Text;
 use crate::rules::policy::{self, Verdict};
-use crate::rules::{ids, limits, targets};
+use crate::rules::targets::TargetScope;
+use crate::rules::{ids, targets};
 use crate::store::{self, connectors::ConnectorRow, requests::GrantRow};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -287,7 +287,12 @@ async fn visible(a: &CallingSession<'_>, grant_id: &str) -> Result<GrantRow, Too
 
 /// check_grant
 pub async fn check_grant(a: &CallingSession<'_>, p: CheckGrant) -> Result<Value, ToolError> {
-    let g = visible(a, &p.grant_id).await?;
+    grant_status(a, &p.grant_id).await
+}
+
+/// A grant's status once it is decided (waiting while its request is open).
+pub async fn grant_status(a: &CallingSession<'_>, grant_id: &str) -> Result<Value, ToolError> {
+    let g = visible(a, grant_id).await?;
     if let (Some(r), "pending") = (&g.request_id, g.status.as_str()) {
         wait(a, r).await?;
     }

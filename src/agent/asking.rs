@@ -1,9 +1,9 @@
 //! `report_status` and `ask_user`: the agent's line on its card, and its questions to the user.
 
-use crate::rules::ids::{RequestId};
 use super::{CallingSession, ToolError, QUESTIONS_PER_MIN};
 use crate::domain::requests;
 use crate::rules::ids;
+use crate::rules::ids::RequestId;
 use crate::rules::params::{self, words, Capped, Text};
 use crate::store;
 use schemars::JsonSchema;
@@ -82,8 +82,12 @@ enum AnyPayload {
 /// The payload as stored: only the fields of its kind, decoded by its kind's type.
 pub fn check_payload(kind: AskKind, payload: &Value) -> Result<Value, ToolError> {
     fn decode<T: serde::de::DeserializeOwned + Serialize>(payload: &Value) -> Result<Value, ToolError> {
-        let typed: T = params::decode(payload.clone())
-            .map_err(|e| ToolError::invalid(format!("`payload{}", e.strip_prefix('`').map_or_else(|| format!("` {e}"), |rest| format!(".{rest}")))))?;
+        let typed: T = params::decode(payload.clone()).map_err(|e| {
+            ToolError::invalid(format!(
+                "`payload{}",
+                e.strip_prefix('`').map_or_else(|| format!("` {e}"), |rest| format!(".{rest}"))
+            ))
+        })?;
         Ok(serde_json::to_value(typed).expect("a payload serializes"))
     }
     match kind {

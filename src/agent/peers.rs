@@ -1,8 +1,8 @@
 //! The other tasks of the project: `list_sessions`, `project_activity`, `send_message`.
 
-use crate::rules::ids::SessionId;
 use super::{CallingSession, ToolError, MESSAGES_PER_MIN};
 use crate::rules::ids;
+use crate::rules::ids::SessionId;
 use crate::rules::params::Text;
 use crate::session::{Author, NewMessage, SessionCall};
 use crate::store::{self, sessions::SessionRow};

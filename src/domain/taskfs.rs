@@ -5,8 +5,8 @@
 use crate::cx::{Blobs, Env};
 use crate::error::{ApiError, Code};
 use crate::rules::{params, paths};
-use agentsky_wire::paths::MAX_PATH_CHARS;
 use crate::store::{self, files::FileInfo, Sql};
+use agentsky_wire::paths::MAX_PATH_CHARS;
 use sha2::{Digest, Sha256};
 
 /// Where a task keeps the commands it was taught.

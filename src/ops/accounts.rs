@@ -1,9 +1,9 @@
 //! Accounts and API keys (REST only): sign-up, and the keys an account calls with.
 
-use crate::rules::ids::{KeyId};
 use crate::cx::Cx;
 use crate::error::{ApiError, Code};
-use crate::rules::params::{words, Capped, Text};
+use crate::rules::ids::KeyId;
+use crate::rules::params::{words, Capped, Email, Text};
 use crate::rules::{ids, limits, slug};
 use crate::store::{self, keys::NewKey, DbError};
 use schemars::JsonSchema;
@@ -220,7 +220,7 @@ pub async fn revoke_key(cx: &Cx<'_>, p: RevokeKey) -> Result<KeyRevoked, ApiErro
     if !found {
         return Err(ApiError::not_found("key"));
     }
-    Ok(KeyRevoked { key_id: p.key_id, revoked: true })
+    Ok(KeyRevoked { key_id: p.key_id.into(), revoked: true })
 }
 
 /// How long a console sign-in link works.

@@ -2,11 +2,11 @@
 //! too (a new account sets itself up from a chat client); deleting is REST, for the console, the CLI and
 //! scripts.
 
-use crate::rules::ids::{AgentRef};
 use crate::cx::Cx;
 use crate::error::{ApiError, Code};
+use crate::rules::ids::AgentRef;
 use crate::rules::params::{words, Capped, Int, Text};
-use crate::rules::{ids, limits, outbound, slug};
+use crate::rules::{ids, outbound, slug};
 use crate::store::{self, agents::AgentFields};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

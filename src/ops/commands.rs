@@ -2,13 +2,13 @@
 //! `remember_command` (its task's `run` command, or a target's `deploy` command), run by the runner that
 //! holds the session's turn, in its folder, with the output shown to the person who asked.
 
-use crate::rules::ids::{ConnectorId, SessionId};
 use crate::cx::Cx;
 use crate::domain::jobs::{self, Asked};
 use crate::domain::taskfs::PROJECT_FILE;
 use crate::domain::taskfs::{self, Folder};
 use crate::error::{ApiError, Code};
 use crate::ops::sessions;
+use crate::rules::ids::{ConnectorId, SessionId};
 use crate::rules::params::words;
 use crate::store;
 use schemars::JsonSchema;

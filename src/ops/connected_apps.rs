@@ -1,10 +1,9 @@
 //! Connected apps: the MCP clients a person let in through OAuth sign-in ([`crate::oauth`]), listed and
 //! disconnected like keys. Disconnecting revokes the grant and every token it issued at once.
 
-use crate::rules::ids::{AppGrantId};
 use crate::cx::Cx;
 use crate::error::ApiError;
-use crate::rules::ids;
+use crate::rules::ids::AppGrantId;
 use crate::store;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -52,5 +51,5 @@ pub async fn disconnect(cx: &Cx<'_>, p: DisconnectApp) -> Result<AppDisconnected
     if !found {
         return Err(ApiError::not_found("connected app"));
     }
-    Ok(AppDisconnected { grant_id: p.grant_id, disconnected: true })
+    Ok(AppDisconnected { grant_id: p.grant_id.into(), disconnected: true })
 }

@@ -2,14 +2,14 @@
 //! policies that decide access, answer what agents wait on, revoke grants, read the audit log, and hand
 //! a session its token.
 
-use crate::rules::ids::{ConnectorId, GrantId, RequestId, SessionId, TaskId};
 use crate::cx::{Cx, Role};
 use crate::error::{ApiError, Code};
 use crate::ops::commands::CommandKind;
 use crate::ops::{files::load_task, sessions};
+use crate::rules::ids::{ConnectorId, GrantId, RequestId, SessionId, TaskId};
 use crate::rules::params::{words, CappedMap, EnvName, Int, Text};
 pub use crate::rules::targets::{Provider, TargetEnv, TargetScope};
-use crate::rules::{ids, limits, seal};
+use crate::rules::{ids, seal};
 use crate::session::SessionCall;
 use crate::store::{self, connectors::ConnectorRow, requests::RequestRow};
 use schemars::JsonSchema;
@@ -143,7 +143,7 @@ pub async fn delete(cx: &Cx<'_>, p: DeleteConnector) -> Result<ConnectorDeleted,
     if !deleted {
         return Err(ApiError::not_found("connector"));
     }
-    Ok(ConnectorDeleted { connector_id: p.connector_id, deleted })
+    Ok(ConnectorDeleted { connector_id: p.connector_id.into(), deleted })
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -163,7 +163,7 @@ pub struct SetPolicy {
 pub async fn set_policy(cx: &Cx<'_>, p: SetPolicy) -> Result<store::connectors::PolicyRow, ApiError> {
     let w = cx.workspace(p.workspace.as_deref())?;
     cx.require_role(w, Role::Admin)?;
-    let connector_id = p.connector_id.unwrap_or_default();
+    let connector_id = p.connector_id.map(String::from).unwrap_or_default();
     if !connector_id.is_empty() {
         let c = store::connectors::get(cx.db(), &connector_id).await?;
         c.filter(|c| c.workspace_id == w.workspace_id).ok_or_else(|| ApiError::not_found("connector"))?;
@@ -562,5 +562,5 @@ pub async fn revoke_grant(cx: &Cx<'_>, p: RevokeGrant) -> Result<GrantRevoked, A
         let leases = store::runners::live_leases(db, &w.workspace_id, session, cx.now_ms).await?;
         crate::domain::jobs::tell(cx, &leases, "ssh_forget", json!({ "grant_id": g.grant_id })).await?;
     }
-    Ok(GrantRevoked { grant_id: p.grant_id, revoked: true })
+    Ok(GrantRevoked { grant_id: p.grant_id.into(), revoked: true })
 }

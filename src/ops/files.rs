@@ -1,11 +1,11 @@
 //! A task's shared folder as operator tools: list, read and write text files (contract: "Splitting work
 //! across agents"). Agents reach the same folder through their harness tools.
 
-use crate::rules::ids::{TaskId};
 use crate::cx::{Cx, Membership};
 use crate::domain::taskfs::{self, Folder, TaskPath, Writer};
 use crate::error::{ApiError, Code};
 use crate::ops::sessions;
+use crate::rules::ids::TaskId;
 use crate::rules::params::Int;
 use crate::store::{self, files::FileInfo};
 use schemars::JsonSchema;
@@ -59,7 +59,7 @@ pub async fn list(cx: &Cx<'_>, p: ListTaskFiles) -> Result<TaskFiles, ApiError> 
     let mut files = store::files::list(cx.db(), &p.task_id, "", from, limit + 1).await?;
     let next_cursor =
         (files.len() as i64 > limit).then(|| format!("p_{}", files.pop().map(|f| f.path).unwrap_or_default()));
-    Ok(TaskFiles { task_id: p.task_id, files, next_cursor })
+    Ok(TaskFiles { task_id: p.task_id.into(), files, next_cursor })
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -90,7 +90,7 @@ pub async fn read(cx: &Cx<'_>, p: ReadTaskFile) -> Result<TaskFile, ApiError> {
     let folder = Folder { workspace_id: &m.workspace_id, task_id: &p.task_id, lane: "" };
     let (db, blobs) = taskfs::parts(cx.env);
     let (info, content) = taskfs::read(db, blobs, folder, &p.path, p.version).await?;
-    Ok(TaskFile { task_id: p.task_id, info, content })
+    Ok(TaskFile { task_id: p.task_id.into(), info, content })
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -121,5 +121,5 @@ pub async fn write(cx: &Cx<'_>, p: WriteTaskFile) -> Result<FileWritten, ApiErro
     let folder = Folder { workspace_id: &m.workspace_id, task_id: &p.task_id, lane: "" };
     let (db, blobs) = taskfs::parts(cx.env);
     let info = taskfs::write(db, blobs, folder, &p.path, &p.content, Writer::Key(&key_id), cx.now_ms).await?;
-    Ok(FileWritten { task_id: p.task_id, info })
+    Ok(FileWritten { task_id: p.task_id.into(), info })
 }

@@ -1,11 +1,11 @@
 //! Standing goals: a session keeps working toward an objective on its own, checked after every turn,
 //! within its limits. The goal lives in the session's object; these tools set, read and clear it.
 
-use crate::rules::ids::{SessionId};
 use crate::cx::Cx;
 use crate::domain::idempotency::{self, Scope, DEFAULT_TTL_MS};
 use crate::error::ApiError;
 use crate::ops::sessions;
+use crate::rules::ids::SessionId;
 use crate::rules::params::{Capped, IdempotencyKey, Int, Text};
 use crate::session::goal::{Criterion, CriterionInput, Goal, GoalStatus};
 use crate::session::{SessionCall, SessionReply};

@@ -2,11 +2,11 @@
 //! new session starts in the same task, so it has the task's files, and its first message carries the
 //! conversation so far; the original stays as it is.
 
-use crate::rules::ids::{AgentRef, HandoffId, SessionId};
 use crate::cx::Cx;
 use crate::domain::idempotency::{self, Scope, DEFAULT_TTL_MS};
 use crate::error::ApiError;
 use crate::ops::sessions::{self, Model, Spec, StartIds, Thinking};
+use crate::rules::ids::{AgentRef, HandoffId, SessionId};
 use crate::rules::params::{IdempotencyKey, Text};
 use crate::rules::{ids, title};
 use crate::session::{Author, SessionCall, SessionReply};

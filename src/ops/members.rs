@@ -7,12 +7,12 @@
 //! owner or makes one; anyone may leave; the last owner, and the holder of a personal workspace, stay
 //! owners. Every change is in the audit log, committed with it.
 
-use crate::rules::ids::{AccountId, InvitationId};
 use crate::cx::{Cx, Membership, Role};
 use crate::error::{ApiError, Code};
 use crate::ops::workspaces::WorkspaceItem;
+use crate::rules::ids;
+use crate::rules::ids::{AccountId, InvitationId};
 use crate::rules::params::{words, Email, Int};
-use crate::rules::{ids, limits};
 use crate::store::{self, audit::Entry, members::Member};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -157,7 +157,7 @@ pub async fn revoke_invitation(cx: &Cx<'_>, p: RevokeInvitation) -> Result<Invit
     if !revoked {
         return Err(not_found());
     }
-    Ok(InvitationRevoked { invitation_id: p.invitation_id, revoked })
+    Ok(InvitationRevoked { invitation_id: p.invitation_id.into(), revoked })
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -314,7 +314,7 @@ pub struct MemberRemoved {
 pub async fn remove(cx: &Cx<'_>, p: RemoveMember) -> Result<MemberRemoved, ApiError> {
     let m = cx.workspace(Some(&p.workspace))?;
     change(cx, m, &p.account_id, None).await?;
-    Ok(MemberRemoved { account_id: p.account_id, removed: true })
+    Ok(MemberRemoved { account_id: p.account_id.into(), removed: true })
 }
 
 #[cfg(test)]

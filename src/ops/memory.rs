@@ -9,12 +9,12 @@
 //! `run()` send names for which [`is_agent_tool`] holds to [`run_agent_tool`]`(db, config, name, args,
 //! now_ms)`, which returns the same `Result<Value, String>` as the file tools.
 
-use crate::rules::ids::{MemoryId};
 use crate::cx::Cx;
 use crate::error::{ApiError, Code};
 use crate::ops::context;
+use crate::rules::ids::MemoryId;
 use crate::rules::params::{self, Int, Text};
-use crate::rules::{cursor, fingerprint, ids};
+use crate::rules::{cursor, fingerprint};
 use crate::session::SessionConfig;
 use crate::store::{self, context::MemoryRow, Sql};
 use schemars::JsonSchema;
@@ -159,7 +159,7 @@ pub async fn delete(cx: &Cx<'_>, p: DeleteMemory) -> Result<MemoryDeleted, ApiEr
     if !deleted {
         return Err(not_found());
     }
-    Ok(MemoryDeleted { memory_id: p.memory_id, deleted })
+    Ok(MemoryDeleted { memory_id: p.memory_id.into(), deleted })
 }
 
 /// What an agent's `save_memory` takes.
@@ -246,6 +246,7 @@ pub async fn run_agent_tool(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rules::ids;
 
     #[test]
     fn the_same_note_of_the_same_owner_has_the_same_id() {

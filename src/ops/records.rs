@@ -8,13 +8,12 @@
 //! ([`crate::store::records`]), so `read_agent_performance` sums a few rows per day instead of
 //! recounting records.
 
-use crate::rules::ids::{SessionId};
 use crate::cx::{Cx, Role};
-use crate::domain::idempotency;
 use crate::error::{ApiError, Code};
 use crate::http::{HttpRequest, HttpResponse};
 use crate::ops::sessions;
-use crate::rules::params::{IdempotencyKey, words, Text};
+use crate::rules::ids::SessionId;
+use crate::rules::params::{words, IdempotencyKey, Text};
 use crate::rules::{hmac, ids, limits, seal, time};
 use crate::store::{self, records::RecordRow, sessions::SessionRow};
 use schemars::JsonSchema;

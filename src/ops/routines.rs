@@ -3,12 +3,12 @@
 //! idempotency key derived from the fire, so a redelivered message never doubles the work. A fire that
 //! keeps failing ends `failed` (the dead-letter consumer, [`give_up`]), never lost.
 
-use crate::rules::ids::{AgentRef, RoutineId, SessionId};
 use crate::cx::{Cx, Membership};
 use crate::domain::idempotency::{self, Scope, DEFAULT_TTL_MS, START_TTL_MS};
 use crate::domain::webhooks;
 use crate::error::{ApiError, Code};
 use crate::ops::sessions::{self, Spec, StartIds};
+use crate::rules::ids::{AgentRef, RoutineId, SessionId};
 use crate::rules::params::{IdempotencyKey, Int, Text};
 use crate::rules::{cron, ids};
 use crate::session::{Author, NewMessage, SessionCall, SessionReply};

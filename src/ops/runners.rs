@@ -1,9 +1,9 @@
 //! Registering a runner: the key-authenticated half of the runner protocol (see [`crate::runner`]).
 
-use crate::rules::ids::{RunnerId};
 use crate::cx::{Cx, Role};
 use crate::error::ApiError;
 use crate::rules::ids;
+use crate::rules::ids::RunnerId;
 use crate::rules::params::Text;
 use crate::store;
 use schemars::JsonSchema;
@@ -80,5 +80,5 @@ pub async fn revoke(cx: &Cx<'_>, p: RevokeRunner) -> Result<RunnerRevoked, ApiEr
     if !store::runners::revoke(cx.db(), &w.workspace_id, &p.runner_id).await? {
         return Err(not_found());
     }
-    Ok(RunnerRevoked { runner_id: p.runner_id, revoked: true })
+    Ok(RunnerRevoked { runner_id: p.runner_id.into(), revoked: true })
 }

@@ -1,11 +1,11 @@
 //! Sessions and turns (contract: "A task, start to finish", "Rate limits and waiting"): start a session
 //! with an agent, send messages, read replies by cursor with the wait held in the session's object.
 
-use crate::rules::ids::{AgentRef, MessageId, SessionId, TaskId};
 use crate::cx::{Cx, Membership};
 use crate::domain::idempotency::{self, Scope, DEFAULT_TTL_MS, START_TTL_MS};
 use crate::error::{ApiError, Code};
-use crate::rules::params::{IdempotencyKey, words, Int, Text};
+use crate::rules::ids::{AgentRef, MessageId, SessionId, TaskId};
+use crate::rules::params::{words, IdempotencyKey, Int, Text};
 use crate::rules::{cursor, ids};
 use crate::session::{Author, Event, NewMessage, RunPrice, SessionCall, SessionConfig, SessionReply};
 use crate::store::{self, agents::Agent, sessions::SessionRow};
@@ -255,7 +255,7 @@ pub async fn send(cx: &Cx<'_>, p: SendMessage) -> Result<Sent, ApiError> {
         |message_id: String| {
             let message =
                 NewMessage { message_id: message_id.clone(), text: p.message.to_string(), from: Author::User };
-            let session_id = p.session_id.clone();
+            let session_id = p.session_id.as_str().to_owned();
             async move {
                 let seq = accepted(call(cx, &session_id, SessionCall::Send { message }).await?)?;
                 Ok(Sent { session_id, message_id, cursor: cursor::event(seq) })
@@ -324,18 +324,16 @@ pub async fn read(cx: &Cx<'_>, p: ReadSession) -> Result<SessionPage, ApiError> 
     let after = cursor::parse_event(p.cursor.as_deref())?;
     let wait = p.wait_seconds.map_or(0, Int::get);
     let limit = p.limit.map_or(crate::session::MAX_PAGE as i64, Int::get);
-    if let Some(m) = &p.message_id {
-        if !ids::is_id(m, "msg") {
-            return Err(ApiError::invalid(
-                "`message_id` must be a message id (`msg_…`) from start_session or send_message",
-            ));
-        }
-    }
     load(cx, &p.session_id).await?;
     let reply = call(
         cx,
         &p.session_id,
-        SessionCall::Read { after, message_id: p.message_id, limit: limit as u32, wait_ms: wait * 1000 },
+        SessionCall::Read {
+            after,
+            message_id: p.message_id.map(String::from),
+            limit: limit as u32,
+            wait_ms: wait * 1000,
+        },
     )
     .await?;
     let SessionReply::Page(page) = reply else {
@@ -405,7 +403,7 @@ pub async fn list(cx: &Cx<'_>, p: ListSessions) -> Result<SessionList, ApiError>
     // workspace can start.
     let agent_id = match p.agent_id {
         Some(handle) if handle.starts_with('@') => Some(resolve_agent(cx, w, &handle).await?.agent_id),
-        other => other,
+        other => other.map(|id| id.as_str().to_owned()),
     };
     let mut sessions = store::sessions::list(cx.db(), &w.workspace_id, agent_id.as_deref(), before, limit + 1).await?;
     let next_cursor = (sessions.len() as i64 > limit).then(|| {

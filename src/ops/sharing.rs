@@ -2,14 +2,14 @@
 //! A link is an unguessable 256-bit token, stored only as its hash; turning a link off (or sharing again,
 //! which makes a new link) makes the old one 404 at once.
 
-use crate::rules::ids::{ArtifactId, SessionId, TaskId};
 use crate::cx::{Cx, Env};
+use crate::domain::taskfs::TaskPath;
 use crate::error::{ApiError, Code};
 use crate::http::HttpResponse;
 use crate::ops::{files::load_task, sessions};
 use crate::rules::html::escape;
+use crate::rules::ids::{ArtifactId, SessionId, TaskId};
 use crate::rules::params::{Int, Text};
-use crate::domain::taskfs::TaskPath;
 use crate::rules::{ids, paths};
 use crate::session::{SessionCall, SessionReply};
 use crate::store::{self, artifacts::ArtifactRow};

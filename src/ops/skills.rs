@@ -6,9 +6,9 @@
 
 use crate::cx::{Cx, Role};
 use crate::error::{ApiError, Code};
-use crate::rules::skills::{self as rule, SKILL_FILE};
 use crate::rules::params::{CappedMap, Text};
 use crate::rules::paths;
+use crate::rules::skills::{self as rule, SKILL_FILE};
 use crate::store::{self, skills::SkillRow, skills::SkillSummary};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

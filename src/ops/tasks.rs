@@ -1,11 +1,11 @@
 //! Tasks as the unit of work (contract: "Splitting work across agents"): what each task is waiting on,
 //! its sessions as threads, its cost and budget.
 
-use crate::rules::ids::{SessionId, TaskId};
 use crate::cx::Cx;
 use crate::error::ApiError;
 use crate::ops::{files::load_task, sessions};
 use crate::rules::cursor;
+use crate::rules::ids::{SessionId, TaskId};
 use crate::rules::params::Int;
 use crate::store::{self, sessions::SessionRow, tasks::TaskRow};
 use schemars::JsonSchema;
@@ -160,7 +160,7 @@ pub async fn set_budget(cx: &Cx<'_>, p: SetTaskBudget) -> Result<TaskBudget, Api
     load_task(cx, &p.task_id).await?;
     let budget_cents = p.budget_cents.map(Int::get);
     store::tasks::set_budget(cx.db(), &p.task_id, budget_cents).await?;
-    Ok(TaskBudget { task_id: p.task_id, budget_cents })
+    Ok(TaskBudget { task_id: p.task_id.into(), budget_cents })
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

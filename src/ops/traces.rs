@@ -7,9 +7,9 @@
 //! can send it (`jq -Rs '{content: .}' session.jsonl | curl -d @- …`). The parsed messages go to R2 by
 //! hash, their first 16,000 characters each to the index.
 
-use crate::rules::ids::{TraceId};
 use crate::cx::Cx;
 use crate::error::{ApiError, Code};
+use crate::rules::ids::TraceId;
 use crate::rules::params::{words, Int, Text};
 use crate::rules::{cursor, ids, traces};
 use crate::store::{self, context::TraceRow};
@@ -178,5 +178,5 @@ pub async fn delete(cx: &Cx<'_>, p: DeleteTrace) -> Result<TraceDeleted, ApiErro
         // Its parsed messages go too, unless something else of the workspace has the same bytes.
         crate::domain::blobs::forget(cx, &trace.workspace_id, &trace.messages_sha256).await.map_err(ApiError::cause)?;
     }
-    Ok(TraceDeleted { trace_id: p.trace_id, deleted })
+    Ok(TraceDeleted { trace_id: p.trace_id.into(), deleted })
 }

@@ -1,9 +1,9 @@
 //! Money: the wallet, the usage ledger and what `get_usage` reports.
 
-use crate::rules::ids::{SessionId};
 use crate::cx::Cx;
 use crate::error::{ApiError, Code};
 use crate::ops::sessions;
+use crate::rules::ids::SessionId;
 use crate::rules::params::{words, Int};
 use crate::rules::time;
 use crate::store;

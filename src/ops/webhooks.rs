@@ -3,12 +3,12 @@
 //! at rest ([`crate::rules::seal`]) and shown once, at creation or rotation, never in a list, a log or an
 //! event. Emitting and delivering are [`crate::domain::webhooks`].
 
-use crate::rules::ids::{WebhookId};
 use crate::cx::{Cx, Role};
 use crate::domain::webhooks::{enqueue, envelope, TEST_EVENT};
 use crate::error::{ApiError, Code};
+use crate::rules::ids::WebhookId;
 use crate::rules::params::{words, Text};
-use crate::rules::{ids, limits, outbound, seal, webhooks as rule};
+use crate::rules::{ids, outbound, seal, webhooks as rule};
 use crate::store::webhooks as db;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -171,7 +171,7 @@ pub async fn delete(cx: &Cx<'_>, p: DeleteWebhook) -> Result<WebhookDeleted, Api
     if !deleted {
         return Err(ApiError::not_found("webhook"));
     }
-    Ok(WebhookDeleted { webhook_id: p.webhook_id, deleted })
+    Ok(WebhookDeleted { webhook_id: p.webhook_id.into(), deleted })
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -222,7 +222,7 @@ pub async fn rotate(cx: &Cx<'_>, p: RotateWebhookSecret) -> Result<WebhookSecret
     if !db::rotate(cx.db(), &r).await? {
         return Err(ApiError::not_found("webhook"));
     }
-    Ok(WebhookSecretRotated { webhook_id: p.webhook_id, secret, previous_secret_until_ms: until })
+    Ok(WebhookSecretRotated { webhook_id: p.webhook_id.into(), secret, previous_secret_until_ms: until })
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

@@ -4,10 +4,10 @@
 use base64::Engine;
 use serde::de::{Deserializer, Error as _};
 use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
 use std::borrow::Cow;
 use std::fmt;
 use std::marker::PhantomData;
-use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 /// Fills a buffer from the platform's CSPRNG (crypto.getRandomValues in the Worker).
@@ -320,7 +320,8 @@ mod tests {
         let schema = crate::rules::schema::input_schema::<KeyId>().to_value();
         assert_eq!(schema["pattern"], "^key_[0-9a-hjkmnp-tv-z]{26}$");
         // The pattern's class is the alphabet, letter for letter.
-        let class: String = ('0'..='9').chain('a'..='h').chain(['j', 'k', 'm', 'n']).chain('p'..='t').chain('v'..='z').collect();
+        let class: String =
+            ('0'..='9').chain('a'..='h').chain(['j', 'k', 'm', 'n']).chain('p'..='t').chain('v'..='z').collect();
         assert_eq!(class.as_bytes(), ALPHABET);
     }
 

@@ -46,7 +46,9 @@ pub fn one_of(field: &str, value: &str, allowed: &[&str]) -> Result<(), ApiError
 
 /// Checks an email address given outside a typed parameter (a form): [`params::Email`]'s rule.
 pub fn email(field: &str, value: &str) -> Result<(), ApiError> {
-    params::Email::try_from(value.to_owned()).map(drop).map_err(|problem| ApiError::invalid(format!("`{field}` {problem}")))
+    params::Email::try_from(value.to_owned())
+        .map(drop)
+        .map_err(|problem| ApiError::invalid(format!("`{field}` {problem}")))
 }
 
 #[cfg(test)]

@@ -294,9 +294,15 @@ impl<const MIN: i64, const MAX: i64> TryFrom<i64> for Int<MIN, MAX> {
 }
 
 /// A list of at most `MAX` items: refused when decoded, and published as `maxItems`.
-#[derive(Clone, PartialEq, Eq, Default, Serialize)]
+#[derive(Clone, PartialEq, Eq, Serialize)]
 #[serde(transparent)]
 pub struct Capped<T, const MAX: usize>(Vec<T>);
+
+impl<T, const MAX: usize> Default for Capped<T, MAX> {
+    fn default() -> Self {
+        Capped(Vec::new())
+    }
+}
 
 impl<T, const MAX: usize> Capped<T, MAX> {
     pub fn into_vec(self) -> Vec<T> {
@@ -423,7 +429,8 @@ impl EnvName {
 impl<'de> Deserialize<'de> for EnvName {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let s = String::deserialize(d)?;
-        let ok = (1..=100).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_');
+        let ok = (1..=100).contains(&s.len())
+            && s.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_');
         if ok {
             Ok(EnvName(s))
         } else {
@@ -599,7 +606,10 @@ mod tests {
     fn maps_emails_and_env_names_keep_and_publish_their_rules() {
         type Env = CappedMap<EnvName, Text<0, 5>, 2>;
         assert!(decode::<Env>(json!({"A_1": "x"})).is_ok());
-        assert_eq!(decode::<Env>(json!({"A": "", "B": "", "C": ""})).unwrap_err(), "the arguments may hold at most 2 entries (got 3)");
+        assert_eq!(
+            decode::<Env>(json!({"A": "", "B": "", "C": ""})).unwrap_err(),
+            "the arguments may hold at most 2 entries (got 3)"
+        );
         assert!(decode::<Env>(json!({"a": "x"})).unwrap_err().contains("names must be 1–100 of A–Z"));
         assert!(decode::<Env>(json!({"A": "toolong"})).unwrap_err().contains("at most 5 characters (got 7)"));
         let schema = crate::rules::schema::input_schema::<Env>().to_value();

@@ -1,8 +1,8 @@
 //! Targets (the workspace's connectors) as agents name them: the matching rule is the wire crate's,
 //! shared with the runner's shims.
 
-pub use agentsky_wire::targets::{Target, ENVS, PROVIDERS, SCOPES};
 use crate::rules::params::words;
+pub use agentsky_wire::targets::{Target, ENVS, PROVIDERS, SCOPES};
 
 words! {
     /// Where a target lives (the wire crate's `PROVIDERS`, which the CLI shares).

@@ -30,7 +30,7 @@ use crate::domain::grants::{self, open_credential, ssh_hold_s, visible_to, Crede
 use crate::error::{ApiError, Code};
 use crate::http::{HttpRequest, HttpResponse};
 use crate::rules::targets::TargetScope;
-use crate::rules::{argv, ids, targets};
+use crate::rules::{argv, ids};
 use crate::store::{self, audit::Entry, requests::GrantRow, runners::RunnerRow, runners::TurnRow};
 use serde::Deserialize;
 use serde_json::json;

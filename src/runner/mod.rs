@@ -44,7 +44,8 @@ fn ok(v: Value) -> HttpResponse {
 
 fn body<T: serde::de::DeserializeOwned>(req: &HttpRequest) -> Result<T, ApiError> {
     let bytes = if req.body.is_empty() { b"{}".as_slice() } else { &req.body };
-    let v: Value = serde_json::from_slice(bytes).map_err(|e| ApiError::invalid(format!("the body is not JSON: {e}")))?;
+    let v: Value =
+        serde_json::from_slice(bytes).map_err(|e| ApiError::invalid(format!("the body is not JSON: {e}")))?;
     crate::rules::params::decode(v).map_err(ApiError::invalid)
 }
 

@@ -53,7 +53,9 @@ impl From<CriterionInput> for Criterion {
     fn from(c: CriterionInput) -> Self {
         match c {
             CriterionInput::Text(text) => Criterion { text: text.into(), command: None },
-            CriterionInput::Full { text, command } => Criterion { text: text.into(), command: command.map(String::from) },
+            CriterionInput::Full { text, command } => {
+                Criterion { text: text.into(), command: command.map(String::from) }
+            }
         }
     }
 }
