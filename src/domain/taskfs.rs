@@ -161,7 +161,7 @@ pub async fn lane_of(db: &dyn Sql, task_id: &str, session_id: &str) -> Result<St
 /// A path in the task folder as a parameter, on every face that names a file (the operator's file
 /// operations, `publish_artifact`, the harness's file tools): decoded by the wire crate's rule, so it
 /// arrives normalised, and published with its length.
-#[derive(Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
 #[serde(transparent)]
 pub struct TaskPath(String);
 

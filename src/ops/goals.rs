@@ -55,8 +55,8 @@ pub struct SetGoal {
     pub criteria: Option<Capped<CriterionInput, 20>>,
     /// Most turns the goal may start, 1–50 (default 10).
     pub max_iterations: Option<Int<1, 50>>,
-    /// Most the session may spend on the goal, in cents.
-    pub max_spend_cents: Option<Int<1, { i64::MAX }>>,
+    /// Most the session may spend on the goal, in cents (1–10,000,000).
+    pub max_spend_cents: Option<Int<1, 10_000_000>>,
     /// Most minutes the goal may run, 1–1,440.
     pub max_minutes: Option<Int<1, 1_440>>,
     /// A unique key you generate; retrying with it returns the same goal.

@@ -5,9 +5,9 @@
 //! They steer every agent of the workspace, so saving and deleting one takes an owner or admin.
 
 use crate::cx::{Cx, Role};
+use crate::domain::taskfs::TaskPath;
 use crate::error::{ApiError, Code};
 use crate::rules::params::{CappedMap, Text};
-use crate::rules::paths;
 use crate::rules::skills::{self as rule, SKILL_FILE};
 use crate::store::{self, skills::SkillRow, skills::SkillSummary};
 use schemars::JsonSchema;
@@ -19,7 +19,7 @@ pub const MAX_FILE_CHARS: usize = 64 * 1024;
 /// Most extra files beside `SKILL.md`.
 pub const MAX_FILES: usize = 20;
 /// A skill's extra files: relative path → text.
-pub type SkillFiles = CappedMap<String, Text<0, MAX_FILE_CHARS>, MAX_FILES>;
+pub type SkillFiles = CappedMap<TaskPath, Text<0, MAX_FILE_CHARS>, MAX_FILES>;
 
 /// Largest skill, all its files together, in characters.
 pub const MAX_SKILL_CHARS: usize = 256 * 1024;
@@ -48,7 +48,7 @@ pub fn check(name: &str, skill_md: &str, files: SkillFiles) -> Result<(String, B
     let mut normal = BTreeMap::new();
     let mut total = skill_md.chars().count();
     for (path, text) in files.into_map() {
-        let p = paths::normalize(&path)?;
+        let p = path.as_str().to_owned();
         if p.eq_ignore_ascii_case(SKILL_FILE) {
             return Err(ApiError::invalid(format!("`files` must not hold `{SKILL_FILE}`; pass it as `skill_md`")));
         }

@@ -24,8 +24,7 @@ fn master<'a>(cx: &Cx<'a>) -> Result<&'a str, ApiError> {
 }
 
 words! {
-    /// The events an endpoint may subscribe to: [`rule::EVENTS`] but the test event, which reaches every
-    /// endpoint anyway.
+    /// An event an endpoint may subscribe to (any but the test event, which reaches every endpoint).
     pub enum WebhookEvent {
         RequestOpened = "request.opened",
         RequestAnswered = "request.answered",

@@ -48,7 +48,32 @@ pub(crate) use words;
 /// Decodes a call's arguments (`null` means none). A refusal reads "`criteria[0].text` must be …".
 pub fn decode<T: DeserializeOwned>(args: Value) -> Result<T, String> {
     let args = if args.is_null() { Value::Object(Default::default()) } else { args };
-    serde_path_to_error::deserialize(args).map_err(|e| explain(&e.path().to_string(), &e.inner().to_string()))
+    serde_path_to_error::deserialize(args).map_err(|e| explain(&path_of(e.path()), &e.inner().to_string()))
+}
+
+/// A path as a caller writes it: `a.b[0]`, and a key that is no plain name quoted (`files["../x"]`).
+fn path_of(path: &serde_path_to_error::Path) -> String {
+    use serde_path_to_error::Segment;
+    let mut out = String::new();
+    for segment in path {
+        match segment {
+            Segment::Seq { index } => out.push_str(&format!("[{index}]")),
+            Segment::Map { key } if !key.is_empty() && key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') => {
+                if !out.is_empty() {
+                    out.push('.');
+                }
+                out.push_str(key);
+            }
+            Segment::Map { key } => out.push_str(&format!("[{key:?}]")),
+            Segment::Enum { variant } => out.push_str(&format!(".{variant}")),
+            Segment::Unknown => out.push_str(".?"),
+        }
+    }
+    if out.is_empty() {
+        ".".to_owned()
+    } else {
+        out
+    }
 }
 
 /// Turns serde's message about the value at `path` into plain words. Our own types' messages (a rule
@@ -434,7 +459,7 @@ impl<'de> Deserialize<'de> for EnvName {
         if ok {
             Ok(EnvName(s))
         } else {
-            Err(D::Error::custom(format!("names must be 1–100 of A–Z, 0–9 and _ (got {s:?})")))
+            Err(D::Error::custom(format!("must be named with 1–100 of A–Z, 0–9 and _ (got {s:?})")))
         }
     }
 }
@@ -610,7 +635,9 @@ mod tests {
             decode::<Env>(json!({"A": "", "B": "", "C": ""})).unwrap_err(),
             "the arguments may hold at most 2 entries (got 3)"
         );
-        assert!(decode::<Env>(json!({"a": "x"})).unwrap_err().contains("names must be 1–100 of A–Z"));
+        assert!(decode::<Env>(json!({"a": "x"})).unwrap_err().starts_with("`a` must be named with 1–100 of A–Z"));
+        let nested = decode::<std::collections::BTreeMap<String, Env>>(json!({"env": {"A-B": "x"}})).unwrap_err();
+        assert!(nested.starts_with("`env[\"A-B\"]` must be named with"), "{nested}");
         assert!(decode::<Env>(json!({"A": "toolong"})).unwrap_err().contains("at most 5 characters (got 7)"));
         let schema = crate::rules::schema::input_schema::<Env>().to_value();
         assert_eq!(schema["maxProperties"], 2);
