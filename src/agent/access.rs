@@ -8,9 +8,11 @@ use crate::cx::Cx;
 use crate::domain::grants::{covers, grant_view, live, open_credential, ssh_hold_s, visible_to, Credential};
 use crate::domain::jobs::{self, Asked};
 use crate::error::ApiError;
+use crate::rules::ids::GrantId;
 use crate::rules::params::Text;
 use crate::rules::policy::{self, Verdict};
-use crate::rules::{ids, limits, targets};
+use crate::rules::targets::TargetScope;
+use crate::rules::{ids, targets};
 use crate::store::{self, connectors::ConnectorRow, requests::GrantRow};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -30,7 +32,8 @@ pub struct RequestAccess {
     /// name plus env, or a bare provider. Matched case-insensitively in that order.
     pub target: Text<1, 200>,
     /// At least one of `read`, `write`, `deploy`, `delete`.
-    pub scope: Vec<String>,
+    #[schemars(length(min = 1))]
+    pub scope: Vec<TargetScope>,
     /// 1–500 characters. Shown to the user word for word.
     pub reason: Text<1, 500>,
     /// The whole command the access is for (up to 2,000 characters), shown to the user as it is, with
@@ -44,7 +47,7 @@ pub struct RequestAccess {
 pub struct CheckGrant {
     /// From `request_access`.
     #[serde(rename = "grantId")]
-    pub grant_id: String,
+    pub grant_id: GrantId,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -52,7 +55,7 @@ pub struct CheckGrant {
 pub struct GetCredential {
     /// An active grant.
     #[serde(rename = "grantId")]
-    pub grant_id: String,
+    pub grant_id: GrantId,
 }
 
 /// What a policy or persistent grant decides for a request, if anything: `(status, decided_by,
@@ -83,20 +86,16 @@ pub async fn decide_access(
     })
 }
 
-fn check_scopes(scope: &[String]) -> Result<Vec<String>, ToolError> {
+/// The scopes asked for, each once, in the canonical order so equal requests read the same. The
+/// schema's `minItems` is kept here (serde has no rule for it).
+fn check_scopes(scope: &[TargetScope]) -> Result<Vec<String>, ToolError> {
     if scope.is_empty() {
         return Err(ToolError::invalid("`scope` needs at least one of read, write, deploy, delete"));
     }
-    let mut out = Vec::new();
-    for s in scope {
-        limits::one_of("scope", s, targets::SCOPES).map_err(ToolError::from)?;
-        if !out.contains(s) {
-            out.push(s.clone());
-        }
-    }
-    // Kept in the canonical order, so equal requests read the same.
-    out.sort_by_key(|s| targets::SCOPES.iter().position(|x| x == s));
-    Ok(out)
+    let mut out: Vec<TargetScope> = scope.to_vec();
+    out.sort_by_key(|s| TargetScope::WORDS.iter().position(|w| *w == s.as_str()));
+    out.dedup();
+    Ok(out.into_iter().map(|s| s.as_str().to_owned()).collect())
 }
 
 async fn connectors(a: &CallingSession<'_>) -> Result<Vec<ConnectorRow>, ToolError> {
@@ -288,7 +287,12 @@ async fn visible(a: &CallingSession<'_>, grant_id: &str) -> Result<GrantRow, Too
 
 /// check_grant
 pub async fn check_grant(a: &CallingSession<'_>, p: CheckGrant) -> Result<Value, ToolError> {
-    let g = visible(a, &p.grant_id).await?;
+    grant_status(a, &p.grant_id).await
+}
+
+/// A grant's status once it is decided (waiting while its request is open).
+pub async fn grant_status(a: &CallingSession<'_>, grant_id: &str) -> Result<Value, ToolError> {
+    let g = visible(a, grant_id).await?;
     if let (Some(r), "pending") = (&g.request_id, g.status.as_str()) {
         wait(a, r).await?;
     }

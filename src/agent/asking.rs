@@ -2,11 +2,12 @@
 
 use super::{CallingSession, ToolError, QUESTIONS_PER_MIN};
 use crate::domain::requests;
-use crate::rules::params::Text;
-use crate::rules::{ids, limits};
+use crate::rules::ids;
+use crate::rules::ids::RequestId;
+use crate::rules::params::{self, words, Capped, Text};
 use crate::store;
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -22,61 +23,93 @@ pub async fn report_status(a: &CallingSession<'_>, p: ReportStatus) -> Result<Va
     Ok(json!({ "ok": true }))
 }
 
+words! {
+    /// What an agent asks a person.
+    pub enum AskKind { Plan = "plan", Decision = "decision", Question = "question" }
+}
+
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AskUser {
     /// `plan`, `decision` or `question`.
-    pub kind: String,
+    pub kind: AskKind,
     /// `plan`: `{ summary, files[] }`. `decision`: `{ prompt, options[] }` (no options means Yes and No).
     /// `question`: `{ prompt }`.
+    #[schemars(with = "AnyPayload")]
     pub payload: Value,
 }
 
-fn text_field(payload: &Value, field: &str, max: usize) -> Result<String, ToolError> {
-    let s = payload[field]
-        .as_str()
-        .ok_or_else(|| ToolError::invalid(format!("`payload.{field}` (a string) is required")))?;
-    limits::text(&format!("payload.{field}"), s, 1, max).map_err(ToolError::from)?;
-    Ok(s.to_owned())
+/// A plan to approve: what it does and the files it touches.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PlanPayload {
+    /// 1–10,000 characters.
+    pub summary: Text<1, 10_000>,
+    /// Up to 200 paths.
+    #[serde(default)]
+    pub files: Capped<Text<1, 1_000>, 200>,
 }
 
-fn string_list(payload: &Value, field: &str, max_items: usize) -> Result<Vec<String>, ToolError> {
-    match &payload[field] {
-        Value::Null => Ok(vec![]),
-        Value::Array(items) if items.len() <= max_items => items
-            .iter()
-            .map(|v| {
-                v.as_str()
-                    .map(str::to_owned)
-                    .ok_or_else(|| ToolError::invalid(format!("`payload.{field}` must hold strings")))
-            })
-            .collect(),
-        _ => Err(ToolError::invalid(format!("`payload.{field}` must be a list of at most {max_items} strings"))),
+/// A choice among options (none means Yes and No).
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DecisionPayload {
+    /// 1–2,000 characters.
+    pub prompt: Text<1, 2_000>,
+    /// Up to 20 options.
+    #[serde(default)]
+    pub options: Capped<Text<1, 1_000>, 20>,
+}
+
+/// A question answered in words.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct QuestionPayload {
+    /// 1–2,000 characters.
+    pub prompt: Text<1, 2_000>,
+}
+
+/// The payload's published shapes; which one applies is `kind`'s (the server decodes it by `kind`).
+#[derive(JsonSchema)]
+#[allow(dead_code)]
+#[serde(untagged)]
+enum AnyPayload {
+    Plan(PlanPayload),
+    Decision(DecisionPayload),
+    Question(QuestionPayload),
+}
+
+/// The payload as stored: only the fields of its kind, decoded by its kind's type.
+pub fn check_payload(kind: AskKind, payload: &Value) -> Result<Value, ToolError> {
+    fn decode<T: serde::de::DeserializeOwned + Serialize>(payload: &Value) -> Result<Value, ToolError> {
+        let typed: T = params::decode(payload.clone()).map_err(|e| {
+            ToolError::invalid(format!(
+                "`payload{}",
+                e.strip_prefix('`').map_or_else(|| format!("` {e}"), |rest| format!(".{rest}"))
+            ))
+        })?;
+        Ok(serde_json::to_value(typed).expect("a payload serializes"))
     }
-}
-
-/// The payload as stored: only the fields of its kind, checked.
-pub fn check_payload(kind: &str, payload: &Value) -> Result<Value, ToolError> {
-    Ok(match kind {
-        "plan" => {
-            json!({ "summary": text_field(payload, "summary", 10_000)?, "files": string_list(payload, "files", 200)? })
+    match kind {
+        AskKind::Plan => decode::<PlanPayload>(payload),
+        AskKind::Decision => {
+            let mut v = decode::<DecisionPayload>(payload)?;
+            if v["options"].as_array().is_some_and(Vec::is_empty) {
+                v["options"] = json!(["Yes", "No"]);
+            }
+            Ok(v)
         }
-        "decision" => {
-            let options = string_list(payload, "options", 20)?;
-            json!({ "prompt": text_field(payload, "prompt", 2_000)?, "options": if options.is_empty() { vec!["Yes".to_owned(), "No".to_owned()] } else { options } })
-        }
-        "question" => json!({ "prompt": text_field(payload, "prompt", 2_000)? }),
-        other => return Err(ToolError::invalid(format!("`kind` must be plan, decision or question (got {other:?})"))),
-    })
+        AskKind::Question => decode::<QuestionPayload>(payload),
+    }
 }
 
 /// Opens a question for the user without waiting: its request id.
 pub async fn open(a: &CallingSession<'_>, p: AskUser) -> Result<String, ToolError> {
-    let payload = check_payload(&p.kind, &p.payload)?;
+    let payload = check_payload(p.kind, &p.payload)?;
     a.bucket("questions", QUESTIONS_PER_MIN, "questions").await?;
     let (cx, me) = (a.cx, &a.me);
     let request_id = ids::new_id("req");
-    let detail = format!("{}: {}", p.kind, requests::summary(&p.kind, &payload));
+    let detail = format!("{}: {}", p.kind, requests::summary(p.kind.as_str(), &payload));
     let opened =
         requests::entry(&me.workspace_id, &me.session_id, &request_id, "request_opened", &detail, None, cx.now_ms);
     cx.db()
@@ -86,7 +119,7 @@ pub async fn open(a: &CallingSession<'_>, p: AskUser) -> Result<String, ToolErro
                 &me.workspace_id,
                 &me.task_id,
                 &me.session_id,
-                &p.kind,
+                p.kind.as_str(),
                 &payload,
                 None,
                 cx.now_ms,
@@ -95,7 +128,7 @@ pub async fn open(a: &CallingSession<'_>, p: AskUser) -> Result<String, ToolErro
         ])
         .await?;
     a.changed().await;
-    crate::domain::webhooks::request_opened(cx, me, &request_id, &p.kind, &payload).await;
+    crate::domain::webhooks::request_opened(cx, me, &request_id, p.kind.as_str(), &payload).await;
     Ok(request_id)
 }
 
@@ -129,15 +162,12 @@ pub struct WithdrawRequest {
     /// One of this session's open requests (`req_…`): a question's, or an access request's (from
     /// `check_grant`'s grant, or the id the user saw).
     #[serde(rename = "requestId")]
-    pub request_id: String,
+    pub request_id: RequestId,
 }
 
 /// withdraw_request
 pub async fn withdraw_request(a: &CallingSession<'_>, p: WithdrawRequest) -> Result<Value, ToolError> {
     let unknown = || ToolError::unknown(format!("no request `{}` of this session", p.request_id));
-    if !ids::is_id(&p.request_id, "req") {
-        return Err(unknown());
-    }
     let req = store::requests::get_request(a.cx.db(), &p.request_id)
         .await?
         .filter(|r| r.session_id == a.me.session_id)

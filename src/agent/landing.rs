@@ -38,7 +38,7 @@ pub struct RememberCommand {
     /// 1–2000 characters. The exact command, run from the project root.
     pub command: Text<1, 2_000>,
     /// For `deploy`: a target `id` from `list_targets`, in this project.
-    pub target_id: Option<String>,
+    pub target_id: Option<crate::rules::ids::ConnectorId>,
     /// `run` only. The local URL the server answers on. Up to 500 characters.
     pub url: Option<Text<0, 500>>,
     /// `run` only: `web`, `ios` or `android`. Leave it out for a web server.

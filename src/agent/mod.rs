@@ -374,7 +374,7 @@ pub async fn harness_resume(
 ) -> ToolResult {
     let agent = CallingSession { wait_ms: 0, ..agent };
     let result = match (kind, grant_id) {
-        ("access", Some(g)) => access::check_grant(&agent, access::CheckGrant { grant_id: g.to_owned() }).await,
+        ("access", Some(g)) => access::grant_status(&agent, g).await,
         _ => asking::answer_of(&agent, request_id).await,
     };
     result.map_err(|e| e.finish(&agent.cx.request_id))

@@ -2,6 +2,7 @@
 
 use super::{CallingSession, ToolError, MESSAGES_PER_MIN};
 use crate::rules::ids;
+use crate::rules::ids::SessionId;
 use crate::rules::params::Text;
 use crate::session::{Author, NewMessage, SessionCall};
 use crate::store::{self, sessions::SessionRow};
@@ -125,7 +126,7 @@ pub async fn project_activity(a: &CallingSession<'_>) -> Result<Value, ToolError
 #[serde(deny_unknown_fields)]
 pub struct SendMessage {
     /// A `sessionId` from `list_sessions`.
-    pub to: String,
+    pub to: SessionId,
     /// Plain text, 1–4000 characters.
     pub body: Text<1, 4_000>,
 }
@@ -137,11 +138,8 @@ pub async fn send_message(a: &CallingSession<'_>, p: SendMessage) -> Result<Valu
     }
     a.bucket("messages", MESSAGES_PER_MIN, "messages").await?;
     let db = a.cx.db();
-    let peer = match ids::is_id(&p.to, "ses") {
-        true => store::sessions::get(db, &p.to).await?,
-        false => None,
-    };
-    let peer = peer
+    let peer = store::sessions::get(db, &p.to)
+        .await?
         .filter(|s| s.task_id == a.me.task_id)
         .ok_or_else(|| ToolError::unknown(format!("no session `{}` in this project; call list_sessions", p.to)))?;
     if peer.status == "terminated" {

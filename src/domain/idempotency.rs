@@ -13,7 +13,7 @@
 
 use crate::cx::Cx;
 use crate::error::{ApiError, Code};
-use crate::rules::{fingerprint, limits};
+use crate::rules::fingerprint;
 use crate::store::receipts::{self, Claim};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -26,11 +26,6 @@ pub const DEFAULT_TTL_MS: i64 = 86_400_000;
 const STALE_MS: i64 = 20_000;
 /// How long a duplicate waits for the claimant's result before giving up.
 const WAIT_MS: i64 = 30_000;
-
-/// Checks a caller's idempotency key: 1–255 characters, no control characters.
-pub fn check_key(key: &str) -> Result<(), ApiError> {
-    limits::text("idempotency_key", key, 1, 255)
-}
 
 /// Which receipt a call uses, and how long it is kept.
 pub struct Scope<'a> {

@@ -4,8 +4,9 @@
 
 use crate::cx::{Blobs, Env};
 use crate::error::{ApiError, Code};
-use crate::rules::paths;
+use crate::rules::{params, paths};
 use crate::store::{self, files::FileInfo, Sql};
+use agentsky_wire::paths::MAX_PATH_CHARS;
 use sha2::{Digest, Sha256};
 
 /// Where a task keeps the commands it was taught.
@@ -157,18 +158,77 @@ pub async fn lane_of(db: &dyn Sql, task_id: &str, session_id: &str) -> Result<St
     Ok(if settings.is_some_and(|s| s.lanes) { session_id.to_owned() } else { String::new() })
 }
 
-/// The arguments naming one file of the folder, for any face that reads one.
-#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
-pub struct FilePath {
-    /// Relative path, e.g. notes/plan.md.
-    pub path: String,
+/// A path in the task folder as a parameter, on every face that names a file (the operator's file
+/// operations, `publish_artifact`, the harness's file tools): decoded by the wire crate's rule, so it
+/// arrives normalised, and published with its length.
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[serde(transparent)]
+pub struct TaskPath(String);
+
+impl TaskPath {
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
 }
 
-/// The arguments writing one whole file of the folder, for any face that writes one.
+impl<'de> serde::Deserialize<'de> for TaskPath {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error as _;
+        let raw = String::deserialize(d)?;
+        if let Some(problem) = params::text_problem(&raw, 1, MAX_PATH_CHARS) {
+            return Err(D::Error::custom(problem));
+        }
+        agentsky_wire::paths::normalize(&raw).map(TaskPath).map_err(|why| {
+            D::Error::custom(format!("{} (got {raw:?}); use a relative path like `notes/plan.md`", why.0))
+        })
+    }
+}
+
+impl schemars::JsonSchema for TaskPath {
+    fn inline_schema() -> bool {
+        true
+    }
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "TaskPath".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({ "type": "string", "minLength": 1, "maxLength": MAX_PATH_CHARS })
+    }
+}
+
+impl std::ops::Deref for TaskPath {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for TaskPath {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+// The harness's file tools take the fields of the operator's `read_task_file`/`write_task_file` less
+// `task_id` and `workspace` (a session knows its task). They share the field types (`TaskPath`), not
+// the structs: serde cannot `flatten` one struct into another that refuses unknown fields
+// (`deny_unknown_fields` is unsupported with `flatten`; unknown fields would pass silently, numbers
+// lose their type in the buffered map, and a refusal loses its field's path).
+
+/// The arguments naming one file of the folder (the harness's `read_task_file`).
 #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FilePath {
+    /// Relative path, e.g. notes/plan.md.
+    pub path: TaskPath,
+}
+
+/// The arguments writing one whole file of the folder (the harness's `write_task_file`).
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct FileText {
     /// Relative path, e.g. notes/plan.md (no `..`).
-    pub path: String,
+    pub path: TaskPath,
     /// The whole new text of the file, up to 256 KiB.
     pub content: String,
 }

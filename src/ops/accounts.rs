@@ -2,7 +2,8 @@
 
 use crate::cx::Cx;
 use crate::error::{ApiError, Code};
-use crate::rules::params::{words, Capped, Text};
+use crate::rules::ids::KeyId;
+use crate::rules::params::{words, Capped, Email, Text};
 use crate::rules::{ids, limits, slug};
 use crate::store::{self, keys::NewKey, DbError};
 use schemars::JsonSchema;
@@ -17,7 +18,7 @@ pub struct CreateAccount {
     /// Your name, 1–100 characters. The personal workspace's slug is made from it.
     pub name: Text<1, 100>,
     /// Your email address; one account per address.
-    pub email: String,
+    pub email: Email,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -79,8 +80,7 @@ pub async fn create(cx: &Cx<'_>, p: CreateAccount) -> Result<AccountCreated, Api
         ));
     }
     crate::ops::rate_limit(cx, format!("signup:{}", cx.client_ip), SIGNUPS_PER_MIN).await?;
-    let email = p.email.trim().to_owned();
-    limits::email("email", &email)?;
+    let email = p.email.as_str().to_owned();
 
     let account_id = ids::new_id("acct");
     let workspace_id = ids::new_id("ws");
@@ -202,7 +202,7 @@ pub async fn list_keys(cx: &Cx<'_>, _: ListKeys) -> Result<KeyList, ApiError> {
 #[serde(deny_unknown_fields)]
 pub struct RevokeKey {
     /// The key's id (`key_…`), from `GET /v1/keys`.
-    pub key_id: String,
+    pub key_id: KeyId,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -214,16 +214,13 @@ pub struct KeyRevoked {
 /// DELETE /v1/keys/{key_id}
 pub async fn revoke_key(cx: &Cx<'_>, p: RevokeKey) -> Result<KeyRevoked, ApiError> {
     let caller = cx.caller()?;
-    if !ids::is_id(&p.key_id, "key") {
-        return Err(ApiError::not_found("key"));
-    }
     let found =
         store::keys::revoke(cx.db(), &caller.account_id, &p.key_id, caller.locked_workspace_id.as_deref(), cx.now_ms)
             .await?;
     if !found {
         return Err(ApiError::not_found("key"));
     }
-    Ok(KeyRevoked { key_id: p.key_id, revoked: true })
+    Ok(KeyRevoked { key_id: p.key_id.into(), revoked: true })
 }
 
 /// How long a console sign-in link works.

@@ -4,8 +4,9 @@
 
 use crate::cx::Cx;
 use crate::error::{ApiError, Code};
+use crate::rules::ids::AgentRef;
 use crate::rules::params::{words, Capped, Int, Text};
-use crate::rules::{ids, limits, outbound, slug};
+use crate::rules::{ids, outbound, slug};
 use crate::store::{self, agents::AgentFields};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -59,14 +60,14 @@ pub async fn list(cx: &Cx<'_>, p: ListAgents) -> Result<AgentList, ApiError> {
 #[serde(deny_unknown_fields)]
 pub struct McpServer {
     /// How the agent's tools name it, 1–40 characters.
-    pub name: String,
+    pub name: Text<1, 40>,
     /// Its Streamable HTTP URL: `https://` to a public host (no user name or password, no private, loopback
     /// or metadata address); loopback only where the deployment allows it for local development.
-    pub url: String,
+    pub url: Text<1, 2_000>,
     /// The name of a secret of the agent's own workspace, sent as the bearer token, if the server needs
     /// one. Naming a secret needs the admin role. Only this workspace's secret is ever sent, also when
     /// another workspace starts the agent from the public catalog.
-    pub bearer_secret: Option<String>,
+    pub bearer_secret: Option<Text<1, 100>>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -141,12 +142,7 @@ fn check(p: CreateAgent, loopback_http: bool) -> Result<Checked, ApiError> {
     let categories = p.categories.map(Capped::into_vec).unwrap_or_default();
     let servers = p.mcp_servers.map(Capped::into_vec).unwrap_or_default();
     for s in &servers {
-        limits::text("mcpServers[].name", &s.name, 1, 40)?;
-        limits::text("mcpServers[].url", &s.url, 1, 2_000)?;
         outbound::check("mcpServers[].url", &s.url, loopback_http).map_err(ApiError::invalid)?;
-        if let Some(b) = &s.bearer_secret {
-            limits::text("mcpServers[].bearer_secret", b, 1, 100)?;
-        }
     }
     let price = p.price_cents_per_run.map_or(0, Int::get);
     Ok(Checked {
@@ -195,7 +191,7 @@ pub async fn create(cx: &Cx<'_>, p: CreateAgent) -> Result<Agent, ApiError> {
 #[serde(deny_unknown_fields)]
 pub struct GetAgent {
     /// The agent: its id (`ag_…`) or `@handle`.
-    pub agent_id: String,
+    pub agent_id: AgentRef,
     /// Ignored: the workspace is the agent's.
     pub workspace: Option<String>,
 }
@@ -230,7 +226,7 @@ pub async fn get(cx: &Cx<'_>, p: GetAgent) -> Result<Agent, ApiError> {
 #[serde(deny_unknown_fields)]
 pub struct UpdateAgent {
     /// The agent: its id (`ag_…`) or `@handle`.
-    pub agent_id: String,
+    pub agent_id: AgentRef,
     /// A new display name, 1–100 characters.
     pub name: Option<Text<1, 100>>,
     /// A new catalog handle (without `@`), unique across agentsky.
@@ -318,7 +314,7 @@ pub async fn update(cx: &Cx<'_>, p: UpdateAgent) -> Result<Agent, ApiError> {
 #[serde(deny_unknown_fields)]
 pub struct DeleteAgent {
     /// The agent: its id (`ag_…`) or `@handle`.
-    pub agent_id: String,
+    pub agent_id: AgentRef,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]

@@ -8,6 +8,7 @@ use crate::domain::taskfs::PROJECT_FILE;
 use crate::domain::taskfs::{self, Folder};
 use crate::error::{ApiError, Code};
 use crate::ops::sessions;
+use crate::rules::ids::{ConnectorId, SessionId};
 use crate::rules::params::words;
 use crate::store;
 use schemars::JsonSchema;
@@ -29,11 +30,11 @@ words! {
 #[serde(deny_unknown_fields)]
 pub struct RunCommand {
     /// The session (`ses_…`) whose runner runs it.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// `run` (the task's run command) or `deploy` (a target's deploy command).
     pub kind: CommandKind,
     /// For `deploy`: the target (`con_…`) whose deploy command runs.
-    pub target_id: Option<String>,
+    pub target_id: Option<ConnectorId>,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]

@@ -3,7 +3,7 @@
 
 use crate::cx::Cx;
 use crate::error::ApiError;
-use crate::rules::ids;
+use crate::rules::ids::AppGrantId;
 use crate::store;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -28,7 +28,7 @@ pub async fn list(cx: &Cx<'_>, _: ListConnectedApps) -> Result<ConnectedApps, Ap
 #[serde(deny_unknown_fields)]
 pub struct DisconnectApp {
     /// The connection's id (`oag_…`), from `GET /v1/connected-apps`.
-    pub grant_id: String,
+    pub grant_id: AppGrantId,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -40,9 +40,6 @@ pub struct AppDisconnected {
 /// DELETE /v1/connected-apps/{grant_id}
 pub async fn disconnect(cx: &Cx<'_>, p: DisconnectApp) -> Result<AppDisconnected, ApiError> {
     let caller = cx.caller()?;
-    if !ids::is_id(&p.grant_id, "oag") {
-        return Err(ApiError::not_found("connected app"));
-    }
     let found = store::oauth::disconnect(
         cx.db(),
         &caller.account_id,
@@ -54,5 +51,5 @@ pub async fn disconnect(cx: &Cx<'_>, p: DisconnectApp) -> Result<AppDisconnected
     if !found {
         return Err(ApiError::not_found("connected app"));
     }
-    Ok(AppDisconnected { grant_id: p.grant_id, disconnected: true })
+    Ok(AppDisconnected { grant_id: p.grant_id.into(), disconnected: true })
 }

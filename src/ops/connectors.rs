@@ -6,8 +6,10 @@ use crate::cx::{Cx, Role};
 use crate::error::{ApiError, Code};
 use crate::ops::commands::CommandKind;
 use crate::ops::{files::load_task, sessions};
-use crate::rules::params::{words, Int, Text};
-use crate::rules::{ids, limits, seal};
+use crate::rules::ids::{ConnectorId, GrantId, RequestId, SessionId, TaskId};
+use crate::rules::params::{words, CappedMap, EnvName, Int, Text};
+pub use crate::rules::targets::{Provider, TargetEnv, TargetScope};
+use crate::rules::{ids, seal};
 use crate::session::SessionCall;
 use crate::store::{self, connectors::ConnectorRow, requests::RequestRow};
 use schemars::JsonSchema;
@@ -17,25 +19,11 @@ use serde_json::{json, Value};
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Credentials {
-    /// Environment variables the provider's CLI reads (e.g. `VERCEL_TOKEN`), for every provider but ssh.
-    pub env: Option<serde_json::Map<String, Value>>,
+    /// Environment variables the provider's CLI reads (e.g. `VERCEL_TOKEN`), for every provider but ssh:
+    /// up to 50, named with `A`–`Z`, `0`–`9` and `_`.
+    pub env: Option<CappedMap<EnvName, Text<0, 20_000>, 50>>,
     /// An SSH private key (provider `ssh`): served only through a runner's ssh-agent, never as a file.
-    pub ssh_private_key: Option<String>,
-}
-
-words! {
-    /// Where a target lives (the wire crate's `PROVIDERS`, which the CLI shares).
-    pub enum Provider { Vercel = "vercel", Aws = "aws", Gcp = "gcp", Supabase = "supabase", Github = "github", Ssh = "ssh" }
-}
-
-words! {
-    /// Which environment a target is (the wire crate's `ENVS`).
-    pub enum TargetEnv { Prod = "prod", Staging = "staging", Preview = "preview", Scm = "scm" }
-}
-
-words! {
-    /// What an agent may do to a target (the wire crate's `SCOPES`).
-    pub enum TargetScope { Read = "read", Write = "write", Deploy = "deploy", Delete = "delete" }
+    pub ssh_private_key: Option<Text<1, 20_000>>,
 }
 
 words! {
@@ -72,21 +60,9 @@ pub async fn connect(cx: &Cx<'_>, p: ConnectTarget) -> Result<ConnectorRow, ApiE
     let plain = match &p.credentials {
         None => None,
         Some(Credentials { env: Some(env), ssh_private_key: None }) if p.provider != Provider::Ssh => {
-            limits::count("credentials.env", env.len(), 50)?;
-            for (k, v) in env {
-                let ok = !k.is_empty()
-                    && k.len() <= 100
-                    && k.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_');
-                if !ok || !v.is_string() {
-                    return Err(ApiError::invalid(format!(
-                        "`credentials.env` maps NAMES (A–Z, 0–9, _) to strings (bad: {k})"
-                    )));
-                }
-            }
             Some(json!({ "kind": "env", "env": env }))
         }
         Some(Credentials { env: None, ssh_private_key: Some(key) }) if p.provider == Provider::Ssh => {
-            limits::text("credentials.ssh_private_key", key, 1, 20_000)?;
             Some(json!({ "kind": "ssh", "private_key": key }))
         }
         Some(_) => {
@@ -148,7 +124,7 @@ pub async fn list(cx: &Cx<'_>, p: ListConnectors) -> Result<ConnectorList, ApiEr
 #[serde(deny_unknown_fields)]
 pub struct DeleteConnector {
     /// The connector (`con_…`).
-    pub connector_id: String,
+    pub connector_id: ConnectorId,
     /// A workspace slug; the connection's workspace when left out.
     pub workspace: Option<String>,
 }
@@ -167,14 +143,14 @@ pub async fn delete(cx: &Cx<'_>, p: DeleteConnector) -> Result<ConnectorDeleted,
     if !deleted {
         return Err(ApiError::not_found("connector"));
     }
-    Ok(ConnectorDeleted { connector_id: p.connector_id, deleted })
+    Ok(ConnectorDeleted { connector_id: p.connector_id.into(), deleted })
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SetPolicy {
     /// The connector it applies to; left out, every connector of the workspace.
-    pub connector_id: Option<String>,
+    pub connector_id: Option<ConnectorId>,
     /// `read`, `write`, `deploy` or `delete`.
     pub scope: TargetScope,
     /// `ask` (a person decides), `allow` (always allow) or `deny`.
@@ -187,7 +163,7 @@ pub struct SetPolicy {
 pub async fn set_policy(cx: &Cx<'_>, p: SetPolicy) -> Result<store::connectors::PolicyRow, ApiError> {
     let w = cx.workspace(p.workspace.as_deref())?;
     cx.require_role(w, Role::Admin)?;
-    let connector_id = p.connector_id.unwrap_or_default();
+    let connector_id = p.connector_id.map(String::from).unwrap_or_default();
     if !connector_id.is_empty() {
         let c = store::connectors::get(cx.db(), &connector_id).await?;
         c.filter(|c| c.workspace_id == w.workspace_id).ok_or_else(|| ApiError::not_found("connector"))?;
@@ -212,20 +188,20 @@ pub async fn set_policy(cx: &Cx<'_>, p: SetPolicy) -> Result<store::connectors::
 #[serde(deny_unknown_fields)]
 pub struct AnswerRequest {
     /// The task that waits (its first session's id).
-    pub task_id: String,
+    pub task_id: TaskId,
     /// The request, from `get_task`'s `open_requests`.
-    pub request_id: String,
+    pub request_id: RequestId,
     /// For access: `approve` or `deny`. For a plan: `approve`, `reject` or `edit`. For a decision: one of
     /// its options. For a question: your answer.
-    pub answer: String,
+    pub answer: Text<1, 4_000>,
     /// A note for the agent, up to 2,000 characters: a plan's note, or the reason for a denial (the agent
     /// receives it).
-    pub note: Option<String>,
+    pub note: Option<Text<0, 2_000>>,
     /// Access only: approve for every session of the workspace until revoked (a persistent grant).
     /// Owners and admins only.
     pub always: Option<bool>,
     /// Access only: how long a once-approval lasts, 1–1,440 minutes (default 60).
-    pub expires_in_minutes: Option<i64>,
+    pub expires_in_minutes: Option<Int<1, ONCE_MAX_MINUTES>>,
     /// Ignored: the workspace is the task's.
     pub workspace: Option<String>,
 }
@@ -238,22 +214,32 @@ pub struct RequestAnswered {
     pub grant: Option<Value>,
 }
 
+words! {
+    /// How a person answers an access request.
+    pub enum AccessAnswer { Approve = "approve", Deny = "deny" }
+}
+
+words! {
+    /// How a person answers a plan.
+    pub enum PlanAnswer { Approve = "approve", Reject = "reject", Edit = "edit" }
+}
+
+/// `answer` as the word set of the request's kind (which kind it is, only the stored request knows).
+fn answer_of<W>(answer: &str, word: fn(&str) -> Option<W>, words: &[&str]) -> Result<W, ApiError> {
+    word(answer).ok_or_else(|| {
+        ApiError::invalid(format!("`answer` must be one of {} for this request (got {answer:?})", words.join(", ")))
+    })
+}
+
 /// How long a once-approval lasts unless the answer says otherwise, and at most (a day).
 pub const ONCE_DEFAULT_MINUTES: i64 = 60;
 pub const ONCE_MAX_MINUTES: i64 = 1_440;
 
 /// answer_request: records the answer once, decides the grant, and wakes the waiting agent at once.
 pub async fn answer(cx: &Cx<'_>, p: AnswerRequest) -> Result<RequestAnswered, ApiError> {
-    if let Some(n) = &p.note {
-        limits::text("note", n, 0, 2_000)?;
-    }
-    limits::text("answer", &p.answer, 1, 4_000)?;
     let member = load_task(cx, &p.task_id).await?;
-    let req = match ids::is_id(&p.request_id, "req") {
-        true => store::requests::get_request(cx.db(), &p.request_id).await?,
-        false => None,
-    };
-    let req = req.filter(|r| r.task_id == p.task_id).ok_or_else(|| ApiError::not_found("request"))?;
+    let req = store::requests::get_request(cx.db(), &p.request_id).await?;
+    let req = req.filter(|r| p.task_id == r.task_id).ok_or_else(|| ApiError::not_found("request"))?;
     if req.status == "open" && req.expires_ms.is_some_and(|e| e <= cx.now_ms) {
         crate::ops::requests::expire(cx, &req).await?;
         return Err(ApiError::new(Code::Conflict, format!("request {} is already expired", req.request_id)));
@@ -272,16 +258,16 @@ pub async fn answer(cx: &Cx<'_>, p: AnswerRequest) -> Result<RequestAnswered, Ap
     let by = cx.caller()?.key_id.clone();
     let resolution = match req.kind.as_str() {
         "access" => {
-            limits::one_of("answer", &p.answer, &["approve", "deny"])?;
-            let mut r = json!({ "kind": "access", "answer": p.answer });
-            if let Some(n) = p.note.as_ref().filter(|n| p.answer == "deny" && !n.is_empty()) {
+            let answer = answer_of::<AccessAnswer>(&p.answer, AccessAnswer::from_word, AccessAnswer::WORDS)?;
+            let mut r = json!({ "kind": "access", "answer": answer });
+            if let Some(n) = p.note.as_ref().filter(|n| answer == AccessAnswer::Deny && !n.is_empty()) {
                 r["reason"] = json!(n);
             }
             r
         }
         "plan" => {
-            limits::one_of("answer", &p.answer, &["approve", "reject", "edit"])?;
-            let mut r = json!({ "kind": "plan", "answer": p.answer });
+            let answer = answer_of::<PlanAnswer>(&p.answer, PlanAnswer::from_word, PlanAnswer::WORDS)?;
+            let mut r = json!({ "kind": "plan", "answer": answer });
             if let Some(n) = &p.note {
                 r["note"] = json!(n);
             }
@@ -294,7 +280,7 @@ pub async fn answer(cx: &Cx<'_>, p: AnswerRequest) -> Result<RequestAnswered, Ap
                 .flatten()
                 .filter_map(|o| o.as_str().map(str::to_owned))
                 .collect();
-            if !options.is_empty() && !options.contains(&p.answer) {
+            if !options.is_empty() && !options.iter().any(|o| p.answer == *o.as_str()) {
                 return Err(ApiError::invalid(format!("`answer` must be one of the options: {}", options.join(", "))));
             }
             json!({ "kind": "decision", "answer": p.answer })
@@ -321,13 +307,8 @@ pub async fn answer(cx: &Cx<'_>, p: AnswerRequest) -> Result<RequestAnswered, Ap
         let g = store::requests::grant_for_request(cx.db(), &req.request_id)
             .await?
             .ok_or_else(|| ApiError::cause("grant missing"))?;
-        let minutes = p.expires_in_minutes.unwrap_or(ONCE_DEFAULT_MINUTES);
-        if !(1..=ONCE_MAX_MINUTES).contains(&minutes) {
-            return Err(ApiError::invalid(format!(
-                "`expires_in_minutes` must be between 1 and {ONCE_MAX_MINUTES} (a day); only `always` lasts longer"
-            )));
-        }
-        let always = p.always.unwrap_or(false) && p.answer == "approve";
+        let minutes = p.expires_in_minutes.map_or(ONCE_DEFAULT_MINUTES, Int::get);
+        let always = p.always.unwrap_or(false) && p.answer.as_str() == "approve";
         // A persistent grant answers every session of the workspace until revoked, and only owners and
         // admins can revoke one: so only they may make one.
         if always && member.role < Role::Admin {
@@ -395,7 +376,7 @@ pub async fn answer(cx: &Cx<'_>, p: AnswerRequest) -> Result<RequestAnswered, Ap
 #[serde(deny_unknown_fields)]
 pub struct IssueSessionToken {
     /// The session (`ses_…`).
-    pub session_id: String,
+    pub session_id: SessionId,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -430,7 +411,7 @@ pub async fn issue_token(cx: &Cx<'_>, p: IssueSessionToken) -> Result<SessionTok
 #[serde(deny_unknown_fields)]
 pub struct TaskSettings {
     /// The task (its first session's id).
-    pub task_id: String,
+    pub task_id: TaskId,
     /// Give each session its own lane of the folder until it lands (default off: sessions share it).
     pub lanes: Option<bool>,
     /// `auto` (`land` merges) or `manual` ("I review and merge myself").
@@ -451,7 +432,7 @@ pub async fn set_settings(cx: &Cx<'_>, p: TaskSettings) -> Result<store::lanes::
 #[serde(deny_unknown_fields)]
 pub struct AskCommand {
     /// The session (`ses_…`).
-    pub session_id: String,
+    pub session_id: SessionId,
     /// `run` (the Run locally button) or `deploy` (the Deploy button): the session may then teach it with
     /// `remember_command`.
     pub kind: CommandKind,
@@ -547,7 +528,7 @@ pub async fn list_grants(cx: &Cx<'_>, p: ListGrants) -> Result<GrantList, ApiErr
 #[serde(deny_unknown_fields)]
 pub struct RevokeGrant {
     /// The grant's id (`gr_…`), from `list_grants`.
-    pub grant_id: String,
+    pub grant_id: GrantId,
     /// A workspace slug; the connection's workspace when left out.
     pub workspace: Option<String>,
 }
@@ -564,9 +545,6 @@ pub async fn revoke_grant(cx: &Cx<'_>, p: RevokeGrant) -> Result<GrantRevoked, A
     let w = cx.workspace(p.workspace.as_deref())?;
     cx.require_role(w, Role::Admin)?;
     let not_found = || ApiError::not_found(&format!("active grant `{}`", p.grant_id));
-    if !ids::is_id(&p.grant_id, "gr") {
-        return Err(not_found());
-    }
     let db = cx.db();
     let g = store::requests::revoke_grant(db, &w.workspace_id, &p.grant_id).await?;
     let g = g.ok_or_else(not_found)?;
@@ -583,5 +561,5 @@ pub async fn revoke_grant(cx: &Cx<'_>, p: RevokeGrant) -> Result<GrantRevoked, A
     let session = (!g.persistent).then_some(g.session_id.as_str());
     let leases = store::runners::live_leases(db, &w.workspace_id, session, cx.now_ms).await?;
     crate::domain::jobs::tell(cx, &leases, "grant_forget", json!({ "grant_id": g.grant_id, "ssh": ssh })).await?;
-    Ok(GrantRevoked { grant_id: p.grant_id, revoked: true })
+    Ok(GrantRevoked { grant_id: p.grant_id.into(), revoked: true })
 }

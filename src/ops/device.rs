@@ -13,11 +13,12 @@ use crate::cx::Cx;
 use crate::error::{ApiError, Code};
 use crate::http::{form_value, HttpRequest, HttpResponse};
 use crate::rules::html::escape;
-use crate::rules::params::Text;
+use crate::rules::params::{self, Text};
 use crate::rules::{ids, limits, slug};
 use crate::store::{self, devices};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use serde_json::json;
 
 /// How long a code may wait for a person (RFC 8628 suggests minutes, not hours).
 const EXPIRES_MS: i64 = 15 * 60_000;
@@ -331,11 +332,10 @@ async fn create_and_approve(cx: &Cx<'_>, hash: &str, form: &Form) -> Result<Stri
     if let Err(e) = crate::ops::rate_limit(cx, format!("signup:{}", cx.client_ip), SIGNUPS_PER_MIN).await {
         return Err(Refusal::Retry(429, e.message));
     }
-    let name = form.get("name").trim().to_owned();
-    let email = form.get("email").trim().to_owned();
-    if let Err(e) = limits::text("name", &name, 1, 100).and_then(|()| limits::email("email", &email)) {
-        return Err(Refusal::Retry(400, e.message));
-    }
+    // The sign-up form's fields keep `create_account`'s rules.
+    let asked = json!({ "name": form.get("name").trim(), "email": form.get("email") });
+    let p: crate::ops::accounts::CreateAccount = params::decode(asked).map_err(|e| Refusal::Retry(400, e))?;
+    let (name, email) = (p.name.into_string(), p.email.as_str().to_owned());
     let account_id = ids::new_id("acct");
     let workspace_id = ids::new_id("ws");
     let base = slug::slugify(&name);

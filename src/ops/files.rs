@@ -2,11 +2,11 @@
 //! across agents"). Agents reach the same folder through their harness tools.
 
 use crate::cx::{Cx, Membership};
-use crate::domain::taskfs::{self, Folder, Writer};
+use crate::domain::taskfs::{self, Folder, TaskPath, Writer};
 use crate::error::{ApiError, Code};
 use crate::ops::sessions;
+use crate::rules::ids::TaskId;
 use crate::rules::params::Int;
-use crate::rules::paths;
 use crate::store::{self, files::FileInfo};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -27,7 +27,7 @@ pub async fn load_task(cx: &Cx<'_>, task_id: &str) -> Result<Membership, ApiErro
 #[serde(deny_unknown_fields)]
 pub struct ListTaskFiles {
     /// The task (its first session's id).
-    pub task_id: String,
+    pub task_id: TaskId,
     /// Page size, 1–500 (default 200).
     pub limit: Option<Int<1, 500>>,
     /// `next_cursor` from the previous page.
@@ -59,16 +59,16 @@ pub async fn list(cx: &Cx<'_>, p: ListTaskFiles) -> Result<TaskFiles, ApiError> 
     let mut files = store::files::list(cx.db(), &p.task_id, "", from, limit + 1).await?;
     let next_cursor =
         (files.len() as i64 > limit).then(|| format!("p_{}", files.pop().map(|f| f.path).unwrap_or_default()));
-    Ok(TaskFiles { task_id: p.task_id, files, next_cursor })
+    Ok(TaskFiles { task_id: p.task_id.into(), files, next_cursor })
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReadTaskFile {
     /// The task (its first session's id).
-    pub task_id: String,
+    pub task_id: TaskId,
     /// The file's path in the task folder, e.g. `notes/plan.md`.
-    pub path: String,
+    pub path: TaskPath,
     /// A past version; the latest when left out.
     pub version: Option<i64>,
     /// Ignored: the workspace is the task's.
@@ -86,21 +86,20 @@ pub struct TaskFile {
 
 /// read_task_file
 pub async fn read(cx: &Cx<'_>, p: ReadTaskFile) -> Result<TaskFile, ApiError> {
-    paths::normalize(&p.path)?;
     let m = load_task(cx, &p.task_id).await?;
     let folder = Folder { workspace_id: &m.workspace_id, task_id: &p.task_id, lane: "" };
     let (db, blobs) = taskfs::parts(cx.env);
     let (info, content) = taskfs::read(db, blobs, folder, &p.path, p.version).await?;
-    Ok(TaskFile { task_id: p.task_id, info, content })
+    Ok(TaskFile { task_id: p.task_id.into(), info, content })
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WriteTaskFile {
     /// The task (its first session's id).
-    pub task_id: String,
+    pub task_id: TaskId,
     /// The file's path in the task folder, e.g. `notes/plan.md` (relative; no `..`).
-    pub path: String,
+    pub path: TaskPath,
     /// The whole new text of the file, up to 256 KiB. Writing the text the file already has adds no
     /// version.
     pub content: String,
@@ -117,11 +116,10 @@ pub struct FileWritten {
 
 /// write_task_file
 pub async fn write(cx: &Cx<'_>, p: WriteTaskFile) -> Result<FileWritten, ApiError> {
-    paths::normalize(&p.path)?;
     let m = load_task(cx, &p.task_id).await?;
     let key_id = cx.caller()?.key_id.clone();
     let folder = Folder { workspace_id: &m.workspace_id, task_id: &p.task_id, lane: "" };
     let (db, blobs) = taskfs::parts(cx.env);
     let info = taskfs::write(db, blobs, folder, &p.path, &p.content, Writer::Key(&key_id), cx.now_ms).await?;
-    Ok(FileWritten { task_id: p.task_id, info })
+    Ok(FileWritten { task_id: p.task_id.into(), info })
 }

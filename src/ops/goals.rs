@@ -5,8 +5,8 @@ use crate::cx::Cx;
 use crate::domain::idempotency::{self, Scope, DEFAULT_TTL_MS};
 use crate::error::ApiError;
 use crate::ops::sessions;
-use crate::rules::limits;
-use crate::rules::params::{Capped, Text};
+use crate::rules::ids::SessionId;
+use crate::rules::params::{Capped, IdempotencyKey, Int, Text};
 use crate::session::goal::{Criterion, CriterionInput, Goal, GoalStatus};
 use crate::session::{SessionCall, SessionReply};
 use schemars::JsonSchema;
@@ -17,7 +17,7 @@ use serde_json::json;
 #[serde(deny_unknown_fields)]
 pub struct GetGoal {
     /// The session (`ses_…`).
-    pub session_id: String,
+    pub session_id: SessionId,
     /// Ignored: the workspace is the session's.
     pub workspace: Option<String>,
 }
@@ -47,52 +47,38 @@ pub async fn get(cx: &Cx<'_>, p: GetGoal) -> Result<GoalView, ApiError> {
 #[serde(deny_unknown_fields)]
 pub struct SetGoal {
     /// The session (`ses_…`).
-    pub session_id: String,
+    pub session_id: SessionId,
     /// What the session should achieve, 1–4,000 characters.
     pub objective: Text<1, 4_000>,
     /// How to tell it is achieved: each plain text, or `{text, command}` where the command's success
     /// proves it. Up to 20. Without criteria the objective itself is graded.
     pub criteria: Option<Capped<CriterionInput, 20>>,
     /// Most turns the goal may start, 1–50 (default 10).
-    pub max_iterations: Option<u32>,
-    /// Most the session may spend on the goal, in cents.
-    pub max_spend_cents: Option<i64>,
+    pub max_iterations: Option<Int<1, 50>>,
+    /// Most the session may spend on the goal, in cents (1–10,000,000).
+    pub max_spend_cents: Option<Int<1, 10_000_000>>,
     /// Most minutes the goal may run, 1–1,440.
-    pub max_minutes: Option<i64>,
+    pub max_minutes: Option<Int<1, 1_440>>,
     /// A unique key you generate; retrying with it returns the same goal.
-    pub idempotency_key: String,
+    pub idempotency_key: IdempotencyKey,
     /// Ignored: the workspace is the session's.
     pub workspace: Option<String>,
 }
 
 /// set_goal
 pub async fn set(cx: &Cx<'_>, p: SetGoal) -> Result<GoalView, ApiError> {
-    idempotency::check_key(&p.idempotency_key)?;
     let criteria: Vec<Criterion> =
         p.criteria.clone().map(Capped::into_vec).unwrap_or_default().into_iter().map(Criterion::from).collect();
-    for c in &criteria {
-        limits::text("criteria[].text", &c.text, 1, 1_000)?;
-        if let Some(cmd) = &c.command {
-            limits::text("criteria[].command", cmd, 1, 2_000)?;
-        }
-    }
-    let max_iterations = p.max_iterations.unwrap_or(10);
-    if !(1..=50).contains(&max_iterations) {
-        return Err(ApiError::invalid("`max_iterations` must be between 1 and 50"));
-    }
-    if p.max_spend_cents.is_some_and(|c| c < 1) {
-        return Err(ApiError::invalid("`max_spend_cents` must be at least 1"));
-    }
-    if p.max_minutes.is_some_and(|m| !(1..=1_440).contains(&m)) {
-        return Err(ApiError::invalid("`max_minutes` must be between 1 and 1440"));
-    }
+    // Whole numbers the range types hold; 50 fits a u32.
+    let max_iterations = p.max_iterations.map_or(10, |n| n.get() as u32);
+    let (max_spend_cents, max_minutes) = (p.max_spend_cents.map(Int::get), p.max_minutes.map(Int::get));
     let (row, w) = sessions::load(cx, &p.session_id).await?;
     let goal = Goal {
         objective: p.objective.to_string(),
         criteria,
         max_iterations,
-        max_spend_cents: p.max_spend_cents,
-        max_minutes: p.max_minutes,
+        max_spend_cents,
+        max_minutes,
         status: GoalStatus::Active,
         stopped_reason: None,
         iterations: 0,
@@ -124,16 +110,15 @@ pub async fn set(cx: &Cx<'_>, p: SetGoal) -> Result<GoalView, ApiError> {
 #[serde(deny_unknown_fields)]
 pub struct ClearGoal {
     /// The session (`ses_…`).
-    pub session_id: String,
+    pub session_id: SessionId,
     /// A unique key you generate; retrying with it returns the same answer.
-    pub idempotency_key: String,
+    pub idempotency_key: IdempotencyKey,
     /// Ignored: the workspace is the session's.
     pub workspace: Option<String>,
 }
 
 /// clear_goal
 pub async fn clear(cx: &Cx<'_>, p: ClearGoal) -> Result<GoalView, ApiError> {
-    idempotency::check_key(&p.idempotency_key)?;
     let (row, w) = sessions::load(cx, &p.session_id).await?;
     let scope =
         Scope { workspace_id: &w.workspace_id, tool: "clear_goal", key: &p.idempotency_key, ttl_ms: DEFAULT_TTL_MS };

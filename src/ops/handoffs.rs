@@ -6,7 +6,8 @@ use crate::cx::Cx;
 use crate::domain::idempotency::{self, Scope, DEFAULT_TTL_MS};
 use crate::error::ApiError;
 use crate::ops::sessions::{self, Model, Spec, StartIds, Thinking};
-use crate::rules::params::Text;
+use crate::rules::ids::{AgentRef, HandoffId, SessionId};
+use crate::rules::params::{IdempotencyKey, Text};
 use crate::rules::{ids, title};
 use crate::session::{Author, SessionCall, SessionReply};
 use crate::store::{self, handoffs::HandoffRow};
@@ -21,9 +22,9 @@ const BRIEF_CHARS: usize = 48_000;
 #[serde(deny_unknown_fields)]
 pub struct HandOffSession {
     /// The session to continue (`ses_…`).
-    pub session_id: String,
+    pub session_id: SessionId,
     /// The agent that continues it: an id (`ag_…`) or a catalog `@handle`.
-    pub agent_id: String,
+    pub agent_id: AgentRef,
     /// The model the new session runs (default: the agent's own).
     pub model: Option<Model>,
     /// `off`, `low`, `medium` or `high` (default `medium`).
@@ -31,7 +32,7 @@ pub struct HandOffSession {
     /// A note for the new agent, added after the conversation (up to 4,000 characters).
     pub message: Option<Text<1, 4_000>>,
     /// A unique key you generate for this hand-off; retrying with it returns the same hand-off.
-    pub idempotency_key: String,
+    pub idempotency_key: IdempotencyKey,
     /// Ignored: the workspace is the session's.
     pub workspace: Option<String>,
 }
@@ -89,7 +90,6 @@ The conversation until now:\n\n{convo}\n\nContinue the work from here."
 
 /// hand_off_session
 pub async fn hand_off(cx: &Cx<'_>, p: HandOffSession) -> Result<Handoff, ApiError> {
-    idempotency::check_key(&p.idempotency_key)?;
     let (source, w) = sessions::load(cx, &p.session_id).await?;
     let agent = sessions::resolve_agent(cx, &w, &p.agent_id).await?;
     let key_id = cx.caller()?.key_id.clone();
@@ -146,7 +146,7 @@ pub async fn hand_off(cx: &Cx<'_>, p: HandOffSession) -> Result<Handoff, ApiErro
 #[serde(deny_unknown_fields)]
 pub struct GetHandoff {
     /// The hand-off (`ho_…`).
-    pub handoff_id: String,
+    pub handoff_id: HandoffId,
     /// Ignored: the workspace is the hand-off's.
     pub workspace: Option<String>,
 }
@@ -161,9 +161,6 @@ pub struct HandoffStatus {
 
 /// get_handoff
 pub async fn get(cx: &Cx<'_>, p: GetHandoff) -> Result<HandoffStatus, ApiError> {
-    if !ids::is_id(&p.handoff_id, "ho") {
-        return Err(ApiError::not_found("handoff"));
-    }
     let h = store::handoffs::get(cx.db(), &p.handoff_id).await?.ok_or_else(|| ApiError::not_found("handoff"))?;
     cx.member_of(&h.workspace_id, "handoff")?;
     let target_session = match &h.target_session_id {

@@ -10,8 +10,9 @@
 use crate::cx::{Cx, Membership, Role};
 use crate::error::{ApiError, Code};
 use crate::ops::workspaces::WorkspaceItem;
-use crate::rules::params::{words, Int};
-use crate::rules::{ids, limits};
+use crate::rules::ids;
+use crate::rules::ids::{AccountId, InvitationId};
+use crate::rules::params::{words, Email, Int};
 use crate::store::{self, audit::Entry, members::Member};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -63,7 +64,7 @@ pub struct CreateInvitation {
     pub expires_in_days: Option<Int<1, INVITATION_MAX_DAYS>>,
     /// Whom it is meant for, as a note in the list of invitations. Accepting never checks it: whoever
     /// holds the token can accept.
-    pub email: Option<String>,
+    pub email: Option<Email>,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -77,10 +78,7 @@ pub struct InvitationCreated {
 /// POST /v1/workspaces/{workspace}/invitations — owners and admins.
 pub async fn invite(cx: &Cx<'_>, p: CreateInvitation) -> Result<InvitationCreated, ApiError> {
     let days = p.expires_in_days.map_or(INVITATION_DAYS, Int::get);
-    let email = p.email.as_deref().map(str::trim);
-    if let Some(e) = email {
-        limits::email("email", e)?;
-    }
+    let email = p.email.as_deref();
     let caller = cx.caller()?;
     let m = cx.workspace(Some(&p.workspace))?;
     cx.require_role(m, Role::Admin)?;
@@ -139,7 +137,7 @@ pub struct RevokeInvitation {
     /// The workspace's slug.
     pub workspace: String,
     /// The invitation (`inv_…`), from `GET /v1/workspaces/{workspace}/invitations`.
-    pub invitation_id: String,
+    pub invitation_id: InvitationId,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -154,15 +152,12 @@ pub async fn revoke_invitation(cx: &Cx<'_>, p: RevokeInvitation) -> Result<Invit
     let m = cx.workspace(Some(&p.workspace))?;
     cx.require_role(m, Role::Admin)?;
     let not_found = || ApiError::not_found(&format!("pending invitation `{}`", p.invitation_id));
-    if !ids::is_id(&p.invitation_id, "inv") {
-        return Err(not_found());
-    }
     let revoked =
         store::members::revoke(cx.db(), &m.workspace_id, &p.invitation_id, &caller.account_id, cx.now_ms).await?;
     if !revoked {
         return Err(not_found());
     }
-    Ok(InvitationRevoked { invitation_id: p.invitation_id, revoked })
+    Ok(InvitationRevoked { invitation_id: p.invitation_id.into(), revoked })
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -284,7 +279,7 @@ pub struct SetMemberRole {
     /// The workspace's slug.
     pub workspace: String,
     /// The member's account (`acct_…`), from `GET /v1/workspaces/{workspace}/members`.
-    pub account_id: String,
+    pub account_id: AccountId,
     /// `member`, `admin` or `owner`.
     pub role: MemberRole,
 }
@@ -306,7 +301,7 @@ pub struct RemoveMember {
     /// The workspace's slug.
     pub workspace: String,
     /// The member's account (`acct_…`); your own to leave the workspace.
-    pub account_id: String,
+    pub account_id: AccountId,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -319,7 +314,7 @@ pub struct MemberRemoved {
 pub async fn remove(cx: &Cx<'_>, p: RemoveMember) -> Result<MemberRemoved, ApiError> {
     let m = cx.workspace(Some(&p.workspace))?;
     change(cx, m, &p.account_id, None).await?;
-    Ok(MemberRemoved { account_id: p.account_id, removed: true })
+    Ok(MemberRemoved { account_id: p.account_id.into(), removed: true })
 }
 
 #[cfg(test)]

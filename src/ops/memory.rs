@@ -12,8 +12,9 @@
 use crate::cx::Cx;
 use crate::error::{ApiError, Code};
 use crate::ops::context;
-use crate::rules::params::{Int, Text};
-use crate::rules::{cursor, fingerprint, ids, limits};
+use crate::rules::ids::MemoryId;
+use crate::rules::params::{self, Int, Text};
+use crate::rules::{cursor, fingerprint};
 use crate::session::SessionConfig;
 use crate::store::{self, context::MemoryRow, Sql};
 use schemars::JsonSchema;
@@ -138,7 +139,7 @@ pub async fn list(cx: &Cx<'_>, p: ListMemory) -> Result<MemoryList, ApiError> {
 #[serde(deny_unknown_fields)]
 pub struct DeleteMemory {
     /// The entry (`mem_…`).
-    pub memory_id: String,
+    pub memory_id: MemoryId,
     /// Ignored: entries are found by id among yours.
     pub workspace: Option<String>,
 }
@@ -152,30 +153,52 @@ pub struct MemoryDeleted {
 /// delete_memory
 pub async fn delete(cx: &Cx<'_>, p: DeleteMemory) -> Result<MemoryDeleted, ApiError> {
     let not_found = || ApiError::new(Code::NotFound, format!("memory entry `{}` not found among yours", p.memory_id));
-    if !ids::is_id(&p.memory_id, "mem") {
-        return Err(not_found());
-    }
     let workspaces = context::visible_workspaces(cx, None)?;
     let caller = cx.caller()?;
     let deleted = store::context::delete_memory(cx.db(), &p.memory_id, &caller.account_id, &workspaces).await?;
     if !deleted {
         return Err(not_found());
     }
-    Ok(MemoryDeleted { memory_id: p.memory_id, deleted })
+    Ok(MemoryDeleted { memory_id: p.memory_id.into(), deleted })
 }
 
-/// The agent tools' specs in the OpenAI function-calling shape.
+/// What an agent's `save_memory` takes.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SaveNote {
+    /// The note, 1–8000 characters.
+    pub text: Text<1, MAX_MEMORY_CHARS>,
+}
+
+/// What an agent's `delete_memory` takes.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DeleteNote {
+    /// The `memory_id` `save_memory` returned.
+    pub memory_id: MemoryId,
+}
+
+/// A params type's JSON Schema as the model reads it.
+fn model_schema<T: JsonSchema>() -> Value {
+    let mut schema = crate::rules::schema::input_schema::<T>().to_value();
+    if let Some(map) = schema.as_object_mut() {
+        map.remove("$schema");
+    }
+    schema
+}
+
+/// The agent tools' specs in the OpenAI function-calling shape; the parameters are the types' schemas.
 pub fn agent_tool_specs() -> Vec<Value> {
     vec![
         json!({"type": "function", "function": {
             "name": "save_memory",
             "description": "Save a short note to the memory of the person you work for (a fact, a preference, a decision), so later sessions can find it with search_context. Saving the same text again keeps one entry.",
-            "parameters": {"type": "object", "properties": {"text": {"type": "string", "description": "the note, 1–8000 characters"}}, "required": ["text"]},
+            "parameters": model_schema::<SaveNote>(),
         }}),
         json!({"type": "function", "function": {
             "name": "delete_memory",
             "description": "Delete a memory entry that is wrong or outdated, by the memory_id save_memory returned.",
-            "parameters": {"type": "object", "properties": {"memory_id": {"type": "string"}}, "required": ["memory_id"]},
+            "parameters": model_schema::<DeleteNote>(),
         }}),
     ]
 }
@@ -197,24 +220,23 @@ pub async fn run_agent_tool(
         .await
         .map_err(|e| e.to_string())?
         .ok_or("this session has no owner to keep memory for")?;
-    let text = |k: &str| args[k].as_str().map(str::to_owned).ok_or_else(|| format!("`{k}` (a string) is required"));
     match name {
         "save_memory" => {
-            let note = text("text")?;
-            limits::text("text", &note, 1, MAX_MEMORY_CHARS).map_err(|e| e.message)?;
+            let p: SaveNote = params::decode(args.clone())?;
             let author = format!("session:{}", config.session_id);
-            let entry = save_entry(db, &owner, &config.workspace_id, &note, &author, now_ms).await?;
+            let entry = save_entry(db, &owner, &config.workspace_id, &p.text, &author, now_ms).await?;
             Ok(json!({ "memory_id": entry.memory_id, "saved": true }))
         }
         "delete_memory" => {
-            let id = text("memory_id")?;
+            let p: DeleteNote = params::decode(args.clone())?;
             let workspaces = [config.workspace_id.clone()];
-            let deleted = ids::is_id(&id, "mem")
-                && store::context::delete_memory(db, &id, &owner, &workspaces).await.map_err(|e| e.to_string())?;
+            let deleted = store::context::delete_memory(db, &p.memory_id, &owner, &workspaces)
+                .await
+                .map_err(|e| e.to_string())?;
             if deleted {
-                Ok(json!({ "memory_id": id, "deleted": true }))
+                Ok(json!({ "memory_id": p.memory_id, "deleted": true }))
             } else {
-                Err(format!("no memory entry `{id}`"))
+                Err(format!("no memory entry `{}`", p.memory_id))
             }
         }
         other => Err(format!("no tool `{other}`")),
@@ -224,6 +246,7 @@ pub async fn run_agent_tool(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rules::ids;
 
     #[test]
     fn the_same_note_of_the_same_owner_has_the_same_id() {

@@ -9,11 +9,11 @@
 //! recounting records.
 
 use crate::cx::{Cx, Role};
-use crate::domain::idempotency;
 use crate::error::{ApiError, Code};
 use crate::http::{HttpRequest, HttpResponse};
 use crate::ops::sessions;
-use crate::rules::params::{words, Text};
+use crate::rules::ids::SessionId;
+use crate::rules::params::{words, IdempotencyKey, Text};
 use crate::rules::{hmac, ids, limits, seal, time};
 use crate::store::{self, records::RecordRow, sessions::SessionRow};
 use schemars::JsonSchema;
@@ -63,13 +63,19 @@ fn check<'a>(
             OUTCOMES.join(", ")
         )));
     };
-    match (name, value) {
-        ("vote", Some(v)) => limits::one_of("value", v, &["up", "down"])?,
-        ("vote", None) => return Err(ApiError::invalid("a `vote` needs `value`: `up` or `down`")),
-        ("did_the_job", Some(v)) => limits::one_of("value", v, &["yes", "no"])?,
-        ("did_the_job", None) => return Err(ApiError::invalid("`did_the_job` needs `value`: `yes` or `no`")),
-        (_, Some(_)) => return Err(ApiError::invalid(format!("`{name}` takes no `value`"))),
-        (_, None) => {}
+    // Which values a name takes is the name's: the schema publishes them all, this pairs them.
+    let takes: &[RecordValue] = match name {
+        "vote" => &[RecordValue::Up, RecordValue::Down],
+        "did_the_job" => &[RecordValue::Yes, RecordValue::No],
+        _ => &[],
+    };
+    let words = || takes.iter().map(|v| format!("`{v}`")).collect::<Vec<_>>().join(" or ");
+    match value {
+        None if takes.is_empty() => {}
+        None => return Err(ApiError::invalid(format!("`{name}` needs `value`: {}", words()))),
+        Some(_) if takes.is_empty() => return Err(ApiError::invalid(format!("`{name}` takes no `value`"))),
+        Some(v) if takes.iter().any(|t| t.as_str() == v) => {}
+        Some(v) => return Err(ApiError::invalid(format!("`value` must be {} for `{name}` (got {v:?})", words()))),
     }
     let note = note.unwrap_or_default();
     limits::text("note", note, 0, 2_000)?;
@@ -133,22 +139,27 @@ async fn store_record(
     Ok(stored)
 }
 
+words! {
+    /// A decision's value: `vote`'s and `did_the_job`'s.
+    pub enum RecordValue { Up = "up", Down = "down", Yes = "yes", No = "no" }
+}
+
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RecordSession {
     /// The session (`ses_…`).
-    pub session_id: String,
+    pub session_id: SessionId,
     /// A decision (`adopted`, `rerun`, `revise`, `discard`, `vote`, `did_the_job`, `approve`) or an observed
     /// outcome (`pr_merged`, `deployed`, `reopened`, `later_failure`, `shipped`).
     pub name: RecordName,
     /// `up` or `down` for `vote`; `yes` or `no` for `did_the_job`; nothing for the others.
-    pub value: Option<String>,
+    pub value: Option<RecordValue>,
     /// Why, in a sentence or two (up to 2,000 characters).
     pub note: Option<Text<0, 2_000>>,
     /// A link to what it is about: the pull request, the deploy, the bug report.
     pub url: Option<Text<1, 2_000>>,
     /// A key you choose (1–255 characters) so a retried call records once.
-    pub idempotency_key: Option<String>,
+    pub idempotency_key: Option<IdempotencyKey>,
     /// Ignored: the workspace is the session's.
     pub workspace: Option<String>,
 }
@@ -161,10 +172,7 @@ pub struct Recorded {
 
 /// record_session
 pub async fn record(cx: &Cx<'_>, p: RecordSession) -> Result<Recorded, ApiError> {
-    let asked = check(p.name.as_str(), p.value.as_deref(), p.note.as_deref(), p.url.as_deref())?;
-    if let Some(k) = &p.idempotency_key {
-        idempotency::check_key(k)?;
-    }
+    let asked = check(p.name.as_str(), p.value.map(RecordValue::as_str), p.note.as_deref(), p.url.as_deref())?;
     let (session, _) = sessions::load(cx, &p.session_id).await?;
     let caller = cx.caller()?;
     let by = By { kind: "member", id: &caller.account_id, name: "a member", key_id: Some(&caller.key_id) };
@@ -177,7 +185,7 @@ pub async fn record(cx: &Cx<'_>, p: RecordSession) -> Result<Recorded, ApiError>
 #[serde(deny_unknown_fields)]
 pub struct ReadSessionRecord {
     /// The session (`ses_…`).
-    pub session_id: String,
+    pub session_id: SessionId,
     /// Ignored: the workspace is the session's.
     pub workspace: Option<String>,
 }

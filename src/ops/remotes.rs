@@ -6,6 +6,7 @@ use crate::error::ApiError;
 use crate::identity::Role;
 use crate::ops::files::load_task;
 use crate::rules::git_remote;
+use crate::rules::ids::{ConnectorId, TaskId};
 use crate::rules::params::Text;
 use crate::store::{self, remotes::RemoteRow};
 use schemars::JsonSchema;
@@ -15,7 +16,7 @@ use serde::{Deserialize, Serialize};
 #[serde(deny_unknown_fields)]
 pub struct SetTaskRemote {
     /// The task (its first session's id).
-    pub task_id: String,
+    pub task_id: TaskId,
     /// The repository: an `https://` URL to a public host (no credentials in it), or one on the runner's
     /// machine (`file:///abs/path` or `/abs/path`). `null` removes the remote: `land` then pushes nothing.
     pub url: Option<Text<1, 2_000>>,
@@ -23,14 +24,14 @@ pub struct SetTaskRemote {
     pub branch: Option<Text<1, 200>>,
     /// The connector (`con_…`, from `list_connectors`) whose grant pushes; the landing session must hold a
     /// live grant on it covering `write`. Required with `url`.
-    pub connector_id: Option<Text<1, 100>>,
+    pub connector_id: Option<ConnectorId>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GetTaskRemote {
     /// The task (its first session's id).
-    pub task_id: String,
+    pub task_id: TaskId,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -52,7 +53,7 @@ pub async fn set(cx: &Cx<'_>, p: SetTaskRemote) -> Result<TaskRemote, ApiError> 
             ));
         }
         store::remotes::remove(db, &p.task_id).await?;
-        return Ok(TaskRemote { task_id: p.task_id, remote: None });
+        return Ok(TaskRemote { task_id: p.task_id.into(), remote: None });
     };
     let url = git_remote::check("url", &raw, cx.env.config.allow_loopback_http).map_err(ApiError::invalid)?;
     let branch = p.branch.as_deref().unwrap_or("main");
@@ -65,12 +66,12 @@ pub async fn set(cx: &Cx<'_>, p: SetTaskRemote) -> Result<TaskRemote, ApiError> 
     }
     store::remotes::set(db, &p.task_id, &m.workspace_id, &url, branch, &connector_id, cx.now_ms).await?;
     let remote = store::remotes::get(db, &p.task_id).await?;
-    Ok(TaskRemote { task_id: p.task_id, remote })
+    Ok(TaskRemote { task_id: p.task_id.into(), remote })
 }
 
 /// GET /v1/tasks/{task_id}/remote
 pub async fn get(cx: &Cx<'_>, p: GetTaskRemote) -> Result<TaskRemote, ApiError> {
     load_task(cx, &p.task_id).await?;
     let remote = store::remotes::get(cx.db(), &p.task_id).await?;
-    Ok(TaskRemote { task_id: p.task_id, remote })
+    Ok(TaskRemote { task_id: p.task_id.into(), remote })
 }

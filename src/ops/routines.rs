@@ -8,7 +8,8 @@ use crate::domain::idempotency::{self, Scope, DEFAULT_TTL_MS, START_TTL_MS};
 use crate::domain::webhooks;
 use crate::error::{ApiError, Code};
 use crate::ops::sessions::{self, Spec, StartIds};
-use crate::rules::params::{Int, Text};
+use crate::rules::ids::{AgentRef, RoutineId, SessionId};
+use crate::rules::params::{IdempotencyKey, Int, Text};
 use crate::rules::{cron, ids};
 use crate::session::{Author, NewMessage, SessionCall, SessionReply};
 use crate::store::{
@@ -25,9 +26,9 @@ pub struct CreateRoutine {
     /// A name for it, 1–100 characters.
     pub name: Text<1, 100>,
     /// Each fire starts a new session of this agent (an id or `@handle`)…
-    pub agent_id: Option<String>,
+    pub agent_id: Option<AgentRef>,
     /// …or sends `message` into this existing session. Give exactly one of the two.
-    pub session_id: Option<String>,
+    pub session_id: Option<SessionId>,
     /// The message each fire sends (1–64,000 characters).
     pub message: Text<1, 64_000>,
     /// When to fire: 5 fields (minute hour day-of-month month day-of-week), e.g. `0 9 * * 1-5`. Left
@@ -145,7 +146,7 @@ async fn load(cx: &Cx<'_>, routine_id: &str) -> Result<store::routines::RoutineR
 #[serde(deny_unknown_fields)]
 pub struct UpdateRoutine {
     /// The routine (`rt_…`).
-    pub routine_id: String,
+    pub routine_id: RoutineId,
     /// A new name, 1–100 characters.
     pub name: Option<Text<1, 100>>,
     /// A new message for each fire (1–64,000 characters).
@@ -203,7 +204,7 @@ pub async fn update(cx: &Cx<'_>, p: UpdateRoutine) -> Result<Routine, ApiError> 
 #[serde(deny_unknown_fields)]
 pub struct RoutineRef {
     /// The routine (`rt_…`).
-    pub routine_id: String,
+    pub routine_id: RoutineId,
     /// Ignored: the workspace is the routine's.
     pub workspace: Option<String>,
 }
@@ -250,9 +251,9 @@ async fn set_enabled(cx: &Cx<'_>, p: RoutineRef, enabled: bool) -> Result<Routin
 #[serde(deny_unknown_fields)]
 pub struct RunRoutine {
     /// The routine (`rt_…`).
-    pub routine_id: String,
+    pub routine_id: RoutineId,
     /// A unique key you generate for this run; retrying with it returns the same fire.
-    pub idempotency_key: String,
+    pub idempotency_key: IdempotencyKey,
     /// Ignored: the workspace is the routine's.
     pub workspace: Option<String>,
 }
@@ -260,7 +261,6 @@ pub struct RunRoutine {
 /// run_routine: fires it now, once per key, and answers with the fire. A fire that fails is recorded
 /// `failed` and answered as an error with its reason; a retry with the same key tries again.
 pub async fn run(cx: &Cx<'_>, p: RunRoutine) -> Result<FireRow, ApiError> {
-    idempotency::check_key(&p.idempotency_key)?;
     let r = load(cx, &p.routine_id).await?;
     let args = json!({ "routine_id": p.routine_id });
     let scope =

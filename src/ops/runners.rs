@@ -3,6 +3,7 @@
 use crate::cx::{Cx, Role};
 use crate::error::ApiError;
 use crate::rules::ids;
+use crate::rules::ids::RunnerId;
 use crate::rules::params::Text;
 use crate::store;
 use schemars::JsonSchema;
@@ -59,7 +60,7 @@ pub async fn list(cx: &Cx<'_>, p: ListRunners) -> Result<RunnerList, ApiError> {
 #[serde(deny_unknown_fields)]
 pub struct RevokeRunner {
     /// The runner's id (`run_…`), from `GET /v1/runners`.
-    pub runner_id: String,
+    pub runner_id: RunnerId,
     /// A workspace slug; the connection's workspace when left out.
     pub workspace: Option<String>,
 }
@@ -76,11 +77,8 @@ pub async fn revoke(cx: &Cx<'_>, p: RevokeRunner) -> Result<RunnerRevoked, ApiEr
     let w = cx.workspace(p.workspace.as_deref())?;
     cx.require_role(w, Role::Admin)?;
     let not_found = || ApiError::not_found(&format!("runner `{}`", p.runner_id));
-    if !ids::is_id(&p.runner_id, "run") {
-        return Err(not_found());
-    }
     if !store::runners::revoke(cx.db(), &w.workspace_id, &p.runner_id).await? {
         return Err(not_found());
     }
-    Ok(RunnerRevoked { runner_id: p.runner_id, revoked: true })
+    Ok(RunnerRevoked { runner_id: p.runner_id.into(), revoked: true })
 }

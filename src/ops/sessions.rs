@@ -4,7 +4,8 @@
 use crate::cx::{Cx, Membership};
 use crate::domain::idempotency::{self, Scope, DEFAULT_TTL_MS, START_TTL_MS};
 use crate::error::{ApiError, Code};
-use crate::rules::params::{words, Int, Text};
+use crate::rules::ids::{AgentRef, MessageId, SessionId, TaskId};
+use crate::rules::params::{words, IdempotencyKey, Int, Text};
 use crate::rules::{cursor, ids};
 use crate::session::{Author, Event, NewMessage, RunPrice, SessionCall, SessionConfig, SessionReply};
 use crate::store::{self, agents::Agent, sessions::SessionRow};
@@ -44,15 +45,15 @@ pub async fn resolve_agent(cx: &Cx<'_>, w: &Membership, agent: &str) -> Result<A
 #[serde(deny_unknown_fields)]
 pub struct StartSession {
     /// The agent: an id from `list_agents` (`ag_…`) or a catalog `@handle`.
-    pub agent_id: String,
+    pub agent_id: AgentRef,
     /// The task, as the first message to the agent (1–64,000 characters).
     pub message: Message,
     /// A unique key you generate for this start (1–255 characters). Retrying with the same key and
     /// inputs returns the same session instead of starting another.
-    pub idempotency_key: String,
+    pub idempotency_key: IdempotencyKey,
     /// Join an existing task (its shared folder) instead of starting a new one; the workspace is the
     /// task's. Do not pass `workspace` with it.
-    pub task_id: Option<String>,
+    pub task_id: Option<TaskId>,
     /// Cap on what this session may spend, in cents.
     pub budget_cents: Option<Int<1, 10_000_000>>,
     /// Run this model instead of the agent's own.
@@ -77,7 +78,6 @@ pub async fn start(cx: &Cx<'_>, p: StartSession) -> Result<Started, ApiError> {
         "model": p.model, "workspace": p.workspace,
     }))
     .map_err(ApiError::cause)?;
-    idempotency::check_key(&p.idempotency_key)?;
     let (w, task_id) = match (&p.task_id, &p.workspace) {
         (Some(_), Some(_)) => {
             return Err(ApiError::invalid("pass `task_id` or `workspace`, not both: a task's workspace is its own"))
@@ -223,11 +223,11 @@ fn accepted(reply: SessionReply) -> Result<i64, ApiError> {
 #[serde(deny_unknown_fields)]
 pub struct SendMessage {
     /// The session (`ses_…`).
-    pub session_id: String,
+    pub session_id: SessionId,
     /// The next message (1–64,000 characters).
     pub message: Message,
     /// A new unique key for this message; retry with the same key after a timeout.
-    pub idempotency_key: String,
+    pub idempotency_key: IdempotencyKey,
     /// Ignored: the workspace is the session's.
     pub workspace: Option<String>,
 }
@@ -243,7 +243,6 @@ pub struct Sent {
 
 /// send_message
 pub async fn send(cx: &Cx<'_>, p: SendMessage) -> Result<Sent, ApiError> {
-    idempotency::check_key(&p.idempotency_key)?;
     let (_, w) = load(cx, &p.session_id).await?;
     let args = json!({ "session_id": p.session_id, "message": p.message });
     let scope =
@@ -256,7 +255,7 @@ pub async fn send(cx: &Cx<'_>, p: SendMessage) -> Result<Sent, ApiError> {
         |message_id: String| {
             let message =
                 NewMessage { message_id: message_id.clone(), text: p.message.to_string(), from: Author::User };
-            let session_id = p.session_id.clone();
+            let session_id = p.session_id.as_str().to_owned();
             async move {
                 let seq = accepted(call(cx, &session_id, SessionCall::Send { message }).await?)?;
                 Ok(Sent { session_id, message_id, cursor: cursor::event(seq) })
@@ -270,12 +269,12 @@ pub async fn send(cx: &Cx<'_>, p: SendMessage) -> Result<Sent, ApiError> {
 #[serde(deny_unknown_fields)]
 pub struct ReadSession {
     /// The session (`ses_…`).
-    pub session_id: String,
+    pub session_id: SessionId,
     /// The `cursor` from `start_session`, `send_message` or the last `read_session`, unchanged. Left
     /// out: from the session's start.
     pub cursor: Option<String>,
     /// Only this message's replies (the `message_id` that `start_session` or `send_message` returned).
-    pub message_id: Option<String>,
+    pub message_id: Option<MessageId>,
     /// Wait up to this many seconds (0–50) for something to arrive when nothing is new. With `message_id`
     /// the call returns once that message's turn has ended; without it, it waits for the session's next
     /// event even when the session is idle (a routine's, a peer's or a share link's message). One waiting
@@ -325,18 +324,16 @@ pub async fn read(cx: &Cx<'_>, p: ReadSession) -> Result<SessionPage, ApiError> 
     let after = cursor::parse_event(p.cursor.as_deref())?;
     let wait = p.wait_seconds.map_or(0, Int::get);
     let limit = p.limit.map_or(crate::session::MAX_PAGE as i64, Int::get);
-    if let Some(m) = &p.message_id {
-        if !ids::is_id(m, "msg") {
-            return Err(ApiError::invalid(
-                "`message_id` must be a message id (`msg_…`) from start_session or send_message",
-            ));
-        }
-    }
     load(cx, &p.session_id).await?;
     let reply = call(
         cx,
         &p.session_id,
-        SessionCall::Read { after, message_id: p.message_id, limit: limit as u32, wait_ms: wait * 1000 },
+        SessionCall::Read {
+            after,
+            message_id: p.message_id.map(String::from),
+            limit: limit as u32,
+            wait_ms: wait * 1000,
+        },
     )
     .await?;
     let SessionReply::Page(page) = reply else {
@@ -356,7 +353,7 @@ pub async fn read(cx: &Cx<'_>, p: ReadSession) -> Result<SessionPage, ApiError> 
 #[serde(deny_unknown_fields)]
 pub struct GetSession {
     /// The session (`ses_…`).
-    pub session_id: String,
+    pub session_id: SessionId,
     /// Ignored: the workspace is the session's.
     pub workspace: Option<String>,
 }
@@ -379,7 +376,7 @@ pub async fn get(cx: &Cx<'_>, p: GetSession) -> Result<SessionInfo, ApiError> {
 #[serde(deny_unknown_fields)]
 pub struct ListSessions {
     /// Only this agent's sessions: its id (`ag_…`) or `@handle`.
-    pub agent_id: Option<String>,
+    pub agent_id: Option<AgentRef>,
     /// Page size, 1–100 (default 20).
     pub limit: Option<Int<1, 100>>,
     /// `next_cursor` from the previous page.
@@ -406,7 +403,7 @@ pub async fn list(cx: &Cx<'_>, p: ListSessions) -> Result<SessionList, ApiError>
     // workspace can start.
     let agent_id = match p.agent_id {
         Some(handle) if handle.starts_with('@') => Some(resolve_agent(cx, w, &handle).await?.agent_id),
-        other => other,
+        other => other.map(|id| id.as_str().to_owned()),
     };
     let mut sessions = store::sessions::list(cx.db(), &w.workspace_id, agent_id.as_deref(), before, limit + 1).await?;
     let next_cursor = (sessions.len() as i64 > limit).then(|| {
@@ -421,7 +418,7 @@ pub async fn list(cx: &Cx<'_>, p: ListSessions) -> Result<SessionList, ApiError>
 #[serde(deny_unknown_fields)]
 pub struct StopSession {
     /// The session (`ses_…`).
-    pub session_id: String,
+    pub session_id: SessionId,
     /// Ignored: the workspace is the session's.
     pub workspace: Option<String>,
 }
@@ -452,7 +449,7 @@ pub async fn stop(cx: &Cx<'_>, p: StopSession) -> Result<Stopped, ApiError> {
 #[serde(deny_unknown_fields)]
 pub struct CollectResult {
     /// The session (`ses_…`).
-    pub session_id: String,
+    pub session_id: SessionId,
     /// Ignored: the workspace is the session's.
     pub workspace: Option<String>,
 }
@@ -492,7 +489,7 @@ pub async fn collect(cx: &Cx<'_>, p: CollectResult) -> Result<CollectedResult, A
 #[serde(deny_unknown_fields)]
 pub struct SwitchModel {
     /// The session (`ses_…`).
-    pub session_id: String,
+    pub session_id: SessionId,
     /// The model its next turns use.
     pub model: Option<Model>,
     /// The thinking level its next turns use: `off`, `low`, `medium` or `high`.

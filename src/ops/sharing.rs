@@ -3,12 +3,14 @@
 //! which makes a new link) makes the old one 404 at once.
 
 use crate::cx::{Cx, Env};
+use crate::domain::taskfs::TaskPath;
 use crate::error::{ApiError, Code};
 use crate::http::HttpResponse;
 use crate::ops::{files::load_task, sessions};
 use crate::rules::html::escape;
-use crate::rules::params::Int;
-use crate::rules::{ids, limits, paths};
+use crate::rules::ids::{ArtifactId, SessionId, TaskId};
+use crate::rules::params::{Int, Text};
+use crate::rules::{ids, paths};
 use crate::session::{SessionCall, SessionReply};
 use crate::store::{self, artifacts::ArtifactRow};
 use schemars::JsonSchema;
@@ -25,7 +27,7 @@ fn new_link() -> (String, String) {
 #[serde(deny_unknown_fields)]
 pub struct ListArtifacts {
     /// Only this task's artifacts (workspace derived from it).
-    pub task_id: Option<String>,
+    pub task_id: Option<TaskId>,
     /// A workspace slug from `list_workspaces`; the connection's workspace when left out.
     pub workspace: Option<String>,
     /// Page size, 1–200 (default 50).
@@ -53,11 +55,11 @@ pub async fn list(cx: &Cx<'_>, p: ListArtifacts) -> Result<ArtifactList, ApiErro
 #[serde(deny_unknown_fields)]
 pub struct PublishArtifact {
     /// The task (its first session's id).
-    pub task_id: String,
+    pub task_id: TaskId,
     /// The task file to publish, e.g. `report.html`; its current version is snapshotted.
-    pub path: String,
+    pub path: TaskPath,
     /// A display name (default: the file's name), up to 200 characters.
-    pub name: Option<String>,
+    pub name: Option<Text<1, 200>>,
     /// Publish this version of the file instead of the latest.
     pub version: Option<i64>,
     /// Ignored: the workspace is the task's.
@@ -66,15 +68,12 @@ pub struct PublishArtifact {
 
 /// publish_artifact
 pub async fn publish(cx: &Cx<'_>, p: PublishArtifact) -> Result<ArtifactRow, ApiError> {
-    let path = paths::normalize(&p.path)?;
-    if let Some(n) = &p.name {
-        limits::text("name", n, 1, 200)?;
-    }
+    let path = p.path.as_str().to_owned();
     let m = load_task(cx, &p.task_id).await?;
     let file = store::files::get(cx.db(), &p.task_id, "", &path, p.version)
         .await?
         .ok_or_else(|| ApiError::new(Code::NotFound, format!("no file `{path}` in this task; call list_task_files")))?;
-    let name = p.name.unwrap_or_else(|| path.rsplit('/').next().unwrap_or(&path).to_owned());
+    let name = p.name.map_or_else(|| path.rsplit('/').next().unwrap_or(&path).to_owned(), String::from);
     let key_id = cx.caller()?.key_id.clone();
     store::artifacts::insert(
         cx.db(),
@@ -100,7 +99,7 @@ pub async fn publish(cx: &Cx<'_>, p: PublishArtifact) -> Result<ArtifactRow, Api
 #[serde(deny_unknown_fields)]
 pub struct ShareArtifact {
     /// The artifact (`art_…`).
-    pub artifact_id: String,
+    pub artifact_id: ArtifactId,
     /// `true` (default) makes a new public link (an older one stops working); `false` turns it off.
     pub enabled: Option<bool>,
     /// Ignored: the workspace is the artifact's.
@@ -116,9 +115,6 @@ pub struct ArtifactShared {
 
 /// share_artifact
 pub async fn share(cx: &Cx<'_>, p: ShareArtifact) -> Result<ArtifactShared, ApiError> {
-    if !ids::is_id(&p.artifact_id, "art") {
-        return Err(ApiError::not_found("artifact"));
-    }
     let a = store::artifacts::get(cx.db(), &p.artifact_id).await?.ok_or_else(|| ApiError::not_found("artifact"))?;
     cx.member_of(&a.workspace_id, "artifact")?;
     let (url, hash) = match p.enabled.unwrap_or(true) {
@@ -136,7 +132,7 @@ pub async fn share(cx: &Cx<'_>, p: ShareArtifact) -> Result<ArtifactShared, ApiE
 #[serde(deny_unknown_fields)]
 pub struct ShareSession {
     /// The session (`ses_…`).
-    pub session_id: String,
+    pub session_id: SessionId,
     /// `true` (default) makes a new share link (an older one stops working); `false` turns it off.
     pub enabled: Option<bool>,
     /// `true` for a read-only link; otherwise the link's holder may also send messages.
@@ -262,12 +258,14 @@ pub async fn post_to_session(cx: &Cx<'_>, token: &str, body: &[u8]) -> HttpRespo
     }
     let text = String::from_utf8_lossy(body);
     let message = crate::http::form_value(&text, "message").unwrap_or_default();
-    if let Err(e) = limits::text("message", &message, 1, 64_000) {
-        return plain(400, e.message);
-    }
+    // The rule of `send_message`'s `message`.
+    let message = match Text::<1, 64_000>::try_from(message) {
+        Ok(m) => m,
+        Err(problem) => return plain(400, format!("`message` {problem}")),
+    };
     let msg = crate::session::NewMessage {
         message_id: ids::new_id("msg"),
-        text: message,
+        text: message.into_string(),
         from: crate::session::Author::ShareLink,
     };
     match sessions::call(cx, &s.session_id, SessionCall::Send { message: msg }).await {

@@ -5,9 +5,10 @@
 //! They steer every agent of the workspace, so saving and deleting one takes an owner or admin.
 
 use crate::cx::{Cx, Role};
+use crate::domain::taskfs::TaskPath;
 use crate::error::{ApiError, Code};
+use crate::rules::params::{CappedMap, Text};
 use crate::rules::skills::{self as rule, SKILL_FILE};
-use crate::rules::{limits, paths};
 use crate::store::{self, skills::SkillRow, skills::SkillSummary};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -17,6 +18,9 @@ use std::collections::BTreeMap;
 pub const MAX_FILE_CHARS: usize = 64 * 1024;
 /// Most extra files beside `SKILL.md`.
 pub const MAX_FILES: usize = 20;
+/// A skill's extra files: relative path → text.
+pub type SkillFiles = CappedMap<TaskPath, Text<0, MAX_FILE_CHARS>, MAX_FILES>;
+
 /// Largest skill, all its files together, in characters.
 pub const MAX_SKILL_CHARS: usize = 256 * 1024;
 
@@ -32,13 +36,8 @@ fn check_name(name: &str) -> Result<(), ApiError> {
 }
 
 /// Checks a skill as it would be saved; returns its description and its files with normalised paths.
-pub fn check(
-    name: &str,
-    skill_md: &str,
-    files: BTreeMap<String, String>,
-) -> Result<(String, BTreeMap<String, String>), ApiError> {
+pub fn check(name: &str, skill_md: &str, files: SkillFiles) -> Result<(String, BTreeMap<String, String>), ApiError> {
     check_name(name)?;
-    limits::text("skill_md", skill_md, 1, MAX_FILE_CHARS)?;
     let fm = rule::front_matter(skill_md).map_err(|why| ApiError::invalid(format!("`skill_md`: {why}")))?;
     if fm.name != name {
         return Err(ApiError::invalid(format!(
@@ -46,17 +45,15 @@ pub fn check(
             fm.name
         )));
     }
-    limits::count("files", files.len(), MAX_FILES)?;
     let mut normal = BTreeMap::new();
     let mut total = skill_md.chars().count();
-    for (path, text) in files {
-        let p = paths::normalize(&path)?;
+    for (path, text) in files.into_map() {
+        let p = path.as_str().to_owned();
         if p.eq_ignore_ascii_case(SKILL_FILE) {
             return Err(ApiError::invalid(format!("`files` must not hold `{SKILL_FILE}`; pass it as `skill_md`")));
         }
-        limits::text(&format!("files[{p}]"), &text, 0, MAX_FILE_CHARS)?;
         total += text.chars().count();
-        normal.insert(p, text);
+        normal.insert(p, text.into_string());
     }
     if total > MAX_SKILL_CHARS {
         return Err(ApiError::invalid(format!("a skill may hold at most {MAX_SKILL_CHARS} characters (got {total})")));
@@ -72,9 +69,9 @@ pub struct PutSkill {
     pub name: String,
     /// The whole `SKILL.md`: YAML front matter with `name` and `description` (up to 1,024 characters:
     /// what it does and when to use it) between `---` lines, then the instructions in Markdown.
-    pub skill_md: String,
+    pub skill_md: Text<1, MAX_FILE_CHARS>,
     /// Extra files beside `SKILL.md` (scripts, references, templates): relative path → text. Up to 20.
-    pub files: Option<BTreeMap<String, String>>,
+    pub files: Option<SkillFiles>,
     /// A workspace slug from `list_workspaces`; the connection's workspace when left out.
     pub workspace: Option<String>,
 }

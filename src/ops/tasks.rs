@@ -5,6 +5,7 @@ use crate::cx::Cx;
 use crate::error::ApiError;
 use crate::ops::{files::load_task, sessions};
 use crate::rules::cursor;
+use crate::rules::ids::{SessionId, TaskId};
 use crate::rules::params::Int;
 use crate::store::{self, sessions::SessionRow, tasks::TaskRow};
 use schemars::JsonSchema;
@@ -70,7 +71,7 @@ pub async fn list(cx: &Cx<'_>, p: ListTasks) -> Result<TaskList, ApiError> {
 #[serde(deny_unknown_fields)]
 pub struct GetTask {
     /// The task (its first session's id).
-    pub task_id: String,
+    pub task_id: TaskId,
     /// Ignored: the workspace is the task's.
     pub workspace: Option<String>,
 }
@@ -143,7 +144,7 @@ pub async fn get(cx: &Cx<'_>, p: GetTask) -> Result<TaskDetail, ApiError> {
 #[serde(deny_unknown_fields)]
 pub struct SetTaskBudget {
     /// The task (its first session's id).
-    pub task_id: String,
+    pub task_id: TaskId,
     /// Cap on the sum of all its sessions' spend, in cents; `null` removes the cap.
     pub budget_cents: Option<Int<1, 100_000_000>>,
 }
@@ -159,14 +160,14 @@ pub async fn set_budget(cx: &Cx<'_>, p: SetTaskBudget) -> Result<TaskBudget, Api
     load_task(cx, &p.task_id).await?;
     let budget_cents = p.budget_cents.map(Int::get);
     store::tasks::set_budget(cx.db(), &p.task_id, budget_cents).await?;
-    Ok(TaskBudget { task_id: p.task_id, budget_cents })
+    Ok(TaskBudget { task_id: p.task_id.into(), budget_cents })
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReadSessionThreads {
     /// Any session of the task (`ses_…`).
-    pub session_id: String,
+    pub session_id: SessionId,
     /// Ignored: the workspace is the session's.
     pub workspace: Option<String>,
 }

@@ -9,6 +9,7 @@
 
 use crate::cx::Cx;
 use crate::error::{ApiError, Code};
+use crate::rules::ids::TraceId;
 use crate::rules::params::{words, Int, Text};
 use crate::rules::{cursor, ids, traces};
 use crate::store::{self, context::TraceRow};
@@ -156,7 +157,7 @@ pub async fn list(cx: &Cx<'_>, p: ListTraces) -> Result<TraceList, ApiError> {
 #[serde(deny_unknown_fields)]
 pub struct DeleteTrace {
     /// The trace (`trc_…`).
-    pub trace_id: String,
+    pub trace_id: TraceId,
     /// Ignored: the workspace is the trace's.
     pub workspace: Option<String>,
 }
@@ -170,9 +171,6 @@ pub struct TraceDeleted {
 /// delete_trace
 pub async fn delete(cx: &Cx<'_>, p: DeleteTrace) -> Result<TraceDeleted, ApiError> {
     let not_found = || ApiError::new(Code::NotFound, format!("trace `{}` not found", p.trace_id));
-    if !ids::is_id(&p.trace_id, "trc") {
-        return Err(not_found());
-    }
     let trace = store::context::trace(cx.db(), &p.trace_id).await?.ok_or_else(not_found)?;
     cx.member_of(&trace.workspace_id, &format!("trace `{}`", p.trace_id))?;
     let deleted = store::context::delete_trace(cx.db(), &p.trace_id, &trace.workspace_id).await?;
@@ -180,5 +178,5 @@ pub async fn delete(cx: &Cx<'_>, p: DeleteTrace) -> Result<TraceDeleted, ApiErro
         // Its parsed messages go too, unless something else of the workspace has the same bytes.
         crate::domain::blobs::forget(cx, &trace.workspace_id, &trace.messages_sha256).await.map_err(ApiError::cause)?;
     }
-    Ok(TraceDeleted { trace_id: p.trace_id, deleted })
+    Ok(TraceDeleted { trace_id: p.trace_id.into(), deleted })
 }

@@ -3,6 +3,7 @@
 use crate::cx::Cx;
 use crate::error::{ApiError, Code};
 use crate::ops::sessions;
+use crate::rules::ids::SessionId;
 use crate::rules::params::{words, Int};
 use crate::rules::time;
 use crate::store;
@@ -24,7 +25,7 @@ pub struct GetUsage {
     /// `day` (default), `session`, `api_key`, `agent` or `model`.
     pub group_by: Option<GroupBy>,
     /// One session's totals and newest entries instead (its workspace is used).
-    pub session_id: Option<String>,
+    pub session_id: Option<SessionId>,
     /// A workspace slug from `list_workspaces`; the connection's workspace when left out.
     pub workspace: Option<String>,
 }

@@ -6,8 +6,9 @@
 use crate::cx::{Cx, Role};
 use crate::domain::webhooks::{enqueue, envelope, TEST_EVENT};
 use crate::error::{ApiError, Code};
+use crate::rules::ids::WebhookId;
 use crate::rules::params::{words, Text};
-use crate::rules::{ids, limits, outbound, seal, webhooks as rule};
+use crate::rules::{ids, outbound, seal, webhooks as rule};
 use crate::store::webhooks as db;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -22,24 +23,35 @@ fn master<'a>(cx: &Cx<'a>) -> Result<&'a str, ApiError> {
     })
 }
 
-/// Checks `events`: at least one, each a known name; the error names the field and the allowed values.
-fn check_events(events: &[String]) -> Result<Vec<String>, ApiError> {
+words! {
+    /// An event an endpoint may subscribe to (any but the test event, which reaches every endpoint).
+    pub enum WebhookEvent {
+        RequestOpened = "request.opened",
+        RequestAnswered = "request.answered",
+        RequestExpired = "request.expired",
+        TurnFinished = "turn.finished",
+        SessionFailed = "session.failed",
+        GoalMet = "goal.met",
+        GoalLimitReached = "goal.limit_reached",
+        RoutineFired = "routine.fired",
+        RoutineFailed = "routine.failed",
+        BudgetThreshold = "budget.threshold",
+    }
+}
+
+/// The events asked for, each once in the order given. The schema's `minItems` is kept here (serde
+/// has no rule for it).
+fn check_events(events: &[WebhookEvent]) -> Result<Vec<String>, ApiError> {
     if events.is_empty() {
-        return Err(ApiError::invalid(format!("`events` needs at least one of {}", subscribable().join(", "))));
+        return Err(ApiError::invalid(format!("`events` needs at least one of {}", WebhookEvent::WORDS.join(", "))));
     }
     let mut out: Vec<String> = Vec::new();
     for e in events {
-        limits::one_of("events", e, &subscribable())?;
-        if !out.contains(e) {
-            out.push(e.clone());
+        if !out.iter().any(|o| o == e.as_str()) {
+            out.push(e.as_str().to_owned());
         }
     }
     Ok(out)
-}
-
-/// Events an endpoint may subscribe to (the test event reaches every endpoint anyway).
-fn subscribable() -> Vec<&'static str> {
-    rule::EVENTS.iter().copied().filter(|e| *e != TEST_EVENT).collect()
 }
 
 words! {
@@ -55,7 +67,8 @@ pub struct CreateWebhook {
     /// The events to send: `request.opened`, `request.answered`, `request.expired`, `turn.finished`,
     /// `session.failed`, `goal.met`, `goal.limit_reached`, `routine.fired`, `routine.failed`,
     /// `budget.threshold`.
-    pub events: Vec<String>,
+    #[schemars(length(min = 1))]
+    pub events: Vec<WebhookEvent>,
     /// `standard` (default): the Standard Webhooks JSON envelope `{type, timestamp, data}`. `slack`: a Slack
     /// incoming-webhook message (`text` and `blocks`), with a link to answer a request in the console.
     pub format: Option<WebhookFormat>,
@@ -138,7 +151,7 @@ pub async fn list(cx: &Cx<'_>, p: ListWebhooks) -> Result<WebhookList, ApiError>
 #[serde(deny_unknown_fields)]
 pub struct DeleteWebhook {
     /// The endpoint's id (`wh_…`).
-    pub webhook_id: String,
+    pub webhook_id: WebhookId,
     /// A workspace slug; the connection's workspace when left out.
     pub workspace: Option<String>,
 }
@@ -157,14 +170,14 @@ pub async fn delete(cx: &Cx<'_>, p: DeleteWebhook) -> Result<WebhookDeleted, Api
     if !deleted {
         return Err(ApiError::not_found("webhook"));
     }
-    Ok(WebhookDeleted { webhook_id: p.webhook_id, deleted })
+    Ok(WebhookDeleted { webhook_id: p.webhook_id.into(), deleted })
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RotateWebhookSecret {
     /// The endpoint's id (`wh_…`).
-    pub webhook_id: String,
+    pub webhook_id: WebhookId,
     /// Hours (0–168, default 24) the current secret keeps signing beside the new one, so the receiver can
     /// switch without refusing a delivery: meanwhile `webhook-signature` carries both signatures.
     pub overlap_hours: Option<i64>,
@@ -208,14 +221,14 @@ pub async fn rotate(cx: &Cx<'_>, p: RotateWebhookSecret) -> Result<WebhookSecret
     if !db::rotate(cx.db(), &r).await? {
         return Err(ApiError::not_found("webhook"));
     }
-    Ok(WebhookSecretRotated { webhook_id: p.webhook_id, secret, previous_secret_until_ms: until })
+    Ok(WebhookSecretRotated { webhook_id: p.webhook_id.into(), secret, previous_secret_until_ms: until })
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TestWebhook {
     /// The endpoint's id (`wh_…`).
-    pub webhook_id: String,
+    pub webhook_id: WebhookId,
     /// A workspace slug; the connection's workspace when left out.
     pub workspace: Option<String>,
 }

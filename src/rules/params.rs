@@ -5,6 +5,7 @@ use serde::de::{DeserializeOwned, Deserializer, Error as _};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::borrow::Cow;
+use std::collections::BTreeMap;
 use std::fmt;
 
 /// Declares a closed set of words as an enum: serde reads and writes the words, the schema publishes
@@ -47,7 +48,32 @@ pub(crate) use words;
 /// Decodes a call's arguments (`null` means none). A refusal reads "`criteria[0].text` must be …".
 pub fn decode<T: DeserializeOwned>(args: Value) -> Result<T, String> {
     let args = if args.is_null() { Value::Object(Default::default()) } else { args };
-    serde_path_to_error::deserialize(args).map_err(|e| explain(&e.path().to_string(), &e.inner().to_string()))
+    serde_path_to_error::deserialize(args).map_err(|e| explain(&path_of(e.path()), &e.inner().to_string()))
+}
+
+/// A path as a caller writes it: `a.b[0]`, and a key that is no plain name quoted (`files["../x"]`).
+fn path_of(path: &serde_path_to_error::Path) -> String {
+    use serde_path_to_error::Segment;
+    let mut out = String::new();
+    for segment in path {
+        match segment {
+            Segment::Seq { index } => out.push_str(&format!("[{index}]")),
+            Segment::Map { key } if !key.is_empty() && key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') => {
+                if !out.is_empty() {
+                    out.push('.');
+                }
+                out.push_str(key);
+            }
+            Segment::Map { key } => out.push_str(&format!("[{key:?}]")),
+            Segment::Enum { variant } => out.push_str(&format!(".{variant}")),
+            Segment::Unknown => out.push_str(".?"),
+        }
+    }
+    if out.is_empty() {
+        ".".to_owned()
+    } else {
+        out
+    }
 }
 
 /// Turns serde's message about the value at `path` into plain words. Our own types' messages (a rule
@@ -90,6 +116,10 @@ pub fn explain(path: &str, serde: &str) -> String {
     if let Some(rest) = serde.strip_prefix("invalid length ") {
         let (got, expected) = rest.split_once(", expected ").unwrap_or((rest, ""));
         return format!("{here} must hold {expected} (got {got})");
+    }
+    // A message an inner decoder already gave its field's name: that field is below this one.
+    if let Some(inner) = serde.strip_prefix('`').filter(|_| here.starts_with('`')) {
+        return format!("{}.{inner}", here.trim_end_matches('`'));
     }
     format!("{here} {serde}")
 }
@@ -237,6 +267,9 @@ impl<const MIN: usize, const MAX: usize> schemars::JsonSchema for Text<MIN, MAX>
     }
 }
 
+/// A caller's idempotency key: 1–255 characters, no control characters.
+pub type IdempotencyKey = Text<1, 255>;
+
 /// A whole number in `MIN..=MAX`: refused when decoded ("must be between 1 and 100 (got 0)"), and
 /// published as `minimum`/`maximum`.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -286,9 +319,15 @@ impl<const MIN: i64, const MAX: i64> TryFrom<i64> for Int<MIN, MAX> {
 }
 
 /// A list of at most `MAX` items: refused when decoded, and published as `maxItems`.
-#[derive(Clone, PartialEq, Eq, Default, Serialize)]
+#[derive(Clone, PartialEq, Eq, Serialize)]
 #[serde(transparent)]
 pub struct Capped<T, const MAX: usize>(Vec<T>);
+
+impl<T, const MAX: usize> Default for Capped<T, MAX> {
+    fn default() -> Self {
+        Capped(Vec::new())
+    }
+}
 
 impl<T, const MAX: usize> Capped<T, MAX> {
     pub fn into_vec(self) -> Vec<T> {
@@ -338,6 +377,183 @@ impl<T: schemars::JsonSchema, const MAX: usize> schemars::JsonSchema for Capped<
         let mut s = Vec::<T>::json_schema(g);
         s.insert("maxItems".into(), MAX.into());
         s
+    }
+}
+
+/// A map of at most `MAX` entries, each key keeping `K`'s rule and each value `V`'s: refused when
+/// decoded, and published as `maxProperties`, `propertyNames` and `additionalProperties`.
+#[derive(Clone, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
+pub struct CappedMap<K: Ord, V, const MAX: usize>(BTreeMap<K, V>);
+
+impl<K: Ord, V, const MAX: usize> CappedMap<K, V, MAX> {
+    pub fn into_map(self) -> BTreeMap<K, V> {
+        self.0
+    }
+}
+
+impl<K: Ord, V, const MAX: usize> Default for CappedMap<K, V, MAX> {
+    fn default() -> Self {
+        CappedMap(BTreeMap::new())
+    }
+}
+
+impl<K: Ord, V, const MAX: usize> std::ops::Deref for CappedMap<K, V, MAX> {
+    type Target = BTreeMap<K, V>;
+    fn deref(&self) -> &BTreeMap<K, V> {
+        &self.0
+    }
+}
+
+impl<K: Ord + fmt::Debug, V: fmt::Debug, const MAX: usize> fmt::Debug for CappedMap<K, V, MAX> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl<'de, K: Ord + Deserialize<'de>, V: Deserialize<'de>, const MAX: usize> Deserialize<'de> for CappedMap<K, V, MAX> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let map = BTreeMap::<K, V>::deserialize(d)?;
+        if map.len() > MAX {
+            return Err(D::Error::custom(format!("may hold at most {MAX} entries (got {})", map.len())));
+        }
+        Ok(CappedMap(map))
+    }
+}
+
+impl<K: Ord + schemars::JsonSchema, V: schemars::JsonSchema, const MAX: usize> schemars::JsonSchema
+    for CappedMap<K, V, MAX>
+{
+    fn inline_schema() -> bool {
+        true
+    }
+    fn schema_name() -> Cow<'static, str> {
+        format!("CappedMap_{}_{}_{MAX}", K::schema_name(), V::schema_name()).into()
+    }
+    fn json_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let (names, values) = (g.subschema_for::<K>(), g.subschema_for::<V>());
+        schemars::json_schema!({
+            "type": "object",
+            "maxProperties": MAX,
+            "propertyNames": names,
+            "additionalProperties": values,
+        })
+    }
+}
+
+/// A name of an environment variable as the providers' CLIs read them: 1–100 of `A`–`Z`, `0`–`9` and
+/// `_`. Published as `pattern`.
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(transparent)]
+pub struct EnvName(String);
+
+impl EnvName {
+    const PATTERN: &'static str = "^[A-Z0-9_]{1,100}$";
+}
+
+impl<'de> Deserialize<'de> for EnvName {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        let ok = (1..=100).contains(&s.len())
+            && s.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_');
+        if ok {
+            Ok(EnvName(s))
+        } else {
+            Err(D::Error::custom(format!("must be named with 1–100 of A–Z, 0–9 and _ (got {s:?})")))
+        }
+    }
+}
+
+impl schemars::JsonSchema for EnvName {
+    fn inline_schema() -> bool {
+        true
+    }
+    fn schema_name() -> Cow<'static, str> {
+        "EnvName".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({ "type": "string", "pattern": Self::PATTERN })
+    }
+}
+
+impl fmt::Debug for EnvName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// A plausible email address, 3–254 characters: one `@`, something on both sides, a dot in the
+/// domain, no spaces (those around it are trimmed). Published as `format: email` with its length.
+#[derive(Clone, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
+pub struct Email(String);
+
+impl Email {
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl TryFrom<String> for Email {
+    type Error = String;
+    fn try_from(value: String) -> Result<Self, String> {
+        // Spaces around a pasted address are not part of it.
+        let value = match value.trim() {
+            t if t.len() == value.len() => value,
+            t => t.to_owned(),
+        };
+        if let Some(problem) = text_problem(&value, 3, 254) {
+            return Err(problem);
+        }
+        let ok = value.split_once('@').is_some_and(|(local, domain)| {
+            !local.is_empty()
+                && domain.contains('.')
+                && !domain.starts_with('.')
+                && !domain.ends_with('.')
+                && !domain.contains('@')
+        }) && !value.contains(char::is_whitespace);
+        if ok {
+            Ok(Email(value))
+        } else {
+            Err(format!("must be an email address (got {value:?})"))
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Email {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Email::try_from(String::deserialize(d)?).map_err(D::Error::custom)
+    }
+}
+
+impl schemars::JsonSchema for Email {
+    fn inline_schema() -> bool {
+        true
+    }
+    fn schema_name() -> Cow<'static, str> {
+        "Email".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({ "type": "string", "format": "email", "minLength": 3, "maxLength": 254 })
+    }
+}
+
+impl std::ops::Deref for Email {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Email {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl fmt::Display for Email {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
     }
 }
 
@@ -409,6 +625,29 @@ mod tests {
         assert_eq!((schema["minimum"].clone(), schema["maximum"].clone()), (json!(0), json!(50)));
         let schema = crate::rules::schema::input_schema::<Capped<Text<1, 3>, 2>>().to_value();
         assert_eq!((schema["maxItems"].clone(), schema["items"]["maxLength"].clone()), (json!(2), json!(3)));
+    }
+
+    #[test]
+    fn maps_emails_and_env_names_keep_and_publish_their_rules() {
+        type Env = CappedMap<EnvName, Text<0, 5>, 2>;
+        assert!(decode::<Env>(json!({"A_1": "x"})).is_ok());
+        assert_eq!(
+            decode::<Env>(json!({"A": "", "B": "", "C": ""})).unwrap_err(),
+            "the arguments may hold at most 2 entries (got 3)"
+        );
+        assert!(decode::<Env>(json!({"a": "x"})).unwrap_err().starts_with("`a` must be named with 1–100 of A–Z"));
+        let nested = decode::<std::collections::BTreeMap<String, Env>>(json!({"env": {"A-B": "x"}})).unwrap_err();
+        assert!(nested.starts_with("`env[\"A-B\"]` must be named with"), "{nested}");
+        assert!(decode::<Env>(json!({"A": "toolong"})).unwrap_err().contains("at most 5 characters (got 7)"));
+        let schema = crate::rules::schema::input_schema::<Env>().to_value();
+        assert_eq!(schema["maxProperties"], 2);
+        assert_eq!(schema["propertyNames"]["pattern"], "^[A-Z0-9_]{1,100}$");
+        assert_eq!(schema["additionalProperties"]["maxLength"], 5);
+        assert_eq!(decode::<Email>(json!("ada@example.com")).unwrap().as_str(), "ada@example.com");
+        for bad in ["ada", "@example.com", "ada@", "ada@example", "a da@example.com", "a@b@c.com", "a@"] {
+            assert!(decode::<Email>(json!(bad)).is_err(), "{bad}");
+        }
+        assert_eq!(crate::rules::schema::input_schema::<Email>().to_value()["format"], "email");
     }
 
     #[test]

@@ -33,7 +33,8 @@ use crate::cx::Cx;
 use crate::domain::grants::{self, open_credential, ssh_hold_s, visible_to, Credential};
 use crate::error::{ApiError, Code};
 use crate::http::{HttpRequest, HttpResponse};
-use crate::rules::{argv, ids, limits, targets};
+use crate::rules::targets::TargetScope;
+use crate::rules::{argv, ids};
 use crate::store::{self, audit::Entry, requests::GrantRow, runners::RunnerRow, runners::TurnRow};
 use serde::Deserialize;
 use serde_json::json;
@@ -73,15 +74,12 @@ struct CredentialAsk {
     grant_id: String,
     /// What the command needs, as the runner classified it.
     #[serde(default)]
-    scopes: Vec<String>,
+    scopes: Vec<TargetScope>,
 }
 
 /// `POST /v1/runner/credential`
 pub async fn credential(cx: &Cx<'_>, runner: &RunnerRow, req: &HttpRequest) -> Result<HttpResponse, ApiError> {
     let p: CredentialAsk = body(req)?;
-    for s in &p.scopes {
-        limits::one_of("scopes", s, targets::SCOPES)?;
-    }
     let (turn, g) = usable(cx, runner, &p.lease_id, &p.grant_id).await?;
     if let Some(missing) = p.scopes.iter().find(|s| !grants::covers(&g, &[s.as_str()])) {
         return Err(ApiError::new(

@@ -21,7 +21,7 @@ use crate::domain::grants::{self, Credential};
 use crate::domain::jobs::{poll_key, signal, wait, wait_key};
 use crate::error::{ApiError, Code};
 use crate::http::{HttpRequest, HttpResponse};
-use crate::rules::limits;
+use crate::rules::params::{Capped, Int};
 use crate::session::{SessionCall, SessionReply};
 use crate::store::{self, runners::RunnerRow};
 use serde::Deserialize;
@@ -41,19 +41,15 @@ fn job_view(j: &store::runners::JobRow) -> Value {
 #[serde(deny_unknown_fields)]
 struct Poll {
     lease_id: String,
-    wait_seconds: Option<i64>,
+    wait_seconds: Option<Int<0, MAX_POLL_WAIT_S>>,
     #[serde(default)]
-    seen: Vec<String>,
+    seen: Capped<String, 100>,
 }
 
 /// `POST /v1/runner/jobs`
 pub async fn poll(cx: &Cx<'_>, runner: &RunnerRow, req: &HttpRequest) -> Result<HttpResponse, ApiError> {
     let p: Poll = body(req)?;
-    let wait_s = p.wait_seconds.unwrap_or(0);
-    if !(0..=MAX_POLL_WAIT_S).contains(&wait_s) {
-        return Err(ApiError::invalid(format!("`wait_seconds` must be between 0 and {MAX_POLL_WAIT_S}")));
-    }
-    limits::count("seen", p.seen.len(), 100)?;
+    let wait_s = p.wait_seconds.map_or(0, Int::get);
     let turn = leased(cx, runner, &p.lease_id).await?;
     let fresh = |jobs: Vec<store::runners::JobRow>| -> Vec<Value> {
         jobs.iter().filter(|j| !p.seen.contains(&j.job_id)).map(job_view).collect()

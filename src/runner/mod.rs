@@ -27,6 +27,7 @@ use crate::domain::taskfs::{self, Folder, Writer};
 use crate::error::error_response;
 use crate::error::{ApiError, Code};
 use crate::http::{HttpRequest, HttpResponse};
+use crate::rules::params::Capped;
 use crate::rules::{ids, limits, redact};
 use crate::session::goal::CommandCheck;
 use crate::session::{EventKind, ExternalEvent, SessionCall, SessionReply, TurnEnd};
@@ -43,7 +44,9 @@ fn ok(v: Value) -> HttpResponse {
 
 fn body<T: serde::de::DeserializeOwned>(req: &HttpRequest) -> Result<T, ApiError> {
     let bytes = if req.body.is_empty() { b"{}".as_slice() } else { &req.body };
-    serde_json::from_slice(bytes).map_err(|e| ApiError::invalid(format!("invalid body: {e}")))
+    let v: Value =
+        serde_json::from_slice(bytes).map_err(|e| ApiError::invalid(format!("the body is not JSON: {e}")))?;
+    crate::rules::params::decode(v).map_err(ApiError::invalid)
 }
 
 /// Answers one runner request.
@@ -222,12 +225,12 @@ async fn heartbeat(
 #[serde(deny_unknown_fields)]
 struct Events {
     lease_id: String,
-    events: Vec<Value>,
+    events: Capped<Value, 500>,
     /// `completed` or `failed`: the turn is over.
     done: Option<String>,
     /// With `done`: the goal's command criteria as run at the turn's end (`GET /v1/runner/criteria`).
     #[serde(default)]
-    checks: Vec<CommandCheck>,
+    checks: Capped<CommandCheck, 20>,
 }
 
 fn event(v: &Value) -> Result<ExternalEvent, ApiError> {
@@ -280,7 +283,6 @@ fn transcript_safe(kind: EventKind, mut body: Value) -> Value {
 
 async fn events(cx: &Cx<'_>, runner: &store::runners::RunnerRow, req: &HttpRequest) -> Result<HttpResponse, ApiError> {
     let p: Events = body(req)?;
-    limits::count("events", p.events.len(), 500)?;
     // A retried final post whose first answer was lost: the turn is already done, and its events were
     // recorded by their keys.
     if p.done.is_some() && store::runners::finished_under(cx.db(), &p.lease_id).await? {
@@ -294,12 +296,11 @@ async fn events(cx: &Cx<'_>, runner: &store::runners::RunnerRow, req: &HttpReque
         Some("failed") => Some(TurnEnd::Failed),
         Some(other) => return Err(ApiError::invalid(format!("`done` must be completed or failed (got {other:?})"))),
     };
-    limits::count("checks", p.checks.len(), 20)?;
     if p.checks.iter().any(|c| c.command.len() > 2_000 || c.output.len() > 16 * 1024) {
         return Err(ApiError::invalid("a check holds a command of up to 2000 characters and up to 16 KiB of output"));
     }
     let count = events.len();
-    let mut checks = if end.is_some() { p.checks } else { vec![] };
+    let mut checks = if end.is_some() { p.checks.into_vec() } else { vec![] };
     for c in &mut checks {
         c.output = redact::redact(&c.output);
     }

@@ -2,20 +2,45 @@
 //! its own. After every turn the goal is checked; while it is unmet and within its limits, a new turn
 //! starts with a continuation message. Every check is a `goal_check` event in the transcript.
 
+use crate::rules::params::{self, Text};
+use serde::de::{Deserializer, Error as _};
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 /// A criterion as callers give it: plain text, or text with a command that proves it.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
-// `expecting` is the refusal callers read instead of serde's "did not match any variant".
-#[serde(untagged, expecting = "must be a text, or an object {text, command}")]
+#[derive(Debug, Clone, Serialize, PartialEq, schemars::JsonSchema)]
+#[serde(untagged)]
 pub enum CriterionInput {
-    Text(String),
+    Text(CriterionText),
     Full {
         /// What must be true.
-        text: String,
+        text: CriterionText,
         /// A command whose exit code 0 proves it (checked where the session can run commands).
-        command: Option<String>,
+        command: Option<Text<1, 2_000>>,
     },
+}
+
+/// What a criterion says must be true.
+pub type CriterionText = Text<1, 1_000>;
+
+/// By hand rather than `untagged`, whose refusal is "did not match any variant": a text or an object
+/// is decoded as that shape, so a refusal names the rule broken (`criteria[0].text` must be …).
+impl<'de> Deserialize<'de> for CriterionInput {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Full {
+            text: CriterionText,
+            command: Option<Text<1, 2_000>>,
+        }
+        match Value::deserialize(d)? {
+            Value::String(s) => CriterionText::try_from(s).map(CriterionInput::Text).map_err(D::Error::custom),
+            v @ Value::Object(_) => params::decode::<Full>(v)
+                .map(|f| CriterionInput::Full { text: f.text, command: f.command })
+                .map_err(D::Error::custom),
+            _ => Err(D::Error::custom("must be a text, or an object {text, command}")),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
@@ -27,8 +52,10 @@ pub struct Criterion {
 impl From<CriterionInput> for Criterion {
     fn from(c: CriterionInput) -> Self {
         match c {
-            CriterionInput::Text(text) => Criterion { text, command: None },
-            CriterionInput::Full { text, command } => Criterion { text, command },
+            CriterionInput::Text(text) => Criterion { text: text.into(), command: None },
+            CriterionInput::Full { text, command } => {
+                Criterion { text: text.into(), command: command.map(String::from) }
+            }
         }
     }
 }

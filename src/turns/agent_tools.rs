@@ -28,19 +28,22 @@ struct Builtin {
     /// The `///` lines of the row: the description the model reads.
     docs: &'static [&'static str],
     schema: fn() -> Value,
+    /// Whether it works in the task folder (and so needs the session's lane).
+    folder: bool,
     run: BuiltinFn,
 }
 
 type BuiltinFn = for<'a> fn(&'a Call<'a>, Value) -> LocalBoxFuture<'a, Result<Value, String>>;
 
-/// Declares the built-in tools. Each row: docs, `name(Params) => run;`; a tool without arguments is
-/// `name() => run` (whatever it is sent is ignored).
+/// Declares the built-in tools. Each row: docs, `name(Params) => run, folder: bool;` (whether it works
+/// in the task folder); a tool without arguments is `name() => run` (whatever it is sent is ignored).
 macro_rules! builtin_tools {
-    ($($(#[doc = $doc:literal])* $name:ident($($params:ty)?) => $run:path;)*) => {
+    ($($(#[doc = $doc:literal])* $name:ident($($params:ty)?) => $run:path, folder: $folder:literal;)*) => {
         const BUILTINS: &[Builtin] = &[$(Builtin {
             name: stringify!($name),
             docs: &[$($doc),*],
             schema: builtin_tools!(@schema $($params)?),
+            folder: $folder,
             run: |c, args| Box::pin(async move { builtin_tools!(@run c, args, $run $(, $params)?) }),
         }),*];
     };
@@ -57,14 +60,14 @@ macro_rules! builtin_tools {
 
 builtin_tools! {
     /// List the files in the task's shared folder (latest version of each).
-    list_task_files() => list;
+    list_task_files() => list, folder: true;
     /// Read a text file from the task's shared folder.
-    read_task_file(FilePath) => read;
+    read_task_file(FilePath) => read, folder: true;
     /// Write a whole text file (up to 256 KiB) into the task's shared folder; other sessions of the task see it.
-    write_task_file(FileText) => write;
+    write_task_file(FileText) => write, folder: true;
     /// Read one of the workspace's company skills: its SKILL.md instructions and the names of the files
     /// beside it; with `file`, one of those files.
-    read_skill(ReadSkill) => read_skill;
+    read_skill(ReadSkill) => read_skill, folder: false;
 }
 
 async fn read_skill(c: &Call<'_>, p: ReadSkill) -> Result<Value, String> {
@@ -97,22 +100,10 @@ fn schema<T: JsonSchema>() -> Value {
     schema
 }
 
-/// Decodes a call's arguments; a bad one is answered with the field's name, so the model can fix it.
-fn parse<P: DeserializeOwned + JsonSchema>(args: Value) -> Result<P, String> {
-    let args = if args.is_null() { json!({}) } else { args };
-    serde_json::from_value(args.clone()).map_err(|e| {
-        // serde names a missing field but not a mistyped one: find that one in the schema.
-        let schema = schema::<P>();
-        let props = schema["properties"].as_object().cloned().unwrap_or_default();
-        let mistyped = props.iter().find(|(k, prop)| {
-            let (v, ty) = (&args[k.as_str()], prop["type"].as_str());
-            !v.is_null() && ty == Some("string") && !v.is_string()
-        });
-        match mistyped {
-            Some((k, _)) => format!("`{k}` must be a string"),
-            None => format!("invalid arguments: {e}"),
-        }
-    })
+/// Decodes a call's arguments with the shared decoder: a refusal names the field and the rule, so the
+/// model can fix its call.
+fn parse<P: DeserializeOwned>(args: Value) -> Result<P, String> {
+    crate::rules::params::decode(args)
 }
 
 fn find(name: &str) -> Option<&'static Builtin> {
@@ -145,7 +136,11 @@ pub async fn run(
     now_ms: i64,
 ) -> Result<Value, String> {
     let tool = find(name).ok_or_else(|| format!("no tool `{name}`"))?;
-    let lane = taskfs::lane_of(db, &config.task_id, &config.session_id).await.map_err(|e| e.message)?;
+    // Only the folder's tools need the session's lane, a D1 read; a skill is the workspace's.
+    let lane = match tool.folder {
+        true => taskfs::lane_of(db, &config.task_id, &config.session_id).await.map_err(|e| e.message)?,
+        false => String::new(),
+    };
     let folder = Folder { workspace_id: &config.workspace_id, task_id: &config.task_id, lane: &lane };
     let call = Call { db, blobs, folder, workspace_id: &config.workspace_id, session_id: &config.session_id, now_ms };
     (tool.run)(&call, args.clone()).await
@@ -201,11 +196,21 @@ mod tests {
     #[test]
     fn a_bad_argument_is_answered_with_the_fields_name() {
         let missing = parse::<FileText>(json!({"path": "a.md"})).unwrap_err();
-        assert!(missing.contains("`content`"), "{missing}");
+        assert_eq!(missing, "`content` is required");
         let mistyped = parse::<FileText>(json!({"path": 3, "content": "x"})).unwrap_err();
-        assert_eq!(mistyped, "`path` must be a string");
-        assert!(parse::<FilePath>(Value::Null).unwrap_err().contains("`path`"));
-        let ok = parse::<FileText>(json!({"path": "a.md", "content": "x"})).unwrap();
-        assert_eq!((ok.path.as_str(), ok.content.as_str()), ("a.md", "x"));
+        assert_eq!(mistyped, "`path` must be a text (got a number)");
+        assert_eq!(parse::<FilePath>(Value::Null).unwrap_err(), "`path` is required");
+        let escape = parse::<FilePath>(json!({"path": "../etc/passwd"})).unwrap_err();
+        assert!(escape.starts_with("`path` must not contain `..`"), "{escape}");
+        let extra = parse::<FilePath>(json!({"path": "a.md", "version": 2})).unwrap_err();
+        assert!(extra.starts_with("`version` is not a known field"), "{extra}");
+        let ok = parse::<FileText>(json!({"path": "./notes//a.md", "content": "x"})).unwrap();
+        assert_eq!((ok.path.as_str(), ok.content.as_str()), ("notes/a.md", "x"));
+    }
+
+    #[test]
+    fn only_the_folder_tools_need_the_lane() {
+        let folder: Vec<&str> = BUILTINS.iter().filter(|t| t.folder).map(|t| t.name).collect();
+        assert_eq!(folder, ["list_task_files", "read_task_file", "write_task_file"]);
     }
 }

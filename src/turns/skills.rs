@@ -33,6 +33,7 @@ pub fn mention(messages: &mut Value, skills: &[SkillSummary]) {
 
 /// What `read_skill` takes.
 #[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct ReadSkill {
     /// The skill's name, from the list in your instructions.
     pub name: String,

@@ -106,7 +106,8 @@ describe('memory, search, records and help (issue 7)', () => {
     assert.equal(after.decided, before.decided + 1);
     assert.equal(after.decisions.adopted, before.decisions.adopted + 1);
     assert.equal(after.outcomes.pr_merged, before.outcomes.pr_merged + 1);
-    assert.equal(toolErrorCode(await tool('read_session_record', { session_id: 'ses_nope' })), 'not_found');
+    assert.equal(toolErrorCode(await tool('read_session_record', { session_id: 'ses_00000000000000000000000000' })), 'not_found');
+    assert.equal(toolErrorCode(await tool('read_session_record', { session_id: 'ses_nope' })), 'invalid_params');
   });
 
   test('the help server answers without a key, in Chinese too, and links pages that exist', async () => {

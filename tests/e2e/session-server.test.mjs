@@ -206,7 +206,7 @@ describe('session server: /v1/session/mcp with a session token (TS SDK v1 client
       assert.deepEqual(aok(await plan.done, 'ask_user plan'), { resolution: { kind: 'plan', answer: 'approve', note: 'go ahead' } });
 
       // Bad kinds and payloads are the agent's errors, with the contract's code.
-      assert.match(aerr(await me.agent.call('ask_user', { kind: 'poll', payload: {} }), 'kind poll'), /plan, decision or question.*\(code -32602\)$/);
+      assert.match(aerr(await me.agent.call('ask_user', { kind: 'poll', payload: {} }), 'kind poll'), /`kind` must be one of plan, decision, question.*\(code -32602\)$/);
       assert.match(aerr(await me.agent.call('ask_user', { kind: 'plan', payload: { files: [] } }), 'plan without summary'), /payload\.summary/);
     } finally { await me.agent.close(); }
   });
@@ -463,10 +463,14 @@ describe('session server: /v1/session/mcp with a session token (TS SDK v1 client
       await say(y.sid, '/write secret-plan.md task two only');
 
       // Grants of another task (same workspace) and of another workspace are unknown to x.
-      for (const g of [gy, gz, 'gr_00000000000000000000000000', 'not-a-grant']) {
+      for (const g of [gy, gz, 'gr_00000000000000000000000000']) {
         for (const name of ['check_grant', 'get_credential']) {
           assert.match(aerr(await x.agent.call(name, { grantId: g }), `${name} ${g}`), /^unknown grant \(code -32001\)$/);
         }
+      }
+      // An id of no grant's shape is refused by the published pattern.
+      for (const name of ['check_grant', 'get_credential']) {
+        assert.match(aerr(await x.agent.call(name, { grantId: 'not-a-grant' }), name), /^`grantId` must be a grant id like gr_… .*\(code -32602\)$/);
       }
       // Targets: only its workspace's.
       assert.deepEqual(aok(await x.agent.call('list_targets'), 'list_targets').map((t) => t.name), ['web']);

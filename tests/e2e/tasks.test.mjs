@@ -358,11 +358,19 @@ describe('tasks: clear errors for oversized files, bad paths and another account
     // Made-up ids of every kind: not_found as well, never a crash.
     for (const [name, args] of [
       ['get_task', { task_id: 'ses_00000000000000000000000000' }],
-      ['get_task', { task_id: 'not-an-id' }],
       ['share_artifact', { artifact_id: 'art_00000000000000000000000000' }],
-      ['get_handoff', { handoff_id: 'ho_x' }],
+      ['get_handoff', { handoff_id: 'ho_00000000000000000000000000' }],
     ]) {
       assert.equal(toolErrorCode(await mcp.tool(name, args), `${name} ${JSON.stringify(args)}`), 'not_found');
+    }
+    // Ids of no kind's shape: refused by the published pattern, naming the field.
+    for (const [name, args, field] of [
+      ['get_task', { task_id: 'not-an-id' }, 'task_id'],
+      ['get_handoff', { handoff_id: 'ho_x' }, 'handoff_id'],
+    ]) {
+      const e = toolError(await mcp.tool(name, args), `${name} ${JSON.stringify(args)}`);
+      assert.equal(e.code, 'invalid_params');
+      assert.match(e.message, new RegExp(`^\`${field}\` must be an? [a-z -]+ id like`));
     }
     // Nothing Bo tried changed anything.
     const file = ok(await mcp.tool('read_task_file', { task_id: task, path: 'a.md' }), 'read a.md');

@@ -259,7 +259,7 @@ fn ask_user_shows_as_an_open_request_and_times_out_unanswered() {
     assert_eq!(err, "timed out waiting for the user (code -32004)");
     assert!(app
         .agent_err(&token, "ask_user", json!({"kind": "poll", "payload": {}}))
-        .contains("plan, decision or question"));
+        .contains("must be one of plan, decision, question"));
     assert!(app
         .agent_err(&token, "ask_user", json!({"kind": "plan", "payload": {"files": []}}))
         .contains("payload.summary"));

@@ -178,7 +178,13 @@ fn identical_requests_are_one_and_an_agent_withdraws_its_own() {
     assert_eq!(open_requests(&app, &ada.key).len(), 2);
 
     let rid = r["request_id"].as_str().unwrap();
-    assert!(app.agent_err(&token, "withdraw_request", json!({"requestId": "req_nope"})).contains("-32001"));
+    let unknown = json!({"requestId": "req_00000000000000000000000000"});
+    assert!(app.agent_err(&token, "withdraw_request", unknown).contains("-32001"));
+    let malformed = app.agent_err(&token, "withdraw_request", json!({"requestId": "req_nope"}));
+    assert!(
+        malformed.contains("-32602") && malformed.contains("`requestId` must be a request id like req_…"),
+        "{malformed}"
+    );
     let w = app.agent_ok(&token, "withdraw_request", json!({"requestId": rid}));
     assert_eq!(w["status"], "withdrawn");
     assert!(app.agent_err(&token, "withdraw_request", json!({"requestId": rid})).contains("already withdrawn"));

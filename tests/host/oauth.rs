@@ -210,7 +210,7 @@ fn the_whole_flow_gives_a_token_that_acts_as_a_key_with_its_scope_and_lock() {
     assert_eq!(tools_list_status(&app, access), 200);
     // Read only: a write is insufficient_scope, exactly as for a read key.
     assert_eq!(
-        app.err_code(access, "start_session", json!({"agent_id": "ag_x", "message": "hi", "idempotency_key": "k"})),
+        app.err_code(access, "start_session", json!({"agent_id": "@nobody", "message": "hi", "idempotency_key": "k"})),
         "insufficient_scope"
     );
     // Locked to the workspace chosen on the consent page.

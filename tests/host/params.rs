@@ -27,6 +27,8 @@ const WORD_FIELDS: &[(&str, &str)] = &[
     ("search_context", "scope"),
     ("upload_trace", "format"),
     ("create_webhook", "format"),
+    ("create_webhook", "events"),
+    ("record_session", "value"),
 ];
 
 /// A property's own schema, or its array's items (`Option` and `Vec` wrap the rule).
@@ -48,6 +50,16 @@ fn sample(root: &Value, schema: &Value) -> Value {
     }
     if let Some(word) = schema["enum"].get(0) {
         return word.clone();
+    }
+    // An id's pattern (`^ses_…`, `^(?:ag_…|@…)`) is met by its prefix and 26 zeros.
+    if let Some(pattern) = schema["pattern"].as_str() {
+        let bare = pattern.trim_start_matches('^').trim_start_matches("(?:");
+        return match bare.split_once('_') {
+            Some((prefix, _)) if prefix.chars().all(|c| c.is_ascii_lowercase()) => {
+                json!(format!("{prefix}_{}", "0".repeat(26)))
+            }
+            _ => json!("A"),
+        };
     }
     let ty = |t: &str| schema["type"] == t || schema["type"].as_array().is_some_and(|a| a.contains(&json!(t)));
     if ty("string") {
@@ -88,7 +100,7 @@ fn closed_word_sets_publish_enum() {
 #[test]
 fn every_enum_and_length_published_is_enforced_naming_the_field() {
     let app = TestApp::new();
-    let (mut enums, mut lengths, mut ranges, mut capped) = (0, 0, 0, 0);
+    let (mut enums, mut lengths, mut ranges, mut capped, mut patterns) = (0, 0, 0, 0, 0);
     for op in OPS {
         for (field, prop) in &properties(op) {
             let (rule, list) = rule_of(prop);
@@ -100,6 +112,15 @@ fn every_enum_and_length_published_is_enforced_naming_the_field() {
                 assert_eq!(code, "invalid_params", "{}.{field}: {message}", op.name);
                 assert!(message.starts_with(&format!("`{field}")), "{}.{field}: {message}", op.name);
                 assert!(message.contains("must be one of") && message.contains("(got \"not-a-word\")"), "{message}");
+            }
+            // An id of the wrong shape is refused before any lookup, naming the field and the kind.
+            if rule["pattern"].is_string() {
+                patterns += 1;
+                let (code, message) = refusal(&app, op, wrap(json!("not-an-id")))
+                    .unwrap_or_else(|| panic!("{}.{field} took a value its pattern rules out", op.name));
+                assert_eq!(code, "invalid_params", "{}.{field}: {message}", op.name);
+                assert!(message.starts_with(&format!("`{field}")), "{}.{field}: {message}", op.name);
+                assert!(message.contains(" id like ") && message.contains("(got \"not-an-id\")"), "{message}");
             }
             if let Some(max) = rule["maxLength"].as_u64() {
                 lengths += 1;
@@ -137,8 +158,8 @@ fn every_enum_and_length_published_is_enforced_naming_the_field() {
     }
     // Not a test that passes by finding nothing.
     assert!(
-        enums >= WORD_FIELDS.len() && lengths >= 20 && ranges >= 40 && capped >= 5,
-        "{enums} enums, {lengths} lengths, {ranges} ranges, {capped} capped lists"
+        enums >= WORD_FIELDS.len() && lengths >= 20 && ranges >= 40 && capped >= 5 && patterns >= 50,
+        "{enums} enums, {lengths} lengths, {ranges} ranges, {capped} capped lists, {patterns} id patterns"
     );
 }
 
@@ -150,6 +171,9 @@ fn the_wire_crates_word_lists_and_the_enums_agree() {
     assert_eq!(TargetEnv::WORDS, targets::ENVS);
     assert_eq!(TargetScope::WORDS, targets::SCOPES);
     assert_eq!(agentsky::ops::webhooks::WebhookFormat::WORDS, agentsky::rules::webhooks::FORMATS);
+    let subscribable: Vec<&str> =
+        agentsky::rules::webhooks::EVENTS.iter().copied().filter(|e| *e != "webhook.test").collect();
+    assert_eq!(agentsky::ops::webhooks::WebhookEvent::WORDS, subscribable.as_slice());
     assert_eq!(agentsky::ops::traces::TraceFormat::WORDS, agentsky::rules::traces::Format::NAMES);
     let records = [agentsky::ops::records::DECISIONS, agentsky::ops::records::OUTCOMES].concat();
     assert_eq!(agentsky::ops::records::RecordName::WORDS, records.as_slice());
@@ -164,7 +188,7 @@ fn a_bad_argument_is_told_in_plain_words() {
         assert_eq!(e["code"], "invalid_params", "{e}");
         e["message"].as_str().unwrap().to_owned()
     };
-    let ses = json!("ses_missing");
+    let ses = json!("ses_00000000000000000000000000");
     assert_eq!(
         message("switch_model", json!({"session_id": ses, "thinking": "ten"})),
         "`thinking` must be one of off, low, medium, high (got \"ten\")"
@@ -172,12 +196,12 @@ fn a_bad_argument_is_told_in_plain_words() {
     assert_eq!(
         message(
             "start_session",
-            json!({"agent_id": "ag_x", "message": "hi", "idempotency_key": "k", "budget_cents": "5"})
+            json!({"agent_id": "@nobody", "message": "hi", "idempotency_key": "k", "budget_cents": "5"})
         ),
         "`budget_cents` must be a whole number (got a text)"
     );
     assert_eq!(message("switch_model", json!({"thinking": "low"})), "`session_id` is required");
-    let long = message("start_session", json!({"agent_id": "ag_x", "message": "", "idempotency_key": "k"}));
+    let long = message("start_session", json!({"agent_id": "@nobody", "message": "", "idempotency_key": "k"}));
     assert_eq!(long, "`message` must be 1–64000 characters (got 0)");
     let unknown = message("switch_model", json!({"session_id": ses, "mode": "x"}));
     assert!(unknown.starts_with("`mode` is not a known field; the fields are session_id, model"), "{unknown}");
@@ -185,6 +209,50 @@ fn a_bad_argument_is_told_in_plain_words() {
         message("set_goal", json!({"session_id": ses, "objective": "o", "idempotency_key": "k", "criteria": [7]}));
     assert!(nested.starts_with("`criteria[0]` must be"), "{nested}");
     assert!(!nested.contains("untagged"), "{nested}");
+    let deep = message(
+        "set_goal",
+        json!({"session_id": ses, "objective": "o", "idempotency_key": "k", "criteria": [{"text": ""}]}),
+    );
+    assert_eq!(deep, "`criteria[0].text` must be 1–1000 characters (got 0)");
+    // A malformed id is refused by its shape; a well-formed one of nobody's is `not_found`.
+    assert_eq!(
+        message("switch_model", json!({"session_id": "ses_missing", "model": "m"})),
+        "`session_id` must be a session id like ses_… (got \"ses_missing\")"
+    );
+    assert_eq!(
+        message("get_agent", json!({"agent_id": "Dev"})),
+        "`agent_id` must be an agent id like ag_… or an @handle (got \"Dev\")"
+    );
+    let e = TestApp::tool_error(&app.call(&ada.key, "switch_model", json!({"session_id": ses, "model": "m"})));
+    assert_eq!(e["code"], "not_found", "{e}");
+}
+
+#[test]
+fn every_id_parameter_publishes_its_pattern() {
+    // Named `…_id` (or `to`, a peer session) and holding an id of ours: each must publish its shape.
+    let mut ids = 0;
+    for op in OPS {
+        for (field, prop) in &properties(op) {
+            if !field.ends_with("_id") {
+                continue;
+            }
+            let (rule, _) = rule_of(prop);
+            ids += 1;
+            assert!(rule["pattern"].is_string(), "{}.{field} publishes no pattern: {rule}", op.name);
+        }
+    }
+    for spec in agentsky::agent::function_specs() {
+        let (tool, schema) = (spec["function"]["name"].as_str().unwrap(), &spec["function"]["parameters"]);
+        for (field, prop) in schema["properties"].as_object().cloned().unwrap_or_default() {
+            // `appId` is an app's bundle id or package, not an id of ours.
+            let ours = (field.ends_with("_id") || field.ends_with("Id")) && field != "appId";
+            if ours || (tool == "send_message" && field == "to") {
+                ids += 1;
+                assert!(prop["pattern"].is_string(), "{tool}.{field} publishes no pattern: {prop}");
+            }
+        }
+    }
+    assert!(ids >= 60, "{ids} id parameters");
 }
 
 #[test]
@@ -196,7 +264,7 @@ fn the_session_tools_publish_what_they_enforce() {
     let sid = app.ok(&ada.key, "start_session", args)["session"]["session_id"].as_str().unwrap().to_owned();
     app.settle();
     let token = app.session_token(&ada.key, &sid);
-    let (mut enums, mut lengths) = (0, 0);
+    let (mut enums, mut lengths, mut patterns) = (0, 0, 0);
     for spec in agentsky::agent::function_specs() {
         let (tool, schema) = (spec["function"]["name"].as_str().unwrap(), &spec["function"]["parameters"]);
         for (field, prop) in schema["properties"].as_object().cloned().unwrap_or_default() {
@@ -209,6 +277,10 @@ fn the_session_tools_publish_what_they_enforce() {
                 lengths += 1;
                 bad.push((json!("é".repeat(max as usize + 1)), format!("(got {})", max + 1)));
             }
+            if prop["pattern"].is_string() {
+                patterns += 1;
+                bad.push((json!("not-an-id"), " id like ".to_owned()));
+            }
             for (value, says) in bad {
                 let message = app.agent_err(&token, tool, json!({ &field: value }));
                 assert!(message.contains("-32602"), "{tool}.{field}: {message}");
@@ -219,5 +291,5 @@ fn the_session_tools_publish_what_they_enforce() {
             }
         }
     }
-    assert!(enums >= 2 && lengths >= 11, "{enums} enums, {lengths} lengths");
+    assert!(enums >= 3 && lengths >= 11 && patterns >= 4, "{enums} enums, {lengths} lengths, {patterns} patterns");
 }

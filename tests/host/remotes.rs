@@ -39,7 +39,12 @@ fn a_remote_is_checked_where_it_is_set() {
         assert_eq!(status, 400, "{body} → {body_back}");
         assert!(body_back["error"]["message"].as_str().unwrap().contains(field), "{body} → {body_back}");
     }
-    let (status, _) = remote(&app, &c.ada.key, &c.sid, json!({"url": "/srv/app.git", "connector_id": "con_nope"}));
+    let (status, _) = remote(
+        &app,
+        &c.ada.key,
+        &c.sid,
+        json!({"url": "/srv/app.git", "connector_id": "con_00000000000000000000000000"}),
+    );
     assert_eq!(status, 404);
 
     let (status, set) =

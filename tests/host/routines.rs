@@ -155,7 +155,7 @@ fn bad_schedules_name_their_field() {
         assert_eq!(TestApp::tool_error(&result)["code"], "invalid_params");
         assert!(TestApp::tool_error(&result)["message"].as_str().unwrap().contains(field), "{result}");
     }
-    let both = json!({"name": "r", "agent_id": agent, "session_id": "ses_x", "message": "m"});
+    let both = json!({"name": "r", "agent_id": agent, "session_id": "ses_00000000000000000000000000", "message": "m"});
     assert_eq!(app.err_code(&ada.key, "create_routine", both), "invalid_params");
 }
 

@@ -233,7 +233,7 @@ fn read_session_inputs_are_checked() {
         (json!({"session_id": sid, "limit": 201}), "invalid_params"),
         (json!({"session_id": sid, "message_id": "nope"}), "invalid_params"),
         (json!({"session_id": "ses_00000000000000000000000000"}), "not_found"),
-        (json!({"session_id": "../../etc"}), "not_found"),
+        (json!({"session_id": "../../etc"}), "invalid_params"),
     ] {
         assert_eq!(app.err_code(&ada.key, "read_session", args.clone()), code, "{args}");
     }

@@ -79,7 +79,10 @@ fn a_skill_is_refused_unless_it_follows_the_layout() {
         "at most 1024",
     );
     refused(json!({"name": "other", "skill_md": SKILL_MD}), "must be the skill's name");
-    refused(json!({"name": "release-notes", "skill_md": SKILL_MD, "files": {"../x.md": "x"}}), "`path`");
+    refused(
+        json!({"name": "release-notes", "skill_md": SKILL_MD, "files": {"../x.md": "x"}}),
+        "`files[\"../x.md\"]` must not contain `..`",
+    );
     refused(
         json!({"name": "release-notes", "skill_md": SKILL_MD, "files": {"SKILL.md": "x"}}),
         "pass it as `skill_md`",
