@@ -8,7 +8,10 @@
 //! what makes dual-era clients (Claude Code, Python SDK, TS SDK v2 in auto mode) fall back to `initialize`.
 
 use super::rpc::{self, Request, RpcError};
-use super::{call_tool, capabilities, headers, server_info, Era, ServerSpec, ToolHost, LEGACY_VERSIONS};
+use super::{
+    call_tool, capabilities, headers, server_info, tools_result, Era, ListResult, ServerSpec, ToolHost,
+    LEGACY_VERSIONS,
+};
 use crate::http::{HttpRequest, HttpResponse};
 use serde_json::{json, Map, Value};
 
@@ -28,7 +31,10 @@ pub async fn serve(spec: &ServerSpec, host: &dyn ToolHost, req: &HttpRequest, re
     let answer = match request.method.as_str() {
         "initialize" => Ok(initialize(spec, &request.params)),
         "ping" => Ok(json!({})),
-        "tools/list" => Ok(json!({"tools": host.tools()})),
+        "tools/list" => match tools_result(host, json!({})) {
+            ListResult::Value(result) => Ok(result),
+            ListResult::Text(text) => return rpc::result_text(id, &text),
+        },
         "tools/call" => call_tool(host, Era::Legacy, &request.params, &Map::new()).await,
         other => Err(RpcError::new(rpc::METHOD_NOT_FOUND, format!("Method not found: {other}"))),
     };

@@ -16,7 +16,8 @@
 
 use super::rpc::{self, Request, RpcError};
 use super::{
-    call_target, call_tool, capabilities, headers, server_info, Era, ServerSpec, ToolHost, LEGACY_VERSIONS,
+    call_target, call_tool, capabilities, headers, server_info, tools_result, Era, ListResult, ServerSpec, ToolHost,
+    LEGACY_VERSIONS,
     MODERN_VERSION,
 };
 use crate::http::{HttpRequest, HttpResponse};
@@ -42,7 +43,8 @@ pub fn claims(req: &HttpRequest, request: &Request) -> bool {
 
 pub async fn serve(spec: &ServerSpec, host: &dyn ToolHost, req: &HttpRequest, request: &Request) -> HttpResponse {
     match answer(spec, host, req, request).await {
-        Ok(result) => rpc::result(&request.id, complete(spec, result)),
+        Ok(Answer::Text(text)) => rpc::result_text(&request.id, &text),
+        Ok(Answer::Value(result)) => rpc::result(&request.id, complete(spec, result)),
         Err(error) => rpc::error(status(&error), Some(&request.id), &error),
     }
 }
@@ -66,7 +68,7 @@ async fn answer(
     host: &dyn ToolHost,
     req: &HttpRequest,
     request: &Request,
-) -> Result<Value, RpcError> {
+) -> Result<Answer, RpcError> {
     let (version, client_capabilities) = envelope(&request.params)?;
     let header = headers::single(req, headers::PROTOCOL_VERSION)?;
     if header != Some(version) {
@@ -87,18 +89,30 @@ async fn answer(
     }
     check_routing_headers(req, request)?;
     match request.method.as_str() {
-        "server/discover" => Ok(discover(spec)),
-        "tools/list" => Ok(json!({"tools": host.tools(), "ttlMs": LIST_TTL_MS, "cacheScope": CACHE_SCOPE})),
+        "server/discover" => Ok(Answer::Value(discover(spec))),
+        "tools/list" => {
+            let rest = complete(spec, json!({"ttlMs": LIST_TTL_MS, "cacheScope": CACHE_SCOPE}));
+            Ok(match tools_result(host, rest) {
+            ListResult::Value(result) => Answer::Value(result),
+                ListResult::Text(text) => Answer::Text(text),
+            })
+        }
         "tools/call" => {
             if let Ok((name, arguments)) = call_target(&request.params) {
-                if let Some(tool) = host.tools().into_iter().find(|t| t["name"] == name) {
-                    headers::check_params(req, &tool["inputSchema"], &arguments)?;
+                if let Some(schema) = host.input_schema(name) {
+                    headers::check_params(req, &schema, &arguments)?;
                 }
             }
-            call_tool(host, Era::Modern, &request.params, client_capabilities).await
+            call_tool(host, Era::Modern, &request.params, client_capabilities).await.map(Answer::Value)
         }
         other => Err(RpcError::new(rpc::METHOD_NOT_FOUND, format!("Method not found: {other}"))),
     }
+}
+
+/// A modern result: a value still to be completed, or a `tools/list` already written out in full.
+enum Answer {
+    Value(Value),
+    Text(String),
 }
 
 /// The two `_meta` keys every modern request must carry (client info is a SHOULD, so never required).
