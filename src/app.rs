@@ -8,8 +8,8 @@ use crate::mcp::{self, ServerSpec};
 use crate::operator_mcp::OperatorTools;
 use crate::rest::{self, Route};
 use crate::rules::ids;
-use futures::channel::oneshot;
 use crate::store;
+use futures::channel::oneshot;
 use futures::future::{join, FutureExt, LocalBoxFuture};
 use serde_json::json;
 

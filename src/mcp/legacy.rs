@@ -9,8 +9,7 @@
 
 use super::rpc::{self, Request, RpcError};
 use super::{
-    call_tool, capabilities, headers, server_info, tools_result, Era, ListResult, ServerSpec, ToolHost,
-    LEGACY_VERSIONS,
+    call_tool, capabilities, headers, server_info, tools_result, Era, ListResult, ServerSpec, ToolHost, LEGACY_VERSIONS,
 };
 use crate::http::{HttpRequest, HttpResponse};
 use serde_json::{json, Map, Value};

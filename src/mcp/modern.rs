@@ -17,8 +17,7 @@
 use super::rpc::{self, Request, RpcError};
 use super::{
     call_target, call_tool, capabilities, headers, server_info, tools_result, Era, ListResult, ServerSpec, ToolHost,
-    LEGACY_VERSIONS,
-    MODERN_VERSION,
+    LEGACY_VERSIONS, MODERN_VERSION,
 };
 use crate::http::{HttpRequest, HttpResponse};
 use serde_json::{json, Map, Value};
@@ -93,7 +92,7 @@ async fn answer(
         "tools/list" => {
             let rest = complete(spec, json!({"ttlMs": LIST_TTL_MS, "cacheScope": CACHE_SCOPE}));
             Ok(match tools_result(host, rest) {
-            ListResult::Value(result) => Answer::Value(result),
+                ListResult::Value(result) => Answer::Value(result),
                 ListResult::Text(text) => Answer::Text(text),
             })
         }

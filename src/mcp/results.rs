@@ -75,14 +75,45 @@ fn without(mut schema: Value, keys: &[&str]) -> Value {
                         named.values_mut().for_each(|s| walk(s, keys));
                     }
                 }
-                "items" | "prefixItems" | "additionalProperties" | "anyOf" | "oneOf" | "allOf" | "not" | "if"
-                | "then" | "else" | "contains" | "unevaluatedProperties" | "unevaluatedItems" => walk(sub, keys),
+                "items"
+                | "prefixItems"
+                | "additionalProperties"
+                | "anyOf"
+                | "oneOf"
+                | "allOf"
+                | "not"
+                | "if"
+                | "then"
+                | "else"
+                | "contains"
+                | "unevaluatedProperties"
+                | "unevaluatedItems" => walk(sub, keys),
                 _ => {}
             }
         }
     }
     walk(&mut schema, keys);
     schema
+}
+
+/// A successful result: the value as text for every client, and as `structuredContent` for those that
+/// read it.
+pub fn success(value: Value) -> Value {
+    json!({
+        "content": [{ "type": "text", "text": value.to_string() }],
+        "structuredContent": value,
+        "isError": false,
+    })
+}
+
+/// A failed operation as a tool result: `isError: true` with the API's error body as JSON text, never a
+/// JSON-RPC error. No `structuredContent`: clients check it against the tool's `outputSchema`, which
+/// describes a success, and the TypeScript SDK 1.x does so on error results too, refusing the whole result.
+pub fn failure(error: &ApiError) -> Value {
+    json!({
+        "content": [{ "type": "text", "text": error.body().to_string() }],
+        "isError": true,
+    })
 }
 
 #[cfg(test)]
@@ -116,24 +147,4 @@ mod trims {
         assert_eq!(shown["description"], "d");
         assert_eq!(shown["properties"]["title"], json!({"type": "string", "description": "the title"}));
     }
-}
-
-/// A successful result: the value as text for every client, and as `structuredContent` for those that
-/// read it.
-pub fn success(value: Value) -> Value {
-    json!({
-        "content": [{ "type": "text", "text": value.to_string() }],
-        "structuredContent": value,
-        "isError": false,
-    })
-}
-
-/// A failed operation as a tool result: `isError: true` with the API's error body as JSON text, never a
-/// JSON-RPC error. No `structuredContent`: clients check it against the tool's `outputSchema`, which
-/// describes a success, and the TypeScript SDK 1.x does so on error results too, refusing the whole result.
-pub fn failure(error: &ApiError) -> Value {
-    json!({
-        "content": [{ "type": "text", "text": error.body().to_string() }],
-        "isError": true,
-    })
 }

@@ -21,8 +21,8 @@ pub mod lanes;
 pub mod members;
 pub mod oauth;
 pub mod proofs;
-pub mod receipts;
 pub mod rate;
+pub mod receipts;
 pub mod records;
 pub mod requests;
 pub mod routines;
@@ -35,10 +35,10 @@ pub mod usage;
 pub mod webhooks;
 pub mod workspaces;
 
+use futures::channel::oneshot;
 use futures::future::LocalBoxFuture;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
-use futures::channel::oneshot;
 use std::cell::{Cell, RefCell};
 
 /// One bound parameter.

@@ -245,10 +245,15 @@ fn tools_list_is_the_same_list_in_both_eras_served_from_bytes_written_once() {
     assert_eq!(body["result"]["_meta"]["io.modelcontextprotocol/serverInfo"]["name"], "agentsky");
     // What validators need of an outputSchema, without the annotations no validator reads.
     let text = legacy.body.len();
-    let outputs: usize = agentsky::operator_mcp::operator_tools().iter().map(|t| t["outputSchema"].to_string().len()).sum();
+    let outputs: usize =
+        agentsky::operator_mcp::operator_tools().iter().map(|t| t["outputSchema"].to_string().len()).sum();
     assert!(outputs * 2 < text, "outputSchema is {outputs} of the list's {text} bytes");
     for t in agentsky::operator_mcp::operator_tools() {
-        assert!(!t["outputSchema"].to_string().contains("\"description\":\""), "{}: a described outputSchema", t["name"]);
+        assert!(
+            !t["outputSchema"].to_string().contains("\"description\":\""),
+            "{}: a described outputSchema",
+            t["name"]
+        );
     }
 }
 
