@@ -102,6 +102,20 @@ const rows = [];
 rows.push(await measure('GET /v1/health (floor)', () => send('GET', '/v1/health'), expect200));
 rows.push(await measure('MCP tools/list', rpc('tools/list', {}), expectResult));
 rows.push(await measure('MCP tools/call list_agents', rpc('tools/call', { name: 'list_agents', arguments: {} }), expectResult));
+// The same two calls with BENCH_CONC connections in flight (what `with-agentsky.sh` compares at 8).
+const rpcOn = (method, params) => async (i, via) => {
+  const r = await send('POST', '/v1/mcp', { headers: mcpHeaders, body: { jsonrpc: '2.0', id: ++id, method, params }, via });
+  let err = null;
+  try { expectResult(r); } catch { err = `HTTP ${r.status}`; }
+  return { ms: r.ms, headers: r.headers, err };
+};
+rows.push(await load(`MCP tools/list, ${CONC} connections`, N, CONC, rpcOn('tools/list', {})));
+rows.push(await load(`MCP tools/call list_agents, ${CONC} connections`, N, CONC, rpcOn('tools/call', { name: 'list_agents', arguments: {} })));
+// What a client downloads for the tool list, and roughly what its model pays for it: the model is shown
+// each tool's name, description and inputSchema (outputSchema validates results; clients do not send it).
+const listed = (await rpc('tools/list', {})()).text;
+const shown = JSON.stringify(JSON.parse(listed).result.tools.map((t) => ({ name: t.name, description: t.description, input_schema: t.inputSchema })));
+const listNote = `tools/list: ${listed.length} bytes (${gzipSync(listed).length} gzipped); what a model is shown of it: ${shown.length} chars, ~${Math.round(shown.length / 4)} tokens at 4 chars a token`;
 
 // ---------------------------------------------------------------------------------------------------
 // Sessions and turns.
@@ -321,6 +335,7 @@ printTable(`agentsky bench: ${N} sequential requests per route on one keep-alive
 const floor = rows[0].p50; const call = rows[2].p50;
 console.log();
 console.log(`tools/call p50 / floor p50 = ${(call / floor).toFixed(2)}x   (aim: <= 1.5x)`);
+console.log(listNote);
 printTable(`sessions and turns (echo harness): ${SESSIONS} calls per start/send row, ${WAKE_N} turn samples`, sessionRows);
 const wakeRow = sessionRows.at(-1);
 console.log();

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `make bench` (a measurement, not a test): a private wrangler dev on a free loopback port with fresh
 # state, then bench/load.mjs: p50/p90/p99 and req/s of GET /v1/health (the floor), MCP tools/list and
-# tools/call list_agents, the x-d1-queries header per route, and the wasm size; then, on the same server,
+# tools/call list_agents (on one connection, then BENCH_CONC), the x-d1-queries header per route, the
+# tool list's bytes and what a model is shown of it, and the wasm size; then, on the same server,
 # sessions and turns with the echo harness: start_session and send_message latency and throughput, a
 # turn's round trip, the wake-up latency of a waiting read_session (reply appended → read returns), and
 # read_session page latency on a 10-event log against a 10,006-event one. Loopback only.

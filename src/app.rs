@@ -1,15 +1,16 @@
 //! The whole server as one function: `handle(env, request) -> response`. The Worker edge calls it for
 //! every request; host tests call it directly, the way axum tests call `app().oneshot()`.
 
-use crate::cx::{Caller, Cx, Env};
+use crate::cx::{Cx, Env};
 use crate::error::{ApiError, Code};
 use crate::http::{HttpRequest, HttpResponse};
 use crate::mcp::{self, ServerSpec};
 use crate::operator_mcp::OperatorTools;
 use crate::rest::{self, Route};
 use crate::rules::ids;
+use crate::store;
 use futures::channel::oneshot;
-use futures::future::{select, Either, FutureExt, LocalBoxFuture};
+use futures::future::{join, FutureExt, LocalBoxFuture};
 use serde_json::json;
 
 /// Bodies above this are refused before they are parsed, on every face.
@@ -296,45 +297,47 @@ fn authenticate(cx: &Cx<'_>, req: &HttpRequest) -> Result<Auth, ApiError> {
     Ok(Auth::Key(ids::hash_secret(token)))
 }
 
-/// Runs `work` as the caller behind a key; `Err` when the key is refused or cannot be looked up. Every call looks the key up; a key this Worker resolved
-/// before ([`crate::keycache`]) starts the work at once with the lookup beside it, and the answer waits
-/// for the lookup to agree: a revoked key is refused and a changed caller runs the work again (writes
-/// wait for the lookup before they change anything, see [`crate::ops::invoke`]).
+/// Runs `work` as the caller behind a key; `Err` when the key is refused or cannot be looked up. Every call
+/// looks the key up. A key this Worker resolved before ([`crate::keycache`]) starts the work at once as that
+/// caller, with the lookup riding in the same D1 batch as the work's first statement
+/// ([`crate::store::Counted::ride`]; sent alone once the work is done if it made none), so a read costs one
+/// round trip. The answer is kept only when the lookup agrees: a revoked key is refused from its next call,
+/// and a changed caller runs the work again (writes wait for the lookup before they change anything, see
+/// [`crate::ops::invoke`]).
 async fn as_key<'a>(
     mut cx: Cx<'a>,
     hash: &str,
     work: impl for<'c> Fn(&'c Cx<'a>) -> LocalBoxFuture<'c, HttpResponse>,
 ) -> Result<HttpResponse, ApiError> {
-    let (db, now) = (cx.db(), cx.now_ms);
-    let lookup = crate::store::keys::authenticate(db, hash, now);
+    let (env, now) = (cx.env, cx.now_ms);
     let fresh = match crate::keycache::get(hash, now) {
-        None => lookup.await,
+        None => store::keys::authenticate(&env.db, hash, now).await,
         Some(cached) => {
+            let riding = env.db.ride(store::keys::lookup(hash, now));
             let (tell, told) = oneshot::channel();
             cx.caller = Some(cached.clone());
             cx.verdict = Some(told.shared());
-            let agrees = |v: &Result<Option<Caller>, _>| matches!(v, Ok(Some(c)) if *c == cached);
-            let mut running = work(&cx);
-            let verdict = match select(Box::pin(lookup), &mut running).await {
-                Either::Left((v, _)) => {
-                    let agreed = agrees(&v);
-                    let _ = tell.send(agreed);
-                    if agreed {
-                        return Ok(running.await);
-                    }
-                    v
-                }
-                Either::Right((resp, pending)) => {
-                    let v = pending.await;
-                    if agrees(&v) {
-                        return Ok(resp);
-                    }
-                    v
-                }
+            let judge = async {
+                let found = match riding.await {
+                    Ok(rows) => rows.and_then(|rows| store::keys::looked_up(rows, hash)),
+                    Err(_) => Err(store::DbError::Other("the key lookup was never sent".into())),
+                };
+                let agreed = matches!(&found, Ok(Some(c)) if *c == cached);
+                let _ = tell.send(agreed);
+                (found, agreed)
             };
-            drop(running);
+            let running = async {
+                let resp = work(&cx).await;
+                // Work that made no round trip (tools/list, a refused argument) sends the lookup alone.
+                env.db.flush().await;
+                resp
+            };
+            let ((found, agreed), resp) = join(judge, running).await;
+            if agreed {
+                return Ok(resp);
+            }
             cx.verdict = None;
-            verdict
+            found
         }
     };
     match fresh {

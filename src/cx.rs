@@ -159,8 +159,8 @@ pub struct Cx<'a> {
     /// The workspace this call acted in, once [`Cx::workspace`] or [`Cx::member_of`] resolved it: a
     /// successful write moves that workspace's feed on ([`crate::ops::invoke`]).
     pub touched: std::cell::RefCell<Option<String>>,
-    /// When `caller` came from [`crate::keycache`]: whether the key lookup running beside the work found
-    /// the same caller. Writes wait for it before they change anything.
+    /// When `caller` came from [`crate::keycache`]: whether the key lookup, riding along with the work's
+    /// first round trip, found the same caller. Writes wait for it before they change anything.
     pub verdict: Option<Verdict>,
 }
 

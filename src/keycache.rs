@@ -1,7 +1,7 @@
-//! API keys this Worker resolved recently. A call whose key is here starts its work at once while the
-//! key lookup runs beside it; the lookup still decides every call ([`crate::app`] answers only once it
-//! agrees, and writes wait for it), so a revoked key or a changed membership is never served from here.
-//! What it saves is the wait: a read costs one database round trip instead of two.
+//! API keys this Worker resolved recently. A call whose key is here starts its work at once, with the key
+//! check riding in the same D1 batch as the work's first statement; the check still decides every call
+//! ([`crate::app`] answers only once it agrees, and writes wait for it), so a revoked key or a changed
+//! membership is never served from here. What it saves is a round trip: a read costs one instead of two.
 
 use crate::cx::Caller;
 use std::cell::RefCell;

@@ -24,6 +24,12 @@ pub fn operator_tools() -> &'static [Value] {
     TOOLS.get_or_init(|| OPS.iter().filter(|op| op.tool).map(Op::tool_entry).collect())
 }
 
+/// [`operator_tools`] written out once per isolate: `tools/list` answers with these bytes.
+fn operator_tools_text() -> &'static str {
+    static TEXT: OnceLock<String> = OnceLock::new();
+    TEXT.get_or_init(|| Value::from(operator_tools().to_vec()).to_string())
+}
+
 /// The operator server's tools, bound to one request's context.
 pub struct OperatorTools<'a> {
     pub cx: &'a Cx<'a>,
@@ -32,6 +38,14 @@ pub struct OperatorTools<'a> {
 impl ToolHost for OperatorTools<'_> {
     fn tools(&self) -> Vec<Value> {
         operator_tools().to_vec()
+    }
+
+    fn tools_text(&self) -> Option<&str> {
+        Some(operator_tools_text())
+    }
+
+    fn input_schema(&self, name: &str) -> Option<Value> {
+        operator_tools().iter().find(|t| t["name"] == name).map(|t| t["inputSchema"].clone())
     }
 
     fn call<'a>(&'a self, name: &'a str, arguments: Value) -> LocalBoxFuture<'a, CallOutcome> {

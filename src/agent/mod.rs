@@ -183,7 +183,7 @@ impl Tool {
     }
 
     fn input_schema(&self) -> Value {
-        crate::mcp::results::for_clients((self.schema)().to_value())
+        crate::mcp::results::for_models((self.schema)().to_value())
     }
 }
 

@@ -74,6 +74,12 @@ pub fn now_ms() -> i64 {
     js_sys::Date::now() as i64
 }
 
+thread_local! {
+    /// The settings, read once per isolate: vars and secrets are fixed for its life (a change deploys a new
+    /// one), and reading them (and parsing `PRICES`) through JavaScript cost every request.
+    static CONFIG: std::cell::OnceCell<Config> = const { std::cell::OnceCell::new() };
+}
+
 pub(crate) fn core_env(env: &Env) -> Result<CoreEnv> {
     Ok(CoreEnv {
         db: Counted::new(Box::new(d1::D1(env.d1(DB)?))),
@@ -84,7 +90,7 @@ pub(crate) fn core_env(env: &Env) -> Result<CoreEnv> {
         feeds: Box::new(feeds::Client(env.durable_object(FEEDS)?)),
         clock: Box::new(sessions::WorkerClock),
         net: Box::new(net::WorkerNet),
-        config: config(env),
+        config: CONFIG.with(|c| c.get_or_init(|| config(env)).clone()),
     })
 }
 

@@ -9,8 +9,8 @@
 
 use super::rpc::{self, Request, RpcError};
 use super::{
-    call_tool, capabilities, headers, other_method, progress, server_info, Era, Progress, ServerSpec, ToolHost,
-    LEGACY_VERSIONS,
+    call_tool, capabilities, headers, other_method, progress, server_info, tools_result, Era, ListResult, Progress,
+    ServerSpec, ToolHost, LEGACY_VERSIONS,
 };
 use crate::http::{HttpRequest, HttpResponse};
 use serde_json::{json, Map, Value};
@@ -35,7 +35,10 @@ pub async fn serve(spec: &ServerSpec, host: &dyn ToolHost, req: &HttpRequest, re
     let answer = match request.method.as_str() {
         "initialize" => Ok(initialize(spec, host, &request.params)),
         "ping" => Ok(json!({})),
-        "tools/list" => Ok(json!({"tools": host.tools()})),
+        "tools/list" => match tools_result(host, json!({})) {
+            ListResult::Value(result) => Ok(result),
+            ListResult::Text(text) => return rpc::result_text(id, &text),
+        },
         "tools/call" => call_tool(host, Era::Legacy, &request.params, &Map::new(), progress.as_ref()).await,
         other => match other_method(host, Era::Legacy, other, &request.params).await {
             Some(answer) => answer,

@@ -60,6 +60,15 @@ pub type CallOutcome = Option<Value>;
 pub trait ToolHost {
     /// The `tools/list` entries: `name`, `title`, `description`, `inputSchema`, `outputSchema`, `annotations`.
     fn tools(&self) -> Vec<Value>;
+    /// The same list already serialized as a JSON array, for hosts whose list is fixed: `tools/list` then
+    /// splices these bytes into its answer instead of cloning and re-serializing every schema per request.
+    fn tools_text(&self) -> Option<&str> {
+        None
+    }
+    /// A listed tool's `inputSchema` (the modern era checks `Mcp-Param-*` headers against it).
+    fn input_schema(&self, name: &str) -> Option<Value> {
+        self.tools().into_iter().find(|t| t["name"] == name).map(|mut t| t["inputSchema"].take())
+    }
     /// Runs one tool. Business and validation failures are results with `isError: true`, never `Err`.
     fn call<'a>(&'a self, name: &'a str, arguments: Value) -> LocalBoxFuture<'a, CallOutcome>;
 
@@ -202,6 +211,25 @@ fn capabilities(era: Era, host: &dyn ToolHost) -> Value {
         }
     }
     capabilities
+}
+
+/// A `tools/list` result: `rest` (an object) with `"tools"` first, spliced in as the host's serialized list
+/// when it keeps one.
+fn tools_result(host: &dyn ToolHost, rest: Value) -> ListResult {
+    match host.tools_text() {
+        Some(text) => ListResult::Text(rpc::splice_first("tools", text, &rest)),
+        None => {
+            let mut result = rest;
+            result["tools"] = Value::Array(host.tools());
+            ListResult::Value(result)
+        }
+    }
+}
+
+/// A result as a value, or already written out (a fixed `tools/list`).
+enum ListResult {
+    Value(Value),
+    Text(String),
 }
 
 /// Reads a `tools/call`'s params and hands the call to the host. The era modules wrap the reply.

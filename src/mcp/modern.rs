@@ -17,8 +17,8 @@
 
 use super::rpc::{self, Request, RpcError};
 use super::{
-    call_target, call_tool, capabilities, headers, other_method, server_info, Era, ServerSpec, ToolHost,
-    LEGACY_VERSIONS, MODERN_VERSION,
+    call_target, call_tool, capabilities, headers, other_method, server_info, tools_result, Era, ListResult,
+    ServerSpec, ToolHost, LEGACY_VERSIONS, MODERN_VERSION,
 };
 use crate::http::{HttpRequest, HttpResponse};
 use serde_json::{json, Map, Value};
@@ -43,7 +43,8 @@ pub fn claims(req: &HttpRequest, request: &Request) -> bool {
 
 pub async fn serve(spec: &ServerSpec, host: &dyn ToolHost, req: &HttpRequest, request: &Request) -> HttpResponse {
     match answer(spec, host, req, request).await {
-        Ok(result) => rpc::result(&request.id, complete(spec, result)),
+        Ok(Answer::Text(text)) => rpc::result_text(&request.id, &text),
+        Ok(Answer::Value(result)) => rpc::result(&request.id, complete(spec, result)),
         Err(error) => rpc::error(status(&error), Some(&request.id), &error),
     }
 }
@@ -67,7 +68,7 @@ async fn answer(
     host: &dyn ToolHost,
     req: &HttpRequest,
     request: &Request,
-) -> Result<Value, RpcError> {
+) -> Result<Answer, RpcError> {
     let (version, client_capabilities) = envelope(&request.params)?;
     let header = headers::single(req, headers::PROTOCOL_VERSION)?;
     if header != Some(version) {
@@ -88,21 +89,33 @@ async fn answer(
     }
     check_routing_headers(req, request)?;
     match request.method.as_str() {
-        "server/discover" => Ok(discover(spec, host)),
-        "tools/list" => Ok(json!({"tools": host.tools(), "ttlMs": LIST_TTL_MS, "cacheScope": CACHE_SCOPE})),
+        "server/discover" => Ok(Answer::Value(discover(spec, host))),
+        "tools/list" => {
+            let rest = complete(spec, json!({"ttlMs": LIST_TTL_MS, "cacheScope": CACHE_SCOPE}));
+            Ok(match tools_result(host, rest) {
+                ListResult::Value(result) => Answer::Value(result),
+                ListResult::Text(text) => Answer::Text(text),
+            })
+        }
         "tools/call" => {
             if let Ok((name, arguments)) = call_target(&request.params) {
-                if let Some(tool) = host.tools().into_iter().find(|t| t["name"] == name) {
-                    headers::check_params(req, &tool["inputSchema"], &arguments)?;
+                if let Some(schema) = host.input_schema(name) {
+                    headers::check_params(req, &schema, &arguments)?;
                 }
             }
-            call_tool(host, Era::Modern, &request.params, client_capabilities, None).await
+            call_tool(host, Era::Modern, &request.params, client_capabilities, None).await.map(Answer::Value)
         }
         other => match other_method(host, Era::Modern, other, &request.params).await {
-            Some(answer) => answer,
+            Some(answer) => answer.map(Answer::Value),
             None => Err(RpcError::new(rpc::METHOD_NOT_FOUND, format!("Method not found: {other}"))),
         },
     }
+}
+
+/// A modern result: a value still to be completed, or a `tools/list` already written out in full.
+enum Answer {
+    Value(Value),
+    Text(String),
 }
 
 /// The two `_meta` keys every modern request must carry (client info is a SHOULD, so never required).

@@ -41,6 +41,61 @@ pub fn for_clients(mut schema: Value) -> Value {
     schema
 }
 
+/// An `inputSchema` as clients show it to their model: [`for_clients`] without the Rust type names
+/// (`title: "ListAgents"`) that schema generation adds and no reader needs; the descriptions stay.
+pub fn for_models(schema: Value) -> Value {
+    without(for_clients(schema), &["title"])
+}
+
+/// An `outputSchema` as validators read it: [`for_clients`] without the annotations (`description`,
+/// `title`, `examples`) that no validator checks and no client shows its model. The result's fields are
+/// documented where people read them (`help`, `openapi.json`); here they were a third of the list's bytes.
+pub fn for_validators(schema: Value) -> Value {
+    without(for_clients(schema), &["description", "title", "examples"])
+}
+
+/// `schema` without the annotation keywords `keys`, in it and in every subschema. Property names are not
+/// keywords: a property called `title` stays.
+fn without(mut schema: Value, keys: &[&str]) -> Value {
+    fn walk(v: &mut Value, keys: &[&str]) {
+        let Value::Object(map) = v else {
+            if let Value::Array(items) = v {
+                items.iter_mut().for_each(|i| walk(i, keys));
+            }
+            return;
+        };
+        for key in keys {
+            map.remove(*key);
+        }
+        for (key, sub) in map.iter_mut() {
+            match key.as_str() {
+                // Maps from a name to a schema: the names stay, each schema is trimmed.
+                "properties" | "$defs" | "definitions" | "patternProperties" => {
+                    if let Value::Object(named) = sub {
+                        named.values_mut().for_each(|s| walk(s, keys));
+                    }
+                }
+                "items"
+                | "prefixItems"
+                | "additionalProperties"
+                | "anyOf"
+                | "oneOf"
+                | "allOf"
+                | "not"
+                | "if"
+                | "then"
+                | "else"
+                | "contains"
+                | "unevaluatedProperties"
+                | "unevaluatedItems" => walk(sub, keys),
+                _ => {}
+            }
+        }
+    }
+    walk(&mut schema, keys);
+    schema
+}
+
 /// A successful result: the value as text for every client, and as `structuredContent` for those that
 /// read it.
 pub fn success(value: Value) -> Value {
@@ -59,4 +114,37 @@ pub fn failure(error: &ApiError) -> Value {
         "content": [{ "type": "text", "text": error.body().to_string() }],
         "isError": true,
     })
+}
+
+#[cfg(test)]
+mod trims {
+    use super::*;
+
+    #[test]
+    fn annotations_go_and_properties_of_the_same_name_stay() {
+        let schema = json!({
+            "title": "Params", "description": "d", "type": "object",
+            "properties": {
+                "title": {"type": "string", "description": "the title", "title": "Title"},
+                "items": {"type": "array", "items": {"title": "Item", "type": "integer", "format": "int64"}},
+                "either": {"anyOf": [{"$ref": "#/$defs/A"}, {"type": "null", "description": "none"}]}
+            },
+            "$defs": {"A": {"title": "A", "type": "object", "properties": {"description": {"type": "string"}}}}
+        });
+        assert_eq!(
+            for_validators(schema.clone()),
+            json!({
+                "type": "object",
+                "properties": {
+                    "title": {"type": "string"},
+                    "items": {"type": "array", "items": {"type": "integer"}},
+                    "either": {"anyOf": [{"$ref": "#/$defs/A"}, {"type": "null"}]}
+                },
+                "$defs": {"A": {"type": "object", "properties": {"description": {"type": "string"}}}}
+            })
+        );
+        let shown = for_models(schema);
+        assert_eq!(shown["description"], "d");
+        assert_eq!(shown["properties"]["title"], json!({"type": "string", "description": "the title"}));
+    }
 }

@@ -162,6 +162,26 @@ pub fn result(id: &Value, result: Value) -> HttpResponse {
     HttpResponse::json(200, &json!({"jsonrpc": "2.0", "id": id, "result": result}))
 }
 
+/// A successful answer whose result is already JSON text.
+pub fn result_text(id: &Value, result: &str) -> HttpResponse {
+    let id = serde_json::to_string(id).unwrap_or_else(|_| "null".into());
+    let mut body = String::with_capacity(result.len() + id.len() + 32);
+    body.push_str(r#"{"jsonrpc":"2.0","id":"#);
+    body.push_str(&id);
+    body.push_str(r#","result":"#);
+    body.push_str(result);
+    body.push('}');
+    HttpResponse::new(200).with_header("content-type", "application/json").with_body(body.into_bytes())
+}
+
+/// The object `rest` written out with `"key": raw` as its first member; `raw` must be valid JSON.
+pub fn splice_first(key: &str, raw: &str, rest: &Value) -> String {
+    let rest = rest.to_string();
+    let tail = rest.strip_prefix('{').unwrap_or("}");
+    let comma = if tail == "}" { "" } else { "," };
+    format!("{{{}:{raw}{comma}{tail}", Value::from(key))
+}
+
 /// An error answer. `id: None` (the id could not be read) writes `"id": null`, as JSON-RPC 2.0 §5 requires
 /// and both MCP schema eras accept; the Python SDK reads an error body only when its `id` member is there.
 pub fn error(status: u16, id: Option<&Value>, error: &RpcError) -> HttpResponse {

@@ -39,7 +39,7 @@ pub mod webhooks;
 pub mod workspaces;
 
 use crate::cx::Cx;
-pub use crate::domain::rate::rate_limit;
+pub use crate::domain::rate::{decided as rate_decided, rate_limit};
 use crate::error::{ApiError, Code};
 pub use crate::rules::schema::{input_schema, output_schema};
 use crate::store;
@@ -205,8 +205,8 @@ impl Op {
             "name": self.name,
             "title": self.title,
             "description": self.description(),
-            "inputSchema": crate::mcp::results::for_clients(self.params_schema().clone()),
-            "outputSchema": crate::mcp::results::for_clients(self.result_schema().clone()),
+            "inputSchema": crate::mcp::results::for_models(self.params_schema().clone()),
+            "outputSchema": crate::mcp::results::for_validators(self.result_schema().clone()),
             "annotations": {
                 "title": self.title,
                 "readOnlyHint": self.hints.read_only,
@@ -1073,28 +1073,44 @@ async fn checked_run(cx: &Cx<'_>, op: &Op, args: Value) -> Result<Value, ApiErro
                 format!("`{}` needs a key with the write scope; this key is read-only", op.name),
             ));
         }
-        let limit = cx.env.config.rate_limit_per_min;
-        let bucket = format!("key:{}", caller.key_id);
         // Decided by the scope, never by an MCP hint: a hint is what clients are told, not a permission.
         let reads = op.scope == Scope::Read;
-        // A caller from the key cache: a write waits until the key's lookup agrees (a read runs beside
-        // it, and the app answers only once it has agreed).
-        if let (Some(verdict), false) = (&cx.verdict, reads) {
-            if verdict.clone().await != Ok(true) {
-                return Err(ApiError::new(
-                    Code::Unauthorized,
-                    "this key changed while the call started; it was not run",
-                ));
+        // The call is counted on its key's bucket in the same D1 batch as its first statement (and the key
+        // lookup, when that rides too): no round trip of its own.
+        let limit = cx.env.config.rate_limit_per_min;
+        let counted = cx.env.db.ride(store::rate::hit(&format!("key:{}", caller.key_id), limit, cx.now_ms));
+        let judged = async {
+            // A caller from the key cache: the lookup riding the same batch must agree.
+            if let Some(verdict) = &cx.verdict {
+                if verdict.clone().await != Ok(true) {
+                    return Err(ApiError::new(
+                        Code::Unauthorized,
+                        "this key changed while the call started; it was not run",
+                    ));
+                }
             }
-        }
+            let rows = counted.await.map_err(|_| ApiError::cause("the rate count was never sent"))??;
+            rate_decided(store::rate::decision(&rows, limit, cx.now_ms)?, limit)
+        };
         if reads {
-            // A read changes nothing, so it runs beside the limiter's round trip; when the key is over its
-            // limit the read is dropped at once (even a waiting read_session). One hop less on every read.
-            let ((), result) = futures::try_join!(rate_limit(cx, bucket, limit), (op.run)(cx, args))?;
+            // A read changes nothing, so it runs while the count and the lookup are under way (they ride
+            // with its first statement, or go alone once it is done); a key over its limit drops it at once.
+            let read = async {
+                let result = (op.run)(cx, args).await;
+                cx.env.db.flush().await;
+                result
+            };
+            let ((), result) = futures::try_join!(judged, read)?;
             return Ok(result);
         }
-        rate_limit(cx, bucket, limit).await?;
+        // A write changes nothing before its key is known and the call counted.
+        cx.env.db.flush().await;
+        judged.await?;
     }
+    run(cx, op, args).await
+}
+
+async fn run(cx: &Cx<'_>, op: &Op, args: Value) -> Result<Value, ApiError> {
     let result = (op.run)(cx, args).await?;
     if !op.hints.read_only {
         let touched = cx.touched.borrow_mut().take();

@@ -1,7 +1,7 @@
 //! API keys: looked up by the SHA-256 of the presented secret, together with every workspace the account
 //! belongs to, so one round trip both authenticates a call and resolves its workspace.
 
-use super::{rows, DbError, DbResult, Sql};
+use super::{rows, DbError, DbResult, Row, Sql, Stmt};
 use crate::identity::{Caller, Membership};
 use crate::stmt;
 use serde::{Deserialize, Serialize};
@@ -30,8 +30,21 @@ struct KeyRow {
 
 /// The caller behind a key hash, or `None` for an unknown or revoked key.
 pub async fn authenticate(db: &dyn Sql, key_hash: &str, now_ms: i64) -> DbResult<Option<Caller>> {
-    let mut results = db.batch(vec![stmt!(TOUCH, key_hash, now_ms), stmt!(AUTHENTICATE, key_hash, now_ms)]).await?;
-    let Some(row) = results.pop().and_then(|rows| rows.into_iter().next()) else {
+    looked_up(db.batch(lookup(key_hash, now_ms)).await?, key_hash)
+}
+
+/// The statements of [`authenticate`], for a batch that carries more (see [`super::Counted::ride`]).
+pub fn lookup(key_hash: &str, now_ms: i64) -> Vec<Stmt> {
+    vec![stmt!(TOUCH, key_hash, now_ms), stmt!(AUTHENTICATE, key_hash, now_ms)]
+}
+
+/// What the rows of [`lookup`] found.
+pub fn looked_up(mut rows: Vec<Vec<Row>>, key_hash: &str) -> DbResult<Option<Caller>> {
+    caller(rows.pop().unwrap_or_default(), key_hash)
+}
+
+fn caller(rows: Vec<Row>, key_hash: &str) -> DbResult<Option<Caller>> {
+    let Some(row) = rows.into_iter().next() else {
         return Ok(None);
     };
     let k: KeyRow = super::decode(row)?;

@@ -22,6 +22,7 @@ pub mod mcp_tasks;
 pub mod members;
 pub mod oauth;
 pub mod proofs;
+pub mod rate;
 pub mod receipts;
 pub mod records;
 pub mod remotes;
@@ -36,10 +37,11 @@ pub mod usage;
 pub mod webhooks;
 pub mod workspaces;
 
+use futures::channel::oneshot;
 use futures::future::LocalBoxFuture;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 
 /// One bound parameter.
 #[derive(Debug, Clone, PartialEq)]
@@ -149,29 +151,90 @@ pub trait Sql {
     fn batch(&self, stmts: Vec<Stmt>) -> LocalBoxFuture<'_, DbResult<Vec<Vec<Row>>>>;
 }
 
-/// Counts round trips, so responses can report `x-d1-queries` and benchmarks can watch them.
+/// Counts round trips, so responses can report `x-d1-queries` and benchmarks can watch them; and carries
+/// statements that ride along with the request's next round trip ([`Counted::ride`]).
 pub struct Counted {
     inner: Box<dyn Sql>,
     calls: Cell<u32>,
+    riders: RefCell<Vec<Rider>>,
 }
+
+/// Statements waiting for the next round trip, and where their rows go.
+struct Rider {
+    stmts: Vec<Stmt>,
+    tell: oneshot::Sender<DbResult<Vec<Vec<Row>>>>,
+}
+
+/// The rows of riding statements, once a round trip carried them.
+pub type Riding = oneshot::Receiver<DbResult<Vec<Vec<Row>>>>;
 
 impl Counted {
     pub fn new(inner: Box<dyn Sql>) -> Self {
-        Self { inner, calls: Cell::new(0) }
+        Self { inner, calls: Cell::new(0), riders: RefCell::default() }
     }
     pub fn calls(&self) -> u32 {
         self.calls.get()
+    }
+
+    /// Puts `stmts` in front of the next round trip this request makes, in the same atomic batch, so they
+    /// cost no trip of their own (a key lookup, a rate count). [`Counted::flush`] sends them when no round
+    /// trip came. A failed batch changed nothing: they wait for the next trip.
+    pub fn ride(&self, stmts: Vec<Stmt>) -> Riding {
+        let (tell, told) = oneshot::channel();
+        self.riders.borrow_mut().push(Rider { stmts, tell });
+        told
+    }
+
+    /// Sends the riding statements now, in one round trip, if no round trip took them yet.
+    pub async fn flush(&self) {
+        if !self.riders.borrow().is_empty() {
+            let _ = self.carry(vec![]).await;
+        }
+    }
+
+    /// One round trip of `stmts`, with the riding statements in front; each rider gets its own rows.
+    async fn carry(&self, mut stmts: Vec<Stmt>) -> DbResult<Vec<Vec<Row>>> {
+        self.calls.set(self.calls.get() + 1);
+        let riders = std::mem::take(&mut *self.riders.borrow_mut());
+        if riders.is_empty() {
+            return self.inner.batch(stmts).await;
+        }
+        let own = stmts.len();
+        let mut all: Vec<Stmt> = riders.iter().flat_map(|r| r.stmts.iter().cloned()).collect();
+        all.append(&mut stmts);
+        match self.inner.batch(all).await {
+            Ok(mut results) => {
+                for rider in riders {
+                    let rest = results.split_off(rider.stmts.len().min(results.len()));
+                    let _ = rider.tell.send(Ok(std::mem::replace(&mut results, rest)));
+                }
+                Ok(results)
+            }
+            Err(e) => {
+                // Atomic: nothing of it happened. Alone, the riders learn why; else they wait for the next trip.
+                if own == 0 {
+                    for rider in riders {
+                        let _ = rider.tell.send(Err(e.clone()));
+                    }
+                } else {
+                    self.riders.borrow_mut().splice(0..0, riders);
+                }
+                Err(e)
+            }
+        }
     }
 }
 
 impl Sql for Counted {
     fn all(&self, stmt: Stmt) -> LocalBoxFuture<'_, DbResult<Vec<Row>>> {
-        self.calls.set(self.calls.get() + 1);
-        self.inner.all(stmt)
+        if self.riders.borrow().is_empty() {
+            self.calls.set(self.calls.get() + 1);
+            return self.inner.all(stmt);
+        }
+        Box::pin(async move { Ok(self.carry(vec![stmt]).await?.pop().unwrap_or_default()) })
     }
     fn batch(&self, stmts: Vec<Stmt>) -> LocalBoxFuture<'_, DbResult<Vec<Vec<Row>>>> {
-        self.calls.set(self.calls.get() + 1);
-        self.inner.batch(stmts)
+        Box::pin(self.carry(stmts))
     }
 }
 

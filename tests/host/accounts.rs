@@ -371,7 +371,7 @@ fn the_per_key_limit_answers_rate_limited_with_a_retry_after() {
 }
 
 #[test]
-fn every_call_is_counted_by_the_limiter_and_exactly_the_capacity_passes() {
+fn every_call_is_counted_beside_its_key_check_and_exactly_the_capacity_passes() {
     let app =
         TestApp::with_config(agentsky::cx::Config { open_signup: true, rate_limit_per_min: 120, ..Default::default() });
     let ada = app.signup("Ada", "ada@example.com");
@@ -382,7 +382,10 @@ fn every_call_is_counted_by_the_limiter_and_exactly_the_capacity_passes() {
     }
     let over = app.call(&ada.key, "list_agents", json!({}));
     assert_eq!(TestApp::tool_error(&over)["code"], "rate_limited");
-    assert_eq!(app.limiter.1.get() - before, 122, "one trip a call: nothing leased, nothing lapses");
+    let counted: i64 =
+        app.db.0.query_row("SELECT COUNT(*) FROM rate_hit WHERE bucket LIKE 'key:%'", [], |r| r.get(0)).unwrap();
+    assert_eq!(counted, 121, "every passed call is in the key's log, the refused one is not");
+    assert_eq!(app.limiter.1.get(), before, "no trip to a Limiter object");
 }
 
 #[test]
@@ -413,13 +416,31 @@ fn oversized_bodies_are_refused_before_parsing() {
 }
 
 #[test]
-fn read_tools_cost_at_most_two_round_trips() {
+fn a_read_tool_costs_one_round_trip_once_its_key_is_known() {
     let app = TestApp::new();
     let ada = app.signup("Ada", "ada@example.com");
+    app.ok(&ada.key, "list_workspaces", json!({}));
+    assert_eq!(app.last_queries.get(), 2, "a key this Worker has not seen is checked before the work");
     for tool in ["list_agents", "list_workspaces", "help"] {
         app.ok(&ada.key, tool, json!({}));
-        assert!(app.last_queries.get() <= 2, "{tool}: {} round trips", app.last_queries.get());
+        assert_eq!(app.last_queries.get(), 1, "{tool}: the key check rides with the read");
     }
+    app.rpc(&ada.key, "tools/list", json!({}));
+    assert_eq!(app.last_queries.get(), 1, "tools/list: the key check alone");
+    assert_eq!(app.request("GET", "/v1/agents", Some(&ada.key), None).status, 200);
+    assert_eq!(app.last_queries.get(), 1, "REST reads alike");
+}
+
+#[test]
+fn a_write_is_checked_before_it_runs_and_refused_once_the_key_is_revoked() {
+    let app = TestApp::new();
+    let ada = app.signup("Ada", "ada@example.com");
+    app.ok(&ada.key, "list_agents", json!({}));
+    app.db.0.execute("UPDATE api_key SET revoked_ms = 1", []).unwrap();
+    let resp = app.request("POST", "/v1/agents", Some(&ada.key), Some(echo_agent("Scout")));
+    assert_eq!(resp.status, 401);
+    let agents: i64 = app.db.0.query_row("SELECT COUNT(*) FROM agent", [], |r| r.get(0)).unwrap();
+    assert_eq!(agents, 0, "nothing was written");
 }
 
 #[test]

@@ -220,6 +220,44 @@ fn modern_era_calls_reach_the_same_tools() {
 }
 
 #[test]
+fn tools_list_is_the_same_list_in_both_eras_served_from_bytes_written_once() {
+    let app = TestApp::new();
+    let ada = app.signup("Ada", "ada@example.com");
+    let auth = format!("Bearer {}", ada.key);
+    let tools = Value::from(agentsky::operator_mcp::operator_tools().to_vec());
+    let legacy = app.rpc(&ada.key, "tools/list", json!({}));
+    assert_eq!(legacy.header("content-type"), Some("application/json"));
+    assert_eq!(legacy.json_body(), json!({"jsonrpc": "2.0", "id": 1, "result": {"tools": tools}}));
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {}
+    });
+    let modern = post(
+        &app,
+        &[("authorization", &auth), ("mcp-protocol-version", "2026-07-28"), ("mcp-method", "tools/list")],
+        json!({"jsonrpc": "2.0", "id": "l", "method": "tools/list", "params": {"_meta": meta}}),
+    );
+    let body = modern.json_body();
+    assert_eq!(body["id"], "l");
+    assert_eq!(body["result"]["tools"], tools);
+    assert_eq!(body["result"]["resultType"], "complete");
+    assert_eq!(body["result"]["ttlMs"], 60_000);
+    assert_eq!(body["result"]["_meta"]["io.modelcontextprotocol/serverInfo"]["name"], "agentsky");
+    // What validators need of an outputSchema, without the annotations no validator reads.
+    let text = legacy.body.len();
+    let outputs: usize =
+        agentsky::operator_mcp::operator_tools().iter().map(|t| t["outputSchema"].to_string().len()).sum();
+    assert!(outputs * 2 < text, "outputSchema is {outputs} of the list's {text} bytes");
+    for t in agentsky::operator_mcp::operator_tools() {
+        assert!(
+            !t["outputSchema"].to_string().contains("\"description\":\""),
+            "{}: a described outputSchema",
+            t["name"]
+        );
+    }
+}
+
+#[test]
 fn unknown_tools_are_protocol_errors_and_bad_arguments_are_tool_errors() {
     let app = TestApp::new();
     let ada = app.signup("Ada", "ada@example.com");
