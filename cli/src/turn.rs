@@ -79,6 +79,7 @@
 //!   `done: failed`.
 
 mod changes;
+mod checkout;
 mod command;
 mod folder;
 #[cfg(unix)]

@@ -172,3 +172,57 @@ pub struct FileText {
     /// The whole new text of the file, up to 256 KiB.
     pub content: String,
 }
+
+crate::rules::params::words! {
+    /// Which version of a file a lane reads: its own view (the lane over the base), the base's newest,
+    /// or the merge base (the base as the lane last merged it).
+    pub enum At { Lane = "lane", Base = "base", MergeBase = "merge_base" }
+}
+
+/// The arguments reading one file of the folder, optionally at the base or at the lane's merge base
+/// (for reconciling a conflict `land` reported).
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReadPath {
+    /// Relative path, e.g. notes/plan.md.
+    pub path: String,
+    /// `lane` (default: what this session sees), `base` (the task's base now) or `merge_base` (the base
+    /// as this lane last merged it, the common ancestor of a conflict).
+    pub at: Option<At>,
+}
+
+/// Reads a file as a session's lane sees it, or at the base or the lane's merge base.
+pub async fn read_at(
+    db: &dyn Sql,
+    blobs: &dyn Blobs,
+    folder: Folder<'_>,
+    path: &str,
+    at: At,
+) -> Result<(FileInfo, String), ApiError> {
+    let base = Folder { lane: "", ..folder };
+    match at {
+        At::Lane => read(db, blobs, folder, path, None).await,
+        At::Base => read(db, blobs, base, path, None).await,
+        At::MergeBase => {
+            let path = paths::normalize(path)?;
+            let state = match folder.lane {
+                "" => None,
+                lane => store::lanes::lane_state(db, lane).await?,
+            };
+            let Some(state) = state else {
+                return Err(ApiError::invalid("`at: \"merge_base\"` is for a session working in its own lane"));
+            };
+            let own = store::files::get(db, folder.task_id, folder.lane, &path, None).await?;
+            let seq = crate::domain::lanemerge::merge_base_of(
+                &path,
+                own.map_or(0, |f| f.version),
+                state.lane_base_seq,
+                state.lane_merging.as_ref(),
+            );
+            let info = store::files::base_at(db, folder.task_id, &path, seq).await?.ok_or_else(|| {
+                ApiError::new(Code::NotFound, format!("`{path}` did not exist in the base at this lane's merge base"))
+            })?;
+            read(db, blobs, base, &path, Some(info.version)).await
+        }
+    }
+}

@@ -7,6 +7,7 @@
 pub mod accounts;
 pub mod agents;
 pub mod artifacts;
+pub mod checkouts;
 pub mod audit;
 pub mod billing;
 pub mod blobs;
