@@ -104,8 +104,9 @@ pub async fn ask_checkout(cx: &Cx<'_>, session: &SessionRow, spec: Value, wait_m
         .await?;
     let started = cx.clock_now();
     let deadline = started + wait_ms;
+    let job = job_id.as_str();
     let give_up = |why: String| async move {
-        store::checkouts::abandon(db, &job_id, &why, cx.clock_now()).await?;
+        store::checkouts::abandon(db, job, &why, cx.clock_now()).await?;
         Ok::<_, ApiError>(Asked::NoAnswer(why))
     };
     for _ in 0..=wait_ms / LEASE_MS + 1 {

@@ -155,11 +155,15 @@ fn place(file: &[&str], before: Option<&str>, part: &[&str], at: &mut usize) -> 
         None => None,
         Some(b) => (*at..file.len()).find(|&i| norm(file[i]) == norm(b) && matches(i + 1, part)).map(|i| i + 1),
     };
-    let found = after_context
-        .or_else(|| (*at..=file.len().saturating_sub(part.len())).find(|&i| matches(i, part)))
-        .unwrap_or(*at);
+    let found = after_context.or_else(|| (*at..=file.len().saturating_sub(part.len())).find(|&i| matches(i, part)));
+    // The file's own lines where found: the marked output ends a last line without a newline with one.
+    let text = match found {
+        Some(i) => file[i..i + part.len()].concat(),
+        None => part.concat(),
+    };
+    let found = found.unwrap_or(*at);
     *at = found + part.len();
-    let (text, was_cut) = cut(&part.concat());
+    let (text, was_cut) = cut(&text);
     Lines { from: found + 1, to: found + part.len(), text, cut: was_cut }
 }
 
@@ -230,6 +234,8 @@ mod tests {
         assert_eq!(c.kind, "added_in_both");
         assert_eq!(c.regions[0].lane.text, "mine\n");
         assert_eq!(c.regions[0].base.text, "theirs\n");
+        let Merged::Conflict(c) = merge3(None, Some(&b"mine"[..]), Some(&b"theirs"[..])) else { panic!() };
+        assert_eq!((c.regions[0].lane.text.as_str(), c.regions[0].base.text.as_str()), ("mine", "theirs"), "no newline added");
     }
 
     #[test]

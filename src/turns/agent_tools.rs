@@ -207,7 +207,7 @@ mod tests {
         let mistyped = parse::<FileText>(json!({"path": 3, "content": "x"})).unwrap_err();
         assert_eq!(mistyped, "`path` must be a string");
         assert!(parse::<ReadPath>(Value::Null).unwrap_err().contains("`path`"));
-        assert!(parse::<ReadPath>(json!({"path": "a", "at": "head"})).unwrap_err().contains("`at`"));
+        assert!(parse::<ReadPath>(json!({"path": "a", "at": "head"})).unwrap_err().contains("`merge_base`"));
         let ok = parse::<FileText>(json!({"path": "a.md", "content": "x"})).unwrap();
         assert_eq!((ok.path.as_str(), ok.content.as_str()), ("a.md", "x"));
     }

@@ -132,10 +132,10 @@ fn a_session_that_joins_late_starts_at_the_bases_head() {
 fn disjoint_edits_of_one_file_in_two_lanes_both_land_and_checks_run_on_another_runner() {
     let app = TestApp::new();
     let t = task(&app);
+    checks_known(&app, &t);
     base_write(&app, &t, "app.txt", FIVE);
     let (a, ta) = join(&app, &t, "first");
     let (b, tb) = join(&app, &t, "second");
-    checks_known(&app, &t);
     let fetched = checker(&app, &t.ada.key, 0);
     lane_write(&app, &t, &a, "app.txt", "ONE\ntwo\nthree\nfour\nfive");
     lane_write(&app, &t, &b, "app.txt", "one\ntwo\nthree\nfour\nFIVE");
@@ -163,10 +163,10 @@ fn disjoint_edits_of_one_file_in_two_lanes_both_land_and_checks_run_on_another_r
 fn overlapping_edits_conflict_with_their_regions_until_reconciled() {
     let app = TestApp::new();
     let t = task(&app);
+    checks_known(&app, &t);
     base_write(&app, &t, "app.txt", FIVE);
     let (a, ta) = join(&app, &t, "first");
     let (b, tb) = join(&app, &t, "second");
-    checks_known(&app, &t);
     checker(&app, &t.ada.key, 0);
     lane_write(&app, &t, &a, "app.txt", "one\nTWO from a\nthree\nfour\nfive");
     lane_write(&app, &t, &b, "app.txt", "one\ntwo from b\nthree\nfour\nfive");
@@ -207,9 +207,9 @@ fn overlapping_edits_conflict_with_their_regions_until_reconciled() {
 fn files_added_in_both_lanes_merge_when_equal_and_conflict_when_not() {
     let app = TestApp::new();
     let t = task(&app);
+    checks_known(&app, &t);
     let (a, ta) = join(&app, &t, "first");
     let (b, tb) = join(&app, &t, "second");
-    checks_known(&app, &t);
     checker(&app, &t.ada.key, 0);
     lane_write(&app, &t, &a, "same.txt", "same");
     lane_write(&app, &t, &b, "same.txt", "same");
@@ -237,8 +237,8 @@ fn a_one_sided_base_change_reaches_the_lane_and_failing_checks_refuse() {
     let t = task(&app);
     base_write(&app, &t, "app.txt", FIVE);
     base_write(&app, &t, "lib.txt", "lib");
-    let (a, ta) = join(&app, &t, "first");
     checks_known(&app, &t);
+    let (a, ta) = join(&app, &t, "first");
     let fetched = checker(&app, &t.ada.key, 1);
     lane_write(&app, &t, &a, "app.txt", "one\ntwo\nthree\nfour\nfive\nsix");
     base_write(&app, &t, "lib.txt", "lib v2");
@@ -256,8 +256,8 @@ fn a_one_sided_base_change_reaches_the_lane_and_failing_checks_refuse() {
 fn with_checks_known_and_no_runner_online_land_refuses() {
     let app = TestApp::new();
     let t = task(&app);
-    let (a, ta) = join(&app, &t, "first");
     checks_known(&app, &t);
+    let (a, ta) = join(&app, &t, "first");
     lane_write(&app, &t, &a, "app.txt", "x");
     let refused = app.agent_ok(&ta, "land", json!({"summary": "x"}));
     assert_eq!(refused["landed"], false, "{refused}");
