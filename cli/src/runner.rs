@@ -585,7 +585,10 @@ pub fn run(ctx: &Context, opts: &Options, out: &mut dyn Write) -> Result<()> {
             Ok(Some(Claimed::Checkout(c))) => {
                 pause = Duration::from_secs(1);
                 if let Err(e) = turns.run_checkout(&c, out) {
-                    say(out, &format!("sky runner: the checks' result for session {} was not taken: {e}", c.session_id));
+                    say(
+                        out,
+                        &format!("sky runner: the checks' result for session {} was not taken: {e}", c.session_id),
+                    );
                 }
             }
             Ok(Some(Claimed::Turn(turn))) => {

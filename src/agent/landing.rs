@@ -192,7 +192,10 @@ pub async fn land(a: &CallingSession<'_>, p: Land) -> Result<Value, ToolError> {
     if store::lanes::changes(db, &me.task_id, &me.session_id).await?.is_empty() {
         return Ok(refused("there is nothing to land: this lane has no changes against the base".into(), steps));
     }
-    let (blobs, lane) = (cx.env.blobs.as_ref(), Lane { workspace_id: &me.workspace_id, task_id: &me.task_id, session_id: &me.session_id });
+    let (blobs, lane) = (
+        cx.env.blobs.as_ref(),
+        Lane { workspace_id: &me.workspace_id, task_id: &me.task_id, session_id: &me.session_id },
+    );
     let merged = lanemerge::merge_base_into(db, blobs, lane, cx.now_ms).await?;
     if !merged.conflicts.is_empty() {
         let files: Vec<&str> = merged.conflicts.iter().map(|c| c.path.as_str()).collect();
@@ -235,10 +238,12 @@ pub async fn land(a: &CallingSession<'_>, p: Land) -> Result<Value, ToolError> {
     }
     // What was checked is what lands: the lane and the base must not have moved meanwhile.
     let now_changes = store::lanes::changes(db, &me.task_id, &me.session_id).await?;
-    let shas = |c: &[store::lanes::LaneChange]| c.iter().map(|c| (c.path.clone(), c.lane_sha.clone())).collect::<Vec<_>>();
+    let shas =
+        |c: &[store::lanes::LaneChange]| c.iter().map(|c| (c.path.clone(), c.lane_sha.clone())).collect::<Vec<_>>();
     if shas(&now_changes) != shas(&changes) || store::lanes::head(db, &me.task_id).await? != merged.head {
         return Ok(refused(
-            "the lane or the base changed while the checks ran: call land again to merge and check what is there now".into(),
+            "the lane or the base changed while the checks ran: call land again to merge and check what is there now"
+                .into(),
             steps,
         ));
     }
@@ -346,5 +351,8 @@ async fn checks(a: &CallingSession<'_>, cmd: &str, steps: &mut Vec<String>) -> R
     if !tail.is_empty() {
         steps.push(format!("checks output (last lines):\n{}", tail.into_iter().rev().collect::<Vec<_>>().join("\n")));
     }
-    Ok(Some(refused(format!("the checks failed: `{cmd}` {how}; fix what they report and call land again"), steps.clone())))
+    Ok(Some(refused(
+        format!("the checks failed: `{cmd}` {how}; fix what they report and call land again"),
+        steps.clone(),
+    )))
 }

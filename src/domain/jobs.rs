@@ -116,9 +116,12 @@ pub async fn ask_checkout(cx: &Cx<'_>, session: &SessionRow, spec: Value, wait_m
         }
         let job = store::checkouts::get(db, &job_id).await?.ok_or_else(|| ApiError::cause("checkout vanished"))?;
         match job.status.as_str() {
-            "done" => return Ok(Asked::Done(job.result.and_then(|r| serde_json::from_str(&r).ok()).unwrap_or(Value::Null))),
+            "done" => {
+                return Ok(Asked::Done(job.result.and_then(|r| serde_json::from_str(&r).ok()).unwrap_or(Value::Null)))
+            }
             "queued" if cx.clock_now() - started >= CHECKOUT_TAKE_MS => {
-                return give_up(format!("no runner of the workspace took them within {} s", CHECKOUT_TAKE_MS / 1000)).await
+                return give_up(format!("no runner of the workspace took them within {} s", CHECKOUT_TAKE_MS / 1000))
+                    .await
             }
             "leased" if job.lease_expires_ms.is_some_and(|t| t < cx.clock_now()) => {
                 return give_up("the runner running them went away (its lease ended)".into()).await

@@ -62,7 +62,12 @@ async fn bytes(blobs: &dyn Blobs, workspace_id: &str, f: &FileInfo) -> Result<Ve
 }
 
 /// Merges the base's head into the lane (see the module).
-pub async fn merge_base_into(db: &dyn Sql, blobs: &dyn Blobs, lane: Lane<'_>, now_ms: i64) -> Result<Outcome, ApiError> {
+pub async fn merge_base_into(
+    db: &dyn Sql,
+    blobs: &dyn Blobs,
+    lane: Lane<'_>,
+    now_ms: i64,
+) -> Result<Outcome, ApiError> {
     let state = store::lanes::lane_state(db, lane.session_id)
         .await?
         .ok_or_else(|| ApiError::cause(format!("no lane state for {}", lane.session_id)))?;

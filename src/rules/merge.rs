@@ -115,7 +115,8 @@ fn marker_len(texts: [&str; 3]) -> usize {
 fn regions(marked: &str, marker: usize, lane: &str, base: &str) -> Vec<Region> {
     let is = |line: &str, c: char| line.len() >= marker && line.chars().take(marker).all(|x| x == c);
     let exact = |line: &str, c: char| is(line, c) && line[marker..].trim_end_matches('\n').chars().all(|x| x != c);
-    let (lane_lines, base_lines): (Vec<&str>, Vec<&str>) = (lane.split_inclusive('\n').collect(), base.split_inclusive('\n').collect());
+    let (lane_lines, base_lines): (Vec<&str>, Vec<&str>) =
+        (lane.split_inclusive('\n').collect(), base.split_inclusive('\n').collect());
     let (mut lane_at, mut base_at) = (0, 0);
     let mut out = Vec::new();
     let mut section: Option<usize> = None;
@@ -188,8 +189,14 @@ mod tests {
     #[test]
     fn a_change_on_one_side_wins_and_disjoint_changes_merge() {
         let o = "a\nb\nc\nd\ne\n";
-        assert_eq!(clean(merge3(Some(o.as_bytes()), Some(&b"a\nB\nc\nd\ne\n"[..]), Some(o.as_bytes()))), "a\nB\nc\nd\ne\n");
-        assert_eq!(clean(merge3(Some(o.as_bytes()), Some(o.as_bytes()), Some(&b"a\nb\nc\nD\ne\n"[..]))), "a\nb\nc\nD\ne\n");
+        assert_eq!(
+            clean(merge3(Some(o.as_bytes()), Some(&b"a\nB\nc\nd\ne\n"[..]), Some(o.as_bytes()))),
+            "a\nB\nc\nd\ne\n"
+        );
+        assert_eq!(
+            clean(merge3(Some(o.as_bytes()), Some(o.as_bytes()), Some(&b"a\nb\nc\nD\ne\n"[..]))),
+            "a\nb\nc\nD\ne\n"
+        );
         let both = merge3(Some(o.as_bytes()), Some(&b"A\nb\nc\nd\ne\n"[..]), Some(&b"a\nb\nc\nd\nE\n"[..]));
         assert_eq!(clean(both), "A\nb\nc\nd\nE\n");
     }
@@ -197,7 +204,11 @@ mod tests {
     #[test]
     fn overlapping_changes_conflict_with_their_regions() {
         let o = "one\ntwo\nthree\nfour\n";
-        let Merged::Conflict(c) = merge3(Some(o.as_bytes()), Some(&b"one\nTWO lane\nthree\nfour\n"[..]), Some(&b"one\ntwo base\nthree\nfour\n"[..])) else {
+        let Merged::Conflict(c) = merge3(
+            Some(o.as_bytes()),
+            Some(&b"one\nTWO lane\nthree\nfour\n"[..]),
+            Some(&b"one\ntwo base\nthree\nfour\n"[..]),
+        ) else {
             panic!("expected a conflict")
         };
         assert_eq!(c.kind, "content");
@@ -235,7 +246,11 @@ mod tests {
         assert_eq!(c.regions[0].lane.text, "mine\n");
         assert_eq!(c.regions[0].base.text, "theirs\n");
         let Merged::Conflict(c) = merge3(None, Some(&b"mine"[..]), Some(&b"theirs"[..])) else { panic!() };
-        assert_eq!((c.regions[0].lane.text.as_str(), c.regions[0].base.text.as_str()), ("mine", "theirs"), "no newline added");
+        assert_eq!(
+            (c.regions[0].lane.text.as_str(), c.regions[0].base.text.as_str()),
+            ("mine", "theirs"),
+            "no newline added"
+        );
     }
 
     #[test]
@@ -245,7 +260,9 @@ mod tests {
         assert_eq!(merge3(Some(a), Some(a), Some(b)), Merged::Clean(Some(b.to_vec())));
         let Merged::Conflict(c) = merge3(Some(a), Some(b), Some(&b"\x00\x03"[..])) else { panic!() };
         assert_eq!(c.kind, "binary");
-        let Merged::Conflict(c) = merge3(Some(&b"x\n"[..]), Some(&b"\xff\xfe"[..]), Some(&b"y\n"[..])) else { panic!() };
+        let Merged::Conflict(c) = merge3(Some(&b"x\n"[..]), Some(&b"\xff\xfe"[..]), Some(&b"y\n"[..])) else {
+            panic!()
+        };
         assert_eq!(c.kind, "binary", "not UTF-8 is not text");
     }
 
@@ -262,7 +279,9 @@ mod tests {
     #[test]
     fn a_deletion_on_one_side_against_an_edit_is_a_region_with_no_lines() {
         let o = "a\nb\nc\n";
-        let Merged::Conflict(c) = merge3(Some(o.as_bytes()), Some(&b"a\nc\n"[..]), Some(&b"a\nB\nc\n"[..])) else { panic!() };
+        let Merged::Conflict(c) = merge3(Some(o.as_bytes()), Some(&b"a\nc\n"[..]), Some(&b"a\nB\nc\n"[..])) else {
+            panic!()
+        };
         let r = &c.regions[0];
         assert_eq!((r.lane.from, r.lane.to, r.lane.text.as_str()), (2, 1, ""));
         assert_eq!((r.base.from, r.base.to), (2, 2));

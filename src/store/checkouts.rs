@@ -42,7 +42,8 @@ pub async fn claim(
     lease_ms: i64,
     now_ms: i64,
 ) -> DbResult<Option<CheckoutRow>> {
-    const CLAIM: &str = "UPDATE runner_checkout SET status = 'leased', runner_id = ?2, lease_id = ?3, lease_expires_ms = ?4 + ?5
+    const CLAIM: &str =
+        "UPDATE runner_checkout SET status = 'leased', runner_id = ?2, lease_id = ?3, lease_expires_ms = ?4 + ?5
       WHERE rowid = (SELECT rowid FROM runner_checkout WHERE workspace_id = ?1
                        AND (status = 'queued' OR (status = 'leased' AND lease_expires_ms < ?4))
                      ORDER BY created_ms LIMIT 1)
@@ -63,8 +64,7 @@ pub async fn get(db: &dyn Sql, job_id: &str) -> DbResult<Option<CheckoutRow>> {
 }
 
 pub async fn renew(db: &dyn Sql, lease_id: &str, until_ms: i64) -> DbResult<()> {
-    const RENEW: &str =
-        "UPDATE runner_checkout SET lease_expires_ms = ?2 WHERE lease_id = ?1 AND status = 'leased'";
+    const RENEW: &str = "UPDATE runner_checkout SET lease_expires_ms = ?2 WHERE lease_id = ?1 AND status = 'leased'";
     db.all(stmt!(RENEW, lease_id, until_ms)).await.map(drop)
 }
 

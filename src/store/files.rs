@@ -106,7 +106,8 @@ pub async fn written_by(db: &dyn Sql, session_id: &str) -> DbResult<Vec<FileInfo
     rows(db, stmt!(BY_WRITER, session_id)).await
 }
 
-const AT_COMMIT: &str = "SELECT path, version, size_bytes, sha256, writer_session_id, writer_key_id, created_ms AS updated_ms
+const AT_COMMIT: &str =
+    "SELECT path, version, size_bytes, sha256, writer_session_id, writer_key_id, created_ms AS updated_ms
   FROM task_file WHERE task_id = ?1 AND lane = '' AND path = ?2 AND COALESCE(base_seq, 0) <= ?3
   ORDER BY version DESC LIMIT 1";
 

@@ -7,10 +7,10 @@
 pub mod accounts;
 pub mod agents;
 pub mod artifacts;
-pub mod checkouts;
 pub mod audit;
 pub mod billing;
 pub mod blobs;
+pub mod checkouts;
 pub mod connectors;
 pub mod console;
 pub mod context;

@@ -182,7 +182,10 @@ mod tests {
         let names = names(true);
         assert!(names.iter().all(|n| is_builtin(n)) && !is_builtin("land"));
         assert_eq!(spec("list_task_files")["parameters"], json!({"type": "object", "properties": {}}));
-        assert!(spec("read_task_file")["description"].as_str().unwrap().starts_with("Read a text file from the task's shared folder."));
+        assert!(spec("read_task_file")["description"]
+            .as_str()
+            .unwrap()
+            .starts_with("Read a text file from the task's shared folder."));
         assert_eq!(
             spec("write_task_file")["description"],
             "Write a whole text file (up to 256 KiB) into the task's shared folder; other sessions of the task see it."

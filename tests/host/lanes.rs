@@ -17,9 +17,15 @@ struct Task {
 
 fn task(app: &TestApp) -> Task {
     let ada = app.signup("Ada", "ada@example.com");
-    let agent = app.request("POST", "/v1/agents", Some(&ada.key), Some(json!({"name": "Dev", "harness": "echo", "model": "m"})));
+    let agent = app.request(
+        "POST",
+        "/v1/agents",
+        Some(&ada.key),
+        Some(json!({"name": "Dev", "harness": "echo", "model": "m"})),
+    );
     let agent_id = agent.json_body()["agent_id"].as_str().unwrap().to_owned();
-    let s = app.ok(&ada.key, "start_session", json!({"agent_id": agent_id, "message": "plan", "idempotency_key": "s0"}));
+    let s =
+        app.ok(&ada.key, "start_session", json!({"agent_id": agent_id, "message": "plan", "idempotency_key": "s0"}));
     app.settle();
     let task = s["session"]["session_id"].as_str().unwrap().to_owned();
     let r = app.request("PUT", &format!("/v1/tasks/{task}/settings"), Some(&ada.key), Some(json!({"lanes": true})));
@@ -43,7 +49,11 @@ fn join(app: &TestApp, t: &Task, name: &str) -> (String, String) {
 /// The session writes a file in its lane, as its harness's file tool does.
 fn lane_write(app: &TestApp, t: &Task, sid: &str, path: &str, text: &str) {
     let key = format!("w-{sid}-{path}-{}", text.len());
-    app.ok(&t.ada.key, "send_message", json!({"session_id": sid, "message": format!("/write {path} {text}"), "idempotency_key": key}));
+    app.ok(
+        &t.ada.key,
+        "send_message",
+        json!({"session_id": sid, "message": format!("/write {path} {text}"), "idempotency_key": key}),
+    );
     app.settle();
 }
 
@@ -52,7 +62,10 @@ fn base_write(app: &TestApp, t: &Task, path: &str, text: &str) {
 }
 
 fn base_read(app: &TestApp, t: &Task, path: &str) -> String {
-    app.ok(&t.ada.key, "read_task_file", json!({"task_id": t.task, "path": path}))["content"].as_str().unwrap().to_owned()
+    app.ok(&t.ada.key, "read_task_file", json!({"task_id": t.task, "path": path}))["content"]
+        .as_str()
+        .unwrap()
+        .to_owned()
 }
 
 /// Registers a runner of the workspace that is online (it just called) and, whenever a call waits on a
@@ -83,9 +96,12 @@ pub fn checker(app: &TestApp, key: &str, exit: i64) -> Rc<RefCell<Vec<Value>>> {
                 .await
                 .json_body();
             log.borrow_mut().push(json!({"command": c["command"], "files": files["files"]}));
-            let beat = sessions.handle(runner_request(&token, "POST", "/v1/runner/heartbeat", json!({"lease_id": lease}))).await;
+            let beat = sessions
+                .handle(runner_request(&token, "POST", "/v1/runner/heartbeat", json!({"lease_id": lease})))
+                .await;
             assert_eq!(beat.status, 200, "{:?}", beat.json_body());
-            let result = json!({"exit_code": exit, "timed_out": false, "output": if exit == 0 { "ok" } else { "1 failed" }});
+            let result =
+                json!({"exit_code": exit, "timed_out": false, "output": if exit == 0 { "ok" } else { "1 failed" }});
             let post = json!({"lease_id": lease, "job_id": c["job_id"], "result": result});
             let r = sessions.handle(runner_request(&token, "POST", "/v1/runner/jobs/result", post.clone())).await;
             assert_eq!(r.status, 200, "{:?}", r.json_body());
@@ -178,7 +194,10 @@ fn overlapping_edits_conflict_with_their_regions_until_reconciled() {
     let c = &conflict["conflicts"][0];
     assert_eq!((c["path"].clone(), c["kind"].clone()), (json!("app.txt"), json!("content")));
     let r = &c["regions"][0];
-    assert_eq!((r["lane"]["from"].clone(), r["lane"]["to"].clone(), r["lane"]["text"].clone()), (json!(2), json!(2), json!("two from b\n")));
+    assert_eq!(
+        (r["lane"]["from"].clone(), r["lane"]["to"].clone(), r["lane"]["text"].clone()),
+        (json!(2), json!(2), json!("two from b\n"))
+    );
     assert_eq!(r["base"]["text"], "TWO from a\n");
     assert_eq!(r["merge_base"], "two\n");
     // Nothing reached the base, and asking again gives the same conflict.
@@ -218,7 +237,8 @@ fn files_added_in_both_lanes_merge_when_equal_and_conflict_when_not() {
     lane_write(&app, &t, &b, "only-b.txt", "b");
     assert_eq!(app.agent_ok(&ta, "land", json!({"summary": "a"}))["landed"], true);
     let conflict = app.agent_ok(&tb, "land", json!({"summary": "b"}));
-    let files: Vec<&str> = conflict["conflicts"].as_array().unwrap().iter().map(|c| c["path"].as_str().unwrap()).collect();
+    let files: Vec<&str> =
+        conflict["conflicts"].as_array().unwrap().iter().map(|c| c["path"].as_str().unwrap()).collect();
     assert_eq!(files, ["new.txt"], "{conflict}");
     assert_eq!(conflict["conflicts"][0]["kind"], "added_in_both");
     assert_eq!(conflict["conflicts"][0]["merge_base_version"], Value::Null);

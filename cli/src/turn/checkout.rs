@@ -17,7 +17,11 @@ use std::time::{Duration, Instant};
 impl TurnRunner {
     /// Runs a checkout to its end; `Err` only when its result could not be posted.
     pub fn run_checkout(&self, c: &Checkout, log: &mut dyn Write) -> std::result::Result<(), CallError> {
-        let _ = writeln!(log, "sky runner: running checks `{}` for session {} in a fresh checkout", c.command, c.session_id);
+        let _ = writeln!(
+            log,
+            "sky runner: running checks `{}` for session {} in a fresh checkout",
+            c.command, c.session_id
+        );
         let result = self.checkout_result(c).to_json();
         let _ = writeln!(log, "sky runner: checks for session {}: {}", c.session_id, describe(&result));
         self.retrying(|| self.client.job_result(&c.lease_id, &c.job_id, &result))
@@ -35,7 +39,8 @@ impl TurnRunner {
         for (path, content) in files {
             let Some(rel) = safe_relative(&path) else { continue };
             let to = dir.work.join(rel);
-            let written = to.parent().map_or(Ok(()), std::fs::create_dir_all).and_then(|()| std::fs::write(&to, content));
+            let written =
+                to.parent().map_or(Ok(()), std::fs::create_dir_all).and_then(|()| std::fs::write(&to, content));
             if let Err(e) = written {
                 return Ran::failed(format!("cannot write {path}: {e}"));
             }
@@ -87,7 +92,9 @@ impl TurnRunner {
                 Err(mpsc::RecvTimeoutError::Disconnected) => break (None, false, true),
                 Err(mpsc::RecvTimeoutError::Timeout) if renewed.elapsed() >= self.timing.heartbeat => {
                     // A lost lease means another runner has the checkout: stop this one.
-                    if let Err(CallError::LeaseLost(_) | CallError::Unauthorized(_)) = self.client.heartbeat(&c.lease_id) {
+                    if let Err(CallError::LeaseLost(_) | CallError::Unauthorized(_)) =
+                        self.client.heartbeat(&c.lease_id)
+                    {
                         cancel.store(true, std::sync::atomic::Ordering::SeqCst);
                     }
                     renewed = Instant::now();
