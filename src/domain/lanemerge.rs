@@ -7,7 +7,7 @@
 use crate::cx::Blobs;
 use crate::error::ApiError;
 use crate::rules::merge::{self, Merged};
-use crate::store::{self, files::FileInfo, lanes::Merging, Sql, Stmt};
+use crate::store::{self, files::FileInfo, lanes::LaneState, lanes::Merging, Sql, Stmt};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
@@ -45,13 +45,17 @@ pub struct Outcome {
     pub conflicts: Vec<FileConflict>,
 }
 
-/// The merge base of `path` for a lane: the base commit the lane last merged, or, for a file that
-/// conflicted and which the lane has written since, the head that merge stopped at.
-pub fn merge_base_of(path: &str, lane_version: i64, lane_base_seq: i64, merging: Option<&Merging>) -> i64 {
-    match merging.and_then(|m| m.files.get(path)) {
-        Some(p) if lane_version > p.version => p.seq,
-        _ => lane_base_seq,
+/// The merge base of `path` for a lane: the base commit the lane last merged, or the base's head when the
+/// lane first wrote the file if that is newer (a lane sees the base's file until it writes its own); for a
+/// file that conflicted and which the lane has written since, the head that merge stopped at.
+pub async fn merge_base_of(db: &dyn Sql, lane: Lane<'_>, path: &str, state: &LaneState) -> Result<i64, ApiError> {
+    let own = store::files::get(db, lane.task_id, lane.session_id, path, None).await?;
+    let version = own.map_or(0, |f| f.version);
+    if let Some(p) = state.lane_merging.as_ref().and_then(|m| m.files.get(path)).filter(|p| version > p.version) {
+        return Ok(p.seq);
     }
+    let forked = store::files::forked_at(db, lane.task_id, lane.session_id, path).await?;
+    Ok(state.lane_base_seq.max(forked))
 }
 
 async fn bytes(blobs: &dyn Blobs, workspace_id: &str, f: &FileInfo) -> Result<Vec<u8>, ApiError> {
@@ -80,7 +84,7 @@ pub async fn merge_base_into(
     let mut out = Outcome { head, commits: head - state.lane_base_seq, ..Default::default() };
     let mut stmts: Vec<Stmt> = Vec::new();
     for mine in own.iter().filter(|f| changed.contains(&f.path)) {
-        let since = merge_base_of(&mine.path, mine.version, state.lane_base_seq, merging);
+        let since = merge_base_of(db, lane, &mine.path, &state).await?;
         let base = store::files::get(db, lane.task_id, "", &mine.path, None).await?;
         let Some(base) = base else { continue };
         let ancestor = store::files::base_at(db, lane.task_id, &mine.path, since).await?;

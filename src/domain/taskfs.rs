@@ -212,13 +212,12 @@ pub async fn read_at(
             let Some(state) = state else {
                 return Err(ApiError::invalid("`at: \"merge_base\"` is for a session working in its own lane"));
             };
-            let own = store::files::get(db, folder.task_id, folder.lane, &path, None).await?;
-            let seq = crate::domain::lanemerge::merge_base_of(
-                &path,
-                own.map_or(0, |f| f.version),
-                state.lane_base_seq,
-                state.lane_merging.as_ref(),
-            );
+            let lane = crate::domain::lanemerge::Lane {
+                workspace_id: folder.workspace_id,
+                task_id: folder.task_id,
+                session_id: folder.lane,
+            };
+            let seq = crate::domain::lanemerge::merge_base_of(db, lane, &path, &state).await?;
             let info = store::files::base_at(db, folder.task_id, &path, seq).await?.ok_or_else(|| {
                 ApiError::new(Code::NotFound, format!("`{path}` did not exist in the base at this lane's merge base"))
             })?;

@@ -146,8 +146,10 @@ async function checksRunner(key, slug, exitCode = 0) {
   };
   assert.equal((await call('POST', '/v1/runner/claim', {})).status, 204);
   return {
-    async answer() {
+    async answer(settled = () => null) {
       for (let i = 0; i < 30; i++) {
+        const early = settled();
+        if (early) throw new Error(`land answered before its checks ran: ${JSON.stringify(early)}`);
         const claim = await call('POST', '/v1/runner/claim', { wait_seconds: 2 });
         if (claim.status !== 200) continue;
         const c = claim.body.checkout;
@@ -166,7 +168,9 @@ async function checksRunner(key, slug, exitCode = 0) {
 
 /** `land` while the runner answers its checkout: [land's result, what the runner saw]. */
 async function landChecked(agent, runner, summary, what) {
-  const [result, seen] = await Promise.all([agent.call('land', { summary }), runner.answer()]);
+  let done = null;
+  const landing = agent.call('land', { summary }).then((r) => { done = r; return r; });
+  const [result, seen] = await Promise.all([landing, runner.answer(() => done)]);
   return [aok(result, what), seen];
 }
 

@@ -290,3 +290,20 @@ fn with_checks_known_and_no_runner_online_land_refuses() {
     let refused = app.agent_ok(&ta, "land", json!({"summary": "x"}));
     assert!(refused["reason"].as_str().unwrap().contains("no runner of the workspace is online"), "{refused}");
 }
+
+#[test]
+fn a_file_first_written_in_a_lane_merges_from_the_base_the_lane_saw_then() {
+    let app = TestApp::new();
+    let t = task(&app);
+    // The task's first session started before the base had app.txt or its checks.
+    let first = app.session_token(&t.ada.key, &t.task);
+    checks_known(&app, &t);
+    base_write(&app, &t, "app.txt", FIVE);
+    checker(&app, &t.ada.key, 0);
+    base_write(&app, &t, "app.txt", "one\ntwo\nthree\nfour\nfive!");
+    lane_write(&app, &t, &t.task, "app.txt", "ONE\ntwo\nthree\nfour\nfive!");
+    base_write(&app, &t, "app.txt", "one\ntwo\nTHREE\nfour\nfive!");
+    let landed = app.agent_ok(&first, "land", json!({"summary": "Shout one"}));
+    assert_eq!(landed["landed"], true, "{landed}");
+    assert_eq!(base_read(&app, &t, "app.txt"), "ONE\ntwo\nTHREE\nfour\nfive!");
+}
