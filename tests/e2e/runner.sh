@@ -504,10 +504,11 @@ grep -qF '"landed":true' <<<"$said" || fail "s2's land of its reconciled file: $
 [ "$(base_app)" = "$(printf 'ONE\nTWO by s1 and s2\nthree\nfour\nFIVE')" ] || fail "the base after reconciling: $(base_app)"
 ok "the same line in both lanes: a conflict with its region, reconciled by the agent, landed"
 # 5c. The session's runner is gone: its checks run on another runner of the workspace, in a fresh
-# checkout of the merged lane (the checks need s1's edit and the base's reconciled line together).
-run_turn "$s1" "sed -i 's/^three\$/THREE/' app.txt" s1-three >/dev/null
+# checkout of the merged lane (the checks need s1's edit and the base's reconciled line together; a line
+# apart, since edits to adjacent lines conflict, as in git).
+run_turn "$s1" "sed -i 's/^four\$/FOUR/' app.txt" s1-four >/dev/null
 kill -TERM "$merge_a" 2>/dev/null; wait "$merge_a" 2>/dev/null || true
-mcp write_task_file "{\"task_id\":\"$task\",\"path\":\".agentsky/project.json\",\"content\":\"{\\\"checks\\\": {\\\"command\\\": \\\"grep -q THREE app.txt && grep -q 'TWO by s1 and s2' app.txt && echo checked-merged\\\"}}\"}" >/dev/null
+mcp write_task_file "{\"task_id\":\"$task\",\"path\":\".agentsky/project.json\",\"content\":\"{\\\"checks\\\": {\\\"command\\\": \\\"grep -q FOUR app.txt && grep -q 'TWO by s1 and s2' app.txt && echo checked-merged\\\"}}\"}" >/dev/null
 env -u AGENTSKY_API_KEY HOME="$runner_home" TMPDIR="$work/tmp" PATH="$work/bin:/usr/bin:/bin" \
   "$SKY" runner --server "$URL" --key "$KEY" --name "e2e checks B" -- sh -c 'echo "B runs no turns"; exit 9' >"$work/checks-b.log" 2>&1 &
 runner_pids+=($!)
@@ -521,7 +522,7 @@ landed=$(field "$reply" 'v["result"]["content"][0]["text"]')
 [ "$(field "$landed" 'v["landed"]')" = true ] || fail "land with the session's runner gone: $landed"
 grep -qF 'on another runner of the workspace, in a fresh checkout of the lane' <<<"$landed" || fail "where the checks ran: $landed"
 grep -qF "running checks" "$work/checks-b.log" && grep -qF "exited 0" "$work/checks-b.log" || { cat "$work/checks-b.log" >&2; fail "runner B did not run the checks"; }
-[ "$(base_app)" = "$(printf 'ONE\nTWO by s1 and s2\nTHREE\nfour\nFIVE')" ] || fail "the base after the third landing: $(base_app)"
+[ "$(base_app)" = "$(printf 'ONE\nTWO by s1 and s2\nthree\nFOUR\nFIVE')" ] || fail "the base after the third landing: $(base_app)"
 ok "with the session's runner gone, a second runner ran the checks in a fresh checkout of the merged lane, and it landed"
 
 log "runner: all checks passed"
