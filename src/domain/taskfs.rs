@@ -49,10 +49,20 @@ pub async fn write(
         ));
     }
     let sha = hex::encode(Sha256::digest(content.as_bytes()));
-    // A retried write of the same text adds no version.
+    // A retried write of the same text adds no version, except in a lane reconciling a conflict on this
+    // file: writing its own text again is how it keeps its side.
     let latest = store::files::get(db, folder.task_id, folder.lane, &path, None).await?;
     if let Some(same) = latest.filter(|l| l.sha256 == sha) {
-        return Ok(same);
+        let reconciling = match folder.lane {
+            "" => false,
+            lane => store::lanes::lane_state(db, lane)
+                .await?
+                .and_then(|s| s.lane_merging)
+                .is_some_and(|m| m.files.get(&path).is_some_and(|p| p.version == same.version)),
+        };
+        if !reconciling {
+            return Ok(same);
+        }
     }
     crate::domain::blobs::put(blobs, folder.workspace_id, &sha, content.as_bytes().to_vec())
         .await

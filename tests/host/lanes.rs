@@ -307,3 +307,26 @@ fn a_file_first_written_in_a_lane_merges_from_the_base_the_lane_saw_then() {
     assert_eq!(landed["landed"], true, "{landed}");
     assert_eq!(base_read(&app, &t, "app.txt"), "ONE\ntwo\nTHREE\nfour\nfive!");
 }
+
+#[test]
+fn writing_the_lanes_own_text_again_keeps_its_side_of_a_conflict() {
+    let app = TestApp::new();
+    let t = task(&app);
+    checks_known(&app, &t);
+    base_write(&app, &t, "app.txt", FIVE);
+    let (a, ta) = join(&app, &t, "first");
+    checker(&app, &t.ada.key, 0);
+    lane_write(&app, &t, &a, "app.txt", "one\nmine\nthree\nfour\nfive");
+    base_write(&app, &t, "app.txt", "one\ntheirs\nthree\nfour\nfive");
+    assert_eq!(app.agent_ok(&ta, "land", json!({"summary": "mine"}))["landed"], false);
+    // The same text again: a new version, so the lane's side is its reconciled version.
+    app.ok(
+        &t.ada.key,
+        "send_message",
+        json!({"session_id": a, "message": "/write app.txt one\nmine\nthree\nfour\nfive", "idempotency_key": "again"}),
+    );
+    app.settle();
+    let landed = app.agent_ok(&ta, "land", json!({"summary": "mine"}));
+    assert_eq!(landed["landed"], true, "{landed}");
+    assert_eq!(base_read(&app, &t, "app.txt"), "one\nmine\nthree\nfour\nfive");
+}
