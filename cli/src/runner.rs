@@ -5,7 +5,8 @@
 //!    (`srt_…`) is kept in `<config>/agentsky/runners.json` (0600, one entry per server and runner name)
 //!    and used from then on; output shows its prefix only. A token the server no longer knows is replaced
 //!    by registering again, when a key is at hand.
-//! 2. **Claim** turns with a long wait (`POST /v1/runner/claim`, 25 s); 204 means none waited.
+//! 2. **Claim** turns with a long wait (`POST /v1/runner/claim`, 25 s); 204 means none waited. A claim
+//!    may hand over a checkout instead: a session's checks, run in a fresh checkout of its lane.
 //! 3. **Run** each turn ([`crate::turn`]): a fresh folder with the task's files, the agent's command run
 //!    there, its output streamed as events, the lease renewed, the server's jobs for the turn handled
 //!    (`sync`, `run`, `ssh_agent`), the changed files uploaded, the goal's criteria commands run, the turn
@@ -184,6 +185,24 @@ impl Turn {
     }
 }
 
+/// What a claim hands a runner.
+pub enum Claimed {
+    Turn(Box<Turn>),
+    Checkout(Checkout),
+}
+
+/// A session's checks for any runner of the workspace, run in a fresh checkout of its lane
+/// ([`crate::turn::TurnRunner::run_checkout`]).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct Checkout {
+    pub job_id: String,
+    pub lease_id: String,
+    pub session_id: String,
+    pub command: String,
+    #[serde(default)]
+    pub timeout_s: Option<u64>,
+}
+
 /// The runner protocol's calls, with the runner token.
 #[derive(Clone)]
 pub struct Client {
@@ -223,8 +242,8 @@ impl Client {
         }
     }
 
-    /// A waiting turn, or `None` when none came within `wait_seconds` (at most 25).
-    pub fn claim(&self, wait_seconds: u64) -> std::result::Result<Option<Turn>, CallError> {
+    /// A waiting turn or checkout, or `None` when none came within `wait_seconds` (at most 25).
+    pub fn claim(&self, wait_seconds: u64) -> std::result::Result<Option<Claimed>, CallError> {
         let r = self.long.post_json(
             "/v1/runner/claim",
             Some(&self.token),
@@ -234,7 +253,11 @@ impl Client {
         if r.status == 204 {
             return Ok(None);
         }
-        Turn::from_json(&r.body).map(Some).map_err(|e| CallError::Refused(e.0))
+        if let Some(c) = r.body.get("checkout") {
+            let c = Checkout::deserialize(c).map_err(|e| CallError::Refused(format!("the claim's checkout: {e}")))?;
+            return Ok(Some(Claimed::Checkout(c)));
+        }
+        Turn::from_json(&r.body).map(|t| Some(Claimed::Turn(Box::new(t)))).map_err(|e| CallError::Refused(e.0))
     }
 
     /// Renews the lease; `true` when the session was stopped.
@@ -618,7 +641,16 @@ pub fn run(ctx: &Context, opts: &Options, out: &mut dyn Write) -> Result<()> {
     loop {
         match turns.client.claim(turns.timing.claim_wait_s) {
             Ok(None) => pause = Duration::from_secs(1),
-            Ok(Some(turn)) => {
+            Ok(Some(Claimed::Checkout(c))) => {
+                pause = Duration::from_secs(1);
+                if let Err(e) = turns.run_checkout(&c, out) {
+                    say(
+                        out,
+                        &format!("sky runner: the checks' result for session {} was not taken: {e}", c.session_id),
+                    );
+                }
+            }
+            Ok(Some(Claimed::Turn(turn))) => {
                 pause = Duration::from_secs(1);
                 let outcome = turns.run_turn(&turn, out)?;
                 if opts.once {

@@ -86,6 +86,7 @@
 //!   `done: failed`.
 
 mod changes;
+mod checkout;
 mod command;
 mod folder;
 #[cfg(unix)]

@@ -1,8 +1,10 @@
 //! Landing work: `remember_command` (the commands agentsky asked this session for) and `land` (merge the
-//! base into the lane, run the checks, merge into the base with the summary as the record).
+//! base into the lane three ways, run the checks — on the session's runner or any other of the workspace,
+//! never skipped — and merge into the base with the summary as the record).
 
 use super::{CallingSession, ToolError, ACCESS_PER_MIN, QUESTIONS_PER_MIN};
 use crate::domain::jobs::{self, Asked};
+use crate::domain::lanemerge::{self, Lane};
 use crate::domain::taskfs::{self, Folder, Writer, PROJECT_FILE};
 use crate::error::ApiError;
 use crate::rules::params::{words, Text};
@@ -168,9 +170,7 @@ pub async fn land(a: &CallingSession<'_>, p: Land) -> Result<Value, ToolError> {
     a.bucket("access", ACCESS_PER_MIN, "access requests").await?;
     let (cx, me) = (a.cx, &a.me);
     let db = cx.db();
-    let internal = |e| a.internal(e);
-    let settings =
-        store::lanes::settings(db, &me.task_id).await.map_err(internal)?.ok_or_else(|| a.internal("no task"))?;
+    let settings = store::lanes::settings(db, &me.task_id).await?.ok_or_else(|| a.internal("no task"))?;
     if !settings.lanes {
         return Ok(refused(
             "this task works in the project folder rather than its own lane: its writes are already in the base".into(),
@@ -186,89 +186,66 @@ pub async fn land(a: &CallingSession<'_>, p: Land) -> Result<Value, ToolError> {
     let mut steps = Vec::new();
     // A runner's turn keeps its work in the runner's folder until the turn ends: bring it into the lane now,
     // and the base's newer files into that folder.
-    match jobs::ask(cx, me, "sync", json!({}), SYNC_WAIT_MS).await? {
-        Asked::NoRunner => {}
-        Asked::Done(v) if v["ok"] == true => {
-            let count = |k: &str| v[k].as_array().map_or(0, Vec::len);
-            steps.push(format!(
-                "commit the runner's working folder: {} file(s) uploaded, {} refreshed from the base",
-                count("uploaded"),
-                count("refreshed")
-            ));
-        }
-        Asked::Done(v) => {
-            let why = v["error"].as_str().unwrap_or("no reason given");
-            return Ok(refused(format!("the runner could not upload this session's work: {why}"), steps));
-        }
-        Asked::NoAnswer(why) => return Ok(refused(format!("the work could not be collected: {why}"), steps)),
+    if let Some(stop) = sync(a, &mut steps, "commit the runner's working folder").await? {
+        return Ok(stop);
     }
-    let changes = store::lanes::changes(db, &me.task_id, &me.session_id).await.map_err(internal)?;
-    if changes.is_empty() {
+    if store::lanes::changes(db, &me.task_id, &me.session_id).await?.is_empty() {
         return Ok(refused("there is nothing to land: this lane has no changes against the base".into(), steps));
     }
-    let state = store::lanes::lane_state(db, &me.session_id)
-        .await
-        .map_err(internal)?
-        .ok_or_else(|| a.internal("no lane state"))?;
-    let newer = store::lanes::commits_after(db, &me.task_id, state.lane_base_seq).await.map_err(internal)?;
-    let conflicts: Vec<String> =
-        changes.iter().filter(|c| newer.iter().any(|n| n.files.contains(&c.path))).map(|c| c.path.clone()).collect();
-    if !conflicts.is_empty() {
-        steps.push(format!("merge base into lane: conflict in {}", conflicts.join(", ")));
-        return Ok(refused(
+    let (blobs, lane) = (
+        cx.env.blobs.as_ref(),
+        Lane { workspace_id: &me.workspace_id, task_id: &me.task_id, session_id: &me.session_id },
+    );
+    let merged = lanemerge::merge_base_into(db, blobs, lane, cx.now_ms).await?;
+    if !merged.conflicts.is_empty() {
+        let files: Vec<&str> = merged.conflicts.iter().map(|c| c.path.as_str()).collect();
+        steps.push(format!("merge base into lane: conflict in {}", files.join(", ")));
+        let mut out = refused(
             format!(
-                "conflict: {} changed both in this lane and in the base since the lane last merged it; read the base's version (project_activity), reconcile, write the result and land again",
-                conflicts.join(", ")
+                "conflict: {} changed both in this lane and in the base since the lane last merged it; `conflicts` lists the regions (the lane's and the base's lines). Read the base's version and the merge base (read_task_file with `at: \"base\"` or `at: \"merge_base\"`, or project_activity's `merging`), write the reconciled file in the lane and call land again",
+                files.join(", ")
             ),
             steps,
-        ));
+        );
+        out["conflicts"] = json!(merged.conflicts);
+        return Ok(out);
     }
-    steps.push(format!("merge base into lane: clean ({} new base commit(s))", newer.len()));
+    steps.push(match (merged.commits, merged.written.len()) {
+        (0, _) => "merge base into lane: already up to date".into(),
+        (n, 0) => format!("merge base into lane: clean ({n} new base commit(s))"),
+        (n, _) => format!("merge base into lane: clean ({n} new base commit(s); merged {})", merged.written.join(", ")),
+    });
+    if !merged.written.is_empty() {
+        if let Some(stop) = sync(a, &mut steps, "bring the merged files into the runner's working folder").await? {
+            return Ok(stop);
+        }
+    }
+    let changes = store::lanes::changes(db, &me.task_id, &me.session_id).await?;
+    if changes.is_empty() {
+        return Ok(refused("there is nothing to land: once merged, this lane holds what the base holds".into(), steps));
+    }
     let project = read_project(a).await?;
-    match project["checks"]["command"].as_str() {
-        None => {
-            store::lanes::ask(db, &me.session_id, "checks").await.map_err(internal)?;
-            steps.push("checks: none known".into());
-            return Ok(refused(
-                "no checks are known for this project yet: work out the command that proves the work is good (typecheck, tests, lint), call remember_command with kind `checks`, then call land again".into(),
-                steps,
-            ));
-        }
-        Some(cmd) => {
-            let spec = json!({ "command": cmd, "timeout_s": CHECKS_TIMEOUT_S });
-            match jobs::ask(cx, me, "run", spec, (CHECKS_TIMEOUT_S + 30) * 1000).await? {
-                Asked::NoRunner => {
-                    steps.push(format!("checks: `{cmd}` not run: no runner is running this session to run commands"))
-                }
-                Asked::Done(v) if v["exit_code"] == 0 => steps.push(format!("checks: `{cmd}` passed (exit 0)")),
-                Asked::Done(v) => {
-                    let how = match v["exit_code"].as_i64() {
-                        _ if v["timed_out"] == true => format!("timed out after {CHECKS_TIMEOUT_S} s"),
-                        Some(code) => format!("exited {code}"),
-                        None => match v["error"].as_str() {
-                            Some(why) => format!("did not finish ({why})"),
-                            None => "did not finish".into(),
-                        },
-                    };
-                    steps.push(format!("checks: `{cmd}` {how}"));
-                    let output = v["output"].as_str().unwrap_or_default();
-                    let tail: Vec<&str> = output.lines().rev().take(CHECKS_TAIL_LINES).collect();
-                    if !tail.is_empty() {
-                        steps.push(format!(
-                            "checks output (last lines):\n{}",
-                            tail.into_iter().rev().collect::<Vec<_>>().join("\n")
-                        ));
-                    }
-                    return Ok(refused(
-                        format!("the checks failed: `{cmd}` {how}; fix what they report and call land again"),
-                        steps,
-                    ));
-                }
-                Asked::NoAnswer(why) => {
-                    return Ok(refused(format!("the checks could not be run: {why}"), steps));
-                }
-            }
-        }
+    let Some(cmd) = project["checks"]["command"].as_str() else {
+        store::lanes::ask(db, &me.session_id, "checks").await?;
+        steps.push("checks: none known".into());
+        return Ok(refused(
+            "no checks are known for this project yet: work out the command that proves the work is good (typecheck, tests, lint), call remember_command with kind `checks`, then call land again".into(),
+            steps,
+        ));
+    };
+    if let Some(stop) = checks(a, cmd, &mut steps).await? {
+        return Ok(stop);
+    }
+    // What was checked is what lands: the lane and the base must not have moved meanwhile.
+    let now_changes = store::lanes::changes(db, &me.task_id, &me.session_id).await?;
+    let shas =
+        |c: &[store::lanes::LaneChange]| c.iter().map(|c| (c.path.clone(), c.lane_sha.clone())).collect::<Vec<_>>();
+    if shas(&now_changes) != shas(&changes) || store::lanes::head(db, &me.task_id).await? != merged.head {
+        return Ok(refused(
+            "the lane or the base changed while the checks ran: call land again to merge and check what is there now"
+                .into(),
+            steps,
+        ));
     }
     let mut lines = p.summary.lines();
     let subject: String = lines.next().unwrap_or_default().chars().take(120).collect();
@@ -301,12 +278,84 @@ pub async fn land(a: &CallingSession<'_>, p: Land) -> Result<Value, ToolError> {
         Some(&me.session_id),
         cx.now_ms,
     ));
-    stmts.push(store::lanes::sync_lane_base(&me.session_id, &me.task_id));
-    db.batch(stmts).await.map_err(internal)?;
+    stmts.push(store::lanes::landed(&me.session_id, &me.task_id));
+    db.batch(stmts).await?;
     steps.push(format!("merge into base: {} file(s) as {commit}", files.len()));
     let pushed = super::pushing::push(a, &commit, &p.summary, &mut steps).await?;
     Ok(json!({
         "landed": true, "commit": commit, "pushed": pushed.pushed, "remoteHead": pushed.head, "steps": steps,
         "reason": pushed.reason,
     }))
+}
+
+/// Asks the session's runner, if it has one, to sync its working folder with the lane; a refusal when
+/// that failed.
+async fn sync(a: &CallingSession<'_>, steps: &mut Vec<String>, what: &str) -> Result<Option<Value>, ToolError> {
+    match jobs::ask(a.cx, &a.me, "sync", json!({}), SYNC_WAIT_MS).await? {
+        Asked::NoRunner => Ok(None),
+        Asked::Done(v) if v["ok"] == true => {
+            let count = |k: &str| v[k].as_array().map_or(0, Vec::len);
+            steps.push(format!(
+                "{what}: {} file(s) uploaded, {} refreshed from the lane",
+                count("uploaded"),
+                count("refreshed")
+            ));
+            Ok(None)
+        }
+        Asked::Done(v) => {
+            let why = v["error"].as_str().unwrap_or("no reason given");
+            Ok(Some(refused(format!("the runner could not sync this session's work: {why}"), steps.clone())))
+        }
+        Asked::NoAnswer(why) => Ok(Some(refused(format!("the work could not be collected: {why}"), steps.clone()))),
+    }
+}
+
+/// Runs the checks: on the runner holding this session's turn, or else on any online runner of the
+/// workspace in a fresh checkout of the lane; never skipped. A refusal unless they passed.
+async fn checks(a: &CallingSession<'_>, cmd: &str, steps: &mut Vec<String>) -> Result<Option<Value>, ToolError> {
+    let spec = json!({ "command": cmd, "timeout_s": CHECKS_TIMEOUT_S });
+    let wait_ms = (CHECKS_TIMEOUT_S + 30) * 1000;
+    let (mut asked, mut place) = (jobs::ask(a.cx, &a.me, "run", spec.clone(), wait_ms).await?, "");
+    if matches!(asked, Asked::NoRunner) {
+        asked = jobs::ask_checkout(a.cx, &a.me, spec, wait_ms).await?;
+        place = " on another runner of the workspace, in a fresh checkout of the lane";
+    }
+    let v = match asked {
+        Asked::NoRunner => {
+            steps.push(format!("checks: `{cmd}` not run: no runner of the workspace is online"));
+            return Ok(Some(refused(
+                format!(
+                    "the checks (`{cmd}`) must pass before landing, and no runner of the workspace is online to run them: ask the user to start `sky runner` on a machine of this workspace, then call land again"
+                ),
+                steps.clone(),
+            )));
+        }
+        Asked::NoAnswer(why) => {
+            steps.push(format!("checks: `{cmd}` not run: {why}"));
+            return Ok(Some(refused(format!("the checks could not be run: {why}"), steps.clone())));
+        }
+        Asked::Done(v) => v,
+    };
+    if v["exit_code"] == 0 {
+        steps.push(format!("checks: `{cmd}` passed (exit 0){place}"));
+        return Ok(None);
+    }
+    let how = match v["exit_code"].as_i64() {
+        _ if v["timed_out"] == true => format!("timed out after {CHECKS_TIMEOUT_S} s"),
+        Some(code) => format!("exited {code}"),
+        None => match v["error"].as_str() {
+            Some(why) => format!("did not finish ({why})"),
+            None => "did not finish".into(),
+        },
+    };
+    steps.push(format!("checks: `{cmd}` {how}{place}"));
+    let output = v["output"].as_str().unwrap_or_default();
+    let tail: Vec<&str> = output.lines().rev().take(CHECKS_TAIL_LINES).collect();
+    if !tail.is_empty() {
+        steps.push(format!("checks output (last lines):\n{}", tail.into_iter().rev().collect::<Vec<_>>().join("\n")));
+    }
+    Ok(Some(refused(
+        format!("the checks failed: `{cmd}` {how}; fix what they report and call land again"),
+        steps.clone(),
+    )))
 }

@@ -1,6 +1,7 @@
 //! The other tasks of the project: `list_sessions`, `project_activity`, `send_message`.
 
 use super::{CallingSession, ToolError, MESSAGES_PER_MIN};
+use crate::domain::taskfs::{self, Folder};
 use crate::rules::ids;
 use crate::rules::ids::SessionId;
 use crate::rules::params::Text;
@@ -19,26 +20,31 @@ fn branch(s: &SessionRow, lanes: bool) -> String {
     }
 }
 
-/// A peer and the files its lane changed.
+/// A peer, the files its lane changed, and how many base commits its lane has not merged.
 struct Peer {
     row: SessionRow,
     files: Vec<String>,
+    behind: i64,
 }
 
 async fn peers(a: &CallingSession<'_>) -> Result<(Vec<Peer>, bool), ToolError> {
     let db = a.cx.db();
     let lanes = store::lanes::settings(db, &a.me.task_id).await?.is_some_and(|s| s.lanes);
+    let head = store::lanes::head(db, &a.me.task_id).await?;
     let mut out = Vec::new();
     for row in store::sessions::in_task(db, &a.me.task_id).await? {
         if row.status == "terminated" {
             continue;
         }
-        let files = if lanes {
-            store::lanes::changes(db, &a.me.task_id, &row.session_id).await?.into_iter().map(|c| c.path).collect()
+        let (files, behind) = if lanes {
+            let files =
+                store::lanes::changes(db, &a.me.task_id, &row.session_id).await?.into_iter().map(|c| c.path).collect();
+            let merged = store::lanes::lane_state(db, &row.session_id).await?.map_or(head, |s| s.lane_base_seq);
+            (files, (head - merged).max(0))
         } else {
-            vec![]
+            (vec![], 0)
         };
-        out.push(Peer { row, files });
+        out.push(Peer { row, files, behind });
     }
     Ok((out, lanes))
 }
@@ -56,6 +62,8 @@ pub struct SessionItem {
     pub task: String,
     pub files: Vec<String>,
     pub overlaps_with_you: Vec<String>,
+    /// How many base commits its lane has not merged.
+    pub behind: i64,
 }
 
 /// list_sessions
@@ -79,6 +87,7 @@ pub async fn list_sessions(a: &CallingSession<'_>) -> Result<Vec<SessionItem>, T
                 task: p.row.title,
                 files: p.files,
                 overlaps_with_you: overlaps,
+                behind: p.behind,
             }
         })
         .collect())
@@ -90,6 +99,8 @@ pub async fn project_activity(a: &CallingSession<'_>) -> Result<Value, ToolError
     let db = a.cx.db();
     let state = store::lanes::lane_state(db, &a.me.session_id).await?.ok_or_else(|| a.internal("no lane"))?;
     let commits = store::lanes::commits_after(db, &a.me.task_id, state.lane_base_seq).await?;
+    let behind = all.iter().find(|p| p.row.session_id == a.me.session_id).map_or(commits.len() as i64, |p| p.behind);
+    let merging = merging(a, &state).await?;
     let by_id = |id: &Option<String>| all.iter().find(|p| Some(&p.row.session_id) == id.as_ref());
     let base_commits: Vec<Value> = commits
         .iter()
@@ -118,8 +129,40 @@ pub async fn project_activity(a: &CallingSession<'_>) -> Result<Value, ToolError
         }
     }
     Ok(
-        json!({ "base": "main", "behind": commits.len(), "baseCommits": base_commits, "lanes": lanes_view, "overlaps": overlaps }),
+        json!({ "base": "main", "behind": behind, "baseCommits": base_commits, "lanes": lanes_view, "overlaps": overlaps,
+                "merging": merging }),
     )
+}
+
+/// How much of each version `merging` shows.
+const MERGING_TEXT_CHARS: usize = 64 * 1024;
+
+/// The files of a merge `land` stopped on conflicts that the lane has not written since: the base's
+/// version and the merge base's, to reconcile with the lane's own.
+async fn merging(a: &CallingSession<'_>, state: &store::lanes::LaneState) -> Result<Vec<Value>, ToolError> {
+    let Some(m) = &state.lane_merging else { return Ok(vec![]) };
+    let (db, blobs) = taskfs::parts(a.cx.env);
+    let lane = Folder { workspace_id: &a.me.workspace_id, task_id: &a.me.task_id, lane: &a.me.session_id };
+    let mut out = Vec::new();
+    for (path, pending) in &m.files {
+        let own = store::files::get(db, &a.me.task_id, &a.me.session_id, path, None).await?;
+        if own.is_some_and(|f| f.version > pending.version) {
+            continue;
+        }
+        let mut entry = json!({ "file": path });
+        for (key, at) in [("base", taskfs::At::Base), ("mergeBase", taskfs::At::MergeBase)] {
+            entry[key] = match taskfs::read_at(db, blobs, lane, path, at).await {
+                Ok((info, text)) => {
+                    let cut = text.char_indices().nth(MERGING_TEXT_CHARS).map(|(i, _)| i);
+                    json!({ "version": info.version, "content": &text[..cut.unwrap_or(text.len())], "cut": cut.is_some() })
+                }
+                Err(e) if e.code == crate::error::Code::NotFound => Value::Null,
+                Err(e) => return Err(e.into()),
+            };
+        }
+        out.push(entry);
+    }
+    Ok(out)
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

@@ -85,3 +85,52 @@ pub async fn tell(cx: &Cx<'_>, leases: &[TurnRow], kind: &str, spec: Value) -> R
     }
     Ok(())
 }
+
+/// How recently a runner must have called the server to count as online.
+pub const ONLINE_MS: i64 = 60_000;
+/// How long a checkout may wait for an online runner to take it.
+pub const CHECKOUT_TAKE_MS: i64 = 60_000;
+
+/// Gives `session`'s checks to any online runner of its workspace, to run in a fresh checkout of the
+/// session's lane (`store::checkouts`), and waits up to `wait_ms` for the result. `NoRunner` when no
+/// runner of the workspace is online.
+pub async fn ask_checkout(cx: &Cx<'_>, session: &SessionRow, spec: Value, wait_ms: i64) -> Result<Asked, ApiError> {
+    let db = cx.db();
+    if store::runners::online(db, &session.workspace_id, cx.clock_now() - ONLINE_MS).await? == 0 {
+        return Ok(Asked::NoRunner);
+    }
+    let job_id = ids::new_id("job");
+    store::checkouts::insert(db, &job_id, &session.workspace_id, &session.session_id, &spec.to_string(), cx.now_ms)
+        .await?;
+    let started = cx.clock_now();
+    let deadline = started + wait_ms;
+    let job = job_id.as_str();
+    let give_up = |why: String| async move {
+        store::checkouts::abandon(db, job, &why, cx.clock_now()).await?;
+        Ok::<_, ApiError>(Asked::NoAnswer(why))
+    };
+    for _ in 0..=wait_ms / LEASE_MS + 1 {
+        let left = deadline - cx.clock_now();
+        if left > 0 {
+            wait(cx, &session.session_id, wait_key(&job_id), left.min(LEASE_MS)).await?;
+        }
+        let job = store::checkouts::get(db, &job_id).await?.ok_or_else(|| ApiError::cause("checkout vanished"))?;
+        match job.status.as_str() {
+            "done" => {
+                return Ok(Asked::Done(job.result.and_then(|r| serde_json::from_str(&r).ok()).unwrap_or(Value::Null)))
+            }
+            "queued" if cx.clock_now() - started >= CHECKOUT_TAKE_MS => {
+                return give_up(format!("no runner of the workspace took them within {} s", CHECKOUT_TAKE_MS / 1000))
+                    .await
+            }
+            "leased" if job.lease_expires_ms.is_some_and(|t| t < cx.clock_now()) => {
+                return give_up("the runner running them went away (its lease ended)".into()).await
+            }
+            _ => {}
+        }
+        if cx.clock_now() >= deadline {
+            break;
+        }
+    }
+    give_up(format!("no runner answered within {} s", wait_ms / 1000)).await
+}

@@ -50,10 +50,20 @@ pub async fn write(
         ));
     }
     let sha = hex::encode(Sha256::digest(content.as_bytes()));
-    // A retried write of the same text adds no version.
+    // A retried write of the same text adds no version, except in a lane reconciling a conflict on this
+    // file: writing its own text again is how it keeps its side.
     let latest = store::files::get(db, folder.task_id, folder.lane, &path, None).await?;
     if let Some(same) = latest.filter(|l| l.sha256 == sha) {
-        return Ok(same);
+        let reconciling = match folder.lane {
+            "" => false,
+            lane => store::lanes::lane_state(db, lane)
+                .await?
+                .and_then(|s| s.lane_merging)
+                .is_some_and(|m| m.files.get(&path).is_some_and(|p| p.version == same.version)),
+        };
+        if !reconciling {
+            return Ok(same);
+        }
     }
     crate::domain::blobs::put(blobs, folder.workspace_id, &sha, content.as_bytes().to_vec())
         .await
@@ -215,14 +225,6 @@ impl std::fmt::Debug for TaskPath {
 // (`deny_unknown_fields` is unsupported with `flatten`; unknown fields would pass silently, numbers
 // lose their type in the buffered map, and a refusal loses its field's path).
 
-/// The arguments naming one file of the folder (the harness's `read_task_file`).
-#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct FilePath {
-    /// Relative path, e.g. notes/plan.md.
-    pub path: TaskPath,
-}
-
 /// The arguments writing one whole file of the folder (the harness's `write_task_file`).
 #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -231,4 +233,57 @@ pub struct FileText {
     pub path: TaskPath,
     /// The whole new text of the file, up to 256 KiB.
     pub content: String,
+}
+
+crate::rules::params::words! {
+    /// Which version of a file a lane reads: its own view (the lane over the base), the base's newest,
+    /// or the merge base (the base as the lane last merged it).
+    pub enum At { Lane = "lane", Base = "base", MergeBase = "merge_base" }
+}
+
+/// The arguments reading one file of the folder, optionally at the base or at the lane's merge base
+/// (for reconciling a conflict `land` reported).
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReadPath {
+    /// Relative path, e.g. notes/plan.md.
+    pub path: TaskPath,
+    /// `lane` (default: what this session sees), `base` (the task's base now) or `merge_base` (the base
+    /// as this lane last merged it, the common ancestor of a conflict).
+    pub at: Option<At>,
+}
+
+/// Reads a file as a session's lane sees it, or at the base or the lane's merge base.
+pub async fn read_at(
+    db: &dyn Sql,
+    blobs: &dyn Blobs,
+    folder: Folder<'_>,
+    path: &str,
+    at: At,
+) -> Result<(FileInfo, String), ApiError> {
+    let base = Folder { lane: "", ..folder };
+    match at {
+        At::Lane => read(db, blobs, folder, path, None).await,
+        At::Base => read(db, blobs, base, path, None).await,
+        At::MergeBase => {
+            let path = paths::normalize(path)?;
+            let state = match folder.lane {
+                "" => None,
+                lane => store::lanes::lane_state(db, lane).await?,
+            };
+            let Some(state) = state else {
+                return Err(ApiError::invalid("`at: \"merge_base\"` is for a session working in its own lane"));
+            };
+            let lane = crate::domain::lanemerge::Lane {
+                workspace_id: folder.workspace_id,
+                task_id: folder.task_id,
+                session_id: folder.lane,
+            };
+            let seq = crate::domain::lanemerge::merge_base_of(db, lane, &path, &state).await?;
+            let info = store::files::base_at(db, folder.task_id, &path, seq).await?.ok_or_else(|| {
+                ApiError::new(Code::NotFound, format!("`{path}` did not exist in the base at this lane's merge base"))
+            })?;
+            read(db, blobs, base, &path, Some(info.version)).await
+        }
+    }
 }

@@ -10,6 +10,7 @@ pub mod hmac;
 pub mod html;
 pub mod ids;
 pub mod limits;
+pub mod merge;
 pub mod oauth;
 pub mod outbound;
 pub mod params;

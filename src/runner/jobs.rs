@@ -91,6 +91,25 @@ pub async fn result(cx: &Cx<'_>, runner: &RunnerRow, req: &HttpRequest) -> Resul
     if text.len() > MAX_RESULT_BYTES {
         return Err(ApiError::new(Code::PayloadTooLarge, "a job result holds at most 64 KiB"));
     }
+    let db = cx.db();
+    if let Some(c) = store::checkouts::by_lease(db, &runner.runner_id, &p.lease_id, cx.now_ms).await? {
+        if c.job_id != p.job_id {
+            return Err(ApiError::not_found(&format!("job {}", p.job_id)));
+        }
+        if store::checkouts::finish(db, &c.job_id, &p.lease_id, &text, cx.now_ms).await? {
+            signal(cx, &c.session_id, wait_key(&c.job_id)).await?;
+        }
+        return Ok(ok(json!({ "ok": true })));
+    }
+    // A retried post of a checkout's result whose first answer was lost: accepted, unchanged.
+    let answered = store::checkouts::get(db, &p.job_id).await?.filter(|c| {
+        c.status == "done"
+            && c.lease_id.as_deref() == Some(p.lease_id.as_str())
+            && c.runner_id.as_deref() == Some(runner.runner_id.as_str())
+    });
+    if answered.is_some() {
+        return Ok(ok(json!({ "ok": true })));
+    }
     let job = job_of(cx, runner, &p.lease_id, &p.job_id).await?;
     // A retried post whose first answer was lost finds the result written: accepted, unchanged.
     if store::runners::finish_job(cx.db(), &job.job_id, &p.lease_id, &text, cx.now_ms).await? {

@@ -10,6 +10,10 @@
 //! - `GET /v1/runner/files?lease_id=` and `PUT /v1/runner/files {lease_id, path, content}` → the task folder
 //!   as the session sees it (its lane over the base);
 //! - `GET /v1/runner/skills?lease_id=` → the workspace's company skills, in full ([`skills`]).
+//! - A claim may instead answer `{checkout: {job_id, kind: "checks", lease_id, command, timeout_s}}`: a
+//!   session's checks, for any runner of the workspace (the session's own runner may be gone). The runner
+//!   fetches the lane with `GET /v1/runner/files` under that lease into a fresh folder, runs the command,
+//!   heartbeats the lease meanwhile and posts the result to `POST /v1/runner/jobs/result`.
 //!
 //! - `POST /v1/runner/jobs`, `POST /v1/runner/jobs/result`, `POST /v1/runner/ssh-key` and
 //!   `GET /v1/runner/criteria`: what the server asks of the runner during a turn ([`jobs`]).
@@ -106,6 +110,12 @@ async fn claim(cx: &Cx<'_>, runner: &store::runners::RunnerRow, req: &HttpReques
     loop {
         let now = cx.clock_now();
         let lease_id = ids::new_id("lease");
+        // Checks waiting for any runner come first: a `land` is waiting on them.
+        let checkout =
+            store::checkouts::claim(cx.db(), &runner.workspace_id, &runner.runner_id, &lease_id, LEASE_MS, now).await?;
+        if let Some(c) = checkout {
+            return Ok(ok(checkout_view(&c)));
+        }
         let turn =
             store::runners::claim(cx.db(), &runner.workspace_id, &runner.runner_id, &lease_id, LEASE_MS, now).await?;
         if let Some(turn) = turn {
@@ -117,6 +127,17 @@ async fn claim(cx: &Cx<'_>, runner: &store::runners::RunnerRow, req: &HttpReques
         // Claims are rare and cheap to retry; a runner waits here instead of hammering the API.
         cx.env.clock.sleep(1_000.min(deadline - now)).await;
     }
+}
+
+/// A claimed checkout as the runner sees it: run `command` in a fresh folder holding the files
+/// `GET /v1/runner/files` serves for `lease_id`, renew the lease with heartbeats, and post the result
+/// (`{exit_code, timed_out, output}`) to `POST /v1/runner/jobs/result`.
+fn checkout_view(c: &store::checkouts::CheckoutRow) -> Value {
+    let spec: Value = serde_json::from_str(&c.spec).unwrap_or_default();
+    json!({ "checkout": {
+        "job_id": c.job_id, "kind": "checks", "lease_id": c.lease_id, "lease_expires_ms": c.lease_expires_ms,
+        "session_id": c.session_id, "command": spec["command"], "timeout_s": spec["timeout_s"],
+    } })
 }
 
 /// How many pages of 200 events a turn's history may take (100,000 events), so a runaway log cannot
@@ -214,8 +235,12 @@ async fn heartbeat(
     req: &HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
     let p: Lease = body(req)?;
-    let turn = leased(cx, runner, &p.lease_id).await?;
     let until = cx.now_ms + LEASE_MS;
+    if store::checkouts::by_lease(cx.db(), &runner.runner_id, &p.lease_id, cx.now_ms).await?.is_some() {
+        store::checkouts::renew(cx.db(), &p.lease_id, until).await?;
+        return Ok(ok(json!({ "lease_expires_ms": until, "stop": false })));
+    }
+    let turn = leased(cx, runner, &p.lease_id).await?;
     store::runners::renew(cx.db(), &p.lease_id, until).await?;
     let stop = stopped(cx, &turn.session_id).await?;
     Ok(ok(json!({ "lease_expires_ms": until, "stop": stop })))
@@ -314,17 +339,21 @@ async fn events(cx: &Cx<'_>, runner: &store::runners::RunnerRow, req: &HttpReque
     Ok(ok(json!({ "accepted": count, "stop": stop })))
 }
 
-async fn folder_of(cx: &Cx<'_>, turn: &TurnRow) -> Result<(String, String), ApiError> {
-    let s = store::sessions::get(cx.db(), &turn.session_id).await?.ok_or_else(|| ApiError::not_found("session"))?;
+async fn folder_of(cx: &Cx<'_>, session_id: &str) -> Result<(String, String), ApiError> {
+    let s = store::sessions::get(cx.db(), session_id).await?.ok_or_else(|| ApiError::not_found("session"))?;
     let lane = taskfs::lane_of(cx.db(), &s.task_id, &s.session_id).await?;
     Ok((s.task_id, lane))
 }
 
 async fn files(cx: &Cx<'_>, runner: &store::runners::RunnerRow, req: &HttpRequest) -> Result<HttpResponse, ApiError> {
     let lease_id = req.query_param("lease_id").ok_or_else(|| ApiError::invalid("`lease_id` is required"))?;
-    let turn = leased(cx, runner, &lease_id).await?;
-    let (task_id, lane) = folder_of(cx, &turn).await?;
-    let folder = Folder { workspace_id: &turn.workspace_id, task_id: &task_id, lane: &lane };
+    // A turn's lease, or a checkout's: the session's lane as it is now.
+    let session_id = match store::checkouts::by_lease(cx.db(), &runner.runner_id, &lease_id, cx.now_ms).await? {
+        Some(c) => c.session_id,
+        None => leased(cx, runner, &lease_id).await?.session_id,
+    };
+    let (task_id, lane) = folder_of(cx, &session_id).await?;
+    let folder = Folder { workspace_id: &runner.workspace_id, task_id: &task_id, lane: &lane };
     let (db, blobs) = taskfs::parts(cx.env);
     let mut out = Vec::new();
     for f in taskfs::list(db, folder).await? {
@@ -349,7 +378,7 @@ async fn write_file(
 ) -> Result<HttpResponse, ApiError> {
     let p: WriteFile = body(req)?;
     let turn = leased(cx, runner, &p.lease_id).await?;
-    let (task_id, lane) = folder_of(cx, &turn).await?;
+    let (task_id, lane) = folder_of(cx, &turn.session_id).await?;
     let folder = Folder { workspace_id: &turn.workspace_id, task_id: &task_id, lane: &lane };
     let (db, blobs) = taskfs::parts(cx.env);
     let info =

@@ -30,9 +30,12 @@ pub struct NewVersion<'a> {
     pub now_ms: i64,
 }
 
-/// The next version number is decided inside the insert, so concurrent writers get distinct versions.
-const WRITE: &str = "INSERT INTO task_file (task_id, workspace_id, lane, path, version, size_bytes, sha256, writer_session_id, writer_key_id, created_ms)
-  SELECT ?1, ?2, ?3, ?4, COALESCE(MAX(version), 0) + 1, ?5, ?6, ?7, ?8, ?9
+/// The next version number is decided inside the insert, so concurrent writers get distinct versions. A
+/// base version names the commit written after it in the same batch (the next commit number); a lane
+/// version names the base's head when it was written (the base the lane saw for a file it had not written).
+const WRITE: &str = "INSERT INTO task_file (task_id, workspace_id, lane, path, version, size_bytes, sha256, writer_session_id, writer_key_id, created_ms, base_seq)
+  SELECT ?1, ?2, ?3, ?4, COALESCE(MAX(version), 0) + 1, ?5, ?6, ?7, ?8, ?9,
+      (SELECT COALESCE(MAX(seq), 0) + (?3 = '') FROM task_commit WHERE task_id = ?1)
     FROM task_file WHERE task_id = ?1 AND lane = ?3 AND path = ?4
   RETURNING path, version, size_bytes, sha256, writer_session_id, writer_key_id, created_ms AS updated_ms";
 
@@ -102,4 +105,39 @@ const BY_WRITER: &str =
 /// The files a session wrote, each at the newest version it wrote.
 pub async fn written_by(db: &dyn Sql, session_id: &str) -> DbResult<Vec<FileInfo>> {
     rows(db, stmt!(BY_WRITER, session_id)).await
+}
+
+const AT_COMMIT: &str =
+    "SELECT path, version, size_bytes, sha256, writer_session_id, writer_key_id, created_ms AS updated_ms
+  FROM task_file WHERE task_id = ?1 AND lane = '' AND path = ?2 AND COALESCE(base_seq, 0) <= ?3
+  ORDER BY version DESC LIMIT 1";
+
+/// A base file as it was once the base's commit `seq` was made (`None`: it did not exist yet).
+pub async fn base_at(db: &dyn Sql, task_id: &str, path: &str, seq: i64) -> DbResult<Option<FileInfo>> {
+    first(db, stmt!(AT_COMMIT, task_id, path, seq)).await
+}
+
+const CHANGED_SINCE: &str =
+    "SELECT DISTINCT path FROM task_file WHERE task_id = ?1 AND lane = '' AND COALESCE(base_seq, 0) > ?2 LIMIT 1000";
+
+/// The base files written by commits after `seq`.
+pub async fn base_changed_since(db: &dyn Sql, task_id: &str, seq: i64) -> DbResult<Vec<String>> {
+    #[derive(Deserialize)]
+    struct Row {
+        path: String,
+    }
+    Ok(rows::<Row>(db, stmt!(CHANGED_SINCE, task_id, seq)).await?.into_iter().map(|r| r.path).collect())
+}
+
+const FORK: &str = "SELECT COALESCE(base_seq, 0) AS seq FROM task_file WHERE task_id = ?1 AND lane = ?2 AND path = ?3
+  ORDER BY version LIMIT 1";
+
+/// The base head when a lane first wrote `path` (0 when unknown or never): until then the lane saw the
+/// base's file, so the lane's file starts from the base as it was then.
+pub async fn forked_at(db: &dyn Sql, task_id: &str, lane: &str, path: &str) -> DbResult<i64> {
+    #[derive(Deserialize)]
+    struct Row {
+        seq: i64,
+    }
+    Ok(first::<Row>(db, stmt!(FORK, task_id, lane, path)).await?.map_or(0, |r| r.seq))
 }

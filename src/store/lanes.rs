@@ -74,11 +74,37 @@ pub async fn changes(db: &dyn Sql, task_id: &str, lane: &str) -> DbResult<Vec<La
     rows(db, stmt!(CHANGES, task_id, lane)).await
 }
 
-/// Moves a session's lane to its task's newest base commit (after it merged or landed).
-pub fn sync_lane_base(session_id: &str, task_id: &str) -> Stmt {
+/// Moves a session's lane to the base commit `seq` it merged (or landed as), ending any merge in progress.
+pub fn merged_to(session_id: &str, seq: i64) -> Stmt {
+    const SET: &str = "UPDATE session SET lane_base_seq = ?2, lane_merging = NULL WHERE session_id = ?1";
+    stmt!(SET, session_id, seq)
+}
+
+/// Records a merge stopped on conflicts (see [`LaneState::merging`]).
+pub async fn set_merging(db: &dyn Sql, session_id: &str, merging: &Merging) -> DbResult<()> {
+    const SET: &str = "UPDATE session SET lane_merging = ?2 WHERE session_id = ?1";
+    let text = serde_json::to_string(merging).unwrap_or_default();
+    db.all(stmt!(SET, session_id, text)).await.map(drop)
+}
+
+/// A merge of the base into a lane that stopped on conflicts: its files by path.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Merging {
+    pub files: std::collections::BTreeMap<String, Pending>,
+}
+
+/// A file that conflicted: the lane's version of it then, and the base head the merge stopped at.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Pending {
+    pub version: i64,
+    pub seq: i64,
+}
+
+/// Moves a lane to the commit it just landed as (the base's newest), ending any merge in progress.
+pub fn landed(session_id: &str, task_id: &str) -> Stmt {
     const SET: &str =
-        "UPDATE session SET lane_base_seq = (SELECT COALESCE(MAX(seq), 0) FROM task_commit WHERE task_id = ?2)
-      WHERE session_id = ?1";
+        "UPDATE session SET lane_base_seq = (SELECT COALESCE(MAX(seq), 0) FROM task_commit WHERE task_id = ?2),
+        lane_merging = NULL WHERE session_id = ?1";
     stmt!(SET, session_id, task_id)
 }
 
@@ -104,12 +130,21 @@ pub async fn set_settings(db: &dyn Sql, task_id: &str, lanes: bool, review: &str
 /// A session's lane state and what it was asked to remember.
 #[derive(Debug, Clone, Deserialize)]
 pub struct LaneState {
+    /// The base commit the lane last merged: its merge base.
     pub lane_base_seq: i64,
     pub asked: String,
+    /// A merge stopped on conflicts, until the lane lands.
+    #[serde(default, deserialize_with = "merging")]
+    pub lane_merging: Option<Merging>,
+}
+
+fn merging<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Merging>, D::Error> {
+    let text: Option<String> = Option::deserialize(d)?;
+    Ok(text.and_then(|t| serde_json::from_str(&t).ok()))
 }
 
 pub async fn lane_state(db: &dyn Sql, session_id: &str) -> DbResult<Option<LaneState>> {
-    const GET: &str = "SELECT lane_base_seq, asked FROM session WHERE session_id = ?1";
+    const GET: &str = "SELECT lane_base_seq, asked, lane_merging FROM session WHERE session_id = ?1";
     first(db, stmt!(GET, session_id)).await
 }
 

@@ -10,6 +10,7 @@ pub mod artifacts;
 pub mod audit;
 pub mod billing;
 pub mod blobs;
+pub mod checkouts;
 pub mod connectors;
 pub mod console;
 pub mod context;

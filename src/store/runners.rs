@@ -209,3 +209,14 @@ pub async fn revoke(db: &dyn Sql, workspace_id: &str, runner_id: &str) -> DbResu
     let done = db.batch(stmts).await?;
     Ok(done.last().is_some_and(|rows| !rows.is_empty()))
 }
+
+/// How many of a workspace's runners called the server since `since_ms` (an idle runner calls at least
+/// every 25 s, waiting for turns).
+pub async fn online(db: &dyn Sql, workspace_id: &str, since_ms: i64) -> DbResult<i64> {
+    #[derive(Deserialize)]
+    struct Row {
+        n: i64,
+    }
+    const ONLINE: &str = "SELECT COUNT(*) AS n FROM runner WHERE workspace_id = ?1 AND last_seen_ms >= ?2";
+    Ok(first::<Row>(db, stmt!(ONLINE, workspace_id, since_ms)).await?.map_or(0, |r| r.n))
+}

@@ -53,9 +53,12 @@ pub struct NewSession<'a> {
     pub now_ms: i64,
 }
 
+// A session's lane starts at its task's base head: it has merged every commit made before it joined.
 const INSERT: &str = "INSERT INTO session (session_id, workspace_id, task_id, agent_id, agent_name, harness, model, thinking,
-    status, title, budget_cents, last_message_id, started_by_key_id, created_ms, updated_ms, relation, parent_session_id)
-  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'provisioning', ?9, ?10, ?11, ?12, ?13, ?13, ?14, ?15)
+    status, title, budget_cents, last_message_id, started_by_key_id, created_ms, updated_ms, relation, parent_session_id,
+    lane_base_seq)
+  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'provisioning', ?9, ?10, ?11, ?12, ?13, ?13, ?14, ?15,
+    (SELECT COALESCE(MAX(seq), 0) FROM task_commit WHERE task_id = ?3))
   ON CONFLICT (session_id) DO NOTHING";
 /// Counts the session on its agent only if the insert just before it added the row.
 const COUNT_AGENT: &str = "UPDATE agent SET session_count = session_count + 1 WHERE agent_id = ?1 AND changes() = 1";

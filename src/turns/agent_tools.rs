@@ -3,7 +3,7 @@
 //! cannot have.
 
 use crate::cx::{Blobs, Outbound};
-use crate::domain::taskfs::{self, FilePath, FileText, Folder, Writer};
+use crate::domain::taskfs::{self, FileText, Folder, ReadPath, Writer};
 use crate::session::SessionConfig;
 use crate::store::Sql;
 use crate::turns::skills::{self, ReadSkill};
@@ -61,8 +61,9 @@ macro_rules! builtin_tools {
 builtin_tools! {
     /// List the files in the task's shared folder (latest version of each).
     list_task_files() => list, folder: true;
-    /// Read a text file from the task's shared folder.
-    read_task_file(FilePath) => read, folder: true;
+    /// Read a text file from the task's shared folder. With `at`: `base` reads the task's base, and
+    /// `merge_base` the base as your lane last merged it (to reconcile a conflict `land` reported).
+    read_task_file(ReadPath) => read, folder: true;
     /// Write a whole text file (up to 256 KiB) into the task's shared folder; other sessions of the task see it.
     write_task_file(FileText) => write, folder: true;
     /// Read one of the workspace's company skills: its SKILL.md instructions and the names of the files
@@ -79,8 +80,9 @@ async fn list(c: &Call<'_>) -> Result<Value, String> {
     Ok(json!({ "files": files }))
 }
 
-async fn read(c: &Call<'_>, p: FilePath) -> Result<Value, String> {
-    let (info, content) = taskfs::read(c.db, c.blobs, c.folder, &p.path, None).await.map_err(|e| e.message)?;
+async fn read(c: &Call<'_>, p: ReadPath) -> Result<Value, String> {
+    let at = p.at.unwrap_or(taskfs::At::Lane);
+    let (info, content) = taskfs::read_at(c.db, c.blobs, c.folder, &p.path, at).await.map_err(|e| e.message)?;
     Ok(json!({ "path": info.path, "version": info.version, "content": content }))
 }
 
@@ -175,12 +177,15 @@ mod tests {
         let names = names(true);
         assert!(names.iter().all(|n| is_builtin(n)) && !is_builtin("land"));
         assert_eq!(spec("list_task_files")["parameters"], json!({"type": "object", "properties": {}}));
-        assert_eq!(spec("read_task_file")["description"], "Read a text file from the task's shared folder.");
+        assert!(spec("read_task_file")["description"]
+            .as_str()
+            .unwrap()
+            .starts_with("Read a text file from the task's shared folder."));
         assert_eq!(
             spec("write_task_file")["description"],
             "Write a whole text file (up to 256 KiB) into the task's shared folder; other sessions of the task see it."
         );
-        for (name, derived) in [("read_task_file", schema::<FilePath>()), ("write_task_file", schema::<FileText>())] {
+        for (name, derived) in [("read_task_file", schema::<ReadPath>()), ("write_task_file", schema::<FileText>())] {
             let params = spec(name)["parameters"].clone();
             assert_eq!(params, derived, "{name}");
             assert!(params.get("$schema").is_none());
@@ -199,11 +204,13 @@ mod tests {
         assert_eq!(missing, "`content` is required");
         let mistyped = parse::<FileText>(json!({"path": 3, "content": "x"})).unwrap_err();
         assert_eq!(mistyped, "`path` must be a text (got a number)");
-        assert_eq!(parse::<FilePath>(Value::Null).unwrap_err(), "`path` is required");
-        let escape = parse::<FilePath>(json!({"path": "../etc/passwd"})).unwrap_err();
+        assert_eq!(parse::<ReadPath>(Value::Null).unwrap_err(), "`path` is required");
+        let escape = parse::<ReadPath>(json!({"path": "../etc/passwd"})).unwrap_err();
         assert!(escape.starts_with("`path` must not contain `..`"), "{escape}");
-        let extra = parse::<FilePath>(json!({"path": "a.md", "version": 2})).unwrap_err();
+        let extra = parse::<ReadPath>(json!({"path": "a.md", "version": 2})).unwrap_err();
         assert!(extra.starts_with("`version` is not a known field"), "{extra}");
+        let at = parse::<ReadPath>(json!({"path": "a", "at": "head"})).unwrap_err();
+        assert!(at.starts_with("`at` must be one of") && at.contains("merge_base"), "{at}");
         let ok = parse::<FileText>(json!({"path": "./notes//a.md", "content": "x"})).unwrap();
         assert_eq!((ok.path.as_str(), ok.content.as_str()), ("notes/a.md", "x"));
     }

@@ -23,6 +23,10 @@
 #      lists the agent's keys) sees the key through SSH_AUTH_SOCK, the socket is gone when the turn ends,
 #      and the exit status the runner saw for `ssh deploy@web-1 ./deploy.sh` lets remember_command accept
 #      exactly that deploy command.
+#   5. Lanes that merge: two runner sessions of one task edit one file in different places (both land, the
+#      base has both), then the same line (the second gets a conflict with its region, reconciles, lands);
+#      with the session's runner gone, `land` has a second runner of the workspace run the checks in a
+#      fresh checkout of the merged lane.
 # Uses the server of tests/e2e/run.sh when AGENTSKY_URL is set, else starts its own. SKY=path skips the
 # build and uses that binary.
 set -euo pipefail
@@ -450,6 +454,76 @@ SH
 else
   printf '\033[1;33m  SKIP ssh: ssh-agent, ssh-add or ssh-keygen is not installed (scripts/setup.sh installs them where it can)\033[0m\n' >&2
 fi
+
+# ── 5. Lanes that merge, and checks on another runner once the session's own is gone ──
+log "runner: two runner sessions edit one file (merged, then a conflict reconciled); checks on a second runner"
+acct=$(curl -fsS -X POST "$URL/v1/accounts" -H 'content-type: application/json' \
+  -d "{\"name\":\"Runner Merge E2E\",\"email\":\"merge-$email\"}") || fail "POST /v1/accounts"
+KEY=$(field "$acct" 'v["key"]["key"]')
+merge_agent=$(curl -fsS -X POST "$URL/v1/agents" -H "Authorization: Bearer $KEY" -H 'content-type: application/json' \
+  -d '{"name":"Merger","harness":"runner","model":"sh","instructions":"Run the message."}') || fail "POST /v1/agents"
+merge_agent=$(field "$merge_agent" 'v["agent_id"]')
+env -u AGENTSKY_API_KEY HOME="$runner_home" TMPDIR="$work/tmp" PATH="$work/bin:/usr/bin:/bin" \
+  "$SKY" runner --server "$URL" --key "$KEY" --name "e2e merge A" -- sh "$work/jobs-agent.sh" >"$work/merge-a.log" 2>&1 &
+runner_pids+=($!)
+merge_a=$!
+started=$(mcp start_session "{\"agent_id\":\"$merge_agent\",\"message\":\"true\",\"idempotency_key\":\"runner-e2e-5a-$$\"}")
+s1=$(field "$started" 'v["session"]["session_id"]')
+task=$(field "$started" 'v["session"]["task_id"]')
+turn_texts "$s1" "$(field "$started" 'v["cursor"]')" "$(field "$started" 'v["message_id"]')" >/dev/null
+curl -fsS -X PUT "$URL/v1/tasks/$task/settings" -H "Authorization: Bearer $KEY" -H 'content-type: application/json' \
+  -d '{"lanes":true}' >/dev/null || fail "PUT /v1/tasks/$task/settings"
+mcp write_task_file "{\"task_id\":\"$task\",\"path\":\"app.txt\",\"content\":\"one\\ntwo\\nthree\\nfour\\nfive\\n\"}" >/dev/null
+mcp write_task_file "{\"task_id\":\"$task\",\"path\":\".agentsky/project.json\",\"content\":\"{\\\"checks\\\": {\\\"command\\\": \\\"grep -qi one app.txt\\\"}}\"}" >/dev/null
+started=$(mcp start_session "{\"agent_id\":\"$merge_agent\",\"task_id\":\"$task\",\"message\":\"true\",\"idempotency_key\":\"runner-e2e-5b-$$\"}")
+s2=$(field "$started" 'v["session"]["session_id"]')
+turn_texts "$s2" "$(field "$started" 'v["cursor"]')" "$(field "$started" 'v["message_id"]')" >/dev/null
+base_app() { field "$(mcp read_task_file "{\"task_id\":\"$task\",\"path\":\"app.txt\"}")" 'v["content"]'; }
+land_in() { # SESSION KEY SED -> the land result the agent printed
+  run_turn "$1" "sed -i '$3' app.txt && python3 $work/tool.py land '{\"summary\":\"$2\"}'" "$2" | grep -F '"landed"' | head -1
+}
+# 5a. Different places of one file, edited in both lanes before either lands: both land, merged.
+run_turn "$s1" "sed -i 's/^one\$/ONE/' app.txt" s1-one >/dev/null
+run_turn "$s2" "sed -i 's/^five\$/FIVE/' app.txt" s2-five >/dev/null
+said=$(run_turn "$s1" "python3 $work/tool.py land '{\"summary\":\"Shout one\"}'" s1-land)
+grep -qF '"landed":true' <<<"$said" || fail "the first lane's land: $said"
+said=$(run_turn "$s2" "python3 $work/tool.py land '{\"summary\":\"Shout five\"}'" s2-land)
+grep -qF '"landed":true' <<<"$said" && grep -qF 'merged app.txt' <<<"$said" || fail "the second lane's land: $said"
+[ "$(base_app)" = "$(printf 'ONE\ntwo\nthree\nfour\nFIVE')" ] || fail "the base after both landed: $(base_app)"
+ok "two lanes edited app.txt in different places; both landed and the base has both edits"
+# 5b. The same line in both lanes: the second gets the conflict's region, reconciles and lands.
+said=$(land_in "$s1" s1-two 's/^two$/TWO by s1/')
+grep -qF '"landed":true' <<<"$said" || fail "s1's land of line two: $said"
+said=$(land_in "$s2" s2-two 's/^two$/two by s2/')
+grep -qF '"landed":false' <<<"$said" && grep -qF 'conflict: app.txt' <<<"$said" || fail "s2's land of line two: $said"
+region=$(field "$(grep -o '{.*' <<<"$said")" 'v["conflicts"][0]["regions"][0]')
+[ "$(field "$region" 'v["lane"]["text"] + "|" + v["base"]["text"] + "|" + v["merge_base"]')" = "$(printf 'two by s2\n|TWO by s1\n|two\n')" ] \
+  || fail "the conflict's region: $region"
+said=$(land_in "$s2" s2-reconcile 's/^two by s2$/TWO by s1 and s2/')
+grep -qF '"landed":true' <<<"$said" || fail "s2's land of its reconciled file: $said"
+[ "$(base_app)" = "$(printf 'ONE\nTWO by s1 and s2\nthree\nfour\nFIVE')" ] || fail "the base after reconciling: $(base_app)"
+ok "the same line in both lanes: a conflict with its region, reconciled by the agent, landed"
+# 5c. The session's runner is gone: its checks run on another runner of the workspace, in a fresh
+# checkout of the merged lane (the checks need s1's edit and the base's reconciled line together; a line
+# apart, since edits to adjacent lines conflict, as in git).
+run_turn "$s1" "sed -i 's/^four\$/FOUR/' app.txt" s1-four >/dev/null
+kill -TERM "$merge_a" 2>/dev/null; wait "$merge_a" 2>/dev/null || true
+mcp write_task_file "{\"task_id\":\"$task\",\"path\":\".agentsky/project.json\",\"content\":\"{\\\"checks\\\": {\\\"command\\\": \\\"grep -q FOUR app.txt && grep -q 'TWO by s1 and s2' app.txt && echo checked-merged\\\"}}\"}" >/dev/null
+env -u AGENTSKY_API_KEY HOME="$runner_home" TMPDIR="$work/tmp" PATH="$work/bin:/usr/bin:/bin" \
+  "$SKY" runner --server "$URL" --key "$KEY" --name "e2e checks B" -- sh -c 'echo "B runs no turns"; exit 9' >"$work/checks-b.log" 2>&1 &
+runner_pids+=($!)
+for _ in $(seq 1 100); do grep -q 'waiting for turns' "$work/checks-b.log" && break; sleep 0.2; done
+token=$(curl -fsS -X POST "$URL/v1/sessions/$s1/token" -H "Authorization: Bearer $KEY") || fail "POST /v1/sessions/$s1/token"
+token=$(field "$token" 'v["token"]')
+reply=$(curl -sS --max-time 120 -X POST "$URL/v1/session/mcp" -H "Authorization: Bearer $token" -H 'content-type: application/json' \
+  -H 'accept: application/json, text/event-stream' -H 'mcp-protocol-version: 2025-06-18' \
+  -d '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"land","arguments":{"summary":"Shout three"}}}') || fail "land over the session server"
+landed=$(field "$reply" 'v["result"]["content"][0]["text"]')
+[ "$(field "$landed" 'v["landed"]')" = true ] || fail "land with the session's runner gone: $landed"
+grep -qF 'on another runner of the workspace, in a fresh checkout of the lane' <<<"$landed" || fail "where the checks ran: $landed"
+grep -qF "running checks" "$work/checks-b.log" && grep -qF "exited 0" "$work/checks-b.log" || { cat "$work/checks-b.log" >&2; fail "runner B did not run the checks"; }
+[ "$(base_app)" = "$(printf 'ONE\nTWO by s1 and s2\nthree\nFOUR\nFIVE')" ] || fail "the base after the third landing: $(base_app)"
+ok "with the session's runner gone, a second runner ran the checks in a fresh checkout of the merged lane, and it landed"
 
 log "runner: all checks passed"
 echo "runner: $passed passed, 0 failed"

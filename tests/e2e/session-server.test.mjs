@@ -3,8 +3,10 @@
 // TypeScript SDK v1 client, with the operator on /v1/mcp answering. ask_user answered through
 // answer_request, the waiting call woken the moment the answer lands; request_access decided by a person,
 // by policies and by a persistent grant, get_credential returning the env and refusing what is not active;
-// two sessions with lanes seeing each other's files and overlaps, one landing, the other behind and then
-// in conflict; the sixth access request in a minute refused; a token of an ended session refused; and no
+// two sessions with lanes seeing each other's files and overlaps, one landing (its checks on a runner of the
+// workspace, in a fresh checkout; refused while none is online), the other behind and then in conflict;
+// two lanes editing one file in different places (both land, merged) and in the same place (a conflict
+// with its region, reconciled, landed); the sixth access request in a minute refused; a token of an ended session refused; and no
 // tool reaching another task's or workspace's data. Results are JSON text; errors end with `(code N)`.
 import { test, describe, before } from 'node:test';
 import assert from 'node:assert/strict';
@@ -125,6 +127,52 @@ async function say(sid, message) {
 }
 
 const target = (list, name) => list.find((t) => t.name === name);
+
+/**
+ * A runner of workspace `slug` that is online (it just called) and answers one checkout at a time the way
+ * `sky runner` does: claim it, fetch the lane's files under its lease, post `{exit_code}`. `answer()`
+ * resolves with the checkout and the files it fetched.
+ */
+async function checksRunner(key, slug, exitCode = 0) {
+  const reg = await rest('POST', '/v1/runners', { key, body: { name: 'checks box', workspace: slug } });
+  assert.equal(reg.status, 201, JSON.stringify(reg.body));
+  const call = async (method, path, body) => {
+    const res = await fetch(`${BASE}${path}`, {
+      method, headers: { authorization: `Bearer ${reg.body.token}`, 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body), signal: AbortSignal.timeout(60_000),
+    });
+    const text = await res.text();
+    return { status: res.status, body: text ? JSON.parse(text) : null };
+  };
+  assert.equal((await call('POST', '/v1/runner/claim', {})).status, 204);
+  return {
+    async answer(settled = () => null) {
+      for (let i = 0; i < 30; i++) {
+        const early = settled();
+        if (early) throw new Error(`land answered before its checks ran: ${JSON.stringify(early)}`);
+        const claim = await call('POST', '/v1/runner/claim', { wait_seconds: 2 });
+        if (claim.status !== 200) continue;
+        const c = claim.body.checkout;
+        assert.ok(c, `a runner with no turns of its own gets checkouts: ${JSON.stringify(claim.body)}`);
+        const files = await call('GET', `/v1/runner/files?lease_id=${encodeURIComponent(c.lease_id)}`);
+        assert.equal(files.status, 200, JSON.stringify(files.body));
+        const result = { exit_code: exitCode, timed_out: false, output: exitCode === 0 ? 'ok' : 'failed' };
+        const posted = await call('POST', '/v1/runner/jobs/result', { lease_id: c.lease_id, job_id: c.job_id, result });
+        assert.equal(posted.status, 200, JSON.stringify(posted.body));
+        return { checkout: c, files: files.body.files };
+      }
+      throw new Error('no checkout came within 60 s');
+    },
+  };
+}
+
+/** `land` while the runner answers its checkout: [land's result, what the runner saw]. */
+async function landChecked(agent, runner, summary, what) {
+  let done = null;
+  const landing = agent.call('land', { summary }).then((r) => { done = r; return r; });
+  const [result, seen] = await Promise.all([landing, runner.answer(() => done)]);
+  return [aok(result, what), seen];
+}
 
 describe('session server: /v1/session/mcp with a session token (TS SDK v1 client)', () => {
   before(async () => { acct = await createAccount(); op = rawMcp(acct.key); });
@@ -384,8 +432,17 @@ describe('session server: /v1/session/mcp with a session token (TS SDK v1 client
       assert.equal(first.landed, false);
       assert.match(first.reason, /remember_command/);
       assert.deepEqual(aok(await a.agent.call('remember_command', { kind: 'checks', command: 'cargo test' }), 'remember_command'), { ok: true });
-      const landed = aok(await a.agent.call('land', { summary: 'Add a()\n\nThe first function.' }), 'land (2)');
+      // Checks known and no runner of the workspace online: land refuses rather than land unchecked…
+      const unchecked = aok(await a.agent.call('land', { summary: 'Add a()' }), 'land (no runner)');
+      assert.equal(unchecked.landed, false, JSON.stringify(unchecked));
+      assert.match(unchecked.reason, /no runner of the workspace is online/);
+      // …and with one online, they run there in a fresh checkout of the lane.
+      const runner = await checksRunner(acct.key, ws.slug);
+      const [landed, seen] = await landChecked(a.agent, runner, 'Add a()\n\nThe first function.', 'land (2)');
       assert.equal(landed.landed, true, JSON.stringify(landed));
+      assert.equal(seen.checkout.command, 'cargo test');
+      assert.equal(seen.files.find((f) => f.path === 'app.rs')?.content, 'fn a() {}');
+      assert.ok(landed.steps.some((s) => s.includes('on another runner of the workspace')), JSON.stringify(landed.steps));
       assert.equal(typeof landed.commit, 'string');
       assert.equal(landed.reason, null);
       assert.ok(landed.steps.some((s) => s.includes('cargo test')), JSON.stringify(landed.steps));
@@ -399,6 +456,7 @@ describe('session server: /v1/session/mcp with a session token (TS SDK v1 client
       // The other lane is behind by the project file and the landing, and sees who made it.
       const behind = aok(await b.agent.call('project_activity'), 'project_activity (b)');
       assert.equal(behind.behind, 2, JSON.stringify(behind.baseCommits));
+      assert.equal(aok(await b.agent.call('list_sessions'), 'list_sessions (b)').find((s) => s.self).behind, 2);
       const landing = behind.baseCommits.find((c) => c.subject === 'Add a()');
       assert.ok(landing, JSON.stringify(behind.baseCommits));
       assert.equal(landing.sha, landed.commit);
@@ -410,9 +468,61 @@ describe('session server: /v1/session/mcp with a session token (TS SDK v1 client
       assert.equal(conflict.landed, false);
       assert.match(conflict.reason, /conflict/);
       assert.match(conflict.reason, /app\.rs/);
+      assert.equal(conflict.conflicts[0].kind, 'added_in_both', JSON.stringify(conflict));
+      assert.equal(conflict.conflicts[0].regions[0].base.text, 'fn a() {}');
       assert.ok(!conflict.reason.includes('notes.md'), conflict.reason);
       assert.equal(ok(await tool('read_task_file', { task_id: a.task, path: 'app.rs' }), 'app.rs').content, 'fn a() {}');
       assert.equal(toolErrorCode(await tool('read_task_file', { task_id: a.task, path: 'notes.md' }), 'notes.md'), 'not_found', 'nothing of b landed');
+    } finally { await a.agent.close(); await b.agent.close(); }
+  });
+
+  test('two lanes edit one file: different places both land merged; the same place conflicts, is reconciled and lands', async () => {
+    const ws = await createWorkspace(acct.key);
+    const agent = await createAgent(acct.key, { workspace: ws.slug, name: 'Dev' });
+    const a = await liveSession(agent.agent_id, { workspace: ws.slug, message: 'one' });
+    const lanes = await rest('PUT', `/v1/tasks/${a.task}/settings`, { key: acct.key, body: { lanes: true } });
+    assert.equal(lanes.status, 200, JSON.stringify(lanes.body));
+    ok(await tool('write_task_file', { task_id: a.task, path: 'app.txt', content: 'one\ntwo\nthree\nfour\nfive\n' }), 'base app.txt');
+    ok(await tool('write_task_file', { task_id: a.task, path: '.agentsky/project.json', content: '{"checks": {"command": "make check"}}' }), 'checks');
+    // b joins after the base has history: its lane starts at the head, not behind.
+    const b = await liveSession(agent.agent_id, { task_id: a.task, message: 'five' });
+    const runner = await checksRunner(acct.key, ws.slug);
+    const base = async () => ok(await tool('read_task_file', { task_id: a.task, path: 'app.txt' }), 'base app.txt').content;
+    try {
+      assert.equal(aok(await b.agent.call('project_activity'), 'project_activity (b)').behind, 0);
+      await say(a.sid, '/write app.txt ONE\ntwo\nthree\nfour\nfive\n');
+      await say(b.sid, '/write app.txt one\ntwo\nthree\nfour\nFIVE\n');
+      const [first] = await landChecked(a.agent, runner, 'Shout one', 'land (a)');
+      assert.equal(first.landed, true, JSON.stringify(first));
+      assert.equal(aok(await b.agent.call('project_activity'), 'project_activity (b)').behind, 1);
+      const [second, seen] = await landChecked(b.agent, runner, 'Shout five', 'land (b)');
+      assert.equal(second.landed, true, JSON.stringify(second));
+      assert.ok(second.steps.some((s) => s.includes('merged app.txt')), JSON.stringify(second.steps));
+      assert.equal(seen.files.find((f) => f.path === 'app.txt').content, 'ONE\ntwo\nthree\nfour\nFIVE\n', 'the checks saw the merged file');
+      assert.equal(await base(), 'ONE\ntwo\nthree\nfour\nFIVE\n');
+
+      // The same line in both lanes: the second to land gets the conflict's region, reads the base's
+      // version and the merge base, writes its reconciled file and lands.
+      await say(a.sid, '/write app.txt ONE\nTWO by a\nthree\nfour\nFIVE\n');
+      await say(b.sid, '/write app.txt ONE\ntwo by b\nthree\nfour\nFIVE\n');
+      const [third] = await landChecked(a.agent, runner, 'Shout two', 'land (a, 2)');
+      assert.equal(third.landed, true, JSON.stringify(third));
+      const conflict = aok(await b.agent.call('land', { summary: 'two by b' }), 'land (b, conflict)');
+      assert.equal(conflict.landed, false, JSON.stringify(conflict));
+      assert.match(conflict.reason, /^conflict: app\.txt/);
+      const region = conflict.conflicts[0].regions[0];
+      assert.deepEqual([region.lane.from, region.lane.to, region.lane.text], [2, 2, 'two by b\n']);
+      assert.deepEqual([region.base.text, region.merge_base], ['TWO by a\n', 'two\n']);
+      const merging = aok(await b.agent.call('project_activity'), 'project_activity (b, merging)').merging;
+      assert.equal(merging[0].file, 'app.txt');
+      assert.equal(merging[0].base.content, 'ONE\nTWO by a\nthree\nfour\nFIVE\n');
+      assert.equal(merging[0].mergeBase.content, 'ONE\ntwo\nthree\nfour\nFIVE\n');
+      assert.equal(await base(), 'ONE\nTWO by a\nthree\nfour\nFIVE\n', 'nothing of b reached the base');
+      await say(b.sid, '/write app.txt ONE\nTWO by a and b\nthree\nfour\nFIVE\n');
+      const [fourth] = await landChecked(b.agent, runner, 'two by a and b', 'land (b, reconciled)');
+      assert.equal(fourth.landed, true, JSON.stringify(fourth));
+      assert.equal(await base(), 'ONE\nTWO by a and b\nthree\nfour\nFIVE\n');
+      assert.equal(aok(await b.agent.call('project_activity'), 'project_activity (b, after)').behind, 0);
     } finally { await a.agent.close(); await b.agent.close(); }
   });
 

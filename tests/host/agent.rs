@@ -330,6 +330,8 @@ fn two_lanes_see_overlaps_one_lands_the_other_is_behind_then_conflicts() {
     assert_eq!(first["landed"], false);
     assert!(first["reason"].as_str().unwrap().contains("remember_command"));
     app.agent_ok(&ta, "remember_command", json!({"kind": "checks", "command": "cargo test"}));
+    // These sessions run no runner: the checks run on one of the workspace's.
+    crate::lanes::checker(&app, &ada.key, 0);
     let landed = app.agent_ok(&ta, "land", json!({"summary": "Add a()\n\nThe first function."}));
     assert_eq!(landed["landed"], true, "{landed}");
     assert!(landed["steps"].as_array().unwrap().iter().any(|s| s.as_str().unwrap().contains("cargo test")));
@@ -356,6 +358,8 @@ fn two_lanes_see_overlaps_one_lands_the_other_is_behind_then_conflicts() {
     let conflict = app.agent_ok(&tb, "land", json!({"summary": "Add b()"}));
     assert_eq!(conflict["landed"], false);
     assert!(conflict["reason"].as_str().unwrap().contains("app.rs"), "{conflict}");
+    assert_eq!(conflict["conflicts"][0]["kind"], "added_in_both", "{conflict}");
+    assert_eq!(conflict["conflicts"][0]["regions"][0]["base"]["text"], "fn a() {}");
 }
 
 #[test]

@@ -18,6 +18,7 @@ mod help_center;
 #[path = "../../help/render.rs"]
 mod help_render;
 mod help_topics;
+mod lanes;
 mod layering;
 mod lifecycle;
 mod limits;

@@ -1,0 +1,157 @@
+//! Merging a task's base into a session's lane (`land`'s first step): each file both changed since the
+//! lane's merge base is merged three ways ([`crate::rules::merge`]); the merged versions are written into
+//! the lane and the lane's merge base moves to the head it merged, in one batch. A merge with conflicts
+//! writes nothing and records which files conflicted: the agent's next write of such a file is its
+//! reconciled version, merged from then on against the base it saw.
+
+use crate::cx::Blobs;
+use crate::error::ApiError;
+use crate::rules::merge::{self, Merged};
+use crate::store::{self, files::FileInfo, lanes::LaneState, lanes::Merging, Sql, Stmt};
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
+
+/// Which session's lane, in which task.
+#[derive(Debug, Clone, Copy)]
+pub struct Lane<'a> {
+    pub workspace_id: &'a str,
+    pub task_id: &'a str,
+    pub session_id: &'a str,
+}
+
+/// One file that could not be merged.
+#[derive(Debug, Clone, Serialize)]
+pub struct FileConflict {
+    pub path: String,
+    #[serde(flatten)]
+    pub conflict: merge::Conflict,
+    /// The versions merged: the lane's, the base's, and the merge base's (`null`: it had none).
+    pub lane_version: i64,
+    pub base_version: i64,
+    pub merge_base_version: Option<i64>,
+}
+
+/// What merging the base into a lane came to.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    /// The base head merged.
+    pub head: i64,
+    /// The base commits merged (0 when the lane was up to date).
+    pub commits: i64,
+    /// Files whose merged version was written into the lane.
+    pub written: Vec<String>,
+    /// Files left in conflict (nothing was written then).
+    pub conflicts: Vec<FileConflict>,
+}
+
+/// The merge base of `path` for a lane: the base commit the lane last merged, or the base's head when the
+/// lane first wrote the file if that is newer (a lane sees the base's file until it writes its own); for a
+/// file that conflicted and which the lane has written since, the head that merge stopped at.
+pub async fn merge_base_of(db: &dyn Sql, lane: Lane<'_>, path: &str, state: &LaneState) -> Result<i64, ApiError> {
+    let own = store::files::get(db, lane.task_id, lane.session_id, path, None).await?;
+    let version = own.map_or(0, |f| f.version);
+    if let Some(p) = state.lane_merging.as_ref().and_then(|m| m.files.get(path)).filter(|p| version > p.version) {
+        return Ok(p.seq);
+    }
+    let forked = store::files::forked_at(db, lane.task_id, lane.session_id, path).await?;
+    Ok(state.lane_base_seq.max(forked))
+}
+
+async fn bytes(blobs: &dyn Blobs, workspace_id: &str, f: &FileInfo) -> Result<Vec<u8>, ApiError> {
+    crate::domain::blobs::get(blobs, workspace_id, &f.sha256)
+        .await
+        .map_err(ApiError::cause)?
+        .ok_or_else(|| ApiError::cause(format!("blob {} missing", f.sha256)))
+}
+
+/// Merges the base's head into the lane (see the module).
+pub async fn merge_base_into(
+    db: &dyn Sql,
+    blobs: &dyn Blobs,
+    lane: Lane<'_>,
+    now_ms: i64,
+) -> Result<Outcome, ApiError> {
+    let state = store::lanes::lane_state(db, lane.session_id)
+        .await?
+        .ok_or_else(|| ApiError::cause(format!("no lane state for {}", lane.session_id)))?;
+    let head = store::lanes::head(db, lane.task_id).await?;
+    let merging = state.lane_merging.as_ref();
+    // Everything the base changed since the oldest merge base any file of this lane has.
+    let oldest = merging.into_iter().flat_map(|m| m.files.values().map(|p| p.seq)).fold(state.lane_base_seq, i64::min);
+    let changed = store::files::base_changed_since(db, lane.task_id, oldest).await?;
+    let own = store::files::list(db, lane.task_id, lane.session_id, None, 1000).await?;
+    let mut out = Outcome { head, commits: head - state.lane_base_seq, ..Default::default() };
+    let mut stmts: Vec<Stmt> = Vec::new();
+    for mine in own.iter().filter(|f| changed.contains(&f.path)) {
+        let since = merge_base_of(db, lane, &mine.path, &state).await?;
+        let base = store::files::get(db, lane.task_id, "", &mine.path, None).await?;
+        let Some(base) = base else { continue };
+        let ancestor = store::files::base_at(db, lane.task_id, &mine.path, since).await?;
+        let same = |a: &Option<FileInfo>, b: &FileInfo| a.as_ref().is_some_and(|a| a.sha256 == b.sha256);
+        if mine.sha256 == base.sha256 || same(&ancestor, &base) {
+            continue;
+        }
+        let merged = if same(&ancestor, mine) {
+            Merged::Clean(Some(bytes(blobs, lane.workspace_id, &base).await?))
+        } else {
+            let a = match &ancestor {
+                Some(f) => Some(bytes(blobs, lane.workspace_id, f).await?),
+                None => None,
+            };
+            let (l, b) = (bytes(blobs, lane.workspace_id, mine).await?, bytes(blobs, lane.workspace_id, &base).await?);
+            merge::merge3(a.as_deref(), Some(l.as_slice()), Some(b.as_slice()))
+        };
+        match merged {
+            Merged::Clean(Some(content)) => {
+                let sha = hex::encode(Sha256::digest(&content));
+                let size = content.len() as i64;
+                crate::domain::blobs::put(blobs, lane.workspace_id, &sha, content).await.map_err(ApiError::cause)?;
+                stmts.push(store::files::write_stmt(&store::files::NewVersion {
+                    task_id: lane.task_id,
+                    workspace_id: lane.workspace_id,
+                    lane: lane.session_id,
+                    path: &mine.path,
+                    size_bytes: size,
+                    sha256: &sha,
+                    writer_session_id: Some(lane.session_id),
+                    writer_key_id: None,
+                    now_ms,
+                }));
+                out.written.push(mine.path.clone());
+            }
+            // Both sides hold the file here: a merge never deletes it.
+            Merged::Clean(None) => {}
+            Merged::Conflict(conflict) => out.conflicts.push(FileConflict {
+                path: mine.path.clone(),
+                conflict,
+                lane_version: mine.version,
+                base_version: base.version,
+                merge_base_version: ancestor.map(|a| a.version),
+            }),
+        }
+    }
+    if !out.conflicts.is_empty() {
+        // Files the lane already reconciled keep the merge base they were reconciled against.
+        let mut files: BTreeMap<String, store::lanes::Pending> = merging
+            .map(|m| {
+                m.files
+                    .iter()
+                    .filter(|(path, p)| own.iter().any(|f| &f.path == *path && f.version > p.version))
+                    .map(|(path, p)| (path.clone(), p.clone()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        for c in &out.conflicts {
+            files.insert(c.path.clone(), store::lanes::Pending { version: c.lane_version, seq: head });
+        }
+        store::lanes::set_merging(db, lane.session_id, &Merging { files }).await?;
+        out.written.clear();
+        return Ok(out);
+    }
+    if head != state.lane_base_seq || merging.is_some() {
+        stmts.push(store::lanes::merged_to(lane.session_id, head));
+        db.batch(stmts).await?;
+    }
+    Ok(out)
+}

@@ -1,0 +1,332 @@
+//! Lanes and `land`: a lane starts at the base's head; `land` merges the base into the lane three ways per
+//! file (disjoint edits merge, overlapping ones conflict with their regions until the agent writes its
+//! reconciled version), and never lands without running the checks it knows: on the session's runner, or
+//! on any online runner of the workspace in a fresh checkout of the merged lane, or not at all.
+
+use crate::support::{runner_request, Account, HostSessions, TestApp};
+use serde_json::{json, Value};
+use std::cell::RefCell;
+use std::rc::Rc;
+
+struct Task {
+    ada: Account,
+    agent_id: String,
+    /// The task's id (its first session's).
+    task: String,
+}
+
+fn task(app: &TestApp) -> Task {
+    let ada = app.signup("Ada", "ada@example.com");
+    let agent = app.request(
+        "POST",
+        "/v1/agents",
+        Some(&ada.key),
+        Some(json!({"name": "Dev", "harness": "echo", "model": "m"})),
+    );
+    let agent_id = agent.json_body()["agent_id"].as_str().unwrap().to_owned();
+    let s =
+        app.ok(&ada.key, "start_session", json!({"agent_id": agent_id, "message": "plan", "idempotency_key": "s0"}));
+    app.settle();
+    let task = s["session"]["session_id"].as_str().unwrap().to_owned();
+    let r = app.request("PUT", &format!("/v1/tasks/{task}/settings"), Some(&ada.key), Some(json!({"lanes": true})));
+    assert_eq!(r.status, 200, "{:?}", r.json_body());
+    Task { ada, agent_id, task }
+}
+
+/// A new session in the task: (session id, its token).
+fn join(app: &TestApp, t: &Task, name: &str) -> (String, String) {
+    let s = app.ok(
+        &t.ada.key,
+        "start_session",
+        json!({"agent_id": t.agent_id, "message": name, "idempotency_key": name, "task_id": t.task}),
+    );
+    app.settle();
+    let sid = s["session"]["session_id"].as_str().unwrap().to_owned();
+    let token = app.session_token(&t.ada.key, &sid);
+    (sid, token)
+}
+
+/// The session writes a file in its lane, as its harness's file tool does.
+fn lane_write(app: &TestApp, t: &Task, sid: &str, path: &str, text: &str) {
+    let key = format!("w-{sid}-{path}-{}", text.len());
+    app.ok(
+        &t.ada.key,
+        "send_message",
+        json!({"session_id": sid, "message": format!("/write {path} {text}"), "idempotency_key": key}),
+    );
+    app.settle();
+}
+
+fn base_write(app: &TestApp, t: &Task, path: &str, text: &str) {
+    app.ok(&t.ada.key, "write_task_file", json!({"task_id": t.task, "path": path, "content": text}));
+}
+
+fn base_read(app: &TestApp, t: &Task, path: &str) -> String {
+    app.ok(&t.ada.key, "read_task_file", json!({"task_id": t.task, "path": path}))["content"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// Registers a runner of the workspace that is online (it just called) and, whenever a call waits on a
+/// job, claims checkouts, fetches their lanes and answers with `exit`; returns what it fetched.
+pub fn checker(app: &TestApp, key: &str, exit: i64) -> Rc<RefCell<Vec<Value>>> {
+    let token = app.request("POST", "/v1/runners", Some(key), Some(json!({"name": "ci box"}))).json_body()["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(app.send(runner_request(&token, "POST", "/v1/runner/claim", json!({}))).status, 204);
+    let fetched = Rc::new(RefCell::new(Vec::new()));
+    let log = fetched.clone();
+    *app.sessions.on_wait.borrow_mut() = Some(Rc::new(move |sessions: HostSessions, key: String| {
+        let (token, log) = (token.clone(), log.clone());
+        Box::pin(async move {
+            if !key.starts_with("job:") {
+                return;
+            }
+            let claim = sessions.handle(runner_request(&token, "POST", "/v1/runner/claim", json!({}))).await;
+            if claim.status != 200 {
+                return;
+            }
+            let c = claim.json_body()["checkout"].clone();
+            assert_eq!(c["kind"], "checks");
+            let lease = c["lease_id"].as_str().unwrap().to_owned();
+            let files = sessions
+                .handle(runner_request(&token, "GET", &format!("/v1/runner/files?lease_id={lease}"), json!({})))
+                .await
+                .json_body();
+            log.borrow_mut().push(json!({"command": c["command"], "files": files["files"]}));
+            let beat = sessions
+                .handle(runner_request(&token, "POST", "/v1/runner/heartbeat", json!({"lease_id": lease})))
+                .await;
+            assert_eq!(beat.status, 200, "{:?}", beat.json_body());
+            let result =
+                json!({"exit_code": exit, "timed_out": false, "output": if exit == 0 { "ok" } else { "1 failed" }});
+            let post = json!({"lease_id": lease, "job_id": c["job_id"], "result": result});
+            let r = sessions.handle(runner_request(&token, "POST", "/v1/runner/jobs/result", post.clone())).await;
+            assert_eq!(r.status, 200, "{:?}", r.json_body());
+            // A retried post whose answer was lost is accepted, unchanged.
+            let again = sessions.handle(runner_request(&token, "POST", "/v1/runner/jobs/result", post)).await;
+            assert_eq!(again.status, 200, "{:?}", again.json_body());
+        })
+    }));
+    fetched
+}
+
+/// The project's checks, as `remember_command` keeps them.
+fn checks_known(app: &TestApp, t: &Task) {
+    let project = json!({"checks": {"command": "make check"}}).to_string();
+    base_write(app, t, ".agentsky/project.json", &project);
+}
+
+fn file_of(fetched: &Value, path: &str) -> Option<String> {
+    fetched["files"].as_array()?.iter().find(|f| f["path"] == path).map(|f| f["content"].as_str().unwrap().to_owned())
+}
+
+const FIVE: &str = "one\ntwo\nthree\nfour\nfive";
+
+#[test]
+fn a_session_that_joins_late_starts_at_the_bases_head() {
+    let app = TestApp::new();
+    let t = task(&app);
+    base_write(&app, &t, "a.txt", "1");
+    base_write(&app, &t, "b.txt", "2");
+    let (sid, token) = join(&app, &t, "late");
+    let activity = app.agent_ok(&token, "project_activity", json!({}));
+    assert_eq!(activity["behind"], 0, "{activity}");
+    assert_eq!(activity["baseCommits"], json!([]));
+    lane_write(&app, &t, &sid, "c.txt", "3");
+    base_write(&app, &t, "a.txt", "1 again");
+    let activity = app.agent_ok(&token, "project_activity", json!({}));
+    assert_eq!(activity["behind"], 1, "{activity}");
+    let sessions = app.agent_ok(&token, "list_sessions", json!({}));
+    let me = sessions.as_array().unwrap().iter().find(|s| s["self"] == true).unwrap().clone();
+    assert_eq!((me["behind"].clone(), me["files"].clone()), (json!(1), json!(["c.txt"])), "{me}");
+}
+
+#[test]
+fn disjoint_edits_of_one_file_in_two_lanes_both_land_and_checks_run_on_another_runner() {
+    let app = TestApp::new();
+    let t = task(&app);
+    checks_known(&app, &t);
+    base_write(&app, &t, "app.txt", FIVE);
+    let (a, ta) = join(&app, &t, "first");
+    let (b, tb) = join(&app, &t, "second");
+    let fetched = checker(&app, &t.ada.key, 0);
+    lane_write(&app, &t, &a, "app.txt", "ONE\ntwo\nthree\nfour\nfive");
+    lane_write(&app, &t, &b, "app.txt", "one\ntwo\nthree\nfour\nFIVE");
+
+    let landed = app.agent_ok(&ta, "land", json!({"summary": "Shout one"}));
+    assert_eq!(landed["landed"], true, "{landed}");
+    assert!(landed["steps"].to_string().contains("passed (exit 0) on another runner of the workspace"), "{landed}");
+    let activity = app.agent_ok(&tb, "project_activity", json!({}));
+    assert_eq!(activity["behind"], 1, "{activity}");
+
+    let landed = app.agent_ok(&tb, "land", json!({"summary": "Shout five"}));
+    assert_eq!(landed["landed"], true, "{landed}");
+    assert!(landed["steps"].to_string().contains("merged app.txt"), "{landed}");
+    assert_eq!(base_read(&app, &t, "app.txt"), "ONE\ntwo\nthree\nfour\nFIVE");
+    // The second checkout held the merged file, not the lane's own edit alone.
+    let seen = fetched.borrow();
+    assert_eq!(seen.len(), 2);
+    assert_eq!(seen[1]["command"], "make check");
+    assert_eq!(file_of(&seen[1], "app.txt").as_deref(), Some("ONE\ntwo\nthree\nfour\nFIVE"));
+    let activity = app.agent_ok(&tb, "project_activity", json!({}));
+    assert_eq!(activity["behind"], 0, "{activity}");
+}
+
+#[test]
+fn overlapping_edits_conflict_with_their_regions_until_reconciled() {
+    let app = TestApp::new();
+    let t = task(&app);
+    checks_known(&app, &t);
+    base_write(&app, &t, "app.txt", FIVE);
+    let (a, ta) = join(&app, &t, "first");
+    let (b, tb) = join(&app, &t, "second");
+    checker(&app, &t.ada.key, 0);
+    lane_write(&app, &t, &a, "app.txt", "one\nTWO from a\nthree\nfour\nfive");
+    lane_write(&app, &t, &b, "app.txt", "one\ntwo from b\nthree\nfour\nfive");
+    assert_eq!(app.agent_ok(&ta, "land", json!({"summary": "a"}))["landed"], true);
+
+    let conflict = app.agent_ok(&tb, "land", json!({"summary": "b"}));
+    assert_eq!(conflict["landed"], false, "{conflict}");
+    assert!(conflict["reason"].as_str().unwrap().starts_with("conflict: app.txt"), "{conflict}");
+    let c = &conflict["conflicts"][0];
+    assert_eq!((c["path"].clone(), c["kind"].clone()), (json!("app.txt"), json!("content")));
+    let r = &c["regions"][0];
+    assert_eq!(
+        (r["lane"]["from"].clone(), r["lane"]["to"].clone(), r["lane"]["text"].clone()),
+        (json!(2), json!(2), json!("two from b\n"))
+    );
+    assert_eq!(r["base"]["text"], "TWO from a\n");
+    assert_eq!(r["merge_base"], "two\n");
+    // Nothing reached the base, and asking again gives the same conflict.
+    assert_eq!(base_read(&app, &t, "app.txt"), "one\nTWO from a\nthree\nfour\nfive");
+    assert_eq!(app.agent_ok(&tb, "land", json!({"summary": "b"}))["landed"], false);
+
+    // The agent reads the base's version and the merge base.
+    let activity = app.agent_ok(&tb, "project_activity", json!({}));
+    let m = &activity["merging"][0];
+    assert_eq!(m["file"], "app.txt");
+    assert_eq!(m["base"]["content"], "one\nTWO from a\nthree\nfour\nfive");
+    assert_eq!(m["mergeBase"]["content"], FIVE);
+
+    // Meanwhile the base changes elsewhere in the file: the reconciled version still merges with that.
+    base_write(&app, &t, "app.txt", "one\nTWO from a\nthree\nfour\nfive!");
+    lane_write(&app, &t, &b, "app.txt", "one\nTWO from a and b\nthree\nfour\nfive");
+    let activity = app.agent_ok(&tb, "project_activity", json!({}));
+    assert_eq!(activity["merging"], json!([]), "a reconciled file is no longer waiting");
+    let landed = app.agent_ok(&tb, "land", json!({"summary": "b"}));
+    assert_eq!(landed["landed"], true, "{landed}");
+    assert_eq!(base_read(&app, &t, "app.txt"), "one\nTWO from a and b\nthree\nfour\nfive!");
+    assert_eq!(app.agent_ok(&tb, "project_activity", json!({}))["behind"], 0);
+}
+
+#[test]
+fn files_added_in_both_lanes_merge_when_equal_and_conflict_when_not() {
+    let app = TestApp::new();
+    let t = task(&app);
+    checks_known(&app, &t);
+    let (a, ta) = join(&app, &t, "first");
+    let (b, tb) = join(&app, &t, "second");
+    checker(&app, &t.ada.key, 0);
+    lane_write(&app, &t, &a, "same.txt", "same");
+    lane_write(&app, &t, &b, "same.txt", "same");
+    lane_write(&app, &t, &a, "new.txt", "from a");
+    lane_write(&app, &t, &b, "new.txt", "from b");
+    lane_write(&app, &t, &b, "only-b.txt", "b");
+    assert_eq!(app.agent_ok(&ta, "land", json!({"summary": "a"}))["landed"], true);
+    let conflict = app.agent_ok(&tb, "land", json!({"summary": "b"}));
+    let files: Vec<&str> =
+        conflict["conflicts"].as_array().unwrap().iter().map(|c| c["path"].as_str().unwrap()).collect();
+    assert_eq!(files, ["new.txt"], "{conflict}");
+    assert_eq!(conflict["conflicts"][0]["kind"], "added_in_both");
+    assert_eq!(conflict["conflicts"][0]["merge_base_version"], Value::Null);
+    lane_write(&app, &t, &b, "new.txt", "from a and b");
+    let landed = app.agent_ok(&tb, "land", json!({"summary": "b"}));
+    assert_eq!(landed["landed"], true, "{landed}");
+    assert_eq!(
+        (base_read(&app, &t, "new.txt"), base_read(&app, &t, "same.txt"), base_read(&app, &t, "only-b.txt")),
+        ("from a and b".to_owned(), "same".to_owned(), "b".to_owned())
+    );
+}
+
+#[test]
+fn a_one_sided_base_change_reaches_the_lane_and_failing_checks_refuse() {
+    let app = TestApp::new();
+    let t = task(&app);
+    base_write(&app, &t, "app.txt", FIVE);
+    base_write(&app, &t, "lib.txt", "lib");
+    checks_known(&app, &t);
+    let (a, ta) = join(&app, &t, "first");
+    let fetched = checker(&app, &t.ada.key, 1);
+    lane_write(&app, &t, &a, "app.txt", "one\ntwo\nthree\nfour\nfive\nsix");
+    base_write(&app, &t, "lib.txt", "lib v2");
+    let failed = app.agent_ok(&ta, "land", json!({"summary": "six"}));
+    assert_eq!(failed["landed"], false, "{failed}");
+    assert!(failed["reason"].as_str().unwrap().starts_with("the checks failed: `make check` exited 1"), "{failed}");
+    // The checkout held the lane's edit and the base's newer file.
+    let seen = fetched.borrow();
+    assert_eq!(file_of(&seen[0], "app.txt").as_deref(), Some("one\ntwo\nthree\nfour\nfive\nsix"));
+    assert_eq!(file_of(&seen[0], "lib.txt").as_deref(), Some("lib v2"));
+    assert_eq!(base_read(&app, &t, "app.txt"), FIVE);
+}
+
+#[test]
+fn with_checks_known_and_no_runner_online_land_refuses() {
+    let app = TestApp::new();
+    let t = task(&app);
+    checks_known(&app, &t);
+    let (a, ta) = join(&app, &t, "first");
+    lane_write(&app, &t, &a, "app.txt", "x");
+    let refused = app.agent_ok(&ta, "land", json!({"summary": "x"}));
+    assert_eq!(refused["landed"], false, "{refused}");
+    assert!(refused["reason"].as_str().unwrap().contains("no runner of the workspace is online"), "{refused}");
+    assert_eq!(app.err_code(&t.ada.key, "read_task_file", json!({"task_id": t.task, "path": "app.txt"})), "not_found");
+
+    // A runner last seen over a minute ago is not online either.
+    checker(&app, &t.ada.key, 0);
+    app.advance(61_000);
+    let refused = app.agent_ok(&ta, "land", json!({"summary": "x"}));
+    assert!(refused["reason"].as_str().unwrap().contains("no runner of the workspace is online"), "{refused}");
+}
+
+#[test]
+fn a_file_first_written_in_a_lane_merges_from_the_base_the_lane_saw_then() {
+    let app = TestApp::new();
+    let t = task(&app);
+    // The task's first session started before the base had app.txt or its checks.
+    let first = app.session_token(&t.ada.key, &t.task);
+    checks_known(&app, &t);
+    base_write(&app, &t, "app.txt", FIVE);
+    checker(&app, &t.ada.key, 0);
+    base_write(&app, &t, "app.txt", "one\ntwo\nthree\nfour\nfive!");
+    lane_write(&app, &t, &t.task, "app.txt", "ONE\ntwo\nthree\nfour\nfive!");
+    base_write(&app, &t, "app.txt", "one\ntwo\nTHREE\nfour\nfive!");
+    let landed = app.agent_ok(&first, "land", json!({"summary": "Shout one"}));
+    assert_eq!(landed["landed"], true, "{landed}");
+    assert_eq!(base_read(&app, &t, "app.txt"), "ONE\ntwo\nTHREE\nfour\nfive!");
+}
+
+#[test]
+fn writing_the_lanes_own_text_again_keeps_its_side_of_a_conflict() {
+    let app = TestApp::new();
+    let t = task(&app);
+    checks_known(&app, &t);
+    base_write(&app, &t, "app.txt", FIVE);
+    let (a, ta) = join(&app, &t, "first");
+    checker(&app, &t.ada.key, 0);
+    lane_write(&app, &t, &a, "app.txt", "one\nmine\nthree\nfour\nfive");
+    base_write(&app, &t, "app.txt", "one\ntheirs\nthree\nfour\nfive");
+    assert_eq!(app.agent_ok(&ta, "land", json!({"summary": "mine"}))["landed"], false);
+    // The same text again: a new version, so the lane's side is its reconciled version.
+    app.ok(
+        &t.ada.key,
+        "send_message",
+        json!({"session_id": a, "message": "/write app.txt one\nmine\nthree\nfour\nfive", "idempotency_key": "again"}),
+    );
+    app.settle();
+    let landed = app.agent_ok(&ta, "land", json!({"summary": "mine"}));
+    assert_eq!(landed["landed"], true, "{landed}");
+    assert_eq!(base_read(&app, &t, "app.txt"), "one\nmine\nthree\nfour\nfive");
+}
