@@ -8,6 +8,7 @@ pub mod grants;
 pub mod idempotency;
 pub mod index;
 pub mod jobs;
+pub mod otel;
 pub mod rate;
 pub mod requests;
 pub mod sessions;

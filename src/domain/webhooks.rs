@@ -95,7 +95,11 @@ async fn try_emit(
 
 /// Enqueues attempt `attempt` + 1 of a delivery after `delay_s`; a lost message is found by [`sweep`].
 pub async fn enqueue(env: &Env, delivery_id: &str, attempt: i64, delay_s: u32) {
-    let message = json!({ "webhook_delivery": delivery_id, "attempt": attempt });
+    let mut message = json!({ "webhook_delivery": delivery_id, "attempt": attempt });
+    // The delivery continues the trace of the work that caused it (ids only, no secret).
+    if let Some(tp) = env.meter.child_traceparent() {
+        message["traceparent"] = json!(tp);
+    }
     if let Err(e) = env.queue.send_after(message, delay_s).await {
         log_line(&format!("webhooks: enqueue {delivery_id} failed ({e}); the cron sweep sends it again"));
     }

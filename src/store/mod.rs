@@ -19,6 +19,7 @@ pub mod handoffs;
 pub mod keys;
 pub mod lanes;
 pub mod members;
+pub mod metrics;
 pub mod oauth;
 pub mod proofs;
 pub mod receipts;

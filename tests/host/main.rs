@@ -25,6 +25,7 @@ mod mcp;
 mod members;
 mod money;
 mod oauth;
+mod observability;
 mod operator;
 mod params;
 mod records;

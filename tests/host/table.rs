@@ -49,6 +49,8 @@ const BEYOND_THE_CONTRACT: &[&str] = &[
     "list_skills",
     "get_skill",
     "delete_skill",
+    // How a workspace is doing (calls, errors, latency, turns, spend), asked from a chat client too.
+    "get_metrics",
 ];
 
 #[test]
