@@ -40,9 +40,9 @@ pub fn quantile(counts: &[i64; BUCKETS], q: f64, max_ms: i64) -> Option<i64> {
 pub fn step_minutes(window_minutes: i64) -> i64 {
     match window_minutes {
         ..=60 => 1,
-        ..=360 => 5,
-        ..=1_440 => 15,
-        ..=10_080 => 60,
+        61..=360 => 5,
+        361..=1_440 => 15,
+        1_441..=10_080 => 60,
         _ => 240,
     }
 }
