@@ -202,7 +202,7 @@ describe('the console in headless Chromium', () => {
     await shot('16-webhooks');
   });
 
-  test('the Health page draws the workspace's calls, errors, latency and turns; Usage draws the day', async () => {
+  test("the Health page draws the workspace's calls, errors, latency and turns; Usage draws the day", async () => {
     // Some traffic in this workspace: calls that succeed, one that fails, and an echo turn.
     const agent = await createAgent(acct.key, { name: 'Health probe', workspace: ws });
     for (let i = 0; i < 5; i++) await rest('GET', `/v1/agents?workspace=${ws}`, { key: acct.key });

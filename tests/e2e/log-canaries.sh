@@ -31,12 +31,14 @@ need = {"request_id", "trace_id", "face", "op", "workspace_id", "key_id", "statu
         "d1_round_trips", "object_calls", "outbound"}
 kinds = {}
 for line in open(sys.argv[1], errors="replace"):
-    m = re.search(r'\{"log":.*\}', line)
+    m = re.search(r'\{.*"log":"[a-z_]+".*\}', line)
     if not m:
         continue
     try:
         j = json.loads(m.group(0))
     except ValueError:
+        continue
+    if not isinstance(j, dict) or "log" not in j:
         continue
     kinds[j["log"]] = kinds.get(j["log"], 0) + 1
     if j["log"] == "request":
