@@ -81,6 +81,8 @@ step "sky CLI: device sign-in, npx setup (tests/e2e/cli.sh)" bash tests/e2e/cli.
 step "sky approvals and a request's life (tests/e2e/approvals.sh)" bash tests/e2e/approvals.sh
 step "sky runner: a script agent's turns, a killed runner's turn re-claimed (tests/e2e/runner.sh)" bash tests/e2e/runner.sh
 
+step "make deploy-check refuses broken production configs (tests/e2e/deploy-check.sh)" bash tests/e2e/deploy-check.sh
+
 # Last, over everything the suites made the server log: no planted secret in any line.
 step "no secret in the server log (tests/e2e/log-canaries.sh)" bash tests/e2e/log-canaries.sh
 
