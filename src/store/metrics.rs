@@ -140,7 +140,8 @@ macro_rules! sums {
     };
 }
 
-/// The window's points, `step` minutes wide, of a workspace (all its rows) or of one agent (`agent_id`
+/// The window's points, `step` minutes wide (`t` their first minute: integer arithmetic written out,
+/// since D1 may bind a number as a real and `/` would then not round), of a workspace (all its rows) or of one agent (`agent_id`
 /// non-empty). Open requests are sampled per workspace, so an agent's series has none.
 pub async fn series(
     db: &dyn Sql,
@@ -154,7 +155,7 @@ pub async fn series(
         db,
         stmt!(
             concat!(
-                "SELECT (minute / ?4) * ?4 AS t, ",
+                "SELECT minute - minute % CAST(?4 AS INTEGER) AS t, ",
                 sums!(),
                 ", coalesce(max(open_requests), 0) AS open_requests
                  FROM metric_minute

@@ -231,6 +231,7 @@ describe('the console in headless Chromium', () => {
     const usage = await page.goto(at('/usage'));
     assert.equal(usage.status(), 200);
     assert.equal(await page.locator('.charts svg.chart').count(), 4, 'the Usage page draws the last day');
+    assert.ok(await page.locator('.charts rect.bar.calls').count() >= 1, "the day's calls are drawn in their 15 minutes");
     await shot('18-usage-activity');
   });
 });

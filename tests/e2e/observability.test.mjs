@@ -148,6 +148,10 @@ describe('logs, traces and metrics', () => {
     assert.equal(m.body.totals.turns, 1, JSON.stringify(m.body.totals));
     assert.equal(m.body.totals.spend_cents, 26);
     assert.ok(m.body.totals.calls >= 3);
+    const day = await rest('GET', `/v1/metrics?workspace=${ws}&window=day`, { key: acct.key });
+    assert.equal(day.body.series.length, 96);
+    assert.equal(day.body.series.reduce((n, p) => n + p.turns, 0), 1, 'the turn is in one of the day\'s 15-minute points');
+    assert.ok(day.body.series.every((p) => p.t_ms % (15 * 60_000) === 0));
     const row = m.body.agents.find((a) => a.agent_id === agent.agent_id);
     assert.equal(row?.turns, 1, JSON.stringify(m.body.agents));
   });

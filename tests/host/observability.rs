@@ -122,6 +122,15 @@ fn metrics_count_calls_errors_and_latency_per_minute_and_get_metrics_reads_them_
     assert_eq!(busy, [4, 1], "two minutes had calls");
     assert_eq!(m["agents"][0]["agent_id"], "", "people's and keys' calls are no agent's");
 
+    // A day is 96 points of 15 minutes, each starting on its step.
+    let day = app.request("GET", "/v1/metrics?window=day", Some(&ada.key), None).json_body();
+    let points = day["series"].as_array().unwrap();
+    assert_eq!((points.len(), day["step_minutes"].as_i64()), (96, Some(15)));
+    assert!(points.iter().all(|p| p["t_ms"].as_i64().unwrap() % (15 * 60_000) == 0));
+    let counted: i64 = points.iter().map(|p| p["calls"].as_i64().unwrap()).sum();
+    assert_eq!(counted, day["totals"]["calls"].as_i64().unwrap(), "every counted call is in a point");
+    assert_eq!(counted, 6, "the five before, and the hour's read");
+
     // The window is a closed word set; a bad one is refused by name.
     let bad = app.request("GET", "/v1/metrics?window=year", Some(&ada.key), None);
     assert_eq!(bad.status, 400);
@@ -138,14 +147,50 @@ fn metrics_count_calls_errors_and_latency_per_minute_and_get_metrics_reads_them_
 fn open_requests_are_sampled_by_minute() {
     let app = TestApp::new();
     let ada = app.signup("Ada", "ada@example.com");
-    app.system(|cx| {
-        Box::pin(async move {
-            let minute = cx.now_ms.div_euclid(60_000);
-            cx.db().all(agentsky::store::metrics::sample_open_requests(minute)).await.unwrap();
+    let ws: String =
+        app.db.0.query_row("SELECT workspace_id FROM workspace WHERE slug = ?1", [&ada.slug], |r| r.get(0)).unwrap();
+    let sample = |app: &TestApp| {
+        app.system(|cx| {
+            Box::pin(async move {
+                let minute = cx.now_ms.div_euclid(60_000);
+                cx.db().all(agentsky::store::metrics::sample_open_requests(minute)).await.unwrap();
+            })
         })
-    });
+    };
+    sample(&app);
     let m = app.request("GET", "/v1/metrics", Some(&ada.key), None).json_body();
     assert_eq!(m["totals"]["open_requests"], 0);
+    for i in 0..3 {
+        let ws = ws.clone();
+        app.system(move |cx| {
+            Box::pin(async move {
+                let stmt = agentsky::store::requests::insert_request(
+                    &format!("req_{i}"),
+                    &ws,
+                    "task_1",
+                    "ses_1",
+                    "question",
+                    &json!({"prompt": "?"}),
+                    None,
+                    cx.now_ms,
+                );
+                cx.db().all(stmt).await.unwrap();
+            })
+        });
+    }
+    sample(&app);
+    app.advance(60_000);
+    sample(&app);
+    let m = app.request("GET", "/v1/metrics", Some(&ada.key), None).json_body();
+    assert_eq!(m["totals"]["open_requests"], 3, "{}", m["totals"]);
+    let sampled: Vec<i64> = m["series"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["open_requests"].as_i64().unwrap())
+        .filter(|n| *n > 0)
+        .collect();
+    assert_eq!(sampled, [3, 3], "one sample a minute");
 }
 
 #[test]
