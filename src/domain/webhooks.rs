@@ -131,6 +131,7 @@ pub async fn deliver(cx: &Cx<'_>, net: &dyn Net, delivery_id: &str, attempt: i64
     let Some(endpoint) = db::secrets(cx.db(), &d.webhook_id).await.map_err(|e| e.to_string())? else {
         return Ok(());
     };
+    cx.env.meter.label(|l| l.workspace_id.clone_from(&endpoint.workspace_id));
     let outcome = attempt_once(cx, net, &endpoint, &d).await;
     let (status, body) = match outcome {
         Ok((s, _)) if (200..300).contains(&s) => {
