@@ -4,12 +4,13 @@ SHELL := /bin/bash
 PORT ?= 8787
 export PORT
 
-.PHONY: dev test bench setup build e2e lint clean help
+.PHONY: dev test bench setup build e2e lint clean help deploy-check
 
 help:
 	@echo "make dev    install what is missing, build, migrate local D1, serve on http://127.0.0.1:$(PORT)"
 	@echo "make test   host tests, clippy (host + wasm32), fmt, build, end-to-end + conformance against wrangler dev"
 	@echo "make bench  latency/throughput, D1 queries per call and wasm size, against a private wrangler dev"
+	@echo "make deploy-check   lint wrangler.toml's production env and dry-run its deploy (offline)"
 	@echo "make setup | build | e2e | lint | clean"
 
 dev:
@@ -33,6 +34,12 @@ e2e: build
 
 lint: setup
 	@bash scripts/lint.sh
+
+# Before a production deploy: lints [env.production] (bindings, migrations, cron, queue and its DLQ,
+# compatibility date, observability, PUBLIC_BASE_URL, secrets) and runs `wrangler deploy --dry-run
+# --env production` offline.
+deploy-check: setup
+	@bash scripts/deploy-check.sh
 
 clean:
 	rm -rf build tests/e2e/.state bench/.state

@@ -13,6 +13,8 @@ use futures::channel::oneshot;
 use futures::future::{join, FutureExt, LocalBoxFuture};
 use serde_json::json;
 
+pub mod observe;
+
 /// Bodies above this are refused before they are parsed, on every face.
 pub use crate::mcp::MAX_BODY_BYTES;
 
@@ -37,9 +39,23 @@ Call help for topics, required fields and examples.";
 /// Answers one request. Adds `x-request-id` and `x-d1-queries` (round trips this request made) to every
 /// response.
 pub async fn handle(env: &Env, req: HttpRequest, meta: RequestMeta) -> HttpResponse {
+    let (resp, done) = serve(env, req, meta).await;
+    observe::finish(env, done).await;
+    resp
+}
+
+/// [`handle`] without its aftermath: the Worker answers first and writes the request's log line and
+/// metrics ([`observe::finish`]) after the response has gone. Adds `x-trace-id` too.
+pub async fn serve(env: &Env, req: HttpRequest, meta: RequestMeta) -> (HttpResponse, observe::Finished) {
     let request_id = meta.request_id.clone();
+    let started = observe::start(env, &req, meta.now_ms);
     let resp = route(env, &req, meta).await;
-    resp.with_header("x-request-id", request_id).with_header("x-d1-queries", env.db.calls().to_string())
+    let resp = resp
+        .with_header("x-request-id", request_id.clone())
+        .with_header("x-d1-queries", env.db.calls().to_string())
+        .with_header("x-trace-id", started.trace_id().to_owned());
+    let done = started.end(env, &request_id, &resp);
+    (resp, done)
 }
 
 async fn route(env: &Env, req: &HttpRequest, meta: RequestMeta) -> HttpResponse {
@@ -61,7 +77,8 @@ async fn route(env: &Env, req: &HttpRequest, meta: RequestMeta) -> HttpResponse 
         verdict: None,
     };
     match path {
-        "/" | "/v1" | "/v1/health" => {
+        "/v1/health" => return observe::health(&cx).await,
+        "/" | "/v1" => {
             return HttpResponse::json(
                 200,
                 &json!({ "ok": true, "name": "agentsky", "version": env!("CARGO_PKG_VERSION") }),
@@ -114,6 +131,11 @@ async fn route(env: &Env, req: &HttpRequest, meta: RequestMeta) -> HttpResponse 
                 Ok(me) => me,
                 Err(e) => return refuse(req, &e),
             };
+            env.meter.label(|l| {
+                l.workspace_id.clone_from(&me.workspace_id);
+                l.session_id.clone_from(&me.session_id);
+                l.agent_id.clone_from(&me.agent_id);
+            });
             let tools = crate::agent::SessionTools { agent: crate::agent::CallingSession::new(&cx, me) };
             return mcp::serve(&session_spec(&cx, req), &tools, req).await;
         }

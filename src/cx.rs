@@ -9,6 +9,9 @@ use crate::session::{SessionCall, SessionReply};
 use crate::store::{Counted, Sql};
 use futures::future::LocalBoxFuture;
 
+pub mod meter;
+pub use meter::Meter;
+
 /// Settings read from the Worker's vars and secrets.
 #[derive(Debug, Clone, Default)]
 pub struct Config {
@@ -139,6 +142,8 @@ pub struct Env {
     /// [`crate::egress`].
     pub net: Box<dyn Net>,
     pub config: Config,
+    /// What this unit of work did, for its log line, metrics and trace (shared with the Worker's adapters).
+    pub meter: std::rc::Rc<Meter>,
 }
 
 /// Everything one operation call may use.
@@ -221,7 +226,14 @@ impl<'a> Cx<'a> {
     pub fn workspace(&self, slug: Option<&str>) -> Result<&Membership, ApiError> {
         let m = self.resolve_workspace(slug)?;
         self.touched.replace(Some(m.workspace_id.clone()));
+        self.env.meter.label(|l| l.workspace_id.clone_from(&m.workspace_id));
         Ok(m)
+    }
+
+    /// The workspace a call without a `workspace` lands in (the connection's, the locked or the
+    /// personal one), if any: where a failed call's metrics go when it never resolved one.
+    pub fn default_workspace_id(&self) -> Option<String> {
+        self.resolve_workspace(None).ok().map(|m| m.workspace_id.clone())
     }
 
     fn resolve_workspace(&self, slug: Option<&str>) -> Result<&Membership, ApiError> {
@@ -270,6 +282,7 @@ impl<'a> Cx<'a> {
             .find(|m| m.workspace_id == workspace_id)
             .ok_or_else(|| ApiError::not_found(what))?;
         self.touched.replace(Some(m.workspace_id.clone()));
+        self.env.meter.label(|l| l.workspace_id.clone_from(&m.workspace_id));
         Ok(m)
     }
 

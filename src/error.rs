@@ -144,6 +144,28 @@ pub fn log_line(line: &str) {
     eprintln!("{line}");
 }
 
+/// Writes one structured log line (a JSON object). Every text in it is redacted as [`log_line`] does,
+/// except `trace_id`: W3C trace ids are 32 hex digits, which the redaction rule reads as a credential,
+/// and they are only ever written here after `rules::traceparent` checked their shape.
+pub fn log_record(record: &serde_json::Value) {
+    fn scrub(v: &mut serde_json::Value) {
+        match v {
+            serde_json::Value::String(s) => *s = agentsky_wire::redact::redact(s),
+            serde_json::Value::Array(a) => a.iter_mut().for_each(scrub),
+            serde_json::Value::Object(o) => {
+                o.iter_mut().filter(|(k, _)| k.as_str() != "trace_id").for_each(|(_, v)| scrub(v));
+            }
+            _ => {}
+        }
+    }
+    let mut record = record.clone();
+    scrub(&mut record);
+    #[cfg(target_arch = "wasm32")]
+    worker::console_log!("{record}");
+    #[cfg(not(target_arch = "wasm32"))]
+    eprintln!("{record}");
+}
+
 /// An error as REST answers it.
 pub fn error_response(e: &ApiError) -> crate::http::HttpResponse {
     let resp = crate::http::HttpResponse::json(e.code.http(), &e.body());

@@ -14,6 +14,7 @@ const NAV: &[(&str, &str)] = &[
     ("", "Approvals"),
     ("/board", "Board"),
     ("/usage", "Usage"),
+    ("/health", "Health"),
     ("/agents", "Agents"),
     ("/routines", "Routines"),
     ("/skills", "Skills"),

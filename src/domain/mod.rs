@@ -9,6 +9,7 @@ pub mod idempotency;
 pub mod index;
 pub mod jobs;
 pub mod lanemerge;
+pub mod otel;
 pub mod rate;
 pub mod requests;
 pub mod sessions;

@@ -95,7 +95,11 @@ async fn try_emit(
 
 /// Enqueues attempt `attempt` + 1 of a delivery after `delay_s`; a lost message is found by [`sweep`].
 pub async fn enqueue(env: &Env, delivery_id: &str, attempt: i64, delay_s: u32) {
-    let message = json!({ "webhook_delivery": delivery_id, "attempt": attempt });
+    let mut message = json!({ "webhook_delivery": delivery_id, "attempt": attempt });
+    // The delivery continues the trace of the work that caused it (ids only, no secret).
+    if let Some(tp) = env.meter.child_traceparent() {
+        message["traceparent"] = json!(tp);
+    }
     if let Err(e) = env.queue.send_after(message, delay_s).await {
         log_line(&format!("webhooks: enqueue {delivery_id} failed ({e}); the cron sweep sends it again"));
     }
@@ -127,6 +131,7 @@ pub async fn deliver(cx: &Cx<'_>, net: &dyn Net, delivery_id: &str, attempt: i64
     let Some(endpoint) = db::secrets(cx.db(), &d.webhook_id).await.map_err(|e| e.to_string())? else {
         return Ok(());
     };
+    cx.env.meter.label(|l| l.workspace_id.clone_from(&endpoint.workspace_id));
     let outcome = attempt_once(cx, net, &endpoint, &d).await;
     let (status, body) = match outcome {
         Ok((s, _)) if (200..300).contains(&s) => {

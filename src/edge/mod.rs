@@ -81,17 +81,81 @@ thread_local! {
 }
 
 pub(crate) fn core_env(env: &Env) -> Result<CoreEnv> {
+    let meter = std::rc::Rc::new(crate::cx::Meter::default());
     Ok(CoreEnv {
         db: Counted::new(Box::new(d1::D1(env.d1(DB)?))),
-        limiter: Box::new(limiter::Client(env.durable_object(LIMITER)?)),
-        sessions: Box::new(sessions::Client(env.durable_object(SESSIONS)?)),
+        limiter: Box::new(Counting(limiter::Client(env.durable_object(LIMITER)?), meter.clone())),
+        sessions: Box::new(sessions::Client(env.durable_object(SESSIONS)?, meter.clone())),
         blobs: Box::new(r2::R2(env.bucket(FILES)?)),
         queue: Box::new(Fires(env.queue(FIRES_QUEUE)?)),
-        feeds: Box::new(feeds::Client(env.durable_object(FEEDS)?)),
+        feeds: Box::new(Counting(feeds::Client(env.durable_object(FEEDS)?), meter.clone())),
         clock: Box::new(sessions::WorkerClock),
-        net: Box::new(net::WorkerNet),
+        net: Box::new(net::observed(meter.clone())),
         config: CONFIG.with(|c| c.get_or_init(|| config(env)).clone()),
+        meter,
     })
+}
+
+/// An object client whose calls are counted for the work's log line.
+struct Counting<T>(T, std::rc::Rc<crate::cx::Meter>);
+
+impl<T: crate::cx::Limiter> crate::cx::Limiter for Counting<T> {
+    fn hit(
+        &self,
+        bucket: String,
+        limit: u32,
+        period_ms: i64,
+        now_ms: i64,
+    ) -> futures::future::LocalBoxFuture<'_, std::result::Result<crate::rules::rate::Decision, String>> {
+        self.1.count_object_call();
+        self.0.hit(bucket, limit, period_ms, now_ms)
+    }
+}
+
+impl<T: crate::cx::Feeds> crate::cx::Feeds for Counting<T> {
+    fn bump(&self, workspace_id: &str) -> futures::future::LocalBoxFuture<'_, std::result::Result<(), String>> {
+        self.1.count_object_call();
+        self.0.bump(workspace_id)
+    }
+    fn wait(
+        &self,
+        workspace_id: &str,
+        seen: &str,
+        wait_ms: i64,
+    ) -> futures::future::LocalBoxFuture<'_, std::result::Result<String, String>> {
+        self.1.count_object_call();
+        self.0.wait(workspace_id, seen, wait_ms)
+    }
+}
+
+/// One line for a unit of background work (a routine fire, a webhook delivery), like a request's.
+fn work_line(core: &CoreEnv, kind: &str, id_field: &str, id: &str, started_ms: i64, error: Option<&str>) {
+    let outbound: Vec<serde_json::Value> = core
+        .meter
+        .outbound()
+        .iter()
+        .map(|o| serde_json::json!({ "host": o.host, "status": o.status, "ms": o.ms }))
+        .collect();
+    let labels = core.meter.labels();
+    let line = serde_json::json!({
+        "log": kind,
+        id_field: id,
+        "trace_id": core.meter.trace().map(|t| t.trace_id).unwrap_or_default(),
+        "workspace_id": labels.workspace_id,
+        "ok": error.is_none(),
+        "error": error.unwrap_or_default(),
+        "duration_ms": now_ms() - started_ms,
+        "d1_round_trips": core.db.calls(),
+        "object_calls": core.meter.object_calls(),
+        "outbound": outbound,
+    });
+    crate::error::log_record(&line);
+}
+
+/// A new trace for work no request started (a cron tick, a queue message).
+fn fresh_trace(core: &CoreEnv) {
+    let (trace, span) = (crate::rules::ids::random_bytes(), crate::rules::ids::random_bytes());
+    core.meter.set_trace(crate::rules::traceparent::TraceContext::fresh(trace, span));
 }
 
 #[event(start)]
@@ -100,7 +164,7 @@ fn start() {
 }
 
 #[event(fetch)]
-async fn fetch(mut req: Request, env: Env, _ctx: Context) -> Result<Response> {
+async fn fetch(mut req: Request, env: Env, ctx: Context) -> Result<Response> {
     let request_id = hex::encode(crate::rules::ids::random_bytes::<8>());
     let url = req.url()?;
     let headers: Vec<(String, String)> = req.headers().entries().map(|(k, v)| (k.to_ascii_lowercase(), v)).collect();
@@ -126,7 +190,9 @@ async fn fetch(mut req: Request, env: Env, _ctx: Context) -> Result<Response> {
         Ok(core) => core,
         Err(e) => return to_worker(app::refuse(&request, &crate::error::ApiError::cause(e).finish(&request_id))),
     };
-    let response = app::handle(&core, request, RequestMeta { now_ms: now_ms(), request_id }).await;
+    let (response, done) = app::serve(&core, request, RequestMeta { now_ms: now_ms(), request_id }).await;
+    // The log line and the metrics row are written after the answer has gone.
+    ctx.wait_until(async move { app::observe::finish(&core, done).await });
     to_worker(response)
 }
 
@@ -164,34 +230,55 @@ async fn scheduled(_event: worker::ScheduledEvent, env: Env, _ctx: worker::Sched
     if let Err(e) = crate::ops::mcp_tasks::forget_expired(&cx).await {
         crate::error::log_line(&format!("cron: forgetting expired MCP tasks: {}", e.finish(&cx.request_id)));
     }
+    // Metrics: this minute's open requests per workspace; once an hour, minutes past keeping go.
+    let minute = cx.now_ms.div_euclid(60_000);
+    if let Err(e) = cx.db().all(crate::store::metrics::sample_open_requests(minute)).await {
+        crate::error::log_line(&format!("cron: sampling open requests: {e}"));
+    }
+    if minute % 60 == 0 {
+        if let Err(e) = cx.db().all(crate::store::metrics::prune(minute)).await {
+            crate::error::log_line(&format!("cron: pruning metrics: {e}"));
+        }
+    }
 }
 
 /// Routine fires and webhook deliveries from `agentsky-fires`; from its dead-letter queue, the ones that
 /// kept failing, recorded as failed.
 #[event(queue)]
 async fn queue(batch: worker::MessageBatch<serde_json::Value>, env: Env, _ctx: Context) -> Result<()> {
-    let core = core_env(&env)?;
     let dead_letters = batch.queue().ends_with("-dlq");
     for message in batch.messages()? {
+        // Each message is its own unit of work: its own counters, trace and log line.
+        let core = core_env(&env)?;
+        // The trace of the work that enqueued it, when it says; else a new one.
+        match message.body()["traceparent"].as_str().and_then(crate::rules::traceparent::parse) {
+            Some(parent) => core.meter.set_trace(parent.child(crate::rules::ids::random_bytes())),
+            None => fresh_trace(&core),
+        }
+        let started = now_ms();
+        if message.body().get("health").is_some() {
+            // `GET /v1/health` checking that the queue takes messages: nothing to do.
+            message.ack();
+            continue;
+        }
         if let Some(delivery_id) = message.body()["webhook_delivery"].as_str().map(str::to_owned) {
             let attempt = message.body()["attempt"].as_i64().unwrap_or(0);
             let cx = Cx::system(&core, now_ms(), hex::encode(crate::rules::ids::random_bytes::<8>()));
             let outcome = if dead_letters {
                 crate::domain::webhooks::give_up(&cx, &delivery_id).await
             } else {
-                crate::domain::webhooks::deliver(&cx, &net::WorkerNet, &delivery_id, attempt).await
+                crate::domain::webhooks::deliver(&cx, &net::observed(core.meter.clone()), &delivery_id, attempt).await
             };
+            let error = outcome.as_ref().err().map(ToString::to_string);
+            work_line(&core, "webhook_delivery", "delivery_id", &delivery_id, started, error.as_deref());
             match outcome {
                 Ok(()) => message.ack(),
-                Err(e) => {
-                    crate::error::log_line(&format!("queue: webhook delivery {delivery_id} failed, retrying: {e}"));
-                    message.retry();
-                }
+                Err(_) => message.retry(),
             }
             continue;
         }
         let Some(fire_id) = message.body()["fire_id"].as_str().map(str::to_owned) else {
-            crate::error::log_line(&format!("queue: dropping a message without fire_id: {}", message.body()));
+            crate::error::log_record(&serde_json::json!({ "log": "queue_message_dropped", "why": "no fire_id" }));
             message.ack();
             continue;
         };
@@ -201,15 +288,11 @@ async fn queue(batch: worker::MessageBatch<serde_json::Value>, env: Env, _ctx: C
         } else {
             crate::ops::routines::run_fire(&cx, &fire_id).await
         };
+        let error = outcome.as_ref().err().map(|e| e.clone().finish(&cx.request_id).to_string());
+        work_line(&core, "routine_fire", "fire_id", &fire_id, started, error.as_deref());
         match outcome {
             Ok(()) => message.ack(),
-            Err(e) => {
-                crate::error::log_line(&format!(
-                    "queue: fire {fire_id} failed, retrying: {}",
-                    e.finish(&cx.request_id)
-                ));
-                message.retry();
-            }
+            Err(_) => message.retry(),
         }
     }
     Ok(())

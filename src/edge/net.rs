@@ -36,3 +36,8 @@ fn send(method: Method, out: Outbound) -> LocalBoxFuture<'static, Result<HttpRes
         run.await.map_err(|e| e.to_string())
     })
 }
+
+/// [`WorkerNet`] observed for a unit of work: traced and counted ([`crate::cx::meter::ObservedNet`]).
+pub fn observed(meter: std::rc::Rc<crate::cx::Meter>) -> crate::cx::meter::ObservedNet<WorkerNet> {
+    crate::cx::meter::ObservedNet { inner: WorkerNet, meter, now_ms: Box::new(super::now_ms) }
+}

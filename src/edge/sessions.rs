@@ -7,7 +7,8 @@ use futures::future::LocalBoxFuture;
 use std::time::Duration;
 use worker::{Method, ObjectNamespace, Request, RequestInit};
 
-pub struct Client(pub ObjectNamespace);
+/// The namespace, and the meter of the work calling it (each call is counted and carries its trace).
+pub struct Client(pub ObjectNamespace, pub std::rc::Rc<crate::cx::Meter>);
 
 impl Sessions for Client {
     fn call(&self, session_id: &str, call: SessionCall) -> LocalBoxFuture<'_, Result<SessionReply, String>> {
@@ -17,6 +18,12 @@ impl Sessions for Client {
                 let stub = self.0.id_from_name(&session_id)?.get_stub()?;
                 let mut init = RequestInit::new();
                 init.with_method(Method::Post).with_body(Some(serde_json::to_string(&call)?.into()));
+                self.1.count_object_call();
+                if let Some(tp) = self.1.child_traceparent() {
+                    let headers = worker::Headers::new();
+                    headers.set("traceparent", &tp)?;
+                    init.with_headers(headers);
+                }
                 let req = Request::new_with_init("https://session/call", &init)?;
                 stub.fetch_with_request(req).await?.json::<SessionReply>().await
             };

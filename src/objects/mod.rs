@@ -3,5 +3,7 @@
 
 #[cfg(target_arch = "wasm32")]
 pub mod feed;
+/// What a session object logs, counts and traces per step (platform-free, so host tests run it).
+pub mod observe;
 #[cfg(target_arch = "wasm32")]
 pub mod session;

@@ -7,7 +7,7 @@
 //! that went away loses nothing; a turn whose alarm was lost (a restart) is re-armed by the next call.
 
 use crate::cx::Feeds;
-use crate::edge::{d1::D1, net::WorkerNet, now_ms, DB, FEEDS};
+use crate::edge::{d1::D1, now_ms, DB, FEEDS};
 use crate::session::keyed::Keyed;
 use crate::session::{Code, Core, LocalSql, Refusal, SessionCall, SessionReply, Transition, TurnState};
 use crate::store::{Param, Row};
@@ -58,6 +58,11 @@ impl DurableObject for Session {
 
     async fn fetch(&self, mut req: Request) -> Result<Response> {
         let call: SessionCall = req.json().await?;
+        if matches!(call, SessionCall::Init { .. } | SessionCall::Send { .. }) {
+            // The turn this call may start continues the caller's trace.
+            let traceparent = req.headers().get("traceparent").ok().flatten();
+            super::observe::remember(&ObjectSql(self.state.storage().sql()), traceparent.as_deref());
+        }
         Response::from_json(&self.handle(call).await)
     }
 
@@ -68,9 +73,14 @@ impl DurableObject for Session {
         let core = Core::open(&sql).map_err(refusal)?;
         let now = now_ms();
         let env = crate::edge::core_env(&self.env)?;
-        let ports = Ports { env: &env, net: &WorkerNet };
+        let net = crate::edge::net::observed(env.meter.clone());
+        let ports = Ports { env: &env, net: &net };
         self.converge(&core, &env.db, now).await;
+        let step = core.turn().ok().map(|turn| super::observe::begin(&sql, &env, &turn, now));
         if let Some((config, t)) = driver::step(&core, &ports, now).await.map_err(refusal)? {
+            if let Some(step) = step {
+                super::observe::end(&sql, &env, &net, &config, &t, step).await;
+            }
             self.effects(&core, &config, &t, now).await;
             // The search index of a turn that ended comes last: it may take seconds for a long turn, and
             // the D1 index above must not wait for it.

@@ -21,6 +21,7 @@ pub mod help_guides;
 pub mod mcp_tasks;
 pub mod members;
 pub mod memory;
+pub mod metrics;
 pub mod prompts;
 pub mod records;
 pub mod remotes;
@@ -132,6 +133,9 @@ groups! {
     Webhooks = "webhooks";
     /// Machines running `sky runner` for the workspace's runner agents.
     Runners = "runners";
+    /// How the workspace is doing: calls, errors, latency, turns, spend and open requests over time, and
+    /// where its turns' traces (OpenTelemetry) go.
+    Observability = "observability";
 }
 
 /// MCP tool annotations, set truthfully: clients decide what to confirm from them.
@@ -671,6 +675,29 @@ operations! {
         http: GET "/v1/usage", hints: READ_ONLY, run: usage::get
     }
 
+    /// Calls, errors, latency percentiles, turns, spend and open requests of a workspace (or one agent
+    /// with `agent_id`) over the last `window` (`hour`, `day`, `week`, `month`): totals, a series of
+    /// points and, for the workspace, the numbers per agent. Optional `workspace`.
+    get_metrics(metrics::GetMetrics) -> metrics::Metrics {
+        title: "Get metrics", group: Observability, scope: Read, tool: true,
+        http: GET "/v1/metrics", hints: READ_ONLY, run: metrics::get
+    }
+
+    /// Export each turn as OpenTelemetry spans (turn, steps, model calls with tokens and cost, tool calls)
+    /// to an OTLP/HTTP endpoint, with one optional header (sealed); `url: null` stops it. Outbound calls
+    /// carry W3C `traceparent` either way. Owners and admins. Optional `workspace`.
+    set_trace_export(metrics::SetTraceExport) -> metrics::TraceExportView {
+        title: "Set trace export", group: Observability, scope: Write, tool: false,
+        http: PUT "/v1/trace-export", hints: UPDATES, run: metrics::set_trace_export
+    }
+
+    /// Where the workspace's turns are exported as OpenTelemetry spans, if anywhere (the header's value
+    /// is never shown). Optional `workspace`.
+    get_trace_export(metrics::GetTraceExport) -> metrics::TraceExportView {
+        title: "Get trace export", group: Observability, scope: Read, tool: false,
+        http: GET "/v1/trace-export", hints: READ_ONLY, run: metrics::get_trace_export
+    }
+
     /// Add credit to a workspace's wallet. Needs the deployment's admin token.
     add_credit(usage::AddCredit) -> usage::Credited {
         title: "Add credit", group: Usage, scope: Admin, tool: false,
@@ -1051,14 +1078,33 @@ fn encode<R: Serialize>(result: &R) -> Result<Value, ApiError> {
 /// then the handler.
 pub async fn invoke(cx: &Cx<'_>, op: &Op, args: Value) -> Result<Value, ApiError> {
     // Every face answers through here, so an internal failure is finished (logged with the request id) once.
-    checked_run(cx, op, args).await.map_err(|e| e.finish(&cx.request_id))
+    let result = checked_run(cx, op, args).await.map_err(|e| e.finish(&cx.request_id));
+    // The request's log line names the operation, the key (its id) and how it ended.
+    cx.env.meter.label(|l| {
+        if l.op.is_empty() {
+            l.op = op.name.to_owned();
+        }
+        if let Some(c) = &cx.caller {
+            l.key_id.clone_from(&c.key_id);
+        }
+        if let Err(e) = &result {
+            l.error_code = e.code.as_str().to_owned();
+            // A call refused before it found its workspace still counts, in the caller's default one.
+            if l.workspace_id.is_empty() {
+                l.workspace_id = cx.default_workspace_id().unwrap_or_default();
+            }
+        }
+    });
+    result
 }
 
-/// Counts one request against the calling key's per-minute limit, as every operation does (MCP task
-/// methods, which are no operation, count this way).
+/// Counts one request against the calling key's per-minute limit, on the same D1 bucket every operation
+/// counts on (MCP task methods, which are no operation, count this way).
 pub async fn rate_limit_key(cx: &Cx<'_>) -> Result<(), ApiError> {
     let caller = cx.caller()?;
-    rate_limit(cx, format!("key:{}", caller.key_id), cx.env.config.rate_limit_per_min).await
+    let limit = cx.env.config.rate_limit_per_min;
+    let rows = cx.db().batch(store::rate::hit(&format!("key:{}", caller.key_id), limit, cx.now_ms)).await?;
+    rate_decided(store::rate::decision(&rows, limit, cx.now_ms)?, limit)
 }
 
 async fn checked_run(cx: &Cx<'_>, op: &Op, args: Value) -> Result<Value, ApiError> {

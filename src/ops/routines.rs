@@ -344,6 +344,7 @@ pub async fn run_fire(cx: &Cx<'_>, fire_id: &str) -> Result<(), ApiError> {
     let Some(r) = store::routines::get(cx.db(), &fire.routine_id).await? else {
         return Ok(());
     };
+    cx.env.meter.label(|l| l.workspace_id.clone_from(&r.workspace_id));
     match execute(cx, fire_id, &r).await {
         Ok(()) => Ok(()),
         Err(e) if permanent(&e) => {

@@ -28,6 +28,11 @@ pub fn connector_aad(workspace_id: &str, connector_id: &str) -> String {
     format!("{workspace_id}/connector/{connector_id}")
 }
 
+/// The associated data a workspace's trace-export header is sealed with: its row.
+pub fn trace_export_aad(workspace_id: &str) -> String {
+    format!("{workspace_id}/trace_export")
+}
+
 /// Seals `plain` for the row (`aad` names it).
 pub fn seal(master: &str, aad: &str, plain: &str) -> String {
     let nonce: [u8; 12] = crate::rules::ids::random_bytes();

@@ -21,6 +21,7 @@ pub mod keys;
 pub mod lanes;
 pub mod mcp_tasks;
 pub mod members;
+pub mod metrics;
 pub mod oauth;
 pub mod proofs;
 pub mod rate;

@@ -17,6 +17,7 @@ use super::agent_tools::{self, bearer, post_json};
 use super::{mcp_client, skills, wallet};
 use crate::cx::{Blobs, Config, Env, Net};
 use crate::egress::Egress;
+use crate::rules::otlp::{Attr, Span};
 use crate::rules::{outbound, redact, seal};
 use crate::session::{Charge, Core, Event, EventKind, LocalSql, SessionConfig, StepOutcome, Turn, TurnEnd};
 use crate::store::{self, Sql};
@@ -289,6 +290,7 @@ async fn run_calls(
 ) -> Result<Option<Awaiting>, String> {
     let mut calls = calls.into_iter();
     while let Some(c) = calls.next() {
+        let started = ports.env.clock.now_ms();
         let (content, is_error) = if agent_tools::is_builtin(&c.name) {
             match agent_tools::run(ports.db(), ports.blobs(), config, &c.name, &c.args, now_ms).await {
                 Ok(v) => (v.to_string(), false),
@@ -323,9 +325,44 @@ async fn run_calls(
         } else {
             (json!({ "error": format!("no tool `{}`", c.name) }).to_string(), true)
         };
+        if let Some(span) =
+            ports.env.meter.child_span(&format!("tool {}", c.name), 1, started, ports.env.clock.now_ms())
+        {
+            let span = span
+                .attr("gen_ai.tool.name", Attr::Str(c.name.clone()))
+                .attr("gen_ai.tool.call.id", Attr::Str(c.id.clone()));
+            ports
+                .env
+                .meter
+                .record_span(Span { error: is_error.then(|| "the tool answered an error".to_owned()), ..span });
+        }
         work.result(&c, content, is_error);
     }
     Ok(None)
+}
+
+/// A model call as a span of the step's trace: model, tokens and cost (never the prompt or the answer).
+fn trace_model_call(ports: &Ports<'_>, config: &SessionConfig, started: i64, called: &Result<Called, String>) {
+    let Some(span) =
+        ports.env.meter.child_span(&format!("chat {}", config.model), 3, started, ports.env.clock.now_ms())
+    else {
+        return;
+    };
+    let mut span = span
+        .attr("gen_ai.operation.name", Attr::Str("chat".into()))
+        .attr("gen_ai.request.model", Attr::Str(config.model.clone()));
+    match called {
+        Ok(Called::Reply(_, charge)) => {
+            span = span
+                .attr("gen_ai.usage.input_tokens", Attr::Int(charge.input_tokens))
+                .attr("gen_ai.usage.output_tokens", Attr::Int(charge.output_tokens))
+                .attr("agentsky.cost_cents", Attr::Int(charge.cents));
+        }
+        Ok(Called::Stopped(_, why)) => span.error = Some(why.clone()),
+        // The error's words are the harness's own (the endpoint's answer is summarized and redacted).
+        Err(e) => span.error = Some(redact::redact(e).chars().take(200).collect()),
+    }
+    ports.env.meter.record_span(span);
 }
 
 fn session_tool_text(r: crate::agent::ToolResult) -> (String, bool) {
@@ -474,7 +511,10 @@ async fn run<S: LocalSql + ?Sized>(
                 turn.step
             ),
         };
-        let (reply, charge) = match complete(ports, config, &entry_id, &body, now_ms).await {
+        let called_at = ports.env.clock.now_ms();
+        let called = complete(ports, config, &entry_id, &body, now_ms).await;
+        trace_model_call(ports, config, called_at, &called);
+        let (reply, charge) = match called {
             Ok(Called::Reply(reply, charge)) => (reply, charge),
             Ok(Called::Stopped(reason, why)) => {
                 work.push(EventKind::Status, json!({ "text": why }));

@@ -201,4 +201,37 @@ describe('the console in headless Chromium', () => {
     await page.locator('code', { hasText: '127.0.0.1:9/hook' }).first().waitFor();
     await shot('16-webhooks');
   });
+
+  test("the Health page draws the workspace's calls, errors, latency and turns; Usage draws the day", async () => {
+    // Some traffic in this workspace: calls that succeed, one that fails, and an echo turn.
+    const agent = await createAgent(acct.key, { name: 'Health probe', workspace: ws });
+    for (let i = 0; i < 5; i++) await rest('GET', `/v1/agents?workspace=${ws}`, { key: acct.key });
+    await rest('GET', '/v1/sessions/ses_missing', { key: acct.key });
+    ok(await mcp.tool('start_session', { agent_id: agent.agent_id, message: 'hi', idempotency_key: ikey(), workspace: ws }), 'start');
+    await new Promise((r) => setTimeout(r, 1500));
+    const m = await rest('GET', `/v1/metrics?workspace=${ws}`, { key: acct.key });
+    assert.equal(m.status, 200, JSON.stringify(m.body));
+    assert.ok(m.body.totals.calls >= 7, `calls counted: ${JSON.stringify(m.body.totals)}`);
+    assert.ok(m.body.totals.errors >= 1, 'the 404 is an error');
+    assert.ok(m.body.totals.turns >= 1, 'the echo turn is counted');
+    const res = await page.goto(at('/health'));
+    assert.equal(res.status(), 200);
+    assert.equal(await page.textContent('h1'), 'Health');
+    assert.equal(await page.locator('.charts svg.chart').count(), 4, 'four charts');
+    assert.ok(await page.locator('.charts rect.bar.calls').count() >= 1, 'calls drawn as bars');
+    assert.ok(await page.locator('.charts polyline.line').count() >= 1, 'lines drawn');
+    const calls = Number(await page.textContent('[data-metric=calls]'));
+    assert.ok(calls >= 7, `the page's total: ${calls}`);
+    await page.locator('td', { hasText: 'Health probe' }).first().waitFor();
+    await shot('17-health');
+    await page.selectOption('select[name=window]', 'day');
+    await page.click('form.row button[type=submit]');
+    await page.waitForURL(/window=day/);
+    assert.equal(await page.locator('.charts svg.chart').count(), 4);
+    const usage = await page.goto(at('/usage'));
+    assert.equal(usage.status(), 200);
+    assert.equal(await page.locator('.charts svg.chart').count(), 4, 'the Usage page draws the last day');
+    assert.ok(await page.locator('.charts rect.bar.calls').count() >= 1, "the day's calls are drawn in their 15 minutes");
+    await shot('18-usage-activity');
+  });
 });

@@ -70,7 +70,7 @@ export async function fakeOpenAI(script, { usage = { prompt_tokens: 7, completio
  * Bearer <token>` when `token` is given. Records each JSON-RPC method it was sent and each tool call.
  */
 export async function fakeMcpServer({ token } = {}) {
-  const methods = []; const calls = []; const auth = [];
+  const methods = []; const calls = []; const auth = []; const headers = [];
   const build = () => {
     const server = new McpServer({ name: 'e2e-calc', version: '1.0.0' });
     server.registerTool('multiply', {
@@ -84,6 +84,7 @@ export async function fakeMcpServer({ token } = {}) {
   };
   const httpServer = http.createServer(async (req, res) => {
     auth.push(req.headers.authorization ?? null);
+    headers.push(req.headers);
     if (token && req.headers.authorization !== `Bearer ${token}`) {
       res.writeHead(401, { 'content-type': 'application/json' });
       res.end(JSON.stringify({ error: 'bad token' }));
@@ -100,7 +101,7 @@ export async function fakeMcpServer({ token } = {}) {
   });
   const port = await listen(httpServer);
   return {
-    url: `http://127.0.0.1:${port}/mcp`, methods, calls, auth,
+    url: `http://127.0.0.1:${port}/mcp`, methods, calls, auth, headers,
     close: () => new Promise((r) => { httpServer.closeAllConnections?.(); httpServer.close(() => r()); }),
   };
 }

@@ -11,6 +11,8 @@ source "$ROOT/scripts/server.sh"
 cd "$ROOT"
 
 state="$ROOT/tests/e2e/.state"
+# Secrets the suites plant to prove none reaches the log (log-canaries.sh, last): this run's only.
+rm -f "$state/canaries.txt"
 # ADMIN_TOKEN: the tests add wallet credit (POST /v1/workspaces/{slug}/credit). SECRETS_KEY: workspace
 # secrets can be stored (the openai harness's endpoint and key). PRICES: openai.test.mjs asserts charges
 # at this table's rate for its model (cents per million input / output tokens). ALLOW_LOOPBACK_HTTP: the
@@ -79,6 +81,11 @@ step "sky CLI: device sign-in, npx setup (tests/e2e/cli.sh)" bash tests/e2e/cli.
 step "sky approvals and a request's life (tests/e2e/approvals.sh)" bash tests/e2e/approvals.sh
 step "sky runner: a script agent's turns, a killed runner's turn re-claimed (tests/e2e/runner.sh)" bash tests/e2e/runner.sh
 step "land pushes to a git remote; a shim deploy's credential stays with the runner (tests/e2e/push.sh)" bash tests/e2e/push.sh
+
+step "make deploy-check refuses broken production configs (tests/e2e/deploy-check.sh)" bash tests/e2e/deploy-check.sh
+
+# Last, over everything the suites made the server log: no planted secret in any line.
+step "no secret in the server log (tests/e2e/log-canaries.sh)" bash tests/e2e/log-canaries.sh
 
 if [ ${#failed[@]} -gt 0 ]; then
   echo "e2e: failed: ${failed[*]} (server log: $state/logs/wrangler-dev.log)" >&2

@@ -28,6 +28,7 @@ mod mcp_tasks;
 mod members;
 mod money;
 mod oauth;
+mod observability;
 mod operator;
 mod params;
 mod records;

@@ -125,6 +125,8 @@ pub struct HostSessions {
     pub feeds: MemoryFeeds,
     /// While set, objects commit their state but die before telling the D1 index (a crash in between).
     pub crash_before_index: Rc<Cell<bool>>,
+    /// The meter of the request calling the objects: its trace goes with each call.
+    pub caller_meter: Option<Rc<agentsky::cx::Meter>>,
 }
 
 /// Runs while a call waits on a key (given the key), with the app to send requests to.
@@ -162,6 +164,7 @@ impl HostSessions {
             clock: Box::new(HostClock(self.now.clone())),
             net: Box::new(self.net.clone()),
             config: self.config.clone(),
+            meter: Default::default(),
         }
     }
 
@@ -184,9 +187,18 @@ impl HostSessions {
             self.now.set(self.now.get().max(at));
             let now = self.now.get();
             let env = self.env();
-            let ports = Ports { env: &env, net: &self.net };
+            // As the object runs a step: traced, counted and logged ([`agentsky::objects::observe`]).
+            let clock = self.now.clone();
+            let net = agentsky::cx::meter::ObservedNet {
+                inner: self.net.clone(),
+                meter: env.meter.clone(),
+                now_ms: Box::new(move || clock.get()),
+            };
+            let ports = Ports { env: &env, net: &net };
+            let step = agentsky::objects::observe::begin(&*obj, &env, &turn, now);
             let stepped = driver::step(&core, &ports, now).await.unwrap();
             let Some((config, t)) = stepped else { break };
+            agentsky::objects::observe::end(&*obj, &env, &net, &config, &t, step).await;
             if !self.crash_before_index.get() {
                 driver::after_step(&core, &self.db, &config, &t, now).await.unwrap();
             }
@@ -225,6 +237,11 @@ impl Sessions for HostSessions {
                 self.keyed.borrow_mut().signal(key, self.now.get());
             }
             let obj = self.object(&session_id);
+            if matches!(call, SessionCall::Init { .. } | SessionCall::Send { .. }) {
+                // As the Worker's object client sends it, and the object keeps it for the turn.
+                let traceparent = self.caller_meter.as_ref().and_then(|m| m.child_traceparent());
+                agentsky::objects::observe::remember(&*obj, traceparent.as_deref());
+            }
             let core = match Core::open(&*obj) {
                 Ok(c) => c,
                 Err(r) => return Ok(SessionReply::Refused(r)),
@@ -456,21 +473,24 @@ impl TestApp {
             on_wait: Rc::default(),
             feeds: MemoryFeeds { counts: Rc::default(), now: now_ms.clone() },
             crash_before_index: Rc::default(),
+            caller_meter: None,
         };
         Self { db, limiter, sessions, blobs, queue: MemoryQueue::default(), config, now_ms, last_queries: Cell::new(0) }
     }
 
     fn env(&self) -> Env {
+        let meter = Rc::new(agentsky::cx::Meter::default());
         Env {
             db: Counted::new(Box::new(self.db.clone())),
             limiter: Box::new(self.limiter.clone()),
-            sessions: Box::new(self.sessions.clone()),
+            sessions: Box::new(HostSessions { caller_meter: Some(meter.clone()), ..self.sessions.clone() }),
             blobs: Box::new(self.blobs.clone()),
             queue: Box::new(self.queue.clone()),
             feeds: Box::new(self.sessions.feeds.clone()),
             clock: Box::new(HostClock(self.now_ms.clone())),
             net: Box::new(self.sessions.net.clone()),
             config: self.config.clone(),
+            meter,
         }
     }
 
@@ -503,8 +523,19 @@ impl TestApp {
         let env = self.env();
         let meta = RequestMeta { now_ms: self.now_ms.get(), request_id: "req_test".into() };
         let resp = futures::executor::block_on(app::handle(&env, req, meta));
-        self.last_queries.set(env.db.calls());
+        // The request's own round trips (its metrics row is written after the answer).
+        self.last_queries.set(resp.header("x-d1-queries").and_then(|n| n.parse().ok()).unwrap_or(u32::MAX));
         resp
+    }
+
+    /// [`Self::send`], returning the request's log line too.
+    pub fn send_logged(&self, req: HttpRequest) -> (HttpResponse, Value) {
+        let env = self.env();
+        let meta = RequestMeta { now_ms: self.now_ms.get(), request_id: "req_test".into() };
+        let (resp, done) = futures::executor::block_on(app::serve(&env, req, meta));
+        let line = done.line.clone();
+        futures::executor::block_on(app::observe::finish(&env, done));
+        (resp, line)
     }
 
     pub fn request(&self, method: &str, path_and_query: &str, key: Option<&str>, body: Option<Value>) -> HttpResponse {

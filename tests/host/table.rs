@@ -53,6 +53,8 @@ const BEYOND_THE_CONTRACT: &[&str] = &[
     // is how a chat client points it at a repository.
     "set_task_remote",
     "get_task_remote",
+    // How a workspace is doing (calls, errors, latency, turns, spend), asked from a chat client too.
+    "get_metrics",
 ];
 
 #[test]

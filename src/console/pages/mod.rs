@@ -5,6 +5,7 @@ mod access;
 mod agents;
 mod approvals;
 mod board;
+mod health;
 mod keys;
 mod members;
 mod routines;
@@ -49,6 +50,7 @@ pub async fn get(p: &Ctx<'_>, sub: &str) -> HttpResponse {
         ["tasks", task_id] => board::task(p, task_id).await,
         ["sessions", sid] => sessions::page(p, sid).await,
         ["usage"] => usage::page(p).await,
+        ["health"] => health::page(p).await,
         ["agents"] => agents::page(p, None).await,
         ["agents", agent_id] => agents::page(p, Some(agent_id)).await,
         ["routines"] => routines::page(p).await,

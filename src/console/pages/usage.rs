@@ -70,6 +70,7 @@ pub async fn page(p: &Ctx<'_>) -> Result<Page, ApiError> {
     let budgeted: Vec<&Value> = list(&tasks, "tasks").iter().filter(|t| t["budget_cents"].is_i64()).collect();
     let total = groups["total_cents"].as_i64().unwrap_or(0).max(1);
     let receipts = p.call("list_receipts", json!({ "workspace": p.ws.slug })).await?;
+    let activity = p.call("get_metrics", json!({ "workspace": p.ws.slug, "window": "day" })).await?;
     Ok(Page {
         title: "Usage".into(),
         nav: "/usage",
@@ -84,6 +85,11 @@ pub async fn page(p: &Ctx<'_>) -> Result<Page, ApiError> {
                 button type="submit" { "Show" }
             }
             div data-live="usage-chart" { (trusted(chart(list(&days, "groups"), s(&days["from"]), s(&days["to"])))) }
+            h2 { "Activity, last day" }
+            p.muted { "Calls, errors, latency, turns and spend every 15 minutes; longer windows and per-agent numbers are on "
+                a href=(p.link("/health")) { "Health" } "." }
+            (super::health::summary(&activity["totals"]))
+            (super::health::charts(&activity))
             h2 { "By " (GROUPS.iter().find(|(g, _)| *g == by).map_or("agent", |(_, l)| l).to_lowercase()) }
             table data-live="usage-groups" {
                 thead { tr { th { "Who" } th.num { "Spend" } th { "Share" } th.num { "Tokens in / out" } } }

@@ -247,6 +247,7 @@ STEPS: list[Step] = [
     Step("op", "delete_webhook", lambda w: {"webhook_id": w["webhook"], "workspace": w["ws"]}),
     # Spend, context, records, help.
     Step("op", "get_usage", lambda w: {"workspace": w["ws"]}),
+    Step("op", "get_metrics", lambda w: {"workspace": w["ws"], "window": "day"}),
     # Money in: checkout links from the fake Stripe run.sh starts; no card is saved, so the top-up is off.
     Step("op", "top_up", lambda w: {"amount_cents": 1000, "workspace": w["ws"]}),
     Step("op", "save_card", lambda w: {"workspace": w["ws"]}),

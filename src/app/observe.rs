@@ -1,0 +1,205 @@
+//! The request's side of operability: its trace context, its one structured log line and its metrics
+//! row, and the health check. The line holds ids, names, counts and times only: never a path (share and
+//! webhook paths carry tokens), a header, a body or a query.
+
+use crate::cx::{Cx, Env};
+use crate::http::{HttpRequest, HttpResponse};
+use crate::rules::traceparent::{self, TraceContext};
+use crate::store::Sql;
+use serde_json::{json, Value};
+
+/// Which face a path belongs to, for the log line and nothing else.
+pub fn face_of(path: &str) -> &'static str {
+    match path {
+        "/v1/mcp" => "operator_mcp",
+        "/v1/session/mcp" => "session_mcp",
+        "/v1/help/mcp" => "help_mcp",
+        "/v1/conformance/mcp" => "conformance_mcp",
+        "/v1/health" | "/" | "/v1" => "health",
+        "/v1/billing/stripe/webhook" => "stripe_webhook",
+        "/device" => "device",
+        _ if path.starts_with("/v1/webhooks/records/") => "records_webhook",
+        _ if path.starts_with("/v1/runner/") => "runner",
+        _ if path == "/console" || path.starts_with("/console/") => "console",
+        _ if path.starts_with("/s/") || path.starts_with("/a/") => "share",
+        _ if path == "/help" || path.starts_with("/help/") => "help_center",
+        _ if path.starts_with("/oauth/") || path.starts_with("/.well-known/") => "oauth",
+        _ => "rest",
+    }
+}
+
+/// The JSON-RPC call an MCP request makes (`tools/call:start_session`), and its `_meta.traceparent`
+/// (the 2026-07-28 wire carries trace context there as well as in the header).
+fn mcp_call(req: &HttpRequest) -> (String, Option<String>) {
+    if req.method != "POST" || !super::MCP_ENDPOINTS.contains(&req.path.as_str()) {
+        return (String::new(), None);
+    }
+    let body: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
+    let method = body["method"].as_str().unwrap_or_default();
+    let op = match body["params"]["name"].as_str() {
+        Some(tool) if method == "tools/call" => format!("tools/call:{tool}"),
+        _ => method.to_owned(),
+    };
+    // Names only: a tool name the caller made up is cut short and kept to name characters.
+    let op: String = op.chars().filter(|c| c.is_ascii_alphanumeric() || "/:_-.".contains(*c)).take(80).collect();
+    (op, body["params"]["_meta"]["traceparent"].as_str().map(str::to_owned))
+}
+
+/// A request under way.
+pub struct Started {
+    face: &'static str,
+    method: String,
+    started_ms: i64,
+    trace: TraceContext,
+}
+
+/// Starts the request's trace: the caller's `traceparent` (header, else the MCP call's `_meta`), or a new
+/// trace. The request is one span of it, and what it calls onward its children.
+pub fn start(env: &Env, req: &HttpRequest, now_ms: i64) -> Started {
+    let (op, meta_traceparent) = mcp_call(req);
+    let incoming = req
+        .header("traceparent")
+        .and_then(traceparent::parse)
+        .or_else(|| meta_traceparent.as_deref().and_then(traceparent::parse));
+    let trace = match incoming {
+        Some(parent) => parent.child(crate::rules::ids::random_bytes()),
+        None => TraceContext::fresh(crate::rules::ids::random_bytes(), crate::rules::ids::random_bytes()),
+    };
+    env.meter.set_trace(trace.clone());
+    if !op.is_empty() {
+        env.meter.label(|l| l.op = op);
+    }
+    Started { face: face_of(&req.path), method: req.method.clone(), started_ms: now_ms, trace }
+}
+
+/// A finished request: its log line and metrics row, written after the answer has gone.
+pub struct Finished {
+    pub line: Value,
+    workspace_id: String,
+    agent_id: String,
+    error: bool,
+    started_ms: i64,
+    duration_ms: i64,
+}
+
+impl Started {
+    pub fn trace_id(&self) -> &str {
+        &self.trace.trace_id
+    }
+
+    pub fn end(self, env: &Env, request_id: &str, resp: &HttpResponse) -> Finished {
+        let labels = env.meter.labels();
+        let duration_ms = (env.clock.now_ms() - self.started_ms).max(0);
+        let error_code = if !labels.error_code.is_empty() {
+            labels.error_code.clone()
+        } else if resp.status >= 400 {
+            error_code_of(resp)
+        } else {
+            String::new()
+        };
+        let outbound: Vec<Value> =
+            env.meter.outbound().iter().map(|o| json!({ "host": o.host, "status": o.status, "ms": o.ms })).collect();
+        let line = json!({
+            "log": "request",
+            "request_id": request_id,
+            "trace_id": self.trace.trace_id,
+            "face": self.face,
+            "method": self.method,
+            "op": labels.op,
+            "workspace_id": labels.workspace_id,
+            "key_id": labels.key_id,
+            "session_id": labels.session_id,
+            "agent_id": labels.agent_id,
+            "status": resp.status,
+            "error_code": error_code,
+            "duration_ms": duration_ms,
+            "d1_round_trips": env.db.calls(),
+            "object_calls": env.meter.object_calls(),
+            "outbound": outbound,
+        });
+        Finished {
+            line,
+            workspace_id: labels.workspace_id,
+            agent_id: labels.agent_id,
+            error: resp.status >= 500 || !error_code.is_empty(),
+            started_ms: self.started_ms,
+            duration_ms,
+        }
+    }
+}
+
+/// The error code of an answer that is the API's error body, or a JSON-RPC error carrying it.
+fn error_code_of(resp: &HttpResponse) -> String {
+    if resp.body.len() > 64 * 1024 {
+        return format!("http_{}", resp.status);
+    }
+    let body = resp.json_body();
+    let code = body["error"]["code"].as_str().or_else(|| body["error"]["data"]["code"].as_str());
+    match code {
+        Some(c) => c.chars().filter(|c| c.is_ascii_alphanumeric() || *c == '_').take(40).collect(),
+        None => format!("http_{}", resp.status),
+    }
+}
+
+/// Writes the line, then adds the call to its workspace's minute (best effort: metrics never fail a
+/// request, and a failure to count is logged).
+pub async fn finish(env: &Env, done: Finished) {
+    crate::error::log_record(&done.line);
+    if done.workspace_id.is_empty() {
+        return;
+    }
+    let stmt = crate::store::metrics::add_call(
+        &done.workspace_id,
+        &done.agent_id,
+        done.started_ms.div_euclid(60_000),
+        done.error,
+        done.duration_ms,
+    );
+    if let Err(e) = env.db.all(stmt).await {
+        crate::error::log_record(&json!({ "log": "metrics_write_failed", "error": e.to_string() }));
+    }
+}
+
+/// How long one health check's answer is reused by this isolate: uptime checks and load balancers may
+/// poll often, and each check touches every binding (the queue one sends a message).
+const HEALTH_TTL_MS: i64 = 10_000;
+
+thread_local! {
+    /// The last check: when it ran, and its answer.
+    static LAST_HEALTH: std::cell::RefCell<Option<(i64, u16, Value)>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Whether each backing service answers: D1, a session object, R2 and the queue. Only `ok` per service
+/// and the version; why one failed goes to the log with the request id, not to the caller. A 503 when
+/// any is down, so a load balancer or uptime check reads it without parsing.
+pub async fn health(cx: &Cx<'_>) -> HttpResponse {
+    let cached =
+        LAST_HEALTH.with(|l| l.borrow().clone()).filter(|(at, _, _)| (0..HEALTH_TTL_MS).contains(&(cx.now_ms - at)));
+    if let Some((_, status, body)) = cached {
+        return HttpResponse::json(status, &body);
+    }
+    let env = cx.env;
+    let d1 = async { env.db.all(crate::stmt!("SELECT 1 AS ok")).await.map(|_| ()).map_err(|e| e.to_string()) };
+    let object = async {
+        let call = crate::session::SessionCall::Wait { key: "health".into(), wait_ms: 0 };
+        env.sessions.call("_health", call).await.map(|_| ())
+    };
+    let r2 = async { env.blobs.get("_health/probe".into()).await.map(|_| ()) };
+    let queue = async { env.queue.send(json!({ "health": cx.now_ms })).await };
+    let (d1, object, r2, queue) = futures::join!(d1, object, r2, queue);
+    let mut checks = serde_json::Map::new();
+    let mut ok = true;
+    for (name, result) in [("d1", d1), ("session_object", object), ("r2", r2), ("queue", queue)] {
+        if let Err(e) = &result {
+            ok = false;
+            crate::error::log_record(
+                &json!({ "log": "health_check_failed", "request_id": cx.request_id, "check": name, "error": e }),
+            );
+        }
+        checks.insert(name.into(), json!({ "ok": result.is_ok() }));
+    }
+    let status = if ok { 200 } else { 503 };
+    let body = json!({ "ok": ok, "name": "agentsky", "version": env!("CARGO_PKG_VERSION"), "checks": checks });
+    LAST_HEALTH.with(|l| l.replace(Some((cx.now_ms, status, body.clone()))));
+    HttpResponse::json(status, &body)
+}

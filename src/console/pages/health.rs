@@ -1,0 +1,237 @@
+//! Health: how the workspace is doing over an hour, a day, a week or a month (`get_metrics`): calls and
+//! errors, latency percentiles, turns, spend and open requests as server-drawn SVG charts, the same per
+//! agent, and where its turns' traces go. The Usage page draws the day's activity with the same charts.
+
+use super::{list, Page};
+use crate::console::layout::{action, hidden, money, trusted};
+use crate::console::render::s;
+use crate::console::Ctx;
+use crate::error::ApiError;
+use maud::{html, Markup};
+use serde_json::{json, Value};
+use std::fmt::Write;
+
+const WINDOWS: &[(&str, &str)] =
+    &[("hour", "Last hour"), ("day", "Last day"), ("week", "Last week"), ("month", "Last month")];
+
+/// One drawn series: its CSS class, its name in the legend, and how a point reads it.
+pub struct Series<'a> {
+    pub class: &'a str,
+    pub name: &'a str,
+    pub value: fn(&Value) -> f64,
+}
+
+/// A time axis label for a point.
+fn label(t_ms: i64, step_minutes: i64) -> String {
+    let at = chrono::DateTime::from_timestamp_millis(t_ms).unwrap_or_default();
+    if step_minutes >= 60 {
+        at.format("%m-%d %H:%M").to_string()
+    } else {
+        at.format("%H:%M").to_string()
+    }
+}
+
+/// Points as an SVG chart: the first series as bars, the others as lines over them. `unit` formats the
+/// top of the scale and each point's tooltip. Every text drawn is this module's own (titles, series
+/// names, numbers and times), so nothing needs escaping.
+pub fn chart(
+    title: &str,
+    points: &[Value],
+    step_minutes: i64,
+    series: &[Series<'_>],
+    unit: fn(f64) -> String,
+) -> String {
+    let n = points.len().max(1);
+    let max = points.iter().flat_map(|p| series.iter().map(move |s| (s.value)(p))).fold(0.0_f64, f64::max).max(1.0);
+    let (w, h, left, bottom, top) = (720.0, 180.0, 64.0, 22.0, 22.0);
+    let slot = (w - left) / n as f64;
+    let y = |v: f64| h - bottom - (h - bottom - top) * v / max;
+    let mut svg = format!(
+        "<svg class=\"chart\" viewBox=\"0 0 {w} {h}\" role=\"img\" aria-label=\"{title}\"><line class=\"axis\" x1=\"{left}\" y1=\"{y0}\" x2=\"{w}\" y2=\"{y0}\"/>\
+<text x=\"4\" y=\"{yt}\">{top_label}</text><text x=\"4\" y=\"{y0}\">0</text>",
+        y0 = h - bottom,
+        yt = top + 4.0,
+        top_label = unit(max),
+    );
+    let mut legend = String::new();
+    for (k, s) in series.iter().enumerate() {
+        let _ = write!(legend, "<tspan class=\"key {}\">■ {}</tspan> ", s.class, s.name);
+        if k == 0 {
+            for (i, p) in points.iter().enumerate() {
+                let v = (s.value)(p);
+                if v <= 0.0 {
+                    continue;
+                }
+                let x = left + i as f64 * slot + slot * 0.1;
+                let t = label(p["t_ms"].as_i64().unwrap_or(0), step_minutes);
+                let _ = write!(
+                    svg,
+                    "<rect class=\"bar {}\" x=\"{x:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{:.1}\"><title>{t}: {}</title></rect>",
+                    s.class,
+                    y(v),
+                    (slot * 0.8).max(1.0),
+                    h - bottom - y(v),
+                    unit(v)
+                );
+            }
+        } else {
+            let path: Vec<String> = points
+                .iter()
+                .enumerate()
+                .map(|(i, p)| format!("{:.1},{:.1}", left + (i as f64 + 0.5) * slot, y((s.value)(p))))
+                .collect();
+            let _ = write!(svg, "<polyline class=\"line {}\" points=\"{}\"/>", s.class, path.join(" "));
+        }
+    }
+    for i in (0..points.len()).step_by((points.len() / 6).max(1)) {
+        let t = label(points[i]["t_ms"].as_i64().unwrap_or(0), step_minutes);
+        let _ = write!(svg, "<text x=\"{:.1}\" y=\"{}\">{t}</text>", left + i as f64 * slot, h - 6.0);
+    }
+    let _ = write!(svg, "<text x=\"{left}\" y=\"14\">{legend}</text>");
+    svg + "</svg>"
+}
+
+pub fn count(v: f64) -> String {
+    format!("{v:.0}")
+}
+
+pub fn ms(v: f64) -> String {
+    if v >= 1000.0 {
+        format!("{:.1} s", v / 1000.0)
+    } else {
+        format!("{v:.0} ms")
+    }
+}
+
+pub fn cents(v: f64) -> String {
+    money(v.round() as i64)
+}
+
+fn n(p: &Value, k: &str) -> f64 {
+    p[k].as_f64().unwrap_or(0.0)
+}
+
+/// The four charts of a metrics answer.
+pub fn charts(m: &Value) -> Markup {
+    let points = list(m, "series");
+    let step = m["step_minutes"].as_i64().unwrap_or(1);
+    let calls = chart(
+        "calls and errors",
+        points,
+        step,
+        &[
+            Series { class: "calls", name: "calls", value: |p| n(p, "calls") },
+            Series { class: "errors", name: "errors", value: |p| n(p, "errors") },
+        ],
+        count,
+    );
+    let latency = chart(
+        "latency",
+        points,
+        step,
+        &[
+            Series { class: "p50", name: "p50", value: |p| n(&p["latency"], "p50_ms") },
+            Series { class: "p95", name: "p95", value: |p| n(&p["latency"], "p95_ms") },
+            Series { class: "p99", name: "p99", value: |p| n(&p["latency"], "p99_ms") },
+        ],
+        ms,
+    );
+    let turns = chart(
+        "turns and open requests",
+        points,
+        step,
+        &[
+            Series { class: "turns", name: "turns", value: |p| n(p, "turns") },
+            Series { class: "open", name: "open requests", value: |p| n(p, "open_requests") },
+        ],
+        count,
+    );
+    let spend = chart(
+        "spend",
+        points,
+        step,
+        &[Series { class: "spend", name: "spend", value: |p| n(p, "spend_cents") }],
+        cents,
+    );
+    html! {
+        div.charts data-live="metrics-charts" {
+            figure { figcaption { "Calls and errors" } (trusted(calls)) }
+            figure { figcaption { "Latency (p50 bars, p95 and p99 lines)" } (trusted(latency)) }
+            figure { figcaption { "Turns and open requests" } (trusted(turns)) }
+            figure { figcaption { "Spend" } (trusted(spend)) }
+        }
+    }
+}
+
+/// The window's totals in one line.
+pub fn summary(t: &Value) -> Markup {
+    let calls = t["calls"].as_i64().unwrap_or(0);
+    let errors = t["errors"].as_i64().unwrap_or(0);
+    let rate = if calls > 0 { errors as f64 * 100.0 / calls as f64 } else { 0.0 };
+    let l = |k: &str| t["latency"][k].as_f64().map_or("—".to_owned(), ms);
+    html! {
+        dl.stats data-live="metrics-totals" {
+            div { dt { "Calls" } dd data-metric="calls" { (calls) } }
+            div { dt { "Errors" } dd data-metric="errors" { (errors) " (" (format!("{rate:.1}")) "%)" } }
+            div { dt { "p50 / p95 / p99" } dd { (l("p50_ms")) " / " (l("p95_ms")) " / " (l("p99_ms")) } }
+            div { dt { "Turns" } dd data-metric="turns" { (t["turns"].as_i64().unwrap_or(0)) } }
+            div { dt { "Spend" } dd { (money(t["spend_cents"].as_i64().unwrap_or(0))) } }
+            div { dt { "Open requests (most)" } dd { (t["open_requests"].as_i64().unwrap_or(0)) } }
+        }
+    }
+}
+
+pub async fn page(p: &Ctx<'_>) -> Result<Page, ApiError> {
+    let window = p.query("window").filter(|w| WINDOWS.iter().any(|(k, _)| k == w)).unwrap_or_else(|| "hour".into());
+    let m = p.call("get_metrics", json!({ "workspace": p.ws.slug, "window": window })).await?;
+    let export = p.call("get_trace_export", json!({ "workspace": p.ws.slug })).await?;
+    let slug = p.ws.slug.as_str();
+    Ok(Page {
+        title: "Health".into(),
+        nav: "/health",
+        main: html! {
+            h1 { "Health" }
+            form.row method="get" action=(p.link("/health")) {
+                label { "Window" select name="window" { @for (k, l) in WINDOWS { option value=(k) selected[*k == window] { (l) } } } }
+                button type="submit" { "Show" }
+            }
+            (summary(&m["totals"]))
+            (charts(&m))
+            h2 { "By agent" }
+            table data-live="metrics-agents" {
+                thead { tr { th { "Agent" } th.num { "Calls" } th.num { "Errors" } th.num { "p95" } th.num { "Turns" } th.num { "Spend" } } }
+                tbody {
+                    @for a in list(&m, "agents") {
+                        tr {
+                            td { @if s(&a["agent_id"]).is_empty() { span.muted { "People and keys" } }
+                                 @else { a href=(p.link(&format!("/agents/{}", s(&a["agent_id"])))) { (a["name"].as_str().unwrap_or(s(&a["agent_id"]))) } } }
+                            td.num { (a["calls"].as_i64().unwrap_or(0)) }
+                            td.num { (a["errors"].as_i64().unwrap_or(0)) }
+                            td.num { (a["latency"]["p95_ms"].as_f64().map_or("—".to_owned(), ms)) }
+                            td.num { (a["turns"].as_i64().unwrap_or(0)) }
+                            td.num { (money(a["spend_cents"].as_i64().unwrap_or(0))) }
+                        }
+                    }
+                    @if list(&m, "agents").is_empty() { tr { td colspan="6" { span.muted { "Nothing counted in this window." } } } }
+                }
+            }
+            h2 { "Traces" }
+            p.muted { "Each turn can be sent as OpenTelemetry spans (turn, steps, model calls with tokens and cost, tool calls) to an OTLP/HTTP endpoint." }
+            @if let Some(url) = export["url"].as_str() {
+                p data-live="trace-export" { "Exporting to " code { (url) }
+                  @if let Some(h) = export["header_name"].as_str() { " with header " code { (h) } } ". "
+                  (action(p, "set_trace_export", &[("workspace", slug)], "Stop exporting", "link", Some("Stop exporting traces?"))) }
+            } @else {
+                p data-live="trace-export" { span.muted { "Not exporting." } }
+            }
+            form.stack method="post" action=(p.link("/op/set_trace_export")) {
+                (hidden(p))
+                input type="hidden" name="workspace" value=(slug);
+                label { "OTLP traces URL" input type="url" name="url" placeholder="https://collector.example.com/v1/traces" required; }
+                label { "Header name (optional)" input type="text" name="header_name" placeholder="authorization"; }
+                label { "Header value (optional, sealed)" input type="password" name="header_value" autocomplete="off"; }
+                button.primary type="submit" disabled[!p.can_write()] { "Export traces" }
+            }
+        },
+    })
+}
