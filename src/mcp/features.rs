@@ -304,7 +304,8 @@ mod tests {
 
     #[test]
     fn templates_match_one_segment_and_a_trailing_path() {
-        let vars = match_template("agentsky://tasks/{task_id}/files/{+path}", "agentsky://tasks/tsk_1/files/a/b%20c.md");
+        let vars =
+            match_template("agentsky://tasks/{task_id}/files/{+path}", "agentsky://tasks/tsk_1/files/a/b%20c.md");
         assert_eq!(Value::Object(vars.unwrap()), json!({"task_id": "tsk_1", "path": "a/b c.md"}));
         let vars = match_template("agentsky://tasks/{task_id}/files/{+path}", "AgentSky://tasks/t/files/x");
         assert_eq!(vars.unwrap()["path"], json!("x"), "the scheme is case-insensitive");
@@ -332,7 +333,8 @@ mod tests {
     #[test]
     fn a_list_refuses_a_cursor_it_never_issued() {
         let params = json!({"cursor": "abc"}).as_object().cloned().unwrap();
-        let answered = block_on(answer(&super::super::fixtures::Fixtures, Era::Legacy, "prompts/list", &params)).unwrap();
+        let answered =
+            block_on(answer(&super::super::fixtures::Fixtures, Era::Legacy, "prompts/list", &params)).unwrap();
         assert_eq!(answered.unwrap_err().code, rpc::INVALID_PARAMS);
     }
 

@@ -165,7 +165,10 @@ pub async fn get(cx: &Cx<'_>, call: PromptCall<'_>) -> Result<Value, RpcError> {
     };
     let args = Args(&call.arguments);
     if let Some(name) = missing(prompt, &args) {
-        return Err(RpcError::invalid_params(format!("Invalid params: prompt {:?} needs argument {name:?}", prompt.name)));
+        return Err(RpcError::invalid_params(format!(
+            "Invalid params: prompt {:?} needs argument {name:?}",
+            prompt.name
+        )));
     }
     let mut messages = Vec::new();
     if let Some((kind, arg)) = prompt.embeds {

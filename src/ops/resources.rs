@@ -244,7 +244,10 @@ fn event_markdown(event: &Event) -> String {
         "user_message" => format!("\n## {}\n\n{}", ops::sharing::author(&event.body["from"]), fenced(&text("text"))),
         "agent_message" => format!("\n## agent\n\n{}", fenced(&text("text"))),
         "tool_call" => {
-            format!("\n**tool call**\n\n{}", fenced(&format!("{} {}", one_line(&text("name")), event.body["arguments"])))
+            format!(
+                "\n**tool call**\n\n{}",
+                fenced(&format!("{} {}", one_line(&text("name")), event.body["arguments"]))
+            )
         }
         "tool_result" => {
             // The harnesses and the runner keep a result's text under `content`.
