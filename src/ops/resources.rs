@@ -148,11 +148,11 @@ pub async fn read(cx: &Cx<'_>, uri: &str) -> Result<Vec<Value>, ReadFailure> {
         Kind::TaskFile => {
             let path = var("path");
             let file = found(run(cx, "read_task_file", json!({"task_id": var("task_id"), "path": path})).await?)?;
-            Ok(text(paths::content_type(&path), file["content"].as_str().unwrap_or_default().to_owned()))
+            Ok(text(essence(paths::content_type(&path)), file["content"].as_str().unwrap_or_default().to_owned()))
         }
         Kind::Artifact => {
             let args = artifact_file(cx, &var("artifact_id")).await.map_err(|e| refusal(cx, e))?;
-            let content_type = args["content_type"].as_str().unwrap_or(t.mime).to_owned();
+            let content_type = essence(args["content_type"].as_str().unwrap_or(t.mime)).to_owned();
             let args = json!({"task_id": args["task_id"], "path": args["path"], "version": args["version"]});
             let file = found(run(cx, "read_task_file", args).await?)?;
             Ok(text(&content_type, file["content"].as_str().unwrap_or_default().to_owned()))
@@ -166,6 +166,11 @@ pub async fn read(cx: &Cx<'_>, uri: &str) -> Result<Vec<Value>, ReadFailure> {
             Ok(text(t.mime, serde_json::to_string_pretty(&result).unwrap_or_default()))
         }
     }
+}
+
+/// A media type without its parameters: a resource's text is always UTF-8, so `charset` says nothing.
+fn essence(content_type: &str) -> &str {
+    content_type.split(';').next().unwrap_or(content_type).trim()
 }
 
 /// The task file an artifact snapshots, once the id has the artifact shape, the lookup has counted

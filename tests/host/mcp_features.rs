@@ -56,7 +56,7 @@ fn task_files_artifacts_transcripts_and_results_read_as_the_tools_do() {
     let (ada, sid, task) = setup(&app);
     let file = read(&app, &ada.key, &format!("agentsky://tasks/{task}/files/notes/plan.md"));
     assert_eq!(file["result"]["contents"][0]["text"], "the plan");
-    assert_eq!(file["result"]["contents"][0]["mimeType"], "text/markdown; charset=utf-8");
+    assert_eq!(file["result"]["contents"][0]["mimeType"], "text/markdown");
     let artifact = app.ok(&ada.key, "publish_artifact", json!({"task_id": task, "path": "notes/plan.md"}));
     let id = artifact["artifact_id"].as_str().unwrap();
     assert_eq!(
@@ -250,7 +250,7 @@ fn artifact_reads_check_the_id_count_a_rate_unit_and_check_the_workspace() {
     let before = app.limiter.1.get();
     assert_eq!(read(&app, &bo.key, "agentsky://artifacts/tsk_notanartifact")["error"]["code"], -32002);
     assert_eq!(app.limiter.1.get() - before, 0, "an id of the wrong shape never reaches storage");
-    assert_eq!(read(&app, &ada.key, &uri)["result"]["contents"][0]["mimeType"], "text/markdown; charset=utf-8");
+    assert_eq!(read(&app, &ada.key, &uri)["result"]["contents"][0]["mimeType"], "text/markdown");
 }
 
 #[test]
