@@ -13,6 +13,7 @@ use crate::error::{ApiError, Code};
 use crate::mcp::features::{match_template, ReadFailure};
 use crate::mcp::RpcError;
 use crate::ops::sessions::{self, load};
+use crate::ops::transcript::{self, Entry};
 use crate::ops::{self, help_center};
 use crate::rules::{cursor, ids, paths};
 use crate::session::{Event, SessionCall, SessionReply};
@@ -242,30 +243,20 @@ fn fenced(body: &str) -> String {
     format!("{fence}text\n{body}\n{fence}\n")
 }
 
-/// One event as a Markdown section; status changes and turn marks are left out.
+/// One event as a Markdown section ([`transcript::entry`] decides which are shown).
 fn event_markdown(event: &Event) -> String {
-    let text = |key: &str| event.body[key].as_str().unwrap_or_default().to_owned();
-    match event.kind.as_str() {
-        "user_message" => format!("\n## {}\n\n{}", ops::sharing::author(&event.body["from"]), fenced(&text("text"))),
-        "agent_message" => format!("\n## agent\n\n{}", fenced(&text("text"))),
-        "tool_call" => {
-            format!(
-                "\n**tool call**\n\n{}",
-                fenced(&format!("{} {}", one_line(&text("name")), event.body["arguments"]))
-            )
+    match transcript::entry(event) {
+        Some(Entry::Said { who, text }) => format!("\n## {who}\n\n{}", fenced(text)),
+        Some(Entry::ToolCall { name, arguments }) => {
+            format!("\n**tool call**\n\n{}", fenced(&format!("{} {arguments}", one_line(name))))
         }
-        "tool_result" => {
-            // The harnesses and the runner keep a result's text under `content`.
-            let shown = match &event.body["content"] {
-                Value::String(s) => s.clone(),
-                other => other.to_string(),
-            };
-            let cut: String = shown.chars().take(TOOL_RESULT_CHARS).collect();
-            let cut = if cut.len() < shown.len() { format!("{cut}\n[… cut …]") } else { cut };
+        Some(Entry::ToolResult { content }) => {
+            let cut: String = content.chars().take(TOOL_RESULT_CHARS).collect();
+            let cut = if cut.len() < content.len() { format!("{cut}\n[… cut …]") } else { cut };
             format!("\n**tool result**\n\n{}", fenced(&cut))
         }
-        "error" => format!("\n**error**\n\n{}", fenced(&text("message"))),
-        _ => String::new(),
+        Some(Entry::Error { message }) => format!("\n**error**\n\n{}", fenced(message)),
+        None => String::new(),
     }
 }
 
