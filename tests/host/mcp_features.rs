@@ -394,3 +394,14 @@ fn the_2026_wire_reads_with_cache_hints_and_answers_not_found_as_invalid_params(
         json!(format!("agentsky://sessions/{sid}/result"))
     );
 }
+
+#[test]
+fn a_rate_limited_read_keeps_the_rate_limit_code() {
+    let app =
+        TestApp::with_config(agentsky::cx::Config { open_signup: true, rate_limit_per_min: 3, ..Default::default() });
+    let ada = app.signup("Ada", "ada@example.com");
+    let uri = "agentsky://sessions/ses_00000000000000000000000000/transcript";
+    let codes: Vec<Value> = (0..4).map(|_| read(&app, &ada.key, uri)["error"]["code"].clone()).collect();
+    assert_eq!(codes[3], -32003, "{codes:?}");
+    assert_eq!(read(&app, &ada.key, uri)["error"]["data"]["code"], "rate_limited");
+}
