@@ -6,16 +6,15 @@
 //! same operations.
 
 use crate::cx::Cx;
-use crate::error::ApiError;
-use crate::mcp::features::{Completion, Features, PromptCall, ReadFailure};
+use crate::mcp::features::{Completed, Completion, Features, PromptCall, ReadFailure};
 use crate::mcp::{
     results, CallOutcome, Era, Progress, RpcError, TaskAnswer, TaskMethod, TaskMode, ToolCall, ToolHost, ToolReply,
 };
 use crate::ops::mcp_tasks::{self, TaskError};
-use crate::ops::prompts::{self, Args};
+use crate::ops::prompts;
 use crate::ops::{self, completions, resources, Op, OPS};
 use futures::future::LocalBoxFuture;
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::sync::OnceLock;
 
 /// The tools of `/v1/mcp`, derived once per isolate: the table is static, so its schemas are too.
@@ -99,7 +98,7 @@ impl ToolHost for OperatorTools<'_> {
             };
             answered.map_err(|e| match e {
                 TaskError::Rpc(error) => error,
-                TaskError::Api(e) => api_error(e.finish(&self.cx.request_id)),
+                TaskError::Api(e) => resources::api_error(&e.finish(&self.cx.request_id)),
             })
         })
     }
@@ -126,54 +125,13 @@ impl Features for OperatorTools<'_> {
     }
 
     fn get_prompt<'a>(&'a self, call: PromptCall<'a>) -> LocalBoxFuture<'a, Result<Value, RpcError>> {
-        Box::pin(async move {
-            let Some(prompt) = prompts::find(call.name) else {
-                let names: Vec<&str> = prompts::PROMPTS.iter().map(|p| p.name).collect();
-                let message = format!("Invalid params: no prompt named {:?}; prompts: {}", call.name, names.join(", "));
-                return Err(RpcError::invalid_params(message));
-            };
-            let args = Args(&call.arguments);
-            if let Some(name) = prompts::missing(prompt, &args) {
-                return Err(RpcError::invalid_params(format!(
-                    "Invalid params: prompt {:?} needs argument {name:?}",
-                    prompt.name
-                )));
-            }
-            let mut messages = Vec::new();
-            if let Some((kind, arg)) = prompt.embeds {
-                let uri = prompts::uri(kind, args.get(arg));
-                match resources::read(self.cx, &uri).await {
-                    Ok(contents) => {
-                        for resource in contents {
-                            messages
-                                .push(json!({"role": "user", "content": {"type": "resource", "resource": resource}}));
-                        }
-                    }
-                    Err(ReadFailure::NotFound) => {
-                        return Err(RpcError::invalid_params(format!(
-                            "Invalid params: {arg} {:?} names nothing you can read ({uri})",
-                            args.get(arg)
-                        )))
-                    }
-                    Err(ReadFailure::Refused(e)) => return Err(e),
-                }
-            }
-            let text = (prompt.render)(&args);
-            messages.push(json!({"role": "user", "content": {"type": "text", "text": text}}));
-            Ok(json!({"description": prompt.description, "messages": messages}))
-        })
+        Box::pin(prompts::get(self.cx, call))
     }
 
-    fn complete<'a>(&'a self, request: Completion<'a>) -> LocalBoxFuture<'a, Result<Vec<String>, RpcError>> {
+    fn complete<'a>(&'a self, request: Completion<'a>) -> LocalBoxFuture<'a, Result<Completed, RpcError>> {
         Box::pin(async move { completions::complete(self.cx, &request).await })
     }
 }
-
-/// An API failure of a task method as a JSON-RPC error: its code's number, its words and its body.
-fn api_error(e: ApiError) -> RpcError {
-    RpcError::new(e.code.rpc(), e.message.clone()).with_data(e.body()["error"].clone())
-}
-
 /// Each event a `read_session` read, as one progress step: its position, and its type and text.
 fn report_events(progress: &Progress, page: &Value) {
     let events = page.get("events").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();

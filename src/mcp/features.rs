@@ -10,6 +10,7 @@
 //! which a stateless endpoint has nowhere to keep; `subscriptions/listen` (2026-07-28) holds a response
 //! stream open for notifications, and every answer here is one JSON body.
 
+use super::modern::{CACHE_SCOPE, LIST_TTL_MS};
 use super::rpc::{self, RpcError};
 use super::{mrtr_fields, Era, ToolHost};
 use futures::future::LocalBoxFuture;
@@ -19,8 +20,6 @@ use serde_json::{json, Map, Value};
 pub const RESOURCE_NOT_FOUND_LEGACY: i64 = -32002;
 /// Most completion values one answer carries (the spec's cap).
 pub const MAX_COMPLETIONS: usize = 100;
-/// How long a client may reuse a list of prompts, resources or templates: they change only with a deploy.
-const LIST_TTL_MS: u64 = 60_000;
 
 /// Why a `resources/read` found nothing to answer.
 #[derive(Debug, Clone, PartialEq)]
@@ -29,6 +28,12 @@ pub enum ReadFailure {
     NotFound,
     /// Any other protocol error (a rate limit, an internal failure), answered as is.
     Refused(RpcError),
+}
+
+impl From<RpcError> for ReadFailure {
+    fn from(error: RpcError) -> Self {
+        ReadFailure::Refused(error)
+    }
 }
 
 /// One `prompts/get`, with the MRTR retry fields of the modern era.
@@ -63,6 +68,14 @@ pub struct Completion<'a> {
     pub context: Map<String, Value>,
 }
 
+/// What `completion/complete` found: the values, best first, and whether the source had more than it read
+/// (then the answer says `hasMore` and leaves `total` out, since nobody counted them).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Completed {
+    pub values: Vec<String>,
+    pub has_more: bool,
+}
+
 /// Resources, prompts and completions of one server, bound to one request.
 pub trait Features {
     /// `resources/list`: direct resources in a fixed order. Must be cheap: clients list on every connect.
@@ -77,7 +90,7 @@ pub trait Features {
     /// prompt or a missing argument is −32602.
     fn get_prompt<'a>(&'a self, call: PromptCall<'a>) -> LocalBoxFuture<'a, Result<Value, RpcError>>;
     /// `completion/complete`: candidate values, best first. An unknown prompt or template is −32602.
-    fn complete<'a>(&'a self, request: Completion<'a>) -> LocalBoxFuture<'a, Result<Vec<String>, RpcError>>;
+    fn complete<'a>(&'a self, request: Completion<'a>) -> LocalBoxFuture<'a, Result<Completed, RpcError>>;
 }
 
 /// The capabilities a host with features declares beside `tools`.
@@ -101,10 +114,18 @@ pub async fn answer(
     let hinted = |mut result: Value, ttl_ms: u64| {
         if era == Era::Modern {
             result["ttlMs"] = json!(ttl_ms);
-            result["cacheScope"] = json!("private");
+            result["cacheScope"] = json!(CACHE_SCOPE);
         }
         result
     };
+    // Every list is one page: a cursor can only be one we never issued.
+    if method.ends_with("/list") {
+        if let Some(cursor) = params.get("cursor").filter(|c| !c.is_null()) {
+            return Some(Err(RpcError::invalid_params(format!(
+                "Invalid params: params.cursor {cursor} was never issued; {method} answers in one page"
+            ))));
+        }
+    }
     Some(match method {
         "resources/list" => Ok(hinted(json!({"resources": features.resources()}), LIST_TTL_MS)),
         "resources/templates/list" => {
@@ -169,10 +190,14 @@ async fn complete(features: &dyn Features, params: &Map<String, Value>) -> Resul
     };
     let context = params.get("context").and_then(|c| c.get("arguments"));
     let context = string_map(context, "params.context.arguments")?;
-    let values = features.complete(Completion { reference, argument: name, value, context }).await?;
-    let total = values.len();
-    let values: Vec<String> = values.into_iter().take(MAX_COMPLETIONS).collect();
-    Ok(json!({"completion": {"values": values, "total": total, "hasMore": total > MAX_COMPLETIONS}}))
+    let found = features.complete(Completion { reference, argument: name, value, context }).await?;
+    let total = found.values.len();
+    let values: Vec<String> = found.values.into_iter().take(MAX_COMPLETIONS).collect();
+    Ok(if found.has_more {
+        json!({"completion": {"values": values, "hasMore": true}})
+    } else {
+        json!({"completion": {"values": values, "total": total, "hasMore": total > MAX_COMPLETIONS}})
+    })
 }
 
 /// An object of strings (prompt arguments and completion context are strings by the spec), `{}` when
@@ -188,18 +213,26 @@ fn string_map(value: Option<&Value>, field: &str) -> Result<Map<String, Value>, 
     }
 }
 
-/// The variables of `uri` under `template`, when it matches. Supports `{name}` (one segment, no `/`)
-/// and a last `{+name}` or `{name}` that takes the rest of the URI, slashes included, which is how a file
-/// path in a URI reads. Values are percent-decoded.
+/// The variables of `uri` under `template`, when it matches. `{name}` is one segment (no `/`); `{+name}`
+/// (RFC 6570 reserved expansion) may hold slashes, which is how a file path reads in a URI. Values are
+/// percent-decoded. The scheme compares case-insensitively (RFC 3986 §3.1).
 pub fn match_template(template: &str, uri: &str) -> Option<Map<String, Value>> {
+    let (scheme, rest) = uri.split_once("://")?;
+    let (template_scheme, pattern) = template.split_once("://")?;
+    if !scheme.eq_ignore_ascii_case(template_scheme) {
+        return None;
+    }
     let mut vars = Map::new();
-    let mut rest = uri;
-    let mut pattern = template;
+    let mut rest = rest;
+    let mut pattern = pattern;
     while let Some(open) = pattern.find('{') {
         let (literal, after) = pattern.split_at(open);
         rest = rest.strip_prefix(literal)?;
         let close = after.find('}')?;
-        let name = after[1..close].trim_start_matches('+');
+        let (name, reserved) = match after[1..close].strip_prefix('+') {
+            Some(name) => (name, true),
+            None => (&after[1..close], false),
+        };
         pattern = &after[close + 1..];
         let end = if pattern.is_empty() {
             rest.len()
@@ -208,7 +241,7 @@ pub fn match_template(template: &str, uri: &str) -> Option<Map<String, Value>> {
             rest.find(next_literal)?
         };
         let raw = &rest[..end];
-        if raw.is_empty() || (!pattern.is_empty() && raw.contains('/')) {
+        if raw.is_empty() || (!reserved && raw.contains('/')) {
             return None;
         }
         vars.insert(name.to_owned(), json!(percent_decode(raw)?));
@@ -217,15 +250,38 @@ pub fn match_template(template: &str, uri: &str) -> Option<Map<String, Value>> {
     (rest == pattern).then_some(vars)
 }
 
-/// `%XX` decoding; `None` for a malformed escape or bytes that are not UTF-8.
+/// A URI from `template` and values for its variables, percent-encoded: `{name}` keeps only unreserved
+/// characters, `{+name}` also keeps `/`. The inverse of [`match_template`].
+pub fn expand(template: &str, value: impl Fn(&str) -> String) -> String {
+    let mut out = String::new();
+    let mut pattern = template;
+    while let Some(open) = pattern.find('{') {
+        out.push_str(&pattern[..open]);
+        let Some(close) = pattern[open..].find('}').map(|c| open + c) else { break };
+        let spec = &pattern[open + 1..close];
+        let (name, keep_slash) = spec.strip_prefix('+').map_or((spec, false), |n| (n, true));
+        for b in value(name).bytes() {
+            if b.is_ascii_alphanumeric() || b"-._~".contains(&b) || (keep_slash && b == b'/') {
+                out.push(b as char);
+            } else {
+                out.push_str(&format!("%{b:02X}"));
+            }
+        }
+        pattern = &pattern[close + 1..];
+    }
+    out.push_str(pattern);
+    out
+}
+
+/// `%XX` decoding; `None` for a malformed escape (two hex digits, nothing else) or bytes that are not UTF-8.
 fn percent_decode(raw: &str) -> Option<String> {
     let bytes = raw.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
     while i < bytes.len() {
         if bytes[i] == b'%' {
-            let hex = raw.get(i + 1..i + 3)?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
+            let hex = bytes.get(i + 1..i + 3).filter(|h| h.iter().all(u8::is_ascii_hexdigit))?;
+            out.push(u8::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok()?);
             i += 3;
         } else {
             out.push(bytes[i]);
@@ -248,14 +304,38 @@ mod tests {
 
     #[test]
     fn templates_match_one_segment_and_a_trailing_path() {
-        let vars = match_template("agentsky://tasks/{task_id}/files/{path}", "agentsky://tasks/tsk_1/files/a/b%20c.md");
+        let vars =
+            match_template("agentsky://tasks/{task_id}/files/{+path}", "agentsky://tasks/tsk_1/files/a/b%20c.md");
         assert_eq!(Value::Object(vars.unwrap()), json!({"task_id": "tsk_1", "path": "a/b c.md"}));
+        let vars = match_template("agentsky://tasks/{task_id}/files/{+path}", "AgentSky://tasks/t/files/x");
+        assert_eq!(vars.unwrap()["path"], json!("x"), "the scheme is case-insensitive");
+        assert_eq!(match_template("agentsky://tasks/{task_id}/files/{path}", "agentsky://tasks/t/files/a/b"), None);
         let vars = match_template("test://template/{id}/data", "test://template/123/data").unwrap();
         assert_eq!(vars["id"], json!("123"));
         assert_eq!(match_template("test://template/{id}/data", "test://template/1/2/data"), None);
         assert_eq!(match_template("test://template/{id}/data", "test://template//data"), None);
         assert_eq!(match_template("agentsky://help/{lang}/{slug}", "agentsky://help/en"), None);
         assert_eq!(match_template("agentsky://help/{lang}/{slug}", "agentsky://help/en/x%zz"), None);
+        assert_eq!(match_template("agentsky://help/{lang}/{slug}", "agentsky://help/en/x%+1"), None);
+        assert_eq!(match_template("agentsky://help/{lang}/{slug}", "agentsky://help/en/x%2"), None);
+    }
+
+    #[test]
+    fn expand_percent_encodes_and_round_trips() {
+        let template = "agentsky://tasks/{task_id}/files/{+path}";
+        let values = |name: &str| if name == "task_id" { "t/1".to_owned() } else { "a b/ü?#.md".to_owned() };
+        let uri = expand(template, values);
+        assert_eq!(uri, "agentsky://tasks/t%2F1/files/a%20b/%C3%BC%3F%23.md");
+        let vars = match_template(template, &uri).unwrap();
+        assert_eq!(Value::Object(vars), json!({"task_id": "t/1", "path": "a b/ü?#.md"}));
+    }
+
+    #[test]
+    fn a_list_refuses_a_cursor_it_never_issued() {
+        let params = json!({"cursor": "abc"}).as_object().cloned().unwrap();
+        let answered =
+            block_on(answer(&super::super::fixtures::Fixtures, Era::Legacy, "prompts/list", &params)).unwrap();
+        assert_eq!(answered.unwrap_err().code, rpc::INVALID_PARAMS);
     }
 
     #[test]

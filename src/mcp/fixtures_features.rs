@@ -2,7 +2,7 @@
 //! ask for (`resources-*`, `sep-2164-resource-not-found`, `prompts-*`, `completion-complete`,
 //! `input-required-result-non-tool-request`, `caching`). Served only beside the fixture tools.
 
-use super::features::{match_template, Completion, CompletionRef, Features, PromptCall, ReadFailure};
+use super::features::{match_template, Completed, Completion, CompletionRef, Features, PromptCall, ReadFailure};
 use super::fixtures::{elicit, field, input_required, one, Fixtures, PNG_BASE64};
 use super::rpc::RpcError;
 use super::Era;
@@ -138,7 +138,7 @@ impl Features for Fixtures {
         })
     }
 
-    fn complete<'a>(&'a self, request: Completion<'a>) -> LocalBoxFuture<'a, Result<Vec<String>, RpcError>> {
+    fn complete<'a>(&'a self, request: Completion<'a>) -> LocalBoxFuture<'a, Result<Completed, RpcError>> {
         Box::pin(async move {
             let known = match request.reference {
                 CompletionRef::Prompt(name) => PROMPTS.iter().any(|p| p.0 == name),
@@ -147,7 +147,8 @@ impl Features for Fixtures {
             if !known {
                 return Err(RpcError::invalid_params("Invalid params: no such prompt or resource template"));
             }
-            Ok(super::features::filter_prefix(COMPLETIONS.iter().map(|s| s.to_string()), request.value))
+            let values = super::features::filter_prefix(COMPLETIONS.iter().map(|s| s.to_string()), request.value);
+            Ok(Completed { values, has_more: false })
         })
     }
 }

@@ -30,8 +30,8 @@ const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
 /// How long a client may reuse a `tools/list` or `server/discover` answer (SEP-2549). Our tool set changes
 /// only with a deploy, so a minute of staleness costs little and spares a list request per model turn.
 /// `private`: the list may depend on the caller's key (scopes), so no cache may share it across callers.
-const LIST_TTL_MS: u64 = 60_000;
-const CACHE_SCOPE: &str = "private";
+pub(crate) const LIST_TTL_MS: u64 = 60_000;
+pub(crate) const CACHE_SCOPE: &str = "private";
 
 /// Whether this request speaks the modern era: its header names 2026-07-28, its `_meta` carries a protocol
 /// version, or it is `server/discover` (a method only the modern era has).

@@ -2,19 +2,22 @@
 //! through the list operations as the caller (`list_agents`, `list_tasks`, `list_sessions`,
 //! `list_task_files`, `list_artifacts`, `list_workspaces`), so nothing outside the caller's workspaces and
 //! key is ever offered. Each source reads one page of its newest entries: a completion is a hint, not a
-//! search.
+//! search. When a source has more than that page, the answer says `hasMore`. A `workspace` among the
+//! context's arguments scopes the lists to that workspace (the list operations check the caller's access).
 
 use super::prompts::{self, Fill};
-use super::resources::{self, Kind};
+// The list operations run through the resources' runner: a list the caller may not see offers nothing
+// rather than an error (completions are asked for while typing), by the same rule as a resource read.
+use super::resources::{self, run, Kind};
 use crate::cx::Cx;
-use crate::error::Code;
-use crate::mcp::features::{filter_prefix, Completion, CompletionRef};
+use crate::mcp::features::{filter_prefix, Completed, Completion, CompletionRef};
 use crate::mcp::RpcError;
-use crate::ops::{self, help_center};
+use crate::ops::help_center;
 use serde_json::{json, Value};
+use std::collections::HashSet;
 
 /// `completion/complete`.
-pub async fn complete(cx: &Cx<'_>, request: &Completion<'_>) -> Result<Vec<String>, RpcError> {
+pub async fn complete(cx: &Cx<'_>, request: &Completion<'_>) -> Result<Completed, RpcError> {
     let fill = match request.reference {
         CompletionRef::Prompt(name) => {
             let prompt = prompts::find(name)
@@ -40,10 +43,23 @@ pub async fn complete(cx: &Cx<'_>, request: &Completion<'_>) -> Result<Vec<Strin
         },
         _ => (request.value, String::new()),
     };
+    // Lists in the workspace the caller named, else the connection's.
+    let scoped = |mut args: Value| {
+        if let Some(w) = Some(context("workspace")).filter(|w| !w.is_empty()) {
+            args["workspace"] = json!(w);
+        }
+        args
+    };
+    let mut has_more = false;
+    let mut list = async |name: &str, args: Value| -> Result<Value, RpcError> {
+        let list = run(cx, name, args).await?.unwrap_or(Value::Null);
+        has_more |= ["next_cursor", "next_offset"].iter().any(|k| !list[*k].is_null());
+        Ok(list)
+    };
     let candidates = match fill {
         Fill::Text => vec![],
         Fill::Agent | Fill::Agents => {
-            let list = run(cx, "list_agents", json!({"limit": 200})).await?;
+            let list = list("list_agents", scoped(json!({"limit": 200}))).await?;
             items(&list, "agents", |a| {
                 a["handle"]
                     .as_str()
@@ -52,11 +68,11 @@ pub async fn complete(cx: &Cx<'_>, request: &Completion<'_>) -> Result<Vec<Strin
             })
         }
         Fill::Task => {
-            let list = run(cx, "list_tasks", json!({"limit": 100})).await?;
+            let list = list("list_tasks", scoped(json!({"limit": 100}))).await?;
             items(&list, "tasks", |t| t["task_id"].as_str().map(str::to_owned))
         }
         Fill::Session => {
-            let list = run(cx, "list_sessions", json!({"limit": 100})).await?;
+            let list = list("list_sessions", scoped(json!({"limit": 100}))).await?;
             items(&list, "sessions", |s| s["session_id"].as_str().map(str::to_owned))
         }
         Fill::File => {
@@ -64,16 +80,16 @@ pub async fn complete(cx: &Cx<'_>, request: &Completion<'_>) -> Result<Vec<Strin
             if task.is_empty() {
                 vec![]
             } else {
-                let list = run(cx, "list_task_files", json!({"task_id": task, "limit": 500})).await?;
+                let list = list("list_task_files", json!({"task_id": task, "limit": 500})).await?;
                 items(&list, "files", |f| f["path"].as_str().map(str::to_owned))
             }
         }
         Fill::Artifact => {
-            let list = run(cx, "list_artifacts", json!({"limit": 200})).await?;
+            let list = list("list_artifacts", scoped(json!({"limit": 200}))).await?;
             items(&list, "artifacts", |a| a["artifact_id"].as_str().map(str::to_owned))
         }
         Fill::Workspace => {
-            let list = run(cx, "list_workspaces", json!({})).await?;
+            let list = list("list_workspaces", json!({})).await?;
             items(&list, "workspaces", |w| w["slug"].as_str().map(str::to_owned))
         }
         Fill::Lang => vec!["en".to_owned(), "zh".to_owned()],
@@ -95,8 +111,9 @@ pub async fn complete(cx: &Cx<'_>, request: &Completion<'_>) -> Result<Vec<Strin
     } else {
         filter_prefix(candidates, typed)
     };
-    values.dedup();
-    Ok(values.into_iter().map(|v| format!("{prefix}{v}")).collect())
+    let mut seen = HashSet::new();
+    values.retain(|v| seen.insert(v.clone()));
+    Ok(Completed { values: values.into_iter().map(|v| format!("{prefix}{v}")).collect(), has_more })
 }
 
 /// What fills a template's variable.
@@ -114,15 +131,4 @@ fn template_fill(kind: Kind, variable: &str) -> Option<Fill> {
 
 fn items(list: &Value, key: &str, pick: impl Fn(&Value) -> Option<String>) -> Vec<String> {
     list[key].as_array().into_iter().flatten().filter_map(pick).collect()
-}
-
-/// Runs one list operation as the caller. A task the caller cannot see offers nothing rather than an error:
-/// completions are asked for while typing.
-async fn run(cx: &Cx<'_>, name: &str, args: Value) -> Result<Value, RpcError> {
-    let op = ops::find(name).expect("completions read through operations of the table");
-    match ops::invoke(cx, op, args).await {
-        Ok(list) => Ok(list),
-        Err(e) if matches!(e.code, Code::NotFound | Code::Forbidden | Code::InvalidParams) => Ok(Value::Null),
-        Err(e) => Err(resources::api_error(&e)),
-    }
 }

@@ -6,6 +6,7 @@ use crate::cx::Cx;
 use crate::domain::idempotency::{self, Scope, DEFAULT_TTL_MS};
 use crate::error::ApiError;
 use crate::ops::sessions::{self, Model, Spec, StartIds, Thinking};
+use crate::ops::transcript::{entry, Entry};
 use crate::rules::ids::{AgentRef, HandoffId, SessionId};
 use crate::rules::params::{IdempotencyKey, Text};
 use crate::rules::{ids, title};
@@ -60,12 +61,10 @@ async fn brief(cx: &Cx<'_>, source: &str, note: Option<&str>) -> Result<String, 
         let call = SessionCall::Read { after, message_id: None, limit: 200, wait_ms: 0 };
         let SessionReply::Page(page) = sessions::call(cx, source, call).await? else { break };
         for e in &page.events {
-            let who = match e.kind.as_str() {
-                "user_message" => crate::ops::sharing::author(&e.body["from"]),
-                "agent_message" => "agent",
-                _ => continue,
-            };
-            lines.push(format!("[{who}] {}", e.body["text"].as_str().unwrap_or_default()));
+            // The brief carries the conversation only: tool calls and their output stay in the source.
+            if let Some(Entry::Said { who, text }) = entry(e) {
+                lines.push(format!("[{who}] {text}"));
+            }
         }
         after = page.last_seq;
         if !page.has_more {

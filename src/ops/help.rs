@@ -20,9 +20,16 @@ const WORKFLOW: &str = "1. list_agents — pick the agent's id. \
 Retry a call that timed out with the same key and inputs: the original result is replayed, never done twice.";
 
 /// What the `prompts` topic is about; its steps are the prompt table's own lines.
-const PROMPTS_SUMMARY: &str = "The workflows as MCP prompts (slash commands in clients): delegate, split work, \
-review a result, what is waiting. Resources: agentsky://help/{lang}/{slug}, agentsky://tasks/{task_id}/files/{path}, \
-agentsky://artifacts/{artifact_id}, agentsky://sessions/{session_id}/transcript and /result.";
+/// The `prompts` topic's summary, from the prompt and resource-template tables.
+fn prompts_summary() -> String {
+    let prompts: Vec<String> = super::prompts::PROMPTS.iter().map(|p| format!("/{}", p.name)).collect();
+    let templates: Vec<&str> = super::resources::TEMPLATES.iter().map(|t| t.uri).collect();
+    format!(
+        "The workflows as MCP prompts (slash commands in clients): {}. Resources: {}.",
+        prompts.join(", "),
+        templates.join(", ")
+    )
+}
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -81,7 +88,7 @@ fn topics() -> Vec<Topic> {
         }
     }
     out.push(Topic { topic: "workflow".into(), summary: WORKFLOW_SUMMARY.into(), operations: vec![] });
-    out.push(Topic { topic: "prompts".into(), summary: PROMPTS_SUMMARY.into(), operations: vec![] });
+    out.push(Topic { topic: "prompts".into(), summary: prompts_summary(), operations: vec![] });
     for topic in help_guides::topics() {
         let (summary, _) = help_guides::guide(&topic).expect("every guide topic has a guide");
         let operations = help_guides::OPERATIONS.iter().map(|o| (*o).to_owned()).collect();

@@ -35,6 +35,7 @@ pub mod sharing;
 pub mod skills;
 pub mod tasks;
 pub mod traces;
+pub mod transcript;
 pub mod usage;
 pub mod webhooks;
 pub mod workspaces;

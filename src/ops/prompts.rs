@@ -4,6 +4,9 @@
 //! arguments' completions ([`super::completions`]) and the `prompts` help topic all read this table.
 
 use super::resources::{self, Kind};
+use crate::cx::Cx;
+use crate::mcp::features::{expand, PromptCall, ReadFailure};
+use crate::mcp::RpcError;
 use serde_json::{json, Map, Value};
 
 /// What `completion/complete` offers for an argument or template variable.
@@ -147,12 +150,42 @@ pub fn missing<'p>(prompt: &'p Prompt, args: &Args) -> Option<&'p str> {
     prompt.args.iter().find(|a| a.required && args.get(a.name).is_empty()).map(|a| a.name)
 }
 
-/// The URI of a resource of `kind` named by one value (a session's result or transcript).
+/// The URI of a resource of `kind` named by one value (a session's result or transcript), percent-encoded.
 pub fn uri(kind: Kind, value: &str) -> String {
-    let template = resources::template(kind).uri;
-    let open = template.find('{').unwrap_or(template.len());
-    let close = template.find('}').map_or(template.len(), |c| c + 1);
-    format!("{}{value}{}", &template[..open], &template[close..])
+    expand(resources::template(kind).uri, |_| value.to_owned())
+}
+
+/// `prompts/get`: the prompt's messages, its embedded resource (read as the caller) before its text. An
+/// unknown prompt, a missing argument or an embedded resource the caller cannot read is −32602.
+pub async fn get(cx: &Cx<'_>, call: PromptCall<'_>) -> Result<Value, RpcError> {
+    let Some(prompt) = find(call.name) else {
+        let names: Vec<&str> = PROMPTS.iter().map(|p| p.name).collect();
+        let message = format!("Invalid params: no prompt named {:?}; prompts: {}", call.name, names.join(", "));
+        return Err(RpcError::invalid_params(message));
+    };
+    let args = Args(&call.arguments);
+    if let Some(name) = missing(prompt, &args) {
+        return Err(RpcError::invalid_params(format!(
+            "Invalid params: prompt {:?} needs argument {name:?}",
+            prompt.name
+        )));
+    }
+    let mut messages = Vec::new();
+    if let Some((kind, arg)) = prompt.embeds {
+        let uri = uri(kind, args.get(arg));
+        match resources::read(cx, &uri).await {
+            Ok(contents) => messages.extend(
+                contents.into_iter().map(|r| json!({"role": "user", "content": {"type": "resource", "resource": r}})),
+            ),
+            Err(ReadFailure::NotFound) => {
+                let message = format!("Invalid params: {arg} {:?} names nothing you can read ({uri})", args.get(arg));
+                return Err(RpcError::invalid_params(message));
+            }
+            Err(ReadFailure::Refused(e)) => return Err(e),
+        }
+    }
+    messages.push(json!({"role": "user", "content": {"type": "text", "text": (prompt.render)(&args)}}));
+    Ok(json!({"description": prompt.description, "messages": messages}))
 }
 
 fn delegate(a: &Args) -> String {
@@ -257,6 +290,8 @@ mod tests {
         let a = args(json!({"session_id": "ses_9"}));
         let text = (find("review_result").unwrap().render)(&Args(&a));
         assert!(text.contains("agentsky://sessions/ses_9/transcript") && text.contains("record_session"));
+        // A value is percent-encoded into the URI, never spliced in as typed.
+        assert_eq!(uri(Kind::Result, "ses_1/../x y"), "agentsky://sessions/ses_1%2F..%2Fx%20y/result");
     }
 
     #[test]

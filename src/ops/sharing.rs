@@ -6,6 +6,7 @@ use crate::cx::{Cx, Env};
 use crate::domain::taskfs::TaskPath;
 use crate::error::{ApiError, Code};
 use crate::http::HttpResponse;
+use crate::ops::transcript::{entry, Entry};
 use crate::ops::{files::load_task, sessions};
 use crate::rules::html::escape;
 use crate::rules::ids::{ArtifactId, SessionId, TaskId};
@@ -185,19 +186,6 @@ pub async fn serve_artifact(env: &Env, token: &str) -> HttpResponse {
     }
 }
 
-/// Who a message in a transcript is from, as people read it: the owner's messages are the user's, a
-/// share-link holder's a visitor's.
-pub fn author(from: &serde_json::Value) -> &'static str {
-    match from.as_str() {
-        Some("share_link") => "visitor",
-        Some("goal") => "goal",
-        Some(_) => "user",
-        None if from.get("peer").is_some() => "peer",
-        None if from.get("routine").is_some() => "routine",
-        None => "user",
-    }
-}
-
 /// `GET /s/{token}`: the session's transcript as a readable page.
 pub async fn serve_session(env: &Env, token: &str) -> HttpResponse {
     let db: &dyn store::Sql = &env.db;
@@ -210,14 +198,11 @@ pub async fn serve_session(env: &Env, token: &str) -> HttpResponse {
         let call = SessionCall::Read { after, message_id: None, limit: 200, wait_ms: 0 };
         let Ok(SessionReply::Page(page)) = env.sessions.call(&s.session_id, call).await else { break };
         for e in &page.events {
-            let (who, text) = match e.kind.as_str() {
-                "user_message" => (author(&e.body["from"]), e.body["text"].as_str().unwrap_or_default().to_owned()),
-                "agent_message" => ("agent", e.body["text"].as_str().unwrap_or_default().to_owned()),
-                "tool_call" => {
-                    ("tool", format!("{} {}", e.body["name"].as_str().unwrap_or_default(), e.body["arguments"]))
-                }
-                "error" => ("error", e.body["message"].as_str().unwrap_or_default().to_owned()),
-                _ => continue,
+            let (who, text) = match entry(e) {
+                Some(Entry::Said { who, text }) => (who, text.to_owned()),
+                Some(Entry::ToolCall { name, arguments }) => ("tool", format!("{name} {arguments}")),
+                Some(Entry::Error { message }) => ("error", message.to_owned()),
+                Some(Entry::ToolResult { .. }) | None => continue,
             };
             rows.push_str(&format!("<div class=\"m {who}\"><b>{who}</b><pre>{}</pre></div>\n", escape(&text)));
         }

@@ -80,7 +80,7 @@ describe('resources, prompts and completions (TS SDK v1 legacy, v2 modern)', () 
     }
     const templates = (await c2.listResourceTemplates()).resourceTemplates.map((t) => t.uriTemplate);
     assert.deepEqual(templates, [
-      'agentsky://help/{lang}/{slug}', 'agentsky://tasks/{task_id}/files/{path}', 'agentsky://artifacts/{artifact_id}',
+      'agentsky://help/{lang}/{slug}', 'agentsky://tasks/{task_id}/files/{+path}', 'agentsky://artifacts/{artifact_id}',
       'agentsky://sessions/{session_id}/transcript', 'agentsky://sessions/{session_id}/result',
     ]);
   });
@@ -154,7 +154,7 @@ describe('resources, prompts and completions (TS SDK v1 legacy, v2 modern)', () 
       assert.deepEqual(await complete(c, prompt('split_work'), 'agents', `@x, ${agent.handle.slice(0, 4)}`), [`@x, @${agent.handle}`]);
       assert.ok((await complete(c, prompt('delegate_task'), 'task_id', '')).includes(taskId));
       assert.ok((await complete(c, prompt('review_result'), 'session_id', sid.slice(0, 6))).includes(sid));
-      const paths = await complete(c, template('agentsky://tasks/{task_id}/files/{path}'), 'path', 'no', { task_id: taskId });
+      const paths = await complete(c, template('agentsky://tasks/{task_id}/files/{+path}'), 'path', 'no', { task_id: taskId });
       assert.deepEqual(paths, ['notes/plan.md']);
       assert.ok((await complete(c, template('agentsky://help/{lang}/{slug}'), 'slug', 'getting', { lang: 'zh' })).includes('getting-started'));
       assert.deepEqual(await complete(c, template('agentsky://help/{lang}/{slug}'), 'lang', ''), ['en', 'zh']);
@@ -162,7 +162,7 @@ describe('resources, prompts and completions (TS SDK v1 legacy, v2 modern)', () 
     // Another account sees none of it, and its try at the owner's task's paths is refused.
     assert.deepEqual(await complete(o2, prompt('delegate_task'), 'agent', agent.handle.slice(0, 6)), []);
     assert.ok(!(await complete(o1, prompt('review_result'), 'session_id', '')).includes(sid));
-    assert.deepEqual(await complete(o1, template('agentsky://tasks/{task_id}/files/{path}'), 'path', '', { task_id: taskId }), []);
+    assert.deepEqual(await complete(o1, template('agentsky://tasks/{task_id}/files/{+path}'), 'path', '', { task_id: taskId }), []);
     await rejectsWith(complete(c2, prompt('nope'), 'x', ''), -32602, 'unknown prompt');
   });
 });

@@ -3,6 +3,7 @@
 //! only the caller's own things.
 
 use crate::support::{Account, TestApp};
+use agentsky::http::HttpRequest;
 use serde_json::{json, Value};
 
 fn setup(app: &TestApp) -> (Account, String, String) {
@@ -139,7 +140,7 @@ fn completions_offer_only_the_callers_own_agents_sessions_and_paths() {
         answer["result"]["completion"]["values"].as_array().unwrap_or_else(|| panic!("{answer}")).clone()
     };
     let prompt = |name: &str| json!({"type": "ref/prompt", "name": name});
-    let files = json!({"type": "ref/resource", "uri": "agentsky://tasks/{task_id}/files/{path}"});
+    let files = json!({"type": "ref/resource", "uri": "agentsky://tasks/{task_id}/files/{+path}"});
     assert_eq!(complete(&ada.key, prompt("delegate_task"), "agent", "ada", json!({})), vec![json!("@adawriter")]);
     assert_eq!(complete(&ada.key, prompt("delegate_task"), "agent", "@ADA", json!({})), vec![json!("@adawriter")]);
     assert_eq!(complete(&ada.key, prompt("split_work"), "agents", "@x, ad", json!({})), vec![json!("@x, @adawriter")]);
@@ -172,4 +173,235 @@ fn the_prompts_help_topic_is_the_prompt_table() {
         assert!(steps.contains(&format!("/{} ", p.name)), "{}: {steps}", p.name);
     }
     assert!(steps.contains("/delegate_task agent task [task_id]"), "{steps}");
+}
+
+/// The answer of one `completion/complete` (`result.completion`, or the error).
+fn completion(app: &TestApp, key: &str, reference: Value, name: &str, value: &str, context: Value) -> Value {
+    let params =
+        json!({"ref": reference, "argument": {"name": name, "value": value}, "context": {"arguments": context}});
+    let answer = rpc(app, key, "completion/complete", params);
+    answer["result"]["completion"].clone()
+}
+
+#[test]
+fn a_transcript_has_its_header_its_tool_results_and_counts_one_rate_unit() {
+    let app = TestApp::new();
+    let (ada, sid, task) = setup(&app);
+    app.settle();
+    app.ok(
+        &ada.key,
+        "send_message",
+        json!({"session_id": sid, "message": "/write out/a.md hello file", "idempotency_key": "w"}),
+    );
+    app.settle();
+    assert_eq!(
+        app.ok(&ada.key, "read_task_file", json!({"task_id": task, "path": "out/a.md"}))["content"],
+        "hello file"
+    );
+    let before = app.key_units();
+    let transcript = read(&app, &ada.key, &format!("agentsky://sessions/{sid}/transcript"));
+    assert_eq!(app.key_units() - before, 1, "one rate unit for the whole transcript");
+    let md = transcript["result"]["contents"][0]["text"].as_str().unwrap();
+    let header = md.lines().nth(2).unwrap();
+    assert!(header.contains("agent E") && header.contains("model m") && header.contains(&task), "{md}");
+    assert!(md.contains("**tool call**") && md.contains("write_task_file"), "{md}");
+    let result = md.split("**tool result**").nth(1).expect("a tool result section");
+    let body = result.split("```").nth(1).unwrap();
+    assert!(body.contains("out/a.md") && !body.trim_start_matches("text").trim().eq("null"), "{md}");
+}
+
+#[test]
+fn a_long_transcript_is_cut_and_says_where_read_session_continues() {
+    let app = TestApp::new();
+    let (ada, sid, _) = setup(&app);
+    app.settle();
+    for (i, c) in ["a", "b"].iter().enumerate() {
+        let text = c.repeat(40_000);
+        app.ok(
+            &ada.key,
+            "send_message",
+            json!({"session_id": sid, "message": text, "idempotency_key": format!("m{i}")}),
+        );
+        app.settle();
+    }
+    let transcript = read(&app, &ada.key, &format!("agentsky://sessions/{sid}/transcript"));
+    let md = transcript["result"]["contents"][0]["text"].as_str().unwrap();
+    assert!(md.len() < 110_000, "{}", md.len());
+    let note = md.lines().last().unwrap();
+    let cursor = note.split('`').nth(1).unwrap_or_else(|| panic!("{note}"));
+    assert!(note.contains("More follows: read_session from cursor"), "{note}");
+    // The rest starts with the first event the transcript left out.
+    let rest = app.ok(&ada.key, "read_session", json!({"session_id": sid, "cursor": cursor}));
+    let next = &rest["events"][0];
+    let text = next["text"].as_str().unwrap_or_default();
+    assert!(!text.is_empty() && !md.contains(text), "{next}");
+}
+
+#[test]
+fn artifact_reads_check_the_id_count_a_rate_unit_and_check_the_workspace() {
+    let app = TestApp::new();
+    let (ada, _, task) = setup(&app);
+    let bo = app.signup("Bo", "bo@example.com");
+    let artifact = app.ok(&ada.key, "publish_artifact", json!({"task_id": task, "path": "notes/plan.md"}));
+    let uri = format!("agentsky://artifacts/{}", artifact["artifact_id"].as_str().unwrap());
+    let before = app.key_units();
+    assert_eq!(read(&app, &bo.key, &uri)["error"]["code"], -32002);
+    assert_eq!(app.key_units() - before, 1, "a foreign artifact is counted, then refused at the workspace");
+    let before = app.key_units();
+    assert_eq!(read(&app, &bo.key, "agentsky://artifacts/tsk_notanartifact")["error"]["code"], -32002);
+    assert_eq!(app.key_units() - before, 0, "an id of the wrong shape never reaches storage");
+    assert_eq!(read(&app, &ada.key, &uri)["result"]["contents"][0]["mimeType"], "text/markdown");
+}
+
+#[test]
+fn a_locked_key_cannot_tell_whether_something_exists_in_another_workspace() {
+    let app = TestApp::new();
+    let (ada, sid, task) = setup(&app);
+    app.request("POST", "/v1/workspaces", Some(&ada.key), Some(json!({"name": "Acme", "slug": "acme"})));
+    let locked = app.request(
+        "POST",
+        "/v1/keys",
+        Some(&ada.key),
+        Some(json!({"name": "acme-only", "scopes": ["read", "write"], "workspace": "acme"})),
+    );
+    let locked = locked.json_body()["key"].as_str().unwrap().to_owned();
+    for uri in [
+        format!("agentsky://sessions/{sid}/transcript"),
+        format!("agentsky://sessions/{sid}/result"),
+        format!("agentsky://tasks/{task}/files/notes/plan.md"),
+    ] {
+        let answer = read(&app, &locked, &uri);
+        assert_eq!(answer["error"]["code"], -32002, "{uri}: {answer}");
+    }
+    let files = json!({"type": "ref/resource", "uri": "agentsky://tasks/{task_id}/files/{+path}"});
+    let offered = completion(&app, &locked, files, "path", "", json!({"task_id": task}));
+    assert_eq!(offered["values"], json!([]), "{offered}");
+    let prompt = json!({"type": "ref/prompt", "name": "review_result"});
+    let offered = completion(&app, &locked, prompt, "session_id", "", json!({"workspace": ada.slug}));
+    assert_eq!(offered["values"], json!([]), "{offered}");
+}
+
+#[test]
+fn completions_cover_artifacts_and_workspaces_scope_by_workspace_and_say_has_more() {
+    let app = TestApp::new();
+    let (ada, sid, task) = setup(&app);
+    let artifact = app.ok(&ada.key, "publish_artifact", json!({"task_id": task, "path": "notes/plan.md"}));
+    let artifacts = json!({"type": "ref/resource", "uri": "agentsky://artifacts/{artifact_id}"});
+    let offered = completion(&app, &ada.key, artifacts, "artifact_id", "art", json!({}));
+    assert_eq!(offered["values"], json!([artifact["artifact_id"]]), "{offered}");
+    let waiting = json!({"type": "ref/prompt", "name": "whats_waiting"});
+    let offered = completion(&app, &ada.key, waiting, "workspace", "", json!({}));
+    assert_eq!(offered["values"], json!([ada.slug]), "{offered}");
+    assert_eq!(offered["total"], 1);
+
+    // A workspace in the context scopes the list: the new one has no sessions yet.
+    app.request("POST", "/v1/workspaces", Some(&ada.key), Some(json!({"name": "Acme", "slug": "acme"})));
+    let review = json!({"type": "ref/prompt", "name": "review_result"});
+    assert_eq!(completion(&app, &ada.key, review.clone(), "session_id", "", json!({}))["values"], json!([sid]));
+    let scoped = completion(&app, &ada.key, review.clone(), "session_id", "", json!({"workspace": "acme"}));
+    assert_eq!(scoped["values"], json!([]), "{scoped}");
+
+    // More sessions than one page of the list: hasMore, and no total nobody counted.
+    let agent = app.ok(&ada.key, "list_agents", json!({}))["agents"][0]["id"].clone();
+    for i in 0..100 {
+        app.ok(
+            &ada.key,
+            "start_session",
+            json!({"agent_id": agent, "message": "x", "idempotency_key": format!("s{i}")}),
+        );
+    }
+    let many = completion(&app, &ada.key, review, "session_id", "", json!({}));
+    assert_eq!(many["values"].as_array().unwrap().len(), 100, "{many}");
+    assert_eq!(many["hasMore"], true);
+    assert!(many.get("total").is_none(), "{many}");
+}
+
+#[test]
+fn errors_keep_their_codes_and_lists_refuse_cursors_they_never_issued() {
+    let app = TestApp::new();
+    let ada = app.signup("Ada", "ada@example.com");
+    for method in ["resources/list", "resources/templates/list", "prompts/list"] {
+        let answer = rpc(&app, &ada.key, method, json!({"cursor": "made-up"}));
+        assert_eq!(answer["error"]["code"], -32602, "{method}: {answer}");
+    }
+    // The scheme is case-insensitive.
+    let read_upper = read(&app, &ada.key, "AGENTSKY://help/en/getting-started");
+    assert!(read_upper["result"]["contents"][0]["text"].as_str().unwrap().starts_with("# "), "{read_upper}");
+    // A malformed escape is not found, not decoded leniently.
+    assert_eq!(read(&app, &ada.key, "agentsky://help/en/getting%+1started")["error"]["code"], -32002);
+}
+
+/// A 2026-07-28 request to `/v1/mcp`, with the routing headers it needs.
+fn modern(app: &TestApp, key: &str, method: &str, name: Option<&str>, mut params: Value) -> (u16, Value) {
+    params["_meta"] = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {}});
+    let mut headers = vec![
+        ("host".to_owned(), "127.0.0.1:8787".to_owned()),
+        ("content-type".into(), "application/json".into()),
+        ("accept".into(), "application/json, text/event-stream".into()),
+        ("authorization".into(), format!("Bearer {key}")),
+        ("mcp-protocol-version".into(), "2026-07-28".into()),
+        ("mcp-method".into(), method.into()),
+    ];
+    if let Some(name) = name {
+        headers.push(("mcp-name".into(), name.into()));
+    }
+    let body = json!({"jsonrpc": "2.0", "id": 3, "method": method, "params": params});
+    let resp = app.send(HttpRequest {
+        method: "POST".into(),
+        path: "/v1/mcp".into(),
+        headers,
+        body: serde_json::to_vec(&body).unwrap(),
+        client_ip: "203.0.113.7".into(),
+        ..Default::default()
+    });
+    (resp.status, resp.json_body())
+}
+
+#[test]
+fn the_2026_wire_reads_with_cache_hints_and_answers_not_found_as_invalid_params() {
+    let app = TestApp::new();
+    let (ada, sid, task) = setup(&app);
+    let uri = format!("agentsky://tasks/{task}/files/notes/plan.md");
+    let (status, body) = modern(&app, &ada.key, "resources/read", Some(&uri), json!({"uri": uri}));
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["result"]["contents"][0]["text"], "the plan");
+    assert_eq!((body["result"]["ttlMs"].clone(), body["result"]["cacheScope"].clone()), (json!(0), json!("private")));
+    let (_, listed) = modern(&app, &ada.key, "resources/templates/list", None, json!({}));
+    assert_eq!(listed["result"]["ttlMs"], 60_000, "{listed}");
+    assert!(listed["result"]["resourceTemplates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|t| t["uriTemplate"] == "agentsky://tasks/{task_id}/files/{+path}"));
+
+    let bo = app.signup("Bo", "bo@example.com");
+    let foreign = format!("agentsky://sessions/{sid}/transcript");
+    let (status, body) = modern(&app, &bo.key, "resources/read", Some(&foreign), json!({"uri": foreign}));
+    assert_eq!((status, body["error"]["code"].clone()), (400, json!(-32602)), "{body}");
+    assert_eq!(body["error"]["data"]["uri"], json!(foreign));
+
+    let (status, body) = modern(
+        &app,
+        &ada.key,
+        "prompts/get",
+        Some("review_result"),
+        json!({"name": "review_result", "arguments": {"session_id": sid}}),
+    );
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        body["result"]["messages"][0]["content"]["resource"]["uri"],
+        json!(format!("agentsky://sessions/{sid}/result"))
+    );
+}
+
+#[test]
+fn a_rate_limited_read_keeps_the_rate_limit_code() {
+    let app =
+        TestApp::with_config(agentsky::cx::Config { open_signup: true, rate_limit_per_min: 3, ..Default::default() });
+    let ada = app.signup("Ada", "ada@example.com");
+    let uri = "agentsky://sessions/ses_00000000000000000000000000/transcript";
+    let codes: Vec<Value> = (0..4).map(|_| read(&app, &ada.key, uri)["error"]["code"].clone()).collect();
+    assert_eq!(codes[3], -32003, "{codes:?}");
+    assert_eq!(read(&app, &ada.key, uri)["error"]["data"]["code"], "rate_limited");
 }

@@ -639,6 +639,12 @@ impl TestApp {
         self.now_ms.set(self.now_ms.get() + ms);
     }
 
+    /// The calls counted on keys' per-minute buckets (D1's `rate_hit`) so far; the test clock holds still,
+    /// so none are pruned.
+    pub fn key_units(&self) -> i64 {
+        self.db.0.query_row("SELECT COUNT(*) FROM rate_hit WHERE bucket LIKE 'key:%'", [], |r| r.get(0)).unwrap()
+    }
+
     /// Lets every session's due steps run (the objects' alarms), without moving the clock.
     pub fn settle(&self) {
         for id in self.sessions.session_ids() {

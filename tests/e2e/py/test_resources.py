@@ -15,7 +15,7 @@ from conftest import MCP_URL, Account, uniq
 pytestmark = pytest.mark.anyio
 
 MODES = [("auto", -32602), ("legacy", -32002)]
-FILE_TEMPLATE = "agentsky://tasks/{task_id}/files/{path}"
+FILE_TEMPLATE = "agentsky://tasks/{task_id}/files/{+path}"
 
 
 def ok(result, what: str) -> dict:
