@@ -184,8 +184,8 @@ tools=$(mcp_tools "$x_url" "Authorization: Bearer $codex_key") || fail "Codex's 
 grep -qw start_session <<<"$tools" || fail "Codex's entry: tools are $tools"
 ok "Codex's entry answers tools/list with the key from the env file it is told to source"
 
-# The real clients, when this machine has them on PATH (the tests do not install them): Codex must read
-# its entry, and Claude Code must connect with its own.
+# The real clients (both are dev dependencies in package.json, so node_modules/.bin has them): Codex must
+# read its entry, and Claude Code must connect with its own. Without them on PATH the checks say so.
 if command -v codex >/dev/null; then
   got=$(env -u AGENTSKY_API_KEY HOME="$home" codex mcp get agentsky --json 2>/dev/null) || fail "codex mcp get agentsky"
   python3 -c 'import json,sys; t=json.loads(sys.argv[1])["transport"]; assert t["url"] == sys.argv[2] + "/v1/mcp" and t["bearer_token_env_var"] == "AGENTSKY_API_KEY", t' \
