@@ -33,14 +33,21 @@ pub struct NewVersion<'a> {
 /// The next version number is decided inside the insert, so concurrent writers get distinct versions. A
 /// base version names the commit written after it in the same batch (the next commit number); a lane
 /// version names the base's head when it was written (the base the lane saw for a file it had not written).
+/// With `?10` set, nothing is written unless the base's head is still that commit (see [`write_at_head`]).
 const WRITE: &str = "INSERT INTO task_file (task_id, workspace_id, lane, path, version, size_bytes, sha256, writer_session_id, writer_key_id, created_ms, base_seq)
-  SELECT ?1, ?2, ?3, ?4, COALESCE(MAX(version), 0) + 1, ?5, ?6, ?7, ?8, ?9,
+  SELECT * FROM (SELECT ?1, ?2, ?3, ?4, COALESCE(MAX(version), 0) + 1, ?5, ?6, ?7, ?8, ?9,
       (SELECT COALESCE(MAX(seq), 0) + (?3 = '') FROM task_commit WHERE task_id = ?1)
-    FROM task_file WHERE task_id = ?1 AND lane = ?3 AND path = ?4
+    FROM task_file WHERE task_id = ?1 AND lane = ?3 AND path = ?4)
+  WHERE ?10 IS NULL OR (SELECT COALESCE(MAX(seq), 0) FROM task_commit WHERE task_id = ?1) = ?10
   RETURNING path, version, size_bytes, sha256, writer_session_id, writer_key_id, created_ms AS updated_ms";
 
 /// The statement that writes one version (see [`write`]).
 pub fn write_stmt(v: &NewVersion<'_>) -> super::Stmt {
+    write_at_head(v, None)
+}
+
+/// [`write_stmt`], writing only while the base's head is `head` (a landing checked against it).
+pub fn write_at_head(v: &NewVersion<'_>, head: Option<i64>) -> super::Stmt {
     stmt!(
         WRITE,
         v.task_id,
@@ -51,7 +58,8 @@ pub fn write_stmt(v: &NewVersion<'_>) -> super::Stmt {
         v.sha256,
         v.writer_session_id,
         v.writer_key_id,
-        v.now_ms
+        v.now_ms,
+        head
     )
 }
 

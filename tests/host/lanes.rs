@@ -330,3 +330,60 @@ fn writing_the_lanes_own_text_again_keeps_its_side_of_a_conflict() {
     assert_eq!(landed["landed"], true, "{landed}");
     assert_eq!(base_read(&app, &t, "app.txt"), "one\nmine\nthree\nfour\nfive");
 }
+
+#[test]
+fn of_two_landings_checked_against_one_head_only_the_first_commits() {
+    // Both lanes passed their checks against the same base head; the second batch finds it moved and
+    // writes nothing (before, it overwrote the first one's files and commit).
+    let app = TestApp::new();
+    let t = task(&app);
+    base_write(&app, &t, "app.txt", "base");
+    let (a, _) = join(&app, &t, "first");
+    let (b, _) = join(&app, &t, "second");
+    lane_write(&app, &t, &a, "app.txt", "from-a");
+    lane_write(&app, &t, &b, "app.txt", "from-b");
+    let ws: String =
+        app.db.0.query_row("SELECT workspace_id FROM session WHERE session_id = ?1", [&a], |r| r.get(0)).unwrap();
+    let before_b: i64 =
+        app.db.0.query_row("SELECT lane_base_seq FROM session WHERE session_id = ?1", [&b], |r| r.get(0)).unwrap();
+    let (task, ws2, a2, b2) = (t.task.clone(), ws.clone(), a.clone(), b.clone());
+    let landed = app.system(move |cx| {
+        Box::pin(async move {
+            use agentsky::store::lanes;
+            let head = lanes::head(cx.db(), &task).await.unwrap();
+            let mut out = vec![];
+            for (sid, commit) in [(&a2, "cmt_a"), (&b2, "cmt_b")] {
+                let changes = lanes::changes(cx.db(), &task, sid).await.unwrap();
+                assert_eq!(changes.len(), 1);
+                let l = lanes::Landing {
+                    task_id: &task,
+                    workspace_id: &ws2,
+                    session_id: sid,
+                    commit_id: commit,
+                    subject: "s",
+                    body: "",
+                    changes: &changes,
+                    head,
+                    now_ms: cx.now_ms,
+                };
+                out.push((head, lanes::land(cx.db(), &l).await.unwrap()));
+            }
+            out
+        })
+    });
+    let head = landed[0].0;
+    assert_eq!(landed[0].1, Some(head + 1));
+    assert_eq!(landed[1].1, None, "the second landing must see the base moved");
+    assert_eq!(base_read(&app, &t, "app.txt"), "from-a");
+    let commits: i64 = app
+        .db
+        .0
+        .query_row("SELECT COUNT(*) FROM task_commit WHERE task_id = ?1 AND commit_id = 'cmt_b'", [&t.task], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert_eq!(commits, 0);
+    let after_b: i64 =
+        app.db.0.query_row("SELECT lane_base_seq FROM session WHERE session_id = ?1", [&b], |r| r.get(0)).unwrap();
+    assert_eq!(after_b, before_b, "the loser's lane keeps its merge base");
+}
