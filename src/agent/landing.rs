@@ -224,6 +224,15 @@ pub async fn land(a: &CallingSession<'_>, p: Land) -> Result<Value, ToolError> {
     if changes.is_empty() {
         return Ok(refused("there is nothing to land: once merged, this lane holds what the base holds".into(), steps));
     }
+    if changes.len() > store::lanes::LAND_FILES_MAX {
+        return Ok(refused(
+            format!(
+                "this lane changes more than {} files, the most one landing writes: land part of the work (restore the other files to the base's version in this lane), then the rest",
+                store::lanes::LAND_FILES_MAX
+            ),
+            steps,
+        ));
+    }
     let project = read_project(a).await?;
     let Some(cmd) = project["checks"]["command"].as_str() else {
         store::lanes::ask(db, &me.session_id, "checks").await?;

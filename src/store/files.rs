@@ -126,15 +126,36 @@ pub async fn base_at(db: &dyn Sql, task_id: &str, path: &str, seq: i64) -> DbRes
 }
 
 const CHANGED_SINCE: &str =
-    "SELECT DISTINCT path FROM task_file WHERE task_id = ?1 AND lane = '' AND COALESCE(base_seq, 0) > ?2 LIMIT 1000";
+    "SELECT DISTINCT path FROM task_file WHERE task_id = ?1 AND lane = '' AND COALESCE(base_seq, 0) > ?2 LIMIT ?3";
 
-/// The base files written by commits after `seq`.
-pub async fn base_changed_since(db: &dyn Sql, task_id: &str, seq: i64) -> DbResult<Vec<String>> {
+/// The base files written by commits after `seq`; `None` when more than `max` were (then treat every
+/// file as possibly changed).
+pub async fn base_changed_since(db: &dyn Sql, task_id: &str, seq: i64, max: usize) -> DbResult<Option<Vec<String>>> {
     #[derive(Deserialize)]
     struct Row {
         path: String,
     }
-    Ok(rows::<Row>(db, stmt!(CHANGED_SINCE, task_id, seq)).await?.into_iter().map(|r| r.path).collect())
+    let found: Vec<String> = rows::<Row>(db, stmt!(CHANGED_SINCE, task_id, seq, max as i64 + 1))
+        .await?
+        .into_iter()
+        .map(|r| r.path)
+        .collect();
+    Ok((found.len() <= max).then_some(found))
+}
+
+/// Every file of a folder, latest versions, read in pages of `page` (at least 2).
+pub async fn list_all(db: &dyn Sql, task_id: &str, lane: &str, page: i64) -> DbResult<Vec<FileInfo>> {
+    let mut all: Vec<FileInfo> = Vec::new();
+    loop {
+        // `list` starts at `from` inclusive: that one is already here.
+        let from = all.last().map(|f| f.path.clone());
+        let got = list(db, task_id, lane, from.as_deref(), page).await?;
+        let full = got.len() as i64 == page;
+        all.extend(got.into_iter().skip(usize::from(from.is_some())));
+        if !full {
+            return Ok(all);
+        }
+    }
 }
 
 const FORK: &str = "SELECT COALESCE(base_seq, 0) AS seq FROM task_file WHERE task_id = ?1 AND lane = ?2 AND path = ?3

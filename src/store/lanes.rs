@@ -122,7 +122,11 @@ pub struct LaneChange {
     pub base_sha: Option<String>,
 }
 
-/// The files a lane changed against the base (empty once it has landed).
+/// The most files one landing writes (its batch holds one statement per file). [`changes`] returns one
+/// more when a lane changed more, so a caller can tell.
+pub const LAND_FILES_MAX: usize = 1000;
+
+/// The files a lane changed against the base (empty once it has landed), at most [`LAND_FILES_MAX`] + 1.
 pub async fn changes(db: &dyn Sql, task_id: &str, lane: &str) -> DbResult<Vec<LaneChange>> {
     // SQLite takes a bare column from the row that holds the MAX() of its group.
     const CHANGES: &str = "WITH lane AS (SELECT path, sha256, size_bytes, MAX(version) AS v FROM task_file
@@ -130,8 +134,8 @@ pub async fn changes(db: &dyn Sql, task_id: &str, lane: &str) -> DbResult<Vec<La
            base AS (SELECT path, sha256, MAX(version) AS v FROM task_file WHERE task_id = ?1 AND lane = '' GROUP BY path)
       SELECT lane.path, lane.sha256 AS lane_sha, lane.size_bytes, base.sha256 AS base_sha
       FROM lane LEFT JOIN base ON base.path = lane.path
-      WHERE base.sha256 IS NULL OR base.sha256 <> lane.sha256 ORDER BY lane.path LIMIT 1000";
-    rows(db, stmt!(CHANGES, task_id, lane)).await
+      WHERE base.sha256 IS NULL OR base.sha256 <> lane.sha256 ORDER BY lane.path LIMIT ?3";
+    rows(db, stmt!(CHANGES, task_id, lane, LAND_FILES_MAX as i64 + 1)).await
 }
 
 /// Moves a session's lane to the base commit `seq` it merged (or landed as), ending any merge in progress.

@@ -387,3 +387,69 @@ fn of_two_landings_checked_against_one_head_only_the_first_commits() {
         app.db.0.query_row("SELECT lane_base_seq FROM session WHERE session_id = ?1", [&b], |r| r.get(0)).unwrap();
     assert_eq!(after_b, before_b, "the loser's lane keeps its merge base");
 }
+
+/// Puts `n` files into a lane by SQL (`f0000.txt`…), as many writes would.
+fn many_lane_files(app: &TestApp, t: &Task, sid: &str, n: usize) {
+    let ws: String =
+        app.db.0.query_row("SELECT workspace_id FROM session WHERE session_id = ?1", [sid], |r| r.get(0)).unwrap();
+    for i in 0..n {
+        app.db
+            .0
+            .execute(
+                "INSERT INTO task_file (task_id, workspace_id, lane, path, version, size_bytes, sha256, created_ms, base_seq)
+                 VALUES (?1, ?2, ?3, ?4, 1, 1, ?5, 0, 0)",
+                rusqlite::params![t.task, ws, sid, format!("f{i:04}.txt"), format!("{i:064x}")],
+            )
+            .unwrap();
+    }
+}
+
+#[test]
+fn a_lane_of_more_than_a_thousand_files_merges_all_of_them_and_landing_refuses_past_the_cap() {
+    let app = TestApp::new();
+    let t = task(&app);
+    checks_known(&app, &t);
+    base_write(&app, &t, "zzz.txt", "old");
+    let (a, ta) = join(&app, &t, "first");
+    // The lane holds zzz.txt as the base had it, after 1001 files of its own, and the base then changes it.
+    app.db
+        .0
+        .execute(
+            "INSERT INTO task_file (task_id, workspace_id, lane, path, version, size_bytes, sha256, created_ms, base_seq)
+             SELECT task_id, workspace_id, ?2, path, 1, size_bytes, sha256, created_ms, base_seq FROM task_file
+             WHERE task_id = ?1 AND lane = '' AND path = 'zzz.txt'",
+            [&t.task, &a],
+        )
+        .unwrap();
+    many_lane_files(&app, &t, &a, 1001);
+    base_write(&app, &t, "zzz.txt", "new");
+    let count = || -> i64 {
+        app.db.0.query_row("SELECT COUNT(*) FROM task_commit WHERE task_id = ?1", [&t.task], |r| r.get(0)).unwrap()
+    };
+    let before = count();
+    let refused = app.agent_ok(&ta, "land", json!({"summary": "big"}));
+    assert_eq!(refused["landed"], false, "{refused}");
+    assert!(refused["reason"].as_str().unwrap().contains("more than 1000 files"), "{refused}");
+    // The merge before it reached the lane's last file.
+    assert!(refused["steps"].to_string().contains("merged zzz.txt"), "{refused}");
+    let lane_sha: String = app
+        .db
+        .0
+        .query_row(
+            "SELECT sha256 FROM task_file WHERE task_id = ?1 AND lane = ?2 AND path = 'zzz.txt' ORDER BY version DESC LIMIT 1",
+            [&t.task, &a],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let base_sha: String = app
+        .db
+        .0
+        .query_row(
+            "SELECT sha256 FROM task_file WHERE task_id = ?1 AND lane = '' AND path = 'zzz.txt' ORDER BY version DESC LIMIT 1",
+            [&t.task],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(lane_sha, base_sha);
+    assert_eq!(count(), before, "nothing landed");
+}
