@@ -344,10 +344,9 @@ async fn checks(a: &CallingSession<'_>, cmd: &str, steps: &mut Vec<String>) -> R
         },
     };
     steps.push(format!("checks: `{cmd}` {how}{place}"));
-    let output = v["output"].as_str().unwrap_or_default();
-    let tail: Vec<&str> = output.lines().rev().take(CHECKS_TAIL_LINES).collect();
+    let tail = jobs::output_tail(v["output"].as_str().unwrap_or_default(), CHECKS_TAIL_LINES);
     if !tail.is_empty() {
-        steps.push(format!("checks output (last lines):\n{}", tail.into_iter().rev().collect::<Vec<_>>().join("\n")));
+        steps.push(format!("checks output (last lines):\n{tail}"));
     }
     Ok(Some(refused(
         format!("the checks failed: `{cmd}` {how}; fix what they report and call land again"),

@@ -100,8 +100,8 @@ pub fn checker(app: &TestApp, key: &str, exit: i64) -> Rc<RefCell<Vec<Value>>> {
                 .handle(runner_request(&token, "POST", "/v1/runner/heartbeat", json!({"lease_id": lease})))
                 .await;
             assert_eq!(beat.status, 200, "{:?}", beat.json_body());
-            let result =
-                json!({"exit_code": exit, "timed_out": false, "output": if exit == 0 { "ok" } else { "1 failed" }});
+            let output = if exit == 0 { "ok".to_owned() } else { FAILED_OUTPUT.to_owned() };
+            let result = json!({"exit_code": exit, "timed_out": false, "output": output});
             let post = json!({"lease_id": lease, "job_id": c["job_id"], "result": result});
             let r = sessions.handle(runner_request(&token, "POST", "/v1/runner/jobs/result", post.clone())).await;
             assert_eq!(r.status, 200, "{:?}", r.json_body());
@@ -112,6 +112,75 @@ pub fn checker(app: &TestApp, key: &str, exit: i64) -> Rc<RefCell<Vec<Value>>> {
     }));
     fetched
 }
+
+/// What failing checks print: many lines, a credential near the end, then the verdict.
+const FAILED_OUTPUT: &str = concat!(
+    "noise 0\n",
+    "noise 1\n",
+    "noise 2\n",
+    "noise 3\n",
+    "noise 4\n",
+    "noise 5\n",
+    "noise 6\n",
+    "noise 7\n",
+    "noise 8\n",
+    "noise 9\n",
+    "noise 10\n",
+    "noise 11\n",
+    "noise 12\n",
+    "noise 13\n",
+    "noise 14\n",
+    "noise 15\n",
+    "noise 16\n",
+    "noise 17\n",
+    "noise 18\n",
+    "noise 19\n",
+    "noise 20\n",
+    "noise 21\n",
+    "noise 22\n",
+    "noise 23\n",
+    "noise 24\n",
+    "noise 25\n",
+    "noise 26\n",
+    "noise 27\n",
+    "noise 28\n",
+    "noise 29\n",
+    "noise 30\n",
+    "noise 31\n",
+    "noise 32\n",
+    "noise 33\n",
+    "noise 34\n",
+    "noise 35\n",
+    "noise 36\n",
+    "noise 37\n",
+    "noise 38\n",
+    "noise 39\n",
+    "noise 40\n",
+    "noise 41\n",
+    "noise 42\n",
+    "noise 43\n",
+    "noise 44\n",
+    "noise 45\n",
+    "noise 46\n",
+    "noise 47\n",
+    "noise 48\n",
+    "noise 49\n",
+    "noise 50\n",
+    "noise 51\n",
+    "noise 52\n",
+    "noise 53\n",
+    "noise 54\n",
+    "noise 55\n",
+    "noise 56\n",
+    "noise 57\n",
+    "noise 58\n",
+    "noise 59\n",
+    "noise 60\n",
+    "noise 61\n",
+    "noise 62\n",
+    "noise 63\n",
+    "export GITHUB_TOKEN=ghp_abcdefghijklmnopqrstuvwx\n1 failed"
+);
 
 /// The project's checks, as `remember_command` keeps them.
 fn checks_known(app: &TestApp, t: &Task) {
@@ -270,6 +339,13 @@ fn a_one_sided_base_change_reaches_the_lane_and_failing_checks_refuse() {
     assert_eq!(file_of(&seen[0], "app.txt").as_deref(), Some("one\ntwo\nthree\nfour\nfive\nsix"));
     assert_eq!(file_of(&seen[0], "lib.txt").as_deref(), Some("lib v2"));
     assert_eq!(base_read(&app, &t, "app.txt"), FIVE);
+    // The output shown is its redacted tail, and only that is stored.
+    let steps = failed["steps"].to_string();
+    assert!(steps.contains("GITHUB_TOKEN=[redacted]") && steps.contains("1 failed"), "{failed}");
+    assert!(!steps.contains("ghp_") && !steps.contains("noise 10\\n"), "{failed}");
+    let stored: String = app.db.0.query_row("SELECT result FROM runner_checkout", [], |r| r.get(0)).unwrap();
+    assert!(!stored.contains("ghp_"), "{stored}");
+    assert!(!stored.contains("noise 0\\n") && stored.contains("noise 63"), "only the kept tail: {stored}");
 }
 
 #[test]
