@@ -154,3 +154,11 @@ pub async fn ask_checkout(cx: &Cx<'_>, session: &SessionRow, spec: Value, wait_m
     }
     give_up(format!("no runner answered within {} s", wait_ms / 1000)).await
 }
+
+/// How long a finished checkout's row is kept.
+const CHECKOUT_KEEP_MS: i64 = 24 * 3_600_000;
+
+/// The cron's sweep of checkouts done for more than a day; how many went.
+pub async fn forget_done_checkouts(cx: &Cx<'_>) -> Result<usize, ApiError> {
+    Ok(store::checkouts::forget_done(cx.db(), cx.now_ms - CHECKOUT_KEEP_MS).await?)
+}

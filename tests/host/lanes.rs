@@ -346,6 +346,13 @@ fn a_one_sided_base_change_reaches_the_lane_and_failing_checks_refuse() {
     let stored: String = app.db.0.query_row("SELECT result FROM runner_checkout", [], |r| r.get(0)).unwrap();
     assert!(!stored.contains("ghp_"), "{stored}");
     assert!(!stored.contains("noise 0\\n") && stored.contains("noise 63"), "only the kept tail: {stored}");
+    // The cron forgets a done checkout after a day, not before.
+    let sweep = || app.system(|cx| Box::pin(agentsky::domain::jobs::forget_done_checkouts(cx))).unwrap();
+    assert_eq!(sweep(), 0);
+    app.advance(24 * 3_600_000 + 1);
+    assert_eq!(sweep(), 1);
+    let left: i64 = app.db.0.query_row("SELECT COUNT(*) FROM runner_checkout", [], |r| r.get(0)).unwrap();
+    assert_eq!(left, 0);
 }
 
 #[test]
