@@ -399,3 +399,30 @@ fn an_ssh_command_runs_with_the_key_in_the_turns_own_agent() {
     assert!(!tools_called(&srv).contains(&"get_credential".to_owned()));
     assert_eq!(std::fs::read_dir(scratch.0.join("tmp")).unwrap().count(), 0, "the agent's socket went with the turn");
 }
+
+/// Checks run in a fresh checkout: what the runner knows that the command could print (its token, the
+/// checkout's lease) is masked in the output it posts.
+#[test]
+fn a_checkouts_output_is_posted_with_the_runners_own_secrets_masked() {
+    let srv = StandIn::start(|req| {
+        let path = req.url.split('?').next().unwrap();
+        match path {
+            "/v1/runner/files" => (200, "application/json", json!({"files": []}).to_string()),
+            _ => (200, "application/json", json!({"ok": true}).to_string()),
+        }
+    });
+    let scratch = Scratch::new("granted-checkout-mask");
+    std::fs::create_dir_all(scratch.0.join("tmp")).unwrap();
+    let r = runner(&srv.url, &scratch, "true");
+    let lease = "ckl_checkoutlease42";
+    let c: sky::runner::Checkout = serde_json::from_value(json!({
+        "job_id": "job_ck", "lease_id": lease, "session_id": "ses_1",
+        "command": format!("echo \"lease {lease} token {RUNNER_TOKEN}\"; exit 1"), "timeout_s": 20,
+    }))
+    .unwrap();
+    r.run_checkout(&c, &mut Vec::new()).unwrap();
+    let posted = bodies(&srv, "/v1/runner/jobs/result");
+    let output = posted[0]["result"]["output"].as_str().unwrap().to_owned();
+    assert!(output.starts_with("lease ckl_checkout… token"), "{output}");
+    assert!(!output.contains(lease) && !output.contains(RUNNER_TOKEN), "{output}");
+}
