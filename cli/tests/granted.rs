@@ -29,6 +29,11 @@ fn server(ssh_key: Option<String>) -> StandIn {
 /// [`server`], whose env credential lasts `ttl_s`, and whose job poll hands out a `grant_forget` of
 /// `gr_new` once the agent has said `FORGET_NOW`.
 fn server_with(ssh_key: Option<String>, ttl_s: Option<u64>) -> StandIn {
+    server_slow(ssh_key, ttl_s, Duration::ZERO)
+}
+
+/// [`server_with`], whose env credential takes `delay` to answer.
+fn server_slow(ssh_key: Option<String>, ttl_s: Option<u64>, delay: Duration) -> StandIn {
     let said = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
     let forgotten = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     StandIn::start(move |req| {
@@ -93,10 +98,13 @@ fn server_with(ssh_key: Option<String>, ttl_s: Option<u64>) -> StandIn {
                     None => reply(403, json!({"error": {"code": "forbidden", "message": "no ssh target"}})),
                 }
             }
-            ("POST", "/v1/runner/credential") => reply(
-                200,
-                json!({"kind": "env", "env": {"VERCEL_TOKEN": CREDENTIAL}, "scopes": ["deploy"], "ttl_s": ttl_s}),
-            ),
+            ("POST", "/v1/runner/credential") => {
+                std::thread::sleep(delay);
+                reply(
+                    200,
+                    json!({"kind": "env", "env": {"VERCEL_TOKEN": CREDENTIAL}, "scopes": ["deploy"], "ttl_s": ttl_s}),
+                )
+            }
             ("POST", "/v1/runner/commands") => reply(200, json!({"recorded": "command_ok", "proof": true})),
             _ => reply(404, json!({"error": {"code": "not_found", "message": "no route"}})),
         }
@@ -316,6 +324,23 @@ fn a_revoked_or_expired_grant_ends_the_command_running_under_it() {
     assert_ne!(bodies(&srv, "/v1/runner/commands")[0]["exit_code"], 0);
 }
 
+/// A revocation that arrives while the command's credential is being fetched is not missed: the command
+/// is not run with it.
+#[test]
+fn a_grant_revoked_while_its_command_is_starting_ends_it_before_it_runs() {
+    let (srv, _scratch, outcome) = run_on(
+        server_slow(None, None, Duration::from_secs(3)),
+        "vercel deploy --prod & sleep 0.3; echo FORGET_NOW; wait $!; echo \"shim=$?\"",
+        "granted-revoke-starting",
+    );
+    assert_eq!(outcome, Outcome::Completed);
+    let heard = said(&srv);
+    assert!(heard.contains("was revoked: nothing was run"), "{heard}");
+    assert!(!heard.contains("vercel ran") && !heard.contains(CREDENTIAL), "{heard}");
+    let results = bodies(&srv, "/v1/runner/jobs/result");
+    assert_eq!(results[0]["result"], json!({"ok": true, "commands_ended": 1, "agent_ended": false}), "{results:?}");
+}
+
 #[test]
 fn a_shim_that_is_ended_ends_its_command() {
     let (srv, _scratch, outcome) = run(
@@ -373,4 +398,31 @@ fn an_ssh_command_runs_with_the_key_in_the_turns_own_agent() {
     );
     assert!(!tools_called(&srv).contains(&"get_credential".to_owned()));
     assert_eq!(std::fs::read_dir(scratch.0.join("tmp")).unwrap().count(), 0, "the agent's socket went with the turn");
+}
+
+/// Checks run in a fresh checkout: what the runner knows that the command could print (its token, the
+/// checkout's lease) is masked in the output it posts.
+#[test]
+fn a_checkouts_output_is_posted_with_the_runners_own_secrets_masked() {
+    let srv = StandIn::start(|req| {
+        let path = req.url.split('?').next().unwrap();
+        match path {
+            "/v1/runner/files" => (200, "application/json", json!({"files": []}).to_string()),
+            _ => (200, "application/json", json!({"ok": true}).to_string()),
+        }
+    });
+    let scratch = Scratch::new("granted-checkout-mask");
+    std::fs::create_dir_all(scratch.0.join("tmp")).unwrap();
+    let r = runner(&srv.url, &scratch, "true");
+    let lease = "ckl_checkoutlease42";
+    let c: sky::runner::Checkout = serde_json::from_value(json!({
+        "job_id": "job_ck", "lease_id": lease, "session_id": "ses_1",
+        "command": format!("echo \"lease {lease} token {RUNNER_TOKEN}\"; exit 1"), "timeout_s": 20,
+    }))
+    .unwrap();
+    r.run_checkout(&c, &mut Vec::new()).unwrap();
+    let posted = bodies(&srv, "/v1/runner/jobs/result");
+    let output = posted[0]["result"]["output"].as_str().unwrap().to_owned();
+    assert!(output.starts_with("lease ckl_checkout… token"), "{output}");
+    assert!(!output.contains(lease) && !output.contains(RUNNER_TOKEN), "{output}");
 }

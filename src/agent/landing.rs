@@ -224,6 +224,15 @@ pub async fn land(a: &CallingSession<'_>, p: Land) -> Result<Value, ToolError> {
     if changes.is_empty() {
         return Ok(refused("there is nothing to land: once merged, this lane holds what the base holds".into(), steps));
     }
+    if changes.len() > store::lanes::LAND_FILES_MAX {
+        return Ok(refused(
+            format!(
+                "this lane changes more than {} files, the most one landing writes: land part of the work (restore the other files to the base's version in this lane), then the rest",
+                store::lanes::LAND_FILES_MAX
+            ),
+            steps,
+        ));
+    }
     let project = read_project(a).await?;
     let Some(cmd) = project["checks"]["command"].as_str() else {
         store::lanes::ask(db, &me.session_id, "checks").await?;
@@ -250,37 +259,23 @@ pub async fn land(a: &CallingSession<'_>, p: Land) -> Result<Value, ToolError> {
     let mut lines = p.summary.lines();
     let subject: String = lines.next().unwrap_or_default().chars().take(120).collect();
     let body = lines.collect::<Vec<_>>().join("\n").trim().to_owned();
-    let files: Vec<String> = changes.iter().map(|c| c.path.clone()).collect();
     let commit = taskfs::commit_id();
-    let mut stmts: Vec<store::Stmt> = changes
-        .iter()
-        .map(|c| {
-            store::files::write_stmt(&store::files::NewVersion {
-                task_id: &me.task_id,
-                workspace_id: &me.workspace_id,
-                lane: "",
-                path: &c.path,
-                size_bytes: c.size_bytes,
-                sha256: &c.lane_sha,
-                writer_session_id: Some(&me.session_id),
-                writer_key_id: None,
-                now_ms: cx.now_ms,
-            })
-        })
-        .collect();
-    stmts.push(store::lanes::insert_commit(
-        &me.task_id,
-        &commit,
-        &me.workspace_id,
-        &subject,
-        &body,
-        &files,
-        Some(&me.session_id),
-        cx.now_ms,
-    ));
-    stmts.push(store::lanes::landed(&me.session_id, &me.task_id));
-    db.batch(stmts).await?;
-    steps.push(format!("merge into base: {} file(s) as {commit}", files.len()));
+    let landing = store::lanes::Landing {
+        task_id: &me.task_id,
+        workspace_id: &me.workspace_id,
+        session_id: &me.session_id,
+        commit_id: &commit,
+        subject: &subject,
+        body: &body,
+        changes: &changes,
+        head: merged.head,
+        now_ms: cx.now_ms,
+    };
+    if store::lanes::land(db, &landing).await?.is_none() {
+        return Ok(refused("the base moved while landing: call land again".into(), steps));
+    }
+    let files = changes.len();
+    steps.push(format!("merge into base: {files} file(s) as {commit}"));
     let pushed = super::pushing::push(a, &commit, &p.summary, &mut steps).await?;
     Ok(json!({
         "landed": true, "commit": commit, "pushed": pushed.pushed, "remoteHead": pushed.head, "steps": steps,
@@ -349,10 +344,9 @@ async fn checks(a: &CallingSession<'_>, cmd: &str, steps: &mut Vec<String>) -> R
         },
     };
     steps.push(format!("checks: `{cmd}` {how}{place}"));
-    let output = v["output"].as_str().unwrap_or_default();
-    let tail: Vec<&str> = output.lines().rev().take(CHECKS_TAIL_LINES).collect();
+    let tail = jobs::output_tail(v["output"].as_str().unwrap_or_default(), CHECKS_TAIL_LINES);
     if !tail.is_empty() {
-        steps.push(format!("checks output (last lines):\n{}", tail.into_iter().rev().collect::<Vec<_>>().join("\n")));
+        steps.push(format!("checks output (last lines):\n{tail}"));
     }
     Ok(Some(refused(
         format!("the checks failed: `{cmd}` {how}; fix what they report and call land again"),

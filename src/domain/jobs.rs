@@ -9,6 +9,26 @@ use crate::session::{SessionCall, SessionReply};
 use crate::store::{self, runners::TurnRow, sessions::SessionRow};
 use serde_json::Value;
 
+/// The most lines of a command's output that are kept (`run_command` shows them all, `land`'s checks
+/// fewer).
+pub const KEPT_OUTPUT_LINES: usize = 60;
+
+/// What of a command's output may be kept or shown: redacted (whole, so a secret the cut would split is
+/// still caught), then its last `lines` lines.
+pub fn output_tail(output: &str, lines: usize) -> String {
+    let text = crate::rules::redact::redact(output);
+    let all: Vec<&str> = text.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
+}
+
+/// A runner's job result as it is stored: its `output`, if any, as [`output_tail`] keeps it.
+pub fn kept_result(mut result: Value) -> String {
+    if let Some(output) = result.get("output").and_then(Value::as_str) {
+        result["output"] = Value::String(output_tail(output, KEPT_OUTPUT_LINES));
+    }
+    result.to_string()
+}
+
 /// How long a runner's lease on a turn lasts without a heartbeat.
 pub const LEASE_MS: i64 = 30_000;
 
@@ -133,4 +153,12 @@ pub async fn ask_checkout(cx: &Cx<'_>, session: &SessionRow, spec: Value, wait_m
         }
     }
     give_up(format!("no runner answered within {} s", wait_ms / 1000)).await
+}
+
+/// How long a finished checkout's row is kept.
+const CHECKOUT_KEEP_MS: i64 = 24 * 3_600_000;
+
+/// The cron's sweep of checkouts done for more than a day; how many went.
+pub async fn forget_done_checkouts(cx: &Cx<'_>) -> Result<usize, ApiError> {
+    Ok(store::checkouts::forget_done(cx.db(), cx.now_ms - CHECKOUT_KEEP_MS).await?)
 }

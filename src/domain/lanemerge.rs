@@ -65,6 +65,11 @@ async fn bytes(blobs: &dyn Blobs, workspace_id: &str, f: &FileInfo) -> Result<Ve
         .ok_or_else(|| ApiError::cause(format!("blob {} missing", f.sha256)))
 }
 
+/// The lane's files are read in pages of this many; the base's changed paths are listed up to
+/// `CHANGED_MAX`, beyond which every lane file is compared.
+const PAGE: i64 = 500;
+const CHANGED_MAX: usize = 1000;
+
 /// Merges the base's head into the lane (see the module).
 pub async fn merge_base_into(
     db: &dyn Sql,
@@ -79,11 +84,12 @@ pub async fn merge_base_into(
     let merging = state.lane_merging.as_ref();
     // Everything the base changed since the oldest merge base any file of this lane has.
     let oldest = merging.into_iter().flat_map(|m| m.files.values().map(|p| p.seq)).fold(state.lane_base_seq, i64::min);
-    let changed = store::files::base_changed_since(db, lane.task_id, oldest).await?;
-    let own = store::files::list(db, lane.task_id, lane.session_id, None, 1000).await?;
+    // Past the cap, every file of the lane is looked at: one the base did not change is skipped below.
+    let changed = store::files::base_changed_since(db, lane.task_id, oldest, CHANGED_MAX).await?;
+    let own = store::files::list_all(db, lane.task_id, lane.session_id, PAGE).await?;
     let mut out = Outcome { head, commits: head - state.lane_base_seq, ..Default::default() };
     let mut stmts: Vec<Stmt> = Vec::new();
-    for mine in own.iter().filter(|f| changed.contains(&f.path)) {
+    for mine in own.iter().filter(|f| changed.as_ref().is_none_or(|c| c.contains(&f.path))) {
         let since = merge_base_of(db, lane, &mine.path, &state).await?;
         let base = store::files::get(db, lane.task_id, "", &mine.path, None).await?;
         let Some(base) = base else { continue };

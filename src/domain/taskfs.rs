@@ -87,6 +87,7 @@ pub async fn write(
             std::slice::from_ref(&path),
             session,
             now_ms,
+            None,
         )
     });
     store::files::write(

@@ -230,6 +230,10 @@ async fn scheduled(_event: worker::ScheduledEvent, env: Env, _ctx: worker::Sched
     if let Err(e) = crate::ops::mcp_tasks::forget_expired(&cx).await {
         crate::error::log_line(&format!("cron: forgetting expired MCP tasks: {}", e.finish(&cx.request_id)));
     }
+    // Checks run by another runner: their results were read when they ended.
+    if let Err(e) = crate::domain::jobs::forget_done_checkouts(&cx).await {
+        crate::error::log_line(&format!("cron: forgetting done checkouts: {}", e.finish(&cx.request_id)));
+    }
     // Metrics: this minute's open requests per workspace; once an hour, minutes past keeping go.
     let minute = cx.now_ms.div_euclid(60_000);
     if let Err(e) = cx.db().all(crate::store::metrics::sample_open_requests(minute)).await {

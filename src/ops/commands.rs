@@ -19,7 +19,7 @@ use serde_json::{json, Value};
 /// output so far shows whether it came up).
 const COMMAND_TIMEOUT_S: i64 = 60;
 /// The output lines shown.
-const TAIL_LINES: usize = 60;
+const TAIL_LINES: usize = jobs::KEPT_OUTPUT_LINES;
 
 words! {
     /// A command a session teaches: the task's run command, or a target's deploy command.
@@ -91,9 +91,7 @@ pub async fn run(cx: &Cx<'_>, p: RunCommand) -> Result<CommandRun, ApiError> {
     let answer = jobs::ask(cx, &session, "run", spec, (COMMAND_TIMEOUT_S + 30) * 1000).await?;
     let (exit_code, output, reason) = match answer {
         Asked::Done(v) => {
-            let out = v["output"].as_str().unwrap_or_default();
-            let lines: Vec<&str> = out.lines().collect();
-            let tail = lines[lines.len().saturating_sub(TAIL_LINES)..].join("\n");
+            let tail = jobs::output_tail(v["output"].as_str().unwrap_or_default(), TAIL_LINES);
             let reason = match (v["exit_code"].as_i64(), v["timed_out"] == true) {
                 (_, true) => Some(format!("stopped after {COMMAND_TIMEOUT_S} s")),
                 (None, _) => Some(v["error"].as_str().unwrap_or("it did not finish").to_owned()),

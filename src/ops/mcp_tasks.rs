@@ -51,8 +51,11 @@ fn turn_of(tool: &str, result: &Value) -> Option<(String, String, Option<String>
     Some((session_id, message_id, cursor))
 }
 
-/// Records the task for a call that has run; `None` when its result started no turn to follow (the
-/// caller then answers the result itself).
+/// The most tasks one key has at once (until they expire); a call past it is answered without a task.
+pub const LIVE_PER_KEY: i64 = 100;
+
+/// Records the task for a call that has run; `None` when its result started no turn to follow, or the
+/// key has [`LIVE_PER_KEY`] tasks already (the caller then answers the result itself).
 pub async fn create(
     cx: &Cx<'_>,
     tool: &str,
@@ -83,7 +86,10 @@ pub async fn create(
         updated_ms: cx.now_ms,
         expires_ms: cx.now_ms + ttl_ms,
     };
-    store::mcp_tasks::insert(cx.db(), &row).await?;
+    // Past the cap the call is answered as if no task was asked for: it has run already.
+    if !store::mcp_tasks::insert(cx.db(), &row, LIVE_PER_KEY).await? {
+        return Ok(None);
+    }
     Ok(Some(info(&row)))
 }
 

@@ -217,7 +217,8 @@ pub struct SetTraceExport {
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct TraceExportView {
     pub workspace: String,
-    /// Where each turn's spans go; `null` when they go nowhere.
+    /// Where each turn's spans go; `null` when they go nowhere. Below the admin role, only its scheme
+    /// and host (a path or query may carry a token).
     pub url: Option<String>,
     /// The header sent with them (its value is never shown).
     pub header_name: Option<String>,
@@ -292,9 +293,16 @@ pub async fn set_trace_export(cx: &Cx<'_>, p: SetTraceExport) -> Result<TraceExp
 pub async fn get_trace_export(cx: &Cx<'_>, p: GetTraceExport) -> Result<TraceExportView, ApiError> {
     let w = cx.workspace(p.workspace.as_deref())?.clone();
     let t = store::metrics::trace_export(cx.db(), &w.workspace_id).await?;
+    // A path or query may carry a token: only admins (who may set it) see the whole URL.
+    let full = w.role >= Role::Admin;
     Ok(TraceExportView {
         workspace: w.slug,
-        url: t.as_ref().map(|t| t.url.clone()),
+        url: t.as_ref().map(|t| if full { t.url.clone() } else { origin(&t.url) }),
         header_name: t.and_then(|t| t.header_name),
     })
+}
+
+/// A URL's scheme, host and port only.
+fn origin(url: &str) -> String {
+    url::Url::parse(url).map(|u| u.origin().ascii_serialization()).unwrap_or_default()
 }

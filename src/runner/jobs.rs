@@ -91,6 +91,8 @@ pub async fn result(cx: &Cx<'_>, runner: &RunnerRow, req: &HttpRequest) -> Resul
     if text.len() > MAX_RESULT_BYTES {
         return Err(ApiError::new(Code::PayloadTooLarge, "a job result holds at most 64 KiB"));
     }
+    // Output is kept as it is shown: redacted, its tail only.
+    let text = crate::domain::jobs::kept_result(p.result);
     let db = cx.db();
     if let Some(c) = store::checkouts::by_lease(db, &runner.runner_id, &p.lease_id, cx.now_ms).await? {
         if c.job_id != p.job_id {

@@ -82,3 +82,9 @@ pub async fn abandon(db: &dyn Sql, job_id: &str, why: &str, now_ms: i64) -> DbRe
     let result = serde_json::json!({ "error": why }).to_string();
     db.all(stmt!(GIVE_UP, job_id, result, now_ms)).await.map(drop)
 }
+
+/// Deletes checkouts that ended before `before_ms` (their waiter read the result long since); how many.
+pub async fn forget_done(db: &dyn Sql, before_ms: i64) -> DbResult<usize> {
+    const FORGET: &str = "DELETE FROM runner_checkout WHERE status = 'done' AND done_ms < ?1 RETURNING job_id";
+    Ok(db.all(stmt!(FORGET, before_ms)).await?.len())
+}

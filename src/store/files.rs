@@ -33,14 +33,21 @@ pub struct NewVersion<'a> {
 /// The next version number is decided inside the insert, so concurrent writers get distinct versions. A
 /// base version names the commit written after it in the same batch (the next commit number); a lane
 /// version names the base's head when it was written (the base the lane saw for a file it had not written).
+/// With `?10` set, nothing is written unless the base's head is still that commit (see [`write_at_head`]).
 const WRITE: &str = "INSERT INTO task_file (task_id, workspace_id, lane, path, version, size_bytes, sha256, writer_session_id, writer_key_id, created_ms, base_seq)
-  SELECT ?1, ?2, ?3, ?4, COALESCE(MAX(version), 0) + 1, ?5, ?6, ?7, ?8, ?9,
+  SELECT * FROM (SELECT ?1, ?2, ?3, ?4, COALESCE(MAX(version), 0) + 1, ?5, ?6, ?7, ?8, ?9,
       (SELECT COALESCE(MAX(seq), 0) + (?3 = '') FROM task_commit WHERE task_id = ?1)
-    FROM task_file WHERE task_id = ?1 AND lane = ?3 AND path = ?4
+    FROM task_file WHERE task_id = ?1 AND lane = ?3 AND path = ?4)
+  WHERE ?10 IS NULL OR (SELECT COALESCE(MAX(seq), 0) FROM task_commit WHERE task_id = ?1) = ?10
   RETURNING path, version, size_bytes, sha256, writer_session_id, writer_key_id, created_ms AS updated_ms";
 
 /// The statement that writes one version (see [`write`]).
 pub fn write_stmt(v: &NewVersion<'_>) -> super::Stmt {
+    write_at_head(v, None)
+}
+
+/// [`write_stmt`], writing only while the base's head is `head` (a landing checked against it).
+pub fn write_at_head(v: &NewVersion<'_>, head: Option<i64>) -> super::Stmt {
     stmt!(
         WRITE,
         v.task_id,
@@ -51,7 +58,8 @@ pub fn write_stmt(v: &NewVersion<'_>) -> super::Stmt {
         v.sha256,
         v.writer_session_id,
         v.writer_key_id,
-        v.now_ms
+        v.now_ms,
+        head
     )
 }
 
@@ -118,15 +126,36 @@ pub async fn base_at(db: &dyn Sql, task_id: &str, path: &str, seq: i64) -> DbRes
 }
 
 const CHANGED_SINCE: &str =
-    "SELECT DISTINCT path FROM task_file WHERE task_id = ?1 AND lane = '' AND COALESCE(base_seq, 0) > ?2 LIMIT 1000";
+    "SELECT DISTINCT path FROM task_file WHERE task_id = ?1 AND lane = '' AND COALESCE(base_seq, 0) > ?2 LIMIT ?3";
 
-/// The base files written by commits after `seq`.
-pub async fn base_changed_since(db: &dyn Sql, task_id: &str, seq: i64) -> DbResult<Vec<String>> {
+/// The base files written by commits after `seq`; `None` when more than `max` were (then treat every
+/// file as possibly changed).
+pub async fn base_changed_since(db: &dyn Sql, task_id: &str, seq: i64, max: usize) -> DbResult<Option<Vec<String>>> {
     #[derive(Deserialize)]
     struct Row {
         path: String,
     }
-    Ok(rows::<Row>(db, stmt!(CHANGED_SINCE, task_id, seq)).await?.into_iter().map(|r| r.path).collect())
+    let found: Vec<String> = rows::<Row>(db, stmt!(CHANGED_SINCE, task_id, seq, max as i64 + 1))
+        .await?
+        .into_iter()
+        .map(|r| r.path)
+        .collect();
+    Ok((found.len() <= max).then_some(found))
+}
+
+/// Every file of a folder, latest versions, read in pages of `page` (at least 2).
+pub async fn list_all(db: &dyn Sql, task_id: &str, lane: &str, page: i64) -> DbResult<Vec<FileInfo>> {
+    let mut all: Vec<FileInfo> = Vec::new();
+    loop {
+        // `list` starts at `from` inclusive: that one is already here.
+        let from = all.last().map(|f| f.path.clone());
+        let got = list(db, task_id, lane, from.as_deref(), page).await?;
+        let full = got.len() as i64 == page;
+        all.extend(got.into_iter().skip(usize::from(from.is_some())));
+        if !full {
+            return Ok(all);
+        }
+    }
 }
 
 const FORK: &str = "SELECT COALESCE(base_seq, 0) AS seq FROM task_file WHERE task_id = ?1 AND lane = ?2 AND path = ?3

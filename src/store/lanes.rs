@@ -7,6 +7,7 @@ use crate::stmt;
 use serde::{Deserialize, Serialize};
 
 /// A new commit on a task's base, numbered inside the insert so concurrent writers cannot share a number.
+/// With `at_head`, it is inserted only while the base's head is still that commit (no row returned else).
 #[allow(clippy::too_many_arguments)]
 pub fn insert_commit(
     task_id: &str,
@@ -17,13 +18,72 @@ pub fn insert_commit(
     files: &[String],
     session_id: Option<&str>,
     now_ms: i64,
+    at_head: Option<i64>,
 ) -> Stmt {
     const INSERT: &str =
         "INSERT INTO task_commit (task_id, seq, commit_id, workspace_id, subject, body, files, session_id, created_ms)
-      SELECT ?1, COALESCE(MAX(seq), 0) + 1, ?2, ?3, ?4, ?5, ?6, ?7, ?8 FROM task_commit WHERE task_id = ?1
+      SELECT * FROM (SELECT ?1, COALESCE(MAX(seq), 0) + 1 AS seq, ?2, ?3, ?4, ?5, ?6, ?7, ?8 FROM task_commit WHERE task_id = ?1)
+      WHERE ?9 IS NULL OR seq = ?9 + 1
       RETURNING seq";
     let files = serde_json::to_string(files).unwrap_or_else(|_| "[]".into());
-    stmt!(INSERT, task_id, commit_id, workspace_id, subject, body, files, session_id, now_ms)
+    stmt!(INSERT, task_id, commit_id, workspace_id, subject, body, files, session_id, now_ms, at_head)
+}
+
+/// What a landing writes to the base: the lane's changed files and one commit naming them.
+pub struct Landing<'a> {
+    pub task_id: &'a str,
+    pub workspace_id: &'a str,
+    pub session_id: &'a str,
+    pub commit_id: &'a str,
+    pub subject: &'a str,
+    pub body: &'a str,
+    pub changes: &'a [LaneChange],
+    /// The base commit the lane was merged with and checked against.
+    pub head: i64,
+    pub now_ms: i64,
+}
+
+/// Lands a lane in one atomic batch, only if the base's head is still `head`: every statement is
+/// conditional on it (the files and the commit) or on the commit row (the lane's move), so of two
+/// landings checked against one head exactly one commits. The new commit's number, or `None` when the
+/// base moved meanwhile and nothing was written.
+pub async fn land(db: &dyn Sql, l: &Landing<'_>) -> DbResult<Option<i64>> {
+    let files: Vec<String> = l.changes.iter().map(|c| c.path.clone()).collect();
+    let mut stmts: Vec<Stmt> = l
+        .changes
+        .iter()
+        .map(|c| {
+            super::files::write_at_head(
+                &super::files::NewVersion {
+                    task_id: l.task_id,
+                    workspace_id: l.workspace_id,
+                    lane: "",
+                    path: &c.path,
+                    size_bytes: c.size_bytes,
+                    sha256: &c.lane_sha,
+                    writer_session_id: Some(l.session_id),
+                    writer_key_id: None,
+                    now_ms: l.now_ms,
+                },
+                Some(l.head),
+            )
+        })
+        .collect();
+    stmts.push(insert_commit(
+        l.task_id,
+        l.commit_id,
+        l.workspace_id,
+        l.subject,
+        l.body,
+        &files,
+        Some(l.session_id),
+        l.now_ms,
+        Some(l.head),
+    ));
+    stmts.push(landed(l.session_id, l.task_id, l.commit_id));
+    let out = db.batch(stmts).await?;
+    let seq = out.get(l.changes.len()).and_then(|rows| rows.first()).and_then(|r| r.get("seq")?.as_i64());
+    Ok(seq)
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -62,7 +122,11 @@ pub struct LaneChange {
     pub base_sha: Option<String>,
 }
 
-/// The files a lane changed against the base (empty once it has landed).
+/// The most files one landing writes (its batch holds one statement per file). [`changes`] returns one
+/// more when a lane changed more, so a caller can tell.
+pub const LAND_FILES_MAX: usize = 1000;
+
+/// The files a lane changed against the base (empty once it has landed), at most [`LAND_FILES_MAX`] + 1.
 pub async fn changes(db: &dyn Sql, task_id: &str, lane: &str) -> DbResult<Vec<LaneChange>> {
     // SQLite takes a bare column from the row that holds the MAX() of its group.
     const CHANGES: &str = "WITH lane AS (SELECT path, sha256, size_bytes, MAX(version) AS v FROM task_file
@@ -70,8 +134,8 @@ pub async fn changes(db: &dyn Sql, task_id: &str, lane: &str) -> DbResult<Vec<La
            base AS (SELECT path, sha256, MAX(version) AS v FROM task_file WHERE task_id = ?1 AND lane = '' GROUP BY path)
       SELECT lane.path, lane.sha256 AS lane_sha, lane.size_bytes, base.sha256 AS base_sha
       FROM lane LEFT JOIN base ON base.path = lane.path
-      WHERE base.sha256 IS NULL OR base.sha256 <> lane.sha256 ORDER BY lane.path LIMIT 1000";
-    rows(db, stmt!(CHANGES, task_id, lane)).await
+      WHERE base.sha256 IS NULL OR base.sha256 <> lane.sha256 ORDER BY lane.path LIMIT ?3";
+    rows(db, stmt!(CHANGES, task_id, lane, LAND_FILES_MAX as i64 + 1)).await
 }
 
 /// Moves a session's lane to the base commit `seq` it merged (or landed as), ending any merge in progress.
@@ -100,12 +164,14 @@ pub struct Pending {
     pub seq: i64,
 }
 
-/// Moves a lane to the commit it just landed as (the base's newest), ending any merge in progress.
-pub fn landed(session_id: &str, task_id: &str) -> Stmt {
+/// Moves a lane to the commit it just landed as, ending any merge in progress; nothing if that commit
+/// was not written.
+fn landed(session_id: &str, task_id: &str, commit_id: &str) -> Stmt {
     const SET: &str =
-        "UPDATE session SET lane_base_seq = (SELECT COALESCE(MAX(seq), 0) FROM task_commit WHERE task_id = ?2),
-        lane_merging = NULL WHERE session_id = ?1";
-    stmt!(SET, session_id, task_id)
+        "UPDATE session SET lane_base_seq = (SELECT seq FROM task_commit WHERE task_id = ?2 AND commit_id = ?3),
+        lane_merging = NULL
+      WHERE session_id = ?1 AND EXISTS (SELECT 1 FROM task_commit WHERE task_id = ?2 AND commit_id = ?3)";
+    stmt!(SET, session_id, task_id, commit_id)
 }
 
 /// Whether a task gives sessions lanes, and how work lands.

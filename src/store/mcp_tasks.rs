@@ -32,12 +32,15 @@ macro_rules! cols {
     };
 }
 
-/// Records a new task, `working`.
-pub async fn insert(db: &dyn Sql, t: &McpTaskRow) -> DbResult<()> {
+/// Records a new task, `working`, unless its key already has `max_live` tasks not yet expired (counted
+/// in the insert, so concurrent calls cannot pass the cap); whether it was recorded.
+pub async fn insert(db: &dyn Sql, t: &McpTaskRow, max_live: i64) -> DbResult<bool> {
     const INSERT: &str = concat!(
         "INSERT INTO mcp_task (",
         cols!(),
-        ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)"
+        ") SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15
+         WHERE (SELECT COUNT(*) FROM mcp_task WHERE key_id = ?3 AND expires_ms > ?13) < ?16
+         RETURNING task_id"
     );
     db.all(stmt!(
         INSERT,
@@ -55,10 +58,11 @@ pub async fn insert(db: &dyn Sql, t: &McpTaskRow) -> DbResult<()> {
         t.ttl_ms,
         t.created_ms,
         t.updated_ms,
-        t.expires_ms
+        t.expires_ms,
+        max_live
     ))
-    .await?;
-    Ok(())
+    .await
+    .map(|rows| !rows.is_empty())
 }
 
 /// The key's task, unless it has expired.

@@ -100,8 +100,8 @@ pub fn checker(app: &TestApp, key: &str, exit: i64) -> Rc<RefCell<Vec<Value>>> {
                 .handle(runner_request(&token, "POST", "/v1/runner/heartbeat", json!({"lease_id": lease})))
                 .await;
             assert_eq!(beat.status, 200, "{:?}", beat.json_body());
-            let result =
-                json!({"exit_code": exit, "timed_out": false, "output": if exit == 0 { "ok" } else { "1 failed" }});
+            let output = if exit == 0 { "ok".to_owned() } else { FAILED_OUTPUT.to_owned() };
+            let result = json!({"exit_code": exit, "timed_out": false, "output": output});
             let post = json!({"lease_id": lease, "job_id": c["job_id"], "result": result});
             let r = sessions.handle(runner_request(&token, "POST", "/v1/runner/jobs/result", post.clone())).await;
             assert_eq!(r.status, 200, "{:?}", r.json_body());
@@ -112,6 +112,75 @@ pub fn checker(app: &TestApp, key: &str, exit: i64) -> Rc<RefCell<Vec<Value>>> {
     }));
     fetched
 }
+
+/// What failing checks print: many lines, a credential near the end, then the verdict.
+const FAILED_OUTPUT: &str = concat!(
+    "noise 0\n",
+    "noise 1\n",
+    "noise 2\n",
+    "noise 3\n",
+    "noise 4\n",
+    "noise 5\n",
+    "noise 6\n",
+    "noise 7\n",
+    "noise 8\n",
+    "noise 9\n",
+    "noise 10\n",
+    "noise 11\n",
+    "noise 12\n",
+    "noise 13\n",
+    "noise 14\n",
+    "noise 15\n",
+    "noise 16\n",
+    "noise 17\n",
+    "noise 18\n",
+    "noise 19\n",
+    "noise 20\n",
+    "noise 21\n",
+    "noise 22\n",
+    "noise 23\n",
+    "noise 24\n",
+    "noise 25\n",
+    "noise 26\n",
+    "noise 27\n",
+    "noise 28\n",
+    "noise 29\n",
+    "noise 30\n",
+    "noise 31\n",
+    "noise 32\n",
+    "noise 33\n",
+    "noise 34\n",
+    "noise 35\n",
+    "noise 36\n",
+    "noise 37\n",
+    "noise 38\n",
+    "noise 39\n",
+    "noise 40\n",
+    "noise 41\n",
+    "noise 42\n",
+    "noise 43\n",
+    "noise 44\n",
+    "noise 45\n",
+    "noise 46\n",
+    "noise 47\n",
+    "noise 48\n",
+    "noise 49\n",
+    "noise 50\n",
+    "noise 51\n",
+    "noise 52\n",
+    "noise 53\n",
+    "noise 54\n",
+    "noise 55\n",
+    "noise 56\n",
+    "noise 57\n",
+    "noise 58\n",
+    "noise 59\n",
+    "noise 60\n",
+    "noise 61\n",
+    "noise 62\n",
+    "noise 63\n",
+    "export GITHUB_TOKEN=ghp_abcdefghijklmnopqrstuvwx\n1 failed"
+);
 
 /// The project's checks, as `remember_command` keeps them.
 fn checks_known(app: &TestApp, t: &Task) {
@@ -270,6 +339,20 @@ fn a_one_sided_base_change_reaches_the_lane_and_failing_checks_refuse() {
     assert_eq!(file_of(&seen[0], "app.txt").as_deref(), Some("one\ntwo\nthree\nfour\nfive\nsix"));
     assert_eq!(file_of(&seen[0], "lib.txt").as_deref(), Some("lib v2"));
     assert_eq!(base_read(&app, &t, "app.txt"), FIVE);
+    // The output shown is its redacted tail, and only that is stored.
+    let steps = failed["steps"].to_string();
+    assert!(steps.contains("GITHUB_TOKEN=[redacted]") && steps.contains("1 failed"), "{failed}");
+    assert!(!steps.contains("ghp_") && !steps.contains("noise 10\\n"), "{failed}");
+    let stored: String = app.db.0.query_row("SELECT result FROM runner_checkout", [], |r| r.get(0)).unwrap();
+    assert!(!stored.contains("ghp_"), "{stored}");
+    assert!(!stored.contains("noise 0\\n") && stored.contains("noise 63"), "only the kept tail: {stored}");
+    // The cron forgets a done checkout after a day, not before.
+    let sweep = || app.system(|cx| Box::pin(agentsky::domain::jobs::forget_done_checkouts(cx))).unwrap();
+    assert_eq!(sweep(), 0);
+    app.advance(24 * 3_600_000 + 1);
+    assert_eq!(sweep(), 1);
+    let left: i64 = app.db.0.query_row("SELECT COUNT(*) FROM runner_checkout", [], |r| r.get(0)).unwrap();
+    assert_eq!(left, 0);
 }
 
 #[test]
@@ -329,4 +412,127 @@ fn writing_the_lanes_own_text_again_keeps_its_side_of_a_conflict() {
     let landed = app.agent_ok(&ta, "land", json!({"summary": "mine"}));
     assert_eq!(landed["landed"], true, "{landed}");
     assert_eq!(base_read(&app, &t, "app.txt"), "one\nmine\nthree\nfour\nfive");
+}
+
+#[test]
+fn of_two_landings_checked_against_one_head_only_the_first_commits() {
+    // Both lanes passed their checks against the same base head; the second batch finds it moved and
+    // writes nothing (before, it overwrote the first one's files and commit).
+    let app = TestApp::new();
+    let t = task(&app);
+    base_write(&app, &t, "app.txt", "base");
+    let (a, _) = join(&app, &t, "first");
+    let (b, _) = join(&app, &t, "second");
+    lane_write(&app, &t, &a, "app.txt", "from-a");
+    lane_write(&app, &t, &b, "app.txt", "from-b");
+    let ws: String =
+        app.db.0.query_row("SELECT workspace_id FROM session WHERE session_id = ?1", [&a], |r| r.get(0)).unwrap();
+    let before_b: i64 =
+        app.db.0.query_row("SELECT lane_base_seq FROM session WHERE session_id = ?1", [&b], |r| r.get(0)).unwrap();
+    let (task, ws2, a2, b2) = (t.task.clone(), ws.clone(), a.clone(), b.clone());
+    let landed = app.system(move |cx| {
+        Box::pin(async move {
+            use agentsky::store::lanes;
+            let head = lanes::head(cx.db(), &task).await.unwrap();
+            let mut out = vec![];
+            for (sid, commit) in [(&a2, "cmt_a"), (&b2, "cmt_b")] {
+                let changes = lanes::changes(cx.db(), &task, sid).await.unwrap();
+                assert_eq!(changes.len(), 1);
+                let l = lanes::Landing {
+                    task_id: &task,
+                    workspace_id: &ws2,
+                    session_id: sid,
+                    commit_id: commit,
+                    subject: "s",
+                    body: "",
+                    changes: &changes,
+                    head,
+                    now_ms: cx.now_ms,
+                };
+                out.push((head, lanes::land(cx.db(), &l).await.unwrap()));
+            }
+            out
+        })
+    });
+    let head = landed[0].0;
+    assert_eq!(landed[0].1, Some(head + 1));
+    assert_eq!(landed[1].1, None, "the second landing must see the base moved");
+    assert_eq!(base_read(&app, &t, "app.txt"), "from-a");
+    let commits: i64 = app
+        .db
+        .0
+        .query_row("SELECT COUNT(*) FROM task_commit WHERE task_id = ?1 AND commit_id = 'cmt_b'", [&t.task], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert_eq!(commits, 0);
+    let after_b: i64 =
+        app.db.0.query_row("SELECT lane_base_seq FROM session WHERE session_id = ?1", [&b], |r| r.get(0)).unwrap();
+    assert_eq!(after_b, before_b, "the loser's lane keeps its merge base");
+}
+
+/// Puts `n` files into a lane by SQL (`f0000.txt`…), as many writes would.
+fn many_lane_files(app: &TestApp, t: &Task, sid: &str, n: usize) {
+    let ws: String =
+        app.db.0.query_row("SELECT workspace_id FROM session WHERE session_id = ?1", [sid], |r| r.get(0)).unwrap();
+    for i in 0..n {
+        app.db
+            .0
+            .execute(
+                "INSERT INTO task_file (task_id, workspace_id, lane, path, version, size_bytes, sha256, created_ms, base_seq)
+                 VALUES (?1, ?2, ?3, ?4, 1, 1, ?5, 0, 0)",
+                rusqlite::params![t.task, ws, sid, format!("f{i:04}.txt"), format!("{i:064x}")],
+            )
+            .unwrap();
+    }
+}
+
+#[test]
+fn a_lane_of_more_than_a_thousand_files_merges_all_of_them_and_landing_refuses_past_the_cap() {
+    let app = TestApp::new();
+    let t = task(&app);
+    checks_known(&app, &t);
+    base_write(&app, &t, "zzz.txt", "old");
+    let (a, ta) = join(&app, &t, "first");
+    // The lane holds zzz.txt as the base had it, after 1001 files of its own, and the base then changes it.
+    app.db
+        .0
+        .execute(
+            "INSERT INTO task_file (task_id, workspace_id, lane, path, version, size_bytes, sha256, created_ms, base_seq)
+             SELECT task_id, workspace_id, ?2, path, 1, size_bytes, sha256, created_ms, base_seq FROM task_file
+             WHERE task_id = ?1 AND lane = '' AND path = 'zzz.txt'",
+            [&t.task, &a],
+        )
+        .unwrap();
+    many_lane_files(&app, &t, &a, 1001);
+    base_write(&app, &t, "zzz.txt", "new");
+    let count = || -> i64 {
+        app.db.0.query_row("SELECT COUNT(*) FROM task_commit WHERE task_id = ?1", [&t.task], |r| r.get(0)).unwrap()
+    };
+    let before = count();
+    let refused = app.agent_ok(&ta, "land", json!({"summary": "big"}));
+    assert_eq!(refused["landed"], false, "{refused}");
+    assert!(refused["reason"].as_str().unwrap().contains("more than 1000 files"), "{refused}");
+    // The merge before it reached the lane's last file.
+    assert!(refused["steps"].to_string().contains("merged zzz.txt"), "{refused}");
+    let lane_sha: String = app
+        .db
+        .0
+        .query_row(
+            "SELECT sha256 FROM task_file WHERE task_id = ?1 AND lane = ?2 AND path = 'zzz.txt' ORDER BY version DESC LIMIT 1",
+            [&t.task, &a],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let base_sha: String = app
+        .db
+        .0
+        .query_row(
+            "SELECT sha256 FROM task_file WHERE task_id = ?1 AND lane = '' AND path = 'zzz.txt' ORDER BY version DESC LIMIT 1",
+            [&t.task],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(lane_sha, base_sha);
+    assert_eq!(count(), before, "nothing landed");
 }

@@ -371,3 +371,40 @@ fn send_message_hand_off_session_and_run_routine_follow_the_turn_they_start() {
     let bad = legacy_error(&app, &ada.key, "tools/call", json!({"name": "list_sessions", "arguments": {}, "task": 5}));
     assert!(bad["message"].as_str().unwrap().contains("task must be an object"), "{bad}");
 }
+
+#[test]
+fn a_key_with_a_hundred_live_tasks_gets_its_next_call_answered_without_one() {
+    let app = TestApp::new();
+    let ada = app.signup("Ada", "ada@example.com");
+    let agent_id = echo_agent(&app, &ada);
+    let mut call = start_args(&agent_id, "hi", "cap-0");
+    call["task"] = json!({});
+    let first = legacy(&app, &ada.key, "tools/call", call);
+    let task_id = first["task"]["taskId"].as_str().unwrap().to_owned();
+    // 99 more live tasks of this key, as 99 more calls would leave.
+    for i in 1..100 {
+        app.db
+            .0
+            .execute(
+                "INSERT INTO mcp_task (task_id, workspace_id, key_id, tool, call_result, session_id, message_id, cursor,
+                   status, status_message, outcome, ttl_ms, created_ms, updated_ms, expires_ms)
+                 SELECT task_id || ?2, workspace_id, key_id, tool, call_result, session_id, message_id, cursor,
+                   status, status_message, outcome, ttl_ms, created_ms, updated_ms, expires_ms FROM mcp_task WHERE task_id = ?1",
+                rusqlite::params![task_id, format!("x{i}")],
+            )
+            .unwrap();
+    }
+    let mut call = start_args(&agent_id, "hi again", "cap-100");
+    call["task"] = json!({});
+    let plain = legacy(&app, &ada.key, "tools/call", call);
+    assert!(plain.get("task").is_none(), "past the cap, no task: {plain}");
+    assert_eq!(plain["isError"], false, "the call itself is answered: {plain}");
+    assert!(plain["structuredContent"]["session"]["session_id"].is_string(), "{plain}");
+    let count: i64 = app.db.0.query_row("SELECT COUNT(*) FROM mcp_task", [], |r| r.get(0)).unwrap();
+    assert_eq!(count, 100);
+    // Once they expire, tasks are offered again.
+    app.advance(24 * 3_600_000);
+    let mut call = start_args(&agent_id, "later", "cap-101");
+    call["task"] = json!({});
+    assert!(legacy(&app, &ada.key, "tools/call", call)["task"]["taskId"].is_string());
+}

@@ -333,3 +333,27 @@ fn a_turn_is_traced_into_its_model_calls_counted_and_exported_as_otlp_spans() {
     assert_eq!(one["totals"]["turns"], 1);
     assert_eq!(one["agents"], json!([]));
 }
+
+#[test]
+fn a_member_below_admin_sees_only_the_trace_exports_origin() {
+    let app = TestApp::with_secrets();
+    let ada = app.signup("Ada", "ada@acme.example");
+    app.shared_workspace(&ada, "acme");
+    let bo = app.signup("Bo", "bo@acme.example");
+    let r = app.request("POST", "/v1/workspaces/acme/invitations", Some(&ada.key), Some(json!({"role": "member"})));
+    assert_eq!(r.status, 201, "{:?}", r.json_body());
+    let token = r.json_body()["token"].as_str().unwrap().to_owned();
+    let r = app.request("POST", "/v1/invitations/accept", Some(&bo.key), Some(json!({"token": token})));
+    assert_eq!(r.status, 201, "{:?}", r.json_body());
+    let url = "https://otel.example.com:4318/ingest/tok-canary/v1/traces?key=q-canary";
+    let r = app.request("PUT", "/v1/trace-export", Some(&ada.key), Some(json!({"url": url, "workspace": "acme"})));
+    assert_eq!(r.status, 200, "{:?}", r.json_body());
+    let r = app.request("PUT", "/v1/trace-export", Some(&bo.key), Some(json!({"url": url, "workspace": "acme"})));
+    assert_eq!(r.status, 403, "setting it needs admin: {:?}", r.json_body());
+    let got = app.request("GET", "/v1/trace-export?workspace=acme", Some(&bo.key), None);
+    assert_eq!(got.status, 200, "{:?}", got.json_body());
+    assert_eq!(got.json_body()["url"], "https://otel.example.com:4318");
+    assert!(!String::from_utf8_lossy(&got.body).contains("canary"));
+    let got = app.request("GET", "/v1/trace-export?workspace=acme", Some(&ada.key), None).json_body();
+    assert_eq!(got["url"], url, "the admin sees the whole URL");
+}

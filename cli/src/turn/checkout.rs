@@ -105,10 +105,12 @@ impl TurnRunner {
         let until = Instant::now() + Duration::from_secs(2);
         while closed.recv_timeout(until.saturating_duration_since(Instant::now())).is_ok() {}
         let bytes = output.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        // What the runner holds that the command could print: its own token and the checkout's lease.
+        let known = [self.client.token().to_owned(), c.lease_id.clone()];
         Ran {
             exit_code: status.filter(|_| !ended).map(|s| super::exit_code(&s)),
             timed_out,
-            output: tail_text(&bytes, &[], OUTPUT_TAIL_CHARS, OUTPUT_TAIL_BYTES),
+            output: tail_text(&bytes, &known, OUTPUT_TAIL_CHARS, OUTPUT_TAIL_BYTES),
             error: (ended && !timed_out).then(|| "ended: the checkout's lease was lost".to_owned()),
         }
     }

@@ -289,6 +289,8 @@ fn run(runs: &Runs, r: &Request, over: &Arc<AtomicBool>, going: &Going, reading:
         Need::Local => vec![],
         Need::Access { scopes, .. } => scopes,
     };
+    // Registered before the credential is fetched, so a revocation arriving meanwhile is not missed.
+    let mine = Registered::new(going, &r.grant_id);
     let (vars, ttl_s) = match runs.client.credential(&runs.lease, &r.grant_id, &scopes) {
         Ok(GrantCredential::Env { vars, ttl_s }) => (vars, ttl_s),
         Ok(GrantCredential::Ssh { private_key, ttl_s }) => {
@@ -300,6 +302,9 @@ fn run(runs: &Runs, r: &Request, over: &Arc<AtomicBool>, going: &Going, reading:
         Err(CallError::Refused(why)) => return refuse(shim, EXIT_REFUSED, &format!("agentsky refused: {why}")),
         Err(e) => return refuse(shim, EXIT_UNREACHABLE, &format!("the credential could not be fetched: {e}")),
     };
+    if mine.revoked() {
+        return refuse(shim, EXIT_REFUSED, &format!("grant {} was revoked: nothing was run", r.grant_id));
+    }
     let mut cmd = Command::new(&runs.sky_exe);
     cmd.args(["__supervise", "/dev/null"]).arg(&real).args(&r.args);
     for name in SCRUBBED_ENV {
@@ -327,19 +332,15 @@ fn run(runs: &Runs, r: &Request, over: &Arc<AtomicBool>, going: &Going, reading:
     .into_iter()
     .flatten()
     .collect();
-    // Ends the command when the shim goes away, the turn ends, the grant is revoked ([`Channel::forget`])
-    // or the grant expires (its credential goes with it).
-    let cancel = Arc::new(AtomicBool::new(false));
+    // Ends the command when the shim goes away, the turn ends, the grant is revoked ([`Channel::forget`],
+    // also while it was starting: the flag is already up then) or the grant expires (its credential goes
+    // with it).
+    let cancel = mine.cancel.clone();
     watch(reading, over.clone(), cancel.clone());
-    let mine = (r.grant_id.clone(), cancel.clone(), Arc::new(AtomicBool::new(false)));
-    going.lock().unwrap_or_else(|e| e.into_inner()).push(mine);
     let limit = ttl_s.map_or(NO_LIMIT, |s| Duration::from_secs(s.max(1)).min(NO_LIMIT));
     let (status, expired, ended) = wait_for(child, lifeline, limit, &cancel, runs.grace);
-    let revoked = {
-        let mut going = going.lock().unwrap_or_else(|e| e.into_inner());
-        let at = going.iter().position(|(_, c, _)| Arc::ptr_eq(c, &cancel));
-        at.map(|i| going.remove(i)).is_some_and(|(_, _, revoked)| revoked.load(Ordering::SeqCst))
-    };
+    let revoked = mine.revoked();
+    drop(mine);
     cancel.store(true, Ordering::SeqCst);
     if expired {
         shim.say(&format!("grant {} expired: the command was ended with it", r.grant_id));
@@ -356,6 +357,32 @@ fn run(runs: &Runs, r: &Request, over: &Arc<AtomicBool>, going: &Going, reading:
         shim.say(&format!("the exit status was not recorded with agentsky: {e}"));
     }
     code
+}
+
+/// A command's place in [`Going`] from before its credential is fetched until it ends (or is refused).
+struct Registered<'a> {
+    going: &'a Going,
+    cancel: Arc<AtomicBool>,
+    revoked: Arc<AtomicBool>,
+}
+
+impl<'a> Registered<'a> {
+    fn new(going: &'a Going, grant_id: &str) -> Self {
+        let (cancel, revoked) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(false)));
+        going.lock().unwrap_or_else(|e| e.into_inner()).push((grant_id.to_owned(), cancel.clone(), revoked.clone()));
+        Self { going, cancel, revoked }
+    }
+
+    fn revoked(&self) -> bool {
+        self.revoked.load(Ordering::SeqCst)
+    }
+}
+
+impl Drop for Registered<'_> {
+    fn drop(&mut self) {
+        let mut going = self.going.lock().unwrap_or_else(|e| e.into_inner());
+        going.retain(|(_, c, _)| !Arc::ptr_eq(c, &self.cancel));
+    }
 }
 
 /// Copies a stream of the command to the shim as frames; after the shim is gone, drains it.
