@@ -50,8 +50,8 @@ pub fn bound(field: &str, url: &str, provider: &str) -> Result<(), String> {
     if is_local(url) {
         return Ok(());
     }
-    let on_host = url::Url::parse(url)
-        .is_ok_and(|u| u.scheme() == "https" && u.port().is_none() && u.host_str() == Some(host));
+    let on_host =
+        url::Url::parse(url).is_ok_and(|u| u.scheme() == "https" && u.port().is_none() && u.host_str() == Some(host));
     if !on_host {
         return Err(format!(
             "`{field}` must be an https://{host}/ repository: the `{provider}` connector's token is sent only to {host}"
