@@ -7,7 +7,12 @@
 //! answer says so (non-fast-forward): the other work is never overwritten. The grant's token (for an
 //! `https://` remote) reaches only the `git` processes, as an `Authorization` header in their environment
 //! (`GIT_CONFIG_*`), never in a URL, an argument or a file; what git prints is masked before it is
-//! reported.
+//! reported. The https host must resolve to a public address, which git is then held to. A local remote
+//! gets no token and must be under a folder the runner's owner allows (`--push-root`).
+//!
+//! git runs with none of the runner user's configuration (no system or global file, no credential helper,
+//! hooks or redirects; only the https and local transports), and its own folder is kept apart from the
+//! work tree the task's files are written into, which never take a name git's folder could have.
 
 use super::SCRUBBED_ENV;
 use crate::runner::{Client, GrantCredential, Job};
@@ -427,15 +432,16 @@ mod tests {
             std::fs::create_dir_all(d.join("r.git")).unwrap();
         }
         let inside = format!("file://{}/r.git", allowed.display());
-        assert!(allowed_local(&inside, &[allowed.clone()]).is_ok());
-        assert!(allowed_local(&format!("{}/r.git", allowed.display()), &[allowed.clone()]).is_ok());
-        let e = allowed_local(&format!("{}/r.git", other.display()), &[allowed.clone()]).unwrap_err();
+        let roots = std::slice::from_ref(&allowed);
+        assert!(allowed_local(&inside, roots).is_ok());
+        assert!(allowed_local(&format!("{}/r.git", allowed.display()), roots).is_ok());
+        let e = allowed_local(&format!("{}/r.git", other.display()), roots).unwrap_err();
         assert!(e.contains("--push-root"), "{e}");
         assert!(allowed_local(&inside, &[]).unwrap_err().contains("--push-root"));
         #[cfg(unix)]
         {
             std::os::unix::fs::symlink(other.join("r.git"), allowed.join("link.git")).unwrap();
-            let e = allowed_local(&format!("{}/link.git", allowed.display()), &[allowed.clone()]).unwrap_err();
+            let e = allowed_local(&format!("{}/link.git", allowed.display()), roots).unwrap_err();
             assert!(e.contains("--push-root"), "a link out of the root is followed: {e}");
         }
     }
