@@ -16,6 +16,8 @@ pub struct Args {
     pub workspace: Option<String>,
     pub command: Option<String>,
     pub once: bool,
+    /// `--push-root DIR` (repeatable): where a runner may push to local repositories.
+    pub push_roots: Vec<std::path::PathBuf>,
     /// Everything after `--`.
     pub rest: Option<Vec<String>>,
 }
@@ -42,6 +44,7 @@ pub fn parse(raw: impl IntoIterator<Item = String>) -> Result<Args, String> {
             Long("key") => a.key = Some(p.value().and_then(|v| v.string()).map_err(plain)?),
             Long("name") => a.name = Some(p.value().and_then(|v| v.string()).map_err(plain)?),
             Long("workspace") => a.workspace = Some(p.value().and_then(|v| v.string()).map_err(plain)?),
+            Long("push-root") => a.push_roots.push(p.value().map_err(plain)?.into()),
             Long("command") => a.command = Some(p.value().and_then(|v| v.string()).map_err(plain)?),
             Short('h') | Long("help") => a.words = vec!["help".into()],
             Short('V') | Long("version") => a.words = vec!["version".into()],
@@ -87,6 +90,8 @@ mod tests {
         assert_eq!(a.rest.unwrap(), ["claude", "--print", "--", "--key"]);
         assert_eq!(parsed("runner --").unwrap().rest, Some(vec![]));
         assert_eq!(parsed("runner").unwrap().rest, None);
+        let roots = parsed("runner --push-root /srv/a --push-root=/srv/b").unwrap().push_roots;
+        assert_eq!(roots, [std::path::PathBuf::from("/srv/a"), "/srv/b".into()]);
     }
 
     #[test]

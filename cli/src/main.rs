@@ -25,12 +25,14 @@ Usage:
   sky mcp [--server URL]
       The session server on stdio (for agents agentsky starts): relays to <server>/v1/session/mcp with
       AGENTSKY_SESSION_ID and AGENTSKY_SESSION_TOKEN from the environment.
-  sky runner [--server URL] [--key KEY] [--name NAME] [--workspace SLUG] [--once] -- <command…>
+  sky runner [--server URL] [--key KEY] [--name NAME] [--workspace SLUG] [--once] [--push-root DIR…] -- <command…>
   sky runner ... --command \"<shell line>\"
       Run the turns of the workspace's runner agents here: each turn runs the command in a fresh folder
       with the task's files, the session's token and tools in its environment (AGENTSKY_*), streams its
       output into the session and uploads the files it changed. Registers once (the runner token is kept
       in your config folder); the command is remembered, so later runs may leave it out.
+      --push-root DIR (repeatable; or $AGENTSKY_PUSH_ROOTS, separated like PATH): the folders under which
+      a task's local git remote (file:///abs or /abs) may be pushed to; without one, local pushes are refused.
   sky shim <vercel|gh|aws|gcloud|supabase|ssh> <args…>
       A provider CLI through the session's grant (in a runner's turn these shims come first on PATH):
       asks for the access the command needs, then runs the real CLI with the credential's variables.
@@ -110,8 +112,19 @@ fn run_runner(ctx: &Context, args: &Args, auth: auth::Options) -> sky::Result<()
         (None, Some(line)) => Some(runner::shell_command(line)),
         (None, None) => None,
     };
-    let opts =
-        runner::Options { auth, name: args.name.clone(), workspace: args.workspace.clone(), command, once: args.once };
+    let mut push_roots = args.push_roots.clone();
+    push_roots.extend(std::env::var_os(sky::turn::PUSH_ROOTS_VAR).iter().flat_map(std::env::split_paths));
+    if push_roots.iter().any(|r| !r.is_absolute()) {
+        usage_error("--push-root (and $AGENTSKY_PUSH_ROOTS) take absolute folders");
+    }
+    let opts = runner::Options {
+        auth,
+        name: args.name.clone(),
+        workspace: args.workspace.clone(),
+        command,
+        once: args.once,
+        push_roots,
+    };
     runner::run(ctx, &opts, &mut std::io::stderr())
 }
 

@@ -41,6 +41,8 @@ pub struct Options {
     pub command: Option<Vec<String>>,
     /// `--once`: run one turn, then exit.
     pub once: bool,
+    /// `--push-root`: where a task's local git remote may be pushed to.
+    pub push_roots: Vec<PathBuf>,
 }
 
 /// One registered runner, as `runners.json` keeps it.
@@ -623,6 +625,7 @@ pub fn run(ctx: &Context, opts: &Options, out: &mut dyn Write) -> Result<()> {
         sky_exe,
         path: ctx.path.clone(),
         scratch: std::env::temp_dir(),
+        push_roots: opts.push_roots.clone(),
         timing: Timing::default(),
         grants: Default::default(),
     };

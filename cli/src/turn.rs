@@ -94,6 +94,7 @@ mod granted;
 mod jobs;
 mod outbox;
 mod push;
+pub use push::PUSH_ROOTS_VAR;
 mod refresh;
 mod ssh_agent;
 mod supervise;
@@ -291,6 +292,8 @@ pub struct TurnRunner {
     pub path: Option<OsString>,
     /// Where turn folders are made.
     pub scratch: PathBuf,
+    /// The folders under which a task's local git remote may be pushed to (`--push-root`).
+    pub push_roots: Vec<PathBuf>,
     pub timing: Timing,
     /// Each session's grants file (grant ids only) from its last turn here, handed to its next turn.
     pub grants: std::sync::Mutex<std::collections::HashMap<String, String>>,

@@ -148,6 +148,7 @@ fn runner(server: &str, scratch: &Scratch, script: &str) -> TurnRunner {
         sky_exe: env!("CARGO_BIN_EXE_sky").into(),
         path: Some(path),
         scratch: scratch.0.join("tmp"),
+        push_roots: vec![],
         timing: Timing {
             claim_wait_s: 0,
             heartbeat: Duration::from_millis(300),

@@ -84,6 +84,7 @@ fn runner(server: &str, scratch: &Scratch, script: &str) -> TurnRunner {
         sky_exe: env!("CARGO_BIN_EXE_sky").into(),
         path: std::env::var_os("PATH"),
         scratch: scratch.0.clone(),
+        push_roots: vec![],
         timing: Timing {
             claim_wait_s: 0,
             heartbeat: Duration::from_millis(300),
@@ -669,7 +670,9 @@ fn a_push_job_commits_the_task_to_a_bare_repository_and_reports_refusals() {
     let mailbox = Scratch::new("jobs-push-box");
     let repos = Scratch::new("jobs-push-repos");
     let (remote, hooked) = (repos.0.join("remote.git"), repos.0.join("hooked.git"));
-    for bare in [&remote, &hooked] {
+    // Outside the runner's --push-root: refused, though the runner user could write it.
+    let outside = mailbox.0.join("outside.git");
+    for bare in [&remote, &hooked, &outside] {
         let made = std::process::Command::new("git").args(["init", "-q", "--bare"]).arg(bare).status().unwrap();
         assert!(made.success());
     }
@@ -692,6 +695,7 @@ exit 1
         ("ready1", job("push1", &remote, Value::Null)),
         ("ready2", job("push2", &remote, json!("0".repeat(40)))),
         ("ready3", job("push3", &hooked, Value::Null)),
+        ("ready4", job("push4", &outside, Value::Null)),
     ];
     let (srv, face) = face.serve();
     let scratch = Scratch::new("jobs-push");
@@ -699,10 +703,12 @@ exit 1
         r#"{WAIT_FOR}
         echo ready1; wait_for '{box}/push1.done'
         echo ready2; wait_for '{box}/push2.done'
-        echo ready3; wait_for '{box}/push3.done'"#,
+        echo ready3; wait_for '{box}/push3.done'
+        echo ready4; wait_for '{box}/push4.done'"#,
         box = mailbox.0.display()
     );
-    let r = runner(&srv.url, &scratch, &script);
+    let mut r = runner(&srv.url, &scratch, &script);
+    r.push_roots = vec![repos.0.clone()];
     let mut log = Vec::new();
     let outcome = r.run_turn(&turn(&srv.url), &mut log).unwrap();
     assert_eq!(outcome, Outcome::Completed, "{}", String::from_utf8_lossy(&log));
@@ -727,6 +733,10 @@ agentsky commit cmt_1"
     let declined = face.result("push3");
     assert_eq!(declined["ok"], false);
     assert!(declined["error"].as_str().unwrap().contains("protected branch: pushes need review"), "{declined}");
+    let outside_root = face.result("push4");
+    assert_eq!(outside_root["ok"], false);
+    assert!(outside_root["error"].as_str().unwrap().contains("--push-root"), "{outside_root}");
+    assert!(git(&outside, &["for-each-ref"]).is_empty(), "nothing pushed outside the roots");
     let all = face.results.lock().unwrap();
     assert!(!format!("{all:?}").contains(PUSH_TOKEN), "{all:?}");
     assert!(!String::from_utf8_lossy(&log).contains(PUSH_TOKEN));

@@ -52,6 +52,7 @@ fn the_workspaces_skills_are_where_claude_code_and_codex_read_them_and_are_not_u
         sky_exe: env!("CARGO_BIN_EXE_sky").into(),
         path: std::env::var_os("PATH"),
         scratch: scratch.0.clone(),
+        push_roots: vec![],
         timing: Timing {
             claim_wait_s: 0,
             heartbeat: Duration::from_millis(300),

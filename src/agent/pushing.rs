@@ -9,6 +9,7 @@
 use super::{CallingSession, ToolError};
 use crate::domain::grants::{covers, live};
 use crate::domain::jobs::{self, Asked};
+use crate::rules::git_remote;
 use crate::store;
 use serde_json::json;
 
@@ -45,14 +46,22 @@ pub async fn push(
         return Ok(Pushed { pushed: false, head: None, reason: None });
     };
     let later = "the work is landed in the base; the next land pushes the base as it is then";
+    // Checked again here: the connector (its provider) may have changed since the remote was set.
+    let connector = store::connectors::get(db, &remote.connector_id).await?;
+    let bound = match &connector {
+        Some(c) if c.workspace_id == me.workspace_id => git_remote::bound("url", &remote.url, &c.provider),
+        _ => Err("the remote's connector no longer exists".into()),
+    };
+    if let Err(why) = bound {
+        return Ok(Pushed::not(format!("the remote {} is not pushed to: {why}; {later}", remote.url), steps));
+    }
     let grants = store::requests::grants_for_session(db, &me.workspace_id, &me.session_id).await?;
     let grant = grants
         .iter()
         .rev()
         .find(|g| g.connector_id == remote.connector_id && live(g, cx.now_ms) && covers(g, &["write"]));
     let Some(grant) = grant else {
-        let name =
-            store::connectors::get(db, &remote.connector_id).await?.map_or(remote.connector_id.clone(), |c| c.name);
+        let name = connector.map_or(remote.connector_id.clone(), |c| c.name);
         return Ok(Pushed::not(
             format!(
                 "pushing to {} needs a live grant on `{name}` covering `write`, and this session has none; ask for it with request_access, then land again ({later})",

@@ -17,13 +17,14 @@ use serde::{Deserialize, Serialize};
 pub struct SetTaskRemote {
     /// The task (its first session's id).
     pub task_id: TaskId,
-    /// The repository: an `https://` URL to a public host (no credentials in it), or one on the runner's
-    /// machine (`file:///abs/path` or `/abs/path`). `null` removes the remote: `land` then pushes nothing.
+    /// The repository: an `https://` URL on the connector's git host (`github` → `github.com`; no
+    /// credentials in it), or one on the runner's machine (`file:///abs/path` or `/abs/path`, under a root
+    /// the runner's owner allows with `sky runner --push-root`). `null` removes the remote: `land` then pushes nothing.
     pub url: Option<Text<1, 2_000>>,
     /// The branch `land` pushes to; `main` when left out. Up to 200 characters.
     pub branch: Option<Text<1, 200>>,
-    /// The connector (`con_…`, from `list_connectors`) whose grant pushes; the landing session must hold a
-    /// live grant on it covering `write`. Required with `url`.
+    /// The connector (`con_…`, from `list_connectors`) whose grant pushes: a git host (provider `github`).
+    /// The landing session must hold a live grant on it covering `write`. Required with `url`.
     pub connector_id: Option<ConnectorId>,
 }
 
@@ -61,9 +62,10 @@ pub async fn set(cx: &Cx<'_>, p: SetTaskRemote) -> Result<TaskRemote, ApiError> 
     let connector_id =
         p.connector_id.ok_or_else(|| ApiError::invalid("`connector_id` is required with `url`: its grant pushes"))?;
     let c = store::connectors::get(db, &connector_id).await?;
-    if c.is_none_or(|c| c.workspace_id != m.workspace_id) {
+    let Some(c) = c.filter(|c| c.workspace_id == m.workspace_id) else {
         return Err(ApiError::not_found(&format!("connector `{}` in this workspace", connector_id.as_str())));
-    }
+    };
+    git_remote::bound("url", &url, &c.provider).map_err(ApiError::invalid)?;
     store::remotes::set(db, &p.task_id, &m.workspace_id, &url, branch, &connector_id, cx.now_ms).await?;
     let remote = store::remotes::get(db, &p.task_id).await?;
     Ok(TaskRemote { task_id: p.task_id.into(), remote })

@@ -30,6 +30,41 @@ fn local(field: &str, path: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// The host a git-hosting provider's tokens are for; `None` for a provider that is not a git host.
+pub fn provider_host(provider: &str) -> Option<&'static str> {
+    match provider {
+        "github" => Some("github.com"),
+        _ => None,
+    }
+}
+
+/// Whether a grant on a `provider` connector may push to the checked remote `url`: the connector must be a
+/// git host, and an `https://` remote must be on that host, since the runner sends the grant's token to it.
+/// A local remote carries no token.
+pub fn bound(field: &str, url: &str, provider: &str) -> Result<(), String> {
+    let Some(host) = provider_host(provider) else {
+        return Err(format!(
+            "`{field}`: the connector's provider `{provider}` is not a git host; use a `github` connector"
+        ));
+    };
+    if is_local(url) {
+        return Ok(());
+    }
+    let on_host =
+        url::Url::parse(url).is_ok_and(|u| u.scheme() == "https" && u.port().is_none() && u.host_str() == Some(host));
+    if !on_host {
+        return Err(format!(
+            "`{field}` must be an https://{host}/ repository: the `{provider}` connector's token is sent only to {host}"
+        ));
+    }
+    Ok(())
+}
+
+/// Whether a checked remote is on the runner's machine (`file://…` or `/…`).
+pub fn is_local(url: &str) -> bool {
+    url.starts_with("file://") || url.starts_with('/')
+}
+
 /// Checks a branch name the way `git check-ref-format --branch` does, a little stricter.
 pub fn branch(field: &str, name: &str) -> Result<(), String> {
     let bad = name.is_empty()
@@ -73,6 +108,23 @@ mod tests {
             assert!(e.contains("`url`"), "{bad}: {e}");
         }
         assert!(check("url", "http://localhost:9/r.git", true).is_ok());
+    }
+
+    #[test]
+    fn a_remote_is_bound_to_its_connectors_host() {
+        assert!(bound("url", "https://github.com/o/r.git", "github").is_ok());
+        assert!(bound("url", "/srv/r.git", "github").is_ok());
+        assert!(bound("url", "file:///srv/r.git", "github").is_ok());
+        for (url, provider) in [
+            ("https://evil.example/o/r.git", "github"),
+            ("https://github.com.evil.example/o/r.git", "github"),
+            ("https://github.com:8443/o/r.git", "github"),
+            ("http://localhost:9/r.git", "github"),
+            ("https://github.com/o/r.git", "vercel"),
+            ("/srv/r.git", "ssh"),
+        ] {
+            assert!(bound("url", url, provider).unwrap_err().contains("`url`"), "{url} {provider}");
+        }
     }
 
     #[test]

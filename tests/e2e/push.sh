@@ -2,9 +2,9 @@
 # End-to-end for issue 17's pushing and credentials kept by the runner, against the e2e server (it needs
 # SECRETS_KEY: run it through tests/e2e/run.sh) and one `sky runner` whose agent runs each message as a
 # shell line:
-#   1. A task with a git remote (set_task_remote: a bare repository on the runner's machine, pushed with a
-#      github connector's grant): the agent writes a file and lands; land runs the checks and has the
-#      runner push; it reports pushed:true with the remote's new head, which the bare repository has, with
+#   1. A task with a git remote (set_task_remote: a bare repository on the runner's machine, under the
+#      runner's --push-root, pushed with a github connector's grant): the agent writes a file and lands;
+#      land runs the checks and has the runner push; it reports pushed:true with the remote's new head, which the bare repository has, with
 #      the file and the landing's summary as the commit message. A second landing builds on it.
 #   2. Someone else pushes to the branch: the next land lands but does not push (non-fast-forward, in
 #      steps and reason), and the branch keeps the other commit.
@@ -84,7 +84,7 @@ rest PUT /v1/policies "{\"connector_id\":\"$web\",\"scope\":\"deploy\",\"decisio
 shell=$(field "$(rest POST /v1/agents '{"name":"Shell","harness":"runner","model":"sh","instructions":"Run the message."}')" 'v["agent_id"]')
 
 # A stand-in vercel on the runner's PATH: it says how long a token it got, never the token.
-mkdir -p "$work/bin" "$work/tmp" "$work/home"
+mkdir -p "$work/bin" "$work/tmp" "$work/home" "$work/repos"
 cat >"$work/bin/vercel" <<'SH'
 #!/bin/sh
 echo "vercel ran: $*; VERCEL_TOKEN has ${#VERCEL_TOKEN} chars"
@@ -99,12 +99,12 @@ out = subprocess.run([server["command"], *server["args"]], input=json.dumps(call
 print(sys.argv[1] + ": " + json.loads(out.stdout)["result"]["content"][0]["text"])
 PY
 env -u AGENTSKY_API_KEY HOME="$work/home" TMPDIR="$work/tmp" PATH="$work/bin:$PATH" \
-  "$SKY" runner --server "$URL" --key "$KEY" --name "e2e push" -- sh -c 'eval "$AGENTSKY_MESSAGE"' >"$work/runner.log" 2>&1 &
+  "$SKY" runner --server "$URL" --key "$KEY" --name "e2e push" --push-root "$work/repos" -- sh -c 'eval "$AGENTSKY_MESSAGE"' >"$work/runner.log" 2>&1 &
 runner_pid=$!
 
 # ── 1. land pushes to a bare repository on the runner's machine ──
 log "push: land pushes the landed work to the task's git remote through the runner"
-git init -q --bare --initial-branch=main "$work/remote.git"
+git init -q --bare --initial-branch=main "$work/repos/remote.git"
 TOOL="python3 $work/tool.py"
 started=$(mcp start_session "{\"agent_id\":\"$shell\",\"message\":\"true\",\"idempotency_key\":\"push-e2e-0-$$\"}")
 sid=$(field "$started" 'v["session"]["session_id"]')
@@ -114,7 +114,7 @@ rest PUT "/v1/tasks/$task/settings" '{"lanes":true}' >/dev/null
 bad=$(curl -sS -X PUT "$URL/v1/tasks/$task/remote" -H "Authorization: Bearer $KEY" -H 'content-type: application/json' \
   -d "{\"url\":\"https://x:$GIT_SECRET@github.com/a/b.git\",\"connector_id\":\"$repo\"}")
 grep -qF '`url` must not hold a user name or password' <<<"$bad" || fail "a URL with credentials was taken: $bad"
-set=$(mcp set_task_remote "{\"task_id\":\"$task\",\"url\":\"file://$work/remote.git\",\"connector_id\":\"$repo\"}")
+set=$(mcp set_task_remote "{\"task_id\":\"$task\",\"url\":\"file://$work/repos/remote.git\",\"connector_id\":\"$repo\"}")
 [ "$(field "$set" 'v["remote"]["branch"]')" = main ] || fail "set_task_remote: $set"
 ok "set_task_remote: a credentialed URL refused; file://…/remote.git (branch main, connector repo) set"
 
@@ -127,11 +127,11 @@ said=$(say_turn "$sent" "$sid")
 landed=$(landing "$said")
 [ "$(field "$landed" 'v["pushed"]')" = true ] || fail "not pushed: $landed"
 head=$(field "$landed" 'v["remoteHead"]')
-[ "$(git --git-dir "$work/remote.git" rev-parse main)" = "$head" ] || fail "the bare repository's main is not $head"
-[ "$(git --git-dir "$work/remote.git" show main:app.txt)" = "hello from the lane" ] || fail "app.txt on the remote"
-git --git-dir "$work/remote.git" log -1 --format=%B main | grep -qF "The first file." || fail "the commit message"
+[ "$(git --git-dir "$work/repos/remote.git" rev-parse main)" = "$head" ] || fail "the bare repository's main is not $head"
+[ "$(git --git-dir "$work/repos/remote.git" show main:app.txt)" = "hello from the lane" ] || fail "app.txt on the remote"
+git --git-dir "$work/repos/remote.git" log -1 --format=%B main | grep -qF "The first file." || fail "the commit message"
 grep -qF "checks: \`test -f app.txt\` passed" <<<"$landed" || fail "the checks did not run: $landed"
-grep -qF "push: main on file://$work/remote.git is now at $head" <<<"$landed" || fail "steps: $landed"
+grep -qF "push: main on file://$work/repos/remote.git is now at $head" <<<"$landed" || fail "steps: $landed"
 ok "land: checks passed, pushed:true, the bare repository's main is $head with app.txt and the summary"
 
 msg="printf 'second\n' > two.txt; $TOOL land '{\"summary\":\"Add two.txt\"}'"
@@ -139,15 +139,15 @@ sent=$(mcp send_message "{\"session_id\":\"$sid\",\"message\":$(python3 -c 'impo
 landed=$(landing "$(say_turn "$sent" "$sid")")
 [ "$(field "$landed" 'v["pushed"]')" = true ] || fail "the second push: $landed"
 second=$(field "$landed" 'v["remoteHead"]')
-[ "$(git --git-dir "$work/remote.git" rev-parse "$second^")" = "$head" ] || fail "the second push does not build on the first"
+[ "$(git --git-dir "$work/repos/remote.git" rev-parse "$second^")" = "$head" ] || fail "the second push does not build on the first"
 ok "a second landing's push builds on the first ($head → $second)"
 
 # ── 2. Someone else moves the branch: not overwritten ──
 log "push: a branch moved by someone else is not overwritten"
-git clone -q -b main "$work/remote.git" "$work/other"
+git clone -q -b main "$work/repos/remote.git" "$work/other"
 ( cd "$work/other" && echo theirs > theirs.txt && git add theirs.txt \
   && git -c user.name=Other -c user.email=o@example.com commit -qm theirs && git push -q origin HEAD:main )
-theirs=$(git --git-dir "$work/remote.git" rev-parse main)
+theirs=$(git --git-dir "$work/repos/remote.git" rev-parse main)
 # Another session of the task (the first has used its access requests for this minute).
 msg="printf 'third\n' > three.txt; $TOOL request_access '{\"target\":\"repo\",\"scope\":[\"write\"],\"reason\":\"push\"}'; \
 $TOOL land '{\"summary\":\"Add three.txt\"}'"
@@ -156,7 +156,7 @@ landed=$(landing "$(say_turn "$sent" "$(field "$sent" 'v["session"]["session_id"
 [ "$(field "$landed" 'v["landed"]')" = true ] && [ "$(field "$landed" 'v["pushed"]')" = false ] || fail "$landed"
 grep -qF "non-fast-forward" <<<"$(field "$landed" 'v["reason"]')" || fail "the reason: $landed"
 grep -qF "push: not pushed" <<<"$(field "$landed" 'v["steps"]')" || fail "the steps: $landed"
-[ "$(git --git-dir "$work/remote.git" rev-parse main)" = "$theirs" ] || fail "the other commit was overwritten"
+[ "$(git --git-dir "$work/repos/remote.git" rev-parse main)" = "$theirs" ] || fail "the other commit was overwritten"
 ok "landed but not pushed (non-fast-forward, in steps and reason); main keeps the other commit"
 
 # ── 3. A shim deploy: the credential stays with the runner ──

@@ -47,6 +47,26 @@ fn a_remote_is_checked_where_it_is_set() {
     );
     assert_eq!(status, 404);
 
+    // The grant's token goes only to the connector's git host, and only a git host's connector pushes.
+    let web = app.request(
+        "POST",
+        "/v1/connectors",
+        Some(&c.ada.key),
+        Some(json!({"name": "web", "provider": "vercel", "env": "prod", "credentials": {"env": {"VERCEL_TOKEN": "vt-1"}}})),
+    );
+    let web = web.json_body()["connector_id"].as_str().unwrap().to_owned();
+    for body in [
+        json!({"url": "https://evil.example/ada/app.git", "connector_id": repo}),
+        json!({"url": "https://github.com.evil.example/ada/app.git", "connector_id": repo}),
+        json!({"url": "https://gitlab.com/ada/app.git", "connector_id": repo}),
+        json!({"url": "https://github.com/ada/app.git", "connector_id": web}),
+        json!({"url": "/srv/app.git", "connector_id": web}),
+    ] {
+        let (status, body_back) = remote(&app, &c.ada.key, &c.sid, body.clone());
+        assert_eq!(status, 400, "{body} → {body_back}");
+        assert!(body_back["error"]["message"].as_str().unwrap().contains("`url`"), "{body} → {body_back}");
+    }
+
     let (status, set) =
         remote(&app, &c.ada.key, &c.sid, json!({"url": "https://github.com/ada/app.git", "connector_id": repo}));
     assert_eq!(status, 200, "{set}");
@@ -174,4 +194,25 @@ fn land_pushes_through_the_runner_with_the_grant_and_reports_a_refused_push() {
     let (_, other) =
         remote(&app, &c.ada.key, &c.sid, json!({"url": "/srv/app.git", "branch": "other", "connector_id": repo}));
     assert_eq!(other["remote"]["pushed_head"], Value::Null);
+
+    // The connector stops being a git host after the remote was set: checked again at push time.
+    let (status, _) = remote(
+        &app,
+        &c.ada.key,
+        &c.sid,
+        json!({"url": "https://github.com/ada/app.git", "branch": "other", "connector_id": repo}),
+    );
+    assert_eq!(status, 200);
+    let r = app.request(
+        "POST",
+        "/v1/connectors",
+        Some(&c.ada.key),
+        Some(json!({"name": "repo", "provider": "vercel", "env": "scm", "credentials": {"env": {"GH_TOKEN": "ghp-host-1"}}})),
+    );
+    assert!(r.status < 300, "{:?}", r.json_body());
+    let pushes = jobs.borrow().iter().filter(|j| j["kind"] == "push").count();
+    let landed = land("After the connector changed");
+    assert_eq!((landed["landed"].as_bool(), landed["pushed"].as_bool()), (Some(true), Some(false)), "{landed}");
+    assert!(landed["reason"].as_str().unwrap().contains("not a git host"), "{landed}");
+    assert_eq!(jobs.borrow().iter().filter(|j| j["kind"] == "push").count(), pushes, "no push job was sent");
 }

@@ -214,10 +214,15 @@ impl TurnRunner {
     /// Starts a `push` job ([`super::push`]) on a thread of its own; its result comes as [`Msg::JobDone`].
     pub(super) fn start_push(&self, turn: &Turn, job: &Job, jobs: &Jobs) {
         let (tx, job) = (jobs.tx.clone(), job.clone());
-        let (client, lease, scratch, path) =
-            (self.client.clone(), turn.lease_id.clone(), self.scratch.clone(), self.path.clone());
+        let (client, lease, scratch, path, roots) = (
+            self.client.clone(),
+            turn.lease_id.clone(),
+            self.scratch.clone(),
+            self.path.clone(),
+            self.push_roots.clone(),
+        );
         std::thread::spawn(move || {
-            let result = super::push::push(&client, &lease, &scratch, path.as_ref(), &job);
+            let result = super::push::push(&client, &lease, &scratch, path.as_ref(), &roots, &job);
             let _ = tx.send(Msg::JobDone(job.job_id, result));
         });
     }
