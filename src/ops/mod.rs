@@ -1088,12 +1088,17 @@ pub async fn invoke(cx: &Cx<'_>, op: &Op, args: Value) -> Result<Value, ApiError
         if let Some(c) = &cx.caller {
             l.key_id.clone_from(&c.key_id);
         }
-        if let Err(e) = &result {
-            l.error_code = e.code.as_str().to_owned();
-            // A call refused before it found its workspace still counts, in the caller's default one.
-            if l.workspace_id.is_empty() {
-                l.workspace_id = cx.default_workspace_id().unwrap_or_default();
+        match &result {
+            Err(e) => {
+                l.error_code = e.code.as_str().to_owned();
+                // A call refused before it found its workspace still counts, in the caller's default one.
+                if l.workspace_id.is_empty() {
+                    l.workspace_id = cx.default_workspace_id().unwrap_or_default();
+                }
             }
+            // The last call decides: a call run again for a changed caller ended well, whatever the first
+            // run (refused when the key's lookup disagreed) said.
+            Ok(_) => l.error_code.clear(),
         }
     });
     result

@@ -357,3 +357,18 @@ fn a_member_below_admin_sees_only_the_trace_exports_origin() {
     let got = app.request("GET", "/v1/trace-export?workspace=acme", Some(&ada.key), None).json_body();
     assert_eq!(got["url"], url, "the admin sees the whole URL");
 }
+
+#[test]
+fn a_call_run_again_for_a_changed_caller_logs_how_it_ended_not_the_first_refusal() {
+    let app = TestApp::new();
+    let ada = app.signup("Ada", "ada@example.com");
+    let (resp, _) = app.send_logged(req("GET", "/v1/agents", &ada.key, &[], None));
+    assert_eq!(resp.status, 200);
+    // A new membership: the isolate's cached caller no longer agrees with the key's lookup, so the next
+    // call runs once as the cached caller (refused when the lookup disagrees) and again as the fresh one.
+    let (resp, _) = app.send_logged(req("POST", "/v1/workspaces", &ada.key, &[], Some(json!({"name": "Lab"}))));
+    assert_eq!(resp.status, 201);
+    let (resp, line) = app.send_logged(req("GET", "/v1/agents", &ada.key, &[], None));
+    assert_eq!(resp.status, 200);
+    assert_eq!((line["status"].as_u64(), line["error_code"].as_str()), (Some(200), Some("")), "{line}");
+}
