@@ -171,7 +171,7 @@ STEPS: list[Step] = [
     Step("op", "list_tasks", lambda w: {"workspace": w["ws"]}),
     Step("op", "get_task", lambda w: {"task_id": w["task"]}),
     Step("op", "set_task_remote", lambda w: {"task_id": w["task"], "url": "https://github.com/example/app.git",
-                                             "branch": "agentsky", "connector_id": w["connector_id"]}),
+                                             "branch": "agentsky", "connector_id": w["repo_id"]}),
     Step("op", "get_task_remote", lambda w: {"task_id": w["task"]}),
     Step("op", "set_task_remote", lambda w: {"task_id": w["task"], "url": None}),  # land below pushes nowhere
     # Files and artifacts.
@@ -284,10 +284,14 @@ def setup(account: Account) -> dict:
             "credentials": {"env": {"VERCEL_TOKEN": "vt-py-e2e"}}}
     status, _, connector = rest("POST", "/v1/connectors", account.key, body)
     expect(status, 200, "POST /v1/connectors", connector)
+    repo = {"name": "repo", "provider": "github", "env": "prod", "workspace": ws,
+            "credentials": {"env": {"GH_TOKEN": "ghp-py-e2e"}}}
+    status, _, repo = rest("POST", "/v1/connectors", account.key, repo)
+    expect(status, 200, "POST /v1/connectors (github)", repo)
     status, _, policy = rest("PUT", "/v1/policies", account.key, {"workspace": ws, "scope": "read", "decision": "allow"})
     expect(status, 200, "PUT /v1/policies", policy)
     return {"key": account.key, "ws": ws, "agent_id": agent["agent_id"], "helper_id": helper["agent_id"], "pending": {},
-            "handle": f"py-{uniq()}", "connector_id": connector["connector_id"]}
+            "handle": f"py-{uniq()}", "connector_id": connector["connector_id"], "repo_id": repo["connector_id"]}
 
 
 @pytest.mark.parametrize("mode", MODES)
