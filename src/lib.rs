@@ -1,13 +1,17 @@
 //! agentsky: call your AI agents as tools from any MCP client. A Cloudflare Worker.
 //!
 //! The map:
-//! - [`app`] — the whole server as `handle(env, request) -> response`; routes to the faces below.
-//! - [`mcp`] — the MCP transport (Streamable HTTP, stateless, both protocol eras) over a [`mcp::ToolHost`].
+//! - [`app`] — the whole server as `handle(env, request) -> response`; routes to the faces below and writes
+//!   each request's log line and metrics (`app::observe`).
+//! - [`mcp`] — the MCP transport (Streamable HTTP, stateless, both protocol eras) over a [`mcp::ToolHost`]:
+//!   tools, resources, prompts, completions, tasks and progress.
 //! - [`operator_mcp`], [`rest`], [`openapi`], [`ops::help`], [`console`] — the faces of the one operation table,
 //!   [`ops::OPS`] (the console is the people's face: pages in a browser).
-//! - [`ops`] — the table and one file of handlers per contract area.
+//! - [`ops`] — the table and one file of handlers per contract area, with the MCP resource and prompt tables
+//!   beside it (`ops::resources`, `ops::prompts`).
 //! - [`agent`] — the session server: the eleven tools a running agent gets.
 //! - [`runner`] — the runner protocol (`/v1/runner/*`) and the jobs the server gives a runner.
+//! - [`oauth`] — OAuth 2.1 for MCP clients that cannot send a bearer header (discovery, clients, codes).
 //! - [`domain`] — services every face shares (task folders, blobs, idempotency, rate buckets, indexing).
 //! - [`session`] — a session's event log and turn state, pure over its Durable Object's storage.
 //! - [`turns`] — a turn, run: the step loop, the `openai` harness, the wallet's holds and settlement.
