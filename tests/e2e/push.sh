@@ -28,23 +28,8 @@ trap cleanup EXIT
 source "$ROOT/tests/e2e/lib.sh"
 e2e_server push
 
-if [ -z "${SKY:-}" ]; then
-  log "push: cargo build -p sky --release"
-  cargo build -p sky --release --quiet
-  SKY="$ROOT/target/release/sky"
-fi
-[ -x "$SKY" ] || fail "no sky binary at $SKY"
+sky_binary push
 
-field() { python3 -c 'import json,sys; v=json.loads(sys.argv[1]); r=eval(sys.argv[2]); print(r if isinstance(r,str) else json.dumps(r))' "$1" "$2"; }
-mcp() { # TOOL ARGS_JSON -> the tool's structuredContent (fails on any error)
-  local body reply
-  body=$(python3 -c 'import json,sys; print(json.dumps({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":sys.argv[1],"arguments":json.loads(sys.argv[2])}}))' "$1" "$2")
-  reply=$(curl -sS --max-time 90 -X POST "$URL/v1/mcp" -H "Authorization: Bearer $KEY" -H 'content-type: application/json' \
-    -H 'accept: application/json, text/event-stream' -H 'mcp-protocol-version: 2025-06-18' -d "$body") || fail "$1: curl failed"
-  python3 -c 'import json,sys; r=json.loads(sys.argv[1]); res=r.get("result") or {}
-if "error" in r or res.get("isError"): sys.exit("%s failed: %s" % (sys.argv[2], sys.argv[1][:600]))
-print(json.dumps(res["structuredContent"]))' "$reply" "$1" || fail "$1"
-}
 read_turn() { # SESSION CURSOR MESSAGE_ID DEADLINE_S -> the turn's events once it has finished
   local sid=$1 cursor=$2 mid=$3 deadline=$(( $(now) + $4 )) events='[]' page
   while :; do
@@ -56,7 +41,6 @@ read_turn() { # SESSION CURSOR MESSAGE_ID DEADLINE_S -> the turn's events once i
   done
   echo "$events"
 }
-texts() { field "$1" '"\n".join("%s: %s" % (e["type"], e.get("text") or e.get("message") or "") for e in v)'; }
 say_turn() { # STARTED_OR_SENT_JSON SESSION -> what the turn printed
   texts "$(read_turn "$2" "$(field "$1" 'v["cursor"]')" "$(field "$1" 'v["message_id"]')" 240)"
 }

@@ -46,24 +46,9 @@ trap cleanup EXIT
 source "$ROOT/tests/e2e/lib.sh"
 e2e_server runner
 
-if [ -z "${SKY:-}" ]; then
-  log "runner: cargo build -p sky --release"
-  cargo build -p sky --release --quiet
-  SKY="$ROOT/target/release/sky"
-fi
-[ -x "$SKY" ] || fail "no sky binary at $SKY"
+sky_binary runner
 
-# ── Helpers: JSON with python3, MCP as plain JSON-RPC with curl ──
-field() { python3 -c 'import json,sys; v=json.loads(sys.argv[1]); r=eval(sys.argv[2]); print(r if isinstance(r,str) else json.dumps(r))' "$1" "$2"; }
-mcp() { # TOOL ARGS_JSON -> the tool's structuredContent (fails on any error)
-  local body reply
-  body=$(python3 -c 'import json,sys; print(json.dumps({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":sys.argv[1],"arguments":json.loads(sys.argv[2])}}))' "$1" "$2")
-  reply=$(curl -sS --max-time 90 -X POST "$URL/v1/mcp" -H "Authorization: Bearer $KEY" -H 'content-type: application/json' \
-    -H 'accept: application/json, text/event-stream' -H 'mcp-protocol-version: 2025-06-18' -d "$body") || fail "$1: curl failed"
-  python3 -c 'import json,sys; r=json.loads(sys.argv[1]); res=r.get("result") or {}
-if "error" in r or res.get("isError"): sys.exit("%s failed: %s" % (sys.argv[2], sys.argv[1][:600]))
-print(json.dumps(res["structuredContent"]))' "$reply" "$1" || fail "$1"
-}
+# ── Helpers (field, mcp, texts come from lib.sh) ──
 # read_turn SESSION CURSOR MESSAGE_ID DEADLINE_S -> the turn's events (JSON array) once it has finished
 read_turn() {
   local sid=$1 cursor=$2 mid=$3 deadline=$(( $(now) + $4 )) events='[]' page
@@ -76,7 +61,6 @@ read_turn() {
   done
   echo "$events"
 }
-texts() { field "$1" '"\n".join("%s: %s" % (e["type"], e.get("text") or e.get("message") or "") for e in v)'; }
 wait_exit() { # PID SECONDS -> the exit status, or fail
   local pid=$1 deadline=$(( $(now) + $2 ))
   while kill -0 "$pid" 2>/dev/null; do
