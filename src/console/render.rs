@@ -120,18 +120,13 @@ pub fn request(p: &Ctx<'_>, r: &Value) -> Markup {
     }
 }
 
-/// Who wrote a user message: the person, a peer session, a routine, a goal, a share link.
+/// Who wrote a user message, as the console labels it; who it is comes from the one transcript rule.
 fn author(from: &Value) -> (&'static str, String) {
-    if let Some(peer) = from.get("peer") {
-        return ("peer", format!("peer {}", s(&peer["session_id"])));
-    }
-    if from.get("routine").is_some() {
-        return ("user", "routine".into());
-    }
-    match from.as_str() {
-        Some("goal") => ("user", "goal".into()),
-        Some("link") => ("user", "share link".into()),
-        _ => ("user", "you".into()),
+    match crate::ops::transcript::author(from) {
+        "peer" => ("peer", format!("peer {}", s(&from["peer"]["session_id"]))),
+        "visitor" => ("user", "share link".into()),
+        "user" => ("user", "you".into()),
+        who => ("user", who.into()),
     }
 }
 
@@ -171,5 +166,20 @@ pub fn spend(spent_cents: i64, budget_cents: Option<i64>) -> Markup {
             " of " (layout::money(b)) " "
             meter min="0" max=(b) value=(spent_cents.min(b)) high=(b * 8 / 10) title="spend against budget" {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_message_is_labelled_by_who_wrote_it() {
+        assert_eq!(author(&json!("user")), ("user", "you".into()));
+        assert_eq!(author(&json!("share_link")), ("user", "share link".into()));
+        assert_eq!(author(&json!("goal")), ("user", "goal".into()));
+        assert_eq!(author(&json!({"routine": {"routine_id": "rtn_1"}})), ("user", "routine".into()));
+        assert_eq!(author(&json!({"peer": {"session_id": "ses_p"}})), ("peer", "peer ses_p".into()));
     }
 }
