@@ -293,7 +293,11 @@ async fn sync(a: &CallingSession<'_>, steps: &mut Vec<String>, what: &str) -> Re
         Asked::NoRunner => Ok(None),
         Asked::Done(v) if v["ok"] == true => {
             let count = |k: &str| v[k].as_array().map_or(0, Vec::len);
-            let mut said = format!("{what}: {} file(s) uploaded, {} refreshed from the lane", count("uploaded"), count("refreshed"));
+            let mut said = format!(
+                "{what}: {} file(s) uploaded, {} refreshed from the lane",
+                count("uploaded"),
+                count("refreshed")
+            );
             // Older runners do not report deletes.
             for (key, how) in [("deleted", "deleted"), ("removed", "removed as the lane deleted them")] {
                 if count(key) > 0 {

@@ -111,7 +111,8 @@ pub async fn list_with_deletes(
     rows(db, stmt!(LATEST, task_id, lane, from_path, limit, true)).await
 }
 
-const ONE: &str = "SELECT path, version, size_bytes, sha256, writer_session_id, writer_key_id, created_ms AS updated_ms, deleted
+const ONE: &str =
+    "SELECT path, version, size_bytes, sha256, writer_session_id, writer_key_id, created_ms AS updated_ms, deleted
   FROM task_file WHERE task_id = ?1 AND lane = ?2 AND path = ?3 AND (?4 IS NULL OR version = ?4)
   ORDER BY version DESC LIMIT 1";
 

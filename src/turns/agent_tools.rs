@@ -97,8 +97,9 @@ async fn write(c: &Call<'_>, p: FileText) -> Result<Value, String> {
 }
 
 async fn delete(c: &Call<'_>, p: DeletePath) -> Result<Value, String> {
-    let info =
-        taskfs::delete(c.db, c.folder, &p.path, Writer::Session(c.session_id), c.now_ms).await.map_err(|e| e.message)?;
+    let info = taskfs::delete(c.db, c.folder, &p.path, Writer::Session(c.session_id), c.now_ms)
+        .await
+        .map_err(|e| e.message)?;
     Ok(json!({ "path": info.path, "deleted": true, "version": info.version }))
 }
 

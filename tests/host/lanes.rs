@@ -677,10 +677,16 @@ fn a_delete_against_an_edit_conflicts_until_reconciled() {
     // What to reconcile with: the base's edit and the merge base.
     let activity = app.agent_ok(&ta, "project_activity", json!({}));
     let m = &activity["merging"][0];
-    assert_eq!((m["base"]["content"].as_str(), m["mergeBase"]["content"].as_str()), (Some("one\nTWO\nthree\nfour\nfive"), Some(FIVE)));
+    assert_eq!(
+        (m["base"]["content"].as_str(), m["mergeBase"]["content"].as_str()),
+        (Some("one\nTWO\nthree\nfour\nfive"), Some(FIVE))
+    );
     assert_eq!(lane_read(&app, &t, &a, "app.txt", "merge_base"), Ok(FIVE.into()));
     assert_eq!(base_read(&app, &t, "app.txt"), "one\nTWO\nthree\nfour\nfive", "nothing landed");
-    assert_eq!(app.err_code(&t.ada.key, "read_task_file", json!({"task_id": t.task, "path": "other.txt"})), "not_found");
+    assert_eq!(
+        app.err_code(&t.ada.key, "read_task_file", json!({"task_id": t.task, "path": "other.txt"})),
+        "not_found"
+    );
     assert_eq!(app.agent_ok(&ta, "land", json!({"summary": "delete"}))["conflicts"][0]["kind"], "deleted_in_lane");
 
     // Deleting it again is the lane's reconciled side: the delete lands.

@@ -147,7 +147,11 @@ fn a_file_the_agent_removed_in_the_runners_folder_is_deleted_from_the_lane_and_l
         app.ok(&c.ada.key, "write_task_file", json!({"task_id": c.sid, "path": path, "content": text}));
     }
     let project = json!({"checks": {"command": "cargo test"}}).to_string();
-    app.ok(&c.ada.key, "write_task_file", json!({"task_id": c.sid, "path": ".agentsky/project.json", "content": project}));
+    app.ok(
+        &c.ada.key,
+        "write_task_file",
+        json!({"task_id": c.sid, "path": ".agentsky/project.json", "content": project}),
+    );
     let (token, lease) = (c.runner.clone(), c.lease.clone());
     let seen_files = Rc::new(RefCell::new(Vec::new()));
     let log = seen_files.clone();
