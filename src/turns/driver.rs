@@ -41,8 +41,9 @@ pub async fn step<S: LocalSql + ?Sized>(
                     Ok(v) => (v.to_string(), false),
                     Err(e) => (serde_json::json!({ "error": e }).to_string(), true),
                 };
-                let call = serde_json::json!({ "call_id": "echo-file", "name": tool, "arguments": args });
-                let done = serde_json::json!({ "call_id": "echo-file", "name": tool, "content": content, "is_error": is_error });
+                let id = format!("echo-{}", tool.trim_end_matches("_task_file"));
+                let call = serde_json::json!({ "call_id": id, "name": tool, "arguments": args });
+                let done = serde_json::json!({ "call_id": id, "name": tool, "content": content, "is_error": is_error });
                 outcome.events.splice(0..0, [(EventKind::ToolCall, call), (EventKind::ToolResult, done)]);
             }
             outcome
