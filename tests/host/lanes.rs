@@ -787,3 +787,46 @@ fn a_rename_is_a_delete_plus_an_add_and_lands_beside_an_edit_elsewhere() {
     let nothing = app.agent_ok(&ta, "land", json!({"summary": "nothing"}));
     assert!(nothing["reason"].as_str().unwrap().contains("nothing to land"), "{nothing}");
 }
+
+#[test]
+fn without_lanes_a_delete_is_a_commit_of_the_base_at_once() {
+    let app = TestApp::new();
+    let ada = app.signup("Ada", "ada@example.com");
+    let agent = app.request(
+        "POST",
+        "/v1/agents",
+        Some(&ada.key),
+        Some(json!({"name": "Dev", "harness": "echo", "model": "m"})),
+    );
+    let agent_id = agent.json_body()["agent_id"].as_str().unwrap().to_owned();
+    let s = app.ok(&ada.key, "start_session", json!({"agent_id": agent_id, "message": "hi", "idempotency_key": "s0"}));
+    app.settle();
+    let sid = s["session"]["session_id"].as_str().unwrap().to_owned();
+    let t = Task { ada, agent_id, task: sid.clone() };
+    base_write(&app, &t, "a.txt", "a");
+    base_write(&app, &t, "b.txt", "b");
+    let commits = || -> i64 {
+        app.db.0.query_row("SELECT COUNT(*) FROM task_commit WHERE task_id = ?1", [&t.task], |r| r.get(0)).unwrap()
+    };
+    let before = commits();
+    assert_eq!(lane_delete(&app, &t, &sid, "a.txt", "d1")["deleted"], true);
+    assert_eq!(base_paths(&app, &t), ["b.txt"]);
+    assert_eq!(commits(), before + 1, "a delete in the base is a commit of its history");
+    let subject: String = app
+        .db
+        .0
+        .query_row("SELECT subject FROM task_commit WHERE task_id = ?1 ORDER BY seq DESC LIMIT 1", [&t.task], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert_eq!(subject, format!("{sid} deleted a.txt"));
+    // Deleting what is not there says so, naming the file; writing it again brings it back.
+    let missing = lane_delete(&app, &t, &sid, "a.txt", "d2");
+    assert!(missing["error"].as_str().unwrap().contains("no file `a.txt` in this task to delete"), "{missing}");
+    lane_write(&app, &t, &sid, "a.txt", "again");
+    assert_eq!(base_read(&app, &t, "a.txt"), "again");
+    // collect_result lists what the session wrote and still holds.
+    lane_delete(&app, &t, &sid, "a.txt", "d3");
+    let result = app.ok(&t.ada.key, "collect_result", json!({"session_id": sid}));
+    assert_eq!(result["files"], json!([]), "{result}");
+}
