@@ -1,7 +1,10 @@
 //! Lanes and `land`: a lane starts at the base's head; `land` merges the base into the lane three ways per
 //! file (disjoint edits merge, overlapping ones conflict with their regions until the agent writes its
 //! reconciled version), and never lands without running the checks it knows: on the session's runner, or
-//! on any online runner of the workspace in a fresh checkout of the merged lane, or not at all.
+//! on any online runner of the workspace in a fresh checkout of the merged lane, or not at all. A delete is
+//! a tombstone in the lane: the lane stops seeing the file, the base keeps it until `land` merges the delete
+//! (against an unchanged file it wins, against an edit it conflicts until reconciled); a rename is a delete
+//! plus an add.
 
 use crate::support::{runner_request, Account, HostSessions, TestApp};
 use serde_json::{json, Value};
