@@ -61,15 +61,29 @@ pub async fn write(
     crate::domain::blobs::put(blobs, folder.workspace_id, &sha, content.as_bytes().to_vec())
         .await
         .map_err(ApiError::cause)?;
+    record(db, folder, &path, Some((content.len() as i64, &sha)), writer, now_ms).await
+}
+
+/// Indexes a new version of `path` (`content`: its size and sha256; `None`: a tombstone). In the base
+/// folder it is a commit of its history; a lane's versions wait for `land`.
+async fn record(
+    db: &dyn Sql,
+    folder: Folder<'_>,
+    path: &str,
+    content: Option<(i64, &str)>,
+    writer: Writer<'_>,
+    now_ms: i64,
+) -> Result<FileInfo, ApiError> {
     let (session, key) = match writer {
         Writer::Session(s) => (Some(s), None),
         Writer::Key(k) => (None, Some(k)),
     };
-    // A write to the base folder is a commit of its history; a lane's writes wait for `land`.
     let commit = folder.lane.is_empty().then(|| {
-        let subject = match writer {
-            Writer::Session(s) => format!("{s} wrote {path}"),
-            Writer::Key(_) => format!("write {path}"),
+        let subject = match (writer, content.is_some()) {
+            (Writer::Session(s), true) => format!("{s} wrote {path}"),
+            (Writer::Session(s), false) => format!("{s} deleted {path}"),
+            (Writer::Key(_), true) => format!("write {path}"),
+            (Writer::Key(_), false) => format!("delete {path}"),
         };
         store::lanes::insert_commit(
             folder.task_id,
@@ -77,25 +91,26 @@ pub async fn write(
             folder.workspace_id,
             &subject,
             "",
-            std::slice::from_ref(&path),
+            &[path.to_owned()],
             session,
             now_ms,
             None,
         )
     });
+    let (size_bytes, sha256) = content.unwrap_or((0, store::files::TOMBSTONE_SHA));
     store::files::write(
         db,
         &store::files::NewVersion {
             task_id: folder.task_id,
             workspace_id: folder.workspace_id,
             lane: folder.lane,
-            path: &path,
-            size_bytes: content.len() as i64,
-            sha256: &sha,
+            path,
+            size_bytes,
+            sha256,
             writer_session_id: session,
             writer_key_id: key,
             now_ms,
-            deleted: false,
+            deleted: content.is_none(),
         },
         commit,
     )
@@ -146,45 +161,7 @@ pub async fn delete(
             ));
         }
     }
-    let (session, key) = match writer {
-        Writer::Session(s) => (Some(s), None),
-        Writer::Key(k) => (None, Some(k)),
-    };
-    let commit = folder.lane.is_empty().then(|| {
-        let subject = match writer {
-            Writer::Session(s) => format!("{s} deleted {path}"),
-            Writer::Key(_) => format!("delete {path}"),
-        };
-        store::lanes::insert_commit(
-            folder.task_id,
-            &commit_id(),
-            folder.workspace_id,
-            &subject,
-            "",
-            std::slice::from_ref(&path),
-            session,
-            now_ms,
-            None,
-        )
-    });
-    store::files::write(
-        db,
-        &store::files::NewVersion {
-            task_id: folder.task_id,
-            workspace_id: folder.workspace_id,
-            lane: folder.lane,
-            path: &path,
-            size_bytes: 0,
-            sha256: store::files::TOMBSTONE_SHA,
-            writer_session_id: session,
-            writer_key_id: key,
-            now_ms,
-            deleted: true,
-        },
-        commit,
-    )
-    .await
-    .map_err(ApiError::from)
+    record(db, folder, &path, None, writer, now_ms).await
 }
 
 /// Reads a file's latest version (or a given one) with its text.

@@ -105,10 +105,10 @@ pub async fn list_with_deletes(
     db: &dyn Sql,
     task_id: &str,
     lane: &str,
-    from_path: Option<&str>,
+    from: Option<&str>,
     limit: i64,
 ) -> DbResult<Vec<FileInfo>> {
-    rows(db, stmt!(LATEST, task_id, lane, from_path, limit, true)).await
+    rows(db, stmt!(LATEST, task_id, lane, from, limit, true)).await
 }
 
 const ONE: &str =
