@@ -312,6 +312,14 @@ impl Client {
             .map(drop)
     }
 
+    /// Deletes one file from the session's folder (a tombstone in its lane until `land`); `Ok(false)` when
+    /// it was gone already (a retry whose answer was lost).
+    pub fn delete_file(&self, lease_id: &str, path: &str) -> std::result::Result<bool, CallError> {
+        let url = format!("/v1/runner/files?lease_id={}&path={}", query_escape(lease_id), query_escape(path));
+        let r = Self::check(self.long.delete(&url, Some(&self.token)), &format!("deleting {path}"))?;
+        Ok(r.body["deleted"] == true)
+    }
+
     /// Waits up to `wait_seconds` (at most 25) for jobs of this lease that are not done and not in `seen`
     /// (the last 100 ids are sent). `None` when the server has no job channel (404: an older server).
     pub fn jobs(

@@ -37,8 +37,8 @@
 //!   (or last synced by a `sync` job) is written back (`PUT /v1/runner/files`, into the session's lane
 //!   when the task has lanes). Skipped, and said so in a `status` event: `.git`, `node_modules`, `.venv`
 //!   and `__pycache__` folders, symlinks, files that are not UTF-8 text or are over 256 KiB, and anything
-//!   past 500 files. Deleted files stay in the task folder (the protocol has no delete); the status event
-//!   names them.
+//!   past 500 files. Downloaded files the agent deleted are deleted from the folder too
+//!   (`DELETE /v1/runner/files?lease_id=&path=`: in the lane until `land`); the status event names them.
 //! - **Jobs.** While the command runs, a thread long-polls `POST /v1/runner/jobs {lease_id,
 //!   wait_seconds: 20, seen}` (`seen`: the ids of the jobs it already passed on, the last 100) and passes
 //!   new ones to the turn's loop, which handles them one at a time in arrival order and answers each with
@@ -47,12 +47,14 @@
 //!   Polling ends when the command exits (a poll under way finishes in the background, unheeded): jobs
 //!   still queued then are left unanswered, and a `run` job still going is ended and answered with an
 //!   `error`.
-//!   - `sync` uploads what changed in `work/` now, as the end-of-turn upload does (same skips; the lease
-//!     renewed during a long upload), and makes that the baseline, so the end does not send it again.
-//!     Then, from `GET /v1/runner/files`, it writes in every file whose server text differs and that the
-//!     agent has not changed since its baseline — the same text, or absent from both (a new server file
-//!     arrives; one the agent deleted stays deleted) — and makes that the baseline.
-//!     → `{ok: true, uploaded, refreshed, skipped}`, or `{ok: false, error}`.
+//!   - `sync` uploads what changed in `work/` now, deletes what the agent deleted, as the end-of-turn
+//!     upload does (same skips; the lease renewed during a long upload), and makes that the baseline, so the
+//!     end does not send it again. Then, from `GET /v1/runner/files`, it writes in every file whose server
+//!     text differs and that the agent has not changed since its baseline — the same text, or absent from
+//!     both (a new server file arrives; one the agent deleted stays deleted) — removes every baseline file
+//!     the server no longer has that the agent left as it was (a delete `land` merged from the base), and
+//!     makes that the baseline. → `{ok: true, uploaded, deleted, refreshed, removed, skipped}`, or
+//!     `{ok: false, error}`.
 //!   - `run` runs `sh -c <command>` in `work/` with the command's environment, under a supervisor of its
 //!     own, stdin empty, stdout and stderr in one pipe, on a thread of its own (the loop keeps posting
 //!     output and renewing the lease). Past `timeout_s` (600 by default) its process group is ended
@@ -239,10 +241,11 @@ impl Halt {
     }
 }
 
-/// What an upload wrote (`(path, content)`) and what the server refused (`(path, why)`).
+/// What an upload wrote (`(path, content)`), what it deleted, and what the server refused (`(path, why)`).
 #[derive(Default)]
 struct Uploaded {
     written: Vec<(String, String)>,
+    deleted: Vec<String>,
     refused: Vec<(String, String)>,
 }
 
@@ -509,7 +512,7 @@ impl TurnRunner {
 
         // ── Upload what changed. ──
         let mut c = changes(&dir.work, &downloaded);
-        let sent = match self.upload(lease, std::mem::take(&mut c.upload), &mut last_renewal) {
+        let sent = match self.upload(lease, std::mem::take(&mut c.upload), &c.deleted, &mut last_renewal) {
             Ok(sent) => sent,
             Err(UploadStop::Halt(h)) => return h.into_result(),
             Err(UploadStop::Failed(path, e)) => {
@@ -525,11 +528,8 @@ impl TurnRunner {
         if !c.skipped.is_empty() {
             summary.push(format!("Not uploaded: {}.", c.skipped.join(", ")));
         }
-        if !c.deleted.is_empty() {
-            summary.push(format!(
-                "Deleted here but kept in the task folder (runners cannot delete): {}.",
-                c.deleted.join(", ")
-            ));
+        if !sent.deleted.is_empty() {
+            summary.push(format!("Deleted {}: {}.", plural(sent.deleted.len(), "file"), sent.deleted.join(", ")));
         }
         summary.extend(notes);
         if !summary.is_empty() {
@@ -606,12 +606,13 @@ impl TurnRunner {
         Ok(())
     }
 
-    /// Writes `files` into the session's folder in order, renewing the lease as it goes; a file the server
-    /// refuses is set aside with why, and anything else stops it.
+    /// Writes `files` into the session's folder in order, then deletes `deleted` from it, renewing the
+    /// lease as it goes; a file the server refuses is set aside with why, and anything else stops it.
     fn upload(
         &self,
         lease: &str,
         files: Vec<(String, String)>,
+        deleted: &[String],
         last_renewal: &mut Instant,
     ) -> std::result::Result<Uploaded, UploadStop> {
         let mut sent = Uploaded::default();
@@ -621,6 +622,15 @@ impl TurnRunner {
                 Ok(()) => sent.written.push((path, content)),
                 Err(CallError::Refused(why)) => sent.refused.push((path, why)),
                 Err(e) => return Err(UploadStop::Failed(path, e)),
+            }
+        }
+        for path in deleted {
+            self.keep_lease(lease, last_renewal).map_err(UploadStop::Halt)?;
+            match self.retrying(|| self.client.delete_file(lease, path)) {
+                // Gone already counts as deleted: a retry, or another write of the lane removed it.
+                Ok(_) => sent.deleted.push(path.clone()),
+                Err(CallError::Refused(why)) => sent.refused.push((path.clone(), why)),
+                Err(e) => return Err(UploadStop::Failed(path.clone(), e)),
             }
         }
         Ok(sent)

@@ -49,6 +49,7 @@ fn runner_server(beat: Beat, fail_posts: usize) -> StandIn {
                 ]}),
             ),
             ("PUT", "/v1/runner/files") => reply(200, json!({"path": "x", "version": 1})),
+            ("DELETE", "/v1/runner/files") => reply(200, json!({"path": "x", "deleted": true, "version": 3})),
             ("POST", "/v1/runner/events") => {
                 if posts.fetch_add(1, Ordering::SeqCst) < fail_posts {
                     return reply(503, json!({"error": {"code": "unavailable", "message": "try again"}}));
@@ -199,6 +200,29 @@ fn a_turn_runs_with_the_session_environment_streams_its_output_and_uploads_what_
     no_secret_in(&srv.requests());
     assert!(!log.contains(SESSION_TOKEN) && !log.contains(RUNNER_TOKEN), "{log}");
     assert_eq!(std::fs::read_dir(&scratch.0).unwrap().count(), 0, "the turn's folder is removed");
+}
+
+#[test]
+fn a_file_the_agent_removed_is_deleted_from_the_task_folder_and_named() {
+    let srv = runner_server(Beat::Fine, 0);
+    let scratch = Scratch::new("runner-delete");
+    let r = runner(&srv.url, &scratch, "rm docs/keep.md && echo removed");
+    let outcome = r.run_turn(&turn(&srv.url), &mut Vec::new()).unwrap();
+    assert_eq!(outcome, Outcome::Completed);
+    let deletes: Vec<String> = srv
+        .requests()
+        .iter()
+        .filter(|q| q.method == "DELETE")
+        .map(|q| q.url.split_once('?').unwrap().1.to_owned())
+        .collect();
+    assert_eq!(deletes, ["lease_id=lease_abc&path=docs%2Fkeep.md"], "only the removed file, once");
+    assert!(posts(&srv, "PUT", "/v1/runner/files").is_empty(), "nothing else changed");
+    let notes: Vec<String> = events(&srv)
+        .iter()
+        .filter(|e| e["type"] == "status")
+        .map(|e| e["text"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert!(notes.iter().any(|n| n.contains("Deleted 1 file: docs/keep.md.")), "{notes:?}");
 }
 
 #[test]
@@ -519,8 +543,9 @@ struct Face {
     files: Mutex<BTreeMap<String, String>>,
     /// `(trigger, job)`.
     jobs: Vec<(&'static str, Value)>,
-    /// Applied to `files` when the first job is handed out: someone else's edits.
+    /// Applied to `files` when the first job is handed out: someone else's edits, and deletes.
     edits: Vec<(&'static str, &'static str)>,
+    drops: Vec<&'static str>,
     criteria: Option<Value>,
     ssh_key: Option<String>,
     /// The job poll answers `stop: true` (the session was stopped).
@@ -540,6 +565,7 @@ impl Face {
             ),
             jobs: vec![],
             edits: vec![],
+            drops: vec![],
             criteria: None,
             ssh_key: None,
             stop: false,
@@ -573,6 +599,9 @@ impl Face {
             for (p, c) in &self.edits {
                 files.insert(p.to_string(), c.to_string());
             }
+            for p in &self.drops {
+                files.remove(*p);
+            }
         }
         out
     }
@@ -597,6 +626,11 @@ impl Face {
                     let (p, c) = (body["path"].as_str().unwrap(), body["content"].as_str().unwrap());
                     f.files.lock().unwrap().insert(p.to_owned(), c.to_owned());
                     reply(200, json!({"path": p, "version": 2}))
+                }
+                ("DELETE", "/v1/runner/files") => {
+                    let path = req.url.split("path=").nth(1).unwrap_or_default().replace("%2F", "/");
+                    let had = f.files.lock().unwrap().remove(&path).is_some();
+                    reply(200, json!({"path": path, "deleted": had}))
                 }
                 ("POST", "/v1/runner/events") => {
                     let events = body["events"].as_array().unwrap();
@@ -772,13 +806,46 @@ fn a_sync_job_uploads_the_agents_changes_and_refreshes_what_it_left_alone() {
     assert_eq!(outcome, Outcome::Completed, "{}", String::from_utf8_lossy(&log));
     assert_eq!(
         face.result("sync1"),
-        json!({"ok": true, "uploaded": ["notes.md"], "refreshed": ["docs/keep.md"], "skipped": []})
+        json!({"ok": true, "uploaded": ["notes.md"], "deleted": [], "refreshed": ["docs/keep.md"], "removed": [],
+            "skipped": []})
     );
     assert!(agent_output(&srv, "agent_message").contains("keep: kept v2"), "{:?}", events(&srv));
     let puts: Vec<String> =
         posts(&srv, "PUT", "/v1/runner/files").iter().map(|p| p["path"].as_str().unwrap().to_owned()).collect();
     assert_eq!(puts, ["notes.md", "late.md"], "the end-of-turn upload sends neither the synced nor the refreshed");
     assert_eq!(face.files.lock().unwrap()["notes.md"], "agent's notes\n");
+}
+
+#[test]
+fn a_sync_job_deletes_what_the_agent_removed_and_removes_what_the_lane_deleted() {
+    let mailbox = Scratch::new("jobs-sync-del-box");
+    let mut face = Face::new(&mailbox);
+    face.jobs = vec![("ready", json!({"job_id": "sync1", "kind": "sync"}))];
+    // The lane took the base's delete of docs/keep.md (a land's merge) while the agent worked.
+    face.drops = vec!["docs/keep.md"];
+    let (srv, face) = face.serve();
+    let scratch = Scratch::new("jobs-sync-del");
+    let script = format!(
+        r#"{WAIT_FOR}
+        rm input.txt
+        echo ready
+        wait_for '{box}/sync1.done'
+        test -e docs/keep.md && echo "keep: still here" || echo "keep: removed""#,
+        box = mailbox.0.display()
+    );
+    let r = runner(&srv.url, &scratch, &script);
+    let mut log = Vec::new();
+    let outcome = r.run_turn(&turn(&srv.url), &mut log).unwrap();
+    assert_eq!(outcome, Outcome::Completed, "{}", String::from_utf8_lossy(&log));
+    assert_eq!(
+        face.result("sync1"),
+        json!({"ok": true, "uploaded": [], "deleted": ["input.txt"], "refreshed": [], "removed": ["docs/keep.md"],
+            "skipped": []})
+    );
+    assert!(agent_output(&srv, "agent_message").contains("keep: removed"), "{:?}", events(&srv));
+    let deletes = srv.requests().iter().filter(|q| q.method == "DELETE").count();
+    assert_eq!(deletes, 1, "the end of the turn does not delete again what the sync deleted");
+    assert!(face.files.lock().unwrap().is_empty());
 }
 
 #[test]

@@ -202,7 +202,7 @@ pub async fn land(a: &CallingSession<'_>, p: Land) -> Result<Value, ToolError> {
         steps.push(format!("merge base into lane: conflict in {}", files.join(", ")));
         let mut out = refused(
             format!(
-                "conflict: {} changed both in this lane and in the base since the lane last merged it; `conflicts` lists the regions (the lane's and the base's lines). Read the base's version and the merge base (read_task_file with `at: \"base\"` or `at: \"merge_base\"`, or project_activity's `merging`), write the reconciled file in the lane and call land again",
+                "conflict: {} changed both in this lane and in the base since the lane last merged it; `conflicts` lists the regions (the lane's and the base's lines). Read the base's version and the merge base (read_task_file with `at: \"base\"` or `at: \"merge_base\"`, or project_activity's `merging`), write the reconciled file in the lane (for a file deleted on one side: write it to keep it, or delete it again to keep the delete) and call land again",
                 files.join(", ")
             ),
             steps,
@@ -274,8 +274,11 @@ pub async fn land(a: &CallingSession<'_>, p: Land) -> Result<Value, ToolError> {
     if store::lanes::land(db, &landing).await?.is_none() {
         return Ok(refused("the base moved while landing: call land again".into(), steps));
     }
-    let files = changes.len();
-    steps.push(format!("merge into base: {files} file(s) as {commit}"));
+    let deleted: Vec<&str> = changes.iter().filter(|c| c.deleted).map(|c| c.path.as_str()).collect();
+    steps.push(match deleted.len() {
+        0 => format!("merge into base: {} file(s) as {commit}", changes.len()),
+        _ => format!("merge into base: {} file(s) as {commit}, deleting {}", changes.len(), deleted.join(", ")),
+    });
     let pushed = super::pushing::push(a, &commit, &p.summary, &mut steps).await?;
     Ok(json!({
         "landed": true, "commit": commit, "pushed": pushed.pushed, "remoteHead": pushed.head, "steps": steps,
@@ -290,11 +293,18 @@ async fn sync(a: &CallingSession<'_>, steps: &mut Vec<String>, what: &str) -> Re
         Asked::NoRunner => Ok(None),
         Asked::Done(v) if v["ok"] == true => {
             let count = |k: &str| v[k].as_array().map_or(0, Vec::len);
-            steps.push(format!(
+            let mut said = format!(
                 "{what}: {} file(s) uploaded, {} refreshed from the lane",
                 count("uploaded"),
                 count("refreshed")
-            ));
+            );
+            // Older runners do not report deletes.
+            for (key, how) in [("deleted", "deleted"), ("removed", "removed as the lane deleted them")] {
+                if count(key) > 0 {
+                    said.push_str(&format!(", {} {how}", count(key)));
+                }
+            }
+            steps.push(said);
             Ok(None)
         }
         Asked::Done(v) => {

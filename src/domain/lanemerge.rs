@@ -1,6 +1,7 @@
 //! Merging a task's base into a session's lane (`land`'s first step): each file both changed since the
 //! lane's merge base is merged three ways ([`crate::rules::merge`]); the merged versions are written into
-//! the lane and the lane's merge base moves to the head it merged, in one batch. A merge with conflicts
+//! the lane and the lane's merge base moves to the head it merged, in one batch. A delete (a tombstone on
+//! either side) merges like git's: against an unchanged file it wins, against a change it conflicts. A merge with conflicts
 //! writes nothing and records which files conflicted: the agent's next write of such a file is its
 //! reconciled version, merged from then on against the base it saw.
 
@@ -20,13 +21,15 @@ pub struct Lane<'a> {
     pub session_id: &'a str,
 }
 
-/// One file that could not be merged.
+/// One file that could not be merged (a delete on one side against a change on the other is a
+/// conflict of kind `deleted_in_lane` or `deleted_in_base`).
 #[derive(Debug, Clone, Serialize)]
 pub struct FileConflict {
     pub path: String,
     #[serde(flatten)]
     pub conflict: merge::Conflict,
-    /// The versions merged: the lane's, the base's, and the merge base's (`null`: it had none).
+    /// The versions merged: the lane's, the base's (either may be its delete), and the merge base's
+    /// (`null`: it had none).
     pub lane_version: i64,
     pub base_version: i64,
     pub merge_base_version: Option<i64>,
@@ -39,7 +42,7 @@ pub struct Outcome {
     pub head: i64,
     /// The base commits merged (0 when the lane was up to date).
     pub commits: i64,
-    /// Files whose merged version was written into the lane.
+    /// Files whose merged version (or the base's delete) was written into the lane.
     pub written: Vec<String>,
     /// Files left in conflict (nothing was written then).
     pub conflicts: Vec<FileConflict>,
@@ -91,48 +94,63 @@ pub async fn merge_base_into(
     let mut stmts: Vec<Stmt> = Vec::new();
     for mine in own.iter().filter(|f| changed.as_ref().is_none_or(|c| c.contains(&f.path))) {
         let since = merge_base_of(db, lane, &mine.path, &state).await?;
-        let base = store::files::get(db, lane.task_id, "", &mine.path, None).await?;
-        let Some(base) = base else { continue };
+        let Some(base_row) = store::files::get(db, lane.task_id, "", &mine.path, None).await? else { continue };
+        // Each side as a file or none: a tombstone is no file (deleted on that side).
+        let base = Some(&base_row).filter(|f| !f.deleted);
+        let ours = Some(mine).filter(|f| !f.deleted);
         let ancestor = store::files::base_at(db, lane.task_id, &mine.path, since).await?;
-        let same = |a: &Option<FileInfo>, b: &FileInfo| a.as_ref().is_some_and(|a| a.sha256 == b.sha256);
-        if mine.sha256 == base.sha256 || same(&ancestor, &base) {
+        let sha = |f: Option<&FileInfo>| f.map(|f| f.sha256.clone());
+        if sha(ours) == sha(base) || sha(ancestor.as_ref()) == sha(base) {
             continue;
         }
-        let merged = if same(&ancestor, mine) {
-            Merged::Clean(Some(bytes(blobs, lane.workspace_id, &base).await?))
-        } else {
-            let a = match &ancestor {
-                Some(f) => Some(bytes(blobs, lane.workspace_id, f).await?),
+        let merged = if sha(ancestor.as_ref()) == sha(ours) {
+            Merged::Clean(match base {
+                Some(b) => Some(bytes(blobs, lane.workspace_id, b).await?),
                 None => None,
-            };
-            let (l, b) = (bytes(blobs, lane.workspace_id, mine).await?, bytes(blobs, lane.workspace_id, &base).await?);
-            merge::merge3(a.as_deref(), Some(l.as_slice()), Some(b.as_slice()))
+            })
+        } else {
+            let mut read = Vec::new();
+            for side in [ancestor.as_ref(), ours, base] {
+                read.push(match side {
+                    Some(f) => Some(bytes(blobs, lane.workspace_id, f).await?),
+                    None => None,
+                });
+            }
+            merge::merge3(read[0].as_deref(), read[1].as_deref(), read[2].as_deref())
+        };
+        // The lane's new version: the merged text, or a tombstone.
+        let version = |content: Option<&[u8]>, sha: &str| {
+            store::files::write_stmt(&store::files::NewVersion {
+                task_id: lane.task_id,
+                workspace_id: lane.workspace_id,
+                lane: lane.session_id,
+                path: &mine.path,
+                size_bytes: content.map_or(0, |c| c.len() as i64),
+                sha256: sha,
+                writer_session_id: Some(lane.session_id),
+                writer_key_id: None,
+                now_ms,
+                deleted: content.is_none(),
+            })
         };
         match merged {
             Merged::Clean(Some(content)) => {
                 let sha = hex::encode(Sha256::digest(&content));
-                let size = content.len() as i64;
+                stmts.push(version(Some(&content), &sha));
                 crate::domain::blobs::put(blobs, lane.workspace_id, &sha, content).await.map_err(ApiError::cause)?;
-                stmts.push(store::files::write_stmt(&store::files::NewVersion {
-                    task_id: lane.task_id,
-                    workspace_id: lane.workspace_id,
-                    lane: lane.session_id,
-                    path: &mine.path,
-                    size_bytes: size,
-                    sha256: &sha,
-                    writer_session_id: Some(lane.session_id),
-                    writer_key_id: None,
-                    now_ms,
-                }));
                 out.written.push(mine.path.clone());
             }
-            // Both sides hold the file here: a merge never deletes it.
+            // The base deleted a file the lane left as it was: the lane deletes it too.
+            Merged::Clean(None) if ours.is_some() => {
+                stmts.push(version(None, store::files::TOMBSTONE_SHA));
+                out.written.push(mine.path.clone());
+            }
             Merged::Clean(None) => {}
             Merged::Conflict(conflict) => out.conflicts.push(FileConflict {
                 path: mine.path.clone(),
                 conflict,
                 lane_version: mine.version,
-                base_version: base.version,
+                base_version: base_row.version,
                 merge_base_version: ancestor.map(|a| a.version),
             }),
         }

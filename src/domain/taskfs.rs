@@ -53,30 +53,37 @@ pub async fn write(
     // A retried write of the same text adds no version, except in a lane reconciling a conflict on this
     // file: writing its own text again is how it keeps its side.
     let latest = store::files::get(db, folder.task_id, folder.lane, &path, None).await?;
-    if let Some(same) = latest.filter(|l| l.sha256 == sha) {
-        let reconciling = match folder.lane {
-            "" => false,
-            lane => store::lanes::lane_state(db, lane)
-                .await?
-                .and_then(|s| s.lane_merging)
-                .is_some_and(|m| m.files.get(&path).is_some_and(|p| p.version == same.version)),
-        };
-        if !reconciling {
+    if let Some(same) = latest.filter(|l| l.sha256 == sha && !l.deleted) {
+        if !reconciling(db, folder.lane, &path, same.version).await? {
             return Ok(same);
         }
     }
     crate::domain::blobs::put(blobs, folder.workspace_id, &sha, content.as_bytes().to_vec())
         .await
         .map_err(ApiError::cause)?;
+    record(db, folder, &path, Some((content.len() as i64, &sha)), writer, now_ms).await
+}
+
+/// Indexes a new version of `path` (`content`: its size and sha256; `None`: a tombstone). In the base
+/// folder it is a commit of its history; a lane's versions wait for `land`.
+async fn record(
+    db: &dyn Sql,
+    folder: Folder<'_>,
+    path: &str,
+    content: Option<(i64, &str)>,
+    writer: Writer<'_>,
+    now_ms: i64,
+) -> Result<FileInfo, ApiError> {
     let (session, key) = match writer {
         Writer::Session(s) => (Some(s), None),
         Writer::Key(k) => (None, Some(k)),
     };
-    // A write to the base folder is a commit of its history; a lane's writes wait for `land`.
     let commit = folder.lane.is_empty().then(|| {
-        let subject = match writer {
-            Writer::Session(s) => format!("{s} wrote {path}"),
-            Writer::Key(_) => format!("write {path}"),
+        let subject = match (writer, content.is_some()) {
+            (Writer::Session(s), true) => format!("{s} wrote {path}"),
+            (Writer::Session(s), false) => format!("{s} deleted {path}"),
+            (Writer::Key(_), true) => format!("write {path}"),
+            (Writer::Key(_), false) => format!("delete {path}"),
         };
         store::lanes::insert_commit(
             folder.task_id,
@@ -84,29 +91,77 @@ pub async fn write(
             folder.workspace_id,
             &subject,
             "",
-            std::slice::from_ref(&path),
+            &[path.to_owned()],
             session,
             now_ms,
             None,
         )
     });
+    let (size_bytes, sha256) = content.unwrap_or((0, store::files::TOMBSTONE_SHA));
     store::files::write(
         db,
         &store::files::NewVersion {
             task_id: folder.task_id,
             workspace_id: folder.workspace_id,
             lane: folder.lane,
-            path: &path,
-            size_bytes: content.len() as i64,
-            sha256: &sha,
+            path,
+            size_bytes,
+            sha256,
             writer_session_id: session,
             writer_key_id: key,
             now_ms,
+            deleted: content.is_none(),
         },
         commit,
     )
     .await
     .map_err(ApiError::from)
+}
+
+/// Whether the lane is reconciling a conflict on `path` and its latest version is still the one the
+/// stopped merge saw: writing (or deleting) the same again is then how it keeps its side.
+async fn reconciling(db: &dyn Sql, lane: &str, path: &str, version: i64) -> Result<bool, ApiError> {
+    Ok(match lane {
+        "" => false,
+        lane => store::lanes::lane_state(db, lane)
+            .await?
+            .and_then(|s| s.lane_merging)
+            .is_some_and(|m| m.files.get(path).is_some_and(|p| p.version == version)),
+    })
+}
+
+/// Deletes a file: in a lane, a tombstone that hides the base's file from the lane until `land` carries
+/// the delete into the base; in the base folder, a tombstone and a commit. The file must be there as the
+/// folder sees it (a lane deleting its own new file leaves no trace the base would see). Answers the
+/// tombstone's version.
+pub async fn delete(
+    db: &dyn Sql,
+    folder: Folder<'_>,
+    path: &str,
+    writer: Writer<'_>,
+    now_ms: i64,
+) -> Result<FileInfo, ApiError> {
+    let path = paths::normalize(path)?;
+    let own = store::files::get(db, folder.task_id, folder.lane, &path, None).await?;
+    let seen = match &own {
+        Some(f) => !f.deleted,
+        None if folder.lane.is_empty() => false,
+        None => store::files::get(db, folder.task_id, "", &path, None).await?.is_some_and(|f| !f.deleted),
+    };
+    if !seen {
+        // Deleting again while reconciling a conflict keeps the lane's side: its delete.
+        let again = match &own {
+            Some(f) if f.deleted => reconciling(db, folder.lane, &path, f.version).await?,
+            _ => false,
+        };
+        if !again {
+            return Err(ApiError::new(
+                Code::NotFound,
+                format!("no file `{path}` in this task to delete; call list_task_files"),
+            ));
+        }
+    }
+    record(db, folder, &path, None, writer, now_ms).await
 }
 
 /// Reads a file's latest version (or a given one) with its text.
@@ -129,6 +184,13 @@ pub async fn read(
     };
     let info = in_base
         .ok_or_else(|| ApiError::new(Code::NotFound, format!("no file `{path}` in this task; call list_task_files")))?;
+    if info.deleted {
+        let why = match version {
+            Some(v) => format!("version {v} of `{path}` is its deletion; read an earlier version"),
+            None => format!("`{path}` was deleted; call list_task_files"),
+        };
+        return Err(ApiError::new(Code::NotFound, why));
+    }
     let bytes = crate::domain::blobs::get(blobs, folder.workspace_id, &info.sha256)
         .await
         .map_err(ApiError::cause)?
@@ -152,12 +214,16 @@ pub async fn list(db: &dyn Sql, folder: Folder<'_>) -> Result<Vec<FileInfo>, Api
     let internal = |e| ApiError::cause(e);
     let mut files = store::files::list(db, folder.task_id, "", None, 1000).await.map_err(internal)?;
     if !folder.lane.is_empty() {
-        for own in store::files::list(db, folder.task_id, folder.lane, None, 1000).await.map_err(internal)? {
+        for own in
+            store::files::list_with_deletes(db, folder.task_id, folder.lane, None, 1000).await.map_err(internal)?
+        {
             match files.iter_mut().find(|f| f.path == own.path) {
                 Some(f) => *f = own,
                 None => files.push(own),
             }
         }
+        // The lane's deletes hide the base's files.
+        files.retain(|f| !f.deleted);
         files.sort_by(|a, b| a.path.cmp(&b.path));
     }
     Ok(files)
@@ -234,6 +300,14 @@ pub struct FileText {
     pub path: TaskPath,
     /// The whole new text of the file, up to 256 KiB.
     pub content: String,
+}
+
+/// The arguments deleting one file of the folder (the harness's `delete_task_file`).
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DeletePath {
+    /// Relative path, e.g. notes/old.md. To rename a file, write it under the new path and delete the old.
+    pub path: TaskPath,
 }
 
 crate::rules::params::words! {

@@ -71,8 +71,10 @@ pub struct PublishArtifact {
 pub async fn publish(cx: &Cx<'_>, p: PublishArtifact) -> Result<ArtifactRow, ApiError> {
     let path = p.path.as_str().to_owned();
     let m = load_task(cx, &p.task_id).await?;
+    // A tombstone (the file was deleted at that version) is no file to publish.
     let file = store::files::get(cx.db(), &p.task_id, "", &path, p.version)
         .await?
+        .filter(|f| !f.deleted)
         .ok_or_else(|| ApiError::new(Code::NotFound, format!("no file `{path}` in this task; call list_task_files")))?;
     let name = p.name.map_or_else(|| path.rsplit('/').next().unwrap_or(&path).to_owned(), String::from);
     let key_id = cx.caller()?.key_id.clone();

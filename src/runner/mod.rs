@@ -8,7 +8,8 @@
 //! - `POST /v1/runner/events {lease_id, events: [{key, type, …}], done?}` → events reported exactly once by
 //!   their keys; `done` (`completed` or `failed`) ends the turn;
 //! - `GET /v1/runner/files?lease_id=` and `PUT /v1/runner/files {lease_id, path, content}` → the task folder
-//!   as the session sees it (its lane over the base);
+//!   as the session sees it (its lane over the base); `DELETE /v1/runner/files?lease_id=&path=` deletes a
+//!   file the agent removed (a tombstone in the lane until `land`), `{deleted: false}` when it is gone already;
 //! - `GET /v1/runner/skills?lease_id=` → the workspace's company skills, in full ([`skills`]).
 //! - A claim may instead answer `{checkout: {job_id, kind: "checks", lease_id, command, timeout_s}}`: a
 //!   session's checks, for any runner of the workspace (the session's own runner may be gone). The runner
@@ -80,6 +81,7 @@ pub async fn handle(cx: &Cx<'_>, req: &HttpRequest) -> HttpResponse {
         ("GET", "/v1/runner/files") => files(cx, &runner, req).await,
         ("GET", "/v1/runner/skills") => skills::list(cx, &runner, req).await,
         ("PUT", "/v1/runner/files") => write_file(cx, &runner, req).await,
+        ("DELETE", "/v1/runner/files") => delete_file(cx, &runner, req).await,
         ("POST", "/v1/runner/jobs") => jobs::poll(cx, &runner, req).await,
         ("POST", "/v1/runner/jobs/result") => jobs::result(cx, &runner, req).await,
         ("POST", "/v1/runner/ssh-key") => jobs::ssh_key(cx, &runner, req).await,
@@ -384,4 +386,22 @@ async fn write_file(
     let info =
         taskfs::write(db, blobs, folder, &p.path, &p.content, Writer::Session(&turn.session_id), cx.now_ms).await?;
     Ok(ok(serde_json::to_value(info).map_err(ApiError::cause)?))
+}
+
+async fn delete_file(
+    cx: &Cx<'_>,
+    runner: &store::runners::RunnerRow,
+    req: &HttpRequest,
+) -> Result<HttpResponse, ApiError> {
+    let lease_id = req.query_param("lease_id").ok_or_else(|| ApiError::invalid("`lease_id` is required"))?;
+    let path = req.query_param("path").ok_or_else(|| ApiError::invalid("`path` is required"))?;
+    let turn = leased(cx, runner, &lease_id).await?;
+    let (task_id, lane) = folder_of(cx, &turn.session_id).await?;
+    let folder = Folder { workspace_id: &turn.workspace_id, task_id: &task_id, lane: &lane };
+    // A retried delete whose answer was lost finds the file gone: that is its success too.
+    match taskfs::delete(cx.db(), folder, &path, Writer::Session(&turn.session_id), cx.now_ms).await {
+        Ok(info) => Ok(ok(json!({ "path": info.path, "deleted": true, "version": info.version }))),
+        Err(e) if e.code == Code::NotFound => Ok(ok(json!({ "path": path, "deleted": false }))),
+        Err(e) => Err(e),
+    }
 }

@@ -4,7 +4,8 @@
 //! - `/sleep N` (N ≤ 30) → a status event, then the reply N seconds later (a turn that stays running);
 //! - `/burst N` (N ≤ 5000) → N numbered replies in one step (long logs, paging);
 //! - `/fail` → an error event and a failed turn;
-//! - `/write <path> <text…>` → writes that file into the task folder through the agents' file tool.
+//! - `/write <path> <text…>` → writes that file into the task folder through the agents' file tool;
+//! - `/delete <path>` → deletes that file through the agents' file tool.
 
 use super::{EventKind, StepOutcome, Turn, TurnEnd};
 use serde_json::json;
@@ -28,6 +29,20 @@ pub fn write_request(text: &str) -> Option<(String, String)> {
     let rest = command(text, "/write ")?;
     let (path, content) = rest.trim_start().split_once(' ')?;
     Some((path.to_owned(), content.to_owned()))
+}
+
+/// `/delete <path>`: the file the message asks the harness to delete, if any.
+pub fn delete_request(text: &str) -> Option<String> {
+    let path = command(text, "/delete ")?.split_whitespace().next()?;
+    Some(path.to_owned())
+}
+
+/// The file tool call a message asks for: `(tool, arguments)`.
+pub fn file_request(text: &str) -> Option<(&'static str, serde_json::Value)> {
+    if let Some((path, content)) = write_request(text) {
+        return Some(("write_task_file", json!({ "path": path, "content": content })));
+    }
+    delete_request(text).map(|path| ("delete_task_file", json!({ "path": path })))
 }
 
 /// One step of a turn whose message is `text`.

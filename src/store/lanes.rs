@@ -64,6 +64,7 @@ pub async fn land(db: &dyn Sql, l: &Landing<'_>) -> DbResult<Option<i64>> {
                     writer_session_id: Some(l.session_id),
                     writer_key_id: None,
                     now_ms: l.now_ms,
+                    deleted: c.deleted,
                 },
                 Some(l.head),
             )
@@ -113,13 +114,17 @@ pub async fn head(db: &dyn Sql, task_id: &str) -> DbResult<i64> {
     Ok(first::<Row>(db, stmt!(HEAD, task_id)).await?.and_then(|r| r.seq).unwrap_or(0))
 }
 
-/// A file a lane holds differently from the base.
+/// A file a lane holds differently from the base: changed, added, or deleted (a tombstone in the lane
+/// over a file the base holds).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct LaneChange {
     pub path: String,
+    /// Empty for a delete.
     pub lane_sha: String,
     pub size_bytes: i64,
     pub base_sha: Option<String>,
+    #[serde(default, deserialize_with = "super::int_bool")]
+    pub deleted: bool,
 }
 
 /// The most files one landing writes (its batch holds one statement per file). [`changes`] returns one
@@ -129,12 +134,15 @@ pub const LAND_FILES_MAX: usize = 1000;
 /// The files a lane changed against the base (empty once it has landed), at most [`LAND_FILES_MAX`] + 1.
 pub async fn changes(db: &dyn Sql, task_id: &str, lane: &str) -> DbResult<Vec<LaneChange>> {
     // SQLite takes a bare column from the row that holds the MAX() of its group.
-    const CHANGES: &str = "WITH lane AS (SELECT path, sha256, size_bytes, MAX(version) AS v FROM task_file
+    // A tombstone is a change only over a file the base holds; a base tombstone is no file.
+    const CHANGES: &str = "WITH lane AS (SELECT path, sha256, size_bytes, deleted, MAX(version) AS v FROM task_file
                             WHERE task_id = ?1 AND lane = ?2 GROUP BY path),
-           base AS (SELECT path, sha256, MAX(version) AS v FROM task_file WHERE task_id = ?1 AND lane = '' GROUP BY path)
-      SELECT lane.path, lane.sha256 AS lane_sha, lane.size_bytes, base.sha256 AS base_sha
-      FROM lane LEFT JOIN base ON base.path = lane.path
-      WHERE base.sha256 IS NULL OR base.sha256 <> lane.sha256 ORDER BY lane.path LIMIT ?3";
+           base AS (SELECT path, sha256, deleted, MAX(version) AS v FROM task_file WHERE task_id = ?1 AND lane = ''
+                      GROUP BY path)
+      SELECT lane.path, lane.sha256 AS lane_sha, lane.size_bytes, base.sha256 AS base_sha, lane.deleted
+      FROM lane LEFT JOIN base ON base.path = lane.path AND base.deleted = 0
+      WHERE CASE WHEN lane.deleted THEN base.sha256 IS NOT NULL ELSE base.sha256 IS NULL OR base.sha256 <> lane.sha256 END
+      ORDER BY lane.path LIMIT ?3";
     rows(db, stmt!(CHANGES, task_id, lane, LAND_FILES_MAX as i64 + 1)).await
 }
 

@@ -3,7 +3,7 @@
 //! cannot have.
 
 use crate::cx::{Blobs, Outbound};
-use crate::domain::taskfs::{self, FileText, Folder, ReadPath, Writer};
+use crate::domain::taskfs::{self, DeletePath, FileText, Folder, ReadPath, Writer};
 use crate::session::SessionConfig;
 use crate::store::Sql;
 use crate::turns::skills::{self, ReadSkill};
@@ -66,6 +66,9 @@ builtin_tools! {
     read_task_file(ReadPath) => read, folder: true;
     /// Write a whole text file (up to 256 KiB) into the task's shared folder; other sessions of the task see it.
     write_task_file(FileText) => write, folder: true;
+    /// Delete a file from the task's shared folder (in your lane until you land, when the task has lanes).
+    /// To rename a file, write it under the new path, then delete the old one.
+    delete_task_file(DeletePath) => delete, folder: true;
     /// Read one of the workspace's company skills: its SKILL.md instructions and the names of the files
     /// beside it; with `file`, one of those files.
     read_skill(ReadSkill) => read_skill, folder: false;
@@ -91,6 +94,13 @@ async fn write(c: &Call<'_>, p: FileText) -> Result<Value, String> {
         .await
         .map_err(|e| e.message)?;
     Ok(json!({ "path": info.path, "version": info.version, "size_bytes": info.size_bytes }))
+}
+
+async fn delete(c: &Call<'_>, p: DeletePath) -> Result<Value, String> {
+    let info = taskfs::delete(c.db, c.folder, &p.path, Writer::Session(c.session_id), c.now_ms)
+        .await
+        .map_err(|e| e.message)?;
+    Ok(json!({ "path": info.path, "deleted": true, "version": info.version }))
 }
 
 /// A params type's JSON Schema as the model reads it.
@@ -172,8 +182,11 @@ mod tests {
         let names = |skills| -> Vec<String> {
             specs(skills).iter().map(|s| s["function"]["name"].as_str().unwrap().to_owned()).collect()
         };
-        assert_eq!(names(false), ["list_task_files", "read_task_file", "write_task_file"]);
-        assert_eq!(names(true), ["list_task_files", "read_task_file", "write_task_file", "read_skill"]);
+        assert_eq!(names(false), ["list_task_files", "read_task_file", "write_task_file", "delete_task_file"]);
+        assert_eq!(
+            names(true),
+            ["list_task_files", "read_task_file", "write_task_file", "delete_task_file", "read_skill"]
+        );
         let names = names(true);
         assert!(names.iter().all(|n| is_builtin(n)) && !is_builtin("land"));
         assert_eq!(spec("list_task_files")["parameters"], json!({"type": "object", "properties": {}}));
@@ -185,7 +198,11 @@ mod tests {
             spec("write_task_file")["description"],
             "Write a whole text file (up to 256 KiB) into the task's shared folder; other sessions of the task see it."
         );
-        for (name, derived) in [("read_task_file", schema::<ReadPath>()), ("write_task_file", schema::<FileText>())] {
+        for (name, derived) in [
+            ("read_task_file", schema::<ReadPath>()),
+            ("write_task_file", schema::<FileText>()),
+            ("delete_task_file", schema::<DeletePath>()),
+        ] {
             let params = spec(name)["parameters"].clone();
             assert_eq!(params, derived, "{name}");
             assert!(params.get("$schema").is_none());
@@ -194,6 +211,8 @@ mod tests {
         assert_eq!(spec("read_task_file")["parameters"]["required"], json!(["path"]));
         assert_eq!(spec("write_task_file")["parameters"]["required"], json!(["path", "content"]));
         assert_eq!(spec("write_task_file")["parameters"]["properties"]["content"]["type"], "string");
+        assert_eq!(spec("delete_task_file")["parameters"]["required"], json!(["path"]));
+        assert!(spec("delete_task_file")["description"].as_str().unwrap().contains("rename"));
         assert_eq!(spec("read_skill")["parameters"], schema::<ReadSkill>());
         assert_eq!(spec("read_skill")["parameters"]["required"], json!(["name"]));
     }
@@ -211,6 +230,8 @@ mod tests {
         assert!(extra.starts_with("`version` is not a known field"), "{extra}");
         let at = parse::<ReadPath>(json!({"path": "a", "at": "head"})).unwrap_err();
         assert!(at.starts_with("`at` must be one of") && at.contains("merge_base"), "{at}");
+        let extra = parse::<DeletePath>(json!({"path": "a.md", "content": "x"})).unwrap_err();
+        assert!(extra.starts_with("`content` is not a known field"), "{extra}");
         let ok = parse::<FileText>(json!({"path": "./notes//a.md", "content": "x"})).unwrap();
         assert_eq!((ok.path.as_str(), ok.content.as_str()), ("notes/a.md", "x"));
     }
@@ -218,6 +239,6 @@ mod tests {
     #[test]
     fn only_the_folder_tools_need_the_lane() {
         let folder: Vec<&str> = BUILTINS.iter().filter(|t| t.folder).map(|t| t.name).collect();
-        assert_eq!(folder, ["list_task_files", "read_task_file", "write_task_file"]);
+        assert_eq!(folder, ["list_task_files", "read_task_file", "write_task_file", "delete_task_file"]);
     }
 }

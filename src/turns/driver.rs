@@ -34,17 +34,16 @@ pub async fn step<S: LocalSql + ?Sized>(
         "echo" => {
             let text = turn_text(core, &message_id)?;
             let mut outcome = echo::step(&text, &turn);
-            // `/write <path> <text>` goes through the same file tool a model would call.
-            if let (Some((path, content)), true) = (echo::write_request(&text), outcome.end.is_some()) {
-                let args = serde_json::json!({ "path": path, "content": content });
-                let result =
-                    agent_tools::run(ports.db(), ports.blobs(), &config, "write_task_file", &args, now_ms).await;
+            // `/write <path> <text>` and `/delete <path>` go through the same file tools a model would call.
+            if let (Some((tool, args)), true) = (echo::file_request(&text), outcome.end.is_some()) {
+                let result = agent_tools::run(ports.db(), ports.blobs(), &config, tool, &args, now_ms).await;
                 let (content, is_error) = match result {
                     Ok(v) => (v.to_string(), false),
                     Err(e) => (serde_json::json!({ "error": e }).to_string(), true),
                 };
-                let call = serde_json::json!({ "call_id": "echo-write", "name": "write_task_file", "arguments": args });
-                let done = serde_json::json!({ "call_id": "echo-write", "name": "write_task_file", "content": content, "is_error": is_error });
+                let id = format!("echo-{}", tool.trim_end_matches("_task_file"));
+                let call = serde_json::json!({ "call_id": id, "name": tool, "arguments": args });
+                let done = serde_json::json!({ "call_id": id, "name": tool, "content": content, "is_error": is_error });
                 outcome.events.splice(0..0, [(EventKind::ToolCall, call), (EventKind::ToolResult, done)]);
             }
             outcome

@@ -80,6 +80,7 @@ fi
 step "sky CLI: device sign-in, npx setup (tests/e2e/cli.sh)" bash tests/e2e/cli.sh
 step "sky approvals and a request's life (tests/e2e/approvals.sh)" bash tests/e2e/approvals.sh
 step "sky runner: a script agent's turns, a killed runner's turn re-claimed (tests/e2e/runner.sh)" bash tests/e2e/runner.sh
+step "deletes in task folders land (tests/e2e/deletes.sh)" bash tests/e2e/deletes.sh
 step "land pushes to a git remote; a shim deploy's credential stays with the runner (tests/e2e/push.sh)" bash tests/e2e/push.sh
 
 step "make deploy-check refuses broken production configs (tests/e2e/deploy-check.sh)" bash tests/e2e/deploy-check.sh

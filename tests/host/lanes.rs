@@ -1,7 +1,10 @@
 //! Lanes and `land`: a lane starts at the base's head; `land` merges the base into the lane three ways per
 //! file (disjoint edits merge, overlapping ones conflict with their regions until the agent writes its
 //! reconciled version), and never lands without running the checks it knows: on the session's runner, or
-//! on any online runner of the workspace in a fresh checkout of the merged lane, or not at all.
+//! on any online runner of the workspace in a fresh checkout of the merged lane, or not at all. A delete is
+//! a tombstone in the lane: the lane stops seeing the file, the base keeps it until `land` merges the delete
+//! (against an unchanged file it wins, against an edit it conflicts until reconciled); a rename is a delete
+//! plus an add.
 
 use crate::support::{runner_request, Account, HostSessions, TestApp};
 use serde_json::{json, Value};
@@ -535,4 +538,298 @@ fn a_lane_of_more_than_a_thousand_files_merges_all_of_them_and_landing_refuses_p
         .unwrap();
     assert_eq!(lane_sha, base_sha);
     assert_eq!(count(), before, "nothing landed");
+}
+
+/// The session deletes a file in its lane, as its harness's `delete_task_file` tool does; the tool's
+/// answer.
+fn lane_delete(app: &TestApp, t: &Task, sid: &str, path: &str, key: &str) -> Value {
+    let sent = app.ok(
+        &t.ada.key,
+        "send_message",
+        json!({"session_id": sid, "message": format!("/delete {path}"), "idempotency_key": key}),
+    );
+    app.settle();
+    let page = app.ok(
+        &t.ada.key,
+        "read_session",
+        json!({"session_id": sid, "cursor": sent["cursor"], "message_id": sent["message_id"]}),
+    );
+    let result = page["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["type"] == "tool_result" && e["name"] == "delete_task_file")
+        .unwrap_or_else(|| panic!("no delete_task_file result: {page}"))
+        .clone();
+    serde_json::from_str(result["content"].as_str().unwrap()).unwrap()
+}
+
+/// The paths a session's lane sees, as its harness's `list_task_files` does.
+fn lane_paths(app: &TestApp, t: &Task, sid: &str) -> Vec<String> {
+    let (task, sid) = (t.task.clone(), sid.to_owned());
+    app.system(move |cx| {
+        Box::pin(async move {
+            let ws = agentsky::store::sessions::get(cx.db(), &sid).await.unwrap().unwrap().workspace_id;
+            let folder = agentsky::domain::taskfs::Folder { workspace_id: &ws, task_id: &task, lane: &sid };
+            let files = agentsky::domain::taskfs::list(cx.db(), folder).await.unwrap();
+            files.into_iter().map(|f| f.path).collect()
+        })
+    })
+}
+
+/// What a lane reads of `path` at `at` (`lane`, `base`, `merge_base`), as the harness's `read_task_file`
+/// does: the text, or the error's code.
+fn lane_read(app: &TestApp, t: &Task, sid: &str, path: &str, at: &str) -> Result<String, String> {
+    let (task, sid, path) = (t.task.clone(), sid.to_owned(), path.to_owned());
+    let at: agentsky::domain::taskfs::At = serde_json::from_value(json!(at)).unwrap();
+    app.system(move |cx| {
+        Box::pin(async move {
+            let ws = agentsky::store::sessions::get(cx.db(), &sid).await.unwrap().unwrap().workspace_id;
+            let folder = agentsky::domain::taskfs::Folder { workspace_id: &ws, task_id: &task, lane: &sid };
+            agentsky::domain::taskfs::read_at(cx.db(), cx.env.blobs.as_ref(), folder, &path, at)
+                .await
+                .map(|(_, text)| text)
+                .map_err(|e| e.code.as_str().to_owned())
+        })
+    })
+}
+
+fn base_paths(app: &TestApp, t: &Task) -> Vec<String> {
+    let files = app.ok(&t.ada.key, "list_task_files", json!({"task_id": t.task}))["files"].clone();
+    files.as_array().unwrap().iter().map(|f| f["path"].as_str().unwrap().to_owned()).collect()
+}
+
+fn me(app: &TestApp, token: &str) -> Value {
+    let sessions = app.agent_ok(token, "list_sessions", json!({}));
+    sessions.as_array().unwrap().iter().find(|s| s["self"] == true).unwrap().clone()
+}
+
+#[test]
+fn a_lane_deletes_a_file_and_land_carries_the_delete_into_the_base() {
+    let app = TestApp::new();
+    let t = task(&app);
+    checks_known(&app, &t);
+    base_write(&app, &t, "old.txt", "old");
+    base_write(&app, &t, "keep.txt", "keep");
+    let (a, ta) = join(&app, &t, "first");
+    let (b, tb) = join(&app, &t, "second");
+    let fetched = checker(&app, &t.ada.key, 0);
+
+    let done = lane_delete(&app, &t, &a, "old.txt", "d1");
+    assert_eq!(done["deleted"], true, "{done}");
+    // The lane no longer sees it; the base and the other lane still do, until land.
+    assert!(!lane_paths(&app, &t, &a).contains(&"old.txt".to_owned()));
+    assert_eq!(lane_read(&app, &t, &a, "old.txt", "lane"), Err("not_found".into()));
+    assert_eq!(lane_read(&app, &t, &a, "old.txt", "base"), Ok("old".into()));
+    assert!(lane_paths(&app, &t, &b).contains(&"old.txt".to_owned()));
+    assert_eq!(base_read(&app, &t, "old.txt"), "old");
+    // A delete is a change of the lane: listed, and an overlap for a peer that changed the file too.
+    assert_eq!(me(&app, &ta)["files"], json!(["old.txt"]));
+    lane_write(&app, &t, &b, "old.txt", "old, edited");
+    let peer = app.agent_ok(&tb, "list_sessions", json!({}));
+    let a_row = peer.as_array().unwrap().iter().find(|s| s["sessionId"] == a).unwrap().clone();
+    assert_eq!(a_row["overlapsWithYou"], json!(["old.txt"]), "{peer}");
+    // Deleting what the lane no longer sees names the file.
+    let again = lane_delete(&app, &t, &a, "old.txt", "d2");
+    assert!(again["error"].as_str().unwrap().contains("no file `old.txt`"), "{again}");
+
+    let landed = app.agent_ok(&ta, "land", json!({"summary": "Remove old.txt"}));
+    assert_eq!(landed["landed"], true, "{landed}");
+    assert!(landed["steps"].to_string().contains("deleting old.txt"), "{landed}");
+    // The checks ran on the lane as it would land: without the file.
+    assert_eq!(file_of(&fetched.borrow()[0], "old.txt"), None);
+    assert_eq!(file_of(&fetched.borrow()[0], "keep.txt").as_deref(), Some("keep"));
+    assert_eq!(base_paths(&app, &t), [".agentsky/project.json", "keep.txt"]);
+    assert_eq!(app.err_code(&t.ada.key, "read_task_file", json!({"task_id": t.task, "path": "old.txt"})), "not_found");
+    // Its history stays readable by version; the delete itself is no text.
+    let v1 = app.ok(&t.ada.key, "read_task_file", json!({"task_id": t.task, "path": "old.txt", "version": 1}));
+    assert_eq!(v1["content"], "old");
+    assert_eq!(
+        app.err_code(&t.ada.key, "read_task_file", json!({"task_id": t.task, "path": "old.txt", "version": 2})),
+        "not_found"
+    );
+    assert_eq!(me(&app, &ta)["files"], json!([]), "landed: nothing left to land");
+    let activity = app.agent_ok(&tb, "project_activity", json!({}));
+    assert_eq!(activity["behind"], 1, "{activity}");
+    assert_eq!(activity["baseCommits"][0]["files"], json!(["old.txt"]), "{activity}");
+    assert_eq!(activity["overlaps"], json!([]), "a landed lane changes nothing any more: {activity}");
+}
+
+#[test]
+fn a_delete_against_an_edit_conflicts_until_reconciled() {
+    let app = TestApp::new();
+    let t = task(&app);
+    checks_known(&app, &t);
+    base_write(&app, &t, "app.txt", FIVE);
+    let (a, ta) = join(&app, &t, "deleter");
+    let (b, tb) = join(&app, &t, "editor");
+    checker(&app, &t.ada.key, 0);
+    lane_delete(&app, &t, &a, "app.txt", "d1");
+    lane_write(&app, &t, &a, "other.txt", "other");
+    lane_write(&app, &t, &b, "app.txt", "one\nTWO\nthree\nfour\nfive");
+    assert_eq!(app.agent_ok(&tb, "land", json!({"summary": "edit"}))["landed"], true);
+
+    // The lane deleted what the base changed since.
+    let conflict = app.agent_ok(&ta, "land", json!({"summary": "delete"}));
+    assert_eq!(conflict["landed"], false, "{conflict}");
+    assert!(conflict["reason"].as_str().unwrap().starts_with("conflict: app.txt"), "{conflict}");
+    let c = &conflict["conflicts"][0];
+    assert_eq!((c["path"].clone(), c["kind"].clone()), (json!("app.txt"), json!("deleted_in_lane")), "{conflict}");
+    assert_eq!(c["regions"], json!([]));
+    assert!(c["merge_base_version"].is_i64() && c["lane_version"].is_i64(), "{conflict}");
+    // What to reconcile with: the base's edit and the merge base.
+    let activity = app.agent_ok(&ta, "project_activity", json!({}));
+    let m = &activity["merging"][0];
+    assert_eq!(
+        (m["base"]["content"].as_str(), m["mergeBase"]["content"].as_str()),
+        (Some("one\nTWO\nthree\nfour\nfive"), Some(FIVE))
+    );
+    assert_eq!(lane_read(&app, &t, &a, "app.txt", "merge_base"), Ok(FIVE.into()));
+    assert_eq!(base_read(&app, &t, "app.txt"), "one\nTWO\nthree\nfour\nfive", "nothing landed");
+    assert_eq!(
+        app.err_code(&t.ada.key, "read_task_file", json!({"task_id": t.task, "path": "other.txt"})),
+        "not_found"
+    );
+    assert_eq!(app.agent_ok(&ta, "land", json!({"summary": "delete"}))["conflicts"][0]["kind"], "deleted_in_lane");
+
+    // Deleting it again is the lane's reconciled side: the delete lands.
+    assert_eq!(lane_delete(&app, &t, &a, "app.txt", "d2")["deleted"], true);
+    assert_eq!(app.agent_ok(&ta, "project_activity", json!({}))["merging"], json!([]));
+    let landed = app.agent_ok(&ta, "land", json!({"summary": "delete"}));
+    assert_eq!(landed["landed"], true, "{landed}");
+    assert_eq!(base_paths(&app, &t), [".agentsky/project.json", "other.txt"]);
+    assert_eq!(me(&app, &ta)["behind"], 0);
+}
+
+#[test]
+fn an_edit_against_a_base_delete_conflicts_and_writing_the_file_keeps_it() {
+    let app = TestApp::new();
+    let t = task(&app);
+    checks_known(&app, &t);
+    base_write(&app, &t, "app.txt", FIVE);
+    let (a, ta) = join(&app, &t, "deleter");
+    let (b, tb) = join(&app, &t, "editor");
+    checker(&app, &t.ada.key, 0);
+    lane_delete(&app, &t, &a, "app.txt", "d1");
+    lane_write(&app, &t, &b, "app.txt", "one\ntwo\nthree\nfour\nFIVE");
+    assert_eq!(app.agent_ok(&ta, "land", json!({"summary": "delete"}))["landed"], true);
+    assert_eq!(me(&app, &tb)["behind"], 1);
+
+    let conflict = app.agent_ok(&tb, "land", json!({"summary": "edit"}));
+    assert_eq!(conflict["landed"], false, "{conflict}");
+    assert_eq!(conflict["conflicts"][0]["kind"], "deleted_in_base", "{conflict}");
+    // The base has no version to read; the merge base has.
+    assert_eq!(lane_read(&app, &t, &b, "app.txt", "base"), Err("not_found".into()));
+    assert_eq!(lane_read(&app, &t, &b, "app.txt", "merge_base"), Ok(FIVE.into()));
+    assert_eq!(lane_read(&app, &t, &b, "app.txt", "lane"), Ok("one\ntwo\nthree\nfour\nFIVE".into()));
+    let m = app.agent_ok(&tb, "project_activity", json!({}))["merging"][0].clone();
+    assert_eq!((m["file"].clone(), m["base"].clone()), (json!("app.txt"), Value::Null), "{m}");
+
+    // Writing its own text again keeps the lane's side: the file comes back to the base.
+    app.ok(
+        &t.ada.key,
+        "send_message",
+        json!({"session_id": b, "message": "/write app.txt one\ntwo\nthree\nfour\nFIVE", "idempotency_key": "again"}),
+    );
+    app.settle();
+    let landed = app.agent_ok(&tb, "land", json!({"summary": "edit"}));
+    assert_eq!(landed["landed"], true, "{landed}");
+    assert_eq!(base_read(&app, &t, "app.txt"), "one\ntwo\nthree\nfour\nFIVE");
+}
+
+#[test]
+fn a_base_delete_reaches_a_lane_that_left_the_file_alone() {
+    let app = TestApp::new();
+    let t = task(&app);
+    checks_known(&app, &t);
+    base_write(&app, &t, "gone.txt", "x");
+    let (a, ta) = join(&app, &t, "deleter");
+    let (b, tb) = join(&app, &t, "bystander");
+    let fetched = checker(&app, &t.ada.key, 0);
+    lane_delete(&app, &t, &a, "gone.txt", "d1");
+    // The other lane holds its own copy of the file, unchanged (as a runner's upload of the same text does).
+    lane_write(&app, &t, &b, "gone.txt", "x");
+    lane_write(&app, &t, &b, "new.txt", "new");
+    assert_eq!(app.agent_ok(&ta, "land", json!({"summary": "delete"}))["landed"], true);
+    // Until it merges, the lane holds a file the base no longer has.
+    assert_eq!(me(&app, &tb)["files"], json!(["gone.txt", "new.txt"]));
+
+    let landed = app.agent_ok(&tb, "land", json!({"summary": "new"}));
+    assert_eq!(landed["landed"], true, "{landed}");
+    assert!(landed["steps"].to_string().contains("merged gone.txt"), "{landed}");
+    assert_eq!(file_of(&fetched.borrow()[1], "gone.txt"), None, "the checks ran without the deleted file");
+    assert_eq!(base_paths(&app, &t), [".agentsky/project.json", "new.txt"]);
+    assert!(!lane_paths(&app, &t, &b).contains(&"gone.txt".to_owned()));
+}
+
+#[test]
+fn a_rename_is_a_delete_plus_an_add_and_lands_beside_an_edit_elsewhere() {
+    let app = TestApp::new();
+    let t = task(&app);
+    checks_known(&app, &t);
+    base_write(&app, &t, "notes.md", "notes\n");
+    base_write(&app, &t, "app.txt", FIVE);
+    let (a, ta) = join(&app, &t, "renamer");
+    let (b, tb) = join(&app, &t, "editor");
+    checker(&app, &t.ada.key, 0);
+    // a renames notes.md to docs/notes.md; b edits app.txt.
+    lane_write(&app, &t, &a, "docs/notes.md", "notes\n");
+    lane_delete(&app, &t, &a, "notes.md", "d1");
+    lane_write(&app, &t, &b, "app.txt", "ONE\ntwo\nthree\nfour\nfive");
+    assert_eq!(me(&app, &ta)["files"], json!(["docs/notes.md", "notes.md"]));
+    assert_eq!(app.agent_ok(&tb, "land", json!({"summary": "edit"}))["landed"], true);
+    let landed = app.agent_ok(&ta, "land", json!({"summary": "Move notes into docs/"}));
+    assert_eq!(landed["landed"], true, "{landed}");
+    assert_eq!(base_paths(&app, &t), [".agentsky/project.json", "app.txt", "docs/notes.md"]);
+    assert_eq!(base_read(&app, &t, "docs/notes.md"), "notes\n");
+    assert_eq!(base_read(&app, &t, "app.txt"), "ONE\ntwo\nthree\nfour\nfive");
+    // A lane that created and deleted its own file leaves nothing to land.
+    lane_write(&app, &t, &a, "scratch.txt", "tmp");
+    lane_delete(&app, &t, &a, "scratch.txt", "d2");
+    assert_eq!(me(&app, &ta)["files"], json!([]));
+    let nothing = app.agent_ok(&ta, "land", json!({"summary": "nothing"}));
+    assert!(nothing["reason"].as_str().unwrap().contains("nothing to land"), "{nothing}");
+}
+
+#[test]
+fn without_lanes_a_delete_is_a_commit_of_the_base_at_once() {
+    let app = TestApp::new();
+    let ada = app.signup("Ada", "ada@example.com");
+    let agent = app.request(
+        "POST",
+        "/v1/agents",
+        Some(&ada.key),
+        Some(json!({"name": "Dev", "harness": "echo", "model": "m"})),
+    );
+    let agent_id = agent.json_body()["agent_id"].as_str().unwrap().to_owned();
+    let s = app.ok(&ada.key, "start_session", json!({"agent_id": agent_id, "message": "hi", "idempotency_key": "s0"}));
+    app.settle();
+    let sid = s["session"]["session_id"].as_str().unwrap().to_owned();
+    let t = Task { ada, agent_id, task: sid.clone() };
+    base_write(&app, &t, "a.txt", "a");
+    base_write(&app, &t, "b.txt", "b");
+    let commits = || -> i64 {
+        app.db.0.query_row("SELECT COUNT(*) FROM task_commit WHERE task_id = ?1", [&t.task], |r| r.get(0)).unwrap()
+    };
+    let before = commits();
+    assert_eq!(lane_delete(&app, &t, &sid, "a.txt", "d1")["deleted"], true);
+    assert_eq!(base_paths(&app, &t), ["b.txt"]);
+    assert_eq!(commits(), before + 1, "a delete in the base is a commit of its history");
+    let subject: String = app
+        .db
+        .0
+        .query_row("SELECT subject FROM task_commit WHERE task_id = ?1 ORDER BY seq DESC LIMIT 1", [&t.task], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert_eq!(subject, format!("{sid} deleted a.txt"));
+    // Deleting what is not there says so, naming the file; writing it again brings it back.
+    let missing = lane_delete(&app, &t, &sid, "a.txt", "d2");
+    assert!(missing["error"].as_str().unwrap().contains("no file `a.txt` in this task to delete"), "{missing}");
+    lane_write(&app, &t, &sid, "a.txt", "again");
+    assert_eq!(base_read(&app, &t, "a.txt"), "again");
+    // collect_result lists what the session wrote and still holds.
+    lane_delete(&app, &t, &sid, "a.txt", "d3");
+    let result = app.ok(&t.ada.key, "collect_result", json!({"session_id": sid}));
+    assert_eq!(result["files"], json!([]), "{result}");
 }

@@ -140,6 +140,74 @@ fn land_collects_the_runners_work_and_runs_the_checks_in_its_folder() {
 }
 
 #[test]
+fn a_file_the_agent_removed_in_the_runners_folder_is_deleted_from_the_lane_and_lands() {
+    let app = app();
+    let c = claimed(&app);
+    for (path, text) in [("old.rs", "fn old() {}"), ("keep.rs", "fn keep() {}")] {
+        app.ok(&c.ada.key, "write_task_file", json!({"task_id": c.sid, "path": path, "content": text}));
+    }
+    let project = json!({"checks": {"command": "cargo test"}}).to_string();
+    app.ok(
+        &c.ada.key,
+        "write_task_file",
+        json!({"task_id": c.sid, "path": ".agentsky/project.json", "content": project}),
+    );
+    let (token, lease) = (c.runner.clone(), c.lease.clone());
+    let seen_files = Rc::new(RefCell::new(Vec::new()));
+    let log = seen_files.clone();
+    let work: Worker = Rc::new(move |sessions: &HostSessions, job: &Value| {
+        let (sessions, job, token, lease, log) =
+            (sessions.clone(), job.clone(), token.clone(), lease.clone(), log.clone());
+        Box::pin(async move {
+            let files = format!("/v1/runner/files?lease_id={lease}");
+            match job["kind"].as_str().unwrap() {
+                "sync" => {
+                    let url = format!("{files}&path=old.rs");
+                    let r = sessions.handle(runner_request(&token, "DELETE", &url, json!({}))).await;
+                    assert_eq!(r.status, 200, "{:?}", r.json_body());
+                    let deleted = r.json_body()["deleted"] == true;
+                    // A retried delete whose answer was lost finds it gone, and says so.
+                    let again = sessions.handle(runner_request(&token, "DELETE", &url, json!({}))).await;
+                    assert_eq!((again.status, again.json_body()["deleted"].clone()), (200, json!(false)));
+                    let deleted: Vec<&str> = if deleted { vec!["old.rs"] } else { vec![] };
+                    Some(json!({"ok": true, "uploaded": [], "deleted": deleted, "refreshed": [], "removed": []}))
+                }
+                "run" => {
+                    let listed = sessions.handle(runner_request(&token, "GET", &files, json!({}))).await.json_body();
+                    let paths: Vec<String> = listed["files"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .map(|f| f["path"].as_str().unwrap().to_owned())
+                        .collect();
+                    log.borrow_mut().push(paths);
+                    Some(json!({"exit_code": 0, "timed_out": false, "output": "ok"}))
+                }
+                other => panic!("unexpected job {other}"),
+            }
+        })
+    });
+    runner_answers(&app, &c, work);
+    let landed = app.agent_ok(&c.agent, "land", json!({"summary": "Remove old.rs"}));
+    assert_eq!(landed["landed"], true, "{landed}");
+    assert!(landed["steps"][0].as_str().unwrap().contains("1 deleted"), "{landed}");
+    assert!(landed["steps"].to_string().contains("deleting old.rs"), "{landed}");
+    assert_eq!(seen_files.borrow()[0], [".agentsky/project.json", "keep.rs"], "the checks' folder as the lane sees it");
+    assert_eq!(app.err_code(&c.ada.key, "read_task_file", json!({"task_id": c.sid, "path": "old.rs"})), "not_found");
+    let listed = app.ok(&c.ada.key, "list_task_files", json!({"task_id": c.sid}));
+    let paths: Vec<&str> = listed["files"].as_array().unwrap().iter().map(|f| f["path"].as_str().unwrap()).collect();
+    assert_eq!(paths, [".agentsky/project.json", "keep.rs"]);
+    // A path the server's rule refuses is refused by name.
+    let bad = app.send(runner_request(
+        &c.runner,
+        "DELETE",
+        &format!("/v1/runner/files?lease_id={}&path=..%2Fx", c.lease),
+        json!({}),
+    ));
+    assert_eq!(bad.status, 400, "{:?}", bad.json_body());
+}
+
+#[test]
 fn a_runner_that_goes_away_is_reported_not_waited_for() {
     let app = app();
     let c = claimed(&app);

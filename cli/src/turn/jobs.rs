@@ -4,7 +4,7 @@
 //! [`super::refresh`].
 
 use super::command::{collect, tail_text, wait_for, Ran, OUTPUT_TAIL_BYTES, OUTPUT_TAIL_CHARS, RUN_TIMEOUT_S};
-use super::refresh::refresh;
+use super::refresh::{refresh, remove};
 use super::ssh_agent::TurnAgent;
 use super::{changes, exit_code, halting, Halt, Msg, TurnDir, TurnRunner, UploadStop};
 use crate::runner::{CallError, Client, Job, Turn};
@@ -281,7 +281,7 @@ impl TurnRunner {
         last_renewal: &mut Instant,
     ) -> Result<Value, Halt> {
         let c = changes(work, baseline);
-        let sent = match self.upload(lease, c.upload, last_renewal) {
+        let sent = match self.upload(lease, c.upload, &c.deleted, last_renewal) {
             Ok(sent) => sent,
             Err(UploadStop::Halt(h)) => return Err(h),
             Err(UploadStop::Failed(path, e)) => return sync_failed(e, &format!("uploading {path}")),
@@ -293,10 +293,15 @@ impl TurnRunner {
             uploaded.push(path.clone());
             baseline.insert(path, content);
         }
+        for path in &sent.deleted {
+            baseline.remove(path);
+        }
         let server = match self.retrying(|| self.client.files(lease)) {
             Ok(files) => files,
             Err(e) => return sync_failed(e, "reading the task's files"),
         };
+        let gone: Vec<String> =
+            baseline.keys().filter(|p| !server.iter().any(|(path, _)| path == *p)).cloned().collect();
         let mut refreshed = Vec::new();
         for (path, content) in server {
             match refresh(work, baseline, &path, content) {
@@ -305,7 +310,18 @@ impl TurnRunner {
                 Err(why) => skipped.push(format!("{path} (not refreshed: {why})")),
             }
         }
-        Ok(json!({ "ok": true, "uploaded": uploaded, "refreshed": refreshed, "skipped": skipped }))
+        let mut removed = Vec::new();
+        for path in gone {
+            match remove(work, baseline, &path) {
+                Ok(true) => removed.push(path),
+                Ok(false) => {}
+                Err(why) => skipped.push(format!("{path} (not removed: {why})")),
+            }
+        }
+        Ok(json!({
+            "ok": true, "uploaded": uploaded, "deleted": sent.deleted, "refreshed": refreshed, "removed": removed,
+            "skipped": skipped,
+        }))
     }
 
     /// An `ssh_agent` job: starts the turn's ssh-agent if it has none, and loads the job's key into it.

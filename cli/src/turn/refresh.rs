@@ -1,4 +1,5 @@
-//! A `sync` job's second half: server files written into `work/` where the agent left them alone.
+//! A `sync` job's second half: server files written into `work/` where the agent left them alone, and
+//! files the server no longer has removed from it on the same terms.
 
 use super::safe_relative;
 use std::collections::BTreeMap;
@@ -62,6 +63,35 @@ pub(super) fn refresh(
     Ok(true)
 }
 
+/// Removes a baseline file the server no longer has (the lane took the base's delete) when the agent has
+/// not changed it since `baseline`, and forgets it. `Ok(true)` when removed.
+pub(super) fn remove(work: &Path, baseline: &mut BTreeMap<String, String>, path: &str) -> Result<bool, String> {
+    let rel = safe_relative(path).ok_or("an unsafe path")?;
+    let p = work.join(&rel);
+    match local(&p) {
+        Local::Absent => {
+            baseline.remove(path);
+            Ok(false)
+        }
+        // Never through a symlinked folder the agent made (the file then reads as another one).
+        Local::Text(t) if baseline.get(path) == Some(&t) && !through_symlink(work, &rel) => {
+            std::fs::remove_file(&p).map_err(|e| e.to_string())?;
+            baseline.remove(path);
+            Ok(true)
+        }
+        _ => Ok(false),
+    }
+}
+
+/// Whether a folder on the way to `rel` under `work` is not a plain folder.
+fn through_symlink(work: &Path, rel: &Path) -> bool {
+    let mut at = work.to_owned();
+    rel.parent().into_iter().flat_map(Path::components).any(|part| {
+        at.push(part);
+        std::fs::symlink_metadata(&at).is_ok_and(|m| !m.is_dir())
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -93,5 +123,23 @@ mod tests {
         }
         assert_eq!(base["same.md"], "server's");
         assert_eq!(base["mine.md"], "old");
+    }
+
+    #[test]
+    fn a_removal_takes_only_what_the_agent_left_alone() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().to_owned();
+        std::fs::create_dir_all(dir.join("sub")).unwrap();
+        std::fs::write(dir.join("sub/old.md"), "old").unwrap();
+        std::fs::write(dir.join("edited.md"), "agent's").unwrap();
+        let mut base: BTreeMap<String, String> =
+            [("sub/old.md", "old"), ("edited.md", "old"), ("gone.md", "old")].map(|(a, b)| (a.into(), b.into())).into();
+        assert_eq!(remove(&dir, &mut base, "sub/old.md"), Ok(true));
+        assert_eq!(remove(&dir, &mut base, "edited.md"), Ok(false));
+        assert_eq!(remove(&dir, &mut base, "gone.md"), Ok(false));
+        assert!(remove(&dir, &mut base, "../x.md").is_err());
+        assert!(!dir.join("sub/old.md").exists());
+        assert_eq!(std::fs::read_to_string(dir.join("edited.md")).unwrap(), "agent's");
+        assert_eq!(base.keys().collect::<Vec<_>>(), ["edited.md"]);
     }
 }
