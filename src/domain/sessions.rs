@@ -38,11 +38,7 @@ pub struct TurnCancelled {
 /// the object ends it `cancelled` and goes idle ([`crate::session::Core::cancel_turn`]); then a runner
 /// holding it is told through its lease, the agent's open requests are withdrawn, and `turn.finished`
 /// says so. Each of those is safe to repeat, so a retried cancel finishes what a failed one began.
-pub async fn cancel_turn(
-    cx: &Cx<'_>,
-    row: &SessionRow,
-    message_id: Option<&str>,
-) -> Result<TurnCancelled, ApiError> {
+pub async fn cancel_turn(cx: &Cx<'_>, row: &SessionRow, message_id: Option<&str>) -> Result<TurnCancelled, ApiError> {
     let ask = SessionCall::CancelTurn { message_id: message_id.map(str::to_owned) };
     let SessionReply::TurnCancelled { message_id, replayed, status } = call(cx, &row.session_id, ask).await? else {
         return Err(ApiError::cause("the session answered a cancel with something else"));
@@ -62,8 +58,7 @@ pub async fn cancel_turn(
             "agent_id": row.agent_id, "message_id": message_id, "reason": "cancelled",
             "spent_cents": row.spent_cents, "error": null });
         let source = format!("{}/{message_id}", row.session_id);
-        crate::domain::webhooks::emit(cx.env, &row.workspace_id, "turn.finished", Some(&source), data, cx.now_ms)
-            .await;
+        crate::domain::webhooks::emit(cx.env, &row.workspace_id, "turn.finished", Some(&source), data, cx.now_ms).await;
     }
     Ok(TurnCancelled { message_id, replayed, status })
 }

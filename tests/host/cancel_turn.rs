@@ -120,7 +120,10 @@ fn cancelling_a_runner_turn_tells_the_runner_through_its_lease() {
     for (path, body) in [
         ("/v1/runner/heartbeat", json!({"lease_id": lease})),
         ("/v1/runner/jobs", json!({"lease_id": lease})),
-        ("/v1/runner/events", json!({"lease_id": lease, "events": [{"key": "late", "type": "status", "text": "late"}]})),
+        (
+            "/v1/runner/events",
+            json!({"lease_id": lease, "events": [{"key": "late", "type": "status", "text": "late"}]}),
+        ),
     ] {
         let answer = runner("POST", path, body);
         assert_eq!(answer.status, 200, "{path}: {:?}", answer.json_body());

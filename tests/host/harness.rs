@@ -341,7 +341,8 @@ fn cancelling_a_turn_paused_on_ask_user_withdraws_the_request_and_the_next_turn_
     app.settle();
     assert_eq!(calls.get(), 1, "no model call after the cancel");
 
-    let next = app.ok(&ada.key, "send_message", json!({"session_id": sid, "message": "never mind", "idempotency_key": "n"}));
+    let next =
+        app.ok(&ada.key, "send_message", json!({"session_id": sid, "message": "never mind", "idempotency_key": "n"}));
     app.settle();
     assert_eq!(calls.get(), 2);
     assert_eq!(app.ok(&ada.key, "collect_result", json!({"session_id": sid}))["last_reply"], "Fine.");

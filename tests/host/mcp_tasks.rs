@@ -220,8 +220,12 @@ fn cancelling_a_task_cancels_its_turn_and_the_session_lives_on() {
     assert_eq!(ack["resultType"], "complete", "{ack}");
     let got = modern(&app, &ada.key, "tasks/get", Some(&task_id), json!({"taskId": task_id}));
     assert_eq!(got["status"], "cancelled", "{got}");
-    assert_eq!(modern(&app, &ada.key, "tasks/cancel", Some(&task_id), json!({"taskId": task_id}))["resultType"], "complete");
-    let sent = app.ok(&ada.key, "send_message", json!({"session_id": session_id, "message": "hi", "idempotency_key": "t-5"}));
+    assert_eq!(
+        modern(&app, &ada.key, "tasks/cancel", Some(&task_id), json!({"taskId": task_id}))["resultType"],
+        "complete"
+    );
+    let sent =
+        app.ok(&ada.key, "send_message", json!({"session_id": session_id, "message": "hi", "idempotency_key": "t-5"}));
     app.settle();
     let page = app.ok(&ada.key, "read_session", json!({"session_id": session_id, "message_id": sent["message_id"]}));
     assert_eq!(page["turn_finished"], true, "{page}");
