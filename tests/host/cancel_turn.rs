@@ -150,3 +150,46 @@ fn cancelling_a_runner_turn_tells_the_runner_through_its_lease() {
     let claim = runner("POST", "/v1/runner/claim", json!({}));
     assert_eq!((claim.status, claim.json_body()["message"].as_str()), (200, Some("third")));
 }
+
+/// A step still under way when its turn is cancelled lands on a session that moved on (here, to the next
+/// turn): its events are dropped at the step boundary, and what it was charged still counts.
+#[test]
+fn a_step_that_finishes_after_the_cancel_is_dropped_but_its_charge_counts() {
+    use agentsky::session::{Author, Charge, Core, EventKind, NewMessage, SessionConfig, StepOutcome, TurnState};
+    let db = crate::support::ObjectDb(rusqlite::Connection::open_in_memory().unwrap());
+    let core = Core::open(&db).unwrap();
+    let config = SessionConfig {
+        session_id: "ses_1".into(),
+        workspace_id: "ws_1".into(),
+        task_id: "ses_1".into(),
+        agent_id: "ag_1".into(),
+        harness: "openai".into(),
+        model: "m".into(),
+        thinking: "off".into(),
+        instructions: String::new(),
+        mcp_servers: vec![],
+        agent_workspace_id: None,
+        budget_cents: None,
+        started_by_key_id: None,
+        run_price: None,
+    };
+    let message = |id: &str| NewMessage { message_id: id.into(), text: "go".into(), from: Author::User };
+    core.init(&config, &message("msg_1"), 0).unwrap();
+    let (cancelled, replayed, t) = core.cancel_turn(None, 10).unwrap();
+    assert_eq!((cancelled.as_str(), replayed, t.turn.state), ("msg_1", false, TurnState::Idle));
+    core.send(&message("msg_2"), 20).unwrap();
+    let late = StepOutcome {
+        events: vec![(EventKind::AgentMessage, json!({"text": "too late"}))],
+        charge: Some(Charge { model: "m".into(), cents: 7, input_tokens: 1, output_tokens: 1 }),
+        ..StepOutcome::default()
+    };
+    let t = core.apply("msg_1", late, 30).unwrap();
+    assert!(t.index_changed, "the spend changed");
+    assert_eq!(
+        (t.turn.state, t.turn.message_id.as_deref(), t.turn.spent_cents),
+        (TurnState::Running, Some("msg_2"), 7)
+    );
+    let log = core.history(100).unwrap();
+    assert!(!log.iter().any(|e| e.body["text"] == "too late"), "{log:?}");
+    assert_eq!(core.turn().unwrap().step, 0, "the next turn's steps are its own");
+}
