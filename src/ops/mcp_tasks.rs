@@ -32,6 +32,8 @@ pub const MAX_TTL_MS: i64 = 7 * 24 * 3_600_000;
 const MAX_PAGES: usize = 10;
 /// Longest `tasks/result` waits for the turn to end before answering that it is still running.
 const RESULT_WAIT_MS: i64 = 45_000;
+/// A cancelled task's status message.
+const CANCELLED: &str = "cancelled: its turn was cancelled; the session is idle and takes the next message";
 /// `tasks/list` page size.
 const LIST_PAGE: i64 = 50;
 
@@ -171,6 +173,8 @@ async fn follow(cx: &Cx<'_>, era: Era, row: McpTaskRow, wait_ms: i64) -> Result<
     };
     let mut open = Vec::new();
     let (status, message, outcome) = match &turn.end {
+        // Cancelled from elsewhere (`cancel_turn`, the console's Stop turn): the task is cancelled too.
+        Some(reason) if reason == "cancelled" => ("cancelled", CANCELLED.to_owned(), None),
         Some(reason) => {
             let files = store::files::written_by(cx.db(), &row.session_id).await?;
             let outcome = outcome(&row, &turn, reason, &files);
@@ -371,8 +375,7 @@ async fn cancel(cx: &Cx<'_>, era: Era, row: McpTaskRow) -> Result<TaskInfo, Task
         }
         Err(e) => return Err(e.into()),
     }
-    let message = "cancelled: its turn was cancelled; the session is idle and takes the next message";
-    let row = store::mcp_tasks::set_status(cx.db(), &row.task_id, "cancelled", Some(message), None, cx.now_ms)
+    let row = store::mcp_tasks::set_status(cx.db(), &row.task_id, "cancelled", Some(CANCELLED), None, cx.now_ms)
         .await?
         .ok_or_else(|| unknown(&row.task_id))?;
     Ok(info(&row))

@@ -224,6 +224,15 @@ fn cancelling_a_task_cancels_its_turn_and_the_session_lives_on() {
         modern(&app, &ada.key, "tasks/cancel", Some(&task_id), json!({"taskId": task_id}))["resultType"],
         "complete"
     );
+    // A turn cancelled from elsewhere (REST, the console) ends its task cancelled too.
+    let send = json!({"name": "send_message", "arguments": {"session_id": session_id, "message": "/sleep 30", "idempotency_key": "t-6"}});
+    let created = modern(&app, &ada.key, "tools/call", Some("send_message"), send);
+    let task_id = created["taskId"].as_str().unwrap().to_owned();
+    app.settle();
+    let rest = app.request("POST", &format!("/v1/sessions/{session_id}/cancel-turn"), Some(&ada.key), Some(json!({})));
+    assert_eq!(rest.status, 200, "{:?}", rest.json_body());
+    let got = modern(&app, &ada.key, "tasks/get", Some(&task_id), json!({"taskId": task_id}));
+    assert_eq!((got["status"].as_str(), got.get("result")), (Some("cancelled"), None), "{got}");
     let sent =
         app.ok(&ada.key, "send_message", json!({"session_id": session_id, "message": "hi", "idempotency_key": "t-5"}));
     app.settle();
