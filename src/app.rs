@@ -141,7 +141,8 @@ async fn route(env: &Env, req: &HttpRequest, meta: RequestMeta) -> HttpResponse 
         }
         _ if path.starts_with("/v1/runner/") => return crate::runner::handle(&cx, req).await,
         "/v1/conformance/mcp" if env.config.conformance_fixtures => {
-            return mcp::serve(&spec(&cx, req), &mcp::fixtures::Fixtures, req).await
+            let tasks = mcp::fixtures_tasks::FixtureTasks { store: &FixtureStore(&cx) };
+            return mcp::serve(&spec(&cx, req), &tasks, req).await;
         }
         "/console" => return crate::console::serve(cx, req).await,
         _ if path.starts_with("/console/") => return crate::console::serve(cx, req).await,
@@ -198,6 +199,28 @@ async fn route(env: &Env, req: &HttpRequest, meta: RequestMeta) -> HttpResponse 
 }
 
 /// The MCP server's identity and which browser origins may call it.
+/// The conformance fixtures' tasks, kept in D1 (`store::conformance`) on the request's clock.
+struct FixtureStore<'a>(&'a Cx<'a>);
+
+impl mcp::fixtures_tasks::TaskStore for FixtureStore<'_> {
+    fn now_ms(&self) -> i64 {
+        self.0.clock_now()
+    }
+
+    fn load<'a>(&'a self, task_id: &'a str) -> LocalBoxFuture<'a, Result<Option<String>, String>> {
+        Box::pin(async move {
+            store::conformance::load(self.0.db(), task_id, self.0.clock_now()).await.map_err(|e| e.to_string())
+        })
+    }
+
+    fn save<'a>(&'a self, task_id: &'a str, state: &'a str, expires_ms: i64) -> LocalBoxFuture<'a, Result<(), String>> {
+        Box::pin(async move {
+            let now = self.0.clock_now();
+            store::conformance::save(self.0.db(), task_id, state, expires_ms, now).await.map_err(|e| e.to_string())
+        })
+    }
+}
+
 fn spec(cx: &Cx<'_>, req: &HttpRequest) -> ServerSpec {
     let mut allowed_origins = cx.env.config.allowed_origins.clone();
     if !cx.base_url.is_empty() {

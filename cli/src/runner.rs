@@ -262,21 +262,21 @@ impl Client {
         Turn::from_json(&r.body).map(|t| Some(Claimed::Turn(Box::new(t)))).map_err(|e| CallError::Refused(e.0))
     }
 
-    /// Renews the lease; `true` when the session was stopped.
-    pub fn heartbeat(&self, lease_id: &str) -> std::result::Result<bool, CallError> {
+    /// Renews the lease; `Some` when the command must end (the session was stopped, or the turn cancelled).
+    pub fn heartbeat(&self, lease_id: &str) -> std::result::Result<Option<Stop>, CallError> {
         let r = self.short.post_json("/v1/runner/heartbeat", Some(&self.token), &json!({ "lease_id": lease_id }));
-        Ok(Self::check(r, "POST /v1/runner/heartbeat")?.body["stop"] == true)
+        Ok(Stop::of(&Self::check(r, "POST /v1/runner/heartbeat")?.body))
     }
 
     /// Reports events (each once, by its key) and optionally ends the turn, with the goal's criteria
-    /// `checks` (sent only when there are some); `true` when the session was stopped.
+    /// `checks` (sent only when there are some); `Some` when the command must end.
     pub fn events(
         &self,
         lease_id: &str,
         events: &[Value],
         done: Option<&str>,
         checks: &[Value],
-    ) -> std::result::Result<bool, CallError> {
+    ) -> std::result::Result<Option<Stop>, CallError> {
         let mut body = json!({ "lease_id": lease_id, "events": events });
         if let Some(d) = done {
             body["done"] = json!(d);
@@ -285,7 +285,7 @@ impl Client {
             body["checks"] = json!(checks);
         }
         let r = self.short.post_json("/v1/runner/events", Some(&self.token), &body);
-        Ok(Self::check(r, "POST /v1/runner/events")?.body["stop"] == true)
+        Ok(Stop::of(&Self::check(r, "POST /v1/runner/events")?.body))
     }
 
     /// The task folder as the session sees it: `(path, content)`.
@@ -337,7 +337,7 @@ impl Client {
         let body = Self::check(r, "POST /v1/runner/jobs")?.body;
         // A job this runner cannot read is left out rather than failing the others.
         let jobs = body["jobs"].as_array().into_iter().flatten().filter_map(|j| Job::deserialize(j).ok()).collect();
-        Ok(Some(Jobs { jobs, stop: body["stop"] == true }))
+        Ok(Some(Jobs { jobs, stop: Stop::of(&body) }))
     }
 
     /// Reports what a job ended with (the server keeps the first answer).
@@ -461,8 +461,27 @@ pub struct Job {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Jobs {
     pub jobs: Vec<Job>,
+    /// The command must end.
+    pub stop: Option<Stop>,
+}
+
+/// Why the server says to end the agent's command (`stop: true` in a heartbeat, job poll or event post).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stop {
     /// The session was stopped.
-    pub stop: bool,
+    Session,
+    /// Only this turn was cancelled (`reason: "cancelled"`); the session takes its next message.
+    TurnCancelled,
+}
+
+impl Stop {
+    pub fn of(body: &Value) -> Option<Stop> {
+        match (body["stop"] == true, body["reason"].as_str()) {
+            (false, _) => None,
+            (true, Some("cancelled")) => Some(Stop::TurnCancelled),
+            (true, _) => Some(Stop::Session),
+        }
+    }
 }
 
 fn query_escape(s: &str) -> String {

@@ -26,9 +26,11 @@
 //!   `<lease_id>-<n>`; a post that fails on the network is sent again with the same keys, so nothing is
 //!   shown twice. Both session and runner tokens are masked in anything posted, and the server's
 //!   redaction rule ([`crate::redaction`]) replaces any other secret a line shows (`TOKEN=…`, `ghp_…`).
-//! - **Lease.** Renewed every 10 s. `stop: true` (the session was stopped; a heartbeat or the job poll
-//!   says it), a 409 (the lease was lost) or 30 s without a renewal end the command: SIGTERM to its
-//!   process group, SIGKILL 3 s later. Nothing is uploaded then: the turn is over, or another runner has it.
+//! - **Lease.** Renewed every 10 s. `stop: true` (the session was stopped, or with `reason: "cancelled"`
+//!   only this turn was; a heartbeat, the job poll or an event post says it), a 409 (the lease was lost)
+//!   or 30 s without a renewal end the command: SIGTERM to its process group, SIGKILL 3 s later, and the
+//!   runner logs how the turn ended. Nothing is uploaded then: the turn is over (the server already ended
+//!   it, `cancelled` for a cancel), or another runner has it.
 //! - **Supervisor.** On Unix the command runs under `sky __supervise`, in its own process group, whose
 //!   stdin is a pipe from the runner: when that pipe closes — the runner ends the turn, or the runner
 //!   itself dies, even by SIGKILL — the supervisor ends the command's whole process group. So an agent
@@ -108,7 +110,7 @@ pub use outbox::{Outbox, Stream, EVENT_TEXT_MAX};
 use supervise::exit_code;
 pub use supervise::{describe_exit, supervise};
 
-use crate::runner::{show_command, CallError, Client, Job, Turn};
+use crate::runner::{show_command, CallError, Client, Job, Stop, Turn};
 use crate::{Error, Result};
 use jobs::Jobs;
 use serde_json::{json, Value};
@@ -156,6 +158,8 @@ pub enum Outcome {
     Failed(String),
     /// The session was stopped; the command was ended.
     Stopped,
+    /// Only the turn was cancelled; the command was ended and the session takes its next message.
+    Cancelled,
     /// The lease was lost (expired, or another runner has the turn); the command was ended.
     LeaseLost(String),
 }
@@ -166,6 +170,7 @@ impl Outcome {
             Outcome::Completed => "completed".into(),
             Outcome::Failed(why) => format!("failed: {why}"),
             Outcome::Stopped => "stopped: the session was stopped, so the command was ended".into(),
+            Outcome::Cancelled => "cancelled: the turn was cancelled, so the command was ended".into(),
             Outcome::LeaseLost(why) => format!("given up: {why}; the command was ended"),
         }
     }
@@ -210,14 +215,14 @@ enum Msg {
     Job(Job),
     /// A `run` job ended: its id and result.
     JobDone(String, Value),
-    /// The poller heard that the session was stopped.
-    SessionStopped,
+    /// The poller heard that the command must end.
+    Stop(Stop),
 }
 
 /// Why a turn ends before its command is done with.
 enum Halt {
-    /// The session was stopped.
-    Stopped,
+    /// The session was stopped, or the turn cancelled.
+    Stopped(Stop),
     /// The lease is lost: another runner may have the turn.
     Lost(String),
     /// The runner's token was refused: that ends the runner too.
@@ -227,7 +232,8 @@ enum Halt {
 impl Halt {
     fn outcome(&self) -> Outcome {
         match self {
-            Halt::Stopped => Outcome::Stopped,
+            Halt::Stopped(Stop::Session) => Outcome::Stopped,
+            Halt::Stopped(Stop::TurnCancelled) => Outcome::Cancelled,
             Halt::Lost(why) | Halt::TokenRefused(why) => Outcome::LeaseLost(why.clone()),
         }
     }
@@ -425,7 +431,7 @@ impl TurnRunner {
                         return self.halt(running, h);
                     }
                 }
-                Ok(Msg::SessionStopped) => return self.halt(running, Halt::Stopped),
+                Ok(Msg::Stop(stop)) => return self.halt(running, Halt::Stopped(stop)),
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
                 Err(mpsc::RecvTimeoutError::Disconnected) => open_streams = 0,
             }
@@ -440,8 +446,8 @@ impl TurnRunner {
                 next_flush = now + self.timing.flush;
                 outbox.seal();
                 match self.post(&mut outbox, None, &[]) {
-                    Ok(false) | Err(CallError::Network(_)) => {}
-                    Ok(true) => return self.halt(running, Halt::Stopped),
+                    Ok(None) | Err(CallError::Network(_)) => {}
+                    Ok(Some(stop)) => return self.halt(running, Halt::Stopped(stop)),
                     Err(e) => match halting(e) {
                         Err(h) => return self.halt(running, h),
                         Ok(why) => {
@@ -456,8 +462,8 @@ impl TurnRunner {
                     Ok(stop) => {
                         last_renewal = now;
                         next_beat = now + self.timing.heartbeat;
-                        if stop {
-                            return self.halt(running, Halt::Stopped);
+                        if let Some(stop) = stop {
+                            return self.halt(running, Halt::Stopped(stop));
                         }
                     }
                     Err(e) => {
@@ -498,15 +504,15 @@ impl TurnRunner {
                         return h.into_result();
                     }
                 }
-                Ok(Msg::Job(_) | Msg::SessionStopped) => {}
+                Ok(Msg::Job(_) | Msg::Stop(_)) => {}
                 Err(_) if open_streams > 0 => open_streams = 0,
                 Err(_) => break,
             }
         }
         outbox.seal();
         match self.retrying(|| self.post(&mut outbox, None, &[])) {
-            Ok(false) => {}
-            Ok(true) => return Ok(Outcome::Stopped),
+            Ok(None) => {}
+            Ok(Some(stop)) => return Ok(Halt::Stopped(stop).outcome()),
             Err(e) => return self.gave_up(turn, &mut outbox, e, "posting the output"),
         }
 
@@ -642,8 +648,8 @@ impl TurnRunner {
             return Ok(());
         }
         match self.client.heartbeat(lease) {
-            Ok(true) => Err(Halt::Stopped),
-            Ok(false) => {
+            Ok(Some(stop)) => Err(Halt::Stopped(stop)),
+            Ok(None) => {
                 *last_renewal = Instant::now();
                 Ok(())
             }
@@ -802,9 +808,14 @@ impl TurnRunner {
     }
 
     /// Posts the unsent events (in pieces), the last piece with `done` and the criteria `checks`;
-    /// `Ok(true)` when the session was stopped.
-    fn post(&self, outbox: &mut Outbox, done: Option<&str>, checks: &[Value]) -> std::result::Result<bool, CallError> {
-        let mut stop = false;
+    /// `Some` when the command must end.
+    fn post(
+        &self,
+        outbox: &mut Outbox,
+        done: Option<&str>,
+        checks: &[Value],
+    ) -> std::result::Result<Option<Stop>, CallError> {
+        let mut stop = None;
         loop {
             let n = outbox.unsent.len().min(POST_MAX_EVENTS);
             let last = n == outbox.unsent.len();
@@ -815,7 +826,7 @@ impl TurnRunner {
                 Some(d) if last => (Some(d), checks),
                 _ => (None, &[][..]),
             };
-            stop |= self.client.events(&outbox.lease_id, &outbox.unsent[..n], done, checks)?;
+            stop = stop.or(self.client.events(&outbox.lease_id, &outbox.unsent[..n], done, checks)?);
             outbox.unsent.drain(..n);
             if last {
                 return Ok(stop);

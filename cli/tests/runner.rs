@@ -28,6 +28,8 @@ const SESSION_TOKEN: &str = "sst_SessionToken0123456789abcdefghijklmno";
 enum Beat {
     Fine,
     Stop,
+    /// Only the turn was cancelled.
+    Cancel,
     Lost,
 }
 
@@ -60,6 +62,7 @@ fn runner_server(beat: Beat, fail_posts: usize) -> StandIn {
             ("POST", "/v1/runner/heartbeat") => match beat {
                 Beat::Fine => reply(200, json!({"lease_expires_ms": 1, "stop": false})),
                 Beat::Stop => reply(200, json!({"lease_expires_ms": 1, "stop": true})),
+                Beat::Cancel => reply(200, json!({"lease_expires_ms": 1, "stop": true, "reason": "cancelled"})),
                 Beat::Lost => reply(409, json!({"error": {"code": "conflict", "message": "this lease has expired"}})),
             },
             _ => reply(404, json!({"error": {"code": "not_found", "message": "no route"}})),
@@ -293,6 +296,12 @@ fn ends_the_group(beat: Beat, tag: &str) -> Outcome {
 #[test]
 fn a_stopped_session_ends_the_commands_whole_process_group() {
     assert_eq!(ends_the_group(Beat::Stop, "runner-stop"), Outcome::Stopped);
+}
+
+#[test]
+fn a_cancelled_turn_ends_the_commands_whole_process_group_and_says_so() {
+    assert_eq!(ends_the_group(Beat::Cancel, "runner-cancel"), Outcome::Cancelled);
+    assert!(Outcome::Cancelled.describe().starts_with("cancelled: the turn was cancelled"));
 }
 
 #[test]

@@ -24,3 +24,41 @@ pub async fn load(cx: &Cx<'_>, session_id: &str) -> Result<(SessionRow, Membersh
     let m = cx.member_of(&row.workspace_id, "session")?;
     Ok((row, m.clone()))
 }
+
+/// A turn cancelled: whose, and whether an earlier cancel had done it already.
+#[derive(Debug, Clone)]
+pub struct TurnCancelled {
+    pub message_id: String,
+    pub replayed: bool,
+    /// The session's status after it: `idle`.
+    pub status: String,
+}
+
+/// Cancels the running turn of a session the caller may steer (with `message_id`, only that message's):
+/// the object ends it `cancelled` and goes idle ([`crate::session::Core::cancel_turn`]); then a runner
+/// holding it is told through its lease, the agent's open requests are withdrawn, and `turn.finished`
+/// says so. Each of those is safe to repeat, so a retried cancel finishes what a failed one began.
+pub async fn cancel_turn(cx: &Cx<'_>, row: &SessionRow, message_id: Option<&str>) -> Result<TurnCancelled, ApiError> {
+    let ask = SessionCall::CancelTurn { message_id: message_id.map(str::to_owned) };
+    let SessionReply::TurnCancelled { message_id, replayed, status } = call(cx, &row.session_id, ask).await? else {
+        return Err(ApiError::cause("the session answered a cancel with something else"));
+    };
+    if let Some(lease) = store::runners::cancel(cx.db(), &row.session_id, &message_id).await? {
+        // The agent's session token goes with its turn; a job poll waiting on the lease wakes to hear it.
+        store::requests::revoke_runner_tokens(cx.db(), &row.session_id, None).await?;
+        if let Some(lease) = lease {
+            crate::domain::jobs::signal(cx, &row.session_id, crate::domain::jobs::poll_key(&lease)).await?;
+        }
+    }
+    for open in store::requests::open_for_session(cx.db(), &row.session_id, cx.now_ms).await? {
+        crate::domain::requests::end(cx, &open, "withdrawn", "its turn was cancelled").await?;
+    }
+    if !replayed {
+        let data = serde_json::json!({ "session_id": row.session_id, "task_id": row.task_id,
+            "agent_id": row.agent_id, "message_id": message_id, "reason": "cancelled",
+            "spent_cents": row.spent_cents, "error": null });
+        let source = format!("{}/{message_id}", row.session_id);
+        crate::domain::webhooks::emit(cx.env, &row.workspace_id, "turn.finished", Some(&source), data, cx.now_ms).await;
+    }
+    Ok(TurnCancelled { message_id, replayed, status })
+}

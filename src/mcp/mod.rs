@@ -22,6 +22,7 @@
 pub mod features;
 pub mod fixtures;
 mod fixtures_features;
+pub mod fixtures_tasks;
 mod headers;
 mod legacy;
 mod modern;

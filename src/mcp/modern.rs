@@ -105,6 +105,12 @@ async fn answer(
             }
             call_tool(host, Era::Modern, &request.params, client_capabilities, None).await.map(Answer::Value)
         }
+        // The extension's methods answer only a client that declared it (SEP-2575 missing capability).
+        "tasks/get" | "tasks/update" | "tasks/cancel"
+            if host.task_support() && !super::tasks::declared(client_capabilities) =>
+        {
+            Err(super::tasks::extension_required(&request.method))
+        }
         other => match other_method(host, Era::Modern, other, &request.params).await {
             Some(answer) => answer.map(Answer::Value),
             None => Err(RpcError::new(rpc::METHOD_NOT_FOUND, format!("Method not found: {other}"))),

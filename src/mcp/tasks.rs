@@ -98,14 +98,23 @@ pub fn mode(
             },
             Some(_) => Err(RpcError::invalid_params("Invalid params: task must be an object ({ttl?})")),
         },
-        Era::Modern => {
-            let declared = client_capabilities
-                .get("extensions")
-                .and_then(Value::as_object)
-                .is_some_and(|e| e.contains_key(EXTENSION));
-            Ok(if declared { TaskMode::Allowed } else { TaskMode::No })
-        }
+        Era::Modern => Ok(if declared(client_capabilities) { TaskMode::Allowed } else { TaskMode::No }),
     }
+}
+
+/// Whether a modern request's client capabilities declare the tasks extension.
+pub fn declared(client_capabilities: &Map<String, Value>) -> bool {
+    client_capabilities.get("extensions").and_then(Value::as_object).is_some_and(|e| e.contains_key(EXTENSION))
+}
+
+/// −32021 for a request that needs the tasks extension from a client that did not declare it, naming it
+/// the way `initialize` capabilities are shaped.
+pub fn extension_required(what: &str) -> RpcError {
+    RpcError::new(
+        super::rpc::MISSING_REQUIRED_CLIENT_CAPABILITY,
+        format!("Missing required client capability: {what} needs the {EXTENSION} extension; declare it in _meta"),
+    )
+    .with_data(json!({"requiredCapabilities": {"extensions": {EXTENSION: {}}}}))
 }
 
 /// The answer to a `tools/call` the host turned into a task.

@@ -10,7 +10,8 @@
 //! the tool's own result. While the agent waits on a person (`ask_user`, `request_access`), the task is
 //! `input_required` on the 2026 wire (its `inputRequests` elicit the answer, `tasks/update` gives it); the
 //! 2025 wire has no stateless way to ask, so there it stays `working` and its status message says how to
-//! answer. `tasks/cancel` stops the session (as `stop_session` does), which ends the turn.
+//! answer. `tasks/cancel` cancels the turn (as `cancel_turn` does): the session stays, idle, and takes the
+//! next message.
 
 use crate::cx::Cx;
 use crate::domain::sessions::{call, load};
@@ -31,6 +32,8 @@ pub const MAX_TTL_MS: i64 = 7 * 24 * 3_600_000;
 const MAX_PAGES: usize = 10;
 /// Longest `tasks/result` waits for the turn to end before answering that it is still running.
 const RESULT_WAIT_MS: i64 = 45_000;
+/// A cancelled task's status message.
+const CANCELLED: &str = "cancelled: its turn was cancelled; the session is idle and takes the next message";
 /// `tasks/list` page size.
 const LIST_PAGE: i64 = 50;
 
@@ -170,6 +173,8 @@ async fn follow(cx: &Cx<'_>, era: Era, row: McpTaskRow, wait_ms: i64) -> Result<
     };
     let mut open = Vec::new();
     let (status, message, outcome) = match &turn.end {
+        // Cancelled from elsewhere (`cancel_turn`, the console's Stop turn): the task is cancelled too.
+        Some(reason) if reason == "cancelled" => ("cancelled", CANCELLED.to_owned(), None),
         Some(reason) => {
             let files = store::files::written_by(cx.db(), &row.session_id).await?;
             let outcome = outcome(&row, &turn, reason, &files);
@@ -339,9 +344,10 @@ async fn update(cx: &Cx<'_>, row: McpTaskRow, responses: &Map<String, Value>) ->
     Ok(())
 }
 
-/// Stops the turn by stopping its session (what `stop_session` does), then records the task `cancelled`.
-/// On the 2025 wire a task that has already ended cannot be cancelled (−32602); the extension's cancel is
-/// an idempotent acknowledgement.
+/// Cancels the task's turn (what `cancel_turn` does: the session stays, idle for the next message), then
+/// records the task `cancelled`. A turn that ended meanwhile leaves the task to end as it did, on the next
+/// read. On the 2025 wire a task that has already ended cannot be cancelled (−32602); the extension's
+/// cancel is an idempotent acknowledgement.
 async fn cancel(cx: &Cx<'_>, era: Era, row: McpTaskRow) -> Result<TaskInfo, TaskError> {
     if is_terminal(&row.status) {
         return match era {
@@ -352,10 +358,24 @@ async fn cancel(cx: &Cx<'_>, era: Era, row: McpTaskRow) -> Result<TaskInfo, Task
             Era::Modern => Ok(info(&row)),
         };
     }
-    let op = super::find("stop_session").ok_or_else(|| ApiError::cause("stop_session is not in the table"))?;
-    super::invoke(cx, op, json!({"session_id": row.session_id})).await?;
-    let message = "cancelled: the session was stopped, which ended its turn";
-    let row = store::mcp_tasks::set_status(cx.db(), &row.task_id, "cancelled", Some(message), None, cx.now_ms)
+    let op = super::find("cancel_turn").ok_or_else(|| ApiError::cause("cancel_turn is not in the table"))?;
+    match super::invoke(cx, op, json!({"session_id": row.session_id, "message_id": row.message_id})).await {
+        Ok(_) => {}
+        // The turn ended on its own (or the session was stopped) before the cancel: the task ends as the
+        // turn did.
+        Err(e) if matches!(e.code, Code::Conflict | Code::SessionTerminated) => {
+            let task = follow(cx, era, row, 0).await?;
+            return match (era, is_terminal(&task.status)) {
+                (Era::Legacy, true) => Err(TaskError::Rpc(RpcError::invalid_params(format!(
+                    "Invalid params: task {:?} has already ended ({}); it cannot be cancelled",
+                    task.task_id, task.status
+                )))),
+                _ => Ok(task),
+            };
+        }
+        Err(e) => return Err(e.into()),
+    }
+    let row = store::mcp_tasks::set_status(cx.db(), &row.task_id, "cancelled", Some(CANCELLED), None, cx.now_ms)
         .await?
         .ok_or_else(|| unknown(&row.task_id))?;
     Ok(info(&row))

@@ -482,6 +482,14 @@ operations! {
         http: POST "/v1/sessions/{session_id}/stop", hints: DESTROYS, run: sessions::stop
     }
 
+    /// Cancel the running turn of a session (or, with `message_id`, that message's turn): it ends
+    /// `cancelled`, what it spent stays charged, its open requests are withdrawn, a runner ends the agent's
+    /// command, and the session is idle again for the next message. Refused when no turn runs.
+    cancel_turn(sessions::CancelTurn) -> sessions::TurnCancelled {
+        title: "Cancel a turn", group: Sessions, scope: Write, tool: false,
+        http: POST "/v1/sessions/{session_id}/cancel-turn", hints: UPDATES, run: sessions::cancel_turn
+    }
+
     /// Continue a session with another agent (`agent_id`, an id or `@handle`), optionally on a chosen
     /// `model` and `thinking` level: a new session starts with the conversation and the workspace files,
     /// and the original stays. Requires an `idempotency_key`; returns the handoff.

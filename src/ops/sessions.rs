@@ -447,6 +447,42 @@ pub async fn stop(cx: &Cx<'_>, p: StopSession) -> Result<Stopped, ApiError> {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+pub struct CancelTurn {
+    /// The session (`ses_…`).
+    pub session_id: SessionId,
+    /// Only this message's turn (`msg_…`): a repeat after it was cancelled answers the same, and a turn
+    /// that ended otherwise is refused. Left out, whatever turn is running.
+    pub message_id: Option<MessageId>,
+    /// Ignored: the workspace is the session's.
+    pub workspace: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct TurnCancelled {
+    pub session_id: String,
+    /// The message whose turn ended `cancelled`.
+    pub message_id: String,
+    /// The session's status now: `idle`, ready for the next message.
+    pub status: String,
+    /// An earlier cancel had ended this turn already.
+    pub replayed: bool,
+}
+
+/// cancel_turn
+pub async fn cancel_turn(cx: &Cx<'_>, p: CancelTurn) -> Result<TurnCancelled, ApiError> {
+    let (row, _) = load(cx, &p.session_id).await?;
+    let message_id = p.message_id.as_ref().map(|m| m.as_str());
+    let done = crate::domain::sessions::cancel_turn(cx, &row, message_id).await?;
+    Ok(TurnCancelled {
+        session_id: row.session_id,
+        message_id: done.message_id,
+        status: done.status,
+        replayed: done.replayed,
+    })
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct CollectResult {
     /// The session (`ses_…`).
     pub session_id: SessionId,

@@ -50,6 +50,9 @@ struct Poll {
 pub async fn poll(cx: &Cx<'_>, runner: &RunnerRow, req: &HttpRequest) -> Result<HttpResponse, ApiError> {
     let p: Poll = body(req)?;
     let wait_s = p.wait_seconds.map_or(0, Int::get);
+    if super::cancelled(cx, runner, &p.lease_id).await? {
+        return Ok(super::cancelled_answer(json!({ "jobs": [] })));
+    }
     let turn = leased(cx, runner, &p.lease_id).await?;
     let fresh = |jobs: Vec<store::runners::JobRow>| -> Vec<Value> {
         jobs.iter().filter(|j| !p.seen.contains(&j.job_id)).map(job_view).collect()
@@ -59,6 +62,10 @@ pub async fn poll(cx: &Cx<'_>, runner: &RunnerRow, req: &HttpRequest) -> Result<
     if jobs.is_empty() && wait_s > 0 {
         wait(cx, &turn.session_id, poll_key(&p.lease_id), wait_s * 1000).await?;
         jobs = fresh(open().await?);
+        // Woken by a cancel: the turn is over.
+        if super::cancelled(cx, runner, &p.lease_id).await? {
+            return Ok(super::cancelled_answer(json!({ "jobs": [] })));
+        }
     }
     let stop = super::stopped(cx, &turn.session_id).await?;
     Ok(ok(json!({ "jobs": jobs, "stop": stop })))

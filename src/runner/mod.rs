@@ -4,7 +4,8 @@
 //!
 //! - `POST /v1/runner/claim {wait_seconds?}` → a turn with a lease (30 s), or 204 when none is waiting;
 //! - `POST /v1/runner/heartbeat {lease_id}` → the lease renewed, and `stop: true` once the session was
-//!   stopped (the runner then kills the agent);
+//!   stopped, or `stop: true, reason: "cancelled"` once only this turn was cancelled (the runner then kills
+//!   the agent; the job poll and the event post answer the same);
 //! - `POST /v1/runner/events {lease_id, events: [{key, type, …}], done?}` → events reported exactly once by
 //!   their keys; `done` (`completed` or `failed`) ends the turn;
 //! - `GET /v1/runner/files?lease_id=` and `PUT /v1/runner/files {lease_id, path, content}` → the task folder
@@ -221,9 +222,26 @@ struct Lease {
 /// The turn a runner's lease holds; a lost lease is a conflict the runner must stop on.
 async fn leased(cx: &Cx<'_>, runner: &store::runners::RunnerRow, lease_id: &str) -> Result<TurnRow, ApiError> {
     let turn = store::runners::by_lease(cx.db(), lease_id, cx.now_ms).await?;
-    turn.filter(|t| t.runner_id.as_deref() == Some(runner.runner_id.as_str())).ok_or_else(|| {
-        ApiError::new(Code::Conflict, "this lease has expired or was taken over: stop the turn, another runner has it")
-    })
+    if let Some(turn) = turn.filter(|t| t.runner_id.as_deref() == Some(runner.runner_id.as_str())) {
+        return Ok(turn);
+    }
+    if cancelled(cx, runner, lease_id).await? {
+        return Err(ApiError::new(Code::Conflict, "this turn was cancelled: end the agent's command"));
+    }
+    Err(ApiError::new(Code::Conflict, "this lease has expired or was taken over: stop the turn, another runner has it"))
+}
+
+/// Whether the turn this runner held under the lease was cancelled (`cancel_turn`, `tasks/cancel`).
+async fn cancelled(cx: &Cx<'_>, runner: &store::runners::RunnerRow, lease_id: &str) -> Result<bool, ApiError> {
+    Ok(store::runners::cancelled_under(cx.db(), &runner.runner_id, lease_id).await?)
+}
+
+/// What the heartbeat, the job poll and the event post answer once the lease's turn was cancelled: stop,
+/// and why, so the runner ends the agent's command and tells its turn ended cancelled.
+fn cancelled_answer(mut v: Value) -> HttpResponse {
+    v["stop"] = json!(true);
+    v["reason"] = json!("cancelled");
+    ok(v)
 }
 
 async fn stopped(cx: &Cx<'_>, session_id: &str) -> Result<bool, ApiError> {
@@ -241,6 +259,9 @@ async fn heartbeat(
     if store::checkouts::by_lease(cx.db(), &runner.runner_id, &p.lease_id, cx.now_ms).await?.is_some() {
         store::checkouts::renew(cx.db(), &p.lease_id, until).await?;
         return Ok(ok(json!({ "lease_expires_ms": until, "stop": false })));
+    }
+    if cancelled(cx, runner, &p.lease_id).await? {
+        return Ok(cancelled_answer(json!({ "lease_expires_ms": cx.now_ms })));
     }
     let turn = leased(cx, runner, &p.lease_id).await?;
     store::runners::renew(cx.db(), &p.lease_id, until).await?;
@@ -314,6 +335,10 @@ async fn events(cx: &Cx<'_>, runner: &store::runners::RunnerRow, req: &HttpReque
     // recorded by their keys.
     if p.done.is_some() && store::runners::finished_under(cx.db(), &p.lease_id).await? {
         return Ok(ok(json!({ "accepted": 0, "stop": false })));
+    }
+    // The turn is over: what the runner still reports of it is dropped.
+    if cancelled(cx, runner, &p.lease_id).await? {
+        return Ok(cancelled_answer(json!({ "accepted": 0 })));
     }
     let turn = leased(cx, runner, &p.lease_id).await?;
     let events = p.events.iter().map(event).collect::<Result<Vec<_>, _>>()?;

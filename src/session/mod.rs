@@ -333,6 +333,106 @@ impl<'a, S: LocalSql + ?Sized> Core<'a, S> {
         Ok(t)
     }
 
+    /// Cancels the running turn: it ends `cancelled` (a status and a `turn_end` in its transcript), what it
+    /// spent so far stays counted (each step settled its own charge), a standing goal is cleared, and the
+    /// session is idle again. A step still under way when this lands is dropped at its boundary
+    /// ([`Self::apply`]); a runner is told by its lease. With `message_id`, only that message's turn: a
+    /// repeat after it was cancelled is answered as the first time (`replayed`).
+    pub fn cancel_turn(&self, message_id: Option<&str>, now_ms: i64) -> Res<(String, bool, Transition)> {
+        self.require_config()?;
+        let mut turn = self.turn()?;
+        let running = turn.message_id.clone().filter(|_| turn.state == TurnState::Running);
+        let target = match (message_id, running) {
+            (None, Some(r)) => r,
+            (Some(m), Some(r)) if m == r => r,
+            (Some(m), _) => return self.cancelled_before(m, turn),
+            (None, None) if turn.state == TurnState::Terminated => {
+                return Err(Refusal::new(Code::SessionTerminated, "this session is stopped; it runs no turn to cancel"))
+            }
+            (None, None) => {
+                return Err(Refusal::new(
+                    Code::Conflict,
+                    "no turn is running in this session (it is idle): there is nothing to cancel",
+                ))
+            }
+        };
+        // A tool call left unanswered (a turn paused on `ask_user`) is answered, so the conversation the next
+        // turn sends a model stays well formed: each call followed by its result.
+        for (call_id, name) in self.unanswered_calls(&target)? {
+            let body = json!({ "call_id": call_id, "name": name, "is_error": true,
+                "content": "not answered: the turn was cancelled before this call finished" });
+            self.append(EventKind::ToolResult, &target, &body, now_ms)?;
+        }
+        self.append(EventKind::Status, &target, &json!({ "text": "the turn was cancelled" }), now_ms)?;
+        self.append(EventKind::TurnEnd, &target, &json!({ "reason": TurnEnd::Cancelled }), now_ms)?;
+        turn.state = TurnState::Idle;
+        turn.next_at_ms = None;
+        turn.goal_check = false;
+        turn.harness = Value::Null;
+        self.set_turn(&turn)?;
+        if let Some(mut g) = self.goal()?.filter(|g| g.status == goal::GoalStatus::Active) {
+            g.status = goal::GoalStatus::Cleared;
+            g.stopped_reason = Some("its turn was cancelled".into());
+            self.put("goal", &g)?;
+        }
+        let t = Transition { wake: true, index_changed: true, ..Transition::quiet(turn) };
+        Ok((target, false, t))
+    }
+
+    /// The tool calls of a turn without a result yet: `(call_id, name)`, in order.
+    fn unanswered_calls(&self, message_id: &str) -> Res<Vec<(String, String)>> {
+        let rows = self
+            .sql
+            .exec(
+                "SELECT kind, body FROM event WHERE message_id = ? AND kind IN ('tool_call', 'tool_result') ORDER BY seq",
+                &[message_id.into()],
+            )
+            .map_err(storage)?;
+        let mut open: Vec<(String, String)> = Vec::new();
+        for r in rows {
+            let body: Value =
+                r.get("body").and_then(Value::as_str).and_then(|b| serde_json::from_str(b).ok()).unwrap_or_default();
+            let id = body["call_id"].as_str().unwrap_or_default().to_owned();
+            match r.get("kind").and_then(Value::as_str) {
+                Some("tool_call") => open.push((id, body["name"].as_str().unwrap_or_default().to_owned())),
+                _ => open.retain(|(call, _)| *call != id),
+            }
+        }
+        Ok(open)
+    }
+
+    /// A cancel naming a turn that is not running: answered again if it was cancelled, else refused
+    /// saying how it ended.
+    fn cancelled_before(&self, message_id: &str, turn: Turn) -> Res<(String, bool, Transition)> {
+        if self.find_message(message_id)?.is_none() {
+            return Err(Refusal::new(Code::NotFound, format!("no message `{message_id}` in this session")));
+        }
+        let rows = self
+            .sql
+            .exec(
+                "SELECT body FROM event WHERE message_id = ? AND kind = 'turn_end' ORDER BY seq DESC LIMIT 1",
+                &[message_id.into()],
+            )
+            .map_err(storage)?;
+        let reason = rows
+            .first()
+            .and_then(|r| r.get("body").and_then(Value::as_str))
+            .and_then(|b| serde_json::from_str::<Value>(b).ok())
+            .and_then(|b| b["reason"].as_str().map(str::to_owned));
+        match reason.as_deref() {
+            Some("cancelled") => Ok((message_id.to_owned(), true, Transition::quiet(turn))),
+            Some(other) => Err(Refusal::new(
+                Code::Conflict,
+                format!("the turn of message `{message_id}` already ended ({other}): there is nothing to cancel"),
+            )),
+            // Its turn never began (queued behind nothing) or ended without a mark: nothing runs for it.
+            None => Err(Refusal::new(
+                Code::Conflict,
+                format!("the turn of message `{message_id}` is not running: there is nothing to cancel"),
+            )),
+        }
+    }
+
     /// Adds a peer's message to the log; the agent reads it with its next turn.
     pub fn note(&self, message: &NewMessage, now_ms: i64) -> Res<Transition> {
         self.require_config()?;
@@ -386,7 +486,7 @@ impl<'a, S: LocalSql + ?Sized> Core<'a, S> {
             harness_state: turn.harness.clone(),
             ..StepOutcome::default()
         };
-        self.apply(outcome, now_ms)
+        self.apply(message_id, outcome, now_ms)
     }
 
     /// A turn whose harness waits on `key` (an answer to its request) continues now.
@@ -449,13 +549,19 @@ impl<'a, S: LocalSql + ?Sized> Core<'a, S> {
         Ok(self.config()?.map(|c| (c, turn)))
     }
 
-    /// Persists one harness step: its events, its charge, and the turn state after it.
-    pub fn apply(&self, outcome: StepOutcome, now_ms: i64) -> Res<Transition> {
+    /// Persists one harness step of the turn of `message_id`: its events, its charge, and the turn state
+    /// after it.
+    pub fn apply(&self, message_id: &str, outcome: StepOutcome, now_ms: i64) -> Res<Transition> {
         let mut turn = self.turn()?;
-        let Some(message_id) = turn.message_id.clone().filter(|_| turn.state == TurnState::Running) else {
-            // Stopped while the step ran: its output is dropped, the stop already ended the turn.
-            return Ok(Transition::quiet(turn));
-        };
+        if turn.state != TurnState::Running || turn.message_id.as_deref() != Some(message_id) {
+            // Stopped or cancelled while the step ran (and maybe the next turn begun): its output is dropped,
+            // that already ended its turn. What it was charged is settled in the ledger, so the spend counts it.
+            let Some(charge) = outcome.charge.filter(|c| c.cents > 0) else { return Ok(Transition::quiet(turn)) };
+            turn.spent_cents += charge.cents;
+            self.set_turn(&turn)?;
+            return Ok(Transition { index_changed: true, ..Transition::quiet(turn) });
+        }
+        let message_id = message_id.to_owned();
         for (kind, body) in &outcome.events {
             self.append(*kind, &message_id, body, now_ms)?;
         }
@@ -628,14 +734,14 @@ impl<'a, S: LocalSql + ?Sized> Core<'a, S> {
         Ok(Transition { wake: true, index_changed: true, ..Transition::quiet(turn) })
     }
 
-    /// Ends a turn whose step failed for good (the harness cannot continue), visibly.
-    pub fn fail(&self, message: &str, now_ms: i64) -> Res<Transition> {
+    /// Ends the turn of `message_id`, whose step failed for good (the harness cannot continue), visibly.
+    pub fn fail(&self, message_id: &str, message: &str, now_ms: i64) -> Res<Transition> {
         let outcome = StepOutcome {
             events: vec![(EventKind::Error, json!({ "message": message }))],
             end: Some(TurnEnd::Failed),
             ..StepOutcome::default()
         };
-        self.apply(outcome, now_ms)
+        self.apply(message_id, outcome, now_ms)
     }
 
     /// The user message that started a turn.

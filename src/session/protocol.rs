@@ -85,6 +85,12 @@ pub enum SessionCall {
         thinking: Option<String>,
     },
     Summary,
+    /// Ends the running turn as `cancelled`; the session stays and takes the next message. With
+    /// `message_id`, only that message's turn, and a repeat (already cancelled) is answered the same.
+    CancelTurn {
+        #[serde(default)]
+        message_id: Option<String>,
+    },
     /// Forget everything: the workspace is being deleted.
     Purge,
     SetGoal {
@@ -142,6 +148,13 @@ pub enum SessionReply {
     },
     Woken {
         signaled: bool,
+    },
+    /// The turn of `message_id` is cancelled; `replayed` when it already was (a repeated cancel).
+    TurnCancelled {
+        message_id: String,
+        replayed: bool,
+        /// The session's status after it: `idle`.
+        status: String,
     },
     Refused(Refusal),
 }
@@ -235,6 +248,8 @@ pub enum TurnEnd {
     BudgetReached,
     /// The wallet could not hold what the next model call may cost.
     InsufficientCredits,
+    /// Someone cancelled the turn (`cancel_turn`, `tasks/cancel`); the session went back to idle.
+    Cancelled,
 }
 
 /// One event of the log. `body` holds the kind's fields (`text`, `name`, `reason`, …).

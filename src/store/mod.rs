@@ -11,6 +11,7 @@ pub mod audit;
 pub mod billing;
 pub mod blobs;
 pub mod checkouts;
+pub mod conformance;
 pub mod connectors;
 pub mod console;
 pub mod context;

@@ -95,6 +95,26 @@ pub async fn finish(db: &dyn Sql, session_id: &str, message_id: &str) -> DbResul
     db.all(stmt!(DONE, session_id, message_id)).await.map(drop)
 }
 
+/// Cancels a runner turn still queued or leased: no runner claims it again, and the lease that held it
+/// answers `stop`. `Some(lease_id)` when one was cancelled,
+/// by the lease that held it, if any ([`cancelled_under`]).
+pub async fn cancel(db: &dyn Sql, session_id: &str, message_id: &str) -> DbResult<Option<Option<String>>> {
+    #[derive(Deserialize)]
+    struct Cancelled {
+        lease_id: Option<String>,
+    }
+    const CANCEL: &str = "UPDATE runner_turn SET status = 'cancelled'
+      WHERE session_id = ?1 AND message_id = ?2 AND status IN ('queued', 'leased') RETURNING lease_id";
+    Ok(first::<Cancelled>(db, stmt!(CANCEL, session_id, message_id)).await?.map(|c| c.lease_id))
+}
+
+/// Whether the turn `runner_id` held under `lease_id` was cancelled: the runner must end the agent.
+pub async fn cancelled_under(db: &dyn Sql, runner_id: &str, lease_id: &str) -> DbResult<bool> {
+    const CANCELLED: &str =
+        "SELECT session_id FROM runner_turn WHERE lease_id = ?1 AND runner_id = ?2 AND status = 'cancelled'";
+    Ok(!db.all(stmt!(CANCELLED, lease_id, runner_id)).await?.is_empty())
+}
+
 /// Whether a lease's turn already ended (a retried final post is answered, not refused).
 pub async fn finished_under(db: &dyn Sql, lease_id: &str) -> DbResult<bool> {
     const DONE: &str = "SELECT session_id FROM runner_turn WHERE lease_id = ?1 AND status = 'done'";

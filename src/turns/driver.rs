@@ -69,14 +69,14 @@ pub async fn step<S: LocalSql + ?Sized>(
         }
         other => {
             let why = format!("the `{other}` harness cannot run turns on this server yet");
-            let t = core.fail(&why, now_ms)?;
+            let t = core.fail(&message_id, &why, now_ms)?;
             core.hold_index(&t)?;
             turn_events(ports, &config, &message_id, TurnEnd::Failed, &t, Some(&why), now_ms).await;
             return Ok(Some((config, t)));
         }
     };
     let end = outcome.end;
-    let t = core.apply(outcome, now_ms)?;
+    let t = core.apply(&message_id, outcome, now_ms)?;
     core.hold_index(&t)?;
     budget_events(ports, &config, turn.spent_cents, t.turn.spent_cents, now_ms).await;
     if let Some(end) = end {
@@ -288,6 +288,11 @@ pub fn answer<S: LocalSql + ?Sized>(
         C::Stop => {
             let t = core.stop(now_ms)?;
             (R::Summary(core.summary()?), Some(t))
+        }
+        C::CancelTurn { message_id } => {
+            let (message_id, replayed, t) = core.cancel_turn(message_id.as_deref(), now_ms)?;
+            let status = core.summary()?.status;
+            (R::TurnCancelled { message_id, replayed, status }, Some(t))
         }
         C::Configure { model, thinking } => (R::Config(core.configure(model.clone(), thinking.clone())?), None),
         C::Summary => (R::Summary(core.summary()?), None),

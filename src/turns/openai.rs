@@ -502,6 +502,11 @@ async fn run<S: LocalSql + ?Sized>(
         // Each model call of the step is paid under its own entry: the step's, then `_c1`, `_c2`, … for the
         // calls a held credential adds (the same on a replay, so each is charged once).
         let made = (MAX_STEPS - turn.step) - calls_left;
+        // A cancel or a stop that landed while this step ran ends it before its next model call; the
+        // step's output is then dropped at its boundary (`Core::apply`).
+        if made > 0 && !still_running(core, turn) {
+            return Ok(work.finish());
+        }
         let entry_id = match made {
             0 => format!("use_{}_{}_s{}", config.session_id, turn.message_id.as_deref().unwrap_or_default(), turn.step),
             n => format!(
@@ -568,6 +573,11 @@ async fn run<S: LocalSql + ?Sized>(
             return Ok(work.finish());
         }
     }
+}
+
+/// Whether `turn` is still the session's running turn (the object's storage is read afresh).
+fn still_running<S: LocalSql + ?Sized>(core: &Core<'_, S>, turn: &Turn) -> bool {
+    core.turn().is_ok_and(|now| now.state == crate::session::TurnState::Running && now.message_id == turn.message_id)
 }
 
 /// Grades one criterion with a separate model call that sees only the objective, the criterion and the

@@ -1,6 +1,7 @@
 // MCP tasks and progress with the official TypeScript SDK v1 client (@modelcontextprotocol/sdk 1.32.2,
 // the 2025-11-25 experimental tasks): start_session (echo agent) runs as a task through
-// `client.experimental.tasks.callToolStream` to the turn's end, another is cancelled mid-turn, and a
+// `client.experimental.tasks.callToolStream` to the turn's end, another is cancelled mid-turn (the session
+// then takes its next message), and a
 // waiting read_session streams its events as progress notifications the SDK hands to `onprogress`.
 import { test, describe, before } from 'node:test';
 import assert from 'node:assert/strict';
@@ -60,7 +61,7 @@ describe('MCP tasks and progress (TS SDK v1)', () => {
     });
   });
 
-  test('a task cancelled mid-turn stops its session', async () => {
+  test('a task cancelled mid-turn ends that turn, and the same session takes the next message', async () => {
     await withClient(acct.key, async (c) => {
       await c.listTools();
       const args = { agent_id: agent.agent_id, message: '/sleep 30', idempotency_key: ikey('cancel') };
@@ -80,7 +81,18 @@ describe('MCP tasks and progress (TS SDK v1)', () => {
       assert.match(String(seen.at(-1).error?.message), /cancelled/);
       assert.equal((await c.experimental.tasks.getTask(taskId)).status, 'cancelled');
       const sessions = ok(await c.callTool({ name: 'list_sessions', arguments: {} }), 'list_sessions');
-      assert.equal(sessions.sessions[0].status, 'terminated');
+      const session = sessions.sessions[0];
+      assert.equal(session.status, 'idle', 'only the turn ended; the session lives on');
+      const read = ok(await c.callTool({ name: 'read_session', arguments: { session_id: session.session_id } }), 'read_session');
+      const ends = read.events.filter((e) => e.type === 'turn_end').map((e) => e.reason);
+      assert.deepEqual(ends, ['cancelled'], JSON.stringify(read.events));
+      // The next message on the same session runs, here as a task too, to its end.
+      const next = { session_id: session.session_id, message: 'after the cancel', idempotency_key: ikey('next') };
+      const after = await drain(c.experimental.tasks.callToolStream({ name: 'send_message', arguments: next }));
+      assert.equal(after.at(-1).type, 'result', JSON.stringify(after.at(-1)));
+      const out = ok(after.at(-1).result, 'send_message as a task');
+      assert.equal(out.turn.final_reply, 'echo: after the cancel');
+      assert.equal(out.turn.end_reason, 'completed');
     });
   });
 

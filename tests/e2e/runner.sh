@@ -7,7 +7,9 @@
 #      read back with read_session and the file it wrote with read_task_file.
 #   2. A runner killed with SIGKILL while its script sleeps: its script is ended with it (the supervisor's
 #      lifeline), and once the lease (30 s) runs out a second runner claims the turn (attempt 2) and its
-#      output completes it.
+#      output completes it. Then a turn cancelled (`POST /v1/sessions/{id}/cancel-turn`) while its slow
+#      command runs: the runner ends the command's process group and says the turn was cancelled, the
+#      turn ends `cancelled`, and the same session's next message is answered.
 #   3. The provider CLI shims (issue 9) in a runner's turns, with stand-in CLIs that print which
 #      credential variables they got: `vercel deploy --prod` opens a request an operator approves with
 #      answer_request and the runner runs it with the credential (over the turn's channel); the next turn
@@ -188,6 +190,38 @@ if grep -qF "must never be seen" <<<"$said"; then fail "the killed agent finishe
 result=$(mcp collect_result "{\"session_id\":\"$sid\"}")
 grep -q "the session server answered" <<<"$(field "$result" 'v["last_reply"]')" || fail "collect_result: $result"
 ok "a second runner claimed the turn $(( $(now) - killed_at )) s after the kill (attempt 2) and completed it"
+
+# ── 2b. A turn cancelled while its command runs: the runner ends the command, the session lives on ──
+log "runner: cancel_turn mid-turn ends the slow command; the same session takes its next message"
+rm -f "$work/slow.pid"
+started=$(mcp start_session "{\"agent_id\":\"$AGENT\",\"message\":\"slow, then cancelled\",\"idempotency_key\":\"runner-e2e-2b-$$\"}")
+sid=$(field "$started" 'v["session"]["session_id"]')
+start_runner "e2e cancelled" "$work/slow.sh" "$work/cancel.log"
+cancel_runner=$RUNNER_PID
+for _ in $(seq 1 100); do [ -s "$work/slow.pid" ] && break; sleep 0.1; done
+[ -s "$work/slow.pid" ] || { cat "$work/cancel.log" >&2; fail "the slow agent did not start"; }
+slow=$(cat "$work/slow.pid")
+cancelled=$(curl -fsS -X POST "$URL/v1/sessions/$sid/cancel-turn" -H "Authorization: Bearer $KEY" \
+  -H 'content-type: application/json' -d '{}') || fail "POST /v1/sessions/$sid/cancel-turn"
+[ "$(field "$cancelled" 'v["status"]')" = idle ] || fail "cancel-turn answered: $cancelled"
+cancelled_at=$(now)
+wait_exit "$cancel_runner" 30 >/dev/null 2>&1 || true
+grep -qF "cancelled: the turn was cancelled, so the command was ended" "$work/cancel.log" \
+  || { cat "$work/cancel.log" >&2; fail "the runner did not end the turn as cancelled"; }
+for _ in $(seq 1 50); do kill -0 "$slow" 2>/dev/null || break; sleep 0.1; done
+if kill -0 "$slow" 2>/dev/null; then fail "the cancelled turn's command ($slow) is still running"; fi
+events=$(read_turn "$sid" "$(field "$started" 'v["cursor"]')" "$(field "$started" 'v["message_id"]')" 10)
+[ "$(field "$events" '[e.get("reason") for e in v if e["type"] == "turn_end"]')" = '["cancelled"]' ] \
+  || fail "the turn did not end cancelled: $events"
+if grep -qF "must never be seen" <<<"$(texts "$events")"; then fail "the cancelled command finished"; fi
+[ "$(field "$(mcp get_session "{\"session_id\":\"$sid\"}")" 'v["status"]')" = idle ] || fail "the session is not idle"
+ok "the runner ended the command $(( $(now) - cancelled_at )) s after the cancel (process group gone, turn_end cancelled)"
+sent=$(mcp send_message "{\"session_id\":\"$sid\",\"message\":\"after the cancel\",\"idempotency_key\":\"runner-e2e-2c-$$\"}")
+start_runner "e2e after cancel" "$work/reply.sh" "$work/after-cancel.log"
+wait_exit "$RUNNER_PID" 60 || { cat "$work/after-cancel.log" >&2; fail "the next turn's runner failed"; }
+said=$(texts "$(read_turn "$sid" "$(field "$sent" 'v["cursor"]')" "$(field "$sent" 'v["message_id"]')" 30)")
+grep -qF 'agent_message: reply to "after the cancel"' <<<"$said" || fail "the next turn: $said"
+ok "the same session's next message was claimed and answered"
 
 # A session tool through the MCP config the turn was given (`sky mcp`): prints the tool's text result.
 cat >"$work/tool.py" <<'PY'

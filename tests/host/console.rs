@@ -358,3 +358,29 @@ fn a_locked_key_sees_only_its_workspace() {
     );
     assert_eq!(get(&app, &cookie, &format!("/console/w/{}", ada.slug)).0, 403, "universe_mismatch");
 }
+
+#[test]
+fn stop_turn_on_a_running_sessions_page_cancels_the_turn_and_the_session_stays() {
+    let app = TestApp::new();
+    let ada = app.signup("Ada", "ada@example.com");
+    let agent =
+        app.request("POST", "/v1/agents", Some(&ada.key), Some(json!({"name": "E", "harness": "echo", "model": "m"})));
+    let agent_id = agent.json_body()["agent_id"].as_str().unwrap().to_owned();
+    let s = app.ok(
+        &ada.key,
+        "start_session",
+        json!({"agent_id": agent_id, "message": "/sleep 30", "idempotency_key": "s1"}),
+    );
+    app.settle();
+    let sid = s["session"]["session_id"].as_str().unwrap().to_owned();
+    let cookie = sign_in(&app, &ada.key);
+    let ws = format!("/console/w/{}", ada.slug);
+    let (_, page) = get(&app, &cookie, &format!("{ws}/sessions/{sid}"));
+    assert!(page.contains(&format!("action=\"{ws}/op/cancel_turn\"")) && page.contains(">Stop turn<"), "the button");
+    let r = post(&app, &cookie, &format!("{ws}/op/cancel_turn"), &[("session_id", &sid), ("csrf", &csrf(&page))]);
+    assert_eq!(r.status, 303);
+    assert_eq!(app.ok(&ada.key, "get_session", json!({"session_id": sid}))["status"], "idle");
+    let (_, page) = get(&app, &cookie, &format!("{ws}/sessions/{sid}"));
+    assert!(!page.contains(">Stop turn<"), "no turn runs: no button");
+    assert!(page.contains("turn ended: cancelled"), "the transcript says so");
+}

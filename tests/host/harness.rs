@@ -293,3 +293,59 @@ fn the_openai_harness_offers_the_session_tools_and_pauses_durably_on_ask_user() 
     assert!(result["content"].as_str().unwrap().contains("\"answer\":\"teal\""));
     assert_eq!(app.ok(&ada.key, "collect_result", json!({"session_id": sid}))["last_reply"], "Teal it is.");
 }
+
+#[test]
+fn cancelling_a_turn_paused_on_ask_user_withdraws_the_request_and_the_next_turn_runs() {
+    let app = app();
+    let (ada, agent_id) = setup(&app, json!({}));
+    let calls = Rc::new(Cell::new(0));
+    let seen = calls.clone();
+    app.sessions.net.answer(move |req| {
+        seen.set(seen.get() + 1);
+        if seen.get() == 1 {
+            return completion(json!({"role": "assistant", "content": null, "tool_calls": [
+                {"id": "q1", "type": "function", "function": {"name": "ask_user", "arguments": "{\"kind\":\"question\",\"payload\":{\"prompt\":\"Which colour?\"}}"}}
+            ]}), 10, 10);
+        }
+        // The next turn's conversation answers the call the cancel left open, so the model accepts it.
+        let messages = body(req)["messages"].as_array().unwrap().clone();
+        let answered = messages.iter().find(|m| m["tool_call_id"] == "q1").expect("q1 is answered");
+        assert!(answered["content"].as_str().unwrap().contains("cancelled"), "{answered}");
+        completion(json!({"role": "assistant", "content": "Fine."}), 10, 10)
+    });
+    let started = app.ok(
+        &ada.key,
+        "start_session",
+        json!({"agent_id": agent_id, "message": "pick a colour", "idempotency_key": "k"}),
+    );
+    let sid = started["session"]["session_id"].as_str().unwrap().to_owned();
+    app.settle();
+    let request_id = app.ok(&ada.key, "get_task", json!({"task_id": sid}))["open_requests"][0]["request_id"].clone();
+    assert!(request_id.is_string());
+    let spent = app.ok(&ada.key, "get_session", json!({"session_id": sid}))["spent_cents"].as_i64().unwrap();
+    assert!(spent > 0, "the first model call was charged");
+
+    let cancelled = app.request("POST", &format!("/v1/sessions/{sid}/cancel-turn"), Some(&ada.key), Some(json!({})));
+    assert_eq!(cancelled.status, 200, "{:?}", cancelled.json_body());
+    let task = app.ok(&ada.key, "get_task", json!({"task_id": sid}));
+    assert_eq!(task["open_requests"], json!([]), "the request is withdrawn: {task}");
+    let late = app.request(
+        "POST",
+        &format!("/v1/tasks/{sid}/requests/{}/answer", request_id.as_str().unwrap()),
+        Some(&ada.key),
+        Some(json!({"answer": "teal"})),
+    );
+    assert!(late.status >= 400, "a withdrawn request takes no answer: {:?}", late.json_body());
+    let session = app.ok(&ada.key, "get_session", json!({"session_id": sid}));
+    assert_eq!((session["status"].as_str(), session["spent_cents"].as_i64()), (Some("idle"), Some(spent)));
+    app.settle();
+    assert_eq!(calls.get(), 1, "no model call after the cancel");
+
+    let next =
+        app.ok(&ada.key, "send_message", json!({"session_id": sid, "message": "never mind", "idempotency_key": "n"}));
+    app.settle();
+    assert_eq!(calls.get(), 2);
+    assert_eq!(app.ok(&ada.key, "collect_result", json!({"session_id": sid}))["last_reply"], "Fine.");
+    let page = app.ok(&ada.key, "read_session", json!({"session_id": sid, "message_id": next["message_id"]}));
+    assert_eq!(page["turn_finished"], true, "{page}");
+}

@@ -6,6 +6,7 @@ mod support;
 mod accounts;
 mod agent;
 mod billing;
+mod cancel_turn;
 mod console;
 mod context;
 mod deploy_proof;

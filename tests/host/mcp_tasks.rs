@@ -194,7 +194,7 @@ fn another_key_or_tenant_cannot_see_a_task() {
 }
 
 #[test]
-fn cancelling_a_task_stops_its_turn() {
+fn cancelling_a_task_cancels_its_turn_and_the_session_lives_on() {
     let app = TestApp::new();
     let ada = app.signup("Ada", "ada@example.com");
     let agent_id = echo_agent(&app, &ada);
@@ -207,8 +207,38 @@ fn cancelling_a_task_stops_its_turn() {
     let cancelled = legacy(&app, &ada.key, "tasks/cancel", json!({"taskId": task_id}));
     assert_eq!(cancelled["status"], "cancelled", "{cancelled}");
     assert_eq!(legacy(&app, &ada.key, "tasks/get", json!({"taskId": task_id}))["status"], "cancelled");
-    let sessions = app.ok(&ada.key, "list_sessions", json!({}));
-    assert_eq!(sessions["sessions"][0]["status"], "terminated", "the turn is stopped: {sessions}");
+    let session = &app.ok(&ada.key, "list_sessions", json!({}))["sessions"][0];
+    assert_eq!(session["status"], "idle", "only the turn ended: {session}");
+    let session_id = session["session_id"].as_str().unwrap().to_owned();
+
+    // The same session takes the next message, here as a task on the 2026 wire, cancelled there too.
+    let send = json!({"name": "send_message", "arguments": {"session_id": session_id, "message": "/sleep 30", "idempotency_key": "t-4"}});
+    let created = modern(&app, &ada.key, "tools/call", Some("send_message"), send);
+    let task_id = created["taskId"].as_str().unwrap().to_owned();
+    app.settle();
+    let ack = modern(&app, &ada.key, "tasks/cancel", Some(&task_id), json!({"taskId": task_id}));
+    assert_eq!(ack["resultType"], "complete", "{ack}");
+    let got = modern(&app, &ada.key, "tasks/get", Some(&task_id), json!({"taskId": task_id}));
+    assert_eq!(got["status"], "cancelled", "{got}");
+    assert_eq!(
+        modern(&app, &ada.key, "tasks/cancel", Some(&task_id), json!({"taskId": task_id}))["resultType"],
+        "complete"
+    );
+    // A turn cancelled from elsewhere (REST, the console) ends its task cancelled too.
+    let send = json!({"name": "send_message", "arguments": {"session_id": session_id, "message": "/sleep 30", "idempotency_key": "t-6"}});
+    let created = modern(&app, &ada.key, "tools/call", Some("send_message"), send);
+    let task_id = created["taskId"].as_str().unwrap().to_owned();
+    app.settle();
+    let rest = app.request("POST", &format!("/v1/sessions/{session_id}/cancel-turn"), Some(&ada.key), Some(json!({})));
+    assert_eq!(rest.status, 200, "{:?}", rest.json_body());
+    let got = modern(&app, &ada.key, "tasks/get", Some(&task_id), json!({"taskId": task_id}));
+    assert_eq!((got["status"].as_str(), got.get("result")), (Some("cancelled"), None), "{got}");
+    let sent =
+        app.ok(&ada.key, "send_message", json!({"session_id": session_id, "message": "hi", "idempotency_key": "t-5"}));
+    app.settle();
+    let page = app.ok(&ada.key, "read_session", json!({"session_id": session_id, "message_id": sent["message_id"]}));
+    assert_eq!(page["turn_finished"], true, "{page}");
+    assert!(page["events"].as_array().unwrap().iter().any(|e| e["text"] == "echo: hi"), "{page}");
 }
 
 #[test]

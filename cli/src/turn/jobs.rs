@@ -7,7 +7,7 @@ use super::command::{collect, tail_text, wait_for, Ran, OUTPUT_TAIL_BYTES, OUTPU
 use super::refresh::{refresh, remove};
 use super::ssh_agent::TurnAgent;
 use super::{changes, exit_code, halting, Halt, Msg, TurnDir, TurnRunner, UploadStop};
-use crate::runner::{CallError, Client, Job, Turn};
+use crate::runner::{CallError, Client, Job, Jobs as Answer, Turn};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, VecDeque};
 use std::path::Path;
@@ -95,9 +95,9 @@ fn poll(client: Client, lease: String, over: Arc<AtomicBool>, tx: mpsc::Sender<M
             let asked = Instant::now();
             let fresh: Vec<Job> = match client.jobs(&lease, POLL_WAIT_S, &seen) {
                 Ok(None) | Err(CallError::LeaseLost(_) | CallError::Unauthorized(_)) => return,
-                Ok(Some(answer)) if answer.stop => {
+                Ok(Some(Answer { stop: Some(stop), .. })) => {
                     if !over.load(Ordering::SeqCst) {
-                        let _ = tx.send(Msg::SessionStopped);
+                        let _ = tx.send(Msg::Stop(stop));
                     }
                     return;
                 }

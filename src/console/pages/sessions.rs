@@ -1,5 +1,5 @@
 //! A session: its transcript as it grows, what it waits on, and everything a person steers it with:
-//! send a message, stop it, switch model or thinking, its share link, its goal, the record of what was
+//! send a message, stop its turn or the whole session, switch model or thinking, its share link, its goal, the record of what was
 //! decided about it, and the Run locally and Deploy buttons for the commands it taught.
 
 use super::{list, Page};
@@ -121,13 +121,16 @@ pub async fn page(p: &Ctx<'_>, sid: &str) -> Result<Page, ApiError> {
                         label { "Message" textarea name="message" required maxlength="64000" disabled[off || status == "terminated"] {} }
                         div.row {
                             button.primary type="submit" disabled[off || status == "terminated"] { "Send" }
-                            span.muted.small { "Sent when the session is idle; while a turn runs, wait for it to finish." }
+                            span.muted.small { "Sent when the session is idle; while a turn runs, wait for it to finish or stop the turn." }
                         }
                     }
                 }
                 aside {
                     h2 { "Controls" }
                     div.row {
+                        @if status == "running" {
+                            (action(p, "cancel_turn", &[("session_id", sid)], "Stop turn", "", Some("Cancel the running turn? The session stays and takes the next message.")))
+                        }
                         (action(p, "stop_session", &[("session_id", sid)], "Stop session", "danger", Some("Stop this session? Its transcript and files stay.")))
                         (action(p, "share_session", &[("session_id", sid), ("view_only", "true")], "Share read-only link", "", None))
                         (action(p, "share_session", &[("session_id", sid), ("enabled", "false")], "Turn link off", "link", None))

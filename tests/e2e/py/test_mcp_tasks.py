@@ -1,8 +1,8 @@
 """MCP tasks with the official Python client (`mcp` 2.x) on the 2026-07-28 wire: the
 `io.modelcontextprotocol/tasks` extension, written as the SDK's own `ClientExtension` with a result claim
 for `resultType: "task"` that polls `tasks/get` until the task ends. start_session (echo agent) runs to
-the end of its turn as a task; another is cancelled mid-turn with `tasks/cancel`; another account's key
-cannot see either."""
+the end of its turn as a task; another is cancelled mid-turn with `tasks/cancel` (its session then takes
+the next message); another account's key cannot see either."""
 from __future__ import annotations
 
 import time
@@ -124,7 +124,13 @@ async def test_a_task_is_cancelled_mid_turn_and_invisible_to_another_account(acc
         task = await get_task(c.session, created.task_id)
         assert task.status == "cancelled", task
         sessions = await c.call_tool("list_sessions", {})
-        assert sessions.structured_content["sessions"][0]["status"] == "terminated"
+        session = sessions.structured_content["sessions"][0]
+        assert session["status"] == "idle", "only the turn ended; the session lives on"
+        # The same session takes its next message, followed as a task to its end.
+        args = {"session_id": session["session_id"], "message": "after the cancel", "idempotency_key": f"py-task-{uniq()}"}
+        result = await c.call_tool("send_message", args)
+        assert not result.is_error, result
+        assert result.structured_content["turn"]["final_reply"] == "echo: after the cancel"
 
     http, client = await open_tasks_client(other.key)
     async with http, client as c:
