@@ -25,6 +25,7 @@ pub struct CheckoutRow {
     pub created_ms: i64,
 }
 
+/// Queues a checkout once (a caller that names its job by what it asks may ask again).
 pub async fn insert(
     db: &dyn Sql,
     job_id: &str,
@@ -34,7 +35,7 @@ pub async fn insert(
     now_ms: i64,
 ) -> DbResult<()> {
     const INSERT: &str = "INSERT INTO runner_checkout (job_id, workspace_id, session_id, spec, status, created_ms)
-      VALUES (?1, ?2, ?3, ?4, 'queued', ?5)";
+      VALUES (?1, ?2, ?3, ?4, 'queued', ?5) ON CONFLICT (job_id) DO NOTHING";
     db.all(stmt!(INSERT, job_id, workspace_id, session_id, spec, now_ms)).await.map(drop)
 }
 
