@@ -396,7 +396,11 @@ impl<'a, S: LocalSql + ?Sized> Core<'a, S> {
         let waits = turn.state == TurnState::Running
             && (turn.harness.get("awaiting").and_then(|a| a["request_id"].as_str()) == Some(key)
                 || turn.goal_check
-                    && turn.harness.get("goal_checkouts").and_then(Value::as_array).is_some_and(|a| a.iter().any(awaited)));
+                    && turn
+                        .harness
+                        .get("goal_checkouts")
+                        .and_then(Value::as_array)
+                        .is_some_and(|a| a.iter().any(awaited)));
         if !waits {
             return Ok(Transition { wake: true, ..Transition::quiet(turn) });
         }

@@ -27,24 +27,43 @@ macro_rules! queue {
     ($table:literal, $columns:literal, done_sets: $done_sets:literal) => {
         $crate::store::lease::Queue::new(
             concat!(
-                "UPDATE ", $table, " SET status = 'leased', runner_id = ?2, lease_id = ?3,
+                "UPDATE ",
+                $table,
+                " SET status = 'leased', runner_id = ?2, lease_id = ?3,
                    lease_expires_ms = ?4 + ?5, attempts = attempts + 1
-                 WHERE rowid = (SELECT rowid FROM ", $table, " WHERE workspace_id = ?1
+                 WHERE rowid = (SELECT rowid FROM ",
+                $table,
+                " WHERE workspace_id = ?1
                                   AND (status = 'queued' OR (status = 'leased' AND lease_expires_ms < ?4))
                                 ORDER BY created_ms LIMIT 1)
-                 RETURNING ", $columns
+                 RETURNING ",
+                $columns
             ),
-            concat!("SELECT ", $columns, " FROM ", $table, " WHERE lease_id = ?1 AND runner_id = ?2 AND status = 'leased'"),
             concat!(
-                "SELECT ", $columns, " FROM ", $table,
+                "SELECT ",
+                $columns,
+                " FROM ",
+                $table,
+                " WHERE lease_id = ?1 AND runner_id = ?2 AND status = 'leased'"
+            ),
+            concat!(
+                "SELECT ",
+                $columns,
+                " FROM ",
+                $table,
                 " WHERE lease_id = ?1 AND status = 'leased' AND lease_expires_ms >= ?2"
             ),
             concat!(
-                "UPDATE ", $table, " SET lease_expires_ms = MAX(lease_expires_ms, ?3)
+                "UPDATE ",
+                $table,
+                " SET lease_expires_ms = MAX(lease_expires_ms, ?3)
                  WHERE lease_id = ?1 AND runner_id = ?2 AND status = 'leased' RETURNING lease_id"
             ),
             concat!(
-                "UPDATE ", $table, " SET status = 'done'", $done_sets,
+                "UPDATE ",
+                $table,
+                " SET status = 'done'",
+                $done_sets,
                 " WHERE lease_id = ?1 AND runner_id = ?2 AND status = 'leased' RETURNING lease_id"
             ),
         )
@@ -77,7 +96,12 @@ impl Queue {
     }
 
     /// The row `runner_id` holds under `lease_id`, lapsed or not, unless another claim took it over.
-    pub async fn held<T: DeserializeOwned>(&self, db: &dyn Sql, runner_id: &str, lease_id: &str) -> DbResult<Option<T>> {
+    pub async fn held<T: DeserializeOwned>(
+        &self,
+        db: &dyn Sql,
+        runner_id: &str,
+        lease_id: &str,
+    ) -> DbResult<Option<T>> {
         first(db, stmt!(self.held, lease_id, runner_id)).await
     }
 

@@ -179,12 +179,12 @@ async fn check_goal<S: LocalSql + ?Sized>(
     let turn = core.turn()?;
     let message_id = turn.message_id.clone().unwrap_or_default();
     let mut checks = core.turn_checks(&message_id)?;
-    let mut unrun: Vec<String> = goal::graded(&g)
-        .into_iter()
-        .filter_map(|c| c.command)
-        .filter(|cmd| !checks.iter().any(|c| &c.command == cmd))
-        .collect();
-    unrun.dedup();
+    let mut unrun: Vec<String> = Vec::new();
+    for cmd in goal::graded(&g).into_iter().filter_map(|c| c.command) {
+        if !checks.iter().any(|c| c.command == cmd) && !unrun.contains(&cmd) {
+            unrun.push(cmd);
+        }
+    }
     let (mut elsewhere, mut not_run) = (Vec::new(), Vec::new());
     if !unrun.is_empty() && g.status == goal::GoalStatus::Active {
         let ran = goal_checks::run(ports.db(), config, &message_id, &unrun, now_ms)

@@ -102,15 +102,25 @@ fn command_criteria_of_a_session_without_a_runner_run_on_a_runner_of_the_workspa
     app.ok(&ada.key, "set_goal", json!({"session_id": sid, "objective": "green tests", "criteria": [{"text": "tests pass", "command": "make test"}], "max_iterations": 3, "idempotency_key": "g1"}));
     app.settle();
     let g = app.ok(&ada.key, "get_goal", json!({"session_id": sid}))["goal"].clone();
-    assert_eq!((g["status"].as_str(), g["last_verdicts"].as_array().map(Vec::len)), (Some("active"), Some(0)), "waits for the runner: {g}");
+    assert_eq!(
+        (g["status"].as_str(), g["last_verdicts"].as_array().map(Vec::len)),
+        (Some("active"), Some(0)),
+        "waits for the runner: {g}"
+    );
     assert_eq!(app.ok(&ada.key, "get_session", json!({"session_id": sid}))["status"], "running");
 
     // Exit 1: not met, and the goal goes on to its next turn, whose check runs the command again.
     let c = run_checkout(&app, &token, 1, "1 failed");
-    assert_eq!((c["kind"].as_str(), c["command"].as_str(), c["session_id"].as_str()), (Some("checks"), Some("make test"), Some(sid.as_str())));
+    assert_eq!(
+        (c["kind"].as_str(), c["command"].as_str(), c["session_id"].as_str()),
+        (Some("checks"), Some("make test"), Some(sid.as_str()))
+    );
     let first = checks(&app, &ada, &sid)[0]["verdicts"][0].clone();
     assert_eq!(first["met"], false, "{first}");
-    assert_eq!(first["reason"], "`make test` exited 1: 1 failed (on another runner of the workspace, in a fresh checkout of the lane)");
+    assert_eq!(
+        first["reason"],
+        "`make test` exited 1: 1 failed (on another runner of the workspace, in a fresh checkout of the lane)"
+    );
     let g = app.ok(&ada.key, "get_goal", json!({"session_id": sid}))["goal"].clone();
     assert_eq!((g["status"].as_str(), g["iterations"].as_i64()), (Some("active"), Some(2)), "{g}");
 
@@ -140,7 +150,11 @@ fn a_goal_checkout_no_runner_takes_is_reported_not_checked() {
     assert_eq!(g["status"], "not_checkable", "{g}");
     let reason = g["last_verdicts"][0]["reason"].as_str().unwrap();
     assert!(reason.contains("no runner of the workspace took the checkout within 60 s"), "{reason}");
-    assert_eq!(app.send(runner_request(&token, "POST", "/v1/runner/claim", json!({}))).status, 204, "given up: nobody takes it later");
+    assert_eq!(
+        app.send(runner_request(&token, "POST", "/v1/runner/claim", json!({}))).status,
+        204,
+        "given up: nobody takes it later"
+    );
 }
 
 #[test]

@@ -634,9 +634,11 @@ fn a_late_renewal_keeps_a_checkout_nobody_took_over() {
             let c = c["checkout"].clone();
             let lease = c["lease_id"].as_str().unwrap().to_owned();
             s.advance(agentsky::runner::LEASE_MS + 5_000);
-            let (status, body) = runner_call(&s, &slow, "POST", "/v1/runner/heartbeat", json!({"lease_id": lease})).await;
+            let (status, body) =
+                runner_call(&s, &slow, "POST", "/v1/runner/heartbeat", json!({"lease_id": lease})).await;
             assert_eq!(status, 200, "a late renewal of a lease nobody took: {body}");
-            let (status, _) = runner_call(&s, &slow, "GET", &format!("/v1/runner/files?lease_id={lease}"), json!({})).await;
+            let (status, _) =
+                runner_call(&s, &slow, "GET", &format!("/v1/runner/files?lease_id={lease}"), json!({})).await;
             assert_eq!(status, 200);
             s.advance(agentsky::runner::LEASE_MS + 5_000);
             let done = json!({"lease_id": lease, "job_id": c["job_id"], "result": {"exit_code": 0, "timed_out": false, "output": "ok"}});
