@@ -91,7 +91,7 @@ pub async fn ask(cx: &Cx<'_>, session: &SessionRow, kind: &str, spec: Value, wai
         if let Some(result) = job.filter(|j| j.status == "done").and_then(|j| j.result) {
             return Ok(Asked::Done(serde_json::from_str(&result).unwrap_or(Value::Null)));
         }
-        if store::runners::by_lease(db, &lease, cx.clock_now()).await?.is_none() {
+        if store::runners::live(db, &lease, cx.clock_now()).await?.is_none() {
             return Ok(Asked::NoAnswer("the runner holding this session's turn went away (its lease ended)".into()));
         }
     }
@@ -122,37 +122,67 @@ pub async fn ask_checkout(cx: &Cx<'_>, session: &SessionRow, spec: Value, wait_m
     let job_id = ids::new_id("job");
     store::checkouts::insert(db, &job_id, &session.workspace_id, &session.session_id, &spec.to_string(), cx.now_ms)
         .await?;
-    let started = cx.clock_now();
-    let deadline = started + wait_ms;
-    let job = job_id.as_str();
-    let give_up = |why: String| async move {
-        store::checkouts::abandon(db, job, &why, cx.clock_now()).await?;
-        Ok::<_, ApiError>(Asked::NoAnswer(why))
-    };
+    let deadline = cx.clock_now() + wait_ms;
+    // In slices no longer than a lease: a result wakes the wait, the slices see runners go away.
     for _ in 0..=wait_ms / LEASE_MS + 1 {
         let left = deadline - cx.clock_now();
         if left > 0 {
             wait(cx, &session.session_id, wait_key(&job_id), left.min(LEASE_MS)).await?;
         }
         let job = store::checkouts::get(db, &job_id).await?.ok_or_else(|| ApiError::cause("checkout vanished"))?;
-        match job.status.as_str() {
-            "done" => {
-                return Ok(Asked::Done(job.result.and_then(|r| serde_json::from_str(&r).ok()).unwrap_or(Value::Null)))
-            }
-            "queued" if cx.clock_now() - started >= CHECKOUT_TAKE_MS => {
-                return give_up(format!("no runner of the workspace took them within {} s", CHECKOUT_TAKE_MS / 1000))
-                    .await
-            }
-            "leased" if job.lease_expires_ms.is_some_and(|t| t < cx.clock_now()) => {
-                return give_up("the runner running them went away (its lease ended)".into()).await
-            }
-            _ => {}
-        }
-        if cx.clock_now() >= deadline {
-            break;
+        match progress(&job, cx.clock_now()) {
+            Progress::Done(v) => return Ok(Asked::Done(v)),
+            Progress::GiveUp(why) => return give_up(cx, &job_id, why).await,
+            Progress::Waiting if cx.clock_now() >= deadline => break,
+            Progress::Waiting => {}
         }
     }
-    give_up(format!("no runner answered within {} s", wait_ms / 1000)).await
+    give_up(cx, &job_id, format!("no runner answered within {} s", wait_ms / 1000)).await
+}
+
+/// Ends a checkout nobody will answer, so no runner takes it later.
+async fn give_up(cx: &Cx<'_>, job_id: &str, why: String) -> Result<Asked, ApiError> {
+    store::checkouts::abandon(cx.db(), job_id, &why, cx.clock_now()).await?;
+    Ok(Asked::NoAnswer(why))
+}
+
+/// How many runners may take a checkout in turn (each one that went away leaves it to the next).
+pub const CHECKOUT_ATTEMPTS: i64 = 3;
+
+/// Where a checkout stands for the one waiting on it.
+#[derive(Debug, PartialEq)]
+pub enum Progress {
+    /// Its runner's result.
+    Done(Value),
+    /// Queued, or running under a lease (lapsed ones included, until another runner may take them).
+    Waiting,
+    /// Nobody will run it: why.
+    GiveUp(String),
+}
+
+/// The one rule for waiting on a checkout. A runner that went away leaves its checkout claimable once its
+/// lease lapsed, and the next runner runs it again; a checkout no runner takes within
+/// [`CHECKOUT_TAKE_MS`] (queued, or lapsed), or whose runners went away [`CHECKOUT_ATTEMPTS`] times, is
+/// given up, saying so.
+pub fn progress(job: &store::checkouts::CheckoutRow, now_ms: i64) -> Progress {
+    let take_s = CHECKOUT_TAKE_MS / 1000;
+    match job.status.as_str() {
+        "done" => Progress::Done(job.result.as_deref().and_then(|r| serde_json::from_str(r).ok()).unwrap_or(Value::Null)),
+        "queued" if now_ms - job.created_ms >= CHECKOUT_TAKE_MS => {
+            Progress::GiveUp(format!("no runner of the workspace took the checkout within {take_s} s"))
+        }
+        "leased" => match job.lease_expires_ms.filter(|t| *t < now_ms).map(|t| now_ms - t) {
+            Some(_) if job.attempts >= CHECKOUT_ATTEMPTS => Progress::GiveUp(format!(
+                "the runners that took the checkout went away {} times (their leases ended)",
+                job.attempts
+            )),
+            Some(lapsed_ms) if lapsed_ms >= CHECKOUT_TAKE_MS => Progress::GiveUp(format!(
+                "the runner running the checkout went away (its lease ended) and no other runner took it within {take_s} s"
+            )),
+            _ => Progress::Waiting,
+        },
+        _ => Progress::Waiting,
+    }
 }
 
 /// How long a finished checkout's row is kept.

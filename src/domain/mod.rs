@@ -4,6 +4,7 @@
 
 pub mod billing;
 pub mod blobs;
+pub mod goal_checks;
 pub mod grants;
 pub mod idempotency;
 pub mod index;

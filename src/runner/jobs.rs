@@ -101,11 +101,11 @@ pub async fn result(cx: &Cx<'_>, runner: &RunnerRow, req: &HttpRequest) -> Resul
     // Output is kept as it is shown: redacted, its tail only.
     let text = crate::domain::jobs::kept_result(p.result);
     let db = cx.db();
-    if let Some(c) = store::checkouts::by_lease(db, &runner.runner_id, &p.lease_id, cx.now_ms).await? {
+    if let Some(c) = store::checkouts::held(db, &runner.runner_id, &p.lease_id).await? {
         if c.job_id != p.job_id {
             return Err(ApiError::not_found(&format!("job {}", p.job_id)));
         }
-        if store::checkouts::finish(db, &c.job_id, &p.lease_id, &text, cx.now_ms).await? {
+        if store::checkouts::finish(db, &runner.runner_id, &p.lease_id, &text, cx.now_ms).await? {
             signal(cx, &c.session_id, wait_key(&c.job_id)).await?;
         }
         return Ok(ok(json!({ "ok": true })));

@@ -22,7 +22,8 @@
 //! - `POST /v1/runner/credential` and `POST /v1/runner/commands`: provider CLI commands the runner runs
 //!   for its turn's shims under a grant, and their exit statuses, the only deploy proof ([`granted`]).
 //!
-//! A runner that stops renewing loses its lease and the turn is claimed again by another.
+//! A runner that stops renewing loses its lease to the next claim, and the turn or checkout is run again
+//! by another; until then its lease, lapsed or not, is still its own ([`store::lease`]).
 
 pub mod granted;
 pub mod jobs;
@@ -219,16 +220,16 @@ struct Lease {
     lease_id: String,
 }
 
-/// The turn a runner's lease holds; a lost lease is a conflict the runner must stop on.
+/// The turn a runner's lease holds (lapsed or not, while nobody took it over); a lost lease is a conflict
+/// the runner must stop on.
 async fn leased(cx: &Cx<'_>, runner: &store::runners::RunnerRow, lease_id: &str) -> Result<TurnRow, ApiError> {
-    let turn = store::runners::by_lease(cx.db(), lease_id, cx.now_ms).await?;
-    if let Some(turn) = turn.filter(|t| t.runner_id.as_deref() == Some(runner.runner_id.as_str())) {
+    if let Some(turn) = store::runners::held(cx.db(), &runner.runner_id, lease_id).await? {
         return Ok(turn);
     }
     if cancelled(cx, runner, lease_id).await? {
         return Err(ApiError::new(Code::Conflict, "this turn was cancelled: end the agent's command"));
     }
-    Err(ApiError::new(Code::Conflict, "this lease has expired or was taken over: stop the turn, another runner has it"))
+    Err(lost())
 }
 
 /// Whether the turn this runner held under the lease was cancelled (`cancel_turn`, `tasks/cancel`).
@@ -244,6 +245,10 @@ fn cancelled_answer(mut v: Value) -> HttpResponse {
     ok(v)
 }
 
+fn lost() -> ApiError {
+    ApiError::new(Code::Conflict, "this lease was taken over or has ended: stop, another runner has the work")
+}
+
 async fn stopped(cx: &Cx<'_>, session_id: &str) -> Result<bool, ApiError> {
     let s = store::sessions::get(cx.db(), session_id).await?;
     Ok(s.is_none_or(|s| s.status == "terminated"))
@@ -256,15 +261,16 @@ async fn heartbeat(
 ) -> Result<HttpResponse, ApiError> {
     let p: Lease = body(req)?;
     let until = cx.now_ms + LEASE_MS;
-    if store::checkouts::by_lease(cx.db(), &runner.runner_id, &p.lease_id, cx.now_ms).await?.is_some() {
-        store::checkouts::renew(cx.db(), &p.lease_id, until).await?;
+    if store::checkouts::renew(cx.db(), &runner.runner_id, &p.lease_id, until).await? {
         return Ok(ok(json!({ "lease_expires_ms": until, "stop": false })));
     }
     if cancelled(cx, runner, &p.lease_id).await? {
         return Ok(cancelled_answer(json!({ "lease_expires_ms": cx.now_ms })));
     }
     let turn = leased(cx, runner, &p.lease_id).await?;
-    store::runners::renew(cx.db(), &p.lease_id, until).await?;
+    if !store::runners::renew(cx.db(), &runner.runner_id, &p.lease_id, until).await? {
+        return Err(lost());
+    }
     let stop = stopped(cx, &turn.session_id).await?;
     Ok(ok(json!({ "lease_expires_ms": until, "stop": stop })))
 }
@@ -359,7 +365,7 @@ async fn events(cx: &Cx<'_>, runner: &store::runners::RunnerRow, req: &HttpReque
     let call = SessionCall::External { message_id: turn.message_id.clone(), events, end, checks };
     crate::domain::sessions::call(cx, &turn.session_id, call).await?;
     if end.is_some() {
-        store::runners::finish(cx.db(), &turn.session_id, &turn.message_id).await?;
+        store::runners::finish(cx.db(), &runner.runner_id, &p.lease_id).await?;
         store::requests::revoke_runner_tokens(cx.db(), &turn.session_id, None).await?;
     }
     let stop = stopped(cx, &turn.session_id).await?;
@@ -375,7 +381,7 @@ async fn folder_of(cx: &Cx<'_>, session_id: &str) -> Result<(String, String), Ap
 async fn files(cx: &Cx<'_>, runner: &store::runners::RunnerRow, req: &HttpRequest) -> Result<HttpResponse, ApiError> {
     let lease_id = req.query_param("lease_id").ok_or_else(|| ApiError::invalid("`lease_id` is required"))?;
     // A turn's lease, or a checkout's: the session's lane as it is now.
-    let session_id = match store::checkouts::by_lease(cx.db(), &runner.runner_id, &lease_id, cx.now_ms).await? {
+    let session_id = match store::checkouts::held(cx.db(), &runner.runner_id, &lease_id).await? {
         Some(c) => c.session_id,
         None => leased(cx, runner, &lease_id).await?.session_id,
     };

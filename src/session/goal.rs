@@ -172,20 +172,21 @@ pub fn command_verdict(criterion: &Criterion, checks: &[CommandCheck]) -> Verdic
 
 /// A command criterion where the session has no place to run commands.
 pub fn not_checkable(criterion: &Criterion) -> Verdict {
-    Verdict {
-        criterion: criterion.text.clone(),
-        met: None,
-        reason: "not checkable here: no runner ran its command for this turn".into(),
-    }
+    not_checked(criterion, "no runner ran its command for this turn")
+}
+
+/// A command criterion whose command did not run, and why: never met.
+pub fn not_checked(criterion: &Criterion, why: &str) -> Verdict {
+    Verdict { criterion: criterion.text.clone(), met: None, reason: format!("not checked: {why}") }
 }
 
 /// After a check: the goal's new status, or `None` to keep working.
 pub fn decide(goal: &Goal, now_ms: i64, spent_cents: i64) -> Option<(GoalStatus, String)> {
-    let checkable: Vec<&Verdict> = goal.last_verdicts.iter().filter(|v| v.met.is_some()).collect();
-    if checkable.is_empty() {
-        return Some((GoalStatus::NotCheckable, "no criterion can be checked here".into()));
+    // A criterion that could not be checked is never taken as met, and no further turn can meet it.
+    if let Some(v) = goal.last_verdicts.iter().find(|v| v.met.is_none()) {
+        return Some((GoalStatus::NotCheckable, format!("\"{}\" could not be checked ({})", v.criterion, v.reason)));
     }
-    if checkable.iter().all(|v| v.met == Some(true)) {
+    if goal.last_verdicts.iter().all(|v| v.met == Some(true)) {
         return Some((GoalStatus::Met, format!("met after {} iteration(s)", goal.iterations)));
     }
     if goal.iterations >= goal.max_iterations {
@@ -227,13 +228,15 @@ mod tests {
     }
 
     #[test]
-    fn met_when_every_checkable_criterion_is_met() {
+    fn met_when_every_criterion_is_met_and_never_past_one_not_checked() {
         let mut g = goal(vec![]);
         g.last_verdicts = vec![echo_verdict(&graded(&g)[0], "we SHIP IT today")];
         assert_eq!(decide(&g, 0, 0).map(|d| d.0), Some(GoalStatus::Met));
-        g.last_verdicts
-            .push(not_checkable(&Criterion { text: "tests pass".into(), command: Some("make test".into()) }));
-        assert_eq!(decide(&g, 0, 0).map(|d| d.0), Some(GoalStatus::Met), "an uncheckable criterion does not block");
+        let tests = Criterion { text: "tests pass".into(), command: Some("make test".into()) };
+        g.last_verdicts.push(not_checked(&tests, "no runner of the workspace is online to run `make test`"));
+        let (status, why) = decide(&g, 0, 0).unwrap();
+        assert_eq!(status, GoalStatus::NotCheckable, "a criterion not checked is never met");
+        assert!(why.contains("\"tests pass\" could not be checked") && why.contains("no runner"), "{why}");
         g.last_verdicts = vec![not_checkable(&Criterion { text: "t".into(), command: Some("x".into()) })];
         assert_eq!(decide(&g, 0, 0).map(|d| d.0), Some(GoalStatus::NotCheckable));
     }

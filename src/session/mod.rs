@@ -492,8 +492,15 @@ impl<'a, S: LocalSql + ?Sized> Core<'a, S> {
     /// A turn whose harness waits on `key` (an answer to its request) continues now.
     pub fn signal(&self, key: &str, now_ms: i64) -> Res<Transition> {
         let mut turn = self.turn()?;
+        let awaited = |k: &Value| k.as_str() == Some(key);
         let waits = turn.state == TurnState::Running
-            && turn.harness.get("awaiting").and_then(|a| a["request_id"].as_str()) == Some(key);
+            && (turn.harness.get("awaiting").and_then(|a| a["request_id"].as_str()) == Some(key)
+                || turn.goal_check
+                    && turn
+                        .harness
+                        .get("goal_checkouts")
+                        .and_then(Value::as_array)
+                        .is_some_and(|a| a.iter().any(awaited)));
         if !waits {
             return Ok(Transition { wake: true, ..Transition::quiet(turn) });
         }
@@ -685,6 +692,16 @@ impl<'a, S: LocalSql + ?Sized> Core<'a, S> {
         Ok(Some(g))
     }
 
+    /// Keeps the goal check due while runners run its commands: it steps again when a result's key (one
+    /// of `keys`) is signaled, or at `recheck_at_ms`.
+    pub fn await_goal_checkouts(&self, keys: Vec<String>, recheck_at_ms: i64) -> Res<Transition> {
+        let mut turn = self.turn()?;
+        turn.harness = json!({ "goal_checkouts": keys });
+        turn.next_at_ms = Some(recheck_at_ms);
+        self.set_turn(&turn)?;
+        Ok(Transition { alarm_at_ms: Some(recheck_at_ms), ..Transition::quiet(turn) })
+    }
+
     /// Records a goal check (an event in the transcript) and either stops the goal or starts the next turn.
     /// `unaffordable` says why the next turn may not begin (a budget or the wallet), if so: the goal stops.
     pub fn finish_goal_check(
@@ -697,6 +714,7 @@ impl<'a, S: LocalSql + ?Sized> Core<'a, S> {
         let config = self.require_config()?;
         let mut turn = self.turn()?;
         turn.goal_check = false;
+        turn.harness = Value::Null;
         turn.spent_cents += charge.as_ref().map_or(0, |c| c.cents);
         let message_id = turn.message_id.clone().unwrap_or_default();
         let Some(mut g) = self.goal()? else {

@@ -1,7 +1,9 @@
 //! Checkouts: checks run for a session by any runner of its workspace (not the one holding the session's
 //! turn, which may be gone), in a fresh checkout of the session's lane. A runner claims one with a lease,
-//! renews it while the command runs and answers once; a runner that stops renewing loses it to the next.
+//! renews it while the command runs and answers once; a runner that stops renewing loses it to the next
+//! ([`super::lease`]).
 
+use super::lease::{queue, Queue};
 use super::{first, DbResult, Sql};
 use crate::stmt;
 use serde::Deserialize;
@@ -17,9 +19,13 @@ pub struct CheckoutRow {
     pub runner_id: Option<String>,
     pub lease_id: Option<String>,
     pub lease_expires_ms: Option<i64>,
+    /// How many times a runner took it (a runner that went away leaves it to the next).
+    pub attempts: i64,
     pub result: Option<String>,
+    pub created_ms: i64,
 }
 
+/// Queues a checkout once (a caller that names its job by what it asks may ask again).
 pub async fn insert(
     db: &dyn Sql,
     job_id: &str,
@@ -29,9 +35,16 @@ pub async fn insert(
     now_ms: i64,
 ) -> DbResult<()> {
     const INSERT: &str = "INSERT INTO runner_checkout (job_id, workspace_id, session_id, spec, status, created_ms)
-      VALUES (?1, ?2, ?3, ?4, 'queued', ?5)";
+      VALUES (?1, ?2, ?3, ?4, 'queued', ?5) ON CONFLICT (job_id) DO NOTHING";
     db.all(stmt!(INSERT, job_id, workspace_id, session_id, spec, now_ms)).await.map(drop)
 }
+
+const QUEUE: Queue = queue!(
+    "runner_checkout",
+    "job_id, workspace_id, session_id, spec, status, runner_id, lease_id, lease_expires_ms, attempts, result,
+     created_ms",
+    done_sets: ", result = ?3, done_ms = ?4"
+);
 
 /// Leases the oldest checkout of the workspace that is waiting, or whose runner stopped renewing it.
 pub async fn claim(
@@ -42,37 +55,29 @@ pub async fn claim(
     lease_ms: i64,
     now_ms: i64,
 ) -> DbResult<Option<CheckoutRow>> {
-    const CLAIM: &str =
-        "UPDATE runner_checkout SET status = 'leased', runner_id = ?2, lease_id = ?3, lease_expires_ms = ?4 + ?5
-      WHERE rowid = (SELECT rowid FROM runner_checkout WHERE workspace_id = ?1
-                       AND (status = 'queued' OR (status = 'leased' AND lease_expires_ms < ?4))
-                     ORDER BY created_ms LIMIT 1)
-      RETURNING job_id, workspace_id, session_id, spec, status, runner_id, lease_id, lease_expires_ms, result";
-    first(db, stmt!(CLAIM, workspace_id, runner_id, lease_id, now_ms, lease_ms)).await
+    QUEUE.claim(db, workspace_id, runner_id, lease_id, lease_ms, now_ms).await
 }
 
-/// The checkout a live lease of `runner_id` holds.
-pub async fn by_lease(db: &dyn Sql, runner_id: &str, lease_id: &str, now_ms: i64) -> DbResult<Option<CheckoutRow>> {
-    const GET: &str = "SELECT job_id, workspace_id, session_id, spec, status, runner_id, lease_id, lease_expires_ms, result FROM runner_checkout
-      WHERE lease_id = ?1 AND runner_id = ?2 AND status = 'leased' AND lease_expires_ms >= ?3";
-    first(db, stmt!(GET, lease_id, runner_id, now_ms)).await
+/// The checkout `runner_id` holds under `lease_id` (lapsed or not, until another runner takes it over).
+pub async fn held(db: &dyn Sql, runner_id: &str, lease_id: &str) -> DbResult<Option<CheckoutRow>> {
+    QUEUE.held(db, runner_id, lease_id).await
 }
 
 pub async fn get(db: &dyn Sql, job_id: &str) -> DbResult<Option<CheckoutRow>> {
-    const GET: &str = "SELECT job_id, workspace_id, session_id, spec, status, runner_id, lease_id, lease_expires_ms, result FROM runner_checkout WHERE job_id = ?1";
+    const GET: &str = "SELECT job_id, workspace_id, session_id, spec, status, runner_id, lease_id, lease_expires_ms,
+        attempts, result, created_ms FROM runner_checkout WHERE job_id = ?1";
     first(db, stmt!(GET, job_id)).await
 }
 
-pub async fn renew(db: &dyn Sql, lease_id: &str, until_ms: i64) -> DbResult<()> {
-    const RENEW: &str = "UPDATE runner_checkout SET lease_expires_ms = ?2 WHERE lease_id = ?1 AND status = 'leased'";
-    db.all(stmt!(RENEW, lease_id, until_ms)).await.map(drop)
+/// Extends a held lease; `false` when another runner took the checkout over or it ended.
+pub async fn renew(db: &dyn Sql, runner_id: &str, lease_id: &str, until_ms: i64) -> DbResult<bool> {
+    QUEUE.renew(db, runner_id, lease_id, until_ms).await
 }
 
-/// Writes a checkout's result once, under its lease; `false` when it had one already (a retried post).
-pub async fn finish(db: &dyn Sql, job_id: &str, lease_id: &str, result: &str, now_ms: i64) -> DbResult<bool> {
-    const DONE: &str = "UPDATE runner_checkout SET status = 'done', result = ?3, done_ms = ?4
-      WHERE job_id = ?1 AND lease_id = ?2 AND status = 'leased' RETURNING job_id";
-    Ok(!db.all(stmt!(DONE, job_id, lease_id, result, now_ms)).await?.is_empty())
+/// Writes a checkout's result once, under the lease `runner_id` holds; `false` when the lease is no longer
+/// held (another runner took the checkout over, or this result was written already: a retried post).
+pub async fn finish(db: &dyn Sql, runner_id: &str, lease_id: &str, result: &str, now_ms: i64) -> DbResult<bool> {
+    QUEUE.finish(db, runner_id, lease_id, vec![result.into(), now_ms.into()]).await
 }
 
 /// Ends a checkout nobody answered, so no runner takes it later.

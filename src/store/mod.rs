@@ -20,6 +20,7 @@ pub mod files;
 pub mod handoffs;
 pub mod keys;
 pub mod lanes;
+pub mod lease;
 pub mod mcp_tasks;
 pub mod members;
 pub mod metrics;

@@ -1,6 +1,7 @@
 //! Runners and the turns they claim. A claim is one statement: it leases the oldest queued (or
-//! abandoned) turn, so two runners never hold the same turn.
+//! abandoned) turn, so two runners never hold the same turn ([`super::lease`]).
 
+use super::lease::{queue, Queue};
 use super::{first, DbResult, Sql};
 use crate::stmt;
 use serde::{Deserialize, Serialize};
@@ -57,6 +58,12 @@ pub struct TurnRow {
     pub attempts: i64,
 }
 
+const QUEUE: Queue = queue!(
+    "runner_turn",
+    "session_id, message_id, workspace_id, status, runner_id, lease_id, lease_expires_ms, attempts",
+    done_sets: ""
+);
+
 /// Leases the oldest claimable turn of the workspace: queued, or leased by a runner that stopped
 /// renewing it.
 pub async fn claim(
@@ -67,32 +74,27 @@ pub async fn claim(
     lease_ms: i64,
     now_ms: i64,
 ) -> DbResult<Option<TurnRow>> {
-    const CLAIM: &str =
-        "UPDATE runner_turn SET status = 'leased', runner_id = ?2, lease_id = ?3, lease_expires_ms = ?4 + ?5,
-        attempts = attempts + 1
-      WHERE rowid = (SELECT rowid FROM runner_turn WHERE workspace_id = ?1
-                       AND (status = 'queued' OR (status = 'leased' AND lease_expires_ms < ?4))
-                     ORDER BY created_ms LIMIT 1)
-      RETURNING session_id, message_id, workspace_id, status, runner_id, lease_id, lease_expires_ms, attempts";
-    first(db, stmt!(CLAIM, workspace_id, runner_id, lease_id, now_ms, lease_ms)).await
+    QUEUE.claim(db, workspace_id, runner_id, lease_id, lease_ms, now_ms).await
 }
 
-/// The turn a live lease holds.
-pub async fn by_lease(db: &dyn Sql, lease_id: &str, now_ms: i64) -> DbResult<Option<TurnRow>> {
-    const GET: &str =
-        "SELECT session_id, message_id, workspace_id, status, runner_id, lease_id, lease_expires_ms, attempts
-      FROM runner_turn WHERE lease_id = ?1 AND status = 'leased' AND lease_expires_ms >= ?2";
-    first(db, stmt!(GET, lease_id, now_ms)).await
+/// The turn `runner_id` holds under `lease_id` (lapsed or not, until another runner takes it over).
+pub async fn held(db: &dyn Sql, runner_id: &str, lease_id: &str) -> DbResult<Option<TurnRow>> {
+    QUEUE.held(db, runner_id, lease_id).await
 }
 
-pub async fn renew(db: &dyn Sql, lease_id: &str, until_ms: i64) -> DbResult<()> {
-    const RENEW: &str = "UPDATE runner_turn SET lease_expires_ms = ?2 WHERE lease_id = ?1 AND status = 'leased'";
-    db.all(stmt!(RENEW, lease_id, until_ms)).await.map(drop)
+/// The turn of a lease that has not lapsed: its runner may still answer.
+pub async fn live(db: &dyn Sql, lease_id: &str, now_ms: i64) -> DbResult<Option<TurnRow>> {
+    QUEUE.live(db, lease_id, now_ms).await
 }
 
-pub async fn finish(db: &dyn Sql, session_id: &str, message_id: &str) -> DbResult<()> {
-    const DONE: &str = "UPDATE runner_turn SET status = 'done' WHERE session_id = ?1 AND message_id = ?2";
-    db.all(stmt!(DONE, session_id, message_id)).await.map(drop)
+/// Extends a held lease; `false` when another runner took the turn over or it ended.
+pub async fn renew(db: &dyn Sql, runner_id: &str, lease_id: &str, until_ms: i64) -> DbResult<bool> {
+    QUEUE.renew(db, runner_id, lease_id, until_ms).await
+}
+
+/// Ends the turn of a held lease.
+pub async fn finish(db: &dyn Sql, runner_id: &str, lease_id: &str) -> DbResult<bool> {
+    QUEUE.finish(db, runner_id, lease_id, vec![]).await
 }
 
 /// Cancels a runner turn still queued or leased: no runner claims it again, and the lease that held it

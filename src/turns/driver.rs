@@ -4,7 +4,7 @@
 
 use super::openai::{self, Ports};
 use super::{agent_tools, wallet};
-use crate::domain::webhooks;
+use crate::domain::{goal_checks, webhooks};
 use crate::error::Code;
 use crate::session::TurnEnd;
 use crate::session::{echo, goal, Core, EventKind, LocalSql, Refusal, SessionConfig, StepOutcome, Transition};
@@ -163,7 +163,8 @@ pub async fn after_step<S: LocalSql + ?Sized>(
 
 /// Grades the standing goal's criteria after a turn: text criteria by the harness's grader (a separate
 /// model call for `openai`, the deterministic rule for `echo` and `runner`), command criteria by the exit
-/// codes the runner reported at the turn's end (not checkable where no runner ran them).
+/// codes the runner reported at the turn's end; commands no runner ran with the turn run on another
+/// runner of the workspace ([`goal_checks`]), the check waiting for them; not checked when none is online.
 async fn check_goal<S: LocalSql + ?Sized>(
     core: &Core<'_, S>,
     ports: &Ports<'_>,
@@ -175,10 +176,40 @@ async fn check_goal<S: LocalSql + ?Sized>(
     let mut verdicts = Vec::new();
     let mut charge: Option<crate::session::Charge> = None;
     let turn = core.turn()?;
-    let checks = core.turn_checks(turn.message_id.as_deref().unwrap_or_default())?;
+    let message_id = turn.message_id.clone().unwrap_or_default();
+    let mut checks = core.turn_checks(&message_id)?;
+    let mut unrun: Vec<String> = Vec::new();
+    for cmd in goal::graded(&g).into_iter().filter_map(|c| c.command) {
+        if !checks.iter().any(|c| c.command == cmd) && !unrun.contains(&cmd) {
+            unrun.push(cmd);
+        }
+    }
+    let (mut elsewhere, mut not_run) = (Vec::new(), Vec::new());
+    if !unrun.is_empty() && g.status == goal::GoalStatus::Active {
+        let ran = goal_checks::run(ports.db(), config, &message_id, &unrun, now_ms)
+            .await
+            .map_err(|e| Refusal::new(Code::Internal, e.to_string()))?;
+        match ran {
+            goal_checks::Ran::Waiting(keys) => {
+                return core.await_goal_checkouts(keys, now_ms + goal_checks::RECHECK_MS);
+            }
+            goal_checks::Ran::Done { checks: ran, not_run: why } => {
+                elsewhere = ran.iter().map(|c| c.command.clone()).collect();
+                checks.extend(ran);
+                not_run = why;
+            }
+        }
+    }
     for (i, c) in goal::graded(&g).into_iter().enumerate() {
-        let v = if c.command.is_some() {
-            goal::command_verdict(&c, &checks)
+        let cmd = c.command.as_deref();
+        let v = if let Some((_, why)) = not_run.iter().find(|(run, _)| Some(run.as_str()) == cmd) {
+            goal::not_checked(&c, why)
+        } else if let Some(cmd) = cmd {
+            let mut v = goal::command_verdict(&c, &checks);
+            if elsewhere.iter().any(|e| e == cmd) {
+                v.reason = format!("{} ({})", v.reason, goal_checks::PLACE);
+            }
+            v
         } else if config.harness == "openai" {
             let entry_id = format!(
                 "use_{}_{}_g{}_{i}",

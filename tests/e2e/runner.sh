@@ -28,7 +28,8 @@
 #   5. Lanes that merge: two runner sessions of one task edit one file in different places (both land, the
 #      base has both), then the same line (the second gets a conflict with its region, reconciles, lands);
 #      with the session's runner gone, `land` has a second runner of the workspace run the checks in a
-#      fresh checkout of the merged lane.
+#      fresh checkout of the merged lane; a goal's command criteria on a session no runner holds run
+#      there too (exit 0 meets them, exit 1 does not).
 # Uses the server of tests/e2e/run.sh when AGENTSKY_URL is set, else starts its own. SKY=path skips the
 # build and uses that binary.
 set -euo pipefail
@@ -542,6 +543,36 @@ grep -qF 'on another runner of the workspace, in a fresh checkout of the lane' <
 grep -qF "running checks" "$work/checks-b.log" && grep -qF "exited 0" "$work/checks-b.log" || { cat "$work/checks-b.log" >&2; fail "runner B did not run the checks"; }
 [ "$(base_app)" = "$(printf 'ONE\nTWO by s1 and s2\nthree\nFOUR\nFIVE')" ] || fail "the base after the third landing: $(base_app)"
 ok "with the session's runner gone, a second runner ran the checks in a fresh checkout of the merged lane, and it landed"
+# 5d. A goal's command criteria on a session no runner holds (an echo agent's, in this task; runner A is
+# gone): run like land's checks, on runner B in a fresh checkout of the session's lane. Exit 0 meets the
+# criterion, exit 1 does not.
+echo_agent=$(curl -fsS -X POST "$URL/v1/agents" -H "Authorization: Bearer $KEY" -H 'content-type: application/json' \
+  -d '{"name":"Echo","harness":"echo","model":"echo","instructions":"Echo."}') || fail "POST /v1/agents (echo)"
+echo_agent=$(field "$echo_agent" 'v["agent_id"]')
+goal_on_echo() { # NAME CRITERION_COMMAND -> the goal once it stopped
+  local started sid goal
+  started=$(mcp start_session "{\"agent_id\":\"$echo_agent\",\"task_id\":\"$task\",\"message\":\"hello\",\"idempotency_key\":\"runner-e2e-5d-$1-$$\"}")
+  sid=$(field "$started" 'v["session"]["session_id"]')
+  turn_texts "$sid" "$(field "$started" 'v["cursor"]')" "$(field "$started" 'v["message_id"]')" >/dev/null
+  mcp set_goal "{\"session_id\":\"$sid\",\"objective\":\"$1\",\"criteria\":[{\"text\":\"$1\",\"command\":\"$2\"}],\"max_iterations\":1,\"idempotency_key\":\"runner-e2e-5d-goal-$1-$$\"}" >/dev/null
+  for _ in $(seq 1 240); do
+    goal=$(mcp get_goal "{\"session_id\":\"$sid\"}")
+    [ "$(field "$goal" 'v["goal"]["status"]')" != active ] && break
+    sleep 0.5
+  done
+  echo "$goal"
+}
+goal=$(goal_on_echo four 'grep -q FOUR app.txt')
+[ "$(field "$goal" 'v["goal"]["status"]')" = met ] || fail "the goal whose command exits 0: $goal"
+[ "$(field "$goal" 'v["goal"]["last_verdicts"][0]["reason"]')" = '`grep -q FOUR app.txt` exited 0 (on another runner of the workspace, in a fresh checkout of the lane)' ] \
+  || fail "its verdict: $goal"
+goal=$(goal_on_echo six 'grep -q SIX app.txt')
+[ "$(field "$goal" 'v["goal"]["status"] + " " + json.dumps(v["goal"]["last_verdicts"][0]["met"])')" = "limit_reached false" ] \
+  || fail "the goal whose command exits 1: $goal"
+grep -qF '`grep -q SIX app.txt` exited 1' <<<"$goal" || fail "its verdict: $goal"
+grep -qF 'running checks `grep -q FOUR app.txt`' "$work/checks-b.log" && grep -qF 'running checks `grep -q SIX app.txt`' "$work/checks-b.log" \
+  || { cat "$work/checks-b.log" >&2; fail "runner B did not run the goal's commands"; }
+ok "a goal's command criterion on a session without a runner ran on runner B in a checkout of its lane: exit 0 met it, exit 1 did not"
 
 log "runner: all checks passed"
 echo "runner: $passed passed, 0 failed"

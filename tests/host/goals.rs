@@ -1,7 +1,7 @@
 //! Standing goals: the session keeps working until the goal is met or a limit stops it, each check an
 //! event in the transcript.
 
-use crate::support::{Account, TestApp};
+use crate::support::{runner_request, Account, TestApp};
 use serde_json::{json, Value};
 
 fn session(app: &TestApp, who: &Account, first: &str) -> String {
@@ -57,16 +57,104 @@ fn a_low_max_iterations_stops_at_the_limit() {
 }
 
 #[test]
-fn command_criteria_without_a_runner_are_not_checkable() {
+fn command_criteria_with_no_runner_online_are_not_checked_and_never_met() {
     let app = TestApp::new();
     let ada = app.signup("Ada", "ada@example.com");
     let sid = session(&app, &ada, "hello");
-    app.ok(&ada.key, "set_goal", json!({"session_id": sid, "objective": "green tests", "criteria": [{"text": "tests pass", "command": "make test"}], "idempotency_key": "g1"}));
+    // The text criterion is met by the first reply; the command one cannot be checked: the goal is not met.
+    app.ok(&ada.key, "set_goal", json!({"session_id": sid, "objective": "green tests", "criteria": ["keep working", {"text": "tests pass", "command": "make test"}], "idempotency_key": "g1"}));
     app.settle();
     let g = app.ok(&ada.key, "get_goal", json!({"session_id": sid}))["goal"].clone();
-    assert_eq!(g["status"], "not_checkable");
-    assert!(g["last_verdicts"][0]["met"].is_null());
-    assert!(g["last_verdicts"][0]["reason"].as_str().unwrap().contains("runner"));
+    assert_eq!(g["status"], "not_checkable", "{g}");
+    assert_eq!(g["last_verdicts"][0]["met"], true, "{g}");
+    assert!(g["last_verdicts"][1]["met"].is_null());
+    let reason = g["last_verdicts"][1]["reason"].as_str().unwrap();
+    assert!(reason.contains("not checked: no runner of the workspace is online to run `make test`"), "{reason}");
+    assert!(g["stopped_reason"].as_str().unwrap().contains("\"tests pass\" could not be checked"), "{g}");
+    let none: i64 = app.db.0.query_row("SELECT COUNT(*) FROM runner_checkout", [], |r| r.get(0)).unwrap();
+    assert_eq!(none, 0, "nothing queued for runners that are not there");
+}
+
+/// The goal's runner, seen by the server as online: claims the checkout waiting, fetches its files and
+/// answers `exit`; the checkout it ran.
+fn run_checkout(app: &TestApp, token: &str, exit: i64, output: &str) -> Value {
+    let claim = app.send(runner_request(token, "POST", "/v1/runner/claim", json!({})));
+    assert_eq!(claim.status, 200, "a checkout waits for a runner");
+    let c = claim.json_body()["checkout"].clone();
+    let lease = c["lease_id"].as_str().unwrap().to_owned();
+    let files = app.send(runner_request(token, "GET", &format!("/v1/runner/files?lease_id={lease}"), json!({})));
+    assert_eq!(files.status, 200);
+    let result = json!({"exit_code": exit, "timed_out": false, "output": output});
+    let post = json!({"lease_id": lease, "job_id": c["job_id"], "result": result});
+    assert_eq!(app.send(runner_request(token, "POST", "/v1/runner/jobs/result", post)).status, 200);
+    app.settle();
+    c
+}
+
+#[test]
+fn command_criteria_of_a_session_without_a_runner_run_on_a_runner_of_the_workspace() {
+    let app = TestApp::new();
+    let ada = app.signup("Ada", "ada@example.com");
+    let sid = session(&app, &ada, "hello");
+    let r = app.request("POST", "/v1/runners", Some(&ada.key), Some(json!({"name": "ci box"})));
+    let token = r.json_body()["token"].as_str().unwrap().to_owned();
+    assert_eq!(app.send(runner_request(&token, "POST", "/v1/runner/claim", json!({}))).status, 204);
+    app.ok(&ada.key, "set_goal", json!({"session_id": sid, "objective": "green tests", "criteria": [{"text": "tests pass", "command": "make test"}], "max_iterations": 3, "idempotency_key": "g1"}));
+    app.settle();
+    let g = app.ok(&ada.key, "get_goal", json!({"session_id": sid}))["goal"].clone();
+    assert_eq!(
+        (g["status"].as_str(), g["last_verdicts"].as_array().map(Vec::len)),
+        (Some("active"), Some(0)),
+        "waits for the runner: {g}"
+    );
+    assert_eq!(app.ok(&ada.key, "get_session", json!({"session_id": sid}))["status"], "running");
+
+    // Exit 1: not met, and the goal goes on to its next turn, whose check runs the command again.
+    let c = run_checkout(&app, &token, 1, "1 failed");
+    assert_eq!(
+        (c["kind"].as_str(), c["command"].as_str(), c["session_id"].as_str()),
+        (Some("checks"), Some("make test"), Some(sid.as_str()))
+    );
+    let first = checks(&app, &ada, &sid)[0]["verdicts"][0].clone();
+    assert_eq!(first["met"], false, "{first}");
+    assert_eq!(
+        first["reason"],
+        "`make test` exited 1: 1 failed (on another runner of the workspace, in a fresh checkout of the lane)"
+    );
+    let g = app.ok(&ada.key, "get_goal", json!({"session_id": sid}))["goal"].clone();
+    assert_eq!((g["status"].as_str(), g["iterations"].as_i64()), (Some("active"), Some(2)), "{g}");
+
+    // Exit 0: met.
+    let again = run_checkout(&app, &token, 0, "ok");
+    assert_ne!(again["job_id"], c["job_id"], "each check runs the command afresh");
+    let g = app.ok(&ada.key, "get_goal", json!({"session_id": sid}))["goal"].clone();
+    assert_eq!((g["status"].as_str(), g["iterations"].as_i64()), (Some("met"), Some(2)), "{g}");
+    assert!(g["last_verdicts"][0]["reason"].as_str().unwrap().starts_with("`make test` exited 0"), "{g}");
+    assert_eq!(app.ok(&ada.key, "get_session", json!({"session_id": sid}))["status"], "idle");
+    assert_eq!(app.send(runner_request(&token, "POST", "/v1/runner/claim", json!({}))).status, 204, "nothing left");
+}
+
+#[test]
+fn a_goal_checkout_no_runner_takes_is_reported_not_checked() {
+    let app = TestApp::new();
+    let ada = app.signup("Ada", "ada@example.com");
+    let sid = session(&app, &ada, "hello");
+    let r = app.request("POST", "/v1/runners", Some(&ada.key), Some(json!({"name": "asleep"})));
+    let token = r.json_body()["token"].as_str().unwrap().to_owned();
+    assert_eq!(app.send(runner_request(&token, "POST", "/v1/runner/claim", json!({}))).status, 204);
+    app.ok(&ada.key, "set_goal", json!({"session_id": sid, "objective": "green", "criteria": [{"text": "tests pass", "command": "make test"}], "idempotency_key": "g1"}));
+    app.settle();
+    // The runner never claims: after a minute the check gives up, saying so.
+    app.sessions.run_until(&sid, app.now_ms.get() + 61_000);
+    let g = app.ok(&ada.key, "get_goal", json!({"session_id": sid}))["goal"].clone();
+    assert_eq!(g["status"], "not_checkable", "{g}");
+    let reason = g["last_verdicts"][0]["reason"].as_str().unwrap();
+    assert!(reason.contains("no runner of the workspace took the checkout within 60 s"), "{reason}");
+    assert_eq!(
+        app.send(runner_request(&token, "POST", "/v1/runner/claim", json!({}))).status,
+        204,
+        "given up: nobody takes it later"
+    );
 }
 
 #[test]

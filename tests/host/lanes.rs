@@ -833,3 +833,141 @@ fn without_lanes_a_delete_is_a_commit_of_the_base_at_once() {
     let result = app.ok(&t.ada.key, "collect_result", json!({"session_id": sid}));
     assert_eq!(result["files"], json!([]), "{result}");
 }
+
+/// Registers a runner of the workspace and has it call once, so it counts as online; its token.
+fn online_runner(app: &TestApp, key: &str, name: &str) -> String {
+    let r = app.request("POST", "/v1/runners", Some(key), Some(json!({"name": name})));
+    let token = r.json_body()["token"].as_str().unwrap().to_owned();
+    assert_eq!(app.send(runner_request(&token, "POST", "/v1/runner/claim", json!({}))).status, 204);
+    token
+}
+
+async fn runner_call(s: &HostSessions, token: &str, method: &str, path: &str, body: Value) -> (u16, Value) {
+    let r = s.handle(runner_request(token, method, path, body)).await;
+    (r.status, r.json_body())
+}
+
+/// The flaky `land` of issue 17: a runner gone without answering (killed while its claim was still
+/// waiting on the server, which then leased it the checkout) left the checks to lapse, and `land` gave
+/// up on them. Its lapsed checkout is run by the next runner; the gone runner's late calls are refused.
+#[test]
+fn checks_whose_runner_went_away_are_run_again_by_the_next_runner() {
+    let app = TestApp::new();
+    let t = task(&app);
+    checks_known(&app, &t);
+    let (a, ta) = join(&app, &t, "first");
+    lane_write(&app, &t, &a, "app.txt", "x");
+    let gone = online_runner(&app, &t.ada.key, "gone");
+    let next = online_runner(&app, &t.ada.key, "next");
+    let seen = Rc::new(RefCell::new(Vec::<String>::new()));
+    let log = seen.clone();
+    *app.sessions.on_wait.borrow_mut() = Some(Rc::new(move |s: HostSessions, key: String| {
+        let (gone, next, log) = (gone.clone(), next.clone(), log.clone());
+        Box::pin(async move {
+            if !key.starts_with("job:") {
+                return;
+            }
+            let round = log.borrow().len();
+            let claim = |token: String| {
+                let s = s.clone();
+                async move { runner_call(&s, &token, "POST", "/v1/runner/claim", json!({})).await }
+            };
+            if round == 0 {
+                // The gone runner's claim takes the checkout; nobody answers; its lease lapses.
+                let (status, c) = claim(gone.clone()).await;
+                assert_eq!(status, 200, "{c}");
+                log.borrow_mut().push(c["checkout"]["lease_id"].as_str().unwrap().to_owned());
+                s.advance(agentsky::runner::LEASE_MS + 1_000);
+                return;
+            }
+            if round > 1 {
+                return;
+            }
+            let (status, c) = claim(next.clone()).await;
+            assert_eq!(status, 200, "the lapsed checkout is claimable again: {c}");
+            let c = c["checkout"].clone();
+            let lease = c["lease_id"].as_str().unwrap().to_owned();
+            log.borrow_mut().push(lease.clone());
+            // The gone runner, back too late: the checkout was taken over, its calls are refused.
+            let old = log.borrow()[0].clone();
+            let (status, _) = runner_call(&s, &gone, "POST", "/v1/runner/heartbeat", json!({"lease_id": old})).await;
+            assert_eq!(status, 409);
+            let late = json!({"lease_id": old, "job_id": c["job_id"], "result": {"exit_code": 1, "timed_out": false, "output": "stale"}});
+            let (status, _) = runner_call(&s, &gone, "POST", "/v1/runner/jobs/result", late).await;
+            assert_ne!(status, 200, "a result from a runner that lost the checkout is not taken");
+            let done = json!({"lease_id": lease, "job_id": c["job_id"], "result": {"exit_code": 0, "timed_out": false, "output": "ok"}});
+            let (status, body) = runner_call(&s, &next, "POST", "/v1/runner/jobs/result", done).await;
+            assert_eq!(status, 200, "{body}");
+        })
+    }));
+    let landed = app.agent_ok(&ta, "land", json!({"summary": "x"}));
+    assert_eq!(landed["landed"], true, "{landed}");
+    assert!(landed["steps"].to_string().contains("passed (exit 0) on another runner"), "{landed}");
+    assert_eq!(seen.borrow().len(), 2, "two runners took it in turn");
+    let attempts: i64 = app.db.0.query_row("SELECT attempts FROM runner_checkout", [], |r| r.get(0)).unwrap();
+    assert_eq!(attempts, 2);
+}
+
+/// A runner whose renewal comes after its lease lapsed (a loaded machine), while no other runner took
+/// the checkout, keeps it: the renewal and its result count.
+#[test]
+fn a_late_renewal_keeps_a_checkout_nobody_took_over() {
+    let app = TestApp::new();
+    let t = task(&app);
+    checks_known(&app, &t);
+    let (a, ta) = join(&app, &t, "first");
+    lane_write(&app, &t, &a, "app.txt", "x");
+    let slow = online_runner(&app, &t.ada.key, "slow");
+    *app.sessions.on_wait.borrow_mut() = Some(Rc::new(move |s: HostSessions, key: String| {
+        let slow = slow.clone();
+        Box::pin(async move {
+            if !key.starts_with("job:") {
+                return;
+            }
+            let (status, c) = runner_call(&s, &slow, "POST", "/v1/runner/claim", json!({})).await;
+            if status != 200 {
+                return;
+            }
+            let c = c["checkout"].clone();
+            let lease = c["lease_id"].as_str().unwrap().to_owned();
+            s.advance(agentsky::runner::LEASE_MS + 5_000);
+            let (status, body) =
+                runner_call(&s, &slow, "POST", "/v1/runner/heartbeat", json!({"lease_id": lease})).await;
+            assert_eq!(status, 200, "a late renewal of a lease nobody took: {body}");
+            let (status, _) =
+                runner_call(&s, &slow, "GET", &format!("/v1/runner/files?lease_id={lease}"), json!({})).await;
+            assert_eq!(status, 200);
+            s.advance(agentsky::runner::LEASE_MS + 5_000);
+            let done = json!({"lease_id": lease, "job_id": c["job_id"], "result": {"exit_code": 0, "timed_out": false, "output": "ok"}});
+            let (status, body) = runner_call(&s, &slow, "POST", "/v1/runner/jobs/result", done).await;
+            assert_eq!(status, 200, "the result of the runner still holding the checkout: {body}");
+        })
+    }));
+    let landed = app.agent_ok(&ta, "land", json!({"summary": "x"}));
+    assert_eq!(landed["landed"], true, "{landed}");
+}
+
+/// Runners that keep going away: the checkout is given up after three, and `land` says why.
+#[test]
+fn a_checkout_whose_runners_keep_going_away_is_given_up_clearly() {
+    let app = TestApp::new();
+    let t = task(&app);
+    checks_known(&app, &t);
+    let (a, ta) = join(&app, &t, "first");
+    lane_write(&app, &t, &a, "app.txt", "x");
+    let flaky = online_runner(&app, &t.ada.key, "flaky");
+    *app.sessions.on_wait.borrow_mut() = Some(Rc::new(move |s: HostSessions, key: String| {
+        let flaky = flaky.clone();
+        Box::pin(async move {
+            if key.starts_with("job:") {
+                runner_call(&s, &flaky, "POST", "/v1/runner/claim", json!({})).await;
+                s.advance(agentsky::runner::LEASE_MS + 1_000);
+            }
+        })
+    }));
+    let refused = app.agent_ok(&ta, "land", json!({"summary": "x"}));
+    assert_eq!(refused["landed"], false, "{refused}");
+    let reason = refused["reason"].as_str().unwrap();
+    assert!(reason.contains("the runners that took the checkout went away 3 times"), "{refused}");
+    assert_eq!(app.err_code(&t.ada.key, "read_task_file", json!({"task_id": t.task, "path": "app.txt"})), "not_found");
+}
