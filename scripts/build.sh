@@ -2,6 +2,8 @@
 # Builds the Worker offline: `worker-build --release` -> build/worker/shim.mjs (+ the wasm beside it).
 # Returns at once when build/ is newer than every input (src/, Cargo.toml, Cargo.lock), so wrangler's
 # [build] command costs nothing when nothing changed. FORCE=1 rebuilds anyway.
+# PROFILING=1 builds the same release wasm but keeps its name section (Rust function names), for
+# bench/profile.sh; build/.profiling marks such a build, and a plain build replaces it.
 # wasm-opt is off: measured here it shrank the wasm ~18% raw but under 2% gzipped (what Workers limit and
 # upload) for ~5 s per build. WASM_OPT=1 runs it anyway, from npm binaryen@132.0.0 (not a devDependency:
 # `npm install --no-save binaryen@132.0.0`); Debian's binaryen 108 cannot read this output.
@@ -19,7 +21,9 @@ mkdir -p target
 exec 9>target/.agentsky-build.lock
 flock 9
 
-if [ "${FORCE:-0}" != 1 ] && [ -f "$stamp" ] && [ -f build/worker/shim.mjs ] &&
+profiling=${PROFILING:-0}
+built_profiling=0; [ -f build/.profiling ] && built_profiling=1
+if [ "${FORCE:-0}" != 1 ] && [ -f "$stamp" ] && [ -f build/worker/shim.mjs ] && [ "$profiling" = "$built_profiling" ] &&
    [ -z "$(find "${inputs[@]}" -newer "$stamp" -print -quit)" ]; then
   echo "build: up to date (build/worker/shim.mjs)" >&2
   exit 0
@@ -45,10 +49,17 @@ else
   args+=(--no-opt)
 fi
 
+if [ "$profiling" = 1 ]; then
+  # Only the final link changes (strip is a link flag), so this costs one LTO link, not a rebuild.
+  export CARGO_PROFILE_RELEASE_STRIP=false
+fi
+
 t0=$(now)
+rm -f build/.profiling
 touch target/.agentsky-build-start   # inputs changed during the build make the next run rebuild
 worker-build "${args[@]}"
 touch -r target/.agentsky-build-start "$stamp"
+[ "$profiling" = 1 ] && touch build/.profiling
 wasm=$(ls build/worker/*.wasm build/*.wasm 2>/dev/null | head -1 || true)
 if [ -n "$wasm" ]; then
   echo "build: done in $(( $(now) - t0 ))s; $wasm $(stat -c %s "$wasm") bytes, $(gzip -c "$wasm" | wc -c) gzip" >&2

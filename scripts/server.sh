@@ -9,6 +9,7 @@ free_port() {
 
 # start_server STATE_DIR LOG_FILE [extra wrangler dev args...]
 # AGENTSKY_WRANGLER_CONFIG=path serves another wrangler config (default: wrangler.toml).
+# INSPECTOR_PORT=n puts V8's inspector (DevTools protocol) on that port (default: a free one).
 # Fresh state: STATE_DIR is wiped and migrated first. Sets SERVER_PID, PORT and BASE_URL; installs an EXIT
 # trap that stops the server.
 start_server() {
@@ -48,7 +49,7 @@ _launch_server() {
   # setsid: the server gets its own process group, so stop_server ends wrangler and workerd together
   # and nothing else.
   (cd "$ROOT" && exec setsid wrangler dev "${_server_cfg[@]}" --local --ip 127.0.0.1 --port "$PORT" \
-      --inspector-port "$(free_port)" --persist-to "$state" --test-scheduled \
+      --inspector-port "${INSPECTOR_PORT:-$(free_port)}" --persist-to "$state" --test-scheduled \
       --show-interactive-dev-session=false "$@" </dev/null >>"$logf" 2>&1) &
   SERVER_PID=$!
   trap stop_server EXIT
