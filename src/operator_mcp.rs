@@ -14,7 +14,7 @@ use crate::ops::mcp_tasks::{self, TaskError};
 use crate::ops::prompts;
 use crate::error::ApiError;
 use crate::ops::sessions::{self, SessionPage};
-use crate::ops::{self, completions, resources, Op, OPS};
+use crate::ops::{self, completions, resource_watch, resources, Op, OPS};
 use futures::future::LocalBoxFuture;
 use serde_json::{Map, Value};
 use std::sync::OnceLock;
@@ -136,6 +136,18 @@ impl Features for OperatorTools<'_> {
 
     fn complete<'a>(&'a self, request: Completion<'a>) -> LocalBoxFuture<'a, Result<Completed, RpcError>> {
         Box::pin(async move { completions::complete(self.cx, &request).await })
+    }
+
+    fn can_watch(&self) -> bool {
+        true
+    }
+
+    fn watchable<'a>(&'a self, uri: &'a str) -> LocalBoxFuture<'a, Result<bool, ReadFailure>> {
+        Box::pin(resource_watch::watchable(self.cx, uri))
+    }
+
+    fn watch<'a>(&'a self, uris: &'a [String], updated: &'a dyn Fn(&str) -> bool) -> LocalBoxFuture<'a, ()> {
+        Box::pin(resource_watch::watch(self.cx, uris, updated))
     }
 }
 /// A `read_session` whose client takes progress on a stream: each event, as it lands, is one progress

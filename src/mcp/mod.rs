@@ -24,6 +24,7 @@ pub mod fixtures;
 mod fixtures_features;
 mod headers;
 mod legacy;
+mod listen;
 mod modern;
 pub mod progress;
 pub mod results;
@@ -200,7 +201,7 @@ fn server_info(spec: &ServerSpec) -> Value {
 fn capabilities(era: Era, host: &dyn ToolHost) -> Value {
     let mut capabilities = Map::new();
     capabilities.insert("tools".into(), json!({"listChanged": false}));
-    features::capabilities(host, &mut capabilities);
+    features::capabilities(era, host, &mut capabilities);
     let mut capabilities = Value::Object(capabilities);
     if host.task_support() {
         match era {

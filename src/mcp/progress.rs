@@ -13,11 +13,7 @@ use std::cell::{Cell, RefCell};
 #[derive(Debug)]
 pub struct Progress {
     token: Value,
-    out: Option<StreamOut>,
-    /// Every event sent so far, for the response's record (and the whole body when nothing streams).
-    body: RefCell<Vec<u8>>,
-    opened: Cell<bool>,
-    gone: Cell<bool>,
+    sse: Sse,
 }
 
 impl Progress {
@@ -28,13 +24,8 @@ impl Progress {
         out: Option<&StreamOut>,
     ) -> Option<Self> {
         let token = params.get("_meta")?.get("progressToken")?;
-        (accepts_stream && (token.is_string() || token.is_i64() || token.is_u64())).then(|| Self {
-            token: token.clone(),
-            out: out.cloned(),
-            body: RefCell::default(),
-            opened: Cell::new(false),
-            gone: Cell::new(false),
-        })
+        (accepts_stream && (token.is_string() || token.is_i64() || token.is_u64()))
+            .then(|| Self { token: token.clone(), sse: Sse::new(out) })
     }
 
     /// One step: `progress` must grow from one report to the next (the spec's rule); `total` when known.
@@ -47,7 +38,34 @@ impl Progress {
         if let Some(message) = message {
             params["message"] = json!(message);
         }
-        self.event(&json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": params}))
+        self.sse.event(&json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": params}))
+    }
+
+    /// Whether the client is still reading (always, until a send failed).
+    pub fn listening(&self) -> bool {
+        self.sse.listening()
+    }
+
+    /// The answer: the response as the stream's last event when the tool reported progress (the stream is
+    /// open, or is made whole here), else `None`, so the answer stays one JSON body.
+    pub fn finish(&self, response: &Value) -> Option<HttpResponse> {
+        self.sse.opened().then(|| self.sse.finish(response))
+    }
+}
+
+/// One answer as server-sent events: each sent the moment it is made where the request has a
+/// [`StreamOut`], and all kept for the response's record (the whole body when nothing streams).
+#[derive(Debug)]
+pub struct Sse {
+    out: Option<StreamOut>,
+    body: RefCell<Vec<u8>>,
+    opened: Cell<bool>,
+    gone: Cell<bool>,
+}
+
+impl Sse {
+    pub fn new(out: Option<&StreamOut>) -> Self {
+        Self { out: out.cloned(), body: RefCell::default(), opened: Cell::new(false), gone: Cell::new(false) }
     }
 
     /// Whether the client is still reading (always, until a send failed).
@@ -55,8 +73,12 @@ impl Progress {
         !self.gone.get()
     }
 
-    /// One SSE `message` event; the first opens the stream.
-    fn event(&self, message: &Value) -> bool {
+    pub fn opened(&self) -> bool {
+        self.opened.get()
+    }
+
+    /// One SSE `message` event; the first opens the stream. `false` when the client has gone away.
+    pub fn event(&self, message: &Value) -> bool {
         let chunk = sse_event(message);
         self.body.borrow_mut().extend_from_slice(&chunk);
         if let Some(out) = &self.out {
@@ -71,17 +93,13 @@ impl Progress {
         !self.gone.get()
     }
 
-    /// The answer: the response as the stream's last event when the tool reported progress (the stream is
-    /// open, or is made whole here), else `None`, so the answer stays one JSON body.
-    pub fn finish(&self, response: &Value) -> Option<HttpResponse> {
-        if !self.opened.get() {
-            return None;
-        }
+    /// Sends `response` as the last event and answers the whole stream (the edge has sent it already).
+    pub fn finish(&self, response: &Value) -> HttpResponse {
         self.event(response);
         let body = std::mem::take(&mut *self.body.borrow_mut());
         let mut answer = HttpResponse::new(200).with_body(body);
         answer.headers = stream_headers();
-        Some(answer)
+        answer
     }
 }
 
