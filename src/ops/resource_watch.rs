@@ -94,10 +94,8 @@ async fn watch_session(cx: &Cx<'_>, session_id: &str, uris: &[&str], deadline: i
             // Gone (deleted) or failing: nothing more to tell about it.
             _ => return,
         };
-        if !page.events.is_empty() && !uris.iter().all(|uri| updated(uri)) {
-            return;
-        }
-        if page.status == "terminated" {
+        // The object answers nothing new only when the wait ran out (or the session ended).
+        if page.events.is_empty() || !uris.iter().all(|uri| updated(uri)) || page.status == "terminated" {
             return;
         }
         after = page.last_seq;

@@ -354,7 +354,9 @@ pub async fn follow(
         let after = cursor::parse_event(Some(&page.cursor))?;
         let room = (limit - page.events.len()) as u32;
         let next = page_after(cx, &p.session_id, after, p.message_id.as_deref(), room, remaining).await?;
-        listening = next.events.iter().all(&mut *seen);
+        // The object answers nothing new only when the wait ran out.
+        let ran_out = next.events.is_empty();
+        listening = next.events.iter().all(&mut *seen) && !ran_out;
         page.events.extend(next.events);
         page = SessionPage { events: page.events, ..next };
     }
