@@ -372,7 +372,7 @@ mod tests {
     #[test]
     fn a_host_without_features_declares_none_and_answers_no_feature_method() {
         let mut caps = Map::new();
-        capabilities(&TinyHost, &mut caps);
+        capabilities(Era::Legacy, &TinyHost, &mut caps);
         assert!(caps.is_empty());
         assert!(block_on(answer(&TinyHost, Era::Legacy, "prompts/list", &Map::new())).is_none());
     }
