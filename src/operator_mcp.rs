@@ -6,13 +6,13 @@
 //! same operations.
 
 use crate::cx::Cx;
+use crate::error::ApiError;
 use crate::mcp::features::{Completed, Completion, Features, PromptCall, ReadFailure};
 use crate::mcp::{
     results, CallOutcome, Era, Progress, RpcError, TaskAnswer, TaskMethod, TaskMode, ToolCall, ToolHost, ToolReply,
 };
 use crate::ops::mcp_tasks::{self, TaskError};
 use crate::ops::prompts;
-use crate::error::ApiError;
 use crate::ops::sessions::{self, SessionPage};
 use crate::ops::{self, completions, resource_watch, resources, Op, OPS};
 use futures::future::LocalBoxFuture;

@@ -226,7 +226,8 @@ mod tests {
         for method in ["resources/subscribe", "resources/unsubscribe"] {
             assert_eq!(rpc(method, json!({"uri": "test://watched-resource"}))["error"]["code"], json!(-32601));
         }
-        let filter = json!({"notifications": {"resourceSubscriptions": ["test://watched-resource"], "toolsListChanged": true}});
+        let filter =
+            json!({"notifications": {"resourceSubscriptions": ["test://watched-resource"], "toolsListChanged": true}});
         let listen = send_with(&spec(), &Fixtures, modern_request("subscriptions/listen", filter));
         assert_eq!((listen.status, listen.header("content-type")), (200, Some("text/event-stream")));
         let body = String::from_utf8(listen.body).unwrap();

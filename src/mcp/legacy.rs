@@ -30,8 +30,9 @@ pub async fn serve(spec: &ServerSpec, host: &dyn ToolHost, req: &HttpRequest, re
     }
     // Only a tool call may stream, and only when the client both gave a token and accepts a stream.
     let accepts_stream = progress::accepts_stream(req.header("accept"));
-    let progress =
-        (request.method == "tools/call").then(|| Progress::for_request(&request.params, accepts_stream, req.stream.as_ref())).flatten();
+    let progress = (request.method == "tools/call")
+        .then(|| Progress::for_request(&request.params, accepts_stream, req.stream.as_ref()))
+        .flatten();
     let answer = match request.method.as_str() {
         "initialize" => Ok(initialize(spec, host, &request.params)),
         "ping" => Ok(json!({})),

@@ -68,7 +68,9 @@ pub async fn serve(
 /// `params.notifications` (required, an object): the resource URIs it subscribes to, each once.
 fn filter(request: &Request) -> Result<Vec<String>, RpcError> {
     let Some(notifications) = request.params.get("notifications").and_then(Value::as_object) else {
-        return Err(RpcError::invalid_params("Invalid params: subscriptions/listen needs params.notifications, an object"));
+        return Err(RpcError::invalid_params(
+            "Invalid params: subscriptions/listen needs params.notifications, an object",
+        ));
     };
     let mut uris: Vec<String> = Vec::new();
     match notifications.get("resourceSubscriptions") {

@@ -109,9 +109,7 @@ async fn watch_files(cx: &Cx<'_>, files: &[(String, String, &str)], deadline: i6
     }
     let newest = |task_id: &str, path: &str| {
         let (task_id, path) = (task_id.to_owned(), path.to_owned());
-        async move {
-            crate::store::files::get(cx.db(), &task_id, "", &path, None).await.ok().flatten().map(|f| f.version)
-        }
+        async move { crate::store::files::get(cx.db(), &task_id, "", &path, None).await.ok().flatten().map(|f| f.version) }
     };
     let mut seen: Vec<Option<i64>> = join_all(files.iter().map(|(t, p, _)| newest(t, p))).await;
     while deadline - cx.env.clock.now_ms() > 0 {
