@@ -49,6 +49,11 @@ pub async fn handle(env: &Env, req: HttpRequest, meta: RequestMeta) -> HttpRespo
 pub async fn serve(env: &Env, req: HttpRequest, meta: RequestMeta) -> (HttpResponse, observe::Finished) {
     let request_id = meta.request_id.clone();
     let started = observe::start(env, &req, meta.now_ms);
+    let mut req = req;
+    // A streamed answer's head goes out before this function ends: it carries the ids now.
+    req.stream = req.stream.take().map(|out| {
+        out.with_header("x-request-id", request_id.clone()).with_header("x-trace-id", started.trace_id().to_owned())
+    });
     let resp = route(env, &req, meta).await;
     let resp = resp
         .with_header("x-request-id", request_id.clone())

@@ -14,6 +14,51 @@ pub struct HttpRequest {
     /// The transport's peer address, where the edge can see it (host tests); empty in the Worker, which
     /// sees only headers. [`client_address`] decides which address per-address limits count.
     pub client_ip: String,
+    /// Where an answer may be streamed as it is made (the Worker's edge gives one). Without it a streamed
+    /// answer arrives whole, as the response's body, when the request ends.
+    pub stream: Option<StreamOut>,
+}
+
+/// The edge's side of a streamed answer: the head goes out at once, then each chunk as it is sent.
+pub trait StreamSink {
+    /// Sends the status and headers; the body follows in [`StreamSink::send`]s.
+    fn open(&self, status: u16, headers: Vec<(String, String)>);
+    /// Sends one chunk at once; `false` when the client has gone away (nothing more is worth making).
+    fn send(&self, chunk: Vec<u8>) -> bool;
+}
+
+/// A request's [`StreamSink`], with the headers every answer carries (added by `app` before routing).
+#[derive(Clone)]
+pub struct StreamOut {
+    sink: std::rc::Rc<dyn StreamSink>,
+    headers: Vec<(String, String)>,
+}
+
+impl std::fmt::Debug for StreamOut {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StreamOut").field("headers", &self.headers).finish_non_exhaustive()
+    }
+}
+
+impl StreamOut {
+    pub fn new(sink: std::rc::Rc<dyn StreamSink>) -> Self {
+        Self { sink, headers: Vec::new() }
+    }
+
+    pub fn with_header(mut self, name: &str, value: impl Into<String>) -> Self {
+        self.headers.push((name.to_ascii_lowercase(), value.into()));
+        self
+    }
+
+    /// Sends the head: `headers`, then the request's own.
+    pub fn open(&self, status: u16, mut headers: Vec<(String, String)>) {
+        headers.extend(self.headers.iter().cloned());
+        self.sink.open(status, headers);
+    }
+
+    pub fn send(&self, chunk: Vec<u8>) -> bool {
+        self.sink.send(chunk)
+    }
 }
 
 /// The caller's address for per-address limits. Behind Cloudflare (`trust_cf_connecting_ip`, set in

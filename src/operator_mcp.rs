@@ -6,15 +6,17 @@
 //! same operations.
 
 use crate::cx::Cx;
+use crate::error::ApiError;
 use crate::mcp::features::{Completed, Completion, Features, PromptCall, ReadFailure};
 use crate::mcp::{
     results, CallOutcome, Era, Progress, RpcError, TaskAnswer, TaskMethod, TaskMode, ToolCall, ToolHost, ToolReply,
 };
 use crate::ops::mcp_tasks::{self, TaskError};
 use crate::ops::prompts;
-use crate::ops::{self, completions, resources, Op, OPS};
+use crate::ops::sessions::{self, SessionPage};
+use crate::ops::{self, completions, resource_watch, resources, Op, OPS};
 use futures::future::LocalBoxFuture;
-use serde_json::Value;
+use serde_json::{Map, Value};
 use std::sync::OnceLock;
 
 /// The tools of `/v1/mcp`, derived once per isolate: the table is static, so its schemas are too.
@@ -62,7 +64,8 @@ impl ToolHost for OperatorTools<'_> {
             let Some(op) = ops::find(call.name).filter(|op| op.tool) else {
                 return ToolReply::UnknownTool;
             };
-            let value = match ops::invoke(self.cx, op, Value::Object(call.arguments)).await {
+            let arguments = Value::Object(call.arguments);
+            let value = match ops::invoke(self.cx, op, arguments.clone()).await {
                 Ok(value) => value,
                 Err(e) => return ToolReply::Done(results::failure(&e)),
             };
@@ -80,7 +83,10 @@ impl ToolHost for OperatorTools<'_> {
                 }
             }
             if let (Some(progress), "read_session") = (call.progress, op.name) {
-                report_events(progress, &value);
+                return ToolReply::Done(match follow_session(self.cx, &arguments, value, progress).await {
+                    Ok(page) => results::success(page),
+                    Err(e) => results::failure(&e.finish(&self.cx.request_id)),
+                });
             }
             ToolReply::Done(results::success(value))
         })
@@ -131,18 +137,38 @@ impl Features for OperatorTools<'_> {
     fn complete<'a>(&'a self, request: Completion<'a>) -> LocalBoxFuture<'a, Result<Completed, RpcError>> {
         Box::pin(async move { completions::complete(self.cx, &request).await })
     }
+
+    fn can_watch(&self) -> bool {
+        true
+    }
+
+    fn watchable<'a>(&'a self, uri: &'a str) -> LocalBoxFuture<'a, Result<bool, ReadFailure>> {
+        Box::pin(resource_watch::watchable(self.cx, uri))
+    }
+
+    fn watch<'a>(&'a self, uris: &'a [String], updated: &'a dyn Fn(&str) -> bool) -> LocalBoxFuture<'a, ()> {
+        Box::pin(resource_watch::watch(self.cx, uris, updated))
+    }
 }
-/// Each event a `read_session` read, as one progress step: its position, and its type and text.
-fn report_events(progress: &Progress, page: &Value) {
-    let events = page.get("events").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
-    for (i, event) in events.iter().enumerate() {
-        let kind = event.get("type").and_then(Value::as_str).unwrap_or("event");
-        let text =
-            event.get("text").or_else(|| event.get("reason")).or_else(|| event.get("name")).and_then(Value::as_str);
-        let message = match text {
-            Some(text) => format!("{kind}: {}", text.chars().take(200).collect::<String>()),
-            None => kind.to_owned(),
-        };
-        progress.report((i + 1) as f64, None, Some(&message));
+/// A `read_session` whose client takes progress on a stream: each event, as it lands, is one progress
+/// step (its position, and its type and text), and the result is every event the call saw.
+async fn follow_session(cx: &Cx<'_>, arguments: &Value, first: Value, progress: &Progress) -> Result<Value, ApiError> {
+    let first: SessionPage = serde_json::from_value(first).map_err(ApiError::cause)?;
+    let mut step = 0;
+    let mut report = |event: &Map<String, Value>| {
+        step += 1;
+        progress.report(step as f64, None, Some(&event_message(event)))
+    };
+    let page = sessions::follow(cx, arguments, first, &mut report).await?;
+    serde_json::to_value(page).map_err(ApiError::cause)
+}
+
+/// An event as a progress message: its type, and its text (cut to 200 characters) when it has one.
+fn event_message(event: &Map<String, Value>) -> String {
+    let kind = event.get("type").and_then(Value::as_str).unwrap_or("event");
+    let text = event.get("text").or_else(|| event.get("reason")).or_else(|| event.get("name")).and_then(Value::as_str);
+    match text {
+        Some(text) => format!("{kind}: {}", text.chars().take(200).collect::<String>()),
+        None => kind.to_owned(),
     }
 }

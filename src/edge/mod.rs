@@ -7,6 +7,7 @@ mod limiter;
 pub mod net;
 pub mod r2;
 mod sessions;
+mod stream;
 
 use crate::app::{self, RequestMeta, MAX_BODY_BYTES};
 use crate::cx::{Config, Cx, Env as CoreEnv};
@@ -184,23 +185,44 @@ async fn fetch(mut req: Request, env: Env, ctx: Context) -> Result<Response> {
         client_ip: String::new(),
         headers,
         body,
+        stream: None,
     };
     // A missing binding is the deployment's fault, but the caller still gets an answer in its face's shape.
     let core = match core_env(&env) {
         Ok(core) => core,
         Err(e) => return to_worker(app::refuse(&request, &crate::error::ApiError::cause(e).finish(&request_id))),
     };
-    let (response, done) = app::serve(&core, request, RequestMeta { now_ms: now_ms(), request_id }).await;
-    // The log line and the metrics row are written after the answer has gone.
-    ctx.wait_until(async move { app::observe::finish(&core, done).await });
-    to_worker(response)
+    // The request runs on its own task, so an answer it streams (MCP progress) can go out while it runs:
+    // the handler answers with whichever head comes first, a whole response or a stream's.
+    let (sink, head, body) = stream::EdgeSink::new();
+    let mut request = request;
+    request.stream = Some(crate::http::StreamOut::new(sink.clone()));
+    ctx.wait_until(async move {
+        let (response, done) = app::serve(&core, request, RequestMeta { now_ms: now_ms(), request_id }).await;
+        sink.finish(response);
+        // The log line and the metrics row are written after the answer has gone.
+        app::observe::finish(&core, done).await;
+    });
+    match head.await {
+        Ok(stream::Head::Whole(response)) => to_worker(response),
+        Ok(stream::Head::Streamed(status, headers)) => {
+            let response = Response::from_stream(body)?.with_status(status);
+            Ok(response.with_headers(to_headers(&headers)?))
+        }
+        Err(_) => Err(worker::Error::RustError("the request ended without an answer".into())),
+    }
+}
+
+fn to_headers(pairs: &[(String, String)]) -> Result<Headers> {
+    let headers = Headers::new();
+    for (k, v) in pairs {
+        headers.append(k, v)?;
+    }
+    Ok(headers)
 }
 
 fn to_worker(resp: HttpResponse) -> Result<Response> {
-    let headers = Headers::new();
-    for (k, v) in &resp.headers {
-        headers.append(k, v)?;
-    }
+    let headers = to_headers(&resp.headers)?;
     let body = if resp.body.is_empty() { Response::empty()? } else { Response::from_bytes(resp.body)? };
     Ok(body.with_status(resp.status).with_headers(headers))
 }

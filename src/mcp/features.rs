@@ -6,9 +6,10 @@
 //! eras differ only where the revisions do: the 2026-07-28 lists and reads carry cache hints (SEP-2549),
 //! and a missing resource is −32602 with `data.uri` there (SEP-2164) but −32002 on the 2025 wire.
 //!
-//! Subscriptions are not offered. `resources/subscribe` (2025) keeps a per-session subscription list,
-//! which a stateless endpoint has nowhere to keep; `subscriptions/listen` (2026-07-28) holds a response
-//! stream open for notifications, and every answer here is one JSON body.
+//! Subscriptions: `resources/subscribe` (2025) keeps a per-session subscription list, which a stateless
+//! endpoint has nowhere to keep, so the 2025 wire says `subscribe: false`. `subscriptions/listen`
+//! (2026-07-28) carries its subscriptions in the request and its notifications on that request's own
+//! response stream: served by [`super::listen`] for hosts that can watch ([`Features::watch`]).
 
 use super::modern::{CACHE_SCOPE, LIST_TTL_MS};
 use super::rpc::{self, RpcError};
@@ -91,12 +92,33 @@ pub trait Features {
     fn get_prompt<'a>(&'a self, call: PromptCall<'a>) -> LocalBoxFuture<'a, Result<Value, RpcError>>;
     /// `completion/complete`: candidate values, best first. An unknown prompt or template is −32602.
     fn complete<'a>(&'a self, request: Completion<'a>) -> LocalBoxFuture<'a, Result<Completed, RpcError>>;
+
+    /// Whether `subscriptions/listen` may subscribe to resources here (`resources.subscribe` on 2026-07-28).
+    fn can_watch(&self) -> bool {
+        false
+    }
+    /// Checks, before a listen is acknowledged, that the caller may read `uri`: `true` when it can change
+    /// (it is honored), `false` when it never does (left out of the honored filter), or why it cannot be
+    /// read (a missing one is the not-found error `resources/read` gives).
+    fn watchable<'a>(&'a self, uri: &'a str) -> LocalBoxFuture<'a, Result<bool, ReadFailure>> {
+        let _ = uri;
+        Box::pin(async { Ok(false) })
+    }
+    /// Holds a listen: calls `updated(uri)` as each watched resource changes, until the host's time for one
+    /// listen is up or `updated` answers `false` (the client went away).
+    fn watch<'a>(&'a self, uris: &'a [String], updated: &'a dyn Fn(&str) -> bool) -> LocalBoxFuture<'a, ()> {
+        let _ = (uris, updated);
+        Box::pin(async {})
+    }
 }
 
 /// The capabilities a host with features declares beside `tools`.
-pub fn capabilities(host: &dyn ToolHost, into: &mut Map<String, Value>) {
-    if host.features().is_some() {
-        into.insert("resources".into(), json!({"subscribe": false, "listChanged": false}));
+pub fn capabilities(era: Era, host: &dyn ToolHost, into: &mut Map<String, Value>) {
+    if let Some(features) = host.features() {
+        // On 2026-07-28 `subscribe` gates `resourceSubscriptions` of `subscriptions/listen`; on the 2025 wire
+        // it would promise `resources/subscribe`, which needs a session.
+        let subscribe = era == Era::Modern && features.can_watch();
+        into.insert("resources".into(), json!({"subscribe": subscribe, "listChanged": false}));
         into.insert("prompts".into(), json!({"listChanged": false}));
         into.insert("completions".into(), json!({}));
     }
@@ -139,16 +161,19 @@ pub async fn answer(
     })
 }
 
+/// The modern era's answer for a resource that is not there (or not the caller's): −32602 naming it.
+pub fn not_found(era: Era, uri: &str) -> RpcError {
+    let code = if era == Era::Modern { rpc::INVALID_PARAMS } else { RESOURCE_NOT_FOUND_LEGACY };
+    RpcError::new(code, format!("Resource not found: {uri}")).with_data(json!({"uri": uri}))
+}
+
 async fn read(features: &dyn Features, era: Era, params: &Map<String, Value>) -> Result<Vec<Value>, RpcError> {
     let Some(uri) = params.get("uri").and_then(Value::as_str) else {
         return Err(RpcError::invalid_params("Invalid params: resources/read needs params.uri, a string"));
     };
     match features.read_resource(uri).await {
         Ok(contents) if !contents.is_empty() => Ok(contents),
-        Ok(_) | Err(ReadFailure::NotFound) => {
-            let code = if era == Era::Modern { rpc::INVALID_PARAMS } else { RESOURCE_NOT_FOUND_LEGACY };
-            Err(RpcError::new(code, format!("Resource not found: {uri}")).with_data(json!({"uri": uri})))
-        }
+        Ok(_) | Err(ReadFailure::NotFound) => Err(not_found(era, uri)),
         Err(ReadFailure::Refused(error)) => Err(error),
     }
 }
@@ -347,7 +372,7 @@ mod tests {
     #[test]
     fn a_host_without_features_declares_none_and_answers_no_feature_method() {
         let mut caps = Map::new();
-        capabilities(&TinyHost, &mut caps);
+        capabilities(Era::Legacy, &TinyHost, &mut caps);
         assert!(caps.is_empty());
         assert!(block_on(answer(&TinyHost, Era::Legacy, "prompts/list", &Map::new())).is_none());
     }

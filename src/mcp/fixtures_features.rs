@@ -222,12 +222,26 @@ mod tests {
     }
 
     #[test]
-    fn subscriptions_are_not_offered_on_either_wire() {
+    fn resources_subscribe_is_not_offered_and_a_listen_where_nothing_is_watched_honors_nothing() {
         for method in ["resources/subscribe", "resources/unsubscribe"] {
             assert_eq!(rpc(method, json!({"uri": "test://watched-resource"}))["error"]["code"], json!(-32601));
         }
-        let listen = send_with(&spec(), &Fixtures, modern_request("subscriptions/listen", json!({})));
-        assert_eq!((listen.status, listen.json_body()["error"]["code"].clone()), (404, json!(-32601)));
+        let filter =
+            json!({"notifications": {"resourceSubscriptions": ["test://watched-resource"], "toolsListChanged": true}});
+        let listen = send_with(&spec(), &Fixtures, modern_request("subscriptions/listen", filter));
+        assert_eq!((listen.status, listen.header("content-type")), (200, Some("text/event-stream")));
+        let body = String::from_utf8(listen.body).unwrap();
+        let messages: Vec<Value> =
+            body.lines().filter_map(|l| l.strip_prefix("data: ")).map(|d| serde_json::from_str(d).unwrap()).collect();
+        assert_eq!(messages.len(), 2, "{body}");
+        assert_eq!(messages[0]["method"], json!("notifications/subscriptions/acknowledged"));
+        assert_eq!(messages[0]["params"]["notifications"], json!({}), "nothing here can change");
+        let id = messages[1]["id"].clone();
+        assert_eq!(messages[0]["params"]["_meta"][super::super::listen::SUBSCRIPTION_ID], id);
+        assert_eq!(messages[1]["result"]["resultType"], json!("complete"));
+        assert_eq!(messages[1]["result"]["_meta"][super::super::listen::SUBSCRIPTION_ID], id);
+        let missing = send_with(&spec(), &Fixtures, modern_request("subscriptions/listen", json!({})));
+        assert_eq!((missing.status, missing.json_body()["error"]["code"].clone()), (400, json!(-32602)));
     }
 
     #[test]

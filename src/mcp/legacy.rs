@@ -30,8 +30,9 @@ pub async fn serve(spec: &ServerSpec, host: &dyn ToolHost, req: &HttpRequest, re
     }
     // Only a tool call may stream, and only when the client both gave a token and accepts a stream.
     let accepts_stream = progress::accepts_stream(req.header("accept"));
-    let progress =
-        (request.method == "tools/call").then(|| Progress::for_request(&request.params, accepts_stream)).flatten();
+    let progress = (request.method == "tools/call")
+        .then(|| Progress::for_request(&request.params, accepts_stream, req.stream.as_ref()))
+        .flatten();
     let answer = match request.method.as_str() {
         "initialize" => Ok(initialize(spec, host, &request.params)),
         "ping" => Ok(json!({})),
@@ -49,8 +50,9 @@ pub async fn serve(spec: &ServerSpec, host: &dyn ToolHost, req: &HttpRequest, re
         Ok(result) => rpc::result(id, result),
         Err(error) => rpc::error(200, Some(id), &error),
     };
-    match progress.and_then(|p| p.stream(&response.json_body())) {
-        Some(body) => HttpResponse::text(200, "text/event-stream", body).with_header("cache-control", "no-cache"),
+    // A tool that reported progress has opened the stream: the response is its last event.
+    match progress.and_then(|p| p.finish(&response.json_body())) {
+        Some(streamed) => streamed,
         None => response,
     }
 }

@@ -1,4 +1,4 @@
-//! The MCP face: Streamable HTTP, stateless and dual-era, one JSON body per POST.
+//! The MCP face: Streamable HTTP, stateless and dual-era, one answer per POST.
 //!
 //! This module knows JSON-RPC and the two protocol eras; it knows nothing of operations, keys or storage.
 //! Tools reach it through [`ToolHost`], so the operator server (`/v1/mcp`), the help server
@@ -6,8 +6,10 @@
 //!
 //! It must never keep state between requests, mint an `Mcp-Session-Id` or read a clock: every answer is a
 //! pure function of the request and the host. What outlives a request (an MCP task) the host keeps
-//! durably ([`tasks`]). The one answer that is not a single JSON body is a `tools/call` on the 2025 wire
-//! whose tool reported progress to a client that accepts a stream ([`progress`]).
+//! durably ([`tasks`]). Two answers are streams rather than one JSON body, each the answer to its own POST
+//! (sent as it is made through the request's [`crate::http::StreamOut`]): a `tools/call` on the 2025 wire
+//! whose tool reports progress to a client that accepts a stream ([`progress`]), and `subscriptions/listen`
+//! on 2026-07-28 ([`listen`]).
 //! Hand-written: the Rust MCP SDK (rmcp) is built on tokio, which a Worker's wasm does not run.
 //!
 //! Order of checks (the one TOOLCHAIN.md records as accepted by Claude Code, Codex, Cursor and the SDK
@@ -25,6 +27,7 @@ mod fixtures_features;
 pub mod fixtures_tasks;
 mod headers;
 mod legacy;
+mod listen;
 mod modern;
 pub mod progress;
 pub mod results;
@@ -201,7 +204,7 @@ fn server_info(spec: &ServerSpec) -> Value {
 fn capabilities(era: Era, host: &dyn ToolHost) -> Value {
     let mut capabilities = Map::new();
     capabilities.insert("tools".into(), json!({"listChanged": false}));
-    features::capabilities(host, &mut capabilities);
+    features::capabilities(era, host, &mut capabilities);
     let mut capabilities = Value::Object(capabilities);
     if host.task_support() {
         match era {

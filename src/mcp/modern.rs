@@ -7,8 +7,9 @@
 //! before version support, so a client that disagrees with itself is told so) → version served (400
 //! −32022 with `data: {supported, requested}`) → `Mcp-Method`/`Mcp-Name`/`Mcp-Param-*` equal the body
 //! (400 −32020) → dispatch (`server/discover`, `tools/list`, `tools/call`, and the resource, prompt and
-//! completion methods of a host with [`features`](super::features); anything else, including the removed
-//! `initialize`/`ping`/`logging/setLevel` and `subscriptions/listen`, is 404 −32601).
+//! completion methods of a host with [`features`](super::features), and `subscriptions/listen` as a stream
+//! ([`listen`](super::listen)); anything else, including the removed `initialize`/`ping`/`logging/setLevel`,
+//! is 404 −32601).
 //!
 //! HTTP status follows one table for every error, wherever it was raised ([`status`]): the spec fixes 400
 //! for its three new codes and 404 for an unknown method; −32602 is 400 as in the reference Python SDK.
@@ -17,7 +18,7 @@
 
 use super::rpc::{self, Request, RpcError};
 use super::{
-    call_target, call_tool, capabilities, headers, other_method, server_info, tools_result, Era, ListResult,
+    call_target, call_tool, capabilities, headers, listen, other_method, server_info, tools_result, Era, ListResult,
     ServerSpec, ToolHost, LEGACY_VERSIONS, MODERN_VERSION,
 };
 use crate::http::{HttpRequest, HttpResponse};
@@ -45,6 +46,7 @@ pub async fn serve(spec: &ServerSpec, host: &dyn ToolHost, req: &HttpRequest, re
     match answer(spec, host, req, request).await {
         Ok(Answer::Text(text)) => rpc::result_text(&request.id, &text),
         Ok(Answer::Value(result)) => rpc::result(&request.id, complete(spec, result)),
+        Ok(Answer::Stream(response)) => response,
         Err(error) => rpc::error(status(&error), Some(&request.id), &error),
     }
 }
@@ -111,6 +113,10 @@ async fn answer(
         {
             Err(super::tasks::extension_required(&request.method))
         }
+        "subscriptions/listen" => {
+            let stream = req.stream.as_ref();
+            listen::serve(host, request, stream, |result| complete(spec, result)).await.map(Answer::Stream)
+        }
         other => match other_method(host, Era::Modern, other, &request.params).await {
             Some(answer) => answer.map(Answer::Value),
             None => Err(RpcError::new(rpc::METHOD_NOT_FOUND, format!("Method not found: {other}"))),
@@ -122,6 +128,8 @@ async fn answer(
 enum Answer {
     Value(Value),
     Text(String),
+    /// An answer streamed as it is made (`subscriptions/listen`).
+    Stream(HttpResponse),
 }
 
 /// The two `_meta` keys every modern request must carry (client info is a SHOULD, so never required).

@@ -158,6 +158,8 @@ impl Session {
         wait_ms: i64,
     ) -> std::result::Result<crate::session::Page, Refusal> {
         self.rearm(core).await;
+        // "From the end" is the end as the call found it, not as each wake finds it.
+        let after = if after == crate::session::FROM_END { core.last_seq()? } else { after };
         let deadline = now_ms() + wait_ms;
         loop {
             let page = core.page(after, message_id, limit)?;

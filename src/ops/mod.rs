@@ -26,6 +26,7 @@ pub mod prompts;
 pub mod records;
 pub mod remotes;
 pub mod requests;
+pub mod resource_watch;
 pub mod resources;
 pub mod routines;
 pub mod runners;

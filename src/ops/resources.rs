@@ -263,7 +263,7 @@ fn event_markdown(event: &Event) -> String {
 /// Whether a refusal hides what it is about: missing, forbidden, malformed, or in another universe
 /// (a key locked to one workspace must not learn what exists elsewhere). Resources read these as "not
 /// found" and completions as nothing to offer.
-fn hides(e: &ApiError) -> bool {
+pub(crate) fn hides(e: &ApiError) -> bool {
     matches!(e.code, Code::NotFound | Code::Forbidden | Code::InvalidParams | Code::UniverseMismatch)
 }
 

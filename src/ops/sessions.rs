@@ -324,18 +324,56 @@ pub async fn read(cx: &Cx<'_>, p: ReadSession) -> Result<SessionPage, ApiError> 
     let after = cursor::parse_event(p.cursor.as_deref())?;
     let wait = p.wait_seconds.map_or(0, Int::get);
     let limit = p.limit.map_or(crate::session::MAX_PAGE as i64, Int::get);
-    load(cx, &p.session_id).await?;
-    let reply = call(
-        cx,
-        &p.session_id,
-        SessionCall::Read {
-            after,
-            message_id: p.message_id.map(String::from),
-            limit: limit as u32,
-            wait_ms: wait * 1000,
-        },
-    )
-    .await?;
+    page_after(cx, &p.session_id, after, p.message_id.as_deref(), limit as u32, wait * 1000).await
+}
+
+/// A `read_session` followed as it happens, for a caller that watches each event land (MCP progress on
+/// a stream): from the page `read` answered, it keeps waiting in the session's object for the next event
+/// and hands each to `seen`, until the read is over: the turn of `message_id` has ended (without one: the
+/// running turn, once something came), the session ended, the page is full or has more, the
+/// `wait_seconds` are used up, or `seen` says no one is listening. Answers every event it saw as one page.
+/// Costs one request, like the read it follows; each wake re-checks the caller may read the session.
+pub async fn follow(
+    cx: &Cx<'_>,
+    args: &Value,
+    first: SessionPage,
+    seen: &mut dyn FnMut(&Map<String, Value>) -> bool,
+) -> Result<SessionPage, ApiError> {
+    let p: ReadSession = serde_json::from_value(args.clone()).map_err(|e| ApiError::invalid(e.to_string()))?;
+    let deadline = cx.now_ms + p.wait_seconds.map_or(0, Int::get) * 1000;
+    let limit = p.limit.map_or(crate::session::MAX_PAGE as i64, Int::get) as usize;
+    let mut listening = first.events.iter().all(&mut *seen);
+    let mut page = first;
+    loop {
+        let remaining = deadline - cx.env.clock.now_ms();
+        let turn_over = page.turn_finished && (p.message_id.is_some() || !page.events.is_empty());
+        let over = page.has_more || page.status == "terminated" || turn_over || page.events.len() >= limit;
+        if over || remaining <= 0 || !listening {
+            return Ok(page);
+        }
+        let after = cursor::parse_event(Some(&page.cursor))?;
+        let room = (limit - page.events.len()) as u32;
+        let next = page_after(cx, &p.session_id, after, p.message_id.as_deref(), room, remaining).await?;
+        // The object answers nothing new only when the wait ran out.
+        let ran_out = next.events.is_empty();
+        listening = next.events.iter().all(&mut *seen) && !ran_out;
+        page.events.extend(next.events);
+        page = SessionPage { events: page.events, ..next };
+    }
+}
+
+/// One page after `after`, waiting up to `wait_ms` in the session's object for something to arrive.
+async fn page_after(
+    cx: &Cx<'_>,
+    session_id: &str,
+    after: i64,
+    message_id: Option<&str>,
+    limit: u32,
+    wait_ms: i64,
+) -> Result<SessionPage, ApiError> {
+    load(cx, session_id).await?;
+    let read = SessionCall::Read { after, message_id: message_id.map(str::to_owned), limit, wait_ms };
+    let reply = call(cx, session_id, read).await?;
     let SessionReply::Page(page) = reply else {
         return Err(ApiError::cause(format!("unexpected session reply {reply:?}")));
     };

@@ -2,6 +2,8 @@
 //! whole loop without a model, and lets tests drive every path of a turn:
 //! - any text → one reply, `echo: <text>`; these commands count at the start of a message:
 //! - `/sleep N` (N ≤ 30) → a status event, then the reply N seconds later (a turn that stays running);
+//! - `/tick N` (N ≤ 30) → a status event each second, `tick 1 of N` … `tick N of N`, then the reply (a turn
+//!   whose events land over N seconds: live progress);
 //! - `/burst N` (N ≤ 5000) → N numbered replies in one step (long logs, paging);
 //! - `/fail` → an error event and a failed turn;
 //! - `/write <path> <text…>` → writes that file into the task folder through the agents' file tool;
@@ -56,6 +58,16 @@ pub fn step(text: &str, turn: &Turn) -> StepOutcome {
             };
         }
     }
+    if let Some(n) = arg(text, "/tick", 30).filter(|n| *n > 0) {
+        if u64::from(turn.step) < n {
+            let text = format!("tick {} of {n}", turn.step + 1);
+            return StepOutcome {
+                events: vec![(EventKind::Status, json!({ "text": text, "harness": LABEL }))],
+                next_in_ms: Some(1000),
+                ..StepOutcome::default()
+            };
+        }
+    }
     if command(text, "/fail").is_some() {
         return StepOutcome {
             events: vec![(EventKind::Error, json!({ "message": "the echo harness was asked to fail (/fail)" }))],
@@ -84,6 +96,21 @@ mod tests {
         assert_eq!(out.end, Some(TurnEnd::Completed));
         assert_eq!(out.events.len(), 1);
         assert_eq!(out.events[0].1["text"], "echo: hello");
+    }
+
+    #[test]
+    fn tick_reports_each_second_then_replies() {
+        let steps: Vec<StepOutcome> = (0..4).map(|step| step_at("/tick 3", step)).collect();
+        for (i, out) in steps[..3].iter().enumerate() {
+            assert_eq!((out.end, out.next_in_ms), (None, Some(1000)));
+            assert_eq!(out.events[0].1["text"], format!("tick {} of 3", i + 1));
+        }
+        assert_eq!(steps[3].end, Some(TurnEnd::Completed));
+        assert_eq!(steps[3].events[0].1["text"], "echo: /tick 3");
+    }
+
+    fn step_at(text: &str, step: u32) -> StepOutcome {
+        super::step(text, &Turn { step, ..Turn::default() })
     }
 
     #[test]

@@ -54,6 +54,9 @@ pub const RUNNER_RECHECK_MS: i64 = 10 * 60_000;
 
 /// The most events one page returns.
 pub const MAX_PAGE: u32 = 200;
+/// A `Read` from here: only events that land after the call (a resource subscription's watch). No client
+/// cursor parses to it.
+pub const FROM_END: i64 = -1;
 
 /// A session's state over its storage.
 pub struct Core<'a, S: LocalSql + ?Sized> {
@@ -255,6 +258,13 @@ impl<'a, S: LocalSql + ?Sized> Core<'a, S> {
     }
 
     /// One page of events after `after`, for one message's turn or for all of them.
+    /// The newest event's position (0 before the first).
+    pub fn last_seq(&self) -> Res<i64> {
+        let last = self.sql.exec("SELECT MAX(seq) AS seq FROM event", &[]).map_err(storage)?;
+        Ok(last.first().and_then(|r| r.get("seq")).and_then(Value::as_i64).unwrap_or(0))
+    }
+
+    /// Events after `after` ([`FROM_END`]: after the newest, so only what lands next).
     pub fn page(&self, after: i64, message_id: Option<&str>, limit: u32) -> Res<Page> {
         let limit = limit.clamp(1, MAX_PAGE);
         // A message this session never had would never finish: say so instead of waiting on it.
@@ -263,8 +273,8 @@ impl<'a, S: LocalSql + ?Sized> Core<'a, S> {
                 return Err(Refusal::new(Code::NotFound, format!("no message `{m}` in this session")));
             }
         }
-        let last = self.sql.exec("SELECT MAX(seq) AS seq FROM event", &[]).map_err(storage)?;
-        let last = last.first().and_then(|r| r.get("seq")).and_then(Value::as_i64).unwrap_or(0);
+        let last = self.last_seq()?;
+        let after = if after == FROM_END { last } else { after };
         if after > last {
             return Err(Refusal::new(
                 Code::InvalidParams,

@@ -61,8 +61,10 @@ describe('resources, prompts and completions (TS SDK v1 legacy, v2 modern)', () 
     for (const c of [c1, c2]) {
       const caps = c.getServerCapabilities();
       assert.ok(caps.resources && caps.prompts && caps.completions, JSON.stringify(caps));
-      assert.notEqual(caps.resources.subscribe, true, 'no subscriptions on a stateless endpoint');
     }
+    // resources/subscribe needs a session; 2026-07-28's subscriptions/listen carries its own (subscriptions.test.mjs).
+    assert.equal(c1.getServerCapabilities().resources.subscribe, false, 'no resources/subscribe on the 2025 wire');
+    assert.equal(c2.getServerCapabilities().resources.subscribe, true, 'subscriptions/listen on 2026-07-28');
     assert.equal(c2.getProtocolEra(), 'modern');
   });
 

@@ -80,6 +80,7 @@ fn during_wait(app: &TestApp, f: impl Fn(HostSessions) -> futures::future::Local
 
 fn rest(key: &str, method: &str, path: &str, body: Value) -> agentsky::http::HttpRequest {
     agentsky::http::HttpRequest {
+        stream: None,
         method: method.into(),
         path: path.into(),
         query: String::new(),

@@ -332,7 +332,18 @@ fn errors_keep_their_codes_and_lists_refuse_cursors_they_never_issued() {
 }
 
 /// A 2026-07-28 request to `/v1/mcp`, with the routing headers it needs.
-fn modern(app: &TestApp, key: &str, method: &str, name: Option<&str>, mut params: Value) -> (u16, Value) {
+fn modern(app: &TestApp, key: &str, method: &str, name: Option<&str>, params: Value) -> (u16, Value) {
+    let resp = modern_raw(app, key, method, name, params);
+    (resp.status, resp.json_body())
+}
+
+fn modern_raw(
+    app: &TestApp,
+    key: &str,
+    method: &str,
+    name: Option<&str>,
+    mut params: Value,
+) -> agentsky::http::HttpResponse {
     params["_meta"] = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientCapabilities": {}});
     let mut headers = vec![
@@ -347,15 +358,73 @@ fn modern(app: &TestApp, key: &str, method: &str, name: Option<&str>, mut params
         headers.push(("mcp-name".into(), name.into()));
     }
     let body = json!({"jsonrpc": "2.0", "id": 3, "method": method, "params": params});
-    let resp = app.send(HttpRequest {
+    app.send(HttpRequest {
         method: "POST".into(),
         path: "/v1/mcp".into(),
         headers,
         body: serde_json::to_vec(&body).unwrap(),
         client_ip: "203.0.113.7".into(),
         ..Default::default()
-    });
-    (resp.status, resp.json_body())
+    })
+}
+
+/// The JSON messages of a server-sent-event body, in order.
+fn sse_messages(body: &[u8]) -> Vec<Value> {
+    String::from_utf8_lossy(body)
+        .split("\n\n")
+        .filter_map(|event| event.lines().find_map(|l| l.strip_prefix("data: ")))
+        .map(|data| serde_json::from_str(data).unwrap())
+        .collect()
+}
+
+#[test]
+fn subscriptions_listen_acknowledges_what_can_change_then_closes_gracefully() {
+    let app = TestApp::new();
+    let (ada, sid, task) = setup(&app);
+    let (_, discovered) = modern(&app, &ada.key, "server/discover", None, json!({}));
+    assert_eq!(discovered["result"]["capabilities"]["resources"]["subscribe"], true, "{discovered}");
+    let transcript = format!("agentsky://sessions/{sid}/transcript");
+    let file = format!("agentsky://tasks/{task}/files/notes/plan.md");
+    let (_, listed) = modern(&app, &ada.key, "resources/list", None, json!({}));
+    let help = listed["result"]["resources"][0]["uri"].as_str().unwrap().to_owned();
+    let filter = json!({"toolsListChanged": true, "resourceSubscriptions": [transcript, file, help, transcript]});
+    let resp = modern_raw(&app, &ada.key, "subscriptions/listen", None, json!({"notifications": filter}));
+    assert_eq!((resp.status, resp.header("content-type")), (200, Some("text/event-stream")));
+    assert!(resp.header("mcp-session-id").is_none());
+    let messages = sse_messages(&resp.body);
+    let ack = &messages[0];
+    assert_eq!(ack["method"], "notifications/subscriptions/acknowledged", "{messages:?}");
+    // Lists never change and a help article is fixed: only the transcript and the file are honored.
+    assert_eq!(ack["params"]["notifications"], json!({"resourceSubscriptions": [transcript, file]}));
+    assert_eq!(ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 3);
+    let last = messages.last().unwrap();
+    assert_eq!(last["id"], 3);
+    assert_eq!(last["result"]["resultType"], "complete");
+    assert_eq!(last["result"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 3);
+    for note in &messages[1..messages.len() - 1] {
+        assert_eq!(note["method"], "notifications/resources/updated");
+        assert_eq!(note["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 3);
+    }
+
+    // Scoped as reads are: another account's session is not found, before anything streams.
+    let bo = app.signup("Bo", "bo@example.com");
+    let (status, body) = modern(
+        &app,
+        &bo.key,
+        "subscriptions/listen",
+        None,
+        json!({"notifications": {"resourceSubscriptions": [transcript]}}),
+    );
+    assert_eq!((status, body["error"]["code"].clone()), (400, json!(-32602)), "{body}");
+    assert_eq!(body["error"]["data"]["uri"], json!(transcript));
+    for bad in [json!({}), json!({"notifications": {"resourceSubscriptions": "x"}})] {
+        let (status, body) = modern(&app, &ada.key, "subscriptions/listen", None, bad);
+        assert_eq!((status, body["error"]["code"].clone()), (400, json!(-32602)), "{body}");
+        assert!(body["error"]["message"].as_str().unwrap().contains("notifications"), "{body}");
+    }
+    // The 2025 wire has no such method.
+    let legacy = rpc(&app, &ada.key, "subscriptions/listen", json!({"notifications": {}}));
+    assert_eq!(legacy["error"]["code"], -32601);
 }
 
 #[test]

@@ -17,6 +17,7 @@ fn req(method: &str, path: &str, key: &str, headers: &[(&str, &str)], body: Opti
     h.extend(headers.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())));
     let (path, query) = path.split_once('?').unwrap_or((path, ""));
     HttpRequest {
+        stream: None,
         method: method.into(),
         path: path.into(),
         query: query.into(),

@@ -10,6 +10,7 @@ use std::rc::Rc;
 fn rest(key: &str, method: &str, path: &str, body: Value) -> HttpRequest {
     let (path, query) = path.split_once('?').unwrap_or((path, ""));
     HttpRequest {
+        stream: None,
         method: method.into(),
         path: path.into(),
         query: query.into(),

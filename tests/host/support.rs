@@ -546,6 +546,7 @@ impl TestApp {
             headers.push(("authorization".into(), format!("Bearer {k}")));
         }
         self.send(HttpRequest {
+            stream: None,
             method: method.into(),
             path: path.into(),
             query: query.into(),
@@ -726,6 +727,7 @@ pub fn browser_request(
         headers.push(("content-type".into(), "application/x-www-form-urlencoded".into()));
     }
     HttpRequest {
+        stream: None,
         method: method.into(),
         path: path.into(),
         query: query.into(),

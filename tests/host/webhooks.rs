@@ -372,6 +372,7 @@ fn console_request(method: &str, path: &str, cookie: Option<&str>, body: String)
         headers.push(("content-type".into(), "application/x-www-form-urlencoded".into()));
     }
     agentsky::http::HttpRequest {
+        stream: None,
         method: method.into(),
         path: path.into(),
         query: String::new(),
