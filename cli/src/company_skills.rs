@@ -11,10 +11,10 @@
 use crate::api::Api;
 use crate::files::Change;
 use crate::runner::{CallError, Client};
+use crate::turn::Baseline;
 use crate::Result;
 use agentsky_wire::skills::{is_name, SKILL_FILE};
 use serde_json::Value;
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// Where a turn's agent CLIs read project skills, relative to the turn's working folder.
@@ -40,12 +40,7 @@ pub fn files_of(skill: &Value) -> std::result::Result<(String, Vec<(String, Stri
 /// Writes the skills into a turn's working folder and adds what it wrote to `baseline` (the files the
 /// turn compares against when it uploads), so skills the agent left unchanged are not uploaded as its
 /// work. A project file of the same path wins. Returns notes for the turn's status.
-pub fn install_in_turn(
-    client: &Client,
-    lease_id: &str,
-    work: &Path,
-    baseline: &mut BTreeMap<String, String>,
-) -> Vec<String> {
+pub fn install_in_turn(client: &Client, lease_id: &str, work: &Path, baseline: &mut Baseline) -> Vec<String> {
     let skills = match client.skills(lease_id) {
         Ok(s) => s,
         Err(CallError::Refused(_)) => return vec![], // an older server, without skills
@@ -63,7 +58,7 @@ pub fn install_in_turn(
         for folder in TURN_FOLDERS {
             for (path, text) in &files {
                 let rel = format!("{folder}/{name}/{path}");
-                if baseline.contains_key(&rel) {
+                if baseline.contains(&rel) {
                     continue;
                 }
                 let target: PathBuf = work.join(rel.split('/').collect::<PathBuf>());
@@ -73,7 +68,7 @@ pub fn install_in_turn(
                     .and_then(|()| std::fs::write(&target, text));
                 match written {
                     Ok(()) => {
-                        baseline.insert(rel, text.clone());
+                        baseline.skill(&rel, text.clone());
                     }
                     Err(e) => notes.push(format!("{rel} was not written ({e})")),
                 }

@@ -40,7 +40,9 @@
 //!   when the task has lanes). Skipped, and said so in a `status` event: `.git`, `node_modules`, `.venv`
 //!   and `__pycache__` folders, symlinks, files that are not UTF-8 text or are over 256 KiB, and anything
 //!   past 500 files. Downloaded files the agent deleted are deleted from the folder too
-//!   (`DELETE /v1/runner/files?lease_id=&path=`: in the lane until `land`); the status event names them.
+//!   (`DELETE /v1/runner/files?lease_id=&path=`: in the lane until `land`); the status event names the
+//!   ones the server really deleted. Only files the runner wrote to disk count, never one under a skipped
+//!   folder, a symlink, a company skill, or one of two paths that differ only in case.
 //! - **Jobs.** While the command runs, a thread long-polls `POST /v1/runner/jobs {lease_id,
 //!   wait_seconds: 20, seen}` (`seen`: the ids of the jobs it already passed on, the last 100) and passes
 //!   new ones to the turn's loop, which handles them one at a time in arrival order and answers each with
@@ -54,7 +56,8 @@
 //!     end does not send it again. Then, from `GET /v1/runner/files`, it writes in every file whose server
 //!     text differs and that the agent has not changed since its baseline — the same text, or absent from
 //!     both (a new server file arrives; one the agent deleted stays deleted) — removes every baseline file
-//!     the server no longer has that the agent left as it was (a delete `land` merged from the base), and
+//!     the server no longer has that the agent left as it was (a delete `land` merged from the base; never
+//!     the turn's company skills), and
 //!     makes that the baseline. → `{ok: true, uploaded, deleted, refreshed, removed, skipped}`, or
 //!     `{ok: false, error}`.
 //!   - `run` runs `sh -c <command>` in `work/` with the command's environment, under a supervisor of its
@@ -103,7 +106,7 @@ mod refresh;
 mod ssh_agent;
 mod supervise;
 
-pub use changes::{changes, safe_relative, Changes, MAX_FILE_BYTES, MAX_UPLOADS, SKIPPED_DIRS};
+pub use changes::{changes, safe_relative, Baseline, Changes, MAX_FILE_BYTES, MAX_UPLOADS, SKIPPED_DIRS};
 pub use folder::TurnDir;
 use outbox::POST_MAX_EVENTS;
 pub use outbox::{Outbox, Stream, EVENT_TEXT_MAX};
@@ -114,7 +117,6 @@ use crate::runner::{show_command, CallError, Client, Job, Stop, Turn};
 use crate::{Error, Result};
 use jobs::Jobs;
 use serde_json::{json, Value};
-use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::PathBuf;
@@ -346,19 +348,24 @@ impl TurnRunner {
             }
         };
         // What `work/` is compared against: the download, moved on by `sync` jobs.
-        let mut downloaded: BTreeMap<String, String> = match self.retrying(|| self.client.files(lease)) {
-            Ok(files) => files.into_iter().collect(),
+        let files = match self.retrying(|| self.client.files(lease)) {
+            Ok(files) => files,
             Err(e) => return self.gave_up(turn, &mut outbox, e, "downloading the task's files"),
         };
+        let mut downloaded = Baseline::default();
         let mut notes = Vec::new();
-        for (path, content) in &downloaded {
-            let written = safe_relative(path).ok_or_else(|| "an unsafe path".to_owned()).and_then(|rel| {
+        for (path, content) in files {
+            let written = safe_relative(&path).ok_or_else(|| "an unsafe path".to_owned()).and_then(|rel| {
                 let p = dir.work.join(rel);
                 p.parent().map(std::fs::create_dir_all).transpose().map_err(|e| e.to_string())?;
-                std::fs::write(&p, content).map_err(|e| e.to_string())
+                std::fs::write(&p, &content).map_err(|e| e.to_string())
             });
-            if let Err(why) = written {
-                notes.push(format!("{path} was not downloaded ({why})"));
+            match written {
+                Ok(()) => downloaded.wrote(&path, content),
+                Err(why) => {
+                    notes.push(format!("{path} was not downloaded ({why})"));
+                    downloaded.not_written(&path, content);
+                }
             }
         }
         notes.extend(crate::company_skills::install_in_turn(&self.client, lease, &dir.work, &mut downloaded));
@@ -573,7 +580,7 @@ impl TurnRunner {
         turn: &Turn,
         dir: &TurnDir,
         jobs: &mut Jobs,
-        baseline: &mut BTreeMap<String, String>,
+        baseline: &mut Baseline,
         last_renewal: &mut Instant,
         log: &mut dyn Write,
     ) -> std::result::Result<(), Halt> {
@@ -633,8 +640,9 @@ impl TurnRunner {
         for path in deleted {
             self.keep_lease(lease, last_renewal).map_err(UploadStop::Halt)?;
             match self.retrying(|| self.client.delete_file(lease, path)) {
-                // Gone already counts as deleted: a retry, or another write of the lane removed it.
-                Ok(_) => sent.deleted.push(path.clone()),
+                Ok(true) => sent.deleted.push(path.clone()),
+                // Gone already (a retry, or another write of the lane removed it): not this turn's delete.
+                Ok(false) => {}
                 Err(CallError::Refused(why)) => sent.refused.push((path.clone(), why)),
                 Err(e) => return Err(UploadStop::Failed(path.clone(), e)),
             }

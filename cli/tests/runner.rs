@@ -556,6 +556,8 @@ struct Face {
     edits: Vec<(&'static str, &'static str)>,
     drops: Vec<&'static str>,
     criteria: Option<Value>,
+    /// `GET /v1/runner/skills`'s answer (404 when `None`: a server without skills).
+    skills: Option<Value>,
     ssh_key: Option<String>,
     /// The job poll answers `stop: true` (the session was stopped).
     stop: bool,
@@ -576,6 +578,7 @@ impl Face {
             edits: vec![],
             drops: vec![],
             criteria: None,
+            skills: None,
             ssh_key: None,
             stop: false,
             mailbox: mailbox.0.clone(),
@@ -684,6 +687,10 @@ impl Face {
                 ("POST", "/v1/runner/ssh-key") => match &f.ssh_key {
                     Some(k) => reply(200, json!({ "private_key": k })),
                     None => reply(403, json!({"error": {"code": "forbidden", "message": "no key for this job"}})),
+                },
+                ("GET", "/v1/runner/skills") => match &f.skills {
+                    Some(s) => reply(200, s.clone()),
+                    None => reply(404, json!({"error": {"code": "not_found", "message": "no route"}})),
                 },
                 ("GET", "/v1/runner/criteria") => match &f.criteria {
                     Some(c) => reply(200, c.clone()),
@@ -855,6 +862,38 @@ fn a_sync_job_deletes_what_the_agent_removed_and_removes_what_the_lane_deleted()
     let deletes = srv.requests().iter().filter(|q| q.method == "DELETE").count();
     assert_eq!(deletes, 1, "the end of the turn does not delete again what the sync deleted");
     assert!(face.files.lock().unwrap().is_empty());
+}
+
+#[test]
+fn a_sync_keeps_the_turns_skills_and_nothing_the_agent_left_alone_is_deleted() {
+    let mailbox = Scratch::new("jobs-sync-keep-box");
+    let mut face = Face::new(&mailbox);
+    face.jobs = vec![("ready", json!({"job_id": "sync1", "kind": "sync"}))];
+    // A task file under a folder the scan skips: written, never scanned, so never "deleted by the agent".
+    face.files.lock().unwrap().insert("node_modules/dep.js".into(), "dep".into());
+    face.skills = Some(json!({"skills": [{"name": "release-notes", "skill_md": "---\nname: release-notes\n---\n"}]}));
+    let (srv, face) = face.serve();
+    let scratch = Scratch::new("jobs-sync-keep");
+    let script = format!(
+        r#"{WAIT_FOR}
+        echo ready
+        wait_for '{box}/sync1.done'
+        test -e .claude/skills/release-notes/SKILL.md && echo "skill: kept" || echo "skill: removed""#,
+        box = mailbox.0.display()
+    );
+    let r = runner(&srv.url, &scratch, &script);
+    let mut log = Vec::new();
+    let outcome = r.run_turn(&turn(&srv.url), &mut log).unwrap();
+    assert_eq!(outcome, Outcome::Completed, "{}", String::from_utf8_lossy(&log));
+    assert_eq!(
+        face.result("sync1"),
+        json!({"ok": true, "uploaded": [], "deleted": [], "refreshed": [], "removed": [], "skipped": []})
+    );
+    assert!(agent_output(&srv, "agent_message").contains("skill: kept"), "{:?}", events(&srv));
+    let deletes: Vec<String> = srv.requests().iter().filter(|q| q.method == "DELETE").map(|q| q.url.clone()).collect();
+    assert!(deletes.is_empty(), "{deletes:?}");
+    assert!(!face.said.lock().unwrap().contains("Deleted"));
+    assert_eq!(face.files.lock().unwrap()["node_modules/dep.js"], "dep");
 }
 
 #[test]

@@ -1,7 +1,7 @@
 //! What the command changed in the turn's folder, against what was downloaded: the files to upload,
 //! the ones skipped (with why) and the ones deleted.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// The most files one turn uploads.
@@ -18,6 +18,90 @@ pub fn safe_relative(path: &str) -> Option<PathBuf> {
     agentsky_wire::paths::is_normal(path).then(|| path.split('/').collect())
 }
 
+/// What a turn compares `work/` against: the task files as downloaded (moved on by `sync` jobs), which
+/// of them the runner really put on disk, and the company skills it installed beside them. Only files on
+/// disk can have been deleted by the agent, and skills are never task files to delete.
+#[derive(Debug, Default)]
+pub struct Baseline {
+    files: BTreeMap<String, String>,
+    on_disk: BTreeSet<String>,
+    skills: BTreeSet<String>,
+}
+
+impl Baseline {
+    /// A task file the runner wrote into (or read from) `work/`.
+    pub fn wrote(&mut self, path: &str, content: String) {
+        self.skills.remove(path);
+        self.on_disk.insert(path.to_owned());
+        self.files.insert(path.to_owned(), content);
+    }
+
+    /// A task file that could not be written: compared against, never deleted.
+    pub fn not_written(&mut self, path: &str, content: String) {
+        self.on_disk.remove(path);
+        self.files.insert(path.to_owned(), content);
+    }
+
+    /// A company skill file installed for the turn: not uploaded unless changed, never deleted or removed.
+    pub fn skill(&mut self, path: &str, content: String) {
+        self.skills.insert(path.to_owned());
+        self.files.insert(path.to_owned(), content);
+    }
+
+    pub fn forget(&mut self, path: &str) {
+        self.files.remove(path);
+        self.on_disk.remove(path);
+        self.skills.remove(path);
+    }
+
+    pub fn get(&self, path: &str) -> Option<&String> {
+        self.files.get(path)
+    }
+
+    pub fn contains(&self, path: &str) -> bool {
+        self.files.contains_key(path)
+    }
+
+    pub fn len(&self) -> usize {
+        self.files.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.files.is_empty()
+    }
+
+    /// The task files (not skills) compared against.
+    pub fn task_paths(&self) -> impl Iterator<Item = &String> {
+        self.files.keys().filter(|p| !self.skills.contains(*p))
+    }
+
+    /// The files the agent may have deleted: on disk, not a skill, not under a folder the scan skips, and
+    /// not sharing a case-folded spelling with another file (on a case-insensitive disk the two are one
+    /// file, and the one scanned hides the other).
+    fn deletable(&self) -> impl Iterator<Item = &String> {
+        let mut folded: BTreeMap<String, usize> = BTreeMap::new();
+        for p in self.files.keys() {
+            *folded.entry(p.to_lowercase()).or_default() += 1;
+        }
+        self.on_disk.iter().filter(move |p| {
+            !self.skills.contains(*p)
+                && !p.split('/').any(|part| SKIPPED_DIRS.contains(&part))
+                && folded.get(&p.to_lowercase()) == Some(&1)
+        })
+    }
+}
+
+impl FromIterator<(String, String)> for Baseline {
+    /// Files all on disk (for tests and callers that wrote them all).
+    fn from_iter<I: IntoIterator<Item = (String, String)>>(iter: I) -> Self {
+        let mut b = Baseline::default();
+        for (path, content) in iter {
+            b.wrote(&path, content);
+        }
+        b
+    }
+}
+
 /// What the command left in the folder, against what was downloaded.
 #[derive(Debug, Default, PartialEq)]
 pub struct Changes {
@@ -29,8 +113,8 @@ pub struct Changes {
     pub deleted: Vec<String>,
 }
 
-/// Compares `work` with `downloaded` (path → content).
-pub fn changes(work: &Path, downloaded: &BTreeMap<String, String>) -> Changes {
+/// Compares `work` with `downloaded`.
+pub fn changes(work: &Path, downloaded: &Baseline) -> Changes {
     let mut found: BTreeMap<String, Option<String>> = BTreeMap::new();
     let mut skipped = Vec::new();
     scan(work, "", &mut found, &mut skipped);
@@ -45,7 +129,8 @@ pub fn changes(work: &Path, downloaded: &BTreeMap<String, String>) -> Changes {
             }
         }
     }
-    c.deleted = downloaded.keys().filter(|p| !found.contains_key(*p)).cloned().collect();
+    // A path the scan saw but did not read (a symlink, a file too big) is there, so not deleted.
+    c.deleted = downloaded.deletable().filter(|p| !found.contains_key(*p)).cloned().collect();
     c
 }
 
@@ -70,6 +155,7 @@ fn scan(dir: &Path, prefix: &str, found: &mut BTreeMap<String, Option<String>>, 
         };
         if meta.file_type().is_symlink() {
             skipped.push(format!("{rel} (a symlink)"));
+            found.insert(rel, None);
         } else if meta.is_dir() {
             if !SKIPPED_DIRS.contains(&name.as_str()) {
                 scan(&e.path(), &rel, found, skipped);
@@ -125,7 +211,7 @@ mod tests {
         std::fs::write(dir.join("big.log"), "z".repeat(MAX_FILE_BYTES as usize + 1)).unwrap();
         #[cfg(unix)]
         std::os::unix::fs::symlink("same.md", dir.join("link.md")).unwrap();
-        let downloaded: BTreeMap<String, String> = [("same.md", "same"), ("src/changed.rs", "old"), ("gone.md", "x")]
+        let downloaded: Baseline = [("same.md", "same"), ("src/changed.rs", "old"), ("gone.md", "x")]
             .iter()
             .map(|(a, b)| (a.to_string(), b.to_string()))
             .collect();
@@ -148,10 +234,35 @@ mod tests {
         std::fs::write(dir.join("cafe\u{0301}.md"), "nfd").unwrap(); // as macOS spells it
         std::fs::write(dir.join("invoice\u{202E}dm.txt"), "bidi").unwrap();
         std::fs::write(dir.join("nul.txt"), "device").unwrap();
-        let c = changes(&dir, &BTreeMap::new());
+        let c = changes(&dir, &Baseline::default());
         let paths: Vec<&str> = c.upload.iter().map(|(p, _)| p.as_str()).collect();
         assert_eq!(paths, ["caf\u{e9}.md"]);
         let skipped = c.skipped.join(", ");
         assert!(skipped.contains("invisible characters") && skipped.contains("device name"), "{skipped}");
+    }
+
+    #[test]
+    fn only_files_on_disk_that_the_scan_reads_can_be_deleted() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().to_owned();
+        std::fs::create_dir_all(dir.join("node_modules")).unwrap();
+        std::fs::write(dir.join("node_modules/x.js"), "x").unwrap();
+        std::fs::write(dir.join("target.md"), "t").unwrap();
+        #[cfg(unix)]
+        std::os::unix::fs::symlink("target.md", dir.join("link.md")).unwrap();
+        let mut b: Baseline = [("node_modules/x.js", "x"), ("target.md", "t"), ("link.md", "t"), ("gone.md", "g")]
+            .iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect();
+        b.not_written("failed.md", "never written".into());
+        b.skill(".claude/skills/notes/SKILL.md", "s".into());
+        // Case aliases: on a case-insensitive disk only one of them is scanned.
+        b.wrote("README.md", "a".into());
+        b.wrote("Readme.md", "b".into());
+        std::fs::write(dir.join("README.md"), "a").unwrap();
+        let c = changes(&dir, &b);
+        #[cfg(unix)]
+        assert_eq!(c.deleted, ["gone.md"]);
+        assert!(c.upload.iter().all(|(p, _)| p != "failed.md"), "{:?}", c.upload);
     }
 }

@@ -6,10 +6,10 @@
 use super::command::{collect, tail_text, wait_for, Ran, OUTPUT_TAIL_BYTES, OUTPUT_TAIL_CHARS, RUN_TIMEOUT_S};
 use super::refresh::{refresh, remove};
 use super::ssh_agent::TurnAgent;
-use super::{changes, exit_code, halting, Halt, Msg, TurnDir, TurnRunner, UploadStop};
+use super::{changes, exit_code, halting, Baseline, Halt, Msg, TurnDir, TurnRunner, UploadStop};
 use crate::runner::{CallError, Client, Job, Jobs as Answer, Turn};
 use serde_json::{json, Value};
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 use std::path::Path;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -277,7 +277,7 @@ impl TurnRunner {
         &self,
         lease: &str,
         work: &Path,
-        baseline: &mut BTreeMap<String, String>,
+        baseline: &mut Baseline,
         last_renewal: &mut Instant,
     ) -> Result<Value, Halt> {
         let c = changes(work, baseline);
@@ -291,17 +291,18 @@ impl TurnRunner {
         let mut uploaded = Vec::new();
         for (path, content) in sent.written {
             uploaded.push(path.clone());
-            baseline.insert(path, content);
+            baseline.wrote(&path, content);
         }
         for path in &sent.deleted {
-            baseline.remove(path);
+            baseline.forget(path);
         }
         let server = match self.retrying(|| self.client.files(lease)) {
             Ok(files) => files,
             Err(e) => return sync_failed(e, "reading the task's files"),
         };
+        // The turn's skills are not task files: the server never has them, and they stay.
         let gone: Vec<String> =
-            baseline.keys().filter(|p| !server.iter().any(|(path, _)| path == *p)).cloned().collect();
+            baseline.task_paths().filter(|p| !server.iter().any(|(path, _)| path == *p)).cloned().collect();
         let mut refreshed = Vec::new();
         for (path, content) in server {
             match refresh(work, baseline, &path, content) {

@@ -1,8 +1,7 @@
 //! A `sync` job's second half: server files written into `work/` where the agent left them alone, and
 //! files the server no longer has removed from it on the same terms.
 
-use super::safe_relative;
-use std::collections::BTreeMap;
+use super::{safe_relative, Baseline};
 use std::path::Path;
 
 /// A file of `work/` as the refresh sees it.
@@ -28,21 +27,16 @@ fn local(p: &Path) -> Local {
 /// Writes a server file into `work` when the agent has not changed it since `baseline` (absent in both
 /// counts as unchanged, so new server files arrive and files the agent deleted stay deleted), and makes
 /// it the baseline. `Ok(true)` when written.
-pub(super) fn refresh(
-    work: &Path,
-    baseline: &mut BTreeMap<String, String>,
-    path: &str,
-    content: String,
-) -> Result<bool, String> {
+pub(super) fn refresh(work: &Path, baseline: &mut Baseline, path: &str, content: String) -> Result<bool, String> {
     let rel = safe_relative(path).ok_or("an unsafe path")?;
     let p = work.join(&rel);
     let here = local(&p);
     if matches!(&here, Local::Text(t) if *t == content) {
-        baseline.insert(path.to_owned(), content);
+        baseline.wrote(path, content);
         return Ok(false);
     }
     let untouched = match &here {
-        Local::Absent => !baseline.contains_key(path),
+        Local::Absent => !baseline.contains(path),
         Local::Text(t) => baseline.get(path) == Some(t),
         Local::Other => false,
     };
@@ -59,24 +53,24 @@ pub(super) fn refresh(
     }
     p.parent().map(std::fs::create_dir_all).transpose().map_err(|e| e.to_string())?;
     std::fs::write(&p, &content).map_err(|e| e.to_string())?;
-    baseline.insert(path.to_owned(), content);
+    baseline.wrote(path, content);
     Ok(true)
 }
 
 /// Removes a baseline file the server no longer has (the lane took the base's delete) when the agent has
 /// not changed it since `baseline`, and forgets it. `Ok(true)` when removed.
-pub(super) fn remove(work: &Path, baseline: &mut BTreeMap<String, String>, path: &str) -> Result<bool, String> {
+pub(super) fn remove(work: &Path, baseline: &mut Baseline, path: &str) -> Result<bool, String> {
     let rel = safe_relative(path).ok_or("an unsafe path")?;
     let p = work.join(&rel);
     match local(&p) {
         Local::Absent => {
-            baseline.remove(path);
+            baseline.forget(path);
             Ok(false)
         }
         // Never through a symlinked folder the agent made (the file then reads as another one).
         Local::Text(t) if baseline.get(path) == Some(&t) && !through_symlink(work, &rel) => {
             std::fs::remove_file(&p).map_err(|e| e.to_string())?;
-            baseline.remove(path);
+            baseline.forget(path);
             Ok(true)
         }
         _ => Ok(false),
@@ -104,8 +98,10 @@ mod tests {
         let w = |p: &str, t: &str| std::fs::write(dir.join(p), t).unwrap();
         w("same.md", "old");
         w("mine.md", "agent's");
-        let mut base: BTreeMap<String, String> =
-            [("same.md", "old"), ("mine.md", "old"), ("deleted.md", "old")].map(|(a, b)| (a.into(), b.into())).into();
+        let mut base: Baseline = [("same.md", "old"), ("mine.md", "old"), ("deleted.md", "old")]
+            .map(|(a, b)| (a.into(), b.into()))
+            .into_iter()
+            .collect();
         let mut r = |p: &str, t: &str| refresh(&dir, &mut base, p, t.into());
         assert_eq!(r("same.md", "server's"), Ok(true));
         assert_eq!(r("mine.md", "server's"), Ok(false));
@@ -121,8 +117,8 @@ mod tests {
             std::os::unix::fs::symlink("/tmp", dir.join("out")).unwrap();
             assert!(r("out/x.md", "x").unwrap_err().contains("not a folder"));
         }
-        assert_eq!(base["same.md"], "server's");
-        assert_eq!(base["mine.md"], "old");
+        assert_eq!(base.get("same.md").unwrap(), "server's");
+        assert_eq!(base.get("mine.md").unwrap(), "old");
     }
 
     #[test]
@@ -132,14 +128,16 @@ mod tests {
         std::fs::create_dir_all(dir.join("sub")).unwrap();
         std::fs::write(dir.join("sub/old.md"), "old").unwrap();
         std::fs::write(dir.join("edited.md"), "agent's").unwrap();
-        let mut base: BTreeMap<String, String> =
-            [("sub/old.md", "old"), ("edited.md", "old"), ("gone.md", "old")].map(|(a, b)| (a.into(), b.into())).into();
+        let mut base: Baseline = [("sub/old.md", "old"), ("edited.md", "old"), ("gone.md", "old")]
+            .map(|(a, b)| (a.into(), b.into()))
+            .into_iter()
+            .collect();
         assert_eq!(remove(&dir, &mut base, "sub/old.md"), Ok(true));
         assert_eq!(remove(&dir, &mut base, "edited.md"), Ok(false));
         assert_eq!(remove(&dir, &mut base, "gone.md"), Ok(false));
         assert!(remove(&dir, &mut base, "../x.md").is_err());
         assert!(!dir.join("sub/old.md").exists());
         assert_eq!(std::fs::read_to_string(dir.join("edited.md")).unwrap(), "agent's");
-        assert_eq!(base.keys().collect::<Vec<_>>(), ["edited.md"]);
+        assert_eq!(base.task_paths().collect::<Vec<_>>(), ["edited.md"]);
     }
 }
