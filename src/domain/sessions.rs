@@ -37,7 +37,8 @@ pub struct TurnCancelled {
 /// Cancels the running turn of a session the caller may steer (with `message_id`, only that message's):
 /// the object ends it `cancelled` and goes idle ([`crate::session::Core::cancel_turn`]); then a runner
 /// holding it is told through its lease, the agent's open requests are withdrawn, and `turn.finished`
-/// says so. Each of those is safe to repeat, so a retried cancel finishes what a failed one began.
+/// says so. Telling the runner is safe to repeat, so a retried cancel finishes that; the withdrawals and
+/// `turn.finished` come only from the cancel that ended the turn (a replay is not that turn any more).
 pub async fn cancel_turn(cx: &Cx<'_>, row: &SessionRow, message_id: Option<&str>) -> Result<TurnCancelled, ApiError> {
     let ask = SessionCall::CancelTurn { message_id: message_id.map(str::to_owned) };
     let SessionReply::TurnCancelled { message_id, replayed, status } = call(cx, &row.session_id, ask).await? else {
@@ -50,10 +51,12 @@ pub async fn cancel_turn(cx: &Cx<'_>, row: &SessionRow, message_id: Option<&str>
             crate::domain::jobs::signal(cx, &row.session_id, crate::domain::jobs::poll_key(&lease)).await?;
         }
     }
-    for open in store::requests::open_for_session(cx.db(), &row.session_id, cx.now_ms).await? {
-        crate::domain::requests::end(cx, &open, "withdrawn", "its turn was cancelled").await?;
-    }
     if !replayed {
+        // Only a cancel that ended the turn withdraws what its agent waits on: a replay may come after the
+        // session moved on, and the open requests then are the next turn's.
+        for open in store::requests::open_for_session(cx.db(), &row.session_id, cx.now_ms).await? {
+            crate::domain::requests::end(cx, &open, "withdrawn", "its turn was cancelled").await?;
+        }
         let data = serde_json::json!({ "session_id": row.session_id, "task_id": row.task_id,
             "agent_id": row.agent_id, "message_id": message_id, "reason": "cancelled",
             "spent_cents": row.spent_cents, "error": null });

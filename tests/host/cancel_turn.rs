@@ -193,3 +193,38 @@ fn a_step_that_finishes_after_the_cancel_is_dropped_but_its_charge_counts() {
     assert!(!log.iter().any(|e| e.body["text"] == "too late"), "{log:?}");
     assert_eq!(core.turn().unwrap().step, 0, "the next turn's steps are its own");
 }
+
+/// A repeated cancel of a turn that already ended leaves the next turn's open requests alone.
+#[test]
+fn a_replayed_cancel_does_not_withdraw_the_next_turns_requests() {
+    let app = TestApp::new();
+    let ada = app.signup("Ada", "ada@example.com");
+    let started = echo_session(&app, &ada, "/sleep 30");
+    let sid = started["session"]["session_id"].as_str().unwrap().to_owned();
+    assert_eq!(cancel(&app, &ada.key, &sid, json!({})).status, 200);
+    let next =
+        app.ok(&ada.key, "send_message", json!({"session_id": sid, "message": "/sleep 30", "idempotency_key": "n"}));
+    app.settle();
+    assert_eq!(app.ok(&ada.key, "get_session", json!({"session_id": sid}))["status"], "running");
+    // The next turn's agent waits on a person.
+    app.db
+        .0
+        .execute(
+            "INSERT INTO request (request_id, workspace_id, task_id, session_id, kind, payload, status, created_ms,
+               expires_ms)
+             SELECT 'req_next', workspace_id, task_id, session_id, 'question', '{\"prompt\":\"ok?\"}', 'open', ?2, ?2 + 3600000
+             FROM session WHERE session_id = ?1",
+            rusqlite::params![sid, app.now_ms.get()],
+        )
+        .unwrap();
+    let status = |app: &TestApp| -> String {
+        app.db.0.query_row("SELECT status FROM request WHERE request_id = 'req_next'", [], |r| r.get(0)).unwrap()
+    };
+    let again = cancel(&app, &ada.key, &sid, json!({"message_id": started["message_id"]}));
+    assert_eq!(again.json_body()["replayed"], true, "{:?}", again.json_body());
+    assert_eq!(status(&app), "open", "a replayed cancel leaves the next turn's request open");
+    // Cancelling the next turn itself withdraws it.
+    let done = cancel(&app, &ada.key, &sid, json!({"message_id": next["message_id"]}));
+    assert_eq!(done.json_body()["replayed"], false, "{:?}", done.json_body());
+    assert_eq!(status(&app), "withdrawn");
+}
