@@ -123,7 +123,11 @@ async fn claim(cx: &Cx<'_>, runner: &store::runners::RunnerRow, req: &HttpReques
         let turn =
             store::runners::claim(cx.db(), &runner.workspace_id, &runner.runner_id, &lease_id, LEASE_MS, now).await?;
         if let Some(turn) = turn {
-            return assignment(cx, turn).await.map(ok);
+            // `None`: cancelled while it was being put together; the next turn may be claimable.
+            if let Some(a) = assignment(cx, turn).await? {
+                return Ok(ok(a));
+            }
+            continue;
         }
         if now >= deadline {
             return Ok(HttpResponse::new(204));
@@ -148,8 +152,9 @@ fn checkout_view(c: &store::checkouts::CheckoutRow) -> Value {
 /// hold a claim forever.
 const MAX_HISTORY_PAGES: usize = 500;
 
-/// What a runner needs to run a claimed turn.
-async fn assignment(cx: &Cx<'_>, turn: TurnRow) -> Result<Value, ApiError> {
+/// What a runner needs to run a claimed turn; `None` when its lease no longer holds it (a cancel came
+/// between the claim and here), so no token for it is handed out.
+async fn assignment(cx: &Cx<'_>, turn: TurnRow) -> Result<Option<Value>, ApiError> {
     let db = cx.db();
     let session = store::sessions::get(db, &turn.session_id).await?.ok_or_else(|| ApiError::not_found("session"))?;
     let agent = store::agents::get(db, &session.agent_id).await?;
@@ -190,7 +195,7 @@ async fn assignment(cx: &Cx<'_>, turn: TurnRow) -> Result<Value, ApiError> {
     let token = ids::new_secret("sst_");
     let lease = turn.lease_id.as_deref();
     store::requests::revoke_runner_tokens(db, &session.session_id, lease).await?;
-    store::requests::insert_token(
+    let stored = store::requests::insert_token(
         db,
         &ids::hash_secret(&token),
         &session.session_id,
@@ -199,7 +204,10 @@ async fn assignment(cx: &Cx<'_>, turn: TurnRow) -> Result<Value, ApiError> {
         cx.now_ms,
     )
     .await?;
-    Ok(json!({
+    if !stored {
+        return Ok(None);
+    }
+    Ok(Some(json!({
         "lease_id": turn.lease_id,
         "lease_expires_ms": turn.lease_expires_ms,
         "attempt": turn.attempts,
@@ -211,7 +219,7 @@ async fn assignment(cx: &Cx<'_>, turn: TurnRow) -> Result<Value, ApiError> {
         "agent": agent.map(|a| json!({ "agent_id": a.agent_id, "name": a.name, "model": session.model, "instructions": a.instructions })),
         "session_token": token,
         "session_server": format!("{}/v1/session/mcp", cx.link_base()?),
-    }))
+    })))
 }
 
 #[derive(Deserialize)]

@@ -329,7 +329,9 @@ pub fn decide_grant(
     stmt!(DECIDE, grant_id, status, persistent, expires_ms, decided_by)
 }
 
-/// Stores a session token's hash; with `lease_id`, the token lives only as long as that runner lease.
+/// Stores a session token's hash; with `lease_id`, the token lives only as long as that runner lease,
+/// and is stored only while the lease still holds its turn (a cancel may land between the claim and
+/// this): `false` when it was not stored.
 pub async fn insert_token(
     db: &dyn Sql,
     token_hash: &str,
@@ -337,9 +339,12 @@ pub async fn insert_token(
     workspace_id: &str,
     lease_id: Option<&str>,
     now_ms: i64,
-) -> DbResult<()> {
-    const INSERT: &str = "INSERT INTO session_token (token_hash, session_id, workspace_id, lease_id, created_ms) VALUES (?1, ?2, ?3, ?4, ?5)";
-    db.all(stmt!(INSERT, token_hash, session_id, workspace_id, lease_id, now_ms)).await.map(drop)
+) -> DbResult<bool> {
+    const INSERT: &str = "INSERT INTO session_token (token_hash, session_id, workspace_id, lease_id, created_ms)
+      SELECT ?1, ?2, ?3, ?4, ?5
+      WHERE ?4 IS NULL OR EXISTS (SELECT 1 FROM runner_turn WHERE lease_id = ?4 AND status = 'leased')
+      RETURNING token_hash";
+    Ok(!db.all(stmt!(INSERT, token_hash, session_id, workspace_id, lease_id, now_ms)).await?.is_empty())
 }
 
 /// Revokes the tokens runners were given for a session's turns, except the current lease's.
@@ -349,11 +354,15 @@ pub async fn revoke_runner_tokens(db: &dyn Sql, session_id: &str, keep_lease: Op
     db.all(stmt!(REVOKE, session_id, keep_lease)).await.map(drop)
 }
 
-/// The live session behind a token: `None` for an unknown token or a terminated session.
+/// The live session behind a token: `None` for an unknown token, a terminated session, or a runner's
+/// token whose lease no longer holds its turn (cancelled, done or taken over), whether or not it was
+/// revoked yet.
 pub async fn session_for_token(db: &dyn Sql, token_hash: &str) -> DbResult<Option<super::sessions::SessionRow>> {
     const GET: &str = "SELECT s.session_id, s.workspace_id, s.task_id, s.agent_id, s.agent_name, s.harness, s.model, s.thinking, s.status,
         s.title, s.note, s.budget_cents, s.spent_cents, s.last_message_id, s.relation, s.parent_session_id, s.created_ms, s.updated_ms
       FROM session_token t JOIN session s ON s.session_id = t.session_id
-      WHERE t.token_hash = ?1 AND s.status <> 'terminated'";
+      WHERE t.token_hash = ?1 AND s.status <> 'terminated'
+        AND (t.lease_id IS NULL
+          OR EXISTS (SELECT 1 FROM runner_turn r WHERE r.lease_id = t.lease_id AND r.status = 'leased'))";
     first(db, stmt!(GET, token_hash)).await
 }

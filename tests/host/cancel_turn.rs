@@ -228,3 +228,48 @@ fn a_replayed_cancel_does_not_withdraw_the_next_turns_requests() {
     assert_eq!(done.json_body()["replayed"], false, "{:?}", done.json_body());
     assert_eq!(status(&app), "withdrawn");
 }
+
+/// A cancel that lands between a claim and its token: no token is stored for a lease that no longer holds
+/// its turn, and a runner's token stops working once its turn is not leased, even before it is revoked.
+#[test]
+fn a_runner_token_lives_only_while_its_lease_holds_the_turn() {
+    let app = TestApp::new();
+    let ada = app.signup("Ada", "ada@example.com");
+    let r = app.request("POST", "/v1/runners", Some(&ada.key), Some(json!({"name": "laptop"})));
+    let token = r.json_body()["token"].as_str().unwrap().to_owned();
+    let agent = app.request(
+        "POST",
+        "/v1/agents",
+        Some(&ada.key),
+        Some(json!({"name": "Coder", "harness": "runner", "model": "claude", "instructions": "Write code."})),
+    );
+    let agent_id = agent.json_body()["agent_id"].as_str().unwrap().to_owned();
+    app.ok(&ada.key, "start_session", json!({"agent_id": agent_id, "message": "go", "idempotency_key": "k"}));
+    app.settle();
+    let claim = app.send(runner_request(&token, "POST", "/v1/runner/claim", json!({}))).json_body();
+    let (sid, lease) =
+        (claim["session_id"].as_str().unwrap().to_owned(), claim["lease_id"].as_str().unwrap().to_owned());
+    let agent_token = claim["session_token"].as_str().unwrap().to_owned();
+    let tools = |t: &str| app.mcp_post("/v1/session/mcp", Some(t), "203.0.113.7", "tools/list", json!({})).status;
+    assert_eq!(tools(&agent_token), 200);
+
+    // The turn is cancelled in the store while nothing revoked the token yet (the race's other half).
+    app.db.0.execute("UPDATE runner_turn SET status = 'cancelled' WHERE lease_id = ?1", [&lease]).unwrap();
+    assert_eq!(tools(&agent_token), 401, "a token outlives no cancelled lease");
+
+    // And a token for that lease is not stored at all.
+    let ws: String =
+        app.db.0.query_row("SELECT workspace_id FROM session WHERE session_id = ?1", [&sid], |r| r.get(0)).unwrap();
+    let stored = app.system(move |cx| {
+        Box::pin(async move {
+            let db = cx.db();
+            let late = agentsky::store::requests::insert_token(db, "h_late", &sid, &ws, Some(&lease), 1).await.unwrap();
+            let plain = agentsky::store::requests::insert_token(db, "h_plain", &sid, &ws, None, 1).await.unwrap();
+            (late, plain)
+        })
+    });
+    assert_eq!(stored, (false, true), "no token for a lease that lost its turn; a plain session token is stored");
+    let late: i64 =
+        app.db.0.query_row("SELECT COUNT(*) FROM session_token WHERE token_hash = 'h_late'", [], |r| r.get(0)).unwrap();
+    assert_eq!(late, 0);
+}
