@@ -569,14 +569,22 @@ impl<'a, S: LocalSql + ?Sized> Core<'a, S> {
     /// Persists one harness step of the turn of `message_id`: its events, its charge, and the turn state
     /// after it.
     pub fn apply(&self, message_id: &str, outcome: StepOutcome, now_ms: i64) -> Res<Transition> {
+        self.apply_step(message_id, outcome, now_ms).map(|(t, _)| t)
+    }
+
+    /// [`Self::apply`], saying whether the step was applied: `false` when its turn was stopped or cancelled
+    /// while it ran, so what it would have announced (its end, its budget, its goal) is not its to say.
+    pub fn apply_step(&self, message_id: &str, outcome: StepOutcome, now_ms: i64) -> Res<(Transition, bool)> {
         let mut turn = self.turn()?;
         if turn.state != TurnState::Running || turn.message_id.as_deref() != Some(message_id) {
             // Stopped or cancelled while the step ran (and maybe the next turn begun): its output is dropped,
             // that already ended its turn. What it was charged is settled in the ledger, so the spend counts it.
-            let Some(charge) = outcome.charge.filter(|c| c.cents > 0) else { return Ok(Transition::quiet(turn)) };
+            let Some(charge) = outcome.charge.filter(|c| c.cents > 0) else {
+                return Ok((Transition::quiet(turn), false));
+            };
             turn.spent_cents += charge.cents;
             self.set_turn(&turn)?;
-            return Ok(Transition { index_changed: true, ..Transition::quiet(turn) });
+            return Ok((Transition { index_changed: true, ..Transition::quiet(turn) }, false));
         }
         let message_id = message_id.to_owned();
         for (kind, body) in &outcome.events {
@@ -631,7 +639,7 @@ impl<'a, S: LocalSql + ?Sized> Core<'a, S> {
         }
         self.set_turn(&turn)?;
         t.turn = turn;
-        Ok(t)
+        Ok((t, true))
     }
 
     /// The command criteria a runner ran at the end of the turn of `message_id`.

@@ -76,8 +76,12 @@ pub async fn step<S: LocalSql + ?Sized>(
         }
     };
     let end = outcome.end;
-    let t = core.apply(&message_id, outcome, now_ms)?;
+    let (t, applied) = core.apply_step(&message_id, outcome, now_ms)?;
     core.hold_index(&t)?;
+    if !applied {
+        // Its turn was cancelled or stopped while the step ran: whoever ended it announced that.
+        return Ok(Some((config, t)));
+    }
     budget_events(ports, &config, turn.spent_cents, t.turn.spent_cents, now_ms).await;
     if let Some(end) = end {
         turn_events(ports, &config, &message_id, end, &t, None, now_ms).await;

@@ -349,3 +349,36 @@ fn cancelling_a_turn_paused_on_ask_user_withdraws_the_request_and_the_next_turn_
     let page = app.ok(&ada.key, "read_session", json!({"session_id": sid, "message_id": next["message_id"]}));
     assert_eq!(page["turn_finished"], true, "{page}");
 }
+
+/// A step whose turn is cancelled while the model answers is dropped, and says nothing: no
+/// `turn.finished` (nor `session.failed`) with the step's own reason after the cancel's.
+#[test]
+fn a_step_dropped_by_a_cancel_sends_no_turn_events_of_its_own() {
+    let app = app();
+    let (ada, agent_id) = setup(&app, json!({}));
+    app.ok(
+        &ada.key,
+        "create_webhook",
+        json!({"url": "https://hooks.example.com/x", "events": ["turn.finished", "session.failed"]}),
+    );
+    let sessions = app.sessions.clone();
+    app.sessions.net.answer(move |_| {
+        // The cancel lands while the model call is under way.
+        for sid in sessions.session_ids() {
+            sessions.cancel_in_object(&sid);
+        }
+        completion(json!({"role": "assistant", "content": "done anyway"}), 10, 1)
+    });
+    let started =
+        app.ok(&ada.key, "start_session", json!({"agent_id": agent_id, "message": "go", "idempotency_key": "k"}));
+    app.settle();
+    let sid = started["session"]["session_id"].as_str().unwrap();
+    let page = app.ok(&ada.key, "read_session", json!({"session_id": sid, "message_id": started["message_id"]}));
+    let events = page["events"].as_array().unwrap();
+    assert_eq!(events.last().unwrap()["reason"], "cancelled", "{events:?}");
+    assert!(!events.iter().any(|e| e["text"] == "done anyway"), "{events:?}");
+    let mut st = app.db.0.prepare("SELECT event, payload FROM webhook_delivery").unwrap();
+    let sent: Vec<(String, String)> =
+        st.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).unwrap().map(Result::unwrap).collect();
+    assert!(sent.is_empty(), "the dropped step announced its own end: {sent:?}");
+}

@@ -205,6 +205,12 @@ impl HostSessions {
         }
     }
 
+    /// Cancels a session's running turn in its object alone, as a cancel landing while a step runs.
+    pub fn cancel_in_object(&self, session_id: &str) {
+        let obj = self.object(session_id);
+        Core::open(&*obj).unwrap().cancel_turn(None, self.now.get()).unwrap();
+    }
+
     pub fn session_ids(&self) -> Vec<String> {
         self.objects.borrow().keys().cloned().collect()
     }
