@@ -371,13 +371,40 @@ async fn events(cx: &Cx<'_>, runner: &store::runners::RunnerRow, req: &HttpReque
         c.output = redact::redact(&c.output);
     }
     let call = SessionCall::External { message_id: turn.message_id.clone(), events, end, checks };
-    crate::domain::sessions::call(cx, &turn.session_id, call).await?;
+    match crate::domain::sessions::call(cx, &turn.session_id, call).await {
+        Ok(_) => {}
+        // The session's turn ended without this row hearing of it (a cancel or stop that failed after the
+        // object ended the turn): the row ends now, or the turn would be claimed again each time its lease
+        // ran out.
+        Err(e) if e.code == Code::Conflict => return end_orphaned(cx, runner, &turn, end.is_some()).await,
+        Err(e) => return Err(e),
+    }
     if end.is_some() {
         store::runners::finish(cx.db(), &runner.runner_id, &p.lease_id).await?;
         store::requests::revoke_runner_tokens(cx.db(), &turn.session_id, None).await?;
     }
     let stop = stopped(cx, &turn.session_id).await?;
     Ok(ok(json!({ "accepted": count, "stop": stop })))
+}
+
+/// Ends a runner turn whose session's turn is already over: a final post finishes it (as a retried one
+/// is answered), anything else cancels it and tells the runner to stop.
+async fn end_orphaned(
+    cx: &Cx<'_>,
+    runner: &store::runners::RunnerRow,
+    turn: &TurnRow,
+    last: bool,
+) -> Result<HttpResponse, ApiError> {
+    let lease = turn.lease_id.as_deref().unwrap_or_default();
+    if last {
+        store::runners::finish(cx.db(), &runner.runner_id, lease).await?;
+        return Ok(ok(json!({ "accepted": 0, "stop": false })));
+    }
+    store::runners::cancel(cx.db(), &turn.session_id, &turn.message_id).await?;
+    if stopped(cx, &turn.session_id).await? {
+        return Ok(ok(json!({ "accepted": 0, "stop": true })));
+    }
+    Ok(cancelled_answer(json!({ "accepted": 0 })))
 }
 
 async fn folder_of(cx: &Cx<'_>, session_id: &str) -> Result<(String, String), ApiError> {

@@ -273,3 +273,41 @@ fn a_runner_token_lives_only_while_its_lease_holds_the_turn() {
         app.db.0.query_row("SELECT COUNT(*) FROM session_token WHERE token_hash = 'h_late'", [], |r| r.get(0)).unwrap();
     assert_eq!(late, 0);
 }
+
+/// A cancel that ended the session's turn but failed before its runner turn heard it: the runner's next
+/// event post is refused as not running, and ends that runner turn, so it is not claimed again.
+#[test]
+fn a_half_failed_cancel_ends_the_runner_turn_at_the_runners_next_post() {
+    let app = TestApp::new();
+    let ada = app.signup("Ada", "ada@example.com");
+    let r = app.request("POST", "/v1/runners", Some(&ada.key), Some(json!({"name": "laptop"})));
+    let token = r.json_body()["token"].as_str().unwrap().to_owned();
+    let agent = app.request(
+        "POST",
+        "/v1/agents",
+        Some(&ada.key),
+        Some(json!({"name": "Coder", "harness": "runner", "model": "claude", "instructions": "Write code."})),
+    );
+    let agent_id = agent.json_body()["agent_id"].as_str().unwrap().to_owned();
+    let started =
+        app.ok(&ada.key, "start_session", json!({"agent_id": agent_id, "message": "go", "idempotency_key": "k"}));
+    app.settle();
+    let sid = started["session"]["session_id"].as_str().unwrap().to_owned();
+    let runner = |method: &str, path: &str, body: Value| app.send(runner_request(&token, method, path, body));
+    let claim = runner("POST", "/v1/runner/claim", json!({})).json_body();
+    let lease = claim["lease_id"].as_str().unwrap().to_owned();
+
+    // Only the object heard the cancel.
+    app.sessions.cancel_in_object(&sid);
+    let post = json!({"lease_id": lease, "events": [{"key": "e1", "type": "status", "text": "working"}]});
+    let answer = runner("POST", "/v1/runner/events", post);
+    assert_eq!(answer.status, 200, "{:?}", answer.json_body());
+    let answer = answer.json_body();
+    assert_eq!((answer["stop"].as_bool(), answer["reason"].as_str()), (Some(true), Some("cancelled")), "{answer}");
+    let status: String =
+        app.db.0.query_row("SELECT status FROM runner_turn WHERE lease_id = ?1", [&lease], |r| r.get(0)).unwrap();
+    assert_eq!(status, "cancelled");
+    // Long after its lease would have run out, nobody claims it again.
+    app.advance(3_600_000);
+    assert_eq!(runner("POST", "/v1/runner/claim", json!({})).status, 204);
+}
