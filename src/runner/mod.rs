@@ -387,8 +387,9 @@ async fn events(cx: &Cx<'_>, runner: &store::runners::RunnerRow, req: &HttpReque
     Ok(ok(json!({ "accepted": count, "stop": stop })))
 }
 
-/// Ends a runner turn whose session's turn is already over: a final post finishes it (as a retried one
-/// is answered), anything else cancels it and tells the runner to stop.
+/// Ends a runner turn whose session's turn is already over: a final post, or any post once the session
+/// was stopped, finishes it (as a retried final post is answered); anything else cancels it. The runner
+/// is told to stop unless its post was the last.
 async fn end_orphaned(
     cx: &Cx<'_>,
     runner: &store::runners::RunnerRow,
@@ -396,14 +397,12 @@ async fn end_orphaned(
     last: bool,
 ) -> Result<HttpResponse, ApiError> {
     let lease = turn.lease_id.as_deref().unwrap_or_default();
-    if last {
+    let stop = stopped(cx, &turn.session_id).await?;
+    if last || stop {
         store::runners::finish(cx.db(), &runner.runner_id, lease).await?;
-        return Ok(ok(json!({ "accepted": 0, "stop": false })));
+        return Ok(ok(json!({ "accepted": 0, "stop": stop })));
     }
     store::runners::cancel(cx.db(), &turn.session_id, &turn.message_id).await?;
-    if stopped(cx, &turn.session_id).await? {
-        return Ok(ok(json!({ "accepted": 0, "stop": true })));
-    }
     Ok(cancelled_answer(json!({ "accepted": 0 })))
 }
 

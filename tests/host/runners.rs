@@ -138,7 +138,11 @@ fn stopping_the_session_tells_the_runner_to_stop() {
         "/v1/runner/events",
         json!({"lease_id": turn["lease_id"], "events": [{"key": "x", "type": "agent_message", "text": "late"}]}),
     );
-    assert_eq!(late.status, 409, "{:?}", late.json_body());
+    // Dropped, and the runner turn ends with it, so it is not claimed again.
+    assert_eq!((late.status, late.json_body()["accepted"].as_i64()), (200, Some(0)), "{:?}", late.json_body());
+    assert_eq!(late.json_body()["stop"], true);
+    app.advance(3_600_000);
+    assert_eq!(runner_call(&app, &token, "POST", "/v1/runner/claim", json!({})).status, 204);
     assert_eq!(runner_call(&app, "srt_bogus", "POST", "/v1/runner/claim", json!({})).status, 401);
 }
 
