@@ -66,6 +66,9 @@ type Carried = Option<(Vec<(CallKey, CallTally)>, Riding)>;
 /// How long an isolate's buffer waits for a request to carry it before its last request writes it.
 pub const FLUSH_AFTER_MS: i64 = 1_000;
 
+/// The most metrics rows one round trip carries (each is one statement of its batch).
+const MOST_CARRIED: usize = 50;
+
 fn upserts(tallies: &[(CallKey, CallTally)]) -> Vec<Stmt> {
     tallies.iter().map(|((ws, agent, minute), t)| crate::store::metrics::add_calls(ws, agent, *minute, t)).collect()
 }
@@ -86,7 +89,7 @@ pub fn start(env: &Env, req: &HttpRequest, now_ms: i64) -> Started {
     if !op.is_empty() {
         env.meter.label(|l| l.op = op);
     }
-    let taken = env.pending_calls.take();
+    let taken = env.pending_calls.take(MOST_CARRIED);
     let carried = (!taken.is_empty()).then(|| {
         let riding = env.db.ride(upserts(&taken));
         (taken, riding)
@@ -198,15 +201,18 @@ pub async fn flush_later(env: &Env) {
     write_pending(env).await;
 }
 
-/// Writes the buffer now, in one round trip.
+/// Writes the buffer now, in round trips of [`MOST_CARRIED`] rows.
 pub async fn write_pending(env: &Env) {
-    let taken = env.pending_calls.take();
-    if taken.is_empty() {
-        return;
-    }
-    if let Err(e) = env.db.batch(upserts(&taken)).await {
-        env.pending_calls.put_back(taken);
-        crate::error::log_record(&json!({ "log": "metrics_write_failed", "error": e.to_string() }));
+    loop {
+        let taken = env.pending_calls.take(MOST_CARRIED);
+        if taken.is_empty() {
+            return;
+        }
+        if let Err(e) = env.db.batch(upserts(&taken)).await {
+            env.pending_calls.put_back(taken);
+            crate::error::log_record(&json!({ "log": "metrics_write_failed", "error": e.to_string() }));
+            return;
+        }
     }
 }
 

@@ -95,13 +95,15 @@ impl PendingCalls {
         self.tallies.borrow_mut().entry(key).or_default().merge(tally);
     }
 
-    /// Everything pending, leaving the buffer empty.
-    pub fn take(&self) -> Vec<(CallKey, CallTally)> {
-        let taken = std::mem::take(&mut *self.tallies.borrow_mut());
+    /// Up to `most` pending rows, leaving the rest for the next taker: one request never carries an
+    /// unbounded batch, even after D1 was away a while.
+    pub fn take(&self, most: usize) -> Vec<(CallKey, CallTally)> {
+        let mut tallies = self.tallies.borrow_mut();
+        let taken: Vec<(CallKey, CallTally)> = std::iter::from_fn(|| tallies.pop_first()).take(most).collect();
         if !taken.is_empty() {
             self.takes.set(self.takes.get() + 1);
         }
-        taken.into_iter().collect()
+        taken
     }
 
     /// Tallies that were taken but never written go back (merged with any added since).
@@ -163,8 +165,10 @@ mod tests {
         }
         pending.add(key(2), &CallTally::one(false, 40));
         assert_eq!(pending.takes(), 0);
-        let taken = pending.take();
-        assert_eq!((pending.takes(), pending.is_empty()), (1, true));
+        let taken = pending.take(1);
+        assert_eq!((taken.len(), pending.takes()), (1, 1), "at most what was asked");
+        let taken = [taken, pending.take(10)].concat();
+        assert_eq!((pending.takes(), pending.is_empty()), (2, true));
         let first = &taken[0].1;
         assert_eq!((first.calls, first.errors, first.latency_sum_ms, first.latency_max_ms), (4, 1, 70_310, 70_000));
         let mut h = [0; BUCKETS];
@@ -172,11 +176,11 @@ mod tests {
         assert_eq!(first.histogram, h);
         assert_eq!(taken[1].1, CallTally::one(false, 40));
         // An empty take is no take; what was never written comes back merged with what came since.
-        assert!(pending.take().is_empty());
-        assert_eq!(pending.takes(), 1);
+        assert!(pending.take(10).is_empty());
+        assert_eq!(pending.takes(), 2);
         pending.add(key(2), &CallTally::one(false, 40));
         pending.put_back(taken);
-        let again = pending.take();
+        let again = pending.take(10);
         assert_eq!((again.len(), again[1].1.calls, again[1].1.histogram[bucket(40)]), (2, 2, 2));
     }
 }
