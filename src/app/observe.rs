@@ -185,8 +185,8 @@ pub async fn finish(env: &Env, done: Finished) {
     env.pending_calls.add(key, &CallTally::one(done.error, done.duration_ms));
 }
 
-/// After an answer: when calls wait in the buffer, waits [`FLUSH_AFTER_MS`] and writes them in one round
-/// trip, unless a request took the buffer meanwhile (it carries them; its own wait writes what comes
+/// After an answer: when calls wait in the buffer, waits [`FLUSH_AFTER_MS`] and writes them
+/// ([`write_pending`]), unless a request took the buffer meanwhile (it carries them; its own wait writes what comes
 /// after). An idle isolate so loses no count, and a busy one writes none alone. A failed write puts them
 /// back and is logged.
 pub async fn flush_later(env: &Env) {
