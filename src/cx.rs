@@ -144,6 +144,9 @@ pub struct Env {
     pub config: Config,
     /// What this unit of work did, for its log line, metrics and trace (shared with the Worker's adapters).
     pub meter: std::rc::Rc<Meter>,
+    /// Finished calls not yet counted in D1: the isolate's (the test app's) buffer, carried by the next
+    /// request's first round trip (`app::observe`).
+    pub pending_calls: std::rc::Rc<crate::rules::metrics::PendingCalls>,
 }
 
 /// Everything one operation call may use.

@@ -1,11 +1,17 @@
 //! The request's side of operability: its trace context, its one structured log line and its metrics
 //! row, and the health check. The line holds ids, names, counts and times only: never a path (share and
 //! webhook paths carry tokens), a header, a body or a query.
+//!
+//! A finished call is counted without a round trip of its own: its tally waits in the isolate's buffer
+//! ([`crate::rules::metrics::PendingCalls`]) and the next request's first D1 round trip carries the buffer's upserts in front of
+//! its own statements ([`crate::store::Counted::ride`]), so a read right after sees the calls before it.
+//! An isolate left idle writes the buffer itself a second later ([`flush_later`]).
 
 use crate::cx::{Cx, Env};
 use crate::http::{HttpRequest, HttpResponse};
+use crate::rules::metrics::{CallKey, CallTally};
 use crate::rules::traceparent::{self, TraceContext};
-use crate::store::Sql;
+use crate::store::{Riding, Sql, Stmt};
 use serde_json::{json, Value};
 
 /// Which face a path belongs to, for the log line and nothing else.
@@ -51,6 +57,20 @@ pub struct Started {
     method: String,
     started_ms: i64,
     trace: TraceContext,
+    carried: Carried,
+}
+
+/// Earlier calls' tallies riding on this request's first round trip, until it is known they were written.
+type Carried = Option<(Vec<(CallKey, CallTally)>, Riding)>;
+
+/// How long an isolate's buffer waits for a request to carry it before its last request writes it.
+pub const FLUSH_AFTER_MS: i64 = 1_000;
+
+/// The most metrics rows one round trip carries (each is one statement of its batch).
+const MOST_CARRIED: usize = 50;
+
+fn upserts(tallies: &[(CallKey, CallTally)]) -> Vec<Stmt> {
+    tallies.iter().map(|((ws, agent, minute), t)| crate::store::metrics::add_calls(ws, agent, *minute, t)).collect()
 }
 
 /// Starts the request's trace: the caller's `traceparent` (header, else the MCP call's `_meta`), or a new
@@ -69,7 +89,12 @@ pub fn start(env: &Env, req: &HttpRequest, now_ms: i64) -> Started {
     if !op.is_empty() {
         env.meter.label(|l| l.op = op);
     }
-    Started { face: face_of(&req.path), method: req.method.clone(), started_ms: now_ms, trace }
+    let taken = env.pending_calls.take(MOST_CARRIED);
+    let carried = (!taken.is_empty()).then(|| {
+        let riding = env.db.ride(upserts(&taken));
+        (taken, riding)
+    });
+    Started { face: face_of(&req.path), method: req.method.clone(), started_ms: now_ms, trace, carried }
 }
 
 /// A finished request: its log line and metrics row, written after the answer has gone.
@@ -80,6 +105,7 @@ pub struct Finished {
     error: bool,
     started_ms: i64,
     duration_ms: i64,
+    carried: Carried,
 }
 
 impl Started {
@@ -124,6 +150,7 @@ impl Started {
             error: resp.status >= 500 || !error_code.is_empty(),
             started_ms: self.started_ms,
             duration_ms,
+            carried: self.carried,
         }
     }
 }
@@ -141,22 +168,51 @@ fn error_code_of(resp: &HttpResponse) -> String {
     }
 }
 
-/// Writes the line, then adds the call to its workspace's minute (best effort: metrics never fail a
-/// request, and a failure to count is logged).
+/// Writes the line, then counts the call: its tally joins the buffer, with the earlier ones this request
+/// was to carry when no round trip of it took them (metrics never fail a request and cost it no round trip).
 pub async fn finish(env: &Env, done: Finished) {
     crate::error::log_record(&done.line);
+    env.db.unride();
+    if let Some((taken, mut riding)) = done.carried {
+        if !matches!(riding.try_recv(), Ok(Some(Ok(_)))) {
+            env.pending_calls.put_back(taken);
+        }
+    }
     if done.workspace_id.is_empty() {
         return;
     }
-    let stmt = crate::store::metrics::add_call(
-        &done.workspace_id,
-        &done.agent_id,
-        done.started_ms.div_euclid(60_000),
-        done.error,
-        done.duration_ms,
-    );
-    if let Err(e) = env.db.all(stmt).await {
-        crate::error::log_record(&json!({ "log": "metrics_write_failed", "error": e.to_string() }));
+    let key = (done.workspace_id, done.agent_id, done.started_ms.div_euclid(60_000));
+    env.pending_calls.add(key, &CallTally::one(done.error, done.duration_ms));
+}
+
+/// After an answer: when calls wait in the buffer, waits [`FLUSH_AFTER_MS`] and writes them
+/// ([`write_pending`]), unless a request took the buffer meanwhile (it carries them; its own wait writes what comes
+/// after). An idle isolate so loses no count, and a busy one writes none alone. A failed write puts them
+/// back and is logged.
+pub async fn flush_later(env: &Env) {
+    if env.pending_calls.is_empty() {
+        return;
+    }
+    let seen = env.pending_calls.takes();
+    env.clock.sleep(FLUSH_AFTER_MS).await;
+    if env.pending_calls.takes() != seen {
+        return;
+    }
+    write_pending(env).await;
+}
+
+/// Writes the buffer now, in round trips of [`MOST_CARRIED`] rows.
+pub async fn write_pending(env: &Env) {
+    loop {
+        let taken = env.pending_calls.take(MOST_CARRIED);
+        if taken.is_empty() {
+            return;
+        }
+        if let Err(e) = env.db.batch(upserts(&taken)).await {
+            env.pending_calls.put_back(taken);
+            crate::error::log_record(&json!({ "log": "metrics_write_failed", "error": e.to_string() }));
+            return;
+        }
     }
 }
 

@@ -79,6 +79,8 @@ thread_local! {
     /// The settings, read once per isolate: vars and secrets are fixed for its life (a change deploys a new
     /// one), and reading them (and parsing `PRICES`) through JavaScript cost every request.
     static CONFIG: std::cell::OnceCell<Config> = const { std::cell::OnceCell::new() };
+    /// The isolate's finished calls not yet counted in D1 (`app::observe`).
+    static PENDING_CALLS: std::rc::Rc<crate::rules::metrics::PendingCalls> = std::rc::Rc::default();
 }
 
 pub(crate) fn core_env(env: &Env) -> Result<CoreEnv> {
@@ -94,6 +96,7 @@ pub(crate) fn core_env(env: &Env) -> Result<CoreEnv> {
         net: Box::new(net::observed(meter.clone())),
         config: CONFIG.with(|c| c.get_or_init(|| config(env)).clone()),
         meter,
+        pending_calls: PENDING_CALLS.with(std::rc::Rc::clone),
     })
 }
 
@@ -202,6 +205,7 @@ async fn fetch(mut req: Request, env: Env, ctx: Context) -> Result<Response> {
         sink.finish(response);
         // The log line and the metrics row are written after the answer has gone.
         app::observe::finish(&core, done).await;
+        app::observe::flush_later(&core).await;
     });
     match head.await {
         Ok(stream::Head::Whole(response)) => to_worker(response),

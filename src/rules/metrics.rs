@@ -47,6 +47,81 @@ pub fn step_minutes(window_minutes: i64) -> i64 {
     }
 }
 
+/// Finished calls of one workspace, agent and minute, summed: what one upsert of `metric_minute` adds.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CallTally {
+    pub calls: i64,
+    pub errors: i64,
+    pub latency_sum_ms: i64,
+    pub latency_max_ms: i64,
+    pub histogram: [i64; BUCKETS],
+}
+
+impl CallTally {
+    /// One call (a negative latency counts as 0).
+    pub fn one(error: bool, latency_ms: i64) -> Self {
+        let latency_ms = latency_ms.max(0);
+        let mut histogram = [0; BUCKETS];
+        histogram[bucket(latency_ms)] = 1;
+        Self { calls: 1, errors: i64::from(error), latency_sum_ms: latency_ms, latency_max_ms: latency_ms, histogram }
+    }
+
+    /// Adds `other` in, as the upsert adds a row to the stored one.
+    pub fn merge(&mut self, other: &CallTally) {
+        self.calls += other.calls;
+        self.errors += other.errors;
+        self.latency_sum_ms += other.latency_sum_ms;
+        self.latency_max_ms = self.latency_max_ms.max(other.latency_max_ms);
+        for (mine, theirs) in self.histogram.iter_mut().zip(other.histogram) {
+            *mine += theirs;
+        }
+    }
+}
+
+/// Which row a tally goes to: (workspace, agent, minute).
+pub type CallKey = (String, String, i64);
+
+/// Finished calls not yet written, merged per row. One per isolate (the Worker's) or per test app: the
+/// next request's first D1 round trip carries them, so counting a call costs no round trip of its own.
+#[derive(Debug, Default)]
+pub struct PendingCalls {
+    tallies: std::cell::RefCell<std::collections::BTreeMap<CallKey, CallTally>>,
+    /// How many times a non-empty buffer was taken, so a delayed flush can tell whether another took it.
+    takes: std::cell::Cell<u64>,
+}
+
+impl PendingCalls {
+    pub fn add(&self, key: CallKey, tally: &CallTally) {
+        self.tallies.borrow_mut().entry(key).or_default().merge(tally);
+    }
+
+    /// Up to `most` pending rows, leaving the rest for the next taker: one request never carries an
+    /// unbounded batch, even after D1 was away a while.
+    pub fn take(&self, most: usize) -> Vec<(CallKey, CallTally)> {
+        let mut tallies = self.tallies.borrow_mut();
+        let taken: Vec<(CallKey, CallTally)> = std::iter::from_fn(|| tallies.pop_first()).take(most).collect();
+        if !taken.is_empty() {
+            self.takes.set(self.takes.get() + 1);
+        }
+        taken
+    }
+
+    /// Tallies that were taken but never written go back (merged with any added since).
+    pub fn put_back(&self, taken: Vec<(CallKey, CallTally)>) {
+        for (key, tally) in taken {
+            self.add(key, &tally);
+        }
+    }
+
+    pub fn takes(&self) -> u64 {
+        self.takes.get()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.tallies.borrow().is_empty()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -79,5 +154,33 @@ mod tests {
         assert_eq!(step_minutes(60), 1);
         assert_eq!(step_minutes(1_440), 15);
         assert_eq!(step_minutes(43_200), 240);
+    }
+
+    #[test]
+    fn tallies_merge_as_the_upserts_add_up() {
+        let pending = PendingCalls::default();
+        let key = |m: i64| ("ws_a".to_owned(), String::new(), m);
+        for (error, ms) in [(false, 10), (true, 300), (false, 70_000), (false, -5)] {
+            pending.add(key(1), &CallTally::one(error, ms));
+        }
+        pending.add(key(2), &CallTally::one(false, 40));
+        assert_eq!(pending.takes(), 0);
+        let taken = pending.take(1);
+        assert_eq!((taken.len(), pending.takes()), (1, 1), "at most what was asked");
+        let taken = [taken, pending.take(10)].concat();
+        assert_eq!((pending.takes(), pending.is_empty()), (2, true));
+        let first = &taken[0].1;
+        assert_eq!((first.calls, first.errors, first.latency_sum_ms, first.latency_max_ms), (4, 1, 70_310, 70_000));
+        let mut h = [0; BUCKETS];
+        (h[0], h[bucket(300)], h[BUCKETS - 1]) = (2, 1, 1);
+        assert_eq!(first.histogram, h);
+        assert_eq!(taken[1].1, CallTally::one(false, 40));
+        // An empty take is no take; what was never written comes back merged with what came since.
+        assert!(pending.take(10).is_empty());
+        assert_eq!(pending.takes(), 2);
+        pending.add(key(2), &CallTally::one(false, 40));
+        pending.put_back(taken);
+        let again = pending.take(10);
+        assert_eq!((again.len(), again[1].1.calls, again[1].1.histogram[bucket(40)]), (2, 2, 2));
     }
 }

@@ -2,24 +2,22 @@
 //! where a workspace exports its traces (`trace_export`).
 
 use super::{first, rows, DbResult, Sql};
-use crate::rules::metrics::{bucket, BUCKETS};
+use crate::rules::metrics::{CallTally, BUCKETS};
 use crate::stmt;
 use serde::Deserialize;
 
 /// Minutes kept; older ones are pruned by the cron.
 pub const KEEP_MINUTES: i64 = 30 * 24 * 60;
 
-/// One finished call, added to its minute's row.
-pub fn add_call(workspace_id: &str, agent_id: &str, minute: i64, error: bool, latency_ms: i64) -> super::Stmt {
-    let latency_ms = latency_ms.max(0);
-    let b = bucket(latency_ms);
-    let h = |i: usize| i64::from(b == i);
+/// Finished calls, added to their minute's row (the same sums as one upsert per call).
+pub fn add_calls(workspace_id: &str, agent_id: &str, minute: i64, t: &CallTally) -> super::Stmt {
+    let h = |i: usize| t.histogram[i];
     stmt!(
         "INSERT INTO metric_minute (workspace_id, agent_id, minute, calls, errors, latency_sum_ms, latency_max_ms,
            h0, h1, h2, h3, h4, h5, h6, h7, h8, h9, h10, h11)
-         VALUES (?1, ?2, ?3, 1, ?4, ?5, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)
+         VALUES (?1, ?2, ?3, ?18, ?4, ?5, ?19, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)
          ON CONFLICT (workspace_id, minute, agent_id) DO UPDATE SET
-           calls = calls + 1, errors = errors + excluded.errors,
+           calls = calls + excluded.calls, errors = errors + excluded.errors,
            latency_sum_ms = latency_sum_ms + excluded.latency_sum_ms,
            latency_max_ms = max(latency_max_ms, excluded.latency_max_ms),
            h0 = h0 + excluded.h0, h1 = h1 + excluded.h1, h2 = h2 + excluded.h2, h3 = h3 + excluded.h3,
@@ -28,8 +26,8 @@ pub fn add_call(workspace_id: &str, agent_id: &str, minute: i64, error: bool, la
         workspace_id,
         agent_id,
         minute,
-        i64::from(error),
-        latency_ms,
+        t.errors,
+        t.latency_sum_ms,
         h(0),
         h(1),
         h(2),
@@ -42,6 +40,8 @@ pub fn add_call(workspace_id: &str, agent_id: &str, minute: i64, error: bool, la
         h(9),
         h(10),
         h(11),
+        t.calls,
+        t.latency_max_ms,
     )
 }
 

@@ -196,6 +196,12 @@ impl Counted {
         }
     }
 
+    /// Drops the riding statements no round trip took (the request is over): their [`Riding`] learns they
+    /// were never sent, so whoever put them there can keep them for later instead.
+    pub fn unride(&self) {
+        self.riders.borrow_mut().clear();
+    }
+
     /// One round trip of `stmts`, with the riding statements in front; each rider gets its own rows.
     async fn carry(&self, mut stmts: Vec<Stmt>) -> DbResult<Vec<Vec<Row>>> {
         self.calls.set(self.calls.get() + 1);

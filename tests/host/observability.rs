@@ -144,6 +144,83 @@ fn metrics_count_calls_errors_and_latency_per_minute_and_get_metrics_reads_them_
     assert_eq!(none.status, 404);
 }
 
+/// A workspace's `metric_minute` rows, without the workspace: the minute, then every count column.
+fn rollup(app: &TestApp, workspace_id: &str) -> Vec<Vec<i64>> {
+    let sql = "SELECT minute, calls, errors, latency_sum_ms, latency_max_ms, h0, h1, h2, h3, h4, h5, h6, h7, h8, h9,
+                      h10, h11, turns, spend_cents, open_requests
+               FROM metric_minute WHERE workspace_id = ?1 ORDER BY minute, agent_id";
+    let mut stmt = app.db.0.prepare(sql).unwrap();
+    let rows = stmt.query_map([workspace_id], |r| (0..20).map(|i| r.get::<_, i64>(i)).collect()).unwrap();
+    rows.map(Result::unwrap).collect()
+}
+
+#[test]
+fn counting_calls_costs_no_round_trip_and_sums_as_one_upsert_per_call_did() {
+    use agentsky::rules::metrics::CallTally;
+    use agentsky::store::metrics::add_calls;
+    let app = TestApp::new();
+    let ada = app.signup("Ada", "ada@example.com");
+    let ws: String =
+        app.db.0.query_row("SELECT workspace_id FROM workspace WHERE slug = ?1", [&ada.slug], |r| r.get(0)).unwrap();
+    // The key is in this isolate's cache from here on; start from no counts at all.
+    app.send(req("GET", "/v1/agents", &ada.key, &[], None));
+    app.system(|cx| Box::pin(agentsky::app::observe::write_pending(cx.env)));
+    app.db.0.execute("DELETE FROM metric_minute", []).unwrap();
+
+    // Each call makes one round trip, its own read with the calls before it riding in front.
+    let mut made = vec![];
+    for i in 0..7 {
+        if i == 4 {
+            app.advance(61_000);
+        }
+        let path = if i % 3 == 1 { "/v1/sessions/ses_00000000000000000000000000" } else { "/v1/agents" };
+        let minute = app.now_ms.get().div_euclid(60_000);
+        let (resp, trips) = app.send_counted(req("GET", path, &ada.key, &[], None));
+        assert_eq!((trips, resp.header("x-d1-queries")), (1, Some("1")), "call {i}: {}", resp.status);
+        made.push((minute, resp.status >= 400));
+        if i == 5 {
+            // A call with no round trip of its own carries nothing: the calls wait for the next one.
+            let (open, trips) = app.send_counted(req("GET", "/v1/openapi.json", &ada.key, &[], None));
+            assert_eq!((open.status, trips), (200, 0));
+        }
+    }
+    // A read right after sees every call before it, carried by its first round trip (none of its own).
+    let (resp, trips) = app.send_counted(req("GET", "/v1/metrics?window=hour", &ada.key, &[], None));
+    assert_eq!(resp.header("x-d1-queries"), Some(trips.to_string().as_str()));
+    let m = resp.json_body();
+    assert_eq!((m["totals"]["calls"].as_i64(), m["totals"]["errors"].as_i64()), (Some(7), Some(2)), "{m}");
+    made.push((app.now_ms.get().div_euclid(60_000), false));
+    assert!(!app.sessions.pending_calls.is_empty(), "the read's own call waits");
+    // An idle isolate writes what waits a second later, itself.
+    app.system(|cx| Box::pin(agentsky::app::observe::flush_later(cx.env)));
+    assert!(app.sessions.pending_calls.is_empty());
+
+    // The same rows as one upsert per call wrote before, latency buckets and maximum included.
+    app.system(|cx| {
+        Box::pin(async move {
+            for (minute, error) in made {
+                cx.db().all(add_calls("ws_before", "", minute, &CallTally::one(error, 0))).await.unwrap();
+            }
+            let mut merged = CallTally::default();
+            for (i, ms) in [3, 40, 40, 700, 99_000, 12].into_iter().enumerate() {
+                let one = CallTally::one(i == 2, ms);
+                cx.db().all(add_calls("ws_each", "agt_1", 9, &one)).await.unwrap();
+                merged.merge(&one);
+                if i == 2 {
+                    cx.db().all(add_calls("ws_merged", "agt_1", 9, &merged)).await.unwrap();
+                    merged = CallTally::default();
+                }
+            }
+            cx.db().all(add_calls("ws_merged", "agt_1", 9, &merged)).await.unwrap();
+        })
+    });
+    let counted = rollup(&app, &ws);
+    assert_eq!(counted, rollup(&app, "ws_before"));
+    assert_eq!(counted.iter().map(|r| r[1]).collect::<Vec<_>>(), [4, 4], "two minutes: 4 calls, then 3 and the read");
+    assert_eq!(rollup(&app, "ws_each"), rollup(&app, "ws_merged"));
+    assert_eq!(rollup(&app, "ws_each")[0][1..5], [6, 1, 99_795, 99_000]);
+}
+
 #[test]
 fn open_requests_are_sampled_by_minute() {
     let app = TestApp::new();

@@ -127,6 +127,8 @@ pub struct HostSessions {
     pub crash_before_index: Rc<Cell<bool>>,
     /// The meter of the request calling the objects: its trace goes with each call.
     pub caller_meter: Option<Rc<agentsky::cx::Meter>>,
+    /// The app's finished calls not yet counted in D1 (the Worker keeps one per isolate).
+    pub pending_calls: Rc<agentsky::rules::metrics::PendingCalls>,
 }
 
 /// Runs while a call waits on a key (given the key), with the app to send requests to.
@@ -165,6 +167,7 @@ impl HostSessions {
             net: Box::new(self.net.clone()),
             config: self.config.clone(),
             meter: Default::default(),
+            pending_calls: self.pending_calls.clone(),
         }
     }
 
@@ -480,6 +483,7 @@ impl TestApp {
             feeds: MemoryFeeds { counts: Rc::default(), now: now_ms.clone() },
             crash_before_index: Rc::default(),
             caller_meter: None,
+            pending_calls: Rc::default(),
         };
         Self { db, limiter, sessions, blobs, queue: MemoryQueue::default(), config, now_ms, last_queries: Cell::new(0) }
     }
@@ -497,6 +501,7 @@ impl TestApp {
             net: Box::new(self.sessions.net.clone()),
             config: self.config.clone(),
             meter,
+            pending_calls: self.sessions.pending_calls.clone(),
         }
     }
 
@@ -542,6 +547,15 @@ impl TestApp {
         let line = done.line.clone();
         futures::executor::block_on(app::observe::finish(&env, done));
         (resp, line)
+    }
+
+    /// [`Self::send`] as the Worker runs it, answer and aftermath; with every D1 round trip both made.
+    pub fn send_counted(&self, req: HttpRequest) -> (HttpResponse, u32) {
+        let env = self.env();
+        let meta = RequestMeta { now_ms: self.now_ms.get(), request_id: "req_test".into() };
+        let (resp, done) = futures::executor::block_on(app::serve(&env, req, meta));
+        futures::executor::block_on(app::observe::finish(&env, done));
+        (resp, env.db.calls())
     }
 
     pub fn request(&self, method: &str, path_and_query: &str, key: Option<&str>, body: Option<Value>) -> HttpResponse {
