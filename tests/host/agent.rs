@@ -11,13 +11,7 @@ fn app() -> TestApp {
 /// An account, an echo agent, a session in a new task, and the session's token.
 fn setup(app: &TestApp) -> (Account, String, String, String) {
     let ada = app.signup("Ada", "ada@example.com");
-    let agent = app.request(
-        "POST",
-        "/v1/agents",
-        Some(&ada.key),
-        Some(json!({"name": "Dev", "harness": "echo", "model": "m"})),
-    );
-    let agent_id = agent.json_body()["agent_id"].as_str().unwrap().to_owned();
+    let agent_id = app.create_agent(&ada.key, json!({"name": "Dev", "harness": "echo", "model": "m"}));
     let s = app.ok(
         &ada.key,
         "start_session",
@@ -406,13 +400,7 @@ fn peers_message_each_other_within_their_task_only() {
     // A session of another task is unknown to it.
     let (_, _, outsider, _) = {
         let bo = app.signup("Bo", "bo@example.com");
-        let agent = app.request(
-            "POST",
-            "/v1/agents",
-            Some(&bo.key),
-            Some(json!({"name": "X", "harness": "echo", "model": "m"})),
-        );
-        let agent_id = agent.json_body()["agent_id"].as_str().unwrap().to_owned();
+        let agent_id = app.create_agent(&bo.key, json!({"name": "X", "harness": "echo", "model": "m"}));
         let s =
             app.ok(&bo.key, "start_session", json!({"agent_id": agent_id, "message": "x", "idempotency_key": "x1"}));
         (bo, agent_id, s["session"]["session_id"].as_str().unwrap().to_owned(), ())
@@ -515,13 +503,8 @@ fn acme_with_a_request(app: &TestApp) -> (Account, Account, Account, String, Str
     app.shared_workspace(&ada, "acme");
     app.join(&ada, "acme", &bo, "member");
     app.join(&ada, "acme", &cy, "admin");
-    let agent = app.request(
-        "POST",
-        "/v1/agents",
-        Some(&ada.key),
-        Some(json!({"name": "Dev", "harness": "echo", "model": "m", "workspace": "acme"})),
-    );
-    let agent_id = agent.json_body()["agent_id"].as_str().unwrap().to_owned();
+    let agent_id =
+        app.create_agent(&ada.key, json!({"name": "Dev", "harness": "echo", "model": "m", "workspace": "acme"}));
     let s = app.ok(
         &ada.key,
         "start_session",

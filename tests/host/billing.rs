@@ -286,13 +286,7 @@ fn the_automatic_top_up_fires_once_per_pending_top_up_and_its_payment_credits_th
         let r = app.request("PUT", &format!("/v1/secrets/{name}"), Some(&ada.key), Some(json!({"value": value})));
         assert_eq!(r.status, 200, "{:?}", r.json_body());
     }
-    let r = app.request(
-        "POST",
-        "/v1/agents",
-        Some(&ada.key),
-        Some(json!({"name": "G", "harness": "openai", "model": "gpt-test"})),
-    );
-    let agent = r.json_body()["agent_id"].as_str().unwrap().to_owned();
+    let agent = app.create_agent(&ada.key, json!({"name": "G", "harness": "openai", "model": "gpt-test"}));
     let r = app.request(
         "POST",
         &format!("/v1/workspaces/{}/credit", ada.slug),

@@ -8,13 +8,7 @@ use agentsky::http::HttpResponse;
 use serde_json::{json, Value};
 
 fn echo_session(app: &TestApp, who: &Account, message: &str) -> Value {
-    let agent = app.request(
-        "POST",
-        "/v1/agents",
-        Some(&who.key),
-        Some(json!({"name": "Echo", "harness": "echo", "model": "echo-1"})),
-    );
-    let agent_id = agent.json_body()["agent_id"].as_str().unwrap().to_owned();
+    let agent_id = app.create_agent(&who.key, json!({"name": "Echo", "harness": "echo", "model": "echo-1"}));
     let started =
         app.ok(&who.key, "start_session", json!({"agent_id": agent_id, "message": message, "idempotency_key": "s"}));
     app.settle();
@@ -92,13 +86,10 @@ fn cancelling_a_runner_turn_tells_the_runner_through_its_lease() {
     let ada = app.signup("Ada", "ada@example.com");
     let r = app.request("POST", "/v1/runners", Some(&ada.key), Some(json!({"name": "laptop"})));
     let token = r.json_body()["token"].as_str().unwrap().to_owned();
-    let agent = app.request(
-        "POST",
-        "/v1/agents",
-        Some(&ada.key),
-        Some(json!({"name": "Coder", "harness": "runner", "model": "claude", "instructions": "Write code."})),
+    let agent_id = app.create_agent(
+        &ada.key,
+        json!({"name": "Coder", "harness": "runner", "model": "claude", "instructions": "Write code."}),
     );
-    let agent_id = agent.json_body()["agent_id"].as_str().unwrap().to_owned();
     let runner = |method: &str, path: &str, body: Value| app.send(runner_request(&token, method, path, body));
     let start = |message: &str, key: &str| {
         let started = app.ok(
@@ -237,13 +228,10 @@ fn a_runner_token_lives_only_while_its_lease_holds_the_turn() {
     let ada = app.signup("Ada", "ada@example.com");
     let r = app.request("POST", "/v1/runners", Some(&ada.key), Some(json!({"name": "laptop"})));
     let token = r.json_body()["token"].as_str().unwrap().to_owned();
-    let agent = app.request(
-        "POST",
-        "/v1/agents",
-        Some(&ada.key),
-        Some(json!({"name": "Coder", "harness": "runner", "model": "claude", "instructions": "Write code."})),
+    let agent_id = app.create_agent(
+        &ada.key,
+        json!({"name": "Coder", "harness": "runner", "model": "claude", "instructions": "Write code."}),
     );
-    let agent_id = agent.json_body()["agent_id"].as_str().unwrap().to_owned();
     app.ok(&ada.key, "start_session", json!({"agent_id": agent_id, "message": "go", "idempotency_key": "k"}));
     app.settle();
     let claim = app.send(runner_request(&token, "POST", "/v1/runner/claim", json!({}))).json_body();
@@ -282,13 +270,10 @@ fn a_half_failed_cancel_ends_the_runner_turn_at_the_runners_next_post() {
     let ada = app.signup("Ada", "ada@example.com");
     let r = app.request("POST", "/v1/runners", Some(&ada.key), Some(json!({"name": "laptop"})));
     let token = r.json_body()["token"].as_str().unwrap().to_owned();
-    let agent = app.request(
-        "POST",
-        "/v1/agents",
-        Some(&ada.key),
-        Some(json!({"name": "Coder", "harness": "runner", "model": "claude", "instructions": "Write code."})),
+    let agent_id = app.create_agent(
+        &ada.key,
+        json!({"name": "Coder", "harness": "runner", "model": "claude", "instructions": "Write code."}),
     );
-    let agent_id = agent.json_body()["agent_id"].as_str().unwrap().to_owned();
     let started =
         app.ok(&ada.key, "start_session", json!({"agent_id": agent_id, "message": "go", "idempotency_key": "k"}));
     app.settle();

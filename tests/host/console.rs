@@ -40,13 +40,8 @@ fn flash(r: &HttpResponse) -> String {
 /// A workspace with an echo agent called like an attack, a session, a task file and a routine.
 fn seeded(app: &TestApp) -> (Account, String, String) {
     let ada = app.signup("Ada", "ada@example.com");
-    let agent = app.request(
-        "POST",
-        "/v1/agents",
-        Some(&ada.key),
-        Some(json!({"name": "<script>alert('agent')</script>", "harness": "echo", "model": "m"})),
-    );
-    let agent_id = agent.json_body()["agent_id"].as_str().unwrap().to_owned();
+    let agent_id =
+        app.create_agent(&ada.key, json!({"name": "<script>alert('agent')</script>", "harness": "echo", "model": "m"}));
     let s = app.ok(
         &ada.key,
         "start_session",

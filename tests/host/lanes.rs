@@ -20,13 +20,7 @@ struct Task {
 
 fn task(app: &TestApp) -> Task {
     let ada = app.signup("Ada", "ada@example.com");
-    let agent = app.request(
-        "POST",
-        "/v1/agents",
-        Some(&ada.key),
-        Some(json!({"name": "Dev", "harness": "echo", "model": "m"})),
-    );
-    let agent_id = agent.json_body()["agent_id"].as_str().unwrap().to_owned();
+    let agent_id = app.create_agent(&ada.key, json!({"name": "Dev", "harness": "echo", "model": "m"}));
     let s =
         app.ok(&ada.key, "start_session", json!({"agent_id": agent_id, "message": "plan", "idempotency_key": "s0"}));
     app.settle();
@@ -795,13 +789,7 @@ fn a_rename_is_a_delete_plus_an_add_and_lands_beside_an_edit_elsewhere() {
 fn without_lanes_a_delete_is_a_commit_of_the_base_at_once() {
     let app = TestApp::new();
     let ada = app.signup("Ada", "ada@example.com");
-    let agent = app.request(
-        "POST",
-        "/v1/agents",
-        Some(&ada.key),
-        Some(json!({"name": "Dev", "harness": "echo", "model": "m"})),
-    );
-    let agent_id = agent.json_body()["agent_id"].as_str().unwrap().to_owned();
+    let agent_id = app.create_agent(&ada.key, json!({"name": "Dev", "harness": "echo", "model": "m"}));
     let s = app.ok(&ada.key, "start_session", json!({"agent_id": agent_id, "message": "hi", "idempotency_key": "s0"}));
     app.settle();
     let sid = s["session"]["session_id"].as_str().unwrap().to_owned();

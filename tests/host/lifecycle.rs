@@ -10,13 +10,7 @@ use std::rc::Rc;
 /// An account, an echo agent's session with a connected target, and the session's token.
 fn setup(app: &TestApp) -> (Account, String, String) {
     let ada = app.signup("Ada", "ada@example.com");
-    let agent = app.request(
-        "POST",
-        "/v1/agents",
-        Some(&ada.key),
-        Some(json!({"name": "Dev", "harness": "echo", "model": "m"})),
-    );
-    let agent_id = agent.json_body()["agent_id"].as_str().unwrap().to_owned();
+    let agent_id = app.create_agent(&ada.key, json!({"name": "Dev", "harness": "echo", "model": "m"}));
     let s =
         app.ok(&ada.key, "start_session", json!({"agent_id": agent_id, "message": "ship it", "idempotency_key": "s1"}));
     app.settle();

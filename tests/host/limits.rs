@@ -88,13 +88,7 @@ fn a_refusal_says_the_same_wait_as_retry_after_ms_to_the_millisecond() {
 fn a_session_tools_refusal_says_how_long_to_wait() {
     let app = TestApp::new();
     let ada = app.signup("Ada", "ada@example.com");
-    let agent = app.request(
-        "POST",
-        "/v1/agents",
-        Some(&ada.key),
-        Some(json!({"name": "E", "harness": "echo", "model": "echo-1"})),
-    );
-    let agent_id = agent.json_body()["agent_id"].as_str().unwrap().to_owned();
+    let agent_id = app.create_agent(&ada.key, json!({"name": "E", "harness": "echo", "model": "echo-1"}));
     let start = |key: &str| {
         let s =
             app.ok(&ada.key, "start_session", json!({"agent_id": agent_id, "message": "hi", "idempotency_key": key}));

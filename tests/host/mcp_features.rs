@@ -8,13 +8,8 @@ use serde_json::{json, Value};
 
 fn setup(app: &TestApp) -> (Account, String, String) {
     let ada = app.signup("Ada", "ada@example.com");
-    let agent = app.request(
-        "POST",
-        "/v1/agents",
-        Some(&ada.key),
-        Some(json!({"name": "E", "harness": "echo", "model": "m", "handle": "adawriter"})),
-    );
-    let agent_id = agent.json_body()["agent_id"].as_str().unwrap().to_owned();
+    let agent_id =
+        app.create_agent(&ada.key, json!({"name": "E", "harness": "echo", "model": "m", "handle": "adawriter"}));
     let started =
         app.ok(&ada.key, "start_session", json!({"agent_id": agent_id, "message": "hi there", "idempotency_key": "k"}));
     let sid = started["session"]["session_id"].as_str().unwrap().to_owned();

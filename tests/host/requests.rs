@@ -28,13 +28,7 @@ fn rest(key: &str, method: &str, path: &str, body: Value) -> HttpRequest {
 fn an_operator_lists_open_requests_across_tasks_answers_one_and_waits_for_the_next() {
     let app = TestApp::with_secrets();
     let ada = app.signup("Ada", "ada@example.com");
-    let agent = app.request(
-        "POST",
-        "/v1/agents",
-        Some(&ada.key),
-        Some(json!({"name": "Dev", "harness": "echo", "model": "m"})),
-    );
-    let agent_id = agent.json_body()["agent_id"].as_str().unwrap().to_owned();
+    let agent_id = app.create_agent(&ada.key, json!({"name": "Dev", "harness": "echo", "model": "m"}));
     let s = app.ok(
         &ada.key,
         "start_session",

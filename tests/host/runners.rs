@@ -14,13 +14,10 @@ fn setup(app: &TestApp) -> (Account, String, String, Value) {
     let r = app.request("POST", "/v1/runners", Some(&ada.key), Some(json!({"name": "laptop"})));
     assert_eq!(r.status, 201, "{:?}", r.json_body());
     let token = r.json_body()["token"].as_str().unwrap().to_owned();
-    let agent = app.request(
-        "POST",
-        "/v1/agents",
-        Some(&ada.key),
-        Some(json!({"name": "Coder", "harness": "runner", "model": "claude", "instructions": "Write code."})),
+    let agent_id = app.create_agent(
+        &ada.key,
+        json!({"name": "Coder", "harness": "runner", "model": "claude", "instructions": "Write code."}),
     );
-    let agent_id = agent.json_body()["agent_id"].as_str().unwrap().to_owned();
     let started = app.ok(
         &ada.key,
         "start_session",

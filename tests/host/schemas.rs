@@ -301,13 +301,7 @@ fn listed(app: &TestApp, path: &str, bearer: Option<&str>) -> Vec<Value> {
 /// An account with an echo agent and one finished turn: a task, and a session token for it.
 fn with_a_session(app: &TestApp) -> (String, String, String) {
     let ada = app.signup("Ada", "ada@example.com");
-    let agent = app.request(
-        "POST",
-        "/v1/agents",
-        Some(&ada.key),
-        Some(json!({"name": "Dev", "harness": "echo", "model": "echo-1"})),
-    );
-    let agent_id = agent.json_body()["agent_id"].as_str().unwrap().to_owned();
+    let agent_id = app.create_agent(&ada.key, json!({"name": "Dev", "harness": "echo", "model": "echo-1"}));
     let started =
         app.ok(&ada.key, "start_session", json!({"agent_id": agent_id, "message": "hi", "idempotency_key": "k1"}));
     app.settle();

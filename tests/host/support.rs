@@ -656,6 +656,13 @@ impl TestApp {
         }
     }
 
+    /// Creates an agent (`body` as `POST /v1/agents` takes it) with `key`; its id.
+    pub fn create_agent(&self, key: &str, body: Value) -> String {
+        let resp = self.request("POST", "/v1/agents", Some(key), Some(body));
+        assert_eq!(resp.status, 201, "{}", String::from_utf8_lossy(&resp.body));
+        resp.json_body()["agent_id"].as_str().unwrap().to_owned()
+    }
+
     pub fn advance(&self, ms: i64) {
         self.now_ms.set(self.now_ms.get() + ms);
     }
