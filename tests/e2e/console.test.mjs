@@ -146,6 +146,9 @@ describe('the console in headless Chromium', () => {
     const reply = page.locator('.transcript .ev.agent', { hasText: 'echo: /sleep 4 then report' });
     assert.equal(await reply.count(), 0, 'the turn is still running when the page loads');
     await reply.waitFor({ timeout: 15000 });
+    // The head follows the turn's end too: the session shows idle without a reload.
+    await page.locator('header[data-live="session-head"] .state', { hasText: /^idle$/ }).waitFor({ timeout: 5000 });
+    assert.equal(await page.locator('button', { hasText: 'Stop turn' }).count(), 0, 'Stop turn goes with the turn');
     await shot('07-session');
     // Sending from the page.
     await page.fill('textarea[name=message]', 'hello from the console');

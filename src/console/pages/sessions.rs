@@ -111,7 +111,7 @@ pub async fn page(p: &Ctx<'_>, sid: &str) -> Result<Page, ApiError> {
                         @for r in &mine { (render::request(p, r)) }
                     }
                     @if cut { p.muted.small { "Older events are not shown; this page shows the first " (HISTORY_PAGES * 200) "." } }
-                    div.transcript data-stream=(p.link(&format!("/sessions/{sid}/stream"))) data-cursor=(cursor) {
+                    div.transcript data-stream=(p.link(&format!("/sessions/{sid}/stream"))) data-cursor=(cursor) data-status=(status) {
                         @for e in &events { (render::event(e)) }
                     }
                     form.card method="post" action=(p.link("/op/send_message")) {
@@ -127,7 +127,7 @@ pub async fn page(p: &Ctx<'_>, sid: &str) -> Result<Page, ApiError> {
                 }
                 aside {
                     h2 { "Controls" }
-                    div.row {
+                    div.row data-live="session-controls" {
                         @if status == "running" {
                             (action(p, "cancel_turn", &[("session_id", sid)], "Stop turn", "", Some("Cancel the running turn? The session stays and takes the next message.")))
                         }

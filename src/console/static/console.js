@@ -93,6 +93,8 @@
   // A session's transcript, appended as it grows.
   async function stream(el) {
     let cursor = el.dataset.cursor || '';
+    // The page's head and controls follow the session's status as the transcript shows it change.
+    let status = el.dataset.status || '';
     for (;;) {
       try {
         const r = await fetch(`${el.dataset.stream}?after=${encodeURIComponent(cursor)}`, { credentials: 'same-origin' });
@@ -106,6 +108,7 @@
           if (atEnd) window.scrollTo(0, document.body.scrollHeight);
         }
         cursor = j.cursor;
+        if (j.status && j.status !== status) { status = j.status; await refresh(); }
         if (j.status === 'terminated') return;
       } catch { await sleep(3000); }
     }
