@@ -54,6 +54,13 @@ fn lane_write(app: &TestApp, t: &Task, sid: &str, path: &str, text: &str) {
     app.settle();
 }
 
+/// Writes `text` again as a new version (a fresh idempotency key: `lane_write`'s would replay the first).
+fn lane_write_again(app: &TestApp, t: &Task, sid: &str, path: &str, text: &str) {
+    let message = format!("/write {path} {text}");
+    app.ok(&t.ada.key, "send_message", json!({"session_id": sid, "message": message, "idempotency_key": "again"}));
+    app.settle();
+}
+
 fn base_write(app: &TestApp, t: &Task, path: &str, text: &str) {
     app.ok(&t.ada.key, "write_task_file", json!({"task_id": t.task, "path": path, "content": text}));
 }
@@ -400,12 +407,7 @@ fn writing_the_lanes_own_text_again_keeps_its_side_of_a_conflict() {
     base_write(&app, &t, "app.txt", "one\ntheirs\nthree\nfour\nfive");
     assert_eq!(app.agent_ok(&ta, "land", json!({"summary": "mine"}))["landed"], false);
     // The same text again: a new version, so the lane's side is its reconciled version.
-    app.ok(
-        &t.ada.key,
-        "send_message",
-        json!({"session_id": a, "message": "/write app.txt one\nmine\nthree\nfour\nfive", "idempotency_key": "again"}),
-    );
-    app.settle();
+    lane_write_again(&app, &t, &a, "app.txt", "one\nmine\nthree\nfour\nfive");
     let landed = app.agent_ok(&ta, "land", json!({"summary": "mine"}));
     assert_eq!(landed["landed"], true, "{landed}");
     assert_eq!(base_read(&app, &t, "app.txt"), "one\nmine\nthree\nfour\nfive");
@@ -720,12 +722,7 @@ fn an_edit_against_a_base_delete_conflicts_and_writing_the_file_keeps_it() {
     assert_eq!((m["file"].clone(), m["base"].clone()), (json!("app.txt"), Value::Null), "{m}");
 
     // Writing its own text again keeps the lane's side: the file comes back to the base.
-    app.ok(
-        &t.ada.key,
-        "send_message",
-        json!({"session_id": b, "message": "/write app.txt one\ntwo\nthree\nfour\nFIVE", "idempotency_key": "again"}),
-    );
-    app.settle();
+    lane_write_again(&app, &t, &b, "app.txt", "one\ntwo\nthree\nfour\nFIVE");
     let landed = app.agent_ok(&tb, "land", json!({"summary": "edit"}));
     assert_eq!(landed["landed"], true, "{landed}");
     assert_eq!(base_read(&app, &t, "app.txt"), "one\ntwo\nthree\nfour\nFIVE");
