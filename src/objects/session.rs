@@ -74,7 +74,7 @@ impl DurableObject for Session {
         let now = now_ms();
         let env = crate::edge::core_env(&self.env)?;
         let net = crate::edge::net::observed(env.meter.clone());
-        let ports = Ports { env: &env, net: &net };
+        let ports = Ports { env: &env, net: &net, wake: &|| self.wake() };
         self.converge(&core, &env.db, now).await;
         let step = core.turn().ok().map(|turn| super::observe::begin(&sql, &env, &turn, now));
         if let Some((config, t)) = driver::step(&core, &ports, now).await.map_err(refusal)? {

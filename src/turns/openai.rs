@@ -34,6 +34,10 @@ pub struct Ports<'a> {
     /// The platform as the session's object has it (D1, R2, the other objects, the limiter).
     pub env: &'a Env,
     pub net: &'a dyn Net,
+    /// Wakes the session's waiting readers. A step calls it the moment its events are stored, before the
+    /// D1 index, webhooks and traces that follow (several round trips), so a waiting `read_session`
+    /// returns at once.
+    pub wake: &'a dyn Fn(),
 }
 
 impl<'a> Ports<'a> {

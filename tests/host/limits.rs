@@ -227,3 +227,53 @@ fn an_account_holds_at_most_100_active_keys_however_they_are_minted() {
         .count();
     assert_eq!(active, 100);
 }
+
+/// The count every call makes costs the same however many calls are in the window: with 10,000 in it,
+/// each statement runs a few dozen SQLite steps (counting them with COUNT(*) and OFFSET took tens of
+/// thousands, on every call, at a high limit).
+#[test]
+fn counting_a_call_costs_the_same_with_ten_thousand_in_the_window() {
+    let app = app(600);
+    let now = 10_000_000;
+    let db = &app.db.0;
+    db.execute(
+        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 10000)
+         INSERT INTO rate_log (bucket, seq, at_ms) SELECT 'key:k', i, ?1 + i FROM n",
+        [now - 30_000],
+    )
+    .unwrap();
+    for stmt in agentsky::store::rate::hit("key:k", 100_000_000, now) {
+        let params = stmt.params.iter().map(|p| match p {
+            agentsky::store::Param::Null => rusqlite::types::Value::Null,
+            agentsky::store::Param::Int(i) => rusqlite::types::Value::Integer(*i),
+            agentsky::store::Param::Real(f) => rusqlite::types::Value::Real(*f),
+            agentsky::store::Param::Text(s) => rusqlite::types::Value::Text(s.clone()),
+        });
+        let mut st = db.prepare(stmt.sql).unwrap();
+        let mut rows = st.query(rusqlite::params_from_iter(params)).unwrap();
+        while rows.next().unwrap().is_some() {}
+        drop(rows);
+        let steps = st.get_status(rusqlite::StatementStatus::VmStep);
+        assert!(steps < 200, "{steps} steps: {}", stmt.sql);
+    }
+    let counted: i64 = db.query_row("SELECT MAX(seq) FROM rate_log WHERE bucket = 'key:k'", [], |r| r.get(0)).unwrap();
+    assert_eq!(counted, 10_001, "the call was counted as the next one");
+}
+
+/// A call stamped by a clock behind the last counted one counts at that one's time, so a bucket's calls
+/// stay in order and its count stays exact.
+#[test]
+fn a_call_from_a_clock_behind_counts_at_the_last_calls_time() {
+    let app = app(100);
+    let ada = app.signup("Ada", "ada@example.com");
+    let t0 = app.now_ms.get();
+    app.now_ms.set(t0 + 1_000);
+    for _ in 0..101 {
+        app.ok(&ada.key, "list_agents", json!({}));
+    }
+    app.now_ms.set(t0);
+    let refused = app.call(&ada.key, "list_agents", json!({}));
+    assert_eq!(TestApp::tool_error(&refused)["retry_after_ms"], 61_000, "the window of the calls at +1 s");
+    app.now_ms.set(t0 + 61_000);
+    app.ok(&ada.key, "list_agents", json!({}));
+}

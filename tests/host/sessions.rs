@@ -97,6 +97,25 @@ fn a_task_start_to_finish() {
     assert_eq!(transcript["events"].as_array().unwrap().len(), 6, "the transcript stays");
 }
 
+/// A waiting `read_session` is woken the moment a step's reply is stored, not after the D1 index, the
+/// webhooks and the trace that the step writes next (the wake-up latency the performance issue measures).
+#[test]
+fn a_step_wakes_its_readers_before_its_d1_writes() {
+    let app = TestApp::new();
+    let ada = app.signup("Ada", "ada@example.com");
+    let agent_id = echo(&app, &ada);
+    let started = start(&app, &ada, &agent_id, "hello", "k-wake");
+    let (session_id, message_id) =
+        (started["session"]["session_id"].as_str().unwrap(), started["message_id"].as_str().unwrap());
+    read_turn(&app, &ada, session_id, message_id, started["cursor"].as_str().unwrap().into());
+    let woken = app.sessions.woken_after_trips.borrow().clone();
+    assert!(!woken.is_empty(), "the turn's steps woke no reader");
+    assert!(woken.iter().all(|&trips| trips == 0), "readers woken only after D1 round trips: {woken:?}");
+    // The same step did write to D1 afterwards: the turn's metrics.
+    let turns: i64 = app.db.0.query_row("SELECT SUM(turns) FROM metric_minute", [], |r| r.get(0)).unwrap();
+    assert_eq!(turns, 1);
+}
+
 #[test]
 fn a_retry_with_the_same_key_replays_and_changed_inputs_conflict() {
     let app = TestApp::new();

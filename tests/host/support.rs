@@ -125,6 +125,8 @@ pub struct HostSessions {
     pub feeds: MemoryFeeds,
     /// While set, objects commit their state but die before telling the D1 index (a crash in between).
     pub crash_before_index: Rc<Cell<bool>>,
+    /// For each time a step woke the session's readers: the D1 round trips that step had made by then.
+    pub woken_after_trips: Rc<RefCell<Vec<u32>>>,
     /// The meter of the request calling the objects: its trace goes with each call.
     pub caller_meter: Option<Rc<agentsky::cx::Meter>>,
     /// The app's finished calls not yet counted in D1 (the Worker keeps one per isolate).
@@ -197,7 +199,8 @@ impl HostSessions {
                 meter: env.meter.clone(),
                 now_ms: Box::new(move || clock.get()),
             };
-            let ports = Ports { env: &env, net: &net };
+            let woke = || self.woken_after_trips.borrow_mut().push(env.db.calls());
+            let ports = Ports { env: &env, net: &net, wake: &woke };
             let step = agentsky::objects::observe::begin(&*obj, &env, &turn, now);
             let stepped = driver::step(&core, &ports, now).await.unwrap();
             let Some((config, t)) = stepped else { break };
@@ -482,6 +485,7 @@ impl TestApp {
             on_wait: Rc::default(),
             feeds: MemoryFeeds { counts: Rc::default(), now: now_ms.clone() },
             crash_before_index: Rc::default(),
+            woken_after_trips: Rc::default(),
             caller_meter: None,
             pending_calls: Rc::default(),
         };
@@ -667,10 +671,10 @@ impl TestApp {
         self.now_ms.set(self.now_ms.get() + ms);
     }
 
-    /// The calls counted on keys' per-minute buckets (D1's `rate_hit`) so far; the test clock holds still,
+    /// The calls counted on keys' per-minute buckets (D1's `rate_log`) so far; the test clock holds still,
     /// so none are pruned.
     pub fn key_units(&self) -> i64 {
-        self.db.0.query_row("SELECT COUNT(*) FROM rate_hit WHERE bucket LIKE 'key:%'", [], |r| r.get(0)).unwrap()
+        self.db.0.query_row("SELECT COUNT(*) FROM rate_log WHERE bucket LIKE 'key:%'", [], |r| r.get(0)).unwrap()
     }
 
     /// Lets every session's due steps run (the objects' alarms), without moving the clock.
