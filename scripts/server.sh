@@ -9,6 +9,8 @@ free_port() {
 
 # start_server STATE_DIR LOG_FILE [extra wrangler dev args...]
 # AGENTSKY_WRANGLER_CONFIG=path serves another wrangler config (default: wrangler.toml).
+# AGENTSKY_SERVER_ARGS="--var NAME:value …" adds wrangler dev flags to every server started here (the peers
+# rig starts ours through start_server: `AGENTSKY_SERVER_ARGS="--var REQUEST_LOG:errors" ../shared/peers/…`).
 # INSPECTOR_PORT=n puts V8's inspector (DevTools protocol) on that port (default: a free one).
 # Fresh state: STATE_DIR is wiped and migrated first. Sets SERVER_PID, PORT and BASE_URL; installs an EXIT
 # trap that stops the server.
@@ -50,7 +52,7 @@ _launch_server() {
   # and nothing else.
   (cd "$ROOT" && exec setsid wrangler dev "${_server_cfg[@]}" --local --ip 127.0.0.1 --port "$PORT" \
       --inspector-port "${INSPECTOR_PORT:-$(free_port)}" --persist-to "$state" --test-scheduled \
-      --show-interactive-dev-session=false "$@" </dev/null >>"$logf" 2>&1) &
+      --show-interactive-dev-session=false ${AGENTSKY_SERVER_ARGS:-} "$@" </dev/null >>"$logf" 2>&1) &
   SERVER_PID=$!
   trap stop_server EXIT
   trap 'exit 130' INT TERM

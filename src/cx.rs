@@ -48,6 +48,10 @@ pub struct Config {
     pub stripe_api_base: Option<String>,
     /// Serves the conformance suite's fixture tools without auth at `/v1/conformance/mcp` (tests only).
     pub conformance_fixtures: bool,
+    /// `REQUEST_LOG=errors`: a request's log line is written only when it failed or took a second or more.
+    /// Every line is a `console.log`, which under `wrangler dev` goes through V8's inspector and halves the
+    /// requests a second a Worker answers (`make bench-ceiling` measures it); deployed, it is log volume.
+    pub log_errors_only: bool,
 }
 
 /// Counts hits on named rate buckets (the `Limiter` Durable Object in the Worker).

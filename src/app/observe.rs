@@ -100,12 +100,21 @@ pub fn start(env: &Env, req: &HttpRequest, now_ms: i64) -> Started {
 /// A finished request: its log line and metrics row, written after the answer has gone.
 pub struct Finished {
     pub line: Value,
+    /// Written whatever `REQUEST_LOG` says: the request failed or was slow.
+    notable: bool,
     workspace_id: String,
     agent_id: String,
     error: bool,
     started_ms: i64,
     duration_ms: i64,
     carried: Carried,
+}
+
+impl Finished {
+    /// Whether its line is written: always, or under `REQUEST_LOG=errors` when it failed or was slow.
+    pub fn logged(&self, config: &crate::cx::Config) -> bool {
+        self.notable || !config.log_errors_only
+    }
 }
 
 impl Started {
@@ -145,6 +154,7 @@ impl Started {
         });
         Finished {
             line,
+            notable: resp.status >= 400 || !error_code.is_empty() || duration_ms >= 1000,
             workspace_id: labels.workspace_id,
             agent_id: labels.agent_id,
             error: resp.status >= 500 || !error_code.is_empty(),
@@ -171,7 +181,9 @@ fn error_code_of(resp: &HttpResponse) -> String {
 /// Writes the line, then counts the call: its tally joins the buffer, with the earlier ones this request
 /// was to carry when no round trip of it took them (metrics never fail a request and cost it no round trip).
 pub async fn finish(env: &Env, done: Finished) {
-    crate::error::log_record(&done.line);
+    if done.logged(&env.config) {
+        crate::error::log_record(&done.line);
+    }
     env.db.unride();
     if let Some((taken, mut riding)) = done.carried {
         if !matches!(riding.try_recv(), Ok(Some(Ok(_)))) {

@@ -57,6 +57,14 @@ pub(crate) fn config(env: &Env) -> Config {
         stripe_webhook_secret: secret(env, "STRIPE_WEBHOOK_SECRET").or_else(|| var(env, "STRIPE_WEBHOOK_SECRET")),
         stripe_api_base: var(env, "STRIPE_API_BASE"),
         conformance_fixtures: flag("CONFORMANCE_FIXTURES"),
+        log_errors_only: match var(env, "REQUEST_LOG").as_deref() {
+            None | Some("all") => false,
+            Some("errors") => true,
+            Some(other) => {
+                crate::error::log_line(&format!("REQUEST_LOG is `{other}`, not `all` or `errors`; logging all"));
+                false
+            }
+        },
         trust_cf_connecting_ip: flag("TRUST_CF_CONNECTING_IP"),
         agent_wait_ms: var(env, "AGENT_WAIT_MS").and_then(|v| v.parse().ok()),
         webhook_retry_schedule_s: var(env, "WEBHOOK_RETRY_SCHEDULE").and_then(|v| {

@@ -70,6 +70,24 @@ fn each_request_logs_one_line_of_ids_counts_and_times_and_never_the_key() {
     assert_eq!((line["face"].as_str(), line["op"].as_str()), (Some("operator_mcp"), Some("tools/call:list_agents")));
 }
 
+/// `REQUEST_LOG=errors` keeps the lines of failed (and slow) requests only.
+#[test]
+fn with_request_log_errors_only_a_success_writes_no_line_and_a_failure_does() {
+    let app = TestApp::with_config(Config {
+        open_signup: true,
+        rate_limit_per_min: 600,
+        log_errors_only: true,
+        ..Default::default()
+    });
+    let ada = app.signup("Ada", "ada@example.com");
+    let (resp, line) = app.send_logged(req("GET", "/v1/agents", &ada.key, &[], None));
+    assert_eq!((resp.status, line), (200, Value::Null));
+    let (resp, line) = app.send_logged(req("GET", "/v1/sessions/ses_00000000000000000000000000", &ada.key, &[], None));
+    assert_eq!((resp.status, line["error_code"].as_str()), (404, Some("not_found")));
+    let (_, line) = app.send_logged(req("GET", "/v1/agents", "ast_wrong", &[], None));
+    assert_eq!(line["error_code"], "unauthorized");
+}
+
 #[test]
 fn a_callers_traceparent_is_continued_from_the_header_or_the_mcp_meta() {
     let app = TestApp::new();

@@ -543,12 +543,12 @@ impl TestApp {
         resp
     }
 
-    /// [`Self::send`], returning the request's log line too.
+    /// [`Self::send`] with the log line it wrote (`Null`: none, under `REQUEST_LOG=errors`).
     pub fn send_logged(&self, req: HttpRequest) -> (HttpResponse, Value) {
         let env = self.env();
         let meta = RequestMeta { now_ms: self.now_ms.get(), request_id: "req_test".into() };
         let (resp, done) = futures::executor::block_on(app::serve(&env, req, meta));
-        let line = done.line.clone();
+        let line = if done.logged(&env.config) { done.line.clone() } else { Value::Null };
         futures::executor::block_on(app::observe::finish(&env, done));
         (resp, line)
     }
