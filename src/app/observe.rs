@@ -154,7 +154,8 @@ impl Started {
         });
         Finished {
             line,
-            notable: resp.status >= 400 || !error_code.is_empty() || duration_ms >= 1000,
+            // Every answer of 400 or more has an error code (`http_<status>` at least).
+            notable: !error_code.is_empty() || duration_ms >= 1000,
             workspace_id: labels.workspace_id,
             agent_id: labels.agent_id,
             error: resp.status >= 500 || !error_code.is_empty(),

@@ -152,12 +152,7 @@ fn a_client_sent_cf_connecting_ip_counts_only_behind_cloudflare() {
     assert_eq!(device_code(&peer, None, "203.0.113.6").status, 201, "another peer is another address");
 
     // Behind Cloudflare its edge writes the header, so it names the caller.
-    let cloudflare = TestApp::with_config(Config {
-        open_signup: true,
-        rate_limit_per_min: 600,
-        trust_cf_connecting_ip: true,
-        ..Config::default()
-    });
+    let cloudflare = TestApp::with_config(Config { trust_cf_connecting_ip: true, ..TestApp::config() });
     for _ in 0..10 {
         assert_eq!(device_code(&cloudflare, Some("198.51.100.1"), "").status, 201);
     }

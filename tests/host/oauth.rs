@@ -484,12 +484,7 @@ fn the_console_lists_connected_apps_and_disconnects_them() {
 
 #[test]
 fn a_client_id_metadata_document_is_fetched_checked_and_cached() {
-    let app = TestApp::with_config(Config {
-        open_signup: true,
-        rate_limit_per_min: 600,
-        allow_loopback_http: true,
-        ..Config::default()
-    });
+    let app = TestApp::with_config(Config { allow_loopback_http: true, ..TestApp::config() });
     let ada = app.signup("Ada", "ada@example.com");
     let url = "http://127.0.0.1:9911/client.json";
     app.sessions.net.answer(move |out| {

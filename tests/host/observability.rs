@@ -73,12 +73,7 @@ fn each_request_logs_one_line_of_ids_counts_and_times_and_never_the_key() {
 /// `REQUEST_LOG=errors` keeps the lines of failed (and slow) requests only.
 #[test]
 fn with_request_log_errors_only_a_success_writes_no_line_and_a_failure_does() {
-    let app = TestApp::with_config(Config {
-        open_signup: true,
-        rate_limit_per_min: 600,
-        log_errors_only: true,
-        ..Default::default()
-    });
+    let app = TestApp::with_config(Config { log_errors_only: true, ..TestApp::config() });
     let ada = app.signup("Ada", "ada@example.com");
     let (resp, line) = app.send_logged(req("GET", "/v1/agents", &ada.key, &[], None));
     assert_eq!((resp.status, line), (200, Value::Null));

@@ -455,17 +455,17 @@ pub struct Account {
 
 impl TestApp {
     pub fn new() -> Self {
-        Self::with_config(Config { open_signup: true, rate_limit_per_min: 600, ..Config::default() })
+        Self::with_config(Self::config())
+    }
+
+    /// What [`Self::new`] runs with (open sign-up, 600 calls a minute): tests change a field or two of it.
+    pub fn config() -> Config {
+        Config { open_signup: true, rate_limit_per_min: 600, ..Config::default() }
     }
 
     /// With `SECRETS_KEY` set: workspace secrets and connector credentials can be sealed.
     pub fn with_secrets() -> Self {
-        Self::with_config(Config {
-            open_signup: true,
-            rate_limit_per_min: 600,
-            secrets_key: Some("test-master-key".into()),
-            ..Config::default()
-        })
+        Self::with_config(Config { secrets_key: Some("test-master-key".into()), ..TestApp::config() })
     }
 
     pub fn with_config(config: Config) -> Self {

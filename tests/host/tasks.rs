@@ -179,10 +179,8 @@ fn links_are_never_built_on_a_host_the_request_names() {
     assert!(local["share_url"].as_str().unwrap().starts_with("http://localhost:8787/s/"), "{local}");
 
     let app = TestApp::with_config(agentsky::cx::Config {
-        open_signup: true,
-        rate_limit_per_min: 600,
         public_base_url: "https://sky.example.com/".into(),
-        ..Default::default()
+        ..TestApp::config()
     });
     let ada = app.signup("Ada", "ada@example.com");
     let a = echo(&app, &ada, "A");

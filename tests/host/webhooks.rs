@@ -15,11 +15,9 @@ const HOOK: &str = "https://hooks.example.com/agentsky";
 
 fn app_with(schedule: Option<Vec<u32>>) -> TestApp {
     TestApp::with_config(Config {
-        open_signup: true,
-        rate_limit_per_min: 600,
         secrets_key: Some("test-master-key".into()),
         webhook_retry_schedule_s: schedule,
-        ..Config::default()
+        ..TestApp::config()
     })
 }
 
@@ -194,13 +192,8 @@ fn bad_input_is_refused_naming_its_field() {
 
 #[test]
 fn loopback_receivers_need_the_development_opt_in() {
-    let app = TestApp::with_config(Config {
-        open_signup: true,
-        rate_limit_per_min: 600,
-        secrets_key: Some("k".into()),
-        allow_loopback_http: true,
-        ..Config::default()
-    });
+    let app =
+        TestApp::with_config(Config { secrets_key: Some("k".into()), allow_loopback_http: true, ..TestApp::config() });
     let ada = app.signup("Ada", "ada@example.com");
     app.ok(&ada.key, "create_webhook", json!({"url": "http://127.0.0.1:9/hook", "events": ["goal.met"]}));
     let e = TestApp::tool_error(&app.call(
