@@ -460,7 +460,9 @@ const DIGESTS: &[&str] = &["sha1", "sha256", "sha384", "sha512", "md5"];
 fn is_digest(before: &str, run: &str) -> bool {
     let labelled = |label: &str| DIGESTS.iter().any(|d| label.eq_ignore_ascii_case(d));
     let sri = run.split_once('-').is_some_and(|(label, _)| labelled(label));
+    // A base64 digest may begin with `/`, which is not a token character and so sits in `before`.
     let after_label = before
+        .trim_end_matches('/')
         .strip_suffix(':')
         .map(|b| &b[b.rfind(|c: char| !c.is_ascii_alphanumeric()).map_or(0, |i| i + 1)..])
         .is_some_and(labelled);
@@ -581,6 +583,10 @@ mod tests {
         (
             "256 SHA256:nThbg6kXUpJWGl7E1IGOCspRomTxdCARLviKw6E5SY8/vYq sky-test (ED25519)",
             "256 SHA256:nThbg6kXUpJWGl7E1IGOCspRomTxdCARLviKw6E5SY8/vYq sky-test (ED25519)",
+        ),
+        (
+            "256 SHA256:/0mXFh1yQ8gkLzR8TBaVw3rPZcq4jYn7EuS2dHk/J6rjoE granted-test (ED25519)",
+            "256 SHA256:/0mXFh1yQ8gkLzR8TBaVw3rPZcq4jYn7EuS2dHk/J6rjoE granted-test (ED25519)",
         ),
         (
             r#""integrity": "sha512-Ffq1PqSu7NaXqY0oWCe3aDCdXzgLH0ZRPzI/dKcGh6o/dHjKxpFe8Ah7gHZ0c4uE4nPxQ4T5mWQ1a1+J5Q==""#,
