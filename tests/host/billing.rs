@@ -14,9 +14,7 @@ const STRIPE: &str = "https://stripe.example";
 
 fn config() -> Config {
     Config {
-        open_signup: true,
         admin_token: Some("adm".into()),
-        rate_limit_per_min: 600,
         secrets_key: Some("test-master-key".into()),
         public_base_url: "https://sky.example".into(),
         stripe_secret_key: Some("sk_test_123".into()),
@@ -24,7 +22,7 @@ fn config() -> Config {
         stripe_api_base: Some(STRIPE.into()),
         // A hundredth of a cent a token: a model call holds about a dollar, and 100,000 tokens cost $10.
         prices: agentsky::rules::prices::Prices::parse(r#"{"gpt-test": [10000, 10000]}"#).unwrap(),
-        ..Config::default()
+        ..TestApp::config()
     }
 }
 

@@ -11,12 +11,10 @@ use serde_json::{json, Value};
 /// A cent a token, so holds and charges are easy to read.
 fn app() -> TestApp {
     TestApp::with_config(Config {
-        open_signup: true,
         admin_token: Some("adm".into()),
-        rate_limit_per_min: 600,
         secrets_key: Some("test-master-key".into()),
         prices: agentsky::rules::prices::Prices::parse(r#"{"gpt-test": [1000000, 1000000]}"#).unwrap(),
-        ..Config::default()
+        ..TestApp::config()
     })
 }
 

@@ -329,12 +329,10 @@ fn trace_export_takes_an_outbound_url_and_a_sealed_header_never_shown_again() {
 #[test]
 fn a_turn_is_traced_into_its_model_calls_counted_and_exported_as_otlp_spans() {
     let app = TestApp::with_config(Config {
-        open_signup: true,
         admin_token: Some("adm".into()),
-        rate_limit_per_min: 600,
         secrets_key: Some("test-master-key".into()),
         prices: agentsky::rules::prices::Prices::parse(r#"{"gpt-test": [1000000, 2000000]}"#).unwrap(),
-        ..Config::default()
+        ..TestApp::config()
     });
     let ada = app.signup("Ada", "ada@example.com");
     app.request(

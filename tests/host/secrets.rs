@@ -12,13 +12,7 @@ use std::rc::Rc;
 const MASTER: &str = "test-master-key";
 
 fn config() -> Config {
-    Config {
-        open_signup: true,
-        admin_token: Some("adm".into()),
-        rate_limit_per_min: 600,
-        secrets_key: Some(MASTER.into()),
-        ..Config::default()
-    }
+    Config { admin_token: Some("adm".into()), secrets_key: Some(MASTER.into()), ..TestApp::config() }
 }
 
 fn app() -> TestApp {

@@ -332,12 +332,7 @@ fn switch_model_applies_to_the_next_turn() {
 
 #[test]
 fn paid_harnesses_need_credit_and_admins_add_it() {
-    let app = TestApp::with_config(agentsky::cx::Config {
-        open_signup: true,
-        admin_token: Some("adm_test".into()),
-        rate_limit_per_min: 600,
-        ..Default::default()
-    });
+    let app = TestApp::with_config(agentsky::cx::Config { admin_token: Some("adm_test".into()), ..TestApp::config() });
     let ada = app.signup("Ada", "ada@example.com");
     let gpt = agent(&app, &ada, json!({"name": "G", "harness": "openai", "model": "gpt-test"}));
     let args = json!({"agent_id": gpt, "message": "hi", "idempotency_key": "k"});

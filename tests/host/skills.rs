@@ -195,12 +195,10 @@ fn describe_workspace_shows_agents_by_handle_skills_routines_connectors_and_poli
 /// An openai agent in Ada's workspace, with credit and the model's secrets.
 fn openai_setup() -> (TestApp, Account, String) {
     let app = TestApp::with_config(agentsky::cx::Config {
-        open_signup: true,
         admin_token: Some("adm".into()),
-        rate_limit_per_min: 600,
         secrets_key: Some("test-master-key".into()),
         prices: agentsky::rules::prices::Prices::parse(r#"{"gpt-test": [1000000, 2000000]}"#).unwrap(),
-        ..agentsky::cx::Config::default()
+        ..TestApp::config()
     });
     let ada = app.signup("Ada", "ada@example.com");
     let credit = json!({"amount_cents": 1_000_000});

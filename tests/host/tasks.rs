@@ -315,12 +315,7 @@ fn a_task_budget_caps_new_work_in_the_task() {
 
 #[test]
 fn deleting_a_workspace_leaves_nothing_readable_and_moves_the_credit() {
-    let app = TestApp::with_config(agentsky::cx::Config {
-        open_signup: true,
-        admin_token: Some("adm".into()),
-        rate_limit_per_min: 600,
-        ..Default::default()
-    });
+    let app = TestApp::with_config(agentsky::cx::Config { admin_token: Some("adm".into()), ..TestApp::config() });
     let ada = app.signup("Ada", "ada@example.com");
     app.request("POST", "/v1/workspaces", Some(&ada.key), Some(json!({"name": "Acme", "slug": "acme"})));
     app.request("POST", "/v1/workspaces/acme/credit", Some("adm"), Some(json!({"amount_cents": 700})));
