@@ -74,7 +74,12 @@ impl DurableObject for Session {
         let now = now_ms();
         let env = crate::edge::core_env(&self.env)?;
         let net = crate::edge::net::observed(env.meter.clone());
-        let ports = Ports { env: &env, net: &net, wake: &|| self.wake() };
+        // A zero timer after the wake: the readers' answers leave before the step's D1 writes begin.
+        let wake = || -> futures::future::LocalBoxFuture<'static, ()> {
+            self.wake();
+            Box::pin(worker::Delay::from(Duration::ZERO))
+        };
+        let ports = Ports { env: &env, net: &net, wake: &wake };
         self.converge(&core, &env.db, now).await;
         let step = core.turn().ok().map(|turn| super::observe::begin(&sql, &env, &turn, now));
         if let Some((config, t)) = driver::step(&core, &ports, now).await.map_err(refusal)? {

@@ -27,7 +27,7 @@ pub async fn step<S: LocalSql + ?Sized>(
         let t = check_goal(core, ports, &config, now_ms).await?;
         core.hold_index(&t)?;
         if t.wake {
-            (ports.wake)();
+            (ports.wake)().await;
         }
         goal_events(core, ports, &config, turn.message_id.as_deref(), now_ms).await?;
         return Ok(Some((config, t)));
@@ -74,7 +74,7 @@ pub async fn step<S: LocalSql + ?Sized>(
             let why = format!("the `{other}` harness cannot run turns on this server yet");
             let t = core.fail(&message_id, &why, now_ms)?;
             core.hold_index(&t)?;
-            (ports.wake)();
+            (ports.wake)().await;
             turn_events(ports, &config, &message_id, TurnEnd::Failed, &t, Some(&why), now_ms).await;
             return Ok(Some((config, t)));
         }
@@ -83,7 +83,7 @@ pub async fn step<S: LocalSql + ?Sized>(
     let (t, applied) = core.apply_step(&message_id, outcome, now_ms)?;
     core.hold_index(&t)?;
     if t.wake {
-        (ports.wake)();
+        (ports.wake)().await;
     }
     if !applied {
         // Its turn was cancelled or stopped while the step ran: whoever ended it announced that.

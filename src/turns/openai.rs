@@ -21,6 +21,7 @@ use crate::rules::otlp::{Attr, Span};
 use crate::rules::{outbound, redact, seal};
 use crate::session::{Charge, Core, Event, EventKind, LocalSql, SessionConfig, StepOutcome, Turn, TurnEnd};
 use crate::store::{self, Sql};
+use futures::future::LocalBoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
@@ -34,10 +35,11 @@ pub struct Ports<'a> {
     /// The platform as the session's object has it (D1, R2, the other objects, the limiter).
     pub env: &'a Env,
     pub net: &'a dyn Net,
-    /// Wakes the session's waiting readers. A step calls it the moment its events are stored, before the
-    /// D1 index, webhooks and traces that follow (several round trips), so a waiting `read_session`
-    /// returns at once.
-    pub wake: &'a dyn Fn(),
+    /// Wakes the session's waiting readers and lets them answer before the step goes on. A step awaits it
+    /// the moment its events are stored, before the D1 index, webhooks and traces that follow (several
+    /// round trips, which would otherwise hold the readers' answers behind them), so a waiting
+    /// `read_session` returns at once.
+    pub wake: &'a dyn Fn() -> LocalBoxFuture<'static, ()>,
 }
 
 impl<'a> Ports<'a> {

@@ -199,7 +199,10 @@ impl HostSessions {
                 meter: env.meter.clone(),
                 now_ms: Box::new(move || clock.get()),
             };
-            let woke = || self.woken_after_trips.borrow_mut().push(env.db.calls());
+            let woke = || -> futures::future::LocalBoxFuture<'static, ()> {
+                self.woken_after_trips.borrow_mut().push(env.db.calls());
+                Box::pin(std::future::ready(()))
+            };
             let ports = Ports { env: &env, net: &net, wake: &woke };
             let step = agentsky::objects::observe::begin(&*obj, &env, &turn, now);
             let stepped = driver::step(&core, &ports, now).await.unwrap();
