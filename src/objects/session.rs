@@ -14,7 +14,7 @@ use crate::store::{Param, Row};
 use crate::turns::driver;
 use crate::turns::openai::Ports;
 use futures::channel::oneshot;
-use futures::future::{select, Either};
+use futures::future::{select, Either, LocalBoxFuture};
 use std::cell::RefCell;
 use std::pin::pin;
 use std::time::Duration;
@@ -74,12 +74,7 @@ impl DurableObject for Session {
         let now = now_ms();
         let env = crate::edge::core_env(&self.env)?;
         let net = crate::edge::net::observed(env.meter.clone());
-        // A zero timer after the wake: the readers' answers leave before the step's D1 writes begin.
-        let wake = || -> futures::future::LocalBoxFuture<'static, ()> {
-            self.wake();
-            Box::pin(worker::Delay::from(Duration::ZERO))
-        };
-        let ports = Ports { env: &env, net: &net, wake: &wake };
+        let ports = Ports { env: &env, net: &net, wake: &|| self.wake_first() };
         self.converge(&core, &env.db, now).await;
         let step = core.turn().ok().map(|turn| super::observe::begin(&sql, &env, &turn, now));
         if let Some((config, t)) = driver::step(&core, &ports, now).await.map_err(refusal)? {
@@ -188,6 +183,13 @@ impl Session {
         }
     }
 
+    /// Wakes the waiting readers, then yields to them (a zero timer), so their answers leave before the
+    /// D1 writes that follow a transition: started first, those would hold the answers behind them.
+    fn wake_first(&self) -> LocalBoxFuture<'static, ()> {
+        self.wake();
+        Box::pin(worker::Delay::from(Duration::ZERO))
+    }
+
     /// A running turn must have an alarm; after a restart it may not.
     async fn rearm(&self, core: &Core<'_, ObjectSql>) {
         let Ok(turn) = core.turn() else { return };
@@ -223,7 +225,7 @@ impl Session {
         now: i64,
     ) {
         if t.wake {
-            self.wake();
+            self.wake_first().await;
         }
         let storage = self.state.storage();
         // While the index has yet to hear of a turn that stopped, an alarm stands by to tell it: set with no
