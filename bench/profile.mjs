@@ -139,3 +139,6 @@ for (const [k, us] of [...fns].sort((a, b) => b[1] - a[1]).slice(0, TOP)) {
   const [kd, name] = k.split('\t');
   console.log(`${ms(us)} ${pc(us)}  ${kd.padEnd(4)} ${name.length > 150 ? `${name.slice(0, 147)}...` : name}`);
 }
+// Exit at once: Node stayed alive after close() on the inspector's WebSocket (wrangler's proxy), and
+// `make profile` never returned.
+process.exit(0);
