@@ -177,17 +177,25 @@ impl Session {
         }
     }
 
-    fn wake(&self) {
-        for tx in self.waiters.borrow_mut().drain(..) {
+    /// Wakes the waiting readers; whether there were any.
+    fn wake(&self) -> bool {
+        let mut waiters = self.waiters.borrow_mut();
+        let any = !waiters.is_empty();
+        for tx in waiters.drain(..) {
             let _ = tx.send(());
         }
+        any
     }
 
     /// Wakes the waiting readers, then yields to them (a zero timer), so their answers leave before the
-    /// D1 writes that follow a transition: started first, those would hold the answers behind them.
+    /// D1 writes that follow a transition: started first, those would hold the answers behind them. With
+    /// no one woken there is nothing to yield to (a step's effects wake again after the step did).
     fn wake_first(&self) -> LocalBoxFuture<'static, ()> {
-        self.wake();
-        Box::pin(worker::Delay::from(Duration::ZERO))
+        if self.wake() {
+            Box::pin(worker::Delay::from(Duration::ZERO))
+        } else {
+            Box::pin(std::future::ready(()))
+        }
     }
 
     /// A running turn must have an alarm; after a restart it may not.
