@@ -101,7 +101,7 @@ async fn route(env: &Env, req: &HttpRequest, meta: RequestMeta) -> HttpResponse 
             let metadata = crate::oauth::resource_metadata_url(&cx);
             let refused = |e: &ApiError| with_resource_metadata(refuse(req, e), metadata.as_deref());
             return match authenticate(&cx, req) {
-                Ok(Auth::Key(hash)) => as_key(cx, &hash, |cx| {
+                Ok(Auth::Key(hash)) => as_key(cx, &hash, mcp::server_wide(req), |cx| {
                     Box::pin(async move { mcp::serve(&spec(cx, req), &OperatorTools { cx }, req).await })
                 })
                 .await
@@ -176,7 +176,7 @@ async fn route(env: &Env, req: &HttpRequest, meta: RequestMeta) -> HttpResponse 
         Route::Found(op, params) => {
             let args = rest::arguments(op, req, params);
             match authenticate(&cx, req) {
-                Ok(Auth::Key(hash)) => as_key(cx, &hash, |cx| Box::pin(rest::serve(cx, op, args.clone())))
+                Ok(Auth::Key(hash)) => as_key(cx, &hash, false, |cx| Box::pin(rest::serve(cx, op, args.clone())))
                     .await
                     .unwrap_or_else(|e| refuse(req, &e)),
                 Ok(Auth::Admin) => {
@@ -354,12 +354,23 @@ fn authenticate(cx: &Cx<'_>, req: &HttpRequest) -> Result<Auth, ApiError> {
 /// round trip. The answer is kept only when the lookup agrees: a revoked key is refused from its next call,
 /// and a changed caller runs the work again (writes wait for the lookup before they change anything, see
 /// [`crate::ops::invoke`]).
+///
+/// `server_wide` work answers every key alike with nothing read from storage (the MCP tool list,
+/// `initialize`: [`mcp::server_wide`]); for a key looked up here in the last
+/// [`crate::keycache::SERVER_WIDE_MS`], it runs with no lookup of its own. What a key revoked by another
+/// isolate can still get that way, for those seconds, is the public tool catalog (`/v1/openapi.json`
+/// serves the same operations without a key); a revocation made here is refused at once.
 async fn as_key<'a>(
     mut cx: Cx<'a>,
     hash: &str,
+    server_wide: bool,
     work: impl for<'c> Fn(&'c Cx<'a>) -> LocalBoxFuture<'c, HttpResponse>,
 ) -> Result<HttpResponse, ApiError> {
     let (env, now) = (cx.env, cx.now_ms);
+    if let Some(recent) = crate::keycache::recent(hash, now).filter(|_| server_wide) {
+        cx.caller = Some(recent);
+        return Ok(work(&cx).await);
+    }
     let fresh = match crate::keycache::get(hash, now) {
         None => store::keys::authenticate(&env.db, hash, now).await,
         Some(cached) => {
@@ -378,12 +389,13 @@ async fn as_key<'a>(
             };
             let running = async {
                 let resp = work(&cx).await;
-                // Work that made no round trip (tools/list, a refused argument) sends the lookup alone.
+                // Work that made no round trip (a refused argument) sends the lookup alone.
                 env.db.flush().await;
                 resp
             };
             let ((found, agreed), resp) = join(judge, running).await;
             if agreed {
+                crate::keycache::put(hash, Some(&cached), now);
                 return Ok(resp);
             }
             cx.verdict = None;

@@ -181,6 +181,32 @@ pub async fn serve(spec: &ServerSpec, host: &dyn ToolHost, req: &HttpRequest) ->
     }
 }
 
+/// Methods answered from the host's fixed lists and the server's own identity: every caller gets the same
+/// answer, and nothing in it was read from storage (a host's lists are synchronous, so they cannot read).
+const SERVER_WIDE: [&str; 7] = [
+    "initialize",
+    "ping",
+    "server/discover",
+    "tools/list",
+    "resources/list",
+    "resources/templates/list",
+    "prompts/list",
+];
+
+/// Whether `req` asks for a [`SERVER_WIDE`] answer: the server around may send it before it has finished
+/// checking who asked (`crate::app` does for a key it already knows). Only small bodies are read; a large
+/// one is never such a request worth answering early.
+pub fn server_wide(req: &HttpRequest) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Method<'a> {
+        #[serde(borrow)]
+        method: Option<&'a str>,
+    }
+    req.body.len() <= 4096
+        && serde_json::from_slice::<Method<'_>>(&req.body)
+            .is_ok_and(|m| m.method.is_some_and(|m| SERVER_WIDE.contains(&m)))
+}
+
 /// A request refused before any method runs, whether by this transport (origin, size) or by the server
 /// around it (a bad credential, a failed lookup): a JSON-RPC error at `status`, numbered by
 /// [`rpc::code_for_status`], so an SDK shows the message instead of a bare HTTP failure. The id is the
@@ -329,6 +355,20 @@ mod tests {
     use super::testing::*;
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn only_the_servers_own_lists_and_identity_are_server_wide() {
+        let asks = |body: Value| server_wide(&post(body));
+        for method in ["initialize", "ping", "tools/list", "server/discover", "prompts/list"] {
+            assert!(asks(json!({"jsonrpc": "2.0", "id": 1, "method": method})), "{method}");
+        }
+        for method in ["tools/call", "resources/read", "prompts/get", "tasks/get", "completion/complete"] {
+            assert!(!asks(json!({"jsonrpc": "2.0", "id": 1, "method": method})), "{method}");
+        }
+        let padded = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"pad": "x".repeat(5000)}});
+        assert!(!asks(padded), "a large body is not read for this");
+        assert!(!server_wide(&HttpRequest { body: b"{not json".to_vec(), ..post(json!({})) }));
+    }
 
     #[test]
     fn get_and_delete_are_method_not_allowed_with_an_allow_header() {

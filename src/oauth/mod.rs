@@ -299,6 +299,7 @@ async fn exchange_code(cx: &Cx<'_>, f: &[(String, String)]) -> Result<Value, OAu
         Used::Replayed(grant_id) => {
             // A code used twice was stolen or replayed: what it issued is revoked (OAuth 2.1 §4.1.3).
             store::oauth::revoke_grant(cx.db(), &grant_id, cx.now_ms).await.map_err(db_err)?;
+            crate::keycache::forget_all();
             return Err(invalid("this authorization code was already used; the tokens it issued are revoked"));
         }
         Used::Unknown => return Err(invalid("unknown authorization code")),
@@ -333,6 +334,7 @@ async fn refresh(cx: &Cx<'_>, f: &[(String, String)], names: &Names) -> Result<V
         Used::Replayed(grant_id) => {
             // Rotation's point: a refresh token used twice means two holders; the family ends (OAuth 2.1 §4.3.1).
             store::oauth::revoke_grant(cx.db(), &grant_id, cx.now_ms).await.map_err(db_err)?;
+            crate::keycache::forget_all();
             return Err(invalid("this refresh token was already used; every token of this sign-in is revoked"));
         }
         Used::Unknown => return Err(invalid("unknown refresh token")),
@@ -408,7 +410,10 @@ async fn revoke(cx: &Cx<'_>, req: &HttpRequest) -> HttpResponse {
         );
     };
     match store::oauth::revoke_token(cx.db(), &ids::hash_secret(token), client_id, cx.now_ms).await {
-        Ok(()) => HttpResponse::new(200).with_header("cache-control", "no-store"),
+        Ok(()) => {
+            crate::keycache::forget_all();
+            HttpResponse::new(200).with_header("cache-control", "no-store")
+        }
         Err(e) => unavailable(cx, e),
     }
 }

@@ -220,6 +220,7 @@ pub async fn revoke_key(cx: &Cx<'_>, p: RevokeKey) -> Result<KeyRevoked, ApiErro
     if !found {
         return Err(ApiError::not_found("key"));
     }
+    crate::keycache::forget_all();
     Ok(KeyRevoked { key_id: p.key_id.into(), revoked: true })
 }
 

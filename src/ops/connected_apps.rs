@@ -51,5 +51,6 @@ pub async fn disconnect(cx: &Cx<'_>, p: DisconnectApp) -> Result<AppDisconnected
     if !found {
         return Err(ApiError::not_found("connected app"));
     }
+    crate::keycache::forget_all();
     Ok(AppDisconnected { grant_id: p.grant_id.into(), disconnected: true })
 }

@@ -15,6 +15,8 @@ const MAY_NAME: &[(&str, &[&str])] = &[
     ("rules", &["error"]),
     ("error", &["http"]),
     ("identity", &["rules"]),
+    // The callers this isolate looked up lately: the door reads it, every revocation clears it.
+    ("keycache", &["identity"]),
     // Every SQL statement (`stmt!` is the store's own macro, exported at the crate root).
     ("store", &["rules", "error", "identity", "stmt"]),
     // What a handler may use, and the one door to tenant URLs.
@@ -30,18 +32,17 @@ const MAY_NAME: &[(&str, &[&str])] = &[
     // The MCP transport, below the faces that speak it.
     ("mcp", &["rules", "error", "http"]),
     // Faces. None names another face; the console and the MCP/REST adapters drive the operation table.
-    ("ops", &["rules", "error", "http", "identity", "store", "cx", "egress", "session", "domain", "mcp"]),
+    ("ops", &["rules", "error", "http", "identity", "keycache", "store", "cx", "egress", "session", "domain", "mcp"]),
     ("agent", &["rules", "error", "http", "identity", "store", "cx", "egress", "session", "domain", "mcp"]),
     ("runner", &["rules", "error", "http", "identity", "store", "cx", "egress", "session", "domain"]),
     ("console", &["rules", "error", "http", "identity", "store", "cx", "egress", "domain", "ops", "oauth"]),
     // OAuth sign-in for MCP clients: its endpoints and client resolution, below the console, whose
     // consent page uses them.
-    ("oauth", &["rules", "error", "http", "identity", "store", "cx", "egress", "domain"]),
+    ("oauth", &["rules", "error", "http", "identity", "keycache", "store", "cx", "egress", "domain"]),
     ("operator_mcp", &["error", "cx", "mcp", "ops"]),
     ("rest", &["error", "http", "cx", "ops"]),
     ("openapi", &["ops"]),
-    // The Worker's side: the key cache and the whole server, its objects and entry points, on top.
-    ("keycache", &["cx", "error", "app"]),
+    // The Worker's side: the whole server, its objects and entry points, on top.
     ("app", &["*"]),
     ("objects", &["*"]),
     ("edge", &["*"]),
