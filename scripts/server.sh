@@ -10,7 +10,7 @@ free_port() {
 # start_server STATE_DIR LOG_FILE [extra wrangler dev args...]
 # AGENTSKY_WRANGLER_CONFIG=path serves another wrangler config (default: wrangler.toml).
 # AGENTSKY_SERVER_ARGS="--var NAME:value …" adds wrangler dev flags to every server started here (the peers
-# rig starts ours through start_server: `AGENTSKY_SERVER_ARGS="--var REQUEST_LOG:errors" ../shared/peers/…`).
+# rig starts ours through start_server: `AGENTSKY_SERVER_ARGS="--var REQUEST_LOG:all" ../shared/peers/…`).
 # INSPECTOR_PORT=n puts V8's inspector (DevTools protocol) on that port (default: a free one).
 # Fresh state: STATE_DIR is wiped and migrated first. Sets SERVER_PID, PORT and BASE_URL; installs an EXIT
 # trap that stops the server.
