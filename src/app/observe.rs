@@ -65,6 +65,9 @@ type Carried = Option<(Vec<(CallKey, CallTally)>, Riding)>;
 
 /// How long an isolate's buffer waits for a request to carry it before its last request writes it.
 pub const FLUSH_AFTER_MS: i64 = 1_000;
+/// How many times one flush waits again while requests keep carrying the buffer: the platform ends work
+/// left running 30 s after its answer, and the next request starts a new wait.
+const FLUSH_WAITS: usize = 20;
 
 /// The most metrics rows one round trip carries (each is one statement of its batch).
 const MOST_CARRIED: usize = 50;
@@ -198,20 +201,29 @@ pub async fn finish(env: &Env, done: Finished) {
     env.pending_calls.add(key, &CallTally::one(done.error, done.duration_ms));
 }
 
-/// After an answer: when calls wait in the buffer, waits [`FLUSH_AFTER_MS`] and writes them
-/// ([`write_pending`]), unless a request took the buffer meanwhile (it carries them; its own wait writes what comes
-/// after). An idle isolate so loses no count, and a busy one writes none alone. A failed write puts them
-/// back and is logged.
+/// After an answer: when calls wait in the buffer and no flush waits already, waits [`FLUSH_AFTER_MS`] and
+/// writes them ([`write_pending`]), unless a request took the buffer meanwhile (it carries them): then it
+/// waits again for what came after, up to [`FLUSH_WAITS`] times. An idle isolate so loses no count, a busy
+/// one writes none alone, and it keeps one timer, not one per request. A failed write puts them back and
+/// is logged.
 pub async fn flush_later(env: &Env) {
-    if env.pending_calls.is_empty() {
+    let pending = &env.pending_calls;
+    if pending.is_empty() || pending.flush_waiting(env.clock.now_ms()) {
         return;
     }
-    let seen = env.pending_calls.takes();
-    env.clock.sleep(FLUSH_AFTER_MS).await;
-    if env.pending_calls.takes() != seen {
-        return;
+    for _ in 0..FLUSH_WAITS {
+        let seen = pending.takes();
+        pending.set_flush_wakes(env.clock.now_ms() + FLUSH_AFTER_MS);
+        env.clock.sleep(FLUSH_AFTER_MS).await;
+        if pending.is_empty() {
+            break;
+        }
+        if pending.takes() == seen {
+            write_pending(env).await;
+            break;
+        }
     }
-    write_pending(env).await;
+    pending.set_flush_wakes(0);
 }
 
 /// Writes the buffer now, in round trips of [`MOST_CARRIED`] rows.

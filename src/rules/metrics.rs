@@ -88,6 +88,8 @@ pub struct PendingCalls {
     tallies: std::cell::RefCell<std::collections::BTreeMap<CallKey, CallTally>>,
     /// How many times a non-empty buffer was taken, so a delayed flush can tell whether another took it.
     takes: std::cell::Cell<u64>,
+    /// When the flush waiting now (there is at most one) wakes; 0 when none waits.
+    flush_wakes_ms: std::cell::Cell<i64>,
 }
 
 impl PendingCalls {
@@ -119,6 +121,18 @@ impl PendingCalls {
 
     pub fn is_empty(&self) -> bool {
         self.tallies.borrow().is_empty()
+    }
+
+    /// Whether a flush is waiting to wake at `now_ms` or later; one that is a second overdue was cut short
+    /// (the platform ended the work it waited in) and no longer counts.
+    pub fn flush_waiting(&self, now_ms: i64) -> bool {
+        let wakes = self.flush_wakes_ms.get();
+        wakes != 0 && now_ms <= wakes + 1_000
+    }
+
+    /// Records when the waiting flush wakes, or that none waits (`0`).
+    pub fn set_flush_wakes(&self, at_ms: i64) {
+        self.flush_wakes_ms.set(at_ms);
     }
 }
 

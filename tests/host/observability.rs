@@ -204,9 +204,18 @@ fn counting_calls_costs_no_round_trip_and_sums_as_one_upsert_per_call_did() {
     assert_eq!((m["totals"]["calls"].as_i64(), m["totals"]["errors"].as_i64()), (Some(7), Some(2)), "{m}");
     made.push((app.now_ms.get().div_euclid(60_000), false));
     assert!(!app.sessions.pending_calls.is_empty(), "the read's own call waits");
+    // While one flush waits, another request's adds no timer of its own: the waiting one covers it.
+    let pending = &app.sessions.pending_calls;
+    pending.set_flush_wakes(app.now_ms.get() + 1_000);
+    app.system(|cx| Box::pin(agentsky::app::observe::flush_later(cx.env)));
+    assert!(!pending.is_empty() && pending.flush_waiting(app.now_ms.get()), "left to the waiting flush");
+    // One cut short (its wake a second past) no longer counts.
+    app.advance(2_001);
+    assert!(!pending.flush_waiting(app.now_ms.get()));
     // An idle isolate writes what waits a second later, itself.
     app.system(|cx| Box::pin(agentsky::app::observe::flush_later(cx.env)));
-    assert!(app.sessions.pending_calls.is_empty());
+    assert!(pending.is_empty());
+    assert!(!pending.flush_waiting(app.now_ms.get()), "done waiting: the next request may start a flush");
 
     // The same rows as one upsert per call wrote before, latency buckets and maximum included.
     app.system(|cx| {
