@@ -193,9 +193,9 @@ const SERVER_WIDE: [&str; 7] = [
     "prompts/list",
 ];
 
-/// Whether `req` asks for a [`SERVER_WIDE`] answer: the server around may send it before it has finished
-/// checking who asked (`crate::app` does for a key it already knows). Only small bodies are read; a large
-/// one is never such a request worth answering early.
+/// Whether `req` asks for a [`SERVER_WIDE`] answer: the server around may give it without looking its key
+/// up again (`crate::app` does for a key it looked up moments ago). Only small bodies are read; a large
+/// one is answered the ordinary way.
 pub fn server_wide(req: &HttpRequest) -> bool {
     #[derive(serde::Deserialize)]
     struct Method<'a> {

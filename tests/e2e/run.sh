@@ -25,7 +25,7 @@ stripe_port=$(free_port)
 export AGENTSKY_E2E_STRIPE_URL="http://127.0.0.1:$stripe_port"
 export AGENTSKY_E2E_STRIPE_KEY="sk_test_e2e_$(python3 -c 'import secrets; print(secrets.token_hex(8))')"
 export AGENTSKY_E2E_STRIPE_WEBHOOK_SECRET="whsec_e2e_$(python3 -c 'import secrets; print(secrets.token_hex(12))')"
-# REQUEST_LOG=all: log-canaries.sh reads every request's line for planted secrets, not only failures'.
+# REQUEST_LOG=all: log-canaries.sh reads every request's line for planted secrets, not only failures'
 start_server "$state/wrangler" "$state/logs/wrangler-dev.log" --var CONFORMANCE_FIXTURES:1 --var REQUEST_LOG:all \
   --var "ADMIN_TOKEN:$AGENTSKY_ADMIN_TOKEN" --var "SECRETS_KEY:e2e-secrets-key-not-for-production" \
   --var 'PRICES:{"e2e-priced":[1000000,2000000]}' --var ALLOW_LOOPBACK_HTTP:1 --var WEBHOOK_RETRY_SCHEDULE:1,1,1 \
