@@ -151,6 +151,16 @@ impl HttpResponse {
     }
 }
 
+/// The path and the query of a URL as the runtime serializes it (WHATWG: `scheme://authority/path?query`,
+/// and an http(s) path is never empty), without parsing it again.
+pub fn path_and_query(url: &str) -> (&str, &str) {
+    let rest = url.find("://").map_or(url, |i| &url[i + 3..]);
+    let target = rest.find(['/', '?', '#']).map_or("", |i| &rest[i..]);
+    let target = target.split_once('#').map_or(target, |(t, _)| t);
+    let (path, query) = target.split_once('?').unwrap_or((target, ""));
+    (if path.is_empty() { "/" } else { path }, query)
+}
+
 /// A path segment, percent-decoded (`+` is a plus here: only forms and query strings mean a space by it).
 pub fn path_segment(s: &str) -> String {
     percent_encoding::percent_decode_str(s).decode_utf8_lossy().into_owned()
@@ -164,4 +174,27 @@ pub fn form_pairs(encoded: &str) -> impl Iterator<Item = (String, String)> + '_ 
 /// The first value of `name` in a query string or form body.
 pub fn form_value(encoded: &str, name: &str) -> Option<String> {
     form_pairs(encoded).find_map(|(k, v)| (k == name).then_some(v))
+}
+
+#[cfg(test)]
+mod urls {
+    use super::path_and_query;
+
+    #[test]
+    fn the_path_and_query_are_read_off_the_serialized_url_as_a_full_parse_reads_them() {
+        for (url, want) in [
+            ("http://127.0.0.1:8787/v1/mcp", ("/v1/mcp", "")),
+            ("https://a.example/v1/mcp?x=1&y=/z", ("/v1/mcp", "x=1&y=/z")),
+            ("https://u:p@a.example:8443/", ("/", "")),
+            ("https://a.example/p/%2F?q#frag", ("/p/%2F", "q")),
+            ("https://a.example/p#f?g", ("/p", "")),
+            ("https://a.example?q", ("/", "q")),
+            ("http://h", ("/", "")),
+        ] {
+            assert_eq!(path_and_query(url), want, "{url}");
+            // What a full parse of the same URL reads.
+            let parsed = url::Url::parse(url).unwrap();
+            assert_eq!((parsed.path(), parsed.query().unwrap_or_default()), want, "{url}");
+        }
+    }
 }
