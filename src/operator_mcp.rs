@@ -83,12 +83,12 @@ impl ToolHost for OperatorTools<'_> {
                 }
             }
             if let (Some(progress), "read_session") = (call.progress, op.name) {
-                return ToolReply::Done(match follow_session(self.cx, &arguments, value, progress).await {
-                    Ok(page) => results::success(page),
-                    Err(e) => results::failure(&e.finish(&self.cx.request_id)),
-                });
+                return match follow_session(self.cx, &arguments, value, progress).await {
+                    Ok(page) => ToolReply::Success(page),
+                    Err(e) => ToolReply::Done(results::failure(&e.finish(&self.cx.request_id))),
+                };
             }
-            ToolReply::Done(results::success(value))
+            ToolReply::Success(value)
         })
     }
 

@@ -74,6 +74,7 @@ impl ToolHost for Fixtures {
             };
             match run(&call) {
                 ToolReply::Done(result) => Some(result),
+                ToolReply::Success(value) => Some(super::results::success(value)),
                 ToolReply::UnknownTool | ToolReply::Refused(_) | ToolReply::Task(_) => None,
             }
         })

@@ -9,8 +9,8 @@
 
 use super::rpc::{self, Request, RpcError};
 use super::{
-    call_tool, capabilities, headers, other_method, progress, server_info, tools_result, Era, ListResult, Progress,
-    ServerSpec, ToolHost, LEGACY_VERSIONS,
+    call_tool, capabilities, headers, other_method, progress, server_info, tools_result, Era, Progress, ServerSpec,
+    ToolHost, Written, LEGACY_VERSIONS,
 };
 use crate::http::{HttpRequest, HttpResponse};
 use serde_json::{json, Map, Value};
@@ -34,20 +34,20 @@ pub async fn serve(spec: &ServerSpec, host: &dyn ToolHost, req: &HttpRequest, re
         .then(|| Progress::for_request(&request.params, accepts_stream, req.stream.as_ref()))
         .flatten();
     let answer = match request.method.as_str() {
-        "initialize" => Ok(initialize(spec, host, &request.params)),
-        "ping" => Ok(json!({})),
-        "tools/list" => match tools_result(host, json!({})) {
-            ListResult::Value(result) => Ok(result),
-            ListResult::Text(text) => return rpc::result_text(id, &text),
-        },
-        "tools/call" => call_tool(host, Era::Legacy, &request.params, &Map::new(), progress.as_ref()).await,
+        "initialize" => Ok(Written::Value(initialize(spec, host, &request.params))),
+        "ping" => Ok(Written::Value(json!({}))),
+        "tools/list" => Ok(tools_result(host, json!({}))),
+        "tools/call" => {
+            call_tool(host, Era::Legacy, &request.params, &Map::new(), progress.as_ref(), || json!({})).await
+        }
         other => match other_method(host, Era::Legacy, other, &request.params).await {
-            Some(answer) => answer,
+            Some(answer) => answer.map(Written::Value),
             None => Err(RpcError::new(rpc::METHOD_NOT_FOUND, format!("Method not found: {other}"))),
         },
     };
     let response = match answer {
-        Ok(result) => rpc::result(id, result),
+        Ok(Written::Value(result)) => rpc::result(id, result),
+        Ok(Written::Text(text)) => rpc::result_text(id, &text),
         Err(error) => rpc::error(200, Some(id), &error),
     };
     // A tool that reported progress has opened the stream: the response is its last event.

@@ -140,6 +140,9 @@ pub struct ToolCall<'a> {
 pub enum ToolReply {
     /// The `CallToolResult` (or, in the modern era, an `InputRequiredResult`).
     Done(Value),
+    /// A successful `CallToolResult` of this value: written out once, as its text and, spliced in as is,
+    /// its `structuredContent` ([`results::success_text`]), not built as a value and written again.
+    Success(Value),
     /// No tool has that name: −32602.
     UnknownTool,
     /// A protocol error the tool itself decided (e.g. −32021 for an undeclared client capability).
@@ -245,31 +248,35 @@ fn capabilities(era: Era, host: &dyn ToolHost) -> Value {
 
 /// A `tools/list` result: `rest` (an object) with `"tools"` first, spliced in as the host's serialized list
 /// when it keeps one.
-fn tools_result(host: &dyn ToolHost, rest: Value) -> ListResult {
+fn tools_result(host: &dyn ToolHost, rest: Value) -> Written {
     match host.tools_text() {
-        Some(text) => ListResult::Text(rpc::splice_first("tools", text, &rest)),
+        Some(text) => Written::Text(rpc::splice_first("tools", text, &rest)),
         None => {
             let mut result = rest;
             result["tools"] = Value::Array(host.tools());
-            ListResult::Value(result)
+            Written::Value(result)
         }
     }
 }
 
-/// A result as a value, or already written out (a fixed `tools/list`).
-enum ListResult {
+/// A result as a value (the era completes it), or already written out with the era's members (a fixed
+/// `tools/list`, a tool's success).
+enum Written {
     Value(Value),
     Text(String),
 }
 
-/// Reads a `tools/call`'s params and hands the call to the host. The era modules wrap the reply.
+/// Reads a `tools/call`'s params and hands the call to the host. The era modules wrap the reply; `rest`
+/// is what the era adds to a result (nothing, or the modern `resultType` and `_meta`), for one written
+/// here.
 async fn call_tool(
     host: &dyn ToolHost,
     era: Era,
     params: &Map<String, Value>,
     client_capabilities: &Map<String, Value>,
     progress: Option<&Progress>,
-) -> Result<Value, RpcError> {
+    rest: impl FnOnce() -> Value,
+) -> Result<Written, RpcError> {
     let (name, arguments) = call_target(params)?;
     let (input_responses, request_state) = match era {
         Era::Legacy => (None, None),
@@ -278,10 +285,11 @@ async fn call_tool(
     let task = tasks::mode(era, params, client_capabilities)?;
     let call = ToolCall { name, arguments, era, client_capabilities, input_responses, request_state, task, progress };
     match host.call_with(call).await {
-        ToolReply::Done(result) => Ok(result),
+        ToolReply::Done(result) => Ok(Written::Value(result)),
+        ToolReply::Success(value) => Ok(Written::Text(results::success_text(&value, rest()))),
         ToolReply::UnknownTool => Err(RpcError::invalid_params(format!("Unknown tool: {name}"))),
         ToolReply::Refused(error) => Err(error),
-        ToolReply::Task(task) => Ok(tasks::created(era, &task)),
+        ToolReply::Task(task) => Ok(Written::Value(tasks::created(era, &task))),
     }
 }
 

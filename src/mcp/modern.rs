@@ -18,8 +18,8 @@
 
 use super::rpc::{self, Request, RpcError};
 use super::{
-    call_target, call_tool, capabilities, headers, listen, other_method, server_info, tools_result, Era, ListResult,
-    ServerSpec, ToolHost, LEGACY_VERSIONS, MODERN_VERSION,
+    call_target, call_tool, capabilities, headers, listen, other_method, server_info, tools_result, Era, ServerSpec,
+    ToolHost, Written, LEGACY_VERSIONS, MODERN_VERSION,
 };
 use crate::http::{HttpRequest, HttpResponse};
 use serde_json::{json, Map, Value};
@@ -94,10 +94,7 @@ async fn answer(
         "server/discover" => Ok(Answer::Value(discover(spec, host))),
         "tools/list" => {
             let rest = complete(spec, json!({"ttlMs": LIST_TTL_MS, "cacheScope": CACHE_SCOPE}));
-            Ok(match tools_result(host, rest) {
-                ListResult::Value(result) => Answer::Value(result),
-                ListResult::Text(text) => Answer::Text(text),
-            })
+            Ok(Answer::from(tools_result(host, rest)))
         }
         "tools/call" => {
             if let Ok((name, arguments)) = call_target(&request.params) {
@@ -105,7 +102,8 @@ async fn answer(
                     headers::check_params(req, &schema, &arguments)?;
                 }
             }
-            call_tool(host, Era::Modern, &request.params, client_capabilities, None).await.map(Answer::Value)
+            let rest = || complete(spec, json!({}));
+            call_tool(host, Era::Modern, &request.params, client_capabilities, None, rest).await.map(Answer::from)
         }
         // The extension's methods answer only a client that declared it (SEP-2575 missing capability).
         "tasks/get" | "tasks/update" | "tasks/cancel"
@@ -124,12 +122,22 @@ async fn answer(
     }
 }
 
-/// A modern result: a value still to be completed, or a `tools/list` already written out in full.
+/// A modern result: a value still to be completed, or one already written out in full (a `tools/list`, a
+/// tool's success).
 enum Answer {
     Value(Value),
     Text(String),
     /// An answer streamed as it is made (`subscriptions/listen`).
     Stream(HttpResponse),
+}
+
+impl From<Written> for Answer {
+    fn from(written: Written) -> Self {
+        match written {
+            Written::Value(result) => Answer::Value(result),
+            Written::Text(text) => Answer::Text(text),
+        }
+    }
 }
 
 /// The two `_meta` keys every modern request must carry (client info is a SHOULD, so never required).

@@ -106,6 +106,15 @@ pub fn success(value: Value) -> Value {
     })
 }
 
+/// [`success`] written out, with the members of `rest` (an object) besides its own: the value is
+/// serialized once, for its text, and those same bytes are its `structuredContent`.
+pub fn success_text(value: &Value, mut rest: Value) -> String {
+    let text = value.to_string();
+    rest["content"] = json!([{ "type": "text", "text": text }]);
+    rest["isError"] = json!(false);
+    super::rpc::splice_first("structuredContent", &text, &rest)
+}
+
 /// A failed operation as a tool result: `isError: true` with the API's error body as JSON text, never a
 /// JSON-RPC error. No `structuredContent`: clients check it against the tool's `outputSchema`, which
 /// describes a success, and the TypeScript SDK 1.x does so on error results too, refusing the whole result.
@@ -114,6 +123,22 @@ pub fn failure(error: &ApiError) -> Value {
         "content": [{ "type": "text", "text": error.body().to_string() }],
         "isError": true,
     })
+}
+
+#[cfg(test)]
+mod written {
+    use super::*;
+
+    #[test]
+    fn a_success_written_out_reads_as_the_success_value_with_the_eras_members() {
+        let value = json!({"agents": [{"name": "A \"quoted\" one", "n": 1}], "next_cursor": null});
+        for rest in [json!({}), json!({"resultType": "complete", "_meta": {"k": "v"}})] {
+            let mut want = success(value.clone());
+            want.as_object_mut().unwrap().extend(rest.as_object().unwrap().clone());
+            let text = success_text(&value, rest);
+            assert_eq!(serde_json::from_str::<Value>(&text).unwrap(), want, "{text}");
+        }
+    }
 }
 
 #[cfg(test)]
