@@ -10,7 +10,7 @@ help:
 	@echo "make dev    install what is missing, build, migrate local D1, serve on http://127.0.0.1:$(PORT)"
 	@echo "make test   host tests, clippy (host + wasm32), fmt, build, end-to-end + conformance against wrangler dev"
 	@echo "make bench  latency/throughput, D1 queries per call and wasm size, against a private wrangler dev"
-	@echo "make bench-ceiling  a hello-world Worker with and without one D1 query: the ceiling of any D1 read"
+	@echo "make bench-ceiling  a hello-world Worker bare, after one D1 query, and after a read tool's batch: the ceilings"
 	@echo "make profile  CPU profile of tools/call list_agents and tools/list in the Worker (names kept)"
 	@echo "make deploy-check   lint wrangler.toml's production env and dry-run its deploy (offline)"
 	@echo "make setup | build | e2e | lint | clean"
@@ -24,7 +24,7 @@ test:
 bench: setup build
 	@bash bench/run.sh
 
-# req/s of a hello-world Worker against the same after one D1 query: the ceiling of any call that reads D1.
+# req/s of a hello-world Worker bare, after one D1 query, and after a batch shaped like a read tool's.
 bench-ceiling: setup
 	@bash bench/d1_ceiling.sh
 
