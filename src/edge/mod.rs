@@ -97,6 +97,7 @@ thread_local! {
 /// through JavaScript) cost every request.
 #[derive(Clone)]
 struct Bindings {
+    /// The `D1Database` as its JavaScript value: the `worker` type is not `Clone`.
     db: wasm_bindgen::JsValue,
     limiter: worker::ObjectNamespace,
     sessions: worker::ObjectNamespace,
