@@ -101,7 +101,7 @@ async fn route(env: &Env, req: &HttpRequest, meta: RequestMeta) -> HttpResponse 
             let metadata = crate::oauth::resource_metadata_url(&cx);
             let refused = |e: &ApiError| with_resource_metadata(refuse(req, e), metadata.as_deref());
             return match authenticate(&cx, req) {
-                Ok(Auth::Key(hash)) => as_key(cx, &hash, mcp::server_wide(req), |cx| {
+                Ok(Auth::Key(hash)) => as_key(cx, &hash, Face::Mcp { server_wide: mcp::server_wide(req) }, |cx| {
                     Box::pin(async move { mcp::serve(&spec(cx, req), &OperatorTools { cx }, req).await })
                 })
                 .await
@@ -176,7 +176,7 @@ async fn route(env: &Env, req: &HttpRequest, meta: RequestMeta) -> HttpResponse 
         Route::Found(op, params) => {
             let args = rest::arguments(op, req, params);
             match authenticate(&cx, req) {
-                Ok(Auth::Key(hash)) => as_key(cx, &hash, false, |cx| Box::pin(rest::serve(cx, op, args.clone())))
+                Ok(Auth::Key(hash)) => as_key(cx, &hash, Face::Rest, |cx| Box::pin(rest::serve(cx, op, args.clone())))
                     .await
                     .unwrap_or_else(|e| refuse(req, &e)),
                 Ok(Auth::Admin) => {
@@ -363,10 +363,11 @@ fn authenticate(cx: &Cx<'_>, req: &HttpRequest) -> Result<Auth, ApiError> {
 async fn as_key<'a>(
     mut cx: Cx<'a>,
     hash: &str,
-    server_wide: bool,
+    face: Face,
     work: impl for<'c> Fn(&'c Cx<'a>) -> LocalBoxFuture<'c, HttpResponse>,
 ) -> Result<HttpResponse, ApiError> {
     let (env, now) = (cx.env, cx.now_ms);
+    let server_wide = matches!(face, Face::Mcp { server_wide: true });
     if let Some(recent) = crate::keycache::recent(hash, now).filter(|_| server_wide) {
         cx.caller = Some(recent);
         return Ok(work(&cx).await);
@@ -374,6 +375,8 @@ async fn as_key<'a>(
     let fresh = match crate::keycache::get(hash, now) {
         None => store::keys::authenticate(&env.db, hash, now).await,
         Some(cached) => {
+            // A key's grant never changes, so the cached caller answers the audience question.
+            face.admits(&cached, &cx.base_url)?;
             let riding = env.db.ride(store::keys::lookup(hash, now));
             let (tell, told) = oneshot::channel();
             cx.caller = Some(cached.clone());
@@ -405,6 +408,7 @@ async fn as_key<'a>(
     match fresh {
         Ok(Some(caller)) => {
             crate::keycache::put(hash, Some(&caller), now);
+            face.admits(&caller, &cx.base_url)?;
             cx.caller = Some(caller);
             Ok(work(&cx).await)
         }
@@ -413,6 +417,27 @@ async fn as_key<'a>(
             Err(unauthorized("unknown or revoked API key"))
         }
         Err(e) => Err(cx.internal(e)),
+    }
+}
+
+/// Which face a key is presented to: an app's OAuth access token is bound to the resource it was issued
+/// for (RFC 8707's audience, `/v1/mcp`), so the REST API refuses it.
+#[derive(Clone, Copy)]
+enum Face {
+    /// `/v1/mcp`; `server_wide` when the call answers every key alike ([`mcp::server_wide`]).
+    Mcp { server_wide: bool },
+    Rest,
+}
+
+impl Face {
+    fn admits(self, caller: &crate::cx::Caller, base_url: &str) -> Result<(), ApiError> {
+        match (self, &caller.app) {
+            (Face::Rest, Some(_)) => Err(unauthorized(format!(
+                "this is an app's OAuth access token, issued for {base_url}/v1/mcp and accepted only there; \
+                 the REST API takes an API key"
+            ))),
+            _ => Ok(()),
+        }
     }
 }
 

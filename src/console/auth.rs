@@ -125,6 +125,13 @@ pub async fn login(cx: &Cx<'_>, req: &HttpRequest) -> HttpResponse {
         return bad();
     }
     match store::keys::authenticate(cx.db(), &ids::hash_secret(&key), cx.now_ms).await {
+        // An app's token is bound to `/v1/mcp`; a console session opened with it would outlive nothing
+        // and do everything the console does.
+        Ok(Some(caller)) if caller.app.is_some() => login_page(
+            cx,
+            req,
+            Some("That is an app's OAuth access token: it works only for MCP at /v1/mcp. Sign in with an API key."),
+        ),
         Ok(Some(caller)) => open_session(cx, &caller.key_id, &next_path(field("next").as_deref())).await,
         Ok(None) => bad(),
         Err(e) => super::error_page(500, &cx.internal(e).message),

@@ -295,6 +295,8 @@ async fn approve_with_key(cx: &Cx<'_>, hash: &str, form: &Form) -> Result<String
         return Err(mismatch());
     }
     let caller = match store::keys::authenticate(cx.db(), &ids::hash_secret(&key), cx.now_ms).await {
+        // An app's OAuth token mints nothing: the device's key would outlive the app's disconnection.
+        Ok(Some(c)) if c.app.is_some() => return Err(mismatch()),
         Ok(Some(c)) => c,
         Ok(None) => return Err(mismatch()),
         Err(e) => return Err(internal_page(cx, e)),

@@ -180,6 +180,10 @@ pub struct Op {
     /// May run as an MCP task (it starts a turn whose end the task follows): `execution.taskSupport`
     /// `optional` in `tools/list`. Which result follows which turn is `crate::ops::mcp_tasks`'s.
     pub task: bool,
+    /// Mints a credential (a key, a runner or session token, a sign-in link) or changes who belongs to a
+    /// workspace: refused to an app's OAuth token ([`crate::identity::Caller::not_an_app`]), whose
+    /// disconnection must end everything it could do.
+    pub credentials: bool,
 }
 
 impl Op {
@@ -235,7 +239,8 @@ impl Op {
 
 /// Declares the table. Each row: docs, `name(Params) -> Result { title, group, scope, tool, http, hints, run }`.
 /// `http` is the method and path, then `201` when the operation creates a resource with its own id; a row
-/// that starts a turn may end with `task: true` (it may run as an MCP task).
+/// that starts a turn may end with `task: true` (it may run as an MCP task); one that mints a credential or
+/// changes members says `credentials: true` before it.
 macro_rules! operations {
     (@status) => { 200 };
     (@status $status:literal) => { $status };
@@ -244,7 +249,7 @@ macro_rules! operations {
         $name:ident($params:ty) -> $result:ty {
             title: $title:literal, group: $group:ident, scope: $scope:ident, tool: $tool:literal,
             http: $method:ident $path:literal $($status:literal)?, hints: $hints:ident, run: $run:path
-            $(, task: $task:literal)? $(,)?
+            $(, credentials: $credentials:literal)? $(, task: $task:literal)? $(,)?
         }
     )*) => {
         pub static OPS: &[Op] = &[$(
@@ -267,6 +272,7 @@ macro_rules! operations {
                     encode(&result)
                 }),
                 task: false $(|| $task)?,
+                credentials: false $(|| $credentials)?,
             },
         )*];
     };
@@ -285,7 +291,7 @@ operations! {
     /// one `workspace`. The key is returned once; only its hash is kept.
     create_key(accounts::CreateKey) -> accounts::KeyCreated {
         title: "Create an API key", group: Keys, scope: Write, tool: false,
-        http: POST "/v1/keys" 201, hints: CREATES, run: accounts::create_key
+        http: POST "/v1/keys" 201, hints: CREATES, run: accounts::create_key, credentials: true
     }
 
     /// Your API keys: prefix, scopes, workspace lock, last use and whether revoked. Never the secret.
@@ -297,7 +303,7 @@ operations! {
     /// Revoke one of your API keys; it is refused from the next call on.
     revoke_key(accounts::RevokeKey) -> accounts::KeyRevoked {
         title: "Revoke an API key", group: Keys, scope: Write, tool: false,
-        http: DELETE "/v1/keys/{key_id}", hints: DESTROYS, run: accounts::revoke_key
+        http: DELETE "/v1/keys/{key_id}", hints: DESTROYS, run: accounts::revoke_key, credentials: true
     }
 
     /// The apps you connected through OAuth sign-in (an MCP client's `/mcp` login): the workspace and
@@ -311,14 +317,14 @@ operations! {
     /// next call on.
     disconnect_app(connected_apps::DisconnectApp) -> connected_apps::AppDisconnected {
         title: "Disconnect an app", group: Keys, scope: Write, tool: false,
-        http: DELETE "/v1/connected-apps/{grant_id}", hints: DESTROYS, run: connected_apps::disconnect
+        http: DELETE "/v1/connected-apps/{grant_id}", hints: DESTROYS, run: connected_apps::disconnect, credentials: true
     }
 
     /// A one-time link that signs a browser in to the console as this key (its scopes and workspace lock),
     /// usable once within a minute: what `sky console` opens.
     open_console(accounts::OpenConsole) -> accounts::ConsoleLink {
         title: "Open the console", group: Keys, scope: Read, tool: false,
-        http: POST "/v1/console/link" 201, hints: CREATES, run: accounts::open_console
+        http: POST "/v1/console/link" 201, hints: CREATES, run: accounts::open_console, credentials: true
     }
 
     /// All workspaces you belong to: slug, name, role, is_personal, is_current. Pass a slug as `workspace`
@@ -345,7 +351,7 @@ operations! {
     /// a note. Owners and admins. (People join only this way: sign-up never proves an email.)
     create_invitation(members::CreateInvitation) -> members::InvitationCreated {
         title: "Invite someone", group: Workspaces, scope: Write, tool: false,
-        http: POST "/v1/workspaces/{workspace}/invitations" 201, hints: CREATES, run: members::invite
+        http: POST "/v1/workspaces/{workspace}/invitations" 201, hints: CREATES, run: members::invite, credentials: true
     }
 
     /// A workspace's invitations that can still be accepted (never their tokens). Owners and admins.
@@ -358,28 +364,28 @@ operations! {
     revoke_invitation(members::RevokeInvitation) -> members::InvitationRevoked {
         title: "Revoke an invitation", group: Workspaces, scope: Write, tool: false,
         http: DELETE "/v1/workspaces/{workspace}/invitations/{invitation_id}", hints: DESTROYS,
-        run: members::revoke_invitation
+        run: members::revoke_invitation, credentials: true
     }
 
     /// Accept an invitation with its `token`: you join its workspace with its role. Once per invitation,
     /// before it expires; with your own key, not a workspace-locked one.
     accept_invitation(members::AcceptInvitation) -> workspaces::WorkspaceItem {
         title: "Accept an invitation", group: Workspaces, scope: Write, tool: false,
-        http: POST "/v1/invitations/accept" 201, hints: CREATES, run: members::accept
+        http: POST "/v1/invitations/accept" 201, hints: CREATES, run: members::accept, credentials: true
     }
 
     /// Change a member's `role` (`member`, `admin`, `owner`). Owners and admins; only an owner changes an
     /// owner or makes one, and the last owner stays.
     set_member_role(members::SetMemberRole) -> store::members::Member {
         title: "Change a member's role", group: Workspaces, scope: Write, tool: false,
-        http: PATCH "/v1/workspaces/{workspace}/members/{account_id}", hints: UPDATES, run: members::set_role
+        http: PATCH "/v1/workspaces/{workspace}/members/{account_id}", hints: UPDATES, run: members::set_role, credentials: true
     }
 
     /// Remove a member from a workspace, or leave it (your own `account_id`). Owners and admins remove
     /// others; only an owner removes an owner, and the last owner stays.
     remove_member(members::RemoveMember) -> members::MemberRemoved {
         title: "Remove a member", group: Workspaces, scope: Write, tool: false,
-        http: DELETE "/v1/workspaces/{workspace}/members/{account_id}", hints: DESTROYS, run: members::remove
+        http: DELETE "/v1/workspaces/{workspace}/members/{account_id}", hints: DESTROYS, run: members::remove, credentials: true
     }
 
     /// What the workspace has and what you may do there, read live: agents (by `@handle`), company skills,
@@ -869,7 +875,7 @@ operations! {
     /// agentsky; shown once, dead when the session ends.
     issue_session_token(connectors::IssueSessionToken) -> connectors::SessionToken {
         title: "Issue a session token", group: Sessions, scope: Write, tool: false,
-        http: POST "/v1/sessions/{session_id}/token" 201, hints: CREATES, run: connectors::issue_token
+        http: POST "/v1/sessions/{session_id}/token" 201, hints: CREATES, run: connectors::issue_token, credentials: true
     }
 
     /// A task's lanes (each session works in its own copy until it lands) and review mode.
@@ -979,7 +985,7 @@ operations! {
     /// Owners and admins.
     create_record_webhook(records::CreateRecordWebhook) -> records::RecordWebhook {
         title: "Create the records webhook", group: Records, scope: Write, tool: false,
-        http: POST "/v1/workspaces/{workspace}/records-webhook" 201, hints: CREATES, run: records::create_webhook
+        http: POST "/v1/workspaces/{workspace}/records-webhook" 201, hints: CREATES, run: records::create_webhook, credentials: true
     }
 
     /// Send the workspace's events to an HTTPS endpoint, signed by the Standard Webhooks convention:
@@ -1037,7 +1043,7 @@ operations! {
     /// token once. Owners and admins. Optional `workspace`.
     register_runner(runners::RegisterRunner) -> runners::RunnerRegistered {
         title: "Register a runner", group: Runners, scope: Write, tool: false,
-        http: POST "/v1/runners" 201, hints: CREATES, run: runners::register
+        http: POST "/v1/runners" 201, hints: CREATES, run: runners::register, credentials: true
     }
 
     /// The workspace's runners: name, when each was last seen, and the session whose turn it runs now.
@@ -1051,7 +1057,7 @@ operations! {
     /// queue for another runner. Owners and admins.
     revoke_runner(runners::RevokeRunner) -> runners::RunnerRevoked {
         title: "Revoke a runner", group: Runners, scope: Write, tool: false,
-        http: DELETE "/v1/runners/{runner_id}", hints: DESTROYS, run: runners::revoke
+        http: DELETE "/v1/runners/{runner_id}", hints: DESTROYS, run: runners::revoke, credentials: true
     }
 
     /// Start a device sign-in (`sky auth login`): returns a `device_code` to poll with, and a `user_code`
@@ -1133,6 +1139,9 @@ async fn checked_run(cx: &Cx<'_>, op: &Op, args: Value) -> Result<Value, ApiErro
                 Code::InsufficientScope,
                 format!("`{}` needs a key with the write scope; this key is read-only", op.name),
             ));
+        }
+        if op.credentials {
+            caller.not_an_app(&format!("`{}`", op.name))?;
         }
         // Decided by the scope, never by an MCP hint: a hint is what clients are told, not a permission.
         let reads = op.scope == Scope::Read;

@@ -29,8 +29,8 @@ fn check_name(name: &str) -> Result<(), ApiError> {
         return Ok(());
     }
     Err(ApiError::invalid(format!(
-        "`name` must be 1–{} lowercase letters, digits and single hyphens, not starting or ending with one (got \
-         {name:?})",
+        "`name` must be 1–{} lowercase letters, digits and single hyphens, not starting or ending with one, and not a \
+         Windows device name like `con` (got {name:?})",
         rule::MAX_NAME_CHARS
     )))
 }
@@ -64,8 +64,8 @@ pub fn check(name: &str, skill_md: &str, files: SkillFiles) -> Result<(String, B
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PutSkill {
-    /// The skill's name: 1–64 lowercase letters, digits and hyphens, like `release-notes`. It must match
-    /// the `name` in the front matter.
+    /// The skill's name: 1–64 lowercase letters, digits and hyphens, like `release-notes`, not a Windows
+    /// device name (`con`, `nul`, `com1`, …). It must match the `name` in the front matter.
     pub name: String,
     /// The whole `SKILL.md`: YAML front matter with `name` and `description` (up to 1,024 characters:
     /// what it does and when to use it) between `---` lines, then the instructions in Markdown.

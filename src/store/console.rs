@@ -21,8 +21,8 @@ pub async fn create_session(
 }
 
 /// The caller behind a console session: its key's scopes and lock, the account's memberships as they are
-/// now. `None` when the session ended or expired, or its key was revoked or expired (an OAuth access
-/// token is a key that expires: a console session opened with one ends with it).
+/// now. `None` when the session ended or expired, or its key was revoked or expired, or is an app's OAuth
+/// access token (bound to `/v1/mcp`, never a console sign-in).
 const CALLER: &str = "SELECT k.key_id, k.account_id, k.scopes, k.workspace_id AS locked_workspace_id,
   (SELECT json_group_array(json_object('workspace_id', w.workspace_id, 'slug', w.slug, 'name', w.name,
             'role', m.role, 'is_personal', w.is_personal))
@@ -31,7 +31,7 @@ const CALLER: &str = "SELECT k.key_id, k.account_id, k.scopes, k.workspace_id AS
   a.name AS account_name, a.email
   FROM console_session c JOIN api_key k ON k.key_id = c.key_id JOIN account a ON a.account_id = k.account_id
   WHERE c.token_hash = ?1 AND c.ended_ms IS NULL AND c.expires_ms > ?2 AND k.revoked_ms IS NULL
-    AND (k.expires_ms IS NULL OR k.expires_ms > ?2)";
+    AND (k.expires_ms IS NULL OR k.expires_ms > ?2) AND k.oauth_grant_id IS NULL";
 
 #[derive(Deserialize)]
 struct CallerRow {
@@ -61,6 +61,7 @@ pub async fn signed_in(db: &dyn Sql, token_hash: &str, now_ms: i64) -> DbResult<
             can_write: r.scopes.split(' ').any(|s| s == "write"),
             locked_workspace_id: r.locked_workspace_id,
             memberships: r.memberships,
+            app: None,
         },
         name: r.account_name,
         email: r.email,

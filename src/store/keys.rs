@@ -11,6 +11,7 @@ const TOUCH: &str = "UPDATE api_key SET last_used_ms = ?2
   WHERE key_hash = ?1 AND revoked_ms IS NULL AND (last_used_ms IS NULL OR last_used_ms < ?2 - 60000)";
 
 const AUTHENTICATE: &str = "SELECT k.key_id, k.account_id, k.key_hash, k.scopes, k.workspace_id AS locked_workspace_id,
+  k.oauth_grant_id AS app,
   (SELECT json_group_array(json_object('workspace_id', w.workspace_id, 'slug', w.slug, 'name', w.name,
             'role', m.role, 'is_personal', w.is_personal))
      FROM membership m JOIN workspace w ON w.workspace_id = m.workspace_id
@@ -24,6 +25,7 @@ struct KeyRow {
     key_hash: String,
     scopes: String,
     locked_workspace_id: Option<String>,
+    app: Option<String>,
     #[serde(deserialize_with = "super::json_text")]
     memberships: Vec<Membership>,
 }
@@ -58,6 +60,7 @@ fn caller(rows: Vec<Row>, key_hash: &str) -> DbResult<Option<Caller>> {
         can_write: k.scopes.split(' ').any(|s| s == "write"),
         locked_workspace_id: k.locked_workspace_id,
         memberships: k.memberships,
+        app: k.app,
     }))
 }
 

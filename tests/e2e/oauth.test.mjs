@@ -461,6 +461,14 @@ describe('OAuth sign-in with the official TypeScript SDK client, consented in he
       const { client } = await connect(dcr.provider);
       ok(await client.callTool({ name: 'list_agents', arguments: {} }), 'before the disconnect');
       const token = dcr.provider.tokens().access_token;
+      // Bound to /v1/mcp: the REST API (where keys and runner tokens are minted) refuses it.
+      const mint = await fetch(`${BASE}/v1/keys`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ name: 'outlives-the-app', scopes: ['read', 'write'] }),
+      });
+      assert.equal(mint.status, 401, 'an app mints no key');
+      assert.match((await mint.json()).error.message, /accepted only there/);
       await page.goto(`${BASE}/console/w/${team.slug}/keys`);
       const row = page.locator('table[data-live=apps] tr', { hasText: 'E2E Registered Client' });
       assert.equal(await row.count(), 1, 'one standing connection (the earlier ones were revoked)');

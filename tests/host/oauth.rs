@@ -320,19 +320,79 @@ fn an_access_token_expires() {
     assert_eq!(tools_list_status(&app, access), 401);
 }
 
-/// A console session opened with an OAuth access token ends when the token does.
+/// An access token is bound to `/v1/mcp` (RFC 8707): the console's sign-in refuses it, as REST does.
 #[test]
-fn a_console_session_signed_in_with_an_access_token_ends_with_it() {
+fn a_console_sign_in_with_an_apps_access_token_is_refused() {
     let app = TestApp::new();
     let ada = app.signup("Ada", "ada@example.com");
-    let (_, t) = connected(&app, &ada, "read");
-    let cookie = sign_in(&app, t["access_token"].as_str().unwrap());
-    let page = format!("/console/w/{}/board", ada.slug);
-    assert_eq!(app.send(request("GET", &page, Some(&cookie), "")).status, 200);
-    app.advance(t["expires_in"].as_i64().unwrap() * 1000 + 1);
-    let r = app.send(request("GET", &page, Some(&cookie), ""));
-    assert_eq!(r.status, 303, "an expired token's console session is over");
-    assert!(r.header("location").unwrap().contains("/console/login"));
+    let (_, t) = connected(&app, &ada, "read write");
+    let r = app.send(request("POST", "/console/login", Some(""), &form(&[("key", t["access_token"].as_str().unwrap())])));
+    assert_eq!(r.status, 401, "the sign-in page again, not a session");
+    assert!(r.header("set-cookie").is_none());
+    assert!(String::from_utf8_lossy(&r.body).contains("works only for MCP at /v1/mcp"));
+}
+
+/// The second attack's first finding: with its hour-long token an app minted a key, a runner token and an
+/// admin's invitation that all outlived its disconnection. The rule chosen (as GitHub's OAuth apps cannot
+/// create personal access tokens or manage an organisation's members without the owner): an app's token
+/// is accepted only at `/v1/mcp`, and no operation that mints a credential or changes members runs for it,
+/// on any face.
+#[test]
+fn an_app_mints_no_credential_and_changes_no_member_so_its_disconnection_ends_everything() {
+    let app = TestApp::new();
+    let ada = app.signup("Ada", "ada@example.com");
+    let (_, t) = connected(&app, &ada, "read write");
+    let access = t["access_token"].as_str().unwrap().to_owned();
+    // REST refuses the token outright: it was issued for /v1/mcp.
+    for (method, path, body) in [
+        ("POST", "/v1/keys".to_owned(), json!({"name": "forever", "scopes": ["read", "write"]})),
+        ("POST", "/v1/runners".to_owned(), json!({"name": "box"})),
+        ("POST", format!("/v1/workspaces/{}/invitations", ada.slug), json!({"role": "admin"})),
+        ("GET", "/v1/agents".to_owned(), Value::Null),
+    ] {
+        let r = app.request(method, &path, Some(&access), (!body.is_null()).then_some(body));
+        assert_eq!(r.status, 401, "{method} {path}: {}", String::from_utf8_lossy(&r.body));
+        assert!(String::from_utf8_lossy(&r.body).contains("accepted only there"), "{method} {path}");
+        assert!(r.header("www-authenticate").unwrap().contains("invalid_token"));
+    }
+    // Every operation of the table that mints a credential or changes members refuses an app, whatever
+    // face reaches it and before its arguments are read.
+    let flagged: Vec<&str> = agentsky::ops::OPS.iter().filter(|op| op.credentials).map(|op| op.name).collect();
+    for name in ["create_key", "register_runner", "create_invitation", "issue_session_token", "open_console"] {
+        assert!(flagged.contains(&name), "`{name}` mints a credential");
+    }
+    let hash = agentsky::rules::ids::hash_secret(&access);
+    app.system(move |cx| {
+        Box::pin(async move {
+            let mut as_app = agentsky::cx::Cx::system(cx.env, cx.now_ms, "req_app".into());
+            as_app.caller = agentsky::store::keys::authenticate(cx.db(), &hash, cx.now_ms).await.unwrap();
+            assert!(as_app.caller.as_ref().unwrap().app.is_some());
+            for op in agentsky::ops::OPS.iter().filter(|op| op.credentials) {
+                let e = agentsky::ops::invoke(&as_app, op, json!({})).await.unwrap_err();
+                assert_eq!(e.code.as_str(), "forbidden", "`{}`: {}", op.name, e.message);
+                assert!(e.message.contains("an app connected through OAuth cannot create credentials"), "{}", e.message);
+            }
+        })
+    });
+    // Its MCP tools work until it is disconnected, then nothing does. It may share a session to be read,
+    // not a link that sends messages, which would act in the workspace after it is gone.
+    assert_eq!(tools_list_status(&app, &access), 200);
+    let agent = app.create_agent(&ada.key, json!({"name": "Echo", "harness": "echo", "model": "echo-1"}));
+    let started =
+        app.ok(&access, "start_session", json!({"agent_id": agent, "message": "hi", "idempotency_key": "app-1"}));
+    let session = started["session"]["session_id"].as_str().unwrap().to_owned();
+    assert_eq!(app.err_code(&access, "share_session", json!({"session_id": session})), "forbidden");
+    let shared = app.ok(&access, "share_session", json!({"session_id": session, "view_only": true}));
+    assert!(shared["share_url"].as_str().unwrap().contains("/s/"));
+    let apps = app.request("GET", "/v1/connected-apps", Some(&ada.key), None).json_body();
+    let grant = apps["apps"][0]["grant_id"].as_str().unwrap().to_owned();
+    assert_eq!(app.request("DELETE", &format!("/v1/connected-apps/{grant}"), Some(&ada.key), None).status, 200);
+    assert_eq!(tools_list_status(&app, &access), 401);
+    // Nothing it could have minted stands: the account still holds its one key and no runner or invitation.
+    assert_eq!(app.request("GET", "/v1/keys", Some(&ada.key), None).json_body()["keys"].as_array().unwrap().len(), 1);
+    assert_eq!(app.request("GET", "/v1/runners", Some(&ada.key), None).json_body()["runners"], json!([]));
+    let invites = app.request("GET", &format!("/v1/workspaces/{}/invitations", ada.slug), Some(&ada.key), None);
+    assert_eq!(invites.json_body()["invitations"], json!([]));
 }
 
 #[test]

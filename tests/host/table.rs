@@ -238,3 +238,44 @@ fn creating_operations_answer_201_and_no_other() {
         assert!(!created.contains(&name), "{name}");
     }
 }
+
+/// Operations whose answer names a `key`, `token` or `secret` that is no credential for this server, and
+/// why an app's OAuth token may have it.
+const SECRETS_NO_CREDENTIAL: &[(&str, &str)] = &[
+    ("get_usage", "`key` is the key id a usage row is grouped by"),
+    ("create_webhook", "the signing secret lets the workspace's own endpoint check deliveries; it opens nothing here"),
+    ("rotate_webhook_secret", "the same signing secret, replaced"),
+];
+
+/// The rule that an app's disconnection ends everything it could do holds for operations added later:
+/// an operation whose answer hands out a key, token or secret must say `credentials: true` (refused to an
+/// app's token) or be listed above with its reason. Public operations have no caller, so no app.
+#[test]
+fn every_operation_that_hands_out_a_secret_is_refused_to_apps_or_says_why_not() {
+    fn names(v: &Value, out: &mut HashSet<String>) {
+        match v {
+            Value::Object(m) => {
+                if let Some(Value::Object(props)) = m.get("properties") {
+                    out.extend(props.keys().cloned());
+                }
+                m.values().for_each(|x| names(x, out));
+            }
+            Value::Array(a) => a.iter().for_each(|x| names(x, out)),
+            _ => {}
+        }
+    }
+    let secret = |n: &str| ["key", "token", "secret"].contains(&n) || n.ends_with("_token") || n.ends_with("_secret");
+    for op in OPS.iter().filter(|op| op.scope != Scope::Public && !op.credentials) {
+        let mut found = HashSet::new();
+        names(op.result_schema(), &mut found);
+        let handed: Vec<&String> = found.iter().filter(|n| secret(n)).collect();
+        assert!(
+            handed.is_empty() || SECRETS_NO_CREDENTIAL.iter().any(|(name, _)| *name == op.name),
+            "`{}` answers {handed:?}: mark it `credentials: true` or say in SECRETS_NO_CREDENTIAL why an app may have it",
+            op.name
+        );
+    }
+    for (name, _) in SECRETS_NO_CREDENTIAL {
+        assert!(OPS.iter().any(|op| op.name == *name && !op.credentials), "`{name}` is listed for nothing");
+    }
+}

@@ -26,7 +26,7 @@ fn invisible(c: char) -> bool {
 }
 
 /// Names Windows gives to devices, whatever their extension (`nul.txt` is the device too).
-fn windows_device(segment: &str) -> bool {
+pub fn windows_device(segment: &str) -> bool {
     let stem = segment.split('.').next().unwrap_or_default().trim_end().to_ascii_uppercase();
     matches!(stem.as_str(), "CON" | "PRN" | "AUX" | "NUL")
         || ((stem.starts_with("COM") || stem.starts_with("LPT"))

@@ -9,13 +9,16 @@ pub const MAX_NAME_CHARS: usize = 64;
 pub const MAX_DESCRIPTION_CHARS: usize = 1024;
 
 /// Whether `name` is a skill name: 1–64 lowercase letters, digits and hyphens, not starting or ending
-/// with a hyphen, without two in a row (the Agent Skills rule; it is also the folder's name).
+/// with a hyphen, without two in a row (the Agent Skills rule), and not a Windows device name (it is
+/// also the folder's name on every runner).
 pub fn is_name(name: &str) -> bool {
     (1..=MAX_NAME_CHARS).contains(&name.len())
         && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
         && !name.starts_with('-')
         && !name.ends_with('-')
         && !name.contains("--")
+        // The name is a folder on every runner, Windows too, where `con` or `com1` is a device.
+        && !crate::paths::windows_device(name)
 }
 
 /// What a `SKILL.md`'s front matter says.
@@ -58,7 +61,12 @@ pub fn front_matter(skill_md: &str) -> Result<FrontMatter, String> {
                     .ok_or_else(|| format!("the front matter line {line:?} is not `key: value`"))?;
                 let value = value.trim();
                 let value = if matches!(value, ">" | "|" | ">-" | "|-") { "" } else { value };
-                fields.push((key.trim().to_owned(), unquote(value).to_owned()));
+                let key = key.trim();
+                // YAML leaves a repeated key to the parser: one reader would see the first, another the last.
+                if fields.iter().any(|(k, _)| k == key) {
+                    return Err(format!("the front matter names `{key}` twice; keep one"));
+                }
+                fields.push((key.to_owned(), unquote(value).to_owned()));
             }
         }
     }
@@ -70,7 +78,7 @@ pub fn front_matter(skill_md: &str) -> Result<FrontMatter, String> {
     if !is_name(&name) {
         return Err(format!(
             "`name` must be 1–{MAX_NAME_CHARS} lowercase letters, digits and single hyphens, not starting or ending \
-             with one (got {name:?})"
+             with one, and not a Windows device name like `con` (got {name:?})"
         ));
     }
     let description = field("description").filter(|d| !d.is_empty()).ok_or("the front matter needs a `description`")?;
@@ -126,5 +134,8 @@ mod tests {
         let long = format!("---\nname: a\ndescription: {}\n---\n", "d".repeat(1025));
         assert!(front_matter(&long).unwrap_err().contains("at most 1024"));
         assert!(front_matter("---\nname a\n---\n").unwrap_err().contains("not `key: value`"));
+        let twice = "---\nname: a\ndescription: b\nname: c\n---\n";
+        assert!(front_matter(twice).unwrap_err().contains("names `name` twice"));
+        assert!(front_matter("---\nname: nul\ndescription: b\n---\n").unwrap_err().contains("`name` must be"));
     }
 }
