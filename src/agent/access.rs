@@ -244,6 +244,7 @@ pub async fn request_access(a: &CallingSession<'_>, p: RequestAccess) -> Result<
                 "access",
                 &payload,
                 Some(&dedupe_key),
+                None,
                 cx.now_ms,
             ),
             store::requests::insert_grant_for_request(&g),

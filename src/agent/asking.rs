@@ -2,9 +2,9 @@
 
 use super::{CallingSession, ToolError, QUESTIONS_PER_MIN};
 use crate::domain::requests;
-use crate::rules::ids;
 use crate::rules::ids::RequestId;
 use crate::rules::params::{self, words, Capped, Text};
+use crate::rules::{fingerprint, ids};
 use crate::store;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -103,33 +103,66 @@ pub fn check_payload(kind: AskKind, payload: &Value) -> Result<Value, ToolError>
     }
 }
 
-/// Opens a question for the user without waiting: its request id.
-pub async fn open(a: &CallingSession<'_>, p: AskUser) -> Result<String, ToolError> {
+/// How long after its answer an identical question of the session still gets that answer instead of
+/// asking again. A call cut by a crash is retried within a minute or two (a client's timeout, a harness's
+/// retry), and its answer may already have been handed to the cut connection, so whether it was delivered
+/// cannot tell a retry from a new question; the time since the answer can. Past it, the same words are a
+/// new question (the agent asks again on purpose, things having moved on).
+pub const SAME_QUESTION_MS: i64 = 10 * 60_000;
+
+/// The request a question is waiting on.
+pub struct Asked {
+    pub request_id: String,
+    /// It was answered already: the question is a retry of one answered moments ago.
+    pub answered: bool,
+}
+
+/// Opens a question for the user without waiting. An identical question of this session (same kind and
+/// payload) that is still open, or was answered in the last [`SAME_QUESTION_MS`], is this one retried: it
+/// is given instead, so the person is asked once and the retry gets the answer (as identical
+/// `request_access` calls are one).
+pub async fn open(a: &CallingSession<'_>, p: AskUser) -> Result<Asked, ToolError> {
     let payload = check_payload(p.kind, &p.payload)?;
     a.bucket("questions", QUESTIONS_PER_MIN, "questions").await?;
     let (cx, me) = (a.cx, &a.me);
-    let request_id = ids::new_id("req");
+    let dedupe_key = format!("ask:{}", fingerprint::of_arguments(&json!([p.kind.as_str(), payload])));
+    let answered_since = cx.now_ms - SAME_QUESTION_MS;
     let detail = format!("{}: {}", p.kind, requests::summary(p.kind.as_str(), &payload));
-    let opened =
-        requests::entry(&me.workspace_id, &me.session_id, &request_id, "request_opened", &detail, None, cx.now_ms);
-    cx.db()
-        .batch(vec![
-            store::requests::insert_request(
-                &request_id,
-                &me.workspace_id,
-                &me.task_id,
-                &me.session_id,
-                p.kind.as_str(),
-                &payload,
-                None,
-                cx.now_ms,
-            ),
-            store::audit::insert(&opened),
-        ])
-        .await?;
-    a.changed().await;
-    crate::domain::webhooks::request_opened(cx, me, &request_id, p.kind.as_str(), &payload).await;
-    Ok(request_id)
+    // Twice at most: the identical question may end unanswered (withdrawn, expired) between the insert
+    // and the look-up, and then this one opens.
+    for _ in 0..2 {
+        let request_id = ids::new_id("req");
+        let opened =
+            requests::entry(&me.workspace_id, &me.session_id, &request_id, "request_opened", &detail, None, cx.now_ms);
+        let inserted = cx
+            .db()
+            .batch(vec![
+                store::requests::insert_request(
+                    &request_id,
+                    &me.workspace_id,
+                    &me.task_id,
+                    &me.session_id,
+                    p.kind.as_str(),
+                    &payload,
+                    Some(&dedupe_key),
+                    Some(answered_since),
+                    cx.now_ms,
+                ),
+                store::audit::insert_if_changed(&opened),
+            ])
+            .await?;
+        if inserted.first().is_some_and(|rows| !rows.is_empty()) {
+            a.changed().await;
+            crate::domain::webhooks::request_opened(cx, me, &request_id, p.kind.as_str(), &payload).await;
+            return Ok(Asked { request_id, answered: false });
+        }
+        let same =
+            store::requests::same_request(cx.db(), &me.task_id, &me.session_id, &dedupe_key, answered_since).await?;
+        if let Some(same) = same {
+            return Ok(Asked { answered: same.status == "answered", request_id: same.request_id });
+        }
+    }
+    Err(ToolError::new(-32003, "an identical question just ended unanswered; call ask_user again"))
 }
 
 /// The user's answer to a question, or (unanswered) `timed out waiting for the user`, expiring it. A
@@ -151,9 +184,9 @@ pub async fn answer_of(a: &CallingSession<'_>, request_id: &str) -> Result<Value
 
 /// ask_user
 pub async fn ask_user(a: &CallingSession<'_>, p: AskUser) -> Result<Value, ToolError> {
-    let request_id = open(a, p).await?;
-    super::wait(a, &request_id).await?;
-    answer_of(a, &request_id).await
+    let asked = open(a, p).await?;
+    super::wait(a, &asked.request_id).await?;
+    answer_of(a, &asked.request_id).await
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

@@ -234,7 +234,8 @@ session_tools! {
     /// Set the one-line status shown on this task's card (up to 200 characters; empty clears it).
     report_status(asking::ReportStatus) => asking::report_status, changes: true;
     /// Ask the user a question, offer a choice, or ask them to approve a plan, and wait (up to 5 minutes)
-    /// for the answer.
+    /// for the answer. Asking the same thing again (a retry) waits on the same request, and within 10
+    /// minutes of its answer returns that answer.
     ask_user(asking::AskUser) => asking::ask_user, changes: false;
     /// Take back one of this session's open requests (an access request or a question) that you no longer
     /// need; whoever waits on it is told it was withdrawn.
@@ -345,7 +346,11 @@ async fn harness_run(agent: CallingSession<'_>, name: &str, args: Value) -> Harn
     if name == "ask_user" {
         return match parse::<asking::AskUser>(args) {
             Ok(p) => match asking::open(&agent, p).await {
-                Ok(request_id) => HarnessCall::Awaiting { request_id, kind: "ask_user".into(), grant_id: None },
+                // Nothing would wake a pause on a request answered already: its answer is the result now.
+                Ok(asked) if asked.answered => HarnessCall::Done(asking::answer_of(&agent, &asked.request_id).await),
+                Ok(asked) => {
+                    HarnessCall::Awaiting { request_id: asked.request_id, kind: "ask_user".into(), grant_id: None }
+                }
                 Err(e) => HarnessCall::Done(Err(e)),
             },
             Err(e) => HarnessCall::Done(Err(e)),

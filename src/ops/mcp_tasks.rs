@@ -4,14 +4,15 @@
 //!
 //! The call itself runs as usual (scope, rate limit, idempotency); then the task is written to D1, keyed to
 //! the calling key, before the handle is answered. Nothing runs in the background for it: each `tasks/get`
-//! reads the turn from the session's object, and the first read that sees the turn's end writes the
-//! outcome, so later reads (and `tasks/list`) are plain rows. The outcome is what a `read_session` loop
-//! would give: the agent's final reply, the cursor after the turn and the files the session wrote, beside
-//! the tool's own result. While the agent waits on a person (`ask_user`, `request_access`), the task is
-//! `input_required` on the 2026 wire (its `inputRequests` elicit the answer, `tasks/update` gives it); the
-//! 2025 wire has no stateless way to ask, so there it stays `working` and its status message says how to
-//! answer. `tasks/cancel` cancels the turn (as `cancel_turn` does): the session stays, idle, and takes the
-//! next message.
+//! reads the turn on from the session's object where the last one stopped (the row keeps the position, so
+//! a turn of any length is followed to its end a few pages per poll), and the first read that sees the
+//! turn's end writes the outcome, so later reads (and `tasks/list`) are plain rows. The outcome is what a
+//! `read_session` loop would give: the agent's final reply, the cursor after the turn and the files the
+//! session wrote, beside the tool's own result. While the agent waits on a person (`ask_user`,
+//! `request_access`), the task is `input_required` on the 2026 wire (its `inputRequests` elicit the
+//! answer, `tasks/update` gives it); the 2025 wire has no stateless way to ask, so there it stays `working`
+//! and its status message says how to answer. `tasks/cancel` cancels the turn (as `cancel_turn` does): the
+//! session stays, idle, and takes the next message.
 
 use crate::cx::Cx;
 use crate::domain::sessions::{call, load};
@@ -19,7 +20,8 @@ use crate::error::{ApiError, Code};
 use crate::mcp::{Era, RpcError, TaskAnswer, TaskInfo};
 use crate::rules::{cursor, ids};
 use crate::session::{SessionCall, SessionReply};
-use crate::store::{self, mcp_tasks::McpTaskRow, requests::RequestRow};
+use crate::store::mcp_tasks::{McpTaskRow, ReadProgress};
+use crate::store::{self, requests::RequestRow};
 use serde_json::{json, Map, Value};
 
 /// How often clients are asked to poll: a turn takes seconds to minutes.
@@ -28,7 +30,8 @@ pub const POLL_INTERVAL_MS: i64 = 2_000;
 pub const DEFAULT_TTL_MS: i64 = 24 * 3_600_000;
 pub const MIN_TTL_MS: i64 = 60_000;
 pub const MAX_TTL_MS: i64 = 7 * 24 * 3_600_000;
-/// Pages of 200 events read to find a turn's end and final reply on one poll.
+/// Pages of 200 events one poll reads at most (each is a call to the session's object); the next poll
+/// reads on from there.
 const MAX_PAGES: usize = 10;
 /// Longest `tasks/result` waits for the turn to end before answering that it is still running.
 const RESULT_WAIT_MS: i64 = 45_000;
@@ -88,6 +91,9 @@ pub async fn create(
         created_ms: cx.now_ms,
         updated_ms: cx.now_ms,
         expires_ms: cx.now_ms + ttl_ms,
+        read_seq: None,
+        read_reply: None,
+        read_events: 0,
     };
     // Past the cap the call is answered as if no task was asked for: it has run already.
     if !store::mcp_tasks::insert(cx.db(), &row, LIVE_PER_KEY).await? {
@@ -184,13 +190,16 @@ async fn follow(cx: &Cx<'_>, era: Era, row: McpTaskRow, wait_ms: i64) -> Result<
             open = open_requests(cx, &row.session_id).await?;
             match open.first() {
                 Some(r) => ("input_required", waiting_on(r), None),
-                None => ("working", format!("the agent is working ({} events so far)", turn.events), None),
+                None => ("working", format!("the agent is working ({} events so far)", turn.read.events), None),
             }
         }
     };
-    let changed = status != row.status || row.status_message.as_deref() != Some(message.as_str());
+    let changed = status != row.status
+        || row.status_message.as_deref() != Some(message.as_str())
+        || row.read_events != turn.read.events;
     let row = if changed {
-        store::mcp_tasks::set_status(cx.db(), &row.task_id, status, Some(&message), outcome.as_deref(), cx.now_ms)
+        let db = cx.db();
+        store::mcp_tasks::advance(db, &row.task_id, &turn.read, status, Some(&message), outcome.as_deref(), cx.now_ms)
             .await?
             .ok_or_else(|| unknown(&row.task_id))?
     } else {
@@ -214,40 +223,46 @@ fn shown(era: Era, row: &McpTaskRow) -> TaskInfo {
     task
 }
 
-/// What a read of the turn found.
+/// What the reads of the turn found, this poll's and the earlier ones'.
 struct Turn {
     /// The turn's end reason (`completed`, `stopped`, `failed`, `budget_reached`, …) once it has ended.
     end: Option<String>,
-    /// The agent's last message in the turn.
-    reply: Option<String>,
-    /// The cursor after the last event read.
-    cursor: String,
-    events: usize,
+    /// The last event read, the agent's last message in the turn so far and how many events were read.
+    read: ReadProgress,
 }
 
-/// Reads the turn of the task's message from its start, page by page, as a `read_session` loop would.
+/// Reads the turn of the task's message on from where the last poll stopped (from its start the first
+/// time), page by page, as a `read_session` loop would.
 async fn read_turn(cx: &Cx<'_>, row: &McpTaskRow, wait_ms: i64) -> Result<Turn, ApiError> {
     load(cx, &row.session_id).await?;
-    let mut after = cursor::parse_event(row.cursor.as_deref())?;
-    let mut turn = Turn { end: None, reply: None, cursor: cursor::event(after), events: 0 };
+    let seq = match row.read_seq {
+        Some(seq) => seq,
+        None => cursor::parse_event(row.cursor.as_deref())?,
+    };
+    let read = ReadProgress { seq, reply: row.read_reply.clone(), events: row.read_events };
+    let mut turn = Turn { end: None, read };
     for page_no in 0..MAX_PAGES {
         let wait = if page_no == 0 { wait_ms } else { 0 };
-        let read = SessionCall::Read { after, message_id: Some(row.message_id.clone()), limit: 200, wait_ms: wait };
+        let read = SessionCall::Read {
+            after: turn.read.seq,
+            message_id: Some(row.message_id.clone()),
+            limit: 200,
+            wait_ms: wait,
+        };
         let SessionReply::Page(page) = call(cx, &row.session_id, read).await? else {
             return Err(ApiError::cause("the session answered a read with something else than a page"));
         };
         for e in &page.events {
-            turn.events += 1;
+            turn.read.events += 1;
             match e.kind.as_str() {
-                "agent_message" => turn.reply = e.body.get("text").and_then(Value::as_str).map(str::to_owned),
+                "agent_message" => turn.read.reply = e.body.get("text").and_then(Value::as_str).map(str::to_owned),
                 "turn_end" => {
                     turn.end = Some(e.body.get("reason").and_then(Value::as_str).unwrap_or("completed").to_owned())
                 }
                 _ => {}
             }
         }
-        after = page.last_seq;
-        turn.cursor = cursor::event(page.last_seq);
+        turn.read.seq = page.last_seq;
         if page.turn_finished && turn.end.is_none() {
             turn.end = Some("completed".into());
         }
@@ -265,8 +280,8 @@ fn outcome(row: &McpTaskRow, turn: &Turn, reason: &str, files: &[store::files::F
         "session_id": row.session_id,
         "message_id": row.message_id,
         "end_reason": reason,
-        "final_reply": turn.reply,
-        "cursor": turn.cursor,
+        "final_reply": turn.read.reply,
+        "cursor": cursor::event(turn.read.seq),
         "files": files,
     });
     let mut result = crate::mcp::results::success(value);

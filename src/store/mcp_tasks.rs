@@ -23,12 +23,32 @@ pub struct McpTaskRow {
     pub created_ms: i64,
     pub updated_ms: i64,
     pub expires_ms: i64,
+    /// How far the turn has been read: the last event read (`None` before the first read), the agent's
+    /// last reply in what was read, and how many events that was.
+    pub read_seq: Option<i64>,
+    pub read_reply: Option<String>,
+    pub read_events: i64,
+}
+
+/// How far a poll read the task's turn.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReadProgress {
+    pub seq: i64,
+    pub reply: Option<String>,
+    pub events: i64,
+}
+
+/// The columns a new task is written with; the read progress starts empty.
+macro_rules! new_cols {
+    () => {
+        "task_id, workspace_id, key_id, tool, call_result, session_id, message_id, cursor, status, status_message,
+         outcome, ttl_ms, created_ms, updated_ms, expires_ms"
+    };
 }
 
 macro_rules! cols {
     () => {
-        "task_id, workspace_id, key_id, tool, call_result, session_id, message_id, cursor, status, status_message,
-         outcome, ttl_ms, created_ms, updated_ms, expires_ms"
+        concat!(new_cols!(), ", read_seq, read_reply, read_events")
     };
 }
 
@@ -37,7 +57,7 @@ macro_rules! cols {
 pub async fn insert(db: &dyn Sql, t: &McpTaskRow, max_live: i64) -> DbResult<bool> {
     const INSERT: &str = concat!(
         "INSERT INTO mcp_task (",
-        cols!(),
+        new_cols!(),
         ") SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15
          WHERE (SELECT COUNT(*) FROM mcp_task WHERE key_id = ?3 AND expires_ms > ?13) < ?16
          RETURNING task_id"
@@ -108,6 +128,34 @@ pub async fn set_status(
     );
     const GET: &str = concat!("SELECT ", cols!(), " FROM mcp_task WHERE task_id = ?1");
     if let Some(row) = first(db, stmt!(SET, task_id, status, status_message, outcome, now_ms)).await? {
+        return Ok(Some(row));
+    }
+    first(db, stmt!(GET, task_id)).await
+}
+
+/// Moves a task that has not ended on to `status`, with how far its turn has now been read. A poll that
+/// read less than one already recorded (a concurrent poll got further) changes nothing, so the position
+/// never goes back. Returns the row as it now stands (`None` when it is gone).
+pub async fn advance(
+    db: &dyn Sql,
+    task_id: &str,
+    read: &ReadProgress,
+    status: &str,
+    status_message: Option<&str>,
+    outcome: Option<&str>,
+    now_ms: i64,
+) -> DbResult<Option<McpTaskRow>> {
+    const ADVANCE: &str = concat!(
+        "UPDATE mcp_task SET status = ?2, status_message = ?3, outcome = ?4, updated_ms = ?5,
+           read_seq = ?6, read_reply = ?7, read_events = ?8
+         WHERE task_id = ?1 AND status IN ('working', 'input_required') AND (read_seq IS NULL OR read_seq <= ?6)
+         RETURNING ",
+        cols!()
+    );
+    const GET: &str = concat!("SELECT ", cols!(), " FROM mcp_task WHERE task_id = ?1");
+    let stmt =
+        stmt!(ADVANCE, task_id, status, status_message, outcome, now_ms, read.seq, read.reply.as_deref(), read.events);
+    if let Some(row) = first(db, stmt).await? {
         return Ok(Some(row));
     }
     first(db, stmt!(GET, task_id)).await

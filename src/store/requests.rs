@@ -46,7 +46,9 @@ fn json_opt<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::
 }
 
 /// Opens a request, expiring after the workspace's request expiry. With a `dedupe_key`, nothing is
-/// inserted while the session has an open request with the same key ([`open_duplicate`] finds it).
+/// inserted while the session has an open request with the same key; with `answered_since` too, nor when
+/// one with that key was answered since then ([`same_request`] finds either). Returns the id when it
+/// opened.
 #[allow(clippy::too_many_arguments)]
 pub fn insert_request(
     request_id: &str,
@@ -56,14 +58,29 @@ pub fn insert_request(
     kind: &str,
     payload: &Value,
     dedupe_key: Option<&str>,
+    answered_since: Option<i64>,
     now_ms: i64,
 ) -> super::Stmt {
+    // `task_id` leads the answered lookup so it runs on the `request_open (task_id, status, …)` index.
     const INSERT: &str = "INSERT INTO request (request_id, workspace_id, task_id, session_id, kind, payload, status,
         created_ms, expires_ms, dedupe_key)
-      VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'open', ?7,
-        ?7 + 60000 * COALESCE((SELECT request_expiry_minutes FROM workspace WHERE workspace_id = ?2), 1440), ?8)
-      ON CONFLICT DO NOTHING";
-    stmt!(INSERT, request_id, workspace_id, task_id, session_id, kind, payload.to_string(), now_ms, dedupe_key)
+      SELECT ?1, ?2, ?3, ?4, ?5, ?6, 'open', ?7,
+        ?7 + 60000 * COALESCE((SELECT request_expiry_minutes FROM workspace WHERE workspace_id = ?2), 1440), ?8
+      WHERE ?9 IS NULL OR NOT EXISTS (SELECT 1 FROM request WHERE task_id = ?3 AND status = 'answered'
+        AND session_id = ?4 AND dedupe_key = ?8 AND answered_ms >= ?9)
+      ON CONFLICT DO NOTHING RETURNING request_id";
+    stmt!(
+        INSERT,
+        request_id,
+        workspace_id,
+        task_id,
+        session_id,
+        kind,
+        payload.to_string(),
+        now_ms,
+        dedupe_key,
+        answered_since
+    )
 }
 
 /// The session's open request with this dedupe key, if any.
@@ -74,6 +91,25 @@ pub async fn open_duplicate(db: &dyn Sql, session_id: &str, dedupe_key: &str) ->
         " FROM request WHERE session_id = ?1 AND dedupe_key = ?2 AND status = 'open'"
     );
     first(db, stmt!(GET, session_id, dedupe_key)).await
+}
+
+/// The request of the session's task that an [`insert_request`] with this dedupe key gave way to: the
+/// session's open one with that key, else the last one answered since `answered_since`.
+pub async fn same_request(
+    db: &dyn Sql,
+    task_id: &str,
+    session_id: &str,
+    dedupe_key: &str,
+    answered_since: i64,
+) -> DbResult<Option<RequestRow>> {
+    const GET: &str = concat!(
+        "SELECT ",
+        request_cols!(),
+        " FROM request WHERE task_id = ?1 AND status IN ('open', 'answered') AND session_id = ?2 AND dedupe_key = ?3
+          AND (status = 'open' OR answered_ms >= ?4)
+        ORDER BY status = 'open' DESC, answered_ms DESC LIMIT 1"
+    );
+    first(db, stmt!(GET, task_id, session_id, dedupe_key, answered_since)).await
 }
 
 pub async fn get_request(db: &dyn Sql, request_id: &str) -> DbResult<Option<RequestRow>> {

@@ -293,6 +293,47 @@ fn the_openai_harness_offers_the_session_tools_and_pauses_durably_on_ask_user() 
 }
 
 #[test]
+fn a_harness_asking_a_question_it_just_had_answered_gets_that_answer_without_pausing_again() {
+    let app = app();
+    let (ada, agent_id) = setup(&app, json!({}));
+    let calls = Rc::new(Cell::new(0));
+    let seen = calls.clone();
+    let ask = |id: &str| {
+        json!({"role": "assistant", "content": null, "tool_calls": [
+            {"id": id, "type": "function", "function": {"name": "ask_user", "arguments": "{\"kind\":\"question\",\"payload\":{\"prompt\":\"Which colour?\"}}"}}
+        ]})
+    };
+    app.sessions.net.answer(move |req| {
+        seen.set(seen.get() + 1);
+        let b = body(req);
+        match seen.get() {
+            1 => completion(ask("q1"), 10, 10),
+            2 => completion(ask("q2"), 10, 10),
+            _ => {
+                let messages = b["messages"].as_array().unwrap();
+                let again = messages.iter().find(|m| m["tool_call_id"] == "q2").unwrap()["content"].clone();
+                assert!(again.as_str().unwrap().contains("\"answer\":\"teal\""), "{again}");
+                completion(json!({"role": "assistant", "content": "Teal it is."}), 10, 10)
+            }
+        }
+    });
+    let started = app.ok(
+        &ada.key,
+        "start_session",
+        json!({"agent_id": agent_id, "message": "pick a colour", "idempotency_key": "k"}),
+    );
+    let sid = started["session"]["session_id"].as_str().unwrap().to_owned();
+    app.settle();
+    let req = app.ok(&ada.key, "get_task", json!({"task_id": sid}))["open_requests"][0].clone();
+    app.ok(&ada.key, "answer_request", json!({"task_id": sid, "request_id": req["request_id"], "answer": "teal"}));
+    app.settle();
+    assert_eq!(calls.get(), 3, "the same question again is answered at once, with no second pause");
+    let requests: i64 = app.db.0.query_row("SELECT COUNT(*) FROM request", [], |r| r.get(0)).unwrap();
+    assert_eq!(requests, 1, "the person was asked once");
+    assert_eq!(app.ok(&ada.key, "collect_result", json!({"session_id": sid}))["last_reply"], "Teal it is.");
+}
+
+#[test]
 fn cancelling_a_turn_paused_on_ask_user_withdraws_the_request_and_the_next_turn_runs() {
     let app = app();
     let (ada, agent_id) = setup(&app, json!({}));

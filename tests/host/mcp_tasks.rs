@@ -438,3 +438,40 @@ fn a_key_with_a_hundred_live_tasks_gets_its_next_call_answered_without_one() {
     call["task"] = json!({});
     assert!(legacy(&app, &ada.key, "tools/call", call)["task"]["taskId"].is_string());
 }
+
+/// Polls `tasks/get` until the task ends (at most `polls` times); its last answer.
+fn poll_until_ended(app: &TestApp, key: &str, task_id: &str, polls: usize) -> Value {
+    let mut got = Value::Null;
+    for _ in 0..polls {
+        got = legacy(app, key, "tasks/get", json!({"taskId": task_id}));
+        if got["status"] != "working" {
+            break;
+        }
+    }
+    got
+}
+
+#[test]
+fn a_task_follows_a_turn_of_thousands_of_events_to_its_end_poll_by_poll() {
+    let app = TestApp::new();
+    let ada = app.signup("Ada", "ada@example.com");
+    let agent_id = echo_agent(&app, &ada);
+    // Past one poll's pages (10 × 200 events): 1999 is the first burst that did not fit (its first poll
+    // reads up to the final reply, its second only the turn's end), 3000 needs two polls, 5000 three.
+    for (n, polls) in [(1999, 2), (3000, 2), (5000, 3)] {
+        let mut call = start_args(&agent_id, &format!("/burst {n}"), &format!("b-{n}"));
+        call["task"] = json!({});
+        let task_id = legacy(&app, &ada.key, "tools/call", call)["task"]["taskId"].as_str().unwrap().to_owned();
+        app.settle();
+        let got = poll_until_ended(&app, &ada.key, &task_id, polls);
+        assert_eq!(got["status"], "completed", "/burst {n}: {got}");
+        let result = legacy(&app, &ada.key, "tasks/result", json!({"taskId": task_id}));
+        let turn = &result["structuredContent"]["turn"];
+        assert_eq!(turn["end_reason"], "completed", "/burst {n}: {result}");
+        assert_eq!(turn["final_reply"], format!("echo: /burst {n}"));
+        // The cursor stands after the turn's last event, as a read_session loop's would.
+        let session_id = result["structuredContent"]["session"]["session_id"].clone();
+        let page = app.ok(&ada.key, "read_session", json!({"session_id": session_id, "cursor": turn["cursor"]}));
+        assert_eq!(page["events"], json!([]), "/burst {n}: {page}");
+    }
+}

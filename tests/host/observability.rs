@@ -272,6 +272,7 @@ fn open_requests_are_sampled_by_minute() {
                     "question",
                     &json!({"prompt": "?"}),
                     None,
+                    None,
                     cx.now_ms,
                 );
                 cx.db().all(stmt).await.unwrap();
