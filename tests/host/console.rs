@@ -379,3 +379,41 @@ fn stop_turn_on_a_running_sessions_page_cancels_the_turn_and_the_session_stays()
     assert!(!page.contains(">Stop turn<"), "no turn runs: no button");
     assert!(page.contains("turn ended: cancelled"), "the transcript says so");
 }
+
+/// The body of an answer, as text.
+fn text(r: &HttpResponse) -> String {
+    String::from_utf8_lossy(&r.body).into_owned()
+}
+
+#[test]
+fn a_huge_refused_value_makes_a_small_flash_cookie_and_a_short_error() {
+    let app = TestApp::new();
+    let ada = app.signup("Ada", "ada@example.com");
+    let cookie = sign_in(&app, &ada.key);
+    let ws = format!("/console/w/{}", ada.slug);
+    let (_, page) = get(&app, &cookie, &format!("{ws}/keys"));
+    let huge = "x".repeat(70_000);
+    let r = post(
+        &app,
+        &cookie,
+        &format!("{ws}/op/create_key"),
+        &[("name", "laptop"), ("scopes", &huge), ("csrf", &csrf(&page))],
+    );
+    assert_eq!(r.status, 303);
+    let set = flash(&r);
+    assert!(set.len() < 1_200, "the flash cookie is {} bytes", set.len());
+    let shown = app.send(request("GET", &ws, Some(&format!("{cookie}; {}", set.split(';').next().unwrap())), "", None));
+    assert!(text(&shown).contains("must be one of read, write (got &quot;xxxx"), "{}", text(&shown));
+    assert!(text(&shown).contains('…'), "the echoed value says it was cut");
+    // The API's own error quotes no more of the value either.
+    let api = app.request("POST", "/v1/keys", Some(&ada.key), Some(json!({"name": "n", "scopes": [huge]})));
+    let message = api.json_body()["error"]["message"].as_str().unwrap().to_owned();
+    assert!(message.len() < 300 && message.contains("(got \"xxx"), "{message}");
+    let api = app.request(
+        "POST",
+        "/v1/keys",
+        Some(&ada.key),
+        Some(json!({"name": "n", "scopes": ["read"], "workspace": huge})),
+    );
+    assert!(api.json_body()["error"]["message"].as_str().unwrap().len() < 300, "{:?}", api.json_body());
+}
