@@ -5,7 +5,7 @@
 use super::{forms, html, layout, see_other};
 use crate::cx::Cx;
 use crate::http::{HttpRequest, HttpResponse};
-use crate::rules::{hmac, ids};
+use crate::rules::{hmac, ids, redirect};
 use crate::store::{self, console::SignedIn};
 use maud::html as markup;
 
@@ -68,14 +68,14 @@ fn set_cookie(cx: &Cx<'_>, token: &str, max_age_s: i64) -> String {
     format!("{COOKIE}={token}; Path=/; HttpOnly; SameSite=Lax; Max-Age={max_age_s}{secure}")
 }
 
-/// Where to go after signing in: a console path only, never another site.
-fn next_path(raw: Option<&str>) -> String {
-    match raw {
-        Some(p) if p.starts_with("/console") && !p.starts_with("//") && !p.contains('\\') => p.to_owned(),
-        // An MCP client's sign-in returns to its consent page.
-        Some(p) if p.starts_with("/oauth/authorize?") && !p.contains('\\') => p.to_owned(),
-        _ => "/console".to_owned(),
-    }
+/// Where to go after signing in: a console page, or an MCP client's consent page; another path of this
+/// site goes to the console. A target the redirect rule refuses is an error naming `next`.
+fn next_path(raw: Option<&str>) -> Result<String, String> {
+    let Some(raw) = raw.filter(|r| !r.is_empty()) else { return Ok("/console".to_owned()) };
+    let path = redirect::local_path("next", raw)?;
+    // An MCP client's sign-in returns to its consent page.
+    let followed = path.starts_with("/console") || path.starts_with("/oauth/authorize?");
+    Ok(if followed { path } else { "/console" }.to_owned())
 }
 
 /// Opens a console session for a key and sends the browser on.
@@ -93,39 +93,55 @@ async fn open_session(cx: &Cx<'_>, key_id: &str, next: &str) -> HttpResponse {
 }
 
 /// `GET /console/login`
-pub fn login_page(_cx: &Cx<'_>, req: &HttpRequest, error: Option<&str>) -> HttpResponse {
+pub fn login_page(req: &HttpRequest) -> HttpResponse {
     let next = forms::pairs(&req.query).into_iter().find(|(k, _)| k == "next").map(|(_, v)| v);
+    match next_path(next.as_deref()) {
+        Ok(next) => login_form(&next, None),
+        // Still a way to sign in: to the console.
+        Err(why) => login_form("/console", Some((400, &why))),
+    }
+}
+
+/// The sign-in form, returning to `next` (already checked), with what went wrong and its status.
+fn login_form(next: &str, error: Option<(u16, &str)>) -> HttpResponse {
     let body = markup! {
-        @if let Some(e) = error { p.error role="alert" { (e) } }
+        @if let Some((_, e)) = error { p.error role="alert" { (e) } }
         form.card method="post" action="/console/login" {
-            input type="hidden" name="next" value=(next_path(next.as_deref()));
+            input type="hidden" name="next" value=(next);
             label { "API key" input type="password" name="key" autocomplete="current-password" required placeholder="ast_…"; }
             button.primary type="submit" { "Sign in" }
         }
         p.muted { "A console opened with a read-only key can look but not change anything. From a terminal, "
             code { "sky console" } " opens it already signed in." }
     };
-    html(if error.is_some() { 401 } else { 200 }, layout::bare("Sign in · agentsky", &body))
+    html(error.map_or(200, |(status, _)| status), layout::bare("Sign in · agentsky", &body))
 }
 
-/// `POST /console/login`: a key from the form becomes a console session.
+/// `POST /console/login`: a key from the form becomes a console session. Where it returns to is checked
+/// first: a session is never opened for an answer that cannot be sent.
 pub async fn login(cx: &Cx<'_>, req: &HttpRequest) -> HttpResponse {
     if !same_origin(cx, req) {
         return super::error_page(403, "This form was sent from another site, so it was not acted on.");
     }
-    if let Err(e) = crate::domain::rate::rate_limit(cx, format!("console-login:{}", cx.client_ip), LOGINS_PER_MIN).await
-    {
-        return login_page(cx, req, Some(&e.message));
-    }
     let form = forms::pairs(&String::from_utf8_lossy(&req.body));
     let field = |name: &str| form.iter().find(|(k, _)| k == name).map(|(_, v)| v.trim().to_owned());
+    // Not trimmed: a line break at its end is refused like any other.
+    let next = form.iter().find(|(k, _)| k == "next").map(|(_, v)| v.as_str());
+    let next = match next_path(next) {
+        Ok(next) => next,
+        Err(why) => return login_form("/console", Some((400, &format!("{why}; you were not signed in.")))),
+    };
+    if let Err(e) = crate::domain::rate::rate_limit(cx, format!("console-login:{}", cx.client_ip), LOGINS_PER_MIN).await
+    {
+        return login_form(&next, Some((401, &e.message)));
+    }
     let key = field("key").unwrap_or_default();
-    let bad = || login_page(cx, req, Some("That key is not a live agentsky API key."));
+    let bad = || login_form(&next, Some((401, "That key is not a live agentsky API key.")));
     if !key.starts_with("ast_") || key.len() > 200 {
         return bad();
     }
     match store::keys::authenticate(cx.db(), &ids::hash_secret(&key), cx.now_ms).await {
-        Ok(Some(caller)) => open_session(cx, &caller.key_id, &next_path(field("next").as_deref())).await,
+        Ok(Some(caller)) => open_session(cx, &caller.key_id, &next).await,
         Ok(None) => bad(),
         Err(e) => super::error_page(500, &cx.internal(e).message),
     }
@@ -166,15 +182,13 @@ mod tests {
 
     #[test]
     fn after_sign_in_only_console_paths_are_followed() {
-        assert_eq!(next_path(Some("/console/w/ada/board")), "/console/w/ada/board");
-        for bad in [
-            None,
-            Some("https://evil.example/"),
-            Some("//evil.example/console"),
-            Some("/v1/keys"),
-            Some("/console\\@evil"),
-        ] {
-            assert_eq!(next_path(bad), "/console", "{bad:?}");
+        assert_eq!(next_path(Some("/console/w/ada/board")).unwrap(), "/console/w/ada/board");
+        assert_eq!(next_path(Some("/oauth/authorize?client_id=a")).unwrap(), "/oauth/authorize?client_id=a");
+        for elsewhere in [None, Some(""), Some("/v1/keys")] {
+            assert_eq!(next_path(elsewhere).unwrap(), "/console", "{elsewhere:?}");
+        }
+        for bad in ["https://evil.example/", "//evil.example/console", "/console\\@evil", "/console\r\nX: 1"] {
+            assert!(next_path(Some(bad)).unwrap_err().starts_with("`next` "), "{bad:?}");
         }
     }
 

@@ -417,3 +417,65 @@ fn a_huge_refused_value_makes_a_small_flash_cookie_and_a_short_error() {
     );
     assert!(api.json_body()["error"]["message"].as_str().unwrap().len() < 300, "{:?}", api.json_body());
 }
+
+#[test]
+fn a_line_break_in_next_is_refused_before_a_session_is_opened() {
+    let app = TestApp::new();
+    let ada = app.signup("Ada", "ada@example.com");
+    let login = |next: &str| {
+        app.send(request("POST", "/console/login", None, &form(&[("key", &ada.key), ("next", next)]), Some(ORIGIN)))
+    };
+    for (next, rule) in [
+        ("/console\r\nX:1", "control characters"),
+        ("/console/w/x\n", "control characters"),
+        ("/console\u{7f}", "control characters"),
+        ("/console/w/\u{20ac}", "printable ASCII"),
+        ("//evil.example/console", "a path on this site"),
+        ("/\\evil.example", "a path on this site"),
+        ("https://evil.example/", "a path on this site"),
+    ] {
+        let r = login(next);
+        assert_eq!(r.status, 400, "{next:?}: {}", text(&r));
+        assert!(r.header("set-cookie").is_none(), "{next:?}: no console session was opened");
+        assert!(r.header("location").is_none(), "{next:?}");
+        assert!(text(&r).contains("`next`") && text(&r).contains(rule), "{next:?}: {}", text(&r));
+    }
+    let long = format!("/console/{}", "a".repeat(3_000));
+    assert_eq!(login(&long).status, 400, "a bounded length");
+    // The page that carries `next` into the form refuses it as well, and still lets the person sign in.
+    let page = app.send(request("GET", "/console/login?next=%2Fconsole%0d%0aX:1", None, "", None));
+    assert_eq!(page.status, 400);
+    assert!(text(&page).contains("`next`") && !text(&page).contains("X:1"), "{}", text(&page));
+    // A good target is followed; one on this site outside the console goes to the console.
+    assert_eq!(login("/console/w/ada/board?x=%0d%0a").header("location"), Some("/console/w/ada/board?x=%0d%0a"));
+    assert_eq!(login("/v1/keys").header("location"), Some("/console"));
+}
+
+#[test]
+fn a_line_break_in_a_forms_back_is_refused_before_the_action_runs() {
+    let app = TestApp::new();
+    let ada = app.signup("Ada", "ada@example.com");
+    let cookie = sign_in(&app, &ada.key);
+    let ws = format!("/console/w/{}", ada.slug);
+    let (_, page) = get(&app, &cookie, &format!("{ws}/keys"));
+    let keys = || app.request("GET", "/v1/keys", Some(&ada.key), None).json_body()["keys"].as_array().unwrap().len();
+    let before = keys();
+    let create = |back: &str| {
+        let fields = [("name", "laptop"), ("scopes", "read"), ("csrf", &csrf(&page)), ("back", back)];
+        post(&app, &cookie, &format!("{ws}/op/create_key"), &fields)
+    };
+    for back in [format!("{ws}/keys\r\nX:1"), format!("{ws}/keys\u{0}"), format!("//evil.example{ws}")] {
+        let r = create(&back);
+        assert_eq!(r.status, 400, "{back:?}: {}", text(&r));
+        assert!(r.header("location").is_none() && r.header("set-cookie").is_none(), "{back:?}");
+        assert!(text(&r).contains("`back`"), "{back:?}: {}", text(&r));
+        assert_eq!(keys(), before, "{back:?}: the action did not run");
+    }
+    // An unknown action with a bad `back` is refused the same way, not redirected.
+    let fields = [("csrf", csrf(&page)), ("back", format!("{ws}\r\nX:1"))];
+    let body = form_urlencoded::Serializer::new(String::new()).extend_pairs(fields).finish();
+    assert_eq!(app.send(request("POST", &format!("{ws}/op/no_such"), Some(&cookie), &body, Some(ORIGIN))).status, 400);
+    let ok = create(&format!("{ws}/keys"));
+    assert_eq!(ok.status, 200, "the new key is shown once");
+    assert_eq!(keys(), before + 1);
+}
