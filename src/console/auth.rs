@@ -6,7 +6,7 @@ use super::{forms, html, layout, see_other};
 use crate::cx::Cx;
 use crate::http::{HttpRequest, HttpResponse};
 use crate::rules::{hmac, ids, redirect};
-use crate::store::{self, console::SignedIn};
+use crate::store::{self, console::LinkOwner, console::SignedIn};
 use maud::html as markup;
 
 const COOKIE: &str = "agentsky_console";
@@ -147,21 +147,117 @@ pub async fn login(cx: &Cx<'_>, req: &HttpRequest) -> HttpResponse {
     }
 }
 
-/// `GET /console/enter?t=…`: a one-time link from `sky console`, used once within a minute.
+/// `GET /console/enter?t=…`: a one-time link from `sky console`, used once within a minute. In a browser
+/// signed in as another account it asks first, so a link someone else made cannot quietly swap whose
+/// console this is (login CSRF); the answer is [`enter_confirmed`]. Every answer sends no referrer, so the
+/// token in the address goes nowhere.
 pub async fn enter(cx: &Cx<'_>, req: &HttpRequest) -> HttpResponse {
-    let token = forms::pairs(&req.query).into_iter().find(|(k, _)| k == "t").map(|(_, v)| v).unwrap_or_default();
+    let token = match link_token(&forms::pairs(&req.query)) {
+        Ok(token) => token,
+        Err(refused) => return no_referrer(refused),
+    };
+    if let Some((who, session)) = signed_in(cx, req).await {
+        match store::console::link_owner(cx.db(), &ids::hash_secret(&token), cx.now_ms).await {
+            Ok(Some(owner)) if owner.account_id != who.caller.account_id => {
+                return no_referrer(confirm_page(&who, &owner, &session, &token))
+            }
+            Ok(Some(_)) => {}
+            Ok(None) => return no_referrer(link_gone()),
+            Err(e) => return no_referrer(super::error_page(500, &cx.internal(e).message)),
+        }
+    }
+    no_referrer(match use_link(cx, &token).await {
+        // The redirect drops the token from the address bar.
+        Ok(key_id) => open_session(cx, &key_id, "/console").await,
+        Err(refused) => refused,
+    })
+}
+
+/// `POST /console/enter`: continue as the link's account, from [`confirm_page`]'s form. The sign-in it
+/// replaces ends (its cookie is overwritten anyway).
+pub async fn enter_confirmed(cx: &Cx<'_>, req: &HttpRequest) -> HttpResponse {
+    no_referrer(switch(cx, req).await)
+}
+
+async fn switch(cx: &Cx<'_>, req: &HttpRequest) -> HttpResponse {
+    if !same_origin_without_referrer(cx, req) {
+        return super::error_page(403, "This form was sent from another site, so it was not acted on.");
+    }
+    let form = forms::pairs(&String::from_utf8_lossy(&req.body));
+    let expired = || super::error_page(403, "This form has expired; open the sign-in link again.");
+    let Some((_, session)) = signed_in(cx, req).await else { return expired() };
+    if !csrf_ok(&session, &form) {
+        return expired();
+    }
+    let token = match link_token(&form) {
+        Ok(token) => token,
+        Err(refused) => return refused,
+    };
+    let key_id = match use_link(cx, &token).await {
+        Ok(key_id) => key_id,
+        Err(refused) => return refused,
+    };
+    if let Err(e) = store::console::end_session(cx.db(), &ids::hash_secret(&session), cx.now_ms).await {
+        cx.internal(e);
+    }
+    open_session(cx, &key_id, "/console").await
+}
+
+/// [`same_origin`] for a form on a page that sends no referrer: its browser says `Origin: null` then
+/// (Fetch, "serializing a request origin"), so `Sec-Fetch-Site` decides. Another site's sandboxed frame
+/// says null too, but never same-origin; the CSRF token is checked either way.
+fn same_origin_without_referrer(cx: &Cx<'_>, req: &HttpRequest) -> bool {
+    match req.header("origin") {
+        Some("null") => req.header("sec-fetch-site") == Some("same-origin"),
+        _ => same_origin(cx, req),
+    }
+}
+
+/// The `t` of a one-time link, or the page that says it is incomplete.
+fn link_token(pairs: &[(String, String)]) -> Result<String, HttpResponse> {
+    let token = pairs.iter().find(|(k, _)| k == "t").map(|(_, v)| v.clone()).unwrap_or_default();
     if token.is_empty() || token.len() > 200 {
-        return super::error_page(400, "This sign-in link is incomplete.");
+        return Err(super::error_page(400, "This sign-in link is incomplete."));
     }
-    match store::console::use_link(cx.db(), &ids::hash_secret(&token), cx.now_ms).await {
-        // The redirect drops the token from the address bar (and, with no-referrer, from everywhere).
-        Ok(Some(key_id)) => open_session(cx, &key_id, "/console").await,
-        Ok(None) => super::error_page(
-            410,
-            "This sign-in link was already used or has expired. Run `sky console` again, or sign in with a key.",
-        ),
-        Err(e) => super::error_page(500, &cx.internal(e).message),
+    Ok(token)
+}
+
+fn link_gone() -> HttpResponse {
+    super::error_page(
+        410,
+        "This sign-in link was already used or has expired. Run `sky console` again, or sign in with a key.",
+    )
+}
+
+/// Uses a one-time link up: the key it signs in with.
+async fn use_link(cx: &Cx<'_>, token: &str) -> Result<String, HttpResponse> {
+    match store::console::use_link(cx.db(), &ids::hash_secret(token), cx.now_ms).await {
+        Ok(Some(key_id)) => Ok(key_id),
+        Ok(None) => Err(link_gone()),
+        Err(e) => Err(super::error_page(500, &cx.internal(e).message)),
     }
+}
+
+/// "Continue as …?": another account's link in a browser signed in already. The form uses the link up and
+/// switches; "Stay as …" is a plain link to the console, and the sign-in link expires unused.
+fn confirm_page(who: &SignedIn, owner: &LinkOwner, session: &str, token: &str) -> HttpResponse {
+    let body = markup! {
+        p { "This sign-in link is for " strong { (owner.name) } " (" (owner.email) "), but this browser is signed in as "
+            strong { (who.name) } " (" (who.email) ")." }
+        form.card method="post" action="/console/enter" {
+            input type="hidden" name="csrf" value=(csrf_token(session));
+            input type="hidden" name="t" value=(token);
+            button.primary type="submit" { "Continue as " (owner.name) }
+        }
+        p { a href="/console" { "Stay as " (who.name) } }
+    };
+    html(200, layout::bare(&format!("Continue as {}? · agentsky", owner.name), &body))
+}
+
+/// The answer with no referrer: the token in `/console/enter`'s address goes nowhere, nor through the
+/// redirect (a redirect's own policy applies to where it leads).
+fn no_referrer(resp: HttpResponse) -> HttpResponse {
+    resp.set_header("referrer-policy", "no-referrer")
 }
 
 /// `POST /console/logout`

@@ -75,6 +75,7 @@ pub async fn serve(cx: Cx<'_>, req: &HttpRequest) -> HttpResponse {
         ("GET", "/console/login") => return auth::login_page(req),
         ("POST", "/console/login") => return auth::login(&cx, req).await,
         ("GET", "/console/enter") => return auth::enter(&cx, req).await,
+        ("POST", "/console/enter") => return auth::enter_confirmed(&cx, req).await,
         ("GET", _) if path.starts_with("/console/assets/") => return assets::serve(&path["/console/assets/".len()..]),
         _ => {}
     }

@@ -479,3 +479,81 @@ fn a_line_break_in_a_forms_back_is_refused_before_the_action_runs() {
     assert_eq!(ok.status, 200, "the new key is shown once");
     assert_eq!(keys(), before + 1);
 }
+
+/// A one-time link's path.
+fn link_path(app: &TestApp, key: &str) -> String {
+    let link = app.request("POST", "/v1/console/link", Some(key), None).json_body();
+    link["url"].as_str().unwrap()["http://127.0.0.1:8787".len()..].to_owned()
+}
+
+#[test]
+fn another_accounts_one_time_link_asks_before_it_switches() {
+    let app = TestApp::new();
+    let ada = app.signup("Ada", "ada@example.com");
+    let bo = app.signup("Bo", "bo@example.com");
+    let cookie = sign_in(&app, &ada.key);
+    let path = link_path(&app, &bo.key);
+    // Signed in as Ada, Bo's link asks; it neither signs in nor uses the link up.
+    for _ in 0..2 {
+        let r = app.send(request("GET", &path, Some(&cookie), "", None));
+        assert_eq!(r.status, 200, "{}", text(&r));
+        assert_eq!(r.header("referrer-policy"), Some("no-referrer"), "the token in the address goes nowhere");
+        assert!(r.header("set-cookie").is_none() && r.header("location").is_none());
+        let html = text(&r);
+        assert!(html.contains("Continue as Bo") && html.contains("bo@example.com"), "{html}");
+        assert!(html.contains("Stay as Ada") && html.contains("ada@example.com"), "{html}");
+        assert!(html.contains("method=\"post\" action=\"/console/enter\""), "{html}");
+        let csp = r.header("content-security-policy").unwrap();
+        assert!(csp.contains("script-src 'self'") && !csp.contains("unsafe-inline"), "{csp}");
+        assert_eq!(html.matches("<script").count(), 1, "only the console's own script");
+    }
+    assert_eq!(get(&app, &cookie, &format!("/console/w/{}", ada.slug)).0, 200, "still Ada");
+    let page = text(&app.send(request("GET", &path, Some(&cookie), "", None)));
+    let t = &path["/console/enter?t=".len()..];
+    let confirm = |fields: &[(&str, &str)], headers: &[(&str, &str)]| {
+        let mut req = request("POST", "/console/enter", Some(&cookie), &form(fields), None);
+        req.headers.extend(headers.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+        app.send(req)
+    };
+    let origin = [("origin", ORIGIN)];
+    let refused = [
+        confirm(&[("t", t)], &origin),
+        confirm(&[("t", t), ("csrf", &"0".repeat(64))], &origin),
+        confirm(&[("t", t), ("csrf", &csrf(&page))], &[("origin", "https://evil.example")]),
+        confirm(&[("t", t), ("csrf", &csrf(&page))], &[("origin", "null"), ("sec-fetch-site", "cross-site")]),
+    ];
+    for r in refused {
+        assert_eq!(r.status, 403, "{}", text(&r));
+        assert_eq!(r.header("referrer-policy"), Some("no-referrer"));
+    }
+    // The page's own form: with no-referrer a browser sends `Origin: null`, and says it is same-origin.
+    let r = confirm(&[("t", t), ("csrf", &csrf(&page))], &[("origin", "null"), ("sec-fetch-site", "same-origin")]);
+    assert_eq!(r.status, 303, "{}", text(&r));
+    assert_eq!(r.header("location"), Some("/console"));
+    assert_eq!(r.header("referrer-policy"), Some("no-referrer"));
+    let bos = r.header("set-cookie").unwrap().split(';').next().unwrap().to_owned();
+    assert_eq!(get(&app, &bos, &format!("/console/w/{}", bo.slug)).0, 200, "now Bo");
+    assert_eq!(
+        app.send(request("GET", &format!("/console/w/{}", ada.slug), Some(&cookie), "", None)).status,
+        303,
+        "Ada's sign-in ended"
+    );
+    let again = app.send(request("GET", &path, Some(&bos), "", None));
+    assert_eq!(again.status, 410, "used once");
+    assert_eq!(again.header("referrer-policy"), Some("no-referrer"));
+}
+
+#[test]
+fn a_one_time_link_of_the_same_account_or_with_no_session_signs_in_at_once() {
+    let app = TestApp::new();
+    let ada = app.signup("Ada", "ada@example.com");
+    let cookie = sign_in(&app, &ada.key);
+    let r = app.send(request("GET", &link_path(&app, &ada.key), Some(&cookie), "", None));
+    assert_eq!(r.status, 303, "{}", text(&r));
+    assert_eq!(r.header("referrer-policy"), Some("no-referrer"));
+    assert!(r.header("set-cookie").is_some());
+    let r = app.send(request("GET", &link_path(&app, &ada.key), None, "", None));
+    assert_eq!((r.status, r.header("referrer-policy")), (303, Some("no-referrer")));
+    let bad = app.send(request("GET", "/console/enter", None, "", None));
+    assert_eq!((bad.status, bad.header("referrer-policy")), (400, Some("no-referrer")));
+}
