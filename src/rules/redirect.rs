@@ -4,8 +4,9 @@
 //! before anything is done, and a bad one is a 400 that names the field. Never decides *which* paths a
 //! face follows (the console's own pages, an OAuth client's registered URIs): only what any of them must be.
 
-/// The longest target followed, in characters.
-pub const MAX_TARGET_CHARS: usize = 2_000;
+/// The longest target followed, in characters: room for an MCP client's whole authorization request
+/// (its `state` may be a long token), which the sign-in returns to.
+pub const MAX_TARGET_CHARS: usize = 8_000;
 
 /// Why `raw` cannot go into a `Location` header as it is; `None` when it can. A control character (a CR
 /// or LF would end the header) is named as such; anything else outside printable ASCII is refused too,
@@ -65,6 +66,6 @@ mod tests {
             assert!(e.starts_with("`next` ") && e.contains(why), "{bad:?}: {e}");
         }
         let long = format!("/{}", "a".repeat(MAX_TARGET_CHARS));
-        assert!(local_path("back", &long).unwrap_err().contains("at most 2000 characters"));
+        assert!(local_path("back", &long).unwrap_err().contains("at most 8000 characters"));
     }
 }
