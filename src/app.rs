@@ -54,13 +54,23 @@ pub async fn serve(env: &Env, req: HttpRequest, meta: RequestMeta) -> (HttpRespo
     req.stream = req.stream.take().map(|out| {
         out.with_header("x-request-id", request_id.clone()).with_header("x-trace-id", started.trace_id().to_owned())
     });
-    let resp = route(env, &req, meta).await;
+    let resp = withhold_unsendable(&req, route(env, &req, meta).await);
     let resp = resp
         .with_header("x-request-id", request_id.clone())
         .with_header("x-d1-queries", env.db.calls().to_string())
         .with_header("x-trace-id", started.trace_id().to_owned());
     let done = started.end(env, &request_id, &resp);
     (resp, done)
+}
+
+/// An answer the runtime could not send (a header with a line break) becomes a refusal that says so, not
+/// the runtime's bare 500. Every face checks what it puts in a header before acting; this is the last line.
+fn withhold_unsendable(req: &HttpRequest, resp: HttpResponse) -> HttpResponse {
+    let Some(name) = resp.unsendable_header() else { return resp };
+    crate::error::log_line(&format!("answer withheld: its `{name}` header held a character no header can carry"));
+    let message =
+        format!("this answer's `{name}` header would have held a character no header carries (such as a line break), so it was not sent");
+    refuse(req, &ApiError::invalid(message))
 }
 
 async fn route(env: &Env, req: &HttpRequest, meta: RequestMeta) -> HttpResponse {

@@ -4,6 +4,7 @@
 
 use crate::error::{ApiError, Code};
 pub use crate::identity::{Caller, Membership, Role};
+use crate::rules::params::{clipped, QUOTED_CHARS};
 use crate::rules::rate::Decision;
 use crate::session::{SessionCall, SessionReply};
 use crate::store::{Counted, Sql};
@@ -260,11 +261,14 @@ impl<'a> Cx<'a> {
         match (wanted, locked) {
             (Some(s), Some(l)) if s != l.slug => Err(ApiError::new(
                 Code::UniverseMismatch,
-                format!("this key is locked to workspace `{}`; it cannot use `{s}`", l.slug),
+                format!("this key is locked to workspace `{}`; it cannot use `{}`", l.slug, clipped(s, QUOTED_CHARS)),
             )),
             (_, Some(l)) => Ok(l),
             (Some(s), None) => caller.memberships.iter().find(|m| m.slug == s).ok_or_else(|| {
-                ApiError::new(Code::NotFound, format!("workspace `{s}` not found among yours; call list_workspaces"))
+                ApiError::new(
+                    Code::NotFound,
+                    format!("workspace `{}` not found among yours; call list_workspaces", clipped(s, QUOTED_CHARS)),
+                )
             }),
             (None, None) => caller
                 .memberships

@@ -145,6 +145,14 @@ impl HttpResponse {
         self.headers.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
     }
 
+    /// The first header whose value the runtime would refuse to send (it refuses the whole answer then,
+    /// and the client sees a bare 500): a control character other than a tab, or a character past Latin-1.
+    /// What goes into a header is checked where it is made; this is the last line behind those checks.
+    pub fn unsendable_header(&self) -> Option<&str> {
+        let sendable = |c: char| c == '\t' || matches!(c, ' '..='~' | '\u{80}'..='\u{ff}');
+        self.headers.iter().find(|(_, v)| !v.chars().all(sendable)).map(|(k, _)| k.as_str())
+    }
+
     /// The body parsed as JSON (tests and the edge use it); `Null` when it is not JSON.
     pub fn json_body(&self) -> serde_json::Value {
         serde_json::from_slice(&self.body).unwrap_or(serde_json::Value::Null)
@@ -178,7 +186,18 @@ pub fn form_value(encoded: &str, name: &str) -> Option<String> {
 
 #[cfg(test)]
 mod urls {
-    use super::path_and_query;
+    use super::{path_and_query, HttpResponse};
+
+    #[test]
+    fn a_header_with_a_line_break_is_found_before_the_runtime_refuses_the_answer() {
+        let split = HttpResponse::new(303).with_header("location", "/console\r\nX: 1");
+        assert_eq!(split.unsendable_header(), Some("location"));
+        for bad in ["a\0", "a\n", "a\u{7f}", "\u{20ac}"] {
+            assert_eq!(HttpResponse::new(200).with_header("x", bad).unsendable_header(), Some("x"), "{bad:?}");
+        }
+        let fine = HttpResponse::new(303).with_header("location", "/console").with_header("x", "caf\u{e9}\tok");
+        assert_eq!(fine.unsendable_header(), None, "a tab and Latin-1 are what a header can carry");
+    }
 
     #[test]
     fn the_path_and_query_are_read_off_the_serialized_url_as_a_full_parse_reads_them() {

@@ -5,8 +5,8 @@
 use super::{forms, html, layout, see_other};
 use crate::cx::Cx;
 use crate::http::{HttpRequest, HttpResponse};
-use crate::rules::{hmac, ids};
-use crate::store::{self, console::SignedIn};
+use crate::rules::{hmac, ids, redirect};
+use crate::store::{self, console::LinkOwner, console::SignedIn};
 use maud::html as markup;
 
 const COOKIE: &str = "agentsky_console";
@@ -68,14 +68,14 @@ fn set_cookie(cx: &Cx<'_>, token: &str, max_age_s: i64) -> String {
     format!("{COOKIE}={token}; Path=/; HttpOnly; SameSite=Lax; Max-Age={max_age_s}{secure}")
 }
 
-/// Where to go after signing in: a console path only, never another site.
-fn next_path(raw: Option<&str>) -> String {
-    match raw {
-        Some(p) if p.starts_with("/console") && !p.starts_with("//") && !p.contains('\\') => p.to_owned(),
-        // An MCP client's sign-in returns to its consent page.
-        Some(p) if p.starts_with("/oauth/authorize?") && !p.contains('\\') => p.to_owned(),
-        _ => "/console".to_owned(),
-    }
+/// Where to go after signing in: a console page, or an MCP client's consent page; another path of this
+/// site goes to the console. A target the redirect rule refuses is an error naming `next`.
+fn next_path(raw: Option<&str>) -> Result<String, String> {
+    let Some(raw) = raw.filter(|r| !r.is_empty()) else { return Ok("/console".to_owned()) };
+    let path = redirect::local_path("next", raw)?;
+    // An MCP client's sign-in returns to its consent page.
+    let followed = path.starts_with("/console") || path.starts_with("/oauth/authorize?");
+    Ok(if followed { path } else { "/console" }.to_owned())
 }
 
 /// Opens a console session for a key and sends the browser on.
@@ -93,66 +93,177 @@ async fn open_session(cx: &Cx<'_>, key_id: &str, next: &str) -> HttpResponse {
 }
 
 /// `GET /console/login`
-pub fn login_page(_cx: &Cx<'_>, req: &HttpRequest, error: Option<&str>) -> HttpResponse {
+pub fn login_page(req: &HttpRequest) -> HttpResponse {
     let next = forms::pairs(&req.query).into_iter().find(|(k, _)| k == "next").map(|(_, v)| v);
+    match next_path(next.as_deref()) {
+        Ok(next) => login_form(&next, None),
+        // Still a way to sign in: to the console.
+        Err(why) => login_form("/console", Some((400, &why))),
+    }
+}
+
+/// The sign-in form, returning to `next` (already checked), with what went wrong and its status.
+fn login_form(next: &str, error: Option<(u16, &str)>) -> HttpResponse {
     let body = markup! {
-        @if let Some(e) = error { p.error role="alert" { (e) } }
+        @if let Some((_, e)) = error { p.error role="alert" { (e) } }
         form.card method="post" action="/console/login" {
-            input type="hidden" name="next" value=(next_path(next.as_deref()));
+            input type="hidden" name="next" value=(next);
             label { "API key" input type="password" name="key" autocomplete="current-password" required placeholder="ast_…"; }
             button.primary type="submit" { "Sign in" }
         }
         p.muted { "A console opened with a read-only key can look but not change anything. From a terminal, "
             code { "sky console" } " opens it already signed in." }
     };
-    html(if error.is_some() { 401 } else { 200 }, layout::bare("Sign in · agentsky", &body))
+    html(error.map_or(200, |(status, _)| status), layout::bare("Sign in · agentsky", &body))
 }
 
-/// `POST /console/login`: a key from the form becomes a console session.
+/// `POST /console/login`: a key from the form becomes a console session. Where it returns to is checked
+/// first: a session is never opened for an answer that cannot be sent.
 pub async fn login(cx: &Cx<'_>, req: &HttpRequest) -> HttpResponse {
     if !same_origin(cx, req) {
         return super::error_page(403, "This form was sent from another site, so it was not acted on.");
     }
-    if let Err(e) = crate::domain::rate::rate_limit(cx, format!("console-login:{}", cx.client_ip), LOGINS_PER_MIN).await
-    {
-        return login_page(cx, req, Some(&e.message));
-    }
     let form = forms::pairs(&String::from_utf8_lossy(&req.body));
     let field = |name: &str| form.iter().find(|(k, _)| k == name).map(|(_, v)| v.trim().to_owned());
+    // Not trimmed: a line break at its end is refused like any other.
+    let next = form.iter().find(|(k, _)| k == "next").map(|(_, v)| v.as_str());
+    let next = match next_path(next) {
+        Ok(next) => next,
+        Err(why) => return login_form("/console", Some((400, &format!("{why}; you were not signed in.")))),
+    };
+    if let Err(e) = crate::domain::rate::rate_limit(cx, format!("console-login:{}", cx.client_ip), LOGINS_PER_MIN).await
+    {
+        return login_form(&next, Some((401, &e.message)));
+    }
     let key = field("key").unwrap_or_default();
-    let bad = || login_page(cx, req, Some("That key is not a live agentsky API key."));
+    let bad = || login_form(&next, Some((401, "That key is not a live agentsky API key.")));
     if !key.starts_with("ast_") || key.len() > 200 {
         return bad();
     }
     match store::keys::authenticate(cx.db(), &ids::hash_secret(&key), cx.now_ms).await {
         // An app's token is bound to `/v1/mcp`; a console session opened with it would outlive nothing
         // and do everything the console does.
-        Ok(Some(caller)) if caller.app.is_some() => login_page(
-            cx,
-            req,
-            Some("That is an app's OAuth access token: it works only for MCP at /v1/mcp. Sign in with an API key."),
+        Ok(Some(caller)) if caller.app.is_some() => login_form(
+            &next,
+            Some((401, "That is an app's OAuth access token: it works only for MCP at /v1/mcp. Sign in with an API key.")),
         ),
-        Ok(Some(caller)) => open_session(cx, &caller.key_id, &next_path(field("next").as_deref())).await,
+        Ok(Some(caller)) => open_session(cx, &caller.key_id, &next).await,
         Ok(None) => bad(),
         Err(e) => super::error_page(500, &cx.internal(e).message),
     }
 }
 
-/// `GET /console/enter?t=…`: a one-time link from `sky console`, used once within a minute.
+/// `GET /console/enter?t=…`: a one-time link from `sky console`, used once within a minute. In a browser
+/// signed in as another account it asks first, so a link someone else made cannot quietly swap whose
+/// console this is (login CSRF); the answer is [`enter_confirmed`]. Every answer sends no referrer, so the
+/// token in the address goes nowhere.
 pub async fn enter(cx: &Cx<'_>, req: &HttpRequest) -> HttpResponse {
-    let token = forms::pairs(&req.query).into_iter().find(|(k, _)| k == "t").map(|(_, v)| v).unwrap_or_default();
+    let token = match link_token(&forms::pairs(&req.query)) {
+        Ok(token) => token,
+        Err(refused) => return no_referrer(refused),
+    };
+    if let Some((who, session)) = signed_in(cx, req).await {
+        match store::console::link_owner(cx.db(), &ids::hash_secret(&token), cx.now_ms).await {
+            Ok(Some(owner)) if owner.account_id != who.caller.account_id => {
+                return no_referrer(confirm_page(&who, &owner, &session, &token))
+            }
+            Ok(Some(_)) => {}
+            Ok(None) => return no_referrer(link_gone()),
+            Err(e) => return no_referrer(super::error_page(500, &cx.internal(e).message)),
+        }
+    }
+    no_referrer(match use_link(cx, &token).await {
+        // The redirect drops the token from the address bar.
+        Ok(key_id) => open_session(cx, &key_id, "/console").await,
+        Err(refused) => refused,
+    })
+}
+
+/// `POST /console/enter`: continue as the link's account, from [`confirm_page`]'s form. The sign-in it
+/// replaces ends (its cookie is overwritten anyway).
+pub async fn enter_confirmed(cx: &Cx<'_>, req: &HttpRequest) -> HttpResponse {
+    no_referrer(switch(cx, req).await)
+}
+
+async fn switch(cx: &Cx<'_>, req: &HttpRequest) -> HttpResponse {
+    if !same_origin_without_referrer(cx, req) {
+        return super::error_page(403, "This form was sent from another site, so it was not acted on.");
+    }
+    let form = forms::pairs(&String::from_utf8_lossy(&req.body));
+    let expired = || super::error_page(403, "This form has expired; open the sign-in link again.");
+    let Some((_, session)) = signed_in(cx, req).await else { return expired() };
+    if !csrf_ok(&session, &form) {
+        return expired();
+    }
+    let token = match link_token(&form) {
+        Ok(token) => token,
+        Err(refused) => return refused,
+    };
+    let key_id = match use_link(cx, &token).await {
+        Ok(key_id) => key_id,
+        Err(refused) => return refused,
+    };
+    if let Err(e) = store::console::end_session(cx.db(), &ids::hash_secret(&session), cx.now_ms).await {
+        cx.internal(e);
+    }
+    open_session(cx, &key_id, "/console").await
+}
+
+/// [`same_origin`] for a form on a page that sends no referrer: its browser says `Origin: null` then
+/// (Fetch, "serializing a request origin"), so `Sec-Fetch-Site` decides. Another site's sandboxed frame
+/// says null too, but never same-origin; the CSRF token is checked either way.
+fn same_origin_without_referrer(cx: &Cx<'_>, req: &HttpRequest) -> bool {
+    match req.header("origin") {
+        Some("null") => req.header("sec-fetch-site") == Some("same-origin"),
+        _ => same_origin(cx, req),
+    }
+}
+
+/// The `t` of a one-time link, or the page that says it is incomplete.
+fn link_token(pairs: &[(String, String)]) -> Result<String, HttpResponse> {
+    let token = pairs.iter().find(|(k, _)| k == "t").map(|(_, v)| v.clone()).unwrap_or_default();
     if token.is_empty() || token.len() > 200 {
-        return super::error_page(400, "This sign-in link is incomplete.");
+        return Err(super::error_page(400, "This sign-in link is incomplete."));
     }
-    match store::console::use_link(cx.db(), &ids::hash_secret(&token), cx.now_ms).await {
-        // The redirect drops the token from the address bar (and, with no-referrer, from everywhere).
-        Ok(Some(key_id)) => open_session(cx, &key_id, "/console").await,
-        Ok(None) => super::error_page(
-            410,
-            "This sign-in link was already used or has expired. Run `sky console` again, or sign in with a key.",
-        ),
-        Err(e) => super::error_page(500, &cx.internal(e).message),
+    Ok(token)
+}
+
+fn link_gone() -> HttpResponse {
+    super::error_page(
+        410,
+        "This sign-in link was already used or has expired. Run `sky console` again, or sign in with a key.",
+    )
+}
+
+/// Uses a one-time link up: the key it signs in with.
+async fn use_link(cx: &Cx<'_>, token: &str) -> Result<String, HttpResponse> {
+    match store::console::use_link(cx.db(), &ids::hash_secret(token), cx.now_ms).await {
+        Ok(Some(key_id)) => Ok(key_id),
+        Ok(None) => Err(link_gone()),
+        Err(e) => Err(super::error_page(500, &cx.internal(e).message)),
     }
+}
+
+/// "Continue as …?": another account's link in a browser signed in already. The form uses the link up and
+/// switches; "Stay as …" is a plain link to the console, and the sign-in link expires unused.
+fn confirm_page(who: &SignedIn, owner: &LinkOwner, session: &str, token: &str) -> HttpResponse {
+    let body = markup! {
+        p { "This sign-in link is for " strong { (owner.name) } " (" (owner.email) "), but this browser is signed in as "
+            strong { (who.name) } " (" (who.email) ")." }
+        form.card method="post" action="/console/enter" {
+            input type="hidden" name="csrf" value=(csrf_token(session));
+            input type="hidden" name="t" value=(token);
+            button.primary type="submit" { "Continue as " (owner.name) }
+        }
+        p { a href="/console" { "Stay as " (who.name) } }
+    };
+    html(200, layout::bare(&format!("Continue as {}? · agentsky", owner.name), &body))
+}
+
+/// The answer with no referrer: the token in `/console/enter`'s address goes nowhere, nor through the
+/// redirect (a redirect's own policy applies to where it leads).
+fn no_referrer(resp: HttpResponse) -> HttpResponse {
+    resp.set_header("referrer-policy", "no-referrer")
 }
 
 /// `POST /console/logout`
@@ -173,15 +284,13 @@ mod tests {
 
     #[test]
     fn after_sign_in_only_console_paths_are_followed() {
-        assert_eq!(next_path(Some("/console/w/ada/board")), "/console/w/ada/board");
-        for bad in [
-            None,
-            Some("https://evil.example/"),
-            Some("//evil.example/console"),
-            Some("/v1/keys"),
-            Some("/console\\@evil"),
-        ] {
-            assert_eq!(next_path(bad), "/console", "{bad:?}");
+        assert_eq!(next_path(Some("/console/w/ada/board")).unwrap(), "/console/w/ada/board");
+        assert_eq!(next_path(Some("/oauth/authorize?client_id=a")).unwrap(), "/oauth/authorize?client_id=a");
+        for elsewhere in [None, Some(""), Some("/v1/keys")] {
+            assert_eq!(next_path(elsewhere).unwrap(), "/console", "{elsewhere:?}");
+        }
+        for bad in ["https://evil.example/", "//evil.example/console", "/console\\@evil", "/console\r\nX: 1"] {
+            assert!(next_path(Some(bad)).unwrap_err().starts_with("`next` "), "{bad:?}");
         }
     }
 

@@ -143,8 +143,13 @@ pub fn action(
     }
 }
 
+/// The most of a message a flash cookie carries: what an action said is a sentence, and a message that
+/// quotes what was sent must not grow a cookie past what browsers keep (about 4 KB).
+const FLASH_CHARS: usize = 300;
+
 /// The `Set-Cookie` that carries what an action said to the page it returns to.
 pub fn flash_cookie(ok: bool, message: &str) -> String {
+    let message = crate::rules::params::clipped(message, FLASH_CHARS);
     let value = URL_SAFE_NO_PAD.encode(serde_json::json!([ok, message]).to_string());
     format!("{FLASH}={value}; Path=/console; Max-Age=30; HttpOnly; SameSite=Lax")
 }

@@ -72,9 +72,10 @@ impl Ctx<'_> {
 pub async fn serve(cx: Cx<'_>, req: &HttpRequest) -> HttpResponse {
     let path = req.path.as_str();
     match (req.method.as_str(), path) {
-        ("GET", "/console/login") => return auth::login_page(&cx, req, None),
+        ("GET", "/console/login") => return auth::login_page(req),
         ("POST", "/console/login") => return auth::login(&cx, req).await,
         ("GET", "/console/enter") => return auth::enter(&cx, req).await,
+        ("POST", "/console/enter") => return auth::enter_confirmed(&cx, req).await,
         ("GET", _) if path.starts_with("/console/assets/") => return assets::serve(&path["/console/assets/".len()..]),
         _ => {}
     }

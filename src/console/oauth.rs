@@ -57,6 +57,11 @@ async fn client_and_redirect(cx: &Cx<'_>, params: Vec<(String, String)>) -> Resu
         None if client.redirect_uris.len() == 1 => client.redirect_uris[0].clone(),
         None => return Err(page(OAuthError::new("invalid_request", "`redirect_uri` is required"))),
     };
+    // Its answer goes into a `Location` header: refused here, before consent, when one cannot carry it
+    // (a loopback URI matches on its parsed form, which drops a line break the raw one still has).
+    if let Some(why) = crate::rules::redirect::unsendable(&redirect_uri) {
+        return Err(page(OAuthError::new("invalid_request", format!("`redirect_uri` {why}"))));
+    }
     let state = get(&params, "state").map(str::to_owned);
     Ok(Request { client, redirect_uri, state, params })
 }

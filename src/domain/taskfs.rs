@@ -256,7 +256,11 @@ impl<'de> serde::Deserialize<'de> for TaskPath {
             return Err(D::Error::custom(problem));
         }
         agentsky_wire::paths::normalize(&raw).map(TaskPath).map_err(|why| {
-            D::Error::custom(format!("{} (got {raw:?}); use a relative path like `notes/plan.md`", why.0))
+            D::Error::custom(format!(
+                "{} (got {}); use a relative path like `notes/plan.md`",
+                why.0,
+                crate::rules::params::quoted(&raw)
+            ))
         })
     }
 }

@@ -42,7 +42,10 @@ pub fn refusal(spec: &ServerSpec, req: &HttpRequest) -> Option<String> {
     if !spec.allowed_hosts.is_empty() {
         let host = req.header("host").map(str::trim).unwrap_or("");
         if !spec.allowed_hosts.iter().any(|h| h.eq_ignore_ascii_case(host)) {
-            return Some(format!("Forbidden: Host {host:?} is not served by this MCP endpoint"));
+            return Some(format!(
+                "Forbidden: Host {} is not served by this MCP endpoint",
+                crate::rules::params::quoted(host)
+            ));
         }
     }
     None

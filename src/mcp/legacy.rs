@@ -21,8 +21,9 @@ pub async fn serve(spec: &ServerSpec, host: &dyn ToolHost, req: &HttpRequest, re
     if let Some(version) = version_header {
         if !LEGACY_VERSIONS.contains(&version) && request.method != "initialize" {
             let message = format!(
-                "Bad Request: unsupported MCP-Protocol-Version {version:?}; this endpoint serves {} after \
+                "Bad Request: unsupported MCP-Protocol-Version {}; this endpoint serves {} after \
                  initialize, and 2026-07-28 with per-request _meta",
+                crate::rules::params::quoted(version),
                 LEGACY_VERSIONS.join(", ")
             );
             return rpc::error(400, Some(id), &RpcError::new(rpc::INVALID_REQUEST, message));

@@ -340,7 +340,10 @@ fn mrtr_fields(params: &Map<String, Value>) -> Result<Retry<'_>, RpcError> {
         None => None,
         Some(Value::Object(responses)) => {
             if let Some((key, _)) = responses.iter().find(|(_, v)| !v.is_object()) {
-                let message = format!("Invalid params: inputResponses[{key:?}] must be a result object");
+                let message = format!(
+                    "Invalid params: inputResponses[{}] must be a result object",
+                    crate::rules::params::quoted(key)
+                );
                 return Err(RpcError::invalid_params(message));
             }
             Some(responses)

@@ -76,7 +76,11 @@ async fn answer(
     if header != Some(version) {
         let message = match header {
             None => "Header mismatch: the MCP-Protocol-Version header is missing".to_owned(),
-            Some(h) => format!("Header mismatch: MCP-Protocol-Version {h:?} does not match _meta's {version:?}"),
+            Some(h) => format!(
+                "Header mismatch: MCP-Protocol-Version {} does not match _meta's {}",
+                crate::rules::params::quoted(h),
+                crate::rules::params::quoted(version)
+            ),
         };
         return Err(RpcError::header_mismatch(message));
     }
@@ -84,7 +88,7 @@ async fn answer(
         let message = if LEGACY_VERSIONS.contains(&version) {
             format!("Unsupported protocol version {version:?} with per-request _meta; it is served through initialize")
         } else {
-            format!("Unsupported protocol version {version:?}")
+            format!("Unsupported protocol version {}", crate::rules::params::quoted(version))
         };
         let data = json!({"supported": supported_versions(), "requested": version});
         return Err(RpcError::new(rpc::UNSUPPORTED_PROTOCOL_VERSION, message).with_data(data));
@@ -170,8 +174,11 @@ fn check_routing_headers(req: &HttpRequest, request: &Request) -> Result<(), Rpc
     match headers::single(req, headers::METHOD)? {
         Some(method) if method == request.method => {}
         Some(method) => {
-            let message =
-                format!("Header mismatch: Mcp-Method {method:?} does not match the body's {:?}", request.method);
+            let message = format!(
+                "Header mismatch: Mcp-Method {} does not match the body's {}",
+                crate::rules::params::quoted(method),
+                crate::rules::params::quoted(&request.method)
+            );
             return Err(RpcError::header_mismatch(message));
         }
         None => return Err(RpcError::header_mismatch("Header mismatch: the Mcp-Method header is missing")),
@@ -189,7 +196,9 @@ fn check_routing_headers(req: &HttpRequest, request: &Request) -> Result<(), Rpc
         None => Err(RpcError::header_mismatch("Header mismatch: the Mcp-Name header is missing")),
         Some(raw) if headers::decode(raw).as_deref() == Some(body_name) => Ok(()),
         Some(raw) => Err(RpcError::header_mismatch(format!(
-            "Header mismatch: Mcp-Name {raw:?} does not match the body's {name_key} {body_name:?}"
+            "Header mismatch: Mcp-Name {} does not match the body's {name_key} {}",
+            crate::rules::params::quoted(raw),
+            crate::rules::params::quoted(body_name)
         ))),
     }
 }

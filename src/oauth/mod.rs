@@ -263,7 +263,10 @@ async fn token(cx: &Cx<'_>, req: &HttpRequest, names: &Names) -> HttpResponse {
         Some("refresh_token") => refresh(cx, &f, names).await,
         Some(other) => Err(OAuthError::new(
             "unsupported_grant_type",
-            format!("`grant_type` {other:?} is not supported; use authorization_code or refresh_token"),
+            format!(
+                "`grant_type` {} is not supported; use authorization_code or refresh_token",
+                crate::rules::params::quoted(other)
+            ),
         )),
         None => Err(OAuthError::new("invalid_request", "`grant_type` is required")),
     };

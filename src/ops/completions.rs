@@ -20,18 +20,27 @@ use std::collections::HashSet;
 pub async fn complete(cx: &Cx<'_>, request: &Completion<'_>) -> Result<Completed, RpcError> {
     let fill = match request.reference {
         CompletionRef::Prompt(name) => {
-            let prompt = prompts::find(name)
-                .ok_or_else(|| RpcError::invalid_params(format!("Invalid params: no prompt named {name:?}")))?;
+            let prompt = prompts::find(name).ok_or_else(|| {
+                RpcError::invalid_params(format!(
+                    "Invalid params: no prompt named {}",
+                    crate::rules::params::quoted(name)
+                ))
+            })?;
             prompt.args.iter().find(|a| a.name == request.argument).map(|a| a.fill)
         }
         CompletionRef::Resource(uri) => {
-            let template = resources::find_template(uri)
-                .ok_or_else(|| RpcError::invalid_params(format!("Invalid params: no resource template {uri:?}")))?;
+            let template = resources::find_template(uri).ok_or_else(|| {
+                RpcError::invalid_params(format!(
+                    "Invalid params: no resource template {}",
+                    crate::rules::params::quoted(uri)
+                ))
+            })?;
             template_fill(template.kind, request.argument)
         }
     };
     let Some(fill) = fill else {
-        let message = format!("Invalid params: no argument named {:?} to complete", request.argument);
+        let message =
+            format!("Invalid params: no argument named {} to complete", crate::rules::params::quoted(request.argument));
         return Err(RpcError::invalid_params(message));
     };
     let context = |name: &str| request.context.get(name).and_then(Value::as_str).unwrap_or_default().to_owned();

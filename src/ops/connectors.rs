@@ -227,7 +227,11 @@ words! {
 /// `answer` as the word set of the request's kind (which kind it is, only the stored request knows).
 fn answer_of<W>(answer: &str, word: fn(&str) -> Option<W>, words: &[&str]) -> Result<W, ApiError> {
     word(answer).ok_or_else(|| {
-        ApiError::invalid(format!("`answer` must be one of {} for this request (got {answer:?})", words.join(", ")))
+        ApiError::invalid(format!(
+            "`answer` must be one of {} for this request (got {})",
+            words.join(", "),
+            crate::rules::params::quoted(answer)
+        ))
     })
 }
 

@@ -137,7 +137,10 @@ impl From<store::DbError> for TaskError {
 }
 
 fn unknown(task_id: &str) -> TaskError {
-    TaskError::Rpc(RpcError::invalid_params(format!("Invalid params: task {task_id:?} not found")))
+    TaskError::Rpc(RpcError::invalid_params(format!(
+        "Invalid params: task {} not found",
+        crate::rules::params::quoted(task_id)
+    )))
 }
 
 /// The calling key's task. Another key's, an expired one, or one whose workspace the caller has left is
@@ -351,8 +354,9 @@ async fn update(cx: &Cx<'_>, row: McpTaskRow, responses: &Map<String, Value>) ->
         let args = json!({"task_id": r.task_id, "request_id": r.request_id, "answer": answer});
         super::invoke(cx, op, args).await.map_err(|e| {
             TaskError::Rpc(RpcError::invalid_params(format!(
-                "Invalid params: inputResponses[{:?}]: {}",
-                r.request_id, e.message
+                "Invalid params: inputResponses[{}]: {}",
+                crate::rules::params::quoted(&r.request_id),
+                e.message
             )))
         })?;
     }

@@ -160,7 +160,11 @@ pub fn uri(kind: Kind, value: &str) -> String {
 pub async fn get(cx: &Cx<'_>, call: PromptCall<'_>) -> Result<Value, RpcError> {
     let Some(prompt) = find(call.name) else {
         let names: Vec<&str> = PROMPTS.iter().map(|p| p.name).collect();
-        let message = format!("Invalid params: no prompt named {:?}; prompts: {}", call.name, names.join(", "));
+        let message = format!(
+            "Invalid params: no prompt named {}; prompts: {}",
+            crate::rules::params::quoted(call.name),
+            names.join(", ")
+        );
         return Err(RpcError::invalid_params(message));
     };
     let args = Args(&call.arguments);
@@ -178,7 +182,10 @@ pub async fn get(cx: &Cx<'_>, call: PromptCall<'_>) -> Result<Value, RpcError> {
                 contents.into_iter().map(|r| json!({"role": "user", "content": {"type": "resource", "resource": r}})),
             ),
             Err(ReadFailure::NotFound) => {
-                let message = format!("Invalid params: {arg} {:?} names nothing you can read ({uri})", args.get(arg));
+                let message = format!(
+                    "Invalid params: {arg} {} names nothing you can read",
+                    crate::rules::params::quoted(args.get(arg))
+                );
                 return Err(RpcError::invalid_params(message));
             }
             Err(ReadFailure::Refused(e)) => return Err(e),

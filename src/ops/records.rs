@@ -58,9 +58,10 @@ fn check<'a>(
         "outcome"
     } else {
         return Err(ApiError::invalid(format!(
-            "`name` must be a decision ({}) or an outcome ({}) (got {name:?})",
+            "`name` must be a decision ({}) or an outcome ({}) (got {})",
             DECISIONS.join(", "),
-            OUTCOMES.join(", ")
+            OUTCOMES.join(", "),
+            crate::rules::params::quoted(name)
         )));
     };
     // Which values a name takes is the name's: the schema publishes them all, this pairs them.
@@ -75,7 +76,13 @@ fn check<'a>(
         None => return Err(ApiError::invalid(format!("`{name}` needs `value`: {}", words()))),
         Some(_) if takes.is_empty() => return Err(ApiError::invalid(format!("`{name}` takes no `value`"))),
         Some(v) if takes.iter().any(|t| t.as_str() == v) => {}
-        Some(v) => return Err(ApiError::invalid(format!("`value` must be {} for `{name}` (got {v:?})", words()))),
+        Some(v) => {
+            return Err(ApiError::invalid(format!(
+                "`value` must be {} for `{name}` (got {})",
+                words(),
+                crate::rules::params::quoted(v)
+            )))
+        }
     }
     let note = note.unwrap_or_default();
     limits::text("note", note, 0, 2_000)?;

@@ -43,7 +43,10 @@ fn check_name(name: &str) -> Result<(), ApiError> {
     if ok {
         Ok(())
     } else {
-        Err(ApiError::invalid(format!("`name` must be 1–64 of A–Z, 0–9 and _, starting with a letter (got {name:?})")))
+        Err(ApiError::invalid(format!(
+            "`name` must be 1–64 of A–Z, 0–9 and _, starting with a letter (got {})",
+            crate::rules::params::quoted(name)
+        )))
     }
 }
 

@@ -30,8 +30,9 @@ fn check_name(name: &str) -> Result<(), ApiError> {
     }
     Err(ApiError::invalid(format!(
         "`name` must be 1–{} lowercase letters, digits and single hyphens, not starting or ending with one, and not a \
-         Windows device name like `con` (got {name:?})",
-        rule::MAX_NAME_CHARS
+         Windows device name like `con` (got {})",
+        rule::MAX_NAME_CHARS,
+        crate::rules::params::quoted(name)
     )))
 }
 
@@ -41,8 +42,9 @@ pub fn check(name: &str, skill_md: &str, files: SkillFiles) -> Result<(String, B
     let fm = rule::front_matter(skill_md).map_err(|why| ApiError::invalid(format!("`skill_md`: {why}")))?;
     if fm.name != name {
         return Err(ApiError::invalid(format!(
-            "`skill_md`: the front matter's `name` ({:?}) must be the skill's name ({name:?})",
-            fm.name
+            "`skill_md`: the front matter's `name` ({}) must be the skill's name ({})",
+            crate::rules::params::quoted(&fm.name),
+            crate::rules::params::quoted(name)
         )));
     }
     let mut normal = BTreeMap::new();

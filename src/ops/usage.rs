@@ -59,8 +59,9 @@ pub struct SessionUsage {
 pub fn day(field: &str, value: Option<&str>, default_ms: i64) -> Result<i64, ApiError> {
     match value {
         None => Ok(default_ms.div_euclid(time::DAY_MS) * time::DAY_MS),
-        Some(s) => time::parse_day(s)
-            .ok_or_else(|| ApiError::invalid(format!("`{field}` must be a date, YYYY-MM-DD (got {s:?})"))),
+        Some(s) => time::parse_day(s).ok_or_else(|| {
+            ApiError::invalid(format!("`{field}` must be a date, YYYY-MM-DD (got {})", crate::rules::params::quoted(s)))
+        }),
     }
 }
 

@@ -3,6 +3,7 @@
 //! the gap, and a time repeated by a fall-back runs once.
 
 use crate::error::ApiError;
+use crate::rules::params::quoted;
 use chrono::{DateTime, TimeZone, Utc};
 use chrono_tz::Tz;
 use croner::parser::{CronParser, Seconds};
@@ -20,19 +21,21 @@ pub struct Schedule {
 pub fn parse(cron: &str, timezone: &str) -> Result<Schedule, ApiError> {
     let tz: Tz = timezone.parse().map_err(|_| {
         ApiError::invalid(format!(
-            "`timezone` must be an IANA time zone such as `Europe/Berlin` or `UTC` (got {timezone:?})"
+            "`timezone` must be an IANA time zone such as `Europe/Berlin` or `UTC` (got {})",
+            quoted(timezone)
         ))
     })?;
     if cron.split_whitespace().count() != 5 {
         return Err(ApiError::invalid(format!(
-            "`cron` must have 5 fields: minute hour day-of-month month day-of-week, e.g. `0 9 * * 1-5` (got {cron:?})"
+            "`cron` must have 5 fields: minute hour day-of-month month day-of-week, e.g. `0 9 * * 1-5` (got {})",
+            quoted(cron)
         )));
     }
     let cron = CronParser::builder()
         .seconds(Seconds::Disallowed)
         .build()
         .parse(cron)
-        .map_err(|e| ApiError::invalid(format!("`cron` is not a valid cron expression ({e}): {cron:?}")))?;
+        .map_err(|e| ApiError::invalid(format!("`cron` is not a valid cron expression ({e}): {}", quoted(cron))))?;
     Ok(Schedule { cron, tz })
 }
 

@@ -78,16 +78,6 @@ fn described(noun: &str, prefix: &str) -> String {
     format!("{article} {noun} id like {prefix}_…")
 }
 
-/// What a refusal quotes of a value it refuses: enough to recognise, never a flood.
-fn quoted(s: &str) -> String {
-    let cut: String = s.chars().take(40).collect();
-    if cut.len() < s.len() {
-        format!("{cut:?}…")
-    } else {
-        format!("{cut:?}")
-    }
-}
-
 /// An id of kind `K` as a parameter: anything but `K`'s shape is refused when decoded ("must be a
 /// session id like ses_…"), and the schema publishes the shape as `pattern`. A well-formed id that
 /// names nothing of the caller's is still the handler's `not_found`.
@@ -115,7 +105,7 @@ impl<K: Kind> TryFrom<String> for Id<K> {
         if is_id(&id, K::PREFIX) {
             Ok(Id { id, kind: PhantomData })
         } else {
-            Err(format!("must be {} (got {})", described(K::NOUN, K::PREFIX), quoted(&id)))
+            Err(format!("must be {} (got {})", described(K::NOUN, K::PREFIX), super::params::quoted(&id)))
         }
     }
 }
@@ -250,7 +240,7 @@ impl TryFrom<String> for AgentRef {
         if is_id(&s, "ag") || is_handle(&s) {
             Ok(AgentRef(s))
         } else {
-            Err(format!("must be {} or an @handle (got {})", described("agent", "ag"), quoted(&s)))
+            Err(format!("must be {} or an @handle (got {})", described("agent", "ag"), super::params::quoted(&s)))
         }
     }
 }
@@ -316,7 +306,7 @@ mod tests {
         let e = serde_json::from_value::<AgentId>(serde_json::json!(new_id("ses"))).unwrap_err().to_string();
         assert!(e.starts_with("must be an agent id like ag_…"), "{e}");
         let long = serde_json::from_value::<TaskId>(serde_json::json!("x".repeat(500))).unwrap_err().to_string();
-        assert!(long.len() < 120, "{long}");
+        assert!(long.len() < 160, "{long}");
         let schema = crate::rules::schema::input_schema::<KeyId>().to_value();
         assert_eq!(schema["pattern"], "^key_[0-9a-hjkmnp-tv-z]{26}$");
         // The pattern's class is the alphabet, letter for letter.

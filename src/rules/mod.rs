@@ -20,6 +20,7 @@ pub mod paths;
 pub mod policy;
 pub mod prices;
 pub mod rate;
+pub mod redirect;
 pub use agentsky_wire::redact;
 pub mod schema;
 pub mod seal;

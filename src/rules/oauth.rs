@@ -59,9 +59,15 @@ pub fn verifier_matches(verifier: &str, challenge: &str) -> bool {
 /// local listener), or a private-use scheme with a dot (`com.example.app:/cb`, RFC 8252 §7.1); never a
 /// fragment, never credentials.
 pub fn check_redirect_uri(field: &str, raw: &str) -> Result<(), OAuthError> {
-    let bad = |why: &str| Err(OAuthError::new("invalid_redirect_uri", format!("`{field}` {raw:?}: {why}")));
+    let bad = |why: &str| {
+        Err(OAuthError::new("invalid_redirect_uri", format!("`{field}` {}: {why}", crate::rules::params::quoted(raw))))
+    };
     if raw.len() > MAX_URI_LEN {
         return bad("is too long");
+    }
+    // A parse drops a line break that the raw URI, sent back in `Location`, would still carry.
+    if let Some(why) = crate::rules::redirect::unsendable(raw) {
+        return bad(why);
     }
     let Ok(url) = Url::parse(raw) else { return bad("is not an absolute URI") };
     if url.fragment().is_some() {
@@ -271,6 +277,17 @@ mod tests {
         {
             assert!(check_redirect_uri("r", bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_redirect_uri_with_a_line_break_is_refused_though_it_parses() {
+        for bad in ["https://a.example/cb\r\nX: 1", "http://127.0.0.1/cb\n", "https://a.example/\u{20ac}"] {
+            assert!(url::Url::parse(bad).is_ok(), "{bad:?}");
+            let e = check_redirect_uri("redirect_uris[0]", bad).unwrap_err();
+            assert!(e.description.starts_with("`redirect_uris[0]` "), "{}", e.description);
+        }
+        let long = format!("https://a.example/{}", "a".repeat(MAX_URI_LEN));
+        assert!(check_redirect_uri("r", &long).unwrap_err().description.len() < 200, "the value is not echoed whole");
     }
 
     #[test]

@@ -62,9 +62,9 @@ fn path_of(path: &serde_path_to_error::Path) -> String {
                 if !out.is_empty() {
                     out.push('.');
                 }
-                out.push_str(key);
+                out.push_str(&clipped(key, QUOTED_CHARS));
             }
-            Segment::Map { key } => out.push_str(&format!("[{key:?}]")),
+            Segment::Map { key } => out.push_str(&format!("[{}]", quoted(key))),
             Segment::Enum { variant } => out.push_str(&format!(".{variant}")),
             Segment::Unknown => out.push_str(".?"),
         }
@@ -91,6 +91,7 @@ pub fn explain(path: &str, serde: &str) -> String {
     }
     if let Some(rest) = serde.strip_prefix("unknown field `") {
         let (name, expected) = rest.split_once('`').unwrap_or((rest, ""));
+        let name = &*clipped(name, QUOTED_CHARS);
         // The path already ends with the unknown key.
         let at = if path.ends_with(name) { here } else { field(name) };
         return match expected.strip_prefix(", expected one of ").or(expected.strip_prefix(", expected ")) {
@@ -102,7 +103,7 @@ pub fn explain(path: &str, serde: &str) -> String {
         let (got, expected) = rest.split_once('`').unwrap_or((rest, ""));
         let allowed =
             expected.strip_prefix(", expected one of ").or(expected.strip_prefix(", expected ")).unwrap_or("");
-        return format!("{here} must be one of {} (got {got:?})", listed(allowed));
+        return format!("{here} must be one of {} (got {})", listed(allowed), quoted(got));
     }
     if let Some(rest) = serde.strip_prefix("invalid type: ") {
         let (got, expected) = rest.split_once(", expected ").unwrap_or((rest, ""));
@@ -111,7 +112,7 @@ pub fn explain(path: &str, serde: &str) -> String {
     if let Some(rest) = serde.strip_prefix("invalid value: ") {
         let (got, expected) = rest.split_once(", expected ").unwrap_or((rest, ""));
         let got = got.split_once(' ').map_or(got, |(_, v)| v).trim_matches('`');
-        return format!("{here} must be {} (got {got})", kind(expected));
+        return format!("{here} must be {} (got {})", kind(expected), clipped(got, QUOTED_CHARS));
     }
     if let Some(rest) = serde.strip_prefix("invalid length ") {
         let (got, expected) = rest.split_once(", expected ").unwrap_or((rest, ""));
@@ -161,6 +162,26 @@ fn got_kind(got: &str) -> &'static str {
         "map" => "an object",
         "null" | "unit" => "null",
         _ => "something else",
+    }
+}
+
+/// The most characters of a refused value an error quotes back.
+pub const QUOTED_CHARS: usize = 80;
+
+/// `text` cut to at most `max` characters (never inside one), with `…` when it was cut.
+pub fn clipped(text: &str, max: usize) -> Cow<'_, str> {
+    match text.char_indices().nth(max) {
+        Some((at, _)) => Cow::Owned(format!("{}…", &text[..at])),
+        None => Cow::Borrowed(text),
+    }
+}
+
+/// What a refusal quotes of a value it refuses: enough to recognise, never a flood (a message travels
+/// on into logs, tool results and the console's flash cookie). `"abc"`, or `"abc…"…` when cut.
+pub fn quoted(value: &str) -> String {
+    match value.char_indices().nth(QUOTED_CHARS) {
+        Some((at, _)) => format!("{:?}…", &value[..at]),
+        None => format!("{value:?}"),
     }
 }
 
@@ -459,7 +480,7 @@ impl<'de> Deserialize<'de> for EnvName {
         if ok {
             Ok(EnvName(s))
         } else {
-            Err(D::Error::custom(format!("must be named with 1–100 of A–Z, 0–9 and _ (got {s:?})")))
+            Err(D::Error::custom(format!("must be named with 1–100 of A–Z, 0–9 and _ (got {})", quoted(&s))))
         }
     }
 }
@@ -515,7 +536,7 @@ impl TryFrom<String> for Email {
         if ok {
             Ok(Email(value))
         } else {
-            Err(format!("must be an email address (got {value:?})"))
+            Err(format!("must be an email address (got {})", quoted(&value)))
         }
     }
 }
@@ -561,6 +582,24 @@ impl fmt::Display for Email {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_refused_value_is_quoted_short_and_cut_on_a_character() {
+        assert_eq!(quoted("ten"), "\"ten\"");
+        let long = "é".repeat(70_000);
+        let q = quoted(&long);
+        assert_eq!(q, format!("{:?}…", "é".repeat(QUOTED_CHARS)));
+        assert_eq!(clipped("abcdef", 3), "abc…");
+        assert_eq!(clipped("abc", 3), "abc");
+        for (args, field) in [
+            (json!({"name": "a", "thinking": "x".repeat(70_000)}), "`thinking`"),
+            (json!({"name": "a", "limit": "y".repeat(70_000)}), "`limit`"),
+            (json!({"name": "a", "z".repeat(70_000): 1}), "is not a known field"),
+        ] {
+            let e = decode::<P>(args).unwrap_err();
+            assert!(e.len() < 400 && e.contains(field), "{} chars: {}", e.len(), clipped(&e, 300));
+        }
+    }
 
     #[derive(Debug, Deserialize)]
     #[serde(deny_unknown_fields)]

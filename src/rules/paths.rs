@@ -7,7 +7,11 @@ use crate::error::ApiError;
 /// the `sky` runner): `./a//b` → `a/b`, in NFC; what it refuses is an `invalid_params` naming why.
 pub fn normalize(path: &str) -> Result<String, ApiError> {
     agentsky_wire::paths::normalize(path).map_err(|why| {
-        ApiError::invalid(format!("`path` {} (got {path:?}); use a relative path like `notes/plan.md`", why.0))
+        ApiError::invalid(format!(
+            "`path` {} (got {}); use a relative path like `notes/plan.md`",
+            why.0,
+            super::params::quoted(path)
+        ))
     })
 }
 

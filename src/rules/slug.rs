@@ -45,7 +45,8 @@ pub fn validate(field: &str, s: &str) -> Result<(), ApiError> {
         Ok(())
     } else {
         Err(ApiError::invalid(format!(
-            "`{field}` must be 2–40 characters of lower-case letters, digits and single dashes, starting with a letter (got {s:?})"
+            "`{field}` must be 2–40 characters of lower-case letters, digits and single dashes, starting with a letter (got {})",
+            super::params::quoted(s)
         )))
     }
 }

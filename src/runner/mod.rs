@@ -306,7 +306,8 @@ fn event(v: &Value) -> Result<ExternalEvent, ApiError> {
         Some("error") => EventKind::Error,
         other => {
             return Err(ApiError::invalid(format!(
-                "event `type` must be agent_message, tool_call, tool_result, status or error (got {other:?})"
+                "event `type` must be agent_message, tool_call, tool_result, status or error (got {})",
+                other.map_or_else(|| "none".to_owned(), crate::rules::params::quoted)
             )))
         }
     };
@@ -360,7 +361,12 @@ async fn events(cx: &Cx<'_>, runner: &store::runners::RunnerRow, req: &HttpReque
         None => None,
         Some("completed") => Some(TurnEnd::Completed),
         Some("failed") => Some(TurnEnd::Failed),
-        Some(other) => return Err(ApiError::invalid(format!("`done` must be completed or failed (got {other:?})"))),
+        Some(other) => {
+            return Err(ApiError::invalid(format!(
+                "`done` must be completed or failed (got {})",
+                crate::rules::params::quoted(other)
+            )))
+        }
     };
     if p.checks.iter().any(|c| c.command.len() > 2_000 || c.output.len() > 16 * 1024) {
         return Err(ApiError::invalid("a check holds a command of up to 2000 characters and up to 16 KiB of output"));

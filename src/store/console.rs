@@ -79,6 +79,25 @@ pub async fn create_link(db: &dyn Sql, link_hash: &str, key_id: &str, now_ms: i6
     db.all(stmt!(INSERT, link_hash, key_id, now_ms, expires_ms)).await.map(drop)
 }
 
+/// The account a one-time link signs in as.
+#[derive(Deserialize)]
+pub struct LinkOwner {
+    pub account_id: String,
+    pub name: String,
+    pub email: String,
+}
+
+/// Whose a one-time link is, without using it up: `None` when it was used or expired, or its key is no
+/// longer live (the conditions of [`use_link`]).
+pub async fn link_owner(db: &dyn Sql, link_hash: &str, now_ms: i64) -> DbResult<Option<LinkOwner>> {
+    const OWNER: &str = "SELECT a.account_id, a.name, a.email
+      FROM console_link l JOIN api_key k ON k.key_id = l.key_id JOIN account a ON a.account_id = k.account_id
+      WHERE l.link_hash = ?1 AND l.used_ms IS NULL AND l.expires_ms > ?2
+        AND k.revoked_ms IS NULL AND (k.expires_ms IS NULL OR k.expires_ms > ?2)";
+    let found: Vec<LinkOwner> = rows(db, stmt!(OWNER, link_hash, now_ms)).await?;
+    Ok(found.into_iter().next())
+}
+
 /// Uses a one-time link: the key it signs in with, once, while it is fresh and its key is live.
 pub async fn use_link(db: &dyn Sql, link_hash: &str, now_ms: i64) -> DbResult<Option<String>> {
     #[derive(Deserialize)]

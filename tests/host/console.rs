@@ -379,3 +379,181 @@ fn stop_turn_on_a_running_sessions_page_cancels_the_turn_and_the_session_stays()
     assert!(!page.contains(">Stop turn<"), "no turn runs: no button");
     assert!(page.contains("turn ended: cancelled"), "the transcript says so");
 }
+
+/// The body of an answer, as text.
+fn text(r: &HttpResponse) -> String {
+    String::from_utf8_lossy(&r.body).into_owned()
+}
+
+#[test]
+fn a_huge_refused_value_makes_a_small_flash_cookie_and_a_short_error() {
+    let app = TestApp::new();
+    let ada = app.signup("Ada", "ada@example.com");
+    let cookie = sign_in(&app, &ada.key);
+    let ws = format!("/console/w/{}", ada.slug);
+    let (_, page) = get(&app, &cookie, &format!("{ws}/keys"));
+    let huge = "x".repeat(70_000);
+    let r = post(
+        &app,
+        &cookie,
+        &format!("{ws}/op/create_key"),
+        &[("name", "laptop"), ("scopes", &huge), ("csrf", &csrf(&page))],
+    );
+    assert_eq!(r.status, 303);
+    let set = flash(&r);
+    assert!(set.len() < 1_200, "the flash cookie is {} bytes", set.len());
+    let shown = app.send(request("GET", &ws, Some(&format!("{cookie}; {}", set.split(';').next().unwrap())), "", None));
+    assert!(text(&shown).contains("must be one of read, write (got &quot;xxxx"), "{}", text(&shown));
+    assert!(text(&shown).contains('…'), "the echoed value says it was cut");
+    // The API's own error quotes no more of the value either.
+    let api = app.request("POST", "/v1/keys", Some(&ada.key), Some(json!({"name": "n", "scopes": [huge]})));
+    let message = api.json_body()["error"]["message"].as_str().unwrap().to_owned();
+    assert!(message.len() < 300 && message.contains("(got \"xxx"), "{message}");
+    let api = app.request(
+        "POST",
+        "/v1/keys",
+        Some(&ada.key),
+        Some(json!({"name": "n", "scopes": ["read"], "workspace": huge})),
+    );
+    assert!(api.json_body()["error"]["message"].as_str().unwrap().len() < 300, "{:?}", api.json_body());
+}
+
+#[test]
+fn a_line_break_in_next_is_refused_before_a_session_is_opened() {
+    let app = TestApp::new();
+    let ada = app.signup("Ada", "ada@example.com");
+    let login = |next: &str| {
+        app.send(request("POST", "/console/login", None, &form(&[("key", &ada.key), ("next", next)]), Some(ORIGIN)))
+    };
+    for (next, rule) in [
+        ("/console\r\nX:1", "control characters"),
+        ("/console/w/x\n", "control characters"),
+        ("/console\u{7f}", "control characters"),
+        ("/console/w/\u{20ac}", "printable ASCII"),
+        ("//evil.example/console", "a path on this site"),
+        ("/\\evil.example", "a path on this site"),
+        ("https://evil.example/", "a path on this site"),
+    ] {
+        let r = login(next);
+        assert_eq!(r.status, 400, "{next:?}: {}", text(&r));
+        assert!(r.header("set-cookie").is_none(), "{next:?}: no console session was opened");
+        assert!(r.header("location").is_none(), "{next:?}");
+        assert!(text(&r).contains("`next`") && text(&r).contains(rule), "{next:?}: {}", text(&r));
+    }
+    let long = format!("/console/{}", "a".repeat(9_000));
+    assert_eq!(login(&long).status, 400, "a bounded length");
+    // The page that carries `next` into the form refuses it as well, and still lets the person sign in.
+    let page = app.send(request("GET", "/console/login?next=%2Fconsole%0d%0aX:1", None, "", None));
+    assert_eq!(page.status, 400);
+    assert!(text(&page).contains("`next`") && !text(&page).contains("X:1"), "{}", text(&page));
+    // A good target is followed; one on this site outside the console goes to the console.
+    assert_eq!(login("/console/w/ada/board?x=%0d%0a").header("location"), Some("/console/w/ada/board?x=%0d%0a"));
+    assert_eq!(login("/v1/keys").header("location"), Some("/console"));
+}
+
+#[test]
+fn a_line_break_in_a_forms_back_is_refused_before_the_action_runs() {
+    let app = TestApp::new();
+    let ada = app.signup("Ada", "ada@example.com");
+    let cookie = sign_in(&app, &ada.key);
+    let ws = format!("/console/w/{}", ada.slug);
+    let (_, page) = get(&app, &cookie, &format!("{ws}/keys"));
+    let keys = || app.request("GET", "/v1/keys", Some(&ada.key), None).json_body()["keys"].as_array().unwrap().len();
+    let before = keys();
+    let create = |back: &str| {
+        let fields = [("name", "laptop"), ("scopes", "read"), ("csrf", &csrf(&page)), ("back", back)];
+        post(&app, &cookie, &format!("{ws}/op/create_key"), &fields)
+    };
+    for back in [format!("{ws}/keys\r\nX:1"), format!("{ws}/keys\u{0}"), format!("//evil.example{ws}")] {
+        let r = create(&back);
+        assert_eq!(r.status, 400, "{back:?}: {}", text(&r));
+        assert!(r.header("location").is_none() && r.header("set-cookie").is_none(), "{back:?}");
+        assert!(text(&r).contains("`back`"), "{back:?}: {}", text(&r));
+        assert_eq!(keys(), before, "{back:?}: the action did not run");
+    }
+    // An unknown action with a bad `back` is refused the same way, not redirected.
+    let fields = [("csrf", csrf(&page)), ("back", format!("{ws}\r\nX:1"))];
+    let body = form_urlencoded::Serializer::new(String::new()).extend_pairs(fields).finish();
+    assert_eq!(app.send(request("POST", &format!("{ws}/op/no_such"), Some(&cookie), &body, Some(ORIGIN))).status, 400);
+    let ok = create(&format!("{ws}/keys"));
+    assert_eq!(ok.status, 200, "the new key is shown once");
+    assert_eq!(keys(), before + 1);
+}
+
+/// A one-time link's path.
+fn link_path(app: &TestApp, key: &str) -> String {
+    let link = app.request("POST", "/v1/console/link", Some(key), None).json_body();
+    link["url"].as_str().unwrap()["http://127.0.0.1:8787".len()..].to_owned()
+}
+
+#[test]
+fn another_accounts_one_time_link_asks_before_it_switches() {
+    let app = TestApp::new();
+    let ada = app.signup("Ada", "ada@example.com");
+    let bo = app.signup("Bo", "bo@example.com");
+    let cookie = sign_in(&app, &ada.key);
+    let path = link_path(&app, &bo.key);
+    // Signed in as Ada, Bo's link asks; it neither signs in nor uses the link up.
+    for _ in 0..2 {
+        let r = app.send(request("GET", &path, Some(&cookie), "", None));
+        assert_eq!(r.status, 200, "{}", text(&r));
+        assert_eq!(r.header("referrer-policy"), Some("no-referrer"), "the token in the address goes nowhere");
+        assert!(r.header("set-cookie").is_none() && r.header("location").is_none());
+        let html = text(&r);
+        assert!(html.contains("Continue as Bo") && html.contains("bo@example.com"), "{html}");
+        assert!(html.contains("Stay as Ada") && html.contains("ada@example.com"), "{html}");
+        assert!(html.contains("method=\"post\" action=\"/console/enter\""), "{html}");
+        let csp = r.header("content-security-policy").unwrap();
+        assert!(csp.contains("script-src 'self'") && !csp.contains("unsafe-inline"), "{csp}");
+        assert_eq!(html.matches("<script").count(), 1, "only the console's own script");
+    }
+    assert_eq!(get(&app, &cookie, &format!("/console/w/{}", ada.slug)).0, 200, "still Ada");
+    let page = text(&app.send(request("GET", &path, Some(&cookie), "", None)));
+    let t = &path["/console/enter?t=".len()..];
+    let confirm = |fields: &[(&str, &str)], headers: &[(&str, &str)]| {
+        let mut req = request("POST", "/console/enter", Some(&cookie), &form(fields), None);
+        req.headers.extend(headers.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+        app.send(req)
+    };
+    let origin = [("origin", ORIGIN)];
+    let refused = [
+        confirm(&[("t", t)], &origin),
+        confirm(&[("t", t), ("csrf", &"0".repeat(64))], &origin),
+        confirm(&[("t", t), ("csrf", &csrf(&page))], &[("origin", "https://evil.example")]),
+        confirm(&[("t", t), ("csrf", &csrf(&page))], &[("origin", "null"), ("sec-fetch-site", "cross-site")]),
+    ];
+    for r in refused {
+        assert_eq!(r.status, 403, "{}", text(&r));
+        assert_eq!(r.header("referrer-policy"), Some("no-referrer"));
+    }
+    // The page's own form: with no-referrer a browser sends `Origin: null`, and says it is same-origin.
+    let r = confirm(&[("t", t), ("csrf", &csrf(&page))], &[("origin", "null"), ("sec-fetch-site", "same-origin")]);
+    assert_eq!(r.status, 303, "{}", text(&r));
+    assert_eq!(r.header("location"), Some("/console"));
+    assert_eq!(r.header("referrer-policy"), Some("no-referrer"));
+    let bos = r.header("set-cookie").unwrap().split(';').next().unwrap().to_owned();
+    assert_eq!(get(&app, &bos, &format!("/console/w/{}", bo.slug)).0, 200, "now Bo");
+    assert_eq!(
+        app.send(request("GET", &format!("/console/w/{}", ada.slug), Some(&cookie), "", None)).status,
+        303,
+        "Ada's sign-in ended"
+    );
+    let again = app.send(request("GET", &path, Some(&bos), "", None));
+    assert_eq!(again.status, 410, "used once");
+    assert_eq!(again.header("referrer-policy"), Some("no-referrer"));
+}
+
+#[test]
+fn a_one_time_link_of_the_same_account_or_with_no_session_signs_in_at_once() {
+    let app = TestApp::new();
+    let ada = app.signup("Ada", "ada@example.com");
+    let cookie = sign_in(&app, &ada.key);
+    let r = app.send(request("GET", &link_path(&app, &ada.key), Some(&cookie), "", None));
+    assert_eq!(r.status, 303, "{}", text(&r));
+    assert_eq!(r.header("referrer-policy"), Some("no-referrer"));
+    assert!(r.header("set-cookie").is_some());
+    let r = app.send(request("GET", &link_path(&app, &ada.key), None, "", None));
+    assert_eq!((r.status, r.header("referrer-policy")), (303, Some("no-referrer")));
+    let bad = app.send(request("GET", "/console/enter", None, "", None));
+    assert_eq!((bad.status, bad.header("referrer-policy")), (400, Some("no-referrer")));
+}

@@ -616,3 +616,23 @@ fn bad_token_requests_get_rfc_6749_errors_never_a_500() {
     let r = app.send(request("GET", "/oauth/token", None, ""));
     assert_eq!(r.status, 405);
 }
+
+#[test]
+fn a_loopback_redirect_uri_with_a_line_break_is_refused_before_consent() {
+    let app = TestApp::new();
+    let ada = app.signup("Ada", "ada@example.com");
+    let client_id = client(&app);
+    let cookie = sign_in(&app, &ada.key);
+    // It parses to the registered loopback URI (a parse drops the line break), but `Location` cannot carry it.
+    let q = authorize_query(&client_id, "http://127.0.0.1:49152/call\r\nback", "read");
+    for method in ["GET", "POST"] {
+        let (path, body) = match method {
+            "GET" => (format!("/oauth/authorize?{q}"), String::new()),
+            _ => ("/oauth/authorize".to_owned(), format!("{q}&decision=approve&access=read")),
+        };
+        let r = app.send(request(method, &path, Some(&cookie), &body));
+        assert_eq!(r.status, 400, "{method}: {}", String::from_utf8_lossy(&r.body));
+        assert!(r.header("location").is_none(), "{method}");
+        assert!(String::from_utf8_lossy(&r.body).contains("`redirect_uri` must not contain control characters"));
+    }
+}

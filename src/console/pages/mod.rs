@@ -19,6 +19,7 @@ use super::layout::{self, Shell};
 use super::{forms, html, see_other, Ctx};
 use crate::error::ApiError;
 use crate::http::HttpResponse;
+use crate::rules::redirect;
 use maud::{html as markup, Markup};
 use serde_json::{json, Value};
 
@@ -111,12 +112,16 @@ const CHECKOUT: &[&str] = &["top_up", "save_card"];
 
 /// `POST /console/w/<ws>/op/<operation>`: one operation with the form's fields, as the signed-in key.
 pub async fn act(p: &Ctx<'_>, sub: &str, form: Vec<(String, String)>) -> HttpResponse {
-    let back = form
-        .iter()
-        .find(|(k, _)| k == "back")
-        .map(|(_, v)| v.clone())
-        .filter(|b| b.starts_with(&format!("/console/w/{}", p.ws.slug)) && !b.contains("//"))
-        .unwrap_or_else(|| p.link(""));
+    // Where to return is checked before anything is done: an action never runs for an answer that
+    // cannot be sent. A page of another workspace returns to this one's.
+    let back = match form.iter().find(|(k, _)| k == "back") {
+        None => p.link(""),
+        Some((_, raw)) => match redirect::local_path("back", raw) {
+            Ok(b) if b.starts_with(&p.link("")) && !b.contains("//") => b.to_owned(),
+            Ok(_) => p.link(""),
+            Err(why) => return super::error_page(400, &format!("{why}; nothing was done.")),
+        },
+    };
     let Some(op) = sub.strip_prefix("op/").and_then(crate::ops::find) else {
         return see_other(&back).with_header("set-cookie", layout::flash_cookie(false, "No such action."));
     };
