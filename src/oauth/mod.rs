@@ -191,7 +191,7 @@ async fn fetch_document(cx: &Cx<'_>, url: &str) -> Result<Value, OAuthError> {
     let bad =
         |why: String| OAuthError::new("invalid_client", format!("the client metadata document at `client_id`: {why}"));
     let egress = crate::egress::Egress::new(&*cx.env.net, &cx.env.config);
-    let fetch = Box::pin(egress.get("client_id", url));
+    let fetch = Box::pin(egress.get("client_id", url, DOCUMENT_MAX_BYTES));
     let resp = match select(fetch, cx.env.clock.sleep(DOCUMENT_TIMEOUT_MS)).await {
         Either::Left((r, _)) => r.map_err(bad)?,
         Either::Right(_) => return Err(bad(format!("no answer within {} seconds", DOCUMENT_TIMEOUT_MS / 1000))),

@@ -556,3 +556,29 @@ fn bad_token_requests_get_rfc_6749_errors_never_a_500() {
     let r = app.send(request("GET", "/oauth/token", None, ""));
     assert_eq!(r.status, 405);
 }
+
+/// `GET /oauth/authorize` naming `client_id`, from `ip`, signed in with `cookie` or anonymous.
+fn authorize_request(client_id: &str, cookie: Option<&str>, ip: &str) -> HttpRequest {
+    let q = authorize_query(client_id, REDIRECT, "read");
+    let mut req = request("GET", &format!("/oauth/authorize?{q}"), cookie, "");
+    req.client_ip = ip.into();
+    req
+}
+
+fn authorize_from(app: &TestApp, client_id: &str, cookie: Option<&str>, ip: &str) -> HttpResponse {
+    app.send(authorize_request(client_id, cookie, ip))
+}
+
+fn loopback_app() -> TestApp {
+    TestApp::with_config(Config { allow_loopback_http: true, ..TestApp::config() })
+}
+
+#[test]
+fn a_document_over_5_kb_is_refused_without_reading_the_rest_of_it() {
+    let app = loopback_app();
+    app.sessions.net.answer(|_| HttpResponse::text(200, "application/json", vec![b' '; 8 << 20]));
+    let r = authorize_from(&app, "http://127.0.0.1:9911/huge.json", None, "198.51.100.1");
+    assert_eq!(r.status, 400);
+    let taken = app.sessions.net.taken.get();
+    assert!(taken <= 5 * 1024 + crate::support::NET_CHUNK_BYTES, "{taken} bytes of 8 MB were read");
+}
