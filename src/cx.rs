@@ -104,9 +104,11 @@ pub struct Outbound {
 /// The network, for harnesses: `fetch` in the Worker, a scripted stand-in in host tests.
 pub trait Net {
     fn post(&self, req: Outbound) -> LocalBoxFuture<'_, Result<crate::http::HttpResponse, String>>;
-    /// One outbound GET of `req.url` (its body is ignored): OAuth client metadata documents.
-    fn get(&self, req: Outbound) -> LocalBoxFuture<'_, Result<crate::http::HttpResponse, String>> {
-        let _ = req;
+    /// One outbound GET of `req.url` (its body is ignored): OAuth client metadata documents, Stripe's API.
+    /// The answer's body is read as it arrives and at most `max_bytes + 1` of it is kept: a longer one
+    /// comes back cut there, the rest never downloaded, so the caller sees that it is over its limit.
+    fn get(&self, req: Outbound, max_bytes: usize) -> LocalBoxFuture<'_, Result<crate::http::HttpResponse, String>> {
+        let _ = (req, max_bytes);
         Box::pin(async { Err("this network cannot GET".to_owned()) })
     }
 }

@@ -51,8 +51,9 @@ impl<'a> Egress<'a> {
 impl Egress<'_> {
     /// GETs `raw` (`what` names it in errors) under the outbound rule. A redirect is refused: what is
     /// fetched this way (an OAuth client's metadata document) must be served at the URL that names it.
-    pub async fn get(&self, what: &str, raw: &str) -> Result<HttpResponse, String> {
-        self.get_with(what, raw, vec![]).await
+    /// At most `max_bytes + 1` of the body is read ([`Net::get`]); the caller refuses a longer one.
+    pub async fn get(&self, what: &str, raw: &str, max_bytes: usize) -> Result<HttpResponse, String> {
+        self.get_with(what, raw, vec![], max_bytes).await
     }
 
     /// [`Egress::get`] with request headers besides `accept` (an API's credentials).
@@ -61,6 +62,7 @@ impl Egress<'_> {
         what: &str,
         raw: &str,
         headers: Vec<(String, String)>,
+        max_bytes: usize,
     ) -> Result<HttpResponse, String> {
         let url = outbound::check(what, raw, self.loopback_http)?;
         let mut out = Outbound {
@@ -69,7 +71,7 @@ impl Egress<'_> {
             body: vec![],
         };
         out.headers.extend(headers);
-        let resp = self.net.get(out).await.map_err(|e| outbound::snippet(&e))?;
+        let resp = self.net.get(out, max_bytes).await.map_err(|e| outbound::snippet(&e))?;
         if (300..400).contains(&resp.status) {
             return Err(format!("`{what}` answered with a redirect (HTTP {}), which is not followed", resp.status));
         }

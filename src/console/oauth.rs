@@ -41,14 +41,23 @@ const FIELDS: [&str; 8] = [
     "resource",
 ];
 
-/// Resolves the client and redirect URI; an `Err` is a page shown here, never a redirect.
-async fn client_and_redirect(cx: &Cx<'_>, params: Vec<(String, String)>) -> Result<Request, HttpResponse> {
+/// Resolves the client and redirect URI; an `Err` is a page shown here, never a redirect. A client named
+/// by its metadata document is fetched at most 10 times a minute per address unless `signed_in`.
+async fn client_and_redirect(
+    cx: &Cx<'_>,
+    req: &HttpRequest,
+    params: Vec<(String, String)>,
+    signed_in: bool,
+) -> Result<Request, HttpResponse> {
     let params: Vec<(String, String)> = params.into_iter().filter(|(k, _)| FIELDS.contains(&k.as_str())).collect();
     let page = |e: OAuthError| error_page(400, &format!("This sign-in request is not valid: {}", e.description));
     let Some(client_id) = get(&params, "client_id") else {
         return Err(page(OAuthError::new("invalid_request", "`client_id` is missing")));
     };
-    let client = oauth::resolve_client(cx, client_id).await.map_err(page)?;
+    let client = oauth::resolve_client(cx, req, client_id, signed_in).await.map_err(|e| match e.status {
+        400 => page(e.error),
+        status => error_page(status, &e.error.description),
+    })?;
     let redirect_uri = match get(&params, "redirect_uri") {
         Some(r) if rules::redirect_matches(&client.redirect_uris, r) => r.to_owned(),
         Some(_) => {
@@ -141,7 +150,8 @@ pub async fn authorize(cx: Cx<'_>, req: &HttpRequest) -> HttpResponse {
         return error_page(405, "Use GET or POST.");
     }
     let params = if posted { forms::pairs(&String::from_utf8_lossy(&req.body)) } else { forms::pairs(&req.query) };
-    let r = match client_and_redirect(&cx, params.clone()).await {
+    let signed_in = auth::signed_in(&cx, req).await;
+    let r = match client_and_redirect(&cx, req, params.clone(), signed_in.is_some()).await {
         Ok(r) => r,
         Err(page) => return page,
     };
@@ -150,7 +160,7 @@ pub async fn authorize(cx: Cx<'_>, req: &HttpRequest) -> HttpResponse {
         Err(e) => return refuse(&r, &names.issuer, &e),
     };
     let mut cx = cx;
-    let Some((who, token)) = auth::signed_in(&cx, req).await else {
+    let Some((who, token)) = signed_in else {
         if posted {
             return error_page(401, "Your console sign-in ended; start connecting the app again.");
         }

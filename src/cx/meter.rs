@@ -127,14 +127,18 @@ pub struct ObservedNet<N> {
 }
 
 impl<N: Net> ObservedNet<N> {
-    async fn observed(&self, mut out: Outbound, get: bool) -> Result<HttpResponse, String> {
+    /// `get` is the GET's body limit; `None` is a POST.
+    async fn observed(&self, mut out: Outbound, get: Option<usize>) -> Result<HttpResponse, String> {
         out.headers.retain(|(k, _)| !k.eq_ignore_ascii_case("traceparent"));
         if let Some(tp) = self.meter.child_traceparent() {
             out.headers.push(("traceparent".into(), tp));
         }
         let host = host_of(&out.url);
         let started = (self.now_ms)();
-        let result = if get { self.inner.get(out).await } else { self.inner.post(out).await };
+        let result = match get {
+            Some(max_bytes) => self.inner.get(out, max_bytes).await,
+            None => self.inner.post(out).await,
+        };
         let status = result.as_ref().map_or(0, |r| r.status);
         self.meter.record_outbound(OutboundCall { host, status, ms: (self.now_ms)() - started });
         result
@@ -143,9 +147,9 @@ impl<N: Net> ObservedNet<N> {
 
 impl<N: Net> Net for ObservedNet<N> {
     fn post(&self, out: Outbound) -> LocalBoxFuture<'_, Result<HttpResponse, String>> {
-        Box::pin(self.observed(out, false))
+        Box::pin(self.observed(out, None))
     }
-    fn get(&self, out: Outbound) -> LocalBoxFuture<'_, Result<HttpResponse, String>> {
-        Box::pin(self.observed(out, true))
+    fn get(&self, out: Outbound, max_bytes: usize) -> LocalBoxFuture<'_, Result<HttpResponse, String>> {
+        Box::pin(self.observed(out, Some(max_bytes)))
     }
 }

@@ -11,6 +11,8 @@ use crate::store::{self, billing::AutoTopUp, Sql};
 use serde_json::Value;
 
 const DEFAULT_API_BASE: &str = "https://api.stripe.com";
+/// The most of a GET's answer read: Stripe's objects are a few kilobytes.
+const MAX_ANSWER_BYTES: usize = 1 << 20;
 
 /// What the top-up tools answer on a deployment without Stripe.
 pub fn not_configured() -> ApiError {
@@ -71,7 +73,12 @@ impl<'a> Stripe<'a> {
     }
 
     async fn get(&self, path: &str) -> Result<Value, String> {
-        Self::answer(self.egress.get_with("STRIPE_API_BASE", &format!("{}{path}", self.base), self.headers()).await)
+        let url = format!("{}{path}", self.base);
+        let resp = self.egress.get_with("STRIPE_API_BASE", &url, self.headers(), MAX_ANSWER_BYTES).await?;
+        if resp.body.len() > MAX_ANSWER_BYTES {
+            return Err(format!("Stripe answered with more than {MAX_ANSWER_BYTES} bytes"));
+        }
+        Self::answer(Ok(resp))
     }
 
     /// A new customer for the workspace; the caller remembers it (`store::billing::remember_customer`).

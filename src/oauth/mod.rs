@@ -1,8 +1,9 @@
 //! OAuth 2.1 authorization for MCP clients that cannot send a bearer header (MCP authorization spec,
 //! 2025-06-18 and later): discovery (RFC 9728 protected-resource metadata, RFC 8414 server metadata),
-//! clients (Client ID Metadata Documents fetched through [`crate::egress`], RFC 7591 registration of public
-//! clients), the token endpoint (authorization code with PKCE, rotating refresh tokens) and revocation
-//! (RFC 7009). The consent page is the console's ([`crate::console::authorize`]).
+//! clients (Client ID Metadata Documents fetched through [`crate::egress`], guarded because anyone may name
+//! one before signing in ([`resolve_client`]); RFC 7591 registration of public clients), the token
+//! endpoint (authorization code with PKCE, rotating refresh tokens) and revocation (RFC 7009). The consent
+//! page is the console's ([`crate::console::authorize`]).
 //!
 //! An access token is an `ast_…` API key row linked to its grant, so every face serves it exactly as a key
 //! with the granted scope and workspace lock. Nothing here logs or echoes a code or token.
@@ -13,6 +14,7 @@ use crate::rules::oauth::{self as rules, OAuthError};
 use crate::rules::{ids, outbound};
 use crate::store::{self, oauth::Used};
 use serde_json::{json, Value};
+use url::Url;
 
 /// The MCP endpoint this server protects, below the issuer.
 pub const RESOURCE_PATH: &str = "/v1/mcp";
@@ -22,8 +24,17 @@ const ACCESS_MS: i64 = 3_600_000;
 const REFRESH_MS: i64 = 30 * 86_400_000;
 /// A metadata document is fetched again after this.
 const DOCUMENT_CACHE_MS: i64 = 3_600_000;
+/// A metadata document that could not be used is not fetched again, by anyone, for this long.
+const DOCUMENT_FAILURE_MS: i64 = 5 * 60_000;
 const DOCUMENT_MAX_BYTES: usize = 5 * 1024;
 const DOCUMENT_TIMEOUT_MS: i64 = 5_000;
+/// Metadata-document fetches one address may cause a minute before signing in.
+const DOCUMENTS_PER_MIN: u32 = 10;
+/// What the caller hears for every way a metadata document fails: telling a 404 from a timeout or a body
+/// that is not JSON would let anyone probe what this server can reach. The request's log line says which
+/// (its `error_code`, `client_document_…`).
+const UNUSABLE: &str =
+    "the client metadata document at `client_id` could not be used; it is not fetched again for 5 minutes";
 const REGISTRATIONS_PER_MIN: u32 = 20;
 const TOKEN_CALLS_PER_MIN: u32 = 120;
 
@@ -145,28 +156,83 @@ fn field<'f>(form: &'f [(String, String)], name: &str) -> Option<&'f str> {
     form.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str()).filter(|v| !v.is_empty())
 }
 
+/// A client that cannot be used, and the status its page answers with.
+#[derive(Debug)]
+pub struct Unresolved {
+    pub status: u16,
+    pub error: OAuthError,
+}
+
+impl From<OAuthError> for Unresolved {
+    fn from(error: OAuthError) -> Self {
+        Self { status: 400, error }
+    }
+}
+
 /// The client behind `client_id`: a registered one, or a metadata document (from the cache while it is
-/// fresh, else fetched under the outbound rule, at most 5 KB, within 5 seconds).
-pub async fn resolve_client(cx: &Cx<'_>, client_id: &str) -> Result<store::oauth::ClientRow, OAuthError> {
+/// fresh, else fetched under the outbound rule, at most 5 KB, within 5 seconds). Anyone can name any URL
+/// before signing in, so a fetch is guarded: never this server itself (a `client_id` nesting this page's
+/// own URL would make it call itself), a failed document is not fetched again for 5 minutes, for anyone,
+/// and an address that is not `signed_in` may cause 10 fetches a minute.
+pub async fn resolve_client(
+    cx: &Cx<'_>,
+    req: &HttpRequest,
+    client_id: &str,
+    signed_in: bool,
+) -> Result<store::oauth::ClientRow, Unresolved> {
     let unknown = || OAuthError::new("invalid_client", "unknown `client_id`");
-    let db_err = |e| OAuthError::new("temporarily_unavailable", cx.internal(e).message);
+    let db_err =
+        |e| Unresolved { status: 503, error: OAuthError::new("temporarily_unavailable", cx.internal(e).message) };
     if ids::is_id(client_id, "oac") {
-        return store::oauth::client(cx.db(), client_id).await.map_err(db_err)?.ok_or_else(unknown);
+        return store::oauth::client(cx.db(), client_id).await.map_err(db_err)?.ok_or_else(|| unknown().into());
     }
     let loopback = cx.env.config.allow_loopback_http;
-    if rules::metadata_document_url(client_id, loopback).is_none() {
+    let Some(url) = rules::metadata_document_url(client_id, loopback) else {
         return Err(OAuthError::new(
             "invalid_client",
             "`client_id` is neither a registered client nor an https URL of a client metadata document",
-        ));
+        )
+        .into());
+    };
+    outbound::check("client_id", client_id, loopback).map_err(|why| OAuthError::new("invalid_client", why))?;
+    if outbound::same_server(&url, &own_origins(cx, req)) {
+        return Err(OAuthError::new(
+            "invalid_client",
+            "`client_id` names this server itself; a client's metadata document is served by the client",
+        )
+        .into());
     }
     if let Some(row) = store::oauth::client(cx.db(), client_id).await.map_err(db_err)? {
         if row.kind == "metadata_document" && cx.now_ms - row.fetched_ms < DOCUMENT_CACHE_MS {
             return Ok(row);
         }
     }
-    let doc = fetch_document(cx, client_id).await?;
-    let meta = rules::check_metadata_document(client_id, &doc)?;
+    let failed = store::oauth::document_failed_ms(cx.db(), client_id).await.map_err(db_err)?;
+    if failed.is_some_and(|at| cx.now_ms - at < DOCUMENT_FAILURE_MS) {
+        return Err(unusable(cx, "client_document_failed_recently"));
+    }
+    if !signed_in
+        && crate::domain::rate::rate_limit(cx, format!("oauth-document:{}", cx.client_ip), DOCUMENTS_PER_MIN)
+            .await
+            .is_err()
+    {
+        cx.env.meter.label(|l| l.error_code = "rate_limited".into());
+        return Err(Unresolved {
+            status: 429,
+            error: OAuthError::new(
+                "temporarily_unavailable",
+                "this address named too many clients by their metadata documents this minute; sign in to the console first, or wait a minute",
+            ),
+        });
+    }
+    let meta = match fetch_document(cx, client_id).await {
+        Ok(meta) => meta,
+        Err(why) => {
+            let forget_before = cx.now_ms - DOCUMENT_FAILURE_MS;
+            store::oauth::document_failed(cx.db(), client_id, cx.now_ms, forget_before).await.map_err(db_err)?;
+            return Err(unusable(cx, &why));
+        }
+    };
     store::oauth::put_client(
         cx.db(),
         client_id,
@@ -186,23 +252,40 @@ pub async fn resolve_client(cx: &Cx<'_>, client_id: &str) -> Result<store::oauth
     })
 }
 
-async fn fetch_document(cx: &Cx<'_>, url: &str) -> Result<Value, OAuthError> {
+/// The origins this server answers on, never fetched: its public one (`PUBLIC_BASE_URL`) and the one this
+/// request came to, over either scheme.
+fn own_origins(cx: &Cx<'_>, req: &HttpRequest) -> Vec<Url> {
+    let host = req.header("host").unwrap_or_default();
+    [cx.env.config.public_base_url.clone(), format!("http://{host}/"), format!("https://{host}/")]
+        .iter()
+        .filter_map(|u| Url::parse(u).ok())
+        .collect()
+}
+
+/// The one answer for a document that could not be used; `why` goes to the request's log line.
+fn unusable(cx: &Cx<'_>, why: &str) -> Unresolved {
+    cx.env.meter.label(|l| l.error_code = why.to_owned());
+    OAuthError::new("invalid_client", UNUSABLE).into()
+}
+
+/// Fetches and checks a metadata document; `Err` says why it cannot be used, as an error code for the log.
+async fn fetch_document(cx: &Cx<'_>, url: &str) -> Result<rules::ClientMetadata, String> {
     use futures::future::{select, Either};
-    let bad =
-        |why: String| OAuthError::new("invalid_client", format!("the client metadata document at `client_id`: {why}"));
     let egress = crate::egress::Egress::new(&*cx.env.net, &cx.env.config);
-    let fetch = Box::pin(egress.get("client_id", url));
+    let fetch = Box::pin(egress.get("client_id", url, DOCUMENT_MAX_BYTES));
     let resp = match select(fetch, cx.env.clock.sleep(DOCUMENT_TIMEOUT_MS)).await {
-        Either::Left((r, _)) => r.map_err(bad)?,
-        Either::Right(_) => return Err(bad(format!("no answer within {} seconds", DOCUMENT_TIMEOUT_MS / 1000))),
+        Either::Left((Ok(r), _)) => r,
+        Either::Left((Err(_), _)) => return Err("client_document_unreachable".into()),
+        Either::Right(_) => return Err("client_document_timeout".into()),
     };
     if resp.status != 200 {
-        return Err(bad(outbound::summary(resp.status, &resp.body)));
+        return Err(format!("client_document_http_{}", resp.status));
     }
     if resp.body.len() > DOCUMENT_MAX_BYTES {
-        return Err(bad(format!("larger than {DOCUMENT_MAX_BYTES} bytes")));
+        return Err("client_document_too_large".into());
     }
-    serde_json::from_slice(&resp.body).map_err(|_| bad("not JSON".into()))
+    let doc: Value = serde_json::from_slice(&resp.body).map_err(|_| "client_document_not_json".to_owned())?;
+    rules::check_metadata_document(url, &doc).map_err(|_| "client_document_invalid".to_owned())
 }
 
 /// `POST /oauth/register` (RFC 7591): a public client's metadata becomes a `client_id`.

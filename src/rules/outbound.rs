@@ -9,7 +9,9 @@
 //! are all 127.0.0.1 here too. Redirects are the caller's to refuse ([`same_origin`]); a host name is
 //! checked as written (a Worker cannot resolve names, and its egress does not reach private networks).
 //!
-//! Also here: [`summary`], what of a tenant server's error answer may be shown (never its whole body).
+//! Also here: [`same_server`], whether a URL names this server itself (never fetched: a request that makes
+//! the server call itself can nest into several), and [`summary`], what of a tenant server's error answer
+//! may be shown (never its whole body).
 
 use std::net::{Ipv4Addr, Ipv6Addr};
 use url::{Host, Url};
@@ -24,12 +26,7 @@ pub fn check(field: &str, raw: &str, loopback_http: bool) -> Result<Url, String>
         ));
     }
     let host = url.host().ok_or_else(|| format!("`{field}` has no host"))?;
-    let loopback = match &host {
-        Host::Domain(d) => is_loopback_name(d),
-        Host::Ipv4(ip) => ip.is_loopback(),
-        Host::Ipv6(ip) => ip.is_loopback(),
-    };
-    if loopback {
+    if is_loopback(&host) {
         return match (loopback_http, url.scheme()) {
             (true, "http" | "https") => Ok(url),
             (true, _) => Err(format!("`{field}` must be an http:// or https:// URL")),
@@ -49,6 +46,14 @@ pub fn check(field: &str, raw: &str, loopback_http: bool) -> Result<Url, String>
     match refused {
         Some(why) => Err(format!("`{field}` points at {why} ({host}); only public hosts may be called")),
         None => Ok(url),
+    }
+}
+
+fn is_loopback(host: &Host<&str>) -> bool {
+    match host {
+        Host::Domain(d) => is_loopback_name(d),
+        Host::Ipv4(ip) => ip.is_loopback(),
+        Host::Ipv6(ip) => ip.is_loopback(),
     }
 }
 
@@ -130,6 +135,25 @@ fn reserved_v6(ip: Ipv6Addr) -> Option<&'static str> {
 pub fn same_origin(from: &Url, location: &str) -> Option<Url> {
     let to = from.join(location).ok()?;
     (to.origin() == from.origin()).then_some(to)
+}
+
+/// Whether `url` reaches one of `own`, the origins this server answers on: the same host (a name's case
+/// and trailing dot aside) and port, whatever the scheme. Every loopback name is this machine, so on a
+/// loopback origin's port `localhost`, `127.0.0.2` and `[::1]` are this server too.
+pub fn same_server(url: &Url, own: &[Url]) -> bool {
+    let (Some(host), Some(port)) = (url.host(), url.port_or_known_default()) else { return false };
+    own.iter().any(|o| {
+        let Some(own_host) = o.host() else { return false };
+        o.port_or_known_default() == Some(port)
+            && (host_key(&host) == host_key(&own_host) || (is_loopback(&host) && is_loopback(&own_host)))
+    })
+}
+
+fn host_key(host: &Host<&str>) -> String {
+    match host {
+        Host::Domain(d) => d.trim_end_matches('.').to_ascii_lowercase(),
+        other => other.to_string(),
+    }
 }
 
 /// What of a tenant server's error answer is shown (in a transcript, an error, a log): the status and
@@ -252,6 +276,31 @@ mod tests {
             "//127.0.0.1/",
         ] {
             assert!(same_origin(&from, away).is_none(), "{away}");
+        }
+    }
+
+    #[test]
+    fn this_server_is_named_by_its_host_and_port_in_any_spelling() {
+        let own: Vec<Url> = ["https://sky.example", "http://127.0.0.1:8787/", "https://127.0.0.1:8787/"]
+            .iter()
+            .map(|u| Url::parse(u).unwrap())
+            .collect();
+        for same in [
+            "https://sky.example/oauth/authorize?client_id=x",
+            "https://SKY.example.:443/c.json",
+            "http://sky.example:443/",
+            "http://127.0.0.1:8787/oauth/authorize",
+            "http://localhost:8787/c.json",
+            "http://[::1]:8787/c.json",
+            "http://2130706433:8787/c.json",
+            "https://127.0.0.2:8787/c.json",
+        ] {
+            assert!(same_server(&Url::parse(same).unwrap(), &own), "{same}");
+        }
+        for other in
+            ["https://sky.example:8443/c.json", "https://app.sky.example/c.json", "http://127.0.0.1:9911/c.json"]
+        {
+            assert!(!same_server(&Url::parse(other).unwrap(), &own), "{other}");
         }
     }
 

@@ -42,6 +42,30 @@ pub async fn put_client(
     db.all(stmt!(PUT_CLIENT, client_id, kind, client_name, uris, now_ms)).await.map(|_| ())
 }
 
+const DOCUMENT_FAILED: &str = "SELECT failed_ms FROM oauth_document_failure WHERE client_id = ?1";
+
+#[derive(Deserialize)]
+struct Failed {
+    failed_ms: i64,
+}
+
+/// When fetching the metadata document `client_id` last failed, if a failure is remembered.
+pub async fn document_failed_ms(db: &dyn Sql, client_id: &str) -> DbResult<Option<i64>> {
+    Ok(first::<Failed>(db, stmt!(DOCUMENT_FAILED, client_id)).await?.map(|f| f.failed_ms))
+}
+
+const PUT_DOCUMENT_FAILURE: &str = "INSERT INTO oauth_document_failure (client_id, failed_ms) VALUES (?1, ?2)
+  ON CONFLICT (client_id) DO UPDATE SET failed_ms = excluded.failed_ms";
+const FORGET_DOCUMENT_FAILURES: &str = "DELETE FROM oauth_document_failure WHERE failed_ms < ?1";
+
+/// Remembers that the metadata document `client_id` could not be used, and forgets failures from before
+/// `forget_before_ms` (they no longer keep anything from being fetched), so the table stays small.
+pub async fn document_failed(db: &dyn Sql, client_id: &str, now_ms: i64, forget_before_ms: i64) -> DbResult<()> {
+    db.batch(vec![stmt!(FORGET_DOCUMENT_FAILURES, forget_before_ms), stmt!(PUT_DOCUMENT_FAILURE, client_id, now_ms)])
+        .await
+        .map(|_| ())
+}
+
 /// A person's consent, and the code it is answered with.
 pub struct NewGrant<'a> {
     pub grant_id: &'a str,

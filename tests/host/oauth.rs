@@ -575,9 +575,10 @@ fn a_client_id_metadata_document_is_fetched_checked_and_cached() {
     assert_eq!(r.status, 400);
     assert!(String::from_utf8_lossy(&r.body).contains("client_id"));
     app.sessions.net.answer(|_| HttpResponse::text(200, "application/json", vec![b' '; 6000]));
+    let large = "http://127.0.0.1:9911/large.json";
     let r = app.send(request(
         "GET",
-        &format!("/oauth/authorize?{}", authorize_query(other, REDIRECT, "read")),
+        &format!("/oauth/authorize?{}", authorize_query(large, REDIRECT, "read")),
         Some(&cookie),
         "",
     ));
@@ -635,4 +636,189 @@ fn a_loopback_redirect_uri_with_a_line_break_is_refused_before_consent() {
         assert!(r.header("location").is_none(), "{method}");
         assert!(String::from_utf8_lossy(&r.body).contains("`redirect_uri` must not contain control characters"));
     }
+}
+
+/// `GET /oauth/authorize` naming `client_id`, from `ip`, signed in with `cookie` or anonymous.
+fn authorize_request(client_id: &str, cookie: Option<&str>, ip: &str) -> HttpRequest {
+    let q = authorize_query(client_id, REDIRECT, "read");
+    let mut req = request("GET", &format!("/oauth/authorize?{q}"), cookie, "");
+    req.client_ip = ip.into();
+    req
+}
+
+fn authorize_from(app: &TestApp, client_id: &str, cookie: Option<&str>, ip: &str) -> HttpResponse {
+    app.send(authorize_request(client_id, cookie, ip))
+}
+
+fn fetches(app: &TestApp) -> usize {
+    app.sessions.net.requests.borrow().len()
+}
+
+/// A network serving a good metadata document at every URL.
+fn serve_documents(app: &TestApp) {
+    app.sessions.net.answer(|out| {
+        HttpResponse::json(
+            200,
+            &json!({"client_id": out.url, "client_name": "Test client", "redirect_uris": [REDIRECT]}),
+        )
+    });
+}
+
+fn loopback_app() -> TestApp {
+    TestApp::with_config(Config { allow_loopback_http: true, ..TestApp::config() })
+}
+
+/// What an error page says.
+fn page_error(r: &HttpResponse) -> String {
+    let html = String::from_utf8_lossy(&r.body);
+    let at = html.find("class=\"error\">").map_or(0, |i| i + 14);
+    html[at..].split("</p>").next().unwrap_or_default().to_owned()
+}
+
+#[test]
+fn an_anonymous_caller_has_documents_fetched_at_most_10_times_a_minute_from_one_address() {
+    let app = loopback_app();
+    let ada = app.signup("Ada", "ada@example.com");
+    serve_documents(&app);
+    let doc = |i: usize| format!("http://127.0.0.1:9911/client-{i}.json");
+    for i in 0..10 {
+        assert_eq!(authorize_from(&app, &doc(i), None, "198.51.100.1").status, 303, "on to sign in");
+    }
+    assert_eq!(fetches(&app), 10);
+    let r = authorize_from(&app, &doc(10), None, "198.51.100.1");
+    assert_eq!(r.status, 429, "{}", page_error(&r));
+    assert!(page_error(&r).contains("sign in"), "{}", page_error(&r));
+    assert_eq!(fetches(&app), 10, "the eleventh was not fetched");
+    // A cached document costs no fetch; another address has its own limit.
+    assert_eq!(authorize_from(&app, &doc(0), None, "198.51.100.1").status, 303);
+    assert_eq!(authorize_from(&app, &doc(11), None, "198.51.100.2").status, 303);
+    assert_eq!(fetches(&app), 11);
+    // A signed-in person is not held to it.
+    let cookie = sign_in(&app, &ada.key);
+    for i in 12..25 {
+        assert_eq!(authorize_from(&app, &doc(i), Some(&cookie), "198.51.100.1").status, 200);
+    }
+    assert_eq!(fetches(&app), 24);
+}
+
+#[test]
+fn a_document_that_could_not_be_used_is_not_fetched_again_for_five_minutes_by_anyone() {
+    let app = loopback_app();
+    let ada = app.signup("Ada", "ada@example.com");
+    let url = "http://127.0.0.1:9911/missing.json";
+    app.sessions.net.answer(|_| HttpResponse::text(404, "text/plain", b"gone".to_vec()));
+    assert_eq!(authorize_from(&app, url, None, "198.51.100.1").status, 400);
+    assert_eq!(fetches(&app), 1);
+    assert_eq!(authorize_from(&app, url, None, "198.51.100.2").status, 400, "another address");
+    let cookie = sign_in(&app, &ada.key);
+    assert_eq!(authorize_from(&app, url, Some(&cookie), "198.51.100.1").status, 400, "a signed-in person");
+    assert_eq!(fetches(&app), 1, "the failure was remembered");
+    // Five minutes on, the now-served document is fetched and used.
+    serve_documents(&app);
+    app.advance(5 * 60_000);
+    assert_eq!(authorize_from(&app, url, Some(&cookie), "198.51.100.1").status, 200);
+    assert_eq!(fetches(&app), 2);
+}
+
+#[test]
+fn a_document_over_5_kb_is_refused_without_reading_the_rest_of_it() {
+    let app = loopback_app();
+    app.sessions.net.answer(|_| HttpResponse::text(200, "application/json", vec![b' '; 8 << 20]));
+    let r = authorize_from(&app, "http://127.0.0.1:9911/huge.json", None, "198.51.100.1");
+    assert_eq!(r.status, 400);
+    let taken = app.sessions.net.taken.get();
+    assert!(taken <= 5 * 1024 + crate::support::NET_CHUNK_BYTES, "{taken} bytes of 8 MB were read");
+}
+
+#[test]
+fn every_way_a_document_fails_answers_the_same_words_and_echoes_nothing() {
+    let app = loopback_app();
+    let cases: Vec<(&str, Option<HttpResponse>, &str)> = vec![
+        ("404", Some(HttpResponse::text(404, "text/plain", b"Not here: /srv/tenant-7/private".to_vec())), "http_404"),
+        ("500", Some(HttpResponse::text(500, "text/plain", b"stack trace at db.internal:5432".to_vec())), "http_500"),
+        ("not-json", Some(HttpResponse::text(200, "text/html", b"<html>hello".to_vec())), "not_json"),
+        ("too-large", Some(HttpResponse::text(200, "application/json", vec![b' '; 6000])), "too_large"),
+        (
+            "liar",
+            Some(HttpResponse::json(200, &json!({"client_id": "https://x.example/c", "redirect_uris": [REDIRECT]}))),
+            "invalid",
+        ),
+        ("no-redirects", Some(HttpResponse::json(200, &json!({"client_id": "SELF", "redirect_uris": []}))), "invalid"),
+        ("moved", Some(HttpResponse::new(302).with_header("location", "http://127.0.0.1:8787/")), "unreachable"),
+        ("timeout", None, "timeout"),
+    ];
+    let mut said = vec![];
+    for (name, answer, why) in cases {
+        let url = format!("http://127.0.0.1:9911/{name}.json");
+        match answer {
+            Some(a) => {
+                let own = url.clone();
+                app.sessions.net.answer(move |_| {
+                    let body = String::from_utf8_lossy(&a.body).replace("SELF", &own);
+                    HttpResponse { body: body.into_bytes(), ..a.clone() }
+                })
+            }
+            None => app.sessions.net.hang(),
+        }
+        let (r, line) = app.send_logged(authorize_request(&url, None, "198.51.100.1"));
+        assert_eq!(r.status, 400, "{name}");
+        // The reason is the log line's alone.
+        assert_eq!(line["error_code"], format!("client_document_{why}"), "{name}");
+        said.push((name, page_error(&r)));
+    }
+    // Named again, a failed one is not fetched: the same words, and the log says why.
+    let fetched = fetches(&app);
+    let (r, line) = app.send_logged(authorize_request("http://127.0.0.1:9911/404.json", None, "198.51.100.1"));
+    assert_eq!(fetches(&app), fetched);
+    assert_eq!(line["error_code"], "client_document_failed_recently");
+    said.push(("again", page_error(&r)));
+    let first = &said[0].1;
+    assert!(first.contains("client_id") && first.contains("could not be used"), "{first}");
+    for (name, text) in &said {
+        assert_eq!(text, first, "{name}");
+        for leak in
+            ["Not here", "/srv", "db.internal", "404", "500", "JSON", "5120", "bytes", "seconds", "redirect_uris"]
+        {
+            assert!(!text.contains(leak), "{name}: {text}");
+        }
+    }
+}
+
+#[test]
+fn this_servers_own_origin_is_never_fetched_even_with_loopback_allowed() {
+    let app = loopback_app();
+    let ada = app.signup("Ada", "ada@example.com");
+    serve_documents(&app);
+    let cookie = sign_in(&app, &ada.key);
+    let inner =
+        format!("{ORIGIN}/oauth/authorize?{}", authorize_query("http://127.0.0.1:9911/c.json", REDIRECT, "read"));
+    let nested = format!("{ORIGIN}/oauth/authorize?{}", authorize_query(&inner, REDIRECT, "read"));
+    for own in [
+        nested.as_str(),
+        "http://127.0.0.1:8787/client.json",
+        "http://localhost:8787/client.json",
+        "http://[::1]:8787/client.json",
+        "http://2130706433:8787/client.json",
+        "https://127.0.0.1:8787/client.json",
+    ] {
+        for who in [None, Some(cookie.as_str())] {
+            let r = authorize_from(&app, own, who, "198.51.100.1");
+            assert_eq!(r.status, 400, "{own}");
+            assert!(page_error(&r).contains("this server"), "{own}: {}", page_error(&r));
+        }
+    }
+    assert_eq!(fetches(&app), 0);
+    // The deployment's public origin too, however it is spelled.
+    let public = TestApp::with_config(Config {
+        allow_loopback_http: true,
+        public_base_url: "https://sky.example".into(),
+        ..TestApp::config()
+    });
+    serve_documents(&public);
+    for own in ["https://sky.example/oauth/authorize?client_id=x", "https://SKY.example:443/client.json"] {
+        assert_eq!(authorize_from(&public, own, None, "198.51.100.1").status, 400, "{own}");
+    }
+    assert_eq!(fetches(&public), 0);
+    // Another port on this machine is another server.
+    assert_eq!(authorize_from(&app, "http://127.0.0.1:9911/c.json", Some(&cookie), "198.51.100.1").status, 200);
 }

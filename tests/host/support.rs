@@ -283,6 +283,9 @@ impl Sessions for HostSessions {
 
 type Handler = Rc<dyn Fn(&Outbound) -> HttpResponse>;
 
+/// How much of an answer's body [`ScriptedNet`] hands over at a time, as a network delivers it in chunks.
+pub const NET_CHUNK_BYTES: usize = 4096;
+
 /// A request of the runner face (`/v1/runner/*`) with a runner token.
 pub fn runner_request(token: &str, method: &str, path: &str, body: Value) -> HttpRequest {
     let (path, query) = path.split_once('?').unwrap_or((path, ""));
@@ -305,11 +308,21 @@ pub fn runner_request(token: &str, method: &str, path: &str, body: Value) -> Htt
 pub struct ScriptedNet {
     handler: Rc<RefCell<Option<Handler>>>,
     pub requests: Rc<RefCell<Vec<Outbound>>>,
+    /// Bytes of GET answers' bodies read so far.
+    pub taken: Rc<Cell<usize>>,
+    /// GETs never answer (a server that accepts the connection and says nothing).
+    hang: Rc<Cell<bool>>,
 }
 
 impl ScriptedNet {
     pub fn answer(&self, f: impl Fn(&Outbound) -> HttpResponse + 'static) {
+        self.hang.set(false);
         *self.handler.borrow_mut() = Some(Rc::new(f));
+    }
+
+    /// From now on GETs hang until the caller gives up.
+    pub fn hang(&self) {
+        self.hang.set(true);
     }
 }
 
@@ -324,9 +337,28 @@ impl Net for ScriptedNet {
             }
         })
     }
-    /// A GET reaches the same handler, with an empty body.
-    fn get(&self, req: Outbound) -> LocalBoxFuture<'_, Result<HttpResponse, String>> {
-        self.post(Outbound { body: vec![], ..req })
+    /// A GET reaches the same handler, with an empty body. Its answer's body is taken as the Worker takes
+    /// it, a chunk at a time, and no more once past `max_bytes` ([`Net::get`]).
+    fn get(&self, req: Outbound, max_bytes: usize) -> LocalBoxFuture<'_, Result<HttpResponse, String>> {
+        if self.hang.get() {
+            self.requests.borrow_mut().push(req);
+            return Box::pin(futures::future::pending());
+        }
+        let answer = self.post(Outbound { body: vec![], ..req });
+        Box::pin(async move {
+            let mut resp = answer.await?;
+            let mut body = Vec::new();
+            for chunk in resp.body.chunks(NET_CHUNK_BYTES) {
+                self.taken.set(self.taken.get() + chunk.len());
+                body.extend_from_slice(chunk);
+                if body.len() > max_bytes {
+                    body.truncate(max_bytes + 1);
+                    break;
+                }
+            }
+            resp.body = body;
+            Ok(resp)
+        })
     }
 }
 
