@@ -48,23 +48,6 @@ pub struct Caller {
     pub memberships: Vec<Membership>,
     /// The OAuth grant behind an app's access token; `None` for an API key. An app's token is accepted
     /// only where it was issued for (`/v1/mcp`) and never mints credentials or changes members
-    /// ([`crate::ops::Op::credentials`]).
+    /// (`crate::ops::not_an_app`).
     pub app: Option<String>,
-}
-
-impl Caller {
-    /// Refuses an app's OAuth token where only a person's own key may act: what it minted or changed
-    /// would outlive the app's disconnection.
-    pub fn not_an_app(&self, what: &str) -> Result<(), crate::error::ApiError> {
-        match self.app {
-            None => Ok(()),
-            Some(_) => Err(crate::error::ApiError::new(
-                crate::error::Code::Forbidden,
-                format!(
-                    "{what} needs your own API key or the console: an app connected through OAuth cannot create \
-                     credentials or change members, since they would outlive its disconnection"
-                ),
-            )),
-        }
-    }
 }

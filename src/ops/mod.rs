@@ -181,7 +181,7 @@ pub struct Op {
     /// `optional` in `tools/list`. Which result follows which turn is `crate::ops::mcp_tasks`'s.
     pub task: bool,
     /// Mints a credential (a key, a runner or session token, a sign-in link) or changes who belongs to a
-    /// workspace: refused to an app's OAuth token ([`crate::identity::Caller::not_an_app`]), whose
+    /// workspace: refused to an app's OAuth token ([`not_an_app`]), whose
     /// disconnection must end everything it could do.
     pub credentials: bool,
 }
@@ -1128,6 +1128,21 @@ pub async fn rate_limit_key(cx: &Cx<'_>) -> Result<(), ApiError> {
     rate_decided(store::rate::decision(&rows, limit, cx.now_ms)?, limit)
 }
 
+/// Refuses an app's OAuth token where only a person's own key may act: what it minted or changed would
+/// outlive the app's disconnection.
+pub fn not_an_app(caller: &crate::identity::Caller, what: &str) -> Result<(), ApiError> {
+    match caller.app {
+        None => Ok(()),
+        Some(_) => Err(ApiError::new(
+            Code::Forbidden,
+            format!(
+                "{what} needs your own API key or the console: an app connected through OAuth cannot create credentials \
+                 or change members, since they would outlive its disconnection"
+            ),
+        )),
+    }
+}
+
 async fn checked_run(cx: &Cx<'_>, op: &Op, args: Value) -> Result<Value, ApiError> {
     if op.scope == Scope::Admin && !cx.admin {
         return Err(ApiError::new(Code::Forbidden, format!("`{}` needs the deployment's admin token", op.name)));
@@ -1141,7 +1156,7 @@ async fn checked_run(cx: &Cx<'_>, op: &Op, args: Value) -> Result<Value, ApiErro
             ));
         }
         if op.credentials {
-            caller.not_an_app(&format!("`{}`", op.name))?;
+            not_an_app(caller, &format!("`{}`", op.name))?;
         }
         // Decided by the scope, never by an MCP hint: a hint is what clients are told, not a permission.
         let reads = op.scope == Scope::Read;

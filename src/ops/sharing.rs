@@ -158,7 +158,7 @@ pub async fn share_session(cx: &Cx<'_>, p: ShareSession) -> Result<SessionShared
     let view_only = p.view_only.unwrap_or(false);
     if p.enabled.unwrap_or(true) && !view_only {
         // A link that sends messages acts in the workspace, and would outlive an app's disconnection.
-        cx.caller()?.not_an_app("A share link that can send messages (`view_only: false`)")?;
+        super::not_an_app(cx.caller()?, "A share link that can send messages (`view_only: false`)")?;
     }
     let (url, hash) = match p.enabled.unwrap_or(true) {
         true => {
