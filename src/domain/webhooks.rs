@@ -8,8 +8,9 @@
 //! the delivery `failed` (the dead letter, shown in the console with the last answer). An attempt waits
 //! [`rule::ATTEMPT_TIMEOUT_MS`] for its answer, and its claim holds the delivery only that long (and the
 //! schedule's wait), so one cut by a crash is due again on the schedule. The cron sweep ([`sweep`], every
-//! minute) re-enqueues a pending delivery past due: its message was lost, or its attempt was cut. Emitting
-//! never fails the work that caused the event: what goes wrong is logged.
+//! minute) re-enqueues a pending delivery past due: its message was lost, or its attempt was cut. A batch
+//! goes out to different endpoints at once, to each one in order ([`by_endpoint`]). Emitting never fails
+//! the work that caused the event: what goes wrong is logged.
 
 use crate::cx::{Cx, Env, Net, Outbound};
 use crate::egress::Egress;
@@ -130,9 +131,63 @@ fn schedule<'a>(cx: &Cx<'a>) -> &'a [u32] {
     cx.env.config.webhook_retry_schedule_s.as_deref().unwrap_or(rule::DEFAULT_SCHEDULE_S)
 }
 
+/// How many endpoints a batch delivers to at once: a Worker invocation keeps 6 outgoing connections open
+/// at a time, and a seventh POST would wait for one while its timeout runs.
+pub const CONCURRENT_ENDPOINTS: usize = 6;
+
+/// Runs `run` on each of `items` (a delivery id and what the caller keeps with it, such as its queue
+/// message): for different endpoints at once, up to [`CONCURRENT_ENDPOINTS`], and for each endpoint one
+/// at a time, oldest delivery first, so a receiver sees its events in order and is never sent two at once.
+/// A delivery no longer in the database goes alone (its attempt finds nothing to do); when the lookup
+/// fails, all go one at a time, as they came.
+pub async fn by_endpoint<T, Fut>(db: &dyn Sql, items: Vec<(String, T)>, run: impl Fn(T) -> Fut)
+where
+    Fut: std::future::Future<Output = ()>,
+{
+    use futures::StreamExt;
+    let ids: Vec<&str> = items.iter().map(|(id, _)| id.as_str()).collect();
+    let order = match db::endpoints_of(db, &ids).await {
+        Ok(order) => order,
+        Err(e) => {
+            log_line(&format!("webhooks: grouping a batch by endpoint failed ({e}); delivering one at a time"));
+            for (_, item) in items {
+                run(item).await;
+            }
+            return;
+        }
+    };
+    let mut slots: Vec<Option<(String, T)>> = items.into_iter().map(Some).collect();
+    let mut lines: Vec<(String, Vec<T>)> = Vec::new();
+    for (delivery_id, webhook_id) in order {
+        let at = match lines.iter().position(|(w, _)| *w == webhook_id) {
+            Some(at) => at,
+            None => {
+                lines.push((webhook_id, Vec::new()));
+                lines.len() - 1
+            }
+        };
+        // A duplicate message is in the batch twice: both go in the line, the second claims nothing.
+        for slot in &mut slots {
+            if let Some((_, item)) = slot.take_if(|(id, _)| *id == delivery_id) {
+                lines[at].1.push(item);
+            }
+        }
+    }
+    lines.extend(slots.into_iter().flatten().map(|(id, item)| (id, vec![item])));
+    let run = &run;
+    futures::stream::iter(lines)
+        .for_each_concurrent(CONCURRENT_ENDPOINTS, |(_, line)| async move {
+            for item in line {
+                run(item).await;
+            }
+        })
+        .await;
+}
+
 /// The queue consumer: one attempt of a delivery. `Err` only when the database failed (the message is
 /// retried, and after the queue's own budget dead-lettered to [`give_up`]). Times are read from the clock
-/// at the claim and at the outcome, not the context's start: a delivery may wait its turn behind others.
+/// at the claim and at the outcome, not the context's start: a delivery may wait its turn behind others
+/// to the same endpoint ([`by_endpoint`]).
 pub async fn deliver(cx: &Cx<'_>, net: &dyn Net, delivery_id: &str, attempt: i64) -> Result<(), String> {
     let random = u32::from_le_bytes(ids::random_bytes());
     let retry = usize::try_from(attempt + 1).unwrap_or(usize::MAX);

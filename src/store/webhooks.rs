@@ -249,6 +249,21 @@ pub async fn recent(db: &dyn Sql, workspace_id: &str, limit: i64) -> DbResult<Ve
     rows(db, stmt!(RECENT, workspace_id, limit)).await
 }
 
+/// The endpoint of each of `delivery_ids` that still exists, oldest delivery first: the order each
+/// endpoint's deliveries go out in.
+const ENDPOINTS_OF: &str = "SELECT delivery_id, webhook_id FROM webhook_delivery
+  WHERE delivery_id IN (SELECT value FROM json_each(?1)) ORDER BY created_ms, delivery_id";
+
+pub async fn endpoints_of(db: &dyn Sql, delivery_ids: &[&str]) -> DbResult<Vec<(String, String)>> {
+    #[derive(Deserialize)]
+    struct R {
+        delivery_id: String,
+        webhook_id: String,
+    }
+    let ids = serde_json::to_string(delivery_ids).unwrap_or_else(|_| "[]".into());
+    Ok(rows::<R>(db, stmt!(ENDPOINTS_OF, ids)).await?.into_iter().map(|r| (r.delivery_id, r.webhook_id)).collect())
+}
+
 /// Pending deliveries whose time passed (their message was lost, none was ever sent from a place without
 /// the queue, or their attempt was cut and its claim lapsed): each with its attempt count, to enqueue again.
 const OVERDUE: &str = "SELECT delivery_id, attempts FROM webhook_delivery

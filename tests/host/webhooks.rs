@@ -60,7 +60,8 @@ fn create(app: &TestApp, who: &Account, events: Value) -> (String, String) {
     (made["webhook"]["webhook_id"].as_str().unwrap().to_owned(), made["secret"].as_str().unwrap().to_owned())
 }
 
-/// Runs every queued webhook message through the consumer once, as one batch; returns how many ran.
+/// Runs every queued webhook message through the consumer once, as one batch the way the Worker runs it
+/// (by endpoint); returns how many ran.
 fn deliver(app: &TestApp) -> usize {
     let batch = drain(app);
     let n = batch.len();
@@ -80,9 +81,12 @@ fn drain(app: &TestApp) -> Vec<(String, i64)> {
 
 /// The queue consumer's part of the Worker's batch handler, over `net`.
 async fn consume(cx: &Cx<'_>, net: impl Net, batch: Vec<(String, i64)>) {
-    for (id, attempt) in batch {
-        agentsky::domain::webhooks::deliver(cx, &net, &id, attempt).await.unwrap();
-    }
+    let net = &net;
+    let items = batch.into_iter().map(|(id, attempt)| (id.clone(), (id, attempt))).collect();
+    agentsky::domain::webhooks::by_endpoint(cx.db(), items, |(id, attempt)| async move {
+        agentsky::domain::webhooks::deliver(cx, net, &id, attempt).await.unwrap();
+    })
+    .await;
 }
 
 /// A future pending for `n` polls, waking itself each time: time a receiver takes to answer.
@@ -475,6 +479,48 @@ fn a_late_outcome_of_an_attempt_whose_claim_lapsed_never_undoes_the_next_attempt
     let (_, attempts, status) = the_delivery(&app);
     assert_eq!((attempts, status.as_str()), (2, "delivered"));
     assert!(app.queue.0.borrow().is_empty(), "no retry queued for the superseded attempt");
+}
+
+#[test]
+fn deliveries_go_out_to_different_endpoints_at_once_and_to_each_one_in_order() {
+    let app = app_with(None);
+    let ada = app.signup("Ada", "ada@example.com");
+    let endpoint = |n: usize| {
+        let made = app.ok(&ada.key, "create_webhook", json!({"url": format!("{HOOK}/{n}"), "events": ["goal.met"]}));
+        made["webhook"]["webhook_id"].as_str().unwrap().to_owned()
+    };
+    let four: Vec<String> = (0..4).map(endpoint).collect();
+    // 38 pending deliveries to 4 endpoints, each receiver taking a while to answer.
+    let mut sent: HashMap<String, Vec<String>> = HashMap::new();
+    for i in 0..38 {
+        let event = app.ok(&ada.key, "test_webhook", json!({"webhook_id": four[i % 4]}))["event_id"].clone();
+        sent.entry(format!("{HOOK}/{}", i % 4)).or_default().push(event.as_str().unwrap().to_owned());
+        app.advance(1);
+    }
+    // Newest first in the batch: the order each endpoint sees is its deliveries' age, not the batch's.
+    let mut batch = drain(&app);
+    batch.reverse();
+    let slow = SlowNet::new(3);
+    let net = slow.clone();
+    app.system_patient(move |cx| Box::pin(consume(cx, net, batch)));
+    assert_eq!(slow.0.most_in_flight.get(), 4, "one POST in flight per endpoint, all four at once");
+    assert_eq!(slow.0.most_per_url.get(), 1, "never two at once to one endpoint");
+    let mut seen: HashMap<String, Vec<String>> = HashMap::new();
+    for o in slow.0.calls.borrow().iter() {
+        seen.entry(o.url.clone()).or_default().push(header(o, "webhook-id").to_owned());
+    }
+    assert_eq!(seen, sent, "each endpoint got its events oldest first");
+    assert!(deliveries(&app).iter().all(|(_, status)| status == "delivered"));
+    // Eight endpoints at once is more than a Worker keeps connections open for: six go out together.
+    let eight: Vec<String> = four.into_iter().chain((4..8).map(endpoint)).collect();
+    for id in &eight {
+        app.ok(&ada.key, "test_webhook", json!({"webhook_id": id}));
+    }
+    let slow = SlowNet::new(3);
+    let (net, batch) = (slow.clone(), drain(&app));
+    app.system_patient(move |cx| Box::pin(consume(cx, net, batch)));
+    assert_eq!(slow.0.calls.borrow().len(), 8);
+    assert_eq!(slow.0.most_in_flight.get(), agentsky::domain::webhooks::CONCURRENT_ENDPOINTS);
 }
 
 fn echo_agent(app: &TestApp, who: &Account) -> String {
