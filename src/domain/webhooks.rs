@@ -5,9 +5,12 @@
 //! Delivery is at least once: [`emit`] writes one `webhook_delivery` row per subscribed endpoint and
 //! enqueues it; the consumer ([`deliver`]) claims one attempt at a time, retries on the schedule
 //! (`WEBHOOK_RETRY_SCHEDULE`, about a day by default) with jitter and the same `webhook-id`, then marks
-//! the delivery `failed` (the dead letter, shown in the console with the last answer). The cron sweep
-//! ([`sweep`]) re-enqueues a pending delivery whose message was lost. Emitting never fails the work that
-//! caused the event: what goes wrong is logged.
+//! the delivery `failed` (the dead letter, shown in the console with the last answer). An attempt waits
+//! [`rule::ATTEMPT_TIMEOUT_MS`] for its answer, and its claim holds the delivery only that long (and the
+//! schedule's wait), so one cut by a crash is due again on the schedule. The cron sweep ([`sweep`], every
+//! minute) re-enqueues a pending delivery past due: its message was lost, or its attempt was cut. A batch
+//! goes out to different endpoints at once, to each one in order ([`by_endpoint`]). Emitting never fails
+//! the work that caused the event: what goes wrong is logged.
 
 use crate::cx::{Cx, Env, Net, Outbound};
 use crate::egress::Egress;
@@ -105,10 +108,16 @@ pub async fn enqueue(env: &Env, delivery_id: &str, attempt: i64, delay_s: u32) {
     }
 }
 
-/// The cron sweep: re-enqueues pending deliveries a minute past due whose message never came (lost, or
-/// sent from a place without the queue). A duplicate message claims nothing ([`db::claim`]).
+/// How long past due the sweep leaves a delivery to its own message: a delayed message arrives about on
+/// time, and the queue waits up to a second to fill a batch. A duplicate would claim nothing anyway.
+const SWEEP_GRACE_MS: i64 = 10_000;
+
+/// The cron sweep, every minute: re-enqueues pending deliveries past due whose message never came (lost,
+/// sent from a place without the queue, or consumed by an attempt cut before it settled). A duplicate
+/// message claims nothing ([`db::claim`]). So a lost message goes out within about a minute and ten
+/// seconds of its time, and a cut attempt within the same after its claim's hold ([`rule::claim_hold_ms`]).
 pub async fn sweep(cx: &Cx<'_>) -> Result<usize, String> {
-    let due = db::overdue(cx.db(), cx.now_ms - 60_000).await.map_err(|e| e.to_string())?;
+    let due = db::overdue(cx.db(), cx.now_ms - SWEEP_GRACE_MS).await.map_err(|e| e.to_string())?;
     for (delivery_id, attempts) in &due {
         enqueue(cx.env, delivery_id, *attempts, 0).await;
     }
@@ -122,44 +131,108 @@ fn schedule<'a>(cx: &Cx<'a>) -> &'a [u32] {
     cx.env.config.webhook_retry_schedule_s.as_deref().unwrap_or(rule::DEFAULT_SCHEDULE_S)
 }
 
+/// How many endpoints a batch delivers to at once: a Worker invocation keeps 6 outgoing connections open
+/// at a time, and a seventh POST would wait for one while its timeout runs.
+pub const CONCURRENT_ENDPOINTS: usize = 6;
+
+/// Runs `run` on each of `items` (a delivery id and what the caller keeps with it, such as its queue
+/// message): for different endpoints at once, up to [`CONCURRENT_ENDPOINTS`], and for each endpoint one
+/// at a time, oldest delivery first, so a receiver sees its events in order and is never sent two at once.
+/// A delivery no longer in the database goes alone (its attempt finds nothing to do); when the lookup
+/// fails, all go one at a time, as they came.
+pub async fn by_endpoint<T, Fut>(db: &dyn Sql, items: Vec<(String, T)>, run: impl Fn(T) -> Fut)
+where
+    Fut: std::future::Future<Output = ()>,
+{
+    use futures::StreamExt;
+    let ids: Vec<&str> = items.iter().map(|(id, _)| id.as_str()).collect();
+    let order = match db::endpoints_of(db, &ids).await {
+        Ok(order) => order,
+        Err(e) => {
+            log_line(&format!("webhooks: grouping a batch by endpoint failed ({e}); delivering one at a time"));
+            for (_, item) in items {
+                run(item).await;
+            }
+            return;
+        }
+    };
+    let mut slots: Vec<Option<(String, T)>> = items.into_iter().map(Some).collect();
+    let mut lines: Vec<(String, Vec<T>)> = Vec::new();
+    for (delivery_id, webhook_id) in order {
+        let at = match lines.iter().position(|(w, _)| *w == webhook_id) {
+            Some(at) => at,
+            None => {
+                lines.push((webhook_id, Vec::new()));
+                lines.len() - 1
+            }
+        };
+        // A duplicate message is in the batch twice: both go in the line, the second claims nothing.
+        for slot in &mut slots {
+            if let Some((_, item)) = slot.take_if(|(id, _)| *id == delivery_id) {
+                lines[at].1.push(item);
+            }
+        }
+    }
+    lines.extend(slots.into_iter().flatten().map(|(id, item)| (id, vec![item])));
+    let run = &run;
+    futures::stream::iter(lines)
+        .for_each_concurrent(CONCURRENT_ENDPOINTS, |(_, line)| async move {
+            for item in line {
+                run(item).await;
+            }
+        })
+        .await;
+}
+
 /// The queue consumer: one attempt of a delivery. `Err` only when the database failed (the message is
-/// retried, and after the queue's own budget dead-lettered to [`give_up`]).
+/// retried, and after the queue's own budget dead-lettered to [`give_up`]). Times are read from the clock
+/// at the claim and at the outcome, not the context's start: a delivery may wait its turn behind others
+/// to the same endpoint ([`by_endpoint`]).
 pub async fn deliver(cx: &Cx<'_>, net: &dyn Net, delivery_id: &str, attempt: i64) -> Result<(), String> {
-    let Some(d) = db::claim(cx.db(), delivery_id, attempt, cx.now_ms).await.map_err(|e| e.to_string())? else {
+    let random = u32::from_le_bytes(ids::random_bytes());
+    let retry = usize::try_from(attempt + 1).unwrap_or(usize::MAX);
+    let hold_ms = rule::claim_hold_ms(schedule(cx), retry, random);
+    let claimed_ms = cx.env.clock.now_ms();
+    let claim = db::claim(cx.db(), delivery_id, attempt, claimed_ms, hold_ms).await.map_err(|e| e.to_string())?;
+    let Some(d) = claim else {
         return Ok(()); // delivered, failed, deleted, or another message's attempt: nothing to do
     };
     let Some(endpoint) = db::secrets(cx.db(), &d.webhook_id).await.map_err(|e| e.to_string())? else {
         return Ok(());
     };
     cx.env.meter.label(|l| l.workspace_id.clone_from(&endpoint.workspace_id));
-    let outcome = attempt_once(cx, net, &endpoint, &d).await;
+    let outcome = attempt_once(cx, net, &endpoint, &d, claimed_ms).await;
+    let ended_ms = cx.env.clock.now_ms();
     let (status, body) = match outcome {
         Ok((s, _)) if (200..300).contains(&s) => {
             let s = db::Settle {
                 delivery_id,
                 status: "delivered",
-                next_attempt_ms: cx.now_ms,
+                next_attempt_ms: ended_ms,
                 last_status: Some(s as i64),
                 last_body: None,
-                now_ms: cx.now_ms,
+                now_ms: ended_ms,
+                attempts: d.attempts,
             };
-            return db::settle(cx.db(), &s).await.map_err(|e| e.to_string());
+            return db::settle(cx.db(), &s).await.map(drop).map_err(|e| e.to_string());
         }
         Ok((s, body)) => (Some(s as i64), body),
         Err(why) => (None, why),
     };
-    let random = u32::from_le_bytes(ids::random_bytes());
     let retry = usize::try_from(d.attempts).unwrap_or(usize::MAX);
     let next = rule::retry_delay_s(schedule(cx), retry, random);
     let s = db::Settle {
         delivery_id,
         status: if next.is_some() { "pending" } else { "failed" },
-        next_attempt_ms: cx.now_ms + next.map_or(0, |s| s as i64 * 1000),
+        next_attempt_ms: ended_ms + next.map_or(0, |s| s as i64 * 1000),
         last_status: status,
         last_body: Some(&body),
-        now_ms: cx.now_ms,
+        now_ms: ended_ms,
+        attempts: d.attempts,
     };
-    db::settle(cx.db(), &s).await.map_err(|e| e.to_string())?;
+    if !db::settle(cx.db(), &s).await.map_err(|e| e.to_string())? {
+        return Ok(()); // a later attempt took over while this one was late: its outcome is the one that counts
+    }
     match next {
         Some(delay_s) => enqueue(cx.env, delivery_id, d.attempts, delay_s).await,
         None => log_line(&format!(
@@ -170,20 +243,24 @@ pub async fn deliver(cx: &Cx<'_>, net: &dyn Net, delivery_id: &str, attempt: i64
     Ok(())
 }
 
-/// One POST: the receiver's status and the start of its answer, or why it could not be reached.
+/// One POST at `now_ms`: the receiver's status and the start of its answer, or why it could not be
+/// reached or gave no answer within [`rule::ATTEMPT_TIMEOUT_MS`].
 async fn attempt_once(
     cx: &Cx<'_>,
     net: &dyn Net,
     e: &db::EndpointSecrets,
     d: &db::Outgoing,
+    now_ms: i64,
 ) -> Result<(u16, String), String> {
+    use futures::future::{select, Either};
+    use std::pin::pin;
     let master = cx.env.config.secrets_key.as_deref().ok_or("this deployment has no SECRETS_KEY")?;
     let row = seal::webhook_aad(&e.workspace_id, &e.webhook_id);
     let current = seal::open(master, &row, &e.secret_sealed).ok_or("the endpoint's secret does not open")?;
     let previous = e
         .previous_sealed
         .as_deref()
-        .filter(|_| e.previous_until_ms.is_some_and(|until| until > cx.now_ms))
+        .filter(|_| e.previous_until_ms.is_some_and(|until| until > now_ms))
         .and_then(|s| seal::open(master, &row, s));
     let mut secrets = vec![current.as_str()];
     secrets.extend(previous.as_deref());
@@ -191,7 +268,7 @@ async fn attempt_once(
         "slack" => slack_message(&d.event, &d.payload).to_string().into_bytes(),
         _ => d.payload.clone().into_bytes(),
     };
-    let timestamp_s = cx.now_ms / 1000;
+    let timestamp_s = now_ms / 1000;
     let headers = vec![
         ("content-type".to_owned(), "application/json".to_owned()),
         ("user-agent".to_owned(), "agentsky-webhooks/1".to_owned()),
@@ -199,7 +276,15 @@ async fn attempt_once(
         ("webhook-timestamp".to_owned(), timestamp_s.to_string()),
         ("webhook-signature".to_owned(), rule::signature_header(&secrets, &d.event_id, timestamp_s, &body)),
     ];
-    let resp = Egress::new(net, &cx.env.config).post("url", Outbound { url: e.url.clone(), headers, body }).await?;
+    let egress = Egress::new(net, &cx.env.config);
+    let post = egress.post("url", Outbound { url: e.url.clone(), headers, body });
+    // The timer starts only when the answer is not there at the first poll (a host test's network answers
+    // at once, and its clock's sleep moves time on).
+    let timeout = async { cx.env.clock.sleep(rule::ATTEMPT_TIMEOUT_MS).await };
+    let resp = match select(pin!(post), pin!(timeout)).await {
+        Either::Left((resp, _)) => resp?,
+        Either::Right(_) => return Err(format!("no answer within {} seconds", rule::ATTEMPT_TIMEOUT_MS / 1000)),
+    };
     let shown: String = outbound::snippet(&String::from_utf8_lossy(&resp.body)).chars().take(LAST_BODY_CHARS).collect();
     Ok((resp.status, shown))
 }

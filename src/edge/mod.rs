@@ -336,40 +336,25 @@ async fn scheduled(_event: worker::ScheduledEvent, env: Env, _ctx: worker::Sched
 }
 
 /// Routine fires and webhook deliveries from `agentsky-fires`; from its dead-letter queue, the ones that
-/// kept failing, recorded as failed.
+/// kept failing, recorded as failed. The batch's webhook deliveries go out after its fires, to different
+/// endpoints at once and to each in order ([`crate::domain::webhooks::by_endpoint`]).
 #[event(queue)]
 async fn queue(batch: worker::MessageBatch<serde_json::Value>, env: Env, _ctx: Context) -> Result<()> {
     let dead_letters = batch.queue().ends_with("-dlq");
+    let mut deliveries = Vec::new();
     for message in batch.messages()? {
-        // Each message is its own unit of work: its own counters, trace and log line.
-        let core = core_env(&env)?;
-        // The trace of the work that enqueued it, when it says; else a new one.
-        match message.body()["traceparent"].as_str().and_then(crate::rules::traceparent::parse) {
-            Some(parent) => core.meter.set_trace(parent.child(crate::rules::ids::random_bytes())),
-            None => fresh_trace(&core),
-        }
-        let started = now_ms();
         if message.body().get("health").is_some() {
             // `GET /v1/health` checking that the queue takes messages: nothing to do.
             message.ack();
             continue;
         }
         if let Some(delivery_id) = message.body()["webhook_delivery"].as_str().map(str::to_owned) {
-            let attempt = message.body()["attempt"].as_i64().unwrap_or(0);
-            let cx = Cx::system(&core, now_ms(), hex::encode(crate::rules::ids::random_bytes::<8>()));
-            let outcome = if dead_letters {
-                crate::domain::webhooks::give_up(&cx, &delivery_id).await
-            } else {
-                crate::domain::webhooks::deliver(&cx, &net::observed(core.meter.clone()), &delivery_id, attempt).await
-            };
-            let error = outcome.as_ref().err().map(ToString::to_string);
-            work_line(&core, "webhook_delivery", "delivery_id", &delivery_id, started, error.as_deref());
-            match outcome {
-                Ok(()) => message.ack(),
-                Err(_) => message.retry(),
-            }
+            deliveries.push((delivery_id, message));
             continue;
         }
+        // Each message is its own unit of work: its own counters, trace and log line.
+        let core = core_env(&env)?;
+        let started = traced(&core, &message);
         let Some(fire_id) = message.body()["fire_id"].as_str().map(str::to_owned) else {
             crate::error::log_record(&serde_json::json!({ "log": "queue_message_dropped", "why": "no fire_id" }));
             message.ack();
@@ -387,6 +372,49 @@ async fn queue(batch: worker::MessageBatch<serde_json::Value>, env: Env, _ctx: C
             Ok(()) => message.ack(),
             Err(_) => message.retry(),
         }
+    }
+    if !deliveries.is_empty() {
+        let core = core_env(&env)?;
+        let env = &env;
+        crate::domain::webhooks::by_endpoint(&core.db, deliveries, |message| async move {
+            if let Err(e) = deliver_one(env, &message, dead_letters).await {
+                crate::error::log_line(&format!("queue: webhook delivery: {e}"));
+                message.retry();
+            }
+        })
+        .await;
+    }
+    Ok(())
+}
+
+/// A message's unit of work starts: the trace of the work that enqueued it, when it says, else a new one.
+/// Returns when it started.
+fn traced(core: &CoreEnv, message: &worker::Message<serde_json::Value>) -> i64 {
+    match message.body()["traceparent"].as_str().and_then(crate::rules::traceparent::parse) {
+        Some(parent) => core.meter.set_trace(parent.child(crate::rules::ids::random_bytes())),
+        None => fresh_trace(core),
+    }
+    now_ms()
+}
+
+/// One attempt of a webhook delivery (or, from the dead-letter queue, giving it up), as its own unit of
+/// work; the message is acknowledged, or retried when the database failed.
+async fn deliver_one(env: &Env, message: &worker::Message<serde_json::Value>, dead_letters: bool) -> Result<()> {
+    let core = core_env(env)?;
+    let started = traced(&core, message);
+    let delivery_id = message.body()["webhook_delivery"].as_str().unwrap_or_default().to_owned();
+    let attempt = message.body()["attempt"].as_i64().unwrap_or(0);
+    let cx = Cx::system(&core, started, hex::encode(crate::rules::ids::random_bytes::<8>()));
+    let outcome = if dead_letters {
+        crate::domain::webhooks::give_up(&cx, &delivery_id).await
+    } else {
+        crate::domain::webhooks::deliver(&cx, &net::observed(core.meter.clone()), &delivery_id, attempt).await
+    };
+    let error = outcome.as_ref().err().map(ToString::to_string);
+    work_line(&core, "webhook_delivery", "delivery_id", &delivery_id, started, error.as_deref());
+    match outcome {
+        Ok(()) => message.ack(),
+        Err(_) => message.retry(),
     }
     Ok(())
 }

@@ -75,6 +75,24 @@ pub fn verify(secret: &str, id: &str, timestamp_s: i64, body: &[u8], header: &st
 /// (the queue's longest delay), about a day in all, so a receiver down for a day loses nothing.
 pub const DEFAULT_SCHEDULE_S: &[u32] = &[5, 30, 120, 600, 1800, 3600, 7200, 14400, 28800, 30000];
 
+/// How long one attempt waits for the receiver's answer, redirects included. Standard Webhooks asks a
+/// receiver to answer at once and do its work afterwards; one that does not is cut here and retried on
+/// the schedule, so a hung receiver holds neither its delivery nor the consumer for long.
+pub const ATTEMPT_TIMEOUT_MS: i64 = 15_000;
+
+/// What a claim holds beyond its attempt's timeout: the claim's and the outcome's writes around the POST.
+pub const CLAIM_MARGIN_MS: i64 = 5_000;
+
+/// How long a claim for retry `retry` holds its delivery (its `next_attempt_ms` while the attempt runs):
+/// the attempt's timeout and margin, then the wait the schedule gives that retry's failure. An attempt
+/// cut by a crash never writes its outcome, so this is when it is due again, exactly as if it had timed
+/// out. Once the schedule is spent, no wait: the cut attempt may never have reached the receiver, and the
+/// one after it is the last.
+pub fn claim_hold_ms(schedule: &[u32], retry: usize, random: u32) -> i64 {
+    let wait_s = retry_delay_s(schedule, retry, random).unwrap_or(0);
+    ATTEMPT_TIMEOUT_MS + CLAIM_MARGIN_MS + i64::from(wait_s) * 1000
+}
+
 /// Parses `WEBHOOK_RETRY_SCHEDULE` (comma-separated seconds, each 0–43200); `None` when malformed.
 pub fn parse_schedule(raw: &str) -> Option<Vec<u32>> {
     let v: Option<Vec<u32>> = raw.split(',').map(|s| s.trim().parse::<u32>().ok().filter(|n| *n <= 43_200)).collect();
@@ -127,5 +145,15 @@ mod tests {
         assert_eq!(parse_schedule("1,x"), None);
         assert_eq!(parse_schedule("99999"), None);
         assert!(DEFAULT_SCHEDULE_S.iter().map(|s| *s as i64).sum::<i64>() >= 80_000);
+    }
+
+    #[test]
+    fn a_claim_holds_its_delivery_for_the_timeout_and_the_retry_wait_only() {
+        let s = [10, 100];
+        let held = ATTEMPT_TIMEOUT_MS + CLAIM_MARGIN_MS;
+        assert_eq!(claim_hold_ms(&s, 1, 0), held + 8_000, "the first retry's wait, jittered");
+        assert!((held + 80_000..=held + 120_000).contains(&claim_hold_ms(&s, 2, 7)));
+        assert_eq!(claim_hold_ms(&s, 3, 0), held, "the schedule spent: only the attempt itself");
+        assert!(held <= 20_000, "a crashed attempt is not held for minutes");
     }
 }

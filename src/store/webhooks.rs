@@ -191,18 +191,27 @@ pub fn insert_delivery(d: &NewDelivery<'_>) -> Stmt {
 }
 
 /// Claims attempt `attempt` + 1 of a pending delivery: only the message carrying the current count wins,
-/// so a duplicate or stale message claims nothing. The claim holds the row for ten minutes against the sweep.
-const CLAIM: &str =
-    "UPDATE webhook_delivery SET attempts = attempts + 1, updated_ms = ?3, next_attempt_ms = ?3 + 600000
+/// so a duplicate or stale message claims nothing. The claim holds the row against the sweep for `hold_ms`
+/// ([`crate::rules::webhooks::claim_hold_ms`]): if the attempt never settles, that is when it is due again.
+const CLAIM: &str = "UPDATE webhook_delivery SET attempts = attempts + 1, updated_ms = ?3, next_attempt_ms = ?3 + ?4
   WHERE delivery_id = ?1 AND status = 'pending' AND attempts = ?2
   RETURNING delivery_id, webhook_id, event_id, event, payload, attempts, created_ms";
 
-pub async fn claim(db: &dyn Sql, delivery_id: &str, attempt: i64, now_ms: i64) -> DbResult<Option<Outgoing>> {
-    first(db, stmt!(CLAIM, delivery_id, attempt, now_ms)).await
+pub async fn claim(
+    db: &dyn Sql,
+    delivery_id: &str,
+    attempt: i64,
+    now_ms: i64,
+    hold_ms: i64,
+) -> DbResult<Option<Outgoing>> {
+    first(db, stmt!(CLAIM, delivery_id, attempt, now_ms, hold_ms)).await
 }
 
+/// An attempt's outcome counts while its claim is the latest (`attempts` unchanged). Once its claim lapsed
+/// and a later attempt claimed the delivery, only a success still counts; nothing undoes `delivered`.
 const SETTLE: &str = "UPDATE webhook_delivery SET status = ?2, next_attempt_ms = ?3, last_status = ?4, last_body = ?5,
-  updated_ms = ?6 WHERE delivery_id = ?1";
+  updated_ms = ?6 WHERE delivery_id = ?1 AND status <> 'delivered' AND (attempts = ?7 OR ?2 = 'delivered')
+  RETURNING delivery_id";
 
 /// Records an attempt's outcome: `delivered`, `failed`, or `pending` again until `next_attempt_ms`.
 pub struct Settle<'a> {
@@ -212,12 +221,15 @@ pub struct Settle<'a> {
     pub last_status: Option<i64>,
     pub last_body: Option<&'a str>,
     pub now_ms: i64,
+    /// The count the attempt's claim made.
+    pub attempts: i64,
 }
 
-pub async fn settle(db: &dyn Sql, s: &Settle<'_>) -> DbResult<()> {
-    db.all(stmt!(SETTLE, s.delivery_id, s.status, s.next_attempt_ms, s.last_status, s.last_body, s.now_ms))
-        .await
-        .map(drop)
+/// False when the outcome no longer counts: a later attempt's claim superseded this one's.
+pub async fn settle(db: &dyn Sql, s: &Settle<'_>) -> DbResult<bool> {
+    let st =
+        stmt!(SETTLE, s.delivery_id, s.status, s.next_attempt_ms, s.last_status, s.last_body, s.now_ms, s.attempts);
+    Ok(!db.all(st).await?.is_empty())
 }
 
 /// A delivery whose messages kept failing in the consumer itself (the dead-letter queue's): failed.
@@ -237,8 +249,23 @@ pub async fn recent(db: &dyn Sql, workspace_id: &str, limit: i64) -> DbResult<Ve
     rows(db, stmt!(RECENT, workspace_id, limit)).await
 }
 
-/// Pending deliveries whose time passed long ago (their message was lost, or none was ever sent from a
-/// place without the queue): each with its attempt count, to enqueue again.
+/// The endpoint of each of `delivery_ids` that still exists, oldest delivery first: the order each
+/// endpoint's deliveries go out in.
+const ENDPOINTS_OF: &str = "SELECT delivery_id, webhook_id FROM webhook_delivery
+  WHERE delivery_id IN (SELECT value FROM json_each(?1)) ORDER BY created_ms, delivery_id";
+
+pub async fn endpoints_of(db: &dyn Sql, delivery_ids: &[&str]) -> DbResult<Vec<(String, String)>> {
+    #[derive(Deserialize)]
+    struct R {
+        delivery_id: String,
+        webhook_id: String,
+    }
+    let ids = serde_json::to_string(delivery_ids).unwrap_or_else(|_| "[]".into());
+    Ok(rows::<R>(db, stmt!(ENDPOINTS_OF, ids)).await?.into_iter().map(|r| (r.delivery_id, r.webhook_id)).collect())
+}
+
+/// Pending deliveries whose time passed (their message was lost, none was ever sent from a place without
+/// the queue, or their attempt was cut and its claim lapsed): each with its attempt count, to enqueue again.
 const OVERDUE: &str = "SELECT delivery_id, attempts FROM webhook_delivery
   WHERE status = 'pending' AND next_attempt_ms < ?1 ORDER BY next_attempt_ms LIMIT 100";
 

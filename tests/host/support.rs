@@ -455,6 +455,19 @@ impl Clock for HostClock {
     }
 }
 
+/// [`HostClock`] for work whose network answers slowly: its sleeps never end, so no timeout cuts a call
+/// the test's network holds for a few polls.
+pub struct PatientClock(pub Rc<Cell<i64>>);
+
+impl Clock for PatientClock {
+    fn now_ms(&self) -> i64 {
+        self.0.get()
+    }
+    fn sleep(&self, _ms: i64) -> LocalBoxFuture<'_, ()> {
+        Box::pin(futures::future::pending())
+    }
+}
+
 /// Applies every file of `migrations/` in name order, as `wrangler d1 migrations apply` does.
 pub fn migrated() -> rusqlite::Connection {
     let conn = rusqlite::Connection::open_in_memory().unwrap();
@@ -547,6 +560,13 @@ impl TestApp {
     /// Runs `f` as background work runs (the cron trigger, the queue consumer): no caller.
     pub fn system<T>(&self, f: impl for<'a> FnOnce(&'a Cx<'a>) -> LocalBoxFuture<'a, T>) -> T {
         let env = self.env();
+        let cx = Cx::system(&env, self.now_ms.get(), "req_system".into());
+        futures::executor::block_on(f(&cx))
+    }
+
+    /// [`Self::system`] on a [`PatientClock`]: for background work over a network that answers slowly.
+    pub fn system_patient<T>(&self, f: impl for<'a> FnOnce(&'a Cx<'a>) -> LocalBoxFuture<'a, T>) -> T {
+        let env = Env { clock: Box::new(PatientClock(self.now_ms.clone())), ..self.env() };
         let cx = Cx::system(&env, self.now_ms.get(), "req_system".into());
         futures::executor::block_on(f(&cx))
     }

@@ -4,12 +4,20 @@
 //! letter, and each event emitted where it happens.
 
 use crate::support::{Account, TestApp};
-use agentsky::cx::{Config, Outbound};
+use agentsky::cx::{Config, Cx, Net, Outbound};
 use agentsky::http::HttpResponse;
+use agentsky::rules::webhooks::{ATTEMPT_TIMEOUT_MS, CLAIM_MARGIN_MS};
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
+use futures::future::LocalBoxFuture;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::task::{Context, Poll};
 
 const HOOK: &str = "https://hooks.example.com/agentsky";
 
@@ -52,20 +60,92 @@ fn create(app: &TestApp, who: &Account, events: Value) -> (String, String) {
     (made["webhook"]["webhook_id"].as_str().unwrap().to_owned(), made["secret"].as_str().unwrap().to_owned())
 }
 
-/// Runs every queued webhook message through the consumer once; returns how many ran.
+/// Runs every queued webhook message through the consumer once, as one batch the way the Worker runs it
+/// (by endpoint); returns how many ran.
 fn deliver(app: &TestApp) -> usize {
-    let messages: Vec<Value> = app.queue.0.borrow_mut().drain(..).collect();
-    let mut n = 0;
-    for m in messages {
-        let Some(id) = m["webhook_delivery"].as_str().map(str::to_owned) else { continue };
-        let attempt = m["attempt"].as_i64().unwrap();
-        let net = app.sessions.net.clone();
-        app.system(move |cx| {
-            Box::pin(async move { agentsky::domain::webhooks::deliver(cx, &net, &id, attempt).await.unwrap() })
-        });
-        n += 1;
-    }
+    let batch = drain(app);
+    let n = batch.len();
+    let net = app.sessions.net.clone();
+    app.system(move |cx| Box::pin(consume(cx, net, batch)));
     n
+}
+
+/// The queued webhook messages, taken off the queue: (delivery id, attempt).
+fn drain(app: &TestApp) -> Vec<(String, i64)> {
+    let messages: Vec<Value> = app.queue.0.borrow_mut().drain(..).collect();
+    messages
+        .iter()
+        .filter_map(|m| Some((m["webhook_delivery"].as_str()?.to_owned(), m["attempt"].as_i64().unwrap())))
+        .collect()
+}
+
+/// The queue consumer's part of the Worker's batch handler, over `net`.
+async fn consume(cx: &Cx<'_>, net: impl Net, batch: Vec<(String, i64)>) {
+    let net = &net;
+    let items = batch.into_iter().map(|(id, attempt)| (id.clone(), (id, attempt))).collect();
+    agentsky::domain::webhooks::by_endpoint(cx.db(), items, |(id, attempt)| async move {
+        agentsky::domain::webhooks::deliver(cx, net, &id, attempt).await.unwrap();
+    })
+    .await;
+}
+
+/// A future pending for `n` polls, waking itself each time: time a receiver takes to answer.
+struct Polls(u32);
+
+impl Future for Polls {
+    type Output = ();
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if self.0 == 0 {
+            return Poll::Ready(());
+        }
+        self.0 -= 1;
+        cx.waker().wake_by_ref();
+        Poll::Pending
+    }
+}
+
+/// Receivers that take `polls` polls to answer 200, counting the POSTs in flight, in all and per URL.
+#[derive(Clone, Default)]
+struct SlowNet(Rc<Slow>);
+
+#[derive(Default)]
+struct Slow {
+    polls: u32,
+    /// What the receivers answer (`0`: 200).
+    status: u16,
+    in_flight: Cell<usize>,
+    most_in_flight: Cell<usize>,
+    per_url: RefCell<HashMap<String, usize>>,
+    most_per_url: Cell<usize>,
+    calls: RefCell<Vec<Outbound>>,
+}
+
+impl SlowNet {
+    fn new(polls: u32) -> Self {
+        Self(Rc::new(Slow { polls, ..Slow::default() }))
+    }
+}
+
+impl Net for SlowNet {
+    fn post(&self, req: Outbound) -> LocalBoxFuture<'_, Result<HttpResponse, String>> {
+        Box::pin(async move {
+            let s = &*self.0;
+            s.in_flight.set(s.in_flight.get() + 1);
+            s.most_in_flight.set(s.most_in_flight.get().max(s.in_flight.get()));
+            let to_url = {
+                let mut per_url = s.per_url.borrow_mut();
+                let n = per_url.entry(req.url.clone()).or_default();
+                *n += 1;
+                *n
+            };
+            s.most_per_url.set(s.most_per_url.get().max(to_url));
+            s.calls.borrow_mut().push(req.clone());
+            Polls(s.polls).await;
+            s.in_flight.set(s.in_flight.get() - 1);
+            *s.per_url.borrow_mut().get_mut(&req.url).unwrap() -= 1;
+            Ok(HttpResponse { status: if s.status == 0 { 200 } else { s.status }, headers: vec![], body: vec![] })
+        })
+    }
 }
 
 fn answer(app: &TestApp, status: u16) {
@@ -268,19 +348,179 @@ fn failures_retry_on_the_schedule_with_one_id_then_dead_letter() {
     assert!(ids.iter().all(|i| *i == ids[0]), "one id on every retry: {ids:?}");
 }
 
+fn sweep(app: &TestApp) -> usize {
+    app.system(|cx| Box::pin(agentsky::domain::webhooks::sweep(cx))).unwrap()
+}
+
 #[test]
-fn a_lost_message_is_sent_again_by_the_cron_sweep() {
+fn a_lost_message_is_sent_again_by_the_next_cron_tick() {
     let app = app_with(None);
     let ada = app.signup("Ada", "ada@example.com");
     let (id, _) = create(&app, &ada, json!(["goal.met"]));
     answer(&app, 200);
     app.ok(&ada.key, "test_webhook", json!({"webhook_id": id}));
     app.queue.0.borrow_mut().clear();
-    app.advance(61_000);
-    let swept = app.system(|cx| Box::pin(agentsky::domain::webhooks::sweep(cx))).unwrap();
-    assert_eq!(swept, 1);
+    app.advance(9_000);
+    assert_eq!(sweep(&app), 0, "its message may still be on its way");
+    // The next tick past ten seconds sends it: a lost message goes out within 70 s of its time, not 120 s.
+    app.advance(2_000);
+    assert_eq!(sweep(&app), 1);
     deliver(&app);
     assert_eq!(deliveries(&app), vec![("webhook.test".into(), "delivered".into())]);
+}
+
+/// (next_attempt_ms, attempts, status) of the one delivery.
+fn the_delivery(app: &TestApp) -> (i64, i64, String) {
+    let sql = "SELECT next_attempt_ms, attempts, status FROM webhook_delivery";
+    app.db.0.query_row(sql, [], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).unwrap()
+}
+
+#[test]
+fn an_attempt_holds_its_delivery_no_longer_than_its_timeout_and_its_retry_wait() {
+    let app = app_with(Some(vec![10, 100]));
+    let ada = app.signup("Ada", "ada@example.com");
+    let (id, _) = create(&app, &ada, json!(["goal.met"]));
+    // The receiver looks at the delivery while its POST is in flight, then fails it.
+    let db = app.db.clone();
+    let seen = Rc::new(Cell::new(0));
+    let seen_by_receiver = seen.clone();
+    app.sessions.net.answer(move |_| {
+        let held = db.0.query_row("SELECT next_attempt_ms FROM webhook_delivery", [], |r| r.get(0)).unwrap();
+        seen_by_receiver.set(held);
+        HttpResponse { status: 503, headers: vec![], body: vec![] }
+    });
+    app.ok(&ada.key, "test_webhook", json!({"webhook_id": id}));
+    let t0 = app.now_ms.get();
+    deliver(&app);
+    let held = seen.get() - t0;
+    let attempt = ATTEMPT_TIMEOUT_MS + CLAIM_MARGIN_MS;
+    assert!(
+        (attempt + 8_000..=attempt + 12_000).contains(&held),
+        "held for the attempt ({attempt} ms) and the first retry's 10 s ± 20 %, not ten minutes: {held} ms"
+    );
+    // A receiver that does not answer within the timeout is cut there and retried on the schedule.
+    app.advance(12_000);
+    let slow = SlowNet::new(3);
+    let batch = drain(&app);
+    let t1 = app.now_ms.get();
+    app.system(move |cx| Box::pin(consume(cx, slow, batch)));
+    assert_eq!(app.now_ms.get() - t1, ATTEMPT_TIMEOUT_MS, "the attempt waited its timeout");
+    let d = &app.ok(&ada.key, "list_webhooks", json!({}))["deliveries"][0];
+    assert_eq!((d["status"].as_str(), d["attempts"].as_i64()), (Some("pending"), Some(2)), "{d}");
+    assert_eq!(d["last_body"], "no answer within 15 seconds");
+    let wait = d["next_attempt_ms"].as_i64().unwrap() - app.now_ms.get();
+    assert!((80_000..=120_000).contains(&wait), "the second retry's wait after the timeout: {wait}");
+}
+
+#[test]
+fn a_delivery_cut_by_a_crash_goes_out_again_at_its_retry_time() {
+    let app = app_with(Some(vec![10, 100]));
+    let ada = app.signup("Ada", "ada@example.com");
+    let (id, _) = create(&app, &ada, json!(["goal.met"]));
+    answer(&app, 200);
+    app.ok(&ada.key, "test_webhook", json!({"webhook_id": id}));
+    let batch = drain(&app);
+    let t0 = app.now_ms.get();
+    // The isolate dies while the POST is in flight: the attempt is claimed and never settles.
+    let (delivery_id, attempt) = batch[0].clone();
+    let hung = SlowNet::new(u32::MAX);
+    let hung_net = hung.clone();
+    app.system_patient(move |cx| {
+        Box::pin(async move {
+            let attempt = agentsky::domain::webhooks::deliver(cx, &hung_net, &delivery_id, attempt);
+            futures::future::select(std::pin::pin!(attempt), Polls(2)).await;
+        })
+    });
+    assert_eq!(hung.0.calls.borrow().len(), 1);
+    let (due, attempts, status) = the_delivery(&app);
+    assert_eq!((attempts, status.as_str()), (1, "pending"));
+    let hold = ATTEMPT_TIMEOUT_MS + CLAIM_MARGIN_MS;
+    assert!((hold + 8_000..=hold + 12_000).contains(&(due - t0)), "due when the retry would be: {}", due - t0);
+    // The queue hands the crashed message over again: that attempt is taken, so it claims nothing.
+    app.queue.0.borrow_mut().push(json!({"webhook_delivery": batch[0].0, "attempt": 0}));
+    deliver(&app);
+    assert!(app.sessions.net.requests.borrow().is_empty());
+    app.now_ms.set(due - 1);
+    assert_eq!(sweep(&app), 0, "still held");
+    // The first cron tick past its time and the grace sends it: within about 45 s of the crash, not 11 min.
+    app.now_ms.set(due + 10_001);
+    assert_eq!(sweep(&app), 1);
+    assert_eq!(drain(&app)[0].1, 1, "the next attempt");
+    app.queue.0.borrow_mut().push(json!({"webhook_delivery": batch[0].0, "attempt": 1}));
+    deliver(&app);
+    assert_eq!(the_delivery(&app).1, 2);
+    assert_eq!(the_delivery(&app).2, "delivered");
+}
+
+#[test]
+fn a_late_outcome_of_an_attempt_whose_claim_lapsed_never_undoes_the_next_attempts() {
+    let app = app_with(Some(vec![10, 100]));
+    let ada = app.signup("Ada", "ada@example.com");
+    let (id, _) = create(&app, &ada, json!(["goal.met"]));
+    answer(&app, 200);
+    app.ok(&ada.key, "test_webhook", json!({"webhook_id": id}));
+    let (delivery_id, _) = drain(&app).remove(0);
+    // The first attempt's receiver fails it, but only after its claim lapsed and the sweep's message
+    // (attempt 1) delivered it.
+    let late = SlowNet(Rc::new(Slow { polls: 5, status: 500, ..Slow::default() }));
+    let (now, on_time) = (app.now_ms.clone(), app.sessions.net.clone());
+    app.system_patient(move |cx| {
+        Box::pin(async move {
+            let first = agentsky::domain::webhooks::deliver(cx, &late, &delivery_id, 0);
+            let second = async {
+                Polls(1).await;
+                now.set(now.get() + 60_000);
+                agentsky::domain::webhooks::deliver(cx, &on_time, &delivery_id, 1).await
+            };
+            let (first, second) = futures::join!(first, second);
+            (first.unwrap(), second.unwrap())
+        })
+    });
+    let (_, attempts, status) = the_delivery(&app);
+    assert_eq!((attempts, status.as_str()), (2, "delivered"));
+    assert!(app.queue.0.borrow().is_empty(), "no retry queued for the superseded attempt");
+}
+
+#[test]
+fn deliveries_go_out_to_different_endpoints_at_once_and_to_each_one_in_order() {
+    let app = app_with(None);
+    let ada = app.signup("Ada", "ada@example.com");
+    let endpoint = |n: usize| {
+        let made = app.ok(&ada.key, "create_webhook", json!({"url": format!("{HOOK}/{n}"), "events": ["goal.met"]}));
+        made["webhook"]["webhook_id"].as_str().unwrap().to_owned()
+    };
+    let four: Vec<String> = (0..4).map(endpoint).collect();
+    // 38 pending deliveries to 4 endpoints, each receiver taking a while to answer.
+    let mut sent: HashMap<String, Vec<String>> = HashMap::new();
+    for i in 0..38 {
+        let event = app.ok(&ada.key, "test_webhook", json!({"webhook_id": four[i % 4]}))["event_id"].clone();
+        sent.entry(format!("{HOOK}/{}", i % 4)).or_default().push(event.as_str().unwrap().to_owned());
+        app.advance(1);
+    }
+    // Newest first in the batch: the order each endpoint sees is its deliveries' age, not the batch's.
+    let mut batch = drain(&app);
+    batch.reverse();
+    let slow = SlowNet::new(3);
+    let net = slow.clone();
+    app.system_patient(move |cx| Box::pin(consume(cx, net, batch)));
+    assert_eq!(slow.0.most_in_flight.get(), 4, "one POST in flight per endpoint, all four at once");
+    assert_eq!(slow.0.most_per_url.get(), 1, "never two at once to one endpoint");
+    let mut seen: HashMap<String, Vec<String>> = HashMap::new();
+    for o in slow.0.calls.borrow().iter() {
+        seen.entry(o.url.clone()).or_default().push(header(o, "webhook-id").to_owned());
+    }
+    assert_eq!(seen, sent, "each endpoint got its events oldest first");
+    assert!(deliveries(&app).iter().all(|(_, status)| status == "delivered"));
+    // Eight endpoints at once is more than a Worker keeps connections open for: six go out together.
+    let eight: Vec<String> = four.into_iter().chain((4..8).map(endpoint)).collect();
+    for id in &eight {
+        app.ok(&ada.key, "test_webhook", json!({"webhook_id": id}));
+    }
+    let slow = SlowNet::new(3);
+    let (net, batch) = (slow.clone(), drain(&app));
+    app.system_patient(move |cx| Box::pin(consume(cx, net, batch)));
+    assert_eq!(slow.0.calls.borrow().len(), 8);
+    assert_eq!(slow.0.most_in_flight.get(), agentsky::domain::webhooks::CONCURRENT_ENDPOINTS);
 }
 
 fn echo_agent(app: &TestApp, who: &Account) -> String {
