@@ -325,7 +325,7 @@ pub struct TurnRunner {
     pub grants: std::sync::Mutex<std::collections::HashMap<String, String>>,
     /// Each session's coding agent conversation (Claude Code's session id, Codex's thread id) from its last
     /// turn here: the next turn continues it.
-    pub conversations: std::sync::Mutex<std::collections::HashMap<String, String>>,
+    pub conversations: std::sync::Mutex<std::collections::HashMap<String, harness::Conversation>>,
 }
 
 /// What runs this turn: the command, its extra environment, the file its stdin reads, and the reader of a
@@ -529,8 +529,8 @@ impl TurnRunner {
         // No jobs past this point: the poller stops, and a `run` job still going is ended (its result is
         // still reported below). Queued jobs are left unanswered.
         jobs.close();
-        if let Some(id) = plan.mapper.as_ref().and_then(|m| m.conversation()) {
-            self.conversations.lock().expect("not poisoned").insert(turn.session_id.clone(), id);
+        if let Some(c) = plan.mapper.as_ref().and_then(|m| m.conversation()) {
+            self.conversations.lock().expect("not poisoned").insert(turn.session_id.clone(), c);
         }
         if let Ok(known) = std::fs::read_to_string(dir.meta.join("grants.json")) {
             self.grants.lock().expect("not poisoned").insert(turn.session_id.clone(), known);
@@ -860,7 +860,8 @@ impl TurnRunner {
                  `sky runner`, then restart the runner"
             )
         })?;
-        let resume = self.conversations.lock().expect("not poisoned").get(&turn.session_id).cloned();
+        let before = self.conversations.lock().expect("not poisoned").get(&turn.session_id).cloned();
+        let resume = before.as_ref().map(|c| c.id.clone());
         let mut stdin = message;
         if resume.is_none() {
             if let Some(text) = harness::fresh_start(&turn.history, &turn.message) {
@@ -882,7 +883,7 @@ impl TurnRunner {
             resume: resume.as_deref(),
         };
         let launch = harness::launch(harness, &exe, &setup).map_err(|e| format!("the runner could not configure {exe_name}: {e}"))?;
-        Ok(Plan { argv: launch.argv, env: launch.env, stdin, mapper: harness::mapper(harness) })
+        Ok(Plan { argv: launch.argv, env: launch.env, stdin, mapper: harness::mapper(harness, before.as_ref()) })
     }
 
     /// Ends the command (its whole process group on Unix) and returns `outcome`.

@@ -242,3 +242,59 @@ fn a_missing_cli_or_a_runner_agent_without_a_command_fails_the_turn_saying_what_
     let said = events(&srv).iter().map(|e| e.to_string()).collect::<String>();
     assert!(said.contains("sky runner -- <command…>"), "{said}");
 }
+
+#[test]
+fn codex_runs_with_overrides_its_items_become_typed_events_and_its_thread_continues() {
+    let srv = server();
+    let scratch = Scratch::new("codex");
+    let (bin, log) = (scratch.0.join("bin"), scratch.0.join("log"));
+    stand_in_cli(&bin, &log, "codex", &fixture("codex-turn1.jsonl"), &fixture("codex-turn2-resume.jsonl"));
+    let r = runner(&srv.url, &scratch.0, Some(&bin));
+    let mut out = Vec::new();
+    let outcome = r.run_turn(&turn(&srv.url, "codex", "msg_1", one_message()), &mut out).unwrap();
+    assert_eq!(outcome, Outcome::Completed, "{}", String::from_utf8_lossy(&out));
+
+    let argv = args(&log, 1);
+    assert_eq!(&argv[..3], ["exec", "--json", "--skip-git-repo-check"], "{argv:?}");
+    assert_eq!(argv.last().map(String::as_str), Some("-"), "the message on stdin");
+    let overrides: Vec<&str> = argv.iter().zip(&argv[1..]).filter(|(a, _)| *a == "-c").map(|(_, v)| v.as_str()).collect();
+    let sky = env!("CARGO_BIN_EXE_sky");
+    for want in [
+        format!("mcp_servers.agentsky.command=\"{sky}\""),
+        format!("mcp_servers.agentsky_help.url=\"{}/v1/help/mcp\"", srv.url),
+        "mcp_servers.agentsky.default_tools_approval_mode=\"approve\"".to_owned(),
+        "model_reasoning_effort=\"high\"".to_owned(),
+        "developer_instructions=\"Write code.\"".to_owned(),
+    ] {
+        assert!(overrides.contains(&want.as_str()), "{want} not in {overrides:?}");
+    }
+    assert_eq!(read(log.join("1.stdin")), "write out.txt");
+
+    let evs = events(&srv);
+    let seq: Vec<String> = evs
+        .iter()
+        .map(|e| format!("{} {}", e["type"].as_str().unwrap(), e["name"].as_str().or(e["text"].as_str()).unwrap_or("")))
+        .collect();
+    assert_eq!(
+        &seq[..6],
+        [
+            "tool_call agentsky.report_status",
+            "tool_result agentsky.report_status",
+            "tool_call shell",
+            "tool_result shell",
+            "agent_message done: 2 tool outputs, out.txt written",
+            "status usage: 3600 input tokens (2400 cached), 120 output tokens",
+        ],
+        "{evs:#?}"
+    );
+    let result = evs.iter().find(|e| e["type"] == "tool_result" && e["name"] == "agentsky.report_status").unwrap();
+    assert_eq!(result["content"], "status noted: starting");
+
+    // The thread goes on; the usage shown is this turn's, not the thread's total.
+    r.run_turn(&turn(&srv.url, "codex", "msg_2", two_turns()), &mut out).unwrap();
+    let argv = args(&log, 2);
+    assert_eq!(&argv[..3], ["exec", "resume", "01a2489c-d48a-76a3-99b6-2c744744fe06"], "{argv:?}");
+    assert_eq!(read(log.join("2.stdin")), "and again");
+    let usage = events(&srv).into_iter().filter(|e| e["usage"].is_object()).last().unwrap();
+    assert_eq!(usage["usage"]["input_tokens"], 1200);
+}

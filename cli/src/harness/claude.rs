@@ -8,7 +8,7 @@
 //! - **Instructions:** `--append-system-prompt`, after Claude Code's own.
 //! - **Conversation:** `--resume <session_id>` with the id the last turn's stream named.
 
-use super::{content_text, not_json, Launch, Mapped, Mapper, Setup, Usage};
+use super::{content_text, not_json, Conversation, Launch, Mapped, Mapper, Setup, Usage};
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::path::Path;
@@ -47,7 +47,9 @@ pub fn launch(exe: &Path, s: &Setup<'_>) -> std::io::Result<Launch> {
     if let Some(id) = s.resume {
         argv.extend(["--resume".to_owned(), id.to_owned()]);
     }
-    let mut env = vec![];
+    // MCP tools otherwise wait behind Claude Code's tool search, named only in a reminder: the session's
+    // tools are the point of the turn.
+    let mut env = vec![("ENABLE_TOOL_SEARCH".to_owned(), "false".into())];
     if let Some(tokens) = s.agent["thinking"].as_str().and_then(thinking_tokens) {
         env.push(("MAX_THINKING_TOKENS".to_owned(), tokens.to_string().into()));
     }
@@ -90,8 +92,8 @@ impl Mapper for Stream {
         }
     }
 
-    fn conversation(&self) -> Option<String> {
-        self.session_id.clone()
+    fn conversation(&self) -> Option<Conversation> {
+        self.session_id.clone().map(|id| Conversation { id, totals: Usage::default() })
     }
 }
 
@@ -146,9 +148,18 @@ fn result(v: &Value) -> Vec<Mapped> {
         input_tokens: n("input_tokens") + n("cache_creation_input_tokens") + n("cache_read_input_tokens"),
         output_tokens: n("output_tokens"),
         cached_input_tokens: n("cache_read_input_tokens"),
-        cost_usd: v["total_cost_usd"].as_f64(),
+        cost_usd: run_cost(v),
     }));
     out
+}
+
+/// This run's cost: `total_cost_usd` adds up over a resumed conversation, the per-model costs since the
+/// last result do not.
+fn run_cost(v: &Value) -> Option<f64> {
+    match v["model_usage_since_last_result"].as_object() {
+        Some(models) => Some(models.values().filter_map(|m| m["costUSD"].as_f64()).sum()),
+        None => v["total_cost_usd"].as_f64(),
+    }
 }
 
 #[cfg(test)]

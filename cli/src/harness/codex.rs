@@ -10,7 +10,7 @@
 //!   turn's folder, and nothing waits for a terminal no one watches.
 //! - **Conversation:** `codex exec resume <thread_id>` with the id the last turn's stream named.
 
-use super::{content_text, not_json, Launch, Mapped, Mapper, Setup, Usage};
+use super::{content_text, not_json, Conversation, Launch, Mapped, Mapper, Setup, Usage};
 use serde_json::Value;
 use std::path::Path;
 
@@ -36,6 +36,9 @@ pub fn overrides(s: &Setup<'_>, base_url: Option<&str>) -> Vec<String> {
         format!("mcp_servers.agentsky.command={}", toml_string(&s.sky_exe.to_string_lossy())),
         format!("mcp_servers.agentsky.args=[\"mcp\",\"--server\",{}]", toml_string(s.server)),
         format!("mcp_servers.agentsky_help.url={}", toml_string(s.help_server)),
+        // With approvals `never`, an MCP tool not approved by default fails every call.
+        "mcp_servers.agentsky.default_tools_approval_mode=\"approve\"".to_owned(),
+        "mcp_servers.agentsky_help.default_tools_approval_mode=\"approve\"".to_owned(),
         "approval_policy=\"never\"".to_owned(),
     ];
     if let Some(model) = s.agent["model"].as_str().filter(|m| !m.is_empty()) {
@@ -79,6 +82,16 @@ pub fn launch(exe: &Path, s: &Setup<'_>) -> std::io::Result<Launch> {
 #[derive(Default)]
 pub struct Stream {
     thread_id: Option<String>,
+    /// The thread's usage before this turn, and as the last `turn.completed` reported it.
+    before: Usage,
+    totals: Usage,
+}
+
+impl Stream {
+    /// A stream that continues `before`: its usage counts from there.
+    pub fn continuing(before: Conversation) -> Self {
+        Self { thread_id: None, totals: before.totals.clone(), before: before.totals }
+    }
 }
 
 impl Mapper for Stream {
@@ -92,23 +105,33 @@ impl Mapper for Stream {
             Some("item.started") => started(&v["item"]),
             Some("item.completed") => completed(&v["item"]),
             Some("turn.completed") => {
+                // Codex counts the whole thread: this turn's usage is what it added.
                 let u = &v["usage"];
                 let n = |k: &str| u[k].as_i64().unwrap_or(0);
-                vec![Mapped::Usage(Usage {
+                self.totals = Usage {
                     input_tokens: n("input_tokens"),
                     output_tokens: n("output_tokens"),
                     cached_input_tokens: n("cached_input_tokens"),
                     cost_usd: None,
+                };
+                let (now, was) = (&self.totals, &self.before);
+                vec![Mapped::Usage(Usage {
+                    input_tokens: (now.input_tokens - was.input_tokens).max(0),
+                    output_tokens: (now.output_tokens - was.output_tokens).max(0),
+                    cached_input_tokens: (now.cached_input_tokens - was.cached_input_tokens).max(0),
+                    cost_usd: None,
                 })]
             }
             Some("turn.failed") => vec![Mapped::Error(format!("Codex: {}", message_of(&v["error"])))],
-            Some("error") => vec![Mapped::Error(format!("Codex: {}", message_of(&v)))],
+            // Also said of what does not end the turn (a model it has no metadata for); `turn.failed` follows
+            // when it does.
+            Some("error") => vec![Mapped::Status(format!("Codex: {}", message_of(&v)))],
             _ => vec![],
         }
     }
 
-    fn conversation(&self) -> Option<String> {
-        self.thread_id.clone()
+    fn conversation(&self) -> Option<Conversation> {
+        self.thread_id.clone().map(|id| Conversation { id, totals: self.totals.clone() })
     }
 }
 

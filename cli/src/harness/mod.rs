@@ -186,19 +186,30 @@ impl Mapped {
     }
 }
 
+/// A CLI's own conversation, as the runner keeps it between a session's turns.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Conversation {
+    /// What the next turn resumes: Claude Code's `session_id`, Codex's `thread_id`.
+    pub id: String,
+    /// The usage the CLI reported so far for the whole conversation (Codex counts per thread, so one
+    /// turn's usage is the difference).
+    pub totals: Usage,
+}
+
 /// Reads one CLI's stream, line by line.
 pub trait Mapper: Send {
     /// What one line of the CLI's stdout says (nothing for a line it does not show).
     fn line(&mut self, line: &str) -> Vec<Mapped>;
-    /// The CLI's own conversation id, once the stream named it: what the next turn resumes.
-    fn conversation(&self) -> Option<String>;
+    /// The CLI's own conversation, once the stream named it: what the next turn resumes.
+    fn conversation(&self) -> Option<Conversation>;
 }
 
-/// The mapper of a CLI harness.
-pub fn mapper(harness: Harness) -> Option<Box<dyn Mapper>> {
+/// The mapper of a CLI harness, continuing `before` when the turn resumes it.
+pub fn mapper(harness: Harness, before: Option<&Conversation>) -> Option<Box<dyn Mapper>> {
+    let before = before.cloned().unwrap_or_default();
     match harness {
-        Harness::ClaudeCode => Some(Box::<claude::Stream>::default()),
-        Harness::Codex => Some(Box::<codex::Stream>::default()),
+        Harness::ClaudeCode => Some(Box::new(claude::Stream::default())),
+        Harness::Codex => Some(Box::new(codex::Stream::continuing(before))),
         Harness::Command => None,
     }
 }
