@@ -14,6 +14,8 @@
 //! - [`setup`] — `sky setup`: find Claude Code and Codex, plan every change, show or apply it.
 //! - [`relay`] — `sky mcp`: the session server on stdio, relayed to `/v1/session/mcp`.
 //! - [`runner`] — `sky runner`: registration, the runner protocol's calls, the claim loop.
+//! - [`harness`] — Claude Code and Codex as a runner's agents: their per-turn configuration, and their
+//!   streams read into typed session events.
 //! - [`turn`] — one claimed turn: its folder, the agent's command under a supervisor, output as events,
 //!   the lease, the changed files uploaded.
 //! - [`shim`] — the provider CLI shims a turn's agent finds first on its `PATH`.
@@ -33,6 +35,7 @@ pub mod context;
 pub mod edit;
 pub mod files;
 pub mod granted;
+pub mod harness;
 pub mod relay;
 pub mod runner;
 pub mod setup;

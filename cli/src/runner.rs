@@ -155,12 +155,14 @@ pub struct Turn {
     pub message: String,
     /// `[{role, text}]`, oldest first (this turn's message included).
     pub history: Value,
-    /// `{agent_id, name, model, instructions}`.
+    /// `{agent_id, name, harness, model, thinking, instructions}`.
     pub agent: Value,
     /// The session token (`sst_…`) the agent inside uses; it only ever goes into the child's environment.
     pub session_token: String,
     /// `<server>/v1/session/mcp`.
     pub session_server: String,
+    /// `<server>/v1/help/mcp` (older servers leave it out).
+    pub help_server: Option<String>,
 }
 
 impl Turn {
@@ -178,6 +180,7 @@ impl Turn {
             agent: v["agent"].clone(),
             session_token: need("session_token")?,
             session_server: need("session_server")?,
+            help_server: s("help_server"),
         })
     }
 
@@ -637,32 +640,33 @@ pub fn run(ctx: &Context, opts: &Options, out: &mut dyn Write) -> Result<()> {
     let stored = config::load(ctx).unwrap_or_default();
     let server = auth::server(ctx, &opts.auth, &stored);
     let name = opts.name.clone().unwrap_or_else(auth::default_device_name);
-    let remembered = load_registrations(ctx)?.find(&server, &name).and_then(|r| r.command.clone());
-    if opts.command.as_ref().or(remembered.as_ref()).is_none_or(|c| c.is_empty()) {
-        return Err(Error::new(
-            "sky runner needs the agent's command: `sky runner -- <command…>` or `sky runner --command \"<shell line>\"` (it is remembered for next time)",
-        ));
-    }
     let mut reg = registration(ctx, opts, &server, &name, false, out)?;
     let command = reg.command.clone().unwrap_or_default();
     let sky_exe = std::env::current_exe().map_err(|e| Error::new(format!("cannot tell where sky is: {e}")))?;
+    // The runner's own owner-only folder: turn folders inside it may have names a session keeps.
+    let scratch = crate::files::private_temp_dir(&std::env::temp_dir(), "sky-runner-")
+        .map_err(|e| Error::new(format!("cannot make the runner's folder: {e}")))?;
     let mut turns = TurnRunner {
         client: Client::new(&server, &reg.token),
         command,
         sky_exe,
         path: ctx.path.clone(),
-        scratch: std::env::temp_dir(),
+        scratch: scratch.path().to_owned(),
         push_roots: opts.push_roots.clone(),
         timing: Timing::default(),
         grants: Default::default(),
+        conversations: Default::default(),
+    };
+    let runs = match turns.command.is_empty() {
+        true => "Claude Code and Codex agents (`runner` agents need `sky runner -- <command…>`)".to_owned(),
+        false => format!("`{}` for `runner` agents, Claude Code and Codex for theirs", show_command(&turns.command)),
     };
     say(
         out,
         &format!(
-            "sky runner: \"{name}\" ({}) in workspace {} on {server} runs `{}` for each turn; waiting for turns{}.",
+            "sky runner: \"{name}\" ({}) in workspace {} on {server} runs {runs}; waiting for turns{}.",
             reg.runner_id,
             reg.workspace.as_deref().unwrap_or("? (registered by an older sky)"),
-            show_command(&turns.command),
             if opts.once { " (one, --once)" } else { "; Ctrl-C stops it" }
         ),
     );

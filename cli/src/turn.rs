@@ -113,6 +113,7 @@ pub use outbox::{Outbox, Stream, EVENT_TEXT_MAX};
 use supervise::exit_code;
 pub use supervise::{describe_exit, supervise};
 
+use crate::harness::{self, Harness};
 use crate::runner::{show_command, CallError, Client, Job, Stop, Turn};
 use crate::{Error, Result};
 use jobs::Jobs;
@@ -272,6 +273,20 @@ fn halting(e: CallError) -> std::result::Result<CallError, Halt> {
     }
 }
 
+/// A line of the command's output into the outbox: a coding agent CLI's stdout through its stream's
+/// reader as typed events, anything else as a line.
+fn take_line(outbox: &mut Outbox, plan: &mut Plan, stream: Stream, line: &str) {
+    match (&mut plan.mapper, stream) {
+        (Some(mapper), Stream::Stdout) => {
+            for m in mapper.line(line) {
+                let (kind, body) = m.event();
+                outbox.typed(kind, body);
+            }
+        }
+        _ => outbox.push(stream, line),
+    }
+}
+
 fn read_lines(stream: Stream, from: impl Read + Send + 'static, tx: mpsc::Sender<Msg>) {
     std::thread::spawn(move || {
         let mut r = BufReader::new(from);
@@ -308,6 +323,18 @@ pub struct TurnRunner {
     pub timing: Timing,
     /// Each session's grants file (grant ids only) from its last turn here, handed to its next turn.
     pub grants: std::sync::Mutex<std::collections::HashMap<String, String>>,
+    /// Each session's coding agent conversation (Claude Code's session id, Codex's thread id) from its last
+    /// turn here: the next turn continues it.
+    pub conversations: std::sync::Mutex<std::collections::HashMap<String, harness::Conversation>>,
+}
+
+/// What runs this turn: the command, its extra environment, the file its stdin reads, and the reader of a
+/// coding agent CLI's stream (none for a plain command, whose lines are shown as they are).
+struct Plan {
+    argv: Vec<String>,
+    env: Vec<(String, OsString)>,
+    stdin: PathBuf,
+    mapper: Option<Box<dyn harness::Mapper>>,
 }
 
 /// The running command and what the loop knows about it.
@@ -341,7 +368,13 @@ impl TurnRunner {
     fn turn_inner(&self, turn: &Turn, log: &mut dyn Write) -> Result<Outcome> {
         let lease = turn.lease_id.as_str();
         let mut outbox = Outbox::new(lease, self.secrets(turn));
-        let mut dir = match TurnDir::create(&self.scratch) {
+        let harness = Harness::of(&turn.agent);
+        // A CLI keys its saved conversations by the working folder: one session keeps one folder here.
+        let made = match harness {
+            Harness::Command => TurnDir::create(&self.scratch),
+            _ => TurnDir::create_named(&self.scratch, &format!("sky-turn-{}", turn.session_id)),
+        };
+        let mut dir = match made {
             Ok(d) => d,
             Err(e) => {
                 return self.fail(turn, &mut outbox, &format!("the runner could not make the turn's folder: {e}"), &[])
@@ -372,13 +405,17 @@ impl TurnRunner {
         if let Err(e) = self.write_meta(turn, &dir) {
             return self.fail(turn, &mut outbox, &format!("the runner could not prepare the turn's folder: {e}"), &[]);
         }
+        let mut plan = match self.plan(harness, turn, &dir, &mut outbox) {
+            Ok(plan) => plan,
+            Err(why) => return self.fail(turn, &mut outbox, &why, &[]),
+        };
         let _ = writeln!(
             log,
             "sky runner: turn {}: {} file(s) in {}; running `{}`",
             turn.message_id,
             downloaded.len(),
             dir.work.display(),
-            show_command(&self.command)
+            show_command(&plan.argv)
         );
         // Made after `dir`, and the channel and the jobs after it, so they are dropped before it: the turn's
         // granted commands and its ssh-agent end before its folder goes.
@@ -395,10 +432,10 @@ impl TurnRunner {
             }
         };
         let (tx, rx) = mpsc::channel();
-        let mut running = match self.spawn(turn, &dir, tx.clone()) {
+        let mut running = match self.spawn(turn, &dir, &plan, tx.clone()) {
             Ok(r) => r,
             Err(e) => {
-                let why = format!("cannot run `{}`: {e}", show_command(&self.command));
+                let why = format!("cannot run `{}`: {e}", show_command(&plan.argv));
                 return self.fail(turn, &mut outbox, &why, &[]);
             }
         };
@@ -413,7 +450,7 @@ impl TurnRunner {
             let now = Instant::now();
             let until = next_beat.min(next_flush).saturating_duration_since(now).min(Duration::from_millis(200));
             match rx.recv_timeout(until) {
-                Ok(Msg::Line(s, l)) => outbox.push(s, &l),
+                Ok(Msg::Line(s, l)) => take_line(&mut outbox, &mut plan, s, &l),
                 Ok(Msg::Closed) => open_streams -= 1,
                 // A revoked grant is acted on at once, not after the jobs before it.
                 Ok(Msg::Job(job)) if matches!(job.kind.as_str(), "grant_forget" | "ssh_forget") => {
@@ -492,6 +529,9 @@ impl TurnRunner {
         // No jobs past this point: the poller stops, and a `run` job still going is ended (its result is
         // still reported below). Queued jobs are left unanswered.
         jobs.close();
+        if let Some(c) = plan.mapper.as_ref().and_then(|m| m.conversation()) {
+            self.conversations.lock().expect("not poisoned").insert(turn.session_id.clone(), c);
+        }
         if let Ok(known) = std::fs::read_to_string(dir.meta.join("grants.json")) {
             self.grants.lock().expect("not poisoned").insert(turn.session_id.clone(), known);
         }
@@ -503,7 +543,7 @@ impl TurnRunner {
         while open_streams > 0 || jobs.running.is_some() {
             let until = if open_streams > 0 { drain_until } else { job_until };
             match rx.recv_timeout(until.saturating_duration_since(Instant::now())) {
-                Ok(Msg::Line(s, l)) => outbox.push(s, &l),
+                Ok(Msg::Line(s, l)) => take_line(&mut outbox, &mut plan, s, &l),
                 Ok(Msg::Closed) => open_streams -= 1,
                 Ok(Msg::JobDone(id, result)) => {
                     jobs.running = None;
@@ -770,21 +810,22 @@ impl TurnRunner {
         cmd
     }
 
-    fn spawn(&self, turn: &Turn, dir: &TurnDir, tx: mpsc::Sender<Msg>) -> std::io::Result<Running> {
-        if self.command.is_empty() {
+    fn spawn(&self, turn: &Turn, dir: &TurnDir, plan: &Plan, tx: mpsc::Sender<Msg>) -> std::io::Result<Running> {
+        let Some((program, args)) = plan.argv.split_first() else {
             return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "no command"));
-        }
+        };
         let mut cmd = if cfg!(unix) {
             let mut c = self.in_turn(&self.sky_exe, turn, dir);
-            c.arg("__supervise").arg(dir.meta.join("message.txt")).args(&self.command);
+            c.arg("__supervise").arg(&plan.stdin).args(&plan.argv);
             c.stdin(Stdio::piped());
             c
         } else {
-            let mut c = self.in_turn(&self.command[0], turn, dir);
-            c.args(&self.command[1..]);
-            c.stdin(std::fs::File::open(dir.meta.join("message.txt"))?);
+            let mut c = self.in_turn(program, turn, dir);
+            c.args(args);
+            c.stdin(std::fs::File::open(&plan.stdin)?);
             c
         };
+        cmd.envs(plan.env.iter().map(|(k, v)| (k, v)));
         cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
         let mut child = cmd.spawn()?;
         let lifeline = child.stdin.take();
@@ -795,6 +836,54 @@ impl TurnRunner {
             read_lines(Stream::Stderr, err, tx);
         }
         Ok(Running { child, lifeline })
+    }
+
+    /// What runs the turn: the runner's command for a `runner` agent; for `claude-code` and `codex`, the
+    /// CLI from the runner's `PATH` with its per-turn configuration, continuing the session's conversation
+    /// from its last turn here, or starting fresh with a summary of the session so far. `Err` says why the
+    /// turn cannot run here.
+    fn plan(&self, harness: Harness, turn: &Turn, dir: &TurnDir, outbox: &mut Outbox) -> std::result::Result<Plan, String> {
+        let message = dir.meta.join("message.txt");
+        let Some((exe_name, package)) = harness.cli() else {
+            if self.command.is_empty() {
+                return Err(format!(
+                    "agent {} runs a command of yours (harness `runner`), and this runner was started without one: \
+                     start it as `sky runner -- <command…>`, or give the agent the harness `claude-code` or `codex`",
+                    turn.agent_name()
+                ));
+            }
+            return Ok(Plan { argv: self.command.clone(), env: vec![], stdin: message, mapper: None });
+        };
+        let exe = harness::find_on_path(exe_name, self.path.as_deref()).ok_or_else(|| {
+            format!(
+                "`{exe_name}` is not on this runner's PATH: install it (`npm install -g {package}`) on the machine running \
+                 `sky runner`, then restart the runner"
+            )
+        })?;
+        let before = self.conversations.lock().expect("not poisoned").get(&turn.session_id).cloned();
+        let resume = before.as_ref().map(|c| c.id.clone());
+        let mut stdin = message;
+        if resume.is_none() {
+            if let Some(text) = harness::fresh_start(&turn.history, &turn.message) {
+                stdin = dir.meta.join("prompt.txt");
+                std::fs::write(&stdin, text).map_err(|e| format!("the runner could not write the prompt: {e}"))?;
+                outbox.event(
+                    "status",
+                    json!({ "text": "This runner has not run this session before: the agent starts a new conversation, given a summary of the session so far." }),
+                );
+            }
+        }
+        let help_server = turn.help_server.clone().unwrap_or_else(|| format!("{}/v1/help/mcp", server_base(&turn.session_server)));
+        let setup = harness::Setup {
+            agent: &turn.agent,
+            meta: &dir.meta,
+            sky_exe: &self.sky_exe,
+            server: &server_base(&turn.session_server),
+            help_server: &help_server,
+            resume: resume.as_deref(),
+        };
+        let launch = harness::launch(harness, &exe, &setup).map_err(|e| format!("the runner could not configure {exe_name}: {e}"))?;
+        Ok(Plan { argv: launch.argv, env: launch.env, stdin, mapper: harness::mapper(harness, before.as_ref()) })
     }
 
     /// Ends the command (its whole process group on Unix) and returns `outcome`.

@@ -157,6 +157,7 @@ fn runner(server: &str, scratch: &Scratch, script: &str) -> TurnRunner {
             stop_grace: Duration::from_secs(1),
         },
         grants: Default::default(),
+        conversations: Default::default(),
     }
 }
 

@@ -61,6 +61,7 @@ fn the_workspaces_skills_are_where_claude_code_and_codex_read_them_and_are_not_u
             stop_grace: Duration::from_secs(1),
         },
         grants: Default::default(),
+        conversations: Default::default(),
     };
     let turn = Turn::from_json(&json!({
         "lease_id": "lease_abc", "lease_expires_ms": 0, "attempt": 1, "session_id": "ses_1", "task_id": "ses_1",

@@ -5,7 +5,7 @@
 use crate::cx::Cx;
 use crate::error::{ApiError, Code};
 use crate::rules::ids::AgentRef;
-use crate::rules::params::{words, Capped, Int, Text};
+use crate::rules::params::{Capped, Int, Text};
 use crate::rules::{ids, outbound, slug};
 use crate::store::{self, agents::AgentFields};
 use schemars::JsonSchema;
@@ -14,10 +14,7 @@ use serde_json::Value;
 
 pub use store::agents::Agent;
 
-words! {
-    /// What runs an agent's turns.
-    pub enum Harness { Echo = "echo", Openai = "openai", Runner = "runner" }
-}
+pub use crate::rules::harness::Harness;
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -79,7 +76,9 @@ pub struct CreateAgent {
     pub name: Text<1, 100>,
     /// A catalog handle (without `@`), unique across agentsky: 2–40 lower-case letters, digits and dashes.
     pub handle: Option<String>,
-    /// `echo` (free, deterministic, for trying things), `openai` (any OpenAI-compatible model) or `runner`.
+    /// `echo` (free, deterministic, for trying things), `openai` (any OpenAI-compatible model), `runner`
+    /// (your own command under `sky runner -- <command>`), or `claude-code` / `codex` (Claude Code or Codex,
+    /// launched by `sky runner` on your machine with the session's tools).
     pub harness: Harness,
     /// The model the harness runs, 1–100 characters (for `echo`, any label).
     pub model: Text<1, 100>,
@@ -231,7 +230,7 @@ pub struct UpdateAgent {
     pub name: Option<Text<1, 100>>,
     /// A new catalog handle (without `@`), unique across agentsky.
     pub handle: Option<String>,
-    /// `echo`, `openai` or `runner`.
+    /// `echo`, `openai`, `runner`, `claude-code` or `codex`.
     pub harness: Option<Harness>,
     /// The model the harness runs, 1–100 characters.
     pub model: Option<Text<1, 100>>,

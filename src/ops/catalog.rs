@@ -107,6 +107,8 @@ fn requirements(a: &Agent) -> Vec<String> {
     match a.harness.as_str() {
         "openai" => vec!["workspace secrets OPENAI_BASE_URL and OPENAI_API_KEY".into(), "wallet credit".into()],
         "runner" => vec!["a `sky runner` connected to the workspace".into()],
+        "claude-code" => vec!["a `sky runner` connected to the workspace, on a machine with Claude Code".into()],
+        "codex" => vec!["a `sky runner` connected to the workspace, on a machine with Codex".into()],
         _ => vec![],
     }
 }
@@ -133,7 +135,7 @@ pub async fn search(cx: &Cx<'_>, p: SearchCatalog) -> Result<CatalogResults, Api
                     per_run_cents: if own { 0 } else { a.price_cents_per_run },
                     usage: match a.harness.as_str() {
                         "openai" => "per token",
-                        "runner" => "runner",
+                        h if crate::rules::harness::Harness::word_on_runner(h) => "runner",
                         _ => "free",
                     }
                     .into(),

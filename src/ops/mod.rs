@@ -411,7 +411,8 @@ operations! {
     }
 
     /// Create an agent: a `harness` (`echo` for trying things, `openai` for any OpenAI-compatible model,
-    /// `runner` for a coding agent driven by `sky runner`), a `model`, instructions, the remote MCP servers it
+    /// `claude-code` or `codex` for that CLI run by `sky runner`, `runner` for your own command under
+    /// `sky runner`), a `model`, instructions, the remote MCP servers it
     /// may call, and what the catalog shows (`handle`, `description`, `categories`). Optional `workspace`.
     create_agent(agents::CreateAgent) -> agents::Agent {
         title: "Create an agent", group: Agents, scope: Write, tool: true,

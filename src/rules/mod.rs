@@ -6,6 +6,7 @@ pub mod cursor;
 pub mod fingerprint;
 pub mod fulltext;
 pub mod git_remote;
+pub mod harness;
 pub mod hmac;
 pub mod html;
 pub mod ids;

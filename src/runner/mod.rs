@@ -216,9 +216,15 @@ async fn assignment(cx: &Cx<'_>, turn: TurnRow) -> Result<Option<Value>, ApiErro
         "message_id": turn.message_id,
         "message": message,
         "history": history,
-        "agent": agent.map(|a| json!({ "agent_id": a.agent_id, "name": a.name, "model": session.model, "instructions": a.instructions })),
+        // The session's harness, model and thinking: a session keeps what it started with, and
+        // `switch_model` changes its model and thinking, not the agent's.
+        "agent": agent.map(|a| json!({
+            "agent_id": a.agent_id, "name": a.name, "harness": session.harness, "model": session.model,
+            "thinking": session.thinking, "instructions": a.instructions,
+        })),
         "session_token": token,
         "session_server": format!("{}/v1/session/mcp", cx.link_base()?),
+        "help_server": format!("{}/v1/help/mcp", cx.link_base()?),
     })))
 }
 

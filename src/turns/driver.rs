@@ -54,7 +54,7 @@ pub async fn step<S: LocalSql + ?Sized>(
         "openai" => openai::step(core, ports, &config, &turn, now_ms).await,
         // A runner claims the turn and reports its events (`SessionCall::External`); until then the turn
         // waits, queued once.
-        "runner" => {
+        h if crate::rules::harness::Harness::word_on_runner(h) => {
             store::runners::enqueue(ports.db(), &config.session_id, &message_id, &config.workspace_id, now_ms)
                 .await
                 .map_err(|e| Refusal::new(Code::Internal, e.to_string()))?;

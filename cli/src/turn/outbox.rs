@@ -33,20 +33,43 @@ impl Outbox {
     }
 
     pub fn push(&mut self, stream: Stream, line: &str) {
-        let mut line = line.trim_end_matches(['\n', '\r']).to_owned();
+        let line = self.masked(line.trim_end_matches(['\n', '\r']));
+        self.lines.push((stream, line));
+    }
+
+    /// A text as it may be posted: secrets masked, the redaction rule applied, at most [`EVENT_TEXT_MAX`].
+    fn masked(&self, text: &str) -> String {
+        let mut text = text.to_owned();
         for s in &self.secrets {
-            line = redact(&line, s);
+            text = redact(&text, s);
         }
-        line = crate::redaction::redact(&line);
-        if line.len() > EVENT_TEXT_MAX {
+        text = crate::redaction::redact(&text);
+        if text.len() > EVENT_TEXT_MAX {
             let mut cut = EVENT_TEXT_MAX;
-            while !line.is_char_boundary(cut) {
+            while !text.is_char_boundary(cut) {
                 cut -= 1;
             }
-            line.truncate(cut);
-            line.push('…');
+            text.truncate(cut);
+            text.push('…');
         }
-        self.lines.push((stream, line));
+        text
+    }
+
+    /// Adds a typed event a coding agent's stream made (a message, a tool call or result), after the lines
+    /// before it, with every text in it masked as lines are.
+    pub fn typed(&mut self, kind: &str, mut body: Value) {
+        self.seal();
+        self.mask_all(&mut body);
+        self.event(kind, body);
+    }
+
+    fn mask_all(&self, v: &mut Value) {
+        match v {
+            Value::String(s) => *s = self.masked(s),
+            Value::Array(items) => items.iter_mut().for_each(|x| self.mask_all(x)),
+            Value::Object(map) => map.values_mut().for_each(|x| self.mask_all(x)),
+            _ => {}
+        }
     }
 
     pub fn has_lines(&self) -> bool {
@@ -132,6 +155,17 @@ mod tests {
         assert_eq!(o.unsent[3]["key"], "lease_1-4");
         o.event("error", json!({"message": "boom"}));
         assert_eq!((o.unsent[4]["key"].as_str(), o.unsent[4]["message"].as_str()), (Some("lease_1-5"), Some("boom")));
+    }
+
+    #[test]
+    fn typed_events_follow_the_lines_before_them_with_every_text_masked() {
+        let mut o = Outbox::new("l", vec!["sst_secret_token_value_123".into()]);
+        o.push(Stream::Stderr, "starting");
+        let args = json!({"command": "echo sst_secret_token_value_123", "n": 1});
+        o.typed("tool_call", json!({"call_id": "c1", "name": "shell", "arguments": args}));
+        assert_eq!(o.unsent[0]["text"], "starting");
+        assert_eq!(o.unsent[1]["type"], "tool_call");
+        assert_eq!(o.unsent[1]["arguments"], json!({"command": "echo sst_secret_t…", "n": 1}));
     }
 
     #[test]

@@ -12,7 +12,9 @@ use serde_json::{json, Value};
 const HARNESSES: &[(&str, &str)] = &[
     ("echo", "echo — free and deterministic, for trying things"),
     ("openai", "openai — any OpenAI-compatible model"),
-    ("runner", "runner — a coding agent on your machine (sky runner)"),
+    ("claude-code", "claude-code — Claude Code on your machine (sky runner)"),
+    ("codex", "codex — Codex on your machine (sky runner)"),
+    ("runner", "runner — your own command on your machine (sky runner -- …)"),
 ];
 
 /// The fields of an agent, empty for a new one.

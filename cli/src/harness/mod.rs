@@ -1,0 +1,284 @@
+//! The coding agent CLIs a runner launches itself: an agent whose harness is `claude-code` or `codex`
+//! needs no `-- <command>`. For each turn the runner finds the CLI on its `PATH`, writes the CLI's own
+//! configuration into the turn's `meta/` folder (never the person's own files), and reads the CLI's
+//! machine-readable stream ([`Mapper`]) into typed session events instead of stdout lines.
+//!
+//! - [`claude`]: `claude -p --output-format stream-json --verbose`, the session server and the help server
+//!   in a per-turn `--mcp-config`, `--resume <session_id>` for the next turn.
+//! - [`codex`]: `codex exec --json`, both servers, the model and its provider as `-c` overrides,
+//!   `codex exec resume <thread_id>` for the next turn.
+
+pub mod claude;
+pub mod codex;
+
+use serde_json::{json, Value};
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+/// What runs a claimed turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Harness {
+    /// The runner's own command (`sky runner -- <command…>`): the `runner` harness.
+    Command,
+    ClaudeCode,
+    Codex,
+}
+
+impl Harness {
+    /// The harness the claim names (`agent.harness`); a server too old to name one runs `runner` agents.
+    pub fn of(agent: &Value) -> Self {
+        match agent["harness"].as_str() {
+            Some("claude-code") => Harness::ClaudeCode,
+            Some("codex") => Harness::Codex,
+            _ => Harness::Command,
+        }
+    }
+
+    /// The executable looked for on `PATH`, and the npm package that installs it.
+    pub fn cli(self) -> Option<(&'static str, &'static str)> {
+        match self {
+            Harness::Command => None,
+            Harness::ClaudeCode => Some(("claude", "@anthropic-ai/claude-code")),
+            Harness::Codex => Some(("codex", "@openai/codex")),
+        }
+    }
+}
+
+/// What a turn of a coding agent CLI needs from the runner.
+pub struct Setup<'a> {
+    /// The claim's `agent`: `harness`, `model`, `thinking`, `instructions`.
+    pub agent: &'a Value,
+    /// The turn's `meta/` folder, where per-turn configuration is written.
+    pub meta: &'a Path,
+    /// This `sky`, which serves the session server on stdio (`sky mcp`).
+    pub sky_exe: &'a Path,
+    /// The server's base URL.
+    pub server: &'a str,
+    /// `<server>/v1/help/mcp`.
+    pub help_server: &'a str,
+    /// The CLI's own conversation to continue, from this session's last turn on this runner.
+    pub resume: Option<&'a str>,
+}
+
+/// The command to start and what to add to its environment.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Launch {
+    pub argv: Vec<String>,
+    pub env: Vec<(String, OsString)>,
+}
+
+/// Finds `name` on `path` (the runner's `PATH`): the first executable file of that name.
+pub fn find_on_path(name: &str, path: Option<&std::ffi::OsStr>) -> Option<PathBuf> {
+    let path = path?;
+    std::env::split_paths(path).map(|dir| dir.join(name)).find(|p| is_executable(p))
+}
+
+#[cfg(unix)]
+fn is_executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+#[cfg(not(unix))]
+fn is_executable(p: &Path) -> bool {
+    p.is_file()
+}
+
+/// The turn's launch for `harness`, with the CLI found at `exe`.
+pub fn launch(harness: Harness, exe: &Path, setup: &Setup<'_>) -> std::io::Result<Launch> {
+    match harness {
+        Harness::ClaudeCode => claude::launch(exe, setup),
+        Harness::Codex => codex::launch(exe, setup),
+        Harness::Command => Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a CLI harness")),
+    }
+}
+
+/// The message a CLI is given when it cannot continue its own conversation but the session has one: a
+/// short summary of the session so far (the last messages, each cut short), then the new message.
+pub fn fresh_start(history: &Value, message: &str) -> Option<String> {
+    const KEEP: usize = 20;
+    const EACH: usize = 2_000;
+    let earlier: Vec<&Value> = history.as_array()?.iter().collect();
+    // The history ends with this turn's message.
+    let earlier = &earlier[..earlier.len().saturating_sub(1)];
+    if earlier.is_empty() {
+        return None;
+    }
+    let mut out = String::from(
+        "You are continuing an agentsky session whose earlier turns ran elsewhere. The conversation so far \
+         (oldest first, long messages cut short):\n\n",
+    );
+    if earlier.len() > KEEP {
+        out.push_str(&format!("[{} earlier messages left out]\n\n", earlier.len() - KEEP));
+    }
+    for m in &earlier[earlier.len().saturating_sub(KEEP)..] {
+        let who = match m["role"].as_str() {
+            Some("agent") => "you",
+            Some("peer") => "a peer session",
+            _ => "the user",
+        };
+        let text = m["text"].as_str().unwrap_or_default();
+        let cut: String = text.chars().take(EACH).collect();
+        let more = if cut.len() < text.len() { " […]" } else { "" };
+        out.push_str(&format!("{who}: {cut}{more}\n\n"));
+    }
+    out.push_str("The new message:\n\n");
+    out.push_str(message);
+    Some(out)
+}
+
+/// One thing a CLI's stream said, as the session records it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Mapped {
+    /// The agent's text to the person.
+    Message(String),
+    /// A tool call: its id, name and arguments.
+    ToolCall { id: String, name: String, arguments: Value },
+    /// A tool's result, by the call's id.
+    ToolResult { id: String, name: String, content: String, is_error: bool },
+    /// Progress worth showing that is neither (the CLI's own notices).
+    Status(String),
+    /// The CLI reported an error.
+    Error(String),
+    /// Tokens and cost of the turn as the CLI reports them (recorded, not charged: the person's CLI pays
+    /// its own provider).
+    Usage(Usage),
+}
+
+/// A turn's token usage as a CLI reports it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Usage {
+    pub input_tokens: i64,
+    pub output_tokens: i64,
+    pub cached_input_tokens: i64,
+    /// What the CLI says the turn cost, in US dollars, when it says (Claude Code does; Codex does not).
+    pub cost_usd: Option<f64>,
+}
+
+impl Mapped {
+    /// The session event it becomes: `(type, body)`.
+    pub fn event(&self) -> (&'static str, Value) {
+        match self {
+            Mapped::Message(text) => ("agent_message", json!({ "text": text })),
+            Mapped::ToolCall { id, name, arguments } => {
+                ("tool_call", json!({ "call_id": id, "name": name, "arguments": arguments }))
+            }
+            Mapped::ToolResult { id, name, content, is_error } => {
+                ("tool_result", json!({ "call_id": id, "name": name, "content": content, "is_error": is_error }))
+            }
+            Mapped::Status(text) => ("status", json!({ "text": text })),
+            Mapped::Error(message) => ("error", json!({ "message": message })),
+            Mapped::Usage(u) => {
+                let mut text = format!(
+                    "usage: {} input tokens ({} cached), {} output tokens",
+                    u.input_tokens, u.cached_input_tokens, u.output_tokens
+                );
+                if let Some(c) = u.cost_usd {
+                    text.push_str(&format!(", ${c:.4} reported by the CLI"));
+                }
+                let usage = json!({
+                    "input_tokens": u.input_tokens, "output_tokens": u.output_tokens,
+                    "cached_input_tokens": u.cached_input_tokens, "cost_usd": u.cost_usd,
+                });
+                ("status", json!({ "text": text, "usage": usage }))
+            }
+        }
+    }
+}
+
+/// A CLI's own conversation, as the runner keeps it between a session's turns.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Conversation {
+    /// What the next turn resumes: Claude Code's `session_id`, Codex's `thread_id`.
+    pub id: String,
+    /// The usage the CLI reported so far for the whole conversation (Codex counts per thread, so one
+    /// turn's usage is the difference).
+    pub totals: Usage,
+}
+
+/// Reads one CLI's stream, line by line.
+pub trait Mapper: Send {
+    /// What one line of the CLI's stdout says (nothing for a line it does not show).
+    fn line(&mut self, line: &str) -> Vec<Mapped>;
+    /// The CLI's own conversation, once the stream named it: what the next turn resumes.
+    fn conversation(&self) -> Option<Conversation>;
+}
+
+/// The mapper of a CLI harness, continuing `before` when the turn resumes it.
+pub fn mapper(harness: Harness, before: Option<&Conversation>) -> Option<Box<dyn Mapper>> {
+    let before = before.cloned().unwrap_or_default();
+    match harness {
+        Harness::ClaudeCode => Some(Box::new(claude::Stream::default())),
+        Harness::Codex => Some(Box::new(codex::Stream::continuing(before))),
+        Harness::Command => None,
+    }
+}
+
+/// A line that is not the JSON the stream promised: shown as it is, as a status.
+fn not_json(line: &str) -> Vec<Mapped> {
+    let line = line.trim();
+    if line.is_empty() {
+        vec![]
+    } else {
+        vec![Mapped::Status(line.to_owned())]
+    }
+}
+
+/// A tool result's content as text: a string as it is, an array of content blocks as their texts.
+fn content_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Array(blocks) => blocks
+            .iter()
+            .map(|b| b["text"].as_str().map(str::to_owned).unwrap_or_else(|| b.to_string()))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_claim_names_the_harness_and_older_servers_run_commands() {
+        assert_eq!(Harness::of(&json!({"harness": "claude-code"})), Harness::ClaudeCode);
+        assert_eq!(Harness::of(&json!({"harness": "codex"})), Harness::Codex);
+        assert_eq!(Harness::of(&json!({"harness": "runner"})), Harness::Command);
+        assert_eq!(Harness::of(&json!({"name": "old server"})), Harness::Command);
+    }
+
+    #[test]
+    fn a_fresh_start_summarises_the_earlier_conversation_and_ends_with_the_new_message() {
+        let one = json!([{"role": "user", "text": "hi"}]);
+        assert_eq!(fresh_start(&one, "hi"), None, "a first turn needs no summary");
+        let h = json!([
+            {"role": "user", "text": "write a poem"},
+            {"role": "agent", "text": "roses are red"},
+            {"role": "user", "text": "another"},
+        ]);
+        let text = fresh_start(&h, "another").unwrap();
+        assert!(text.contains("the user: write a poem\n\nyou: roses are red"), "{text}");
+        assert!(text.ends_with("The new message:\n\nanother"), "{text}");
+        let long: Vec<Value> = (0..30).map(|i| json!({"role": "user", "text": format!("m{i}")})).collect();
+        let text = fresh_start(&Value::Array(long), "m29").unwrap();
+        assert!(text.contains("[9 earlier messages left out]") && !text.contains("m8\n") && text.contains("m9\n"));
+    }
+
+    #[test]
+    fn only_an_executable_file_on_the_path_is_found() {
+        let dir = tempfile::tempdir().unwrap();
+        let exe = dir.path().join("claude");
+        std::fs::write(&exe, "#!/bin/sh\n").unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            assert_eq!(find_on_path("claude", Some(dir.path().as_os_str())), None, "not executable yet");
+            std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        assert_eq!(find_on_path("claude", Some(dir.path().as_os_str())), Some(exe));
+        assert_eq!(find_on_path("codex", Some(dir.path().as_os_str())), None);
+    }
+}
