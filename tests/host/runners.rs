@@ -182,3 +182,41 @@ fn a_revoked_runner_is_refused_and_its_turn_goes_to_another_at_once() {
     assert_eq!(again.json_body()["attempt"], 2);
     assert_eq!(app.request("DELETE", &format!("/v1/runners/{id}"), Some(&ada.key), None).status, 404);
 }
+
+/// Claude Code and Codex agents are created like any agent and their turns go to the workspace's runners,
+/// which are told the harness, the session's model and thinking, and where the help server is.
+#[test]
+fn claude_code_and_codex_agents_turns_are_claimed_by_runners_with_their_harness() {
+    let app = TestApp::new();
+    let ada = app.signup("Ada", "ada@example.com");
+    let r = app.request("POST", "/v1/runners", Some(&ada.key), Some(json!({"name": "laptop"})));
+    let token = r.json_body()["token"].as_str().unwrap().to_owned();
+    for (harness, model) in [("claude-code", "claude-sonnet-4-5"), ("codex", "gpt-5-codex")] {
+        let agent = app.ok(&ada.key, "create_agent", json!({"name": harness, "harness": harness, "model": model}));
+        assert_eq!(agent["harness"], harness);
+        let started = app.ok(
+            &ada.key,
+            "start_session",
+            json!({"agent_id": agent["agent_id"], "message": "fix it", "idempotency_key": harness}),
+        );
+        let sid = started["session"]["session_id"].as_str().unwrap().to_owned();
+        app.ok(&ada.key, "switch_model", json!({"session_id": sid, "thinking": "high"}));
+        app.settle();
+        let claim = runner_call(&app, &token, "POST", "/v1/runner/claim", json!({}));
+        assert_eq!(claim.status, 200, "{harness}: {:?}", claim.json_body());
+        let turn = claim.json_body();
+        assert_eq!(turn["session_id"], sid.as_str());
+        assert_eq!((turn["agent"]["harness"].as_str(), turn["agent"]["model"].as_str()), (Some(harness), Some(model)));
+        assert_eq!(turn["agent"]["thinking"], "high");
+        assert!(turn["help_server"].as_str().unwrap().ends_with("/v1/help/mcp"));
+    }
+    let unknown = app.request(
+        "POST",
+        "/v1/agents",
+        Some(&ada.key),
+        Some(json!({"name": "x", "harness": "claude_code", "model": "m"})),
+    );
+    assert_eq!(unknown.status, 400);
+    let said = unknown.json_body()["error"]["message"].as_str().unwrap().to_owned();
+    assert!(said.contains("echo, openai, runner, claude-code, codex"), "{said}");
+}
