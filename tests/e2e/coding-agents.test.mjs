@@ -128,6 +128,8 @@ describe('Claude Code as a claude-code agent under sky runner', { skip: !existsS
   let stub; let runner; let work; let key; let tool; let agentId;
 
   before(async () => {
+    // Built first: a connection left idle for the build's length is closed by the server under the client.
+    const sky = skyBinary();
     stub = stubModel();
     await new Promise((ok) => stub.server.listen(0, '127.0.0.1', ok));
     work = mkdtempSync(join(tmpdir(), 'sky-coding-agents-'));
@@ -139,7 +141,6 @@ describe('Claude Code as a claude-code agent under sky runner', { skip: !existsS
     ({ tool } = rawMcp(key));
     const created = ok(await tool('create_agent', { name: 'Claude', harness: 'claude-code', model: 'claude-sonnet-4-5', instructions: 'Be brief.' }));
     agentId = created.agent_id;
-    const sky = skyBinary();
     runner = spawn(sky, ['runner', '--server', BASE, '--key', key, '--name', 'coding-agents-e2e'], {
       env: {
         ...process.env,
