@@ -435,7 +435,9 @@ async fn as_key<'a>(
 #[derive(Clone, Copy)]
 enum Face {
     /// `/v1/mcp`; `server_wide` when the call answers every key alike ([`mcp::server_wide`]).
-    Mcp { server_wide: bool },
+    Mcp {
+        server_wide: bool,
+    },
     Rest,
 }
 

@@ -108,10 +108,15 @@ impl Relay {
         let answered = self.relay(&ask.to_string(), &ask, diagnostics);
         let reply: Value = answered.first().and_then(|l| serde_json::from_str(l).ok()).unwrap_or(Value::Null);
         let decision = match chosen(&reply) {
-            Some(a) if a == ALLOW => json!({ "behavior": "allow", "updatedInput": input.get("input").cloned().unwrap_or(json!({})) }),
+            Some(a) if a == ALLOW => {
+                json!({ "behavior": "allow", "updatedInput": input.get("input").cloned().unwrap_or(json!({})) })
+            }
             Some(_) => json!({ "behavior": "deny", "message": "The person denied this in agentsky." }),
             None => {
-                let why = reply["error"]["message"].as_str().or(reply["result"]["content"][0]["text"].as_str()).unwrap_or("no answer");
+                let why = reply["error"]["message"]
+                    .as_str()
+                    .or(reply["result"]["content"][0]["text"].as_str())
+                    .unwrap_or("no answer");
                 json!({ "behavior": "deny", "message": format!("Not approved: {why}") })
             }
         };
@@ -122,7 +127,7 @@ impl Relay {
     }
 
     fn relay(&self, line: &str, message: &Value, diagnostics: bool) -> Vec<String> {
-        let ids = request_ids(&message);
+        let ids = request_ids(message);
         let mut req = self
             .agent
             .post(&self.endpoint)
@@ -184,7 +189,7 @@ impl Relay {
             }
             // In a runner's turn, the grants the agent gets are remembered for the provider CLI shims.
             if message.get("method").is_some_and(|m| m == "tools/call") && m.get("id") == message.get("id") {
-                crate::shim::note_tool_result(&message, m);
+                crate::shim::note_tool_result(message, m);
             }
         }
         rpc.iter().map(Value::to_string).collect()
@@ -306,7 +311,9 @@ mod tests {
         assert_eq!(chosen(&reply).as_deref(), Some("Allow"));
         let failed = json!({"result": {"content": [{"type": "text", "text": "timed out"}], "isError": true}});
         assert_eq!(chosen(&failed), None);
-        let listed = with_permission_tool(&json!({"jsonrpc": "2.0", "id": 1, "result": {"tools": [{"name": "ask_user"}]}}).to_string());
+        let listed = with_permission_tool(
+            &json!({"jsonrpc": "2.0", "id": 1, "result": {"tools": [{"name": "ask_user"}]}}).to_string(),
+        );
         assert_eq!(serde_json::from_str::<Value>(&listed).unwrap()["result"]["tools"][1]["name"], PERMISSION_TOOL);
     }
 

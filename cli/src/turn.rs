@@ -842,7 +842,13 @@ impl TurnRunner {
     /// CLI from the runner's `PATH` with its per-turn configuration, continuing the session's conversation
     /// from its last turn here, or starting fresh with a summary of the session so far. `Err` says why the
     /// turn cannot run here.
-    fn plan(&self, harness: Harness, turn: &Turn, dir: &TurnDir, outbox: &mut Outbox) -> std::result::Result<Plan, String> {
+    fn plan(
+        &self,
+        harness: Harness,
+        turn: &Turn,
+        dir: &TurnDir,
+        outbox: &mut Outbox,
+    ) -> std::result::Result<Plan, String> {
         let message = dir.meta.join("message.txt");
         let Some((exe_name, package)) = harness.cli() else {
             if self.command.is_empty() {
@@ -873,7 +879,8 @@ impl TurnRunner {
                 );
             }
         }
-        let help_server = turn.help_server.clone().unwrap_or_else(|| format!("{}/v1/help/mcp", server_base(&turn.session_server)));
+        let help_server =
+            turn.help_server.clone().unwrap_or_else(|| format!("{}/v1/help/mcp", server_base(&turn.session_server)));
         let setup = harness::Setup {
             agent: &turn.agent,
             meta: &dir.meta,
@@ -882,7 +889,8 @@ impl TurnRunner {
             help_server: &help_server,
             resume: resume.as_deref(),
         };
-        let launch = harness::launch(harness, &exe, &setup).map_err(|e| format!("the runner could not configure {exe_name}: {e}"))?;
+        let launch = harness::launch(harness, &exe, &setup)
+            .map_err(|e| format!("the runner could not configure {exe_name}: {e}"))?;
         Ok(Plan { argv: launch.argv, env: launch.env, stdin, mapper: harness::mapper(harness, before.as_ref()) })
     }
 

@@ -222,7 +222,9 @@ fn claude_code_runs_with_its_own_configuration_and_its_stream_becomes_typed_even
     let prompt = read(log.join("3.stdin"));
     assert!(prompt.contains("you: done: 2 tool results, out.txt written"), "{prompt}");
     assert!(prompt.ends_with("The new message:\n\nand again"), "{prompt}");
-    assert!(events(&srv).iter().any(|e| e["text"].as_str().is_some_and(|t| t.contains("summary of the session so far"))));
+    assert!(events(&srv)
+        .iter()
+        .any(|e| e["text"].as_str().is_some_and(|t| t.contains("summary of the session so far"))));
 }
 
 #[test]
@@ -257,7 +259,8 @@ fn codex_runs_with_overrides_its_items_become_typed_events_and_its_thread_contin
     let argv = args(&log, 1);
     assert_eq!(&argv[..3], ["exec", "--json", "--skip-git-repo-check"], "{argv:?}");
     assert_eq!(argv.last().map(String::as_str), Some("-"), "the message on stdin");
-    let overrides: Vec<&str> = argv.iter().zip(&argv[1..]).filter(|(a, _)| *a == "-c").map(|(_, v)| v.as_str()).collect();
+    let overrides: Vec<&str> =
+        argv.iter().zip(&argv[1..]).filter(|(a, _)| *a == "-c").map(|(_, v)| v.as_str()).collect();
     let sky = env!("CARGO_BIN_EXE_sky");
     for want in [
         format!("mcp_servers.agentsky.command=\"{sky}\""),
@@ -295,6 +298,6 @@ fn codex_runs_with_overrides_its_items_become_typed_events_and_its_thread_contin
     let argv = args(&log, 2);
     assert_eq!(&argv[..3], ["exec", "resume", "01a2489c-d48a-76a3-99b6-2c744744fe06"], "{argv:?}");
     assert_eq!(read(log.join("2.stdin")), "and again");
-    let usage = events(&srv).into_iter().filter(|e| e["usage"].is_object()).last().unwrap();
+    let usage = events(&srv).into_iter().rev().find(|e| e["usage"].is_object()).unwrap();
     assert_eq!(usage["usage"]["input_tokens"], 1200);
 }

@@ -145,7 +145,10 @@ pub async fn login(cx: &Cx<'_>, req: &HttpRequest) -> HttpResponse {
         // and do everything the console does.
         Ok(Some(caller)) if caller.app.is_some() => login_form(
             &next,
-            Some((401, "That is an app's OAuth access token: it works only for MCP at /v1/mcp. Sign in with an API key.")),
+            Some((
+                401,
+                "That is an app's OAuth access token: it works only for MCP at /v1/mcp. Sign in with an API key.",
+            )),
         ),
         Ok(Some(caller)) => open_session(cx, &caller.key_id, &next).await,
         Ok(None) => bad(),

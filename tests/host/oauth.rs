@@ -326,7 +326,8 @@ fn a_console_sign_in_with_an_apps_access_token_is_refused() {
     let app = TestApp::new();
     let ada = app.signup("Ada", "ada@example.com");
     let (_, t) = connected(&app, &ada, "read write");
-    let r = app.send(request("POST", "/console/login", Some(""), &form(&[("key", t["access_token"].as_str().unwrap())])));
+    let r =
+        app.send(request("POST", "/console/login", Some(""), &form(&[("key", t["access_token"].as_str().unwrap())])));
     assert_eq!(r.status, 401, "the sign-in page again, not a session");
     assert!(r.header("set-cookie").is_none());
     assert!(String::from_utf8_lossy(&r.body).contains("works only for MCP at /v1/mcp"));
@@ -370,7 +371,11 @@ fn an_app_mints_no_credential_and_changes_no_member_so_its_disconnection_ends_ev
             for op in agentsky::ops::OPS.iter().filter(|op| op.credentials) {
                 let e = agentsky::ops::invoke(&as_app, op, json!({})).await.unwrap_err();
                 assert_eq!(e.code.as_str(), "forbidden", "`{}`: {}", op.name, e.message);
-                assert!(e.message.contains("an app connected through OAuth cannot create credentials"), "{}", e.message);
+                assert!(
+                    e.message.contains("an app connected through OAuth cannot create credentials"),
+                    "{}",
+                    e.message
+                );
             }
         })
     });

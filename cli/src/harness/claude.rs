@@ -47,7 +47,9 @@ pub fn launch(exe: &Path, s: &Setup<'_>) -> std::io::Result<Launch> {
     argv.extend(["--mcp-config".to_owned(), config.to_string_lossy().into_owned()]);
     // Edits in the turn's folder go ahead; a shell command or a write elsewhere asks the person in
     // Approvals (the relay's permission prompt tool); the session's own tools never ask.
-    argv.extend(["--permission-mode", "acceptEdits", "--permission-prompt-tool", "mcp__agentsky__approve"].map(str::to_owned));
+    argv.extend(
+        ["--permission-mode", "acceptEdits", "--permission-prompt-tool", "mcp__agentsky__approve"].map(str::to_owned),
+    );
     argv.extend(["--allowedTools".to_owned(), "mcp__agentsky,mcp__agentsky_help".to_owned()]);
     if let Some(model) = s.agent["model"].as_str().filter(|m| !m.is_empty()) {
         argv.extend(["--model".to_owned(), model.to_owned()]);
@@ -150,7 +152,8 @@ fn tool_name(name: &str) -> String {
 fn result(v: &Value) -> Vec<Mapped> {
     let mut out = vec![];
     if v["is_error"] == true || v["subtype"].as_str().is_some_and(|s| s != "success") {
-        let why = v["result"].as_str().filter(|r| !r.is_empty()).unwrap_or_else(|| v["subtype"].as_str().unwrap_or("error"));
+        let why =
+            v["result"].as_str().filter(|r| !r.is_empty()).unwrap_or_else(|| v["subtype"].as_str().unwrap_or("error"));
         out.push(Mapped::Error(format!("Claude Code: {why}")));
     }
     let u = &v["usage"];

@@ -152,11 +152,9 @@ fn started(item: &Value) -> Vec<Mapped> {
             name: "shell".into(),
             arguments: serde_json::json!({ "command": item["command"] }),
         }],
-        Some("mcp_tool_call") => vec![Mapped::ToolCall {
-            id,
-            name: mcp_name(item),
-            arguments: item["arguments"].clone(),
-        }],
+        Some("mcp_tool_call") => {
+            vec![Mapped::ToolCall { id, name: mcp_name(item), arguments: item["arguments"].clone() }]
+        }
         _ => vec![],
     }
 }
