@@ -13,6 +13,7 @@ import { mkdtempSync, rmSync, existsSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { answerMessages } from './messages-stub.mjs';
 import { MCP_URL, createAccount } from './helpers.mjs';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -60,39 +61,10 @@ function stubModel() {
       } else {
         content = [{ type: 'text', text: 'stub' }];
       }
-      answer(res, body, content);
+      answerMessages(res, body, content);
     });
   });
   return { server, seen, results, texts };
-}
-
-function answer(res, body, content) {
-  const stop = content[0].type === 'tool_use' ? 'tool_use' : 'end_turn';
-  const message = {
-    id: `msg_stub_${Date.now()}`, type: 'message', role: 'assistant', model: body.model ?? 'stub',
-    content, stop_reason: stop, stop_sequence: null, usage: { input_tokens: 10, output_tokens: 5 },
-  };
-  if (!body.stream) {
-    res.writeHead(200, { 'content-type': 'application/json' });
-    res.end(JSON.stringify(message));
-    return;
-  }
-  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
-  const send = (event, data) => res.write(`event: ${event}\ndata: ${JSON.stringify({ type: event, ...data })}\n\n`);
-  send('message_start', { message: { ...message, content: [], stop_reason: null, usage: { input_tokens: 10, output_tokens: 0 } } });
-  content.forEach((block, index) => {
-    if (block.type === 'text') {
-      send('content_block_start', { index, content_block: { type: 'text', text: '' } });
-      send('content_block_delta', { index, delta: { type: 'text_delta', text: block.text } });
-    } else {
-      send('content_block_start', { index, content_block: { ...block, input: {} } });
-      send('content_block_delta', { index, delta: { type: 'input_json_delta', partial_json: JSON.stringify(block.input) } });
-    }
-    send('content_block_stop', { index });
-  });
-  send('message_delta', { delta: { stop_reason: stop, stop_sequence: null }, usage: { output_tokens: 5 } });
-  send('message_stop', {});
-  res.end();
 }
 
 /** Runs claude -p and returns its stream-json events. */

