@@ -82,7 +82,7 @@ async fn route(env: &Env, req: &HttpRequest, meta: RequestMeta) -> HttpResponse 
         verdict: None,
     };
     match path {
-        "/v1/health" => return observe::health(&cx).await,
+        "/v1/health" => return observe::health(&cx, matches!(authenticate(&cx, req), Ok(Auth::Admin))).await,
         "/" | "/v1" => {
             return HttpResponse::json(
                 200,

@@ -252,12 +252,39 @@ thread_local! {
 
 /// Whether each backing service answers: D1, a session object, R2 and the queue. Only `ok` per service
 /// and the version; why one failed goes to the log with the request id, not to the caller. A 503 when
-/// any is down, so a load balancer or uptime check reads it without parsing.
-pub async fn health(cx: &Cx<'_>) -> HttpResponse {
+/// any is down, so a load balancer or uptime check reads it without parsing. The deployment's admin token
+/// also gets what this isolate holds in memory ([`memory`]).
+pub async fn health(cx: &Cx<'_>, admin: bool) -> HttpResponse {
+    let (status, mut body) = checked(cx).await;
+    if admin {
+        body["memory"] = memory(cx.env);
+    }
+    HttpResponse::json(status, &body)
+}
+
+/// What this isolate holds, for the deployment's admin alone (`make bench-memory` samples it): the wasm
+/// linear memory, whose size is its peak since it never shrinks (`null` off wasm), and what the Worker
+/// keeps between requests, each bounded: the key cache and the metrics buffer.
+fn memory(env: &Env) -> Value {
+    #[cfg(target_arch = "wasm32")]
+    let wasm_bytes = Some(core::arch::wasm32::memory_size(0) as u64 * 65_536);
+    #[cfg(not(target_arch = "wasm32"))]
+    let wasm_bytes: Option<u64> = None;
+    let (keys, key_bytes) = crate::keycache::usage();
+    let (rows, dropped) = env.pending_calls.usage();
+    json!({
+        "wasm_bytes": wasm_bytes,
+        "key_cache": { "entries": keys, "bytes": key_bytes },
+        "pending_calls": { "rows": rows, "dropped_calls": dropped },
+    })
+}
+
+/// The checks' answer, reused for [`HEALTH_TTL_MS`].
+async fn checked(cx: &Cx<'_>) -> (u16, Value) {
     let cached =
         LAST_HEALTH.with(|l| l.borrow().clone()).filter(|(at, _, _)| (0..HEALTH_TTL_MS).contains(&(cx.now_ms - at)));
     if let Some((_, status, body)) = cached {
-        return HttpResponse::json(status, &body);
+        return (status, body);
     }
     let env = cx.env;
     let d1 = async { env.db.all(crate::stmt!("SELECT 1 AS ok")).await.map(|_| ()).map_err(|e| e.to_string()) };
@@ -282,5 +309,5 @@ pub async fn health(cx: &Cx<'_>) -> HttpResponse {
     let status = if ok { 200 } else { 503 };
     let body = json!({ "ok": ok, "name": "agentsky", "version": env!("CARGO_PKG_VERSION"), "checks": checks });
     LAST_HEALTH.with(|l| l.replace(Some((cx.now_ms, status, body.clone()))));
-    HttpResponse::json(status, &body)
+    (status, body)
 }
