@@ -122,7 +122,7 @@ pub struct ToolCall<'a> {
     pub name: &'a str,
     /// `params.arguments`, `{}` when absent: borrowed from the request, so a host that needs it owned
     /// makes the one copy (a body may be megabytes).
-    pub arguments: Cow<'a, Map<String, Value>>,
+    pub arguments: Arguments<'a>,
     pub era: Era,
     /// `_meta["io.modelcontextprotocol/clientCapabilities"]` in the modern era; `{}` in the legacy era,
     /// where a stateless server cannot remember what `initialize` declared.
@@ -319,8 +319,11 @@ async fn other_method(
     })
 }
 
+/// A tool call's arguments, borrowed from the request when it had them.
+type Arguments<'a> = Cow<'a, Map<String, Value>>;
+
 /// `params.name` (required) and `params.arguments` (an object, `{}` when absent or null).
-fn call_target(params: &Map<String, Value>) -> Result<(&str, Cow<'_, Map<String, Value>>), RpcError> {
+fn call_target(params: &Map<String, Value>) -> Result<(&str, Arguments<'_>), RpcError> {
     let Some(name) = params.get("name").and_then(Value::as_str) else {
         return Err(RpcError::invalid_params("Invalid params: tools/call needs params.name, the tool's name"));
     };
