@@ -4,13 +4,14 @@ SHELL := /bin/bash
 PORT ?= 8787
 export PORT
 
-.PHONY: dev test bench bench-ceiling profile setup build e2e lint clean help deploy-check
+.PHONY: dev test bench bench-ceiling bench-memory profile setup build e2e lint clean help deploy-check
 
 help:
 	@echo "make dev    install what is missing, build, migrate local D1, serve on http://127.0.0.1:$(PORT)"
 	@echo "make test   host tests, clippy (host + wasm32), fmt, build, end-to-end + conformance against wrangler dev"
 	@echo "make bench  latency/throughput, D1 queries per call and wasm size, against a private wrangler dev"
 	@echo "make bench-ceiling  a hello-world Worker bare, after one D1 query, and after a read tool's batch: the ceilings"
+	@echo "make bench-memory  the Worker's JS heap, wasm memory and workerd RSS across a long fuzz and a long session"
 	@echo "make profile  CPU profile of tools/call list_agents and tools/list in the Worker (names kept)"
 	@echo "make deploy-check   lint wrangler.toml's production env and dry-run its deploy (offline)"
 	@echo "make setup | build | e2e | lint | clean"
@@ -27,6 +28,10 @@ bench: setup build
 # req/s of a hello-world Worker bare, after one D1 query, and after a batch shaped like a read tool's.
 bench-ceiling: setup
 	@bash bench/d1_ceiling.sh
+
+# JS heap, wasm memory and workerd RSS before, during and after a long fuzz and a long session.
+bench-memory: setup
+	@bash bench/memory.sh
 
 profile: setup
 	@bash bench/profile.sh

@@ -78,6 +78,9 @@ async fn route(env: &Env, req: &HttpRequest, meta: RequestMeta) -> HttpResponse 
         let message = format!("request bodies are limited to {MAX_BODY_BYTES} bytes");
         return refuse(req, &ApiError::new(Code::PayloadTooLarge, message));
     }
+    if let Err(e) = crate::rules::limits::json_body(&req.body) {
+        return refuse(req, &e);
+    }
     let path = req.path.as_str();
     let mut cx = Cx {
         env,
@@ -92,7 +95,7 @@ async fn route(env: &Env, req: &HttpRequest, meta: RequestMeta) -> HttpResponse 
         verdict: None,
     };
     match path {
-        "/v1/health" => return observe::health(&cx).await,
+        "/v1/health" => return observe::health(&cx, matches!(authenticate(&cx, req), Ok(Auth::Admin))).await,
         "/" | "/v1" => {
             return HttpResponse::json(
                 200,

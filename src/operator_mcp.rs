@@ -64,8 +64,11 @@ impl ToolHost for OperatorTools<'_> {
             let Some(op) = ops::find(call.name).filter(|op| op.tool) else {
                 return ToolReply::UnknownTool;
             };
-            let arguments = Value::Object(call.arguments);
-            let value = match ops::invoke(self.cx, op, arguments.clone()).await {
+            // The one copy of the arguments: the operation takes them owned. Only a followed read_session
+            // keeps them past it (they are a session id and a cursor).
+            let arguments = Value::Object(call.arguments.into_owned());
+            let followed = call.progress.filter(|_| op.name == "read_session").map(|p| (p, arguments.clone()));
+            let value = match ops::invoke(self.cx, op, arguments).await {
                 Ok(value) => value,
                 Err(e) => return ToolReply::Done(results::failure(&e)),
             };
@@ -82,7 +85,7 @@ impl ToolHost for OperatorTools<'_> {
                     Err(e) => return ToolReply::Done(results::failure(&e.finish(&self.cx.request_id))),
                 }
             }
-            if let (Some(progress), "read_session") = (call.progress, op.name) {
+            if let Some((progress, arguments)) = followed {
                 return match follow_session(self.cx, &arguments, value, progress).await {
                     Ok(page) => ToolReply::Success(page),
                     Err(e) => ToolReply::Done(results::failure(&e.finish(&self.cx.request_id))),

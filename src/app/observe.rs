@@ -12,6 +12,8 @@ use crate::http::{HttpRequest, HttpResponse};
 use crate::rules::metrics::{CallKey, CallTally};
 use crate::rules::traceparent::{self, TraceContext};
 use crate::store::{Riding, Sql, Stmt};
+use serde::de::{IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::Deserialize;
 use serde_json::{json, Value};
 
 /// Which face a path belongs to, for the log line and nothing else.
@@ -35,20 +37,107 @@ pub fn face_of(path: &str) -> &'static str {
 }
 
 /// The JSON-RPC call an MCP request makes (`tools/call:start_session`), and its `_meta.traceparent`
-/// (the 2026-07-28 wire carries trace context there as well as in the header).
+/// (the 2026-07-28 wire carries trace context there as well as in the header). Read from the body
+/// without building it ([`Head`]): the call itself parses it next, and a body may be megabytes.
 fn mcp_call(req: &HttpRequest) -> (String, Option<String>) {
     if req.method != "POST" || !super::MCP_ENDPOINTS.contains(&req.path.as_str()) {
         return (String::new(), None);
     }
-    let body: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
-    let method = body["method"].as_str().unwrap_or_default();
-    let op = match body["params"]["name"].as_str() {
+    let head: Head = serde_json::from_slice(&req.body).unwrap_or_default();
+    let method = head.method.0.unwrap_or_default();
+    let params = head.params.0.unwrap_or_default();
+    let op = match params.name.0 {
         Some(tool) if method == "tools/call" => format!("tools/call:{tool}"),
-        _ => method.to_owned(),
+        _ => method,
     };
     // Names only: a tool name the caller made up is cut short and kept to name characters.
     let op: String = op.chars().filter(|c| c.is_ascii_alphanumeric() || "/:_-.".contains(*c)).take(80).collect();
-    (op, body["params"]["_meta"]["traceparent"].as_str().map(str::to_owned))
+    (op, params.meta.0.and_then(|m| m.traceparent.0))
+}
+
+/// What [`mcp_call`] reads of a JSON-RPC body; the rest is skipped unbuilt.
+#[derive(Default, Deserialize)]
+#[serde(default)]
+struct Head {
+    method: Short,
+    params: Object<HeadParams>,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(default)]
+struct HeadParams {
+    name: Short,
+    #[serde(rename = "_meta")]
+    meta: Object<HeadMeta>,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(default)]
+struct HeadMeta {
+    traceparent: Short,
+}
+
+/// A string's first [`Short::KEPT`] characters; any other JSON value is skipped and read as none.
+#[derive(Default)]
+struct Short(Option<String>);
+
+impl Short {
+    const KEPT: usize = 128;
+}
+
+/// `T` read from a JSON object; any other JSON value is skipped and read as none.
+#[derive(Default)]
+struct Object<T>(Option<T>);
+
+/// The visitor methods that skip what is not wanted: arrays and scalars (and, unless named, strings).
+macro_rules! skip {
+    ($none:expr $(, $kind:ident)*) => {
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("any JSON value")
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+            while seq.next_element::<IgnoredAny>()?.is_some() {}
+            Ok($none)
+        }
+        fn visit_unit<E>(self) -> Result<Self::Value, E> { Ok($none) }
+        fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> { Ok($none) }
+        fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> { Ok($none) }
+        fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> { Ok($none) }
+        fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> { Ok($none) }
+        $(fn $kind<E>(self, _: &str) -> Result<Self::Value, E> { Ok($none) })*
+    };
+}
+
+impl<'de> Deserialize<'de> for Short {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> Visitor<'de> for Visit {
+            type Value = Short;
+            skip!(Short(None));
+            fn visit_str<E>(self, s: &str) -> Result<Short, E> {
+                Ok(Short(Some(s.chars().take(Short::KEPT).collect())))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Short, A::Error> {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(Short(None))
+            }
+        }
+        d.deserialize_any(Visit)
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Object<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit<T>(std::marker::PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for Visit<T> {
+            type Value = Object<T>;
+            skip!(Object(None), visit_str);
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Object<T>, A::Error> {
+                T::deserialize(serde::de::value::MapAccessDeserializer::new(map)).map(|t| Object(Some(t)))
+            }
+        }
+        d.deserialize_any(Visit(std::marker::PhantomData))
+    }
 }
 
 /// A request under way.
@@ -252,12 +341,39 @@ thread_local! {
 
 /// Whether each backing service answers: D1, a session object, R2 and the queue. Only `ok` per service
 /// and the version; why one failed goes to the log with the request id, not to the caller. A 503 when
-/// any is down, so a load balancer or uptime check reads it without parsing.
-pub async fn health(cx: &Cx<'_>) -> HttpResponse {
+/// any is down, so a load balancer or uptime check reads it without parsing. The deployment's admin token
+/// also gets what this isolate holds in memory ([`memory`]).
+pub async fn health(cx: &Cx<'_>, admin: bool) -> HttpResponse {
+    let (status, mut body) = checked(cx).await;
+    if admin {
+        body["memory"] = memory(cx.env);
+    }
+    HttpResponse::json(status, &body)
+}
+
+/// What this isolate holds, for the deployment's admin alone (`make bench-memory` samples it): the wasm
+/// linear memory, whose size is its peak since it never shrinks (`null` off wasm), and what the Worker
+/// keeps between requests, each bounded: the key cache and the metrics buffer.
+fn memory(env: &Env) -> Value {
+    #[cfg(target_arch = "wasm32")]
+    let wasm_bytes = Some(core::arch::wasm32::memory_size(0) as u64 * 65_536);
+    #[cfg(not(target_arch = "wasm32"))]
+    let wasm_bytes: Option<u64> = None;
+    let (keys, key_bytes) = crate::keycache::usage();
+    let (rows, dropped) = env.pending_calls.usage();
+    json!({
+        "wasm_bytes": wasm_bytes,
+        "key_cache": { "entries": keys, "bytes": key_bytes },
+        "pending_calls": { "rows": rows, "dropped_calls": dropped },
+    })
+}
+
+/// The checks' answer, reused for [`HEALTH_TTL_MS`].
+async fn checked(cx: &Cx<'_>) -> (u16, Value) {
     let cached =
         LAST_HEALTH.with(|l| l.borrow().clone()).filter(|(at, _, _)| (0..HEALTH_TTL_MS).contains(&(cx.now_ms - at)));
     if let Some((_, status, body)) = cached {
-        return HttpResponse::json(status, &body);
+        return (status, body);
     }
     let env = cx.env;
     let d1 = async { env.db.all(crate::stmt!("SELECT 1 AS ok")).await.map(|_| ()).map_err(|e| e.to_string()) };
@@ -282,5 +398,5 @@ pub async fn health(cx: &Cx<'_>) -> HttpResponse {
     let status = if ok { 200 } else { 503 };
     let body = json!({ "ok": ok, "name": "agentsky", "version": env!("CARGO_PKG_VERSION"), "checks": checks });
     LAST_HEALTH.with(|l| l.replace(Some((cx.now_ms, status, body.clone()))));
-    HttpResponse::json(status, &body)
+    (status, body)
 }

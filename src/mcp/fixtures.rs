@@ -64,7 +64,7 @@ impl ToolHost for Fixtures {
             let arguments = arguments.as_object().cloned().unwrap_or_default();
             let call = ToolCall {
                 name,
-                arguments,
+                arguments: std::borrow::Cow::Owned(arguments),
                 era: Era::Legacy,
                 client_capabilities: &capabilities,
                 input_responses: None,
@@ -145,7 +145,9 @@ fn run(call: &ToolCall) -> ToolReply {
         "test_logging_tool" => {
             Ok(text("Done. This server answers one JSON body per request, so it sends no log messages."))
         }
-        "json_schema_2020_12_tool" => Ok(text(&format!("Received {}", Value::Object(call.arguments.clone())))),
+        "json_schema_2020_12_tool" => {
+            Ok(text(&format!("Received {}", Value::Object(call.arguments.clone().into_owned()))))
+        }
         "test_x_mcp_header" => Ok(text(&format!("Region: {}", call.arguments.get("region").unwrap_or(&Value::Null)))),
         "test_missing_capability" => require(call, &["sampling"]).map(|()| text("The client declared sampling.")),
         "test_streaming_elicitation" => require(call, &["elicitation"]).map(|()| ask_name(call, "confirmation")),
@@ -415,7 +417,7 @@ mod tests {
     ) -> ToolReply {
         let call = ToolCall {
             name,
-            arguments: Map::new(),
+            arguments: Default::default(),
             era: Era::Modern,
             client_capabilities: caps,
             input_responses: responses,

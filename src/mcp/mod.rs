@@ -41,6 +41,7 @@ pub use tasks::{TaskAnswer, TaskInfo, TaskMethod, TaskMode};
 use crate::http::{HttpRequest, HttpResponse};
 use futures::future::LocalBoxFuture;
 use serde_json::{json, Map, Value};
+use std::borrow::Cow;
 
 /// Who this server says it is, and which browsers' pages may call it.
 #[derive(Debug, Clone)]
@@ -81,7 +82,7 @@ pub trait ToolHost {
     /// override it (the conformance fixtures); the default is [`ToolHost::call`].
     fn call_with<'a>(&'a self, call: ToolCall<'a>) -> LocalBoxFuture<'a, ToolReply> {
         Box::pin(async move {
-            match self.call(call.name, Value::Object(call.arguments)).await {
+            match self.call(call.name, Value::Object(call.arguments.into_owned())).await {
                 Some(result) => ToolReply::Done(result),
                 None => ToolReply::UnknownTool,
             }
@@ -119,8 +120,9 @@ pub enum Era {
 #[derive(Debug, Clone)]
 pub struct ToolCall<'a> {
     pub name: &'a str,
-    /// `params.arguments`, `{}` when absent.
-    pub arguments: Map<String, Value>,
+    /// `params.arguments`, `{}` when absent: borrowed from the request, so a host that needs it owned
+    /// makes the one copy (a body may be megabytes).
+    pub arguments: Arguments<'a>,
     pub era: Era,
     /// `_meta["io.modelcontextprotocol/clientCapabilities"]` in the modern era; `{}` in the legacy era,
     /// where a stateless server cannot remember what `initialize` declared.
@@ -317,14 +319,17 @@ async fn other_method(
     })
 }
 
+/// A tool call's arguments, borrowed from the request when it had them.
+type Arguments<'a> = Cow<'a, Map<String, Value>>;
+
 /// `params.name` (required) and `params.arguments` (an object, `{}` when absent or null).
-fn call_target(params: &Map<String, Value>) -> Result<(&str, Map<String, Value>), RpcError> {
+fn call_target(params: &Map<String, Value>) -> Result<(&str, Arguments<'_>), RpcError> {
     let Some(name) = params.get("name").and_then(Value::as_str) else {
         return Err(RpcError::invalid_params("Invalid params: tools/call needs params.name, the tool's name"));
     };
     let arguments = match params.get("arguments") {
-        None | Some(Value::Null) => Map::new(),
-        Some(Value::Object(arguments)) => arguments.clone(),
+        None | Some(Value::Null) => Cow::Owned(Map::new()),
+        Some(Value::Object(arguments)) => Cow::Borrowed(arguments),
         Some(_) => return Err(RpcError::invalid_params("Invalid params: params.arguments must be an object")),
     };
     Ok((name, arguments))

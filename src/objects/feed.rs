@@ -53,7 +53,9 @@ impl DurableObject for Feed {
                     let (tx, rx) = oneshot::channel();
                     self.waiters.borrow_mut().push(tx);
                     let ms = wait_ms.clamp(0, MAX_WAIT_MS) as u64;
-                    if let Either::Right(_) = select(rx, pin!(worker::Delay::from(Duration::from_millis(ms)))).await {
+                    let timer = pin!(worker::Delay::from(Duration::from_millis(ms)));
+                    // `matches!` drops this call's receiver before the retain, so its own sender goes too.
+                    if matches!(select(rx, timer).await, Either::Right(_)) {
                         // Timed out: forget senders whose receivers are gone.
                         self.waiters.borrow_mut().retain(|tx| !tx.is_canceled());
                     }

@@ -117,6 +117,10 @@ impl Session {
             }
             let timer = worker::Delay::from(Duration::from_millis((*wait_ms).max(0) as u64));
             let signaled = matches!(select(rx, pin!(timer)).await, Either::Left(_));
+            if !signaled {
+                // This call's receiver is gone now: forget it, and any other that gave up.
+                self.keyed.borrow_mut().forget(oneshot::Sender::is_canceled);
+            }
             return SessionReply::Woken { signaled };
         }
         if let SessionCall::Signal { key } = &call {
@@ -170,8 +174,10 @@ impl Session {
             let (tx, rx) = oneshot::channel();
             self.waiters.borrow_mut().push(tx);
             let timer = worker::Delay::from(Duration::from_millis(remaining as u64));
-            if let Either::Right(_) = select(rx, pin!(timer)).await {
-                // Timed out: one last read below answers whatever is there.
+            if matches!(select(rx, pin!(timer)).await, Either::Right(_)) {
+                // Timed out, its receiver dropped: readers that stopped waiting are forgotten (on an idle
+                // session nothing drains them), then one last read answers whatever is there.
+                self.waiters.borrow_mut().retain(|tx| !tx.is_canceled());
                 return core.page(after, message_id, limit);
             }
         }

@@ -19,6 +19,50 @@ pub fn too_many_keys() -> ApiError {
     )
 }
 
+/// JSON values a request body may hold (arrays, objects and their members, scalars). Far more than any
+/// operation takes; what it bounds is memory: a body parsed into `serde_json::Value` costs 16 to 60 bytes
+/// of wasm memory a value, and 4 MiB of `[0,0,…]` is two million of them (a peak past 100 MB, and an
+/// isolate has 128 MB), while 100,000 values of any shape stay within a few megabytes.
+pub const MAX_JSON_VALUES: usize = 100_000;
+
+/// About how many JSON values `body` holds, counted without parsing it: one for each `[`, `{` and `,`
+/// outside strings, and one more. Exact for arrays of scalars, one over per container otherwise; a body
+/// that is not JSON is counted the same way and refused by its parser anyway.
+pub fn json_values(body: &[u8]) -> usize {
+    let (mut n, mut in_string, mut escaped) = (1, false, false);
+    for &b in body {
+        if in_string {
+            match b {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+        } else {
+            match b {
+                b'"' => in_string = true,
+                b'[' | b'{' | b',' => n += 1,
+                _ => {}
+            }
+        }
+    }
+    n
+}
+
+/// Refuses a body with more than [`MAX_JSON_VALUES`] values, before anything parses it.
+pub fn json_body(body: &[u8]) -> Result<(), ApiError> {
+    if json_values(body) <= MAX_JSON_VALUES {
+        return Ok(());
+    }
+    Err(ApiError::new(
+        Code::PayloadTooLarge,
+        format!(
+            "request bodies are limited to {MAX_JSON_VALUES} JSON values (array items, object members and the \
+             containers themselves); this one has more. Send fewer items per call"
+        ),
+    ))
+}
+
 /// Checks a text's length in characters; `field` names it in the error. The rule is
 /// [`params::text_problem`], the one that typed [`params::Text`] parameters keep.
 pub fn text(field: &str, value: &str, min: usize, max: usize) -> Result<(), ApiError> {
@@ -31,6 +75,20 @@ pub fn text(field: &str, value: &str, min: usize, max: usize) -> Result<(), ApiE
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn json_values_are_counted_outside_strings_without_parsing() {
+        assert_eq!(json_values(b"[0,0,0]"), 4);
+        assert_eq!(json_values(b"{\"a\":1,\"b\":[1,2]}"), 5);
+        assert_eq!(json_values(br#"{"a":"[,{,\",,"}"#), 2, "brackets and commas in strings, escaped quotes too");
+        assert_eq!(json_values(b""), 1);
+        let many = format!("[{}0]", "0,".repeat(MAX_JSON_VALUES));
+        assert!(json_body(many.as_bytes()).is_err());
+        let at_most = format!("[{}0]", "0,".repeat(MAX_JSON_VALUES - 2));
+        assert!(json_body(at_most.as_bytes()).is_ok());
+        let one_long_string = format!("{{\"content\":\"{}\"}}", "a,[{".repeat(1_000_000));
+        assert!(json_body(one_long_string.as_bytes()).is_ok(), "a long text is one value");
+    }
 
     #[test]
     fn lengths_count_characters_not_bytes() {

@@ -81,11 +81,17 @@ impl CallTally {
 /// Which row a tally goes to: (workspace, agent, minute).
 pub type CallKey = (String, String, i64);
 
+/// Rows the buffer holds at most: a row is a few hundred bytes, and while D1 is away nothing drains the
+/// buffer. Calls past it are dropped, and counted as dropped, rather than let an isolate run out of memory.
+pub const MAX_PENDING_ROWS: usize = 5_000;
+
 /// Finished calls not yet written, merged per row. One per isolate (the Worker's) or per test app: the
 /// next request's first D1 round trip carries them, so counting a call costs no round trip of its own.
 #[derive(Debug, Default)]
 pub struct PendingCalls {
     tallies: std::cell::RefCell<std::collections::BTreeMap<CallKey, CallTally>>,
+    /// Calls dropped since the isolate started, the buffer being full ([`MAX_PENDING_ROWS`]).
+    dropped: std::cell::Cell<u64>,
     /// How many times a non-empty buffer was taken, so a delayed flush can tell whether another took it.
     takes: std::cell::Cell<u64>,
     /// When the flush waiting now (there is at most one) wakes; 0 when none waits.
@@ -93,8 +99,19 @@ pub struct PendingCalls {
 }
 
 impl PendingCalls {
+    /// Merges a tally into its row; a new row past [`MAX_PENDING_ROWS`] is dropped.
     pub fn add(&self, key: CallKey, tally: &CallTally) {
-        self.tallies.borrow_mut().entry(key).or_default().merge(tally);
+        let mut tallies = self.tallies.borrow_mut();
+        if tallies.len() >= MAX_PENDING_ROWS && !tallies.contains_key(&key) {
+            self.dropped.set(self.dropped.get() + tally.calls as u64);
+            return;
+        }
+        tallies.entry(key).or_default().merge(tally);
+    }
+
+    /// Rows waiting, and calls dropped since the isolate started.
+    pub fn usage(&self) -> (usize, u64) {
+        (self.tallies.borrow().len(), self.dropped.get())
     }
 
     /// Up to `most` pending rows, leaving the rest for the next taker: one request never carries an
@@ -168,6 +185,23 @@ mod tests {
         assert_eq!(step_minutes(60), 1);
         assert_eq!(step_minutes(1_440), 15);
         assert_eq!(step_minutes(43_200), 240);
+    }
+
+    #[test]
+    fn the_buffer_holds_at_most_its_rows_while_nothing_drains_it_and_counts_what_it_dropped() {
+        let pending = PendingCalls::default();
+        let key = |ws: usize| (format!("ws_{ws}"), "agt_1".to_owned(), 1);
+        for ws in 0..MAX_PENDING_ROWS + 10 {
+            pending.add(key(ws), &CallTally::one(false, 10));
+        }
+        assert_eq!(pending.usage(), (MAX_PENDING_ROWS, 10));
+        // A row already there still counts its calls; the room a take frees is used again.
+        pending.add(key(0), &CallTally::one(false, 10));
+        assert_eq!(pending.usage(), (MAX_PENDING_ROWS, 10));
+        let taken = pending.take(1);
+        assert_eq!(taken[0].1.calls, 2);
+        pending.add(key(MAX_PENDING_ROWS + 20), &CallTally::one(false, 10));
+        assert_eq!(pending.usage(), (MAX_PENDING_ROWS, 10));
     }
 
     #[test]

@@ -131,6 +131,32 @@ fn a_body_over_four_mebibytes_is_refused_in_each_faces_own_shape() {
 }
 
 #[test]
+fn a_body_of_too_many_json_values_is_refused_before_it_is_parsed_in_each_faces_own_shape() {
+    let app = TestApp::new();
+    let ada = app.signup("Ada", "ada@example.com");
+    // 1.2 MB of zeros: within the byte limit, but parsed into values it would take tens of megabytes.
+    let zeros = |n: usize| Value::Array(vec![json!(0); n]);
+    let call = |n: usize| {
+        let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+            "params": {"name": "help", "arguments": {"topic": zeros(n)}}});
+        serde_json::to_vec(&call).unwrap()
+    };
+    let bearer = format!("Bearer {}", ada.key);
+    for (path, auth) in [("/v1/mcp", Some(bearer.as_str())), ("/v1/help/mcp", None)] {
+        let resp = raw(&app, path, auth, call(600_000));
+        assert_eq!(resp.status, 413, "{path}");
+        let error = json_rpc_error(&resp, json!(7), -32600);
+        assert!(error["message"].as_str().unwrap().contains("100000 JSON values"), "{error}");
+        assert_eq!(error["data"]["code"], "payload_too_large");
+        // Within the bound, the call is read and answered as any other.
+        assert_eq!(raw(&app, path, auth, call(1_000)).status, 200, "{path}");
+    }
+    let rest = raw(&app, "/v1/agents", Some(&bearer), serde_json::to_vec(&json!({"name": zeros(600_000)})).unwrap());
+    assert_eq!(rest.status, 413);
+    assert_eq!(rest.json_body()["error"]["code"], "payload_too_large");
+}
+
+#[test]
 fn a_failure_before_dispatch_is_a_json_rpc_internal_error_with_the_request_id() {
     let app = TestApp::new();
     let ada = app.signup("Ada", "ada@example.com");

@@ -309,6 +309,22 @@ fn health_says_whether_each_backing_service_answers_and_nothing_else() {
 }
 
 #[test]
+fn health_shows_the_isolate_memory_to_the_admin_token_alone() {
+    let app = TestApp::with_config(Config { admin_token: Some("adm_secret".into()), ..TestApp::config() });
+    let ada = app.signup("Ada", "ada@example.com");
+    let admin = app.request("GET", "/v1/health", Some("adm_secret"), None).json_body();
+    // The wasm linear memory is only known on wasm; the host reports null.
+    assert_eq!(admin["memory"]["wasm_bytes"], Value::Null, "{admin}");
+    assert!(admin["memory"]["key_cache"]["entries"].is_u64(), "{admin}");
+    assert_eq!(admin["memory"]["pending_calls"]["dropped_calls"], 0, "{admin}");
+    for bearer in [None, Some(ada.key.as_str()), Some("adm_wrong"), Some("ast_unknown")] {
+        let h = app.request("GET", "/v1/health", bearer, None).json_body();
+        assert_eq!(h["ok"], true, "{bearer:?}: {h}");
+        assert!(h.get("memory").is_none(), "{bearer:?}: {h}");
+    }
+}
+
+#[test]
 fn trace_export_takes_an_outbound_url_and_a_sealed_header_never_shown_again() {
     let app = TestApp::with_secrets();
     let ada = app.signup("Ada", "ada@example.com");
