@@ -75,7 +75,7 @@ function stubModel() {
       } else {
         content = [
           { type: 'text', text: 'Reporting status and writing the file.' },
-          { type: 'tool_use', id: 'toolu_e2e_status', name: 'mcp__agentsky__report_status', input: { text: 'starting' } },
+          { type: 'tool_use', id: 'toolu_e2e_status', name: 'mcp__agentsky__report_status', input: { note: 'starting' } },
           { type: 'tool_use', id: 'toolu_e2e_bash', name: 'Bash', input: { command: BASH, description: 'write out.txt' } },
         ];
       }
@@ -161,6 +161,8 @@ describe('Claude Code as a claude-code agent under sky runner', { skip: !existsS
     const shown = turn.events.map((e) => `${e.type} ${e.name ?? e.text ?? e.message ?? ''}`.slice(0, 80));
     assert.ok(shown.includes('tool_call agentsky.report_status'), shown.join('\n'));
     assert.ok(shown.includes('tool_call Bash'), shown.join('\n'));
+    const reported = turn.events.find((e) => e.type === 'tool_result' && e.name === 'agentsky.report_status');
+    assert.equal(reported?.is_error, false, JSON.stringify(reported));
     const bash = turn.events.find((e) => e.type === 'tool_result' && e.name === 'Bash');
     assert.equal(bash?.is_error, false, JSON.stringify(bash));
     assert.ok(shown.includes('agent_message done: 2 tool results'), shown.join('\n'));

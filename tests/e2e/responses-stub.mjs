@@ -57,7 +57,7 @@ function script(body, input, n) {
   }
   const items = [];
   if (ns) {
-    items.push({ type: 'function_call', id: `fc_status_${n}`, call_id: `call_status_${n}`, name: 'report_status', namespace: ns.name, arguments: JSON.stringify({ text: 'starting' }), status: 'completed' });
+    items.push({ type: 'function_call', id: `fc_status_${n}`, call_id: `call_status_${n}`, name: 'report_status', namespace: ns.name, arguments: JSON.stringify({ note: 'starting' }), status: 'completed' });
   }
   const shell = SHELL_TOOLS.find((t) => names.includes(t));
   if (shell) {

@@ -14,6 +14,10 @@ use super::{content_text, not_json, Conversation, Launch, Mapped, Mapper, Setup,
 use serde_json::Value;
 use std::path::Path;
 
+/// What `sky mcp` reads from its environment in a runner's turn.
+const SESSION_VARS: [&str; 4] =
+    ["AGENTSKY_SESSION_ID", "AGENTSKY_SESSION_TOKEN", "AGENTSKY_SERVER", "AGENTSKY_GRANTS_FILE"];
+
 /// A TOML string, quoted: what a `-c key=value` override reads as a string.
 fn toml_string(s: &str) -> String {
     serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into())
@@ -35,6 +39,9 @@ pub fn overrides(s: &Setup<'_>, base_url: Option<&str>) -> Vec<String> {
     let mut c = vec![
         format!("mcp_servers.agentsky.command={}", toml_string(&s.sky_exe.to_string_lossy())),
         format!("mcp_servers.agentsky.args=[\"mcp\",\"--server\",{}]", toml_string(s.server)),
+        // Codex starts MCP servers with a narrow environment: `sky mcp` needs the turn's session variables,
+        // passed by name (the token never appears on a command line).
+        format!("mcp_servers.agentsky.env_vars=[{}]", SESSION_VARS.map(|v| format!("\"{v}\"")).join(",")),
         format!("mcp_servers.agentsky_help.url={}", toml_string(s.help_server)),
         // With approvals `never`, an MCP tool not approved by default fails every call.
         "mcp_servers.agentsky.default_tools_approval_mode=\"approve\"".to_owned(),
@@ -185,10 +192,11 @@ fn completed(item: &Value) -> Vec<Mapped> {
         }
         Some("mcp_tool_call") => {
             let failed = !item["error"].is_null() || item["status"] == "failed";
-            let content = if failed {
-                message_of(&item["error"])
-            } else {
-                content_text(item["result"].get("content").unwrap_or(&item["result"]))
+            // A tool that answered with an error has its text in `result`; a call that never ran, in `error`.
+            let content = match (&item["error"], item["result"].get("content")) {
+                (Value::Null, Some(content)) => content_text(content),
+                (Value::Null, None) => content_text(&item["result"]),
+                (error, _) => message_of(error),
             };
             vec![Mapped::ToolResult { id, name: mcp_name(item), content, is_error: failed }]
         }
@@ -201,7 +209,8 @@ fn completed(item: &Value) -> Vec<Mapped> {
                 .collect();
             vec![Mapped::Status(format!("files: {}", files.join(", ")))]
         }
-        Some("error") => vec![Mapped::Error(format!("Codex: {}", message_of(item)))],
+        // An error item does not end the turn (a model Codex has no metadata for); `turn.failed` does.
+        Some("error") => vec![Mapped::Status(format!("Codex: {}", message_of(item)))],
         _ => vec![],
     }
 }
@@ -229,6 +238,9 @@ mod tests {
         assert!(o.contains(&"mcp_servers.agentsky.command=\"/opt/sky\"".to_owned()), "{o:?}");
         assert!(o.contains(&"mcp_servers.agentsky.args=[\"mcp\",\"--server\",\"https://x.example\"]".to_owned()));
         assert!(o.contains(&"mcp_servers.agentsky_help.url=\"https://x.example/v1/help/mcp\"".to_owned()));
+        assert!(o.iter().any(
+            |c| c.starts_with("mcp_servers.agentsky.env_vars=[\"AGENTSKY_SESSION_ID\",\"AGENTSKY_SESSION_TOKEN\"")
+        ));
         assert!(o.contains(&"model=\"gpt-5-codex\"".to_owned()));
         assert!(o.contains(&"model_reasoning_effort=\"high\"".to_owned()));
         assert!(o.contains(&"developer_instructions=\"Be \\\"brief\\\".\"".to_owned()), "quotes escaped");
