@@ -85,6 +85,11 @@ function stubModel() {
   return { server, seen };
 }
 
+/** One account for both CLIs (sign-up is limited per address, and every suite here signs up from 127.0.0.1);
+ * each describe's runner is gone before the next starts, so neither claims the other's turns. */
+let account;
+const theAccount = async () => { account ??= await createAccount('Coding Agents E2E'); return account; };
+
 /** A folder with `name` in `bin/` running the npm CLI at `script` with Node 22. */
 function cliFolder(name, script) {
   const work = mkdtempSync(join(tmpdir(), `sky-${name}-e2e-`));
@@ -131,7 +136,7 @@ describe('Claude Code as a claude-code agent under sky runner', { skip: !existsS
     stub = stubModel();
     await new Promise((ok) => stub.server.listen(0, '127.0.0.1', ok));
     work = cliFolder('claude', CLAUDE);
-    ({ key } = await createAccount('Coding Agents E2E'));
+    ({ key } = await theAccount());
     ({ tool } = rawMcp(key));
     const created = ok(await tool('create_agent', { name: 'Claude', harness: 'claude-code', model: 'claude-sonnet-4-5', instructions: 'Be brief.' }));
     agentId = created.agent_id;
@@ -189,7 +194,7 @@ describe('Codex as a codex agent under sky runner', { skip: !existsSync(CODEX) &
     stub = responsesStub();
     await new Promise((ok) => stub.server.listen(0, '127.0.0.1', ok));
     work = cliFolder('codex', CODEX);
-    ({ key } = await createAccount('Codex E2E'));
+    ({ key } = await theAccount());
     ({ tool } = rawMcp(key));
     agentId = ok(await tool('create_agent', { name: 'Codex', harness: 'codex', model: 'gpt-5-codex', instructions: 'Be brief.' })).agent_id;
     mkdirSync(join(work, '.codex'));
