@@ -34,7 +34,12 @@ export async function rest(method, path, { key, body, headers = {} } = {}) {
  */
 export async function createAccount(name = `E2E ${uniq()}`) {
   const email = `e2e-${uniq()}@example.com`;
-  const r = await rest('POST', '/v1/accounts', { body: { name, email } });
+  let r = await rest('POST', '/v1/accounts', { body: { name, email } });
+  // Every suite signs up from 127.0.0.1: past the limit, wait out the window the server names, as a client should.
+  for (let tries = 0; r.status === 429 && tries < 3; tries++) {
+    await new Promise((ok) => setTimeout(ok, (r.body?.error?.retry_after_ms ?? 1000) + 100));
+    r = await rest('POST', '/v1/accounts', { body: { name, email } });
+  }
   assert.equal(r.status, 201, `POST /v1/accounts -> ${r.status} ${JSON.stringify(r.body)}`);
   const { account, workspace, key } = r.body;
   assert.equal(account.email, email);
