@@ -10,9 +10,8 @@ mod support;
 
 use serde_json::{json, Value};
 use sky::runner::{Client, Turn};
-use sky::turn::{Outcome, Timing, TurnRunner};
+use sky::turn::{Outcome, TurnRunner};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 use support::{Scratch, StandIn};
 
 const RUNNER_TOKEN: &str = "srt_RunnerToken0123456789abcdefghijklmnop";
@@ -110,13 +109,7 @@ fn runner(server: &str, scratch: &Path, bin: Option<&Path>) -> TurnRunner {
         path: Some(std::env::join_paths(dirs).unwrap()),
         scratch: scratch.to_owned(),
         push_roots: vec![],
-        timing: Timing {
-            claim_wait_s: 0,
-            heartbeat: Duration::from_millis(300),
-            flush: Duration::from_millis(200),
-            lease: Duration::from_secs(3),
-            stop_grace: Duration::from_secs(1),
-        },
+        timing: support::quick_timing(),
         grants: Default::default(),
         conversations: Default::default(),
     }

@@ -149,13 +149,7 @@ fn runner(server: &str, scratch: &Scratch, script: &str) -> TurnRunner {
         path: Some(path),
         scratch: scratch.0.join("tmp"),
         push_roots: vec![],
-        timing: Timing {
-            claim_wait_s: 0,
-            heartbeat: Duration::from_millis(300),
-            flush: Duration::from_millis(200),
-            lease: Duration::from_secs(5),
-            stop_grace: Duration::from_secs(1),
-        },
+        timing: Timing { lease: Duration::from_secs(5), ..support::quick_timing() },
         grants: Default::default(),
         conversations: Default::default(),
     }

@@ -12,7 +12,7 @@ mod support;
 
 use serde_json::{json, Value};
 use sky::runner::{Client, Turn};
-use sky::turn::{Outcome, Timing, TurnRunner};
+use sky::turn::{Outcome, TurnRunner};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -89,13 +89,7 @@ fn runner(server: &str, scratch: &Scratch, script: &str) -> TurnRunner {
         path: std::env::var_os("PATH"),
         scratch: scratch.0.clone(),
         push_roots: vec![],
-        timing: Timing {
-            claim_wait_s: 0,
-            heartbeat: Duration::from_millis(300),
-            flush: Duration::from_millis(200),
-            lease: Duration::from_secs(3),
-            stop_grace: Duration::from_secs(1),
-        },
+        timing: support::quick_timing(),
         grants: Default::default(),
         conversations: Default::default(),
     }

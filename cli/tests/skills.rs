@@ -5,8 +5,7 @@ mod support;
 
 use serde_json::{json, Value};
 use sky::runner::{Client, Turn};
-use sky::turn::{Outcome, Timing, TurnRunner};
-use std::time::Duration;
+use sky::turn::{Outcome, TurnRunner};
 use support::{Scratch, StandIn};
 
 const RUNNER_TOKEN: &str = "srt_RunnerToken0123456789abcdefghijklmnop";
@@ -53,13 +52,7 @@ fn the_workspaces_skills_are_where_claude_code_and_codex_read_them_and_are_not_u
         path: std::env::var_os("PATH"),
         scratch: scratch.0.clone(),
         push_roots: vec![],
-        timing: Timing {
-            claim_wait_s: 0,
-            heartbeat: Duration::from_millis(300),
-            flush: Duration::from_millis(200),
-            lease: Duration::from_secs(3),
-            stop_grace: Duration::from_secs(1),
-        },
+        timing: support::quick_timing(),
         grants: Default::default(),
         conversations: Default::default(),
     };

@@ -112,3 +112,15 @@ pub fn mode(p: &std::path::Path) -> u32 {
     use std::os::unix::fs::PermissionsExt;
     std::fs::metadata(p).unwrap().permissions().mode() & 0o777
 }
+
+/// The runner's clocks for tests: a turn's heartbeats, posts and stops in fractions of a second.
+#[allow(dead_code)] // not every test binary runs turns
+pub fn quick_timing() -> sky::turn::Timing {
+    sky::turn::Timing {
+        claim_wait_s: 0,
+        heartbeat: std::time::Duration::from_millis(300),
+        flush: std::time::Duration::from_millis(200),
+        lease: std::time::Duration::from_secs(3),
+        stop_grace: std::time::Duration::from_secs(1),
+    }
+}
