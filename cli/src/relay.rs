@@ -67,17 +67,32 @@ impl Relay {
         }
     }
 
-    /// Relays one line; returns the lines to write (none for a notification or a blank line).
+    /// Relays one line; returns the lines to write (none for a notification or a blank line): what the
+    /// server sent before its answer (a waiting tool's progress), then the answer.
     pub fn forward(&self, line: &str) -> Vec<String> {
-        self.forward_with(line, true)
+        self.forward_collecting(line, true)
     }
 
     /// [`Relay::forward`] without the diagnostics on stderr (for the shims, which say things their way).
     pub fn forward_quiet(&self, line: &str) -> Vec<String> {
-        self.forward_with(line, false)
+        self.forward_collecting(line, false)
     }
 
-    fn forward_with(&self, line: &str, diagnostics: bool) -> Vec<String> {
+    /// Relays one line, handing each message the server streams before its answer to `early` the moment it
+    /// arrives (a tool that waits for a person sends progress, which keeps the client's timeout from
+    /// running out); returns the answer's lines.
+    pub fn forward_streaming(&self, line: &str, early: &mut dyn FnMut(String)) -> Vec<String> {
+        self.forward_with(line, true, early)
+    }
+
+    fn forward_collecting(&self, line: &str, diagnostics: bool) -> Vec<String> {
+        let mut lines = Vec::new();
+        let answer = self.forward_with(line, diagnostics, &mut |l| lines.push(l));
+        lines.extend(answer);
+        lines
+    }
+
+    fn forward_with(&self, line: &str, diagnostics: bool, early: &mut dyn FnMut(String)) -> Vec<String> {
         let line = line.trim();
         if line.is_empty() {
             return vec![];
@@ -88,24 +103,29 @@ impl Relay {
         };
         if self.permission_tool {
             if message["method"] == "tools/call" && message["params"]["name"] == PERMISSION_TOOL {
-                return vec![self.approve(&message, diagnostics)];
+                return vec![self.approve(&message, diagnostics, early)];
             }
             if message["method"] == "tools/list" {
-                return self.relay(line, &message, diagnostics).into_iter().map(|l| with_permission_tool(&l)).collect();
+                let lines = self.relay(line, &message, diagnostics, early);
+                return lines.into_iter().map(|l| with_permission_tool(&l)).collect();
             }
         }
-        self.relay(line, &message, diagnostics)
+        self.relay(line, &message, diagnostics, early)
     }
 
     /// Asks the person whether Claude Code may use a tool, and answers it as its permission prompt tool
     /// expects: allowed with the input unchanged, or denied saying why.
-    fn approve(&self, call: &Value, diagnostics: bool) -> String {
+    fn approve(&self, call: &Value, diagnostics: bool, early: &mut dyn FnMut(String)) -> String {
         let input = &call["params"]["arguments"];
-        let ask = json!({ "jsonrpc": "2.0", "id": call["id"], "method": "tools/call", "params": {
+        let mut ask = json!({ "jsonrpc": "2.0", "id": call["id"], "method": "tools/call", "params": {
             "name": "ask_user",
             "arguments": { "kind": "decision", "payload": { "prompt": permission_prompt(input), "options": [ALLOW, DENY] } },
         }});
-        let answered = self.relay(&ask.to_string(), &ask, diagnostics);
+        // The client's progress token, so the wait for the person keeps the client's call alive too.
+        if let Some(meta) = call["params"].get("_meta") {
+            ask["params"]["_meta"] = meta.clone();
+        }
+        let answered = self.relay(&ask.to_string(), &ask, diagnostics, early);
         let reply: Value = answered.first().and_then(|l| serde_json::from_str(l).ok()).unwrap_or(Value::Null);
         let decision = match chosen(&reply) {
             Some(a) if a == ALLOW => {
@@ -126,7 +146,7 @@ impl Relay {
         .to_string()
     }
 
-    fn relay(&self, line: &str, message: &Value, diagnostics: bool) -> Vec<String> {
+    fn relay(&self, line: &str, message: &Value, diagnostics: bool, early: &mut dyn FnMut(String)) -> Vec<String> {
         let ids = request_ids(message);
         let mut req = self
             .agent
@@ -157,20 +177,30 @@ impl Relay {
         if let Some(s) = header("mcp-session-id") {
             *self.mcp_session.lock().expect("not poisoned") = Some(s);
         }
-        let body = match resp.into_body().read_to_string() {
-            Ok(b) => b,
-            Err(e) => return fail(format!("reading the session server's answer failed: {e}")),
-        };
+        let mut body = String::new();
         let messages: Vec<Value> = if content_type.starts_with("text/event-stream") {
-            sse_messages(&body)
-        } else if body.trim().is_empty() {
-            vec![]
-        } else {
-            match serde_json::from_str::<Value>(&body) {
-                Ok(Value::Array(batch)) => batch,
-                Ok(v) => vec![v],
-                Err(_) => vec![],
+            // Each event as it comes: what precedes the answer (progress) goes out at once.
+            let mut messages = Vec::new();
+            let reader = std::io::BufReader::new(resp.into_body().into_reader());
+            let read = each_sse_message(reader, &mut |m| {
+                if m.get("method").is_some() {
+                    early(m.to_string());
+                } else {
+                    messages.push(m);
+                }
+            });
+            if let Err(e) = read {
+                if messages.is_empty() {
+                    return fail(format!("reading the session server's answer failed: {e}"));
+                }
             }
+            messages
+        } else {
+            body = match resp.into_body().read_to_string() {
+                Ok(b) => b,
+                Err(e) => return fail(format!("reading the session server's answer failed: {e}")),
+            };
+            json_messages(&body)
         };
         let rpc: Vec<Value> = messages.into_iter().filter(|m| m.get("jsonrpc").is_some()).collect();
         if rpc.is_empty() {
@@ -251,17 +281,35 @@ fn error_line(id: &Value, code: i64, message: &str) -> String {
     json!({ "jsonrpc": "2.0", "id": id, "error": { "code": code, "message": message } }).to_string()
 }
 
-/// The JSON messages of a `text/event-stream` body: each event's `data:` lines, joined.
-fn sse_messages(body: &str) -> Vec<Value> {
-    let mut out = Vec::new();
-    for event in body.replace("\r\n", "\n").split("\n\n") {
-        let data: Vec<&str> =
-            event.lines().filter_map(|l| l.strip_prefix("data:")).map(|d| d.strip_prefix(' ').unwrap_or(d)).collect();
+/// The messages of a JSON body: one, or a batch.
+fn json_messages(body: &str) -> Vec<Value> {
+    match serde_json::from_str::<Value>(body) {
+        Ok(Value::Array(batch)) => batch,
+        Ok(v) => vec![v],
+        Err(_) => vec![],
+    }
+}
+
+/// Each JSON message of a `text/event-stream` as its event ends (its `data:` lines, joined).
+fn each_sse_message(reader: impl BufRead, each: &mut dyn FnMut(Value)) -> std::io::Result<()> {
+    let mut data: Vec<String> = Vec::new();
+    let mut end = |data: &mut Vec<String>| {
         if let Ok(v) = serde_json::from_str(&data.join("\n")) {
-            out.push(v);
+            each(v);
+        }
+        data.clear();
+    };
+    for line in reader.lines() {
+        let line = line?;
+        let line = line.strip_suffix('\r').unwrap_or(&line);
+        if line.is_empty() {
+            end(&mut data);
+        } else if let Some(d) = line.strip_prefix("data:") {
+            data.push(d.strip_prefix(' ').unwrap_or(d).to_owned());
         }
     }
-    out
+    end(&mut data);
+    Ok(())
 }
 
 /// Relays every line of `input` until it ends, then waits for the answers still on their way.
@@ -274,15 +322,17 @@ pub fn serve<W: Write + Send + 'static>(relay: &Relay, input: impl BufRead, outp
         let output = output.clone();
         running.retain(|h: &std::thread::JoinHandle<()>| !h.is_finished());
         running.push(std::thread::spawn(move || {
-            let lines = relay.forward(&line);
-            if lines.is_empty() {
-                return;
+            let write = |lines: &[String]| {
+                let mut out = output.lock().expect("not poisoned");
+                for l in lines {
+                    let _ = writeln!(out, "{l}");
+                }
+                let _ = out.flush();
+            };
+            let lines = relay.forward_streaming(&line, &mut |l| write(&[l]));
+            if !lines.is_empty() {
+                write(&lines);
             }
-            let mut out = output.lock().expect("not poisoned");
-            for l in lines {
-                let _ = writeln!(out, "{l}");
-            }
-            let _ = out.flush();
         }));
     }
     for h in running {
@@ -296,10 +346,12 @@ mod tests {
 
     #[test]
     fn event_streams_yield_each_message() {
-        let body = "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\ndata: {\"jsonrpc\":\"2.0\",\ndata: \"method\":\"x\"}\n\n";
-        let msgs = sse_messages(body);
-        assert_eq!(msgs.len(), 2);
+        let body = "event: message\r\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\r\n\r\ndata: {\"jsonrpc\":\"2.0\",\ndata: \"method\":\"x\"}\n\ndata: {\"last\":true}";
+        let mut msgs = Vec::new();
+        each_sse_message(std::io::Cursor::new(body), &mut |m| msgs.push(m)).unwrap();
+        assert_eq!(msgs.len(), 3, "{msgs:?}");
         assert_eq!(msgs[1]["method"], "x");
+        assert_eq!(msgs[2]["last"], true, "a stream cut without its blank line still ends its event");
     }
 
     #[test]

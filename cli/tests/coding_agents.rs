@@ -294,3 +294,63 @@ fn codex_runs_with_overrides_its_items_become_typed_events_and_its_thread_contin
     let usage = events(&srv).into_iter().rev().find(|e| e["usage"].is_object()).unwrap();
     assert_eq!(usage["usage"]["input_tokens"], 1200);
 }
+
+/// What each CLI is started with for each `tool_approval`, compared with the golden files in
+/// `fixtures/agents/` (`UPDATE_GOLDEN=1` rewrites them): the Claude Code MCP config and arguments, and
+/// Codex's arguments with its `-c` overrides.
+#[test]
+fn each_clis_configuration_matches_its_golden_file() {
+    use sky::harness::{codex, launch, Harness, Setup};
+    let scratch = Scratch::new("golden");
+    let mut out = String::new();
+    for approval in ["outside_folder", "every_change", "none"] {
+        let agent = json!({
+            "harness": "claude-code", "model": "claude-sonnet-4-5", "thinking": "medium",
+            "instructions": "Write code.", "tool_approval": approval,
+        });
+        let meta = scratch.0.join(approval);
+        std::fs::create_dir_all(&meta).unwrap();
+        let setup = Setup {
+            agent: &agent,
+            meta: &meta,
+            sky_exe: Path::new("/opt/sky/bin/sky"),
+            server: "https://agentsky.example",
+            help_server: "https://agentsky.example/v1/help/mcp",
+            resume: None,
+        };
+        let claude = launch(Harness::ClaudeCode, Path::new("/usr/bin/claude"), &setup).unwrap();
+        let argv = claude.argv.join("\n").replace(&meta.display().to_string(), "<meta>");
+        let env: Vec<String> = claude.env.iter().map(|(k, v)| format!("{k}={}", v.to_string_lossy())).collect();
+        out.push_str(&format!(
+            "## claude-code, tool_approval {approval}\n\nargv:\n{argv}\n\nenv:\n{}\n\n",
+            env.join("\n")
+        ));
+        if approval == "outside_folder" {
+            out.push_str(&format!("claude-mcp.json:\n{}\n", read(meta.join("claude-mcp.json"))));
+        }
+        let resumed = Setup { resume: Some("01a2489c"), ..setup };
+        for (name, s) in [("first turn", &setup), ("resumed", &resumed)] {
+            let mut argv = codex::launch(Path::new("/usr/bin/codex"), s).unwrap().argv;
+            // The runner's own `OPENAI_BASE_URL` is not part of the golden file: the overrides with one are.
+            argv.retain(|a| !a.contains("agentsky_openai"));
+            out.push_str(&format!("## codex, tool_approval {approval}, {name}\n\nargv:\n{}\n\n", argv.join("\n")));
+        }
+    }
+    let agent = json!({"harness": "codex", "model": "gpt-5-codex"});
+    let meta = scratch.0.join("provider");
+    let setup = Setup {
+        agent: &agent,
+        meta: &meta,
+        sky_exe: Path::new("/opt/sky/bin/sky"),
+        server: "https://agentsky.example",
+        help_server: "https://agentsky.example/v1/help/mcp",
+        resume: None,
+    };
+    let with_provider = codex::overrides(&setup, Some("http://127.0.0.1:4000/v1"));
+    out.push_str(&format!("## codex, OPENAI_BASE_URL set, -c overrides\n\n{}\n", with_provider.join("\n")));
+    let golden = fixture("launch.golden.md");
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        std::fs::write(&golden, &out).unwrap();
+    }
+    assert_eq!(out, read(golden), "a launch changed: rerun with UPDATE_GOLDEN=1 and read the diff");
+}

@@ -141,3 +141,70 @@ fn without_the_session_environment_it_explains_and_exits() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("AGENTSKY_SESSION_ID and AGENTSKY_SESSION_TOKEN"));
     assert!(out.stdout.is_empty());
 }
+
+/// A tool that waits for a person streams progress before its answer: `sky mcp` writes each progress
+/// notification the moment it arrives, so the client's own timeout starts again. The stand-in holds its
+/// answer back until the progress line has reached the client; a relay that waited for the whole answer
+/// would never let it.
+#[test]
+fn progress_is_written_as_it_arrives_before_the_answer() {
+    use std::io::{BufRead, BufReader, Read};
+    use std::net::TcpListener;
+    use std::sync::mpsc;
+    use std::time::Duration;
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let server = format!("http://{}", listener.local_addr().unwrap());
+    let (seen_tx, seen_rx) = mpsc::channel::<()>();
+    let held = std::thread::spawn(move || {
+        let (mut conn, _) = listener.accept().unwrap();
+        let mut head = Vec::new();
+        let mut byte = [0u8; 1];
+        while !head.ends_with(b"\r\n\r\n") {
+            conn.read_exact(&mut byte).unwrap();
+            head.push(byte[0]);
+        }
+        let head = String::from_utf8(head).unwrap().to_ascii_lowercase();
+        let len: usize = head
+            .lines()
+            .find_map(|l| l.strip_prefix("content-length:"))
+            .map(|v| v.trim().parse().unwrap())
+            .unwrap_or(0);
+        let mut body = vec![0u8; len];
+        conn.read_exact(&mut body).unwrap();
+        let call: Value = serde_json::from_slice(&body).unwrap();
+        let token = call["params"]["_meta"]["progressToken"].clone();
+        let progress = json!({"jsonrpc": "2.0", "method": "notifications/progress",
+            "params": {"progressToken": token, "progress": 15, "message": "waiting for a person"}});
+        write!(conn, "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n").unwrap();
+        write!(conn, "event: message\ndata: {progress}\n\n").unwrap();
+        conn.flush().unwrap();
+        let reached = seen_rx.recv_timeout(Duration::from_secs(10)).is_ok();
+        let result = json!({"jsonrpc": "2.0", "id": call["id"], "result": {
+            "content": [{"type": "text", "text": "{\"resolution\":{\"answer\":\"pg\"}}"}], "isError": false}});
+        write!(conn, "event: message\ndata: {result}\n\n").unwrap();
+        reached
+    });
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sky"))
+        .args(["mcp", "--server", &server])
+        .env("AGENTSKY_SESSION_ID", "ses_123")
+        .env("AGENTSKY_SESSION_TOKEN", "sess_token")
+        .env("HOME", std::env::temp_dir())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let call = json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+        "params": {"name": "ask_user", "arguments": {}, "_meta": {"progressToken": "p5"}}});
+    writeln!(stdin, "{call}").unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap()).lines();
+    let first: Value = serde_json::from_str(&out.next().unwrap().unwrap()).unwrap();
+    assert_eq!(first["method"], "notifications/progress", "{first}");
+    assert_eq!(first["params"]["progressToken"], "p5");
+    seen_tx.send(()).unwrap();
+    let answer: Value = serde_json::from_str(&out.next().unwrap().unwrap()).unwrap();
+    assert_eq!(answer["id"], 5, "{answer}");
+    assert!(held.join().unwrap(), "the progress reached the client before the answer was sent");
+    drop(stdin);
+    child.wait().unwrap();
+}

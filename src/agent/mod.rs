@@ -13,7 +13,7 @@ mod pushing;
 
 use crate::cx::Cx;
 use crate::error::{ApiError, Code};
-use crate::mcp::{CallOutcome, ToolHost};
+use crate::mcp::{CallOutcome, ToolCall, ToolHost, ToolReply};
 use crate::session::{SessionCall, SessionReply};
 use crate::store::requests::RequestRow;
 use crate::store::{self, sessions::SessionRow};
@@ -85,13 +85,16 @@ pub struct CallingSession<'a> {
     /// How long tools that wait for a person hold the call: the contract's 5 minutes over MCP; 0 inside a
     /// harness, which instead pauses the turn durably until the answer lands.
     pub wait_ms: i64,
+    /// Where a waiting tool reports that it is still waiting, when the client asked for progress: clients
+    /// give up on a call after their own timeout (60 s in the official SDKs) unless progress resets it.
+    pub progress: Option<&'a crate::mcp::Progress>,
 }
 
 impl<'a> CallingSession<'a> {
     /// The agent behind an MCP call, waiting as the deployment says.
     pub fn new(cx: &'a Cx<'a>, me: SessionRow) -> Self {
         let wait_ms = cx.env.config.agent_wait_ms.unwrap_or(WAIT_MS);
-        Self { cx, me, wait_ms }
+        Self { cx, me, wait_ms, progress: None }
     }
 
     /// Counts one hit on one of this session's per-minute buckets; `what` names it in the error, which
@@ -122,17 +125,41 @@ impl<'a> CallingSession<'a> {
 /// Waits in this session's object until the request is answered or the wait ends (no wait inside a
 /// harness: `wait_ms` 0), then gives the request as it stands. A request that ended without an answer
 /// (its session ended, the agent withdrew it) is the call's error; one past its time is expired here.
+///
+/// A client that asked for progress hears every [`KEEPALIVE_MS`] that the call still waits, so its own
+/// timeout starts again; when it has gone meanwhile, the request is left open for its retry (which the
+/// tools answer from the same request) instead of ending unanswered.
 pub(crate) async fn wait(a: &CallingSession<'_>, request_id: &str) -> Result<RequestRow, ToolError> {
-    let req = current(a, request_id).await?;
+    let mut req = current(a, request_id).await?;
     if req.status != "open" || a.wait_ms <= 0 {
         return ended(req);
     }
-    let call = SessionCall::Wait { key: request_id.to_owned(), wait_ms: a.wait_ms };
-    match a.cx.env.sessions.call(&a.me.session_id, call).await.map_err(ApiError::cause)? {
-        SessionReply::Woken { .. } => ended(current(a, request_id).await?),
-        other => Err(a.internal(format!("unexpected session reply {other:?}"))),
+    let step = if a.progress.is_some() { KEEPALIVE_MS.min(a.wait_ms) } else { a.wait_ms };
+    let steps = (a.wait_ms + step - 1) / step;
+    for n in 1..=steps {
+        let wait_ms = step.min(a.wait_ms - (n - 1) * step);
+        let call = SessionCall::Wait { key: request_id.to_owned(), wait_ms };
+        let signaled = match a.cx.env.sessions.call(&a.me.session_id, call).await.map_err(ApiError::cause)? {
+            SessionReply::Woken { signaled } => signaled,
+            other => return Err(a.internal(format!("unexpected session reply {other:?}"))),
+        };
+        req = current(a, request_id).await?;
+        if signaled || req.status != "open" || n == steps {
+            break;
+        }
+        if let Some(progress) = a.progress {
+            let waited = (n * step / 1000) as f64;
+            let what = format!("waiting for a person to answer request {request_id} ({waited} s so far)");
+            if !progress.report(waited, Some((a.wait_ms / 1000) as f64), Some(&what)) {
+                return Err(ToolError::new(-32004, "the client stopped waiting; the request stays open for a retry"));
+            }
+        }
     }
+    ended(req)
 }
+
+/// How often a waiting tool tells a client that asked for progress that it still waits.
+pub const KEEPALIVE_MS: i64 = 15_000;
 
 /// A request as it stands now, expired first when its time has passed.
 async fn current(a: &CallingSession<'_>, request_id: &str) -> Result<RequestRow, ToolError> {
@@ -316,6 +343,21 @@ impl ToolHost for SessionTools<'_> {
                 None => return None,
             };
             Some(result(outcome.map_err(|e| e.finish(&self.agent.cx.request_id))))
+        })
+    }
+
+    /// A call whose client asked for progress waits with it ([`wait`]).
+    fn call_with<'a>(&'a self, call: ToolCall<'a>) -> LocalBoxFuture<'a, ToolReply> {
+        Box::pin(async move {
+            let arguments = Value::Object(call.arguments.into_owned());
+            let outcome = match call.progress {
+                None => self.call(call.name, arguments).await,
+                Some(progress) => {
+                    let agent = CallingSession { me: self.agent.me.clone(), progress: Some(progress), ..self.agent };
+                    SessionTools { agent }.call(call.name, arguments).await
+                }
+            };
+            outcome.map_or(ToolReply::UnknownTool, ToolReply::Done)
         })
     }
 }

@@ -14,7 +14,7 @@ use serde_json::Value;
 
 pub use store::agents::Agent;
 
-pub use crate::rules::harness::Harness;
+pub use crate::rules::harness::{Harness, ToolApproval};
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -95,6 +95,12 @@ pub struct CreateAgent {
     pub is_public: Option<bool>,
     /// What one session of it costs a caller from another workspace, in cents (public agents).
     pub price_cents_per_run: Option<Int<0, 100_000>>,
+    /// For `claude-code` and `codex`: which of the agent's tool uses ask a person first, in Approvals.
+    /// `outside_folder` (default: edits in the turn's folder go ahead, shell commands and anything else
+    /// ask; Codex keeps commands to the folder with its sandbox instead), `every_change` (every edit and
+    /// command asks; Codex's read-only sandbox), or `none` (nothing asks, Codex runs unsandboxed; admins
+    /// only).
+    pub tool_approval: Option<ToolApproval>,
 }
 
 /// The validated, stored form of an agent's settable fields.
@@ -111,6 +117,7 @@ struct Checked {
     names_secret: bool,
     is_public: bool,
     price_cents_per_run: i64,
+    tool_approval: ToolApproval,
 }
 
 impl Checked {
@@ -126,6 +133,7 @@ impl Checked {
             mcp_servers: self.mcp_servers.clone(),
             is_public: self.is_public,
             price_cents_per_run: self.price_cents_per_run,
+            tool_approval: self.tool_approval.as_str(),
         }
     }
 }
@@ -156,6 +164,7 @@ fn check(p: CreateAgent, loopback_http: bool) -> Result<Checked, ApiError> {
         mcp_servers: to_json(&servers),
         is_public: p.is_public.unwrap_or(false),
         price_cents_per_run: price,
+        tool_approval: p.tool_approval.unwrap_or(ToolApproval::OutsideFolder),
     })
 }
 
@@ -166,6 +175,8 @@ fn to_json<T: Serialize>(v: &T) -> String {
 
 /// What the secrets role rule calls naming a secret in an agent.
 const NAMING: &str = "naming a secret in an agent (`mcpServers[].bearer_secret`)";
+/// What the same rule calls an agent whose tools never ask: it runs any command on a runner's machine.
+const UNASKED: &str = "letting an agent's tools run without asking (`tool_approval: none`)";
 
 fn handle_taken(handle: Option<&str>) -> ApiError {
     ApiError::new(Code::Conflict, format!("the handle `@{}` is taken; choose another", handle.unwrap_or_default()))
@@ -177,6 +188,9 @@ pub async fn create(cx: &Cx<'_>, p: CreateAgent) -> Result<Agent, ApiError> {
     let checked = check(p, cx.env.config.allow_loopback_http)?;
     if checked.names_secret {
         crate::ops::secrets::require_role(&m, NAMING)?;
+    }
+    if checked.tool_approval == ToolApproval::None {
+        crate::ops::secrets::require_role(&m, UNASKED)?;
     }
     let agent_id = ids::new_id("ag");
     match store::agents::create(cx.db(), &agent_id, &m.workspace_id, &checked.fields(), cx.now_ms).await {
@@ -247,6 +261,9 @@ pub struct UpdateAgent {
     pub is_public: Option<bool>,
     /// What one session of it costs a caller from another workspace, in cents (public agents).
     pub price_cents_per_run: Option<Int<0, 100_000>>,
+    /// `outside_folder`, `every_change` or `none` (admins only): which tool uses of a `claude-code` or
+    /// `codex` agent ask a person first.
+    pub tool_approval: Option<ToolApproval>,
     /// Ignored: the workspace is the agent's.
     pub workspace: Option<String>,
 }
@@ -294,12 +311,17 @@ pub async fn update(cx: &Cx<'_>, p: UpdateAgent) -> Result<Agent, ApiError> {
             Some(n) => n,
             None => kept("price_cents_per_run", old.price_cents_per_run)?,
         }),
+        tool_approval: p.tool_approval.or(ToolApproval::from_word(&old.tool_approval)),
     };
     let checked = check(merged, cx.env.config.allow_loopback_http)?;
     // A definition that names a secret (before or after) is changed by admins only: otherwise a member
     // could point an admin's named secret at a URL of their own.
     if checked.names_secret || old_servers_name_secret {
         crate::ops::secrets::require_role(cx.member_of(&old.workspace_id, "agent")?, NAMING)?;
+    }
+    // Changing an agent whose tools never ask, or making one, is an admin's.
+    if checked.tool_approval == ToolApproval::None || old.tool_approval == ToolApproval::None.as_str() {
+        crate::ops::secrets::require_role(cx.member_of(&old.workspace_id, "agent")?, UNASKED)?;
     }
     match store::agents::update(cx.db(), &old.agent_id, &old.workspace_id, &checked.fields(), cx.now_ms).await {
         Ok(Some(agent)) => Ok(agent),

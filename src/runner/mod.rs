@@ -220,7 +220,7 @@ async fn assignment(cx: &Cx<'_>, turn: TurnRow) -> Result<Option<Value>, ApiErro
         // `switch_model` changes its model and thinking, not the agent's.
         "agent": agent.map(|a| json!({
             "agent_id": a.agent_id, "name": a.name, "harness": session.harness, "model": session.model,
-            "thinking": session.thinking, "instructions": a.instructions,
+            "thinking": session.thinking, "instructions": a.instructions, "tool_approval": a.tool_approval,
         })),
         "session_token": token,
         "session_server": format!("{}/v1/session/mcp", cx.link_base()?),

@@ -25,6 +25,9 @@ pub struct Agent {
     #[serde(deserialize_with = "super::int_bool")]
     pub is_public: bool,
     pub price_cents_per_run: i64,
+    /// Which tool uses of a `claude-code` or `codex` agent ask a person first: `outside_folder`,
+    /// `every_change` or `none`.
+    pub tool_approval: String,
     pub session_count: i64,
     pub created_ms: i64,
     pub updated_ms: i64,
@@ -42,14 +45,15 @@ pub struct AgentFields<'a> {
     pub mcp_servers: String,
     pub is_public: bool,
     pub price_cents_per_run: i64,
+    pub tool_approval: &'a str,
 }
 
 const INSERT: &str = "INSERT INTO agent (agent_id, workspace_id, name, handle, harness, model, instructions, description,
-    categories, mcp_servers, is_public, price_cents_per_run, created_ms, updated_ms)
-  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?13)
-  RETURNING agent_id, workspace_id, name, handle, harness, model, instructions, description, categories, mcp_servers, is_public, price_cents_per_run, session_count, created_ms, updated_ms";
+    categories, mcp_servers, is_public, price_cents_per_run, tool_approval, created_ms, updated_ms)
+  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?14, ?13, ?13)
+  RETURNING agent_id, workspace_id, name, handle, harness, model, instructions, description, categories, mcp_servers, is_public, price_cents_per_run, tool_approval, session_count, created_ms, updated_ms";
 
-/// The statement `sql` (`INSERT` or `UPDATE`, which take the same `?1` … `?13`) for these fields.
+/// The statement `sql` (`INSERT` or `UPDATE`, which take the same `?1` … `?14`) for these fields.
 fn bound(sql: &'static str, agent_id: &str, workspace_id: &str, f: &AgentFields<'_>, now_ms: i64) -> super::Stmt {
     stmt!(
         sql,
@@ -65,7 +69,8 @@ fn bound(sql: &'static str, agent_id: &str, workspace_id: &str, f: &AgentFields<
         f.mcp_servers.as_str(),
         f.is_public,
         f.price_cents_per_run,
-        now_ms
+        now_ms,
+        f.tool_approval
     )
 }
 
@@ -81,9 +86,9 @@ pub async fn create(
 }
 
 const UPDATE: &str = "UPDATE agent SET name = ?3, handle = ?4, harness = ?5, model = ?6, instructions = ?7, description = ?8,
-    categories = ?9, mcp_servers = ?10, is_public = ?11, price_cents_per_run = ?12, updated_ms = ?13
+    categories = ?9, mcp_servers = ?10, is_public = ?11, price_cents_per_run = ?12, tool_approval = ?14, updated_ms = ?13
   WHERE agent_id = ?1 AND workspace_id = ?2
-  RETURNING agent_id, workspace_id, name, handle, harness, model, instructions, description, categories, mcp_servers, is_public, price_cents_per_run, session_count, created_ms, updated_ms";
+  RETURNING agent_id, workspace_id, name, handle, harness, model, instructions, description, categories, mcp_servers, is_public, price_cents_per_run, tool_approval, session_count, created_ms, updated_ms";
 
 pub async fn update(
     db: &dyn Sql,
@@ -96,12 +101,12 @@ pub async fn update(
 }
 
 const GET: &str = "SELECT agent_id, workspace_id, name, handle, harness, model, instructions, description, categories,
-    mcp_servers, is_public, price_cents_per_run, session_count, created_ms, updated_ms
+    mcp_servers, is_public, price_cents_per_run, tool_approval, session_count, created_ms, updated_ms
   FROM agent WHERE agent_id = ?1";
 
 const BY_HANDLE: &str =
     "SELECT agent_id, workspace_id, name, handle, harness, model, instructions, description, categories,
-    mcp_servers, is_public, price_cents_per_run, session_count, created_ms, updated_ms
+    mcp_servers, is_public, price_cents_per_run, tool_approval, session_count, created_ms, updated_ms
   FROM agent WHERE handle = ?1";
 
 /// One agent by `@handle` (without the `@`), in any workspace.
@@ -142,7 +147,7 @@ pub async fn delete(db: &dyn Sql, agent_id: &str, workspace_id: &str) -> DbResul
 
 const CATALOG: &str =
     "SELECT agent_id, workspace_id, name, handle, harness, model, instructions, description, categories,
-    mcp_servers, is_public, price_cents_per_run, session_count, created_ms, updated_ms
+    mcp_servers, is_public, price_cents_per_run, tool_approval, session_count, created_ms, updated_ms
   FROM agent WHERE workspace_id = ?1 OR is_public = 1 ORDER BY session_count DESC, created_ms DESC LIMIT 1000";
 
 /// Every agent a workspace can start: its own and the public ones.

@@ -607,3 +607,60 @@ fn a_storage_failure_in_a_session_tool_names_only_the_request_id() {
     let text = app.agent_err(&token, "list_targets", json!({}));
     assert_eq!(text, "internal error; request id req_test (code -32603)");
 }
+
+/// `ask_user` by a client that asked for progress: told every 15 s that the call still waits (so its own
+/// timeout starts again), then the person's answer; a client that did not ask waits once, silently.
+#[test]
+fn a_wait_keeps_a_client_that_asked_for_progress_alive_until_the_answer() {
+    use crate::support::{runner_request, HostSessions};
+    use std::{cell::Cell, rc::Rc};
+    let app = app();
+    let (ada, _, sid, token) = setup(&app);
+    let waits = Rc::new(Cell::new(0));
+    let (seen, key, task) = (waits.clone(), ada.key.clone(), sid.clone());
+    *app.sessions.on_wait.borrow_mut() = Some(Rc::new(move |sessions: HostSessions, request_id: String| {
+        let (seen, key, task) = (seen.clone(), key.clone(), task.clone());
+        Box::pin(async move {
+            seen.set(seen.get() + 1);
+            if seen.get() == 3 {
+                let path = format!("/v1/tasks/{task}/requests/{request_id}/answer");
+                let r = sessions.handle(runner_request(&key, "POST", &path, json!({"answer": "pg"}))).await;
+                assert_eq!(r.status, 200, "{:?}", r.json_body());
+            }
+        })
+    }));
+    let ask = json!({"kind": "decision", "payload": {"prompt": "Which db?", "options": ["pg", "sqlite"]}});
+    let params = json!({"name": "ask_user", "arguments": ask, "_meta": {"progressToken": "t1"}});
+    let r = app.mcp_post("/v1/session/mcp", Some(&token), "203.0.113.7", "tools/call", params);
+    let body = String::from_utf8_lossy(&r.body).into_owned();
+    assert_eq!(r.header("content-type"), Some("text/event-stream"), "{body}");
+    let messages: Vec<Value> = body
+        .split("\n\n")
+        .filter_map(|e| e.strip_prefix("event: message\ndata: "))
+        .map(|d| serde_json::from_str(d).unwrap())
+        .collect();
+    assert_eq!(messages.len(), 3, "two keep-alives, then the result: {body}");
+    for (n, m) in messages[..2].iter().enumerate() {
+        assert_eq!(m["method"], "notifications/progress");
+        assert_eq!(m["params"]["progressToken"], "t1");
+        assert_eq!(m["params"]["progress"], json!(15.0 * (n + 1) as f64), "{m}");
+        assert_eq!(m["params"]["total"], json!(300.0));
+        assert!(m["params"]["message"].as_str().unwrap().starts_with("waiting for a person to answer request req_"));
+    }
+    let result = &messages[2]["result"];
+    assert_eq!(result["structuredContent"]["resolution"]["answer"], "pg", "{result}");
+    assert_eq!(waits.get(), 3);
+    // Without a progress token: one wait of the whole 5 minutes, no stream.
+    waits.set(10);
+    let again = json!({"kind": "question", "payload": {"prompt": "Anything else?"}});
+    let r = app.mcp_post(
+        "/v1/session/mcp",
+        Some(&token),
+        "203.0.113.7",
+        "tools/call",
+        json!({"name": "ask_user", "arguments": again}),
+    );
+    assert_eq!(r.header("content-type"), Some("application/json"));
+    assert_eq!(waits.get(), 11, "one wait");
+    assert!(r.json_body()["result"]["content"][0]["text"].as_str().unwrap().contains("timed out waiting for the user"));
+}

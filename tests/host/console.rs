@@ -557,3 +557,33 @@ fn a_one_time_link_of_the_same_account_or_with_no_session_signs_in_at_once() {
     let bad = app.send(request("GET", "/console/enter", None, "", None));
     assert_eq!((bad.status, bad.header("referrer-policy")), (400, Some("no-referrer")));
 }
+
+/// A Claude Code agent's page says which of its tool uses ask, and the form changes it.
+#[test]
+fn a_coding_agents_page_shows_its_tool_approval_policy_and_changes_it() {
+    let app = TestApp::new();
+    let ada = app.signup("Ada", "ada@example.com");
+    let agent_id = app.create_agent(&ada.key, json!({"name": "Claude", "harness": "claude-code", "model": "m"}));
+    let cookie = sign_in(&app, &ada.key);
+    let ws = format!("/console/w/{}", ada.slug);
+    let (status, page) = get(&app, &cookie, &format!("{ws}/agents/{agent_id}"));
+    assert_eq!(status, 200);
+    assert!(page.contains("data-policy=\"outside_folder\""), "{page}");
+    assert!(page.contains("shell commands, web fetches and edits elsewhere ask you in Approvals"));
+    assert!(page.contains("<option value=\"outside_folder\" selected"), "the form shows it chosen");
+    let fields = [
+        ("agent_id", agent_id.as_str()),
+        ("name", "Claude"),
+        ("harness", "claude-code"),
+        ("model", "m"),
+        ("tool_approval", "every_change"),
+        ("csrf", &csrf(&page)),
+    ];
+    let r = app.send(request("POST", &format!("{ws}/op/update_agent"), Some(&cookie), &form(&fields), Some(ORIGIN)));
+    assert_eq!(r.status, 303, "{}", String::from_utf8_lossy(&r.body));
+    let (_, page) = get(&app, &cookie, &format!("{ws}/agents/{agent_id}"));
+    assert!(page.contains("Every edit and every shell command asks you in Approvals."), "{page}");
+    let echo = app.create_agent(&ada.key, json!({"name": "Echo", "harness": "echo", "model": "m"}));
+    let (_, page) = get(&app, &cookie, &format!("{ws}/agents/{echo}"));
+    assert!(!page.contains("data-policy"), "an echo agent has no tool approvals");
+}

@@ -191,9 +191,16 @@ fn claude_code_and_codex_agents_turns_are_claimed_by_runners_with_their_harness(
     let ada = app.signup("Ada", "ada@example.com");
     let r = app.request("POST", "/v1/runners", Some(&ada.key), Some(json!({"name": "laptop"})));
     let token = r.json_body()["token"].as_str().unwrap().to_owned();
-    for (harness, model) in [("claude-code", "claude-sonnet-4-5"), ("codex", "gpt-5-codex")] {
-        let agent = app.ok(&ada.key, "create_agent", json!({"name": harness, "harness": harness, "model": model}));
+    for (harness, model, approval) in
+        [("claude-code", "claude-sonnet-4-5", None), ("codex", "gpt-5-codex", Some("every_change"))]
+    {
+        let mut create = json!({"name": harness, "harness": harness, "model": model});
+        if let Some(a) = approval {
+            create["tool_approval"] = json!(a);
+        }
+        let agent = app.ok(&ada.key, "create_agent", create);
         assert_eq!(agent["harness"], harness);
+        assert_eq!(agent["tool_approval"], approval.unwrap_or("outside_folder"), "the default asks outside the folder");
         let started = app.ok(
             &ada.key,
             "start_session",
@@ -208,6 +215,7 @@ fn claude_code_and_codex_agents_turns_are_claimed_by_runners_with_their_harness(
         assert_eq!(turn["session_id"], sid.as_str());
         assert_eq!((turn["agent"]["harness"].as_str(), turn["agent"]["model"].as_str()), (Some(harness), Some(model)));
         assert_eq!(turn["agent"]["thinking"], "high");
+        assert_eq!(turn["agent"]["tool_approval"], approval.unwrap_or("outside_folder"));
         assert!(turn["help_server"].as_str().unwrap().ends_with("/v1/help/mcp"));
     }
     let unknown = app.request(
@@ -219,4 +227,39 @@ fn claude_code_and_codex_agents_turns_are_claimed_by_runners_with_their_harness(
     assert_eq!(unknown.status, 400);
     let said = unknown.json_body()["error"]["message"].as_str().unwrap().to_owned();
     assert!(said.contains("echo, openai, runner, claude-code, codex"), "{said}");
+}
+
+/// `tool_approval: none` lets a coding agent run any command on a runner's machine unasked: only admins
+/// make such an agent or change one; a member's other changes keep the policy as it was.
+#[test]
+fn only_admins_let_an_agents_tools_run_without_asking() {
+    let app = TestApp::new();
+    let ada = app.signup("Ada", "ada@example.com");
+    let bo = app.signup("Bo", "bo@example.com");
+    app.shared_workspace(&ada, "acme");
+    app.join(&ada, "acme", &bo, "member");
+    let team = "acme";
+    let create = |key: &str, approval: &str| {
+        app.request(
+            "POST",
+            "/v1/agents",
+            Some(key),
+            Some(json!({"workspace": team, "name": "cc", "harness": "claude-code", "model": "m", "tool_approval": approval})),
+        )
+    };
+    let refused = create(&bo.key, "none");
+    assert_eq!(refused.status, 403, "{:?}", refused.json_body());
+    assert!(refused.json_body()["error"]["message"].as_str().unwrap().contains("tool_approval: none"));
+    let mine = create(&bo.key, "every_change").json_body();
+    assert_eq!(mine["tool_approval"], "every_change");
+    let id = mine["agent_id"].as_str().unwrap();
+    let patch = |key: &str, body: Value| app.request("PATCH", &format!("/v1/agents/{id}"), Some(key), Some(body));
+    assert_eq!(patch(&bo.key, json!({"tool_approval": "none"})).status, 403);
+    assert_eq!(patch(&ada.key, json!({"tool_approval": "none"})).json_body()["tool_approval"], "none");
+    assert_eq!(patch(&bo.key, json!({"model": "m2"})).status, 403, "a member changes no unasked agent");
+    let back = patch(&ada.key, json!({"model": "m2", "tool_approval": "outside_folder"})).json_body();
+    assert_eq!((back["model"].as_str(), back["tool_approval"].as_str()), (Some("m2"), Some("outside_folder")));
+    let bad = patch(&ada.key, json!({"tool_approval": "sometimes"}));
+    assert_eq!(bad.status, 400);
+    assert!(bad.json_body()["error"]["message"].as_str().unwrap().contains("outside_folder, every_change, none"));
 }

@@ -6,10 +6,11 @@
 //! - **Model and thinking:** `--model`; the session's `thinking` as `MAX_THINKING_TOKENS` (off 0, low
 //!   4,000, medium 10,000, high 32,000), the budget Claude Code reads.
 //! - **Instructions:** `--append-system-prompt`, after Claude Code's own.
-//! - **Permissions:** `--permission-mode acceptEdits` (edits in the turn's folder go ahead), the session's
-//!   tools allowed, and anything else Claude Code would ask a terminal about (a shell command, a write
-//!   elsewhere) asked of the person in Approvals through `sky mcp`'s `approve` tool
-//!   (`--permission-prompt-tool`, see [`crate::relay`]).
+//! - **Permissions** ([`permission_flags`], from the agent's `tool_approval`): by default
+//!   `--permission-mode acceptEdits` (edits in the turn's folder go ahead), the session's tools allowed,
+//!   and anything else Claude Code would ask a terminal about (a shell command, a write elsewhere) asked
+//!   of the person in Approvals through `sky mcp`'s `approve` tool (`--permission-prompt-tool`, see
+//!   [`crate::relay`]).
 //! - **Conversation:** `--resume <session_id>` with the id the last turn's stream named.
 
 use super::{content_text, not_json, Conversation, Launch, Mapped, Mapper, Setup, Usage};
@@ -23,9 +24,22 @@ pub fn mcp_config(sky_exe: &Path, server: &str, help_server: &str) -> Value {
         "agentsky": {
             "type": "stdio", "command": sky_exe.to_string_lossy(), "args": ["mcp", "--server", server],
             "env": { "AGENTSKY_PERMISSION_TOOL": "1" },
+            // A person's answer may take the session server's whole 5 minutes; the person's own
+            // `MCP_TOOL_TIMEOUT` must not cut it shorter.
+            "timeout": super::TOOL_TIMEOUT_S * 1000,
         },
         "agentsky_help": { "type": "http", "url": help_server },
     }})
+}
+
+/// Claude Code's permission flags for an agent's `tool_approval`: what goes ahead, and where the rest
+/// is asked (the person, through the relay's permission prompt tool).
+pub fn permission_flags(approval: &str) -> &'static [&'static str] {
+    match approval {
+        "none" => &["--permission-mode", "bypassPermissions"],
+        "every_change" => &["--permission-mode", "default", "--permission-prompt-tool", "mcp__agentsky__approve"],
+        _ => &["--permission-mode", "acceptEdits", "--permission-prompt-tool", "mcp__agentsky__approve"],
+    }
 }
 
 /// The thinking budget, in tokens, for a session's `thinking` level.
@@ -46,10 +60,9 @@ pub fn launch(exe: &Path, s: &Setup<'_>) -> std::io::Result<Launch> {
     argv.extend(["-p", "--output-format", "stream-json", "--verbose", "--strict-mcp-config"].map(str::to_owned));
     argv.extend(["--mcp-config".to_owned(), config.to_string_lossy().into_owned()]);
     // Edits in the turn's folder go ahead; a shell command or a write elsewhere asks the person in
-    // Approvals (the relay's permission prompt tool); the session's own tools never ask.
-    argv.extend(
-        ["--permission-mode", "acceptEdits", "--permission-prompt-tool", "mcp__agentsky__approve"].map(str::to_owned),
-    );
+    // Approvals (the relay's permission prompt tool), as the agent's `tool_approval` says; the session's
+    // own tools never ask.
+    argv.extend(permission_flags(super::tool_approval(s.agent)).iter().map(|f| (*f).to_owned()));
     argv.extend(["--allowedTools".to_owned(), "mcp__agentsky,mcp__agentsky_help".to_owned()]);
     if let Some(model) = s.agent["model"].as_str().filter(|m| !m.is_empty()) {
         argv.extend(["--model".to_owned(), model.to_owned()]);

@@ -6,8 +6,9 @@
 //!   `model_reasoning_effort` from the session's `thinking`. Codex reads its model endpoint only from its
 //!   configuration, not from `OPENAI_BASE_URL`: when the runner's environment names one, it becomes a
 //!   provider `agentsky_openai` with that `base_url` and `OPENAI_API_KEY` as its key.
-//! - **Sandbox:** `--sandbox workspace-write` and `approval_policy="never"`: the agent writes inside the
-//!   turn's folder, and nothing waits for a terminal no one watches.
+//! - **Sandbox:** `approval_policy="never"` (nothing waits for a terminal no one watches) and the sandbox
+//!   the agent's `tool_approval` maps to ([`sandbox`]): by default `workspace-write`, so commands write
+//!   only inside the turn's folder. `tool_timeout_sec` lets a session tool wait for a person.
 //! - **Conversation:** `codex exec resume <thread_id>` with the id the last turn's stream named.
 
 use super::{content_text, not_json, Conversation, Launch, Mapped, Mapper, Setup, Usage};
@@ -34,6 +35,17 @@ pub fn reasoning_effort(level: &str) -> Option<&'static str> {
     }
 }
 
+/// Codex's sandbox for an agent's `tool_approval`: `codex exec` cannot ask anyone, so its sandbox is what
+/// keeps commands to the turn's folder (`outside_folder`), to reading (`every_change`), or lets them go
+/// anywhere (`none`).
+pub fn sandbox(approval: &str) -> &'static str {
+    match approval {
+        "none" => "danger-full-access",
+        "every_change" => "read-only",
+        _ => "workspace-write",
+    }
+}
+
 /// The `-c` overrides a turn gives Codex. `base_url` is the runner's `OPENAI_BASE_URL`, if any.
 pub fn overrides(s: &Setup<'_>, base_url: Option<&str>) -> Vec<String> {
     let mut c = vec![
@@ -47,6 +59,9 @@ pub fn overrides(s: &Setup<'_>, base_url: Option<&str>) -> Vec<String> {
         "mcp_servers.agentsky.default_tools_approval_mode=\"approve\"".to_owned(),
         "mcp_servers.agentsky_help.default_tools_approval_mode=\"approve\"".to_owned(),
         "approval_policy=\"never\"".to_owned(),
+        // A person's answer may take the session server's whole 5 minutes (Codex's default is 60 s).
+        format!("mcp_servers.agentsky.tool_timeout_sec={}", super::TOOL_TIMEOUT_S),
+        format!("sandbox_mode=\"{}\"", sandbox(super::tool_approval(s.agent))),
     ];
     if let Some(model) = s.agent["model"].as_str().filter(|m| !m.is_empty()) {
         c.push(format!("model={}", toml_string(model)));
@@ -76,7 +91,7 @@ pub fn launch(exe: &Path, s: &Setup<'_>) -> std::io::Result<Launch> {
     argv.extend(["--json", "--skip-git-repo-check"].map(str::to_owned));
     if s.resume.is_none() {
         // `resume` keeps the sandbox the conversation began with.
-        argv.extend(["--sandbox".to_owned(), "workspace-write".to_owned()]);
+        argv.extend(["--sandbox".to_owned(), sandbox(super::tool_approval(s.agent)).to_owned()]);
     }
     for o in overrides(s, base_url.as_deref()) {
         argv.extend(["-c".to_owned(), o]);

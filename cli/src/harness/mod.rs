@@ -44,9 +44,18 @@ impl Harness {
     }
 }
 
+/// How long a coding agent CLI lets one session tool call run: past the 5 minutes a tool that waits for
+/// a person may hold it.
+pub const TOOL_TIMEOUT_S: u64 = 600;
+
+/// The agent's `tool_approval` (`outside_folder` when the server names none).
+pub fn tool_approval(agent: &Value) -> &str {
+    agent["tool_approval"].as_str().unwrap_or("outside_folder")
+}
+
 /// What a turn of a coding agent CLI needs from the runner.
 pub struct Setup<'a> {
-    /// The claim's `agent`: `harness`, `model`, `thinking`, `instructions`.
+    /// The claim's `agent`: `harness`, `model`, `thinking`, `instructions`, `tool_approval`.
     pub agent: &'a Value,
     /// The turn's `meta/` folder, where per-turn configuration is written.
     pub meta: &'a Path,

@@ -6,6 +6,7 @@ use crate::console::layout::{action, hidden, money};
 use crate::console::render::s;
 use crate::console::Ctx;
 use crate::error::ApiError;
+use crate::rules::harness::{Harness, ToolApproval};
 use maud::{html, Markup};
 use serde_json::{json, Value};
 
@@ -16,6 +17,19 @@ const HARNESSES: &[(&str, &str)] = &[
     ("codex", "codex — Codex on your machine (sky runner)"),
     ("runner", "runner — your own command on your machine (sky runner -- …)"),
 ];
+
+const APPROVALS: &[(&str, &str)] = &[
+    ("outside_folder", "outside_folder — shell commands and anything outside the turn's folder ask"),
+    ("every_change", "every_change — every edit and command asks"),
+    ("none", "none — nothing asks (admins only)"),
+];
+
+/// The agent's tool approval policy in words, for a Claude Code or Codex agent.
+fn approval_policy(a: &Value) -> Option<&'static str> {
+    let harness = Harness::from_word(s(&a["harness"])).filter(|h| matches!(h, Harness::ClaudeCode | Harness::Codex))?;
+    let approval = ToolApproval::from_word(s(&a["tool_approval"])).unwrap_or(ToolApproval::OutsideFolder);
+    Some(approval.says(harness))
+}
 
 /// The fields of an agent, empty for a new one.
 fn fields(p: &Ctx<'_>, a: &Value) -> Markup {
@@ -31,6 +45,9 @@ fn fields(p: &Ctx<'_>, a: &Value) -> Markup {
         label { "Handle (for the catalog, without @)" input type="text" name="handle" maxlength="40" value=(s(&a["handle"])) disabled[off]; }
         label { "Harness" select name="harness" disabled[off] {
             @for (h, label) in HARNESSES { option value=(h) selected[s(&a["harness"]) == *h] { (label) } }
+        } }
+        label { "Tool approval (Claude Code and Codex)" select name="tool_approval" disabled[off] {
+            @for (w, label) in APPROVALS { option value=(w) selected[s(&a["tool_approval"]) == *w] { (label) } }
         } }
         label { "Model" input type="text" name="model" required maxlength="100" value=(s(&a["model"])) placeholder="e.g. gpt-4.1-mini" disabled[off]; }
         label { "Instructions" textarea name="instructions" maxlength="20000" rows="6" disabled[off] { (s(&a["instructions"])) } }
@@ -55,6 +72,9 @@ pub async fn page(p: &Ctx<'_>, agent_id: Option<&str>) -> Result<Page, ApiError>
                 h1 { (s(&a["name"])) @if let Some(h) = a["handle"].as_str() { " " span.muted { "@" (h) } } }
                 p.muted { (a["session_count"].as_i64().unwrap_or(0)) " sessions"
                     @if a["is_public"] == true { " · in the catalog at " (money(a["price_cents_per_run"].as_i64().unwrap_or(0))) " a run" } }
+                @if let Some(policy) = approval_policy(&a) {
+                    p data-policy=(s(&a["tool_approval"])) { strong { "Tool approval: " } (policy) }
+                }
                 form.card method="post" action=(p.link("/op/update_agent")) {
                     (hidden(p))
                     input type="hidden" name="agent_id" value=(id);
