@@ -279,10 +279,14 @@ impl Client {
         events: &[Value],
         done: Option<&str>,
         checks: &[Value],
+        usage: Option<&Value>,
     ) -> std::result::Result<Option<Stop>, CallError> {
         let mut body = json!({ "lease_id": lease_id, "events": events });
         if let Some(d) = done {
             body["done"] = json!(d);
+        }
+        if let Some(u) = usage {
+            body["usage"] = u.clone();
         }
         if !checks.is_empty() {
             body["checks"] = json!(checks);

@@ -279,8 +279,13 @@ fn take_line(outbox: &mut Outbox, plan: &mut Plan, stream: Stream, line: &str) {
     match (&mut plan.mapper, stream) {
         (Some(mapper), Stream::Stdout) => {
             for m in mapper.line(line) {
-                let (kind, body) = m.event();
-                outbox.typed(kind, body);
+                if let Some(u) = m.usage() {
+                    outbox.usage = Some(u.body());
+                }
+                if !matches!(m, harness::Mapped::Progress(_)) {
+                    let (kind, body) = m.event();
+                    outbox.typed(kind, body);
+                }
             }
         }
         _ => outbox.push(stream, line),
@@ -924,15 +929,17 @@ impl TurnRunner {
         loop {
             let n = outbox.unsent.len().min(POST_MAX_EVENTS);
             let last = n == outbox.unsent.len();
-            if n == 0 && done.is_none() {
+            if n == 0 && done.is_none() && outbox.usage.is_none() {
                 return Ok(stop);
             }
             let (done, checks) = match done {
                 Some(d) if last => (Some(d), checks),
                 _ => (None, &[][..]),
             };
-            stop = stop.or(self.client.events(&outbox.lease_id, &outbox.unsent[..n], done, checks)?);
+            let usage = outbox.usage.as_ref();
+            stop = stop.or(self.client.events(&outbox.lease_id, &outbox.unsent[..n], done, checks, usage)?);
             outbox.unsent.drain(..n);
+            outbox.usage = None;
             if last {
                 return Ok(stop);
             }

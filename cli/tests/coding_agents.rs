@@ -199,6 +199,27 @@ fn claude_code_runs_with_its_own_configuration_and_its_stream_becomes_typed_even
     assert_eq!((result["content"].as_str(), &result["is_error"]), (Some("status noted: starting"), &json!(false)));
     let usage = &evs.iter().find(|e| e["usage"].is_object()).unwrap()["usage"];
     assert_eq!(usage["cost_usd"], 0.002115);
+    // The server hears the turn's usage with the events (here the CLI's own figure at its end: the stand-in
+    // printed every line at once, and the newest usage replaces an unposted older one).
+    let posted: Vec<Value> = srv
+        .requests()
+        .iter()
+        .filter(|r| r.url == "/v1/runner/events")
+        .filter_map(|r| serde_json::from_str::<Value>(&r.body).ok()?.get("usage").cloned())
+        .collect();
+    assert_eq!(posted.last().unwrap()["cost_usd"], 0.002115, "{posted:?}");
+    assert_eq!(posted.last().unwrap()["input_tokens"], 740);
+    // Each model call's tokens while the turn runs, from the same captured stream.
+    let mut stream = sky::harness::mapper(sky::harness::Harness::ClaudeCode, None).unwrap();
+    let progress: Vec<i64> = read(fixture("claude-code-turn1.jsonl"))
+        .lines()
+        .flat_map(|l| stream.line(l))
+        .filter_map(|m| match m {
+            sky::harness::Mapped::Progress(u) => Some(u.input_tokens),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(progress, [370, 740], "once per model call, the turn's total so far");
     assert!(!evs.iter().any(|e| e.to_string().contains("\\\"type\\\":\\\"assistant\\\"")), "no raw lines");
 
     // The next message continues Claude Code's own conversation, with the message alone.

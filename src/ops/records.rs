@@ -255,6 +255,9 @@ pub struct Performance {
     pub sessions: i64,
     /// What they spent, in cents.
     pub spent_cents: i64,
+    /// What coding agent CLIs (`claude-code`, `codex`) reported these sessions cost, in US dollars:
+    /// recorded, not charged (each person's CLI pays its own provider).
+    pub reported_cost_usd: f64,
     /// Sessions with at least one decision recorded.
     pub decided: i64,
     /// Sessions nobody has decided about yet.
@@ -291,6 +294,7 @@ pub async fn performance(cx: &Cx<'_>, p: ReadAgentPerformance) -> Result<AgentPe
             model: s.model,
             sessions: s.sessions,
             spent_cents: s.spent_cents,
+            reported_cost_usd: s.reported_micro_usd as f64 / 1_000_000.0,
             decided: 0,
             undecided: 0,
             decisions: Decisions::default(),
@@ -308,6 +312,7 @@ pub async fn performance(cx: &Cx<'_>, p: ReadAgentPerformance) -> Result<AgentPe
                     model: t.model.clone(),
                     sessions: 0,
                     spent_cents: 0,
+                    reported_cost_usd: 0.0,
                     decided: 0,
                     undecided: 0,
                     decisions: Decisions::default(),

@@ -53,6 +53,20 @@ pub struct SessionUsage {
     pub input_tokens: i64,
     pub output_tokens: i64,
     pub entries: Vec<store::usage::EntryRow>,
+    /// What a coding agent CLI (`claude-code`, `codex`) reported the session's turns used: recorded, not
+    /// charged (the person's own CLI pays its provider); the session's budget counts it.
+    pub reported: Reported,
+}
+
+/// A session's reported usage: its totals and its newest turns.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Reported {
+    pub input_tokens: i64,
+    pub cached_input_tokens: i64,
+    pub output_tokens: i64,
+    /// In US dollars: each CLI's own figure, or priced by this deployment from the tokens (`estimated`).
+    pub cost_usd: f64,
+    pub turns: Vec<store::reported::ReportedRow>,
 }
 
 /// A `YYYY-MM-DD` parameter as midnight UTC; absent, the day of `default_ms`.
@@ -90,7 +104,16 @@ pub async fn get(cx: &Cx<'_>, p: GetUsage) -> Result<Usage, ApiError> {
     let session = match session {
         Some(row) => {
             let entries = store::usage::newest_for_session(db, &row.session_id, 50).await?;
+            let turns = store::reported::newest_for_session(db, &row.session_id, 50).await?;
+            let reported = Reported {
+                input_tokens: turns.iter().map(|t| t.input_tokens).sum(),
+                cached_input_tokens: turns.iter().map(|t| t.cached_input_tokens).sum(),
+                output_tokens: turns.iter().map(|t| t.output_tokens).sum(),
+                cost_usd: store::reported::session_total(db, &row.session_id).await? as f64 / 1_000_000.0,
+                turns,
+            };
             Some(SessionUsage {
+                reported,
                 input_tokens: entries.iter().map(|e| e.input_tokens).sum(),
                 output_tokens: entries.iter().map(|e| e.output_tokens).sum(),
                 session_id: row.session_id,

@@ -23,9 +23,19 @@ impl Prices {
 
     /// What a call costs, rounded up to a whole cent.
     pub fn cents(&self, model: &str, input_tokens: i64, output_tokens: i64) -> i64 {
+        (self.centimillionths(model, input_tokens, output_tokens) + 999_999) / 1_000_000
+    }
+
+    /// What a call costs in millionths of a dollar (rounded up): a coding agent CLI's turn priced from its
+    /// tokens, where the CLI says no cost itself.
+    pub fn micro_usd(&self, model: &str, input_tokens: i64, output_tokens: i64) -> i64 {
+        (self.centimillionths(model, input_tokens, output_tokens) + 99) / 100
+    }
+
+    /// Cents per million tokens times tokens: millionths of a cent.
+    fn centimillionths(&self, model: &str, input_tokens: i64, output_tokens: i64) -> i64 {
         let [pi, po] = self.0.get(model).or_else(|| self.0.get("*")).copied().unwrap_or([100, 400]);
-        let micro = input_tokens.max(0) * pi + output_tokens.max(0) * po;
-        (micro + 999_999) / 1_000_000
+        input_tokens.max(0).saturating_mul(pi).saturating_add(output_tokens.max(0).saturating_mul(po))
     }
 }
 
@@ -40,6 +50,9 @@ mod tests {
         assert_eq!(p.cents("big", 1, 0), 1, "any use costs at least a cent");
         assert_eq!(p.cents("other", 2_000_000, 500_000), 400);
         assert_eq!(p.cents("other", 0, 0), 0);
+        assert_eq!(p.micro_usd("big", 1_000_000, 0), 10_000_000, "$10 a million");
+        assert_eq!(p.micro_usd("other", 3_600, 120), 4_080, "3,600 × $1 + 120 × $4 a million");
+        assert_eq!(p.micro_usd("other", 1, 0), 1, "rounded up to a millionth");
         assert!(Prices::parse("[1,2]").is_err());
     }
 }

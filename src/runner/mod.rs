@@ -34,10 +34,10 @@ use crate::domain::taskfs::{self, Folder, Writer};
 use crate::error::error_response;
 use crate::error::{ApiError, Code};
 use crate::http::{HttpRequest, HttpResponse};
-use crate::rules::params::Capped;
+use crate::rules::params::{Capped, Int};
 use crate::rules::{ids, limits, redact};
 use crate::session::goal::CommandCheck;
-use crate::session::{EventKind, ExternalEvent, SessionCall, SessionReply, TurnEnd};
+use crate::session::{EventKind, ExternalEvent, SessionCall, SessionReply, TurnEnd, TurnState};
 use crate::store::{self, runners::TurnRow};
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -299,6 +299,55 @@ struct Events {
     /// With `done`: the goal's command criteria as run at the turn's end (`GET /v1/runner/criteria`).
     #[serde(default)]
     checks: Capped<CommandCheck, 20>,
+    /// What a coding agent CLI reported the turn used so far (the whole turn's, not since the last post).
+    usage: Option<ReportedUsage>,
+}
+
+/// A turn's usage as a coding agent CLI reports it: recorded, not charged (the person's CLI pays its own
+/// provider), and counted against the session's budget.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReportedUsage {
+    input_tokens: Int<0, 1_000_000_000_000>,
+    #[serde(default)]
+    cached_input_tokens: Option<Int<0, 1_000_000_000_000>>,
+    output_tokens: Int<0, 1_000_000_000_000>,
+    /// The CLI's own figure, in US dollars, when it gives one (Claude Code does, Codex does not: its
+    /// tokens are then priced as this deployment prices models).
+    cost_usd: Option<f64>,
+}
+
+/// Records the turn's reported usage; the session's reported total in cents, for its budget.
+async fn record_usage(cx: &Cx<'_>, turn: &TurnRow, u: &ReportedUsage) -> Result<i64, ApiError> {
+    let cost = match u.cost_usd {
+        Some(c) if !(0.0..1_000_000.0).contains(&c) => {
+            return Err(ApiError::invalid("`usage.cost_usd` must be a number of dollars from 0 to 1,000,000"))
+        }
+        c => c,
+    };
+    let session =
+        store::sessions::get(cx.db(), &turn.session_id).await?.ok_or_else(|| ApiError::not_found("session"))?;
+    let (input, output) = (u.input_tokens.get(), u.output_tokens.get());
+    let micro_usd = match cost {
+        Some(c) => (c * 1_000_000.0).round() as i64,
+        None => cx.env.config.prices.micro_usd(&session.model, input, output),
+    };
+    let entry_id = format!("rep_{}_{}", turn.session_id, turn.message_id);
+    let report = store::reported::Report {
+        entry_id: &entry_id,
+        workspace_id: &session.workspace_id,
+        session_id: &session.session_id,
+        agent_id: Some(&session.agent_id),
+        harness: &session.harness,
+        model: &session.model,
+        input_tokens: input,
+        cached_input_tokens: u.cached_input_tokens.map_or(0, Int::get),
+        output_tokens: output,
+        micro_usd,
+        estimated: cost.is_none(),
+        now_ms: cx.now_ms,
+    };
+    Ok(store::reported::cents(store::reported::record(cx.db(), &report).await?))
 }
 
 fn event(v: &Value) -> Result<ExternalEvent, ApiError> {
@@ -382,8 +431,20 @@ async fn events(cx: &Cx<'_>, runner: &store::runners::RunnerRow, req: &HttpReque
     for c in &mut checks {
         c.output = redact::redact(&c.output);
     }
-    let call = SessionCall::External { message_id: turn.message_id.clone(), events, end, checks };
+    let reported_cents = match &p.usage {
+        Some(u) => Some(record_usage(cx, &turn, u).await?),
+        None => None,
+    };
+    let call = SessionCall::External { message_id: turn.message_id.clone(), events, end, checks, reported_cents };
     match crate::domain::sessions::call(cx, &turn.session_id, call).await {
+        // The post itself ended the turn (its reported usage reached the session's budget): the runner
+        // stops now, not at its next post.
+        Ok(SessionReply::Summary(s))
+            if end.is_none()
+                && (s.turn.state != TurnState::Running || s.turn.message_id != Some(turn.message_id.clone())) =>
+        {
+            return end_orphaned(cx, runner, &turn, false).await
+        }
         Ok(_) => {}
         // The session's turn ended without this row hearing of it (a cancel or stop that failed after the
         // object ended the turn): the row ends now, or the turn would be claimed again each time its lease

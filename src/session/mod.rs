@@ -213,7 +213,7 @@ impl<'a, S: LocalSql + ?Sized> Core<'a, S> {
                 return Ok(None);
             }
         }
-        Ok(Some(Opening { config, spent_cents: turn.spent_cents, first: false }))
+        Ok(Some(Opening { config, spent_cents: turn.spent_cents + turn.reported_cents, first: false }))
     }
 
     /// Sends the next message. Refused while a turn runs (`session_busy`) and once stopped; budgets and the
@@ -468,11 +468,17 @@ impl<'a, S: LocalSql + ?Sized> Core<'a, S> {
         events: &[ExternalEvent],
         end: Option<TurnEnd>,
         checks: &[goal::CommandCheck],
+        reported_cents: Option<i64>,
         now_ms: i64,
     ) -> Res<Transition> {
-        let turn = self.turn()?;
+        let mut turn = self.turn()?;
         if turn.state != TurnState::Running || turn.message_id.as_deref() != Some(message_id) {
             return Err(Refusal::new(Code::Conflict, "this turn is not running any more (stopped, or finished)"));
+        }
+        if let Some(r) = reported_cents.filter(|r| *r > turn.reported_cents) {
+            // Counted against the budget when the step is applied below.
+            turn.reported_cents = r;
+            self.set_turn(&turn)?;
         }
         if end.is_some() {
             // Kept for the goal check that follows this turn (and only that one).
@@ -594,14 +600,15 @@ impl<'a, S: LocalSql + ?Sized> Core<'a, S> {
         turn.step += 1;
         turn.harness = outcome.harness_state.clone();
         let budget = self.require_config()?.budget_cents;
-        let over_budget = budget.is_some_and(|b| turn.spent_cents >= b) && outcome.end.is_none();
+        // What coding agent CLIs reported counts too: the session's budget is what it may cost, whoever pays.
+        let over_budget = budget.is_some_and(|b| turn.spent_cents + turn.reported_cents >= b) && outcome.end.is_none();
         let end = if over_budget {
-            self.append(
-                EventKind::Status,
-                &message_id,
-                &json!({ "text": format!("budget of {} cents reached; the turn stops here", budget.unwrap_or(0)) }),
-                now_ms,
-            )?;
+            let reported = match turn.reported_cents {
+                0 => String::new(),
+                r => format!(" ({r} of them reported by the agent's CLI)"),
+            };
+            let text = format!("budget of {} cents reached{reported}; the turn stops here", budget.unwrap_or(0));
+            self.append(EventKind::Status, &message_id, &json!({ "text": text }), now_ms)?;
             Some(TurnEnd::BudgetReached)
         } else {
             outcome.end

@@ -119,6 +119,9 @@ pub enum SessionCall {
         /// With `end`: the goal's command criteria as the runner ran them at the turn's end.
         #[serde(default)]
         checks: Vec<super::goal::CommandCheck>,
+        /// What coding agent CLIs reported the session used, in cents, when this post reported usage.
+        #[serde(default)]
+        reported_cents: Option<i64>,
     },
 }
 
@@ -203,6 +206,10 @@ pub struct Turn {
     pub started_ms: i64,
     /// What the session has spent, in cents, over all turns.
     pub spent_cents: i64,
+    /// What coding agent CLIs reported the session's turns cost, in cents: not charged, but the budget
+    /// counts it.
+    #[serde(default)]
+    pub reported_cents: i64,
     /// The harness's own progress within the turn (e.g. tool calls still to answer).
     #[serde(default)]
     pub harness: Value,

@@ -30,6 +30,7 @@ pub mod rate;
 pub mod receipts;
 pub mod records;
 pub mod remotes;
+pub mod reported;
 pub mod requests;
 pub mod routines;
 pub mod runners;

@@ -165,6 +165,7 @@ pub struct SpendRow {
     pub model: String,
     pub sessions: i64,
     pub spent_cents: i64,
+    pub reported_micro_usd: i64,
 }
 
 /// The read model's counters of one harness and model, summed over days.
@@ -177,7 +178,8 @@ pub struct TallyRow {
     pub counts: std::collections::BTreeMap<String, i64>,
 }
 
-const SPEND: &str = "SELECT harness, model, COUNT(*) AS sessions, COALESCE(SUM(spent_cents), 0) AS spent_cents
+const SPEND: &str = "SELECT harness, model, COUNT(*) AS sessions, COALESCE(SUM(spent_cents), 0) AS spent_cents,
+    COALESCE(SUM(reported_micro_usd), 0) AS reported_micro_usd
   FROM session WHERE workspace_id = ?1 AND created_ms >= ?2 AND created_ms < ?3 GROUP BY harness, model";
 const TALLIES: &str = "SELECT harness, model, SUM(decided_sessions) AS decided_sessions, SUM(adopted) AS adopted,
     SUM(rerun) AS rerun, SUM(revise) AS revise, SUM(discard) AS discard, SUM(vote_up) AS vote_up,

@@ -39,7 +39,8 @@ pub struct Standing {
 const STANDING: &str = "SELECT (SELECT slug FROM workspace WHERE workspace_id = ?1) AS slug,
     (SELECT balance_cents FROM workspace WHERE workspace_id = ?1) AS balance_cents,
     (SELECT budget_cents FROM task WHERE task_id = ?2) AS task_budget_cents,
-    (SELECT COALESCE(SUM(spent_cents), 0) FROM session WHERE task_id = ?2) AS task_spent_cents,
+    (SELECT COALESCE(SUM(spent_cents + (reported_micro_usd + 9999) / 10000), 0) FROM session WHERE task_id = ?2)
+      AS task_spent_cents,
     EXISTS (SELECT 1 FROM usage_entry WHERE entry_id = ?3) AS run_paid";
 
 pub async fn standing(db: &dyn Sql, workspace_id: &str, task_id: &str, session_id: &str) -> DbResult<Standing> {

@@ -350,8 +350,8 @@ pub fn answer<S: LocalSql + ?Sized>(
         // Waiting is the shell's; without one (host tests) a wait returns at once.
         C::Wait { .. } => (R::Woken { signaled: false }, None),
         C::Signal { key } => (R::Woken { signaled: true }, Some(core.signal(key, now_ms)?)),
-        C::External { message_id, events, end, checks } => {
-            let t = core.external(message_id, events, *end, checks, now_ms)?;
+        C::External { message_id, events, end, checks, reported_cents } => {
+            let t = core.external(message_id, events, *end, checks, *reported_cents, now_ms)?;
             (R::Summary(core.summary()?), Some(t))
         }
         C::Note { message } => {

@@ -263,3 +263,60 @@ fn only_admins_let_an_agents_tools_run_without_asking() {
     assert_eq!(bad.status, 400);
     assert!(bad.json_body()["error"]["message"].as_str().unwrap().contains("outside_folder, every_change, none"));
 }
+
+/// A coding agent CLI's usage is recorded as it reports it (not charged), shown in the session's usage and
+/// the agent's performance, and counted against the session's budget: a report that reaches it stops the
+/// turn, the runner is told at once, and the next message is refused.
+#[test]
+fn a_clis_reported_usage_is_recorded_not_charged_and_its_budget_stops_the_turn() {
+    let app = TestApp::new();
+    let ada = app.signup("Ada", "ada@example.com");
+    let r = app.request("POST", "/v1/runners", Some(&ada.key), Some(json!({"name": "laptop"})));
+    let token = r.json_body()["token"].as_str().unwrap().to_owned();
+    let agent = app.ok(&ada.key, "create_agent", json!({"name": "cx", "harness": "codex", "model": "gpt-5-codex"}));
+    let balance = || app.ok(&ada.key, "get_usage", json!({}))["balance_cents"].as_i64().unwrap();
+    let before = balance();
+    let started = app.ok(
+        &ada.key,
+        "start_session",
+        json!({"agent_id": agent["agent_id"], "message": "fix it", "idempotency_key": "u", "budget_cents": 5}),
+    );
+    let sid = started["session"]["session_id"].as_str().unwrap().to_owned();
+    app.settle();
+    let turn = runner_call(&app, &token, "POST", "/v1/runner/claim", json!({})).json_body();
+    let lease = turn["lease_id"].as_str().unwrap();
+    let post = |body: Value| runner_call(&app, &token, "POST", "/v1/runner/events", body);
+    // Codex says no cost: its tokens are priced as the deployment prices models ($1 / $4 a million here).
+    let r = post(json!({"lease_id": lease, "events": [{"key": "a", "type": "status", "text": "working"}],
+        "usage": {"input_tokens": 3_600, "cached_input_tokens": 2_400, "output_tokens": 120}}));
+    assert_eq!((r.status, r.json_body()["stop"].as_bool()), (200, Some(false)), "{:?}", r.json_body());
+    let usage = app.ok(&ada.key, "get_usage", json!({"session_id": sid}));
+    let reported = &usage["session"]["reported"];
+    assert_eq!(reported["input_tokens"], 3_600);
+    assert_eq!(reported["cost_usd"], 0.00408, "3,600 × $1 + 120 × $4 a million");
+    assert_eq!(reported["turns"][0]["estimated"], true);
+    assert_eq!(usage["session"]["spent_cents"], 0, "nothing charged");
+    assert_eq!(balance(), before, "the wallet is untouched");
+    let bad = post(json!({"lease_id": lease, "events": [], "usage": {"input_tokens": -1, "output_tokens": 0}}));
+    assert_eq!(bad.status, 400, "{:?}", bad.json_body());
+    assert!(bad.json_body()["error"]["message"].as_str().unwrap().contains("usage.input_tokens"));
+    // The CLI's own figure replaces the estimate; at 6 cents it passes the 5-cent budget: the turn stops.
+    let r = post(json!({"lease_id": lease, "events": [],
+        "usage": {"input_tokens": 50_000, "output_tokens": 2_000, "cost_usd": 0.06}}));
+    assert_eq!(r.status, 200, "{:?}", r.json_body());
+    assert_eq!(r.json_body()["stop"], true, "told at once: {:?}", r.json_body());
+    let page = app.ok(&ada.key, "read_session", json!({"session_id": sid, "cursor": started["cursor"]}));
+    let said = page["events"].to_string();
+    assert!(said.contains("budget of 5 cents reached (6 of them reported by the agent's CLI)"), "{said}");
+    assert!(said.contains("budget_reached"), "{said}");
+    let usage = app.ok(&ada.key, "get_usage", json!({"session_id": sid}));
+    assert_eq!(usage["session"]["reported"]["cost_usd"], 0.06);
+    assert_eq!(usage["session"]["reported"]["turns"][0]["estimated"], false);
+    assert_eq!(balance(), before);
+    let next =
+        app.call(&ada.key, "send_message", json!({"session_id": sid, "message": "more", "idempotency_key": "m2"}));
+    assert!(next.to_string().contains("budget of 5 cents is spent"), "{next}");
+    let perf = app.ok(&ada.key, "read_agent_performance", json!({}));
+    let row = perf["performance"].as_array().unwrap().iter().find(|r| r["harness"] == "codex").unwrap().clone();
+    assert_eq!((row["reported_cost_usd"].as_f64(), row["spent_cents"].as_i64()), (Some(0.06), Some(0)), "{row}");
+}

@@ -88,6 +88,8 @@ pub struct Stream {
     session_id: Option<String>,
     /// Tool names by call id, for the results.
     calls: HashMap<String, String>,
+    /// Each model call's usage by its message id (a message's blocks arrive as lines that repeat it).
+    calls_usage: HashMap<String, Usage>,
 }
 
 impl Mapper for Stream {
@@ -111,7 +113,11 @@ impl Mapper for Stream {
                 }
                 vec![Mapped::Status(text)]
             }
-            Some("assistant") => self.blocks(&v["message"]["content"]),
+            Some("assistant") => {
+                let mut out = self.blocks(&v["message"]["content"]);
+                out.extend(self.progress(&v["message"]));
+                out
+            }
             Some("user") => self.blocks(&v["message"]["content"]),
             Some("result") => result(&v),
             _ => vec![],
@@ -124,6 +130,23 @@ impl Mapper for Stream {
 }
 
 impl Stream {
+    /// The turn's tokens so far, when this model call's usage is new.
+    fn progress(&mut self, message: &Value) -> Option<Mapped> {
+        let id = message["id"].as_str()?;
+        let usage = tokens(&message["usage"]);
+        if self.calls_usage.get(id) == Some(&usage) {
+            return None;
+        }
+        self.calls_usage.insert(id.to_owned(), usage);
+        let mut total = Usage::default();
+        for u in self.calls_usage.values() {
+            total.input_tokens += u.input_tokens;
+            total.output_tokens += u.output_tokens;
+            total.cached_input_tokens += u.cached_input_tokens;
+        }
+        Some(Mapped::Progress(total))
+    }
+
     fn blocks(&mut self, content: &Value) -> Vec<Mapped> {
         let mut out = vec![];
         for b in content.as_array().into_iter().flatten() {
@@ -169,15 +192,19 @@ fn result(v: &Value) -> Vec<Mapped> {
             v["result"].as_str().filter(|r| !r.is_empty()).unwrap_or_else(|| v["subtype"].as_str().unwrap_or("error"));
         out.push(Mapped::Error(format!("Claude Code: {why}")));
     }
-    let u = &v["usage"];
+    out.push(Mapped::Usage(Usage { cost_usd: run_cost(v), ..tokens(&v["usage"]) }));
+    out
+}
+
+/// A Messages API `usage`: every input token (cache writes and reads included), the output, the reads.
+fn tokens(u: &Value) -> Usage {
     let n = |k: &str| u[k].as_i64().unwrap_or(0);
-    out.push(Mapped::Usage(Usage {
+    Usage {
         input_tokens: n("input_tokens") + n("cache_creation_input_tokens") + n("cache_read_input_tokens"),
         output_tokens: n("output_tokens"),
         cached_input_tokens: n("cache_read_input_tokens"),
-        cost_usd: run_cost(v),
-    }));
-    out
+        cost_usd: None,
+    }
 }
 
 /// This run's cost: `total_cost_usd` adds up over a resumed conversation, the per-model costs since the

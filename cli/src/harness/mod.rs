@@ -149,9 +149,12 @@ pub enum Mapped {
     Status(String),
     /// The CLI reported an error.
     Error(String),
-    /// Tokens and cost of the turn as the CLI reports them (recorded, not charged: the person's CLI pays
-    /// its own provider).
+    /// Tokens and cost of the turn as the CLI reports them at its end (recorded, not charged: the person's
+    /// CLI pays its own provider): a line in the transcript, and the turn's usage for the server.
     Usage(Usage),
+    /// The turn's tokens so far, while it runs (Claude Code reports each model call's): posted, not
+    /// shown, so the session's budget can stop a turn before its end.
+    Progress(Usage),
 }
 
 /// A turn's token usage as a CLI reports it.
@@ -164,8 +167,30 @@ pub struct Usage {
     pub cost_usd: Option<f64>,
 }
 
+impl Usage {
+    /// As the runner posts it (`usage` of `POST /v1/runner/events`): the whole turn's so far.
+    pub fn body(&self) -> Value {
+        let mut v = json!({
+            "input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
+            "cached_input_tokens": self.cached_input_tokens,
+        });
+        if let Some(c) = self.cost_usd {
+            v["cost_usd"] = json!(c);
+        }
+        v
+    }
+}
+
 impl Mapped {
-    /// The session event it becomes: `(type, body)`.
+    /// The turn's usage it carries, for the server's record and the session's budget.
+    pub fn usage(&self) -> Option<&Usage> {
+        match self {
+            Mapped::Usage(u) | Mapped::Progress(u) => Some(u),
+            _ => None,
+        }
+    }
+
+    /// The session event it becomes: `(type, body)`; `usage` is not an event but the post's `usage`.
     pub fn event(&self) -> (&'static str, Value) {
         match self {
             Mapped::Message(text) => ("agent_message", json!({ "text": text })),
@@ -177,6 +202,7 @@ impl Mapped {
             }
             Mapped::Status(text) => ("status", json!({ "text": text })),
             Mapped::Error(message) => ("error", json!({ "message": message })),
+            Mapped::Progress(u) => ("usage", u.body()),
             Mapped::Usage(u) => {
                 let mut text = format!(
                     "usage: {} input tokens ({} cached), {} output tokens",
@@ -185,11 +211,7 @@ impl Mapped {
                 if let Some(c) = u.cost_usd {
                     text.push_str(&format!(", ${c:.4} reported by the CLI"));
                 }
-                let usage = json!({
-                    "input_tokens": u.input_tokens, "output_tokens": u.output_tokens,
-                    "cached_input_tokens": u.cached_input_tokens, "cost_usd": u.cost_usd,
-                });
-                ("status", json!({ "text": text, "usage": usage }))
+                ("status", json!({ "text": text, "usage": u.body() }))
             }
         }
     }

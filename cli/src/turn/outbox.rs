@@ -23,13 +23,15 @@ pub struct Outbox {
     lines: Vec<(Stream, String)>,
     /// Keyed events, in order; kept (with their keys) until a post is accepted.
     pub unsent: Vec<Value>,
+    /// A coding agent CLI's usage of the turn so far, not yet posted (the newest replaces the older).
+    pub usage: Option<Value>,
     secrets: Vec<String>,
 }
 
 impl Outbox {
     /// `secrets` are masked in every line, and whatever else the redaction rule catches is replaced.
     pub fn new(lease_id: &str, secrets: Vec<String>) -> Self {
-        Self { lease_id: lease_id.to_owned(), next: 1, lines: vec![], unsent: vec![], secrets }
+        Self { lease_id: lease_id.to_owned(), next: 1, lines: vec![], unsent: vec![], usage: None, secrets }
     }
 
     pub fn push(&mut self, stream: Stream, line: &str) {
