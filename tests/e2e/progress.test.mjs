@@ -3,11 +3,15 @@
 // lands in the session, then the result. An echo turn `/tick 3` lands one status a second, so the first
 // notification must reach the client seconds before the result. Seen through the TS SDK v1 (`onprogress`)
 // and through a raw fetch reading the body chunk by chunk.
+//
+// A wait that outlives the client's clock: an agent's ask_user through the TS SDK with its default 60 s
+// timeout and progress on (`resetTimeoutOnProgress`) is answered after 90 s: the session server's keep-alive
+// progress every 15 s keeps the call open, and the agent gets the person's answer.
 import { test, describe, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { MCP_URL, createAccount, createAgent, ok, ikey } from './helpers.mjs';
+import { BASE, MCP_URL, createAccount, createAgent, ok, ikey, rest } from './helpers.mjs';
 
 async function withClient(key, fn) {
   const client = new Client({ name: 'agentsky-e2e-progress', version: '0.0.0' });
@@ -124,5 +128,45 @@ describe('live progress (2025 wire)', () => {
     });
     assert.equal(res.headers.get('content-type'), 'application/json');
     assert.ok((await res.json()).result.structuredContent.events.length >= 1);
+  });
+});
+
+describe('a wait longer than the client timeout (session server)', () => {
+  test('ask_user answered after 90 s reaches the TS SDK with its default timeout and progress on', { timeout: 150_000 }, async () => {
+    const acct = await createAccount();
+    const agent = await createAgent(acct.key);
+    const started = await withClient(acct.key, (c) => c.callTool({
+      name: 'start_session', arguments: { agent_id: agent.agent_id, message: 'hi', idempotency_key: ikey('wait') },
+    })).then((r) => ok(r, 'start_session'));
+    const sid = started.session.session_id;
+    const tok = await rest('POST', `/v1/sessions/${sid}/token`, { key: acct.key });
+    assert.equal(tok.status, 201, JSON.stringify(tok.body));
+    const client = new Client({ name: 'agentsky-e2e-long-wait', version: '0.0.0' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(`${BASE}/v1/session/mcp`), {
+      requestInit: { headers: { authorization: `Bearer ${tok.body.token}` } },
+    }));
+    try {
+      const notes = [];
+      const t0 = Date.now();
+      const asking = client.callTool(
+        { name: 'ask_user', arguments: { kind: 'question', payload: { prompt: 'Which day?' } } },
+        undefined,
+        { onprogress: (p) => notes.push({ ...p, at: Date.now() - t0 }), resetTimeoutOnProgress: true },
+      );
+      // The person answers after 90 s, past the SDK's 60 s.
+      await new Promise((done) => setTimeout(done, 90_000));
+      const listed = await rest('GET', '/v1/requests', { key: acct.key });
+      const req = listed.body.requests.find((r) => r.session_id === sid);
+      assert.ok(req, JSON.stringify(listed.body));
+      const a = await rest('POST', `/v1/tasks/${req.task_id}/requests/${req.request_id}/answer`, { key: acct.key, body: { answer: 'Monday' } });
+      assert.equal(a.status, 200, JSON.stringify(a.body));
+      const answered = JSON.parse((await asking).content[0].text);
+      assert.equal(answered.resolution.answer, 'Monday', JSON.stringify(answered));
+      assert.ok(Date.now() - t0 >= 90_000);
+      assert.ok(notes.length >= 5, `a keep-alive every 15 s: ${JSON.stringify(notes)}`);
+      assert.match(notes[0].message, /^waiting for a person to answer request req_/);
+    } finally {
+      await client.close();
+    }
   });
 });
