@@ -276,6 +276,10 @@ describe('Claude Code as a claude-code agent under sky runner', { skip: !existsS
       assert.ok(usage.session.reported.cost_usd > 0 && usage.session.reported.output_tokens > 0, JSON.stringify(usage.session));
       assert.equal(usage.session.reported.turns[0].estimated, false, 'the CLI said its own cost');
       assert.equal(usage.session.spent_cents, 0);
+      await page.goto(`${BASE}/console/w/${(await theAccount()).workspace.slug}/sessions/${sessionId}`);
+      const head = await page.locator('header[data-live=session-head]').textContent();
+      assert.match(head, /\$\d+\.\d{4} reported by the agent's CLI \(not charged\)/, head);
+      await shot('43-claude-code-session');
     } finally {
       await browser.close();
     }

@@ -76,10 +76,36 @@ pub struct Launch {
     pub env: Vec<(String, OsString)>,
 }
 
-/// Finds `name` on `path` (the runner's `PATH`): the first executable file of that name.
+/// Finds `name` on `path` (the runner's `PATH`): the first executable file of that name (on Windows, with
+/// one of `PATHEXT`'s extensions: npm installs its CLIs as `claude.cmd` and `codex.cmd`).
 pub fn find_on_path(name: &str, path: Option<&std::ffi::OsStr>) -> Option<PathBuf> {
     let path = path?;
-    std::env::split_paths(path).map(|dir| dir.join(name)).find(|p| is_executable(p))
+    let pathext = cfg!(windows).then(|| std::env::var("PATHEXT").unwrap_or_else(|_| ".COM;.EXE;.BAT;.CMD".into()));
+    let names = file_names(name, pathext.as_deref());
+    std::env::split_paths(path).flat_map(|dir| names.iter().map(move |n| dir.join(n))).find(|p| is_executable(p))
+}
+
+/// The file names `name` may have: itself, or with each of `pathext`'s extensions (Windows).
+fn file_names(name: &str, pathext: Option<&str>) -> Vec<String> {
+    match pathext {
+        None => vec![name.to_owned()],
+        Some(exts) => {
+            exts.split(';').filter(|e| !e.is_empty()).map(|e| format!("{name}{}", e.to_lowercase())).collect()
+        }
+    }
+}
+
+/// A batch file (`.cmd`, `.bat`, as npm installs CLIs on Windows) cannot be started directly: it runs
+/// through `cmd.exe /d /c` (no AutoRun commands), as Windows documents.
+fn through_cmd(argv: Vec<String>) -> Vec<String> {
+    let batch = argv.first().is_some_and(|exe| {
+        let exe = exe.to_ascii_lowercase();
+        exe.ends_with(".cmd") || exe.ends_with(".bat")
+    });
+    if !batch {
+        return argv;
+    }
+    ["cmd", "/d", "/c"].iter().map(|s| (*s).to_owned()).chain(argv).collect()
 }
 
 #[cfg(unix)]
@@ -95,11 +121,12 @@ fn is_executable(p: &Path) -> bool {
 
 /// The turn's launch for `harness`, with the CLI found at `exe`.
 pub fn launch(harness: Harness, exe: &Path, setup: &Setup<'_>) -> std::io::Result<Launch> {
-    match harness {
+    let launch = match harness {
         Harness::ClaudeCode => claude::launch(exe, setup),
         Harness::Codex => codex::launch(exe, setup),
         Harness::Command => Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a CLI harness")),
-    }
+    }?;
+    Ok(Launch { argv: through_cmd(launch.argv), ..launch })
 }
 
 /// The message a CLI is given when it cannot continue its own conversation but the session has one: a
@@ -296,6 +323,18 @@ mod tests {
         let long: Vec<Value> = (0..30).map(|i| json!({"role": "user", "text": format!("m{i}")})).collect();
         let text = fresh_start(&Value::Array(long), "m29").unwrap();
         assert!(text.contains("[9 earlier messages left out]") && !text.contains("m8\n") && text.contains("m9\n"));
+    }
+
+    #[test]
+    fn windows_finds_npms_batch_files_and_runs_them_through_cmd() {
+        assert_eq!(file_names("claude", None), ["claude"]);
+        assert_eq!(file_names("claude", Some(".COM;.EXE;.CMD;")), ["claude.com", "claude.exe", "claude.cmd"]);
+        let argv = |v: &[&str]| v.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        assert_eq!(
+            through_cmd(argv(&["C:\\npm\\claude.CMD", "-p"])),
+            argv(&["cmd", "/d", "/c", "C:\\npm\\claude.CMD", "-p"])
+        );
+        assert_eq!(through_cmd(argv(&["/usr/bin/claude", "-p"])), argv(&["/usr/bin/claude", "-p"]));
     }
 
     #[test]

@@ -89,6 +89,15 @@ pub async fn page(p: &Ctx<'_>, sid: &str) -> Result<Page, ApiError> {
     let deploys: Vec<&Value> =
         list(&targets, "connectors").iter().filter(|c| c["deploy_command"].is_string()).collect();
     let mine: Vec<&Value> = list(&requests, "requests").iter().filter(|r| r["session_id"] == sid).collect();
+    // A coding agent CLI pays its own provider: what it reported is shown beside the spend, not in it.
+    let reported = match s(&info["harness"]) {
+        "claude-code" | "codex" => p
+            .call("get_usage", json!({ "session_id": sid }))
+            .await?
+            .pointer("/session/reported/cost_usd")
+            .and_then(Value::as_f64),
+        _ => None,
+    };
     let status = s(&info["status"]);
     let off = !p.can_write();
     Ok(Page {
@@ -101,6 +110,7 @@ pub async fn page(p: &Ctx<'_>, sid: &str) -> Result<Page, ApiError> {
                     (render::state(status)) " " strong { (s(&info["agent_name"])) } " · " code { (s(&info["model"])) }
                     " · thinking " (s(&info["thinking"])) " · "
                     (render::spend(info["spent_cents"].as_i64().unwrap_or(0), info["budget_cents"].as_i64()))
+                    @if let Some(usd) = reported { " · " span data-reported=(usd) { (format!("${usd:.4}")) " reported by the agent's CLI (not charged)" } }
                     " · " a href=(p.link(&format!("/tasks/{}", s(&info["task_id"])))) { "its task" }
                     @if !s(&info["note"]).is_empty() { br; "Status: " (s(&info["note"])) }
                 }
