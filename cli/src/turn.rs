@@ -10,8 +10,9 @@
 //!   `AGENTSKY_MESSAGE` (the turn's message; left out above 100 KB, the file always has it),
 //!   `AGENTSKY_MESSAGE_FILE`, `AGENTSKY_HISTORY_FILE` (`[{role, text}]`, this message last),
 //!   `AGENTSKY_INSTRUCTIONS_FILE`, `AGENTSKY_AGENT_NAME`, `AGENTSKY_MODEL`, `AGENTSKY_ATTEMPT`,
-//!   `AGENTSKY_MCP_CONFIG` (a Claude Code style `{"mcpServers": {"agentsky": …}}` file that starts
-//!   `sky mcp`, so coding agents find the eleven session tools), `AGENTSKY_SHIM_DIR`, first on `PATH`
+//!   `AGENTSKY_MCP_CONFIG` (a Claude Code style `{"mcpServers": {"agentsky": …, "agentsky_help": …}}`
+//!   file: `agentsky` starts `sky mcp`, so coding agents find the eleven session tools, and
+//!   `agentsky_help` is the Help Center's server, also in `AGENTSKY_HELP_SERVER`), `AGENTSKY_SHIM_DIR`, first on `PATH`
 //!   (the provider CLI shims of [`crate::shim`]), `AGENTSKY_GRANTS_FILE` (the grant ids the shims and
 //!   `sky mcp` remember; the runner hands them to the session's next turn it runs), and
 //!   `AGENTSKY_RUNNER_SOCKET` (the turn's granted-command channel, through which the shims have the
@@ -275,6 +276,11 @@ fn halting(e: CallError) -> std::result::Result<CallError, Halt> {
 
 /// A line of the command's output into the outbox: a coding agent CLI's stdout through its stream's
 /// reader as typed events, anything else as a line.
+/// The Help Center's MCP server for a turn: the claim's, or the session server's origin's.
+fn help_server(turn: &Turn) -> String {
+    turn.help_server.clone().unwrap_or_else(|| format!("{}/v1/help/mcp", server_base(&turn.session_server)))
+}
+
 fn take_line(outbox: &mut Outbox, plan: &mut Plan, stream: Stream, line: &str) {
     match (&mut plan.mapper, stream) {
         (Some(mapper), Stream::Stdout) => {
@@ -730,11 +736,14 @@ impl TurnRunner {
         std::fs::write(dir.meta.join("message.txt"), &turn.message)?;
         std::fs::write(dir.meta.join("history.json"), serde_json::to_string_pretty(&turn.history)? + "\n")?;
         std::fs::write(dir.meta.join("instructions.md"), turn.agent["instructions"].as_str().unwrap_or_default())?;
-        let mcp = json!({ "mcpServers": { "agentsky": {
-            "type": "stdio",
-            "command": self.sky_exe.to_string_lossy(),
-            "args": ["mcp", "--server", server_base(&turn.session_server)],
-        }}});
+        let mcp = json!({ "mcpServers": {
+            "agentsky": {
+                "type": "stdio",
+                "command": self.sky_exe.to_string_lossy(),
+                "args": ["mcp", "--server", server_base(&turn.session_server)],
+            },
+            "agentsky_help": { "type": "http", "url": help_server(turn) },
+        }});
         std::fs::write(dir.meta.join("mcp.json"), serde_json::to_string_pretty(&mcp)? + "\n")?;
         if let Some(known) = self.grants.lock().expect("not poisoned").get(&turn.session_id) {
             crate::files::write_atomic(&dir.meta.join("grants.json"), known, 0o600)?;
@@ -756,6 +765,7 @@ impl TurnRunner {
             ("AGENTSKY_HISTORY_FILE".into(), meta("history.json")),
             ("AGENTSKY_INSTRUCTIONS_FILE".into(), meta("instructions.md")),
             ("AGENTSKY_MCP_CONFIG".into(), meta("mcp.json")),
+            ("AGENTSKY_HELP_SERVER".into(), help_server(turn).into()),
             ("AGENTSKY_GRANTS_FILE".into(), meta("grants.json")),
             ("AGENTSKY_AGENT_NAME".into(), turn.agent_name().to_owned().into()),
             ("AGENTSKY_MODEL".into(), turn.agent["model"].as_str().unwrap_or_default().to_owned().into()),
@@ -884,8 +894,7 @@ impl TurnRunner {
                 );
             }
         }
-        let help_server =
-            turn.help_server.clone().unwrap_or_else(|| format!("{}/v1/help/mcp", server_base(&turn.session_server)));
+        let help_server = help_server(turn);
         let setup = harness::Setup {
             agent: &turn.agent,
             meta: &dir.meta,

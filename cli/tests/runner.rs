@@ -141,7 +141,8 @@ fn a_turn_runs_with_the_session_environment_streams_its_output_and_uploads_what_
         echo "working" >&2
         case "$PATH" in "$AGENTSKY_SHIM_DIR":*) echo "shims first";; esac
         grep -q '"add a README"' "$AGENTSKY_HISTORY_FILE" && echo "history ok"
-        grep -q '"mcp"' "$AGENTSKY_MCP_CONFIG" && echo "mcp config ok"
+        grep -q '"mcp"' "$AGENTSKY_MCP_CONFIG" && grep -q "\"url\": \"$AGENTSKY_HELP_SERVER\"" "$AGENTSKY_MCP_CONFIG" \
+          && case "$AGENTSKY_HELP_SERVER" in */v1/help/mcp) echo "mcp config ok";; esac
         test "$(cat "$AGENTSKY_INSTRUCTIONS_FILE")" = "Write code." && echo "instructions ok"
         cat input.txt
         echo "# README" > README.md

@@ -202,7 +202,7 @@ pub async fn land(a: &CallingSession<'_>, p: Land) -> Result<Value, ToolError> {
         steps.push(format!("merge base into lane: conflict in {}", files.join(", ")));
         let mut out = refused(
             format!(
-                "conflict: {} changed both in this lane and in the base since the lane last merged it; `conflicts` lists the regions (the lane's and the base's lines). Read the base's version and the merge base (read_task_file with `at: \"base\"` or `at: \"merge_base\"`, or project_activity's `merging`), write the reconciled file in the lane (for a file deleted on one side: write it to keep it, or delete it again to keep the delete) and call land again",
+                "conflict: {} changed both in this lane and in the base since the lane last merged it; `conflicts` lists the regions (the lane's and the base's lines). Read the base's version and the merge base's in project_activity's `merging` (each file's `base` and `mergeBase`), write the reconciled file in the lane (for a file deleted on one side: write it to keep it, or delete it again to keep the delete) and call land again",
                 files.join(", ")
             ),
             steps,

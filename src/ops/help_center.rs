@@ -105,6 +105,13 @@ impl Article {
     fn url(&self, base: &str) -> String {
         format!("{base}/help/{}", self.slug)
     }
+
+    /// Its MCP resource address: `agentsky://help/<lang>/<the English slug>` (a Chinese article's slug
+    /// without its `zh-`, which the address also accepts).
+    pub fn uri(&self) -> String {
+        let slug = self.slug.strip_prefix("zh-").filter(|_| self.lang == "zh").unwrap_or(self.slug);
+        format!("agentsky://help/{}/{slug}", self.lang)
+    }
 }
 
 pub fn find(slug: &str) -> Option<&'static Article> {
@@ -221,6 +228,8 @@ pub struct HelpHit {
     pub lang: String,
     /// The article's page: link it in your answer.
     pub url: String,
+    /// The article as an MCP resource (`resources/read`).
+    pub uri: String,
     /// What the article covers, in a sentence or two.
     pub summary: String,
     /// The passage matching best, matches in `**`.
@@ -239,6 +248,7 @@ pub async fn search(cx: &Cx<'_>, p: HelpSearch) -> Result<HelpHits, ApiError> {
             title: a.title().into(),
             lang: a.lang.into(),
             url: a.url(&cx.base_url),
+            uri: a.uri(),
             summary: a.summary(),
             snippet: fulltext::snippet(body_of(a), &needles, 240),
         })
@@ -270,6 +280,8 @@ pub struct HelpArticle {
     pub lang: String,
     /// The article's page: link it in your answer.
     pub url: String,
+    /// The article as an MCP resource (`resources/read`).
+    pub uri: String,
     /// The whole article, in Markdown.
     pub markdown: String,
     /// The same article in the other language.
@@ -292,6 +304,7 @@ pub async fn get(cx: &Cx<'_>, p: HelpGet) -> Result<HelpArticle, ApiError> {
         title: a.title().into(),
         lang: a.lang.into(),
         url: a.url(&cx.base_url),
+        uri: a.uri(),
         markdown: a.markdown.into(),
         translation: HelpLink { slug: twin.slug.into(), url: twin.url(&cx.base_url) },
     })

@@ -109,19 +109,13 @@ pub fn template_entries() -> Vec<Value> {
         .collect()
 }
 
-/// A help article's URI: the English slug under its language.
-pub fn help_uri(article: &help_center::Article) -> String {
-    let slug = article.slug.strip_prefix("zh-").filter(|_| article.lang == "zh").unwrap_or(article.slug);
-    format!("agentsky://help/{}/{slug}", article.lang)
-}
-
 /// The `resources/list` entries: every Help Center article, in reading order.
 pub fn list() -> Vec<Value> {
     help_center::ARTICLES
         .iter()
         .map(|a| {
             json!({
-                "uri": help_uri(a), "name": a.slug, "title": a.title(), "description": a.summary(),
+                "uri": a.uri(), "name": a.slug, "title": a.title(), "description": a.summary(),
                 "mimeType": "text/markdown", "annotations": {"audience": ["user", "assistant"]}
             })
         })
@@ -138,8 +132,10 @@ pub async fn read(cx: &Cx<'_>, uri: &str) -> Result<Vec<Value>, ReadFailure> {
     match t.kind {
         Kind::Help => {
             let slug = match var("lang").as_str() {
-                // A Chinese article is read under `zh`, by its English twin's slug.
+                // A Chinese article is read under `zh`, by its English twin's slug or by its own (the
+                // slug `help_search` gives).
                 "en" if !var("slug").starts_with("zh-") => var("slug"),
+                "zh" if var("slug").starts_with("zh-") => var("slug"),
                 "zh" => format!("zh-{}", var("slug")),
                 _ => return Err(ReadFailure::NotFound),
             };

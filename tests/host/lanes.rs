@@ -264,6 +264,13 @@ fn overlapping_edits_conflict_with_their_regions_until_reconciled() {
     let conflict = app.agent_ok(&tb, "land", json!({"summary": "b"}));
     assert_eq!(conflict["landed"], false, "{conflict}");
     assert!(conflict["reason"].as_str().unwrap().starts_with("conflict: app.txt"), "{conflict}");
+    // The advice names only tools this agent has: every snake_case name in it is a session tool.
+    let reason = conflict["reason"].as_str().unwrap();
+    let named: Vec<&str> = reason
+        .split(|c: char| !(c.is_ascii_lowercase() || c == '_'))
+        .filter(|w| w.contains('_') && !w.starts_with('_') && !w.ends_with('_'))
+        .collect();
+    assert!(!named.is_empty() && named.iter().all(|t| agentsky::agent::is_tool(t)), "{named:?} in {reason}");
     let c = &conflict["conflicts"][0];
     assert_eq!((c["path"].clone(), c["kind"].clone()), (json!("app.txt"), json!("content")));
     let r = &c["regions"][0];

@@ -95,6 +95,18 @@ fn resources_list_is_the_help_center_and_every_entry_reads() {
     }
     let templates = rpc(&app, &ada.key, "resources/templates/list", json!({}));
     assert_eq!(templates["result"]["resourceTemplates"].as_array().unwrap().len(), 5);
+    // Every article `help_search` finds, in either language, carries its resource address, and the address
+    // reads; a Chinese article also reads under its own slug (`zh-…`).
+    for lang in ["en", "zh"] {
+        let hits = app.ok(&ada.key, "help_search", json!({"query": "runner", "lang": lang, "limit": 20}));
+        for hit in hits["articles"].as_array().unwrap() {
+            let uri = hit["uri"].as_str().unwrap();
+            assert!(uri.starts_with(&format!("agentsky://help/{lang}/")), "{hit}");
+            assert!(read(&app, &ada.key, uri)["result"]["contents"][0]["text"].is_string(), "{uri}");
+            let own = format!("agentsky://help/{lang}/{}", hit["slug"].as_str().unwrap());
+            assert!(read(&app, &ada.key, &own)["result"]["contents"][0]["text"].is_string(), "{own}");
+        }
+    }
 }
 
 #[test]
