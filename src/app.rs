@@ -137,9 +137,9 @@ async fn route(env: &Env, req: &HttpRequest, meta: RequestMeta) -> HttpResponse 
         _ if path.starts_with("/v1/webhooks/records/") => {
             return crate::ops::records::receive(&cx, &path["/v1/webhooks/records/".len()..], req).await
         }
-        "/help" if req.method == "GET" => return crate::ops::help_center::serve_page(""),
+        "/help" if req.method == "GET" => return crate::ops::help_center::serve_page("", &cx.base_url),
         _ if path.starts_with("/help/") && req.method == "GET" => {
-            return crate::ops::help_center::serve_page(&path["/help/".len()..])
+            return crate::ops::help_center::serve_page(&path["/help/".len()..], &cx.base_url)
         }
         "/v1/session/mcp" => {
             if req.method != "POST" {

@@ -49,7 +49,7 @@ pub struct Api {
 }
 
 impl Api {
-    /// `base` like `https://api.agentsky.dev` (a trailing slash or `/v1/mcp` is trimmed off).
+    /// `base` like `https://sky.example` (a trailing slash or `/v1/mcp` is trimmed off).
     pub fn new(base: &str) -> Self {
         Self::with_timeout(base, Duration::from_secs(60))
     }
@@ -123,8 +123,8 @@ pub fn normalize_server(s: &str) -> String {
 mod tests {
     #[test]
     fn server_urls_are_normalized() {
-        for s in ["https://api.agentsky.dev", "https://api.agentsky.dev/", "https://api.agentsky.dev/v1/mcp/"] {
-            assert_eq!(super::normalize_server(s), "https://api.agentsky.dev");
+        for s in ["https://sky.example", "https://sky.example/", "https://sky.example/v1/mcp/"] {
+            assert_eq!(super::normalize_server(s), "https://sky.example");
         }
     }
 }

@@ -80,6 +80,22 @@ pub static ARTICLES: &[Article] = articles![
     "errors",
 ];
 
+/// Where an article's examples name the server: each answer puts the deployment's own origin there
+/// (`PUBLIC_BASE_URL`, or the loopback origin under local development), so no example points at a server
+/// the reader is not using.
+pub const SERVER: &str = "{{server}}";
+
+/// `text` with [`SERVER`] as `base`, or words saying to put the reader's server there when this
+/// deployment does not know its own origin (`html`: escaped for a page).
+fn at_server(text: &str, base: &str, html: bool) -> String {
+    let base = match (base.is_empty(), html) {
+        (false, _) => base,
+        (true, false) => "https://<your agentsky server>",
+        (true, true) => "https://&lt;your agentsky server&gt;",
+    };
+    text.replace(SERVER, base)
+}
+
 /// The help server's instructions, shown to the model by clients.
 pub const INSTRUCTIONS: &str = "The agentsky Help Center, in English and Chinese. \
 help_search finds articles by words or a question; help_get reads one by its slug. \
@@ -104,6 +120,11 @@ impl Article {
 
     fn url(&self, base: &str) -> String {
         format!("{base}/help/{}", self.slug)
+    }
+
+    /// The article in Markdown, its examples naming the deployment at `base` ([`SERVER`]).
+    pub fn markdown_at(&self, base: &str) -> String {
+        at_server(self.markdown, base, false)
     }
 
     /// Its MCP resource address: `agentsky://help/<lang>/<the English slug>` (a Chinese article's slug
@@ -250,7 +271,7 @@ pub async fn search(cx: &Cx<'_>, p: HelpSearch) -> Result<HelpHits, ApiError> {
             url: a.url(&cx.base_url),
             uri: a.uri(),
             summary: a.summary(),
-            snippet: fulltext::snippet(body_of(a), &needles, 240),
+            snippet: at_server(&fulltext::snippet(body_of(a), &needles, 240), &cx.base_url, false),
         })
         .collect();
     Ok(HelpHits { articles })
@@ -305,7 +326,7 @@ pub async fn get(cx: &Cx<'_>, p: HelpGet) -> Result<HelpArticle, ApiError> {
         lang: a.lang.into(),
         url: a.url(&cx.base_url),
         uri: a.uri(),
-        markdown: a.markdown.into(),
+        markdown: a.markdown_at(&cx.base_url),
         translation: HelpLink { slug: twin.slug.into(), url: twin.url(&cx.base_url) },
     })
 }
@@ -363,8 +384,8 @@ fn page(status: u16, lang: &str, title: &str, nav: &str, body: &str) -> HttpResp
     HttpResponse::page(status, "text/html; charset=utf-8", "default-src 'none'; style-src 'unsafe-inline'", html)
 }
 
-/// `GET /help` (every article) and `GET /help/<slug>` (one, as a page).
-pub fn serve_page(slug: &str) -> HttpResponse {
+/// `GET /help` (every article) and `GET /help/<slug>` (one, as a page), its examples naming `base`.
+pub fn serve_page(slug: &str, base: &str) -> HttpResponse {
     let slug = slug.trim_matches('/');
     if slug.is_empty() {
         let mut body = String::from("<h1>agentsky help</h1>");
@@ -388,7 +409,7 @@ pub fn serve_page(slug: &str) -> HttpResponse {
     };
     let other = if a.lang == "en" { "中文" } else { "English" };
     let nav = format!("<a href=\"/help\">Help Center</a> · <a href=\"/help/{}\">{other}</a>", a.translation);
-    page(200, a.lang, a.title(), &nav, a.html)
+    page(200, a.lang, a.title(), &nav, &at_server(a.html, base, true))
 }
 
 #[cfg(test)]
@@ -426,11 +447,22 @@ mod tests {
     }
 
     #[test]
+    fn every_example_names_the_server_by_the_placeholder_and_no_other_host() {
+        for a in ARTICLES {
+            assert!(!a.markdown.contains("agentsky.dev"), "{} names a host that is not this deployment", a.slug);
+            assert!(!a.markdown_at("https://sky.example").contains(SERVER));
+        }
+    }
+
+    #[test]
     fn pages_escape_and_link_the_translation() {
-        let resp = serve_page("keys-and-scopes");
+        let resp = serve_page("keys-and-scopes", "https://sky.example");
         let html = String::from_utf8(resp.body).unwrap();
         assert!(html.contains("href=\"/help/zh-keys-and-scopes\""));
-        assert_eq!(serve_page("nope").status, 404);
-        assert_eq!(serve_page("").status, 200);
+        assert!(html.contains("curl -X POST https://sky.example/v1/keys") && !html.contains(SERVER), "{html}");
+        let unknown = String::from_utf8(serve_page("keys-and-scopes", "").body).unwrap();
+        assert!(unknown.contains("https://&lt;your agentsky server&gt;/v1/keys"), "{unknown}");
+        assert_eq!(serve_page("nope", "").status, 404);
+        assert_eq!(serve_page("", "").status, 200);
     }
 }

@@ -95,6 +95,10 @@ fn resources_list_is_the_help_center_and_every_entry_reads() {
     }
     let templates = rpc(&app, &ada.key, "resources/templates/list", json!({}));
     assert_eq!(templates["result"]["resourceTemplates"].as_array().unwrap().len(), 5);
+    // Examples name this deployment, never a placeholder or another host.
+    let article = app.ok(&ada.key, "help_get", json!({"slug": "zh-keys-and-scopes"}));
+    let md = article["markdown"].as_str().unwrap();
+    assert!(md.contains("curl -X POST http://127.0.0.1:8787/v1/keys") && !md.contains("{{"), "{md}");
     // Every article `help_search` finds, in either language, carries its resource address, and the address
     // reads; a Chinese article also reads under its own slug (`zh-…`).
     for lang in ["en", "zh"] {
