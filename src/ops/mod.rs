@@ -753,19 +753,19 @@ operations! {
     /// Set a workspace secret (a model's API key, an MCP server's token): stored sealed, never shown
     /// again. Owners and admins. Optional `workspace`.
     put_secret(secrets::PutSecret) -> secrets::SecretSet {
-        title: "Set a secret", group: Secrets, scope: Write, tool: false,
+        title: "Set a secret", group: Secrets, scope: Write, tool: true,
         http: PUT "/v1/secrets/{name}", hints: UPDATES, run: secrets::put
     }
 
     /// The workspace's secret names (never their values). Optional `workspace`.
     list_secrets(secrets::ListSecrets) -> secrets::SecretList {
-        title: "List secrets", group: Secrets, scope: Read, tool: false,
+        title: "List secrets", group: Secrets, scope: Read, tool: true,
         http: GET "/v1/secrets", hints: READ_ONLY, run: secrets::list
     }
 
     /// Delete a workspace secret. Owners and admins. Optional `workspace`.
     delete_secret(secrets::DeleteSecret) -> secrets::SecretDeleted {
-        title: "Delete a secret", group: Secrets, scope: Write, tool: false,
+        title: "Delete a secret", group: Secrets, scope: Write, tool: true,
         http: DELETE "/v1/secrets/{name}", hints: DESTROYS, run: secrets::delete
     }
 
@@ -825,22 +825,23 @@ operations! {
         http: PUT "/v1/requests/expiry", hints: UPDATES, run: requests::set_expiry
     }
 
-    /// Connect a deploy or server target (provider and env) with its credentials, sealed at rest. Owners
-    /// and admins. Optional `workspace`.
+    /// Connect a deploy or server target (provider and env) with its credentials, sealed at rest and never
+    /// shown back; connecting the same name again replaces its credentials and keeps its policies and
+    /// grants. Owners and admins. Optional `workspace`.
     connect_target(connectors::ConnectTarget) -> store::connectors::ConnectorRow {
-        title: "Connect a target", group: Connectors, scope: Write, tool: false,
+        title: "Connect a target", group: Connectors, scope: Write, tool: true,
         http: POST "/v1/connectors", hints: UPDATES, run: connectors::connect
     }
 
     /// The workspace's targets (never their credentials) and access policies. Optional `workspace`.
     list_connectors(connectors::ListConnectors) -> connectors::ConnectorList {
-        title: "List targets", group: Connectors, scope: Read, tool: false,
+        title: "List targets", group: Connectors, scope: Read, tool: true,
         http: GET "/v1/connectors", hints: READ_ONLY, run: connectors::list
     }
 
     /// Remove a target and its credentials. Owners and admins.
     delete_connector(connectors::DeleteConnector) -> connectors::ConnectorDeleted {
-        title: "Remove a target", group: Connectors, scope: Write, tool: false,
+        title: "Remove a target", group: Connectors, scope: Write, tool: true,
         http: DELETE "/v1/connectors/{connector_id}", hints: DESTROYS, run: connectors::delete
     }
 
@@ -861,7 +862,7 @@ operations! {
     /// Decide access requests without a person: per target (or workspace-wide) and scope, `ask`, `allow`
     /// or `deny`. Owners and admins.
     set_policy(connectors::SetPolicy) -> store::connectors::PolicyRow {
-        title: "Set an access policy", group: Connectors, scope: Write, tool: false,
+        title: "Set an access policy", group: Connectors, scope: Write, tool: true,
         http: PUT "/v1/policies", hints: UPDATES, run: connectors::set_policy
     }
 
@@ -875,26 +876,26 @@ operations! {
     /// A bearer token for the session server (`POST /v1/session/mcp`), for an agent harness outside
     /// agentsky; shown once, dead when the session ends.
     issue_session_token(connectors::IssueSessionToken) -> connectors::SessionToken {
-        title: "Issue a session token", group: Sessions, scope: Write, tool: false,
+        title: "Issue a session token", group: Sessions, scope: Write, tool: true,
         http: POST "/v1/sessions/{session_id}/token" 201, hints: CREATES, run: connectors::issue_token, credentials: true
     }
 
     /// A task's lanes (each session works in its own copy until it lands) and review mode.
     set_task_settings(connectors::TaskSettings) -> store::lanes::TaskSettings {
-        title: "Set a task's settings", group: Tasks, scope: Write, tool: false,
+        title: "Set a task's settings", group: Tasks, scope: Write, tool: true,
         http: PUT "/v1/tasks/{task_id}/settings", hints: UPDATES, run: connectors::set_settings
     }
 
     /// Ask a session for its `run` or `deploy` command (the console's Run locally and Deploy buttons).
     ask_command(connectors::AskCommand) -> connectors::Asked {
-        title: "Ask for a command", group: Sessions, scope: Write, tool: false,
+        title: "Ask for a command", group: Sessions, scope: Write, tool: true,
         http: POST "/v1/sessions/{session_id}/ask", hints: UPDATES, run: connectors::ask_command
     }
 
     /// Run a session's taught `run` command, or a target's `deploy` command, on the runner that holds the
     /// session's turn (the console's Run locally and Deploy buttons); returns its exit code and last output.
     run_command(commands::RunCommand) -> commands::CommandRun {
-        title: "Run a taught command", group: Sessions, scope: Write, tool: false,
+        title: "Run a taught command", group: Sessions, scope: Write, tool: true,
         http: POST "/v1/sessions/{session_id}/run", hints: CREATES, run: commands::run
     }
 

@@ -25,6 +25,7 @@ mod lifecycle;
 mod limits;
 mod mcp;
 mod mcp_features;
+mod mcp_setup;
 mod mcp_tasks;
 mod members;
 mod money;

@@ -185,8 +185,9 @@ fn describe_workspace_shows_agents_by_handle_skills_routines_connectors_and_poli
         (Some("web"), Some("read"), Some("allow"))
     );
     assert!(
-        p["usage"].as_str().unwrap().contains("PUT") && p["usage"].as_str().unwrap().contains(&connector_id),
-        "{p}"
+        p["usage"].as_str().unwrap().starts_with("set_policy {")
+            && p["usage"].as_str().unwrap().contains(&connector_id),
+        "a tool call, now that policies are set from MCP too: {p}"
     );
     let skills_group = d["route_groups"].as_array().unwrap().iter().find(|g| g["group"] == "skills").unwrap();
     assert!(skills_group["tools"].as_array().unwrap().contains(&json!("put_skill")));

@@ -55,6 +55,20 @@ const BEYOND_THE_CONTRACT: &[&str] = &[
     "get_task_remote",
     // How a workspace is doing (calls, errors, latency, turns, spend), asked from a chat client too.
     "get_metrics",
+    // Setting a workspace up from a chat client (issue 36): targets and their credentials, policies, model
+    // secrets, a task's lanes and review mode, a session token for an agent of one's own, and the run and
+    // deploy commands.
+    "connect_target",
+    "list_connectors",
+    "delete_connector",
+    "set_policy",
+    "put_secret",
+    "list_secrets",
+    "delete_secret",
+    "set_task_settings",
+    "issue_session_token",
+    "ask_command",
+    "run_command",
 ];
 
 #[test]
