@@ -84,12 +84,14 @@ pub async fn remember_command(a: &CallingSession<'_>, p: RememberCommand) -> Res
     {
         return Err(ToolError::invalid("`url`, `platform`, `device` and `appId` are for kind `run` only"));
     }
-    // It counts against both buckets: 5 a minute in practice.
-    a.bucket("access", ACCESS_PER_MIN, "access requests").await?;
+    // An answer to agentsky's own question: the questions bucket, not the access requests'.
     a.bucket("questions", QUESTIONS_PER_MIN, "questions").await?;
     let db = a.cx.db();
     let state = store::lanes::lane_state(db, &a.me.session_id).await?.ok_or_else(|| a.internal("no lane state"))?;
-    if !state.asked.split(' ').any(|k| k == p.kind.as_str()) {
+    // The checks are the task's: once `land` asked any of its sessions, any of them may teach them.
+    let asked = state.asked.split(' ').any(|k| k == p.kind.as_str())
+        || (p.kind == LandingKind::Checks && store::lanes::asked_in_task(db, &a.me.task_id, "checks").await?);
+    if !asked {
         return Err(ToolError::refused(format!(
             "agentsky did not ask this task for a `{}` command; give the command to the user instead",
             p.kind
@@ -167,7 +169,6 @@ fn refused(reason: String, steps: Vec<String>) -> Value {
 
 /// land
 pub async fn land(a: &CallingSession<'_>, p: Land) -> Result<Value, ToolError> {
-    a.bucket("access", ACCESS_PER_MIN, "access requests").await?;
     let (cx, me) = (a.cx, &a.me);
     let db = cx.db();
     let settings = store::lanes::settings(db, &me.task_id).await?.ok_or_else(|| a.internal("no task"))?;
@@ -192,6 +193,16 @@ pub async fn land(a: &CallingSession<'_>, p: Land) -> Result<Value, ToolError> {
     if store::lanes::changes(db, &me.task_id, &me.session_id).await?.is_empty() {
         return Ok(refused("there is nothing to land: this lane has no changes against the base".into(), steps));
     }
+    // What is missing is said before anything runs, and costs no access request: a first landing asks for
+    // the checks, is taught them, and lands, in three calls.
+    let project = read_project(a).await?;
+    let Some(cmd) = project["checks"]["command"].as_str().map(str::to_owned) else {
+        store::lanes::ask(db, &me.session_id, "checks").await?;
+        steps.push("checks: none known".into());
+        return Ok(refused(no_checks_known(a).await?, steps));
+    };
+    // Merging and running the checks is what the access bucket limits.
+    a.bucket("access", ACCESS_PER_MIN, "access requests").await?;
     let (blobs, lane) = (
         cx.env.blobs.as_ref(),
         Lane { workspace_id: &me.workspace_id, task_id: &me.task_id, session_id: &me.session_id },
@@ -233,16 +244,7 @@ pub async fn land(a: &CallingSession<'_>, p: Land) -> Result<Value, ToolError> {
             steps,
         ));
     }
-    let project = read_project(a).await?;
-    let Some(cmd) = project["checks"]["command"].as_str() else {
-        store::lanes::ask(db, &me.session_id, "checks").await?;
-        steps.push("checks: none known".into());
-        return Ok(refused(
-            "no checks are known for this project yet: work out the command that proves the work is good (typecheck, tests, lint), call remember_command with kind `checks`, then call land again".into(),
-            steps,
-        ));
-    };
-    if let Some(stop) = checks(a, cmd, &mut steps).await? {
+    if let Some(stop) = checks(a, &cmd, &mut steps).await? {
         return Ok(stop);
     }
     // What was checked is what lands: the lane and the base must not have moved meanwhile.
@@ -317,6 +319,20 @@ async fn sync(a: &CallingSession<'_>, steps: &mut Vec<String>, what: &str) -> Re
 
 /// Runs the checks: on the runner holding this session's turn, or else on any online runner of the
 /// workspace in a fresh checkout of the lane; never skipped. A refusal unless they passed.
+/// Why `land` stops when the project's checks are unknown, and what would run them once taught: the
+/// runner of this turn, or any runner of the workspace; with none online, who could.
+async fn no_checks_known(a: &CallingSession<'_>) -> Result<String, ToolError> {
+    let ask = "no checks are known for this project yet: work out the command that proves the work is good (typecheck, tests, lint), call remember_command with kind `checks`, then call land again";
+    let since = a.cx.clock_now() - jobs::ONLINE_MS;
+    if store::runners::online(a.cx.db(), &a.me.workspace_id, since).await? > 0 {
+        return Ok(ask.to_owned());
+    }
+    Ok(format!(
+        "{ask}. The checks run on a `sky runner` of the workspace, and none is online: the user starts one on a machine with the project's tools (`sky runner --server {} --key <key>`, which also runs agents with the harness `runner`, `claude-code` or `codex`) before the next land",
+        a.cx.base_url
+    ))
+}
+
 async fn checks(a: &CallingSession<'_>, cmd: &str, steps: &mut Vec<String>) -> Result<Option<Value>, ToolError> {
     let spec = json!({ "command": cmd, "timeout_s": CHECKS_TIMEOUT_S });
     let wait_ms = (CHECKS_TIMEOUT_S + 30) * 1000;

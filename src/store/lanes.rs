@@ -222,6 +222,18 @@ pub async fn lane_state(db: &dyn Sql, session_id: &str) -> DbResult<Option<LaneS
     first(db, stmt!(GET, session_id)).await
 }
 
+/// Whether agentsky asked any session of the task for a command of `kind`.
+pub async fn asked_in_task(db: &dyn Sql, task_id: &str, kind: &str) -> DbResult<bool> {
+    #[derive(serde::Deserialize)]
+    struct Row {
+        #[serde(deserialize_with = "super::int_bool")]
+        asked: bool,
+    }
+    const ASKED: &str = "SELECT EXISTS (SELECT 1 FROM session WHERE task_id = ?1
+        AND (' ' || asked || ' ') LIKE ('% ' || ?2 || ' %')) AS asked";
+    Ok(super::first::<Row>(db, stmt!(ASKED, task_id, kind)).await?.is_some_and(|r| r.asked))
+}
+
 /// Records that agentsky asked a session for a command (`run`, `deploy` or `checks`).
 pub async fn ask(db: &dyn Sql, session_id: &str, kind: &str) -> DbResult<()> {
     const ASK: &str = "UPDATE session SET asked = TRIM(asked || ' ' || ?2) WHERE session_id = ?1 AND (' ' || asked || ' ') NOT LIKE ('% ' || ?2 || ' %')";

@@ -963,3 +963,46 @@ fn a_checkout_whose_runners_keep_going_away_is_given_up_clearly() {
     assert!(reason.contains("the runners that took the checkout went away 3 times"), "{refused}");
     assert_eq!(app.err_code(&t.ada.key, "read_task_file", json!({"task_id": t.task, "path": "app.txt"})), "not_found");
 }
+
+/// A first landing works in three calls within one minute, beside the agent's own access requests: `land`
+/// asks for the checks (spending no access request), `remember_command checks` answers it (a question's
+/// bucket, from any session of the task once one was asked), and `land` lands. With no runner online, the
+/// ask says what would run the checks.
+#[test]
+fn a_first_landing_asks_for_the_checks_is_taught_and_lands_in_three_calls() {
+    let app = TestApp::with_secrets();
+    let t = task(&app);
+    let (a, ta) = join(&app, &t, "first");
+    let (_, tb) = join(&app, &t, "second");
+    lane_write(&app, &t, &a, "app.txt", "hello");
+    let refused = app.agent_err(&tb, "remember_command", json!({"kind": "checks", "command": "make check"}));
+    assert!(refused.contains("did not ask"), "before any land asked: {refused}");
+
+    // No runner online: the ask names what runs the checks.
+    let asked = app.agent_ok(&ta, "land", json!({"summary": "x"}));
+    let reason = asked["reason"].as_str().unwrap();
+    assert!(reason.starts_with("no checks are known") && reason.contains("sky runner --server"), "{asked}");
+
+    let fetched = checker(&app, &t.ada.key, 0);
+    let started = app.now_ms.get();
+    let asked = app.agent_ok(&ta, "land", json!({"summary": "x"}));
+    assert!(!asked["reason"].as_str().unwrap().contains("sky runner --server"), "a runner is online now: {asked}");
+    // Another session of the task teaches the checks `land` asked this one for.
+    assert_eq!(app.agent_ok(&tb, "remember_command", json!({"kind": "checks", "command": "make check"}))["ok"], true);
+    let landed = app.agent_ok(&ta, "land", json!({"summary": "Say hello"}));
+    assert_eq!(landed["landed"], true, "{landed}");
+    assert_eq!(fetched.borrow()[0]["command"], "make check");
+    assert_eq!(base_read(&app, &t, "app.txt"), "hello");
+    // The same minute still holds four of the five access requests for the agent's provider CLIs.
+    app.request(
+        "POST",
+        "/v1/connectors",
+        Some(&t.ada.key),
+        Some(json!({"name": "web", "provider": "vercel", "env": "prod"})),
+    );
+    for n in 0..4 {
+        let r = app.agent_call(&ta, "request_access", json!({"target": "web", "scope": ["read"], "reason": "r"}));
+        assert!(!r.to_string().contains("-32003"), "access request {n} waited: {r}");
+    }
+    assert_eq!(app.now_ms.get(), started, "no waiting: the clock never moved");
+}
