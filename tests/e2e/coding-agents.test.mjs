@@ -18,7 +18,7 @@
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync, chmodSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, dirname } from 'node:path';
@@ -26,7 +26,7 @@ import { fileURLToPath } from 'node:url';
 import { answerMessages } from './messages-stub.mjs';
 import { responsesStub } from './responses-stub.mjs';
 import { chromium } from 'playwright-core';
-import { BASE, rest, createAccount, rawMcp, readTurn, ok, ikey } from './helpers.mjs';
+import { BASE, rest, createAccount, rawMcp, readTurn, ok, ikey, skyBinary } from './helpers.mjs';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -37,15 +37,6 @@ const CODEX = join(ROOT, 'node_modules', '@openai', 'codex', 'bin', 'codex.js');
 // Arbitrary code: Claude Code asks before running it, whatever its permission mode lets through.
 const USAGE = { input_tokens: 120, output_tokens: 30, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 };
 const BASH = `python3 -c "open('out.txt', 'w').write('hi\\n')"`;
-
-/** The sky binary the shell suites use; built once if missing. */
-function skyBinary() {
-  if (process.env.SKY) return process.env.SKY;
-  const sky = join(ROOT, 'target', 'release', 'sky');
-  const built = spawnSync('cargo', ['build', '-p', 'sky', '--release', '--quiet'], { cwd: ROOT, stdio: 'inherit' });
-  assert.equal(built.status, 0, 'cargo build -p sky --release');
-  return sky;
-}
 
 /** A Messages API stub: the first request of a turn asks for report_status and Bash, a request carrying their
  * results gets the reply; a "second turn" message is answered with how many messages it saw. */

@@ -2,6 +2,9 @@
 // its URL arrives in AGENTSKY_URL. Only what a client can see is asserted.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import { spawnSync } from 'node:child_process';
+import { join, dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 
 export const BASE = (process.env.AGENTSKY_URL ?? '').replace(/\/$/, '');
@@ -318,3 +321,12 @@ export const texts = (events, type = 'agent_message') => events.filter((e) => e.
 
 /** A fresh idempotency key. */
 export const ikey = (what = 'k') => `e2e-${what}-${uniq()}-${Date.now()}`;
+
+/** The sky binary (`$SKY`, or this tree's release build, built once if missing). */
+export function skyBinary() {
+  if (process.env.SKY) return process.env.SKY;
+  const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+  const built = spawnSync('cargo', ['build', '-p', 'sky', '--release', '--quiet'], { cwd: root, stdio: 'inherit' });
+  assert.equal(built.status, 0, 'cargo build -p sky --release');
+  return join(root, 'target', 'release', 'sky');
+}

@@ -1,0 +1,102 @@
+// Setting a workspace up and landing work from an MCP client only (issue 36), through the official
+// TypeScript SDK: after sign-up, every step is a tool call. The operator connects a target, sets a policy,
+// stores a model secret (its value never comes back), creates an agent, starts a session, turns the task's
+// lanes on and issues a session token; the agent (the SDK on the session server with that token) gets
+// access by the policy, and its first `land` asks for the checks. With no runner online the answer names
+// the `sky runner` that would run them; with one online, `land` → `remember_command checks` → `land` lands
+// within a minute and no call answers "try again".
+import { test, describe, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { BASE, MCP_URL, createAccount, ok, ikey, readTurn, skyBinary } from './helpers.mjs';
+
+/** An SDK client on `url` with `bearer`. */
+async function client(url, bearer) {
+  const c = new Client({ name: 'agentsky-e2e-setup', version: '0.0.0' });
+  await c.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { authorization: `Bearer ${bearer}` } } }));
+  return c;
+}
+
+describe('setting up and landing from an MCP client only', () => {
+  let sky; let acct; let operator; let agent; let runner; let work;
+  const tool = async (c, name, args) => ok(await c.callTool({ name, arguments: args }), name);
+  const said = [];
+  const call = async (c, name, args) => {
+    const r = await tool(c, name, args);
+    said.push(JSON.stringify(r));
+    return r;
+  };
+
+  before(async () => {
+    sky = skyBinary();
+    acct = await createAccount();
+    operator = await client(MCP_URL, acct.key);
+    work = mkdtempSync(join(tmpdir(), 'sky-setup-e2e-'));
+  });
+  after(async () => {
+    runner?.kill('SIGKILL');
+    await operator?.close();
+    await agent?.close();
+    if (work) rmSync(work, { recursive: true, force: true, maxRetries: 10, retryDelay: 200 });
+  });
+
+  test('connector, policy, secret, agent, session, lanes, token, access, then a first landing in three calls', { timeout: 180_000 }, async () => {
+    const web = await call(operator, 'connect_target', {
+      name: 'web', provider: 'vercel', env: 'prod', credentials: { env: { VERCEL_TOKEN: 'vt-e2e-setup-secret' } },
+    });
+    assert.ok(!JSON.stringify(web).includes('vt-e2e-setup-secret'), 'credentials are never echoed');
+    await call(operator, 'set_policy', { connector_id: web.connector_id, scope: 'read', decision: 'allow' });
+    await call(operator, 'put_secret', { name: 'OPENAI_API_KEY', value: 'sk-e2e-setup-secret' });
+    const secrets = await call(operator, 'list_secrets', {});
+    assert.ok(JSON.stringify(secrets).includes('OPENAI_API_KEY') && !JSON.stringify(secrets).includes('sk-e2e-setup-secret'));
+    const created = await call(operator, 'create_agent', { name: 'Writer', harness: 'echo', model: 'echo-1' });
+    const started = await call(operator, 'start_session', { agent_id: created.agent_id, message: 'hi', idempotency_key: ikey('setup') });
+    const sid = started.session.session_id;
+    await readTurn((n, a) => operator.callTool({ name: n, arguments: a }), { session_id: sid, cursor: started.cursor, message_id: started.message_id });
+    const settings = await call(operator, 'set_task_settings', { task_id: started.session.task_id, lanes: true });
+    assert.equal(settings.lanes, true);
+    const wrote = await call(operator, 'send_message', { session_id: sid, message: '/write app.txt hello', idempotency_key: ikey('write') });
+    await readTurn((n, a) => operator.callTool({ name: n, arguments: a }), { session_id: sid, cursor: wrote.cursor, message_id: wrote.message_id });
+    const token = await call(operator, 'issue_session_token', { session_id: sid });
+    agent = await client(`${BASE}/v1/session/mcp`, token.token);
+
+    // The agent's access is decided by the policy, at once.
+    const grant = await call(agent, 'request_access', { target: 'web', scope: ['read'], reason: 'read the deployments' });
+    assert.equal(grant.status, 'active', JSON.stringify(grant));
+
+    // No runner online: the first land asks for the checks and names what would run them.
+    const alone = await call(agent, 'land', { summary: 'Say hello' });
+    assert.equal(alone.landed, false);
+    assert.match(alone.reason, /^no checks are known/);
+    assert.ok(alone.reason.includes(`sky runner --server ${BASE}`), alone.reason);
+
+    // A runner online: three calls, one minute, no waiting.
+    runner = spawn(sky, ['runner', '--server', BASE, '--key', acct.key, '--name', 'setup-e2e', '--', 'true'], {
+      env: { ...process.env, HOME: work }, stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    runner.stderr.on('data', (d) => process.stderr.write(`[setup runner] ${d}`));
+    const t0 = Date.now();
+    let asked = await call(agent, 'land', { summary: 'Say hello' });
+    while (asked.reason.includes('sky runner --server') && Date.now() - t0 < 30_000) {
+      await new Promise((done) => setTimeout(done, 500)); // until the runner's first call lands
+      asked = await call(agent, 'land', { summary: 'Say hello' });
+    }
+    const first = Date.now();
+    assert.match(asked.reason, /^no checks are known/, JSON.stringify(asked));
+    assert.equal((await call(agent, 'remember_command', { kind: 'checks', command: 'test -f app.txt' })).ok, true);
+    const landed = await call(agent, 'land', { summary: 'Say hello' });
+    const took = Date.now() - first;
+    assert.equal(landed.landed, true, JSON.stringify(landed));
+    assert.ok(landed.steps.some((s) => s.startsWith('checks: `test -f app.txt` passed')), JSON.stringify(landed.steps));
+    assert.ok(took < 60_000, `the three calls took ${took} ms`);
+    assert.ok(!said.some((s) => /try again/.test(s)), said.join('\n'));
+    const file = await tool(operator, 'read_task_file', { task_id: started.session.task_id, path: 'app.txt' });
+    assert.equal(file.content, 'hello');
+    console.log(`first landing: land → remember_command → land in ${took} ms`);
+  });
+});
