@@ -5,7 +5,7 @@ use crate::cx::{Cx, Membership};
 use crate::domain::taskfs::{self, Folder, TaskPath, Writer};
 use crate::error::{ApiError, Code};
 use crate::ops::sessions;
-use crate::rules::ids::TaskId;
+use crate::rules::ids::{SessionId, TaskId};
 use crate::rules::params::Int;
 use crate::store::{self, files::FileInfo};
 use schemars::JsonSchema;
@@ -23,6 +23,27 @@ pub async fn load_task(cx: &Cx<'_>, task_id: &str) -> Result<Membership, ApiErro
     Ok(m)
 }
 
+/// The folder a reader names: the task's base, or one of its sessions' view of it (its lane, with the work
+/// it has not landed yet, when the task gives lanes).
+async fn folder_of<'a>(
+    cx: &Cx<'_>,
+    m: &'a Membership,
+    task_id: &'a str,
+    session_id: Option<&str>,
+) -> Result<(Folder<'a>, String), ApiError> {
+    let lane = match session_id {
+        None => String::new(),
+        Some(sid) => {
+            let (s, _) = sessions::load(cx, sid).await?;
+            if s.task_id != task_id {
+                return Err(ApiError::invalid(format!("session `{sid}` is not a session of task `{task_id}`")));
+            }
+            taskfs::lane_of(cx.db(), task_id, sid).await?
+        }
+    };
+    Ok((Folder { workspace_id: &m.workspace_id, task_id, lane: "" }, lane))
+}
+
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ListTaskFiles {
@@ -32,6 +53,10 @@ pub struct ListTaskFiles {
     pub limit: Option<Int<1, 500>>,
     /// `next_cursor` from the previous page.
     pub cursor: Option<String>,
+    /// One of the task's sessions: the folder as it sees it, with the work it has not landed yet (a task
+    /// with lanes keeps each session's writes in its own lane until it lands). The task's base when left
+    /// out.
+    pub session_id: Option<SessionId>,
     /// Ignored: the workspace is the task's.
     pub workspace: Option<String>,
 }
@@ -55,8 +80,14 @@ pub async fn list(cx: &Cx<'_>, p: ListTaskFiles) -> Result<TaskFiles, ApiError> 
         }
         None => None,
     };
-    load_task(cx, &p.task_id).await?;
-    let mut files = store::files::list(cx.db(), &p.task_id, "", from, limit + 1).await?;
+    let m = load_task(cx, &p.task_id).await?;
+    let (folder, lane) = folder_of(cx, &m, &p.task_id, p.session_id.as_deref()).await?;
+    let mut files = if lane.is_empty() {
+        store::files::list(cx.db(), &p.task_id, "", from, limit + 1).await?
+    } else {
+        let view = taskfs::list(cx.db(), Folder { lane: &lane, ..folder }).await?;
+        view.into_iter().filter(|f| from.is_none_or(|from| f.path.as_str() > from)).take(limit as usize + 1).collect()
+    };
     let next_cursor =
         (files.len() as i64 > limit).then(|| format!("p_{}", files.pop().map(|f| f.path).unwrap_or_default()));
     Ok(TaskFiles { task_id: p.task_id.into(), files, next_cursor })
@@ -71,6 +102,9 @@ pub struct ReadTaskFile {
     pub path: TaskPath,
     /// A past version; the latest when left out.
     pub version: Option<i64>,
+    /// One of the task's sessions: the file as it sees it, with the work it has not landed yet. The task's
+    /// base when left out.
+    pub session_id: Option<SessionId>,
     /// Ignored: the workspace is the task's.
     pub workspace: Option<String>,
 }
@@ -87,9 +121,9 @@ pub struct TaskFile {
 /// read_task_file
 pub async fn read(cx: &Cx<'_>, p: ReadTaskFile) -> Result<TaskFile, ApiError> {
     let m = load_task(cx, &p.task_id).await?;
-    let folder = Folder { workspace_id: &m.workspace_id, task_id: &p.task_id, lane: "" };
+    let (folder, lane) = folder_of(cx, &m, &p.task_id, p.session_id.as_deref()).await?;
     let (db, blobs) = taskfs::parts(cx.env);
-    let (info, content) = taskfs::read(db, blobs, folder, &p.path, p.version).await?;
+    let (info, content) = taskfs::read(db, blobs, Folder { lane: &lane, ..folder }, &p.path, p.version).await?;
     Ok(TaskFile { task_id: p.task_id.into(), info, content })
 }
 

@@ -1006,3 +1006,32 @@ fn a_first_landing_asks_for_the_checks_is_taught_and_lands_in_three_calls() {
     }
     assert_eq!(app.now_ms.get(), started, "no waiting: the clock never moved");
 }
+
+/// The operator reads a task's folder as one of its sessions sees it (`session_id`): the lane's work before
+/// it lands; without it, the base. Only a session of that task, and of the caller's workspaces.
+#[test]
+fn the_operator_reads_a_lane_through_its_session_before_it_lands() {
+    let app = TestApp::new();
+    let t = task(&app);
+    let (a, _) = join(&app, &t, "first");
+    lane_write(&app, &t, &a, "notes/hello.md", "Hello, lane!");
+    let args = json!({"task_id": t.task, "path": "notes/hello.md", "session_id": a});
+    assert_eq!(app.ok(&t.ada.key, "read_task_file", args)["content"], "Hello, lane!");
+    let base = json!({"task_id": t.task, "path": "notes/hello.md"});
+    assert_eq!(app.err_code(&t.ada.key, "read_task_file", base), "not_found", "not in the base yet");
+    let listed = app.ok(&t.ada.key, "list_task_files", json!({"task_id": t.task, "session_id": a}));
+    assert_eq!(listed["files"][0]["path"], "notes/hello.md");
+    assert_eq!(app.ok(&t.ada.key, "list_task_files", json!({"task_id": t.task}))["files"], json!([]));
+    // Another task's session, and another account, read nothing through it.
+    let other = app.ok(
+        &t.ada.key,
+        "start_session",
+        json!({"agent_id": t.agent_id, "message": "elsewhere", "idempotency_key": "other"}),
+    );
+    let other = other["session"]["session_id"].as_str().unwrap();
+    let wrong = json!({"task_id": t.task, "path": "notes/hello.md", "session_id": other});
+    assert_eq!(app.err_code(&t.ada.key, "read_task_file", wrong), "invalid_params");
+    let bo = app.signup("Bo", "bo@example.com");
+    let theirs = json!({"task_id": t.task, "path": "notes/hello.md", "session_id": a});
+    assert_eq!(app.err_code(&bo.key, "read_task_file", theirs), "not_found");
+}
