@@ -6,17 +6,18 @@ use crate::rules::ids;
 use crate::rules::ids::SessionId;
 use crate::rules::params::Text;
 use crate::session::{Author, NewMessage, SessionCall};
+use crate::store::lanes::TaskSettings;
 use crate::store::{self, sessions::SessionRow};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-/// The branch name a session's lane shows as.
-fn branch(s: &SessionRow, lanes: bool) -> String {
-    if lanes {
+/// The branch name a session's lane shows as: its lane's, or the base's without lanes.
+fn branch(s: &SessionRow, settings: &TaskSettings) -> String {
+    if settings.lanes {
         format!("lane/{}", s.session_id)
     } else {
-        "main".into()
+        settings.base_branch.clone()
     }
 }
 
@@ -27,9 +28,10 @@ struct Peer {
     behind: i64,
 }
 
-async fn peers(a: &CallingSession<'_>) -> Result<(Vec<Peer>, bool), ToolError> {
+async fn peers(a: &CallingSession<'_>) -> Result<(Vec<Peer>, TaskSettings), ToolError> {
     let db = a.cx.db();
-    let lanes = store::lanes::settings(db, &a.me.task_id).await?.is_some_and(|s| s.lanes);
+    let settings = store::lanes::settings(db, &a.me.task_id).await?.ok_or_else(|| a.internal("no task"))?;
+    let lanes = settings.lanes;
     let head = store::lanes::head(db, &a.me.task_id).await?;
     let mut out = Vec::new();
     for row in store::sessions::in_task(db, &a.me.task_id).await? {
@@ -46,7 +48,7 @@ async fn peers(a: &CallingSession<'_>) -> Result<(Vec<Peer>, bool), ToolError> {
         };
         out.push(Peer { row, files, behind });
     }
-    Ok((out, lanes))
+    Ok((out, settings))
 }
 
 #[derive(Debug, Serialize)]
@@ -68,7 +70,7 @@ pub struct SessionItem {
 
 /// list_sessions
 pub async fn list_sessions(a: &CallingSession<'_>) -> Result<Vec<SessionItem>, ToolError> {
-    let (all, lanes) = peers(a).await?;
+    let (all, settings) = peers(a).await?;
     let mine: Vec<String> =
         all.iter().find(|p| p.row.session_id == a.me.session_id).map(|p| p.files.clone()).unwrap_or_default();
     Ok(all
@@ -78,7 +80,7 @@ pub async fn list_sessions(a: &CallingSession<'_>) -> Result<Vec<SessionItem>, T
             let overlaps =
                 if is_self { vec![] } else { p.files.iter().filter(|f| mine.contains(f)).cloned().collect() };
             SessionItem {
-                branch: branch(&p.row, lanes),
+                branch: branch(&p.row, &settings),
                 session_id: p.row.session_id,
                 agent: p.row.agent_name,
                 state: p.row.status,
@@ -95,7 +97,7 @@ pub async fn list_sessions(a: &CallingSession<'_>) -> Result<Vec<SessionItem>, T
 
 /// project_activity
 pub async fn project_activity(a: &CallingSession<'_>) -> Result<Value, ToolError> {
-    let (all, lanes) = peers(a).await?;
+    let (all, settings) = peers(a).await?;
     let db = a.cx.db();
     let state = store::lanes::lane_state(db, &a.me.session_id).await?.ok_or_else(|| a.internal("no lane"))?;
     let commits = store::lanes::commits_after(db, &a.me.task_id, state.lane_base_seq).await?;
@@ -106,7 +108,7 @@ pub async fn project_activity(a: &CallingSession<'_>) -> Result<Value, ToolError
         .iter()
         .map(|c| {
             let lane = by_id(&c.session_id)
-                .map(|p| json!({ "agent": p.row.agent_name, "branch": branch(&p.row, lanes), "task": p.row.title }))
+                .map(|p| json!({ "agent": p.row.agent_name, "branch": branch(&p.row, &settings), "task": p.row.title }))
                 .unwrap_or(Value::Null);
             json!({ "sha": c.commit_id, "subject": c.subject, "when": c.created_ms, "files": c.files, "lane": lane })
         })
@@ -117,7 +119,7 @@ pub async fn project_activity(a: &CallingSession<'_>) -> Result<Value, ToolError
     let lanes_view: Vec<Value> = others
         .iter()
         .map(|p| {
-            json!({ "sessionId": p.row.session_id, "agent": p.row.agent_name, "branch": branch(&p.row, lanes),
+            json!({ "sessionId": p.row.session_id, "agent": p.row.agent_name, "branch": branch(&p.row, &settings),
                           "state": p.row.status, "task": p.row.title, "files": p.files })
         })
         .collect();
@@ -125,11 +127,11 @@ pub async fn project_activity(a: &CallingSession<'_>) -> Result<Value, ToolError
     for file in &mine {
         for p in others.iter().filter(|p| p.files.contains(file)) {
             overlaps.push(json!({ "file": file, "with": { "sessionId": p.row.session_id, "agent": p.row.agent_name,
-                "branch": branch(&p.row, lanes), "task": p.row.title } }));
+                "branch": branch(&p.row, &settings), "task": p.row.title } }));
         }
     }
     Ok(
-        json!({ "base": "main", "behind": behind, "baseCommits": base_commits, "lanes": lanes_view, "overlaps": overlaps,
+        json!({ "base": settings.base_branch, "behind": behind, "baseCommits": base_commits, "lanes": lanes_view, "overlaps": overlaps,
                 "merging": merging }),
     )
 }

@@ -420,16 +420,25 @@ pub struct TaskSettings {
     pub lanes: Option<bool>,
     /// `auto` (`land` merges) or `manual` ("I review and merge myself").
     pub review: Option<Review>,
+    /// The base's branch name (default `main`): what `project_activity` calls the base, and where a task
+    /// remote set without a `branch` pushes. A name git accepts.
+    pub base_branch: Option<String>,
 }
 
 /// PUT /v1/tasks/{task_id}/settings
 pub async fn set_settings(cx: &Cx<'_>, p: TaskSettings) -> Result<store::lanes::TaskSettings, ApiError> {
     load_task(cx, &p.task_id).await?;
     let now = store::lanes::settings(cx.db(), &p.task_id).await?.ok_or_else(|| ApiError::not_found("task"))?;
-    let lanes = p.lanes.unwrap_or(now.lanes);
-    let review = p.review.map_or(now.review, |r| r.as_str().to_owned());
-    store::lanes::set_settings(cx.db(), &p.task_id, lanes, &review).await?;
-    Ok(store::lanes::TaskSettings { lanes, review })
+    if let Some(b) = &p.base_branch {
+        crate::rules::git_remote::branch("base_branch", b).map_err(ApiError::invalid)?;
+    }
+    let settings = store::lanes::TaskSettings {
+        lanes: p.lanes.unwrap_or(now.lanes),
+        review: p.review.map_or(now.review, |r| r.as_str().to_owned()),
+        base_branch: p.base_branch.unwrap_or(now.base_branch),
+    };
+    store::lanes::set_settings(cx.db(), &p.task_id, &settings).await?;
+    Ok(settings)
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

@@ -880,7 +880,7 @@ operations! {
         http: POST "/v1/sessions/{session_id}/token" 201, hints: CREATES, run: connectors::issue_token, credentials: true
     }
 
-    /// A task's lanes (each session works in its own copy until it lands) and review mode.
+    /// A task's lanes (each session works in its own copy until it lands), review mode and base branch name.
     set_task_settings(connectors::TaskSettings) -> store::lanes::TaskSettings {
         title: "Set a task's settings", group: Tasks, scope: Write, tool: true,
         http: PUT "/v1/tasks/{task_id}/settings", hints: UPDATES, run: connectors::set_settings

@@ -21,7 +21,8 @@ pub struct SetTaskRemote {
     /// credentials in it), or one on the runner's machine (`file:///abs/path` or `/abs/path`, under a root
     /// the runner's owner allows with `sky runner --push-root`). `null` removes the remote: `land` then pushes nothing.
     pub url: Option<Text<1, 2_000>>,
-    /// The branch `land` pushes to; `main` when left out. Up to 200 characters.
+    /// The branch `land` pushes to; the task's base branch (`main` unless set) when left out. Up to 200
+    /// characters.
     pub branch: Option<Text<1, 200>>,
     /// The connector (`con_…`, from `list_connectors`) whose grant pushes: a git host (provider `github`).
     /// The landing session must hold a live grant on it covering `write`. Required with `url`.
@@ -57,7 +58,8 @@ pub async fn set(cx: &Cx<'_>, p: SetTaskRemote) -> Result<TaskRemote, ApiError> 
         return Ok(TaskRemote { task_id: p.task_id.into(), remote: None });
     };
     let url = git_remote::check("url", &raw, cx.env.config.allow_loopback_http).map_err(ApiError::invalid)?;
-    let branch = p.branch.as_deref().unwrap_or("main");
+    let base = store::lanes::settings(db, &p.task_id).await?.map(|s| s.base_branch);
+    let branch = p.branch.as_deref().or(base.as_deref()).unwrap_or("main");
     git_remote::branch("branch", branch).map_err(ApiError::invalid)?;
     let connector_id =
         p.connector_id.ok_or_else(|| ApiError::invalid("`connector_id` is required with `url`: its grant pushes"))?;

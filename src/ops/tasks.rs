@@ -99,6 +99,8 @@ pub struct TaskDetail {
     /// When the task gives each session its own lane: the files each live session's lane changed against
     /// the base (empty once landed). Empty without lanes.
     pub lanes: Vec<Lane>,
+    /// Lanes on or off, the review mode and the base branch name (`set_task_settings` changes them).
+    pub settings: store::lanes::TaskSettings,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -116,9 +118,9 @@ pub async fn get(cx: &Cx<'_>, p: GetTask) -> Result<TaskDetail, ApiError> {
     let sessions = store::sessions::in_task(cx.db(), &p.task_id).await?;
     let all_stopped = sessions.iter().all(|s| s.status == "terminated");
     let open_requests = store::requests::open_in_task(cx.db(), &p.task_id).await?;
-    let with_lanes = store::lanes::settings(cx.db(), &p.task_id).await?.is_some_and(|s| s.lanes);
+    let settings = store::lanes::settings(cx.db(), &p.task_id).await?.ok_or_else(|| ApiError::not_found("task"))?;
     let mut lanes = Vec::new();
-    for s in sessions.iter().filter(|s| with_lanes && s.status != "terminated") {
+    for s in sessions.iter().filter(|s| settings.lanes && s.status != "terminated") {
         let changes = store::lanes::changes(cx.db(), &p.task_id, &s.session_id).await?;
         lanes.push(Lane {
             session_id: s.session_id.clone(),
@@ -137,6 +139,7 @@ pub async fn get(cx: &Cx<'_>, p: GetTask) -> Result<TaskDetail, ApiError> {
         sessions,
         open_requests,
         lanes,
+        settings,
     })
 }
 

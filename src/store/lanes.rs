@@ -189,16 +189,18 @@ pub struct TaskSettings {
     pub lanes: bool,
     /// `auto` (land merges) or `manual` (the person reviews and merges).
     pub review: String,
+    /// The name the task's base shows as, and the branch a new remote pushes to (`main` by default).
+    pub base_branch: String,
 }
 
 pub async fn settings(db: &dyn Sql, task_id: &str) -> DbResult<Option<TaskSettings>> {
-    const GET: &str = "SELECT lanes, review FROM task WHERE task_id = ?1";
+    const GET: &str = "SELECT lanes, review, base_branch FROM task WHERE task_id = ?1";
     first(db, stmt!(GET, task_id)).await
 }
 
-pub async fn set_settings(db: &dyn Sql, task_id: &str, lanes: bool, review: &str) -> DbResult<()> {
-    const SET: &str = "UPDATE task SET lanes = ?2, review = ?3 WHERE task_id = ?1";
-    db.all(stmt!(SET, task_id, lanes, review)).await.map(drop)
+pub async fn set_settings(db: &dyn Sql, task_id: &str, s: &TaskSettings) -> DbResult<()> {
+    const SET: &str = "UPDATE task SET lanes = ?2, review = ?3, base_branch = ?4 WHERE task_id = ?1";
+    db.all(stmt!(SET, task_id, s.lanes, s.review.as_str(), s.base_branch.as_str())).await.map(drop)
 }
 
 /// A session's lane state and what it was asked to remember.

@@ -587,3 +587,34 @@ fn a_coding_agents_page_shows_its_tool_approval_policy_and_changes_it() {
     let (_, page) = get(&app, &cookie, &format!("{ws}/agents/{echo}"));
     assert!(!page.contains("data-policy"), "an echo agent has no tool approvals");
 }
+
+/// A task's page shows its settings and changes them: lanes, the review mode and the base branch.
+#[test]
+fn a_tasks_page_changes_its_lanes_review_and_base_branch() {
+    let app = TestApp::new();
+    let ada = app.signup("Ada", "ada@example.com");
+    let agent = app.create_agent(&ada.key, json!({"name": "E", "harness": "echo", "model": "m"}));
+    let s = app.ok(&ada.key, "start_session", json!({"agent_id": agent, "message": "hi", "idempotency_key": "t"}));
+    app.settle();
+    let task = s["session"]["task_id"].as_str().unwrap().to_owned();
+    let cookie = sign_in(&app, &ada.key);
+    let page_path = format!("/console/w/{}/tasks/{task}", ada.slug);
+    let (status, page) = get(&app, &cookie, &page_path);
+    assert_eq!(status, 200);
+    assert!(page.contains("data-settings") && page.contains("name=\"base_branch\"") && page.contains("value=\"main\""));
+    let fields = [
+        ("task_id", task.as_str()),
+        ("lanes", "false"),
+        ("lanes", "true"),
+        ("review", "manual"),
+        ("base_branch", "trunk"),
+        ("csrf", &csrf(&page)),
+    ];
+    let path = format!("/console/w/{}/op/set_task_settings", ada.slug);
+    let r = app.send(request("POST", &path, Some(&cookie), &form(&fields), Some(ORIGIN)));
+    assert_eq!(r.status, 303, "{}", String::from_utf8_lossy(&r.body));
+    let settings = app.ok(&ada.key, "get_task", json!({"task_id": task}))["settings"].clone();
+    assert_eq!(settings, json!({"lanes": true, "review": "manual", "base_branch": "trunk"}));
+    let (_, page) = get(&app, &cookie, &page_path);
+    assert!(page.contains("value=\"trunk\"") && page.contains("<option value=\"manual\" selected"), "{page}");
+}

@@ -37,7 +37,15 @@ fn an_owner_sets_everything_up_over_mcp_and_a_member_is_refused_what_rest_refuse
     let sid = s["session"]["session_id"].as_str().unwrap().to_owned();
     let settings = app.ok(&ada.key, "set_task_settings", json!({"task_id": sid, "lanes": true, "review": "manual"}));
     assert_eq!((settings["lanes"].as_bool(), settings["review"].as_str()), (Some(true), Some("manual")));
+    assert_eq!(settings["base_branch"], "main", "by default");
+    let bad = app.call(&ada.key, "set_task_settings", json!({"task_id": sid, "base_branch": "no spaces"}));
+    assert!(bad.to_string().contains("base_branch"), "{bad}");
+    let trunk = app.ok(&ada.key, "set_task_settings", json!({"task_id": sid, "base_branch": "trunk", "lanes": false}));
+    assert_eq!((trunk["base_branch"].as_str(), trunk["review"].as_str()), (Some("trunk"), Some("manual")), "{trunk}");
+    assert_eq!(app.ok(&ada.key, "get_task", json!({"task_id": sid}))["settings"], trunk);
     let token = app.ok(&ada.key, "issue_session_token", json!({"session_id": sid}));
+    let activity = app.agent_ok(token["token"].as_str().unwrap(), "project_activity", json!({}));
+    assert_eq!(activity["base"], "trunk", "{activity}");
     let listed = app.mcp_post("/v1/session/mcp", token["token"].as_str(), "203.0.113.7", "tools/list", json!({}));
     assert_eq!(listed.status, 200, "the token opens the session server");
 

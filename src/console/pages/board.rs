@@ -134,6 +134,20 @@ pub async fn task(p: &Ctx<'_>, task_id: &str) -> Result<Page, ApiError> {
                                 @for c in list(l, "changed") { code { (s(c)) } " " } }
                         } }
                     }
+                    h2 { "Settings" }
+                    @let settings = &t["settings"];
+                    form.card method="post" action=(p.link("/op/set_task_settings")) data-settings {
+                        (hidden(p)) input type="hidden" name="task_id" value=(task_id);
+                        input type="hidden" name="lanes" value="false";
+                        label.check { input type="checkbox" name="lanes" value="true" checked[settings["lanes"] == true] disabled[!p.can_write()];
+                            " Lanes: each session works in its own copy until it lands" }
+                        label { "Review" select name="review" disabled[!p.can_write()] {
+                            option value="auto" selected[settings["review"] == "auto"] { "land merges when the checks pass" }
+                            option value="manual" selected[settings["review"] == "manual"] { "I review and merge myself" }
+                        } }
+                        label { "Base branch" input type="text" name="base_branch" maxlength="200" required value=(s(&settings["base_branch"])) disabled[!p.can_write()]; }
+                        div.row { button type="submit" disabled[!p.can_write()] { "Save settings" } }
+                    }
                     h2 { "Budget" }
                     form.row method="post" action=(p.link("/op/set_task_budget")) {
                         (hidden(p)) input type="hidden" name="task_id" value=(task_id);
