@@ -88,9 +88,10 @@ pub async fn remember_command(a: &CallingSession<'_>, p: RememberCommand) -> Res
     a.bucket("questions", QUESTIONS_PER_MIN, "questions").await?;
     let db = a.cx.db();
     let state = store::lanes::lane_state(db, &a.me.session_id).await?.ok_or_else(|| a.internal("no lane state"))?;
-    // The checks are the task's: once `land` asked any of its sessions, any of them may teach them.
+    // The commands are the task's: once agentsky asked any of its sessions (`land` for the checks, the Run
+    // locally and Deploy buttons for the others), any of them may teach it.
     let asked = state.asked.split(' ').any(|k| k == p.kind.as_str())
-        || (p.kind == LandingKind::Checks && store::lanes::asked_in_task(db, &a.me.task_id, "checks").await?);
+        || store::lanes::asked_in_task(db, &a.me.task_id, p.kind.as_str()).await?;
     if !asked {
         return Err(ToolError::refused(format!(
             "agentsky did not ask this task for a `{}` command; give the command to the user instead",

@@ -455,13 +455,47 @@ pub struct AskCommand {
 pub struct Asked {
     pub session_id: String,
     pub kind: String,
+    /// The session started in the same task, with the same agent, to work the command out: read it with
+    /// `read_session`; the command it teaches (`remember_command`) is the task's.
+    pub asked_session_id: String,
+    /// Its first message: the question.
+    pub message_id: String,
+    pub cursor: String,
 }
 
-/// POST /v1/sessions/{session_id}/ask
+/// What the agent is asked.
+fn command_question(kind: CommandKind) -> &'static str {
+    match kind {
+        CommandKind::Run => {
+            "agentsky asks: work out how to run this project locally: the command that starts it, and the URL it serves if it serves one. Try it, then call remember_command with kind `run`, the command and its url. If you cannot run commands here, tell the user the command instead."
+        }
+        CommandKind::Deploy => {
+            "agentsky asks: work out the command that deploys this project to one of its targets (list_targets). Ask for a deploy grant on that target (request_access), run the provider's CLI command, and once it succeeded call remember_command with kind `deploy`, that exact command and the targetId. If you cannot run commands here, tell the user the command instead."
+        }
+    }
+}
+
+/// POST /v1/sessions/{session_id}/ask: a session of the same task and agent is started to work the
+/// command out (the person's own session keeps what it was doing); any session of the task may then teach
+/// it. Asking again within the minute is the same ask.
 pub async fn ask_command(cx: &Cx<'_>, p: AskCommand) -> Result<Asked, ApiError> {
     let (row, _) = sessions::load(cx, &p.session_id).await?;
-    store::lanes::ask(cx.db(), &row.session_id, p.kind.as_str()).await?;
-    Ok(Asked { session_id: row.session_id, kind: p.kind.as_str().to_owned() })
+    let kind = p.kind.as_str();
+    store::lanes::ask(cx.db(), &row.session_id, kind).await?;
+    let start: sessions::StartSession = crate::rules::params::decode(json!({
+        "agent_id": row.agent_id, "task_id": row.task_id, "message": command_question(p.kind),
+        "idempotency_key": format!("ask-{kind}-{}-{}", row.session_id, cx.now_ms / 60_000),
+    }))
+    .map_err(ApiError::cause)?;
+    let started = sessions::start(cx, start).await?;
+    store::lanes::ask(cx.db(), &started.session.session_id, kind).await?;
+    Ok(Asked {
+        session_id: row.session_id,
+        kind: kind.to_owned(),
+        asked_session_id: started.session.session_id,
+        message_id: started.message_id,
+        cursor: started.cursor,
+    })
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

@@ -886,7 +886,9 @@ operations! {
         http: PUT "/v1/tasks/{task_id}/settings", hints: UPDATES, run: connectors::set_settings
     }
 
-    /// Ask a session for its `run` or `deploy` command (the console's Run locally and Deploy buttons).
+    /// Have a session's agent work out its task's `run` or `deploy` command and teach it (the console's Run
+    /// locally and Deploy buttons, when no command is known yet): a session of the same task and agent is
+    /// started with the question; the command it remembers is the task's.
     ask_command(connectors::AskCommand) -> connectors::Asked {
         title: "Ask for a command", group: Sessions, scope: Write, tool: true,
         http: POST "/v1/sessions/{session_id}/ask", hints: UPDATES, run: connectors::ask_command

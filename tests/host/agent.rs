@@ -362,7 +362,18 @@ fn remember_command_is_refused_unless_asked_and_when_it_holds_a_secret() {
     assert!(app
         .agent_err(&token, "remember_command", json!({"kind": "run", "command": "npm run dev"}))
         .contains("give the command to the user"));
-    app.request("POST", &format!("/v1/sessions/{sid}/ask"), Some(&ada.key), Some(json!({"kind": "run"})));
+    let asked = app.request("POST", &format!("/v1/sessions/{sid}/ask"), Some(&ada.key), Some(json!({"kind": "run"})));
+    assert_eq!(asked.status, 200, "{:?}", asked.json_body());
+    // The agent is asked, in a session of the same task: the person's own session keeps what it was doing.
+    let asked = asked.json_body();
+    let helper = asked["asked_session_id"].as_str().unwrap().to_owned();
+    assert_ne!(helper, sid);
+    let row = app.ok(&ada.key, "get_session", json!({"session_id": helper}));
+    assert_eq!((row["task_id"].as_str(), row["relation"].as_str()), (Some(sid.as_str()), Some("helper")), "{row}");
+    let first = app.ok(&ada.key, "read_session", json!({"session_id": helper}))["events"][0]["text"].clone();
+    assert!(first.as_str().unwrap().starts_with("agentsky asks: work out how to run this project locally"), "{first}");
+    let again = app.request("POST", &format!("/v1/sessions/{sid}/ask"), Some(&ada.key), Some(json!({"kind": "run"})));
+    assert_eq!(again.json_body()["asked_session_id"], helper.as_str(), "a second click is the same ask");
     assert!(app
         .agent_err(&token, "remember_command", json!({"kind": "run", "command": "API_TOKEN=abc npm run dev"}))
         .contains("secret"));
@@ -378,6 +389,9 @@ fn remember_command_is_refused_unless_asked_and_when_it_holds_a_secret() {
         .to_owned();
     let project: Value = serde_json::from_str(&project).unwrap();
     assert_eq!(project["dev"], json!({"command": "npm run dev", "url": "http://localhost:3000"}));
+    // The asked session teaches it too: the command is the task's.
+    let helper_token = app.session_token(&ada.key, &helper);
+    app.agent_ok(&helper_token, "remember_command", json!({"kind": "run", "command": "npm start"}));
 }
 
 #[test]
