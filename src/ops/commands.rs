@@ -1,6 +1,7 @@
 //! The console's **Run locally** and **Deploy** buttons: the command a session taught with
 //! `remember_command` (its task's `run` command, or a target's `deploy` command), run by the runner that
-//! holds the session's turn, in its folder, with the output shown to the person who asked.
+//! holds the session's turn, in its folder (a run command, with none, by any runner of the workspace in a
+//! fresh checkout), with the output shown to the person who asked.
 
 use crate::cx::Cx;
 use crate::domain::jobs::{self, Asked};
@@ -88,7 +89,13 @@ pub async fn run(cx: &Cx<'_>, p: RunCommand) -> Result<CommandRun, ApiError> {
         ));
     };
     let spec = json!({ "command": command, "timeout_s": COMMAND_TIMEOUT_S });
-    let answer = jobs::ask(cx, &session, "run", spec, (COMMAND_TIMEOUT_S + 30) * 1000).await?;
+    let wait_ms = (COMMAND_TIMEOUT_S + 30) * 1000;
+    let mut answer = jobs::ask(cx, &session, "run", spec.clone(), wait_ms).await?;
+    // No runner holds the session's turn: a run command runs on any runner of the workspace, in a fresh
+    // checkout of the session's folder (a deploy needs the session's own runner, where its grants are).
+    if matches!(answer, Asked::NoRunner) && p.kind == CommandKind::Run {
+        answer = jobs::ask_checkout(cx, &session, spec, wait_ms).await?;
+    }
     let (exit_code, output, reason) = match answer {
         Asked::Done(v) => {
             let tail = jobs::output_tail(v["output"].as_str().unwrap_or_default(), TAIL_LINES);
@@ -102,7 +109,15 @@ pub async fn run(cx: &Cx<'_>, p: RunCommand) -> Result<CommandRun, ApiError> {
         Asked::NoRunner => (
             None,
             String::new(),
-            Some("no runner is running this session now: start `sky runner` and send it a message first".into()),
+            Some(match p.kind {
+                CommandKind::Run => format!(
+                    "no runner of the workspace is online: start one (`sky runner --server {} --key <key>`) and press the button again",
+                    cx.base_url
+                ),
+                CommandKind::Deploy => {
+                    "a deploy runs on the runner running this session, with its grants, and none is now: start `sky runner` and send the session a message first".into()
+                }
+            }),
         ),
         Asked::NoAnswer(why) => (None, String::new(), Some(why)),
     };

@@ -4,7 +4,9 @@
 // lanes on and issues a session token; the agent (the SDK on the session server with that token) gets
 // access by the policy, and its first `land` asks for the checks. With no runner online the answer names
 // the `sky runner` that would run them; with one online, `land` → `remember_command checks` → `land` lands
-// within a minute and no call answers "try again".
+// within a minute and no call answers "try again". Then, in headless Chromium, the session's "Ask for a run
+// command" starts a session of the same task asked to work it out (the page moves there); once that session
+// teaches it, "Run locally" runs it on the workspace's runner and shows its output.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -13,7 +15,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { chromium } from 'playwright-core';
 import { BASE, MCP_URL, createAccount, ok, ikey, readTurn, skyBinary } from './helpers.mjs';
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const SHOTS = new URL('./.state/screenshots/', import.meta.url).pathname;
 
 /** An SDK client on `url` with `bearer`. */
 async function client(url, bearer) {
@@ -23,7 +29,7 @@ async function client(url, bearer) {
 }
 
 describe('setting up and landing from an MCP client only', () => {
-  let sky; let acct; let operator; let agent; let runner; let work;
+  let sky; let acct; let operator; let agent; let runner; let work; let sid;
   const tool = async (c, name, args) => ok(await c.callTool({ name, arguments: args }), name);
   const said = [];
   const call = async (c, name, args) => {
@@ -56,7 +62,7 @@ describe('setting up and landing from an MCP client only', () => {
     assert.ok(JSON.stringify(secrets).includes('OPENAI_API_KEY') && !JSON.stringify(secrets).includes('sk-e2e-setup-secret'));
     const created = await call(operator, 'create_agent', { name: 'Writer', harness: 'echo', model: 'echo-1' });
     const started = await call(operator, 'start_session', { agent_id: created.agent_id, message: 'hi', idempotency_key: ikey('setup') });
-    const sid = started.session.session_id;
+    sid = started.session.session_id;
     await readTurn((n, a) => operator.callTool({ name: n, arguments: a }), { session_id: sid, cursor: started.cursor, message_id: started.message_id });
     const settings = await call(operator, 'set_task_settings', { task_id: started.session.task_id, lanes: true });
     assert.equal(settings.lanes, true);
@@ -98,5 +104,37 @@ describe('setting up and landing from an MCP client only', () => {
     const file = await tool(operator, 'read_task_file', { task_id: started.session.task_id, path: 'app.txt' });
     assert.equal(file.content, 'hello');
     console.log(`first landing: land → remember_command → land in ${took} ms`);
+  });
+
+  test('Run locally: the agent is asked in a new session of the task, teaches the command, and the button runs it', { timeout: 120_000 }, async () => {
+    const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
+    try {
+      const page = await (await browser.newContext({ viewport: { width: 1280, height: 900 } })).newPage();
+      page.on('pageerror', (e) => { throw new Error(`page error: ${e.message}`); });
+      await page.goto(`${BASE}/console`);
+      await page.fill('input[name=key]', acct.key);
+      await page.click('button[type=submit]');
+      await page.waitForURL('**/console/w/**');
+      const sessionPage = `${BASE}/console/w/${acct.workspace.slug}/sessions/${sid}`;
+      await page.goto(sessionPage);
+      await page.click('button:has-text("Ask for a run command")');
+      await page.waitForURL((u) => /\/sessions\/ses_/.test(u.pathname) && !u.pathname.endsWith(sid));
+      const asked = page.url().split('/').pop();
+      assert.match(await page.textContent('main'), /agentsky asks: work out how to run this project locally/);
+      await page.screenshot({ path: `${SHOTS}50-run-locally-asked.png`, fullPage: true });
+      // That session's agent teaches the command (an agent of one's own, with a session token).
+      const token = await tool(operator, 'issue_session_token', { session_id: asked });
+      const helper = await client(`${BASE}/v1/session/mcp`, token.token);
+      await tool(helper, 'remember_command', { kind: 'run', command: 'echo serving on 3000', url: 'http://localhost:3000' });
+      await helper.close();
+      await page.goto(sessionPage);
+      await page.click('button:has-text("Run locally")');
+      await page.waitForSelector('h1:has-text("What it did")', { timeout: 90_000 });
+      const shown = await page.textContent('main');
+      assert.ok(shown.includes('echo serving on 3000') && shown.includes('serving on 3000'), shown);
+      await page.screenshot({ path: `${SHOTS}51-run-locally-output.png`, fullPage: true });
+    } finally {
+      await browser.close();
+    }
   });
 });

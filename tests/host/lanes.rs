@@ -1035,3 +1035,20 @@ fn the_operator_reads_a_lane_through_its_session_before_it_lands() {
     let theirs = json!({"task_id": t.task, "path": "notes/hello.md", "session_id": a});
     assert_eq!(app.err_code(&bo.key, "read_task_file", theirs), "not_found");
 }
+
+/// The Run locally button of a session no runner is running: its task's run command runs on any runner of
+/// the workspace, in a fresh checkout; with none online, the answer says how to start one.
+#[test]
+fn a_run_command_runs_on_any_runner_when_none_holds_the_session() {
+    let app = TestApp::new();
+    let t = task(&app);
+    let (a, _) = join(&app, &t, "first");
+    base_write(&app, &t, ".agentsky/project.json", &json!({"dev": {"command": "npm run dev"}}).to_string());
+    let alone = app.ok(&t.ada.key, "run_command", json!({"session_id": a, "kind": "run"}));
+    assert_eq!(alone["exit_code"], Value::Null);
+    assert!(alone["reason"].as_str().unwrap().contains("sky runner --server"), "{alone}");
+    let fetched = checker(&app, &t.ada.key, 0);
+    let ran = app.ok(&t.ada.key, "run_command", json!({"session_id": a, "kind": "run"}));
+    assert_eq!((ran["exit_code"].as_i64(), ran["output"].as_str()), (Some(0), Some("ok")), "{ran}");
+    assert_eq!(fetched.borrow()[0]["command"], "npm run dev");
+}

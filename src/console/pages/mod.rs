@@ -147,6 +147,12 @@ pub async fn act(p: &Ctx<'_>, sub: &str, form: Vec<(String, String)>) -> HttpRes
                 let shell = Shell { title: "Command", nav: "", open_requests: 0, version: String::new() };
                 return html(200, layout::page(p, shell, main));
             }
+            // The agent asked to work a command out is watched where it works.
+            if let (true, Some(sid)) = (op.name == "ask_command", result["asked_session_id"].as_str()) {
+                let said = "Asked the agent to work the command out and teach it; its answer shows here.";
+                return see_other(&p.link(&format!("/sessions/{sid}")))
+                    .with_header("set-cookie", layout::flash_cookie(true, said));
+            }
             let said = format!("{}: done.", op.title);
             see_other(&back).with_header("set-cookie", layout::flash_cookie(true, &said))
         }
