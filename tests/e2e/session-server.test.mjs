@@ -6,7 +6,8 @@
 // two sessions with lanes seeing each other's files and overlaps, one landing (its checks on a runner of the
 // workspace, in a fresh checkout; refused while none is online), the other behind and then in conflict;
 // two lanes editing one file in different places (both land, merged) and in the same place (a conflict
-// with its region, reconciled, landed); the sixth access request in a minute refused; a token of an ended session refused; and no
+// with its region, reconciled, landed); the sixth access request in a minute refused (land and remember_command
+// spend none of it); a token of an ended session refused; and no
 // tool reaching another task's or workspace's data. Results are JSON text; errors end with `(code N)`.
 import { test, describe, before } from 'node:test';
 import assert from 'node:assert/strict';
@@ -371,7 +372,7 @@ describe('session server: /v1/session/mcp with a session token (TS SDK v1 client
     } finally { await me.agent.close(); }
   });
 
-  test('the sixth access request in a minute is refused with the contract\'s message; land and remember_command count too', async () => {
+  test('the sixth access request in a minute is refused with the contract\'s message; land saying what is missing and remember_command spend none of it', async () => {
     const ws = await createWorkspace(acct.key);
     const agent = await createAgent(acct.key, { workspace: ws.slug });
     await connect(ws.slug, 'web', 'vercel', 'prod', { VERCEL_TOKEN: 'x' });
@@ -384,8 +385,14 @@ describe('session server: /v1/session/mcp with a session token (TS SDK v1 client
       const r = await me.agent.call('request_access', args);
       // The contract's words, with how long to wait (the hardening issue: the message says how long).
       assert.match(aerr(r, 'the sixth request'), /^too many access requests \(5 a minute\); try again in \d+(\.\d+)? s \(code -32003\)$/);
-      assert.match(aerr(await me.agent.call('land', { summary: 'ship' }), 'land'), /too many access requests.*\(code -32003\)$/);
-      assert.match(aerr(await me.agent.call('remember_command', { kind: 'checks', command: 'make test' }), 'remember_command'), /\(code -32003\)$/);
+      // A land that only says what is missing runs nothing, and remember_command answers agentsky's own
+      // question: neither is an access request, so neither waits for the bucket.
+      const landed = aok(await me.agent.call('land', { summary: 'ship' }), 'land');
+      assert.equal(landed.landed, false);
+      assert.doesNotMatch(landed.reason, /too many/);
+      const taught = aerr(await me.agent.call('remember_command', { kind: 'checks', command: 'make test' }), 'remember_command');
+      assert.match(taught, /did not ask this task/);
+      assert.doesNotMatch(taught, /-32003/);
       // The bucket is the session's own: another session asks freely.
       assert.equal(aok(await peer.agent.call('request_access', args), 'another session').status, 'active');
     } finally { await me.agent.close(); await peer.agent.close(); }

@@ -1,7 +1,7 @@
 """The official Python SDK (`mcp` 2.x) drives every tool the server lists, in both connect modes: every
 operator tool on /v1/mcp with an API key and every session-server tool on /v1/session/mcp with a session
-token, each at least once and in a realistic order (agents, connectors, policies and lanes set up over
-REST where no tool exists). Every result is checked against the tool's published outputSchema (conftest's
+token, each at least once and in a realistic order (the first connectors, policy and lanes set up over
+REST, then the same set up again through the tools). Every result is checked against the tool's published outputSchema (conftest's
 `checked`), and the set of tools called must equal the set `tools/list` names, so a new tool without a
 row here fails.
 
@@ -159,6 +159,18 @@ STEPS: list[Step] = [
         "idempotency_key": ikey("start"), "workspace": w["ws"]}, lanes_on),
     Step("op", "read_session", lambda w: {"session_id": w["sid"], "wait_seconds": 0}),
     Step("op", "get_session", lambda w: {"session_id": w["sid"]}),
+    # Setting up from the client: the task's settings, a target, a policy and a secret (issue 36).
+    Step("op", "set_task_settings", lambda w: {"task_id": w["task"], "lanes": True, "base_branch": "main"}),
+    Step("op", "connect_target", lambda w: {
+        "name": "db", "provider": "supabase", "env": "prod", "workspace": w["ws"],
+        "credentials": {"env": {"SUPABASE_ACCESS_TOKEN": "sbp-py-e2e"}}}, keep("db", "connector_id")),
+    Step("op", "list_connectors", lambda w: {"workspace": w["ws"]}),
+    Step("op", "set_policy", lambda w: {"connector_id": w["db"], "scope": "read", "decision": "ask", "workspace": w["ws"]}),
+    Step("op", "delete_connector", lambda w: {"connector_id": w["db"], "workspace": w["ws"]}),
+    Step("op", "put_secret", lambda w: {"name": "PY_E2E_SECRET", "value": "py-secret-value", "workspace": w["ws"]}),
+    Step("op", "list_secrets", lambda w: {"workspace": w["ws"]}),
+    Step("op", "delete_secret", lambda w: {"name": "PY_E2E_SECRET", "workspace": w["ws"]}),
+    Step("op", "issue_session_token", lambda w: {"session_id": w["sid"]}),
     Step("op", "list_sessions", lambda w: {"workspace": w["ws"]}),
     Step("op", "send_message", lambda w: {
         "session_id": w["sid"], "message": "/write plan.md step one", "idempotency_key": ikey("send")},
@@ -203,6 +215,11 @@ STEPS: list[Step] = [
     Step("agent", "land", lambda w: {"summary": "Add app.py"}),  # asks for the checks first
     Step("agent", "remember_command", lambda w: {"kind": "checks", "command": "python3 -m pytest"}),
     Step("agent", "land", lambda w: {"summary": "Add app.py"}),
+    # Run locally with no command yet: an agent is asked (a session of the task), any session teaches it,
+    # and the button runs it (no runner is online here: the answer says how to start one).
+    Step("op", "ask_command", lambda w: {"session_id": w["sid"], "kind": "run"}),
+    Step("agent", "remember_command", lambda w: {"kind": "run", "command": "python3 -m http.server"}),
+    Step("op", "run_command", lambda w: {"session_id": w["sid"], "kind": "run"}),
     Step("agent", "ask_user", lambda w: {"kind": "question", "payload": {"prompt": "Proceed?"}}, background=True),
     Step("op", "list_requests", lambda w: {"workspace": w["ws"], "wait_seconds": 5}),
     Step("op", "answer_request", open_request, answered),
