@@ -6,6 +6,7 @@ pub mod billing;
 pub mod blobs;
 pub mod goal_checks;
 pub mod grants;
+pub mod help;
 pub mod idempotency;
 pub mod index;
 pub mod jobs;

@@ -3,6 +3,7 @@
 //! cannot have.
 
 use crate::cx::{Blobs, Outbound};
+use crate::domain::help::{self, HelpGet, HelpSearch};
 use crate::domain::taskfs::{self, DeletePath, FileText, Folder, ReadPath, Writer};
 use crate::session::SessionConfig;
 use crate::store::Sql;
@@ -19,6 +20,8 @@ struct Call<'a> {
     folder: Folder<'a>,
     workspace_id: &'a str,
     session_id: &'a str,
+    /// The deployment's public origin, which the Help Center's links name.
+    base_url: &'a str,
     now_ms: i64,
 }
 
@@ -72,6 +75,20 @@ builtin_tools! {
     /// Read one of the workspace's company skills: its SKILL.md instructions and the names of the files
     /// beside it; with `file`, one of those files.
     read_skill(ReadSkill) => read_skill, folder: false;
+    /// Search the agentsky Help Center (English and Chinese) for how agentsky works: sessions, tasks and
+    /// lanes, access and grants, runners, goals, routines. Answers the best articles; read one with help_get.
+    help_search(HelpSearch) => help_search, folder: false;
+    /// Read a Help Center article by its `slug` (from help_search), in Markdown.
+    help_get(HelpGet) => help_get, folder: false;
+}
+
+async fn help_search(c: &Call<'_>, p: HelpSearch) -> Result<Value, String> {
+    serde_json::to_value(help::search_at(c.base_url, p)).map_err(|e| e.to_string())
+}
+
+async fn help_get(c: &Call<'_>, p: HelpGet) -> Result<Value, String> {
+    let article = help::get_at(c.base_url, p).map_err(|e| e.message)?;
+    serde_json::to_value(article).map_err(|e| e.to_string())
 }
 
 async fn read_skill(c: &Call<'_>, p: ReadSkill) -> Result<Value, String> {
@@ -145,6 +162,7 @@ pub async fn run(
     config: &SessionConfig,
     name: &str,
     args: &Value,
+    base_url: &str,
     now_ms: i64,
 ) -> Result<Value, String> {
     let tool = find(name).ok_or_else(|| format!("no tool `{name}`"))?;
@@ -154,7 +172,15 @@ pub async fn run(
         false => String::new(),
     };
     let folder = Folder { workspace_id: &config.workspace_id, task_id: &config.task_id, lane: &lane };
-    let call = Call { db, blobs, folder, workspace_id: &config.workspace_id, session_id: &config.session_id, now_ms };
+    let call = Call {
+        db,
+        blobs,
+        folder,
+        workspace_id: &config.workspace_id,
+        session_id: &config.session_id,
+        base_url,
+        now_ms,
+    };
     (tool.run)(&call, args.clone()).await
 }
 
@@ -182,11 +208,9 @@ mod tests {
         let names = |skills| -> Vec<String> {
             specs(skills).iter().map(|s| s["function"]["name"].as_str().unwrap().to_owned()).collect()
         };
-        assert_eq!(names(false), ["list_task_files", "read_task_file", "write_task_file", "delete_task_file"]);
-        assert_eq!(
-            names(true),
-            ["list_task_files", "read_task_file", "write_task_file", "delete_task_file", "read_skill"]
-        );
+        let files = ["list_task_files", "read_task_file", "write_task_file", "delete_task_file"];
+        assert_eq!(names(false), [&files[..], &["help_search", "help_get"]].concat());
+        assert_eq!(names(true), [&files[..], &["read_skill", "help_search", "help_get"]].concat());
         let names = names(true);
         assert!(names.iter().all(|n| is_builtin(n)) && !is_builtin("land"));
         assert_eq!(spec("list_task_files")["parameters"], json!({"type": "object", "properties": {}}));

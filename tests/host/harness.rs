@@ -421,3 +421,44 @@ fn a_step_dropped_by_a_cancel_sends_no_turn_events_of_its_own() {
         st.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).unwrap().map(Result::unwrap).collect();
     assert!(sent.is_empty(), "the dropped step announced its own end: {sent:?}");
 }
+
+/// An `openai` session has the Help Center too: the model searches it and reads an article, as the
+/// `agentsky_help` server gives other agents.
+#[test]
+fn the_openai_harness_offers_the_help_center() {
+    let app = app();
+    let (ada, agent_id) = setup(&app, json!({}));
+    let calls = Rc::new(Cell::new(0));
+    let seen = calls.clone();
+    app.sessions.net.answer(move |req| {
+        seen.set(seen.get() + 1);
+        let sent = body(req);
+        if seen.get() == 1 {
+            let tools: Vec<&str> =
+                sent["tools"].as_array().unwrap().iter().filter_map(|t| t["function"]["name"].as_str()).collect();
+            assert!(tools.contains(&"help_search") && tools.contains(&"help_get"), "{tools:?}");
+            return completion(
+                json!({"role": "assistant", "content": null, "tool_calls": [{"id": "h1", "type": "function",
+                "function": {"name": "help_search", "arguments": "{\"query\":\"connect Codex\",\"limit\":1}"}}]}),
+                10,
+                5,
+            );
+        }
+        if seen.get() == 2 {
+            let answer = sent["messages"].as_array().unwrap().last().unwrap()["content"].as_str().unwrap().to_owned();
+            assert!(answer.contains("\"slug\":\"connect-codex\""), "{answer}");
+            return completion(
+                json!({"role": "assistant", "content": null, "tool_calls": [{"id": "h2", "type": "function",
+                "function": {"name": "help_get", "arguments": "{\"slug\":\"connect-codex\"}"}}]}),
+                10,
+                5,
+            );
+        }
+        let article = sent["messages"].as_array().unwrap().last().unwrap()["content"].as_str().unwrap().to_owned();
+        assert!(article.contains("codex mcp add agentsky") && !article.contains("{{server}}"), "{article}");
+        completion(json!({"role": "assistant", "content": "Run codex mcp add."}), 10, 5)
+    });
+    let (_, events) = run_turn(&app, &ada, &agent_id, "how do I connect Codex?", None);
+    assert_eq!(events.iter().filter(|e| e["type"] == "tool_result" && e["is_error"] == false).count(), 2, "{events:?}");
+    assert_eq!(calls.get(), 3);
+}
