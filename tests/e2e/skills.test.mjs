@@ -5,8 +5,7 @@
 // (screenshots in tests/e2e/.state/screenshots).
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, existsSync } from 'node:fs';
-import { chromium } from 'playwright-core';
+import { signedIn, SHOTS } from './browser.mjs';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import {
@@ -14,8 +13,6 @@ import {
 } from './helpers.mjs';
 import { fakeOpenAI } from './fakes.mjs';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const SHOTS = new URL('./.state/screenshots/', import.meta.url).pathname;
 const SKILL_MD = '---\nname: release-notes\ndescription: Write release notes from merged pull requests. Use when asked for a changelog.\n---\n# Release notes\nGroup changes by area; one line each.\n';
 
 /** The fake model: asked for a changelog, it reads the skill the instructions list, then follows it. */
@@ -96,19 +93,9 @@ describe('company skills', () => {
   });
 
   test('the console lists, adds and deletes skills (Chromium)', async () => {
-    assert.ok(existsSync(CHROMIUM), `no browser at ${CHROMIUM}`);
-    mkdirSync(SHOTS, { recursive: true });
-    const browser = await chromium.launch({
-      executablePath: CHROMIUM, headless: true,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-dev-shm-usage'],
-    });
+    const { browser, page } = await signedIn(acct.key);
     try {
-      const page = await (await browser.newContext({ viewport: { width: 1280, height: 900 } })).newPage();
-      page.on('pageerror', (e) => { throw new Error(`page error: ${e.message}`); });
-      await page.goto(`${BASE}/console`);
-      await page.fill('input[name=key]', acct.key);
-      await page.click('button[type=submit]');
-      await page.waitForURL(`**/console/w/${ws}`);
+      await page.goto(`${BASE}/console/w/${ws}`);
       await page.click('nav a:has-text("Skills")');
       await page.waitForURL(`**/console/w/${ws}/skills`);
       assert.equal(await page.textContent('h1'), 'Skills');
