@@ -102,8 +102,9 @@ describe('openai harness against a scripted model and a remote MCP server', () =
       assert.equal(c.headers.authorization, `Bearer ${apiKey}`);
       assert.equal(c.body.model, MODEL);
       const names = c.body.tools.map((t) => t.function.name).sort();
-      // The task folder's tools, the declared MCP server's, and the twelve session tools.
-      assert.deepEqual(names, ['ask_user', 'calc__multiply', 'check_grant', 'delete_task_file', 'get_credential', 'land', 'list_sessions',
+      // The task folder's tools, the Help Center's, the declared MCP server's, and the session tools.
+      assert.deepEqual(names, ['ask_user', 'calc__multiply', 'check_grant', 'delete_task_file', 'get_credential', 'help_get',
+        'help_search', 'land', 'list_sessions',
         'list_targets', 'list_task_files', 'project_activity', 'read_task_file', 'remember_command', 'report_status',
         'request_access', 'send_message', 'withdraw_request', 'write_task_file']);
       assert.equal(c.body.messages[0].role, 'system');
