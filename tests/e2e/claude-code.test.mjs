@@ -7,13 +7,12 @@
 // text reached the model; the resource read reached the server and came back with the article.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { createServer } from 'node:http';
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, existsSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { answerMessages } from './messages-stub.mjs';
+import { answerMessages, messagesServer } from './messages-stub.mjs';
 import { MCP_URL, createAccount } from './helpers.mjs';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -28,42 +27,25 @@ function stubModel() {
   const seen = [];
   const results = [];
   const texts = [];
-  const server = createServer((req, res) => {
-    let raw = '';
-    req.on('data', (c) => { raw += c; });
-    req.on('end', () => {
-      let body = {};
-      try { body = raw ? JSON.parse(raw) : {}; } catch { /* not JSON */ }
-      seen.push({ method: req.method, url: req.url, body });
-      if (!req.url.startsWith('/v1/messages') || req.method !== 'POST') {
-        res.writeHead(404, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ type: 'error', error: { type: 'not_found_error', message: 'stub' } }));
-        return;
-      }
-      if (req.url.startsWith('/v1/messages/count_tokens')) {
-        res.writeHead(200, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ input_tokens: 10 }));
-        return;
-      }
-      const blocks = (body.messages ?? []).flatMap((m) => (typeof m.content === 'string' ? [{ type: 'text', text: m.content }] : m.content ?? []));
-      texts.push(...blocks.filter((b) => b.type === 'text').map((b) => b.text));
-      const toolResult = blocks.find((c) => c.type === 'tool_result');
-      const canRead = (body.tools ?? []).some((t) => t.name === 'ReadMcpResourceTool');
-      let content;
-      if (toolResult) {
-        const text = typeof toolResult.content === 'string'
-          ? toolResult.content
-          : (toolResult.content ?? []).map((c) => c.text ?? '').join('');
-        results.push(text);
-        content = [{ type: 'text', text: `read: ${text.slice(0, 60)}` }];
-      } else if (canRead) {
-        content = [{ type: 'tool_use', id: 'toolu_stub_1', name: 'ReadMcpResourceTool', input: { server: 'agentsky', uri: ARTICLE } }];
-      } else {
-        content = [{ type: 'text', text: 'stub' }];
-      }
-      answerMessages(res, body, content);
-    });
-  });
+  const server = messagesServer((req, res, body) => {
+    const blocks = (body.messages ?? []).flatMap((m) => (typeof m.content === 'string' ? [{ type: 'text', text: m.content }] : m.content ?? []));
+    texts.push(...blocks.filter((b) => b.type === 'text').map((b) => b.text));
+    const toolResult = blocks.find((c) => c.type === 'tool_result');
+    const canRead = (body.tools ?? []).some((t) => t.name === 'ReadMcpResourceTool');
+    let content;
+    if (toolResult) {
+      const text = typeof toolResult.content === 'string'
+        ? toolResult.content
+        : (toolResult.content ?? []).map((c) => c.text ?? '').join('');
+      results.push(text);
+      content = [{ type: 'text', text: `read: ${text.slice(0, 60)}` }];
+    } else if (canRead) {
+      content = [{ type: 'tool_use', id: 'toolu_stub_1', name: 'ReadMcpResourceTool', input: { server: 'agentsky', uri: ARTICLE } }];
+    } else {
+      content = [{ type: 'text', text: 'stub' }];
+    }
+    answerMessages(res, body, content);
+  }, seen);
   return { server, seen, results, texts };
 }
 

@@ -17,13 +17,12 @@
 // thread resumed on the second message.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { createServer } from 'node:http';
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync, chmodSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { answerMessages } from './messages-stub.mjs';
+import { answerMessages, messagesServer } from './messages-stub.mjs';
 import { responsesStub } from './responses-stub.mjs';
 import { signedIn, SHOTS } from './browser.mjs';
 import { BASE, rest, createAccount, rawMcp, readTurn, ok, ikey, skyBinary } from './helpers.mjs';
@@ -40,62 +39,45 @@ const BASH = `python3 -c "open('out.txt', 'w').write('hi\\n')"`;
  * results gets the reply; a "second turn" message is answered with how many messages it saw. */
 function stubModel() {
   const seen = [];
-  const server = createServer((req, res) => {
-    let raw = '';
-    req.on('data', (c) => { raw += c; });
-    req.on('end', () => {
-      let body = {};
-      try { body = raw ? JSON.parse(raw) : {}; } catch { /* not JSON */ }
-      if (req.method !== 'POST' || !req.url.startsWith('/v1/messages')) {
-        res.writeHead(404, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ type: 'error', error: { type: 'not_found_error', message: 'stub' } }));
-        return;
-      }
-      if (req.url.startsWith('/v1/messages/count_tokens')) {
-        res.writeHead(200, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ input_tokens: 10 }));
-        return;
-      }
-      const msgs = body.messages ?? [];
-      const tools = (body.tools ?? []).map((t) => t.name);
-      // Claude Code's side requests (titles, summaries) carry no tools: answer them briefly.
-      if (!tools.includes('Bash')) return answerMessages(res, body, [{ type: 'text', text: 'stub' }], USAGE);
-      seen.push({ messages: msgs.length, tools });
-      const last = msgs[msgs.length - 1] ?? {};
-      const blocks = typeof last.content === 'string' ? [{ type: 'text', text: last.content }] : (last.content ?? []);
-      const text = blocks.filter((b) => b.type === 'text').map((b) => b.text).join('\n');
-      let content;
-      const results = blocks.filter((b) => b.type === 'tool_result');
-      const lastId = results.at(-1)?.tool_use_id ?? '';
-      const n = seen.length;
-      if (lastId.startsWith('toolu_ask_')) {
-        content = [{ type: 'tool_use', id: `toolu_access_${n}`, name: 'mcp__agentsky__request_access',
-          input: { target: 'web', scope: ['deploy'], reason: 'Ship the site' } }];
-      } else if (lastId.startsWith('toolu_access_')) {
-        content = [{ type: 'tool_use', id: `toolu_vercel_${n}`, name: 'Bash', input: { command: 'vercel deploy --prod', description: 'deploy' } }];
-      } else if (lastId.startsWith('toolu_vercel_')) {
-        content = [{ type: 'text', text: `deployed: ${resultText(results.at(-1))}` }];
-      } else if (results.length === 0 && /scripted: /.test(text)) {
-        content = [{ type: 'tool_use', id: `toolu_ask_${n}`, name: 'mcp__agentsky__ask_user',
-          input: { kind: 'question', payload: { prompt: 'Which color should the site be?' } } }];
-      } else if (results.length === 0 && /slow (\/\S+)/.test(text)) {
-        const pidFile = /slow (\/\S+)/.exec(text)[1];
-        content = [{ type: 'tool_use', id: `toolu_sleep_${n}`, name: 'Bash',
-          input: { command: `echo $$ > ${pidFile}; exec sleep 300`, description: 'wait', timeout: 600000 } }];
-      } else if (blocks.some((b) => b.type === 'tool_result')) {
-        const results = blocks.filter((b) => b.type === 'tool_result');
-        content = [{ type: 'text', text: `done: ${results.length} tool results` }];
-      } else if (/second turn/.test(text)) {
-        content = [{ type: 'text', text: `second turn: I see ${msgs.length} messages` }];
-      } else {
-        content = [
-          { type: 'text', text: 'Reporting status and writing the file.' },
-          { type: 'tool_use', id: 'toolu_e2e_status', name: 'mcp__agentsky__report_status', input: { note: 'starting' } },
-          { type: 'tool_use', id: 'toolu_e2e_bash', name: 'Bash', input: { command: BASH, description: 'write out.txt' } },
-        ];
-      }
-      answerMessages(res, body, content, USAGE);
-    });
+  const server = messagesServer((req, res, body) => {
+    const msgs = body.messages ?? [];
+    const tools = (body.tools ?? []).map((t) => t.name);
+    // Claude Code's side requests (titles, summaries) carry no tools: answer them briefly.
+    if (!tools.includes('Bash')) return answerMessages(res, body, [{ type: 'text', text: 'stub' }], USAGE);
+    seen.push({ messages: msgs.length, tools });
+    const last = msgs[msgs.length - 1] ?? {};
+    const blocks = typeof last.content === 'string' ? [{ type: 'text', text: last.content }] : (last.content ?? []);
+    const text = blocks.filter((b) => b.type === 'text').map((b) => b.text).join('\n');
+    let content;
+    const results = blocks.filter((b) => b.type === 'tool_result');
+    const lastId = results.at(-1)?.tool_use_id ?? '';
+    const n = seen.length;
+    if (lastId.startsWith('toolu_ask_')) {
+      content = [{ type: 'tool_use', id: `toolu_access_${n}`, name: 'mcp__agentsky__request_access',
+        input: { target: 'web', scope: ['deploy'], reason: 'Ship the site' } }];
+    } else if (lastId.startsWith('toolu_access_')) {
+      content = [{ type: 'tool_use', id: `toolu_vercel_${n}`, name: 'Bash', input: { command: 'vercel deploy --prod', description: 'deploy' } }];
+    } else if (lastId.startsWith('toolu_vercel_')) {
+      content = [{ type: 'text', text: `deployed: ${resultText(results.at(-1))}` }];
+    } else if (results.length === 0 && /scripted: /.test(text)) {
+      content = [{ type: 'tool_use', id: `toolu_ask_${n}`, name: 'mcp__agentsky__ask_user',
+        input: { kind: 'question', payload: { prompt: 'Which color should the site be?' } } }];
+    } else if (results.length === 0 && /slow (\/\S+)/.test(text)) {
+      const pidFile = /slow (\/\S+)/.exec(text)[1];
+      content = [{ type: 'tool_use', id: `toolu_sleep_${n}`, name: 'Bash',
+        input: { command: `echo $$ > ${pidFile}; exec sleep 300`, description: 'wait', timeout: 600000 } }];
+    } else if (results.length) {
+      content = [{ type: 'text', text: `done: ${results.length} tool results` }];
+    } else if (/second turn/.test(text)) {
+      content = [{ type: 'text', text: `second turn: I see ${msgs.length} messages` }];
+    } else {
+      content = [
+        { type: 'text', text: 'Reporting status and writing the file.' },
+        { type: 'tool_use', id: 'toolu_e2e_status', name: 'mcp__agentsky__report_status', input: { note: 'starting' } },
+        { type: 'tool_use', id: 'toolu_e2e_bash', name: 'Bash', input: { command: BASH, description: 'write out.txt' } },
+      ];
+    }
+    answerMessages(res, body, content, USAGE);
   });
   return { server, seen };
 }
