@@ -23,25 +23,15 @@ pub async fn load_task(cx: &Cx<'_>, task_id: &str) -> Result<Membership, ApiErro
     Ok(m)
 }
 
-/// The folder a reader names: the task's base, or one of its sessions' view of it (its lane, with the work
-/// it has not landed yet, when the task gives lanes).
-async fn folder_of<'a>(
-    cx: &Cx<'_>,
-    m: &'a Membership,
-    task_id: &'a str,
-    session_id: Option<&str>,
-) -> Result<(Folder<'a>, String), ApiError> {
-    let lane = match session_id {
-        None => String::new(),
-        Some(sid) => {
-            let (s, _) = sessions::load(cx, sid).await?;
-            if s.task_id != task_id {
-                return Err(ApiError::invalid(format!("session `{sid}` is not a session of task `{task_id}`")));
-            }
-            taskfs::lane_of(cx.db(), task_id, sid).await?
-        }
-    };
-    Ok((Folder { workspace_id: &m.workspace_id, task_id, lane: "" }, lane))
+/// The lane a reader names: none (the task's base), or one of its sessions' (its view of the folder, with
+/// the work it has not landed yet, when the task gives lanes).
+async fn lane_read(cx: &Cx<'_>, task_id: &str, session_id: Option<&str>) -> Result<String, ApiError> {
+    let Some(sid) = session_id else { return Ok(String::new()) };
+    let (s, _) = sessions::load(cx, sid).await?;
+    if s.task_id != task_id {
+        return Err(ApiError::invalid(format!("session `{sid}` is not a session of task `{task_id}`")));
+    }
+    taskfs::lane_of(cx.db(), task_id, sid).await
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -81,11 +71,12 @@ pub async fn list(cx: &Cx<'_>, p: ListTaskFiles) -> Result<TaskFiles, ApiError> 
         None => None,
     };
     let m = load_task(cx, &p.task_id).await?;
-    let (folder, lane) = folder_of(cx, &m, &p.task_id, p.session_id.as_deref()).await?;
+    let lane = lane_read(cx, &p.task_id, p.session_id.as_deref()).await?;
     let mut files = if lane.is_empty() {
         store::files::list(cx.db(), &p.task_id, "", from, limit + 1).await?
     } else {
-        let view = taskfs::list(cx.db(), Folder { lane: &lane, ..folder }).await?;
+        let folder = Folder { workspace_id: &m.workspace_id, task_id: &p.task_id, lane: &lane };
+        let view = taskfs::list(cx.db(), folder).await?;
         view.into_iter().filter(|f| from.is_none_or(|from| f.path.as_str() > from)).take(limit as usize + 1).collect()
     };
     let next_cursor =
@@ -121,9 +112,10 @@ pub struct TaskFile {
 /// read_task_file
 pub async fn read(cx: &Cx<'_>, p: ReadTaskFile) -> Result<TaskFile, ApiError> {
     let m = load_task(cx, &p.task_id).await?;
-    let (folder, lane) = folder_of(cx, &m, &p.task_id, p.session_id.as_deref()).await?;
+    let lane = lane_read(cx, &p.task_id, p.session_id.as_deref()).await?;
+    let folder = Folder { workspace_id: &m.workspace_id, task_id: &p.task_id, lane: &lane };
     let (db, blobs) = taskfs::parts(cx.env);
-    let (info, content) = taskfs::read(db, blobs, Folder { lane: &lane, ..folder }, &p.path, p.version).await?;
+    let (info, content) = taskfs::read(db, blobs, folder, &p.path, p.version).await?;
     Ok(TaskFile { task_id: p.task_id.into(), info, content })
 }
 
