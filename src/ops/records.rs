@@ -294,7 +294,7 @@ pub async fn performance(cx: &Cx<'_>, p: ReadAgentPerformance) -> Result<AgentPe
             model: s.model,
             sessions: s.sessions,
             spent_cents: s.spent_cents,
-            reported_cost_usd: s.reported_micro_usd as f64 / 1_000_000.0,
+            reported_cost_usd: store::reported::usd(s.reported_micro_usd),
             decided: 0,
             undecided: 0,
             decisions: Decisions::default(),

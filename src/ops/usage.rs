@@ -109,7 +109,7 @@ pub async fn get(cx: &Cx<'_>, p: GetUsage) -> Result<Usage, ApiError> {
                 input_tokens: turns.iter().map(|t| t.input_tokens).sum(),
                 cached_input_tokens: turns.iter().map(|t| t.cached_input_tokens).sum(),
                 output_tokens: turns.iter().map(|t| t.output_tokens).sum(),
-                cost_usd: store::reported::session_total(db, &row.session_id).await? as f64 / 1_000_000.0,
+                cost_usd: store::reported::usd(store::reported::session_total(db, &row.session_id).await?),
                 turns,
             };
             Some(SessionUsage {

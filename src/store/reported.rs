@@ -95,6 +95,11 @@ pub async fn newest_for_session(db: &dyn Sql, session_id: &str, limit: i64) -> D
     rows(db, stmt!(NEWEST, session_id, limit)).await
 }
 
+/// Millionths of a dollar as dollars, as answers show them.
+pub fn usd(micro_usd: i64) -> f64 {
+    micro_usd as f64 / 1_000_000.0
+}
+
 /// Millionths of a dollar as whole cents, rounded up: what a budget in cents compares against.
 pub fn cents(micro_usd: i64) -> i64 {
     (micro_usd.max(0) + 9_999) / 10_000

@@ -9,6 +9,7 @@ use crate::console::Ctx;
 use crate::error::ApiError;
 use crate::http::HttpResponse;
 use crate::rules::ids;
+use crate::store::reported;
 use maud::{html, Markup};
 use serde_json::{json, Value};
 
@@ -89,13 +90,10 @@ pub async fn page(p: &Ctx<'_>, sid: &str) -> Result<Page, ApiError> {
     let deploys: Vec<&Value> =
         list(&targets, "connectors").iter().filter(|c| c["deploy_command"].is_string()).collect();
     let mine: Vec<&Value> = list(&requests, "requests").iter().filter(|r| r["session_id"] == sid).collect();
-    // A coding agent CLI pays its own provider: what it reported is shown beside the spend, not in it.
+    // A coding agent CLI pays its own provider: what it reported is shown beside the spend, not in it. The
+    // session's own total, read once (`get_session` above already let this person see the session).
     let reported = match s(&info["harness"]) {
-        "claude-code" | "codex" => p
-            .call("get_usage", json!({ "session_id": sid }))
-            .await?
-            .pointer("/session/reported/cost_usd")
-            .and_then(Value::as_f64),
+        "claude-code" | "codex" => Some(reported::usd(reported::session_total(p.cx.db(), sid).await?)),
         _ => None,
     };
     let status = s(&info["status"]);
