@@ -288,8 +288,7 @@ fn take_line(outbox: &mut Outbox, plan: &mut Plan, stream: Stream, line: &str) {
                 if let Some(u) = m.usage() {
                     outbox.usage = Some(u.body());
                 }
-                if !matches!(m, harness::Mapped::Progress(_)) {
-                    let (kind, body) = m.event();
+                if let Some((kind, body)) = m.event() {
                     outbox.typed(kind, body);
                 }
             }

@@ -217,9 +217,10 @@ impl Mapped {
         }
     }
 
-    /// The session event it becomes: `(type, body)`; `usage` is not an event but the post's `usage`.
-    pub fn event(&self) -> (&'static str, Value) {
-        match self {
+    /// The session event it becomes, `(type, body)`: none for [`Mapped::Progress`], which is only the
+    /// post's `usage`.
+    pub fn event(&self) -> Option<(&'static str, Value)> {
+        Some(match self {
             Mapped::Message(text) => ("agent_message", json!({ "text": text })),
             Mapped::ToolCall { id, name, arguments } => {
                 ("tool_call", json!({ "call_id": id, "name": name, "arguments": arguments }))
@@ -229,7 +230,7 @@ impl Mapped {
             }
             Mapped::Status(text) => ("status", json!({ "text": text })),
             Mapped::Error(message) => ("error", json!({ "message": message })),
-            Mapped::Progress(u) => ("usage", u.body()),
+            Mapped::Progress(_) => return None,
             Mapped::Usage(u) => {
                 let mut text = format!(
                     "usage: {} input tokens ({} cached), {} output tokens",
@@ -240,7 +241,7 @@ impl Mapped {
                 }
                 ("status", json!({ "text": text, "usage": u.body() }))
             }
-        }
+        })
     }
 }
 
