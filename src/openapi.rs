@@ -73,7 +73,7 @@ pub fn document(base_url: &str) -> Value {
                     "content": { "application/json": { "schema": { "$ref": "#/components/schemas/Error" } } }
                 }
             },
-            "x-mcp-tool": op.tool,
+            "x-mcp-tool": op.mcp_tool(),
         });
         if op.method == "GET" || op.method == "DELETE" {
             let required: Vec<&str> =

@@ -14,15 +14,56 @@ use crate::mcp::{
 use crate::ops::mcp_tasks::{self, TaskError};
 use crate::ops::prompts;
 use crate::ops::sessions::{self, SessionPage};
-use crate::ops::{self, completions, resource_watch, resources, Op, OPS};
+use crate::ops::{self, completions, resource_watch, resources, Op, Tool, MANAGE, OPS};
 use futures::future::LocalBoxFuture;
-use serde_json::{Map, Value};
+use serde_json::{json, Map, Value};
 use std::sync::OnceLock;
 
 /// The tools of `/v1/mcp`, derived once per isolate: the table is static, so its schemas are too.
 pub fn operator_tools() -> &'static [Value] {
     static TOOLS: OnceLock<Vec<Value>> = OnceLock::new();
-    TOOLS.get_or_init(|| OPS.iter().filter(|op| op.tool).map(Op::tool_entry).collect())
+    TOOLS.get_or_init(|| {
+        let own = OPS.iter().filter(|op| op.tool == Tool::Own).map(Op::tool_entry);
+        own.chain(std::iter::once(manage_entry())).collect()
+    })
+}
+
+/// The one tool for every [`Tool::Grouped`] row: its input names the operation and passes its arguments.
+fn manage_entry() -> Value {
+    let grouped: Vec<&Op> = OPS.iter().filter(|op| op.tool == Tool::Grouped).collect();
+    let names: Vec<&str> = grouped.iter().map(|op| op.name).collect();
+    let mut topics: Vec<String> = Vec::new();
+    for topic in grouped.iter().map(|op| format!("`{}`", op.group.name())) {
+        if !topics.contains(&topic) {
+            topics.push(topic);
+        }
+    }
+    let description = format!(
+        "Operations set once and seldom again, run by name with the roles REST has: `operation` names one, \
+         `arguments` are its own fields. `help` with its topic ({}) shows each one's fields and a skeleton.",
+        topics.join(", ")
+    );
+    json!({
+        "name": MANAGE,
+        "title": "Keys, members, runners and other settings",
+        "description": description,
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "operation": {"type": "string", "enum": names, "description": "The operation to run."},
+                "arguments": {"type": "object", "description": "Its fields, as its REST body and path take them."},
+            },
+            "required": ["operation"],
+            "additionalProperties": false,
+        },
+        "annotations": {
+            "title": "Keys, members, runners and other settings",
+            "readOnlyHint": false,
+            "destructiveHint": true,
+            "idempotentHint": false,
+            "openWorldHint": false,
+        },
+    })
 }
 
 /// [`operator_tools`] written out once per isolate: `tools/list` answers with these bytes.
@@ -51,7 +92,10 @@ impl ToolHost for OperatorTools<'_> {
 
     fn call<'a>(&'a self, name: &'a str, arguments: Value) -> LocalBoxFuture<'a, CallOutcome> {
         Box::pin(async move {
-            let op = ops::find(name).filter(|op| op.tool)?;
+            let (op, arguments) = match ops::tool_call(name, arguments)? {
+                Ok(found) => found,
+                Err(e) => return Some(results::failure(&e.finish(&self.cx.request_id))),
+            };
             Some(match ops::invoke(self.cx, op, arguments).await {
                 Ok(value) => results::success(value),
                 Err(e) => results::failure(&e),
@@ -61,12 +105,13 @@ impl ToolHost for OperatorTools<'_> {
 
     fn call_with<'a>(&'a self, call: ToolCall<'a>) -> LocalBoxFuture<'a, ToolReply> {
         Box::pin(async move {
-            let Some(op) = ops::find(call.name).filter(|op| op.tool) else {
-                return ToolReply::UnknownTool;
-            };
             // The one copy of the arguments: the operation takes them owned. Only a followed read_session
             // keeps them past it (they are a session id and a cursor).
-            let arguments = Value::Object(call.arguments.into_owned());
+            let (op, arguments) = match ops::tool_call(call.name, Value::Object(call.arguments.into_owned())) {
+                None => return ToolReply::UnknownTool,
+                Some(Err(e)) => return ToolReply::Done(results::failure(&e.finish(&self.cx.request_id))),
+                Some(Ok(found)) => found,
+            };
             let followed = call.progress.filter(|_| op.name == "read_session").map(|p| (p, arguments.clone()));
             let value = match ops::invoke(self.cx, op, arguments).await {
                 Ok(value) => value,

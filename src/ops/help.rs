@@ -3,7 +3,7 @@
 
 use crate::cx::Cx;
 use crate::error::{ApiError, Code};
-use crate::ops::{help_guides, prompts, Op, Scope, OPS};
+use crate::ops::{help_guides, prompts, Op, Scope, Tool, MANAGE, OPS};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
@@ -65,8 +65,10 @@ pub struct OperationHelp {
     pub description: String,
     /// `read` or `write` (`public` needs no key).
     pub scope: String,
-    /// Whether MCP clients can call it as a tool on /v1/mcp (otherwise REST only).
-    pub tool: bool,
+    /// The MCP tool on /v1/mcp that runs it: its own name, or `manage` for those set once and seldom
+    /// again; absent when it is REST only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
     /// The REST route: method and path.
     pub http: String,
     pub required: Vec<String>,
@@ -130,7 +132,7 @@ fn describe(op: &Op, slug: Option<&str>) -> OperationHelp {
         name: op.name.to_owned(),
         description: op.description(),
         scope: op.scope.as_str().to_owned(),
-        tool: op.tool,
+        tool: op.mcp_tool().map(str::to_owned),
         http: format!("{} {}", op.method, op.path),
         required,
         skeleton: Value::Object(skeleton),
@@ -179,8 +181,10 @@ pub fn usage_with(op: &Op, slug: Option<&str>, args: Map<String, Value>) -> Stri
             body.insert("workspace".into(), json!(s));
         }
     }
-    if op.tool {
-        return format!("{} {}", op.name, Value::Object(body));
+    match op.tool {
+        Tool::Own => return format!("{} {}", op.name, Value::Object(body)),
+        Tool::Grouped => return format!("{MANAGE} {}", json!({"operation": op.name, "arguments": body})),
+        Tool::RestOnly => {}
     }
     let mut path = op.path.to_owned();
     for (k, v) in body.clone() {

@@ -156,6 +156,51 @@ pub const UPDATES: Hints = Hints { read_only: false, destructive: false, idempot
 /// Removes or overwrites something for good.
 pub const DESTROYS: Hints = Hints { read_only: false, destructive: true, idempotent: true };
 
+/// How an MCP client reaches an operation on `/v1/mcp`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tool {
+    /// A tool of its own in `tools/list`.
+    Own,
+    /// Through the one [`MANAGE`] tool, by name: set once and seldom again (keys, members, runners), so
+    /// every model is not made to read its schema before it does anything.
+    Grouped,
+    /// Not from an MCP client: it needs no key (sign-up, device sign-in), the deployment's admin token, or a
+    /// browser (the console's one-time sign-in link).
+    RestOnly,
+}
+
+/// The tool that runs every [`Tool::Grouped`] operation by name.
+pub const MANAGE: &str = "manage";
+
+/// The row a tool call runs and its arguments: the tool's own, or the one `manage` names. `None` for a
+/// name that is no tool; an error for a `manage` call that names no grouped operation.
+pub fn tool_call(name: &str, arguments: Value) -> Option<Result<(&'static Op, Value), ApiError>> {
+    if name != MANAGE {
+        return find(name).filter(|op| op.tool == Tool::Own).map(|op| Ok((op, arguments)));
+    }
+    let Value::Object(mut call) = arguments else {
+        return Some(Err(ApiError::new(Code::InvalidParams, "the arguments must be an object")));
+    };
+    let arguments = match call.remove("arguments") {
+        None | Some(Value::Null) => Value::Object(serde_json::Map::new()),
+        Some(args @ Value::Object(_)) => args,
+        Some(_) => return Some(Err(ApiError::new(Code::InvalidParams, "`arguments` must be an object"))),
+    };
+    let named = call.get("operation").and_then(Value::as_str).unwrap_or_default();
+    Some(match find(named) {
+        Some(op) if op.tool == Tool::Grouped => Ok((op, arguments)),
+        Some(op) if op.tool == Tool::Own => Err(ApiError::new(
+            Code::InvalidParams,
+            format!("`operation`: `{named}` is a tool of its own; call `{}` directly", op.name),
+        )),
+        _ => {
+            let names: Vec<&str> = OPS.iter().filter(|op| op.tool == Tool::Grouped).map(|op| op.name).collect();
+            let shown = crate::rules::params::quoted(named);
+            Err(ApiError::new(Code::InvalidParams, format!("`operation`: {shown} is not one of {}", names.join(", "))))
+        }
+    })
+}
+
 pub type OpFn = for<'a> fn(&'a Cx<'a>, Value) -> LocalBoxFuture<'a, Result<Value, ApiError>>;
 
 /// One row of the table.
@@ -167,8 +212,8 @@ pub struct Op {
     /// The help topic and REST tag it belongs to.
     pub group: Group,
     pub scope: Scope,
-    /// Offered as an MCP tool on `/v1/mcp` (some operations are REST only, like creating keys).
-    pub tool: bool,
+    /// How an MCP client on `/v1/mcp` reaches it.
+    pub tool: Tool,
     pub method: &'static str,
     pub path: &'static str,
     /// What REST answers on success: 201 when a new resource with its own id comes into being.
@@ -231,6 +276,15 @@ impl Op {
         entry
     }
 
+    /// The MCP tool that runs it: its own name, [`MANAGE`], or none.
+    pub fn mcp_tool(&self) -> Option<&'static str> {
+        match self.tool {
+            Tool::Own => Some(self.name),
+            Tool::Grouped => Some(MANAGE),
+            Tool::RestOnly => None,
+        }
+    }
+
     /// What REST answers on success: the row's `http` status, 200 unless it says 201.
     pub fn http_status(&self) -> u16 {
         self.status
@@ -247,7 +301,7 @@ macro_rules! operations {
     ($(
         $(#[doc = $doc:literal])*
         $name:ident($params:ty) -> $result:ty {
-            title: $title:literal, group: $group:ident, scope: $scope:ident, tool: $tool:literal,
+            title: $title:literal, group: $group:ident, scope: $scope:ident, tool: $tool:ident,
             http: $method:ident $path:literal $($status:literal)?, hints: $hints:ident, run: $run:path
             $(, credentials: $credentials:literal)? $(, task: $task:literal)? $(,)?
         }
@@ -259,7 +313,7 @@ macro_rules! operations {
                 docs: &[$($doc),*],
                 group: Group::$group,
                 scope: Scope::$scope,
-                tool: $tool,
+                tool: Tool::$tool,
                 method: stringify!($method),
                 path: $path,
                 status: operations!(@status $($status)?),
@@ -283,66 +337,66 @@ operations! {
     /// API key with `read` and `write` scopes, returned once. Open under local development; in production
     /// it needs the admin token as the bearer.
     create_account(accounts::CreateAccount) -> accounts::AccountCreated {
-        title: "Create an account", group: Keys, scope: Public, tool: false,
+        title: "Create an account", group: Keys, scope: Public, tool: RestOnly,
         http: POST "/v1/accounts" 201, hints: CREATES, run: accounts::create
     }
 
     /// Create an API key for your account: `scopes` `["read"]` or `["read", "write"]`, optionally locked to
     /// one `workspace`. The key is returned once; only its hash is kept.
     create_key(accounts::CreateKey) -> accounts::KeyCreated {
-        title: "Create an API key", group: Keys, scope: Write, tool: false,
+        title: "Create an API key", group: Keys, scope: Write, tool: Grouped,
         http: POST "/v1/keys" 201, hints: CREATES, run: accounts::create_key, credentials: true
     }
 
     /// Your API keys: prefix, scopes, workspace lock, last use and whether revoked. Never the secret.
     list_keys(accounts::ListKeys) -> accounts::KeyList {
-        title: "List API keys", group: Keys, scope: Read, tool: false,
+        title: "List API keys", group: Keys, scope: Read, tool: Grouped,
         http: GET "/v1/keys", hints: READ_ONLY, run: accounts::list_keys
     }
 
     /// Revoke one of your API keys; it is refused from the next call on.
     revoke_key(accounts::RevokeKey) -> accounts::KeyRevoked {
-        title: "Revoke an API key", group: Keys, scope: Write, tool: false,
+        title: "Revoke an API key", group: Keys, scope: Write, tool: Grouped,
         http: DELETE "/v1/keys/{key_id}", hints: DESTROYS, run: accounts::revoke_key, credentials: true
     }
 
     /// The apps you connected through OAuth sign-in (an MCP client's `/mcp` login): the workspace and
     /// scopes each may use, and when it was last used.
     list_connected_apps(connected_apps::ListConnectedApps) -> connected_apps::ConnectedApps {
-        title: "List connected apps", group: Keys, scope: Read, tool: false,
+        title: "List connected apps", group: Keys, scope: Read, tool: Grouped,
         http: GET "/v1/connected-apps", hints: READ_ONLY, run: connected_apps::list
     }
 
     /// Disconnect an app you connected through OAuth sign-in; every token it holds is refused from the
     /// next call on.
     disconnect_app(connected_apps::DisconnectApp) -> connected_apps::AppDisconnected {
-        title: "Disconnect an app", group: Keys, scope: Write, tool: false,
+        title: "Disconnect an app", group: Keys, scope: Write, tool: Grouped,
         http: DELETE "/v1/connected-apps/{grant_id}", hints: DESTROYS, run: connected_apps::disconnect, credentials: true
     }
 
     /// A one-time link that signs a browser in to the console as this key (its scopes and workspace lock),
     /// usable once within a minute: what `sky console` opens.
     open_console(accounts::OpenConsole) -> accounts::ConsoleLink {
-        title: "Open the console", group: Keys, scope: Read, tool: false,
+        title: "Open the console", group: Keys, scope: Read, tool: RestOnly,
         http: POST "/v1/console/link" 201, hints: CREATES, run: accounts::open_console, credentials: true
     }
 
     /// All workspaces you belong to: slug, name, role, is_personal, is_current. Pass a slug as `workspace`
     /// to any list or create tool.
     list_workspaces(workspaces::ListWorkspaces) -> workspaces::WorkspaceList {
-        title: "List workspaces", group: Workspaces, scope: Read, tool: true,
+        title: "List workspaces", group: Workspaces, scope: Read, tool: Own,
         http: GET "/v1/workspaces", hints: READ_ONLY, run: workspaces::list
     }
 
     /// Create a shared workspace; you become its owner. Not with a workspace-locked key.
     create_workspace(workspaces::CreateWorkspace) -> workspaces::WorkspaceItem {
-        title: "Create a workspace", group: Workspaces, scope: Write, tool: false,
+        title: "Create a workspace", group: Workspaces, scope: Write, tool: Grouped,
         http: POST "/v1/workspaces" 201, hints: CREATES, run: workspaces::create
     }
 
     /// The members of a workspace and their roles (owner, admin, member).
     list_members(members::ListMembers) -> members::MemberList {
-        title: "List members", group: Workspaces, scope: Read, tool: false,
+        title: "List members", group: Workspaces, scope: Read, tool: Grouped,
         http: GET "/v1/workspaces/{workspace}/members", hints: READ_ONLY, run: members::list
     }
 
@@ -350,19 +404,19 @@ operations! {
     /// `token`, shown once, to pass on; the invitee accepts it signed in with their own key. `email` is only
     /// a note. Owners and admins. (People join only this way: sign-up never proves an email.)
     create_invitation(members::CreateInvitation) -> members::InvitationCreated {
-        title: "Invite someone", group: Workspaces, scope: Write, tool: false,
+        title: "Invite someone", group: Workspaces, scope: Write, tool: Grouped,
         http: POST "/v1/workspaces/{workspace}/invitations" 201, hints: CREATES, run: members::invite, credentials: true
     }
 
     /// A workspace's invitations that can still be accepted (never their tokens). Owners and admins.
     list_invitations(members::ListInvitations) -> members::InvitationList {
-        title: "List invitations", group: Workspaces, scope: Read, tool: false,
+        title: "List invitations", group: Workspaces, scope: Read, tool: Grouped,
         http: GET "/v1/workspaces/{workspace}/invitations", hints: READ_ONLY, run: members::list_invitations
     }
 
     /// Revoke a pending invitation: its token is refused from then on. Owners and admins.
     revoke_invitation(members::RevokeInvitation) -> members::InvitationRevoked {
-        title: "Revoke an invitation", group: Workspaces, scope: Write, tool: false,
+        title: "Revoke an invitation", group: Workspaces, scope: Write, tool: Grouped,
         http: DELETE "/v1/workspaces/{workspace}/invitations/{invitation_id}", hints: DESTROYS,
         run: members::revoke_invitation, credentials: true
     }
@@ -370,21 +424,21 @@ operations! {
     /// Accept an invitation with its `token`: you join its workspace with its role. Once per invitation,
     /// before it expires; with your own key, not a workspace-locked one.
     accept_invitation(members::AcceptInvitation) -> workspaces::WorkspaceItem {
-        title: "Accept an invitation", group: Workspaces, scope: Write, tool: false,
+        title: "Accept an invitation", group: Workspaces, scope: Write, tool: Grouped,
         http: POST "/v1/invitations/accept" 201, hints: CREATES, run: members::accept, credentials: true
     }
 
     /// Change a member's `role` (`member`, `admin`, `owner`). Owners and admins; only an owner changes an
     /// owner or makes one, and the last owner stays.
     set_member_role(members::SetMemberRole) -> store::members::Member {
-        title: "Change a member's role", group: Workspaces, scope: Write, tool: false,
+        title: "Change a member's role", group: Workspaces, scope: Write, tool: Grouped,
         http: PATCH "/v1/workspaces/{workspace}/members/{account_id}", hints: UPDATES, run: members::set_role, credentials: true
     }
 
     /// Remove a member from a workspace, or leave it (your own `account_id`). Owners and admins remove
     /// others; only an owner removes an owner, and the last owner stays.
     remove_member(members::RemoveMember) -> members::MemberRemoved {
-        title: "Remove a member", group: Workspaces, scope: Write, tool: false,
+        title: "Remove a member", group: Workspaces, scope: Write, tool: Grouped,
         http: DELETE "/v1/workspaces/{workspace}/members/{account_id}", hints: DESTROYS, run: members::remove, credentials: true
     }
 
@@ -392,7 +446,7 @@ operations! {
     /// routines and their triggers, connectors and their tools, policies, remaining budget, your role and
     /// route groups, each with a one-line usage example. Optional `workspace`.
     describe_workspace(workspaces::DescribeWorkspace) -> workspaces::WorkspaceDescription {
-        title: "Describe a workspace", group: Workspaces, scope: Read, tool: true,
+        title: "Describe a workspace", group: Workspaces, scope: Read, tool: Own,
         http: GET "/v1/workspace", hints: READ_ONLY, run: workspaces::describe
     }
 
@@ -400,13 +454,13 @@ operations! {
     /// (`sessions`, `agents`, `workflow`, …), its operations, required fields, a skeleton body and a usage
     /// line. Optional `workspace`.
     help(help::Help) -> help::HelpAnswer {
-        title: "Help", group: Help, scope: Read, tool: true,
+        title: "Help", group: Help, scope: Read, tool: Own,
         http: GET "/v1/help", hints: READ_ONLY, run: help::help
     }
 
     /// Your agents in the workspace: id, name, `@handle`, harness, model, session count. Optional `workspace`.
     list_agents(agents::ListAgents) -> agents::AgentList {
-        title: "List agents", group: Agents, scope: Read, tool: true,
+        title: "List agents", group: Agents, scope: Read, tool: Own,
         http: GET "/v1/agents", hints: READ_ONLY, run: agents::list
     }
 
@@ -415,33 +469,33 @@ operations! {
     /// `sky runner`), a `model`, instructions, the remote MCP servers it
     /// may call, and what the catalog shows (`handle`, `description`, `categories`). Optional `workspace`.
     create_agent(agents::CreateAgent) -> agents::Agent {
-        title: "Create an agent", group: Agents, scope: Write, tool: true,
+        title: "Create an agent", group: Agents, scope: Write, tool: Own,
         http: POST "/v1/agents" 201, hints: CREATES, run: agents::create
     }
 
     /// One agent, in full, by id or `@handle`. Workspace derived from the agent.
     get_agent(agents::GetAgent) -> agents::Agent {
-        title: "Get an agent", group: Agents, scope: Read, tool: true,
+        title: "Get an agent", group: Agents, scope: Read, tool: Own,
         http: GET "/v1/agents/{agent_id}", hints: READ_ONLY, run: agents::get
     }
 
     /// Change an agent's fields (by id or `@handle`); fields left out keep their value. Workspace derived
     /// from the agent.
     update_agent(agents::UpdateAgent) -> agents::Agent {
-        title: "Update an agent", group: Agents, scope: Write, tool: true,
+        title: "Update an agent", group: Agents, scope: Write, tool: Own,
         http: PATCH "/v1/agents/{agent_id}", hints: UPDATES, run: agents::update
     }
 
     /// Sessions, newest first; `agent_id` (an id or `@handle`) narrows to one agent. Optional `workspace`.
     list_sessions(sessions::ListSessions) -> sessions::SessionList {
-        title: "List sessions", group: Sessions, scope: Read, tool: true,
+        title: "List sessions", group: Sessions, scope: Read, tool: Own,
         http: GET "/v1/sessions", hints: READ_ONLY, run: sessions::list
     }
 
     /// One session and its status: `provisioning`, `idle`, `running` or `terminated`. Workspace derived
     /// from the session.
     get_session(sessions::GetSession) -> sessions::SessionInfo {
-        title: "Get a session", group: Sessions, scope: Read, tool: true,
+        title: "Get a session", group: Sessions, scope: Read, tool: Own,
         http: GET "/v1/sessions/{session_id}", hints: READ_ONLY, run: sessions::get
     }
 
@@ -451,42 +505,42 @@ operations! {
     /// `budget_cents` caps what the session may spend; `model` runs another model than the agent's own.
     /// Optional `workspace`.
     start_session(sessions::StartSession) -> sessions::Started {
-        title: "Start a session", group: Sessions, scope: Write, tool: true,
+        title: "Start a session", group: Sessions, scope: Write, tool: Own,
         http: POST "/v1/sessions" 201, hints: CREATES, run: sessions::start, task: true
     }
 
     /// Send the next message into an idle session; requires an `idempotency_key`. Workspace derived from
     /// the session.
     send_message(sessions::SendMessage) -> sessions::Sent {
-        title: "Send a message", group: Sessions, scope: Write, tool: true,
+        title: "Send a message", group: Sessions, scope: Write, tool: Own,
         http: POST "/v1/sessions/{session_id}/messages" 201, hints: CREATES, run: sessions::send, task: true
     }
 
     /// That message's replies after the cursor, one page at a time; with `wait_seconds` (up to 50) waits
     /// until the turn's idle mark. Workspace derived from the session.
     read_session(sessions::ReadSession) -> sessions::SessionPage {
-        title: "Read a session", group: Sessions, scope: Read, tool: true,
+        title: "Read a session", group: Sessions, scope: Read, tool: Own,
         http: GET "/v1/sessions/{session_id}/events", hints: READ_ONLY, run: sessions::read
     }
 
     /// What a session produced: its last reply, the task files it wrote, and the `task_id` they live in.
     /// Workspace derived from the session.
     collect_result(sessions::CollectResult) -> sessions::CollectedResult {
-        title: "Collect a result", group: Sessions, scope: Read, tool: true,
+        title: "Collect a result", group: Sessions, scope: Read, tool: Own,
         http: GET "/v1/sessions/{session_id}/result", hints: READ_ONLY, run: sessions::collect
     }
 
     /// Change a session's `model`, `thinking` level or both; its next turn uses them and the
     /// conversation and files stay. Workspace derived from the session.
     switch_model(sessions::SwitchModel) -> sessions::ModelSwitched {
-        title: "Switch model", group: Sessions, scope: Write, tool: true,
+        title: "Switch model", group: Sessions, scope: Write, tool: Own,
         http: POST "/v1/sessions/{session_id}/model", hints: UPDATES, run: sessions::switch_model
     }
 
     /// Archive a session you are done with; its transcript, files and artifacts stay. Workspace derived
     /// from the session.
     stop_session(sessions::StopSession) -> sessions::Stopped {
-        title: "Stop a session", group: Sessions, scope: Write, tool: true,
+        title: "Stop a session", group: Sessions, scope: Write, tool: Own,
         http: POST "/v1/sessions/{session_id}/stop", hints: DESTROYS, run: sessions::stop
     }
 
@@ -494,7 +548,7 @@ operations! {
     /// `cancelled`, what it spent stays charged, its open requests are withdrawn, a runner ends the agent's
     /// command, and the session is idle again for the next message. Refused when no turn runs.
     cancel_turn(sessions::CancelTurn) -> sessions::TurnCancelled {
-        title: "Cancel a turn", group: Sessions, scope: Write, tool: false,
+        title: "Cancel a turn", group: Sessions, scope: Write, tool: Grouped,
         http: POST "/v1/sessions/{session_id}/cancel-turn", hints: UPDATES, run: sessions::cancel_turn
     }
 
@@ -502,86 +556,86 @@ operations! {
     /// `model` and `thinking` level: a new session starts with the conversation and the workspace files,
     /// and the original stays. Requires an `idempotency_key`; returns the handoff.
     hand_off_session(handoffs::HandOffSession) -> handoffs::Handoff {
-        title: "Hand off a session", group: Sessions, scope: Write, tool: true,
+        title: "Hand off a session", group: Sessions, scope: Write, tool: Own,
         http: POST "/v1/sessions/{session_id}/handoff" 201, hints: CREATES, run: handoffs::hand_off, task: true
     }
 
     /// Where a handoff stands; once `completed`, `target_session` is the session to continue with.
     get_handoff(handoffs::GetHandoff) -> handoffs::HandoffStatus {
-        title: "Get a handoff", group: Sessions, scope: Read, tool: true,
+        title: "Get a handoff", group: Sessions, scope: Read, tool: Own,
         http: GET "/v1/handoffs/{handoff_id}", hints: READ_ONLY, run: handoffs::get
     }
 
     /// Turn a session's share link on (`view_only` for a read-only link) or off; returns `share_url`.
     /// Workspace derived from the session.
     share_session(sharing::ShareSession) -> sharing::SessionShared {
-        title: "Share a session", group: Sessions, scope: Write, tool: true,
+        title: "Share a session", group: Sessions, scope: Write, tool: Own,
         http: POST "/v1/sessions/{session_id}/share", hints: UPDATES, run: sharing::share_session
     }
 
     /// The threads of a session's task: root first, then helpers, handoffs and children, each with its
     /// agent, model, status and spend. Workspace derived from the session.
     read_session_threads(tasks::ReadSessionThreads) -> tasks::Threads {
-        title: "Read session threads", group: Tasks, scope: Read, tool: true,
+        title: "Read session threads", group: Tasks, scope: Read, tool: Own,
         http: GET "/v1/sessions/{session_id}/threads", hints: READ_ONLY, run: tasks::threads
     }
 
     /// Every agent you can start, by `@handle`, with what it does, its categories, pricing and
     /// requirements. Optional `workspace`.
     search_catalog(catalog::SearchCatalog) -> catalog::CatalogResults {
-        title: "Search the catalog", group: Agents, scope: Read, tool: true,
+        title: "Search the catalog", group: Agents, scope: Read, tool: Own,
         http: GET "/v1/catalog", hints: READ_ONLY, run: catalog::search
     }
 
     /// Your tasks and what each is waiting on. Optional `workspace`.
     list_tasks(tasks::ListTasks) -> tasks::TaskList {
-        title: "List tasks", group: Tasks, scope: Read, tool: true,
+        title: "List tasks", group: Tasks, scope: Read, tool: Own,
         http: GET "/v1/tasks", hints: READ_ONLY, run: tasks::list
     }
 
     /// One task's sessions, open requests and cost. Workspace derived from the task.
     get_task(tasks::GetTask) -> tasks::TaskDetail {
-        title: "Get a task", group: Tasks, scope: Read, tool: true,
+        title: "Get a task", group: Tasks, scope: Read, tool: Own,
         http: GET "/v1/tasks/{task_id}", hints: READ_ONLY, run: tasks::get
     }
 
     /// Where `land` pushes a task's landed work: a git repository (`https://`, or a path on the runner's
     /// machine), a branch, and the connector whose grant pushes. `url: null` removes it.
     set_task_remote(remotes::SetTaskRemote) -> remotes::TaskRemote {
-        title: "Set a task's git remote", group: Tasks, scope: Write, tool: true,
+        title: "Set a task's git remote", group: Tasks, scope: Write, tool: Own,
         http: PUT "/v1/tasks/{task_id}/remote", hints: UPDATES, run: remotes::set
     }
 
     /// A task's git remote and the commit agentsky last pushed there.
     get_task_remote(remotes::GetTaskRemote) -> remotes::TaskRemote {
-        title: "Get a task's git remote", group: Tasks, scope: Read, tool: true,
+        title: "Get a task's git remote", group: Tasks, scope: Read, tool: Own,
         http: GET "/v1/tasks/{task_id}/remote", hints: READ_ONLY, run: remotes::get
     }
 
     /// Cap what all of a task's sessions may spend together, in cents (`null` removes the cap).
     set_task_budget(tasks::SetTaskBudget) -> tasks::TaskBudget {
-        title: "Set a task's budget", group: Tasks, scope: Write, tool: false,
+        title: "Set a task's budget", group: Tasks, scope: Write, tool: Grouped,
         http: PUT "/v1/tasks/{task_id}/budget", hints: UPDATES, run: tasks::set_budget
     }
 
     /// Published results from a task, and whether each has a public link. Optional `workspace` (or
     /// `task_id`).
     list_artifacts(sharing::ListArtifacts) -> sharing::ArtifactList {
-        title: "List artifacts", group: Tasks, scope: Read, tool: true,
+        title: "List artifacts", group: Tasks, scope: Read, tool: Own,
         http: GET "/v1/artifacts", hints: READ_ONLY, run: sharing::list
     }
 
     /// Publish a task file as an artifact: a snapshot of its current (or a given) version. Workspace
     /// derived from the task.
     publish_artifact(sharing::PublishArtifact) -> store::artifacts::ArtifactRow {
-        title: "Publish an artifact", group: Tasks, scope: Write, tool: true,
+        title: "Publish an artifact", group: Tasks, scope: Write, tool: Own,
         http: POST "/v1/tasks/{task_id}/artifacts" 201, hints: CREATES, run: sharing::publish
     }
 
     /// Turn an artifact's public link on (a new link each time) or off; returns `share_url`, which
     /// serves it to any browser without a key. Workspace derived from the artifact.
     share_artifact(sharing::ShareArtifact) -> sharing::ArtifactShared {
-        title: "Share an artifact", group: Tasks, scope: Write, tool: true,
+        title: "Share an artifact", group: Tasks, scope: Write, tool: Own,
         http: POST "/v1/artifacts/{artifact_id}/share", hints: UPDATES, run: sharing::share
     }
 
@@ -589,34 +643,34 @@ operations! {
     /// Sessions are stopped and the wallet's credit goes back to you. Not your default workspace; not
     /// with a workspace key.
     delete_workspace(workspaces::DeleteWorkspace) -> workspaces::WorkspaceDeleted {
-        title: "Delete a workspace", group: Workspaces, scope: Write, tool: true,
+        title: "Delete a workspace", group: Workspaces, scope: Write, tool: Own,
         http: DELETE "/v1/workspaces/{workspace}", hints: DESTROYS, run: workspaces::delete
     }
 
     /// A task's shared folder: the latest version of each file, by path. Workspace derived from the task.
     list_task_files(files::ListTaskFiles) -> files::TaskFiles {
-        title: "List task files", group: Tasks, scope: Read, tool: true,
+        title: "List task files", group: Tasks, scope: Read, tool: Own,
         http: GET "/v1/tasks/{task_id}/files", hints: READ_ONLY, run: files::list
     }
 
     /// Read one file of a task's shared folder as text (up to 256 KiB); `version` reads an older one.
     /// Workspace derived from the task.
     read_task_file(files::ReadTaskFile) -> files::TaskFile {
-        title: "Read a task file", group: Tasks, scope: Read, tool: true,
+        title: "Read a task file", group: Tasks, scope: Read, tool: Own,
         http: GET "/v1/tasks/{task_id}/file", hints: READ_ONLY, run: files::read
     }
 
     /// Write a text file (up to 256 KiB) into a task's shared folder as a new version; every session of
     /// the task sees it. Workspace derived from the task.
     write_task_file(files::WriteTaskFile) -> files::FileWritten {
-        title: "Write a task file", group: Tasks, scope: Write, tool: true,
+        title: "Write a task file", group: Tasks, scope: Write, tool: Own,
         http: PUT "/v1/tasks/{task_id}/file", hints: UPDATES, run: files::write
     }
 
     /// A session's standing goal and its progress: iterations used, spend, minutes, the last verdict per
     /// criterion and why it stopped (met, limit reached, cleared). Workspace derived from the session.
     get_goal(goals::GetGoal) -> goals::GoalView {
-        title: "Get a goal", group: Goals, scope: Read, tool: true,
+        title: "Get a goal", group: Goals, scope: Read, tool: Own,
         http: GET "/v1/sessions/{session_id}/goal", hints: READ_ONLY, run: goals::get
     }
 
@@ -624,20 +678,20 @@ operations! {
     /// command}`) the session keeps working toward on its own, checked after every turn, within
     /// `max_iterations`, `max_spend_cents` and `max_minutes`. Needs an `idempotency_key`.
     set_goal(goals::SetGoal) -> goals::GoalView {
-        title: "Set a goal", group: Goals, scope: Write, tool: true,
+        title: "Set a goal", group: Goals, scope: Write, tool: Own,
         http: PUT "/v1/sessions/{session_id}/goal", hints: UPDATES, run: goals::set
     }
 
     /// Clear a session's standing goal; it stops working on its own after the current turn. Needs an
     /// `idempotency_key`.
     clear_goal(goals::ClearGoal) -> goals::GoalView {
-        title: "Clear a goal", group: Goals, scope: Write, tool: true,
+        title: "Clear a goal", group: Goals, scope: Write, tool: Own,
         http: DELETE "/v1/sessions/{session_id}/goal", hints: DESTROYS, run: goals::clear
     }
 
     /// Agents on a schedule, with their triggers and newest fires. Optional `workspace`.
     list_routines(routines::ListRoutines) -> routines::RoutineList {
-        title: "List routines", group: Routines, scope: Read, tool: true,
+        title: "List routines", group: Routines, scope: Read, tool: Own,
         http: GET "/v1/routines", hints: READ_ONLY, run: routines::list
     }
 
@@ -645,42 +699,42 @@ operations! {
     /// `session_id`, on a 5-field `cron` in `timezone` or only when `run_routine` fires it; `budget_cents`
     /// caps each run. Optional `workspace`.
     create_routine(routines::CreateRoutine) -> routines::Routine {
-        title: "Create a routine", group: Routines, scope: Write, tool: true,
+        title: "Create a routine", group: Routines, scope: Write, tool: Own,
         http: POST "/v1/routines" 201, hints: CREATES, run: routines::create
     }
 
     /// Change a routine: its name, message, `cron`, `timezone`, `budget_cents`, or pause it (`enabled:
     /// false`) and resume it; fields left out keep their value. Workspace derived from the routine.
     update_routine(routines::UpdateRoutine) -> routines::Routine {
-        title: "Update a routine", group: Routines, scope: Write, tool: true,
+        title: "Update a routine", group: Routines, scope: Write, tool: Own,
         http: PATCH "/v1/routines/{routine_id}", hints: UPDATES, run: routines::update
     }
 
     /// Pause a routine: its cron trigger skips it until it is resumed; `run_routine` still fires it.
     /// Workspace derived from the routine.
     pause_routine(routines::RoutineRef) -> routines::Routine {
-        title: "Pause a routine", group: Routines, scope: Write, tool: true,
+        title: "Pause a routine", group: Routines, scope: Write, tool: Own,
         http: POST "/v1/routines/{routine_id}/pause", hints: UPDATES, run: routines::pause
     }
 
     /// Resume a paused routine: it fires from its next trigger on, never for the times it missed.
     /// Workspace derived from the routine.
     resume_routine(routines::RoutineRef) -> routines::Routine {
-        title: "Resume a routine", group: Routines, scope: Write, tool: true,
+        title: "Resume a routine", group: Routines, scope: Write, tool: Own,
         http: POST "/v1/routines/{routine_id}/resume", hints: UPDATES, run: routines::resume
     }
 
     /// Delete a routine: it never fires again; the sessions it started stay. Workspace derived from the
     /// routine.
     delete_routine(routines::RoutineRef) -> routines::RoutineDeleted {
-        title: "Delete a routine", group: Routines, scope: Write, tool: true,
+        title: "Delete a routine", group: Routines, scope: Write, tool: Own,
         http: DELETE "/v1/routines/{routine_id}", hints: DESTROYS, run: routines::delete
     }
 
     /// Fire a routine now; needs an `idempotency_key` (a retry returns the same fire). Returns the fire
     /// with its session; a fire that fails is recorded `failed` and answered as an error with its reason.
     run_routine(routines::RunRoutine) -> store::routines::FireRow {
-        title: "Run a routine", group: Routines, scope: Write, tool: true,
+        title: "Run a routine", group: Routines, scope: Write, tool: Own,
         http: POST "/v1/routines/{routine_id}/run" 201, hints: CREATES, run: routines::run, task: true
     }
 
@@ -688,7 +742,7 @@ operations! {
     /// days `from`–`to` grouped by `group_by`; with `session_id`, that session's totals and newest
     /// entries.
     get_usage(usage::GetUsage) -> usage::Usage {
-        title: "Get usage", group: Usage, scope: Read, tool: true,
+        title: "Get usage", group: Usage, scope: Read, tool: Own,
         http: GET "/v1/usage", hints: READ_ONLY, run: usage::get
     }
 
@@ -696,7 +750,7 @@ operations! {
     /// with `agent_id`) over the last `window` (`hour`, `day`, `week`, `month`): totals, a series of
     /// points and, for the workspace, the numbers per agent. Optional `workspace`.
     get_metrics(metrics::GetMetrics) -> metrics::Metrics {
-        title: "Get metrics", group: Observability, scope: Read, tool: true,
+        title: "Get metrics", group: Observability, scope: Read, tool: Own,
         http: GET "/v1/metrics", hints: READ_ONLY, run: metrics::get
     }
 
@@ -704,34 +758,34 @@ operations! {
     /// to an OTLP/HTTP endpoint, with one optional header (sealed); `url: null` stops it. Outbound calls
     /// carry W3C `traceparent` either way. Owners and admins. Optional `workspace`.
     set_trace_export(metrics::SetTraceExport) -> metrics::TraceExportView {
-        title: "Set trace export", group: Observability, scope: Write, tool: false,
+        title: "Set trace export", group: Observability, scope: Write, tool: Grouped,
         http: PUT "/v1/trace-export", hints: UPDATES, run: metrics::set_trace_export
     }
 
     /// Where the workspace's turns are exported as OpenTelemetry spans, if anywhere (the header's value
     /// is never shown). Optional `workspace`.
     get_trace_export(metrics::GetTraceExport) -> metrics::TraceExportView {
-        title: "Get trace export", group: Observability, scope: Read, tool: false,
+        title: "Get trace export", group: Observability, scope: Read, tool: Grouped,
         http: GET "/v1/trace-export", hints: READ_ONLY, run: metrics::get_trace_export
     }
 
     /// Add credit to a workspace's wallet. Needs the deployment's admin token.
     add_credit(usage::AddCredit) -> usage::Credited {
-        title: "Add credit", group: Usage, scope: Admin, tool: false,
+        title: "Add credit", group: Usage, scope: Admin, tool: RestOnly,
         http: POST "/v1/workspaces/{workspace}/credit", hints: CREATES, run: usage::add_credit
     }
 
     /// Add money to the wallet by card: returns Stripe's checkout `url` for `amount_cents` (500–100,000);
     /// the balance grows once Stripe reports the payment. Owners and admins. Optional `workspace`.
     top_up(billing::TopUp) -> billing::Checkout {
-        title: "Add money", group: Usage, scope: Write, tool: true,
+        title: "Add money", group: Usage, scope: Write, tool: Own,
         http: POST "/v1/billing/top-up", hints: CREATES, run: billing::top_up
     }
 
     /// Save a card for the automatic top-up: returns Stripe's checkout `url` (no charge now); `get_usage`
     /// shows `card_saved` once Stripe reports it. Owners and admins. Optional `workspace`.
     save_card(billing::SaveCard) -> billing::Checkout {
-        title: "Save a card", group: Usage, scope: Write, tool: true,
+        title: "Save a card", group: Usage, scope: Write, tool: Own,
         http: POST "/v1/billing/card", hints: CREATES, run: billing::save_card
     }
 
@@ -739,39 +793,39 @@ operations! {
     /// model call leaves the balance under the threshold, one top-up at a time) or off. Owners and admins.
     /// Optional `workspace`.
     set_auto_top_up(billing::SetAutoTopUp) -> billing::AutoTopUpSet {
-        title: "Set the automatic top-up", group: Usage, scope: Write, tool: true,
+        title: "Set the automatic top-up", group: Usage, scope: Write, tool: Own,
         http: PUT "/v1/billing/auto-top-up", hints: UPDATES, run: billing::set_auto_top_up
     }
 
     /// The wallet's receipts, newest first (amount, when, `checkout`, `auto` or `admin`, Stripe's ids),
     /// with the balance, whether a card is saved and the automatic top-up. Optional `workspace`.
     list_receipts(billing::ListReceipts) -> billing::Receipts {
-        title: "List receipts", group: Usage, scope: Read, tool: true,
+        title: "List receipts", group: Usage, scope: Read, tool: Own,
         http: GET "/v1/billing/receipts", hints: READ_ONLY, run: billing::list_receipts
     }
 
     /// Set a workspace secret (a model's API key, an MCP server's token): stored sealed, never shown
     /// again. Owners and admins. Optional `workspace`.
     put_secret(secrets::PutSecret) -> secrets::SecretSet {
-        title: "Set a secret", group: Secrets, scope: Write, tool: true,
+        title: "Set a secret", group: Secrets, scope: Write, tool: Own,
         http: PUT "/v1/secrets/{name}", hints: UPDATES, run: secrets::put
     }
 
     /// The workspace's secret names (never their values). Optional `workspace`.
     list_secrets(secrets::ListSecrets) -> secrets::SecretList {
-        title: "List secrets", group: Secrets, scope: Read, tool: true,
+        title: "List secrets", group: Secrets, scope: Read, tool: Own,
         http: GET "/v1/secrets", hints: READ_ONLY, run: secrets::list
     }
 
     /// Delete a workspace secret. Owners and admins. Optional `workspace`.
     delete_secret(secrets::DeleteSecret) -> secrets::SecretDeleted {
-        title: "Delete a secret", group: Secrets, scope: Write, tool: true,
+        title: "Delete a secret", group: Secrets, scope: Write, tool: Own,
         http: DELETE "/v1/secrets/{name}", hints: DESTROYS, run: secrets::delete
     }
 
     /// Delete an agent (by id or `@handle`). Its past sessions stay. Workspace derived from the agent.
     delete_agent(agents::DeleteAgent) -> agents::AgentDeleted {
-        title: "Delete an agent", group: Agents, scope: Write, tool: false,
+        title: "Delete an agent", group: Agents, scope: Write, tool: Grouped,
         http: DELETE "/v1/agents/{agent_id}", hints: DESTROYS, run: agents::delete
     }
 
@@ -779,25 +833,25 @@ operations! {
     /// layout, whose front matter gives `name` and `description`, and optional extra `files`. Every session
     /// of the workspace gets it. Owners and admins. Optional `workspace`.
     put_skill(skills::PutSkill) -> skills::SkillSaved {
-        title: "Save a skill", group: Skills, scope: Write, tool: true,
+        title: "Save a skill", group: Skills, scope: Write, tool: Own,
         http: PUT "/v1/skills/{name}", hints: UPDATES, run: skills::put
     }
 
     /// The workspace's company skills: name and description of each. Optional `workspace`.
     list_skills(skills::ListSkills) -> skills::SkillList {
-        title: "List skills", group: Skills, scope: Read, tool: true,
+        title: "List skills", group: Skills, scope: Read, tool: Own,
         http: GET "/v1/skills", hints: READ_ONLY, run: skills::list
     }
 
     /// One company skill in full: its `SKILL.md` and extra files. Optional `workspace`.
     get_skill(skills::GetSkill) -> store::skills::SkillRow {
-        title: "Get a skill", group: Skills, scope: Read, tool: true,
+        title: "Get a skill", group: Skills, scope: Read, tool: Own,
         http: GET "/v1/skills/{name}", hints: READ_ONLY, run: skills::get
     }
 
     /// Delete a company skill; sessions no longer get it. Owners and admins. Optional `workspace`.
     delete_skill(skills::DeleteSkill) -> skills::SkillDeleted {
-        title: "Delete a skill", group: Skills, scope: Write, tool: true,
+        title: "Delete a skill", group: Skills, scope: Write, tool: Own,
         http: DELETE "/v1/skills/{name}", hints: DESTROYS, run: skills::delete
     }
 
@@ -806,7 +860,7 @@ operations! {
     /// Answer a question, approval or connection a task is waiting on; the waiting agent continues at
     /// once. Workspace derived from the task.
     answer_request(connectors::AnswerRequest) -> connectors::RequestAnswered {
-        title: "Answer a request", group: Tasks, scope: Write, tool: true,
+        title: "Answer a request", group: Tasks, scope: Write, tool: Own,
         http: POST "/v1/tasks/{task_id}/requests/{request_id}/answer", hints: UPDATES, run: connectors::answer
     }
 
@@ -814,14 +868,14 @@ operations! {
     /// and what; `wait_seconds` (up to 50) waits for the next one after `cursor`. Answer each with
     /// `answer_request`. Optional `workspace`.
     list_requests(requests::ListRequests) -> requests::RequestList {
-        title: "List open requests", group: Tasks, scope: Read, tool: true,
+        title: "List open requests", group: Tasks, scope: Read, tool: Own,
         http: GET "/v1/requests", hints: READ_ONLY, run: requests::list
     }
 
     /// How long a request stays open unanswered before it expires (default 24 hours); agents, the
     /// console and `list_requests` then see it `expired`. Owners and admins. Optional `workspace`.
     set_request_expiry(requests::SetRequestExpiry) -> requests::RequestExpiry {
-        title: "Set request expiry", group: Tasks, scope: Write, tool: false,
+        title: "Set request expiry", group: Tasks, scope: Write, tool: Grouped,
         http: PUT "/v1/requests/expiry", hints: UPDATES, run: requests::set_expiry
     }
 
@@ -829,60 +883,60 @@ operations! {
     /// shown back; connecting the same name again replaces its credentials and keeps its policies and
     /// grants. Owners and admins. Optional `workspace`.
     connect_target(connectors::ConnectTarget) -> store::connectors::ConnectorRow {
-        title: "Connect a target", group: Connectors, scope: Write, tool: true,
+        title: "Connect a target", group: Connectors, scope: Write, tool: Own,
         http: POST "/v1/connectors", hints: UPDATES, run: connectors::connect
     }
 
     /// The workspace's targets (never their credentials) and access policies. Optional `workspace`.
     list_connectors(connectors::ListConnectors) -> connectors::ConnectorList {
-        title: "List targets", group: Connectors, scope: Read, tool: true,
+        title: "List targets", group: Connectors, scope: Read, tool: Own,
         http: GET "/v1/connectors", hints: READ_ONLY, run: connectors::list
     }
 
     /// Remove a target and its credentials. Owners and admins.
     delete_connector(connectors::DeleteConnector) -> connectors::ConnectorDeleted {
-        title: "Remove a target", group: Connectors, scope: Write, tool: true,
+        title: "Remove a target", group: Connectors, scope: Write, tool: Own,
         http: DELETE "/v1/connectors/{connector_id}", hints: DESTROYS, run: connectors::delete
     }
 
     /// The workspace's grants in force: target, session, scopes, expiry, persistent or not, who decided.
     /// Optional `workspace`.
     list_grants(connectors::ListGrants) -> connectors::GrantList {
-        title: "List grants", group: Connectors, scope: Read, tool: true,
+        title: "List grants", group: Connectors, scope: Read, tool: Own,
         http: GET "/v1/grants", hints: READ_ONLY, run: connectors::list_grants
     }
 
     /// Revoke a grant (an `always` one too): from the next call on its credential is refused and
     /// `check_grant` answers `denied`. Owners and admins. Recorded in the audit log.
     revoke_grant(connectors::RevokeGrant) -> connectors::GrantRevoked {
-        title: "Revoke a grant", group: Connectors, scope: Write, tool: true,
+        title: "Revoke a grant", group: Connectors, scope: Write, tool: Own,
         http: DELETE "/v1/grants/{grant_id}", hints: DESTROYS, run: connectors::revoke_grant
     }
 
     /// Decide access requests without a person: per target (or workspace-wide) and scope, `ask`, `allow`
     /// or `deny`. Owners and admins.
     set_policy(connectors::SetPolicy) -> store::connectors::PolicyRow {
-        title: "Set an access policy", group: Connectors, scope: Write, tool: true,
+        title: "Set an access policy", group: Connectors, scope: Write, tool: Own,
         http: PUT "/v1/policies", hints: UPDATES, run: connectors::set_policy
     }
 
     /// The audit log, newest first: every use of a credential, and every change to invitations, members,
     /// roles, access approvals and policies, with who made it. Optional `workspace`.
     list_audit(connectors::ListAudit) -> connectors::AuditLog {
-        title: "Read the audit log", group: Connectors, scope: Read, tool: false,
+        title: "Read the audit log", group: Connectors, scope: Read, tool: Grouped,
         http: GET "/v1/audit", hints: READ_ONLY, run: connectors::audit
     }
 
     /// A bearer token for the session server (`POST /v1/session/mcp`), for an agent harness outside
     /// agentsky; shown once, dead when the session ends.
     issue_session_token(connectors::IssueSessionToken) -> connectors::SessionToken {
-        title: "Issue a session token", group: Sessions, scope: Write, tool: true,
+        title: "Issue a session token", group: Sessions, scope: Write, tool: Own,
         http: POST "/v1/sessions/{session_id}/token" 201, hints: CREATES, run: connectors::issue_token, credentials: true
     }
 
     /// A task's lanes (each session works in its own copy until it lands), review mode and base branch name.
     set_task_settings(connectors::TaskSettings) -> store::lanes::TaskSettings {
-        title: "Set a task's settings", group: Tasks, scope: Write, tool: true,
+        title: "Set a task's settings", group: Tasks, scope: Write, tool: Own,
         http: PUT "/v1/tasks/{task_id}/settings", hints: UPDATES, run: connectors::set_settings
     }
 
@@ -890,14 +944,14 @@ operations! {
     /// locally and Deploy buttons, when no command is known yet): a session of the same task and agent is
     /// started with the question; the command it remembers is the task's.
     ask_command(connectors::AskCommand) -> connectors::Asked {
-        title: "Ask for a command", group: Sessions, scope: Write, tool: true,
+        title: "Ask for a command", group: Sessions, scope: Write, tool: Own,
         http: POST "/v1/sessions/{session_id}/ask", hints: UPDATES, run: connectors::ask_command
     }
 
     /// Run a session's taught `run` command, or a target's `deploy` command, on the runner that holds the
     /// session's turn (the console's Run locally and Deploy buttons); returns its exit code and last output.
     run_command(commands::RunCommand) -> commands::CommandRun {
-        title: "Run a taught command", group: Sessions, scope: Write, tool: true,
+        title: "Run a taught command", group: Sessions, scope: Write, tool: Own,
         http: POST "/v1/sessions/{session_id}/run", hints: CREATES, run: commands::run
     }
 
@@ -907,33 +961,33 @@ operations! {
     /// library of uploaded local agent sessions, a page at a time (`nextCursor` → `cursor`). Optional
     /// `workspace` for traces.
     search_context(context::SearchContext) -> context::ContextHits {
-        title: "Search context", group: Context, scope: Read, tool: true,
+        title: "Search context", group: Context, scope: Read, tool: Own,
         http: GET "/v1/context/search", hints: READ_ONLY, run: context::search
     }
 
     /// Read a `search_context` hit in full: pass its `ref` unchanged; `nextOffset` → `offset` continues a
     /// long message.
     read_context(context::ReadContext) -> context::ContextRead {
-        title: "Read context", group: Context, scope: Read, tool: true,
+        title: "Read context", group: Context, scope: Read, tool: Own,
         http: GET "/v1/context/read", hints: READ_ONLY, run: context::read
     }
 
     /// Save a note to your memory (1–8,000 characters), where `search_context` finds it later. Saving the
     /// same text again keeps one entry. Optional `workspace`.
     save_memory(memory::SaveMemory) -> memory::MemoryEntry {
-        title: "Save to memory", group: Context, scope: Write, tool: true,
+        title: "Save to memory", group: Context, scope: Write, tool: Own,
         http: POST "/v1/memory" 201, hints: UPDATES, run: memory::save
     }
 
     /// Your memory entries, newest first. Optional `workspace` narrows to one workspace.
     list_memory(memory::ListMemory) -> memory::MemoryList {
-        title: "List memory", group: Context, scope: Read, tool: true,
+        title: "List memory", group: Context, scope: Read, tool: Own,
         http: GET "/v1/memory", hints: READ_ONLY, run: memory::list
     }
 
     /// Delete one of your memory entries.
     delete_memory(memory::DeleteMemory) -> memory::MemoryDeleted {
-        title: "Delete from memory", group: Context, scope: Write, tool: true,
+        title: "Delete from memory", group: Context, scope: Write, tool: Own,
         http: DELETE "/v1/memory/{memory_id}", hints: DESTROYS, run: memory::delete
     }
 
@@ -942,19 +996,19 @@ operations! {
     /// and indexed for `search_context` with `scope: "traces"`. The same file again returns the same trace.
     /// Optional `workspace`.
     upload_trace(traces::UploadTrace) -> traces::TraceUploaded {
-        title: "Upload a trace", group: Context, scope: Write, tool: false,
+        title: "Upload a trace", group: Context, scope: Write, tool: Grouped,
         http: POST "/v1/traces" 201, hints: UPDATES, run: traces::upload
     }
 
     /// The workspace's trace library, newest first. Optional `workspace`.
     list_traces(traces::ListTraces) -> traces::TraceList {
-        title: "List traces", group: Context, scope: Read, tool: false,
+        title: "List traces", group: Context, scope: Read, tool: Grouped,
         http: GET "/v1/traces", hints: READ_ONLY, run: traces::list
     }
 
     /// Remove a trace from the library, and from search.
     delete_trace(traces::DeleteTrace) -> traces::TraceDeleted {
-        title: "Delete a trace", group: Context, scope: Write, tool: false,
+        title: "Delete a trace", group: Context, scope: Write, tool: Grouped,
         http: DELETE "/v1/traces/{trace_id}", hints: DESTROYS, run: traces::delete
     }
 
@@ -963,7 +1017,7 @@ operations! {
     /// session's result, as you, now. `idempotency_key` makes a retry record once. Workspace derived from
     /// the session.
     record_session(records::RecordSession) -> records::Recorded {
-        title: "Record a decision or outcome", group: Records, scope: Write, tool: true,
+        title: "Record a decision or outcome", group: Records, scope: Write, tool: Own,
         http: POST "/v1/sessions/{session_id}/record" 201, hints: CREATES, run: records::record
     }
 
@@ -971,7 +1025,7 @@ operations! {
     /// outcomes (pr_merged, deployed, reopened, later_failure, shipped) recorded about a session's result.
     /// Empty means nobody decided yet.
     read_session_record(records::ReadSessionRecord) -> records::SessionRecord {
-        title: "Read a session's record", group: Records, scope: Read, tool: true,
+        title: "Read a session's record", group: Records, scope: Read, tool: Own,
         http: GET "/v1/sessions/{session_id}/record", hints: READ_ONLY, run: records::read
     }
 
@@ -979,7 +1033,7 @@ operations! {
     /// ran on, over a `since`–`until` range (default last 30 days). A read model rebuilt from the session
     /// record.
     read_agent_performance(records::ReadAgentPerformance) -> records::AgentPerformance {
-        title: "Read agent performance", group: Records, scope: Read, tool: true,
+        title: "Read agent performance", group: Records, scope: Read, tool: Own,
         http: GET "/v1/performance", hints: READ_ONLY, run: records::performance
     }
 
@@ -988,7 +1042,7 @@ operations! {
     /// `deployed` or `later_failure`; scripts post `{session_id, name}` with the secret as a bearer.
     /// Owners and admins.
     create_record_webhook(records::CreateRecordWebhook) -> records::RecordWebhook {
-        title: "Create the records webhook", group: Records, scope: Write, tool: false,
+        title: "Create the records webhook", group: Records, scope: Write, tool: Grouped,
         http: POST "/v1/workspaces/{workspace}/records-webhook" 201, hints: CREATES, run: records::create_webhook, credentials: true
     }
 
@@ -996,48 +1050,48 @@ operations! {
     /// `url`, the `events` to send, `format` (`standard` or `slack`). Returns the signing secret once.
     /// Owners and admins. Optional `workspace`.
     create_webhook(webhooks::CreateWebhook) -> webhooks::WebhookCreated {
-        title: "Create a webhook", group: Webhooks, scope: Write, tool: true,
+        title: "Create a webhook", group: Webhooks, scope: Write, tool: Own,
         http: POST "/v1/webhooks" 201, hints: CREATES, run: webhooks::create
     }
 
     /// The workspace's webhook endpoints (never their secrets) and newest deliveries: delivered, pending
     /// retry, or failed after the retry budget with the receiver's last answer. Optional `workspace`.
     list_webhooks(webhooks::ListWebhooks) -> webhooks::WebhookList {
-        title: "List webhooks", group: Webhooks, scope: Read, tool: true,
+        title: "List webhooks", group: Webhooks, scope: Read, tool: Own,
         http: GET "/v1/webhooks", hints: READ_ONLY, run: webhooks::list
     }
 
     /// Delete a webhook endpoint; nothing more is sent to it. Owners and admins. Optional `workspace`.
     delete_webhook(webhooks::DeleteWebhook) -> webhooks::WebhookDeleted {
-        title: "Delete a webhook", group: Webhooks, scope: Write, tool: true,
+        title: "Delete a webhook", group: Webhooks, scope: Write, tool: Own,
         http: DELETE "/v1/webhooks/{webhook_id}", hints: DESTROYS, run: webhooks::delete
     }
 
     /// A new signing secret for a webhook endpoint, shown once; the old one keeps signing beside it for
     /// `overlap_hours` (default 24) so the receiver can switch. Owners and admins. Optional `workspace`.
     rotate_webhook_secret(webhooks::RotateWebhookSecret) -> webhooks::WebhookSecretRotated {
-        title: "Rotate a webhook's secret", group: Webhooks, scope: Write, tool: true,
+        title: "Rotate a webhook's secret", group: Webhooks, scope: Write, tool: Own,
         http: POST "/v1/webhooks/{webhook_id}/rotate", hints: CREATES, run: webhooks::rotate
     }
 
     /// Send a `webhook.test` event to one endpoint now, through the same queue, signing and retries as
     /// real events. Owners and admins. Optional `workspace`.
     test_webhook(webhooks::TestWebhook) -> webhooks::WebhookTestSent {
-        title: "Send a test event", group: Webhooks, scope: Write, tool: true,
+        title: "Send a test event", group: Webhooks, scope: Write, tool: Own,
         http: POST "/v1/webhooks/{webhook_id}/test", hints: CREATES, run: webhooks::test
     }
 
     /// Search the AgentSky Help Center in English or Chinese; answer with the article's link,
     /// `agentsky.dev/help/<slug>` (the hit's `url`).
     help_search(help_center::HelpSearch) -> help_center::HelpHits {
-        title: "Search the Help Center", group: Help, scope: Read, tool: true,
+        title: "Search the Help Center", group: Help, scope: Read, tool: Own,
         http: GET "/v1/help/articles", hints: READ_ONLY, run: help_center::search
     }
 
     /// Read one Help Center article by its `slug`; answer with its link, `agentsky.dev/help/<slug>` (the
     /// `url`).
     help_get(help_center::HelpGet) -> help_center::HelpArticle {
-        title: "Read a Help Center article", group: Help, scope: Read, tool: true,
+        title: "Read a Help Center article", group: Help, scope: Read, tool: Own,
         http: GET "/v1/help/articles/{slug}", hints: READ_ONLY, run: help_center::get
     }
 
@@ -1046,28 +1100,28 @@ operations! {
     /// Register a runner (a machine running `sky runner`) for the workspace's `runner` agents; returns its
     /// token once. Owners and admins. Optional `workspace`.
     register_runner(runners::RegisterRunner) -> runners::RunnerRegistered {
-        title: "Register a runner", group: Runners, scope: Write, tool: false,
+        title: "Register a runner", group: Runners, scope: Write, tool: Grouped,
         http: POST "/v1/runners" 201, hints: CREATES, run: runners::register, credentials: true
     }
 
     /// The workspace's runners: name, when each was last seen, and the session whose turn it runs now.
     /// Optional `workspace`.
     list_runners(runners::ListRunners) -> runners::RunnerList {
-        title: "List runners", group: Runners, scope: Read, tool: false,
+        title: "List runners", group: Runners, scope: Read, tool: Grouped,
         http: GET "/v1/runners", hints: READ_ONLY, run: runners::list
     }
 
     /// Revoke a runner: its token is refused from the next call on, and a turn it held goes back to the
     /// queue for another runner. Owners and admins.
     revoke_runner(runners::RevokeRunner) -> runners::RunnerRevoked {
-        title: "Revoke a runner", group: Runners, scope: Write, tool: false,
+        title: "Revoke a runner", group: Runners, scope: Write, tool: Grouped,
         http: DELETE "/v1/runners/{runner_id}", hints: DESTROYS, run: runners::revoke, credentials: true
     }
 
     /// Start a device sign-in (`sky auth login`): returns a `device_code` to poll with, and a `user_code`
     /// and link (`verification_uri_complete`) for the person to approve in a browser. No key needed.
     request_device_code(device::RequestDeviceCode) -> device::DeviceCode {
-        title: "Start a device sign-in", group: Keys, scope: Public, tool: false,
+        title: "Start a device sign-in", group: Keys, scope: Public, tool: RestOnly,
         http: POST "/v1/device/code" 201, hints: CREATES, run: device::request_code
     }
 
@@ -1075,7 +1129,7 @@ operations! {
     /// (`slow_down` when polled too fast), then the new key named for the device, once; `access_denied`
     /// or `expired_token` end it. No key needed.
     poll_device_token(device::PollDeviceToken) -> device::DeviceToken {
-        title: "Collect a device sign-in", group: Keys, scope: Public, tool: false,
+        title: "Collect a device sign-in", group: Keys, scope: Public, tool: RestOnly,
         http: POST "/v1/device/token", hints: CREATES, run: device::poll
     }
 }

@@ -333,7 +333,8 @@ mod tests {
                     ]
                     .contains(&name)
                 {
-                    let known = crate::ops::find(name).is_some_and(|op| op.tool) || find(name).is_some();
+                    let known = crate::ops::find(name).is_some_and(|op| op.tool == crate::ops::Tool::Own)
+                        || find(name).is_some();
                     assert!(known, "{}: {name}", p.name);
                 }
             }

@@ -277,8 +277,9 @@ pub async fn describe(cx: &Cx<'_>, p: DescribeWorkspace) -> Result<WorkspaceDesc
                 groups.last_mut().expect("just pushed")
             }
         };
-        if op.tool && allowed {
-            group.tools.push(op.name.to_owned());
+        match op.mcp_tool() {
+            Some(tool) if allowed && !group.tools.iter().any(|t| t == tool) => group.tools.push(tool.to_owned()),
+            _ => {}
         }
         group.routes.push(format!("{} {}", op.method, op.path));
     }

@@ -531,7 +531,12 @@ fn help_lists_topics_and_explains_one() {
     assert_eq!(create["skeleton"]["harness"], "<harness>");
     assert!(create["usage"].as_str().unwrap().starts_with("create_agent {"), "a tool: {create}");
     let delete = agents["operations"].as_array().unwrap().iter().find(|o| o["name"] == "delete_agent").unwrap();
-    assert!(delete["usage"].as_str().unwrap().starts_with("curl -X DELETE"), "REST only: {delete}");
+    let usage = delete["usage"].as_str().unwrap();
+    assert_eq!(usage, r#"manage {"arguments":{"agent_id":"<agent_id>"},"operation":"delete_agent"}"#, "{delete}");
+    let keys = app.ok(&ada.key, "help", json!({"topic": "keys"}));
+    let signup = keys["operations"].as_array().unwrap().iter().find(|o| o["name"] == "create_account").unwrap();
+    assert!(signup["usage"].as_str().unwrap().starts_with("curl -X POST"), "REST only: {signup}");
+    assert!(signup.get("tool").is_none(), "{signup}");
     let list = agents["operations"].as_array().unwrap().iter().find(|o| o["name"] == "list_agents").unwrap();
     assert_eq!(list["usage"], format!("list_agents {{\"workspace\":\"{}\"}}", ada.slug));
     assert!(app.ok(&ada.key, "help", json!({"topic": "workflow"}))["steps"].as_str().unwrap().contains("read_session"));

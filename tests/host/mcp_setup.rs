@@ -64,3 +64,61 @@ fn an_owner_sets_everything_up_over_mcp_and_a_member_is_refused_what_rest_refuse
         assert!(r.to_string().contains("forbidden") || r.to_string().contains("role"), "{tool}: {r}");
     }
 }
+
+/// Keys, members, invitations, runners, budgets and the audit log are set once and seldom again: one
+/// `manage` tool runs them by name, so a model reads one short schema instead of 27, with every rule of the
+/// row it names.
+#[test]
+fn the_operations_set_once_run_through_manage_with_the_roles_rest_has() {
+    let app = TestApp::new();
+    let ada = app.signup("Ada", "ada@example.com");
+    let listed = app.rpc(&ada.key, "tools/list", json!({})).json_body();
+    let tools = listed["result"]["tools"].as_array().unwrap();
+    let names: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
+    assert!(names.contains(&"manage") && !names.contains(&"create_key"), "{names:?}");
+    let manage = tools.iter().find(|t| t["name"] == "manage").unwrap();
+    let offered = manage["inputSchema"]["properties"]["operation"]["enum"].to_string();
+    assert!(offered.contains("\"create_invitation\"") && offered.contains("\"list_audit\""), "{offered}");
+    assert!(!offered.contains("create_account") && !offered.contains("start_session"), "{offered}");
+
+    let ws = ada.slug.as_str();
+    let members = app.ok(&ada.key, "manage", json!({"operation": "list_members", "arguments": {"workspace": ws}}));
+    assert_eq!(members["members"].as_array().unwrap().len(), 1, "{members}");
+    let read =
+        app.ok(&ada.key, "manage", json!({"operation": "create_key", "arguments": {"name": "r", "scopes": ["read"]}}));
+    let read_key = read["key"].as_str().unwrap().to_owned();
+    let keys = app.ok(&ada.key, "manage", json!({"operation": "list_keys"}));
+    assert_eq!(keys["keys"].as_array().unwrap().len(), 2, "`arguments` may be left out: {keys}");
+    // A read key reads through it and is refused what needs write, as on REST.
+    app.ok(&read_key, "manage", json!({"operation": "list_members", "arguments": {"workspace": ws}}));
+    let write = json!({"operation": "create_invitation", "arguments": {"workspace": ws, "role": "member"}});
+    assert_eq!(app.err_code(&read_key, "manage", write.clone()), "insufficient_scope");
+    // A member is refused what only owners and admins do.
+    let bo = app.signup("Bo", "bo@example.com");
+    app.join(&ada, ws, &bo, "member");
+    assert_eq!(app.err_code(&bo.key, "manage", write.clone()), "forbidden");
+    let invited = app.ok(&ada.key, "manage", write);
+    assert!(invited["token"].as_str().is_some(), "{invited}");
+
+    // Bad calls name the field and the rule.
+    for (args, words) in [
+        (json!({"operation": "nope"}), "`operation`: \"nope\" is not one of"),
+        (json!({"operation": "start_session"}), "`start_session` is a tool of its own"),
+        (json!({"operation": "list_keys", "arguments": 5}), "`arguments` must be an object"),
+        (json!({"operation": "revoke_key", "arguments": {}}), "key_id"),
+    ] {
+        let r = app.call(&ada.key, "manage", args.clone());
+        let e = TestApp::tool_error(&r);
+        assert_eq!(e["code"], "invalid_params", "{args}: {e}");
+        assert!(e["message"].as_str().unwrap().contains(words), "{args}: {e}");
+    }
+
+    // Help says how to reach each one, and names none that an MCP client needs as REST only.
+    let help = app.ok(&ada.key, "help", json!({"topic": "workspaces"}));
+    let ops = help["operations"].as_array().unwrap();
+    let invite = ops.iter().find(|o| o["name"] == "create_invitation").unwrap();
+    assert_eq!(invite["tool"], "manage");
+    assert!(invite["usage"].as_str().unwrap().starts_with("manage {\"arguments\":"), "{invite}");
+    let own = ops.iter().find(|o| o["name"] == "list_workspaces").unwrap();
+    assert_eq!(own["tool"], "list_workspaces");
+}

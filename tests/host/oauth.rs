@@ -379,6 +379,9 @@ fn an_app_mints_no_credential_and_changes_no_member_so_its_disconnection_ends_ev
             }
         })
     });
+    // Through `manage` as well: the grouped tool runs the same rows.
+    let through = json!({"operation": "create_key", "arguments": {"name": "forever", "scopes": ["read"]}});
+    assert_eq!(app.err_code(&access, "manage", through), "forbidden");
     // Its MCP tools work until it is disconnected, then nothing does. It may share a session to be read,
     // not a link that sends messages, which would act in the workspace after it is gone.
     assert_eq!(tools_list_status(&app, &access), 200);

@@ -1,7 +1,7 @@
 //! The operation table against the contract, and the generated faces against golden files
 //! (rewrite them with `UPDATE_GOLDEN=1 cargo test`).
 
-use agentsky::ops::{Scope, OPS};
+use agentsky::ops::{Scope, Tool, OPS};
 use serde_json::Value;
 use std::collections::HashSet;
 
@@ -75,7 +75,7 @@ const BEYOND_THE_CONTRACT: &[&str] = &[
 fn every_contract_tool_is_offered_and_every_other_tool_is_a_known_extension() {
     let contract = contract_tools();
     assert_eq!(contract.len(), 40, "the contract names 40 tools; parsed {contract:?}");
-    let tools: HashSet<&str> = OPS.iter().filter(|op| op.tool).map(|op| op.name).collect();
+    let tools: HashSet<&str> = OPS.iter().filter(|op| op.tool == Tool::Own).map(|op| op.name).collect();
     for name in &contract {
         assert!(tools.contains(name.as_str()), "the contract's `{name}` is not offered as a tool");
     }
@@ -84,6 +84,16 @@ fn every_contract_tool_is_offered_and_every_other_tool_is_a_known_extension() {
             contract.contains(name) || BEYOND_THE_CONTRACT.contains(&name),
             "`{name}` is neither a contract tool nor a listed extension"
         );
+    }
+}
+
+/// An MCP client reaches every operation but those it cannot use: the ones that need no key or the
+/// deployment's admin token, and the console's browser sign-in link.
+#[test]
+fn only_what_an_mcp_client_cannot_use_is_rest_only() {
+    for op in OPS.iter().filter(|op| op.tool == Tool::RestOnly) {
+        let why = matches!(op.scope, Scope::Public | Scope::Admin) || op.name == "open_console";
+        assert!(why, "`{}` is REST only, but an MCP client could use it: make it a tool or `manage` it", op.name);
     }
 }
 
@@ -113,7 +123,7 @@ fn every_parameter_schema_is_an_object_with_documented_fields() {
     for op in OPS {
         let schema = (op.params)().to_value();
         assert_eq!(schema["type"], "object", "{}", op.name);
-        if op.tool {
+        if op.tool != Tool::RestOnly {
             for (name, prop) in schema["properties"].as_object().into_iter().flatten() {
                 let has_doc = prop.get("description").is_some() || prop.get("$ref").is_some();
                 assert!(has_doc, "{}.{name} needs a doc comment: the model reads it", op.name);
@@ -190,9 +200,10 @@ fn the_operations_reference_is_generated_from_the_table() {
                 op.path,
                 op.scope.as_str(),
                 match (op.tool, op.task) {
-                    (true, true) => "tool, task",
-                    (true, false) => "tool",
-                    _ => "",
+                    (Tool::Own, true) => "tool, task",
+                    (Tool::Own, false) => "tool",
+                    (Tool::Grouped, _) => "`manage`",
+                    (Tool::RestOnly, _) => "",
                 },
                 op.description().replace('|', "\\|")
             ));

@@ -144,6 +144,7 @@ STEPS: list[Step] = [
     # Where things are.
     Step("op", "list_workspaces"),
     Step("op", "describe_workspace", lambda w: {"workspace": w["ws"]}),
+    Step("op", "manage", lambda w: {"operation": "list_members", "arguments": {"workspace": w["ws"]}}),
     Step("op", "help"),
     Step("op", "help", lambda w: {"topic": "workflow"}),
     Step("op", "help", lambda w: {"topic": "sessions", "workspace": w["ws"]}),
