@@ -115,8 +115,30 @@ pub async fn read(cx: &Cx<'_>, p: ReadTaskFile) -> Result<TaskFile, ApiError> {
     let lane = lane_read(cx, &p.task_id, p.session_id.as_deref()).await?;
     let folder = Folder { workspace_id: &m.workspace_id, task_id: &p.task_id, lane: &lane };
     let (db, blobs) = taskfs::parts(cx.env);
-    let (info, content) = taskfs::read(db, blobs, folder, &p.path, p.version).await?;
-    Ok(TaskFile { task_id: p.task_id.into(), info, content })
+    match taskfs::read(db, blobs, folder, &p.path, p.version).await {
+        Ok((info, content)) => Ok(TaskFile { task_id: p.task_id.into(), info, content }),
+        Err(e) if e.code == Code::NotFound && lane.is_empty() => Err(not_landed(cx, &p.task_id, &p.path, e).await?),
+        Err(e) => Err(e),
+    }
+}
+
+/// A file missing from the base that sessions hold in their lanes: the error says which, and how to read
+/// it there, instead of only that the base has no such file.
+async fn not_landed(cx: &Cx<'_>, task_id: &str, path: &TaskPath, missing: ApiError) -> Result<ApiError, ApiError> {
+    let lanes = store::files::lanes_holding(cx.db(), task_id, path.as_str()).await?;
+    let Some(first) = lanes.first() else { return Ok(missing) };
+    let named: Vec<String> = lanes.iter().map(|l| format!("`{l}`")).collect();
+    let whose = match named.len() {
+        1 => format!("the lane of session {}", named[0]),
+        _ => format!("the lanes of sessions {}", named.join(", ")),
+    };
+    Ok(ApiError::new(
+        Code::NotFound,
+        format!(
+            "`{}` is not in the task's base: it is in {whose}, not landed yet; pass `session_id` (`{first}`) to read it there",
+            path.as_str()
+        ),
+    ))
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

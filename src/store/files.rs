@@ -184,6 +184,19 @@ pub async fn list_all(db: &dyn Sql, task_id: &str, lane: &str, page: i64) -> DbR
     }
 }
 
+const HOLDING: &str = "SELECT DISTINCT lane FROM task_file f WHERE task_id = ?1 AND path = ?2 AND lane != '' AND deleted = 0
+    AND version = (SELECT MAX(version) FROM task_file g WHERE g.task_id = f.task_id AND g.lane = f.lane AND g.path = f.path)
+  ORDER BY lane LIMIT 5";
+
+/// The lanes (session ids, at most 5) whose latest version of `path` is a file: work not landed yet.
+pub async fn lanes_holding(db: &dyn Sql, task_id: &str, path: &str) -> DbResult<Vec<String>> {
+    #[derive(Deserialize)]
+    struct Row {
+        lane: String,
+    }
+    Ok(rows::<Row>(db, stmt!(HOLDING, task_id, path)).await?.into_iter().map(|r| r.lane).collect())
+}
+
 const FORK: &str = "SELECT COALESCE(base_seq, 0) AS seq FROM task_file WHERE task_id = ?1 AND lane = ?2 AND path = ?3
   ORDER BY version LIMIT 1";
 

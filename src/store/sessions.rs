@@ -53,16 +53,29 @@ pub struct NewSession<'a> {
     pub now_ms: i64,
 }
 
-// A session's lane starts at its task's base head: it has merged every commit made before it joined.
+// A session's lane starts at its task's base head: it has merged every commit made before it joined. A
+// hand-off's continues its source's lane instead: the same merge base and any merge left in conflict.
 const INSERT: &str = "INSERT INTO session (session_id, workspace_id, task_id, agent_id, agent_name, harness, model, thinking,
     status, title, budget_cents, last_message_id, started_by_key_id, created_ms, updated_ms, relation, parent_session_id,
-    lane_base_seq)
+    lane_base_seq, lane_merging)
   VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'provisioning', ?9, ?10, ?11, ?12, ?13, ?13, ?14, ?15,
-    (SELECT COALESCE(MAX(seq), 0) FROM task_commit WHERE task_id = ?3))
+    COALESCE((SELECT lane_base_seq FROM session WHERE session_id = ?15 AND ?14 = 'handoff'),
+      (SELECT COALESCE(MAX(seq), 0) FROM task_commit WHERE task_id = ?3)),
+    (SELECT lane_merging FROM session WHERE session_id = ?15 AND ?14 = 'handoff'))
   ON CONFLICT (session_id) DO NOTHING";
+/// A hand-off's lane starts as a copy of its source's, every version, so the work not landed yet goes on in
+/// the new session (the bytes are shared: blobs are kept by their hash).
+const COPY_LANE: &str = "INSERT INTO task_file (task_id, workspace_id, lane, path, version, size_bytes, sha256,
+    writer_session_id, writer_key_id, created_ms, base_seq, deleted)
+  SELECT task_id, workspace_id, ?2, path, version, size_bytes, sha256, writer_session_id, writer_key_id, created_ms,
+    base_seq, deleted
+  FROM task_file WHERE task_id = ?1 AND lane = ?3
+  ON CONFLICT DO NOTHING";
 /// Counts the session on its agent only if the insert just before it added the row.
 const COUNT_AGENT: &str = "UPDATE agent SET session_count = session_count + 1 WHERE agent_id = ?1 AND changes() = 1";
-const INSERT_TASK: &str = "INSERT INTO task (task_id, workspace_id, title, created_ms) VALUES (?1, ?2, ?3, ?4)
+/// A new task gives each session its own lane (tasks made before lanes were the default keep theirs).
+const INSERT_TASK: &str =
+    "INSERT INTO task (task_id, workspace_id, title, created_ms, lanes) VALUES (?1, ?2, ?3, ?4, 1)
   ON CONFLICT (task_id) DO NOTHING";
 
 /// Indexes a new session (and a new task for a root session) and counts it on its agent, once, in one
@@ -91,6 +104,9 @@ pub async fn insert(db: &dyn Sql, s: &NewSession<'_>) -> DbResult<()> {
     ];
     if s.task_id == s.session_id {
         stmts.push(stmt!(INSERT_TASK, s.task_id, s.workspace_id, s.title, s.now_ms));
+    }
+    if let (Some(source), "handoff") = (s.parent_session_id, s.relation) {
+        stmts.push(stmt!(COPY_LANE, s.task_id, s.session_id, source));
     }
     db.batch(stmts).await.map(drop)
 }

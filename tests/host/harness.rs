@@ -111,7 +111,7 @@ fn the_openai_harness_calls_the_model_runs_its_tools_and_charges_the_wallet() {
     let auth = app.sessions.net.requests.borrow()[0].headers.iter().find(|(k, _)| k == "authorization").cloned();
     assert_eq!(auth.unwrap().1, "Bearer sk-test-123", "the sealed secret is opened for the call");
 
-    let task = app.ok(&ada.key, "read_task_file", json!({"task_id": sid, "path": "out/answer.md"}));
+    let task = app.ok(&ada.key, "read_task_file", json!({"task_id": sid, "path": "out/answer.md", "session_id": sid}));
     assert_eq!((task["content"].as_str(), task["writer_session_id"].as_str()), (Some("42"), Some(sid.as_str())));
     let result = app.ok(&ada.key, "collect_result", json!({"session_id": sid}));
     assert_eq!(result["files"][0]["path"], "out/answer.md");
@@ -236,7 +236,11 @@ fn the_echo_harness_writes_files_through_the_agents_file_tool() {
         .to_owned();
     let (sid, events) = run_turn(&app, &ada, &agent_id, "/write notes/hello.md Hello, task!", None);
     assert_eq!(events[0]["type"], "tool_call");
-    let file = app.ok(&ada.key, "read_task_file", json!({"task_id": sid, "path": "notes/hello.md"}));
+    // A new task gives the session its own lane: the file is there until it lands, and reading the base says so.
+    let base = app.call(&ada.key, "read_task_file", json!({"task_id": sid, "path": "notes/hello.md"}));
+    let why = TestApp::tool_error(&base)["message"].as_str().unwrap().to_owned();
+    assert!(why.contains(&format!("in the lane of session `{sid}`, not landed yet; pass `session_id`")), "{why}");
+    let file = app.ok(&ada.key, "read_task_file", json!({"task_id": sid, "path": "notes/hello.md", "session_id": sid}));
     assert_eq!(file["content"], "Hello, task!");
     assert_eq!(app.ok(&ada.key, "collect_result", json!({"session_id": sid}))["files"][0]["path"], "notes/hello.md");
 }

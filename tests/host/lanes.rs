@@ -797,6 +797,7 @@ fn without_lanes_a_delete_is_a_commit_of_the_base_at_once() {
     let s = app.ok(&ada.key, "start_session", json!({"agent_id": agent_id, "message": "hi", "idempotency_key": "s0"}));
     app.settle();
     let sid = s["session"]["session_id"].as_str().unwrap().to_owned();
+    app.ok(&ada.key, "set_task_settings", json!({"task_id": sid, "lanes": false}));
     let t = Task { ada, agent_id, task: sid.clone() };
     base_write(&app, &t, "a.txt", "a");
     base_write(&app, &t, "b.txt", "b");
@@ -1051,4 +1052,34 @@ fn a_run_command_runs_on_any_runner_when_none_holds_the_session() {
     let ran = app.ok(&t.ada.key, "run_command", json!({"session_id": a, "kind": "run"}));
     assert_eq!((ran["exit_code"].as_i64(), ran["output"].as_str()), (Some(0), Some("ok")), "{ran}");
     assert_eq!(fetched.borrow()[0]["command"], "npm run dev");
+}
+
+/// Issue 36: a new task gives each session its own lane, so `land` works on the first try; a task keeps
+/// whatever it was set to.
+#[test]
+fn a_new_task_gives_each_session_its_own_lane_and_keeps_what_it_is_set_to() {
+    let app = TestApp::new();
+    let ada = app.signup("Ada", "ada@example.com");
+    let agent_id = app.create_agent(&ada.key, json!({"name": "Dev", "harness": "echo", "model": "m"}));
+    let s = app.ok(
+        &ada.key,
+        "start_session",
+        json!({"agent_id": agent_id, "message": "/write a.txt one", "idempotency_key": "s0"}),
+    );
+    app.settle();
+    let sid = s["session"]["session_id"].as_str().unwrap().to_owned();
+    let task = app.ok(&ada.key, "get_task", json!({"task_id": sid}));
+    assert_eq!(task["settings"]["lanes"], true, "{task}");
+    assert_eq!(task["lanes"][0]["changed"], json!(["a.txt"]), "the write waits in the lane: {task}");
+    app.ok(&ada.key, "set_task_settings", json!({"task_id": sid, "lanes": false}));
+    app.ok(
+        &ada.key,
+        "send_message",
+        json!({"session_id": sid, "message": "/write b.txt two", "idempotency_key": "m1"}),
+    );
+    app.settle();
+    let base = app.ok(&ada.key, "list_task_files", json!({"task_id": sid}));
+    let paths: Vec<&str> = base["files"].as_array().unwrap().iter().map(|f| f["path"].as_str().unwrap()).collect();
+    assert_eq!(paths, ["b.txt"], "lanes off: writes go to the base at once");
+    assert_eq!(app.ok(&ada.key, "get_task", json!({"task_id": sid}))["settings"]["lanes"], false);
 }

@@ -206,7 +206,7 @@ fn a_transcript_has_its_header_its_tool_results_and_counts_one_rate_unit() {
     );
     app.settle();
     assert_eq!(
-        app.ok(&ada.key, "read_task_file", json!({"task_id": task, "path": "out/a.md"}))["content"],
+        app.ok(&ada.key, "read_task_file", json!({"task_id": task, "path": "out/a.md", "session_id": sid}))["content"],
         "hello file"
     );
     let before = app.key_units();

@@ -31,6 +31,8 @@ fn two_agents_in_one_task_share_one_folder_and_show_as_threads() {
         json!({"agent_id": a, "message": "/write plan.md step one", "idempotency_key": "s1"}),
     );
     let task = first["session"]["task_id"].as_str().unwrap().to_owned();
+    // One folder for both: the task's lanes turned off (new tasks give each session its own).
+    app.ok(&ada.key, "set_task_settings", json!({"task_id": task, "lanes": false}));
     app.advance(1);
     let second = app.ok(
         &ada.key,
@@ -93,10 +95,16 @@ fn a_hand_off_carries_the_conversation_and_files_once_under_retries() {
     let events = app.ok(&ada.key, "read_session", json!({"session_id": target}));
     let brief = events["events"][0]["text"].as_str().unwrap();
     assert!(brief.contains("tangerine") && brief.contains(&source), "{brief}");
+    // The source's work was not landed: the new session continues in a copy of its lane.
     assert_eq!(
-        app.ok(&ada.key, "read_task_file", json!({"task_id": source, "path": "notes.md"}))["content"],
+        app.ok(&ada.key, "read_task_file", json!({"task_id": source, "path": "notes.md", "session_id": target}))
+            ["content"],
         "the secret word is tangerine"
     );
+    let base = app.call(&ada.key, "read_task_file", json!({"task_id": source, "path": "notes.md"}));
+    assert!(TestApp::tool_error(&base)["message"].as_str().unwrap().contains("the lanes of sessions"), "{base}");
+    let same: i64 = app.db.0.query_row("SELECT COUNT(DISTINCT lane_base_seq) FROM session", [], |r| r.get(0)).unwrap();
+    assert_eq!(same, 1, "the copy keeps the source's merge base");
     assert_eq!(app.ok(&ada.key, "get_session", json!({"session_id": source}))["status"], "idle", "the original stays");
 
     let status = app.ok(&ada.key, "get_handoff", json!({"handoff_id": h["handoff_id"]}));
