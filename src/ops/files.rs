@@ -25,7 +25,7 @@ pub async fn load_task(cx: &Cx<'_>, task_id: &str) -> Result<Membership, ApiErro
 
 /// The lane a reader names: none (the task's base), or one of its sessions' (its view of the folder, with
 /// the work it has not landed yet, when the task gives lanes).
-async fn lane_read(cx: &Cx<'_>, task_id: &str, session_id: Option<&str>) -> Result<String, ApiError> {
+pub async fn lane_read(cx: &Cx<'_>, task_id: &str, session_id: Option<&str>) -> Result<String, ApiError> {
     let Some(sid) = session_id else { return Ok(String::new()) };
     let (s, _) = sessions::load(cx, sid).await?;
     if s.task_id != task_id {
@@ -124,7 +124,7 @@ pub async fn read(cx: &Cx<'_>, p: ReadTaskFile) -> Result<TaskFile, ApiError> {
 
 /// A file missing from the base that sessions hold in their lanes: the error says which, and how to read
 /// it there, instead of only that the base has no such file.
-async fn not_landed(cx: &Cx<'_>, task_id: &str, path: &TaskPath, missing: ApiError) -> Result<ApiError, ApiError> {
+pub async fn not_landed(cx: &Cx<'_>, task_id: &str, path: &TaskPath, missing: ApiError) -> Result<ApiError, ApiError> {
     let lanes = store::files::lanes_holding(cx.db(), task_id, path.as_str()).await?;
     let Some(first) = lanes.first() else { return Ok(missing) };
     let named: Vec<String> = lanes.iter().map(|l| format!("`{l}`")).collect();

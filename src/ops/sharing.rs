@@ -7,7 +7,10 @@ use crate::domain::taskfs::TaskPath;
 use crate::error::{ApiError, Code};
 use crate::http::HttpResponse;
 use crate::ops::transcript::{entry, Entry};
-use crate::ops::{files::load_task, sessions};
+use crate::ops::{
+    files::{self, load_task},
+    sessions,
+};
 use crate::rules::html::escape;
 use crate::rules::ids::{ArtifactId, SessionId, TaskId};
 use crate::rules::params::{Int, Text};
@@ -63,6 +66,9 @@ pub struct PublishArtifact {
     pub name: Option<Text<1, 200>>,
     /// Publish this version of the file instead of the latest.
     pub version: Option<i64>,
+    /// One of the task's sessions: publish the file as it sees it, with the work it has not landed yet.
+    /// The task's base when left out.
+    pub session_id: Option<SessionId>,
     /// Ignored: the workspace is the task's.
     pub workspace: Option<String>,
 }
@@ -71,11 +77,24 @@ pub struct PublishArtifact {
 pub async fn publish(cx: &Cx<'_>, p: PublishArtifact) -> Result<ArtifactRow, ApiError> {
     let path = p.path.as_str().to_owned();
     let m = load_task(cx, &p.task_id).await?;
+    let lane = files::lane_read(cx, &p.task_id, p.session_id.as_deref()).await?;
+    // A lane sees the base wherever it has not written.
+    let found = match lane.as_str() {
+        "" => None,
+        lane => store::files::get(cx.db(), &p.task_id, lane, &path, p.version).await?,
+    };
+    let found = match found {
+        Some(f) => Some(f),
+        None => store::files::get(cx.db(), &p.task_id, "", &path, p.version).await?,
+    };
     // A tombstone (the file was deleted at that version) is no file to publish.
-    let file = store::files::get(cx.db(), &p.task_id, "", &path, p.version)
-        .await?
-        .filter(|f| !f.deleted)
-        .ok_or_else(|| ApiError::new(Code::NotFound, format!("no file `{path}` in this task; call list_task_files")))?;
+    let Some(file) = found.filter(|f| !f.deleted) else {
+        let missing = ApiError::new(Code::NotFound, format!("no file `{path}` in this task; call list_task_files"));
+        return Err(match lane.is_empty() {
+            true => files::not_landed(cx, &p.task_id, &p.path, missing).await?,
+            false => missing,
+        });
+    };
     let name = p.name.map_or_else(|| path.rsplit('/').next().unwrap_or(&path).to_owned(), String::from);
     let key_id = cx.caller()?.key_id.clone();
     store::artifacts::insert(

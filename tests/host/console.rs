@@ -618,3 +618,30 @@ fn a_tasks_page_changes_its_lanes_review_and_base_branch() {
     let (_, page) = get(&app, &cookie, &page_path);
     assert!(page.contains("value=\"trunk\"") && page.contains("<option value=\"manual\" selected"), "{page}");
 }
+
+/// A task's files not landed yet are a lane's: the task page links each one, and shows it as that
+/// session sees it, saying whose lane it is in.
+#[test]
+fn the_task_page_shows_a_lanes_files_before_they_land() {
+    let app = TestApp::new();
+    let ada = app.signup("Ada", "ada@example.com");
+    let agent = app.create_agent(&ada.key, json!({"name": "Dev", "harness": "echo", "model": "m"}));
+    let s = app.ok(
+        &ada.key,
+        "start_session",
+        json!({"agent_id": agent, "message": "/write notes/x.md <b>draft</b>", "idempotency_key": "s"}),
+    );
+    app.settle();
+    let sid = s["session"]["session_id"].as_str().unwrap().to_owned();
+    let cookie = sign_in(&app, &ada.key);
+    let ws = format!("/console/w/{}", ada.slug);
+    let (_, page) = get(&app, &cookie, &format!("{ws}/tasks/{sid}"));
+    assert!(page.contains("None landed yet"), "{page}");
+    let link = format!("{ws}/tasks/{sid}?file=notes%2Fx.md&amp;session={sid}");
+    assert!(page.contains(&link), "{page}");
+    let (status, file) = get(&app, &cookie, &link.replace("&amp;", "&"));
+    assert_eq!(status, 200);
+    assert!(file.contains("in Dev's lane, not landed") && file.contains("&lt;b&gt;draft&lt;/b&gt;"), "{file}");
+    let (_, base) = get(&app, &cookie, &format!("{ws}/tasks/{sid}?file=notes%2Fx.md"));
+    assert!(base.contains("pass `session_id`"), "the base has no such file, and says where it is: {base}");
+}

@@ -1071,6 +1071,11 @@ fn a_new_task_gives_each_session_its_own_lane_and_keeps_what_it_is_set_to() {
     let task = app.ok(&ada.key, "get_task", json!({"task_id": sid}));
     assert_eq!(task["settings"]["lanes"], true, "{task}");
     assert_eq!(task["lanes"][0]["changed"], json!(["a.txt"]), "the write waits in the lane: {task}");
+    // A person publishes the lane's file as the session sees it; from the base it is not there yet.
+    let from_base = app.call(&ada.key, "publish_artifact", json!({"task_id": sid, "path": "a.txt"}));
+    assert!(TestApp::tool_error(&from_base)["message"].as_str().unwrap().contains("in the lane of session"));
+    let published = app.ok(&ada.key, "publish_artifact", json!({"task_id": sid, "path": "a.txt", "session_id": sid}));
+    assert_eq!(published["path"], "a.txt");
     app.ok(&ada.key, "set_task_settings", json!({"task_id": sid, "lanes": false}));
     app.ok(
         &ada.key,

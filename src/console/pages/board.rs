@@ -75,9 +75,21 @@ pub async fn task(p: &Ctx<'_>, task_id: &str) -> Result<Page, ApiError> {
     let sessions: Vec<&Value> = list(&t, "sessions").iter().collect();
     let state = task_state(&t, &sessions);
     let file = p.query("file");
+    // A file of a lane (work not landed yet) is read as that session sees it.
+    let lane = p.query("session");
+    let lane_name = lane.as_ref().and_then(|l| list(&t, "lanes").iter().find(|x| x["session_id"] == l.as_str()));
     let shown = match &file {
-        Some(path) => Some(p.call("read_task_file", json!({ "task_id": task_id, "path": path })).await),
+        Some(path) => Some(
+            p.call("read_task_file", json!({ "task_id": task_id, "path": path, "session_id": lane.as_deref() })).await,
+        ),
         None => None,
+    };
+    let file_link = |path: &str, session: Option<&str>| {
+        let mut link = format!("{}?file={}", p.link(&format!("/tasks/{task_id}")), crate::console::forms::encode(path));
+        if let Some(sid) = session {
+            link.push_str(&format!("&session={}", crate::console::forms::encode(sid)));
+        }
+        link
     };
     Ok(Page {
         title: s(&t["title"]).to_owned(),
@@ -98,7 +110,8 @@ pub async fn task(p: &Ctx<'_>, task_id: &str) -> Result<Page, ApiError> {
                         }
                     }
                     @if let (Some(path), Some(read)) = (&file, &shown) {
-                        h2 { code { (path) } }
+                        h2 { code { (path) }
+                            @if let Some(l) = lane_name { " " span.muted.small { "in " (s(&l["agent_name"])) "'s lane, not landed" } } }
                         @match read {
                             Ok(f) => pre { (s(&f["content"])) },
                             Err(e) => p.error { (e.message) },
@@ -107,9 +120,11 @@ pub async fn task(p: &Ctx<'_>, task_id: &str) -> Result<Page, ApiError> {
                 }
                 div {
                     h2 { "Files" }
-                    @if list(&files, "files").is_empty() { p.muted { "No files yet." } }
+                    @if list(&files, "files").is_empty() {
+                        p.muted { @if list(&t, "lanes").is_empty() { "No files yet." } @else { "None landed yet: see the lanes below." } }
+                    }
                     ul { @for f in list(&files, "files") {
-                        li { a href=(format!("{}?file={}", p.link(&format!("/tasks/{task_id}")), crate::console::forms::encode(s(&f["path"])))) { code { (s(&f["path"])) } }
+                        li { a href=(file_link(s(&f["path"]), None)) { code { (s(&f["path"])) } }
                              " " span.muted.small { "v" (f["version"].as_i64().unwrap_or(0)) " · " (f["size_bytes"].as_i64().unwrap_or(0)) " bytes" } }
                     } }
                     h2 { "Artifacts" }
@@ -131,7 +146,7 @@ pub async fn task(p: &Ctx<'_>, task_id: &str) -> Result<Page, ApiError> {
                         ul { @for l in list(&t, "lanes") {
                             li { (s(&l["agent_name"])) ": "
                                 @if list(l, "changed").is_empty() { span.muted { "nothing unlanded" } }
-                                @for c in list(l, "changed") { code { (s(c)) } " " } }
+                                @for c in list(l, "changed") { a href=(file_link(s(c), Some(s(&l["session_id"])))) { code { (s(c)) } } " " } }
                         } }
                     }
                     h2 { "Settings" }
