@@ -85,11 +85,20 @@ pub async fn complete(cx: &Cx<'_>, request: &Completion<'_>) -> Result<Completed
             items(&list, "sessions", |s| s["session_id"].as_str().map(str::to_owned))
         }
         Fill::File => {
-            let task = context("task_id");
+            // A task's base, or the folder as one session sees it.
+            let session = context("session_id");
+            let task = match session.as_str() {
+                "" => context("task_id"),
+                sid => {
+                    let row = run(cx, "get_session", json!({"session_id": sid})).await?.unwrap_or(Value::Null);
+                    row["task_id"].as_str().unwrap_or_default().to_owned()
+                }
+            };
             if task.is_empty() {
                 vec![]
             } else {
-                let list = list("list_task_files", json!({"task_id": task, "limit": 500})).await?;
+                let lane = (!session.is_empty()).then_some(session);
+                let list = list("list_task_files", json!({"task_id": task, "limit": 500, "session_id": lane})).await?;
                 items(&list, "files", |f| f["path"].as_str().map(str::to_owned))
             }
         }
@@ -133,7 +142,8 @@ fn template_fill(kind: Kind, variable: &str) -> Option<Fill> {
         (Kind::TaskFile, "task_id") => Fill::Task,
         (Kind::TaskFile, "path") => Fill::File,
         (Kind::Artifact, "artifact_id") => Fill::Artifact,
-        (Kind::Transcript | Kind::Result, "session_id") => Fill::Session,
+        (Kind::Transcript | Kind::Result | Kind::SessionFile, "session_id") => Fill::Session,
+        (Kind::SessionFile, "path") => Fill::File,
         _ => return None,
     })
 }

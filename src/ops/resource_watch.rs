@@ -31,7 +31,8 @@ fn target(uri: &str) -> Option<Target> {
     let (t, vars) = TEMPLATES.iter().find_map(|t| match_template(t.uri, uri).map(|v| (t, v)))?;
     let var = |name: &str| vars.get(name).and_then(Value::as_str).unwrap_or_default().to_owned();
     Some(match t.kind {
-        Kind::Transcript | Kind::Result => Target::Session(var("session_id")),
+        // A session's files change with its turns' events.
+        Kind::Transcript | Kind::Result | Kind::SessionFile => Target::Session(var("session_id")),
         Kind::TaskFile => Target::TaskFile { task_id: var("task_id"), path: var("path") },
         Kind::Help | Kind::Artifact => Target::Fixed,
     })

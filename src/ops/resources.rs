@@ -24,6 +24,7 @@ use serde_json::{json, Value};
 pub enum Kind {
     Help,
     TaskFile,
+    SessionFile,
     Artifact,
     Transcript,
     Result,
@@ -54,7 +55,15 @@ pub const TEMPLATES: &[Template] = &[
         uri: "agentsky://tasks/{task_id}/files/{+path}",
         name: "task_file",
         title: "Task file",
-        description: "The newest version of a file in a task's shared folder; `path` may contain `/`.",
+        description: "The newest version of a file in a task's base (what has landed); `path` may contain `/`.",
+        mime: "text/plain",
+    },
+    Template {
+        kind: Kind::SessionFile,
+        uri: "agentsky://sessions/{session_id}/files/{+path}",
+        name: "session_file",
+        title: "A session's file",
+        description: "A task file as one session sees it: its lane's work not landed yet, else the task's base.",
         mime: "text/plain",
     },
     Template {
@@ -147,12 +156,16 @@ pub async fn read(cx: &Cx<'_>, uri: &str) -> Result<Vec<Value>, ReadFailure> {
             let file = found(run(cx, "read_task_file", json!({"task_id": var("task_id"), "path": path})).await?)?;
             Ok(text(essence(paths::content_type(&path)), file["content"].as_str().unwrap_or_default().to_owned()))
         }
-        Kind::Artifact => {
-            let args = artifact_file(cx, &var("artifact_id")).await.map_err(|e| refusal(cx, e))?;
-            let content_type = essence(args["content_type"].as_str().unwrap_or(t.mime)).to_owned();
-            let args = json!({"task_id": args["task_id"], "path": args["path"], "version": args["version"]});
+        Kind::SessionFile => {
+            let session = found(run(cx, "get_session", json!({"session_id": var("session_id")})).await?)?;
+            let path = var("path");
+            let args = json!({"task_id": session["task_id"], "path": path, "session_id": var("session_id")});
             let file = found(run(cx, "read_task_file", args).await?)?;
-            Ok(text(&content_type, file["content"].as_str().unwrap_or_default().to_owned()))
+            Ok(text(essence(paths::content_type(&path)), file["content"].as_str().unwrap_or_default().to_owned()))
+        }
+        Kind::Artifact => {
+            let (content_type, content) = artifact(cx, &var("artifact_id")).await.map_err(|e| refusal(cx, e))?;
+            Ok(text(essence(&content_type), content))
         }
         Kind::Transcript => {
             let md = transcript(cx, &var("session_id")).await.map_err(|e| refusal(cx, e))?;
@@ -170,16 +183,21 @@ fn essence(content_type: &str) -> &str {
     content_type.split(';').next().unwrap_or(content_type).trim()
 }
 
-/// The task file an artifact snapshots, once the id has the artifact shape, the lookup has counted
-/// against the key's rate and the caller belongs to the artifact's workspace.
-async fn artifact_file(cx: &Cx<'_>, id: &str) -> Result<Value, ApiError> {
+/// An artifact's content type and the snapshot it published (by its hash: it may come from a lane), once
+/// the id has the artifact shape, the lookup has counted against the key's rate and the caller belongs to
+/// the artifact's workspace.
+async fn artifact(cx: &Cx<'_>, id: &str) -> Result<(String, String), ApiError> {
     if !ids::is_id(id, "art") {
         return Err(ApiError::not_found("artifact"));
     }
     ops::rate_limit_key(cx).await?;
     let row = crate::store::artifacts::get(cx.db(), id).await?.ok_or_else(|| ApiError::not_found("artifact"))?;
     cx.member_of(&row.workspace_id, "artifact")?;
-    Ok(json!({"task_id": row.task_id, "path": row.path, "version": row.version, "content_type": row.content_type}))
+    let bytes = crate::domain::blobs::get(&*cx.env.blobs, &row.workspace_id, &row.sha256)
+        .await
+        .map_err(ApiError::cause)?
+        .ok_or_else(|| ApiError::cause(format!("blob {} missing", row.sha256)))?;
+    Ok((row.content_type, String::from_utf8_lossy(&bytes).into_owned()))
 }
 
 /// A session's events as Markdown: access is checked once and the lookup counts one rate unit, then the

@@ -177,7 +177,7 @@ describe('Claude Code as a claude-code agent under sky runner', { skip: !existsS
     const usage = turn.events.find((e) => e.type === 'status' && e.usage);
     assert.ok(usage && usage.usage.output_tokens > 0, JSON.stringify(turn.events));
     assert.ok(!turn.events.some((e) => typeof e.text === 'string' && e.text.includes('"type":"assistant"')), 'no raw JSON lines');
-    const file = ok(await tool('read_task_file', { task_id: started.session.task_id, path: 'out.txt' }));
+    const file = ok(await tool('read_task_file', { task_id: started.session.task_id, path: 'out.txt', session_id: sessionId }));
     assert.equal(file.content, 'hi\n');
 
     // The next message continues Claude Code's own conversation: the stub sees the first turn too.
@@ -303,7 +303,7 @@ describe('Codex as a codex agent under sky runner', { skip: !existsSync(CODEX) &
     assert.equal(status?.is_error, false, JSON.stringify(status));
     assert.ok(shown.some((s) => s.startsWith('agent_message done: 2 tool outputs')), shown.join('\n'));
     assert.ok(turn.events.some((e) => e.type === 'status' && e.usage?.input_tokens > 0), JSON.stringify(turn.events));
-    const file = ok(await tool('read_task_file', { task_id: started.session.task_id, path: 'out.txt' }));
+    const file = ok(await tool('read_task_file', { task_id: started.session.task_id, path: 'out.txt', session_id: sessionId }));
     assert.equal(file.content, 'hi\n');
 
     const sent = ok(await tool('send_message', { session_id: sessionId, message: 'second turn', idempotency_key: ikey('cx2') }));

@@ -133,11 +133,14 @@ describe('openai harness against a scripted model and a remote MCP server', () =
     assert.deepEqual(mcpSrv.calls.at(-1), { a: 6, b: 7 });
     assert.ok(mcpSrv.auth.every((a) => a === `Bearer ${mcpToken}`), 'every MCP request carried the bearer secret');
 
-    // The file is in the task folder; collect_result names it and the reply.
-    const listed = ok(await client.tool('list_task_files', { task_id: started.session.task_id }), 'list_task_files');
+    // The file is in the session's lane (a new task gives each session its own); collect_result names it
+    // and the reply.
+    const base = ok(await client.tool('list_task_files', { task_id: started.session.task_id }), 'list_task_files (base)');
+    assert.deepEqual(base.files, [], 'nothing landed');
+    const listed = ok(await client.tool('list_task_files', { task_id: started.session.task_id, session_id: sid }), 'list_task_files');
     assert.deepEqual(listed.files.map((f) => f.path), [FILE.path]);
     assert.equal(listed.files[0].writer_session_id, sid);
-    const file = ok(await client.tool('read_task_file', { task_id: started.session.task_id, path: FILE.path }), 'read_task_file');
+    const file = ok(await client.tool('read_task_file', { task_id: started.session.task_id, path: FILE.path, session_id: sid }), 'read_task_file');
     assert.equal(file.content, FILE.content);
     const result = ok(await client.tool('collect_result', { session_id: sid }), 'collect_result');
     assert.equal(result.last_reply, 'All done; the tool said product=42');

@@ -51,16 +51,21 @@ describe('tasks: two agents, one folder, artifacts, share links, hand-offs and t
   });
   after(async () => { await c?.close(); });
 
-  test('two agents in one task read and write one folder and see each other\'s files; threads show the tree', async () => {
+  test('two agents in a task without lanes read and write one folder and see each other\'s files; threads show the tree', async () => {
     const ws = await createWorkspace(acct.key);
     const planner = await createAgent(acct.key, { workspace: ws.slug, name: 'Planner' });
     const reviewer = await createAgent(acct.key, { workspace: ws.slug, name: 'Reviewer' });
 
-    // The first agent writes plan.md through its harness; its session id is the task id.
-    const a = await startAndRead(tool, { agent_id: planner.agent_id, message: '/write plan.md step one: parse', workspace: ws.slug });
+    // The first session's id is the task id. A new task gives each session its own lane; this one is one
+    // shared folder.
+    const a = await startAndRead(tool, { agent_id: planner.agent_id, message: 'hello', workspace: ws.slug });
     const task = a.started.session.task_id;
     assert.equal(task, a.sid);
-    assert.equal(a.turn.events.find((e) => e.type === 'tool_result')?.is_error, false, JSON.stringify(a.turn.events));
+    assert.equal(ok(await tool('get_task', { task_id: task }), 'get_task').settings.lanes, true, 'lanes by default');
+    assert.equal(ok(await tool('set_task_settings', { task_id: task, lanes: false }), 'lanes off').lanes, false);
+    // The first agent writes plan.md through its harness.
+    const wrote = await sendAndRead(tool, a.sid, '/write plan.md step one: parse');
+    assert.equal(wrote.events.find((e) => e.type === 'tool_result')?.is_error, false, JSON.stringify(wrote.events));
 
     // The second joins the same task by task_id (no workspace: it is derived) and writes review.md.
     const b = await startAndRead(tool, { agent_id: reviewer.agent_id, task_id: task, message: '/write review.md plan looks fine' });
@@ -234,11 +239,12 @@ describe('tasks: two agents, one folder, artifacts, share links, hand-offs and t
     for (const s of ['tangerine', 'ship on friday', source]) assert.ok(reply.includes(s), `the brief mentions ${s}: ${reply}`);
     const log = await readAll(tool, target);
     assert.equal(log.events.filter((e) => e.type === 'user_message').length, 1, 'the target got its brief once');
-    const file = ok(await tool('read_task_file', { task_id: t.task_id, path: 'notes.md' }), 'read notes.md from the target\'s task');
+    // The source's work was not landed: the target continues in a copy of its lane.
+    const file = ok(await tool('read_task_file', { task_id: t.task_id, path: 'notes.md', session_id: target }), 'read notes.md as the target sees it');
     assert.equal(file.content, 'the secret word is tangerine');
-    // The target writes into the same folder.
     await sendAndRead(tool, target, '/write notes.md the secret word is tangerine; shipped');
-    assert.equal(ok(await tool('read_task_file', { task_id: source, path: 'notes.md' }), 'read').writer_session_id, target);
+    assert.equal(ok(await tool('read_task_file', { task_id: source, path: 'notes.md', session_id: target }), 'read').writer_session_id, target);
+    assert.equal(ok(await tool('read_task_file', { task_id: source, path: 'notes.md', session_id: source }), 'read').content, 'the secret word is tangerine', 'the source\'s lane is its own');
     // The original stays, idle and untouched.
     assert.equal(ok(await tool('get_session', { session_id: source }), 'get_session source').status, 'idle');
     assert.deepEqual(texts((await readAll(tool, source)).events, 'user_message'), ['/write notes.md the secret word is tangerine', 'remember: ship on friday']);
@@ -284,7 +290,8 @@ describe('tasks: clear errors for oversized files, bad paths and another account
     const agent = await createAgent(acct.key, { workspace: ws.slug });
     const s = await startAndRead(mcp.tool, { agent_id: agent.agent_id, message: '/write a.md alpha', workspace: ws.slug });
     task = s.sid;
-    artifact = ok(await mcp.tool('publish_artifact', { task_id: task, path: 'a.md' }), 'publish').artifact_id;
+    // The agent's file is in its lane until it lands: published as the session sees it.
+    artifact = ok(await mcp.tool('publish_artifact', { task_id: task, path: 'a.md', session_id: task }), 'publish').artifact_id;
     handoff = ok(await mcp.tool('hand_off_session', { session_id: task, agent_id: agent.agent_id, idempotency_key: ikey() }), 'hand_off').handoff_id;
     routine = ok(await mcp.tool('create_routine', { name: 'r', agent_id: agent.agent_id, message: 'm', workspace: ws.slug }), 'create_routine').routine_id;
   });
@@ -373,9 +380,10 @@ describe('tasks: clear errors for oversized files, bad paths and another account
       assert.match(e.message, new RegExp(`^\`${field}\` must be an? [a-z -]+ id like`));
     }
     // Nothing Bo tried changed anything.
-    const file = ok(await mcp.tool('read_task_file', { task_id: task, path: 'a.md' }), 'read a.md');
+    const file = ok(await mcp.tool('read_task_file', { task_id: task, path: 'a.md', session_id: task }), 'read a.md');
     assert.equal(file.content, 'alpha');
     assert.equal(file.version, 1);
+    assert.equal(toolErrorCode(await mcp.tool('read_task_file', { task_id: task, path: 'a.md' }), 'a.md in the base'), 'not_found', 'nothing reached the base');
     assert.equal(ok(await mcp.tool('list_artifacts', { task_id: task }), 'list_artifacts').artifacts.length, 1);
   });
 
@@ -419,7 +427,7 @@ describe('tasks: deleting a workspace', () => {
     const agent = await createAgent(acct.key, { workspace: slug, handle });
     // An idle session with a file, an artifact shared, the session shared, a hand-off, a routine, a goal…
     const idle = await startAndRead(mcp.tool, { agent_id: agent.agent_id, message: '/write report.md q3 numbers', workspace: slug });
-    const art = ok(await mcp.tool('publish_artifact', { task_id: idle.sid, path: 'report.md' }), 'publish');
+    const art = ok(await mcp.tool('publish_artifact', { task_id: idle.sid, path: 'report.md', session_id: idle.sid }), 'publish');
     const artUrl = ok(await mcp.tool('share_artifact', { artifact_id: art.artifact_id }), 'share_artifact').share_url;
     const sesUrl = ok(await mcp.tool('share_session', { session_id: idle.sid }), 'share_session').share_url;
     assert.equal((await anon(artUrl)).status, 200);

@@ -94,7 +94,7 @@ fn resources_list_is_the_help_center_and_every_entry_reads() {
         assert!(body["result"]["contents"][0]["text"].as_str().unwrap().starts_with("# "), "{uri}");
     }
     let templates = rpc(&app, &ada.key, "resources/templates/list", json!({}));
-    assert_eq!(templates["result"]["resourceTemplates"].as_array().unwrap().len(), 5);
+    assert_eq!(templates["result"]["resourceTemplates"].as_array().unwrap().len(), 6);
     // Examples name this deployment, never a placeholder or another host.
     let article = app.ok(&ada.key, "help_get", json!({"slug": "zh-keys-and-scopes"}));
     let md = article["markdown"].as_str().unwrap();
@@ -209,6 +209,14 @@ fn a_transcript_has_its_header_its_tool_results_and_counts_one_rate_unit() {
         app.ok(&ada.key, "read_task_file", json!({"task_id": task, "path": "out/a.md", "session_id": sid}))["content"],
         "hello file"
     );
+    // The file waits in the session's lane: a resource as the session sees it, not yet one of the base.
+    let lane = read(&app, &ada.key, &format!("agentsky://sessions/{sid}/files/out/a.md"));
+    assert_eq!(lane["result"]["contents"][0]["text"], "hello file", "{lane}");
+    assert_eq!(lane["result"]["contents"][0]["mimeType"], "text/markdown");
+    assert!(read(&app, &ada.key, &format!("agentsky://tasks/{task}/files/out/a.md"))["error"].is_object());
+    let files = json!({"type": "ref/resource", "uri": "agentsky://sessions/{session_id}/files/{+path}"});
+    let paths = completion(&app, &ada.key, files, "path", "out", json!({"session_id": sid}));
+    assert_eq!(paths["values"], json!(["out/a.md"]), "{paths}");
     let before = app.key_units();
     let transcript = read(&app, &ada.key, &format!("agentsky://sessions/{sid}/transcript"));
     assert_eq!(app.key_units() - before, 1, "one rate unit for the whole transcript");
