@@ -53,7 +53,9 @@ describe('resources, prompts and completions (TS SDK v1 legacy, v2 modern)', () 
     sid = started.session.session_id;
     taskId = started.session.task_id;
     await readTurn(tool, { session_id: sid, cursor: started.cursor, message_id: started.message_id });
-    artifactId = ok(await tool('publish_artifact', { task_id: taskId, path: 'notes/plan.md' }), 'publish').artifact_id;
+    // The agent's file waits in its lane (a new task gives each session one); a person's write is the base's.
+    artifactId = ok(await tool('publish_artifact', { task_id: taskId, path: 'notes/plan.md', session_id: sid }), 'publish').artifact_id;
+    ok(await tool('write_task_file', { task_id: taskId, path: 'notes/todo.md', content: 'ship it' }), 'write the base');
   });
   after(async () => { await Promise.all([c1, c2, o1, o2].map((c) => c?.close())); });
 
@@ -82,18 +84,21 @@ describe('resources, prompts and completions (TS SDK v1 legacy, v2 modern)', () 
     }
     const templates = (await c2.listResourceTemplates()).resourceTemplates.map((t) => t.uriTemplate);
     assert.deepEqual(templates, [
-      'agentsky://help/{lang}/{slug}', 'agentsky://tasks/{task_id}/files/{+path}', 'agentsky://artifacts/{artifact_id}',
+      'agentsky://help/{lang}/{slug}', 'agentsky://tasks/{task_id}/files/{+path}',
+      'agentsky://sessions/{session_id}/files/{+path}', 'agentsky://artifacts/{artifact_id}',
       'agentsky://sessions/{session_id}/transcript', 'agentsky://sessions/{session_id}/result',
     ]);
   });
 
   test('a task file, an artifact, the transcript and the result read back in both eras', async () => {
     for (const c of [c1, c2]) {
-      const file = await c.readResource({ uri: `agentsky://tasks/${taskId}/files/notes/plan.md` });
+      const file = await c.readResource({ uri: `agentsky://sessions/${sid}/files/notes/plan.md` });
       assert.equal(file.contents[0].text, 'step one: parse');
       assert.equal(file.contents[0].mimeType, 'text/markdown');
-      const encoded = await c.readResource({ uri: `agentsky://tasks/${taskId}/files/notes%2Fplan.md` });
+      const encoded = await c.readResource({ uri: `agentsky://sessions/${sid}/files/notes%2Fplan.md` });
       assert.equal(encoded.contents[0].text, 'step one: parse', 'an encoded slash is the same path');
+      const base = await c.readResource({ uri: `agentsky://tasks/${taskId}/files/notes%2Ftodo.md` });
+      assert.equal(base.contents[0].text, 'ship it');
       const art = await c.readResource({ uri: `agentsky://artifacts/${artifactId}` });
       assert.equal(art.contents[0].text, 'step one: parse');
       const transcript = (await c.readResource({ uri: `agentsky://sessions/${sid}/transcript` })).contents[0];
@@ -109,7 +114,7 @@ describe('resources, prompts and completions (TS SDK v1 legacy, v2 modern)', () 
 
   test('another account\'s file, artifact, transcript and result are "not found", in each era\'s code', async () => {
     const uris = [
-      `agentsky://tasks/${taskId}/files/notes/plan.md`, `agentsky://artifacts/${artifactId}`,
+      `agentsky://tasks/${taskId}/files/notes/todo.md`, `agentsky://sessions/${sid}/files/notes/plan.md`, `agentsky://artifacts/${artifactId}`,
       `agentsky://sessions/${sid}/transcript`, `agentsky://sessions/${sid}/result`,
       `agentsky://tasks/${taskId}/files/nope.md`, 'agentsky://help/fr/getting-started', 'agentsky://nothing',
     ];
@@ -157,7 +162,9 @@ describe('resources, prompts and completions (TS SDK v1 legacy, v2 modern)', () 
       assert.ok((await complete(c, prompt('delegate_task'), 'task_id', '')).includes(taskId));
       assert.ok((await complete(c, prompt('review_result'), 'session_id', sid.slice(0, 6))).includes(sid));
       const paths = await complete(c, template('agentsky://tasks/{task_id}/files/{+path}'), 'path', 'no', { task_id: taskId });
-      assert.deepEqual(paths, ['notes/plan.md']);
+      assert.deepEqual(paths, ['notes/todo.md'], 'the base');
+      const lane = await complete(c, template('agentsky://sessions/{session_id}/files/{+path}'), 'path', 'no', { session_id: sid });
+      assert.deepEqual(lane, ['notes/plan.md', 'notes/todo.md'], 'the lane over the base');
       assert.ok((await complete(c, template('agentsky://help/{lang}/{slug}'), 'slug', 'getting', { lang: 'zh' })).includes('getting-started'));
       assert.deepEqual(await complete(c, template('agentsky://help/{lang}/{slug}'), 'lang', ''), ['en', 'zh']);
     }

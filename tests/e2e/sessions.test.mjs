@@ -89,7 +89,8 @@ describe('sessions: a task, start to finish (TypeScript SDK v1 client)', () => {
       assert.equal(result.last_reply, `echo: ${sendArgs.message}`);
       assert.equal(result.task_id, sid);
       assert.deepEqual(result.files.map((f) => f.path), ['notes/result.md']);
-      const file = ok(await tool('read_task_file', { task_id: sid, path: 'notes/result.md' }), 'read_task_file');
+      // The file waits in the session's lane until it lands.
+      const file = ok(await tool('read_task_file', { task_id: sid, path: 'notes/result.md', session_id: sid }), 'read_task_file');
       assert.equal(file.content, 'the result, in a file');
 
       // The whole log: both turns, in order, each event once.

@@ -1,7 +1,7 @@
 // Setting a workspace up and landing work from an MCP client only (issue 36), through the official
 // TypeScript SDK: after sign-up, every step is a tool call. The operator connects a target, sets a policy,
-// stores a model secret (its value never comes back), creates an agent, starts a session, turns the task's
-// lanes on and issues a session token; the agent (the SDK on the session server with that token) gets
+// stores a model secret (its value never comes back), creates an agent, starts a session (its task in lanes
+// by default) and issues a session token; the agent (the SDK on the session server with that token) gets
 // access by the policy, and its first `land` asks for the checks. With no runner online the answer names
 // the `sky runner` that would run them; with one online, `land` → `remember_command checks` → `land` lands
 // within a minute and no call answers "try again". Then, in headless Chromium, the session's "Ask for a run
@@ -61,8 +61,10 @@ describe('setting up and landing from an MCP client only', () => {
     const started = await call(operator, 'start_session', { agent_id: created.agent_id, message: 'hi', idempotency_key: ikey('setup') });
     sid = started.session.session_id;
     await readTurn((n, a) => operator.callTool({ name: n, arguments: a }), { session_id: sid, cursor: started.cursor, message_id: started.message_id });
-    const settings = await call(operator, 'set_task_settings', { task_id: started.session.task_id, lanes: true });
-    assert.equal(settings.lanes, true);
+    // A new task gives each session its own lane: nothing to turn on before landing.
+    assert.equal((await call(operator, 'get_task', { task_id: started.session.task_id })).settings.lanes, true, 'lanes by default');
+    const settings = await call(operator, 'set_task_settings', { task_id: started.session.task_id, review: 'auto', base_branch: 'main' });
+    assert.deepEqual([settings.lanes, settings.review, settings.base_branch], [true, 'auto', 'main']);
     const wrote = await call(operator, 'send_message', { session_id: sid, message: '/write app.txt hello', idempotency_key: ikey('write') });
     await readTurn((n, a) => operator.callTool({ name: n, arguments: a }), { session_id: sid, cursor: wrote.cursor, message_id: wrote.message_id });
     const token = await call(operator, 'issue_session_token', { session_id: sid });

@@ -61,11 +61,12 @@ async def started(w: dict, out: dict, name: str) -> None:
     await read_turn(w, w[name], out["cursor"], out["message_id"])
 
 
-async def lanes_on(w: dict, out: dict) -> None:
-    """The first session: then lanes for its task, so the next session of the task works in a lane."""
+async def lanes_by_default(w: dict, out: dict) -> None:
+    """The first session: a new task gives it a lane, and the next session of the task one of its own."""
     await started(w, out, "sid")
-    status, _, body = rest("PUT", f"/v1/tasks/{w['task']}/settings", w["key"], {"lanes": True})
-    expect(status, 200, "PUT /v1/tasks/{task}/settings", body)
+    status, _, body = rest("GET", f"/v1/tasks/{w['task']}", w["key"])
+    expect(status, 200, "GET /v1/tasks/{task}", body)
+    assert body["settings"]["lanes"] is True, body["settings"]
 
 
 async def peer_with_token(w: dict, out: dict) -> None:
@@ -157,7 +158,7 @@ STEPS: list[Step] = [
     # A session and its task.
     Step("op", "start_session", lambda w: {
         "agent_id": w["agent_id"], "message": "/write notes.md hello from the python sdk",
-        "idempotency_key": ikey("start"), "workspace": w["ws"]}, lanes_on),
+        "idempotency_key": ikey("start"), "workspace": w["ws"]}, lanes_by_default),
     Step("op", "read_session", lambda w: {"session_id": w["sid"], "wait_seconds": 0}),
     Step("op", "get_session", lambda w: {"session_id": w["sid"]}),
     # Setting up from the client: the task's settings, a target, a policy and a secret (issue 36).
@@ -189,7 +190,7 @@ STEPS: list[Step] = [
     Step("op", "set_task_remote", lambda w: {"task_id": w["task"], "url": None}),  # land below pushes nowhere
     # Files and artifacts.
     Step("op", "list_task_files", lambda w: {"task_id": w["task"]}),
-    Step("op", "read_task_file", lambda w: {"task_id": w["task"], "path": "notes.md"}),
+    Step("op", "read_task_file", lambda w: {"task_id": w["task"], "path": "notes.md", "session_id": w["sid"]}),
     Step("op", "write_task_file", lambda w: {"task_id": w["task"], "path": "site/index.html", "content": "<h1>hi</h1>"}),
     Step("op", "publish_artifact", lambda w: {"task_id": w["task"], "path": "site/index.html"},
          keep("artifact", "artifact_id")),

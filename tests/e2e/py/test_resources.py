@@ -16,6 +16,7 @@ pytestmark = pytest.mark.anyio
 
 MODES = [("auto", -32602), ("legacy", -32002)]
 FILE_TEMPLATE = "agentsky://tasks/{task_id}/files/{+path}"
+SESSION_FILE_TEMPLATE = "agentsky://sessions/{session_id}/files/{+path}"
 
 
 def ok(result, what: str) -> dict:
@@ -53,19 +54,22 @@ async def test_resources_prompts_and_completions(connect, account: Account, mode
         listed = (await c.list_resources()).resources
         assert any(str(r.uri) == "agentsky://help/en/getting-started" for r in listed)
         templates = [t.uri_template for t in (await c.list_resource_templates()).resource_templates]
-        assert FILE_TEMPLATE in templates
+        assert FILE_TEMPLATE in templates and SESSION_FILE_TEMPLATE in templates
 
-        file = (await c.read_resource(f"agentsky://tasks/{task_id}/files/out/report.md")).contents[0]
+        # The agent's file waits in its session's lane until it lands.
+        file = (await c.read_resource(f"agentsky://sessions/{sid}/files/out/report.md")).contents[0]
         assert file.text == "all good" and file.mime_type == "text/markdown"
+        with pytest.raises(MCPError):
+            await c.read_resource(f"agentsky://tasks/{task_id}/files/out/report.md")
         transcript = (await c.read_resource(f"agentsky://sessions/{sid}/transcript")).contents[0].text
         assert "/write out/report.md all good" in transcript and "## agent" in transcript
         result = (await c.read_resource(f"agentsky://sessions/{sid}/result")).contents[0].text
         assert '"out/report.md"' in result
 
         with pytest.raises(MCPError) as refused:
-            await o.read_resource(f"agentsky://tasks/{task_id}/files/out/report.md")
+            await o.read_resource(f"agentsky://sessions/{sid}/files/out/report.md")
         assert refused.value.code == not_found
-        assert refused.value.error.data == {"uri": f"agentsky://tasks/{task_id}/files/out/report.md"}
+        assert refused.value.error.data == {"uri": f"agentsky://sessions/{sid}/files/out/report.md"}
 
         prompts = {p.name: p for p in (await c.list_prompts()).prompts}
         assert set(prompts) == {"delegate_task", "split_work", "review_result", "whats_waiting"}
@@ -85,6 +89,9 @@ async def test_resources_prompts_and_completions(connect, account: Account, mode
         theirs = await o.complete(PromptReference(type="ref/prompt", name="review_result"),
                                   {"name": "session_id", "value": ""})
         assert sid not in theirs.completion.values
-        paths = await c.complete(ResourceTemplateReference(type="ref/resource", uri=FILE_TEMPLATE),
-                                 {"name": "path", "value": "out/"}, {"task_id": task_id})
+        paths = await c.complete(ResourceTemplateReference(type="ref/resource", uri=SESSION_FILE_TEMPLATE),
+                                 {"name": "path", "value": "out/"}, {"session_id": sid})
         assert paths.completion.values == ["out/report.md"]
+        base = await c.complete(ResourceTemplateReference(type="ref/resource", uri=FILE_TEMPLATE),
+                                {"name": "path", "value": "out/"}, {"task_id": task_id})
+        assert base.completion.values == [], "nothing landed in the base"

@@ -90,7 +90,9 @@ async def test_a_task_start_to_finish(connect, account: Account, mode: str):
         assert result["last_reply"] == f"echo: {send['message']}"
         assert result["task_id"] == sid
         assert [f["path"] for f in result["files"]] == ["py/out.txt"]
-        file = ok(await c.call_tool("read_task_file", {"task_id": sid, "path": "py/out.txt"}), "read_task_file")
+        # The file waits in the session's lane until it lands.
+        file = ok(await c.call_tool("read_task_file", {"task_id": sid, "path": "py/out.txt", "session_id": sid}),
+                  "read_task_file")
         assert file["content"] == "written from Python"
 
         stopped = ok(await c.call_tool("stop_session", {"session_id": sid}), "stop_session")

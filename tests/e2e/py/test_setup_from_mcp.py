@@ -1,7 +1,7 @@
 """Setting a workspace up from an MCP client only (issue 36), with the official Python MCP client: a
 target connected (its credentials never come back), a policy, a model secret (its name listed, never its
-value), an agent, a session, the task's lanes turned on and a session token issued; then the agent, on the
-session server with that token, gets access by the policy and its first `land` asks for the checks, naming
+value), an agent, a session (its task in lanes by default; its review mode set) and a session token; then
+the agent, on the session server with that token, gets access by the policy and its first `land` asks for the checks, naming
 the `sky runner` that would run them when the workspace has no runner online. Every result is checked
 against the tool's outputSchema."""
 from __future__ import annotations
@@ -48,8 +48,10 @@ async def test_setup_and_a_first_land_from_mcp_only(connect, account: Account):
                                                         "workspace": ws, "idempotency_key": f"py-setup-{uniq()}"}), "start_session")
         sid = start["session"]["session_id"]
         await finished(op, sid, start["cursor"], start["message_id"])
-        settings = ok(await op.call_tool("set_task_settings", {"task_id": sid, "lanes": True}), "set_task_settings")
-        assert settings["lanes"] is True
+        # A new task gives each session its own lane: nothing to turn on before landing.
+        assert ok(await op.call_tool("get_task", {"task_id": sid}), "get_task")["settings"]["lanes"] is True
+        settings = ok(await op.call_tool("set_task_settings", {"task_id": sid, "review": "auto"}), "set_task_settings")
+        assert (settings["lanes"], settings["review"]) == (True, "auto")
         wrote = ok(await op.call_tool("send_message", {"session_id": sid, "message": "/write app.txt hello",
                                                        "idempotency_key": f"py-write-{uniq()}"}), "send_message")
         await finished(op, sid, wrote["cursor"], wrote["message_id"])
