@@ -1,7 +1,9 @@
 //! The console's **Run locally** and **Deploy** buttons: the command a session taught with
 //! `remember_command` (its task's `run` command, or a target's `deploy` command), run by the runner that
 //! holds the session's turn, in its folder (a run command, with none, by any runner of the workspace in a
-//! fresh checkout), with the output shown to the person who asked.
+//! fresh checkout), with the output shown to the person who asked. A deploy pressed while no turn of the
+//! session runs is asked of its agent in a new turn, where the grant is asked for or reused as for any
+//! deploy.
 
 use crate::cx::Cx;
 use crate::domain::jobs::{self, Asked};
@@ -9,6 +11,7 @@ use crate::domain::taskfs::PROJECT_FILE;
 use crate::domain::taskfs::{self, Folder};
 use crate::error::{ApiError, Code};
 use crate::ops::sessions;
+use crate::rules::harness::Harness;
 use crate::rules::ids::{ConnectorId, SessionId};
 use crate::rules::params::words;
 use crate::store;
@@ -48,6 +51,10 @@ pub struct CommandRun {
     pub output: String,
     /// Why it did not run or finish, when it did not.
     pub reason: Option<String>,
+    /// A deploy pressed while no turn of the session ran: the message that asked its agent to deploy in a
+    /// new turn. Its output shows in the session (`read_session` from this message).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub asked_message_id: Option<String>,
 }
 
 /// The command a session taught for `kind`, if any.
@@ -96,6 +103,9 @@ pub async fn run(cx: &Cx<'_>, p: RunCommand) -> Result<CommandRun, ApiError> {
     if matches!(answer, Asked::NoRunner) && p.kind == CommandKind::Run {
         answer = jobs::ask_checkout(cx, &session, spec, wait_ms).await?;
     }
+    if let (Asked::NoRunner, CommandKind::Deploy, Some(target)) = (&answer, p.kind, p.target_id.as_deref()) {
+        return deploy_in_a_turn(cx, &session, command, target).await;
+    }
     let (exit_code, output, reason) = match answer {
         Asked::Done(v) => {
             let tail = jobs::output_tail(v["output"].as_str().unwrap_or_default(), TAIL_LINES);
@@ -109,17 +119,52 @@ pub async fn run(cx: &Cx<'_>, p: RunCommand) -> Result<CommandRun, ApiError> {
         Asked::NoRunner => (
             None,
             String::new(),
-            Some(match p.kind {
-                CommandKind::Run => format!(
-                    "no runner of the workspace is online: start one (`sky runner --server {} --key <key>`) and press the button again",
-                    cx.base_url
-                ),
-                CommandKind::Deploy => {
-                    "a deploy runs on the runner running this session, with its grants, and none is now: start `sky runner` and send the session a message first".into()
-                }
-            }),
+            Some(format!(
+                "no runner of the workspace is online: start one (`sky runner --server {} --key <key>`) and press the button again",
+                cx.base_url
+            )),
         ),
         Asked::NoAnswer(why) => (None, String::new(), Some(why)),
     };
-    Ok(CommandRun { command, exit_code, output, reason })
+    Ok(CommandRun { command, exit_code, output, reason, asked_message_id: None })
+}
+
+/// A deploy pressed while no turn of the session runs: its agent is asked, in a new turn, to run the taught
+/// command; there the provider CLI asks for a deploy grant (or uses the active one) as any deploy does. An
+/// agent that runs no commands (echo, openai) is not asked.
+async fn deploy_in_a_turn(
+    cx: &Cx<'_>,
+    session: &store::sessions::SessionRow,
+    command: String,
+    target_id: &str,
+) -> Result<CommandRun, ApiError> {
+    let refused = |reason: String| CommandRun {
+        command: command.clone(),
+        exit_code: None,
+        output: String::new(),
+        reason: Some(reason),
+        asked_message_id: None,
+    };
+    if !Harness::from_word(&session.harness).is_some_and(Harness::on_runner) {
+        return Ok(refused(format!(
+            "this session's agent ({} harness) runs no commands: press Deploy on a session of a runner, claude-code or codex agent",
+            session.harness
+        )));
+    }
+    let target = store::connectors::get(cx.db(), target_id).await?.map_or_else(|| target_id.to_owned(), |c| c.name);
+    let message = format!(
+        "Deploy now: the person pressed Deploy to `{target}`. Run `{command}` from the project root (the provider CLI gets its credential through agentsky, asking for a deploy grant if none is active) and say what it printed."
+    );
+    let send: sessions::SendMessage = crate::rules::params::decode(json!({
+        "session_id": session.session_id, "message": message,
+        // Pressed twice within the minute, it is asked once.
+        "idempotency_key": format!("deploy-{}-{target_id}-{}", session.session_id, cx.now_ms / 60_000),
+    }))
+    .map_err(ApiError::cause)?;
+    let sent = sessions::send(cx, send).await?;
+    let mut asked = refused(
+        "no turn of this session was running to deploy on, so its agent was asked to deploy in a new turn: its output shows in the session".into(),
+    );
+    asked.asked_message_id = Some(sent.message_id);
+    Ok(asked)
 }

@@ -4,7 +4,7 @@
 #      (/v1/mcp, plain JSON-RPC): the runner registers with the account's key (token kept 0600, never
 #      printed), claims the turn, runs the script in a folder holding the task's files, with the session's
 #      environment and an MCP config whose `sky mcp` reaches the session server; the script's reply is
-#      read back with read_session and the file it wrote with read_task_file.
+#      read back with read_session and the file it wrote with read_task_file (in its lane).
 #   2. A runner killed with SIGKILL while its script sleeps: its script is ended with it (the supervisor's
 #      lifeline), and once the lease (30 s) runs out a second runner claims the turn (attempt 2) and its
 #      output completes it. Then a turn cancelled (`POST /v1/sessions/{id}/cancel-turn`) while its slow
@@ -136,7 +136,7 @@ grep -qF "the session server answered" <<<"$said" || fail "no session-server ans
 grep -qF "status: report_status through sky mcp" <<<"$said" || fail "stderr is not shown as status: $said"
 grep -qF "status: Uploaded 1 file: result.txt." <<<"$said" || fail "no upload note: $said"
 ok "read_session shows the script's reply, its stderr as status, and the upload"
-file=$(mcp read_task_file "{\"task_id\":\"$task\",\"path\":\"result.txt\"}")
+file=$(mcp read_task_file "{\"task_id\":\"$task\",\"path\":\"result.txt\",\"session_id\":\"$sid\"}")
 [ "$(field "$file" 'v["content"]')" = "written by the runner for $sid" ] || fail "result.txt: $file"
 result=$(mcp collect_result "{\"session_id\":\"$sid\"}")
 grep -q "the session server answered" <<<"$(field "$result" 'v["last_reply"]')" || fail "collect_result: $result"

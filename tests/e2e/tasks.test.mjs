@@ -134,7 +134,8 @@ describe('tasks: two agents, one folder, artifacts, share links, hand-offs and t
     assert.equal(art.name, 'index.html');
     assert.equal(art.content_type, 'text/html; charset=utf-8');
     assert.equal(art.shared, false);
-    const md = ok(await tool('publish_artifact', { task_id: task, path: 'site/report.md' }), 'publish report.md');
+    // The agent's file is in its lane until it lands: published as its session sees it.
+    const md = ok(await tool('publish_artifact', { task_id: task, path: 'site/report.md', session_id: task }), 'publish report.md');
     assert.equal(md.content_type, 'text/markdown; charset=utf-8');
 
     const shared = ok(await tool('share_artifact', { artifact_id: art.artifact_id }), 'share_artifact');

@@ -306,3 +306,38 @@ fn revoking_a_grant_tells_the_runner_holding_its_credential_at_once() {
     assert_eq!(refused.status, 403);
     assert!(refused.json_body()["error"]["message"].as_str().unwrap().contains("not active"));
 }
+
+/// Issue 36's Deploy button, pressed while no turn of the session runs: there is no runner holding the
+/// session to run it on, so its agent is asked to deploy in a new turn (under a grant, as any deploy);
+/// pressed twice in a minute it is asked once; an agent that runs no commands is not asked.
+#[test]
+fn the_deploy_button_asks_the_agent_in_a_new_turn_when_none_runs() {
+    let app = TestApp::with_secrets();
+    let t = turn(&app);
+    let g = grant(&app, &t, "web", json!(["deploy"]));
+    assert_eq!(report(&app, &t, &g, &["vercel", "deploy", "--prod"], 0).0, 200);
+    assert_eq!(remember(&app, &t, "vercel deploy --prod")["isError"], false);
+    let done = json!({"lease_id": t.lease, "events": [], "done": "completed"});
+    assert_eq!(app.send(runner_request(&t.runner, "POST", "/v1/runner/events", done)).status, 200);
+
+    let press = json!({"session_id": t.sid, "kind": "deploy", "target_id": t.web});
+    let asked = app.ok(&t.ada.key, "run_command", press.clone());
+    assert_eq!((asked["command"].as_str(), asked["exit_code"].as_i64()), (Some("vercel deploy --prod"), None));
+    assert!(asked["reason"].as_str().unwrap().contains("asked to deploy in a new turn"), "{asked}");
+    let message_id = asked["asked_message_id"].as_str().unwrap().to_owned();
+    assert_eq!(app.ok(&t.ada.key, "run_command", press)["asked_message_id"], message_id.as_str(), "asked once");
+    let page = app.ok(&t.ada.key, "read_session", json!({"session_id": t.sid, "message_id": message_id}));
+    let said = page["events"][0]["text"].as_str().unwrap();
+    assert!(said.starts_with("Deploy now: the person pressed Deploy to `web`. Run `vercel deploy --prod`"), "{said}");
+    // The runner claims that turn like any other.
+    let claimed = app.send(runner_request(&t.runner, "POST", "/v1/runner/claim", json!({}))).json_body();
+    assert_eq!(claimed["message_id"], message_id.as_str(), "{claimed}");
+
+    let echo = app.create_agent(&t.ada.key, json!({"name": "Echo", "harness": "echo", "model": "m"}));
+    let s = app.ok(&t.ada.key, "start_session", json!({"agent_id": echo, "message": "hi", "idempotency_key": "e"}));
+    app.settle();
+    let press = json!({"session_id": s["session"]["session_id"], "kind": "deploy", "target_id": t.web});
+    let refused = app.ok(&t.ada.key, "run_command", press);
+    assert!(refused["reason"].as_str().unwrap().contains("runs no commands"), "{refused}");
+    assert!(refused.get("asked_message_id").is_none());
+}

@@ -141,6 +141,11 @@ pub async fn act(p: &Ctx<'_>, sub: &str, form: Vec<(String, String)>) -> HttpRes
             if let (true, Some(url)) = (CHECKOUT.contains(&op.name), result["url"].as_str()) {
                 return see_other(url);
             }
+            // A deploy asked of the session's agent in a new turn shows its output in the session.
+            if let (true, Some(_)) = (op.name == "run_command", result["asked_message_id"].as_str()) {
+                let said = "Asked the agent to deploy in a new turn; its output shows here.";
+                return see_other(&back).with_header("set-cookie", layout::flash_cookie(true, said));
+            }
             if op.name == "run_command" {
                 let main =
                     markup! { h1 { "What it did" } (sessions::command_result(&result)) p { a href=(back) { "Back" } } };
