@@ -6,7 +6,8 @@
 // the `sky runner` that would run them; with one online, `land` → `remember_command checks` → `land` lands
 // within a minute and no call answers "try again". Then, in headless Chromium, the session's "Ask for a run
 // command" starts a session of the same task asked to work it out (the page moves there); once that session
-// teaches it, "Run locally" runs it on the workspace's runner and shows its output.
+// teaches it, "Run locally" runs it on the workspace's runner and shows its output; and the task's page
+// shows a lane's file not landed yet and sets lanes, review and the base branch.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -126,6 +127,39 @@ describe('setting up and landing from an MCP client only', () => {
       const shown = await page.textContent('main');
       assert.ok(shown.includes('echo serving on 3000') && shown.includes('serving on 3000'), shown);
       await page.screenshot({ path: `${SHOTS}51-run-locally-output.png`, fullPage: true });
+    } finally {
+      await browser.close();
+    }
+  });
+
+  test('the task page: a lane\'s file not landed yet, then lanes, review and the base branch set by a person', { timeout: 120_000 }, async () => {
+    const wrote = await call(operator, 'send_message', { session_id: sid, message: '/write draft.md work in progress', idempotency_key: ikey('draft') });
+    await readTurn((n, a) => operator.callTool({ name: n, arguments: a }), { session_id: sid, cursor: wrote.cursor, message_id: wrote.message_id });
+    const { browser, page } = await signedIn(acct.key);
+    try {
+      const taskPage = `${BASE}/console/w/${acct.workspace.slug}/tasks/${sid}`;
+      await page.goto(taskPage);
+      const form = 'form[data-settings]';
+      assert.equal(await page.isChecked(`${form} input[type=checkbox][name=lanes]`), true, 'lanes by default');
+      assert.equal(await page.inputValue(`${form} select[name=review]`), 'auto');
+      assert.equal(await page.inputValue(`${form} input[name=base_branch]`), 'main');
+      // The lane's file, as its session sees it.
+      await page.click('a:has-text("draft.md")');
+      await page.waitForSelector('h2:has-text("not landed")');
+      assert.ok((await page.textContent('main')).includes('work in progress'));
+      await page.screenshot({ path: `${SHOTS}54-task-lane-file.png`, fullPage: true });
+      await page.goto(taskPage);
+      await page.uncheck(`${form} input[type=checkbox][name=lanes]`);
+      await page.selectOption(`${form} select[name=review]`, 'manual');
+      await page.fill(`${form} input[name=base_branch]`, 'trunk');
+      await Promise.all([page.waitForNavigation(), page.click(`${form} button:has-text("Save settings")`)]);
+      await page.goto(taskPage);
+      assert.equal(await page.isChecked(`${form} input[type=checkbox][name=lanes]`), false);
+      assert.equal(await page.inputValue(`${form} select[name=review]`), 'manual');
+      assert.equal(await page.inputValue(`${form} input[name=base_branch]`), 'trunk');
+      await page.screenshot({ path: `${SHOTS}55-task-settings.png`, fullPage: true });
+      const settings = (await call(operator, 'get_task', { task_id: sid })).settings;
+      assert.deepEqual([settings.lanes, settings.review, settings.base_branch], [false, 'manual', 'trunk']);
     } finally {
       await browser.close();
     }
