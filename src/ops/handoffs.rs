@@ -78,7 +78,7 @@ async fn brief(cx: &Cx<'_>, source: &str, note: Option<&str>) -> Result<String, 
         convo = format!("[… earlier conversation cut …]\n{}", convo.chars().skip(skip).collect::<String>());
     }
     let mut text = format!(
-        "You are taking over session {source} from another agent. The task's shared folder holds the files so far. \
+        "You are taking over session {source} from another agent. Your folder holds the files so far, landed or not. \
 The conversation until now:\n\n{convo}\n\nContinue the work from here."
     );
     if let Some(n) = note {

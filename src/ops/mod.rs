@@ -647,21 +647,22 @@ operations! {
         http: DELETE "/v1/workspaces/{workspace}", hints: DESTROYS, run: workspaces::delete
     }
 
-    /// A task's shared folder: the latest version of each file, by path. Workspace derived from the task.
+    /// A task's files: the latest version of each, by path, in its base (what has landed) or, with
+    /// `session_id`, as that session sees them. Workspace derived from the task.
     list_task_files(files::ListTaskFiles) -> files::TaskFiles {
         title: "List task files", group: Tasks, scope: Read, tool: Own,
         http: GET "/v1/tasks/{task_id}/files", hints: READ_ONLY, run: files::list
     }
 
-    /// Read one file of a task's shared folder as text (up to 256 KiB); `version` reads an older one.
-    /// Workspace derived from the task.
+    /// Read one file of a task as text (up to 256 KiB), from its base or, with `session_id`, as that
+    /// session sees it; `version` reads an older one. Workspace derived from the task.
     read_task_file(files::ReadTaskFile) -> files::TaskFile {
         title: "Read a task file", group: Tasks, scope: Read, tool: Own,
         http: GET "/v1/tasks/{task_id}/file", hints: READ_ONLY, run: files::read
     }
 
-    /// Write a text file (up to 256 KiB) into a task's shared folder as a new version; every session of
-    /// the task sees it. Workspace derived from the task.
+    /// Write a text file (up to 256 KiB) into a task's base as a new version; every session of the task
+    /// sees it where its own lane has not changed it. Workspace derived from the task.
     write_task_file(files::WriteTaskFile) -> files::FileWritten {
         title: "Write a task file", group: Tasks, scope: Write, tool: Own,
         http: PUT "/v1/tasks/{task_id}/file", hints: UPDATES, run: files::write

@@ -222,7 +222,7 @@ fn split(a: &Args) -> String {
     let first = match a.given("task_id") {
         Some(t) => format!("Every session joins task `{t}`: pass task_id `{t}` to each `start_session`."),
         None => "Start the first agent's session with `start_session` (no task_id); its `session.task_id` is the \
-                 task: pass it as task_id to every other `start_session`, so all work in one shared folder."
+                 task: pass it as task_id to every other `start_session`, so all share its files (each in its own lane until it lands)."
             .to_owned(),
     };
     format!(
@@ -231,12 +231,13 @@ fn split(a: &Args) -> String {
          starting.\n\
          2. {first} Give each its part as the message, with a new unique idempotency_key each.\n\
          3. Write the plan to the task folder with `write_task_file` (path PLAN.md): who does what, and where each \
-         puts its output. Every session reads the same folder.\n\
+         puts its output. Every session reads the task's files.\n\
          4. Follow each session with `read_session` (its message_id, wait_seconds 50) until `turn_finished`. \
          `get_task` shows every lane, its status, open requests and the cost so far; put any request to me and \
          answer it with `answer_request`.\n\
-         5. When all have finished, read each result (agentsky://sessions/<session_id>/result) and the files \
-         (`list_task_files`, agentsky://tasks/<task_id>/files/<path>), and combine them into one answer for me. \
+         5. When all have finished, read each result (agentsky://sessions/<session_id>/result) and its files, landed \
+         or not (agentsky://sessions/<session_id>/files/<path>, or `list_task_files` with its session_id), and \
+         combine them into one answer for me. \
          Offer to publish the final file with `publish_artifact`.",
         list = agents.iter().map(|s| format!("`{s}`")).collect::<Vec<_>>().join(", "),
         goal = a.get("goal"),
