@@ -625,14 +625,7 @@ fn a_tasks_page_changes_its_lanes_review_and_base_branch() {
 fn the_task_page_shows_a_lanes_files_before_they_land() {
     let app = TestApp::new();
     let ada = app.signup("Ada", "ada@example.com");
-    let agent = app.create_agent(&ada.key, json!({"name": "Dev", "harness": "echo", "model": "m"}));
-    let s = app.ok(
-        &ada.key,
-        "start_session",
-        json!({"agent_id": agent, "message": "/write notes/x.md <b>draft</b>", "idempotency_key": "s"}),
-    );
-    app.settle();
-    let sid = s["session"]["session_id"].as_str().unwrap().to_owned();
+    let (_, sid) = app.echo_session(&ada.key, "/write notes/x.md <b>draft</b>");
     let cookie = sign_in(&app, &ada.key);
     let ws = format!("/console/w/{}", ada.slug);
     let (_, page) = get(&app, &cookie, &format!("{ws}/tasks/{sid}"));

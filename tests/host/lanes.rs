@@ -1060,14 +1060,7 @@ fn a_run_command_runs_on_any_runner_when_none_holds_the_session() {
 fn a_new_task_gives_each_session_its_own_lane_and_keeps_what_it_is_set_to() {
     let app = TestApp::new();
     let ada = app.signup("Ada", "ada@example.com");
-    let agent_id = app.create_agent(&ada.key, json!({"name": "Dev", "harness": "echo", "model": "m"}));
-    let s = app.ok(
-        &ada.key,
-        "start_session",
-        json!({"agent_id": agent_id, "message": "/write a.txt one", "idempotency_key": "s0"}),
-    );
-    app.settle();
-    let sid = s["session"]["session_id"].as_str().unwrap().to_owned();
+    let (_, sid) = app.echo_session(&ada.key, "/write a.txt one");
     let task = app.ok(&ada.key, "get_task", json!({"task_id": sid}));
     assert_eq!(task["settings"]["lanes"], true, "{task}");
     assert_eq!(task["lanes"][0]["changed"], json!(["a.txt"]), "the write waits in the lane: {task}");

@@ -741,6 +741,16 @@ impl TestApp {
 }
 
 impl TestApp {
+    /// An echo agent named Dev and a session of it in a new task, its first turn (`message`) run: the
+    /// agent's id and the session's (the task's) id.
+    pub fn echo_session(&self, key: &str, message: &str) -> (String, String) {
+        let agent_id = self.create_agent(key, json!({"name": "Dev", "harness": "echo", "model": "m"}));
+        let s =
+            self.ok(key, "start_session", json!({"agent_id": agent_id, "message": message, "idempotency_key": "s0"}));
+        self.settle();
+        (agent_id, s["session"]["session_id"].as_str().unwrap().to_owned())
+    }
+
     /// A session token for the session server.
     pub fn session_token(&self, key: &str, session_id: &str) -> String {
         let r = self.request("POST", &format!("/v1/sessions/{session_id}/token"), Some(key), None);
