@@ -195,8 +195,11 @@ pub fn tool_call(name: &str, arguments: Value) -> Option<Result<(&'static Op, Va
         )),
         _ => {
             let names: Vec<&str> = OPS.iter().filter(|op| op.tool == Tool::Grouped).map(|op| op.name).collect();
-            let shown = crate::rules::params::quoted(named);
-            Err(ApiError::new(Code::InvalidParams, format!("`operation`: {shown} is not one of {}", names.join(", "))))
+            let what = match named {
+                "" => "`operation` is required: it is".to_owned(),
+                _ => format!("`operation`: {} is not", crate::rules::params::quoted(named)),
+            };
+            Err(ApiError::new(Code::InvalidParams, format!("{what} one of {}", names.join(", "))))
         }
     })
 }
@@ -291,7 +294,8 @@ impl Op {
     }
 }
 
-/// Declares the table. Each row: docs, `name(Params) -> Result { title, group, scope, tool, http, hints, run }`.
+/// Declares the table. Each row: docs, `name(Params) -> Result { title, group, scope, tool, http, hints, run }`;
+/// `tool` is how an MCP client reaches it (`Own`, `Grouped` or `RestOnly`: [`Tool`]).
 /// `http` is the method and path, then `201` when the operation creates a resource with its own id; a row
 /// that starts a turn may end with `task: true` (it may run as an MCP task); one that mints a credential or
 /// changes members says `credentials: true` before it.

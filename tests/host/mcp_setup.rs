@@ -104,6 +104,7 @@ fn the_operations_set_once_run_through_manage_with_the_roles_rest_has() {
     for (args, words) in [
         (json!({"operation": "nope"}), "`operation`: \"nope\" is not one of"),
         (json!({"operation": "start_session"}), "`start_session` is a tool of its own"),
+        (json!({"arguments": {}}), "`operation` is required: it is one of create_key"),
         (json!({"operation": "list_keys", "arguments": 5}), "`arguments` must be an object"),
         (json!({"operation": "revoke_key", "arguments": {}}), "key_id"),
     ] {
