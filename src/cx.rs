@@ -47,6 +47,9 @@ pub struct Config {
     pub stripe_webhook_secret: Option<String>,
     /// Stripe's API origin (`STRIPE_API_BASE`; default `https://api.stripe.com`); tests name a local fake.
     pub stripe_api_base: Option<String>,
+    /// GitHub's REST API (`GITHUB_API_URL`; default `https://api.github.com`), where GitHub App targets mint
+    /// their grants' tokens; tests name a local fake. Under the outbound rule like any other URL.
+    pub github_api_url: Option<String>,
     /// Serves the conformance suite's fixture tools without auth at `/v1/conformance/mcp` (tests only).
     pub conformance_fixtures: bool,
     /// `REQUEST_LOG=errors`: a request's log line is written only when it failed or took a second or more.

@@ -5,7 +5,7 @@
 
 use super::{wait, CallingSession, ToolError, ACCESS_PER_MIN};
 use crate::cx::Cx;
-use crate::domain::grants::{covers, grant_view, live, open_credential, ssh_hold_s, visible_to, Credential};
+use crate::domain::grants::{covers, grant_view, hand_over, live, ssh_hold_s, visible_to, Handed};
 use crate::domain::jobs::{self, Asked};
 use crate::error::ApiError;
 use crate::rules::ids::GrantId;
@@ -311,15 +311,15 @@ pub async fn get_credential(a: &CallingSession<'_>, p: GetCredential) -> Result<
             g.grant_id
         )));
     }
-    let cred = open_credential(a.cx, &g)
+    let cred = hand_over(a.cx, &g, &a.me.session_id)
         .await?
         .ok_or_else(|| ToolError::refused("the target's credentials cannot be opened; reconnect it in agentsky"))?;
     let view = match cred {
-        Credential::Env { env } => {
-            json!({ "kind": "env", "env": env, "socketPath": null, "expiresAt": g.expires_ms, "scoped": false })
+        Handed::Env { env, scoped, expires_ms } => {
+            json!({ "kind": "env", "env": env, "socketPath": null, "expiresAt": expires_ms, "scoped": scoped })
         }
         // The key goes to the runner's ssh-agent for this turn (never to the agent); the agent gets its socket.
-        Credential::Ssh { .. } => {
+        Handed::Ssh { .. } => {
             let spec = json!({ "grant_id": g.grant_id, "ttl_s": ssh_hold_s(&g, a.cx.now_ms) });
             let socket = match jobs::ask(a.cx, &a.me, "ssh_agent", spec, SSH_AGENT_WAIT_MS).await? {
                 Asked::Done(v) => v["socket_path"].as_str().map(str::to_owned).ok_or_else(|| {
@@ -358,6 +358,10 @@ pub struct Target {
     pub lock_state: String,
     /// What this task's live grants on the target cover.
     pub scopes: Vec<String>,
+    /// Whether a grant gets a credential narrowed to it rather than the connection's own, and why not.
+    pub scoped: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unscoped_reason: Option<String>,
 }
 
 /// list_targets
@@ -400,6 +404,8 @@ pub async fn list_targets(a: &CallingSession<'_>) -> Result<Vec<Target>, ToolErr
                 env: c.env,
                 lock_state: lock_state.into(),
                 scopes,
+                scoped: c.scoped,
+                unscoped_reason: c.unscoped_reason,
             }
         })
         .collect())

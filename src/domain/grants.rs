@@ -3,6 +3,7 @@
 //! revoke). What a credential may leave behind in a transcript is decided here too.
 
 use crate::cx::Cx;
+use crate::domain::mint;
 use crate::error::ApiError;
 use crate::rules::seal;
 use crate::store::{self, requests::GrantRow};
@@ -51,6 +52,30 @@ pub enum Credential {
     Env { env: serde_json::Map<String, Value> },
     /// An SSH private key, served to agents only through a runner's ssh-agent.
     Ssh { private_key: String },
+    /// A GitHub App: each grant gets its own narrowed installation token ([`mint`]).
+    GithubApp { app: mint::GithubApp },
+}
+
+/// What a grant hands over: the provider CLI's variables, minted for the grant (`scoped`) where the
+/// connection can narrow them, else the connection's own, and until when; or an SSH key (for a runner's
+/// ssh-agent only).
+pub enum Handed {
+    Env { env: serde_json::Map<String, Value>, scoped: bool, expires_ms: Option<i64> },
+    Ssh { private_key: String },
+}
+
+/// [`Handed`] for `g`, asked by `session_id` (for the audit log of a mint); `None` when the connection's
+/// credentials cannot be opened.
+pub async fn hand_over(cx: &Cx<'_>, g: &GrantRow, session_id: &str) -> Result<Option<Handed>, ApiError> {
+    let Some(credential) = open_credential(cx, g).await? else { return Ok(None) };
+    Ok(Some(match credential {
+        Credential::Env { env } => Handed::Env { env, scoped: false, expires_ms: g.expires_ms },
+        Credential::Ssh { private_key } => Handed::Ssh { private_key },
+        Credential::GithubApp { app } => {
+            let minted = mint::github(cx, g, &app, session_id).await?;
+            Handed::Env { env: minted.env, scoped: true, expires_ms: Some(minted.expires_ms) }
+        }
+    }))
 }
 
 /// A grant's credential, opened; `None` when it cannot be (no credentials, or sealed under another key).

@@ -11,6 +11,7 @@ pub mod idempotency;
 pub mod index;
 pub mod jobs;
 pub mod lanemerge;
+pub mod mint;
 pub mod otel;
 pub mod rate;
 pub mod requests;

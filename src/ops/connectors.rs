@@ -24,6 +24,16 @@ pub struct Credentials {
     pub env: Option<CappedMap<EnvName, Text<0, 20_000>, 50>>,
     /// An SSH private key (provider `ssh`): served only through a runner's ssh-agent, never as a file.
     pub ssh_private_key: Option<Text<1, 20_000>>,
+    /// A GitHub App (provider `github`, with `private_key`): each grant then gets an installation token
+    /// for the target's repositories and the grant's scopes only, expiring with it.
+    pub app_id: Option<u64>,
+    /// The GitHub App's private key, in PEM as GitHub hands it out.
+    pub private_key: Option<Text<1, 20_000>>,
+    /// The app's installation on the account that owns the repositories; found from `repositories` when
+    /// left out.
+    pub installation_id: Option<u64>,
+    /// The target's repositories, `owner/name`, up to 100 (all the installation's when left out).
+    pub repositories: Option<Vec<Text<3, 200>>>,
 }
 
 words! {
@@ -59,17 +69,7 @@ pub async fn connect(cx: &Cx<'_>, p: ConnectTarget) -> Result<ConnectorRow, ApiE
     cx.require_role(w, Role::Admin)?;
     let plain = match &p.credentials {
         None => None,
-        Some(Credentials { env: Some(env), ssh_private_key: None }) if p.provider != Provider::Ssh => {
-            Some(json!({ "kind": "env", "env": env }))
-        }
-        Some(Credentials { env: None, ssh_private_key: Some(key) }) if p.provider == Provider::Ssh => {
-            Some(json!({ "kind": "ssh", "private_key": key }))
-        }
-        Some(_) => {
-            return Err(ApiError::invalid(
-                "`credentials` takes `env` (a map of variables) for providers, `ssh_private_key` for ssh",
-            ))
-        }
+        Some(c) => Some(credential(cx, p.provider, c).await?),
     };
     let master = cx.env.config.secrets_key.as_deref();
     let connector_id = ids::new_id("con");
@@ -80,7 +80,12 @@ pub async fn connect(cx: &Cx<'_>, p: ConnectTarget) -> Result<ConnectorRow, ApiE
             let master = master.ok_or_else(|| {
                 ApiError::new(Code::NotImplemented, "this deployment has no SECRETS_KEY; it cannot store credentials")
             })?;
-            Some(seal::seal(master, &seal::connector_aad(&w.workspace_id, &id), &v.to_string()))
+            let kind = match v["kind"].as_str() {
+                Some("ssh") => "ssh",
+                Some("github_app") => "github_app",
+                _ => "env",
+            };
+            Some((seal::seal(master, &seal::connector_aad(&w.workspace_id, &id), &v.to_string()), kind))
         }
         None => None,
     };
@@ -91,12 +96,34 @@ pub async fn connect(cx: &Cx<'_>, p: ConnectTarget) -> Result<ConnectorRow, ApiE
         &p.name,
         p.provider.as_str(),
         p.env.as_str(),
-        sealed.as_deref(),
+        sealed.as_ref().map(|(s, kind)| (s.as_str(), *kind)),
         p.expires_ms,
         cx.now_ms,
     )
     .await
     .map_err(ApiError::from)
+}
+
+/// The credential to seal, as [`crate::domain::grants::Credential`] reads it: `env` variables, an `ssh`
+/// key, or a GitHub App whose key is checked and whose installation is found now, so a wrong one is said
+/// at once rather than at the first grant.
+async fn credential(cx: &Cx<'_>, provider: Provider, c: &Credentials) -> Result<Value, ApiError> {
+    let app = c.app_id.is_some() || c.private_key.is_some() || c.installation_id.is_some() || c.repositories.is_some();
+    match (&c.env, &c.ssh_private_key, app) {
+        (Some(env), None, false) if provider != Provider::Ssh => Ok(json!({ "kind": "env", "env": env })),
+        (None, Some(key), false) if provider == Provider::Ssh => Ok(json!({ "kind": "ssh", "private_key": key })),
+        (None, None, true) if provider == Provider::Github => {
+            let (Some(app_id), Some(key)) = (c.app_id, c.private_key.as_deref()) else {
+                return Err(ApiError::invalid("a GitHub App needs `credentials.app_id` and `credentials.private_key`"));
+            };
+            let repositories: Vec<String> = c.repositories.iter().flatten().map(|r| r.to_string()).collect();
+            let app = crate::domain::mint::GithubApp::connect(cx, app_id, key, c.installation_id, repositories).await?;
+            Ok(json!({ "kind": "github_app", "app": app }))
+        }
+        _ => Err(ApiError::invalid(
+            "`credentials` takes `env` (a map of variables) for providers, `ssh_private_key` for ssh, or a GitHub App (`app_id`, `private_key`, and `installation_id` or `repositories`) for github",
+        )),
+    }
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

@@ -28,6 +28,11 @@ pub fn connector_aad(workspace_id: &str, connector_id: &str) -> String {
     format!("{workspace_id}/connector/{connector_id}")
 }
 
+/// The associated data a credential minted for a grant is sealed with: its row.
+pub fn grant_credential_aad(workspace_id: &str, grant_id: &str) -> String {
+    format!("{workspace_id}/grant_credential/{grant_id}")
+}
+
 /// The associated data a workspace's trace-export header is sealed with: its row.
 pub fn trace_export_aad(workspace_id: &str) -> String {
     format!("{workspace_id}/trace_export")

@@ -46,6 +46,12 @@ pub fn format_day(ms: i64) -> String {
     format!("{y:04}-{m:02}-{d:02}")
 }
 
+/// A moment as `YYYY-MM-DDTHH:MM:SSZ`, UTC.
+pub fn iso(ms: i64) -> String {
+    let s = ms.div_euclid(1000).rem_euclid(86_400);
+    format!("{}T{:02}:{:02}:{:02}Z", format_day(ms), s / 3600, s / 60 % 60, s % 60)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

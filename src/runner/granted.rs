@@ -30,7 +30,7 @@
 
 use super::{body, leased, ok};
 use crate::cx::Cx;
-use crate::domain::grants::{self, open_credential, ssh_hold_s, visible_to, Credential};
+use crate::domain::grants::{self, hand_over, ssh_hold_s, visible_to, Handed};
 use crate::error::{ApiError, Code};
 use crate::http::{HttpRequest, HttpResponse};
 use crate::rules::targets::TargetScope;
@@ -87,17 +87,17 @@ pub async fn credential(cx: &Cx<'_>, runner: &RunnerRow, req: &HttpRequest) -> R
             format!("grant {} covers {}, not `{missing}`, which this command needs", g.grant_id, g.scopes),
         ));
     }
-    let cred = open_credential(cx, &g)
+    let cred = hand_over(cx, &g, &turn.session_id)
         .await?
         .ok_or_else(|| ApiError::new(Code::Forbidden, "the target's credentials cannot be opened; reconnect it"))?;
     let scopes: Vec<&str> = g.scopes.split(' ').collect();
     let (action, answer) = match cred {
         // `ttl_s`: the grant's time left; the runner ends the command when it runs out.
-        Credential::Env { env } => (
+        Handed::Env { env, expires_ms, .. } => (
             "get_credential",
-            json!({ "kind": "env", "env": env, "scopes": scopes, "ttl_s": g.expires_ms.map(|e| ((e - cx.now_ms) / 1000).max(1)) }),
+            json!({ "kind": "env", "env": env, "scopes": scopes, "ttl_s": expires_ms.map(|e| ((e - cx.now_ms) / 1000).max(1)) }),
         ),
-        Credential::Ssh { private_key } => (
+        Handed::Ssh { private_key } => (
             "ssh_key_loaded",
             json!({ "kind": "ssh", "private_key": private_key, "ttl_s": ssh_hold_s(&g, cx.now_ms), "scopes": scopes }),
         ),

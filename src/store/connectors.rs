@@ -18,8 +18,29 @@ pub struct ConnectorRow {
     #[serde(deserialize_with = "super::int_bool")]
     pub connected: bool,
     pub credentials_expire_ms: Option<i64>,
+    /// How it is connected: `env` variables or an `ssh` key (handed over as they are), or a `github_app`
+    /// that mints each grant a narrowed token; absent while unconnected.
+    pub credential_kind: Option<String>,
     pub deploy_command: Option<String>,
     pub created_ms: i64,
+    /// Whether a grant gets a credential narrowed to it (a short-lived, down-scoped token) rather than the
+    /// connection's own.
+    #[serde(default)]
+    pub scoped: bool,
+    /// Why not, when it does not.
+    #[serde(default)]
+    pub unscoped_reason: Option<String>,
+}
+
+impl ConnectorRow {
+    /// Fills in [`Self::scoped`] and [`Self::unscoped_reason`] from how it is connected.
+    fn narrowing(mut self) -> Self {
+        self.unscoped_reason =
+            crate::rules::narrowing::unscoped_reason(&self.provider, self.credential_kind.as_deref())
+                .map(str::to_owned);
+        self.scoped = self.unscoped_reason.is_none();
+        self
+    }
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -30,32 +51,35 @@ pub async fn upsert(
     name: &str,
     provider: &str,
     env: &str,
-    sealed: Option<&str>,
+    sealed: Option<(&str, &str)>,
     expires_ms: Option<i64>,
     now_ms: i64,
 ) -> DbResult<ConnectorRow> {
-    const UPSERT: &str = "INSERT INTO connector (connector_id, workspace_id, name, provider, env, sealed_credentials, credentials_expire_ms, created_ms)
-      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+    const UPSERT: &str = "INSERT INTO connector (connector_id, workspace_id, name, provider, env, sealed_credentials, credential_kind, credentials_expire_ms, created_ms)
+      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
       ON CONFLICT (workspace_id, name) DO UPDATE SET provider = excluded.provider, env = excluded.env,
         sealed_credentials = COALESCE(excluded.sealed_credentials, connector.sealed_credentials),
+        credential_kind = COALESCE(excluded.credential_kind, connector.credential_kind),
         credentials_expire_ms = excluded.credentials_expire_ms
-      RETURNING connector_id, workspace_id, name, provider, env, sealed_credentials IS NOT NULL AS connected, credentials_expire_ms, deploy_command, created_ms";
+      RETURNING connector_id, workspace_id, name, provider, env, sealed_credentials IS NOT NULL AS connected, credentials_expire_ms, credential_kind, deploy_command, created_ms";
+    let (sealed, kind) = (sealed.map(|s| s.0), sealed.map(|s| s.1));
     let row =
-        first(db, stmt!(UPSERT, connector_id, workspace_id, name, provider, env, sealed, expires_ms, now_ms)).await?;
-    row.ok_or_else(|| super::DbError::Other("upsert returned no row".into()))
+        first(db, stmt!(UPSERT, connector_id, workspace_id, name, provider, env, sealed, kind, expires_ms, now_ms))
+            .await?;
+    row.map(ConnectorRow::narrowing).ok_or_else(|| super::DbError::Other("upsert returned no row".into()))
 }
 
 pub async fn list(db: &dyn Sql, workspace_id: &str) -> DbResult<Vec<ConnectorRow>> {
     const LIST: &str = "SELECT connector_id, workspace_id, name, provider, env, sealed_credentials IS NOT NULL AS connected,
-        credentials_expire_ms, deploy_command, created_ms FROM connector WHERE workspace_id = ?1 ORDER BY name LIMIT 500";
-    rows(db, stmt!(LIST, workspace_id)).await
+        credentials_expire_ms, credential_kind, deploy_command, created_ms FROM connector WHERE workspace_id = ?1 ORDER BY name LIMIT 500";
+    Ok(rows(db, stmt!(LIST, workspace_id)).await?.into_iter().map(ConnectorRow::narrowing).collect())
 }
 
 pub async fn get(db: &dyn Sql, connector_id: &str) -> DbResult<Option<ConnectorRow>> {
     const GET: &str =
         "SELECT connector_id, workspace_id, name, provider, env, sealed_credentials IS NOT NULL AS connected,
-        credentials_expire_ms, deploy_command, created_ms FROM connector WHERE connector_id = ?1";
-    first(db, stmt!(GET, connector_id)).await
+        credentials_expire_ms, credential_kind, deploy_command, created_ms FROM connector WHERE connector_id = ?1";
+    Ok(first(db, stmt!(GET, connector_id)).await?.map(ConnectorRow::narrowing))
 }
 
 pub async fn sealed(db: &dyn Sql, connector_id: &str) -> DbResult<Option<String>> {
@@ -70,6 +94,13 @@ pub async fn sealed(db: &dyn Sql, connector_id: &str) -> DbResult<Option<String>
 pub async fn delete(db: &dyn Sql, workspace_id: &str, connector_id: &str) -> DbResult<bool> {
     const DELETE: &str = "DELETE FROM connector WHERE workspace_id = ?1 AND connector_id = ?2 RETURNING connector_id";
     Ok(!db.all(stmt!(DELETE, workspace_id, connector_id)).await?.is_empty())
+}
+
+/// The provider refused the connection's credentials: they count as expired from `now_ms` (`lockState:
+/// expired`, and `request_access` asks for a reconnection) until the target is connected again.
+pub async fn refused(db: &dyn Sql, connector_id: &str, now_ms: i64) -> DbResult<()> {
+    const SET: &str = "UPDATE connector SET credentials_expire_ms = ?2 WHERE connector_id = ?1";
+    db.all(stmt!(SET, connector_id, now_ms)).await.map(drop)
 }
 
 pub async fn set_deploy_command(db: &dyn Sql, connector_id: &str, command: &str) -> DbResult<()> {

@@ -17,6 +17,7 @@ pub mod console;
 pub mod context;
 pub mod devices;
 pub mod files;
+pub mod grant_credentials;
 pub mod handoffs;
 pub mod keys;
 pub mod lanes;

@@ -29,6 +29,7 @@ mod mcp_setup;
 mod mcp_tasks;
 mod members;
 mod money;
+mod narrowed;
 mod oauth;
 mod observability;
 mod operator;

@@ -1,0 +1,221 @@
+//! Issue 37: a grant on a GitHub App target gets its own installation token, restricted to the target's
+//! repositories and the permissions its scopes map to, expiring with the grant or the token's hour; a
+//! connection that cannot narrow says so; a refusal of the app's credentials turns the target `expired`
+//! until it is reconnected. The GitHub REST API is a fake that checks the app's JWT as GitHub does.
+
+use crate::support::TestApp;
+use agentsky::cx::{Config, Outbound};
+use agentsky::http::HttpResponse;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine as _;
+use rsa::pkcs1v15::{Signature, VerifyingKey};
+use rsa::signature::Verifier;
+use serde_json::{json, Value};
+use sha2::Sha256;
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+
+const GITHUB: &str = "https://github.example";
+const KEY: &str = include_str!("../fixtures/github-app-test-key.pem");
+
+/// What the fake GitHub saw: each token request's body, and whether it refuses the app now.
+#[derive(Clone, Default)]
+struct Fake {
+    minted: Rc<RefCell<Vec<Value>>>,
+    refuse: Rc<Cell<bool>>,
+}
+
+/// GitHub's two endpoints an app uses here, each refusing a request whose JWT is not the app's own
+/// (RS256 over the app's key, `iss` the app id, valid now for at most ten minutes).
+fn github(app: &TestApp) -> Fake {
+    let fake = Fake::default();
+    let seen = fake.clone();
+    let public = agentsky::rules::jwt::private_key(KEY).unwrap().to_public_key();
+    let now = app.now_ms.clone();
+    app.sessions.net.answer(move |req: &Outbound| {
+        let reply = |status: u16, v: Value| HttpResponse::json(status, &v);
+        let auth = req.headers.iter().find(|(k, _)| k == "authorization").map(|(_, v)| v.as_str()).unwrap_or("");
+        let parts: Vec<&str> = auth.strip_prefix("Bearer ").unwrap_or("").split('.').collect();
+        let signed = parts.len() == 3 && {
+            let sig = URL_SAFE_NO_PAD.decode(parts[2]).ok().and_then(|s| Signature::try_from(s.as_slice()).ok());
+            sig.is_some_and(|s| {
+                VerifyingKey::<Sha256>::new(public.clone()).verify(format!("{}.{}", parts[0], parts[1]).as_bytes(), &s).is_ok()
+            })
+        };
+        let claims: Value =
+            parts.get(1).and_then(|p| URL_SAFE_NO_PAD.decode(p).ok()).and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default();
+        let t = now.get() / 1000;
+        let fresh = claims["iat"].as_i64().is_some_and(|i| i <= t) && claims["exp"].as_i64().is_some_and(|e| e > t && e - t <= 600);
+        if !signed || claims["iss"] != "7" || !fresh || seen.refuse.get() {
+            return reply(401, json!({"message": "A JSON web token could not be decoded"}));
+        }
+        let path = req.url.strip_prefix(GITHUB).unwrap_or(&req.url);
+        match path {
+            "/repos/acme/web/installation" => reply(200, json!({"id": 42, "app_id": 7})),
+            "/app/installations/42/access_tokens" => {
+                let body: Value = serde_json::from_slice(&req.body).unwrap();
+                seen.minted.borrow_mut().push(body.clone());
+                let n = seen.minted.borrow().len();
+                let expires = agentsky::rules::time::iso(now.get() + 3_600_000);
+                reply(201, json!({"token": format!("ghs_minted{n}"), "expires_at": expires, "permissions": body["permissions"]}))
+            }
+            _ => reply(404, json!({"message": "Not Found"})),
+        }
+    });
+    fake
+}
+
+fn app() -> TestApp {
+    TestApp::with_config(Config {
+        secrets_key: Some("test-master-key".into()),
+        github_api_url: Some(GITHUB.into()),
+        ..TestApp::config()
+    })
+}
+
+#[test]
+fn a_grant_on_a_github_app_target_gets_a_token_for_its_scopes_and_repositories_only() {
+    let app = app();
+    let fake = github(&app);
+    let ada = app.signup("Ada", "ada@example.com");
+    let creds = json!({"app_id": 7, "private_key": KEY, "repositories": ["acme/web"]});
+    let repo = app.ok(
+        &ada.key,
+        "connect_target",
+        json!({"name": "repo", "provider": "github", "env": "scm", "credentials": creds}),
+    );
+    assert_eq!(
+        (repo["scoped"].as_bool(), repo["credential_kind"].as_str()),
+        (Some(true), Some("github_app")),
+        "{repo}"
+    );
+    assert!(!repo.to_string().contains("PRIVATE KEY"), "the key is never echoed");
+    let pat = json!({"env": {"GH_TOKEN": "ghp_personal"}});
+    let other = app.ok(
+        &ada.key,
+        "connect_target",
+        json!({"name": "old", "provider": "github", "env": "scm", "credentials": pat}),
+    );
+    assert_eq!(other["scoped"], false);
+    assert!(other["unscoped_reason"].as_str().unwrap().contains("connect a GitHub App"), "{other}");
+    let id = repo["connector_id"].as_str().unwrap().to_owned();
+    for scope in ["read", "write"] {
+        app.ok(&ada.key, "set_policy", json!({"connector_id": id, "scope": scope, "decision": "allow"}));
+    }
+
+    let (_, sid) = app.echo_session(&ada.key, "hi");
+    let token = app.session_token(&ada.key, &sid);
+    let targets = app.agent_ok(&token, "list_targets", json!({}));
+    let listed = |name: &str| targets.as_array().unwrap().iter().find(|t| t["name"] == name).unwrap().clone();
+    assert_eq!(listed("repo")["scoped"], true);
+    assert_eq!(listed("old")["scoped"], false, "{targets}");
+    let grant =
+        app.agent_ok(&token, "request_access", json!({"target": "repo", "scope": ["read"], "reason": "read the code"}));
+    let grant_id = grant["grantId"].as_str().unwrap().to_owned();
+    let cred = app.agent_ok(&token, "get_credential", json!({"grantId": grant_id}));
+    assert_eq!(
+        (cred["scoped"].as_bool(), cred["env"]["GH_TOKEN"].as_str()),
+        (Some(true), Some("ghs_minted1")),
+        "{cred}"
+    );
+    assert_eq!(cred["env"]["GITHUB_TOKEN"], "ghs_minted1");
+    assert_eq!(
+        fake.minted.borrow()[0],
+        json!({"repositories": ["web"], "permissions": {"contents": "read", "metadata": "read"}}),
+        "read: contents and metadata, read only, on the target's repository"
+    );
+    assert_eq!(cred["expiresAt"], app.now_ms.get() + 3_600_000, "the token's hour (the grant has no end)");
+    // Used again: the same token, not another mint.
+    let again = app.agent_ok(&token, "get_credential", json!({"grantId": grant_id}));
+    assert_eq!(again["env"]["GH_TOKEN"], "ghs_minted1");
+    assert_eq!(fake.minted.borrow().len(), 1);
+    // Close to its end it is minted again.
+    app.advance(56 * 60_000);
+    let later = app.agent_ok(&token, "get_credential", json!({"grantId": grant_id}));
+    assert_eq!(later["env"]["GH_TOKEN"], "ghs_minted2");
+
+    let write = app.agent_ok(&token, "request_access", json!({"target": "repo", "scope": ["write"], "reason": "push"}));
+    app.agent_ok(&token, "get_credential", json!({"grantId": write["grantId"]}));
+    assert_eq!(
+        fake.minted.borrow()[2]["permissions"],
+        json!({"contents": "write", "metadata": "read", "pull_requests": "write"})
+    );
+    // Every mint is in the audit log with its grant, permissions and expiry, never the token.
+    let audit = app.request("GET", "/v1/audit", Some(&ada.key), None).json_body();
+    let mints: Vec<&Value> =
+        audit["entries"].as_array().unwrap().iter().filter(|e| e["action"] == "credential_minted").collect();
+    assert_eq!(mints.len(), 3, "{audit}");
+    let detail = mints.iter().find(|e| e["grant_id"] == grant_id.as_str()).unwrap()["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("acme/web") && detail.contains("\"contents\":\"read\"") && detail.contains("until 20"),
+        "{detail}"
+    );
+    assert!(!audit.to_string().contains("ghs_minted"), "no token in the audit log");
+}
+
+#[test]
+fn a_refused_app_turns_its_target_expired_until_it_is_reconnected_in_place() {
+    let app = app();
+    let fake = github(&app);
+    let ada = app.signup("Ada", "ada@example.com");
+    let creds = json!({"app_id": 7, "private_key": KEY, "installation_id": 42});
+    let repo = app.ok(
+        &ada.key,
+        "connect_target",
+        json!({"name": "repo", "provider": "github", "env": "scm", "credentials": creds.clone()}),
+    );
+    let id = repo["connector_id"].as_str().unwrap().to_owned();
+    app.ok(&ada.key, "set_policy", json!({"connector_id": id, "scope": "read", "decision": "allow"}));
+    let (_, sid) = app.echo_session(&ada.key, "hi");
+    let token = app.session_token(&ada.key, &sid);
+    let grant = app.agent_ok(&token, "request_access", json!({"target": "repo", "scope": ["read"], "reason": "r"}));
+    assert_eq!(fake.minted.borrow().len(), 0, "minted when first used, not before");
+
+    fake.refuse.set(true);
+    let refused = app.agent_err(&token, "get_credential", json!({"grantId": grant["grantId"]}));
+    assert!(refused.contains("GitHub refused") && refused.contains("reconnect"), "{refused}");
+    let targets = app.agent_ok(&token, "list_targets", json!({}));
+    assert_eq!(targets[0]["lockState"], "expired", "{targets}");
+    let again = app.agent_err(&token, "request_access", json!({"target": "repo", "scope": ["read"], "reason": "r"}));
+    assert!(again.contains("reconnect"), "{again}");
+
+    // Reconnected in place: the same target and its policies, working again.
+    fake.refuse.set(false);
+    let back = app.ok(
+        &ada.key,
+        "connect_target",
+        json!({"name": "repo", "provider": "github", "env": "scm", "credentials": creds}),
+    );
+    assert_eq!(back["connector_id"], id.as_str());
+    let grant = app.agent_ok(&token, "request_access", json!({"target": "repo", "scope": ["read"], "reason": "r"}));
+    assert_eq!(grant["status"], "active", "the policy stayed: {grant}");
+    let cred = app.agent_ok(&token, "get_credential", json!({"grantId": grant["grantId"]}));
+    assert_eq!(cred["scoped"], true);
+}
+
+#[test]
+fn a_github_app_that_cannot_work_is_refused_when_it_is_connected() {
+    let app = app();
+    github(&app);
+    let ada = app.signup("Ada", "ada@example.com");
+    let connect = |creds: Value| {
+        let r = app.call(
+            &ada.key,
+            "connect_target",
+            json!({"name": "repo", "provider": "github", "env": "scm", "credentials": creds}),
+        );
+        TestApp::tool_error(&r)["message"].as_str().unwrap().to_owned()
+    };
+    assert!(connect(json!({"app_id": 7, "private_key": "not a key", "installation_id": 1}))
+        .contains("`credentials.private_key`"));
+    assert!(connect(json!({"app_id": 7, "private_key": KEY})).contains("`credentials.installation_id`"));
+    assert!(
+        connect(json!({"app_id": 7, "private_key": KEY, "repositories": ["acme/other"]})).contains("no installation")
+    );
+    assert!(
+        connect(json!({"app_id": 7, "private_key": KEY, "repositories": ["acme/web", "zed/x"]})).contains("one owner")
+    );
+    assert!(connect(json!({"private_key": KEY, "installation_id": 1})).contains("`credentials.app_id`"));
+    let on_vercel = app.call(&ada.key, "connect_target", json!({"name": "web", "provider": "vercel", "env": "prod", "credentials": {"app_id": 7, "private_key": KEY, "installation_id": 1}}));
+    assert!(TestApp::tool_error(&on_vercel)["message"].as_str().unwrap().contains("for github"));
+}
