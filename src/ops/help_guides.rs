@@ -75,7 +75,7 @@ pub const PROVIDERS: &[Provider] = &[
     Provider {
         kind: "github",
         cli: "gh",
-        connect: r#"{"env": {"GH_TOKEN": "…"}} (a fine-grained token for the repositories agents work on); use env `scm`"#,
+        connect: r#"{"app_id": 123, "private_key": "-----BEGIN RSA PRIVATE KEY-----…", "repositories": ["owner/repo"]} (a GitHub App installed on those repositories, or with "installation_id": each grant then gets its own installation token for those repositories and its scopes only, for an hour at most), or {"env": {"GH_TOKEN": "…"}} (a fine-grained token, handed over as it is); use env `scm`"#,
         scopes: [
             "read repositories, issues, pull requests and runs",
             "push branches, open and comment on pull requests and issues",

@@ -638,3 +638,40 @@ fn the_task_page_shows_a_lanes_files_before_they_land() {
     let (_, base) = get(&app, &cookie, &format!("{ws}/tasks/{sid}?file=notes%2Fx.md"));
     assert!(base.contains("pass `session_id`"), "the base has no such file, and says where it is: {base}");
 }
+
+/// Issue 37: the Access page says whether each target's credential is narrowed to each grant or is the
+/// connection's own (and why), and reconnects an expired one in place, keeping its policies.
+#[test]
+fn the_access_page_says_how_each_target_narrows_and_reconnects_an_expired_one_in_place() {
+    let app = TestApp::with_secrets();
+    let ada = app.signup("Ada", "ada@example.com");
+    let web =
+        json!({"name": "web", "provider": "vercel", "env": "prod", "credentials": {"env": {"VERCEL_TOKEN": "vt-1"}}});
+    let id = app.ok(&ada.key, "connect_target", web)["connector_id"].as_str().unwrap().to_owned();
+    app.ok(&ada.key, "set_policy", json!({"connector_id": id, "scope": "read", "decision": "allow"}));
+    app.db.0.execute("UPDATE connector SET credentials_expire_ms = 1 WHERE connector_id = ?1", [&id]).unwrap();
+    let cookie = sign_in(&app, &ada.key);
+    let page_path = format!("/console/w/{}/access", ada.slug);
+    let (_, page) = get(&app, &cookie, &page_path);
+    assert!(page.contains("the connection&#39;s own") || page.contains("the connection's own"), "{page}");
+    assert!(page.contains("Vercel documents no way to narrow a token"), "{page}");
+    assert!(page.contains("expired") && page.contains("Reconnect"), "{page}");
+    let fields = [
+        ("csrf", csrf(&page)),
+        ("workspace", ada.slug.clone()),
+        ("name", "web".into()),
+        ("provider", "vercel".into()),
+        ("env", "prod".into()),
+        ("credentials", r#"{"env": {"VERCEL_TOKEN": "vt-2"}}"#.into()),
+        ("back", page_path.clone()),
+    ];
+    let fields: Vec<(&str, &str)> = fields.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let r = post(&app, &cookie, &format!("/console/w/{}/op/connect_target", ada.slug), &fields);
+    assert_eq!(r.status, 303, "{}", String::from_utf8_lossy(&r.body));
+    let listed = app.ok(&ada.key, "list_connectors", json!({}));
+    assert_eq!(listed["connectors"][0]["connector_id"], id.as_str(), "the same target");
+    assert!(listed["connectors"][0]["credentials_expire_ms"].is_null(), "{listed}");
+    assert_eq!(listed["policies"][0]["decision"], "allow", "its policy stayed");
+    let (_, after) = get(&app, &cookie, &page_path);
+    assert!(!after.contains(">expired<"), "{after}");
+}

@@ -6,7 +6,7 @@ use crate::console::layout::{action, hidden, time};
 use crate::console::render::s;
 use crate::console::Ctx;
 use crate::error::ApiError;
-use maud::html;
+use maud::{html, Markup};
 use serde_json::{json, Value};
 
 const PROVIDERS: &[&str] = &["vercel", "aws", "gcp", "supabase", "github", "ssh"];
@@ -42,12 +42,16 @@ pub async fn page(p: &Ctx<'_>) -> Result<Page, ApiError> {
             @if targets.is_empty() { (empty("No targets. Connect one so agents can ask for access to it.")) }
             @else {
                 table data-live="targets" {
-                    thead { tr { th { "Target" } th { "Provider" } th { "Env" } th { "State" } th { "Deploy command" } th {} } }
+                    thead { tr { th { "Target" } th { "Provider" } th { "Env" } th { "State" } th { "Credential" } th { "Deploy command" } th {} } }
                     tbody { @for t in targets {
                         @let expired = t["credentials_expire_ms"].as_i64().is_some_and(|e| e <= now);
                         tr { td { strong { (s(&t["name"])) } } td { (s(&t["provider"])) } td { (s(&t["env"])) }
-                             td { @if t["connected"] != true { span.state.idle { "not connected" } } @else if expired { span.state.failed { "expired" } }
+                             td { @if t["connected"] != true { span.state.idle { "not connected" } } @else if expired { span.state.failed { "expired" }
+                                      (reconnect(p, t, off)) }
                                   @else { span.state.running { "connected" } } }
+                             td data-scoped=(t["scoped"] == true) {
+                                 @if t["scoped"] == true { "narrowed to each grant" }
+                                 @else if t["connected"] == true { "the connection's own" br; span.muted.small { (s(&t["unscoped_reason"])) } } }
                              td { @if let Some(cmd) = t["deploy_command"].as_str() { code { (cmd) } } }
                              td { (action(p, "delete_connector", &[("connector_id", s(&t["connector_id"]))], "Remove", "link", Some("Remove this target and its credentials?"))) } }
                     } }
@@ -61,7 +65,7 @@ pub async fn page(p: &Ctx<'_>) -> Result<Page, ApiError> {
                     label { "Name" input type="text" name="name" required maxlength="60" placeholder="web" disabled[off]; }
                     label { "Provider" select name="provider" disabled[off] { @for v in PROVIDERS { option { (v) } } } }
                     label { "Environment" select name="env" disabled[off] { @for v in ENVS { option { (v) } } } }
-                    label { "Credentials (JSON: {\"env\": {\"VERCEL_TOKEN\": \"…\"}} or {\"ssh_private_key\": \"…\"}); sealed, never shown again"
+                    label { "Credentials (JSON: {\"env\": {\"VERCEL_TOKEN\": \"…\"}}, {\"ssh_private_key\": \"…\"}, or a GitHub App {\"app_id\": …, \"private_key\": \"…\", \"installation_id\": …}); sealed, never shown again"
                         textarea.mono name="credentials" rows="3" autocomplete="off" disabled[off] {} }
                     div.row { button.primary type="submit" disabled[off] { "Connect" } }
                 }
@@ -117,4 +121,23 @@ pub async fn page(p: &Ctx<'_>) -> Result<Page, ApiError> {
             }
         },
     })
+}
+
+/// An expired target's credentials given again, in place: the same name, provider and environment, so
+/// its policies and its grants' history stay.
+fn reconnect(p: &Ctx<'_>, t: &Value, off: bool) -> Markup {
+    html! {
+        details.reconnect {
+            summary { "Reconnect" }
+            form.card method="post" action=(p.link("/op/connect_target")) {
+                (hidden(p))
+                input type="hidden" name="workspace" value=(p.ws.slug);
+                input type="hidden" name="name" value=(s(&t["name"]));
+                input type="hidden" name="provider" value=(s(&t["provider"]));
+                input type="hidden" name="env" value=(s(&t["env"]));
+                label { "New credentials (JSON, as when connecting)" textarea.mono name="credentials" rows="3" autocomplete="off" required disabled[off] {} }
+                div.row { button.primary type="submit" disabled[off] { "Reconnect" } }
+            }
+        }
+    }
 }
