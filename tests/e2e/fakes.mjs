@@ -4,7 +4,7 @@
 //   StreamableHTTPServerTransport), declared in an agent's `mcpServers`.
 // Both record every request, so the tests can assert what the Worker sent.
 import http from 'node:http';
-import { createHmac } from 'node:crypto';
+import { createHash, createHmac, createPublicKey, randomBytes, verify } from 'node:crypto';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { z } from 'zod';
@@ -201,4 +201,57 @@ export function stripeEvent(type, object) {
     id: `evt_${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}`, object: 'event', api_version: '2024-06-20',
     created: Math.floor(Date.now() / 1000), type, livemode: false, pending_webhooks: 1, data: { object },
   };
+}
+
+/**
+ * A fake of the two GitHub REST endpoints a GitHub App uses here, checking the app's JWT as GitHub does:
+ * RS256 over the app's private key (`publicKeyPem` verifies it), `iss` the app id, issued in the past and
+ * valid for at most ten minutes. `GET /repos/acme/:repo/installation` finds installation 42 of app `appId`;
+ * `POST /app/installations/42/access_tokens` mints a token for the `repositories` and `permissions` asked,
+ * for an hour. `GET /_e2e/tokens` lists what was minted (a token's sha256, never the token);
+ * `POST /_e2e/refuse {"on": true}` makes it refuse the app (401) until turned off.
+ */
+export async function fakeGithub({ port = 0, publicKeyPem, appId = '7' }) {
+  const key = createPublicKey(publicKeyPem);
+  const minted = [];
+  let refusing = false;
+  const send = (res, status, body) => { res.writeHead(status, { 'content-type': 'application/json' }); res.end(JSON.stringify(body)); };
+  const b64 = (s) => Buffer.from(s, 'base64url');
+  const appJwt = (req) => {
+    const [h, p, sig] = (req.headers.authorization ?? '').replace(/^Bearer /, '').split('.');
+    if (!sig) return false;
+    const header = JSON.parse(b64(h)); const claims = JSON.parse(b64(p)); const now = Date.now() / 1000;
+    return header.alg === 'RS256' && verify('sha256', Buffer.from(`${h}.${p}`), key, b64(sig))
+      && claims.iss === appId && claims.iat <= now && claims.exp > now && claims.exp - claims.iat <= 660;
+  };
+  const server = http.createServer(async (req, res) => {
+    let raw = '';
+    for await (const chunk of req) raw += chunk;
+    const path = req.url.split('?')[0];
+    if (path === '/_e2e/tokens') return send(res, 200, minted);
+    if (path === '/_e2e/refuse') { refusing = JSON.parse(raw).on; return send(res, 200, { refusing }); }
+    if (path === '/') return send(res, 200, { ok: true });
+    if (refusing || !appJwt(req)) return send(res, 401, { message: 'A JSON web token could not be decoded' });
+    if (req.headers['x-github-api-version'] !== '2022-11-28') return send(res, 400, { message: 'Unsupported API version' });
+    const repo = path.match(/^\/repos\/acme\/([\w.-]+)\/installation$/);
+    if (req.method === 'GET' && repo) return send(res, 200, { id: 42, app_id: Number(appId), account: { login: 'acme' } });
+    if (req.method === 'POST' && path === '/app/installations/42/access_tokens') {
+      const body = JSON.parse(raw || '{}');
+      const levels = Object.values(body.permissions ?? {});
+      if (!levels.length || levels.some((l) => !['read', 'write'].includes(l))) return send(res, 422, { message: 'Invalid permissions' });
+      if (body.repositories && !body.repositories.every((r) => typeof r === 'string' && !r.includes('/'))) {
+        return send(res, 422, { message: 'repositories are names without the owner' });
+      }
+      const token = `ghs_${randomBytes(18).toString('hex')}`;
+      const expires_at = new Date(Date.now() + 3_600_000).toISOString().replace(/\.\d+Z$/, 'Z');
+      minted.push({ sha256: createHash('sha256').update(token).digest('hex'), permissions: body.permissions, repositories: body.repositories ?? null, expires_at });
+      return send(res, 201, { token, expires_at, permissions: body.permissions, repository_selection: body.repositories ? 'selected' : 'all' });
+    }
+    send(res, 404, { message: 'Not Found' });
+  });
+  const bound = await new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, '127.0.0.1', () => resolve(server.address().port));
+  });
+  return { url: `http://127.0.0.1:${bound}`, minted, close: () => new Promise((r) => server.close(() => r())) };
 }
