@@ -50,6 +50,9 @@ pub struct Config {
     /// GitHub's REST API (`GITHUB_API_URL`; default `https://api.github.com`), where GitHub App targets mint
     /// their grants' tokens; tests name a local fake. Under the outbound rule like any other URL.
     pub github_api_url: Option<String>,
+    /// AWS STS (`AWS_STS_URL`; default the role's regional endpoint `https://sts.<region>.amazonaws.com`),
+    /// where AWS role targets assume their role for each grant; tests name a local fake.
+    pub aws_sts_url: Option<String>,
     /// Serves the conformance suite's fixture tools without auth at `/v1/conformance/mcp` (tests only).
     pub conformance_fixtures: bool,
     /// `REQUEST_LOG=errors`: a request's log line is written only when it failed or took a second or more.

@@ -54,6 +54,8 @@ pub enum Credential {
     Ssh { private_key: String },
     /// A GitHub App: each grant gets its own narrowed installation token ([`mint`]).
     GithubApp { app: mint::GithubApp },
+    /// An AWS role: each grant assumes it with a session policy of its scopes ([`mint`]).
+    AwsRole { role: mint::AwsRole },
 }
 
 /// What a grant hands over: the provider CLI's variables, minted for the grant (`scoped`) where the
@@ -72,10 +74,15 @@ pub async fn hand_over(cx: &Cx<'_>, g: &GrantRow, session_id: &str) -> Result<Op
         Credential::Env { env } => Handed::Env { env, scoped: false, expires_ms: g.expires_ms },
         Credential::Ssh { private_key } => Handed::Ssh { private_key },
         Credential::GithubApp { app } => {
-            let minted = mint::github(cx, g, &app, session_id).await?;
-            Handed::Env { env: minted.env, scoped: true, expires_ms: Some(minted.expires_ms) }
+            minted(mint::for_grant(cx, g, mint::Narrowing::Github(&app), session_id).await?)
         }
+        Credential::AwsRole { role } => minted(mint::for_grant(cx, g, mint::Narrowing::Aws(&role), session_id).await?),
     }))
+}
+
+/// A credential minted for the grant, handed over as the provider CLI's variables.
+fn minted(m: mint::Minted) -> Handed {
+    Handed::Env { env: m.env, scoped: true, expires_ms: Some(m.expires_ms) }
 }
 
 /// A grant's credential, opened; `None` when it cannot be (no credentials, or sealed under another key).

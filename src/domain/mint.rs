@@ -1,14 +1,15 @@
 //! Credentials narrowed to a grant (issue 37), minted on the server when a grant's credential is first
 //! used and again when the last one is about to expire, as Vault's dynamic secrets are: a GitHub App's
 //! installation token carries only the target's repositories and the permissions the grant's scopes map
-//! to ([`narrowing::github_permissions`]), and expires at the grant's end or the token's hour, whichever
-//! comes first. The token is sealed in `grant_credential` with its grant and never logged; the audit log
-//! records each mint with the grant, the permissions and the expiry.
+//! to ([`narrowing::github_permissions`]); an AWS role is assumed with a session policy of the grant's
+//! scopes ([`narrowing::aws_session_policy`]). Each expires at the grant's end or the provider's own
+//! limit, whichever comes first, is sealed in `grant_credential` with its grant and never logged; the
+//! audit log records each mint with the grant, what it allows and its expiry.
 
 use crate::cx::{Cx, Outbound};
 use crate::egress::Egress;
 use crate::error::{ApiError, Code};
-use crate::rules::{jwt, narrowing, outbound};
+use crate::rules::{jwt, narrowing, outbound, sigv4};
 use crate::store::{self, requests::GrantRow};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
@@ -19,6 +20,19 @@ pub const GITHUB_API: &str = "https://api.github.com";
 const REMINT_BEFORE_MS: i64 = 5 * 60_000;
 /// The most repositories one GitHub target names.
 const MAX_REPOSITORIES: usize = 100;
+
+/// An AWS role to assume, as sealed: the key pair that may assume it (the owner's, sealed), and per scope
+/// the statements a grant's session policy allows (the defaults of [`narrowing::aws_actions`] otherwise).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct AwsRole {
+    pub role_arn: String,
+    pub external_id: Option<String>,
+    pub region: String,
+    pub access_key_id: String,
+    pub secret_access_key: String,
+    #[serde(default)]
+    pub policies: Map<String, Value>,
+}
 
 /// A GitHub App connection, as sealed.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -122,7 +136,7 @@ impl GithubApp {
     /// An installation token for `scopes` (`POST /app/installations/{id}/access_tokens`, restricted to the
     /// target's repositories and the permissions the scopes map to). A refusal of the app itself (401, or
     /// 404: the installation is gone) is [`MintError::Refused`].
-    async fn mint(&self, cx: &Cx<'_>, scopes: &[&str]) -> Result<(Minted, Value), MintError> {
+    async fn mint(&self, cx: &Cx<'_>, scopes: &[&str]) -> Result<(Minted, String), MintError> {
         let permissions = narrowing::github_permissions(scopes);
         let mut body = json!({ "permissions": permissions });
         if !self.repositories.is_empty() {
@@ -145,7 +159,12 @@ impl GithubApp {
         match (resp.status, answer["token"].as_str(), expires) {
             (201, Some(token), Some(at)) => {
                 let env = Map::from_iter([("GH_TOKEN".into(), json!(token)), ("GITHUB_TOKEN".into(), json!(token))]);
-                Ok((Minted { env, expires_ms: at.timestamp_millis() }, json!(permissions)))
+                let repositories = match self.repositories.is_empty() {
+                    true => "every repository of the installation".to_owned(),
+                    false => self.repositories.join(", "),
+                };
+                let what = format!("GitHub installation token for {repositories} with {}", json!(permissions));
+                Ok((Minted { env, expires_ms: at.timestamp_millis() }, what))
             }
             (401 | 404, _, _) => Err(MintError::Refused(github_said(&resp))),
             _ => Err(MintError::Other(ApiError::new(
@@ -156,6 +175,130 @@ impl GithubApp {
     }
 }
 
+/// The longest and shortest an assumed role's credentials last (STS's bounds for a role's default one-hour
+/// session).
+const AWS_MAX_S: i64 = 3600;
+const AWS_MIN_S: i64 = 900;
+/// The most a session policy may be, packed (STS refuses longer ones).
+const AWS_POLICY_MAX: usize = 2048;
+
+impl AwsRole {
+    /// Checks the role's shape and that its largest session policy (every scope) fits STS's limit.
+    pub fn check(&self) -> Result<(), ApiError> {
+        let arn = &self.role_arn;
+        if !(arn.starts_with("arn:aws") && arn.contains(":role/")) {
+            return Err(ApiError::invalid(
+                "`credentials.role_arn` is a role's ARN, like `arn:aws:iam::123456789012:role/agents`",
+            ));
+        }
+        if let Some(bad) =
+            self.policies.iter().find(|(k, v)| !crate::rules::targets::SCOPES.contains(&k.as_str()) || !v.is_array())
+        {
+            return Err(ApiError::invalid(format!(
+                "`credentials.policies.{}`: each key is a scope (read, write, deploy, delete) and each value a list of IAM policy statements",
+                bad.0
+            )));
+        }
+        let widest = narrowing::aws_session_policy(crate::rules::targets::SCOPES, &self.policies).to_string();
+        if widest.len() > AWS_POLICY_MAX {
+            return Err(ApiError::invalid(format!(
+                "`credentials.policies` make a session policy of {} characters for every scope; STS takes at most {AWS_POLICY_MAX}",
+                widest.len()
+            )));
+        }
+        Ok(())
+    }
+
+    fn sts_url(&self, cx: &Cx<'_>) -> String {
+        match cx.env.config.aws_sts_url.as_deref() {
+            Some(url) => url.trim_end_matches('/').to_owned() + "/",
+            None => format!("https://sts.{}.amazonaws.com/", self.region),
+        }
+    }
+
+    /// `AssumeRole` for the grant: its session policy, `DurationSeconds` matched to the grant's time left
+    /// (STS's bounds), the session named for the grant. A refusal of the key pair or the role
+    /// (`InvalidClientTokenId`, `SignatureDoesNotMatch`, `ExpiredToken`, `AccessDenied`) is
+    /// [`MintError::Refused`].
+    async fn mint(&self, cx: &Cx<'_>, g: &GrantRow, scopes: &[&str]) -> Result<(Minted, String), MintError> {
+        let policy = narrowing::aws_session_policy(scopes, &self.policies).to_string();
+        let left_s = g.expires_ms.map_or(AWS_MAX_S, |e| (e - cx.now_ms) / 1000);
+        let duration = left_s.clamp(AWS_MIN_S, AWS_MAX_S).to_string();
+        let session = format!("agentsky-{}", g.grant_id);
+        let mut form = form_urlencoded::Serializer::new(String::new());
+        form.append_pair("Action", "AssumeRole").append_pair("Version", "2011-06-15");
+        form.append_pair("RoleArn", &self.role_arn).append_pair("RoleSessionName", &session);
+        form.append_pair("DurationSeconds", &duration).append_pair("Policy", &policy);
+        if let Some(id) = &self.external_id {
+            form.append_pair("ExternalId", id);
+        }
+        let body = form.finish().into_bytes();
+        let url = self.sts_url(cx);
+        let host = url::Url::parse(&url)
+            .ok()
+            .and_then(|u| u.host_str().map(|h| u.port().map_or_else(|| h.to_owned(), |p| format!("{h}:{p}"))))
+            .unwrap_or_default();
+        let mut headers = vec![
+            ("content-type".to_owned(), "application/x-www-form-urlencoded; charset=utf-8".to_owned()),
+            ("host".to_owned(), host),
+            ("x-amz-date".to_owned(), sigv4::amz_date(cx.now_ms)),
+        ];
+        let signed = sigv4::Signed { method: "POST", path: "/", query: "", headers: &headers, body: &body };
+        let auth = sigv4::authorization(&self.access_key_id, &self.secret_access_key, &self.region, "sts", &signed);
+        headers.push(("authorization".into(), auth));
+        // The fetch sets `host` itself.
+        headers.retain(|(k, _)| k != "host");
+        let egress = Egress::new(&*cx.env.net, &cx.env.config);
+        let resp = egress.post("AWS_STS_URL", Outbound { url, headers, body }).await.map_err(|e| {
+            MintError::Other(ApiError::new(Code::Conflict, format!("AWS STS could not be reached: {e}")))
+        })?;
+        let xml = String::from_utf8_lossy(&resp.body).into_owned();
+        let tag = |name: &str| xml_text(&xml, name);
+        if resp.status != 200 {
+            let said = format!(
+                "HTTP {}: {} {}",
+                resp.status,
+                tag("Code").unwrap_or_default(),
+                outbound::snippet(&tag("Message").unwrap_or_default())
+            );
+            return Err(match tag("Code").as_deref() {
+                Some("InvalidClientTokenId" | "SignatureDoesNotMatch" | "ExpiredToken" | "AccessDenied") => {
+                    MintError::Refused(said)
+                }
+                _ => MintError::Other(ApiError::new(
+                    Code::Conflict,
+                    format!("AWS STS did not assume the role for this grant: {said}"),
+                )),
+            });
+        }
+        let expires = tag("Expiration").and_then(|t| chrono::DateTime::parse_from_rfc3339(&t).ok());
+        let (Some(key), Some(secret), Some(token), Some(at)) =
+            (tag("AccessKeyId"), tag("SecretAccessKey"), tag("SessionToken"), expires)
+        else {
+            return Err(MintError::Other(ApiError::new(
+                Code::Conflict,
+                "AWS STS answered AssumeRole without credentials",
+            )));
+        };
+        let env = Map::from_iter([
+            ("AWS_ACCESS_KEY_ID".into(), json!(key)),
+            ("AWS_SECRET_ACCESS_KEY".into(), json!(secret)),
+            ("AWS_SESSION_TOKEN".into(), json!(token)),
+            ("AWS_REGION".into(), json!(self.region)),
+            ("AWS_DEFAULT_REGION".into(), json!(self.region)),
+        ]);
+        let what = format!("AWS role {} assumed for {duration} s with session policy {policy}", self.role_arn);
+        Ok((Minted { env, expires_ms: at.timestamp_millis() }, what))
+    }
+}
+
+/// The text of the first `<name>…</name>` in an STS answer (its values hold no markup).
+fn xml_text(xml: &str, name: &str) -> Option<String> {
+    let start = xml.find(&format!("<{name}>"))? + name.len() + 2;
+    let end = start + xml[start..].find(&format!("</{name}>"))?;
+    Some(xml[start..end].trim().to_owned())
+}
+
 /// Why no credential was minted.
 enum MintError {
     /// The provider refused the connection's own credentials: it must be reconnected.
@@ -163,9 +306,15 @@ enum MintError {
     Other(ApiError),
 }
 
+/// A connection that mints a credential per grant.
+pub enum Narrowing<'a> {
+    Github(&'a GithubApp),
+    Aws(&'a AwsRole),
+}
+
 /// The credential minted for `g` (reused while it has more than [`REMINT_BEFORE_MS`] left), expiring no
 /// later than the grant. `session_id` is who asked, for the audit log.
-pub async fn github(cx: &Cx<'_>, g: &GrantRow, app: &GithubApp, session_id: &str) -> Result<Minted, ApiError> {
+pub async fn for_grant(cx: &Cx<'_>, g: &GrantRow, from: Narrowing<'_>, session_id: &str) -> Result<Minted, ApiError> {
     let master = cx.env.config.secrets_key.as_deref().ok_or_else(|| ApiError::cause("no SECRETS_KEY"))?;
     let aad = crate::rules::seal::grant_credential_aad(&g.workspace_id, &g.grant_id);
     let db = cx.db();
@@ -176,13 +325,17 @@ pub async fn github(cx: &Cx<'_>, g: &GrantRow, app: &GithubApp, session_id: &str
         }
     }
     let scopes: Vec<&str> = g.scopes.split(' ').collect();
-    let (minted, permissions) = match app.mint(cx, &scopes).await {
+    let (provider, minted) = match from {
+        Narrowing::Github(app) => ("GitHub", app.mint(cx, &scopes).await),
+        Narrowing::Aws(role) => ("AWS STS", role.mint(cx, g, &scopes).await),
+    };
+    let (minted, what) = match minted {
         Ok(m) => m,
         Err(MintError::Refused(said)) => {
             store::connectors::refused(db, &g.connector_id, cx.now_ms).await?;
             return Err(ApiError::new(
                 Code::Forbidden,
-                format!("GitHub refused the target's app credentials ({said}): reconnect the target in agentsky"),
+                format!("{provider} refused the target's credentials ({said}): reconnect the target in agentsky"),
             ));
         }
         Err(MintError::Other(e)) => return Err(e),
@@ -190,15 +343,7 @@ pub async fn github(cx: &Cx<'_>, g: &GrantRow, app: &GithubApp, session_id: &str
     let sealed = crate::rules::seal::seal(master, &aad, &serde_json::to_string(&minted).map_err(ApiError::cause)?);
     store::grant_credentials::put(db, &g.grant_id, &g.workspace_id, &sealed, minted.expires_ms, cx.now_ms).await?;
     let minted = capped(minted, g);
-    let detail = format!(
-        "GitHub installation token for {} with {permissions}, until {}",
-        if app.repositories.is_empty() {
-            "every repository of the installation".to_owned()
-        } else {
-            app.repositories.join(", ")
-        },
-        crate::rules::time::iso(minted.expires_ms)
-    );
+    let detail = format!("{what}, until {}", crate::rules::time::iso(minted.expires_ms));
     let entry = store::audit::Entry::grant(g, session_id, "credential_minted", &detail, cx.now_ms);
     store::audit::record(db, &entry).await?;
     Ok(minted)

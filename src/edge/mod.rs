@@ -58,6 +58,7 @@ pub(crate) fn config(env: &Env) -> Config {
         stripe_webhook_secret: secret(env, "STRIPE_WEBHOOK_SECRET").or_else(|| var(env, "STRIPE_WEBHOOK_SECRET")),
         stripe_api_base: var(env, "STRIPE_API_BASE"),
         github_api_url: var(env, "GITHUB_API_URL"),
+        aws_sts_url: var(env, "AWS_STS_URL"),
         conformance_fixtures: flag("CONFORMANCE_FIXTURES"),
         log_errors_only: match var(env, "REQUEST_LOG").as_deref() {
             None | Some("all") => false,

@@ -34,6 +34,19 @@ pub struct Credentials {
     pub installation_id: Option<u64>,
     /// The target's repositories, `owner/name`, up to 100 (all the installation's when left out).
     pub repositories: Option<Vec<Text<3, 200>>>,
+    /// An AWS role to assume (provider `aws`, with `region`, `access_key_id` and `secret_access_key`, the
+    /// key pair allowed to assume it): each grant then gets STS credentials narrowed by a session policy of
+    /// its scopes, for the grant's time (15 minutes to an hour).
+    pub role_arn: Option<Text<20, 2_048>>,
+    /// The role's external id, when its trust policy asks for one.
+    pub external_id: Option<Text<2, 1_224>>,
+    /// The AWS region, e.g. `eu-west-1`.
+    pub region: Option<Text<3, 40>>,
+    pub access_key_id: Option<Text<16, 128>>,
+    pub secret_access_key: Option<Text<16, 256>>,
+    /// Per scope (`read`, `write`, `deploy`, `delete`), the IAM policy statements a grant of it allows, in
+    /// place of that scope's defaults.
+    pub policies: Option<serde_json::Map<String, Value>>,
 }
 
 words! {
@@ -83,6 +96,7 @@ pub async fn connect(cx: &Cx<'_>, p: ConnectTarget) -> Result<ConnectorRow, ApiE
             let kind = match v["kind"].as_str() {
                 Some("ssh") => "ssh",
                 Some("github_app") => "github_app",
+                Some("aws_role") => "aws_role",
                 _ => "env",
             };
             Some((seal::seal(master, &seal::connector_aad(&w.workspace_id, &id), &v.to_string()), kind))
@@ -109,10 +123,31 @@ pub async fn connect(cx: &Cx<'_>, p: ConnectTarget) -> Result<ConnectorRow, ApiE
 /// at once rather than at the first grant.
 async fn credential(cx: &Cx<'_>, provider: Provider, c: &Credentials) -> Result<Value, ApiError> {
     let app = c.app_id.is_some() || c.private_key.is_some() || c.installation_id.is_some() || c.repositories.is_some();
-    match (&c.env, &c.ssh_private_key, app) {
+    let role =
+        c.role_arn.is_some() || c.access_key_id.is_some() || c.secret_access_key.is_some() || c.policies.is_some();
+    match (&c.env, &c.ssh_private_key, app || role) {
         (Some(env), None, false) if provider != Provider::Ssh => Ok(json!({ "kind": "env", "env": env })),
         (None, Some(key), false) if provider == Provider::Ssh => Ok(json!({ "kind": "ssh", "private_key": key })),
-        (None, None, true) if provider == Provider::Github => {
+        (None, None, true) if provider == Provider::Aws && !app => {
+            let (Some(role_arn), Some(region), Some(key), Some(secret)) =
+                (&c.role_arn, &c.region, &c.access_key_id, &c.secret_access_key)
+            else {
+                return Err(ApiError::invalid(
+                    "an AWS role needs `credentials.role_arn`, `credentials.region`, `credentials.access_key_id` and `credentials.secret_access_key`",
+                ));
+            };
+            let role = crate::domain::mint::AwsRole {
+                role_arn: role_arn.to_string(),
+                external_id: c.external_id.as_ref().map(|e| e.to_string()),
+                region: region.to_string(),
+                access_key_id: key.to_string(),
+                secret_access_key: secret.to_string(),
+                policies: c.policies.clone().unwrap_or_default(),
+            };
+            role.check()?;
+            Ok(json!({ "kind": "aws_role", "role": role }))
+        }
+        (None, None, true) if provider == Provider::Github && !role => {
             let (Some(app_id), Some(key)) = (c.app_id, c.private_key.as_deref()) else {
                 return Err(ApiError::invalid("a GitHub App needs `credentials.app_id` and `credentials.private_key`"));
             };
@@ -121,7 +156,7 @@ async fn credential(cx: &Cx<'_>, provider: Provider, c: &Credentials) -> Result<
             Ok(json!({ "kind": "github_app", "app": app }))
         }
         _ => Err(ApiError::invalid(
-            "`credentials` takes `env` (a map of variables) for providers, `ssh_private_key` for ssh, or a GitHub App (`app_id`, `private_key`, and `installation_id` or `repositories`) for github",
+            "`credentials` takes `env` (a map of variables) for providers, `ssh_private_key` for ssh, a GitHub App (`app_id`, `private_key`, and `installation_id` or `repositories`) for github, or a role to assume (`role_arn`, `region`, `access_key_id`, `secret_access_key`) for aws",
         )),
     }
 }

@@ -27,6 +27,7 @@ pub mod redirect;
 pub use agentsky_wire::redact;
 pub mod schema;
 pub mod seal;
+pub mod sigv4;
 /// The skill name and `SKILL.md` front-matter rule, shared with the CLI.
 pub use agentsky_wire::skills;
 pub mod slug;

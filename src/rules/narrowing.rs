@@ -27,6 +27,88 @@ pub fn github_permissions<S: AsRef<str>>(scopes: &[S]) -> BTreeMap<&'static str,
     out
 }
 
+/// The AWS actions each scope allows by default, by what agents run (`aws s3 ls`, `cloudformation deploy`,
+/// `lambda update-function-code`, …); a target may name its own statements per scope instead.
+pub fn aws_actions(scope: &str) -> &'static [&'static str] {
+    match scope {
+        "read" => &[
+            "sts:GetCallerIdentity",
+            "s3:Get*",
+            "s3:List*",
+            "cloudformation:Describe*",
+            "cloudformation:Get*",
+            "cloudformation:List*",
+            "lambda:Get*",
+            "lambda:List*",
+            "logs:Describe*",
+            "logs:Get*",
+            "logs:FilterLogEvents",
+            "cloudwatch:Describe*",
+            "cloudwatch:Get*",
+            "cloudwatch:List*",
+            "ec2:Describe*",
+            "ecs:Describe*",
+            "ecs:List*",
+        ],
+        "write" => &[
+            "s3:PutObject",
+            "s3:AbortMultipartUpload",
+            "ssm:PutParameter",
+            "lambda:UpdateFunctionConfiguration",
+            "cloudformation:CreateChangeSet",
+        ],
+        "deploy" => &[
+            "cloudformation:CreateStack",
+            "cloudformation:UpdateStack",
+            "cloudformation:CreateChangeSet",
+            "cloudformation:ExecuteChangeSet",
+            "lambda:UpdateFunctionCode",
+            "lambda:PublishVersion",
+            "lambda:UpdateAlias",
+            "ecs:RegisterTaskDefinition",
+            "ecs:UpdateService",
+            "s3:PutObject",
+            "iam:PassRole",
+        ],
+        "delete" => &[
+            "s3:DeleteObject",
+            "s3:DeleteBucket",
+            "cloudformation:DeleteStack",
+            "lambda:DeleteFunction",
+            "ecs:DeleteService",
+            "ec2:TerminateInstances",
+        ],
+        _ => &[],
+    }
+}
+
+/// The session policy that narrows an assumed role to a grant's scopes: the target's own statements for
+/// each scope where it names them (`policies`, scope → statements), else one statement allowing the
+/// scope's default actions ([`aws_actions`]) on every resource the role reaches.
+pub fn aws_session_policy<S: AsRef<str>>(
+    scopes: &[S],
+    policies: &serde_json::Map<String, serde_json::Value>,
+) -> serde_json::Value {
+    let mut statements = Vec::new();
+    let mut defaults: Vec<&str> = Vec::new();
+    for scope in scopes {
+        match policies.get(scope.as_ref()).and_then(|v| v.as_array()) {
+            Some(own) => statements.extend(own.iter().cloned()),
+            None => {
+                for action in aws_actions(scope.as_ref()) {
+                    if !defaults.contains(action) {
+                        defaults.push(action);
+                    }
+                }
+            }
+        }
+    }
+    if !defaults.is_empty() {
+        statements.insert(0, serde_json::json!({"Effect": "Allow", "Action": defaults, "Resource": "*"}));
+    }
+    serde_json::json!({"Version": "2012-10-17", "Statement": statements})
+}
+
 /// Why a connection of `provider` connected as `kind` hands over its own credential, not one narrowed to
 /// the grant; `None` when it narrows (a GitHub App).
 pub fn unscoped_reason(provider: &str, kind: Option<&str>) -> Option<&'static str> {
@@ -36,8 +118,9 @@ pub fn unscoped_reason(provider: &str, kind: Option<&str>) -> Option<&'static st
         ("github", _) => {
             "a personal access token is the connection's own: connect a GitHub App (app_id, private_key, installation_id) to give each grant a token for its scopes only"
         }
+        ("aws", Some("aws_role")) => return None,
         ("aws", _) => {
-            "static keys are the connection's own (narrowing through an assumed role is not built yet)"
+            "static keys are the connection's own: connect a role to assume (role_arn, region, access_key_id, secret_access_key) to give each grant credentials for its scopes only"
         }
         ("gcp", _) => {
             "a token is the connection's own (narrowing through a service account is not built yet)"
@@ -69,8 +152,25 @@ mod tests {
     }
 
     #[test]
-    fn only_a_github_app_narrows_and_every_other_connection_says_why_not() {
+    fn a_read_grant_on_aws_allows_reading_only_and_a_targets_own_statements_replace_a_scopes_defaults() {
+        let policy = aws_session_policy(&["read"], &serde_json::Map::new());
+        let actions = policy["Statement"][0]["Action"].as_array().unwrap();
+        assert!(actions.iter().all(|a| {
+            let a = a.as_str().unwrap();
+            ["Get", "List", "Describe", "FilterLogEvents"].iter().any(|w| a.contains(w))
+        }));
+        let own = serde_json::json!({"deploy": [{"Effect": "Allow", "Action": "lambda:UpdateFunctionCode", "Resource": "arn:aws:lambda:eu-west-1:1:function:web"}]});
+        let policy = aws_session_policy(&["read", "deploy"], own.as_object().unwrap());
+        let statements = policy["Statement"].as_array().unwrap();
+        assert_eq!(statements.len(), 2);
+        assert_eq!(statements[1]["Resource"], "arn:aws:lambda:eu-west-1:1:function:web");
+        assert!(!statements[0]["Action"].to_string().contains("CreateStack"), "deploy's defaults are replaced");
+    }
+
+    #[test]
+    fn only_an_app_or_a_role_narrows_and_every_other_connection_says_why_not() {
         assert_eq!(unscoped_reason("github", Some("github_app")), None);
+        assert_eq!(unscoped_reason("aws", Some("aws_role")), None);
         for (provider, kind) in
             [("github", "env"), ("vercel", "env"), ("supabase", "env"), ("ssh", "ssh"), ("aws", "env"), ("gcp", "env")]
         {

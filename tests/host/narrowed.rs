@@ -219,3 +219,134 @@ fn a_github_app_that_cannot_work_is_refused_when_it_is_connected() {
     let on_vercel = app.call(&ada.key, "connect_target", json!({"name": "web", "provider": "vercel", "env": "prod", "credentials": {"app_id": 7, "private_key": KEY, "installation_id": 1}}));
     assert!(TestApp::tool_error(&on_vercel)["message"].as_str().unwrap().contains("for github"));
 }
+
+const STS: &str = "https://sts.example";
+const AWS_SECRET: &str = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY";
+
+/// AWS STS's `AssumeRole` query API: a request signed with SigV4 by the connection's key pair, its form
+/// fields as AWS documents them, answered in STS's XML (or its error XML).
+/// The form fields of each `AssumeRole` the fake STS answered.
+type Forms = Rc<RefCell<Vec<Vec<(String, String)>>>>;
+
+fn sts(app: &TestApp, refuse: Rc<Cell<bool>>) -> Forms {
+    let seen: Forms = Rc::default();
+    let kept = seen.clone();
+    let now = app.now_ms.clone();
+    app.sessions.net.answer(move |req: &Outbound| {
+        let xml = |status: u16, body: String| {
+            let mut r = HttpResponse::json(status, &json!({}));
+            r.body = body.into_bytes();
+            r
+        };
+        let header = |name: &str| req.headers.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone()).unwrap_or_default();
+        let host = req.url.strip_prefix("https://").unwrap_or("").trim_end_matches('/').to_owned();
+        let mut signed: Vec<(String, String)> = req.headers.iter().filter(|(k, _)| k != "authorization").cloned().collect();
+        signed.push(("host".into(), host));
+        let want = agentsky::rules::sigv4::authorization(
+            "AKIAAGENTSKYEXAMPLE",
+            AWS_SECRET,
+            "eu-west-1",
+            "sts",
+            &agentsky::rules::sigv4::Signed { method: "POST", path: "/", query: "", headers: &signed, body: &req.body },
+        );
+        if refuse.get() || header("authorization") != want {
+            return xml(403, "<ErrorResponse><Error><Type>Sender</Type><Code>InvalidClientTokenId</Code><Message>The security token included in the request is invalid.</Message></Error></ErrorResponse>".into());
+        }
+        let form: Vec<(String, String)> = form_urlencoded::parse(&req.body).into_owned().collect();
+        kept.borrow_mut().push(form);
+        let expires = agentsky::rules::time::iso(now.get() + 3_600_000);
+        xml(200, format!("<AssumeRoleResponse xmlns=\"https://sts.amazonaws.com/doc/2011-06-15/\"><AssumeRoleResult><Credentials><AccessKeyId>ASIAMINTED{n}</AccessKeyId><SecretAccessKey>minted-secret</SecretAccessKey><SessionToken>minted-session-token</SessionToken><Expiration>{expires}</Expiration></Credentials><AssumedRoleUser><Arn>arn:aws:sts::123456789012:assumed-role/agents/x</Arn></AssumedRoleUser></AssumeRoleResult></AssumeRoleResponse>", n = kept.borrow().len()))
+    });
+    seen
+}
+
+#[test]
+fn a_grant_on_an_aws_role_target_assumes_the_role_with_a_session_policy_of_its_scopes() {
+    let app = TestApp::with_config(Config {
+        secrets_key: Some("test-master-key".into()),
+        aws_sts_url: Some(STS.into()),
+        ..TestApp::config()
+    });
+    let refuse = Rc::new(Cell::new(false));
+    let seen = sts(&app, refuse.clone());
+    let ada = app.signup("Ada", "ada@example.com");
+    let creds = json!({"role_arn": "arn:aws:iam::123456789012:role/agents", "external_id": "ext-1", "region": "eu-west-1",
+        "access_key_id": "AKIAAGENTSKYEXAMPLE", "secret_access_key": AWS_SECRET});
+    let cloud = app.ok(
+        &ada.key,
+        "connect_target",
+        json!({"name": "cloud", "provider": "aws", "env": "staging", "credentials": creds}),
+    );
+    assert_eq!(
+        (cloud["scoped"].as_bool(), cloud["credential_kind"].as_str()),
+        (Some(true), Some("aws_role")),
+        "{cloud}"
+    );
+    assert!(!cloud.to_string().contains(AWS_SECRET));
+    let id = cloud["connector_id"].as_str().unwrap().to_owned();
+    app.ok(&ada.key, "set_policy", json!({"connector_id": id, "scope": "read", "decision": "allow"}));
+    let (_, sid) = app.echo_session(&ada.key, "hi");
+    let token = app.session_token(&ada.key, &sid);
+    let grant = app.agent_ok(
+        &token,
+        "request_access",
+        json!({"target": "cloud", "scope": ["read"], "reason": "list the stacks"}),
+    );
+    let cred = app.agent_ok(&token, "get_credential", json!({"grantId": grant["grantId"]}));
+    assert_eq!(cred["scoped"], true);
+    assert_eq!(cred["env"]["AWS_ACCESS_KEY_ID"], "ASIAMINTED1");
+    assert_eq!(
+        (cred["env"]["AWS_SESSION_TOKEN"].as_str(), cred["env"]["AWS_REGION"].as_str()),
+        (Some("minted-session-token"), Some("eu-west-1"))
+    );
+    let form = seen.borrow()[0].clone();
+    let field = |k: &str| form.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone()).unwrap_or_default();
+    assert_eq!((field("Action").as_str(), field("Version").as_str()), ("AssumeRole", "2011-06-15"));
+    assert_eq!(field("RoleArn"), "arn:aws:iam::123456789012:role/agents");
+    assert_eq!(field("ExternalId"), "ext-1");
+    assert_eq!(field("RoleSessionName"), format!("agentsky-{}", grant["grantId"].as_str().unwrap()));
+    assert_eq!(field("DurationSeconds"), "3600", "the grant has no end: STS's hour");
+    let policy: Value = serde_json::from_str(&field("Policy")).unwrap();
+    let actions = policy["Statement"][0]["Action"].to_string();
+    assert!(actions.contains("s3:List*") && !actions.contains("Put") && !actions.contains("Delete"), "{policy}");
+
+    // Near the credentials' end they are minted again; the key pair is refused now: the target is expired
+    // until reconnected.
+    refuse.set(true);
+    app.advance(56 * 60_000);
+    let refused = app.agent_err(&token, "get_credential", json!({"grantId": grant["grantId"]}));
+    assert!(
+        refused.contains("AWS STS refused")
+            && refused.contains("InvalidClientTokenId")
+            && refused.contains("reconnect"),
+        "{refused}"
+    );
+    assert_eq!(app.agent_ok(&token, "list_targets", json!({}))[0]["lockState"], "expired");
+}
+
+#[test]
+fn an_aws_role_that_cannot_work_is_refused_when_it_is_connected() {
+    let app = app();
+    let ada = app.signup("Ada", "ada@example.com");
+    let connect = |creds: Value| {
+        let r = app.call(
+            &ada.key,
+            "connect_target",
+            json!({"name": "cloud", "provider": "aws", "env": "prod", "credentials": creds}),
+        );
+        TestApp::tool_error(&r)["message"].as_str().unwrap().to_owned()
+    };
+    let base = json!({"role_arn": "arn:aws:iam::1:role/agents", "region": "eu-west-1", "access_key_id": "AKIAAGENTSKYEXAMPLE", "secret_access_key": AWS_SECRET});
+    let with = |k: &str, v: Value| {
+        let mut c = base.clone();
+        c[k] = v;
+        c
+    };
+    assert!(connect(with("role_arn", json!("arn:aws:iam::1:user/someone"))).contains("`credentials.role_arn`"));
+    assert!(connect(json!({"role_arn": "arn:aws:iam::1:role/agents", "region": "eu-west-1"}))
+        .contains("`credentials.access_key_id`"));
+    assert!(connect(with("policies", json!({"admin": []}))).contains("`credentials.policies.admin`"));
+    let huge: Vec<Value> =
+        (0..80).map(|i| json!({"Effect": "Allow", "Action": format!("s3:GetObject{i}"), "Resource": "*"})).collect();
+    assert!(connect(with("policies", json!({"read": huge}))).contains("at most 2048"));
+}
