@@ -36,7 +36,7 @@ pub const PROVIDERS: &[Provider] = &[
     Provider {
         kind: "aws",
         cli: "aws",
-        connect: r#"{"env": {"AWS_ACCESS_KEY_ID": "…", "AWS_SECRET_ACCESS_KEY": "…", "AWS_REGION": "…"}} (an IAM user or role limited to what agents may touch; AWS_SESSION_TOKEN for temporary keys)"#,
+        connect: r#"{"role_arn": "arn:aws:iam::…:role/agents", "external_id": "…", "region": "eu-west-1", "access_key_id": "…", "secret_access_key": "…"} (a role the key pair may assume: each grant then gets STS credentials narrowed by a session policy of its scopes, for the grant's time, up to an hour; "policies": {"deploy": [statements]} replaces a scope's default actions), or {"env": {"AWS_ACCESS_KEY_ID": "…", "AWS_SECRET_ACCESS_KEY": "…", "AWS_REGION": "…"}} (keys handed over as they are)"#,
         scopes: [
             "describe, list and get (`aws s3 ls`, `describe-*`)",
             "put, update and create resources",

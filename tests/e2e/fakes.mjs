@@ -255,3 +255,61 @@ export async function fakeGithub({ port = 0, publicKeyPem, appId = '7' }) {
   });
   return { url: `http://127.0.0.1:${bound}`, minted, close: () => new Promise((r) => server.close(() => r())) };
 }
+
+/** AWS Signature Version 4's signature of a request, computed as AWS documents it. */
+export function sigv4Signature({ secret, day, region, service, method, path, query, headers, signed, body, amzDate }) {
+  const hmac = (key, data) => createHmac('sha256', key).update(data).digest();
+  const canonicalHeaders = signed.map((h) => `${h}:${String(headers[h]).trim()}\n`).join('');
+  const canonical = [method, path, query, canonicalHeaders, signed.join(';'), createHash('sha256').update(body).digest('hex')].join('\n');
+  const scope = `${day}/${region}/${service}/aws4_request`;
+  const toSign = ['AWS4-HMAC-SHA256', amzDate, scope, createHash('sha256').update(canonical).digest('hex')].join('\n');
+  let key = hmac(`AWS4${secret}`, day);
+  for (const part of [region, service, 'aws4_request']) key = hmac(key, part);
+  return createHmac('sha256', key).update(toSign).digest('hex');
+}
+
+/**
+ * A fake of AWS STS's `AssumeRole` query API: a POST signed with SigV4 by the key pair `accessKeyId` /
+ * `secret` (checked as AWS does: the signed headers must include host and x-amz-date), with the form fields
+ * AWS documents; answered in STS's XML with fresh credentials for `DurationSeconds`, or its error XML.
+ * `GET /_e2e/assumed` lists what was assumed (the session token's sha256, never a secret).
+ */
+export async function fakeSts({ port = 0, accessKeyId, secret }) {
+  const assumed = [];
+  const xml = (res, status, body) => { res.writeHead(status, { 'content-type': 'text/xml' }); res.end(body); };
+  const error = (res, status, code, message) => xml(res, status,
+    `<ErrorResponse><Error><Type>Sender</Type><Code>${code}</Code><Message>${message}</Message></Error><RequestId>e2e</RequestId></ErrorResponse>`);
+  const server = http.createServer(async (req, res) => {
+    let raw = '';
+    for await (const chunk of req) raw += chunk;
+    const path = req.url.split('?')[0];
+    if (path === '/_e2e/assumed') { res.writeHead(200, { 'content-type': 'application/json' }); return res.end(JSON.stringify(assumed)); }
+    if (req.method !== 'POST') { res.writeHead(200); return res.end('ok'); }
+    const m = (req.headers.authorization ?? '').match(/^AWS4-HMAC-SHA256 Credential=([^/]+)\/(\d{8})\/([^/]+)\/sts\/aws4_request, SignedHeaders=([a-z0-9;-]+), Signature=([0-9a-f]{64})$/);
+    if (!m || m[1] !== accessKeyId) return error(res, 403, 'InvalidClientTokenId', 'The security token included in the request is invalid.');
+    const [, , day, region, signedList, signature] = m;
+    const signed = signedList.split(';');
+    const amzDate = req.headers['x-amz-date'] ?? '';
+    if (!signed.includes('host') || !signed.includes('x-amz-date') || !amzDate.startsWith(day)) {
+      return error(res, 403, 'SignatureDoesNotMatch', 'host and x-amz-date must be signed');
+    }
+    const want = sigv4Signature({ secret, day, region, service: 'sts', method: 'POST', path: '/', query: '', headers: req.headers, signed, body: raw, amzDate });
+    if (want !== signature) return error(res, 403, 'SignatureDoesNotMatch', 'The request signature we calculated does not match the signature you provided.');
+    const f = new URLSearchParams(raw);
+    if (f.get('Action') !== 'AssumeRole' || f.get('Version') !== '2011-06-15') return error(res, 400, 'InvalidAction', 'Could not find operation');
+    const duration = Number(f.get('DurationSeconds'));
+    if (!(duration >= 900 && duration <= 43200)) return error(res, 400, 'ValidationError', 'DurationSeconds out of range');
+    let policy;
+    try { policy = JSON.parse(f.get('Policy')); } catch { return error(res, 400, 'MalformedPolicyDocument', 'The policy is not JSON'); }
+    const token = `e2e-session-${randomBytes(16).toString('hex')}`;
+    const expiration = new Date(Date.now() + duration * 1000).toISOString();
+    assumed.push({ roleArn: f.get('RoleArn'), session: f.get('RoleSessionName'), externalId: f.get('ExternalId'), duration, policy, region,
+      sha256: createHash('sha256').update(token).digest('hex') });
+    xml(res, 200, `<AssumeRoleResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/"><AssumeRoleResult><AssumedRoleUser><AssumedRoleId>AROAE2E:${f.get('RoleSessionName')}</AssumedRoleId><Arn>${f.get('RoleArn')}</Arn></AssumedRoleUser><Credentials><AccessKeyId>ASIAE2E${assumed.length}</AccessKeyId><SecretAccessKey>${randomBytes(20).toString('hex')}</SecretAccessKey><SessionToken>${token}</SessionToken><Expiration>${expiration}</Expiration></Credentials></AssumeRoleResult><ResponseMetadata><RequestId>e2e</RequestId></ResponseMetadata></AssumeRoleResponse>`);
+  });
+  const bound = await new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, '127.0.0.1', () => resolve(server.address().port));
+  });
+  return { url: `http://127.0.0.1:${bound}`, assumed, close: () => new Promise((r) => server.close(() => r())) };
+}

@@ -1,13 +1,15 @@
-// Credentials narrowed to the grant (issue 37), against the fake GitHub run.sh starts (GITHUB_API_URL,
-// tests/e2e/github.mjs), which checks the test app's JWTs as GitHub does. A GitHub App target hands each
-// grant its own installation token for the target's repository and the permissions its scopes map to
-// (`get_credential` says `scoped: true`); a `gh` command in a runner's turn runs with that token, not the
-// connection's; a revoked grant gets nothing; a refused app turns the target `expired` until reconnected.
+// Credentials narrowed to the grant (issue 37), against the fakes run.sh starts (tests/e2e/providers.mjs):
+// GitHub (GITHUB_API_URL), which checks the test app's JWTs as GitHub does, and AWS STS (AWS_STS_URL), which
+// checks SigV4 as AWS does. A GitHub App target hands each grant its own installation token for the
+// target's repository and the permissions its scopes map to, an AWS role target credentials assumed with a
+// session policy of the grant's scopes (`get_credential` says `scoped: true`); `gh` and `aws` commands in a
+// runner's turn run with those, not the connection's; a revoked grant gets nothing; a refused app turns
+// the target `expired` until it is reconnected in place.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -15,12 +17,13 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { BASE, createAccount, ok, ikey, rawMcp, readTurn, skyBinary } from './helpers.mjs';
 
 const GITHUB = process.env.AGENTSKY_E2E_GITHUB_URL;
+const STS = process.env.AGENTSKY_E2E_STS_URL;
 const KEY = readFileSync(new URL('../fixtures/github-app-test-key.pem', import.meta.url), 'utf8');
 const minted = async () => (await (await fetch(`${GITHUB}/_e2e/tokens`)).json());
 const refuse = (on) => fetch(`${GITHUB}/_e2e/refuse`, { method: 'POST', body: JSON.stringify({ on }) });
 const sha = (s) => createHash('sha256').update(s).digest('hex');
 
-describe('credentials narrowed to the grant (GitHub App)', () => {
+describe('credentials narrowed to the grant (GitHub App, AWS role)', () => {
   let acct; let mcp; let agent; let runner; let work; let repo;
   const call = async (name, args) => {
     const r = await agent.callTool({ name, arguments: args });
@@ -29,7 +32,9 @@ describe('credentials narrowed to the grant (GitHub App)', () => {
   };
 
   before(async () => {
-    assert.ok(GITHUB, 'run through tests/e2e/run.sh: it starts the fake GitHub');
+    assert.ok(GITHUB && STS, 'run through tests/e2e/run.sh: it starts the fake GitHub and STS');
+    // log-canaries.sh makes sure neither the AWS secret nor the app's key reaches the server's log.
+    appendFileSync(new URL('./.state/canaries.txt', import.meta.url), `${process.env.AGENTSKY_E2E_AWS_SECRET}\n${KEY.split('\n')[1]}\n`);
     acct = await createAccount();
     mcp = rawMcp(acct.key);
     work = mkdtempSync(join(tmpdir(), 'sky-narrowed-e2e-'));
@@ -111,5 +116,39 @@ describe('credentials narrowed to the grant (GitHub App)', () => {
     const g = await call('request_access', { target: 'repo', scope: ['read'], reason: 'after reconnecting' });
     assert.equal(g.status, 'active', JSON.stringify(g));
     assert.equal((await call('get_credential', { grantId: g.grantId })).scoped, true);
+  });
+
+  test('an AWS role is assumed for each grant with a session policy of its scopes; an aws command runs with it', { timeout: 120_000 }, async () => {
+    const creds = { role_arn: 'arn:aws:iam::123456789012:role/agents', external_id: 'e2e-external', region: 'eu-west-1',
+      access_key_id: process.env.AGENTSKY_E2E_AWS_KEY_ID, secret_access_key: process.env.AGENTSKY_E2E_AWS_SECRET };
+    const cloud = ok(await mcp.tool('connect_target', { name: 'cloud', provider: 'aws', env: 'staging', credentials: creds }), 'connect_target aws');
+    assert.equal(cloud.scoped, true, JSON.stringify(cloud));
+    ok(await mcp.tool('set_policy', { connector_id: cloud.connector_id, scope: 'read', decision: 'allow' }), 'set_policy');
+    const assumed = async () => (await (await fetch(`${STS}/_e2e/assumed`)).json());
+    const before = (await assumed()).length;
+    const g = await call('request_access', { target: 'cloud', scope: ['read'], reason: 'list the buckets' });
+    const cred = await call('get_credential', { grantId: g.grantId });
+    assert.equal(cred.scoped, true);
+    assert.equal(cred.env.AWS_REGION, 'eu-west-1');
+    const mine = (await assumed()).slice(before);
+    assert.equal(mine.length, 1, JSON.stringify(mine));
+    assert.equal(mine[0].sha256, sha(cred.env.AWS_SESSION_TOKEN));
+    assert.deepEqual([mine[0].roleArn, mine[0].externalId, mine[0].session], [creds.role_arn, 'e2e-external', `agentsky-${g.grantId}`]);
+    // As long as the grant has left (STS takes 15 minutes to an hour here).
+    const left = g.expiresAt ? Math.round((g.expiresAt - Date.now()) / 1000) : 3600;
+    assert.ok(Math.abs(mine[0].duration - Math.min(3600, Math.max(900, left))) <= 10, `${mine[0].duration} s for a grant with ${left} s left`);
+    const actions = mine[0].policy.Statement[0].Action;
+    assert.ok(actions.includes('s3:List*') && !actions.some((a) => /Put|Delete|Create|Update/.test(a)), JSON.stringify(actions));
+
+    // A stand-in aws in a runner's turn: the shim asks for read, the runner runs it with assumed credentials.
+    writeFileSync(join(work, 'bin', 'aws'), '#!/bin/sh\necho "aws ran: $*; session sha256 $(printf %s "$AWS_SESSION_TOKEN" | sha256sum | cut -c1-64)"\n');
+    chmodSync(join(work, 'bin', 'aws'), 0o755);
+    const shell = ok(await mcp.tool('create_agent', { name: 'Cloud shell', harness: 'runner', model: 'sh' }), 'create_agent');
+    const started = ok(await mcp.tool('start_session', { agent_id: shell.agent_id, message: 'aws s3 ls', idempotency_key: ikey('aws') }), 'start');
+    const turn = await readTurn(mcp.tool, { session_id: started.session.session_id, cursor: started.cursor, message_id: started.message_id, deadlineMs: 90_000 });
+    const said = turn.events.map((e) => e.text ?? '').join('\n');
+    const ran = (await assumed()).at(-1);
+    assert.ok(said.includes(`aws ran: s3 ls; session sha256 ${ran.sha256}`), said);
+    assert.ok(!said.includes(process.env.AGENTSKY_E2E_AWS_SECRET), 'the key pair never reaches the agent');
   });
 });

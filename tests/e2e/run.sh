@@ -25,28 +25,33 @@ stripe_port=$(free_port)
 export AGENTSKY_E2E_STRIPE_URL="http://127.0.0.1:$stripe_port"
 export AGENTSKY_E2E_STRIPE_KEY="sk_test_e2e_$(python3 -c 'import secrets; print(secrets.token_hex(8))')"
 export AGENTSKY_E2E_STRIPE_WEBHOOK_SECRET="whsec_e2e_$(python3 -c 'import secrets; print(secrets.token_hex(12))')"
-# GITHUB_API_URL: GitHub App targets mint their grants' tokens at a fake GitHub on loopback
-# (tests/e2e/github.mjs), which checks the test app's JWTs.
+# GITHUB_API_URL, AWS_STS_URL: GitHub App and AWS role targets mint their grants' credentials at fakes of
+# GitHub and STS on loopback (tests/e2e/providers.mjs), which check the app's JWTs and the key pair's SigV4.
 github_port=$(free_port)
+sts_port=$(free_port)
 export AGENTSKY_E2E_GITHUB_URL="http://127.0.0.1:$github_port"
+export AGENTSKY_E2E_STS_URL="http://127.0.0.1:$sts_port"
+export AGENTSKY_E2E_AWS_KEY_ID="AKIAE2EAGENTSKY00000"
+export AGENTSKY_E2E_AWS_SECRET="e2e-aws-secret-$(python3 -c 'import secrets; print(secrets.token_hex(12))')"
 # REQUEST_LOG=all: log-canaries.sh reads every request's line for planted secrets, not only failures'
 start_server "$state/wrangler" "$state/logs/wrangler-dev.log" --var CONFORMANCE_FIXTURES:1 --var REQUEST_LOG:all \
   --var "ADMIN_TOKEN:$AGENTSKY_ADMIN_TOKEN" --var "SECRETS_KEY:e2e-secrets-key-not-for-production" \
   --var 'PRICES:{"e2e-priced":[1000000,2000000]}' --var ALLOW_LOOPBACK_HTTP:1 --var WEBHOOK_RETRY_SCHEDULE:1,1,1 \
   --var "STRIPE_API_BASE:$AGENTSKY_E2E_STRIPE_URL" --var "STRIPE_SECRET_KEY:$AGENTSKY_E2E_STRIPE_KEY" \
-  --var "STRIPE_WEBHOOK_SECRET:$AGENTSKY_E2E_STRIPE_WEBHOOK_SECRET" --var "GITHUB_API_URL:$AGENTSKY_E2E_GITHUB_URL"
+  --var "STRIPE_WEBHOOK_SECRET:$AGENTSKY_E2E_STRIPE_WEBHOOK_SECRET" --var "GITHUB_API_URL:$AGENTSKY_E2E_GITHUB_URL" \
+  --var "AWS_STS_URL:$AGENTSKY_E2E_STS_URL"
 export AGENTSKY_URL="$BASE_URL"
 node tests/e2e/stripe.mjs "$stripe_port" "$AGENTSKY_E2E_STRIPE_KEY" >"$state/logs/stripe.log" 2>&1 &
 stripe_pid=$!
-node tests/e2e/github.mjs "$github_port" >"$state/logs/github.log" 2>&1 &
-github_pid=$!
-trap 'kill "$stripe_pid" "$github_pid" 2>/dev/null || true; stop_server' EXIT
+node tests/e2e/providers.mjs "$github_port" "$sts_port" >"$state/logs/providers.log" 2>&1 &
+providers_pid=$!
+trap 'kill "$stripe_pid" "$providers_pid" 2>/dev/null || true; stop_server' EXIT
 until curl -s -o /dev/null --max-time 2 "$AGENTSKY_E2E_STRIPE_URL/"; do
   kill -0 "$stripe_pid" 2>/dev/null || { cat "$state/logs/stripe.log" >&2; die "the fake Stripe did not start"; }
   sleep 0.2
 done
-until curl -s -o /dev/null --max-time 2 "$AGENTSKY_E2E_GITHUB_URL/"; do
-  kill -0 "$github_pid" 2>/dev/null || { cat "$state/logs/github.log" >&2; die "the fake GitHub did not start"; }
+until curl -s -o /dev/null --max-time 2 "$AGENTSKY_E2E_GITHUB_URL/" && curl -s -o /dev/null --max-time 2 "$AGENTSKY_E2E_STS_URL/"; do
+  kill -0 "$providers_pid" 2>/dev/null || { cat "$state/logs/providers.log" >&2; die "the fake providers did not start"; }
   sleep 0.2
 done
 # Where the local R2 keeps its objects: routines.test.mjs checks the cron's purge there.
