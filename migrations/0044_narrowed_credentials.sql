@@ -1,7 +1,8 @@
 -- Credentials narrowed to a grant (issue 37). A connection says how it is connected (`credential_kind`):
 -- `env` variables or an `ssh` key are the connection's own and handed over as they are; a `github_app`
 -- mints each grant an installation token restricted to the target's repositories and the grant's scopes;
--- an `aws_role` is assumed for each grant with a session policy of its scopes.
+-- an `aws_role` is assumed for each grant with a session policy of its scopes; a `gcp_service_account`
+-- generates each grant a token of its own (read-only for read grants, downscoped to the target's buckets).
 ALTER TABLE connector ADD COLUMN credential_kind TEXT;
 UPDATE connector SET credential_kind = CASE provider WHEN 'ssh' THEN 'ssh' ELSE 'env' END
   WHERE sealed_credentials IS NOT NULL;

@@ -53,6 +53,11 @@ pub struct Config {
     /// AWS STS (`AWS_STS_URL`; default the role's regional endpoint `https://sts.<region>.amazonaws.com`),
     /// where AWS role targets assume their role for each grant; tests name a local fake.
     pub aws_sts_url: Option<String>,
+    /// Google's IAM Credentials API (`GCP_IAM_URL`; default `https://iamcredentials.googleapis.com`) and
+    /// Security Token Service (`GCP_STS_URL`; default `https://sts.googleapis.com`), where service-account
+    /// targets mint and downscope each grant's token; tests name local fakes.
+    pub gcp_iam_url: Option<String>,
+    pub gcp_sts_url: Option<String>,
     /// Serves the conformance suite's fixture tools without auth at `/v1/conformance/mcp` (tests only).
     pub conformance_fixtures: bool,
     /// `REQUEST_LOG=errors`: a request's log line is written only when it failed or took a second or more.

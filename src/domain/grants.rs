@@ -56,6 +56,8 @@ pub enum Credential {
     GithubApp { app: mint::GithubApp },
     /// An AWS role: each grant assumes it with a session policy of its scopes ([`mint`]).
     AwsRole { role: mint::AwsRole },
+    /// A Google service account: each grant gets a token of its own ([`mint`]).
+    GcpServiceAccount { account: mint::GcpServiceAccount },
 }
 
 /// What a grant hands over: the provider CLI's variables, minted for the grant (`scoped`) where the
@@ -77,6 +79,9 @@ pub async fn hand_over(cx: &Cx<'_>, g: &GrantRow, session_id: &str) -> Result<Op
             minted(mint::for_grant(cx, g, mint::Narrowing::Github(&app), session_id).await?)
         }
         Credential::AwsRole { role } => minted(mint::for_grant(cx, g, mint::Narrowing::Aws(&role), session_id).await?),
+        Credential::GcpServiceAccount { account } => {
+            minted(mint::for_grant(cx, g, mint::Narrowing::Gcp(&account), session_id).await?)
+        }
     }))
 }
 

@@ -2,7 +2,8 @@
 //! used and again when the last one is about to expire, as Vault's dynamic secrets are: a GitHub App's
 //! installation token carries only the target's repositories and the permissions the grant's scopes map
 //! to ([`narrowing::github_permissions`]); an AWS role is assumed with a session policy of the grant's
-//! scopes ([`narrowing::aws_session_policy`]). Each expires at the grant's end or the provider's own
+//! scopes ([`narrowing::aws_session_policy`]); a Google service account generates a token per grant, read-only
+//! for a read grant and downscoped to the target's buckets ([`narrowing::gcp_storage_role`]). Each expires at the grant's end or the provider's own
 //! limit, whichever comes first, is sealed in `grant_credential` with its grant and never logged; the
 //! audit log records each mint with the grant, what it allows and its expiry.
 
@@ -32,6 +33,18 @@ pub struct AwsRole {
     pub secret_access_key: String,
     #[serde(default)]
     pub policies: Map<String, Value>,
+}
+
+/// A Google service account, as sealed: its JSON key, and the Cloud Storage buckets the target is (a
+/// grant's token is then limited to them by a Credential Access Boundary).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct GcpServiceAccount {
+    pub client_email: String,
+    pub private_key: String,
+    pub token_uri: String,
+    pub project_id: Option<String>,
+    #[serde(default)]
+    pub buckets: Vec<String>,
 }
 
 /// A GitHub App connection, as sealed.
@@ -292,6 +305,145 @@ impl AwsRole {
     }
 }
 
+/// Google's OAuth token endpoint, where a service account's own key gets it a token.
+const GOOGLE_TOKEN_URI: &str = "https://oauth2.googleapis.com/token";
+/// The longest a generated access token lasts.
+const GCP_MAX_S: i64 = 3600;
+
+impl GcpServiceAccount {
+    /// Reads a service account's JSON key (as Google hands it out) and the target's buckets.
+    pub fn from_key(key: &Value, buckets: Vec<String>) -> Result<Self, ApiError> {
+        let field = |k: &str| key[k].as_str().map(str::to_owned);
+        if key["type"] != "service_account" {
+            return Err(ApiError::invalid(
+                "`credentials.service_account` is a service account's JSON key (`\"type\": \"service_account\"`)",
+            ));
+        }
+        let (Some(client_email), Some(private_key)) = (field("client_email"), field("private_key")) else {
+            return Err(ApiError::invalid("`credentials.service_account` needs its `client_email` and `private_key`"));
+        };
+        jwt::private_key(&private_key)
+            .map_err(|e| ApiError::invalid(format!("`credentials.service_account.private_key`: {e}")))?;
+        Ok(Self {
+            client_email,
+            private_key,
+            token_uri: field("token_uri").unwrap_or_else(|| GOOGLE_TOKEN_URI.to_owned()),
+            project_id: field("project_id"),
+            buckets,
+        })
+    }
+
+    /// A JSON POST (or form, with `form`) to a Google API; its answer, or what Google said.
+    async fn call(
+        &self,
+        cx: &Cx<'_>,
+        what: &str,
+        url: String,
+        bearer: Option<&str>,
+        body: String,
+        form: bool,
+    ) -> Result<Value, MintError> {
+        let content_type = if form { "application/x-www-form-urlencoded" } else { "application/json" };
+        let mut headers = vec![("content-type".to_owned(), content_type.to_owned())];
+        if let Some(token) = bearer {
+            headers.push(("authorization".into(), format!("Bearer {token}")));
+        }
+        let egress = Egress::new(&*cx.env.net, &cx.env.config);
+        let resp = egress.post(what, Outbound { url, headers, body: body.into_bytes() }).await.map_err(|e| {
+            MintError::Other(ApiError::new(Code::Conflict, format!("Google could not be reached: {e}")))
+        })?;
+        let answer = resp.json_body();
+        if resp.status == 200 {
+            return Ok(answer);
+        }
+        let said =
+            match (answer["error_description"].as_str(), answer["error"]["message"].as_str(), answer["error"].as_str())
+            {
+                (Some(m), _, _) | (_, Some(m), _) | (_, _, Some(m)) => {
+                    format!("HTTP {}: {}", resp.status, outbound::snippet(m))
+                }
+                _ => outbound::summary(resp.status, &resp.body),
+            };
+        Err(match resp.status {
+            400 | 401 | 403 => MintError::Refused(said),
+            _ => MintError::Other(ApiError::new(
+                Code::Conflict,
+                format!("Google did not mint a token for this grant: {said}"),
+            )),
+        })
+    }
+
+    /// The account's own token (a JWT assertion signed with its key, RFC 7523), then one generated for the
+    /// grant (`generateAccessToken`: as long as the grant has left, up to an hour; read-only for a `read`
+    /// grant), then, when the target names buckets, that one downscoped to them (a Credential Access
+    /// Boundary through Google's STS). A refused key, account or exchange is [`MintError::Refused`].
+    async fn mint(&self, cx: &Cx<'_>, g: &GrantRow, scopes: &[&str]) -> Result<(Minted, String), MintError> {
+        let key = jwt::private_key(&self.private_key).map_err(|e| MintError::Other(ApiError::invalid(e)))?;
+        let now = cx.now_ms / 1000;
+        let claims = json!({"iss": self.client_email, "scope": "https://www.googleapis.com/auth/cloud-platform",
+            "aud": self.token_uri, "iat": now, "exp": now + 3600});
+        let assertion = jwt::rs256(&key, &claims);
+        let form = form_urlencoded::Serializer::new(String::new())
+            .append_pair("grant_type", "urn:ietf:params:oauth:grant-type:jwt-bearer")
+            .append_pair("assertion", &assertion)
+            .finish();
+        let own = self.call(cx, "the service account's token_uri", self.token_uri.clone(), None, form, true).await?;
+        let own = own["access_token"].as_str().unwrap_or_default().to_owned();
+        let lifetime = g.expires_ms.map_or(GCP_MAX_S, |e| (e - cx.now_ms) / 1000).clamp(1, GCP_MAX_S);
+        let oauth_scope = narrowing::gcp_oauth_scope(scopes);
+        let iam = cx
+            .env
+            .config
+            .gcp_iam_url
+            .as_deref()
+            .unwrap_or("https://iamcredentials.googleapis.com")
+            .trim_end_matches('/');
+        let url = format!("{iam}/v1/projects/-/serviceAccounts/{}:generateAccessToken", self.client_email);
+        let body = json!({"scope": [oauth_scope], "lifetime": format!("{lifetime}s")}).to_string();
+        let generated = self.call(cx, "GCP_IAM_URL", url, Some(&own), body, false).await?;
+        let expires = generated["expireTime"].as_str().and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok());
+        let (Some(mut token), Some(at)) = (generated["accessToken"].as_str().map(str::to_owned), expires) else {
+            return Err(MintError::Other(ApiError::new(
+                Code::Conflict,
+                "Google answered generateAccessToken without a token",
+            )));
+        };
+        let mut what = format!("Google token of {} with {oauth_scope} for {lifetime} s", self.client_email);
+        if !self.buckets.is_empty() {
+            let role = narrowing::gcp_storage_role(scopes);
+            let rules: Vec<Value> = self
+                .buckets
+                .iter()
+                .map(|b| {
+                    json!({
+                        "availableResource": format!("//storage.googleapis.com/projects/_/buckets/{b}"),
+                        "availablePermissions": [role],
+                    })
+                })
+                .collect();
+            let options = json!({"accessBoundary": {"accessBoundaryRules": rules}}).to_string();
+            let form = form_urlencoded::Serializer::new(String::new())
+                .append_pair("grant_type", "urn:ietf:params:oauth:grant-type:token-exchange")
+                .append_pair("subject_token_type", "urn:ietf:params:oauth:token-type:access_token")
+                .append_pair("requested_token_type", "urn:ietf:params:oauth:token-type:access_token")
+                .append_pair("subject_token", &token)
+                .append_pair("options", &options)
+                .finish();
+            let sts =
+                cx.env.config.gcp_sts_url.as_deref().unwrap_or("https://sts.googleapis.com").trim_end_matches('/');
+            let down = self.call(cx, "GCP_STS_URL", format!("{sts}/v1/token"), None, form, true).await?;
+            token = down["access_token"].as_str().unwrap_or_default().to_owned();
+            what.push_str(&format!(", downscoped to buckets {} with {role}", self.buckets.join(", ")));
+        }
+        let mut env = Map::from_iter([("CLOUDSDK_AUTH_ACCESS_TOKEN".into(), json!(token))]);
+        if let Some(project) = &self.project_id {
+            env.insert("CLOUDSDK_CORE_PROJECT".into(), json!(project));
+            env.insert("GOOGLE_CLOUD_PROJECT".into(), json!(project));
+        }
+        Ok((Minted { env, expires_ms: at.timestamp_millis() }, what))
+    }
+}
+
 /// The text of the first `<name>…</name>` in an STS answer (its values hold no markup).
 fn xml_text(xml: &str, name: &str) -> Option<String> {
     let start = xml.find(&format!("<{name}>"))? + name.len() + 2;
@@ -310,6 +462,7 @@ enum MintError {
 pub enum Narrowing<'a> {
     Github(&'a GithubApp),
     Aws(&'a AwsRole),
+    Gcp(&'a GcpServiceAccount),
 }
 
 /// The credential minted for `g` (reused while it has more than [`REMINT_BEFORE_MS`] left), expiring no
@@ -328,6 +481,7 @@ pub async fn for_grant(cx: &Cx<'_>, g: &GrantRow, from: Narrowing<'_>, session_i
     let (provider, minted) = match from {
         Narrowing::Github(app) => ("GitHub", app.mint(cx, &scopes).await),
         Narrowing::Aws(role) => ("AWS STS", role.mint(cx, g, &scopes).await),
+        Narrowing::Gcp(account) => ("Google", account.mint(cx, g, &scopes).await),
     };
     let (minted, what) = match minted {
         Ok(m) => m,

@@ -59,6 +59,8 @@ pub(crate) fn config(env: &Env) -> Config {
         stripe_api_base: var(env, "STRIPE_API_BASE"),
         github_api_url: var(env, "GITHUB_API_URL"),
         aws_sts_url: var(env, "AWS_STS_URL"),
+        gcp_iam_url: var(env, "GCP_IAM_URL"),
+        gcp_sts_url: var(env, "GCP_STS_URL"),
         conformance_fixtures: flag("CONFORMANCE_FIXTURES"),
         log_errors_only: match var(env, "REQUEST_LOG").as_deref() {
             None | Some("all") => false,

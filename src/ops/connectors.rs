@@ -47,6 +47,11 @@ pub struct Credentials {
     /// Per scope (`read`, `write`, `deploy`, `delete`), the IAM policy statements a grant of it allows, in
     /// place of that scope's defaults.
     pub policies: Option<serde_json::Map<String, Value>>,
+    /// A Google service account's JSON key (provider `gcp`): each grant then gets a token of its own, as
+    /// long as the grant (up to an hour), read-only for `read` grants.
+    pub service_account: Option<serde_json::Map<String, Value>>,
+    /// With `service_account`: the Cloud Storage buckets the target is; a grant's token is limited to them.
+    pub buckets: Option<Vec<Text<3, 222>>>,
 }
 
 words! {
@@ -97,6 +102,7 @@ pub async fn connect(cx: &Cx<'_>, p: ConnectTarget) -> Result<ConnectorRow, ApiE
                 Some("ssh") => "ssh",
                 Some("github_app") => "github_app",
                 Some("aws_role") => "aws_role",
+                Some("gcp_service_account") => "gcp_service_account",
                 _ => "env",
             };
             Some((seal::seal(master, &seal::connector_aad(&w.workspace_id, &id), &v.to_string()), kind))
@@ -125,7 +131,16 @@ async fn credential(cx: &Cx<'_>, provider: Provider, c: &Credentials) -> Result<
     let app = c.app_id.is_some() || c.private_key.is_some() || c.installation_id.is_some() || c.repositories.is_some();
     let role =
         c.role_arn.is_some() || c.access_key_id.is_some() || c.secret_access_key.is_some() || c.policies.is_some();
-    match (&c.env, &c.ssh_private_key, app || role) {
+    let account = c.service_account.is_some() || c.buckets.is_some();
+    match (&c.env, &c.ssh_private_key, app || role || account) {
+        (None, None, true) if provider == Provider::Gcp && !app && !role => {
+            let key = c.service_account.clone().map(Value::Object).ok_or_else(|| {
+                ApiError::invalid("`credentials.buckets` go with `credentials.service_account`, the account's JSON key")
+            })?;
+            let buckets = c.buckets.iter().flatten().map(|b| b.to_string()).collect();
+            let account = crate::domain::mint::GcpServiceAccount::from_key(&key, buckets)?;
+            Ok(json!({ "kind": "gcp_service_account", "account": account }))
+        }
         (Some(env), None, false) if provider != Provider::Ssh => Ok(json!({ "kind": "env", "env": env })),
         (None, Some(key), false) if provider == Provider::Ssh => Ok(json!({ "kind": "ssh", "private_key": key })),
         (None, None, true) if provider == Provider::Aws && !app => {
@@ -156,7 +171,7 @@ async fn credential(cx: &Cx<'_>, provider: Provider, c: &Credentials) -> Result<
             Ok(json!({ "kind": "github_app", "app": app }))
         }
         _ => Err(ApiError::invalid(
-            "`credentials` takes `env` (a map of variables) for providers, `ssh_private_key` for ssh, a GitHub App (`app_id`, `private_key`, and `installation_id` or `repositories`) for github, or a role to assume (`role_arn`, `region`, `access_key_id`, `secret_access_key`) for aws",
+            "`credentials` takes `env` (a map of variables) for providers, `ssh_private_key` for ssh, a GitHub App (`app_id`, `private_key`, and `installation_id` or `repositories`) for github, a role to assume (`role_arn`, `region`, `access_key_id`, `secret_access_key`) for aws, or a `service_account` key (and `buckets`) for gcp",
         )),
     }
 }

@@ -109,6 +109,30 @@ pub fn aws_session_policy<S: AsRef<str>>(
     serde_json::json!({"Version": "2012-10-17", "Statement": statements})
 }
 
+/// The OAuth scope of a Google access token for a grant: read-only for a grant of `read` alone (Google's
+/// `cloud-platform.read-only`), else the whole platform the service account's own roles allow.
+pub fn gcp_oauth_scope<S: AsRef<str>>(scopes: &[S]) -> &'static str {
+    if scopes.iter().all(|s| s.as_ref() == "read") {
+        "https://www.googleapis.com/auth/cloud-platform.read-only"
+    } else {
+        "https://www.googleapis.com/auth/cloud-platform"
+    }
+}
+
+/// The Cloud Storage role a Credential Access Boundary allows on a target's buckets for a grant's scopes:
+/// reading objects for `read`, creating them too for `write` and `deploy`, and everything on objects for
+/// `delete`.
+pub fn gcp_storage_role<S: AsRef<str>>(scopes: &[S]) -> &'static str {
+    let has = |s: &str| scopes.iter().any(|x| x.as_ref() == s);
+    if has("delete") {
+        "inRole:roles/storage.objectAdmin"
+    } else if has("write") || has("deploy") {
+        "inRole:roles/storage.objectUser"
+    } else {
+        "inRole:roles/storage.objectViewer"
+    }
+}
+
 /// Why a connection of `provider` connected as `kind` hands over its own credential, not one narrowed to
 /// the grant; `None` when it narrows (a GitHub App).
 pub fn unscoped_reason(provider: &str, kind: Option<&str>) -> Option<&'static str> {
@@ -122,8 +146,9 @@ pub fn unscoped_reason(provider: &str, kind: Option<&str>) -> Option<&'static st
         ("aws", _) => {
             "static keys are the connection's own: connect a role to assume (role_arn, region, access_key_id, secret_access_key) to give each grant credentials for its scopes only"
         }
+        ("gcp", Some("gcp_service_account")) => return None,
         ("gcp", _) => {
-            "a token is the connection's own (narrowing through a service account is not built yet)"
+            "a token is the connection's own: connect a service account to give each grant a token of its own, as long as the grant, read-only for read grants and limited to the target's buckets when it names them"
         }
         ("vercel", _) => {
             "Vercel documents no way to narrow a token to a scope; the grant still ends the runner's commands at its expiry"
@@ -168,9 +193,19 @@ mod tests {
     }
 
     #[test]
+    fn a_google_token_is_read_only_for_read_grants_and_a_buckets_role_follows_the_widest_scope() {
+        assert!(gcp_oauth_scope(&["read"]).ends_with("cloud-platform.read-only"));
+        assert!(gcp_oauth_scope(&["read", "deploy"]).ends_with("cloud-platform"));
+        assert_eq!(gcp_storage_role(&["read"]), "inRole:roles/storage.objectViewer");
+        assert_eq!(gcp_storage_role(&["read", "deploy"]), "inRole:roles/storage.objectUser");
+        assert_eq!(gcp_storage_role(&["delete"]), "inRole:roles/storage.objectAdmin");
+    }
+
+    #[test]
     fn only_an_app_or_a_role_narrows_and_every_other_connection_says_why_not() {
         assert_eq!(unscoped_reason("github", Some("github_app")), None);
         assert_eq!(unscoped_reason("aws", Some("aws_role")), None);
+        assert_eq!(unscoped_reason("gcp", Some("gcp_service_account")), None);
         for (provider, kind) in
             [("github", "env"), ("vercel", "env"), ("supabase", "env"), ("ssh", "ssh"), ("aws", "env"), ("gcp", "env")]
         {

@@ -19,7 +19,8 @@ pub struct ConnectorRow {
     pub connected: bool,
     pub credentials_expire_ms: Option<i64>,
     /// How it is connected: `env` variables or an `ssh` key (handed over as they are), or a `github_app`
-    /// or an `aws_role` that mints each grant a narrowed credential; absent while unconnected.
+    /// an `aws_role` or a `gcp_service_account` that mints each grant a narrowed credential; absent while
+    /// unconnected.
     pub credential_kind: Option<String>,
     pub deploy_command: Option<String>,
     pub created_ms: i64,

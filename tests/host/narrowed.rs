@@ -350,3 +350,105 @@ fn an_aws_role_that_cannot_work_is_refused_when_it_is_connected() {
         (0..80).map(|i| json!({"Effect": "Allow", "Action": format!("s3:GetObject{i}"), "Resource": "*"})).collect();
     assert!(connect(with("policies", json!({"read": huge}))).contains("at most 2048"));
 }
+
+const GOOGLE: &str = "https://google.example";
+const SA_KEY: &str = include_str!("../fixtures/gcp-service-account-test-key.pem");
+
+/// Google's three endpoints a service account's grant goes through: the token endpoint (a JWT assertion
+/// signed with the account's key, RFC 7523), IAM Credentials' `generateAccessToken` (with that token) and
+/// STS's token exchange with a Credential Access Boundary.
+fn google(app: &TestApp) -> Rc<RefCell<Vec<(String, Value)>>> {
+    let seen: Rc<RefCell<Vec<(String, Value)>>> = Rc::default();
+    let kept = seen.clone();
+    let public = agentsky::rules::jwt::private_key(SA_KEY).unwrap().to_public_key();
+    let now = app.now_ms.clone();
+    app.sessions.net.answer(move |req: &Outbound| {
+        let reply = |status: u16, v: Value| HttpResponse::json(status, &v);
+        let path = req.url.strip_prefix(GOOGLE).unwrap_or(&req.url).to_owned();
+        let form: Value = form_urlencoded::parse(&req.body).into_owned().map(|(k, v)| (k, json!(v))).collect::<serde_json::Map<_, _>>().into();
+        let bearer = req.headers.iter().find(|(k, _)| k == "authorization").map(|(_, v)| v.clone()).unwrap_or_default();
+        match path.as_str() {
+            "/token" => {
+                let parts: Vec<String> = form["assertion"].as_str().unwrap_or("").split('.').map(str::to_owned).collect();
+                let ok = parts.len() == 3 && {
+                    let sig = URL_SAFE_NO_PAD.decode(&parts[2]).ok().and_then(|s| Signature::try_from(s.as_slice()).ok());
+                    sig.is_some_and(|s| VerifyingKey::<Sha256>::new(public.clone()).verify(format!("{}.{}", parts[0], parts[1]).as_bytes(), &s).is_ok())
+                };
+                let claims: Value = parts.get(1).and_then(|p| URL_SAFE_NO_PAD.decode(p).ok()).and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default();
+                if !ok || claims["iss"] != "agents@proj.iam.gserviceaccount.com" || claims["aud"] != format!("{GOOGLE}/token") {
+                    return reply(400, json!({"error": "invalid_grant", "error_description": "Invalid JWT Signature."}));
+                }
+                reply(200, json!({"access_token": "ya29.own", "expires_in": 3599, "token_type": "Bearer"}))
+            }
+            "/v1/projects/-/serviceAccounts/agents@proj.iam.gserviceaccount.com:generateAccessToken" => {
+                if bearer != "Bearer ya29.own" {
+                    return reply(401, json!({"error": {"code": 401, "message": "Request had invalid authentication credentials."}}));
+                }
+                let body: Value = serde_json::from_slice(&req.body).unwrap();
+                kept.borrow_mut().push(("generate".into(), body.clone()));
+                let secs: i64 = body["lifetime"].as_str().unwrap().trim_end_matches('s').parse().unwrap();
+                reply(200, json!({"accessToken": "ya29.grant", "expireTime": agentsky::rules::time::iso(now.get() + secs * 1000)}))
+            }
+            "/v1/token" => {
+                kept.borrow_mut().push(("exchange".into(), form.clone()));
+                reply(200, json!({"access_token": "ya29.downscoped", "issued_token_type": "urn:ietf:params:oauth:token-type:access_token", "token_type": "Bearer", "expires_in": 3000}))
+            }
+            _ => reply(404, json!({"error": {"message": "not found"}})),
+        }
+    });
+    seen
+}
+
+#[test]
+fn a_grant_on_a_service_account_target_gets_a_token_of_its_own_read_only_and_limited_to_its_buckets() {
+    let app = TestApp::with_config(Config {
+        secrets_key: Some("test-master-key".into()),
+        gcp_iam_url: Some(GOOGLE.into()),
+        gcp_sts_url: Some(GOOGLE.into()),
+        ..TestApp::config()
+    });
+    let seen = google(&app);
+    let ada = app.signup("Ada", "ada@example.com");
+    let key = json!({"type": "service_account", "project_id": "proj", "client_email": "agents@proj.iam.gserviceaccount.com",
+        "private_key": SA_KEY, "token_uri": format!("{GOOGLE}/token")});
+    let creds = json!({"service_account": key, "buckets": ["proj-assets"]});
+    let bucket = app.ok(
+        &ada.key,
+        "connect_target",
+        json!({"name": "assets", "provider": "gcp", "env": "prod", "credentials": creds}),
+    );
+    assert_eq!(
+        (bucket["scoped"].as_bool(), bucket["credential_kind"].as_str()),
+        (Some(true), Some("gcp_service_account"))
+    );
+    assert!(!bucket.to_string().contains("PRIVATE KEY"));
+    let id = bucket["connector_id"].as_str().unwrap().to_owned();
+    app.ok(&ada.key, "set_policy", json!({"connector_id": id, "scope": "read", "decision": "allow"}));
+    let (_, sid) = app.echo_session(&ada.key, "hi");
+    let token = app.session_token(&ada.key, &sid);
+    let grant = app.agent_ok(
+        &token,
+        "request_access",
+        json!({"target": "assets", "scope": ["read"], "reason": "read the assets"}),
+    );
+    let cred = app.agent_ok(&token, "get_credential", json!({"grantId": grant["grantId"]}));
+    assert_eq!(
+        (cred["scoped"].as_bool(), cred["env"]["CLOUDSDK_AUTH_ACCESS_TOKEN"].as_str()),
+        (Some(true), Some("ya29.downscoped"))
+    );
+    assert_eq!(cred["env"]["CLOUDSDK_CORE_PROJECT"], "proj");
+    let calls = seen.borrow();
+    assert_eq!(
+        calls[0].1["scope"],
+        json!(["https://www.googleapis.com/auth/cloud-platform.read-only"]),
+        "read-only for read"
+    );
+    let lifetime: i64 = calls[0].1["lifetime"].as_str().unwrap().trim_end_matches('s').parse().unwrap();
+    assert!((1..=3600).contains(&lifetime), "as long as the grant, an hour at most: {lifetime}");
+    let options: Value = serde_json::from_str(calls[1].1["options"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        options["accessBoundary"]["accessBoundaryRules"][0],
+        json!({"availableResource": "//storage.googleapis.com/projects/_/buckets/proj-assets", "availablePermissions": ["inRole:roles/storage.objectViewer"]})
+    );
+    assert_eq!(calls[1].1["subject_token"], "ya29.grant");
+}
