@@ -49,7 +49,7 @@ pub const PROVIDERS: &[Provider] = &[
     Provider {
         kind: "gcp",
         cli: "gcloud",
-        connect: r#"{"env": {"CLOUDSDK_AUTH_ACCESS_TOKEN": "…", "CLOUDSDK_CORE_PROJECT": "…"}} (a service account's short-lived token, or GOOGLE_APPLICATION_CREDENTIALS content through CLOUDSDK_AUTH_CREDENTIAL_FILE_OVERRIDE)"#,
+        connect: r#"{"service_account": {…the account's JSON key…}, "buckets": ["…"]} (each grant then gets a token of its own, as long as the grant up to an hour, read-only for read grants, and limited to the buckets when named), or {"env": {"CLOUDSDK_AUTH_ACCESS_TOKEN": "…", "CLOUDSDK_CORE_PROJECT": "…"}} (a token handed over as it is)"#,
         scopes: [
             "list and describe (`gcloud run services list`)",
             "update configuration and IAM bindings",

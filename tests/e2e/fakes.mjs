@@ -313,3 +313,64 @@ export async function fakeSts({ port = 0, accessKeyId, secret }) {
   });
   return { url: `http://127.0.0.1:${bound}`, assumed, close: () => new Promise((r) => server.close(() => r())) };
 }
+
+/**
+ * A fake of the three Google endpoints a service account's grant goes through, each checking what Google
+ * checks: `POST /token` takes a JWT assertion (RFC 7523) signed with the account's key (`publicKeyPem`),
+ * `aud` this endpoint; `POST /v1/projects/-/serviceAccounts/{email}:generateAccessToken` takes that token
+ * and a `lifetime` of at most an hour; `POST /v1/token` exchanges a token for one downscoped by a Credential
+ * Access Boundary. `GET /_e2e/google` lists what was generated and exchanged (a token's sha256, never it).
+ */
+export async function fakeGoogle({ port = 0, publicKeyPem, email }) {
+  const key = createPublicKey(publicKeyPem);
+  const seen = [];
+  const own = new Set(); const generated = new Set();
+  const send = (res, status, body) => { res.writeHead(status, { 'content-type': 'application/json' }); res.end(JSON.stringify(body)); };
+  const token = (prefix) => `${prefix}.${randomBytes(16).toString('hex')}`;
+  const hash = (t) => createHash('sha256').update(t).digest('hex');
+  let base = '';
+  const server = http.createServer(async (req, res) => {
+    let raw = '';
+    for await (const chunk of req) raw += chunk;
+    const path = req.url.split('?')[0];
+    if (path === '/_e2e/google') return send(res, 200, seen);
+    if (req.method !== 'POST') return send(res, 200, { ok: true });
+    const bearer = (req.headers.authorization ?? '').replace(/^Bearer /, '');
+    if (path === '/token') {
+      const f = new URLSearchParams(raw);
+      const [h, p, sig] = (f.get('assertion') ?? '').split('.');
+      const claims = p ? JSON.parse(Buffer.from(p, 'base64url')) : {};
+      const valid = sig && verify('sha256', Buffer.from(`${h}.${p}`), key, Buffer.from(sig, 'base64url'))
+        && f.get('grant_type') === 'urn:ietf:params:oauth:grant-type:jwt-bearer' && claims.iss === email && claims.aud === `${base}/token`
+        && claims.exp - claims.iat <= 3600;
+      if (!valid) return send(res, 400, { error: 'invalid_grant', error_description: 'Invalid JWT Signature.' });
+      const t = token('ya29.own'); own.add(t);
+      return send(res, 200, { access_token: t, expires_in: 3599, token_type: 'Bearer' });
+    }
+    if (path === `/v1/projects/-/serviceAccounts/${email}:generateAccessToken`) {
+      if (!own.has(bearer)) return send(res, 401, { error: { code: 401, message: 'Request had invalid authentication credentials.' } });
+      const body = JSON.parse(raw);
+      const secs = Number(String(body.lifetime).replace(/s$/, ''));
+      if (!(secs >= 1 && secs <= 3600) || !Array.isArray(body.scope)) return send(res, 400, { error: { code: 400, message: 'Invalid lifetime or scope' } });
+      const t = token('ya29.grant'); generated.add(t);
+      seen.push({ kind: 'generate', scope: body.scope, lifetime: secs, sha256: hash(t) });
+      return send(res, 200, { accessToken: t, expireTime: new Date(Date.now() + secs * 1000).toISOString() });
+    }
+    if (path === '/v1/token') {
+      const f = new URLSearchParams(raw);
+      if (f.get('grant_type') !== 'urn:ietf:params:oauth:grant-type:token-exchange' || !generated.has(f.get('subject_token'))) {
+        return send(res, 400, { error: 'invalid_grant', error_description: 'The subject token is invalid.' });
+      }
+      const t = token('ya29.downscoped');
+      seen.push({ kind: 'exchange', options: JSON.parse(f.get('options')), sha256: hash(t) });
+      return send(res, 200, { access_token: t, issued_token_type: 'urn:ietf:params:oauth:token-type:access_token', token_type: 'Bearer', expires_in: 3000 });
+    }
+    send(res, 404, { error: { code: 404, message: 'Not Found' } });
+  });
+  const bound = await new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, '127.0.0.1', () => resolve(server.address().port));
+  });
+  base = `http://127.0.0.1:${bound}`;
+  return { url: base, seen, close: () => new Promise((r) => server.close(() => r())) };
+}

@@ -1,9 +1,11 @@
 // Credentials narrowed to the grant (issue 37), against the fakes run.sh starts (tests/e2e/providers.mjs):
-// GitHub (GITHUB_API_URL), which checks the test app's JWTs as GitHub does, and AWS STS (AWS_STS_URL), which
-// checks SigV4 as AWS does. A GitHub App target hands each grant its own installation token for the
+// GitHub (GITHUB_API_URL), which checks the test app's JWTs as GitHub does, AWS STS (AWS_STS_URL), which
+// checks SigV4 as AWS does, and Google (GCP_IAM_URL, GCP_STS_URL), which checks the service account's
+// assertion and tokens. A GitHub App target hands each grant its own installation token for the
 // target's repository and the permissions its scopes map to, an AWS role target credentials assumed with a
-// session policy of the grant's scopes (`get_credential` says `scoped: true`); `gh` and `aws` commands in a
-// runner's turn run with those, not the connection's; a revoked grant gets nothing; a refused app turns
+// session policy of the grant's scopes, a service-account target a token of the grant's own, read-only for
+// a read grant and downscoped to its bucket (`get_credential` says `scoped: true`); `gh`, `aws` and
+// `gcloud` commands in a runner's turn run with those, not the connection's; a revoked grant gets nothing; a refused app turns
 // the target `expired` until it is reconnected in place.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -18,17 +20,31 @@ import { BASE, createAccount, ok, ikey, rawMcp, readTurn, skyBinary } from './he
 
 const GITHUB = process.env.AGENTSKY_E2E_GITHUB_URL;
 const STS = process.env.AGENTSKY_E2E_STS_URL;
+const GOOGLE = process.env.AGENTSKY_E2E_GOOGLE_URL;
+const SA_KEY = readFileSync(new URL('../fixtures/gcp-service-account-test-key.pem', import.meta.url), 'utf8');
 const KEY = readFileSync(new URL('../fixtures/github-app-test-key.pem', import.meta.url), 'utf8');
 const minted = async () => (await (await fetch(`${GITHUB}/_e2e/tokens`)).json());
 const refuse = (on) => fetch(`${GITHUB}/_e2e/refuse`, { method: 'POST', body: JSON.stringify({ on }) });
 const sha = (s) => createHash('sha256').update(s).digest('hex');
 
-describe('credentials narrowed to the grant (GitHub App, AWS role)', () => {
+describe('credentials narrowed to the grant (GitHub App, AWS role, Google service account)', () => {
   let acct; let mcp; let agent; let runner; let work; let repo;
-  const call = async (name, args) => {
-    const r = await agent.callTool({ name, arguments: args });
+  const clients = [];
+  const call = async (name, args, as = agent) => {
+    const r = await as.callTool({ name, arguments: args });
     assert.ok(!r.isError, `${name}: ${JSON.stringify(r)}`);
     return JSON.parse(r.content[0].text);
+  };
+  /** An echo session's agent on the session server (each session has its own 5-a-minute access bucket). */
+  const sessionAgent = async () => {
+    const created = ok(await mcp.tool('create_agent', { name: 'Reader', harness: 'echo', model: 'echo-1' }), 'create_agent');
+    const started = ok(await mcp.tool('start_session', { agent_id: created.agent_id, message: 'hi', idempotency_key: ikey('narrow') }), 'start');
+    await readTurn(mcp.tool, { session_id: started.session.session_id, cursor: started.cursor, message_id: started.message_id });
+    const token = ok(await mcp.tool('issue_session_token', { session_id: started.session.session_id }), 'token');
+    const c = new Client({ name: 'agentsky-e2e-narrowed', version: '0.0.0' });
+    await c.connect(new StreamableHTTPClientTransport(new URL(`${BASE}/v1/session/mcp`), { requestInit: { headers: { authorization: `Bearer ${token.token}` } } }));
+    clients.push(c);
+    return c;
   };
 
   before(async () => {
@@ -45,17 +61,12 @@ describe('credentials narrowed to the grant (GitHub App, AWS role)', () => {
   });
   after(async () => {
     runner?.kill('SIGKILL');
-    await agent?.close();
+    await Promise.all(clients.map((c) => c.close()));
     if (work) rmSync(work, { recursive: true, force: true, maxRetries: 10, retryDelay: 200 });
   });
 
   test('each grant gets its own token for its scopes and the target\'s repository; a revoked one gets none', async () => {
-    const created = ok(await mcp.tool('create_agent', { name: 'Reader', harness: 'echo', model: 'echo-1' }), 'create_agent');
-    const started = ok(await mcp.tool('start_session', { agent_id: created.agent_id, message: 'hi', idempotency_key: ikey('narrow') }), 'start');
-    await readTurn(mcp.tool, { session_id: started.session.session_id, cursor: started.cursor, message_id: started.message_id });
-    const token = ok(await mcp.tool('issue_session_token', { session_id: started.session.session_id }), 'token');
-    agent = new Client({ name: 'agentsky-e2e-narrowed', version: '0.0.0' });
-    await agent.connect(new StreamableHTTPClientTransport(new URL(`${BASE}/v1/session/mcp`), { requestInit: { headers: { authorization: `Bearer ${token.token}` } } }));
+    agent = await sessionAgent();
 
     const targets = await call('list_targets', {});
     assert.equal(targets.find((t) => t.name === 'repo').scoped, true, JSON.stringify(targets));
@@ -126,8 +137,9 @@ describe('credentials narrowed to the grant (GitHub App, AWS role)', () => {
     ok(await mcp.tool('set_policy', { connector_id: cloud.connector_id, scope: 'read', decision: 'allow' }), 'set_policy');
     const assumed = async () => (await (await fetch(`${STS}/_e2e/assumed`)).json());
     const before = (await assumed()).length;
-    const g = await call('request_access', { target: 'cloud', scope: ['read'], reason: 'list the buckets' });
-    const cred = await call('get_credential', { grantId: g.grantId });
+    const own = await sessionAgent();
+    const g = await call('request_access', { target: 'cloud', scope: ['read'], reason: 'list the buckets' }, own);
+    const cred = await call('get_credential', { grantId: g.grantId }, own);
     assert.equal(cred.scoped, true);
     assert.equal(cred.env.AWS_REGION, 'eu-west-1');
     const mine = (await assumed()).slice(before);
@@ -150,5 +162,36 @@ describe('credentials narrowed to the grant (GitHub App, AWS role)', () => {
     const ran = (await assumed()).at(-1);
     assert.ok(said.includes(`aws ran: s3 ls; session sha256 ${ran.sha256}`), said);
     assert.ok(!said.includes(process.env.AGENTSKY_E2E_AWS_SECRET), 'the key pair never reaches the agent');
+  });
+
+  test('a service account generates each grant a read-only token limited to the bucket; a gcloud command runs with it', { timeout: 120_000 }, async () => {
+    const account = { type: 'service_account', project_id: 'e2e-project', client_email: 'agents@e2e-project.iam.gserviceaccount.com',
+      private_key: SA_KEY, token_uri: `${GOOGLE}/token` };
+    const assets = ok(await mcp.tool('connect_target', { name: 'assets', provider: 'gcp', env: 'prod', credentials: { service_account: account, buckets: ['e2e-assets'] } }), 'connect_target gcp');
+    assert.equal(assets.scoped, true, JSON.stringify(assets));
+    ok(await mcp.tool('set_policy', { connector_id: assets.connector_id, scope: 'read', decision: 'allow' }), 'set_policy');
+    const google = async () => (await (await fetch(`${GOOGLE}/_e2e/google`)).json());
+    const before = (await google()).length;
+    const own = await sessionAgent();
+    const g = await call('request_access', { target: 'assets', scope: ['read'], reason: 'read the assets' }, own);
+    const cred = await call('get_credential', { grantId: g.grantId }, own);
+    assert.equal(cred.scoped, true);
+    assert.equal(cred.env.CLOUDSDK_CORE_PROJECT, 'e2e-project');
+    const [generated, exchanged] = (await google()).slice(before);
+    assert.deepEqual(generated.scope, ['https://www.googleapis.com/auth/cloud-platform.read-only']);
+    assert.ok(generated.lifetime >= 1 && generated.lifetime <= 3600, JSON.stringify(generated));
+    assert.deepEqual(exchanged.options.accessBoundary.accessBoundaryRules,
+      [{ availableResource: '//storage.googleapis.com/projects/_/buckets/e2e-assets', availablePermissions: ['inRole:roles/storage.objectViewer'] }]);
+    assert.equal(exchanged.sha256, sha(cred.env.CLOUDSDK_AUTH_ACCESS_TOKEN), 'the downscoped token is the one handed over');
+
+    writeFileSync(join(work, 'bin', 'gcloud'), '#!/bin/sh\necho "gcloud ran: $*; token sha256 $(printf %s "$CLOUDSDK_AUTH_ACCESS_TOKEN" | sha256sum | cut -c1-64)"\n');
+    chmodSync(join(work, 'bin', 'gcloud'), 0o755);
+    const shell = ok(await mcp.tool('create_agent', { name: 'Gcloud shell', harness: 'runner', model: 'sh' }), 'create_agent');
+    const started = ok(await mcp.tool('start_session', { agent_id: shell.agent_id, message: 'gcloud storage ls gs://e2e-assets', idempotency_key: ikey('gcloud') }), 'start');
+    const turn = await readTurn(mcp.tool, { session_id: started.session.session_id, cursor: started.cursor, message_id: started.message_id, deadlineMs: 90_000 });
+    const said = turn.events.map((e) => e.text ?? '').join('\n');
+    const last = (await google()).at(-1);
+    assert.equal(last.kind, 'exchange', JSON.stringify(last));
+    assert.ok(said.includes(`gcloud ran: storage ls gs://e2e-assets; token sha256 ${last.sha256}`), said);
   });
 });

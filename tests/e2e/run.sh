@@ -25,10 +25,13 @@ stripe_port=$(free_port)
 export AGENTSKY_E2E_STRIPE_URL="http://127.0.0.1:$stripe_port"
 export AGENTSKY_E2E_STRIPE_KEY="sk_test_e2e_$(python3 -c 'import secrets; print(secrets.token_hex(8))')"
 export AGENTSKY_E2E_STRIPE_WEBHOOK_SECRET="whsec_e2e_$(python3 -c 'import secrets; print(secrets.token_hex(12))')"
-# GITHUB_API_URL, AWS_STS_URL: GitHub App and AWS role targets mint their grants' credentials at fakes of
-# GitHub and STS on loopback (tests/e2e/providers.mjs), which check the app's JWTs and the key pair's SigV4.
+# GITHUB_API_URL, AWS_STS_URL, GCP_IAM_URL, GCP_STS_URL: GitHub App, AWS role and Google service-account
+# targets mint their grants' credentials at fakes of GitHub, AWS STS and Google on loopback
+# (tests/e2e/providers.mjs), which check the app's JWTs, the key pair's SigV4 and the account's assertions.
 github_port=$(free_port)
 sts_port=$(free_port)
+google_port=$(free_port)
+export AGENTSKY_E2E_GOOGLE_URL="http://127.0.0.1:$google_port"
 export AGENTSKY_E2E_GITHUB_URL="http://127.0.0.1:$github_port"
 export AGENTSKY_E2E_STS_URL="http://127.0.0.1:$sts_port"
 export AGENTSKY_E2E_AWS_KEY_ID="AKIAE2EAGENTSKY00000"
@@ -39,18 +42,20 @@ start_server "$state/wrangler" "$state/logs/wrangler-dev.log" --var CONFORMANCE_
   --var 'PRICES:{"e2e-priced":[1000000,2000000]}' --var ALLOW_LOOPBACK_HTTP:1 --var WEBHOOK_RETRY_SCHEDULE:1,1,1 \
   --var "STRIPE_API_BASE:$AGENTSKY_E2E_STRIPE_URL" --var "STRIPE_SECRET_KEY:$AGENTSKY_E2E_STRIPE_KEY" \
   --var "STRIPE_WEBHOOK_SECRET:$AGENTSKY_E2E_STRIPE_WEBHOOK_SECRET" --var "GITHUB_API_URL:$AGENTSKY_E2E_GITHUB_URL" \
-  --var "AWS_STS_URL:$AGENTSKY_E2E_STS_URL"
+  --var "AWS_STS_URL:$AGENTSKY_E2E_STS_URL" --var "GCP_IAM_URL:$AGENTSKY_E2E_GOOGLE_URL" \
+  --var "GCP_STS_URL:$AGENTSKY_E2E_GOOGLE_URL"
 export AGENTSKY_URL="$BASE_URL"
 node tests/e2e/stripe.mjs "$stripe_port" "$AGENTSKY_E2E_STRIPE_KEY" >"$state/logs/stripe.log" 2>&1 &
 stripe_pid=$!
-node tests/e2e/providers.mjs "$github_port" "$sts_port" >"$state/logs/providers.log" 2>&1 &
+node tests/e2e/providers.mjs "$github_port" "$sts_port" "$google_port" >"$state/logs/providers.log" 2>&1 &
 providers_pid=$!
 trap 'kill "$stripe_pid" "$providers_pid" 2>/dev/null || true; stop_server' EXIT
 until curl -s -o /dev/null --max-time 2 "$AGENTSKY_E2E_STRIPE_URL/"; do
   kill -0 "$stripe_pid" 2>/dev/null || { cat "$state/logs/stripe.log" >&2; die "the fake Stripe did not start"; }
   sleep 0.2
 done
-until curl -s -o /dev/null --max-time 2 "$AGENTSKY_E2E_GITHUB_URL/" && curl -s -o /dev/null --max-time 2 "$AGENTSKY_E2E_STS_URL/"; do
+until curl -s -o /dev/null --max-time 2 "$AGENTSKY_E2E_GITHUB_URL/" && curl -s -o /dev/null --max-time 2 "$AGENTSKY_E2E_STS_URL/" \
+  && curl -s -o /dev/null --max-time 2 "$AGENTSKY_E2E_GOOGLE_URL/"; do
   kill -0 "$providers_pid" 2>/dev/null || { cat "$state/logs/providers.log" >&2; die "the fake providers did not start"; }
   sleep 0.2
 done
