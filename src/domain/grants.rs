@@ -98,14 +98,15 @@ pub async fn open_credential(cx: &Cx<'_>, g: &GrantRow) -> Result<Option<Credent
     plain.map(|p| serde_json::from_str(&p).map_err(ApiError::cause)).transpose()
 }
 
-/// The longest a turn's ssh-agent holds a granted key.
+/// How long a turn's ssh-agent holds the key of a grant that lasts until revoked (a shim loads it again for
+/// each ssh).
 const SSH_KEY_HOLD_S: i64 = 600;
 
-/// How long a turn's ssh-agent holds a grant's key: at most [`SSH_KEY_HOLD_S`] (a shim loads it again for
-/// each ssh), never past the grant, so a revoked grant's key does not linger there.
+/// How long a turn's ssh-agent holds a grant's key: the grant's lifetime (an SSH key cannot be narrowed;
+/// the grant's time is what bounds it), or [`SSH_KEY_HOLD_S`] for a grant without an end. A revoked
+/// grant's key goes at once: the runner ends the turn's ssh-agent (`grant_forget`).
 pub fn ssh_hold_s(g: &GrantRow, now_ms: i64) -> i64 {
-    let left_s = g.expires_ms.map_or(SSH_KEY_HOLD_S, |e| ((e - now_ms) / 1000).max(1));
-    left_s.min(SSH_KEY_HOLD_S)
+    g.expires_ms.map_or(SSH_KEY_HOLD_S, |e| ((e - now_ms) / 1000).max(1))
 }
 
 /// What of a `get_credential` result may be kept (a transcript, an index): its shape, every value of its
