@@ -497,7 +497,7 @@ pub async fn for_grant(cx: &Cx<'_>, g: &GrantRow, from: Narrowing<'_>, session_i
     let sealed = crate::rules::seal::seal(master, &aad, &serde_json::to_string(&minted).map_err(ApiError::cause)?);
     store::grant_credentials::put(db, &g.grant_id, &g.workspace_id, &sealed, minted.expires_ms, cx.now_ms).await?;
     let minted = capped(minted, g);
-    let detail = format!("{what}, until {}", crate::rules::time::iso(minted.expires_ms));
+    let detail = format!("{what}, for scopes {}, until {}", g.scopes, crate::rules::time::iso(minted.expires_ms));
     let entry = store::audit::Entry::grant(g, session_id, "credential_minted", &detail, cx.now_ms);
     store::audit::record(db, &entry).await?;
     Ok(minted)
