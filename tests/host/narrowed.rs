@@ -147,7 +147,7 @@ fn a_grant_on_a_github_app_target_gets_a_token_for_its_scopes_and_repositories_o
     assert_eq!(mints.len(), 3, "{audit}");
     let detail = mints.iter().find(|e| e["grant_id"] == grant_id.as_str()).unwrap()["detail"].as_str().unwrap();
     assert!(
-        detail.contains("acme/web") && detail.contains("\"contents\":\"read\"") && detail.contains("until 20"),
+        detail.contains("acme/web") && detail.contains("\"contents\":\"read\"") && detail.contains("for scopes read, until 20"),
         "{detail}"
     );
     assert!(!audit.to_string().contains("ghs_minted"), "no token in the audit log");
