@@ -211,7 +211,7 @@ pub async fn request_access(a: &CallingSession<'_>, p: RequestAccess) -> Result<
             now_ms: cx.now_ms,
         };
         cx.db().batch(vec![store::requests::insert_grant(&g), store::audit::insert(&entry)]).await?;
-        return settled(a, &grant_id).await;
+        return decided(a, &grant_id).await;
     }
     let command = p.command.as_deref().map(crate::rules::redact::redact);
     let mut payload = json!({ "target": c.name, "connector_id": c.connector_id, "provider": c.provider, "env": c.env,
@@ -269,7 +269,22 @@ pub async fn request_access(a: &CallingSession<'_>, p: RequestAccess) -> Result<
         }
     };
     wait(a, &request_id).await?;
-    settled(a, &grant_id).await
+    decided(a, &grant_id).await
+}
+
+/// A request's answer once decided; an active grant on a target that mints per grant gets its credential
+/// minted now (used, and reminted near its end, from then on), so a provider that refuses the connection
+/// is said here, with "reconnect it", rather than at the first command.
+async fn decided(a: &CallingSession<'_>, grant_id: &str) -> Result<Value, ToolError> {
+    let view = settled(a, grant_id).await?;
+    if view["status"] == "active" {
+        let g = store::requests::get_grant(a.cx.db(), grant_id).await?.ok_or_else(|| a.internal("grant vanished"))?;
+        let c = store::connectors::get(a.cx.db(), &g.connector_id).await?;
+        if c.is_some_and(|c| c.scoped) {
+            hand_over(a.cx, &g, &a.me.session_id).await?;
+        }
+    }
+    Ok(view)
 }
 
 /// A grant this session may see: its own, or a persistent one of its workspace.

@@ -212,7 +212,8 @@ impl AwsRole {
                 bad.0
             )));
         }
-        let widest = narrowing::aws_session_policy(crate::rules::targets::SCOPES, &self.policies).to_string();
+        let widest =
+            narrowing::aws_session_policy(crate::rules::targets::SCOPES, &self.policies, "staging").to_string();
         if widest.len() > AWS_POLICY_MAX {
             return Err(ApiError::invalid(format!(
                 "`credentials.policies` make a session policy of {} characters for every scope; STS takes at most {AWS_POLICY_MAX}",
@@ -233,8 +234,8 @@ impl AwsRole {
     /// (STS's bounds), the session named for the grant. A refusal of the key pair or the role
     /// (`InvalidClientTokenId`, `SignatureDoesNotMatch`, `ExpiredToken`, `AccessDenied`) is
     /// [`MintError::Refused`].
-    async fn mint(&self, cx: &Cx<'_>, g: &GrantRow, scopes: &[&str]) -> Result<(Minted, String), MintError> {
-        let policy = narrowing::aws_session_policy(scopes, &self.policies).to_string();
+    async fn mint(&self, cx: &Cx<'_>, g: &GrantRow, scopes: &[&str], env: &str) -> Result<(Minted, String), MintError> {
+        let policy = narrowing::aws_session_policy(scopes, &self.policies, env).to_string();
         let left_s = g.expires_ms.map_or(AWS_MAX_S, |e| (e - cx.now_ms) / 1000);
         let duration = left_s.clamp(AWS_MIN_S, AWS_MAX_S).to_string();
         let session = format!("agentsky-{}", g.grant_id);
@@ -480,7 +481,10 @@ pub async fn for_grant(cx: &Cx<'_>, g: &GrantRow, from: Narrowing<'_>, session_i
     let scopes: Vec<&str> = g.scopes.split(' ').collect();
     let (provider, minted) = match from {
         Narrowing::Github(app) => ("GitHub", app.mint(cx, &scopes).await),
-        Narrowing::Aws(role) => ("AWS STS", role.mint(cx, g, &scopes).await),
+        Narrowing::Aws(role) => {
+            let env = store::connectors::get(db, &g.connector_id).await?.map(|c| c.env).unwrap_or_default();
+            ("AWS STS", role.mint(cx, g, &scopes, &env).await)
+        }
         Narrowing::Gcp(account) => ("Google", account.mint(cx, g, &scopes).await),
     };
     let (minted, what) = match minted {

@@ -84,16 +84,19 @@ pub fn aws_actions(scope: &str) -> &'static [&'static str] {
 
 /// The session policy that narrows an assumed role to a grant's scopes: the target's own statements for
 /// each scope where it names them (`policies`, scope → statements), else one statement allowing the
-/// scope's default actions ([`aws_actions`]) on every resource the role reaches.
+/// scope's default actions ([`aws_actions`]) on every resource the role reaches. On a `prod` target
+/// `delete` has no default: it allows only the statements the target names for it.
 pub fn aws_session_policy<S: AsRef<str>>(
     scopes: &[S],
     policies: &serde_json::Map<String, serde_json::Value>,
+    env: &str,
 ) -> serde_json::Value {
     let mut statements = Vec::new();
     let mut defaults: Vec<&str> = Vec::new();
     for scope in scopes {
         match policies.get(scope.as_ref()).and_then(|v| v.as_array()) {
             Some(own) => statements.extend(own.iter().cloned()),
+            None if env == "prod" && scope.as_ref() == "delete" => {}
             None => {
                 for action in aws_actions(scope.as_ref()) {
                     if !defaults.contains(action) {
@@ -178,18 +181,23 @@ mod tests {
 
     #[test]
     fn a_read_grant_on_aws_allows_reading_only_and_a_targets_own_statements_replace_a_scopes_defaults() {
-        let policy = aws_session_policy(&["read"], &serde_json::Map::new());
+        let policy = aws_session_policy(&["read"], &serde_json::Map::new(), "staging");
         let actions = policy["Statement"][0]["Action"].as_array().unwrap();
         assert!(actions.iter().all(|a| {
             let a = a.as_str().unwrap();
             ["Get", "List", "Describe", "FilterLogEvents"].iter().any(|w| a.contains(w))
         }));
         let own = serde_json::json!({"deploy": [{"Effect": "Allow", "Action": "lambda:UpdateFunctionCode", "Resource": "arn:aws:lambda:eu-west-1:1:function:web"}]});
-        let policy = aws_session_policy(&["read", "deploy"], own.as_object().unwrap());
+        let policy = aws_session_policy(&["read", "deploy"], own.as_object().unwrap(), "staging");
         let statements = policy["Statement"].as_array().unwrap();
         assert_eq!(statements.len(), 2);
         assert_eq!(statements[1]["Resource"], "arn:aws:lambda:eu-west-1:1:function:web");
         assert!(!statements[0]["Action"].to_string().contains("CreateStack"), "deploy's defaults are replaced");
+        // Deleting in production allows only what the target names.
+        let prod = aws_session_policy(&["delete"], &serde_json::Map::new(), "prod");
+        assert_eq!(prod["Statement"], serde_json::json!([]));
+        let staging = aws_session_policy(&["delete"], &serde_json::Map::new(), "staging");
+        assert!(staging["Statement"][0]["Action"].to_string().contains("s3:DeleteObject"));
     }
 
     #[test]

@@ -115,8 +115,8 @@ describe('credentials narrowed to the grant (GitHub App, AWS role, Google servic
   test('a refused app turns the target expired; reconnected in place, it mints again', async () => {
     await refuse(true);
     try {
-      const g = await call('request_access', { target: 'repo', scope: ['read'], reason: 'again' });
-      const r = await agent.callTool({ name: 'get_credential', arguments: { grantId: g.grantId } });
+      // The grant's token is minted when the grant is decided: the refusal is said by request_access itself.
+      const r = await agent.callTool({ name: 'request_access', arguments: { target: 'repo', scope: ['read'], reason: 'again' } });
       assert.ok(r.isError && /GitHub refused/.test(r.content[0].text) && /reconnect/.test(r.content[0].text), JSON.stringify(r));
       assert.equal((await call('list_targets', {})).find((t) => t.name === 'repo').lockState, 'expired');
     } finally {
