@@ -73,6 +73,18 @@ fn app() -> TestApp {
     })
 }
 
+/// A read grant on `target` (a policy allows it) for a new echo session's agent: the session's token, the
+/// grant and the credential `get_credential` hands over.
+fn read_credential(app: &TestApp, key: &str, connector_id: &str, target: &str) -> (String, Value, Value) {
+    app.ok(key, "set_policy", json!({"connector_id": connector_id, "scope": "read", "decision": "allow"}));
+    let (_, sid) = app.echo_session(key, "hi");
+    let token = app.session_token(key, &sid);
+    let grant =
+        app.agent_ok(&token, "request_access", json!({"target": target, "scope": ["read"], "reason": "read it"}));
+    let cred = app.agent_ok(&token, "get_credential", json!({"grantId": grant["grantId"]}));
+    (token, grant, cred)
+}
+
 #[test]
 fn a_grant_on_a_github_app_target_gets_a_token_for_its_scopes_and_repositories_only() {
     let app = app();
@@ -287,16 +299,7 @@ fn a_grant_on_an_aws_role_target_assumes_the_role_with_a_session_policy_of_its_s
         "{cloud}"
     );
     assert!(!cloud.to_string().contains(AWS_SECRET));
-    let id = cloud["connector_id"].as_str().unwrap().to_owned();
-    app.ok(&ada.key, "set_policy", json!({"connector_id": id, "scope": "read", "decision": "allow"}));
-    let (_, sid) = app.echo_session(&ada.key, "hi");
-    let token = app.session_token(&ada.key, &sid);
-    let grant = app.agent_ok(
-        &token,
-        "request_access",
-        json!({"target": "cloud", "scope": ["read"], "reason": "list the stacks"}),
-    );
-    let cred = app.agent_ok(&token, "get_credential", json!({"grantId": grant["grantId"]}));
+    let (token, grant, cred) = read_credential(&app, &ada.key, cloud["connector_id"].as_str().unwrap(), "cloud");
     assert_eq!(cred["scoped"], true);
     assert_eq!(cred["env"]["AWS_ACCESS_KEY_ID"], "ASIAMINTED1");
     assert_eq!(
@@ -426,16 +429,7 @@ fn a_grant_on_a_service_account_target_gets_a_token_of_its_own_read_only_and_lim
         (Some(true), Some("gcp_service_account"))
     );
     assert!(!bucket.to_string().contains("PRIVATE KEY"));
-    let id = bucket["connector_id"].as_str().unwrap().to_owned();
-    app.ok(&ada.key, "set_policy", json!({"connector_id": id, "scope": "read", "decision": "allow"}));
-    let (_, sid) = app.echo_session(&ada.key, "hi");
-    let token = app.session_token(&ada.key, &sid);
-    let grant = app.agent_ok(
-        &token,
-        "request_access",
-        json!({"target": "assets", "scope": ["read"], "reason": "read the assets"}),
-    );
-    let cred = app.agent_ok(&token, "get_credential", json!({"grantId": grant["grantId"]}));
+    let (_, _, cred) = read_credential(&app, &ada.key, bucket["connector_id"].as_str().unwrap(), "assets");
     assert_eq!(
         (cred["scoped"].as_bool(), cred["env"]["CLOUDSDK_AUTH_ACCESS_TOKEN"].as_str()),
         (Some(true), Some("ya29.downscoped"))
