@@ -304,3 +304,35 @@ fn every_operation_that_hands_out_a_secret_is_refused_to_apps_or_says_why_not() 
         assert!(OPS.iter().any(|op| op.name == *name && !op.credentials), "`{name}` is listed for nothing");
     }
 }
+
+/// The console drives the table by name (`p.call("…")`, `action(p, "…")`, forms posting to `/op/…`): every
+/// name it uses is a row, so a renamed operation fails here, not on a person's page.
+#[test]
+fn every_operation_the_console_names_is_a_row_of_the_table() {
+    let root = format!("{}/src/console", env!("CARGO_MANIFEST_DIR"));
+    let mut files = vec![std::path::PathBuf::from(&root)];
+    let mut named = Vec::new();
+    while let Some(path) = files.pop() {
+        if path.is_dir() {
+            files.extend(std::fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
+            continue;
+        }
+        if path.extension().is_none_or(|e| e != "rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        for marker in [".call(\"", "action(p, \"", "\"/op/"] {
+            for (at, _) in text.match_indices(marker) {
+                let rest = &text[at + marker.len()..];
+                let name: String = rest.chars().take_while(|c| c.is_ascii_lowercase() || *c == '_').collect();
+                if !name.is_empty() {
+                    named.push((path.display().to_string(), name));
+                }
+            }
+        }
+    }
+    assert!(named.len() > 40, "the scan found the console's calls: {}", named.len());
+    for (file, name) in &named {
+        assert!(OPS.iter().any(|op| op.name == name), "{file} names `{name}`, which is no operation of the table");
+    }
+}
