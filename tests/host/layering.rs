@@ -160,3 +160,30 @@ fn the_scanner_sees_groups_and_skips_comments() {
     let code = code_of("use crate::{a::b, c::{d, e}, f};\n// crate::g\nlet s = \"crate::h\"; crate::i::j();\n");
     assert_eq!(named(&code), ["a", "c", "f", "i"].into_iter().map(String::from).collect());
 }
+
+/// The table itself has no circle: were `a` allowed to name `b` and `b`, through any chain, `a`, the two
+/// would be one layer in fact, whatever the table says. (A `*` row, the top, names everything and is named
+/// by nothing.)
+#[test]
+fn the_allowed_names_form_no_circle() {
+    let rules: BTreeMap<&str, &[&str]> = MAY_NAME.iter().copied().collect();
+    for (start, _) in MAY_NAME {
+        let mut stack: Vec<Vec<&str>> = vec![vec![start]];
+        while let Some(path) = stack.pop() {
+            let last = *path.last().unwrap();
+            for next in rules.get(last).copied().unwrap_or(&[]) {
+                if *next == "*" || !rules.contains_key(next) {
+                    continue;
+                }
+                assert!(*next != *start, "a circle in MAY_NAME: {} → {start}", path.join(" → "));
+                if !path.contains(next) {
+                    stack.push(path.iter().copied().chain([*next]).collect());
+                }
+            }
+        }
+    }
+    let named_by_others: Vec<&str> = MAY_NAME.iter().flat_map(|(_, names)| names.iter().copied()).collect();
+    for top in ["app", "objects", "edge"] {
+        assert!(!named_by_others.contains(&top), "`{top}` is the top: nothing below may name it");
+    }
+}
