@@ -1,11 +1,12 @@
-//! Credentials narrowed to a grant (issue 37), minted on the server when a grant's credential is first
-//! used and again when the last one is about to expire, as Vault's dynamic secrets are: a GitHub App's
-//! installation token carries only the target's repositories and the permissions the grant's scopes map
-//! to ([`narrowing::github_permissions`]); an AWS role is assumed with a session policy of the grant's
-//! scopes ([`narrowing::aws_session_policy`]); a Google service account generates a token per grant, read-only
-//! for a read grant and downscoped to the target's buckets ([`narrowing::gcp_storage_role`]). Each expires at the grant's end or the provider's own
-//! limit, whichever comes first, is sealed in `grant_credential` with its grant and never logged; the
-//! audit log records each mint with the grant, what it allows and its expiry.
+//! Credentials narrowed to a grant (issue 37), minted on the server when the grant is decided and again
+//! shortly before the last one expires, as Vault's dynamic secrets are: a GitHub App's installation token
+//! carries only the target's repositories and the permissions the grant's scopes map to
+//! ([`narrowing::github_permissions`]); an AWS role is assumed with a session policy of the grant's scopes
+//! ([`narrowing::aws_session_policy`]); a Google service account generates a token per grant, read-only for
+//! a read grant and downscoped to the target's buckets ([`narrowing::gcp_storage_role`]). Each expires at
+//! the grant's end or the provider's own limit, whichever comes first, is sealed in `grant_credential` with
+//! its grant and never logged; the audit log records each mint with the grant, what it allows and its
+//! expiry.
 
 use crate::cx::{Cx, Outbound};
 use crate::egress::Egress;
