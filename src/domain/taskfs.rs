@@ -164,6 +164,24 @@ pub async fn delete(
     record(db, folder, &path, None, writer, now_ms).await
 }
 
+/// The version of `path` (latest, or `version`) a folder shows: the lane's where it wrote the file, else
+/// the base's (a lane sees the base wherever it has not written). A deletion is a version too.
+pub async fn shown(
+    db: &dyn Sql,
+    folder: Folder<'_>,
+    path: &str,
+    version: Option<i64>,
+) -> Result<Option<FileInfo>, ApiError> {
+    let in_lane = match folder.lane {
+        "" => None,
+        lane => store::files::get(db, folder.task_id, lane, path, version).await?,
+    };
+    Ok(match in_lane {
+        Some(found) => Some(found),
+        None => store::files::get(db, folder.task_id, "", path, version).await?,
+    })
+}
+
 /// Reads a file's latest version (or a given one) with its text.
 pub async fn read(
     db: &dyn Sql,
@@ -173,16 +191,8 @@ pub async fn read(
     version: Option<i64>,
 ) -> Result<(FileInfo, String), ApiError> {
     let path = paths::normalize(path)?;
-    let in_lane = match folder.lane {
-        "" => None,
-        lane => store::files::get(db, folder.task_id, lane, &path, version).await?,
-    };
-    let in_base = match in_lane {
-        Some(found) => Some(found),
-        // A lane sees the base wherever it has not written.
-        None => store::files::get(db, folder.task_id, "", &path, version).await?,
-    };
-    let info = in_base
+    let info = shown(db, folder, &path, version)
+        .await?
         .ok_or_else(|| ApiError::new(Code::NotFound, format!("no file `{path}` in this task; call list_task_files")))?;
     if info.deleted {
         let why = match version {

@@ -3,7 +3,7 @@
 //! which makes a new link) makes the old one 404 at once.
 
 use crate::cx::{Cx, Env};
-use crate::domain::taskfs::TaskPath;
+use crate::domain::taskfs::{self, Folder, TaskPath};
 use crate::error::{ApiError, Code};
 use crate::http::HttpResponse;
 use crate::ops::transcript::{entry, Entry};
@@ -78,15 +78,8 @@ pub async fn publish(cx: &Cx<'_>, p: PublishArtifact) -> Result<ArtifactRow, Api
     let path = p.path.as_str().to_owned();
     let m = load_task(cx, &p.task_id).await?;
     let lane = files::lane_read(cx, &p.task_id, p.session_id.as_deref()).await?;
-    // A lane sees the base wherever it has not written.
-    let found = match lane.as_str() {
-        "" => None,
-        lane => store::files::get(cx.db(), &p.task_id, lane, &path, p.version).await?,
-    };
-    let found = match found {
-        Some(f) => Some(f),
-        None => store::files::get(cx.db(), &p.task_id, "", &path, p.version).await?,
-    };
+    let folder = Folder { workspace_id: &m.workspace_id, task_id: &p.task_id, lane: &lane };
+    let found = taskfs::shown(cx.db(), folder, &path, p.version).await?;
     // A tombstone (the file was deleted at that version) is no file to publish.
     let Some(file) = found.filter(|f| !f.deleted) else {
         let missing = ApiError::new(Code::NotFound, format!("no file `{path}` in this task; call list_task_files"));
