@@ -39,13 +39,13 @@ fn manage_entry() -> Value {
         }
     }
     let description = format!(
-        "Operations set once and seldom again, run by name with the roles REST has: `operation` names one, \
-         `arguments` are its own fields. `help` with its topic ({}) shows each one's fields and a skeleton.",
+        "Settings and seldom-used operations, by name with REST's roles: `operation` names one, `arguments` \
+         are its fields; `help` with its topic ({}) shows them.",
         topics.join(", ")
     );
     json!({
         "name": MANAGE,
-        "title": "Keys, members, runners and other settings",
+        "title": "Settings and seldom-used operations",
         "description": description,
         "inputSchema": {
             "type": "object",
@@ -57,7 +57,7 @@ fn manage_entry() -> Value {
             "additionalProperties": false,
         },
         "annotations": {
-            "title": "Keys, members, runners and other settings",
+            "title": "Settings and seldom-used operations",
             "readOnlyHint": false,
             "destructiveHint": true,
             "idempotentHint": false,

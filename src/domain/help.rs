@@ -211,11 +211,11 @@ words! {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct HelpSearch {
-    /// Words or a question, in English or Chinese (1–500 characters), e.g. `connect Codex` or `幂等键`.
+    /// Words or a question, in English or Chinese, e.g. `connect Codex` or `幂等键`.
     pub query: Text<1, 500>,
-    /// Only articles in this language: `en` or `zh`. Left out: both, those in the query's language first.
+    /// Only this language (default: both, the query's first).
     pub lang: Option<Lang>,
-    /// Most articles to return, 1–20 (default 5).
+    /// Most articles to return (default 5).
     pub limit: Option<Int<1, 20>>,
 }
 

@@ -42,9 +42,75 @@ pub fn for_clients(mut schema: Value) -> Value {
 }
 
 /// An `inputSchema` as clients show it to their model: [`for_clients`] without the Rust type names
-/// (`title: "ListAgents"`) that schema generation adds and no reader needs; the descriptions stay.
+/// (`title: "ListAgents"`) that schema generation adds and no reader needs, and without what a model
+/// never needs to send ([`leaving_out`]); the descriptions stay.
 pub fn for_models(schema: Value) -> Value {
-    without(for_clients(schema), &["title"])
+    let mut schema = without(for_clients(schema), &["title"]);
+    leaving_out(&mut schema);
+    schema
+}
+
+/// A field a caller may leave out is shown without its `null` (the server reads a `null` as left out,
+/// so nothing a model sends changes); `workspace` without its description (every tool's own description
+/// says when it takes one); and a field the server ignores (documented `Ignored: …`, kept so that older
+/// callers sending it are not refused) not at all. Together these were a sixth of what a model reads.
+fn leaving_out(schema: &mut Value) {
+    let Value::Object(map) = schema else {
+        if let Value::Array(items) = schema {
+            items.iter_mut().for_each(leaving_out);
+        }
+        return;
+    };
+    let required: Vec<String> = match map.get("required") {
+        Some(Value::Array(names)) => names.iter().filter_map(Value::as_str).map(str::to_owned).collect(),
+        _ => Vec::new(),
+    };
+    if let Some(Value::Object(props)) = map.get_mut("properties") {
+        let ignored = |p: &Value| p["description"].as_str().is_some_and(|d| d.starts_with("Ignored:"));
+        props.retain(|_, prop| !ignored(prop));
+        for (name, prop) in props.iter_mut() {
+            if !required.contains(name) {
+                without_null(prop);
+            }
+            if name == "workspace" {
+                if let Some(p) = prop.as_object_mut() {
+                    p.remove("description");
+                }
+            }
+        }
+    }
+    // A definition is described where a property uses it.
+    if let Some(Value::Object(defs)) = map.get_mut("$defs") {
+        defs.values_mut().filter_map(Value::as_object_mut).for_each(|d| drop(d.remove("description")));
+    }
+    map.values_mut().for_each(leaving_out);
+}
+
+/// `{"type": ["string", "null"]}` as `{"type": "string"}`, an `enum`'s `null` dropped, and
+/// `{"anyOf": [X, {"type": "null"}]}` as X.
+fn without_null(schema: &mut Value) {
+    let Value::Object(map) = schema else { return };
+    if let Some(Value::Array(types)) = map.get_mut("type") {
+        types.retain(|t| t != "null");
+        if types.len() == 1 {
+            let only = types.remove(0);
+            map.insert("type".into(), only);
+        }
+    }
+    if let Some(Value::Array(values)) = map.get_mut("enum") {
+        values.retain(|v| !v.is_null());
+    }
+    let null = json!({"type": "null"});
+    let other = match map.get("anyOf") {
+        Some(Value::Array(any)) if any.len() == 2 && any.contains(&null) => any.iter().find(|s| **s != null).cloned(),
+        _ => None,
+    };
+    if let Some(Value::Object(other)) = other {
+        map.remove("anyOf");
+        for (k, v) in other {
+            map.entry(k).or_insert(v);
+        }
+    }
 }
 
 /// An `outputSchema` as validators read it: [`for_clients`] without the annotations (`description`,

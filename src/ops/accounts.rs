@@ -15,7 +15,7 @@ const SIGNUPS_PER_MIN: u32 = 20;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateAccount {
-    /// Your name, 1–100 characters. The personal workspace's slug is made from it.
+    /// Your name. The personal workspace's slug is made from it.
     pub name: Text<1, 100>,
     /// Your email address; one account per address.
     pub email: Email,

@@ -21,7 +21,7 @@ pub use crate::rules::harness::{Harness, ToolApproval};
 pub struct ListAgents {
     /// A workspace slug from `list_workspaces`; the connection's workspace when left out.
     pub workspace: Option<String>,
-    /// Page size, 1–200 (default 100).
+    /// Page size (default 100).
     pub limit: Option<Int<1, 200>>,
     /// Agents to skip, for the next page.
     pub offset: Option<i64>,
@@ -56,14 +56,11 @@ pub async fn list(cx: &Cx<'_>, p: ListAgents) -> Result<AgentList, ApiError> {
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct McpServer {
-    /// How the agent's tools name it, 1–40 characters.
+    /// How the agent's tools name it.
     pub name: Text<1, 40>,
-    /// Its Streamable HTTP URL: `https://` to a public host (no user name or password, no private, loopback
-    /// or metadata address); loopback only where the deployment allows it for local development.
+    /// Its Streamable HTTP URL: `https://`, a public host, no credentials in it.
     pub url: Text<1, 2_000>,
-    /// The name of a secret of the agent's own workspace, sent as the bearer token, if the server needs
-    /// one. Naming a secret needs the admin role. Only this workspace's secret is ever sent, also when
-    /// another workspace starts the agent from the public catalog.
+    /// A secret of this workspace sent as the bearer token (admins only).
     pub bearer_secret: Option<Text<1, 100>>,
 }
 
@@ -72,34 +69,30 @@ pub struct McpServer {
 pub struct CreateAgent {
     /// The workspace to create it in; the connection's workspace when left out.
     pub workspace: Option<String>,
-    /// A display name, 1–100 characters.
+    /// Display name.
     pub name: Text<1, 100>,
-    /// A catalog handle (without `@`), unique across agentsky: 2–40 lower-case letters, digits and dashes.
+    /// Catalog handle without `@`, unique: 2–40 of `a-z`, `0-9`, `-`.
     pub handle: Option<String>,
-    /// `echo` (free, deterministic, for trying things), `openai` (any OpenAI-compatible model), `runner`
-    /// (your own command under `sky runner -- <command>`), or `claude-code` / `codex` (Claude Code or Codex,
-    /// launched by `sky runner` on your machine with the session's tools).
+    /// `echo` (free, for trying), `openai` (OpenAI-compatible), `runner` (your command under `sky runner`),
+    /// `claude-code` / `codex` (that CLI under `sky runner`).
     pub harness: Harness,
-    /// The model the harness runs, 1–100 characters (for `echo`, any label).
+    /// The model (any label for `echo`).
     pub model: Text<1, 100>,
-    /// The agent's standing instructions, up to 20,000 characters.
+    /// Standing instructions.
     pub instructions: Option<Text<0, 20_000>>,
-    /// What it does, for the catalog, up to 1,000 characters.
+    /// What it does, for the catalog.
     pub description: Option<Text<0, 1_000>>,
-    /// Catalog categories, up to 10 of up to 40 characters.
+    /// Catalog categories.
     pub categories: Option<Capped<Text<1, 40>, 10>>,
-    /// Remote MCP servers it may call, up to 10. Their hosts are shown in the catalog.
+    /// Remote MCP servers it may call (their hosts show in the catalog).
     #[serde(rename = "mcpServers", alias = "mcp_servers")]
     pub mcp_servers: Option<Capped<McpServer, 10>>,
     /// Listed in every workspace's catalog when true.
     pub is_public: Option<bool>,
-    /// What one session of it costs a caller from another workspace, in cents (public agents).
+    /// Cents one session costs another workspace (public agents).
     pub price_cents_per_run: Option<Int<0, 100_000>>,
-    /// For `claude-code` and `codex`: which of the agent's tool uses ask a person first, in Approvals.
-    /// `outside_folder` (default: edits in the turn's folder go ahead, shell commands and anything else
-    /// ask; Codex keeps commands to the folder with its sandbox instead), `every_change` (every edit and
-    /// command asks; Codex's read-only sandbox), or `none` (nothing asks, Codex runs unsandboxed; admins
-    /// only).
+    /// `claude-code`/`codex`: which tool uses ask a person first. `outside_folder` (default: edits in the
+    /// turn's folder go ahead), `every_change`, or `none` (admins only).
     pub tool_approval: Option<ToolApproval>,
 }
 
@@ -240,19 +233,19 @@ pub async fn get(cx: &Cx<'_>, p: GetAgent) -> Result<Agent, ApiError> {
 pub struct UpdateAgent {
     /// The agent: its id (`ag_…`) or `@handle`.
     pub agent_id: AgentRef,
-    /// A new display name, 1–100 characters.
+    /// A new display name.
     pub name: Option<Text<1, 100>>,
     /// A new catalog handle (without `@`), unique across agentsky.
     pub handle: Option<String>,
     /// `echo`, `openai`, `runner`, `claude-code` or `codex`.
     pub harness: Option<Harness>,
-    /// The model the harness runs, 1–100 characters.
+    /// The model the harness runs.
     pub model: Option<Text<1, 100>>,
-    /// New standing instructions, up to 20,000 characters.
+    /// New standing instructions.
     pub instructions: Option<Text<0, 20_000>>,
-    /// What it does, for the catalog, up to 1,000 characters.
+    /// What it does, for the catalog.
     pub description: Option<Text<0, 1_000>>,
-    /// Catalog categories, up to 10 of up to 40 characters; replaces the old list.
+    /// Catalog categories; replaces the old list.
     pub categories: Option<Capped<Text<1, 40>, 10>>,
     /// Remote MCP servers it may call, up to 10; replaces the old list.
     #[serde(rename = "mcpServers", alias = "mcp_servers")]

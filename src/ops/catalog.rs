@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 pub struct SearchCatalog {
     /// Words describing the work (e.g. `review rust pull request`); all agents when left out.
     pub query: Option<Text<0, 500>>,
-    /// Most results, 1–100 (default 20).
+    /// Most results (default 20).
     pub limit: Option<Int<1, 100>>,
     /// A workspace slug from `list_workspaces`; the connection's workspace when left out.
     pub workspace: Option<String>,

@@ -456,7 +456,7 @@ pub async fn answer(cx: &Cx<'_>, p: AnswerRequest) -> Result<RequestAnswered, Ap
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct IssueSessionToken {
-    /// The session (`ses_…`).
+    /// The session.
     pub session_id: SessionId,
 }
 
@@ -521,7 +521,7 @@ pub async fn set_settings(cx: &Cx<'_>, p: TaskSettings) -> Result<store::lanes::
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AskCommand {
-    /// The session (`ses_…`).
+    /// The session.
     pub session_id: SessionId,
     /// `run` (the Run locally button) or `deploy` (the Deploy button): the session may then teach it with
     /// `remember_command`.

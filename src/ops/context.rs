@@ -36,15 +36,14 @@ const SNIPPET_CHARS: usize = 240;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SearchContext {
-    /// What to look for, in any language (English, 中文, …): words, or a phrase in `"double quotes"`.
-    /// Hits sharing more of the words rank higher. 1–500 characters.
+    /// Words or a `"quoted phrase"`, in any language.
     pub query: Text<1, 500>,
-    /// `memory` (what you saved), `conversations` (messages of past sessions) or `traces` (the workspace's
-    /// library of uploaded local agent sessions). Left out: memory and conversations together.
+    /// `memory`, `conversations` (past sessions) or `traces` (uploaded local sessions); default: the
+    /// first two.
     pub scope: Option<SearchScope>,
-    /// `nextCursor` from the previous page, unchanged, with the same query, scope and workspace.
+    /// `nextCursor` of the previous page, with the same query.
     pub cursor: Option<String>,
-    /// Hits per page, 1–50 (default 10).
+    /// Hits per page (default 10).
     pub limit: Option<Int<1, 50>>,
     /// A workspace slug from `list_workspaces`. For `traces`, whose library to search (default: the
     /// connection's workspace); for memory and conversations, only that workspace (default: every
@@ -228,7 +227,7 @@ pub struct ReadContext {
     pub reference: String,
     /// Where to start, in characters: `nextOffset` from the previous read (default 0).
     pub offset: Option<i64>,
-    /// Most characters to return, 1–32,000 (default 8,000).
+    /// Most characters to return (default 8,000).
     pub limit: Option<Int<1, 32_000>>,
     /// Ignored: the workspace is the hit's.
     pub workspace: Option<String>,

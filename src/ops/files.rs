@@ -39,13 +39,11 @@ pub async fn lane_read(cx: &Cx<'_>, task_id: &str, session_id: Option<&str>) -> 
 pub struct ListTaskFiles {
     /// The task (its first session's id).
     pub task_id: TaskId,
-    /// Page size, 1–500 (default 200).
+    /// Page size (default 200).
     pub limit: Option<Int<1, 500>>,
     /// `next_cursor` from the previous page.
     pub cursor: Option<String>,
-    /// One of the task's sessions: the folder as it sees it, with the work it has not landed yet (a task
-    /// with lanes keeps each session's writes in its own lane until it lands). The task's base when left
-    /// out.
+    /// A session of the task: its view, unlanded work included (default: the base).
     pub session_id: Option<SessionId>,
     /// Ignored: the workspace is the task's.
     pub workspace: Option<String>,
@@ -93,8 +91,7 @@ pub struct ReadTaskFile {
     pub path: TaskPath,
     /// A past version; the latest when left out.
     pub version: Option<i64>,
-    /// One of the task's sessions: the file as it sees it, with the work it has not landed yet. The task's
-    /// base when left out.
+    /// A session of the task: its view, unlanded work included (default: the base).
     pub session_id: Option<SessionId>,
     /// Ignored: the workspace is the task's.
     pub workspace: Option<String>,
@@ -148,8 +145,7 @@ pub struct WriteTaskFile {
     pub task_id: TaskId,
     /// The file's path in the task folder, e.g. `notes/plan.md` (relative; no `..`).
     pub path: TaskPath,
-    /// The whole new text of the file, up to 256 KiB. Writing the text the file already has adds no
-    /// version.
+    /// The whole new text, up to 256 KiB; the same text adds no version.
     pub content: String,
     /// Ignored: the workspace is the task's.
     pub workspace: Option<String>,

@@ -16,7 +16,7 @@ use serde_json::json;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GetGoal {
-    /// The session (`ses_…`).
+    /// The session.
     pub session_id: SessionId,
     /// Ignored: the workspace is the session's.
     pub workspace: Option<String>,
@@ -46,20 +46,19 @@ pub async fn get(cx: &Cx<'_>, p: GetGoal) -> Result<GoalView, ApiError> {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SetGoal {
-    /// The session (`ses_…`).
+    /// The session.
     pub session_id: SessionId,
-    /// What the session should achieve, 1–4,000 characters.
+    /// What the session should achieve.
     pub objective: Text<1, 4_000>,
-    /// How to tell it is achieved: each plain text, or `{text, command}` where the command's success
-    /// proves it. Up to 20. Without criteria the objective itself is graded.
+    /// How to tell it is met; without any, the objective itself is graded.
     pub criteria: Option<Capped<CriterionInput, 20>>,
-    /// Most turns the goal may start, 1–50 (default 10).
+    /// Most turns the goal may start (default 10).
     pub max_iterations: Option<Int<1, 50>>,
-    /// Most the session may spend on the goal, in cents (1–10,000,000).
+    /// Most the goal may spend, in cents.
     pub max_spend_cents: Option<Int<1, 10_000_000>>,
-    /// Most minutes the goal may run, 1–1,440.
+    /// Most minutes the goal may run.
     pub max_minutes: Option<Int<1, 1_440>>,
-    /// A unique key you generate; retrying with it returns the same goal.
+    /// Your unique key: a retry with it returns the same goal.
     pub idempotency_key: IdempotencyKey,
     /// Ignored: the workspace is the session's.
     pub workspace: Option<String>,
@@ -109,9 +108,9 @@ pub async fn set(cx: &Cx<'_>, p: SetGoal) -> Result<GoalView, ApiError> {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ClearGoal {
-    /// The session (`ses_…`).
+    /// The session.
     pub session_id: SessionId,
-    /// A unique key you generate; retrying with it returns the same answer.
+    /// Your unique key: a retry with it returns the same answer.
     pub idempotency_key: IdempotencyKey,
     /// Ignored: the workspace is the session's.
     pub workspace: Option<String>,

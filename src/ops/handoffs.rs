@@ -24,15 +24,15 @@ const BRIEF_CHARS: usize = 48_000;
 pub struct HandOffSession {
     /// The session to continue (`ses_…`).
     pub session_id: SessionId,
-    /// The agent that continues it: an id (`ag_…`) or a catalog `@handle`.
+    /// The agent that continues: an id or `@handle`.
     pub agent_id: AgentRef,
     /// The model the new session runs (default: the agent's own).
     pub model: Option<Model>,
-    /// `off`, `low`, `medium` or `high` (default `medium`).
+    /// Default `medium`.
     pub thinking: Option<Thinking>,
-    /// A note for the new agent, added after the conversation (up to 4,000 characters).
+    /// A note for the new agent, added after the conversation.
     pub message: Option<Text<1, 4_000>>,
-    /// A unique key you generate for this hand-off; retrying with it returns the same hand-off.
+    /// Your unique key: a retry with it returns the same hand-off.
     pub idempotency_key: IdempotencyKey,
     /// Ignored: the workspace is the session's.
     pub workspace: Option<String>,

@@ -101,7 +101,7 @@ pub async fn save(cx: &Cx<'_>, p: SaveMemory) -> Result<MemoryEntry, ApiError> {
 pub struct ListMemory {
     /// Only the entries saved in this workspace (default: every workspace the key may see).
     pub workspace: Option<String>,
-    /// Page size, 1–200 (default 50).
+    /// Page size (default 50).
     pub limit: Option<Int<1, 200>>,
     /// `next_cursor` from the previous page.
     pub cursor: Option<String>,
@@ -166,7 +166,7 @@ pub async fn delete(cx: &Cx<'_>, p: DeleteMemory) -> Result<MemoryDeleted, ApiEr
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SaveNote {
-    /// The note, 1–8000 characters.
+    /// The note.
     pub text: Text<1, MAX_MEMORY_CHARS>,
 }
 

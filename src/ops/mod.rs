@@ -161,8 +161,9 @@ pub const DESTROYS: Hints = Hints { read_only: false, destructive: true, idempot
 pub enum Tool {
     /// A tool of its own in `tools/list`.
     Own,
-    /// Through the one [`MANAGE`] tool, by name: set once and seldom again (keys, members, runners), so
-    /// every model is not made to read its schema before it does anything.
+    /// Through the one [`MANAGE`] tool, by name: settings and what is done seldom (keys, members, runners,
+    /// targets, webhooks, billing, skills, memory), so every model is not made to read their schemas before
+    /// it does anything. The contract's tools and the two a new account needs at once stay their own.
     Grouped,
     /// Not from an MCP client: it needs no key (sign-up, device sign-in), the deployment's admin token, or a
     /// browser (the console's one-time sign-in link).
@@ -176,7 +177,9 @@ pub const MANAGE: &str = "manage";
 /// name that is no tool; an error for a `manage` call that names no grouped operation.
 pub fn tool_call(name: &str, arguments: Value) -> Option<Result<(&'static Op, Value), ApiError>> {
     if name != MANAGE {
-        return find(name).filter(|op| op.tool == Tool::Own).map(|op| Ok((op, arguments)));
+        // A grouped operation called by its own name runs too: clients that learned it before it moved
+        // under `manage` keep working; only the list a model reads is shorter.
+        return find(name).filter(|op| op.tool != Tool::RestOnly).map(|op| Ok((op, arguments)));
     }
     let Value::Object(mut call) = arguments else {
         return Some(Err(ApiError::new(Code::InvalidParams, "the arguments must be an object")));
@@ -446,17 +449,15 @@ operations! {
         http: DELETE "/v1/workspaces/{workspace}/members/{account_id}", hints: DESTROYS, run: members::remove, credentials: true
     }
 
-    /// What the workspace has and what you may do there, read live: agents (by `@handle`), company skills,
-    /// routines and their triggers, connectors and their tools, policies, remaining budget, your role and
-    /// route groups, each with a one-line usage example. Optional `workspace`.
+    /// What the workspace has and what you may do there, live: agents, skills, routines, connectors and their
+    /// tools, policies, budget, your role, each with a usage example. Optional `workspace`.
     describe_workspace(workspaces::DescribeWorkspace) -> workspaces::WorkspaceDescription {
         title: "Describe a workspace", group: Workspaces, scope: Read, tool: Own,
         http: GET "/v1/workspace", hints: READ_ONLY, run: workspaces::describe
     }
 
-    /// Help generated from the server's own API document: without `topic`, the topics; with one
-    /// (`sessions`, `agents`, `workflow`, …), its operations, required fields, a skeleton body and a usage
-    /// line. Optional `workspace`.
+    /// Help from the server's own API document: without `topic`, the topics; with one, its operations,
+    /// required fields, a skeleton body and a usage line.
     help(help::Help) -> help::HelpAnswer {
         title: "Help", group: Help, scope: Read, tool: Own,
         http: GET "/v1/help", hints: READ_ONLY, run: help::help
@@ -468,25 +469,22 @@ operations! {
         http: GET "/v1/agents", hints: READ_ONLY, run: agents::list
     }
 
-    /// Create an agent: a `harness` (`echo` for trying things, `openai` for any OpenAI-compatible model,
-    /// `claude-code` or `codex` for that CLI run by `sky runner`, `runner` for your own command under
-    /// `sky runner`), a `model`, instructions, the remote MCP servers it
-    /// may call, and what the catalog shows (`handle`, `description`, `categories`). Optional `workspace`.
+    /// Create an agent: a `harness`, a `model`, instructions, remote MCP servers it may call, and its catalog
+    /// entry (`handle`, `description`, `categories`). Optional `workspace`.
     create_agent(agents::CreateAgent) -> agents::Agent {
         title: "Create an agent", group: Agents, scope: Write, tool: Own,
         http: POST "/v1/agents" 201, hints: CREATES, run: agents::create
     }
 
-    /// One agent, in full, by id or `@handle`. Workspace derived from the agent.
+    /// One agent, in full, by id or `@handle`.
     get_agent(agents::GetAgent) -> agents::Agent {
-        title: "Get an agent", group: Agents, scope: Read, tool: Own,
+        title: "Get an agent", group: Agents, scope: Read, tool: Grouped,
         http: GET "/v1/agents/{agent_id}", hints: READ_ONLY, run: agents::get
     }
 
-    /// Change an agent's fields (by id or `@handle`); fields left out keep their value. Workspace derived
-    /// from the agent.
+    /// Change an agent's fields (by id or `@handle`); fields left out keep their value.
     update_agent(agents::UpdateAgent) -> agents::Agent {
-        title: "Update an agent", group: Agents, scope: Write, tool: Own,
+        title: "Update an agent", group: Agents, scope: Write, tool: Grouped,
         http: PATCH "/v1/agents/{agent_id}", hints: UPDATES, run: agents::update
     }
 
@@ -496,53 +494,48 @@ operations! {
         http: GET "/v1/sessions", hints: READ_ONLY, run: sessions::list
     }
 
-    /// One session and its status: `provisioning`, `idle`, `running` or `terminated`. Workspace derived
-    /// from the session.
+    /// One session and its status: `provisioning`, `idle`, `running` or `terminated`.
     get_session(sessions::GetSession) -> sessions::SessionInfo {
         title: "Get a session", group: Sessions, scope: Read, tool: Own,
         http: GET "/v1/sessions/{session_id}", hints: READ_ONLY, run: sessions::get
     }
 
-    /// Start a session with an agent (an id, or a catalog `@handle`) and send the task as its first
-    /// message; requires an `idempotency_key` and returns the session, the `message_id` and the cursor
-    /// just after it. `task_id` joins an existing task (workspace derived from it; omit `workspace`);
-    /// `budget_cents` caps what the session may spend; `model` runs another model than the agent's own.
-    /// Optional `workspace`.
+    /// Start a session with an agent (an id or catalog `@handle`), the task as its first message; needs an
+    /// `idempotency_key`; returns the session, `message_id` and the cursor after it. `task_id` joins a task
+    /// (then omit `workspace`); `budget_cents` caps its spend; `model` overrides the agent's. Optional
+    /// `workspace`.
     start_session(sessions::StartSession) -> sessions::Started {
         title: "Start a session", group: Sessions, scope: Write, tool: Own,
         http: POST "/v1/sessions" 201, hints: CREATES, run: sessions::start, task: true
     }
 
-    /// Send the next message into an idle session; requires an `idempotency_key`. Workspace derived from
-    /// the session.
+    /// Send the next message into an idle session; requires an `idempotency_key`.
     send_message(sessions::SendMessage) -> sessions::Sent {
         title: "Send a message", group: Sessions, scope: Write, tool: Own,
         http: POST "/v1/sessions/{session_id}/messages" 201, hints: CREATES, run: sessions::send, task: true
     }
 
     /// That message's replies after the cursor, one page at a time; with `wait_seconds` (up to 50) waits
-    /// until the turn's idle mark. Workspace derived from the session.
+    /// until the turn's idle mark.
     read_session(sessions::ReadSession) -> sessions::SessionPage {
         title: "Read a session", group: Sessions, scope: Read, tool: Own,
         http: GET "/v1/sessions/{session_id}/events", hints: READ_ONLY, run: sessions::read
     }
 
     /// What a session produced: its last reply, the task files it wrote, and the `task_id` they live in.
-    /// Workspace derived from the session.
     collect_result(sessions::CollectResult) -> sessions::CollectedResult {
         title: "Collect a result", group: Sessions, scope: Read, tool: Own,
         http: GET "/v1/sessions/{session_id}/result", hints: READ_ONLY, run: sessions::collect
     }
 
-    /// Change a session's `model`, `thinking` level or both; its next turn uses them and the
-    /// conversation and files stay. Workspace derived from the session.
+    /// Change a session's `model`, `thinking` level or both; its next turn uses them and the conversation and
+    /// files stay.
     switch_model(sessions::SwitchModel) -> sessions::ModelSwitched {
         title: "Switch model", group: Sessions, scope: Write, tool: Own,
         http: POST "/v1/sessions/{session_id}/model", hints: UPDATES, run: sessions::switch_model
     }
 
-    /// Archive a session you are done with; its transcript, files and artifacts stay. Workspace derived
-    /// from the session.
+    /// Archive a session you are done with; its transcript, files and artifacts stay.
     stop_session(sessions::StopSession) -> sessions::Stopped {
         title: "Stop a session", group: Sessions, scope: Write, tool: Own,
         http: POST "/v1/sessions/{session_id}/stop", hints: DESTROYS, run: sessions::stop
@@ -556,9 +549,9 @@ operations! {
         http: POST "/v1/sessions/{session_id}/cancel-turn", hints: UPDATES, run: sessions::cancel_turn
     }
 
-    /// Continue a session with another agent (`agent_id`, an id or `@handle`), optionally on a chosen
-    /// `model` and `thinking` level: a new session starts with the conversation and the workspace files,
-    /// and the original stays. Requires an `idempotency_key`; returns the handoff.
+    /// Continue a session with another agent (`agent_id`), optionally on another `model` and `thinking`
+    /// level: a new session starts with the conversation and files; the original stays. Needs an
+    /// `idempotency_key`; returns the handoff.
     hand_off_session(handoffs::HandOffSession) -> handoffs::Handoff {
         title: "Hand off a session", group: Sessions, scope: Write, tool: Own,
         http: POST "/v1/sessions/{session_id}/handoff" 201, hints: CREATES, run: handoffs::hand_off, task: true
@@ -571,14 +564,13 @@ operations! {
     }
 
     /// Turn a session's share link on (`view_only` for a read-only link) or off; returns `share_url`.
-    /// Workspace derived from the session.
     share_session(sharing::ShareSession) -> sharing::SessionShared {
         title: "Share a session", group: Sessions, scope: Write, tool: Own,
         http: POST "/v1/sessions/{session_id}/share", hints: UPDATES, run: sharing::share_session
     }
 
-    /// The threads of a session's task: root first, then helpers, handoffs and children, each with its
-    /// agent, model, status and spend. Workspace derived from the session.
+    /// The threads of a session's task: root first, then helpers, handoffs and children, each with its agent,
+    /// model, status and spend.
     read_session_threads(tasks::ReadSessionThreads) -> tasks::Threads {
         title: "Read session threads", group: Tasks, scope: Read, tool: Own,
         http: GET "/v1/sessions/{session_id}/threads", hints: READ_ONLY, run: tasks::threads
@@ -597,7 +589,7 @@ operations! {
         http: GET "/v1/tasks", hints: READ_ONLY, run: tasks::list
     }
 
-    /// One task's sessions, open requests and cost. Workspace derived from the task.
+    /// One task's sessions, open requests and cost.
     get_task(tasks::GetTask) -> tasks::TaskDetail {
         title: "Get a task", group: Tasks, scope: Read, tool: Own,
         http: GET "/v1/tasks/{task_id}", hints: READ_ONLY, run: tasks::get
@@ -606,13 +598,13 @@ operations! {
     /// Where `land` pushes a task's landed work: a git repository (`https://`, or a path on the runner's
     /// machine), a branch, and the connector whose grant pushes. `url: null` removes it.
     set_task_remote(remotes::SetTaskRemote) -> remotes::TaskRemote {
-        title: "Set a task's git remote", group: Tasks, scope: Write, tool: Own,
+        title: "Set a task's git remote", group: Tasks, scope: Write, tool: Grouped,
         http: PUT "/v1/tasks/{task_id}/remote", hints: UPDATES, run: remotes::set
     }
 
     /// A task's git remote and the commit agentsky last pushed there.
     get_task_remote(remotes::GetTaskRemote) -> remotes::TaskRemote {
-        title: "Get a task's git remote", group: Tasks, scope: Read, tool: Own,
+        title: "Get a task's git remote", group: Tasks, scope: Read, tool: Grouped,
         http: GET "/v1/tasks/{task_id}/remote", hints: READ_ONLY, run: remotes::get
     }
 
@@ -629,15 +621,14 @@ operations! {
         http: GET "/v1/artifacts", hints: READ_ONLY, run: sharing::list
     }
 
-    /// Publish a task file as an artifact: a snapshot of its current (or a given) version. Workspace
-    /// derived from the task.
+    /// Publish a task file as an artifact: a snapshot of its current (or a given) version.
     publish_artifact(sharing::PublishArtifact) -> store::artifacts::ArtifactRow {
         title: "Publish an artifact", group: Tasks, scope: Write, tool: Own,
         http: POST "/v1/tasks/{task_id}/artifacts" 201, hints: CREATES, run: sharing::publish
     }
 
-    /// Turn an artifact's public link on (a new link each time) or off; returns `share_url`, which
-    /// serves it to any browser without a key. Workspace derived from the artifact.
+    /// Turn an artifact's public link on (a new link each time) or off; returns `share_url`, which serves it
+    /// to any browser without a key.
     share_artifact(sharing::ShareArtifact) -> sharing::ArtifactShared {
         title: "Share an artifact", group: Tasks, scope: Write, tool: Own,
         http: POST "/v1/artifacts/{artifact_id}/share", hints: UPDATES, run: sharing::share
@@ -652,36 +643,36 @@ operations! {
     }
 
     /// A task's files: the latest version of each, by path, in its base (what has landed) or, with
-    /// `session_id`, as that session sees them. Workspace derived from the task.
+    /// `session_id`, as that session sees them.
     list_task_files(files::ListTaskFiles) -> files::TaskFiles {
         title: "List task files", group: Tasks, scope: Read, tool: Own,
         http: GET "/v1/tasks/{task_id}/files", hints: READ_ONLY, run: files::list
     }
 
-    /// Read one file of a task as text (up to 256 KiB), from its base or, with `session_id`, as that
-    /// session sees it; `version` reads an older one. Workspace derived from the task.
+    /// Read one file of a task as text (up to 256 KiB), from its base or, with `session_id`, as that session
+    /// sees it; `version` reads an older one.
     read_task_file(files::ReadTaskFile) -> files::TaskFile {
         title: "Read a task file", group: Tasks, scope: Read, tool: Own,
         http: GET "/v1/tasks/{task_id}/file", hints: READ_ONLY, run: files::read
     }
 
-    /// Write a text file (up to 256 KiB) into a task's base as a new version; every session of the task
-    /// sees it where its own lane has not changed it. Workspace derived from the task.
+    /// Write a text file (up to 256 KiB) into a task's base as a new version; every session of the task sees
+    /// it where its own lane has not changed it.
     write_task_file(files::WriteTaskFile) -> files::FileWritten {
         title: "Write a task file", group: Tasks, scope: Write, tool: Own,
         http: PUT "/v1/tasks/{task_id}/file", hints: UPDATES, run: files::write
     }
 
     /// A session's standing goal and its progress: iterations used, spend, minutes, the last verdict per
-    /// criterion and why it stopped (met, limit reached, cleared). Workspace derived from the session.
+    /// criterion and why it stopped (met, limit reached, cleared).
     get_goal(goals::GetGoal) -> goals::GoalView {
         title: "Get a goal", group: Goals, scope: Read, tool: Own,
         http: GET "/v1/sessions/{session_id}/goal", hints: READ_ONLY, run: goals::get
     }
 
-    /// Set a session's standing goal: an objective (with optional criteria, each text or `{text,
-    /// command}`) the session keeps working toward on its own, checked after every turn, within
-    /// `max_iterations`, `max_spend_cents` and `max_minutes`. Needs an `idempotency_key`.
+    /// Set a session's standing goal: an `objective` and optional `criteria` it keeps working toward on its
+    /// own, checked after every turn, within `max_iterations`, `max_spend_cents` and `max_minutes`. Needs an
+    /// `idempotency_key`.
     set_goal(goals::SetGoal) -> goals::GoalView {
         title: "Set a goal", group: Goals, scope: Write, tool: Own,
         http: PUT "/v1/sessions/{session_id}/goal", hints: UPDATES, run: goals::set
@@ -700,52 +691,47 @@ operations! {
         http: GET "/v1/routines", hints: READ_ONLY, run: routines::list
     }
 
-    /// Create a routine: each fire starts a new session of `agent_id` or sends `message` into
-    /// `session_id`, on a 5-field `cron` in `timezone` or only when `run_routine` fires it; `budget_cents`
-    /// caps each run. Optional `workspace`.
+    /// Create a routine: each fire starts a session of `agent_id` or sends `message` into `session_id`, on a
+    /// `cron` in `timezone` or only by `run_routine`; `budget_cents` caps each run. Optional `workspace`.
     create_routine(routines::CreateRoutine) -> routines::Routine {
         title: "Create a routine", group: Routines, scope: Write, tool: Own,
         http: POST "/v1/routines" 201, hints: CREATES, run: routines::create
     }
 
     /// Change a routine: its name, message, `cron`, `timezone`, `budget_cents`, or pause it (`enabled:
-    /// false`) and resume it; fields left out keep their value. Workspace derived from the routine.
+    /// false`) and resume it; fields left out keep their value.
     update_routine(routines::UpdateRoutine) -> routines::Routine {
-        title: "Update a routine", group: Routines, scope: Write, tool: Own,
+        title: "Update a routine", group: Routines, scope: Write, tool: Grouped,
         http: PATCH "/v1/routines/{routine_id}", hints: UPDATES, run: routines::update
     }
 
     /// Pause a routine: its cron trigger skips it until it is resumed; `run_routine` still fires it.
-    /// Workspace derived from the routine.
     pause_routine(routines::RoutineRef) -> routines::Routine {
-        title: "Pause a routine", group: Routines, scope: Write, tool: Own,
+        title: "Pause a routine", group: Routines, scope: Write, tool: Grouped,
         http: POST "/v1/routines/{routine_id}/pause", hints: UPDATES, run: routines::pause
     }
 
     /// Resume a paused routine: it fires from its next trigger on, never for the times it missed.
-    /// Workspace derived from the routine.
     resume_routine(routines::RoutineRef) -> routines::Routine {
-        title: "Resume a routine", group: Routines, scope: Write, tool: Own,
+        title: "Resume a routine", group: Routines, scope: Write, tool: Grouped,
         http: POST "/v1/routines/{routine_id}/resume", hints: UPDATES, run: routines::resume
     }
 
-    /// Delete a routine: it never fires again; the sessions it started stay. Workspace derived from the
-    /// routine.
+    /// Delete a routine: it never fires again; the sessions it started stay.
     delete_routine(routines::RoutineRef) -> routines::RoutineDeleted {
-        title: "Delete a routine", group: Routines, scope: Write, tool: Own,
+        title: "Delete a routine", group: Routines, scope: Write, tool: Grouped,
         http: DELETE "/v1/routines/{routine_id}", hints: DESTROYS, run: routines::delete
     }
 
-    /// Fire a routine now; needs an `idempotency_key` (a retry returns the same fire). Returns the fire
-    /// with its session; a fire that fails is recorded `failed` and answered as an error with its reason.
+    /// Fire a routine now; needs an `idempotency_key` (a retry returns the same fire). A failed fire is
+    /// recorded `failed` and answered as an error with its reason.
     run_routine(routines::RunRoutine) -> store::routines::FireRow {
         title: "Run a routine", group: Routines, scope: Write, tool: Own,
         http: POST "/v1/routines/{routine_id}/run" 201, hints: CREATES, run: routines::run, task: true
     }
 
-    /// Your balance, whether a card is saved, and what you spent across sessions and API keys over UTC
-    /// days `from`–`to` grouped by `group_by`; with `session_id`, that session's totals and newest
-    /// entries.
+    /// Your balance, whether a card is saved, and spend across sessions and API keys over UTC days
+    /// `from`–`to` by `group_by`; with `session_id`, that session's totals and newest entries.
     get_usage(usage::GetUsage) -> usage::Usage {
         title: "Get usage", group: Usage, scope: Read, tool: Own,
         http: GET "/v1/usage", hints: READ_ONLY, run: usage::get
@@ -755,7 +741,7 @@ operations! {
     /// with `agent_id`) over the last `window` (`hour`, `day`, `week`, `month`): totals, a series of
     /// points and, for the workspace, the numbers per agent. Optional `workspace`.
     get_metrics(metrics::GetMetrics) -> metrics::Metrics {
-        title: "Get metrics", group: Observability, scope: Read, tool: Own,
+        title: "Get metrics", group: Observability, scope: Read, tool: Grouped,
         http: GET "/v1/metrics", hints: READ_ONLY, run: metrics::get
     }
 
@@ -783,14 +769,14 @@ operations! {
     /// Add money to the wallet by card: returns Stripe's checkout `url` for `amount_cents` (500–100,000);
     /// the balance grows once Stripe reports the payment. Owners and admins. Optional `workspace`.
     top_up(billing::TopUp) -> billing::Checkout {
-        title: "Add money", group: Usage, scope: Write, tool: Own,
+        title: "Add money", group: Usage, scope: Write, tool: Grouped,
         http: POST "/v1/billing/top-up", hints: CREATES, run: billing::top_up
     }
 
     /// Save a card for the automatic top-up: returns Stripe's checkout `url` (no charge now); `get_usage`
     /// shows `card_saved` once Stripe reports it. Owners and admins. Optional `workspace`.
     save_card(billing::SaveCard) -> billing::Checkout {
-        title: "Save a card", group: Usage, scope: Write, tool: Own,
+        title: "Save a card", group: Usage, scope: Write, tool: Grouped,
         http: POST "/v1/billing/card", hints: CREATES, run: billing::save_card
     }
 
@@ -798,37 +784,37 @@ operations! {
     /// model call leaves the balance under the threshold, one top-up at a time) or off. Owners and admins.
     /// Optional `workspace`.
     set_auto_top_up(billing::SetAutoTopUp) -> billing::AutoTopUpSet {
-        title: "Set the automatic top-up", group: Usage, scope: Write, tool: Own,
+        title: "Set the automatic top-up", group: Usage, scope: Write, tool: Grouped,
         http: PUT "/v1/billing/auto-top-up", hints: UPDATES, run: billing::set_auto_top_up
     }
 
     /// The wallet's receipts, newest first (amount, when, `checkout`, `auto` or `admin`, Stripe's ids),
     /// with the balance, whether a card is saved and the automatic top-up. Optional `workspace`.
     list_receipts(billing::ListReceipts) -> billing::Receipts {
-        title: "List receipts", group: Usage, scope: Read, tool: Own,
+        title: "List receipts", group: Usage, scope: Read, tool: Grouped,
         http: GET "/v1/billing/receipts", hints: READ_ONLY, run: billing::list_receipts
     }
 
     /// Set a workspace secret (a model's API key, an MCP server's token): stored sealed, never shown
     /// again. Owners and admins. Optional `workspace`.
     put_secret(secrets::PutSecret) -> secrets::SecretSet {
-        title: "Set a secret", group: Secrets, scope: Write, tool: Own,
+        title: "Set a secret", group: Secrets, scope: Write, tool: Grouped,
         http: PUT "/v1/secrets/{name}", hints: UPDATES, run: secrets::put
     }
 
     /// The workspace's secret names (never their values). Optional `workspace`.
     list_secrets(secrets::ListSecrets) -> secrets::SecretList {
-        title: "List secrets", group: Secrets, scope: Read, tool: Own,
+        title: "List secrets", group: Secrets, scope: Read, tool: Grouped,
         http: GET "/v1/secrets", hints: READ_ONLY, run: secrets::list
     }
 
     /// Delete a workspace secret. Owners and admins. Optional `workspace`.
     delete_secret(secrets::DeleteSecret) -> secrets::SecretDeleted {
-        title: "Delete a secret", group: Secrets, scope: Write, tool: Own,
+        title: "Delete a secret", group: Secrets, scope: Write, tool: Grouped,
         http: DELETE "/v1/secrets/{name}", hints: DESTROYS, run: secrets::delete
     }
 
-    /// Delete an agent (by id or `@handle`). Its past sessions stay. Workspace derived from the agent.
+    /// Delete an agent (by id or `@handle`). Its past sessions stay.
     delete_agent(agents::DeleteAgent) -> agents::AgentDeleted {
         title: "Delete an agent", group: Agents, scope: Write, tool: Grouped,
         http: DELETE "/v1/agents/{agent_id}", hints: DESTROYS, run: agents::delete
@@ -838,40 +824,39 @@ operations! {
     /// layout, whose front matter gives `name` and `description`, and optional extra `files`. Every session
     /// of the workspace gets it. Owners and admins. Optional `workspace`.
     put_skill(skills::PutSkill) -> skills::SkillSaved {
-        title: "Save a skill", group: Skills, scope: Write, tool: Own,
+        title: "Save a skill", group: Skills, scope: Write, tool: Grouped,
         http: PUT "/v1/skills/{name}", hints: UPDATES, run: skills::put
     }
 
     /// The workspace's company skills: name and description of each. Optional `workspace`.
     list_skills(skills::ListSkills) -> skills::SkillList {
-        title: "List skills", group: Skills, scope: Read, tool: Own,
+        title: "List skills", group: Skills, scope: Read, tool: Grouped,
         http: GET "/v1/skills", hints: READ_ONLY, run: skills::list
     }
 
     /// One company skill in full: its `SKILL.md` and extra files. Optional `workspace`.
     get_skill(skills::GetSkill) -> store::skills::SkillRow {
-        title: "Get a skill", group: Skills, scope: Read, tool: Own,
+        title: "Get a skill", group: Skills, scope: Read, tool: Grouped,
         http: GET "/v1/skills/{name}", hints: READ_ONLY, run: skills::get
     }
 
     /// Delete a company skill; sessions no longer get it. Owners and admins. Optional `workspace`.
     delete_skill(skills::DeleteSkill) -> skills::SkillDeleted {
-        title: "Delete a skill", group: Skills, scope: Write, tool: Own,
+        title: "Delete a skill", group: Skills, scope: Write, tool: Grouped,
         http: DELETE "/v1/skills/{name}", hints: DESTROYS, run: skills::delete
     }
 
     // ── Connectors, requests and grants (the session server's operator side) ──
 
-    /// Answer a question, approval or connection a task is waiting on; the waiting agent continues at
-    /// once. Workspace derived from the task.
+    /// Answer a question, approval or connection a task is waiting on; the waiting agent continues at once.
     answer_request(connectors::AnswerRequest) -> connectors::RequestAnswered {
         title: "Answer a request", group: Tasks, scope: Write, tool: Own,
         http: POST "/v1/tasks/{task_id}/requests/{request_id}/answer", hints: UPDATES, run: connectors::answer
     }
 
-    /// Every open request of the workspace across its tasks, newest first, with who asks, in which task
-    /// and what; `wait_seconds` (up to 50) waits for the next one after `cursor`. Answer each with
-    /// `answer_request`. Optional `workspace`.
+    /// The workspace's open requests across its tasks, newest first: who asks, in which task, what;
+    /// `wait_seconds` waits for the next one after `cursor`. Answer with `answer_request`. Optional
+    /// `workspace`.
     list_requests(requests::ListRequests) -> requests::RequestList {
         title: "List open requests", group: Tasks, scope: Read, tool: Own,
         http: GET "/v1/requests", hints: READ_ONLY, run: requests::list
@@ -888,40 +873,40 @@ operations! {
     /// shown back; connecting the same name again replaces its credentials and keeps its policies and
     /// grants. Owners and admins. Optional `workspace`.
     connect_target(connectors::ConnectTarget) -> store::connectors::ConnectorRow {
-        title: "Connect a target", group: Connectors, scope: Write, tool: Own,
+        title: "Connect a target", group: Connectors, scope: Write, tool: Grouped,
         http: POST "/v1/connectors", hints: UPDATES, run: connectors::connect
     }
 
     /// The workspace's targets (never their credentials) and access policies. Optional `workspace`.
     list_connectors(connectors::ListConnectors) -> connectors::ConnectorList {
-        title: "List targets", group: Connectors, scope: Read, tool: Own,
+        title: "List targets", group: Connectors, scope: Read, tool: Grouped,
         http: GET "/v1/connectors", hints: READ_ONLY, run: connectors::list
     }
 
     /// Remove a target and its credentials. Owners and admins.
     delete_connector(connectors::DeleteConnector) -> connectors::ConnectorDeleted {
-        title: "Remove a target", group: Connectors, scope: Write, tool: Own,
+        title: "Remove a target", group: Connectors, scope: Write, tool: Grouped,
         http: DELETE "/v1/connectors/{connector_id}", hints: DESTROYS, run: connectors::delete
     }
 
     /// The workspace's grants in force: target, session, scopes, expiry, persistent or not, who decided.
     /// Optional `workspace`.
     list_grants(connectors::ListGrants) -> connectors::GrantList {
-        title: "List grants", group: Connectors, scope: Read, tool: Own,
+        title: "List grants", group: Connectors, scope: Read, tool: Grouped,
         http: GET "/v1/grants", hints: READ_ONLY, run: connectors::list_grants
     }
 
     /// Revoke a grant (an `always` one too): from the next call on its credential is refused and
     /// `check_grant` answers `denied`. Owners and admins. Recorded in the audit log.
     revoke_grant(connectors::RevokeGrant) -> connectors::GrantRevoked {
-        title: "Revoke a grant", group: Connectors, scope: Write, tool: Own,
+        title: "Revoke a grant", group: Connectors, scope: Write, tool: Grouped,
         http: DELETE "/v1/grants/{grant_id}", hints: DESTROYS, run: connectors::revoke_grant
     }
 
     /// Decide access requests without a person: per target (or workspace-wide) and scope, `ask`, `allow`
     /// or `deny`. Owners and admins.
     set_policy(connectors::SetPolicy) -> store::connectors::PolicyRow {
-        title: "Set an access policy", group: Connectors, scope: Write, tool: Own,
+        title: "Set an access policy", group: Connectors, scope: Write, tool: Grouped,
         http: PUT "/v1/policies", hints: UPDATES, run: connectors::set_policy
     }
 
@@ -935,13 +920,13 @@ operations! {
     /// A bearer token for the session server (`POST /v1/session/mcp`), for an agent harness outside
     /// agentsky; shown once, dead when the session ends.
     issue_session_token(connectors::IssueSessionToken) -> connectors::SessionToken {
-        title: "Issue a session token", group: Sessions, scope: Write, tool: Own,
+        title: "Issue a session token", group: Sessions, scope: Write, tool: Grouped,
         http: POST "/v1/sessions/{session_id}/token" 201, hints: CREATES, run: connectors::issue_token, credentials: true
     }
 
     /// A task's lanes (each session works in its own copy until it lands), review mode and base branch name.
     set_task_settings(connectors::TaskSettings) -> store::lanes::TaskSettings {
-        title: "Set a task's settings", group: Tasks, scope: Write, tool: Own,
+        title: "Set a task's settings", group: Tasks, scope: Write, tool: Grouped,
         http: PUT "/v1/tasks/{task_id}/settings", hints: UPDATES, run: connectors::set_settings
     }
 
@@ -949,22 +934,21 @@ operations! {
     /// locally and Deploy buttons, when no command is known yet): a session of the same task and agent is
     /// started with the question; the command it remembers is the task's.
     ask_command(connectors::AskCommand) -> connectors::Asked {
-        title: "Ask for a command", group: Sessions, scope: Write, tool: Own,
+        title: "Ask for a command", group: Sessions, scope: Write, tool: Grouped,
         http: POST "/v1/sessions/{session_id}/ask", hints: UPDATES, run: connectors::ask_command
     }
 
     /// Run a session's taught `run` command, or a target's `deploy` command, on the runner that holds the
     /// session's turn (the console's Run locally and Deploy buttons); returns its exit code and last output.
     run_command(commands::RunCommand) -> commands::CommandRun {
-        title: "Run a taught command", group: Sessions, scope: Write, tool: Own,
+        title: "Run a taught command", group: Sessions, scope: Write, tool: Grouped,
         http: POST "/v1/sessions/{session_id}/run", hints: CREATES, run: commands::run
     }
 
     // ── Memory, search, records, performance and the help center ──
 
-    /// Search your saved memory, your past conversations, or (`scope: "traces"`) the workspace's trace
-    /// library of uploaded local agent sessions, a page at a time (`nextCursor` → `cursor`). Optional
-    /// `workspace` for traces.
+    /// Search your saved memory, past conversations, or (`scope: "traces"`) the workspace's uploaded local
+    /// agent sessions, a page at a time. Optional `workspace` for traces.
     search_context(context::SearchContext) -> context::ContextHits {
         title: "Search context", group: Context, scope: Read, tool: Own,
         http: GET "/v1/context/search", hints: READ_ONLY, run: context::search
@@ -980,19 +964,19 @@ operations! {
     /// Save a note to your memory (1–8,000 characters), where `search_context` finds it later. Saving the
     /// same text again keeps one entry. Optional `workspace`.
     save_memory(memory::SaveMemory) -> memory::MemoryEntry {
-        title: "Save to memory", group: Context, scope: Write, tool: Own,
+        title: "Save to memory", group: Context, scope: Write, tool: Grouped,
         http: POST "/v1/memory" 201, hints: UPDATES, run: memory::save
     }
 
     /// Your memory entries, newest first. Optional `workspace` narrows to one workspace.
     list_memory(memory::ListMemory) -> memory::MemoryList {
-        title: "List memory", group: Context, scope: Read, tool: Own,
+        title: "List memory", group: Context, scope: Read, tool: Grouped,
         http: GET "/v1/memory", hints: READ_ONLY, run: memory::list
     }
 
     /// Delete one of your memory entries.
     delete_memory(memory::DeleteMemory) -> memory::MemoryDeleted {
-        title: "Delete from memory", group: Context, scope: Write, tool: Own,
+        title: "Delete from memory", group: Context, scope: Write, tool: Grouped,
         http: DELETE "/v1/memory/{memory_id}", hints: DESTROYS, run: memory::delete
     }
 
@@ -1017,26 +1001,23 @@ operations! {
         http: DELETE "/v1/traces/{trace_id}", hints: DESTROYS, run: traces::delete
     }
 
-    /// Record a human decision (`adopted`, `rerun`, `revise`, `discard`, `vote`, `did_the_job`, `approve`)
-    /// or an observed outcome (`pr_merged`, `deployed`, `reopened`, `later_failure`, `shipped`) about a
-    /// session's result, as you, now. `idempotency_key` makes a retry record once. Workspace derived from
-    /// the session.
+    /// Record a human decision (`adopted`, `rerun`, `revise`, `discard`, `vote`, `did_the_job`, `approve`) or
+    /// an observed outcome (`pr_merged`, `deployed`, `reopened`, `later_failure`, `shipped`) about a
+    /// session's result, as you, now. `idempotency_key` makes a retry record once.
     record_session(records::RecordSession) -> records::Recorded {
-        title: "Record a decision or outcome", group: Records, scope: Write, tool: Own,
+        title: "Record a decision or outcome", group: Records, scope: Write, tool: Grouped,
         http: POST "/v1/sessions/{session_id}/record" 201, hints: CREATES, run: records::record
     }
 
-    /// The human decisions (adopted, rerun, revise, discard, vote, did_the_job, approve) and observed
-    /// outcomes (pr_merged, deployed, reopened, later_failure, shipped) recorded about a session's result.
-    /// Empty means nobody decided yet.
+    /// The human decisions (adopted, rerun, revise, discard, vote, did_the_job, approve) and outcomes
+    /// (pr_merged, deployed, reopened, later_failure, shipped) recorded about a session; empty if none yet.
     read_session_record(records::ReadSessionRecord) -> records::SessionRecord {
         title: "Read a session's record", group: Records, scope: Read, tool: Own,
         http: GET "/v1/sessions/{session_id}/record", hints: READ_ONLY, run: records::read
     }
 
-    /// Decisions, outcomes, spend and undecided count for every harness and model the caller's sessions
-    /// ran on, over a `since`–`until` range (default last 30 days). A read model rebuilt from the session
-    /// record.
+    /// Decisions, outcomes, spend and undecided count per harness and model of your sessions, `since`–`until`
+    /// (default the last 30 days).
     read_agent_performance(records::ReadAgentPerformance) -> records::AgentPerformance {
         title: "Read agent performance", group: Records, scope: Read, tool: Own,
         http: GET "/v1/performance", hints: READ_ONLY, run: records::performance
@@ -1055,34 +1036,34 @@ operations! {
     /// `url`, the `events` to send, `format` (`standard` or `slack`). Returns the signing secret once.
     /// Owners and admins. Optional `workspace`.
     create_webhook(webhooks::CreateWebhook) -> webhooks::WebhookCreated {
-        title: "Create a webhook", group: Webhooks, scope: Write, tool: Own,
+        title: "Create a webhook", group: Webhooks, scope: Write, tool: Grouped,
         http: POST "/v1/webhooks" 201, hints: CREATES, run: webhooks::create
     }
 
     /// The workspace's webhook endpoints (never their secrets) and newest deliveries: delivered, pending
     /// retry, or failed after the retry budget with the receiver's last answer. Optional `workspace`.
     list_webhooks(webhooks::ListWebhooks) -> webhooks::WebhookList {
-        title: "List webhooks", group: Webhooks, scope: Read, tool: Own,
+        title: "List webhooks", group: Webhooks, scope: Read, tool: Grouped,
         http: GET "/v1/webhooks", hints: READ_ONLY, run: webhooks::list
     }
 
     /// Delete a webhook endpoint; nothing more is sent to it. Owners and admins. Optional `workspace`.
     delete_webhook(webhooks::DeleteWebhook) -> webhooks::WebhookDeleted {
-        title: "Delete a webhook", group: Webhooks, scope: Write, tool: Own,
+        title: "Delete a webhook", group: Webhooks, scope: Write, tool: Grouped,
         http: DELETE "/v1/webhooks/{webhook_id}", hints: DESTROYS, run: webhooks::delete
     }
 
     /// A new signing secret for a webhook endpoint, shown once; the old one keeps signing beside it for
     /// `overlap_hours` (default 24) so the receiver can switch. Owners and admins. Optional `workspace`.
     rotate_webhook_secret(webhooks::RotateWebhookSecret) -> webhooks::WebhookSecretRotated {
-        title: "Rotate a webhook's secret", group: Webhooks, scope: Write, tool: Own,
+        title: "Rotate a webhook's secret", group: Webhooks, scope: Write, tool: Grouped,
         http: POST "/v1/webhooks/{webhook_id}/rotate", hints: CREATES, run: webhooks::rotate
     }
 
     /// Send a `webhook.test` event to one endpoint now, through the same queue, signing and retries as
     /// real events. Owners and admins. Optional `workspace`.
     test_webhook(webhooks::TestWebhook) -> webhooks::WebhookTestSent {
-        title: "Send a test event", group: Webhooks, scope: Write, tool: Own,
+        title: "Send a test event", group: Webhooks, scope: Write, tool: Grouped,
         http: POST "/v1/webhooks/{webhook_id}/test", hints: CREATES, run: webhooks::test
     }
 

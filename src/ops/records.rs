@@ -154,18 +154,18 @@ words! {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RecordSession {
-    /// The session (`ses_…`).
+    /// The session.
     pub session_id: SessionId,
     /// A decision (`adopted`, `rerun`, `revise`, `discard`, `vote`, `did_the_job`, `approve`) or an observed
     /// outcome (`pr_merged`, `deployed`, `reopened`, `later_failure`, `shipped`).
     pub name: RecordName,
     /// `up` or `down` for `vote`; `yes` or `no` for `did_the_job`; nothing for the others.
     pub value: Option<RecordValue>,
-    /// Why, in a sentence or two (up to 2,000 characters).
+    /// Why, in a sentence or two.
     pub note: Option<Text<0, 2_000>>,
     /// A link to what it is about: the pull request, the deploy, the bug report.
     pub url: Option<Text<1, 2_000>>,
-    /// A key you choose (1–255 characters) so a retried call records once.
+    /// A key you choose so a retried call records once.
     pub idempotency_key: Option<IdempotencyKey>,
     /// Ignored: the workspace is the session's.
     pub workspace: Option<String>,
@@ -191,7 +191,7 @@ pub async fn record(cx: &Cx<'_>, p: RecordSession) -> Result<Recorded, ApiError>
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReadSessionRecord {
-    /// The session (`ses_…`).
+    /// The session.
     pub session_id: SessionId,
     /// Ignored: the workspace is the session's.
     pub workspace: Option<String>,

@@ -20,11 +20,9 @@ const MAX_WAIT_SECONDS: i64 = 50;
 pub struct ListRequests {
     /// A workspace slug from `list_workspaces`; the connection's workspace when left out.
     pub workspace: Option<String>,
-    /// Only requests opened after this `cursor` (from a previous `list_requests`); all open ones when left
-    /// out.
+    /// Only requests opened after this `cursor` of a previous call (default: all open ones).
     pub cursor: Option<String>,
-    /// When no request is newer than `cursor`, wait up to this many seconds (0–50) for the next one to
-    /// open. One waiting call costs one request.
+    /// When none is newer than `cursor`, wait this long for the next one.
     pub wait_seconds: Option<Int<0, MAX_WAIT_SECONDS>>,
 }
 

@@ -23,18 +23,17 @@ use serde_json::json;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateRoutine {
-    /// A name for it, 1–100 characters.
+    /// A name for it.
     pub name: Text<1, 100>,
     /// Each fire starts a new session of this agent (an id or `@handle`)…
     pub agent_id: Option<AgentRef>,
     /// …or sends `message` into this existing session. Give exactly one of the two.
     pub session_id: Option<SessionId>,
-    /// The message each fire sends (1–64,000 characters).
+    /// The message each fire sends.
     pub message: Text<1, 64_000>,
-    /// When to fire: 5 fields (minute hour day-of-month month day-of-week), e.g. `0 9 * * 1-5`. Left
-    /// out: only when `run_routine` fires it.
+    /// A 5-field cron, e.g. `0 9 * * 1-5`; left out, only `run_routine` fires it.
     pub cron: Option<String>,
-    /// The IANA time zone `cron` is read in (default `UTC`), e.g. `Europe/Berlin`.
+    /// The IANA zone of `cron`, e.g. `Europe/Berlin` (default `UTC`).
     pub timezone: Option<String>,
     /// Cap on each run's spend, in cents (new sessions only).
     pub budget_cents: Option<Int<1, 10_000_000>>,
@@ -147,9 +146,9 @@ async fn load(cx: &Cx<'_>, routine_id: &str) -> Result<store::routines::RoutineR
 pub struct UpdateRoutine {
     /// The routine (`rt_…`).
     pub routine_id: RoutineId,
-    /// A new name, 1–100 characters.
+    /// A new name.
     pub name: Option<Text<1, 100>>,
-    /// A new message for each fire (1–64,000 characters).
+    /// A new message for each fire.
     pub message: Option<Text<1, 64_000>>,
     /// A new 5-field cron; an empty string leaves only `run_routine` to fire it.
     pub cron: Option<String>,
@@ -252,7 +251,7 @@ async fn set_enabled(cx: &Cx<'_>, p: RoutineRef, enabled: bool) -> Result<Routin
 pub struct RunRoutine {
     /// The routine (`rt_…`).
     pub routine_id: RoutineId,
-    /// A unique key you generate for this run; retrying with it returns the same fire.
+    /// Your unique key: a retry with it returns the same fire.
     pub idempotency_key: IdempotencyKey,
     /// Ignored: the workspace is the routine's.
     pub workspace: Option<String>,

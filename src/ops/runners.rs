@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RegisterRunner {
-    /// A name for the machine, 1–100 characters.
+    /// A name for the machine.
     pub name: Text<1, 100>,
     /// A workspace slug; the connection's workspace when left out.
     pub workspace: Option<String>,

@@ -55,7 +55,7 @@ fn check_name(name: &str) -> Result<(), ApiError> {
 pub struct PutSecret {
     /// The secret's name, like `OPENAI_API_KEY`.
     pub name: String,
-    /// Its value, up to 8,000 characters. Stored sealed; never shown again.
+    /// Its value. Stored sealed; never shown again.
     pub value: Text<1, 8_000>,
     /// A workspace slug; the connection's workspace when left out.
     pub workspace: Option<String>,

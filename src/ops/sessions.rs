@@ -44,15 +44,13 @@ pub async fn resolve_agent(cx: &Cx<'_>, w: &Membership, agent: &str) -> Result<A
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StartSession {
-    /// The agent: an id from `list_agents` (`ag_…`) or a catalog `@handle`.
+    /// An id from `list_agents` or a catalog `@handle`.
     pub agent_id: AgentRef,
-    /// The task, as the first message to the agent (1–64,000 characters).
+    /// The task, as the first message to the agent.
     pub message: Message,
-    /// A unique key you generate for this start (1–255 characters). Retrying with the same key and
-    /// inputs returns the same session instead of starting another.
+    /// Your unique key: a retry with it returns the same session.
     pub idempotency_key: IdempotencyKey,
-    /// Join an existing task (its shared folder) instead of starting a new one; the workspace is the
-    /// task's. Do not pass `workspace` with it.
+    /// Join this task (its shared folder); then leave out `workspace`.
     pub task_id: Option<TaskId>,
     /// Cap on what this session may spend, in cents.
     pub budget_cents: Option<Int<1, 10_000_000>>,
@@ -222,9 +220,9 @@ fn accepted(reply: SessionReply) -> Result<i64, ApiError> {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SendMessage {
-    /// The session (`ses_…`).
+    /// The session.
     pub session_id: SessionId,
-    /// The next message (1–64,000 characters).
+    /// The next message.
     pub message: Message,
     /// A new unique key for this message; retry with the same key after a timeout.
     pub idempotency_key: IdempotencyKey,
@@ -268,19 +266,15 @@ pub async fn send(cx: &Cx<'_>, p: SendMessage) -> Result<Sent, ApiError> {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReadSession {
-    /// The session (`ses_…`).
+    /// The session.
     pub session_id: SessionId,
-    /// The `cursor` from `start_session`, `send_message` or the last `read_session`, unchanged. Left
-    /// out: from the session's start.
+    /// The last `cursor` you got, unchanged (default: the start).
     pub cursor: Option<String>,
-    /// Only this message's replies (the `message_id` that `start_session` or `send_message` returned).
+    /// Only this message's replies.
     pub message_id: Option<MessageId>,
-    /// Wait up to this many seconds (0–50) for something to arrive when nothing is new. With `message_id`
-    /// the call returns once that message's turn has ended; without it, it waits for the session's next
-    /// event even when the session is idle (a routine's, a peer's or a share link's message). One waiting
-    /// call costs one request.
+    /// Wait when nothing is new: with `message_id` until its turn ends, else for the next event.
     pub wait_seconds: Option<Int<0, MAX_WAIT_SECONDS>>,
-    /// Most events to return, 1–200 (default 200).
+    /// Most events to return (default 200).
     pub limit: Option<Int<1, 200>>,
     /// Ignored: the workspace is the session's.
     pub workspace: Option<String>,
@@ -390,7 +384,7 @@ async fn page_after(
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GetSession {
-    /// The session (`ses_…`).
+    /// The session.
     pub session_id: SessionId,
     /// Ignored: the workspace is the session's.
     pub workspace: Option<String>,
@@ -413,9 +407,9 @@ pub async fn get(cx: &Cx<'_>, p: GetSession) -> Result<SessionInfo, ApiError> {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ListSessions {
-    /// Only this agent's sessions: its id (`ag_…`) or `@handle`.
+    /// Only this agent's sessions.
     pub agent_id: Option<AgentRef>,
-    /// Page size, 1–100 (default 20).
+    /// Page size (default 20).
     pub limit: Option<Int<1, 100>>,
     /// `next_cursor` from the previous page.
     pub cursor: Option<String>,
@@ -455,7 +449,7 @@ pub async fn list(cx: &Cx<'_>, p: ListSessions) -> Result<SessionList, ApiError>
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StopSession {
-    /// The session (`ses_…`).
+    /// The session.
     pub session_id: SessionId,
     /// Ignored: the workspace is the session's.
     pub workspace: Option<String>,
@@ -486,7 +480,7 @@ pub async fn stop(cx: &Cx<'_>, p: StopSession) -> Result<Stopped, ApiError> {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CancelTurn {
-    /// The session (`ses_…`).
+    /// The session.
     pub session_id: SessionId,
     /// Only this message's turn (`msg_…`): a repeat after it was cancelled answers the same, and a turn
     /// that ended otherwise is refused. Left out, whatever turn is running.
@@ -522,7 +516,7 @@ pub async fn cancel_turn(cx: &Cx<'_>, p: CancelTurn) -> Result<TurnCancelled, Ap
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CollectResult {
-    /// The session (`ses_…`).
+    /// The session.
     pub session_id: SessionId,
     /// Ignored: the workspace is the session's.
     pub workspace: Option<String>,
@@ -562,7 +556,7 @@ pub async fn collect(cx: &Cx<'_>, p: CollectResult) -> Result<CollectedResult, A
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SwitchModel {
-    /// The session (`ses_…`).
+    /// The session.
     pub session_id: SessionId,
     /// The model its next turns use.
     pub model: Option<Model>,

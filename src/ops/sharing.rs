@@ -34,7 +34,7 @@ pub struct ListArtifacts {
     pub task_id: Option<TaskId>,
     /// A workspace slug from `list_workspaces`; the connection's workspace when left out.
     pub workspace: Option<String>,
-    /// Page size, 1–200 (default 50).
+    /// Page size (default 50).
     pub limit: Option<Int<1, 200>>,
 }
 
@@ -62,12 +62,11 @@ pub struct PublishArtifact {
     pub task_id: TaskId,
     /// The task file to publish, e.g. `report.html`; its current version is snapshotted.
     pub path: TaskPath,
-    /// A display name (default: the file's name), up to 200 characters.
+    /// A display name (default: the file's name).
     pub name: Option<Text<1, 200>>,
     /// Publish this version of the file instead of the latest.
     pub version: Option<i64>,
-    /// One of the task's sessions: publish the file as it sees it, with the work it has not landed yet.
-    /// The task's base when left out.
+    /// A session of the task: its view, unlanded work included (default: the base).
     pub session_id: Option<SessionId>,
     /// Ignored: the workspace is the task's.
     pub workspace: Option<String>,
@@ -146,7 +145,7 @@ pub async fn share(cx: &Cx<'_>, p: ShareArtifact) -> Result<ArtifactShared, ApiE
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ShareSession {
-    /// The session (`ses_…`).
+    /// The session.
     pub session_id: SessionId,
     /// `true` (default) makes a new share link (an older one stops working); `false` turns it off.
     pub enabled: Option<bool>,

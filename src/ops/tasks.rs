@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ListTasks {
-    /// Page size, 1–100 (default 20).
+    /// Page size (default 20).
     pub limit: Option<Int<1, 100>>,
     /// `next_cursor` from the previous page.
     pub cursor: Option<String>,

@@ -123,7 +123,7 @@ pub async fn message(cx: &Cx<'_>, trace: &TraceRow, index: i64) -> Result<Option
 pub struct ListTraces {
     /// A workspace slug from `list_workspaces`; the connection's workspace when left out.
     pub workspace: Option<String>,
-    /// Page size, 1–200 (default 50).
+    /// Page size (default 50).
     pub limit: Option<Int<1, 200>>,
     /// `next_cursor` from the previous page.
     pub cursor: Option<String>,

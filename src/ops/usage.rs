@@ -22,7 +22,7 @@ pub struct GetUsage {
     pub from: Option<String>,
     /// Last UTC day, inclusive, `YYYY-MM-DD` (default: today).
     pub to: Option<String>,
-    /// `day` (default), `session`, `api_key`, `agent` or `model`.
+    /// Default `day`.
     pub group_by: Option<GroupBy>,
     /// One session's totals and newest entries instead (its workspace is used).
     pub session_id: Option<SessionId>,

@@ -72,7 +72,7 @@ pub struct CreateWebhook {
     /// `standard` (default): the Standard Webhooks JSON envelope `{type, timestamp, data}`. `slack`: a Slack
     /// incoming-webhook message (`text` and `blocks`), with a link to answer a request in the console.
     pub format: Option<WebhookFormat>,
-    /// A note for people (up to 200 characters).
+    /// A note for people.
     pub description: Option<Text<0, 200>>,
     /// A workspace slug; the connection's workspace when left out.
     pub workspace: Option<String>,

@@ -52,7 +52,7 @@ pub async fn list(cx: &Cx<'_>, _: ListWorkspaces) -> Result<WorkspaceList, ApiEr
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateWorkspace {
-    /// The workspace's display name, 1–100 characters.
+    /// The workspace's display name.
     pub name: Text<1, 100>,
     /// Its slug: 2–40 lower-case letters, digits and dashes. Made from the name when left out.
     pub slug: Option<String>,

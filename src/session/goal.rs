@@ -15,7 +15,7 @@ pub enum CriterionInput {
     Full {
         /// What must be true.
         text: CriterionText,
-        /// A command whose exit code 0 proves it (checked where the session can run commands).
+        /// Exit code 0 proves it (where the session can run commands).
         command: Option<Text<1, 2_000>>,
     },
 }

@@ -5,10 +5,15 @@
 use crate::support::TestApp;
 use serde_json::{json, Value};
 
-/// The MCP annotations `tools/list` gives a tool.
+/// The MCP annotations `tools/list` gives a tool of its own, or (for one reached through `manage`) the
+/// same hints from its row.
 fn annotations(name: &str) -> Value {
     let tools = agentsky::operator_mcp::operator_tools();
-    tools.iter().find(|t| t["name"] == name).unwrap_or_else(|| panic!("`{name}` is not a tool"))["annotations"].clone()
+    if let Some(tool) = tools.iter().find(|t| t["name"] == name) {
+        return tool["annotations"].clone();
+    }
+    let h = agentsky::ops::find(name).unwrap_or_else(|| panic!("`{name}` is no operation")).hints;
+    json!({"readOnlyHint": h.read_only, "destructiveHint": h.destructive, "idempotentHint": h.idempotent})
 }
 
 #[test]

@@ -112,11 +112,10 @@ fn only_owners_and_admins_change_skills_and_members_read_them() {
 
 #[test]
 fn the_skill_tools_are_annotated_truthfully() {
-    let tools = agentsky::operator_mcp::operator_tools();
+    // Reached through `manage`: the row's hints are what `help` and the OpenAPI document publish.
     let hints = |name: &str| {
-        let t = tools.iter().find(|t| t["name"] == name).unwrap_or_else(|| panic!("{name} is a tool"));
-        let a = &t["annotations"];
-        (a["readOnlyHint"] == true, a["destructiveHint"] == true, a["idempotentHint"] == true)
+        let h = agentsky::ops::find(name).unwrap_or_else(|| panic!("{name} is an operation")).hints;
+        (h.read_only, h.destructive, h.idempotent)
     };
     assert_eq!(hints("list_skills"), (true, false, true));
     assert_eq!(hints("get_skill"), (true, false, true));
@@ -167,7 +166,9 @@ fn describe_workspace_shows_agents_by_handle_skills_routines_connectors_and_poli
     let skill = &d["skills"][0];
     assert_eq!(skill["name"], "release-notes");
     assert!(skill["description"].as_str().unwrap().starts_with("Write release notes"));
-    assert!(skill["usage"].as_str().unwrap().contains(r#"get_skill {"name":"release-notes""#), "{skill}");
+    let usage = skill["usage"].as_str().unwrap();
+    assert!(usage.starts_with(r#"manage {"arguments":{"name":"release-notes""#), "{skill}");
+    assert!(usage.contains(r#""operation":"get_skill""#), "{skill}");
     let r = &d["routines"][0];
     assert_eq!(r["trigger"], "cron 0 3 * * * UTC");
     assert!(r["usage"].as_str().unwrap().contains(routine["routine_id"].as_str().unwrap()), "{r}");
@@ -185,12 +186,13 @@ fn describe_workspace_shows_agents_by_handle_skills_routines_connectors_and_poli
         (Some("web"), Some("read"), Some("allow"))
     );
     assert!(
-        p["usage"].as_str().unwrap().starts_with("set_policy {")
+        p["usage"].as_str().unwrap().starts_with("manage {")
+            && p["usage"].as_str().unwrap().contains(r#""operation":"set_policy""#)
             && p["usage"].as_str().unwrap().contains(&connector_id),
         "a tool call, now that policies are set from MCP too: {p}"
     );
     let skills_group = d["route_groups"].as_array().unwrap().iter().find(|g| g["group"] == "skills").unwrap();
-    assert!(skills_group["tools"].as_array().unwrap().contains(&json!("put_skill")));
+    assert!(skills_group["tools"].as_array().unwrap().contains(&json!("manage")), "{skills_group}");
 }
 
 /// An openai agent in Ada's workspace, with credit and the model's secrets.
