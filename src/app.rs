@@ -133,9 +133,9 @@ async fn route(env: &Env, req: &HttpRequest, meta: RequestMeta) -> HttpResponse 
             };
             return mcp::serve(&spec, &crate::ops::help_center::HelpTools { cx: &cx }, req).await;
         }
-        "/v1/billing/stripe/webhook" => return crate::ops::billing::webhook(&cx, req).await,
+        "/v1/billing/stripe/webhook" => return crate::receivers::stripe::webhook(&cx, req).await,
         _ if path.starts_with("/v1/webhooks/records/") => {
-            return crate::ops::records::receive(&cx, &path["/v1/webhooks/records/".len()..], req).await
+            return crate::receivers::records::receive(&cx, &path["/v1/webhooks/records/".len()..], req).await
         }
         "/help" if req.method == "GET" => return crate::ops::help_center::serve_page("", &cx.base_url),
         _ if path.starts_with("/help/") && req.method == "GET" => {

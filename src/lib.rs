@@ -7,6 +7,7 @@
 //!   tools, resources, prompts, completions, tasks and progress.
 //! - [`operator_mcp`], [`rest`], [`openapi`], [`ops::help`], [`console`] — the faces of the one operation table,
 //!   [`ops::OPS`] (the console is the people's face: pages in a browser).
+//! - [`receivers`] — what other services post to: Stripe's events, a workspace's records webhook.
 //! - [`ops`] — the table and one file of handlers per contract area, with the MCP resource and prompt tables
 //!   beside it (`ops::resources`, `ops::prompts`).
 //! - [`agent`] — the session server: the eleven tools a running agent gets.
@@ -43,6 +44,7 @@ pub mod objects;
 pub mod openapi;
 pub mod operator_mcp;
 pub mod ops;
+pub mod receivers;
 pub mod rest;
 pub mod rules;
 pub mod runner;

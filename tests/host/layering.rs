@@ -42,6 +42,9 @@ const MAY_NAME: &[(&str, &[&str])] = &[
     ("operator_mcp", &["error", "cx", "mcp", "ops"]),
     ("rest", &["error", "http", "cx", "ops"]),
     ("openapi", &["ops"]),
+    // What other services post to (Stripe, a workspace's records webhook), acting through the operations'
+    // own code.
+    ("receivers", &["rules", "error", "http", "store", "cx", "domain", "ops"]),
     // The Worker's side: the whole server, its objects and entry points, on top.
     ("app", &["*"]),
     ("objects", &["*"]),
