@@ -165,8 +165,8 @@ async fn route(env: &Env, req: &HttpRequest, meta: RequestMeta) -> HttpResponse 
         "/console" => return crate::console::serve(cx, req).await,
         _ if path.starts_with("/console/") => return crate::console::serve(cx, req).await,
         // Device sign-in's approval page (`sky auth login`); the JSON half is in the table.
-        "/device" if req.method == "GET" => return crate::ops::device::page(&cx, req).await,
-        "/device" if req.method == "POST" => return crate::ops::device::submit(&cx, req).await,
+        "/device" if req.method == "GET" => return crate::console::device::page(&cx, req).await,
+        "/device" if req.method == "POST" => return crate::console::device::submit(&cx, req).await,
         _ if path.starts_with("/a/") && req.method == "GET" => {
             return crate::ops::sharing::serve_artifact(env, &path[3..]).await
         }

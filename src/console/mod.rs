@@ -12,6 +12,7 @@
 
 mod assets;
 mod auth;
+pub mod device;
 mod forms;
 mod layout;
 mod oauth;
