@@ -35,6 +35,7 @@ pub mod cx;
 pub mod domain;
 pub mod egress;
 pub mod error;
+pub mod help_mcp;
 pub mod http;
 pub mod identity;
 pub mod keycache;

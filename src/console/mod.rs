@@ -14,10 +14,12 @@ mod assets;
 mod auth;
 pub mod device;
 mod forms;
+pub mod help;
 mod layout;
 mod oauth;
 mod pages;
 mod render;
+pub mod shared;
 
 use crate::cx::{Cx, Membership};
 use crate::error::{ApiError, Code};
