@@ -5,8 +5,8 @@
 //!   each request's log line and metrics (`app::observe`).
 //! - [`mcp`] — the MCP transport (Streamable HTTP, stateless, both protocol eras) over a [`mcp::ToolHost`]:
 //!   tools, resources, prompts, completions, tasks and progress.
-//! - [`operator_mcp`], [`rest`], [`openapi`], [`ops::help`], [`console`] — the faces of the one operation table,
-//!   [`ops::OPS`] (the console is the people's face: pages in a browser).
+//! - [`operator_mcp`], [`rest`], [`openapi`], [`ops::help`], [`help_mcp`], [`console`] — the faces of the one
+//!   operation table, [`ops::OPS`] (the console is the people's face: every page a browser opens).
 //! - [`receivers`] — what other services post to: Stripe's events, a workspace's records webhook.
 //! - [`ops`] — the table and one file of handlers per contract area, with the MCP resource and prompt tables
 //!   beside it (`ops::resources`, `ops::prompts`).
