@@ -128,18 +128,18 @@ async fn route(env: &Env, req: &HttpRequest, meta: RequestMeta) -> HttpResponse 
             let spec = ServerSpec {
                 name: "agentsky_help".into(),
                 title: "agentsky Help Center".into(),
-                instructions: crate::ops::help_center::INSTRUCTIONS.into(),
+                instructions: crate::help_mcp::INSTRUCTIONS.into(),
                 ..spec(&cx, req)
             };
-            return mcp::serve(&spec, &crate::ops::help_center::HelpTools { cx: &cx }, req).await;
+            return mcp::serve(&spec, &crate::help_mcp::HelpTools { cx: &cx }, req).await;
         }
-        "/v1/billing/stripe/webhook" => return crate::ops::billing::webhook(&cx, req).await,
+        "/v1/billing/stripe/webhook" => return crate::receivers::stripe::webhook(&cx, req).await,
         _ if path.starts_with("/v1/webhooks/records/") => {
-            return crate::ops::records::receive(&cx, &path["/v1/webhooks/records/".len()..], req).await
+            return crate::receivers::records::receive(&cx, &path["/v1/webhooks/records/".len()..], req).await
         }
-        "/help" if req.method == "GET" => return crate::ops::help_center::serve_page("", &cx.base_url),
+        "/help" if req.method == "GET" => return crate::console::help::serve_page("", &cx.base_url),
         _ if path.starts_with("/help/") && req.method == "GET" => {
-            return crate::ops::help_center::serve_page(&path["/help/".len()..], &cx.base_url)
+            return crate::console::help::serve_page(&path["/help/".len()..], &cx.base_url)
         }
         "/v1/session/mcp" => {
             if req.method != "POST" {
@@ -165,16 +165,16 @@ async fn route(env: &Env, req: &HttpRequest, meta: RequestMeta) -> HttpResponse 
         "/console" => return crate::console::serve(cx, req).await,
         _ if path.starts_with("/console/") => return crate::console::serve(cx, req).await,
         // Device sign-in's approval page (`sky auth login`); the JSON half is in the table.
-        "/device" if req.method == "GET" => return crate::ops::device::page(&cx, req).await,
-        "/device" if req.method == "POST" => return crate::ops::device::submit(&cx, req).await,
+        "/device" if req.method == "GET" => return crate::console::device::page(&cx, req).await,
+        "/device" if req.method == "POST" => return crate::console::device::submit(&cx, req).await,
         _ if path.starts_with("/a/") && req.method == "GET" => {
-            return crate::ops::sharing::serve_artifact(env, &path[3..]).await
+            return crate::console::shared::serve_artifact(env, &path[3..]).await
         }
         _ if path.starts_with("/s/") && req.method == "GET" => {
-            return crate::ops::sharing::serve_session(env, &path[3..]).await
+            return crate::console::shared::serve_session(env, &path[3..]).await
         }
         _ if path.starts_with("/s/") && req.method == "POST" => {
-            return crate::ops::sharing::post_to_session(&cx, &path[3..], &req.body).await
+            return crate::console::shared::post_to_session(&cx, &path[3..], &req.body).await
         }
         "/oauth/authorize" => return crate::console::authorize(cx, req).await,
         _ if path.starts_with("/.well-known/") || path.starts_with("/oauth/") => {

@@ -5,8 +5,9 @@
 //!   each request's log line and metrics (`app::observe`).
 //! - [`mcp`] — the MCP transport (Streamable HTTP, stateless, both protocol eras) over a [`mcp::ToolHost`]:
 //!   tools, resources, prompts, completions, tasks and progress.
-//! - [`operator_mcp`], [`rest`], [`openapi`], [`ops::help`], [`console`] — the faces of the one operation table,
-//!   [`ops::OPS`] (the console is the people's face: pages in a browser).
+//! - [`operator_mcp`], [`rest`], [`openapi`], [`ops::help`], [`help_mcp`], [`console`] — the faces of the one
+//!   operation table, [`ops::OPS`] (the console is the people's face: every page a browser opens).
+//! - [`receivers`] — what other services post to: Stripe's events, a workspace's records webhook.
 //! - [`ops`] — the table and one file of handlers per contract area, with the MCP resource and prompt tables
 //!   beside it (`ops::resources`, `ops::prompts`).
 //! - [`agent`] — the session server: the eleven tools a running agent gets.
@@ -34,6 +35,7 @@ pub mod cx;
 pub mod domain;
 pub mod egress;
 pub mod error;
+pub mod help_mcp;
 pub mod http;
 pub mod identity;
 pub mod keycache;
@@ -43,6 +45,7 @@ pub mod objects;
 pub mod openapi;
 pub mod operator_mcp;
 pub mod ops;
+pub mod receivers;
 pub mod rest;
 pub mod rules;
 pub mod runner;

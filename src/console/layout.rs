@@ -5,7 +5,7 @@ use super::{assets, Ctx};
 use crate::http::HttpRequest;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
-use maud::{html, Markup, PreEscaped, DOCTYPE};
+use maud::{html, Markup, DOCTYPE};
 
 const FLASH: &str = "agentsky_flash";
 
@@ -181,9 +181,4 @@ pub fn time(ms: i64) -> Markup {
 /// Text kept as the person or agent wrote it: escaped, line breaks kept by the style sheet.
 pub fn verbatim(text: &str) -> Markup {
     html! { span.verbatim { (text) } }
-}
-
-/// Trusted, already-escaped markup (SVG the server drew).
-pub fn trusted(markup: String) -> Markup {
-    PreEscaped(markup)
 }

@@ -9,14 +9,22 @@
 //! Secure except on loopback) carrying its key's scopes and lock, never more; every POST carries a CSRF
 //! token derived from that cookie and must come from this origin; every page is [`HttpResponse::page`]
 //! with a Content-Security-Policy that allows no inline script or style.
+//!
+//! Beside it, the pages anyone reaches without signing in here, each with its own policy: OAuth consent
+//! ([`authorize`]), device sign-in for `sky` ([`device`]), the pages behind share links ([`shared`]) and
+//! the Help Center ([`help`]). The last three carry their style inline (`style-src 'unsafe-inline'`, no
+//! script), so they stand alone.
 
 mod assets;
 mod auth;
+pub mod device;
 mod forms;
+pub mod help;
 mod layout;
 mod oauth;
 mod pages;
 mod render;
+pub mod shared;
 
 use crate::cx::{Cx, Membership};
 use crate::error::{ApiError, Code};

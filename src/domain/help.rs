@@ -1,8 +1,9 @@
 //! The Help Center's articles, in English and Chinese, written in Markdown under `help/` and bundled with
 //! `include_str!` (their HTML rendered at build time), and their search: a BM25 index built once per
 //! isolate over [`crate::rules::fulltext::terms`], the same cut of words and CJK bigrams the D1 index
-//! uses. No storage is touched. Served by `crate::ops::help_center` (the tools, the help server, the
-//! pages) and offered to the `openai` harness's models as built-in tools.
+//! uses. No storage is touched. Served as operations (`crate::ops::help_center`), by the help server
+//! (`crate::help_mcp`) and as pages (`crate::console::help`), and offered to the `openai` harness's
+//! models as built-in tools.
 
 use crate::error::{ApiError, Code};
 use crate::rules::fulltext;

@@ -3,10 +3,10 @@
 //! holds the session's turn, in its folder (a run command, with none, by any runner of the workspace in a
 //! fresh checkout), with the output shown to the person who asked. A deploy pressed while no turn of the
 //! session runs is asked of its agent in a new turn, where the grant is asked for or reused as for any
-//! deploy.
+//! deploy. A command nobody taught yet is asked of the session's agent (`ask_command`).
 
 use crate::cx::Cx;
-use crate::domain::jobs::{self, Asked};
+use crate::domain::jobs;
 use crate::domain::taskfs::PROJECT_FILE;
 use crate::domain::taskfs::{self, Folder};
 use crate::error::{ApiError, Code};
@@ -100,14 +100,14 @@ pub async fn run(cx: &Cx<'_>, p: RunCommand) -> Result<CommandRun, ApiError> {
     let mut answer = jobs::ask(cx, &session, "run", spec.clone(), wait_ms).await?;
     // No runner holds the session's turn: a run command runs on any runner of the workspace, in a fresh
     // checkout of the session's folder (a deploy needs the session's own runner, where its grants are).
-    if matches!(answer, Asked::NoRunner) && p.kind == CommandKind::Run {
+    if matches!(answer, jobs::Asked::NoRunner) && p.kind == CommandKind::Run {
         answer = jobs::ask_checkout(cx, &session, spec, wait_ms).await?;
     }
-    if let (Asked::NoRunner, CommandKind::Deploy, Some(target)) = (&answer, p.kind, p.target_id.as_deref()) {
+    if let (jobs::Asked::NoRunner, CommandKind::Deploy, Some(target)) = (&answer, p.kind, p.target_id.as_deref()) {
         return deploy_in_a_turn(cx, &session, command, target).await;
     }
     let (exit_code, output, reason) = match answer {
-        Asked::Done(v) => {
+        jobs::Asked::Done(v) => {
             let tail = jobs::output_tail(v["output"].as_str().unwrap_or_default(), TAIL_LINES);
             let reason = match (v["exit_code"].as_i64(), v["timed_out"] == true) {
                 (_, true) => Some(format!("stopped after {COMMAND_TIMEOUT_S} s")),
@@ -116,7 +116,7 @@ pub async fn run(cx: &Cx<'_>, p: RunCommand) -> Result<CommandRun, ApiError> {
             };
             (v["exit_code"].as_i64(), tail, reason)
         }
-        Asked::NoRunner => (
+        jobs::Asked::NoRunner => (
             None,
             String::new(),
             Some(format!(
@@ -124,7 +124,7 @@ pub async fn run(cx: &Cx<'_>, p: RunCommand) -> Result<CommandRun, ApiError> {
                 cx.base_url
             )),
         ),
-        Asked::NoAnswer(why) => (None, String::new(), Some(why)),
+        jobs::Asked::NoAnswer(why) => (None, String::new(), Some(why)),
     };
     Ok(CommandRun { command, exit_code, output, reason, asked_message_id: None })
 }
@@ -167,4 +167,61 @@ async fn deploy_in_a_turn(
     );
     asked.asked_message_id = Some(sent.message_id);
     Ok(asked)
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AskCommand {
+    /// The session.
+    pub session_id: SessionId,
+    /// `run` (the Run locally button) or `deploy` (the Deploy button): the session may then teach it with
+    /// `remember_command`.
+    pub kind: CommandKind,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Asked {
+    pub session_id: String,
+    pub kind: String,
+    /// The session started in the same task, with the same agent, to work the command out: read it with
+    /// `read_session`; the command it teaches (`remember_command`) is the task's.
+    pub asked_session_id: String,
+    /// Its first message: the question.
+    pub message_id: String,
+    pub cursor: String,
+}
+
+/// What the agent is asked.
+fn command_question(kind: CommandKind) -> &'static str {
+    match kind {
+        CommandKind::Run => {
+            "agentsky asks: work out how to run this project locally: the command that starts it, and the URL it serves if it serves one. Try it, then call remember_command with kind `run`, the command and its url. If you cannot run commands here, tell the user the command instead."
+        }
+        CommandKind::Deploy => {
+            "agentsky asks: work out the command that deploys this project to one of its targets (list_targets). Ask for a deploy grant on that target (request_access), run the provider's CLI command, and once it succeeded call remember_command with kind `deploy`, that exact command and the targetId. If you cannot run commands here, tell the user the command instead."
+        }
+    }
+}
+
+/// POST /v1/sessions/{session_id}/ask: a session of the same task and agent is started to work the
+/// command out (the person's own session keeps what it was doing); any session of the task may then teach
+/// it. Asking again within the minute is the same ask.
+pub async fn ask_command(cx: &Cx<'_>, p: AskCommand) -> Result<Asked, ApiError> {
+    let (row, _) = sessions::load(cx, &p.session_id).await?;
+    let kind = p.kind.as_str();
+    store::lanes::ask(cx.db(), &row.session_id, kind).await?;
+    let start: sessions::StartSession = crate::rules::params::decode(json!({
+        "agent_id": row.agent_id, "task_id": row.task_id, "message": command_question(p.kind),
+        "idempotency_key": format!("ask-{kind}-{}-{}", row.session_id, cx.now_ms / 60_000),
+    }))
+    .map_err(ApiError::cause)?;
+    let started = sessions::start(cx, start).await?;
+    store::lanes::ask(cx.db(), &started.session.session_id, kind).await?;
+    Ok(Asked {
+        session_id: row.session_id,
+        kind: kind.to_owned(),
+        asked_session_id: started.session.session_id,
+        message_id: started.message_id,
+        cursor: started.cursor,
+    })
 }

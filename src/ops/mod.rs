@@ -4,6 +4,7 @@
 
 pub mod accounts;
 pub mod agents;
+pub mod audit;
 pub mod billing;
 pub mod catalog;
 pub mod commands;
@@ -14,6 +15,7 @@ pub mod context;
 pub mod device;
 pub mod files;
 pub mod goals;
+pub mod grants;
 pub mod handoffs;
 pub mod help;
 pub mod help_center;
@@ -31,6 +33,7 @@ pub mod resources;
 pub mod routines;
 pub mod runners;
 pub mod secrets;
+pub mod session_tokens;
 pub mod sessions;
 pub mod sharing;
 pub mod skills;
@@ -849,9 +852,9 @@ operations! {
     // ── Connectors, requests and grants (the session server's operator side) ──
 
     /// Answer a question, approval or connection a task is waiting on; the waiting agent continues at once.
-    answer_request(connectors::AnswerRequest) -> connectors::RequestAnswered {
+    answer_request(requests::AnswerRequest) -> requests::RequestAnswered {
         title: "Answer a request", group: Tasks, scope: Write, tool: Own,
-        http: POST "/v1/tasks/{task_id}/requests/{request_id}/answer", hints: UPDATES, run: connectors::answer
+        http: POST "/v1/tasks/{task_id}/requests/{request_id}/answer", hints: UPDATES, run: requests::answer
     }
 
     /// The workspace's open requests across its tasks, newest first: who asks, in which task, what;
@@ -891,16 +894,16 @@ operations! {
 
     /// The workspace's grants in force: target, session, scopes, expiry, persistent or not, who decided.
     /// Optional `workspace`.
-    list_grants(connectors::ListGrants) -> connectors::GrantList {
+    list_grants(grants::ListGrants) -> grants::GrantList {
         title: "List grants", group: Connectors, scope: Read, tool: Grouped,
-        http: GET "/v1/grants", hints: READ_ONLY, run: connectors::list_grants
+        http: GET "/v1/grants", hints: READ_ONLY, run: grants::list_grants
     }
 
     /// Revoke a grant (an `always` one too): from the next call on its credential is refused and
     /// `check_grant` answers `denied`. Owners and admins. Recorded in the audit log.
-    revoke_grant(connectors::RevokeGrant) -> connectors::GrantRevoked {
+    revoke_grant(grants::RevokeGrant) -> grants::GrantRevoked {
         title: "Revoke a grant", group: Connectors, scope: Write, tool: Grouped,
-        http: DELETE "/v1/grants/{grant_id}", hints: DESTROYS, run: connectors::revoke_grant
+        http: DELETE "/v1/grants/{grant_id}", hints: DESTROYS, run: grants::revoke_grant
     }
 
     /// Decide access requests without a person: per target (or workspace-wide) and scope, `ask`, `allow`
@@ -912,30 +915,30 @@ operations! {
 
     /// The audit log, newest first: every use of a credential, and every change to invitations, members,
     /// roles, access approvals and policies, with who made it. Optional `workspace`.
-    list_audit(connectors::ListAudit) -> connectors::AuditLog {
+    list_audit(audit::ListAudit) -> audit::AuditLog {
         title: "Read the audit log", group: Connectors, scope: Read, tool: Grouped,
-        http: GET "/v1/audit", hints: READ_ONLY, run: connectors::audit
+        http: GET "/v1/audit", hints: READ_ONLY, run: audit::audit
     }
 
     /// A bearer token for the session server (`POST /v1/session/mcp`), for an agent harness outside
     /// agentsky; shown once, dead when the session ends.
-    issue_session_token(connectors::IssueSessionToken) -> connectors::SessionToken {
+    issue_session_token(session_tokens::IssueSessionToken) -> session_tokens::SessionToken {
         title: "Issue a session token", group: Sessions, scope: Write, tool: Grouped,
-        http: POST "/v1/sessions/{session_id}/token" 201, hints: CREATES, run: connectors::issue_token, credentials: true
+        http: POST "/v1/sessions/{session_id}/token" 201, hints: CREATES, run: session_tokens::issue_token, credentials: true
     }
 
     /// A task's lanes (each session works in its own copy until it lands), review mode and base branch name.
-    set_task_settings(connectors::TaskSettings) -> store::lanes::TaskSettings {
+    set_task_settings(tasks::TaskSettings) -> store::lanes::TaskSettings {
         title: "Set a task's settings", group: Tasks, scope: Write, tool: Grouped,
-        http: PUT "/v1/tasks/{task_id}/settings", hints: UPDATES, run: connectors::set_settings
+        http: PUT "/v1/tasks/{task_id}/settings", hints: UPDATES, run: tasks::set_settings
     }
 
     /// Have a session's agent work out its task's `run` or `deploy` command and teach it (the console's Run
     /// locally and Deploy buttons, when no command is known yet): a session of the same task and agent is
     /// started with the question; the command it remembers is the task's.
-    ask_command(connectors::AskCommand) -> connectors::Asked {
+    ask_command(commands::AskCommand) -> commands::Asked {
         title: "Ask for a command", group: Sessions, scope: Write, tool: Grouped,
-        http: POST "/v1/sessions/{session_id}/ask", hints: UPDATES, run: connectors::ask_command
+        http: POST "/v1/sessions/{session_id}/ask", hints: UPDATES, run: commands::ask_command
     }
 
     /// Run a session's taught `run` command, or a target's `deploy` command, on the runner that holds the

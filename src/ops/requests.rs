@@ -1,16 +1,20 @@
 //! What people are asked to decide: every open request of a workspace, across its tasks, with what a
-//! person needs to decide it (who asks, in which task, and what). A waiting call is woken by the
+//! person needs to decide it (who asks, in which task, and what), and the answer (`answer_request`, which
+//! decides an access request's grant and wakes the waiting agent). A waiting call is woken by the
 //! workspace's feed, so an operator's own MCP client, `sky approvals` or the console sees a new request
 //! within moments without polling.
 
 use crate::cx::{Cx, Role};
-use crate::error::ApiError;
+use crate::error::{ApiError, Code};
+use crate::ops::files::load_task;
 use crate::rules::cursor;
-use crate::rules::params::Int;
+use crate::rules::ids::{RequestId, TaskId};
+use crate::rules::params::{words, Int, Text};
+use crate::session::SessionCall;
 use crate::store::{self, requests::OpenRequest, requests::RequestRow};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{json, Value};
 
 /// Longest wait `list_requests` holds, in seconds.
 const MAX_WAIT_SECONDS: i64 = 50;
@@ -83,8 +87,8 @@ pub fn would_allow(r: &RequestRow) -> Option<String> {
         p["target"].as_str().unwrap_or_default(),
         p["provider"].as_str().unwrap_or_default(),
         p["env"].as_str().unwrap_or_default(),
-        crate::ops::connectors::ONCE_MAX_MINUTES,
-        crate::ops::connectors::ONCE_DEFAULT_MINUTES,
+        ONCE_MAX_MINUTES,
+        ONCE_DEFAULT_MINUTES,
     ))
 }
 
@@ -128,4 +132,194 @@ pub async fn set_expiry(cx: &Cx<'_>, p: SetRequestExpiry) -> Result<RequestExpir
     );
     store::audit::record(cx.db(), &e).await?;
     Ok(RequestExpiry { workspace: w.slug, minutes: p.minutes })
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AnswerRequest {
+    /// The task that waits (its first session's id).
+    pub task_id: TaskId,
+    /// The request, from `get_task`'s `open_requests`.
+    pub request_id: RequestId,
+    /// Access: `approve` or `deny`. Plan: `approve`, `reject` or `edit`. Decision: one of its options.
+    /// Question: your answer.
+    pub answer: Text<1, 4_000>,
+    /// A note the agent receives: a plan's note, or why it was denied.
+    pub note: Option<Text<0, 2_000>>,
+    /// Access only: for every session until revoked (owners and admins).
+    pub always: Option<bool>,
+    /// Access only: minutes a once-approval lasts (default 60).
+    pub expires_in_minutes: Option<Int<1, ONCE_MAX_MINUTES>>,
+    /// Ignored: the workspace is the task's.
+    pub workspace: Option<String>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct RequestAnswered {
+    pub request: RequestRow,
+    /// For access requests: the grant as the agent now sees it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub grant: Option<Value>,
+}
+
+words! {
+    /// How a person answers an access request.
+    pub enum AccessAnswer { Approve = "approve", Deny = "deny" }
+}
+
+words! {
+    /// How a person answers a plan.
+    pub enum PlanAnswer { Approve = "approve", Reject = "reject", Edit = "edit" }
+}
+
+/// `answer` as the word set of the request's kind (which kind it is, only the stored request knows).
+fn answer_of<W>(answer: &str, word: fn(&str) -> Option<W>, words: &[&str]) -> Result<W, ApiError> {
+    word(answer).ok_or_else(|| {
+        ApiError::invalid(format!(
+            "`answer` must be one of {} for this request (got {})",
+            words.join(", "),
+            crate::rules::params::quoted(answer)
+        ))
+    })
+}
+
+/// How long a once-approval lasts unless the answer says otherwise, and at most (a day).
+pub const ONCE_DEFAULT_MINUTES: i64 = 60;
+pub const ONCE_MAX_MINUTES: i64 = 1_440;
+
+/// answer_request: records the answer once, decides the grant, and wakes the waiting agent at once.
+pub async fn answer(cx: &Cx<'_>, p: AnswerRequest) -> Result<RequestAnswered, ApiError> {
+    let member = load_task(cx, &p.task_id).await?;
+    let req = store::requests::get_request(cx.db(), &p.request_id).await?;
+    let req = req.filter(|r| p.task_id == r.task_id).ok_or_else(|| ApiError::not_found("request"))?;
+    if req.status == "open" && req.expires_ms.is_some_and(|e| e <= cx.now_ms) {
+        crate::ops::requests::expire(cx, &req).await?;
+        return Err(ApiError::new(Code::Conflict, format!("request {} is already expired", req.request_id)));
+    }
+    if req.status != "open" {
+        let why = match req.status.as_str() {
+            "closed" => " (its session ended)",
+            "withdrawn" => " (the agent withdrew it)",
+            _ => "",
+        };
+        return Err(ApiError::new(
+            Code::Conflict,
+            format!("request {} is already {}{why}", req.request_id, req.status),
+        ));
+    }
+    let by = cx.caller()?.key_id.clone();
+    let resolution = match req.kind.as_str() {
+        "access" => {
+            let answer = answer_of::<AccessAnswer>(&p.answer, AccessAnswer::from_word, AccessAnswer::WORDS)?;
+            let mut r = json!({ "kind": "access", "answer": answer });
+            if let Some(n) = p.note.as_ref().filter(|n| answer == AccessAnswer::Deny && !n.is_empty()) {
+                r["reason"] = json!(n);
+            }
+            r
+        }
+        "plan" => {
+            let answer = answer_of::<PlanAnswer>(&p.answer, PlanAnswer::from_word, PlanAnswer::WORDS)?;
+            let mut r = json!({ "kind": "plan", "answer": answer });
+            if let Some(n) = &p.note {
+                r["note"] = json!(n);
+            }
+            r
+        }
+        "decision" => {
+            let options: Vec<String> = req.payload["options"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|o| o.as_str().map(str::to_owned))
+                .collect();
+            if !options.is_empty() && !options.iter().any(|o| p.answer == *o.as_str()) {
+                return Err(ApiError::invalid(format!("`answer` must be one of the options: {}", options.join(", "))));
+            }
+            json!({ "kind": "decision", "answer": p.answer })
+        }
+        _ => json!({ "kind": "question", "answer": p.answer }),
+    };
+    // Every answer is in the audit log with who gave it (the key; a console sign-in acts through one),
+    // recorded only when the answer landed.
+    let answered = format!("{}: {} by key {by}", req.kind, p.answer);
+    let account = cx.caller()?.account_id.clone();
+    let mut stmts = vec![
+        store::requests::answer_request(&req.request_id, &resolution, &by, cx.now_ms),
+        store::audit::insert_if_changed(&crate::ops::requests::entry(
+            &req.workspace_id,
+            &req.session_id,
+            &req.request_id,
+            "request_answered",
+            &answered,
+            Some(&account),
+            cx.now_ms,
+        )),
+    ];
+    let grant = if req.kind == "access" {
+        let g = store::requests::grant_for_request(cx.db(), &req.request_id)
+            .await?
+            .ok_or_else(|| ApiError::cause("grant missing"))?;
+        let minutes = p.expires_in_minutes.map_or(ONCE_DEFAULT_MINUTES, Int::get);
+        let always = p.always.unwrap_or(false) && p.answer.as_str() == "approve";
+        // A persistent grant answers every session of the workspace until revoked, and only owners and
+        // admins can revoke one: so only they may make one.
+        if always && member.role < Role::Admin {
+            return Err(ApiError::new(
+                Code::Forbidden,
+                format!(
+                    "`always` (a persistent grant for every session of `{}`) needs an owner or admin; as a member, approve once, for up to {ONCE_MAX_MINUTES} minutes (`expires_in_minutes`)",
+                    member.slug
+                ),
+            ));
+        }
+        let (status, expires) = match p.answer.as_str() {
+            "approve" if always => ("active", None),
+            "approve" => ("active", Some(cx.now_ms + minutes * 60_000)),
+            _ => ("denied", None),
+        };
+        stmts.push(store::requests::decide_grant(&g.grant_id, status, always, expires, "user"));
+        let (action, detail) = match (status, always) {
+            ("active", true) => ("access_approved", format!("{}: always, for every session, by key {by}", g.scopes)),
+            ("active", false) => ("access_approved", format!("{}: once, for {minutes} min, by key {by}", g.scopes)),
+            _ => match p.note.as_deref().filter(|n| !n.is_empty()) {
+                Some(reason) => ("access_denied", format!("{}: by key {by}: {reason}", g.scopes)),
+                None => ("access_denied", format!("{}: by key {by}", g.scopes)),
+            },
+        };
+        let entry = store::audit::Entry {
+            actor_account_id: Some(&cx.caller()?.account_id),
+            subject: Some(&req.request_id),
+            ..store::audit::Entry::grant(&g, &g.session_id, action, &detail, cx.now_ms)
+        };
+        stmts.push(store::audit::insert_if_changed(&entry));
+        Some(g.grant_id)
+    } else {
+        None
+    };
+    let results = cx.db().batch(stmts).await?;
+    if results.first().is_none_or(|rows| rows.is_empty()) {
+        return Err(ApiError::new(Code::Conflict, "the request was answered or expired meanwhile"));
+    }
+    // Wake the agent waiting on it (and a harness step waiting on it).
+    cx.env.sessions.call(&req.session_id, SessionCall::Signal { key: req.request_id.clone() }).await.ok();
+    let request = store::requests::get_request(cx.db(), &req.request_id)
+        .await?
+        .ok_or_else(|| ApiError::cause("request vanished"))?;
+    let data = crate::domain::webhooks::request_data(&request, None);
+    crate::domain::webhooks::emit(
+        cx.env,
+        &request.workspace_id,
+        "request.answered",
+        Some(&request.request_id),
+        data,
+        cx.now_ms,
+    )
+    .await;
+    let grant = match grant {
+        Some(id) => {
+            store::requests::get_grant(cx.db(), &id).await?.map(|g| crate::domain::grants::grant_view(&g, None))
+        }
+        None => None,
+    };
+    Ok(RequestAnswered { request, grant })
 }

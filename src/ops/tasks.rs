@@ -1,12 +1,12 @@
 //! Tasks as the unit of work (contract: "Splitting work across agents"): what each task is waiting on,
-//! its sessions as threads, its cost and budget.
+//! its sessions as threads, its cost and budget, and its settings (lanes, review, base branch).
 
 use crate::cx::Cx;
 use crate::error::ApiError;
 use crate::ops::{files::load_task, sessions};
 use crate::rules::cursor;
 use crate::rules::ids::{SessionId, TaskId};
-use crate::rules::params::Int;
+use crate::rules::params::{words, Int};
 use crate::store::{self, sessions::SessionRow, tasks::TaskRow};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -223,4 +223,39 @@ pub async fn threads(cx: &Cx<'_>, p: ReadSessionThreads) -> Result<Threads, ApiE
         })
         .collect();
     Ok(Threads { task_id: row.task_id, threads, cost_cents })
+}
+
+words! {
+    /// Who merges a task's landed work.
+    pub enum Review { Auto = "auto", Manual = "manual" }
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TaskSettings {
+    /// The task (its first session's id).
+    pub task_id: TaskId,
+    /// Give each session its own lane of the folder until it lands (default off: sessions share it).
+    pub lanes: Option<bool>,
+    /// `auto` (`land` merges) or `manual` ("I review and merge myself").
+    pub review: Option<Review>,
+    /// The base's branch name (default `main`): what `project_activity` calls the base, and where a task
+    /// remote set without a `branch` pushes. A name git accepts.
+    pub base_branch: Option<String>,
+}
+
+/// PUT /v1/tasks/{task_id}/settings
+pub async fn set_settings(cx: &Cx<'_>, p: TaskSettings) -> Result<store::lanes::TaskSettings, ApiError> {
+    load_task(cx, &p.task_id).await?;
+    let now = store::lanes::settings(cx.db(), &p.task_id).await?.ok_or_else(|| ApiError::not_found("task"))?;
+    if let Some(b) = &p.base_branch {
+        crate::rules::git_remote::branch("base_branch", b).map_err(ApiError::invalid)?;
+    }
+    let settings = store::lanes::TaskSettings {
+        lanes: p.lanes.unwrap_or(now.lanes),
+        review: p.review.map_or(now.review, |r| r.as_str().to_owned()),
+        base_branch: p.base_branch.unwrap_or(now.base_branch),
+    };
+    store::lanes::set_settings(cx.db(), &p.task_id, &settings).await?;
+    Ok(settings)
 }

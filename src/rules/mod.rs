@@ -8,7 +8,6 @@ pub mod fulltext;
 pub mod git_remote;
 pub mod harness;
 pub mod hmac;
-pub mod html;
 pub mod ids;
 pub mod jwt;
 pub mod limits;

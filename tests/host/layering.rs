@@ -35,13 +35,20 @@ const MAY_NAME: &[(&str, &[&str])] = &[
     ("ops", &["rules", "error", "http", "identity", "keycache", "store", "cx", "egress", "session", "domain", "mcp"]),
     ("agent", &["rules", "error", "http", "identity", "store", "cx", "egress", "session", "domain", "mcp"]),
     ("runner", &["rules", "error", "http", "identity", "store", "cx", "egress", "session", "domain"]),
-    ("console", &["rules", "error", "http", "identity", "store", "cx", "egress", "domain", "ops", "oauth"]),
+    // The people's pages: the signed-in console, and the public ones (device sign-in, share links, the
+    // Help Center), whose transcript page reads and writes a session's log (`session`).
+    ("console", &["rules", "error", "http", "identity", "store", "cx", "egress", "session", "domain", "ops", "oauth"]),
     // OAuth sign-in for MCP clients: its endpoints and client resolution, below the console, whose
     // consent page uses them.
     ("oauth", &["rules", "error", "http", "identity", "keycache", "store", "cx", "egress", "domain"]),
     ("operator_mcp", &["error", "cx", "mcp", "ops"]),
     ("rest", &["error", "http", "cx", "ops"]),
     ("openapi", &["ops"]),
+    // The Help Center's own MCP server: two rows of the table, no key.
+    ("help_mcp", &["cx", "mcp", "ops"]),
+    // What other services post to (Stripe, a workspace's records webhook), acting through the operations'
+    // own code.
+    ("receivers", &["rules", "error", "http", "store", "cx", "domain", "ops"]),
     // The Worker's side: the whole server, its objects and entry points, on top.
     ("app", &["*"]),
     ("objects", &["*"]),

@@ -3,13 +3,12 @@
 //! agent, and where its turns' traces go. The Usage page draws the day's activity with the same charts.
 
 use super::{list, Page};
-use crate::console::layout::{action, hidden, money, trusted};
+use crate::console::layout::{action, hidden, money};
 use crate::console::render::s;
 use crate::console::Ctx;
 use crate::error::ApiError;
 use maud::{html, Markup};
 use serde_json::{json, Value};
-use std::fmt::Write;
 
 const WINDOWS: &[(&str, &str)] =
     &[("hour", "Last hour"), ("day", "Last day"), ("week", "Last week"), ("month", "Last month")];
@@ -32,63 +31,60 @@ fn label(t_ms: i64, step_minutes: i64) -> String {
 }
 
 /// Points as an SVG chart: the first series as bars, the others as lines over them. `unit` formats the
-/// top of the scale and each point's tooltip. Every text drawn is this module's own (titles, series
-/// names, numbers and times), so nothing needs escaping.
+/// top of the scale and each point's tooltip.
 pub fn chart(
     title: &str,
     points: &[Value],
     step_minutes: i64,
     series: &[Series<'_>],
     unit: fn(f64) -> String,
-) -> String {
+) -> Markup {
     let n = points.len().max(1);
     let max = points.iter().flat_map(|p| series.iter().map(move |s| (s.value)(p))).fold(0.0_f64, f64::max).max(1.0);
     let (w, h, left, bottom, top) = (720.0, 180.0, 64.0, 22.0, 22.0);
     let slot = (w - left) / n as f64;
     let y = |v: f64| h - bottom - (h - bottom - top) * v / max;
-    let mut svg = format!(
-        "<svg class=\"chart\" viewBox=\"0 0 {w} {h}\" role=\"img\" aria-label=\"{title}\"><line class=\"axis\" x1=\"{left}\" y1=\"{y0}\" x2=\"{w}\" y2=\"{y0}\"/>\
-<text x=\"4\" y=\"{yt}\">{top_label}</text><text x=\"4\" y=\"{y0}\">0</text>",
-        y0 = h - bottom,
-        yt = top + 4.0,
-        top_label = unit(max),
-    );
-    let mut legend = String::new();
-    for (k, s) in series.iter().enumerate() {
-        let _ = write!(legend, "<tspan class=\"key {}\">■ {}</tspan> ", s.class, s.name);
-        if k == 0 {
-            for (i, p) in points.iter().enumerate() {
-                let v = (s.value)(p);
-                if v <= 0.0 {
-                    continue;
+    let y0 = h - bottom;
+    let t = |p: &Value| label(p["t_ms"].as_i64().unwrap_or(0), step_minutes);
+    // Elements inside SVG are closed explicitly (`{}`): HTML parses a bare `<line>` there as left open.
+    html! {
+        svg.chart viewBox={ "0 0 " (w) " " (h) } role="img" aria-label=(title) {
+            line.axis x1=(left) y1=(y0) x2=(w) y2=(y0) {}
+            text x="4" y=(top + 4.0) { (unit(max)) }
+            text x="4" y=(y0) { "0" }
+            @for (k, s) in series.iter().enumerate() {
+                @if k == 0 {
+                    @for (i, p) in points.iter().enumerate().filter(|(_, p)| (s.value)(p) > 0.0) {
+                        @let v = (s.value)(p);
+                        rect class={ "bar " (s.class) } x=(one(left + i as f64 * slot + slot * 0.1)) y=(one(y(v)))
+                            width=(one((slot * 0.8).max(1.0))) height=(one(h - bottom - y(v))) {
+                            title { (t(p)) ": " (unit(v)) }
+                        }
+                    }
+                } @else {
+                    @let path: Vec<String> = points
+                        .iter()
+                        .enumerate()
+                        .map(|(i, p)| format!("{:.1},{:.1}", left + (i as f64 + 0.5) * slot, y((s.value)(p))))
+                        .collect();
+                    polyline class={ "line " (s.class) } points=(path.join(" ")) {}
                 }
-                let x = left + i as f64 * slot + slot * 0.1;
-                let t = label(p["t_ms"].as_i64().unwrap_or(0), step_minutes);
-                let _ = write!(
-                    svg,
-                    "<rect class=\"bar {}\" x=\"{x:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{:.1}\"><title>{t}: {}</title></rect>",
-                    s.class,
-                    y(v),
-                    (slot * 0.8).max(1.0),
-                    h - bottom - y(v),
-                    unit(v)
-                );
             }
-        } else {
-            let path: Vec<String> = points
-                .iter()
-                .enumerate()
-                .map(|(i, p)| format!("{:.1},{:.1}", left + (i as f64 + 0.5) * slot, y((s.value)(p))))
-                .collect();
-            let _ = write!(svg, "<polyline class=\"line {}\" points=\"{}\"/>", s.class, path.join(" "));
+            @for i in (0..points.len()).step_by((points.len() / 6).max(1)) {
+                text x=(one(left + i as f64 * slot)) y=(h - 6.0) { (t(&points[i])) }
+            }
+            text x=(left) y="14" {
+                @for s in series {
+                    tspan class={ "key " (s.class) } { "■ " (s.name) } " "
+                }
+            }
         }
     }
-    for i in (0..points.len()).step_by((points.len() / 6).max(1)) {
-        let t = label(points[i]["t_ms"].as_i64().unwrap_or(0), step_minutes);
-        let _ = write!(svg, "<text x=\"{:.1}\" y=\"{}\">{t}</text>", left + i as f64 * slot, h - 6.0);
-    }
-    let _ = write!(svg, "<text x=\"{left}\" y=\"14\">{legend}</text>");
-    svg + "</svg>"
+}
+
+/// A coordinate to one decimal.
+pub fn one(v: f64) -> String {
+    format!("{v:.1}")
 }
 
 pub fn count(v: f64) -> String {
@@ -155,10 +151,10 @@ pub fn charts(m: &Value) -> Markup {
     );
     html! {
         div.charts data-live="metrics-charts" {
-            figure { figcaption { "Calls and errors" } (trusted(calls)) }
-            figure { figcaption { "Latency (p50 bars, p95 and p99 lines)" } (trusted(latency)) }
-            figure { figcaption { "Turns and open requests" } (trusted(turns)) }
-            figure { figcaption { "Spend" } (trusted(spend)) }
+            figure { figcaption { "Calls and errors" } (calls) }
+            figure { figcaption { "Latency (p50 bars, p95 and p99 lines)" } (latency) }
+            figure { figcaption { "Turns and open requests" } (turns) }
+            figure { figcaption { "Spend" } (spend) }
         }
     }
 }

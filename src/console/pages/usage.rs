@@ -2,22 +2,22 @@
 //! spend by agent, model or key, the budgets tasks have, and money in: adding money and saving a card
 //! (each goes on to Stripe's checkout page), the automatic top-up and the receipts.
 
+use super::health::one;
 use super::{list, Page};
-use crate::console::layout::{action, hidden, money, time, trusted};
+use crate::console::layout::{action, hidden, money, time};
 use crate::console::render::s;
 use crate::console::Ctx;
 use crate::error::ApiError;
 use maud::{html, Markup};
 use serde_json::{json, Value};
-use std::fmt::Write;
 
 const GROUPS: &[(&str, &str)] =
     &[("agent", "Agent"), ("model", "Model"), ("api_key", "API key"), ("session", "Session")];
 
 /// Spend per day as bars, every day of the range shown (days without spend are empty).
-fn chart(days: &[Value], from: &str, to: &str) -> String {
+fn chart(days: &[Value], from: &str, to: &str) -> Markup {
     let (Some(start), Some(end)) = (crate::rules::time::parse_day(from), crate::rules::time::parse_day(to)) else {
-        return String::new();
+        return html! {};
     };
     let n = (((end - start) / crate::rules::time::DAY_MS) + 1).clamp(1, 400) as usize;
     let cents = |i: usize| {
@@ -27,29 +27,27 @@ fn chart(days: &[Value], from: &str, to: &str) -> String {
     let max = (0..n).map(cents).max().unwrap_or(0).max(1);
     let (w, h, left, bottom) = (720.0, 200.0, 48.0, 22.0);
     let slot = (w - left) / n as f64;
-    let mut svg = format!(
-        "<svg class=\"chart\" viewBox=\"0 0 {w} {h}\" role=\"img\" aria-label=\"spend per day\"><line class=\"axis\" x1=\"{left}\" y1=\"{y0}\" x2=\"{w}\" y2=\"{y0}\"/>\
-<text x=\"4\" y=\"14\">{top}</text><text x=\"4\" y=\"{y0}\">$0</text>",
-        y0 = h - bottom,
-        top = money(max),
-    );
-    for i in 0..n {
-        let c = cents(i);
-        let bar = (h - bottom - 10.0) * c as f64 / max as f64;
-        let x = left + i as f64 * slot + slot * 0.15;
-        let day = crate::rules::time::format_day(start + i as i64 * crate::rules::time::DAY_MS);
-        let _ = write!(
-            svg,
-            "<rect class=\"bar\" x=\"{x:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{bar:.1}\"><title>{day}: {}</title></rect>",
-            h - bottom - bar,
-            (slot * 0.7).max(1.0),
-            money(c)
-        );
-        if n <= 14 || i % (n / 7).max(1) == 0 {
-            let _ = write!(svg, "<text x=\"{x:.1}\" y=\"{}\">{}</text>", h - 6.0, &day[5..]);
+    let y0 = h - bottom;
+    // Elements inside SVG are closed explicitly (`{}`): HTML parses a bare `<line>` there as left open.
+    html! {
+        svg.chart viewBox={ "0 0 " (w) " " (h) } role="img" aria-label="spend per day" {
+            line.axis x1=(left) y1=(y0) x2=(w) y2=(y0) {}
+            text x="4" y="14" { (money(max)) }
+            text x="4" y=(y0) { "$0" }
+            @for i in 0..n {
+                @let c = cents(i);
+                @let bar = (h - bottom - 10.0) * c as f64 / max as f64;
+                @let x = left + i as f64 * slot + slot * 0.15;
+                @let day = crate::rules::time::format_day(start + i as i64 * crate::rules::time::DAY_MS);
+                rect.bar x=(one(x)) y=(one(h - bottom - bar)) width=(one((slot * 0.7).max(1.0))) height=(one(bar)) {
+                    title { (day) ": " (money(c)) }
+                }
+                @if n <= 14 || i % (n / 7).max(1) == 0 {
+                    text x=(one(x)) y=(h - 6.0) { (&day[5..]) }
+                }
+            }
         }
     }
-    svg + "</svg>"
 }
 
 pub async fn page(p: &Ctx<'_>) -> Result<Page, ApiError> {
@@ -84,7 +82,7 @@ pub async fn page(p: &Ctx<'_>) -> Result<Page, ApiError> {
                 label { "By" select name="by" { @for (g, label) in GROUPS { option value=(g) selected[*g == by] { (label) } } } }
                 button type="submit" { "Show" }
             }
-            div data-live="usage-chart" { (trusted(chart(list(&days, "groups"), s(&days["from"]), s(&days["to"])))) }
+            div data-live="usage-chart" { (chart(list(&days, "groups"), s(&days["from"]), s(&days["to"]))) }
             h2 { "Activity, last day" }
             p.muted { "Calls, errors, latency, turns and spend every 15 minutes; longer windows and per-agent numbers are on "
                 a href=(p.link("/health")) { "Health" } "." }
