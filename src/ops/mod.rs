@@ -50,6 +50,7 @@ use futures::future::LocalBoxFuture;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::{json, Value};
+use std::future::Future;
 use std::sync::OnceLock;
 
 /// What a caller's key must allow.
@@ -333,6 +334,22 @@ macro_rules! operations {
                 credentials: false $(|| $credentials)?,
             },
         )*];
+
+        /// Each row as a typed call for Rust callers (the console, MCP resources and tasks): the row's name,
+        /// its arguments' fields and its answer's fields are the compiler's to check, and the call runs
+        /// the same checks as [`invoke`] (scope, app refusal, rate limit, feed bump), with the handler's
+        /// value returned before it becomes JSON.
+        pub mod call {
+            use super::*;
+            $(
+                $(#[doc = $doc])*
+                pub async fn $name(cx: &Cx<'_>, params: $params) -> Result<$result, ApiError> {
+                    let op = find(stringify!($name)).expect("every typed call is a row of OPS");
+                    // Started only once the checks let it: nothing of the handler runs before them.
+                    invoke_with(cx, op, async move { $run(cx, params).await }).await
+                }
+            )*
+        }
     };
 }
 
@@ -1156,8 +1173,17 @@ fn encode<R: Serialize>(result: &R) -> Result<Value, ApiError> {
 /// The one way an operation is called, from every face: scope first, then the per-key rate limit,
 /// then the handler.
 pub async fn invoke(cx: &Cx<'_>, op: &Op, args: Value) -> Result<Value, ApiError> {
+    invoke_with(cx, op, (op.run)(cx, args)).await
+}
+
+/// [`invoke`] around a handler's call not yet started (by name from JSON, or typed from [`call`]).
+async fn invoke_with<T>(
+    cx: &Cx<'_>,
+    op: &Op,
+    handler: impl Future<Output = Result<T, ApiError>>,
+) -> Result<T, ApiError> {
     // Every face answers through here, so an internal failure is finished (logged with the request id) once.
-    let result = checked_run(cx, op, args).await.map_err(|e| e.finish(&cx.request_id));
+    let result = checked_run(cx, op, handler).await.map_err(|e| e.finish(&cx.request_id));
     // The request's log line names the operation, the key (its id) and how it ended.
     cx.env.meter.label(|l| {
         if l.op.is_empty() {
@@ -1206,7 +1232,11 @@ pub fn not_an_app(caller: &crate::identity::Caller, what: &str) -> Result<(), Ap
     }
 }
 
-async fn checked_run(cx: &Cx<'_>, op: &Op, args: Value) -> Result<Value, ApiError> {
+async fn checked_run<T>(
+    cx: &Cx<'_>,
+    op: &Op,
+    handler: impl Future<Output = Result<T, ApiError>>,
+) -> Result<T, ApiError> {
     if op.scope == Scope::Admin && !cx.admin {
         return Err(ApiError::new(Code::Forbidden, format!("`{}` needs the deployment's admin token", op.name)));
     }
@@ -1244,7 +1274,7 @@ async fn checked_run(cx: &Cx<'_>, op: &Op, args: Value) -> Result<Value, ApiErro
             // A read changes nothing, so it runs while the count and the lookup are under way (they ride
             // with its first statement, or go alone once it is done); a key over its limit drops it at once.
             let read = async {
-                let result = (op.run)(cx, args).await;
+                let result = handler.await;
                 cx.env.db.flush().await;
                 result
             };
@@ -1255,11 +1285,11 @@ async fn checked_run(cx: &Cx<'_>, op: &Op, args: Value) -> Result<Value, ApiErro
         cx.env.db.flush().await;
         judged.await?;
     }
-    run(cx, op, args).await
+    run(cx, op, handler).await
 }
 
-async fn run(cx: &Cx<'_>, op: &Op, args: Value) -> Result<Value, ApiError> {
-    let result = (op.run)(cx, args).await?;
+async fn run<T>(cx: &Cx<'_>, op: &Op, handler: impl Future<Output = Result<T, ApiError>>) -> Result<T, ApiError> {
+    let result = handler.await?;
     if !op.hints.read_only {
         let touched = cx.touched.borrow_mut().take();
         if let Some(workspace_id) = touched {
