@@ -301,6 +301,13 @@ impl<const MIN: i64, const MAX: i64> Int<MIN, MAX> {
     pub const fn get(self) -> i64 {
         self.0
     }
+
+    /// A number the source itself names (a page size, say): in a `const` block, out of range fails to
+    /// compile.
+    pub const fn new(n: i64) -> Self {
+        assert!(MIN <= n && n <= MAX, "out of the parameter's range");
+        Int(n)
+    }
 }
 
 impl<const MIN: i64, const MAX: i64> fmt::Debug for Int<MIN, MAX> {

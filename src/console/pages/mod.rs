@@ -82,8 +82,12 @@ pub async fn get(p: &Ctx<'_>, sub: &str) -> HttpResponse {
 
 /// How many requests wait in the workspace (for the title and the badge); 0 when it cannot tell.
 async fn open_requests(p: &Ctx<'_>) -> usize {
-    let listed = p.call("list_requests", json!({ "workspace": p.ws.slug })).await;
-    listed.ok().and_then(|v| v["requests"].as_array().map(Vec::len)).unwrap_or(0)
+    crate::ops::call::list_requests(p.cx, requests_of(p)).await.map_or(0, |listed| listed.requests.len())
+}
+
+/// `list_requests` of the page's workspace: every open request, at once.
+fn requests_of(p: &Ctx<'_>) -> crate::ops::requests::ListRequests {
+    crate::ops::requests::ListRequests { workspace: Some(p.ws.slug.clone()), cursor: None, wait_seconds: None }
 }
 
 /// `GET /console/w/<ws>/live?v=…`: held until the workspace's feed moves past `v` (or 25 s), then its
