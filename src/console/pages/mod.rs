@@ -21,7 +21,7 @@ use crate::error::ApiError;
 use crate::http::HttpResponse;
 use crate::rules::redirect;
 use maud::{html as markup, Markup};
-use serde_json::{json, Value};
+use serde_json::json;
 
 /// What a page handler gives back: its title, its navigation entry and its content.
 pub struct Page {
@@ -185,9 +185,4 @@ fn shown_once(p: &Ctx<'_>, title: &str, secret: &str, back: &str) -> HttpRespons
 /// A list's empty state.
 pub fn empty(text: &str) -> Markup {
     markup! { p.empty { (text) } }
-}
-
-/// A JSON array field, or nothing.
-pub fn list<'v>(v: &'v Value, field: &str) -> &'v [Value] {
-    v[field].as_array().map_or(&[], Vec::as_slice)
 }
