@@ -2,10 +2,7 @@
 //! schema says what each one is (an integer, a boolean, a list), so one conversion serves every action
 //! and the operation itself still checks every rule.
 
-use crate::error::ApiError;
 use crate::http::HttpRequest;
-use crate::rules::params::explain;
-use serde::de::{DeserializeOwned, IntoDeserializer};
 use serde_json::{Map, Value};
 
 /// `a=1&b=x+y` as a browser encodes forms and query strings.
@@ -24,13 +21,6 @@ pub fn path_and_query(req: &HttpRequest) -> String {
     } else {
         format!("{}?{}", req.path, req.query)
     }
-}
-
-/// A value from the page's URL or a form, read as the parameter type it fills (an id, a path), and refused
-/// as the API refuses that field.
-pub fn param<T: DeserializeOwned>(field: &str, raw: &str) -> Result<T, ApiError> {
-    T::deserialize(raw.into_deserializer())
-        .map_err(|e: serde::de::value::Error| ApiError::invalid(explain(field, &e.to_string())))
 }
 
 /// Fields that steer the console, never sent to an operation.

@@ -2,14 +2,13 @@
 //! instructions, remote MCP servers) and publish it to the catalog.
 
 use super::{empty, Page};
-use crate::console::forms::param;
 use crate::console::layout::{action, hidden, money};
 use crate::console::Ctx;
 use crate::error::ApiError;
 use crate::ops::agents::{Agent, GetAgent, ListAgents};
 use crate::ops::call;
 use crate::rules::harness::{Harness, ToolApproval};
-use crate::rules::params::Int;
+use crate::rules::params::{param, Int};
 use maud::{html, Markup};
 
 const HARNESSES: &[(&str, &str)] = &[

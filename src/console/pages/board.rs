@@ -3,7 +3,6 @@
 //! its sessions, requests, files, artifacts and lanes.
 
 use super::{empty, Page};
-use crate::console::forms::param;
 use crate::console::layout::{action, hidden, money, time};
 use crate::console::render::{self, spend};
 use crate::console::Ctx;
@@ -13,7 +12,7 @@ use crate::ops::files::{ListTaskFiles, ReadTaskFile};
 use crate::ops::sessions::ListSessions;
 use crate::ops::sharing::ListArtifacts;
 use crate::ops::tasks::{GetTask, ListTasks, TaskDetail};
-use crate::rules::params::Int;
+use crate::rules::params::{param, Int};
 use crate::store::requests::{OpenRequest, RequestRow};
 use crate::store::sessions::SessionRow;
 use maud::{html, Markup};

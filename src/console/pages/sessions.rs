@@ -3,7 +3,6 @@
 //! decided about it, and the Run locally and Deploy buttons for the commands it taught.
 
 use super::Page;
-use crate::console::forms::param;
 use crate::console::layout::{action, hidden, money, time, verbatim};
 use crate::console::render::{self, s, word};
 use crate::console::Ctx;
@@ -16,7 +15,7 @@ use crate::ops::goals::{GetGoal, GoalView};
 use crate::ops::records::ReadSessionRecord;
 use crate::ops::sessions::{GetSession, ReadSession};
 use crate::rules::ids;
-use crate::rules::params::Int;
+use crate::rules::params::{param, Int};
 use crate::store::reported;
 use maud::{html, Markup};
 use serde_json::{json, Value};
