@@ -59,6 +59,11 @@ impl Ctx<'_> {
         format!("/console/w/{}{rest}", self.ws.slug)
     }
 
+    /// Where a form posts to run an operation ([`crate::ops::name`] names it).
+    pub fn action_url(&self, op: &str) -> String {
+        self.link(&format!("/op/{op}"))
+    }
+
     pub fn can_write(&self) -> bool {
         self.who.caller.can_write
     }

@@ -5,11 +5,12 @@
 use super::layout::{self, hidden, time, verbatim};
 use super::Ctx;
 use crate::cx::Role;
+use crate::ops::name;
 use crate::store::requests::OpenRequest;
 use maud::{html, Markup};
 use serde_json::Value;
 
-pub fn s(v: &Value) -> &str {
+fn s(v: &Value) -> &str {
     v.as_str().unwrap_or_default()
 }
 
@@ -39,7 +40,7 @@ pub fn request(p: &Ctx<'_>, r: &OpenRequest) -> Markup {
     // What was asked is the request kind's own JSON.
     let payload = &r.request.payload;
     let (task_id, request_id) = (&r.request.task_id, &r.request.request_id);
-    let answer = p.link("/op/answer_request");
+    let answer = p.action_url(name::answer_request);
     let ids = html! {
         (hidden(p))
         input type="hidden" name="task_id" value=(task_id);

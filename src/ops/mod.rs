@@ -350,6 +350,28 @@ macro_rules! operations {
                 }
             )*
         }
+
+        /// Each row called with JSON arguments (a console form's), exactly as [`invoke`] calls it (the
+        /// arguments decoded after the checks), answering the handler's own value.
+        pub mod call_json {
+            use super::*;
+            $(
+                pub async fn $name(cx: &Cx<'_>, args: Value) -> Result<$result, ApiError> {
+                    let op = find(stringify!($name)).expect("every typed call is a row of OPS");
+                    invoke_with(cx, op, async move {
+                        let params: $params = decode_params(args)?;
+                        $run(cx, params).await
+                    })
+                    .await
+                }
+            )*
+        }
+
+        /// Each row's name, as a constant: a `match` on an operation's name names rows the compiler knows.
+        #[allow(non_upper_case_globals)]
+        pub mod name {
+            $(pub const $name: &str = stringify!($name);)*
+        }
     };
 }
 

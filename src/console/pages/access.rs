@@ -7,6 +7,7 @@ use crate::console::Ctx;
 use crate::error::ApiError;
 use crate::ops::call;
 use crate::ops::connectors::{ListAudit, ListConnectors, ListGrants};
+use crate::ops::name;
 use crate::rules::params::Int;
 use crate::store::audit::AuditRow;
 use crate::store::connectors::ConnectorRow;
@@ -57,13 +58,13 @@ pub async fn page(p: &Ctx<'_>) -> Result<Page, ApiError> {
                                  @if t.scoped { "narrowed to each grant" }
                                  @else if t.connected { "the connection's own" br; span.muted.small { (t.unscoped_reason.as_deref().unwrap_or_default()) } } }
                              td { @if let Some(cmd) = &t.deploy_command { code { (cmd) } } }
-                             td { (action(p, "delete_connector", &[("connector_id", &t.connector_id)], "Remove", "link", Some("Remove this target and its credentials?"))) } }
+                             td { (action(p, name::delete_connector, &[("connector_id", &t.connector_id)], "Remove", "link", Some("Remove this target and its credentials?"))) } }
                     } }
                 }
             }
             details {
                 summary { "Connect a target" }
-                form.card method="post" action=(p.link("/op/connect_target")) {
+                form.card method="post" action=(p.action_url(name::connect_target)) {
                     (hidden(p))
                     input type="hidden" name="workspace" value=(p.ws.slug);
                     label { "Name" input type="text" name="name" required maxlength="60" placeholder="web" disabled[off]; }
@@ -80,7 +81,7 @@ pub async fn page(p: &Ctx<'_>) -> Result<Page, ApiError> {
                 li { code { (pol.scope) } " on " (if pol.connector_id.is_empty() { "every target".to_owned() } else { name_of(&pol.connector_id) })
                      ": " strong { (pol.decision) } }
             } }
-            form.row method="post" action=(p.link("/op/set_policy")) {
+            form.row method="post" action=(p.action_url(name::set_policy)) {
                 (hidden(p))
                 input type="hidden" name="workspace" value=(p.ws.slug);
                 select name="connector_id" aria-label="target" disabled[off] {
@@ -102,7 +103,7 @@ pub async fn page(p: &Ctx<'_>) -> Result<Page, ApiError> {
                              td { @if g.persistent { "every session" } @else { a href=(p.link(&format!("/sessions/{}", g.session_id))) { (g.session_id) } } }
                              td { @match g.expires_ms { Some(ms) => (time(ms)), None => "until revoked" } }
                              td { (g.decided_by.as_deref().unwrap_or_default()) }
-                             td { (action(p, "revoke_grant", &[("grant_id", &g.grant_id), ("workspace", &p.ws.slug)], "Revoke", "danger", Some("Revoke this grant now?"))) } }
+                             td { (action(p, name::revoke_grant, &[("grant_id", &g.grant_id), ("workspace", &p.ws.slug)], "Revoke", "danger", Some("Revoke this grant now?"))) } }
                     } }
                 }
             }
@@ -133,7 +134,7 @@ fn reconnect(p: &Ctx<'_>, t: &ConnectorRow, off: bool) -> Markup {
     html! {
         details.reconnect {
             summary { "Reconnect" }
-            form.card method="post" action=(p.link("/op/connect_target")) {
+            form.card method="post" action=(p.action_url(name::connect_target)) {
                 (hidden(p))
                 input type="hidden" name="workspace" value=(p.ws.slug);
                 input type="hidden" name="name" value=(t.name);

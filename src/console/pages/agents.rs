@@ -7,6 +7,7 @@ use crate::console::Ctx;
 use crate::error::ApiError;
 use crate::ops::agents::{Agent, GetAgent, ListAgents};
 use crate::ops::call;
+use crate::ops::name;
 use crate::rules::harness::{Harness, ToolApproval};
 use crate::rules::params::{param, Int};
 use maud::{html, Markup};
@@ -77,13 +78,13 @@ pub async fn page(p: &Ctx<'_>, agent_id: Option<&str>) -> Result<Page, ApiError>
                 @if let Some(policy) = approval_policy(&a) {
                     p data-policy=(a.tool_approval) { strong { "Tool approval: " } (policy) }
                 }
-                form.card method="post" action=(p.link("/op/update_agent")) {
+                form.card method="post" action=(p.action_url(name::update_agent)) {
                     (hidden(p))
                     input type="hidden" name="agent_id" value=(id);
                     (fields(p, Some(&a)))
                     div.row { button.primary type="submit" disabled[!p.can_write()] { "Save" } }
                 }
-                (action(p, "delete_agent", &[("agent_id", id)], "Delete agent", "danger", Some("Delete this agent? Its past sessions stay.")))
+                (action(p, name::delete_agent, &[("agent_id", id)], "Delete agent", "danger", Some("Delete this agent? Its past sessions stay.")))
             },
         });
     }
@@ -105,7 +106,7 @@ pub async fn page(p: &Ctx<'_>, agent_id: Option<&str>) -> Result<Page, ApiError>
                 }
             }
             h2 { "Create an agent" }
-            form.card method="post" action=(p.link("/op/create_agent")) {
+            form.card method="post" action=(p.action_url(name::create_agent)) {
                 (hidden(p))
                 input type="hidden" name="workspace" value=(p.ws.slug);
                 (fields(p, None))

@@ -9,6 +9,7 @@ use crate::console::Ctx;
 use crate::error::ApiError;
 use crate::ops::call;
 use crate::ops::files::{ListTaskFiles, ReadTaskFile};
+use crate::ops::name;
 use crate::ops::sessions::ListSessions;
 use crate::ops::sharing::ListArtifacts;
 use crate::ops::tasks::{GetTask, ListTasks, TaskDetail};
@@ -155,9 +156,9 @@ pub async fn task(p: &Ctx<'_>, task_id: &str) -> Result<Page, ApiError> {
                             " "
                             @if a.shared {
                                 span.state.running { "shared" } " "
-                                (action(p, "share_artifact", &[("artifact_id", &a.artifact_id), ("enabled", "false")], "Turn link off", "link", None))
+                                (action(p, name::share_artifact, &[("artifact_id", &a.artifact_id), ("enabled", "false")], "Turn link off", "link", None))
                             } @else {
-                                (action(p, "share_artifact", &[("artifact_id", &a.artifact_id), ("enabled", "true")], "Make a link", "link", None))
+                                (action(p, name::share_artifact, &[("artifact_id", &a.artifact_id), ("enabled", "true")], "Make a link", "link", None))
                             }
                         }
                     } }
@@ -171,7 +172,7 @@ pub async fn task(p: &Ctx<'_>, task_id: &str) -> Result<Page, ApiError> {
                     }
                     h2 { "Settings" }
                     @let settings = &t.settings;
-                    form.card method="post" action=(p.link("/op/set_task_settings")) data-settings {
+                    form.card method="post" action=(p.action_url(name::set_task_settings)) data-settings {
                         (hidden(p)) input type="hidden" name="task_id" value=(task_id);
                         input type="hidden" name="lanes" value="false";
                         label.check { input type="checkbox" name="lanes" value="true" checked[settings.lanes] disabled[!p.can_write()];
@@ -184,7 +185,7 @@ pub async fn task(p: &Ctx<'_>, task_id: &str) -> Result<Page, ApiError> {
                         div.row { button type="submit" disabled[!p.can_write()] { "Save settings" } }
                     }
                     h2 { "Budget" }
-                    form.row method="post" action=(p.link("/op/set_task_budget")) {
+                    form.row method="post" action=(p.action_url(name::set_task_budget)) {
                         (hidden(p)) input type="hidden" name="task_id" value=(task_id);
                         input type="number" name="budget_cents" min="1" placeholder="cents" aria-label="budget in cents" disabled[!p.can_write()];
                         button type="submit" disabled[!p.can_write()] { "Set budget" }

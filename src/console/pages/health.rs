@@ -8,6 +8,7 @@ use crate::console::Ctx;
 use crate::error::ApiError;
 use crate::ops::call;
 use crate::ops::metrics::{GetMetrics, GetTraceExport, Metrics, Numbers, Point, Window};
+use crate::ops::name;
 use maud::{html, Markup};
 use std::fmt::Write;
 
@@ -224,11 +225,11 @@ pub async fn page(p: &Ctx<'_>) -> Result<Page, ApiError> {
             @if let Some(url) = &export.url {
                 p data-live="trace-export" { "Exporting to " code { (url) }
                   @if let Some(h) = &export.header_name { " with header " code { (h) } } ". "
-                  (action(p, "set_trace_export", &[("workspace", slug)], "Stop exporting", "link", Some("Stop exporting traces?"))) }
+                  (action(p, name::set_trace_export, &[("workspace", slug)], "Stop exporting", "link", Some("Stop exporting traces?"))) }
             } @else {
                 p data-live="trace-export" { span.muted { "Not exporting." } }
             }
-            form.stack method="post" action=(p.link("/op/set_trace_export")) {
+            form.stack method="post" action=(p.action_url(name::set_trace_export)) {
                 (hidden(p))
                 input type="hidden" name="workspace" value=(slug);
                 label { "OTLP traces URL" input type="url" name="url" placeholder="https://collector.example.com/v1/traces" required; }

@@ -5,6 +5,7 @@ use super::Page;
 use crate::console::layout::{action, hidden, time};
 use crate::console::Ctx;
 use crate::error::ApiError;
+use crate::ops::name;
 use crate::ops::{accounts::ListKeys, call, connected_apps::ListConnectedApps};
 use maud::html;
 
@@ -27,7 +28,7 @@ pub async fn page(p: &Ctx<'_>, _: Option<&str>) -> Result<Page, ApiError> {
                         td { @match k.last_used_ms { Some(ms) => (time(ms)), None => span.muted { "never" } } }
                         td { @if revoked { span.state.done { "revoked" } }
                              @else if k.key_id == p.who.caller.key_id { span.muted.small { "this console's key" } }
-                             @else { (action(p, "revoke_key", &[("key_id", &k.key_id)], "Revoke", "danger", Some("Revoke this key? It is refused from the next call on."))) } }
+                             @else { (action(p, name::revoke_key, &[("key_id", &k.key_id)], "Revoke", "danger", Some("Revoke this key? It is refused from the next call on."))) } }
                     }
                 } }
             }
@@ -43,13 +44,13 @@ pub async fn page(p: &Ctx<'_>, _: Option<&str>) -> Result<Page, ApiError> {
                             td { (a.client_name) } td { code { (a.redirect_host) } }
                             td { (a.workspace) } td { (a.scopes) }
                             td { @match a.last_used_ms { Some(ms) => (time(ms)), None => span.muted { "never" } } }
-                            td { (action(p, "disconnect_app", &[("grant_id", &a.grant_id)], "Disconnect", "danger", Some("Disconnect this app? Its tokens are refused from the next call on."))) }
+                            td { (action(p, name::disconnect_app, &[("grant_id", &a.grant_id)], "Disconnect", "danger", Some("Disconnect this app? Its tokens are refused from the next call on."))) }
                         }
                     } }
                 }
             }
             h2 { "Create a key" }
-            form.card method="post" action=(p.link("/op/create_key")) {
+            form.card method="post" action=(p.action_url(name::create_key)) {
                 (hidden(p))
                 label { "Name (what uses it)" input type="text" name="name" required maxlength="100" disabled[off]; }
                 label { "Scopes" select name="scopes" disabled[off] {

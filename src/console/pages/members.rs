@@ -9,6 +9,7 @@ use crate::cx::Role;
 use crate::error::ApiError;
 use crate::ops::call;
 use crate::ops::members::{ListInvitations, ListMembers};
+use crate::ops::name;
 use maud::html;
 
 const ROLES: &[&str] = &["member", "admin", "owner"];
@@ -34,7 +35,7 @@ pub async fn page(p: &Ctx<'_>) -> Result<Page, ApiError> {
                         td { (m.name) @if id == me { " " span.muted { "(you)" } } }
                         td { (m.email) }
                         td {
-                            form.inline method="post" action=(p.link("/op/set_member_role")) {
+                            form.inline method="post" action=(p.action_url(name::set_member_role)) {
                                 (hidden(p))
                                 input type="hidden" name="workspace" value=(p.ws.slug);
                                 input type="hidden" name="account_id" value=(id);
@@ -45,14 +46,14 @@ pub async fn page(p: &Ctx<'_>) -> Result<Page, ApiError> {
                             }
                         }
                         td { (time(m.created_ms)) }
-                        td { (action(p, "remove_member", &[("workspace", &p.ws.slug), ("account_id", id)],
+                        td { (action(p, name::remove_member, &[("workspace", &p.ws.slug), ("account_id", id)],
                             if id == me { "Leave" } else { "Remove" }, "danger", Some("Remove from this workspace?"))) }
                     }
                 } }
             }
             h2 { "Invite someone" }
             @if admin {
-                form.row method="post" action=(p.link("/op/create_invitation")) {
+                form.row method="post" action=(p.action_url(name::create_invitation)) {
                     (hidden(p))
                     input type="hidden" name="workspace" value=(p.ws.slug);
                     input type="email" name="email" placeholder="whom it is for (a note)" aria-label="email";
@@ -68,7 +69,7 @@ pub async fn page(p: &Ctx<'_>) -> Result<Page, ApiError> {
                         tbody { @for i in &invitations {
                             tr { td { (i.email.as_deref().unwrap_or("anyone with the link")) } td { (i.role) }
                                  td { (time(i.expires_ms)) }
-                                 td { (action(p, "revoke_invitation", &[("workspace", &p.ws.slug), ("invitation_id", &i.invitation_id)], "Revoke", "link", None)) } }
+                                 td { (action(p, name::revoke_invitation, &[("workspace", &p.ws.slug), ("invitation_id", &i.invitation_id)], "Revoke", "link", None)) } }
                         } }
                     }
                 }

@@ -8,6 +8,7 @@ use crate::console::Ctx;
 use crate::error::ApiError;
 use crate::ops::agents::ListAgents;
 use crate::ops::call;
+use crate::ops::name;
 use crate::ops::routines::{ListRoutines, Routine};
 use crate::rules::ids;
 use crate::rules::params::Int;
@@ -54,14 +55,14 @@ fn routine(p: &Ctx<'_>, r: &Routine) -> Markup {
                 }
             }
             div.row {
-                (action(p, "run_routine", &[("routine_id", id), ("idempotency_key", &ids::new_id("ik"))], "Run now", "primary", None))
-                @if enabled { (action(p, "update_routine", &[("routine_id", id), ("enabled", "false")], "Pause", "", None)) }
-                @else { (action(p, "update_routine", &[("routine_id", id), ("enabled", "true")], "Resume", "", None)) }
-                (action(p, "delete_routine", &[("routine_id", id)], "Delete", "danger", Some("Delete this routine? The sessions it started stay.")))
+                (action(p, name::run_routine, &[("routine_id", id), ("idempotency_key", &ids::new_id("ik"))], "Run now", "primary", None))
+                @if enabled { (action(p, name::update_routine, &[("routine_id", id), ("enabled", "false")], "Pause", "", None)) }
+                @else { (action(p, name::update_routine, &[("routine_id", id), ("enabled", "true")], "Resume", "", None)) }
+                (action(p, name::delete_routine, &[("routine_id", id)], "Delete", "danger", Some("Delete this routine? The sessions it started stay.")))
             }
             details {
                 summary { "Edit" }
-                form method="post" action=(p.link("/op/update_routine")) {
+                form method="post" action=(p.action_url(name::update_routine)) {
                     (hidden(p))
                     input type="hidden" name="routine_id" value=(id);
                     label { "Name" input type="text" name="name" value=(r.name) maxlength="100" disabled[off]; }
@@ -93,7 +94,7 @@ pub async fn page(p: &Ctx<'_>) -> Result<Page, ApiError> {
                 @for r in &routines { (routine(p, r)) }
             }
             h2 { "Create a routine" }
-            form.card method="post" action=(p.link("/op/create_routine")) {
+            form.card method="post" action=(p.action_url(name::create_routine)) {
                 (hidden(p))
                 input type="hidden" name="workspace" value=(p.ws.slug);
                 label { "Name" input type="text" name="name" required maxlength="100" disabled[off]; }

@@ -5,6 +5,7 @@ use super::{empty, Page};
 use crate::console::layout::{action, hidden, time};
 use crate::console::Ctx;
 use crate::error::ApiError;
+use crate::ops::name;
 use crate::ops::{call, runners::ListRunners};
 use maud::html;
 
@@ -27,13 +28,13 @@ pub async fn page(p: &Ctx<'_>) -> Result<Page, ApiError> {
                              td { @match &r.running_session_id {
                                  Some(sid) => a href=(p.link(&format!("/sessions/{sid}"))) { (sid) },
                                  None => span.muted { "idle" } } }
-                             td { (action(p, "revoke_runner", &[("runner_id", &r.runner_id)], "Revoke", "danger",
+                             td { (action(p, name::revoke_runner, &[("runner_id", &r.runner_id)], "Revoke", "danger",
                                   Some("Revoke this runner? Its token stops working and its turn goes back to the queue."))) } }
                     } }
                 }
             }
             h2 { "Register a runner" }
-            form.row method="post" action=(p.link("/op/register_runner")) {
+            form.row method="post" action=(p.action_url(name::register_runner)) {
                 (hidden(p))
                 input type="hidden" name="workspace" value=(p.ws.slug);
                 input type="text" name="name" required maxlength="100" placeholder="machine name" aria-label="machine name" disabled[off];

@@ -4,14 +4,16 @@
 
 use super::Page;
 use crate::console::layout::{action, hidden, money, time, verbatim};
-use crate::console::render::{self, s, word};
+use crate::console::render::{self, word};
 use crate::console::Ctx;
 use crate::error::ApiError;
 use crate::http::HttpResponse;
 use crate::ops::call;
+use crate::ops::commands::CommandRun;
 use crate::ops::connectors::ListConnectors;
 use crate::ops::files::ReadTaskFile;
 use crate::ops::goals::{GetGoal, GoalView};
+use crate::ops::name;
 use crate::ops::records::ReadSessionRecord;
 use crate::ops::sessions::{GetSession, ReadSession};
 use crate::rules::ids;
@@ -66,14 +68,14 @@ fn goal(p: &Ctx<'_>, sid: &str, view: &GoalView) -> Markup {
                 ul.small { @for x in &g.last_verdicts { li { (if x.met == Some(true) { "✓ " } else { "✗ " }) (x.criterion) " — " span.muted { (x.reason) } } } }
             }
             @if status == "active" {
-                (action(p, "clear_goal", &[("session_id", sid), ("idempotency_key", &ids::new_id("ik"))], "Clear goal", "", None))
+                (action(p, name::clear_goal, &[("session_id", sid), ("idempotency_key", &ids::new_id("ik"))], "Clear goal", "", None))
             }
         } @else {
             p.muted { "No goal. A goal keeps the session working on its own until it is met or a limit is reached." }
         }
         details {
             summary { "Set a goal" }
-            form method="post" action=(p.link("/op/set_goal")) {
+            form method="post" action=(p.action_url(name::set_goal)) {
                 (hidden(p))
                 input type="hidden" name="session_id" value=(sid);
                 input type="hidden" name="idempotency_key" value=(ids::new_id("ik"));
@@ -144,7 +146,7 @@ pub async fn page(p: &Ctx<'_>, sid: &str) -> Result<Page, ApiError> {
                     div.transcript data-stream=(p.link(&format!("/sessions/{sid}/stream"))) data-cursor=(cursor) data-status=(status) {
                         @for e in &events { (render::event(e)) }
                     }
-                    form.card method="post" action=(p.link("/op/send_message")) {
+                    form.card method="post" action=(p.action_url(name::send_message)) {
                         (hidden(p))
                         input type="hidden" name="session_id" value=(sid);
                         input type="hidden" name="idempotency_key" value=(ids::new_id("ik"));
@@ -159,13 +161,13 @@ pub async fn page(p: &Ctx<'_>, sid: &str) -> Result<Page, ApiError> {
                     h2 { "Controls" }
                     div.row data-live="session-controls" {
                         @if status == "running" {
-                            (action(p, "cancel_turn", &[("session_id", sid)], "Stop turn", "", Some("Cancel the running turn? The session stays and takes the next message.")))
+                            (action(p, name::cancel_turn, &[("session_id", sid)], "Stop turn", "", Some("Cancel the running turn? The session stays and takes the next message.")))
                         }
-                        (action(p, "stop_session", &[("session_id", sid)], "Stop session", "danger", Some("Stop this session? Its transcript and files stay.")))
-                        (action(p, "share_session", &[("session_id", sid), ("view_only", "true")], "Share read-only link", "", None))
-                        (action(p, "share_session", &[("session_id", sid), ("enabled", "false")], "Turn link off", "link", None))
+                        (action(p, name::stop_session, &[("session_id", sid)], "Stop session", "danger", Some("Stop this session? Its transcript and files stay.")))
+                        (action(p, name::share_session, &[("session_id", sid), ("view_only", "true")], "Share read-only link", "", None))
+                        (action(p, name::share_session, &[("session_id", sid), ("enabled", "false")], "Turn link off", "link", None))
                     }
-                    form method="post" action=(p.link("/op/switch_model")) {
+                    form method="post" action=(p.action_url(name::switch_model)) {
                         (hidden(p))
                         input type="hidden" name="session_id" value=(sid);
                         label { "Model" input type="text" name="model" value=(info.model) maxlength="100" disabled[off]; }
@@ -178,21 +180,21 @@ pub async fn page(p: &Ctx<'_>, sid: &str) -> Result<Page, ApiError> {
                     div.row {
                         @match &run_command {
                             Some(cmd) => {
-                                (action(p, "run_command", &[("session_id", sid), ("kind", "run")], "Run locally", "primary", None))
+                                (action(p, name::run_command, &[("session_id", sid), ("kind", "run")], "Run locally", "primary", None))
                                 span.muted.small { code { (cmd) } }
                             }
-                            None => (action(p, "ask_command", &[("session_id", sid), ("kind", "run")], "Ask for a run command", "", None)),
+                            None => (action(p, name::ask_command, &[("session_id", sid), ("kind", "run")], "Ask for a run command", "", None)),
                         }
                     }
                     @for (c, command) in &deploys {
                         div.row {
-                            (action(p, "run_command", &[("session_id", sid), ("kind", "deploy"), ("target_id", &c.connector_id)],
+                            (action(p, name::run_command, &[("session_id", sid), ("kind", "deploy"), ("target_id", &c.connector_id)],
                                 &format!("Deploy to {}", c.name), "", Some("Run the deploy command now?")))
                             span.muted.small { code { (command) } }
                         }
                     }
                     @if deploys.is_empty() {
-                        (action(p, "ask_command", &[("session_id", sid), ("kind", "deploy")], "Ask for a deploy command", "link", None))
+                        (action(p, name::ask_command, &[("session_id", sid), ("kind", "deploy")], "Ask for a deploy command", "link", None))
                     }
                     h2 { "Goal" }
                     div data-live="session-goal" { (goal(p, sid, &goal_view)) }
@@ -204,7 +206,7 @@ pub async fn page(p: &Ctx<'_>, sid: &str) -> Result<Page, ApiError> {
                         }
                     }
                     @if record.decisions.is_empty() { p.muted.small { "Nobody decided about this result yet." } }
-                    form method="post" action=(p.link("/op/record_session")) {
+                    form method="post" action=(p.action_url(name::record_session)) {
                         (hidden(p))
                         input type="hidden" name="session_id" value=(sid);
                         input type="hidden" name="idempotency_key" value=(ids::new_id("ik"));
@@ -240,15 +242,15 @@ pub async fn stream(p: &Ctx<'_>, sid: &str) -> HttpResponse {
 }
 
 /// What a Run locally or Deploy button's command did.
-pub fn command_result(r: &Value) -> Markup {
+pub fn command_result(r: &CommandRun) -> Markup {
     html! {
-        p { code { (s(&r["command"])) } }
-        @match r["exit_code"].as_i64() {
+        p { code { (r.command) } }
+        @match r.exit_code {
             Some(0) => p.flash.ok { "Exited 0." },
             Some(code) => p.flash.error { "Exited " (code) "." },
-            None => p.flash.error { (s(&r["reason"])) },
+            None => p.flash.error { (r.reason.as_deref().unwrap_or_default()) },
         }
-        @if let (Some(_), Some(why)) = (r["exit_code"].as_i64(), r["reason"].as_str()) { p.muted { (why) } }
-        @if !s(&r["output"]).is_empty() { pre { (s(&r["output"])) } }
+        @if let (Some(_), Some(why)) = (r.exit_code, &r.reason) { p.muted { (why) } }
+        @if !r.output.is_empty() { pre { (r.output) } }
     }
 }

@@ -7,6 +7,7 @@ use crate::console::Ctx;
 use crate::cx::Role;
 use crate::error::ApiError;
 use crate::ops::call;
+use crate::ops::name;
 use crate::ops::skills::{GetSkill, ListSkills};
 use crate::store::skills::SkillRow;
 use maud::{html, Markup};
@@ -19,7 +20,7 @@ fn editor(p: &Ctx<'_>, skill: Option<&SkillRow>) -> Markup {
     let skill_md = skill.map_or(TEMPLATE, |k| &k.skill_md);
     let files = skill.map(|k| &k.files).filter(|f| !f.is_empty());
     html! {
-        form.card method="post" action=(p.link("/op/put_skill")) data-skill-form {
+        form.card method="post" action=(p.action_url(name::put_skill)) data-skill-form {
             (hidden(p))
             input type="hidden" name="workspace" value=(p.ws.slug);
             @if skill.is_some() { input type="hidden" name="name" value=(name); }
@@ -58,7 +59,7 @@ pub async fn page(p: &Ctx<'_>, name: Option<&str>) -> Result<Page, ApiError> {
                 @if manage {
                     h2 { "Edit" }
                     (editor(p, Some(&skill)))
-                    (action(p, "delete_skill", &[("name", name), ("workspace", &p.ws.slug)], "Delete skill", "danger", Some("Delete this skill? Sessions no longer get it.")))
+                    (action(p, name::delete_skill, &[("name", name), ("workspace", &p.ws.slug)], "Delete skill", "danger", Some("Delete this skill? Sessions no longer get it.")))
                 }
             },
         });
@@ -80,7 +81,7 @@ pub async fn page(p: &Ctx<'_>, name: Option<&str>) -> Result<Page, ApiError> {
                         p { (k.description) }
                         @if manage { div.row {
                             a href=(p.link(&format!("/skills/{name}"))) { "View and edit" }
-                            (action(p, "delete_skill", &[("name", name), ("workspace", &p.ws.slug)], "Delete", "danger", Some("Delete this skill? Sessions no longer get it.")))
+                            (action(p, name::delete_skill, &[("name", name), ("workspace", &p.ws.slug)], "Delete", "danger", Some("Delete this skill? Sessions no longer get it.")))
                         } }
                     }
                 }

@@ -9,6 +9,7 @@ use crate::error::ApiError;
 use crate::ops::billing::{ListReceipts, Receipts};
 use crate::ops::call;
 use crate::ops::metrics::{GetMetrics, Window};
+use crate::ops::name;
 use crate::ops::tasks::ListTasks;
 use crate::ops::usage::{GetUsage, GroupBy};
 use crate::rules::params::Int;
@@ -134,18 +135,18 @@ fn money_in(p: &Ctx<'_>, r: &Receipts) -> Markup {
             p.muted role="status" { "Thank you: the balance grows as soon as Stripe reports the payment." }
         }
         @if billing {
-            form.row method="post" action=(p.link("/op/top_up")) {
+            form.row method="post" action=(p.action_url(name::top_up)) {
                 (hidden(p))
                 input type="hidden" name="workspace" value=(slug);
                 label { "Cents" input type="number" name="amount_cents" min="500" max="100000" step="100" value="2000"; }
                 button.primary type="submit" disabled[!p.can_write()] { "Add money" }
             }
             p {
-                (action(p, "save_card", &[("workspace", slug)], "Save a card", "", None)) " "
+                (action(p, name::save_card, &[("workspace", slug)], "Save a card", "", None)) " "
                 @if r.card_saved { span.muted { "A card is saved." } } @else { span.muted { "No card saved." } }
             }
             @if r.card_saved {
-                form.row method="post" action=(p.link("/op/set_auto_top_up")) {
+                form.row method="post" action=(p.action_url(name::set_auto_top_up)) {
                     (hidden(p))
                     input type="hidden" name="workspace" value=(slug);
                     input type="hidden" name="enabled" value="true";
@@ -157,7 +158,7 @@ fn money_in(p: &Ctx<'_>, r: &Receipts) -> Markup {
                 }
                 @if auto.enabled {
                     p { "Automatic top-up is on" @if auto.pending { " (one is on its way)" } ". "
-                        (action(p, "set_auto_top_up", &[("workspace", slug), ("enabled", "false")], "Turn it off", "link", None)) }
+                        (action(p, name::set_auto_top_up, &[("workspace", slug), ("enabled", "false")], "Turn it off", "link", None)) }
                 }
                 @if let Some(e) = &auto.last_error { p.error role="alert" { "The last automatic top-up failed: " (e) } }
             }

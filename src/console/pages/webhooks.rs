@@ -7,6 +7,7 @@ use crate::console::render;
 use crate::console::Ctx;
 use crate::cx::Role;
 use crate::error::ApiError;
+use crate::ops::name;
 use crate::ops::{call, webhooks::ListWebhooks};
 use crate::rules::webhooks::EVENTS;
 use maud::html;
@@ -34,9 +35,9 @@ pub async fn page(p: &Ctx<'_>) -> Result<Page, ApiError> {
                             p.small.muted { "The previous secret signs too until " (time(until)) "." }
                         }
                         @if !off { div.row {
-                            (action(p, "test_webhook", &[("webhook_id", id), ("workspace", &p.ws.slug)], "Send a test event", "primary", None))
-                            (action(p, "rotate_webhook_secret", &[("webhook_id", id), ("workspace", &p.ws.slug)], "Rotate secret", "", Some("Make a new signing secret? The current one keeps signing beside it for 24 hours.")))
-                            (action(p, "delete_webhook", &[("webhook_id", id), ("workspace", &p.ws.slug)], "Delete", "danger", Some("Delete this endpoint? Nothing more is sent to it.")))
+                            (action(p, name::test_webhook, &[("webhook_id", id), ("workspace", &p.ws.slug)], "Send a test event", "primary", None))
+                            (action(p, name::rotate_webhook_secret, &[("webhook_id", id), ("workspace", &p.ws.slug)], "Rotate secret", "", Some("Make a new signing secret? The current one keeps signing beside it for 24 hours.")))
+                            (action(p, name::delete_webhook, &[("webhook_id", id), ("workspace", &p.ws.slug)], "Delete", "danger", Some("Delete this endpoint? Nothing more is sent to it.")))
                         } }
                     }
                 }
@@ -60,7 +61,7 @@ pub async fn page(p: &Ctx<'_>) -> Result<Page, ApiError> {
             }
             @if !off {
                 h2 { "Add an endpoint" }
-                form.card method="post" action=(p.link("/op/create_webhook")) {
+                form.card method="post" action=(p.action_url(name::create_webhook)) {
                     (hidden(p))
                     input type="hidden" name="workspace" value=(p.ws.slug);
                     label { "URL (https, a public host)" input type="url" name="url" required maxlength="2000"; }
