@@ -1,6 +1,8 @@
 //! The operation table: each operation declared once, with its name, doc, scope, parameter and result
 //! types, annotations and REST route. MCP `tools/list` and `tools/call`, the REST router, `openapi.json`
-//! and the `help` tool all read [`OPS`]; none keeps a list of its own.
+//! and the `help` tool all read [`OPS`]; none keeps a list of its own. Rust callers (the console, MCP
+//! resources, completions and tasks) call its rows through [`call`], typed, so a renamed operation,
+//! argument or answer field fails to compile.
 
 pub mod accounts;
 pub mod agents;
