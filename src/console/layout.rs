@@ -135,7 +135,7 @@ pub fn action(
     confirm: Option<&str>,
 ) -> Markup {
     html! {
-        form.inline method="post" action=(p.link(&format!("/op/{op}"))) data-confirm=[confirm] {
+        form.inline method="post" action=(p.action_url(op)) data-confirm=[confirm] {
             (hidden(p))
             @for (k, v) in fields { input type="hidden" name=(k) value=(v); }
             button type="submit" class=(class) disabled[!p.can_write()] { (label) }

@@ -1,7 +1,9 @@
 //! The console: a person sees, approves and steers everything from a browser, at `/console`. It is one
 //! more face over the operation table, not a second backend: every read and every change is an
-//! operation called through [`crate::ops::invoke`] as the signed-in key, so scopes, roles, workspace locks
-//! and rate limits are exactly the API's. Pages are rendered on the server ([`maud`] escapes everything
+//! operation called as the signed-in key, so scopes, roles, workspace locks and rate limits are exactly
+//! the API's. Pages call the table's typed calls ([`crate::ops::call`]), so an operation's name, its
+//! arguments and its answer's fields are the compiler's to check; a form's action names its operation in
+//! its URL and goes through [`crate::ops::invoke`] with the form's fields. Pages are rendered on the server ([`maud`] escapes everything
 //! interpolated); a small script ([`assets`]) keeps them live through the workspace's feed and a
 //! session's own wait. Forms work without it.
 //!
@@ -29,11 +31,11 @@ pub mod shared;
 use crate::cx::{Cx, Membership};
 use crate::error::{ApiError, Code};
 use crate::http::{HttpRequest, HttpResponse};
+use crate::ops::members::AcceptInvitation;
 use crate::store::console::SignedIn;
 use maud::Markup;
 
 pub use oauth::authorize;
-use serde_json::Value;
 
 /// The console's own Content-Security-Policy: scripts, styles and fetches from this origin only.
 const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; \
@@ -55,12 +57,6 @@ pub struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
-    /// Calls an operation as the signed-in key: the API's rules, scopes and roles, exactly.
-    pub async fn call(&self, op: &str, args: Value) -> Result<Value, ApiError> {
-        let op = crate::ops::find(op).ok_or_else(|| self.cx.internal(format!("no operation {op}")))?;
-        crate::ops::invoke(self.cx, op, args).await
-    }
-
     /// A query parameter of the page's URL.
     pub fn query(&self, name: &str) -> Option<String> {
         forms::pairs(&self.req.query).into_iter().find(|(k, _)| k == name).map(|(_, v)| v).filter(|v| !v.is_empty())
@@ -69,6 +65,11 @@ impl Ctx<'_> {
     /// The path of a page of this workspace.
     pub fn link(&self, rest: &str) -> String {
         format!("/console/w/{}{rest}", self.ws.slug)
+    }
+
+    /// Where a form posts to run an operation ([`crate::ops::name`] names it).
+    pub fn action_url(&self, op: &str) -> String {
+        self.link(&format!("/op/{op}"))
     }
 
     pub fn can_write(&self) -> bool {
@@ -175,10 +176,13 @@ async fn join(cx: &Cx<'_>, req: &HttpRequest, token: &str) -> HttpResponse {
     if !auth::csrf_ok(token, &form) {
         return error_page(403, "This form has expired; reload the page and try again.");
     }
-    let Some(op) = crate::ops::find("accept_invitation") else { return error_page(500, "no accept_invitation") };
-    let args = forms::arguments(op.params_schema(), &form);
-    match crate::ops::invoke(cx, op, args).await {
-        Ok(joined) => see_other(&format!("/console/w/{}", joined["slug"].as_str().unwrap_or_default())),
+    let token = form.into_iter().find(|(k, _)| k == "token").map(|(_, v)| v).filter(|v| !v.is_empty());
+    let joined = match token {
+        Some(token) => crate::ops::call::accept_invitation(cx, AcceptInvitation { token }).await,
+        None => Err(ApiError::invalid("`token` is required")),
+    };
+    match joined {
+        Ok(joined) => see_other(&format!("/console/w/{}", joined.slug)),
         Err(e) => error_page(e.code.http(), &e.message),
     }
 }

@@ -5,11 +5,18 @@
 use super::layout::{self, hidden, time, verbatim};
 use super::Ctx;
 use crate::cx::Role;
+use crate::ops::name;
+use crate::store::requests::OpenRequest;
 use maud::{html, Markup};
 use serde_json::Value;
 
-pub fn s(v: &Value) -> &str {
+fn s(v: &Value) -> &str {
     v.as_str().unwrap_or_default()
+}
+
+/// A closed set's word as the API writes it (a goal's status, say).
+pub fn word(value: &impl serde::Serialize) -> String {
+    serde_json::to_value(value).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
 }
 
 /// The state word and its class: `running`, `waiting for you`, `idle`, `done`.
@@ -28,11 +35,12 @@ pub fn state(word: &str) -> Markup {
 const EXPIRIES: &[(i64, &str)] = &[(15, "15 minutes"), (60, "1 hour"), (240, "4 hours"), (1440, "24 hours")];
 
 /// One open request, rendered for a person, with the forms that answer it.
-pub fn request(p: &Ctx<'_>, r: &Value) -> Markup {
-    let kind = s(&r["kind"]);
-    let payload = &r["payload"];
-    let (task_id, request_id) = (s(&r["task_id"]), s(&r["request_id"]));
-    let answer = p.link("/op/answer_request");
+pub fn request(p: &Ctx<'_>, r: &OpenRequest) -> Markup {
+    let kind = r.request.kind.as_str();
+    // What was asked is the request kind's own JSON.
+    let payload = &r.request.payload;
+    let (task_id, request_id) = (&r.request.task_id, &r.request.request_id);
+    let answer = p.action_url(name::answer_request);
     let ids = html! {
         (hidden(p))
         input type="hidden" name="task_id" value=(task_id);
@@ -44,11 +52,11 @@ pub fn request(p: &Ctx<'_>, r: &Value) -> Markup {
         article.card.request id=(format!("request-{request_id}")) data-request=(request_id) data-kind=(kind) {
             header {
                 span.kind { (kind) }
-                strong { (s(&r["agent_name"])) }
-                span.muted { "in " a href=(p.link(&format!("/sessions/{}", s(&r["session_id"])))) { (s(&r["session_title"])) } }
-                span.muted.small { "task " a href=(p.link(&format!("/tasks/{task_id}"))) { (s(&r["task_title"])) } }
+                strong { (r.agent_name) }
+                span.muted { "in " a href=(p.link(&format!("/sessions/{}", r.request.session_id))) { (r.session_title) } }
+                span.muted.small { "task " a href=(p.link(&format!("/tasks/{task_id}"))) { (r.task_title) } }
                 span.spacer {}
-                span.muted.small { (time(r["created_ms"].as_i64().unwrap_or_default())) }
+                span.muted.small { (time(r.request.created_ms)) }
             }
             @match kind {
                 "access" => {

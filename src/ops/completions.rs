@@ -12,8 +12,15 @@ use super::resources::{self, run, Kind};
 use crate::cx::Cx;
 use crate::mcp::features::{filter_prefix, Completed, Completion, CompletionRef};
 use crate::mcp::RpcError;
-use crate::ops::help_center;
-use serde_json::{json, Value};
+use crate::ops::agents::ListAgents;
+use crate::ops::files::ListTaskFiles;
+use crate::ops::sessions::ListSessions;
+use crate::ops::sharing::ListArtifacts;
+use crate::ops::tasks::ListTasks;
+use crate::ops::workspaces::ListWorkspaces;
+use crate::ops::{call, help_center};
+use crate::rules::params::{param, Int};
+use serde_json::Value;
 use std::collections::HashSet;
 
 /// `completion/complete`.
@@ -53,62 +60,63 @@ pub async fn complete(cx: &Cx<'_>, request: &Completion<'_>) -> Result<Completed
         _ => (request.value, String::new()),
     };
     // Lists in the workspace the caller named, else the connection's.
-    let scoped = |mut args: Value| {
-        if let Some(w) = Some(context("workspace")).filter(|w| !w.is_empty()) {
-            args["workspace"] = json!(w);
-        }
-        args
-    };
+    let workspace = Some(context("workspace")).filter(|w| !w.is_empty());
     let mut has_more = false;
-    let mut list = async |name: &str, args: Value| -> Result<Value, RpcError> {
-        let list = run(cx, name, args).await?.unwrap_or(Value::Null);
-        has_more |= ["next_cursor", "next_offset"].iter().any(|k| !list[*k].is_null());
-        Ok(list)
-    };
     let candidates = match fill {
         Fill::Text => vec![],
         Fill::Agent | Fill::Agents => {
-            let list = list("list_agents", scoped(json!({"limit": 200}))).await?;
-            items(&list, "agents", |a| {
-                a["handle"]
-                    .as_str()
-                    .map(|h| format!("@{}", h.trim_start_matches('@')))
-                    .or(a["id"].as_str().map(str::to_owned))
-            })
+            let asked = ListAgents { workspace, limit: Some(const { Int::new(200) }), offset: None };
+            let agents = run(call::list_agents(cx, asked)).await?;
+            has_more |= agents.as_ref().is_some_and(|l| l.next_offset.is_some());
+            let agents = agents.map(|l| l.agents).unwrap_or_default().into_iter();
+            agents.map(|a| a.handle.map_or(a.id, |h| format!("@{}", h.trim_start_matches('@')))).collect()
         }
         Fill::Task => {
-            let list = list("list_tasks", scoped(json!({"limit": 100}))).await?;
-            items(&list, "tasks", |t| t["task_id"].as_str().map(str::to_owned))
+            let asked = ListTasks { workspace, limit: Some(const { Int::new(100) }), cursor: None };
+            let tasks = run(call::list_tasks(cx, asked)).await?;
+            has_more |= tasks.as_ref().is_some_and(|l| l.next_cursor.is_some());
+            tasks.map(|l| l.tasks).unwrap_or_default().into_iter().map(|t| t.task.task_id).collect()
         }
         Fill::Session => {
-            let list = list("list_sessions", scoped(json!({"limit": 100}))).await?;
-            items(&list, "sessions", |s| s["session_id"].as_str().map(str::to_owned))
+            let asked = ListSessions { workspace, limit: Some(const { Int::new(100) }), cursor: None, agent_id: None };
+            let sessions = run(call::list_sessions(cx, asked)).await?;
+            has_more |= sessions.as_ref().is_some_and(|l| l.next_cursor.is_some());
+            sessions.map(|l| l.sessions).unwrap_or_default().into_iter().map(|s| s.session_id).collect()
         }
         Fill::File => {
             // A task's base, or the folder as one session sees it.
             let session = context("session_id");
             let task = match session.as_str() {
                 "" => context("task_id"),
-                sid => {
-                    let row = run(cx, "get_session", json!({"session_id": sid})).await?.unwrap_or(Value::Null);
-                    row["task_id"].as_str().unwrap_or_default().to_owned()
-                }
+                sid => run(resources::get_session(cx, sid)).await?.map(|s| s.session.task_id).unwrap_or_default(),
             };
             if task.is_empty() {
                 vec![]
             } else {
                 let lane = (!session.is_empty()).then_some(session);
-                let list = list("list_task_files", json!({"task_id": task, "limit": 500, "session_id": lane})).await?;
-                items(&list, "files", |f| f["path"].as_str().map(str::to_owned))
+                let asked = async {
+                    let asked = ListTaskFiles {
+                        task_id: param("task_id", &task)?,
+                        limit: Some(const { Int::new(500) }),
+                        cursor: None,
+                        session_id: lane.as_deref().map(|l| param("session_id", l)).transpose()?,
+                        workspace: None,
+                    };
+                    call::list_task_files(cx, asked).await
+                };
+                let files = run(asked).await?;
+                has_more |= files.as_ref().is_some_and(|l| l.next_cursor.is_some());
+                files.map(|l| l.files).unwrap_or_default().into_iter().map(|f| f.path).collect()
             }
         }
         Fill::Artifact => {
-            let list = list("list_artifacts", scoped(json!({"limit": 200}))).await?;
-            items(&list, "artifacts", |a| a["artifact_id"].as_str().map(str::to_owned))
+            let asked = ListArtifacts { workspace, limit: Some(const { Int::new(200) }), task_id: None };
+            let artifacts = run(call::list_artifacts(cx, asked)).await?;
+            artifacts.map(|l| l.artifacts).unwrap_or_default().into_iter().map(|a| a.artifact_id).collect()
         }
         Fill::Workspace => {
-            let list = list("list_workspaces", json!({})).await?;
-            items(&list, "workspaces", |w| w["slug"].as_str().map(str::to_owned))
+            let workspaces = run(call::list_workspaces(cx, ListWorkspaces {})).await?;
+            workspaces.map(|l| l.workspaces).unwrap_or_default().into_iter().map(|w| w.slug).collect()
         }
         Fill::Lang => vec!["en".to_owned(), "zh".to_owned()],
         Fill::HelpSlug => {
@@ -146,8 +154,4 @@ fn template_fill(kind: Kind, variable: &str) -> Option<Fill> {
         (Kind::SessionFile, "path") => Fill::File,
         _ => return None,
     })
-}
-
-fn items(list: &Value, key: &str, pick: impl Fn(&Value) -> Option<String>) -> Vec<String> {
-    list[key].as_array().into_iter().flatten().filter_map(pick).collect()
 }

@@ -14,10 +14,13 @@
 //! and its status message says how to answer. `tasks/cancel` cancels the turn (as `cancel_turn` does): the
 //! session stays, idle, and takes the next message.
 
+use super::requests::AnswerRequest;
+use super::sessions::CancelTurn;
 use crate::cx::Cx;
 use crate::domain::sessions::{call, load};
 use crate::error::{ApiError, Code};
 use crate::mcp::{Era, RpcError, TaskAnswer, TaskInfo};
+use crate::rules::params::param;
 use crate::rules::{cursor, ids};
 use crate::session::{SessionCall, SessionReply};
 use crate::store::mcp_tasks::{McpTaskRow, ReadProgress};
@@ -350,9 +353,19 @@ async fn update(cx: &Cx<'_>, row: McpTaskRow, responses: &Map<String, Value>) ->
             _ => None,
         };
         let Some(answer) = answer else { continue };
-        let op = super::find("answer_request").ok_or_else(|| ApiError::cause("answer_request is not in the table"))?;
-        let args = json!({"task_id": r.task_id, "request_id": r.request_id, "answer": answer});
-        super::invoke(cx, op, args).await.map_err(|e| {
+        let answered = async {
+            let args = AnswerRequest {
+                task_id: param("task_id", &r.task_id)?,
+                request_id: param("request_id", &r.request_id)?,
+                answer: param("answer", &answer)?,
+                note: None,
+                always: None,
+                expires_in_minutes: None,
+                workspace: None,
+            };
+            super::call::answer_request(cx, args).await
+        };
+        answered.await.map_err(|e| {
             TaskError::Rpc(RpcError::invalid_params(format!(
                 "Invalid params: inputResponses[{}]: {}",
                 crate::rules::params::quoted(&r.request_id),
@@ -377,8 +390,15 @@ async fn cancel(cx: &Cx<'_>, era: Era, row: McpTaskRow) -> Result<TaskInfo, Task
             Era::Modern => Ok(info(&row)),
         };
     }
-    let op = super::find("cancel_turn").ok_or_else(|| ApiError::cause("cancel_turn is not in the table"))?;
-    match super::invoke(cx, op, json!({"session_id": row.session_id, "message_id": row.message_id})).await {
+    let cancelled = async {
+        let args = CancelTurn {
+            session_id: param("session_id", &row.session_id)?,
+            message_id: Some(param("message_id", &row.message_id)?),
+            workspace: None,
+        };
+        super::call::cancel_turn(cx, args).await
+    };
+    match cancelled.await {
         Ok(_) => {}
         // The turn ended on its own (or the session was stopped) before the cancel: the task ends as the
         // turn did.

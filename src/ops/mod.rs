@@ -1,6 +1,8 @@
 //! The operation table: each operation declared once, with its name, doc, scope, parameter and result
 //! types, annotations and REST route. MCP `tools/list` and `tools/call`, the REST router, `openapi.json`
-//! and the `help` tool all read [`OPS`]; none keeps a list of its own.
+//! and the `help` tool all read [`OPS`]; none keeps a list of its own. Rust callers (the console, MCP
+//! resources, completions and tasks) call its rows through [`call`], typed, so a renamed operation,
+//! argument or answer field fails to compile.
 
 pub mod accounts;
 pub mod agents;
@@ -53,6 +55,7 @@ use futures::future::LocalBoxFuture;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::{json, Value};
+use std::future::Future;
 use std::sync::OnceLock;
 
 /// What a caller's key must allow.
@@ -339,6 +342,44 @@ macro_rules! operations {
                 credentials: false $(|| $credentials)?,
             },
         )*];
+
+        /// Each row as a typed call for Rust callers (the console, MCP resources and tasks): the row's name,
+        /// its arguments' fields and its answer's fields are the compiler's to check, and the call runs
+        /// the same checks as [`invoke`] (scope, app refusal, rate limit, feed bump), with the handler's
+        /// value returned before it becomes JSON.
+        pub mod call {
+            use super::*;
+            $(
+                $(#[doc = $doc])*
+                pub async fn $name(cx: &Cx<'_>, params: $params) -> Result<$result, ApiError> {
+                    let op = find(stringify!($name)).expect("every typed call is a row of OPS");
+                    // Started only once the checks let it: nothing of the handler runs before them.
+                    invoke_with(cx, op, async move { $run(cx, params).await }).await
+                }
+            )*
+        }
+
+        /// Each row called with JSON arguments (a console form's), exactly as [`invoke`] calls it (the
+        /// arguments decoded after the checks), answering the handler's own value.
+        pub mod call_json {
+            use super::*;
+            $(
+                pub async fn $name(cx: &Cx<'_>, args: Value) -> Result<$result, ApiError> {
+                    let op = find(stringify!($name)).expect("every typed call is a row of OPS");
+                    invoke_with(cx, op, async move {
+                        let params: $params = decode_params(args)?;
+                        $run(cx, params).await
+                    })
+                    .await
+                }
+            )*
+        }
+
+        /// Each row's name, as a constant: a `match` on an operation's name names rows the compiler knows.
+        #[allow(non_upper_case_globals)]
+        pub mod name {
+            $(pub const $name: &str = stringify!($name);)*
+        }
     };
 }
 
@@ -1140,8 +1181,17 @@ fn encode<R: Serialize>(result: &R) -> Result<Value, ApiError> {
 /// The one way an operation is called, from every face: scope first, then the per-key rate limit,
 /// then the handler.
 pub async fn invoke(cx: &Cx<'_>, op: &Op, args: Value) -> Result<Value, ApiError> {
+    invoke_with(cx, op, (op.run)(cx, args)).await
+}
+
+/// [`invoke`] around a handler's call not yet started (by name from JSON, or typed from [`call`]).
+async fn invoke_with<T>(
+    cx: &Cx<'_>,
+    op: &Op,
+    handler: impl Future<Output = Result<T, ApiError>>,
+) -> Result<T, ApiError> {
     // Every face answers through here, so an internal failure is finished (logged with the request id) once.
-    let result = checked_run(cx, op, args).await.map_err(|e| e.finish(&cx.request_id));
+    let result = checked_run(cx, op, handler).await.map_err(|e| e.finish(&cx.request_id));
     // The request's log line names the operation, the key (its id) and how it ended.
     cx.env.meter.label(|l| {
         if l.op.is_empty() {
@@ -1190,7 +1240,11 @@ pub fn not_an_app(caller: &crate::identity::Caller, what: &str) -> Result<(), Ap
     }
 }
 
-async fn checked_run(cx: &Cx<'_>, op: &Op, args: Value) -> Result<Value, ApiError> {
+async fn checked_run<T>(
+    cx: &Cx<'_>,
+    op: &Op,
+    handler: impl Future<Output = Result<T, ApiError>>,
+) -> Result<T, ApiError> {
     if op.scope == Scope::Admin && !cx.admin {
         return Err(ApiError::new(Code::Forbidden, format!("`{}` needs the deployment's admin token", op.name)));
     }
@@ -1228,7 +1282,7 @@ async fn checked_run(cx: &Cx<'_>, op: &Op, args: Value) -> Result<Value, ApiErro
             // A read changes nothing, so it runs while the count and the lookup are under way (they ride
             // with its first statement, or go alone once it is done); a key over its limit drops it at once.
             let read = async {
-                let result = (op.run)(cx, args).await;
+                let result = handler.await;
                 cx.env.db.flush().await;
                 result
             };
@@ -1239,11 +1293,11 @@ async fn checked_run(cx: &Cx<'_>, op: &Op, args: Value) -> Result<Value, ApiErro
         cx.env.db.flush().await;
         judged.await?;
     }
-    run(cx, op, args).await
+    run(cx, op, handler).await
 }
 
-async fn run(cx: &Cx<'_>, op: &Op, args: Value) -> Result<Value, ApiError> {
-    let result = (op.run)(cx, args).await?;
+async fn run<T>(cx: &Cx<'_>, op: &Op, handler: impl Future<Output = Result<T, ApiError>>) -> Result<T, ApiError> {
+    let result = handler.await?;
     if !op.hints.read_only {
         let touched = cx.touched.borrow_mut().take();
         if let Some(workspace_id) = touched {

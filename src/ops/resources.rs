@@ -12,12 +12,17 @@ use crate::cx::Cx;
 use crate::error::{ApiError, Code};
 use crate::mcp::features::{match_template, ReadFailure};
 use crate::mcp::RpcError;
+use crate::ops::files::{ReadTaskFile, TaskFile};
+use crate::ops::help_center::HelpGet;
+use crate::ops::sessions::CollectResult;
 use crate::ops::sessions::{self, load};
 use crate::ops::transcript::{self, Entry};
-use crate::ops::{self, help_center};
+use crate::ops::{self, call, help_center};
+use crate::rules::params::param;
 use crate::rules::{cursor, ids, paths};
 use crate::session::{Event, SessionCall, SessionReply};
 use serde_json::{json, Value};
+use std::future::Future;
 
 /// What a template reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -137,7 +142,9 @@ pub async fn read(cx: &Cx<'_>, uri: &str) -> Result<Vec<Value>, ReadFailure> {
         TEMPLATES.iter().find_map(|t| match_template(t.uri, uri).map(|v| (t, v))).ok_or(ReadFailure::NotFound)?;
     let var = |name: &str| vars.get(name).and_then(Value::as_str).unwrap_or_default().to_owned();
     let text = |mime: &str, text: String| vec![json!({"uri": uri, "mimeType": mime, "text": text})];
-    let found = |v: Option<Value>| v.ok_or(ReadFailure::NotFound);
+    fn found<T>(v: Option<T>) -> Result<T, ReadFailure> {
+        v.ok_or(ReadFailure::NotFound)
+    }
     match t.kind {
         Kind::Help => {
             let slug = match var("lang").as_str() {
@@ -148,20 +155,19 @@ pub async fn read(cx: &Cx<'_>, uri: &str) -> Result<Vec<Value>, ReadFailure> {
                 "zh" => format!("zh-{}", var("slug")),
                 _ => return Err(ReadFailure::NotFound),
             };
-            let article = found(run(cx, "help_get", json!({"slug": slug})).await?)?;
-            Ok(text(t.mime, article["markdown"].as_str().unwrap_or_default().to_owned()))
+            let article = found(run(call::help_get(cx, HelpGet { slug })).await?)?;
+            Ok(text(t.mime, article.markdown))
         }
         Kind::TaskFile => {
             let path = var("path");
-            let file = found(run(cx, "read_task_file", json!({"task_id": var("task_id"), "path": path})).await?)?;
-            Ok(text(essence(paths::content_type(&path)), file["content"].as_str().unwrap_or_default().to_owned()))
+            let file = found(run(read_file(cx, &var("task_id"), &path, None)).await?)?;
+            Ok(text(essence(paths::content_type(&path)), file.content))
         }
         Kind::SessionFile => {
-            let session = found(run(cx, "get_session", json!({"session_id": var("session_id")})).await?)?;
+            let session = found(run(get_session(cx, &var("session_id"))).await?)?.session;
             let path = var("path");
-            let args = json!({"task_id": session["task_id"], "path": path, "session_id": var("session_id")});
-            let file = found(run(cx, "read_task_file", args).await?)?;
-            Ok(text(essence(paths::content_type(&path)), file["content"].as_str().unwrap_or_default().to_owned()))
+            let file = found(run(read_file(cx, &session.task_id, &path, Some(&var("session_id")))).await?)?;
+            Ok(text(essence(paths::content_type(&path)), file.content))
         }
         Kind::Artifact => {
             let (content_type, content) = artifact(cx, &var("artifact_id")).await.map_err(|e| refusal(cx, e))?;
@@ -172,10 +178,36 @@ pub async fn read(cx: &Cx<'_>, uri: &str) -> Result<Vec<Value>, ReadFailure> {
             Ok(text(t.mime, md))
         }
         Kind::Result => {
-            let result = found(run(cx, "collect_result", json!({"session_id": var("session_id")})).await?)?;
+            let asked = async {
+                call::collect_result(
+                    cx,
+                    CollectResult { session_id: param("session_id", &var("session_id"))?, workspace: None },
+                )
+                .await
+            };
+            let result = found(run(asked).await?)?;
+            // As JSON: the text the tool's answer is.
+            let result = serde_json::to_value(&result).map_err(|e| refusal(cx, ApiError::cause(e)))?;
             Ok(text(t.mime, serde_json::to_string_pretty(&result).unwrap_or_default()))
         }
     }
+}
+
+/// `get_session`, its id read from the URI or the context.
+pub(super) async fn get_session(cx: &Cx<'_>, session_id: &str) -> Result<sessions::SessionInfo, ApiError> {
+    call::get_session(cx, sessions::GetSession { session_id: param("session_id", session_id)?, workspace: None }).await
+}
+
+/// `read_task_file` of a task's base, or as one session sees it.
+async fn read_file(cx: &Cx<'_>, task_id: &str, path: &str, session_id: Option<&str>) -> Result<TaskFile, ApiError> {
+    let read = ReadTaskFile {
+        task_id: param("task_id", task_id)?,
+        path: param("path", path)?,
+        version: None,
+        session_id: session_id.map(|s| param("session_id", s)).transpose()?,
+        workspace: None,
+    };
+    call::read_task_file(cx, read).await
 }
 
 /// A media type without its parameters: a resource's text is always UTF-8, so `charset` says nothing.
@@ -281,14 +313,11 @@ pub(crate) fn hides(e: &ApiError) -> bool {
     matches!(e.code, Code::NotFound | Code::Forbidden | Code::InvalidParams | Code::UniverseMismatch)
 }
 
-/// Runs one operation by name, as the caller: its scope check, rate limit and workspace rules apply.
-/// `None` when the refusal [`hides`] what was asked for; any other failure is the JSON-RPC error.
-pub(super) async fn run(cx: &Cx<'_>, name: &str, args: Value) -> Result<Option<Value>, RpcError> {
-    let Some(op) = ops::find(name) else {
-        let e = ApiError::cause(format!("resources and completions call `{name}`, which is no operation"));
-        return Err(api_error(&e.finish(&cx.request_id)));
-    };
-    match ops::invoke(cx, op, args).await {
+/// Runs one typed call of the table, as the caller (its scope check, rate limit and workspace rules
+/// apply), its arguments read from the URI or the context first. `None` when the refusal [`hides`] what
+/// was asked for; any other failure is the JSON-RPC error.
+pub(super) async fn run<T>(called: impl Future<Output = Result<T, ApiError>>) -> Result<Option<T>, RpcError> {
+    match called.await {
         Ok(value) => Ok(Some(value)),
         Err(e) if hides(&e) => Ok(None),
         Err(e) => Err(api_error(&e)),

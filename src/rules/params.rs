@@ -51,6 +51,14 @@ pub fn decode<T: DeserializeOwned>(args: Value) -> Result<T, String> {
     serde_path_to_error::deserialize(args).map_err(|e| explain(&path_of(e.path()), &e.inner().to_string()))
 }
 
+/// One text (from a URL, a form, a stored row) read as the parameter type it fills (an id, a path, a
+/// bounded text) for a typed call, and refused as a call's arguments refuse that field.
+pub fn param<T: DeserializeOwned>(field: &str, raw: &str) -> Result<T, crate::error::ApiError> {
+    use serde::de::IntoDeserializer;
+    T::deserialize(raw.into_deserializer())
+        .map_err(|e: serde::de::value::Error| crate::error::ApiError::invalid(explain(field, &e.to_string())))
+}
+
 /// A path as a caller writes it: `a.b[0]`, and a key that is no plain name quoted (`files["../x"]`).
 fn path_of(path: &serde_path_to_error::Path) -> String {
     use serde_path_to_error::Segment;
@@ -300,6 +308,13 @@ pub struct Int<const MIN: i64, const MAX: i64>(i64);
 impl<const MIN: i64, const MAX: i64> Int<MIN, MAX> {
     pub const fn get(self) -> i64 {
         self.0
+    }
+
+    /// A number the source itself names (a page size, say): in a `const` block, out of range fails to
+    /// compile.
+    pub const fn new(n: i64) -> Self {
+        assert!(MIN <= n && n <= MAX, "out of the parameter's range");
+        Int(n)
     }
 }
 

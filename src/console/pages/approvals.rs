@@ -1,15 +1,14 @@
 //! Approvals, the landing page: every open request of every task in the workspace, newest first, each
 //! with what a person needs to decide it and the forms that answer it.
 
-use super::{empty, list, Page};
+use super::{empty, Page};
 use crate::console::{render, Ctx};
 use crate::error::ApiError;
+use crate::ops::call;
 use maud::html;
-use serde_json::json;
 
 pub async fn page(p: &Ctx<'_>) -> Result<Page, ApiError> {
-    let listed = p.call("list_requests", json!({ "workspace": p.ws.slug })).await?;
-    let requests = list(&listed, "requests");
+    let requests = call::list_requests(p.cx, super::requests_of(p)).await?.requests;
     Ok(Page {
         title: "Approvals".into(),
         nav: "",
@@ -19,7 +18,7 @@ pub async fn page(p: &Ctx<'_>) -> Result<Page, ApiError> {
                 @if requests.is_empty() {
                     (empty("Nothing is waiting for you. New requests from your agents appear here as they are made."))
                 }
-                @for r in requests { (render::request(p, r)) }
+                @for r in &requests { (render::request(p, r)) }
             }
         },
     })

@@ -2,13 +2,14 @@
 //! errors, latency percentiles, turns, spend and open requests as server-drawn SVG charts, the same per
 //! agent, and where its turns' traces go. The Usage page draws the day's activity with the same charts.
 
-use super::{list, Page};
+use super::Page;
 use crate::console::layout::{action, hidden, money};
-use crate::console::render::s;
 use crate::console::Ctx;
 use crate::error::ApiError;
+use crate::ops::call;
+use crate::ops::metrics::{GetMetrics, GetTraceExport, Metrics, Numbers, Point, Window};
+use crate::ops::name;
 use maud::{html, Markup};
-use serde_json::{json, Value};
 
 const WINDOWS: &[(&str, &str)] =
     &[("hour", "Last hour"), ("day", "Last day"), ("week", "Last week"), ("month", "Last month")];
@@ -17,7 +18,7 @@ const WINDOWS: &[(&str, &str)] =
 pub struct Series<'a> {
     pub class: &'a str,
     pub name: &'a str,
-    pub value: fn(&Value) -> f64,
+    pub value: fn(&Numbers) -> f64,
 }
 
 /// A time axis label for a point.
@@ -34,18 +35,19 @@ fn label(t_ms: i64, step_minutes: i64) -> String {
 /// top of the scale and each point's tooltip.
 pub fn chart(
     title: &str,
-    points: &[Value],
+    points: &[Point],
     step_minutes: i64,
     series: &[Series<'_>],
     unit: fn(f64) -> String,
 ) -> Markup {
     let n = points.len().max(1);
-    let max = points.iter().flat_map(|p| series.iter().map(move |s| (s.value)(p))).fold(0.0_f64, f64::max).max(1.0);
+    let max =
+        points.iter().flat_map(|p| series.iter().map(move |s| (s.value)(&p.numbers))).fold(0.0_f64, f64::max).max(1.0);
     let (w, h, left, bottom, top) = (720.0, 180.0, 64.0, 22.0, 22.0);
     let slot = (w - left) / n as f64;
     let y = |v: f64| h - bottom - (h - bottom - top) * v / max;
     let y0 = h - bottom;
-    let t = |p: &Value| label(p["t_ms"].as_i64().unwrap_or(0), step_minutes);
+    let t = |p: &Point| label(p.t_ms, step_minutes);
     // Elements inside SVG are closed explicitly (`{}`): HTML parses a bare `<line>` there as left open.
     html! {
         svg.chart viewBox={ "0 0 " (w) " " (h) } role="img" aria-label=(title) {
@@ -54,8 +56,8 @@ pub fn chart(
             text x="4" y=(y0) { "0" }
             @for (k, s) in series.iter().enumerate() {
                 @if k == 0 {
-                    @for (i, p) in points.iter().enumerate().filter(|(_, p)| (s.value)(p) > 0.0) {
-                        @let v = (s.value)(p);
+                    @for (i, p) in points.iter().enumerate().filter(|(_, p)| (s.value)(&p.numbers) > 0.0) {
+                        @let v = (s.value)(&p.numbers);
                         rect class={ "bar " (s.class) } x=(one(left + i as f64 * slot + slot * 0.1)) y=(one(y(v)))
                             width=(one((slot * 0.8).max(1.0))) height=(one(h - bottom - y(v))) {
                             title { (t(p)) ": " (unit(v)) }
@@ -65,7 +67,7 @@ pub fn chart(
                     @let path: Vec<String> = points
                         .iter()
                         .enumerate()
-                        .map(|(i, p)| format!("{:.1},{:.1}", left + (i as f64 + 0.5) * slot, y((s.value)(p))))
+                        .map(|(i, p)| format!("{:.1},{:.1}", left + (i as f64 + 0.5) * slot, y((s.value)(&p.numbers))))
                         .collect();
                     polyline class={ "line " (s.class) } points=(path.join(" ")) {}
                 }
@@ -103,21 +105,22 @@ pub fn cents(v: f64) -> String {
     money(v.round() as i64)
 }
 
-fn n(p: &Value, k: &str) -> f64 {
-    p[k].as_f64().unwrap_or(0.0)
+/// A latency percentile, 0 where nothing was timed.
+fn at(ms: Option<i64>) -> f64 {
+    ms.unwrap_or(0) as f64
 }
 
 /// The four charts of a metrics answer.
-pub fn charts(m: &Value) -> Markup {
-    let points = list(m, "series");
-    let step = m["step_minutes"].as_i64().unwrap_or(1);
+pub fn charts(m: &Metrics) -> Markup {
+    let points = &m.series;
+    let step = m.step_minutes;
     let calls = chart(
         "calls and errors",
         points,
         step,
         &[
-            Series { class: "calls", name: "calls", value: |p| n(p, "calls") },
-            Series { class: "errors", name: "errors", value: |p| n(p, "errors") },
+            Series { class: "calls", name: "calls", value: |p| p.calls as f64 },
+            Series { class: "errors", name: "errors", value: |p| p.errors as f64 },
         ],
         count,
     );
@@ -126,9 +129,9 @@ pub fn charts(m: &Value) -> Markup {
         points,
         step,
         &[
-            Series { class: "p50", name: "p50", value: |p| n(&p["latency"], "p50_ms") },
-            Series { class: "p95", name: "p95", value: |p| n(&p["latency"], "p95_ms") },
-            Series { class: "p99", name: "p99", value: |p| n(&p["latency"], "p99_ms") },
+            Series { class: "p50", name: "p50", value: |p| at(p.latency.p50_ms) },
+            Series { class: "p95", name: "p95", value: |p| at(p.latency.p95_ms) },
+            Series { class: "p99", name: "p99", value: |p| at(p.latency.p99_ms) },
         ],
         ms,
     );
@@ -137,8 +140,8 @@ pub fn charts(m: &Value) -> Markup {
         points,
         step,
         &[
-            Series { class: "turns", name: "turns", value: |p| n(p, "turns") },
-            Series { class: "open", name: "open requests", value: |p| n(p, "open_requests") },
+            Series { class: "turns", name: "turns", value: |p| p.turns as f64 },
+            Series { class: "open", name: "open requests", value: |p| p.open_requests as f64 },
         ],
         count,
     );
@@ -146,7 +149,7 @@ pub fn charts(m: &Value) -> Markup {
         "spend",
         points,
         step,
-        &[Series { class: "spend", name: "spend", value: |p| n(p, "spend_cents") }],
+        &[Series { class: "spend", name: "spend", value: |p| p.spend_cents as f64 }],
         cents,
     );
     html! {
@@ -160,27 +163,28 @@ pub fn charts(m: &Value) -> Markup {
 }
 
 /// The window's totals in one line.
-pub fn summary(t: &Value) -> Markup {
-    let calls = t["calls"].as_i64().unwrap_or(0);
-    let errors = t["errors"].as_i64().unwrap_or(0);
+pub fn summary(t: &Numbers) -> Markup {
+    let (calls, errors) = (t.calls, t.errors);
     let rate = if calls > 0 { errors as f64 * 100.0 / calls as f64 } else { 0.0 };
-    let l = |k: &str| t["latency"][k].as_f64().map_or("—".to_owned(), ms);
+    let l = |v: Option<i64>| v.map_or("—".to_owned(), |v| ms(v as f64));
     html! {
         dl.stats data-live="metrics-totals" {
             div { dt { "Calls" } dd data-metric="calls" { (calls) } }
             div { dt { "Errors" } dd data-metric="errors" { (errors) " (" (format!("{rate:.1}")) "%)" } }
-            div { dt { "p50 / p95 / p99" } dd { (l("p50_ms")) " / " (l("p95_ms")) " / " (l("p99_ms")) } }
-            div { dt { "Turns" } dd data-metric="turns" { (t["turns"].as_i64().unwrap_or(0)) } }
-            div { dt { "Spend" } dd { (money(t["spend_cents"].as_i64().unwrap_or(0))) } }
-            div { dt { "Open requests (most)" } dd { (t["open_requests"].as_i64().unwrap_or(0)) } }
+            div { dt { "p50 / p95 / p99" } dd { (l(t.latency.p50_ms)) " / " (l(t.latency.p95_ms)) " / " (l(t.latency.p99_ms)) } }
+            div { dt { "Turns" } dd data-metric="turns" { (t.turns) } }
+            div { dt { "Spend" } dd { (money(t.spend_cents)) } }
+            div { dt { "Open requests (most)" } dd { (t.open_requests) } }
         }
     }
 }
 
 pub async fn page(p: &Ctx<'_>) -> Result<Page, ApiError> {
     let window = p.query("window").filter(|w| WINDOWS.iter().any(|(k, _)| k == w)).unwrap_or_else(|| "hour".into());
-    let m = p.call("get_metrics", json!({ "workspace": p.ws.slug, "window": window })).await?;
-    let export = p.call("get_trace_export", json!({ "workspace": p.ws.slug })).await?;
+    let workspace = Some(p.ws.slug.clone());
+    let asked = GetMetrics { workspace: workspace.clone(), window: Window::from_word(&window), agent_id: None };
+    let m = call::get_metrics(p.cx, asked).await?;
+    let export = call::get_trace_export(p.cx, GetTraceExport { workspace }).await?;
     let slug = p.ws.slug.as_str();
     Ok(Page {
         title: "Health".into(),
@@ -191,36 +195,37 @@ pub async fn page(p: &Ctx<'_>) -> Result<Page, ApiError> {
                 label { "Window" select name="window" { @for (k, l) in WINDOWS { option value=(k) selected[*k == window] { (l) } } } }
                 button type="submit" { "Show" }
             }
-            (summary(&m["totals"]))
+            (summary(&m.totals))
             (charts(&m))
             h2 { "By agent" }
             table data-live="metrics-agents" {
                 thead { tr { th { "Agent" } th.num { "Calls" } th.num { "Errors" } th.num { "p95" } th.num { "Turns" } th.num { "Spend" } } }
                 tbody {
-                    @for a in list(&m, "agents") {
+                    @for a in &m.agents {
+                        @let numbers = &a.numbers;
                         tr {
-                            td { @if s(&a["agent_id"]).is_empty() { span.muted { "People and keys" } }
-                                 @else { a href=(p.link(&format!("/agents/{}", s(&a["agent_id"])))) { (a["name"].as_str().unwrap_or(s(&a["agent_id"]))) } } }
-                            td.num { (a["calls"].as_i64().unwrap_or(0)) }
-                            td.num { (a["errors"].as_i64().unwrap_or(0)) }
-                            td.num { (a["latency"]["p95_ms"].as_f64().map_or("—".to_owned(), ms)) }
-                            td.num { (a["turns"].as_i64().unwrap_or(0)) }
-                            td.num { (money(a["spend_cents"].as_i64().unwrap_or(0))) }
+                            td { @if a.agent_id.is_empty() { span.muted { "People and keys" } }
+                                 @else { a href=(p.link(&format!("/agents/{}", a.agent_id))) { (a.name.as_deref().unwrap_or(&a.agent_id)) } } }
+                            td.num { (numbers.calls) }
+                            td.num { (numbers.errors) }
+                            td.num { (numbers.latency.p95_ms.map_or("—".to_owned(), |v| ms(v as f64))) }
+                            td.num { (numbers.turns) }
+                            td.num { (money(numbers.spend_cents)) }
                         }
                     }
-                    @if list(&m, "agents").is_empty() { tr { td colspan="6" { span.muted { "Nothing counted in this window." } } } }
+                    @if m.agents.is_empty() { tr { td colspan="6" { span.muted { "Nothing counted in this window." } } } }
                 }
             }
             h2 { "Traces" }
             p.muted { "Each turn can be sent as OpenTelemetry spans (turn, steps, model calls with tokens and cost, tool calls) to an OTLP/HTTP endpoint." }
-            @if let Some(url) = export["url"].as_str() {
+            @if let Some(url) = &export.url {
                 p data-live="trace-export" { "Exporting to " code { (url) }
-                  @if let Some(h) = export["header_name"].as_str() { " with header " code { (h) } } ". "
-                  (action(p, "set_trace_export", &[("workspace", slug)], "Stop exporting", "link", Some("Stop exporting traces?"))) }
+                  @if let Some(h) = &export.header_name { " with header " code { (h) } } ". "
+                  (action(p, name::set_trace_export, &[("workspace", slug)], "Stop exporting", "link", Some("Stop exporting traces?"))) }
             } @else {
                 p data-live="trace-export" { span.muted { "Not exporting." } }
             }
-            form.stack method="post" action=(p.link("/op/set_trace_export")) {
+            form.stack method="post" action=(p.action_url(name::set_trace_export)) {
                 (hidden(p))
                 input type="hidden" name="workspace" value=(slug);
                 label { "OTLP traces URL" input type="url" name="url" placeholder="https://collector.example.com/v1/traces" required; }

@@ -82,8 +82,12 @@ pub async fn get(p: &Ctx<'_>, sub: &str) -> HttpResponse {
 
 /// How many requests wait in the workspace (for the title and the badge); 0 when it cannot tell.
 async fn open_requests(p: &Ctx<'_>) -> usize {
-    let listed = p.call("list_requests", json!({ "workspace": p.ws.slug })).await;
-    listed.ok().and_then(|v| v["requests"].as_array().map(Vec::len)).unwrap_or(0)
+    crate::ops::call::list_requests(p.cx, requests_of(p)).await.map_or(0, |listed| listed.requests.len())
+}
+
+/// `list_requests` of the page's workspace: every open request, at once.
+fn requests_of(p: &Ctx<'_>) -> crate::ops::requests::ListRequests {
+    crate::ops::requests::ListRequests { workspace: Some(p.ws.slug.clone()), cursor: None, wait_seconds: None }
 }
 
 /// `GET /console/w/<ws>/live?v=…`: held until the workspace's feed moves past `v` (or 25 s), then its
@@ -97,18 +101,65 @@ async fn live(p: &Ctx<'_>) -> HttpResponse {
     HttpResponse::json(200, &json!({ "v": v, "open": open_requests(p).await })).with_header("cache-control", "no-store")
 }
 
-/// Operations whose answer holds a secret shown once: the page shows it instead of going back.
-const SHOWN_ONCE: &[(&str, &str, &str)] = &[
-    ("create_key", "key", "Your new API key"),
-    ("register_runner", "token", "Your new runner's token"),
-    ("share_session", "share_url", "The session's share link"),
-    ("share_artifact", "share_url", "The artifact's share link"),
-    ("create_webhook", "secret", "Your webhook's signing secret"),
-    ("rotate_webhook_secret", "secret", "Your webhook's new signing secret"),
-];
+/// What the console does once an action's operation answered.
+enum Then {
+    /// Back to the page, saying it was done.
+    Done,
+    /// Back to the page, saying this.
+    Said(&'static str),
+    /// A secret shown once, with its page's title, instead of going back.
+    Shown(&'static str, String),
+    /// On to another page: Stripe's checkout, or the session an agent was asked in.
+    GoTo(String, Option<&'static str>),
+    /// What a command did, on a page of its own.
+    Ran(crate::ops::commands::CommandRun),
+}
 
-/// Operations whose answer is a checkout page to go to.
-const CHECKOUT: &[&str] = &["top_up", "save_card"];
+/// Runs one operation with the form's arguments. Those whose answer the console shows or follows are
+/// called for their typed answer; the others only say they were done.
+async fn run(p: &Ctx<'_>, op: &crate::ops::Op, args: Value) -> Result<Then, ApiError> {
+    use crate::ops::{call_json as call, name};
+    let cx = p.cx;
+    let shown = |title, secret: Option<String>| secret.map_or(Then::Done, |s| Then::Shown(title, s));
+    Ok(match op.name {
+        name::create_key => shown("Your new API key", Some(call::create_key(cx, args).await?.key)),
+        name::register_runner => shown("Your new runner's token", Some(call::register_runner(cx, args).await?.token)),
+        name::share_session => shown("The session's share link", call::share_session(cx, args).await?.share_url),
+        name::share_artifact => shown("The artifact's share link", call::share_artifact(cx, args).await?.share_url),
+        name::create_webhook => {
+            shown("Your webhook's signing secret", Some(call::create_webhook(cx, args).await?.secret))
+        }
+        name::rotate_webhook_secret => {
+            shown("Your webhook's new signing secret", Some(call::rotate_webhook_secret(cx, args).await?.secret))
+        }
+        name::create_invitation => {
+            let token = call::create_invitation(cx, args).await?.token;
+            let link = format!("{}/console/join?t={token}", p.cx.base_url);
+            Then::Shown("The invitation's link (pass it on; it works once)", link)
+        }
+        // Paying and saving a card go on to Stripe's checkout page.
+        name::top_up => Then::GoTo(call::top_up(cx, args).await?.url, None),
+        name::save_card => Then::GoTo(call::save_card(cx, args).await?.url, None),
+        name::run_command => {
+            let ran = call::run_command(cx, args).await?;
+            match ran.asked_message_id {
+                // A deploy asked of the session's agent in a new turn shows its output in the session.
+                Some(_) => Then::Said("Asked the agent to deploy in a new turn; its output shows here."),
+                None => Then::Ran(ran),
+            }
+        }
+        // The agent asked to work a command out is watched where it works.
+        name::ask_command => {
+            let sid = call::ask_command(cx, args).await?.asked_session_id;
+            let said = "Asked the agent to work the command out and teach it; its answer shows here.";
+            Then::GoTo(p.link(&format!("/sessions/{sid}")), Some(said))
+        }
+        _ => {
+            crate::ops::invoke(cx, op, args).await?;
+            Then::Done
+        }
+    })
+}
 
 /// `POST /console/w/<ws>/op/<operation>`: one operation with the form's fields, as the signed-in key.
 pub async fn act(p: &Ctx<'_>, sub: &str, form: Vec<(String, String)>) -> HttpResponse {
@@ -126,38 +177,17 @@ pub async fn act(p: &Ctx<'_>, sub: &str, form: Vec<(String, String)>) -> HttpRes
         return see_other(&back).with_header("set-cookie", layout::flash_cookie(false, "No such action."));
     };
     let args = forms::arguments(op.params_schema(), &form);
-    match crate::ops::invoke(p.cx, op, args).await {
-        Ok(result) => {
-            if let Some((_, field, title)) = SHOWN_ONCE.iter().find(|(name, _, _)| *name == op.name) {
-                if let Some(secret) = result[*field].as_str() {
-                    return shown_once(p, title, secret, &back);
-                }
-            }
-            if let (true, Some(token)) = (op.name == "create_invitation", result["token"].as_str()) {
-                let link = format!("{}/console/join?t={token}", p.cx.base_url);
-                return shown_once(p, "The invitation's link (pass it on; it works once)", &link, &back);
-            }
-            // Paying and saving a card go on to Stripe's checkout page.
-            if let (true, Some(url)) = (CHECKOUT.contains(&op.name), result["url"].as_str()) {
-                return see_other(url);
-            }
-            // A deploy asked of the session's agent in a new turn shows its output in the session.
-            if let (true, Some(_)) = (op.name == "run_command", result["asked_message_id"].as_str()) {
-                let said = "Asked the agent to deploy in a new turn; its output shows here.";
-                return see_other(&back).with_header("set-cookie", layout::flash_cookie(true, said));
-            }
-            if op.name == "run_command" {
-                let main =
-                    markup! { h1 { "What it did" } (sessions::command_result(&result)) p { a href=(back) { "Back" } } };
-                let shell = Shell { title: "Command", nav: "", open_requests: 0, version: String::new() };
-                return html(200, layout::page(p, shell, main));
-            }
-            // The agent asked to work a command out is watched where it works.
-            if let (true, Some(sid)) = (op.name == "ask_command", result["asked_session_id"].as_str()) {
-                let said = "Asked the agent to work the command out and teach it; its answer shows here.";
-                return see_other(&p.link(&format!("/sessions/{sid}")))
-                    .with_header("set-cookie", layout::flash_cookie(true, said));
-            }
+    match run(p, op, args).await {
+        Ok(Then::Shown(title, secret)) => shown_once(p, title, &secret, &back),
+        Ok(Then::GoTo(to, None)) => see_other(&to),
+        Ok(Then::GoTo(to, Some(said))) => see_other(&to).with_header("set-cookie", layout::flash_cookie(true, said)),
+        Ok(Then::Said(said)) => see_other(&back).with_header("set-cookie", layout::flash_cookie(true, said)),
+        Ok(Then::Ran(ran)) => {
+            let main = markup! { h1 { "What it did" } (sessions::command_result(&ran)) p { a href=(back) { "Back" } } };
+            let shell = Shell { title: "Command", nav: "", open_requests: 0, version: String::new() };
+            html(200, layout::page(p, shell, main))
+        }
+        Ok(Then::Done) => {
             let said = format!("{}: done.", op.title);
             see_other(&back).with_header("set-cookie", layout::flash_cookie(true, &said))
         }
@@ -181,9 +211,4 @@ fn shown_once(p: &Ctx<'_>, title: &str, secret: &str, back: &str) -> HttpRespons
 /// A list's empty state.
 pub fn empty(text: &str) -> Markup {
     markup! { p.empty { (text) } }
-}
-
-/// A JSON array field, or nothing.
-pub fn list<'v>(v: &'v Value, field: &str) -> &'v [Value] {
-    v[field].as_array().map_or(&[], Vec::as_slice)
 }

@@ -2,13 +2,22 @@
 //! send a message, stop its turn or the whole session, switch model or thinking, its share link, its goal, the record of what was
 //! decided about it, and the Run locally and Deploy buttons for the commands it taught.
 
-use super::{list, Page};
+use super::Page;
 use crate::console::layout::{action, hidden, money, time, verbatim};
-use crate::console::render::{self, s};
+use crate::console::render::{self, word};
 use crate::console::Ctx;
 use crate::error::ApiError;
 use crate::http::HttpResponse;
+use crate::ops::call;
+use crate::ops::commands::CommandRun;
+use crate::ops::connectors::ListConnectors;
+use crate::ops::files::ReadTaskFile;
+use crate::ops::goals::{GetGoal, GoalView};
+use crate::ops::name;
+use crate::ops::records::ReadSessionRecord;
+use crate::ops::sessions::{GetSession, ReadSession};
 use crate::rules::ids;
+use crate::rules::params::{param, Int};
 use crate::store::reported;
 use maud::{html, Markup};
 use serde_json::{json, Value};
@@ -27,42 +36,46 @@ async fn history(p: &Ctx<'_>, sid: &str) -> Result<(Vec<Value>, String, bool), A
     let mut events = Vec::new();
     let mut cursor: Option<String> = None;
     for _ in 0..HISTORY_PAGES {
-        let mut args = json!({ "session_id": sid });
-        if let Some(c) = &cursor {
-            args["cursor"] = json!(c);
-        }
-        let page = p.call("read_session", args).await?;
-        events.extend(list(&page, "events").iter().cloned());
-        cursor = page["cursor"].as_str().map(str::to_owned);
-        if page["has_more"] != true {
+        let page = call::read_session(p.cx, reading(sid, cursor.take())?).await?;
+        // Each event is the transcript's own JSON, as the API gives it.
+        events.extend(page.events.into_iter().map(Value::Object));
+        cursor = Some(page.cursor);
+        if !page.has_more {
             return Ok((events, cursor.unwrap_or_default(), false));
         }
     }
     Ok((events, cursor.unwrap_or_default(), true))
 }
 
-fn goal(p: &Ctx<'_>, sid: &str, g: &Value) -> Markup {
+/// `read_session` of one session from `cursor` (from the start when `None`).
+fn reading(sid: &str, cursor: Option<String>) -> Result<ReadSession, ApiError> {
+    let session_id = param("session_id", sid)?;
+    Ok(ReadSession { session_id, cursor, message_id: None, wait_seconds: None, limit: None, workspace: None })
+}
+
+fn goal(p: &Ctx<'_>, sid: &str, view: &GoalView) -> Markup {
     let off = !p.can_write();
     html! {
-        @if g.is_null() {
-            p.muted { "No goal. A goal keeps the session working on its own until it is met or a limit is reached." }
-        } @else {
-            p { (verbatim(s(&g["objective"]))) }
+        @if let Some(g) = &view.goal {
+            @let status = word(&g.status);
+            p { (verbatim(&g.objective)) }
             p.muted.small {
-                (render::state(s(&g["status"]))) " · iteration " (g["iterations"].as_i64().unwrap_or(0)) " of " (g["max_iterations"].as_i64().unwrap_or(0))
-                " · " (money(g["spent_cents"].as_i64().unwrap_or(0))) " spent"
-                @if let Some(why) = g["stopped_reason"].as_str() { " · " (why) }
+                (render::state(&status)) " · iteration " (g.iterations) " of " (g.max_iterations)
+                " · " (money(g.spent_cents)) " spent"
+                @if let Some(why) = &g.stopped_reason { " · " (why) }
             }
-            @if let Some(v) = g["last_verdicts"].as_array().filter(|v| !v.is_empty()) {
-                ul.small { @for x in v { li { (if x["met"] == true { "✓ " } else { "✗ " }) (s(&x["criterion"])) " — " span.muted { (s(&x["reason"])) } } } }
+            @if !g.last_verdicts.is_empty() {
+                ul.small { @for x in &g.last_verdicts { li { (if x.met == Some(true) { "✓ " } else { "✗ " }) (x.criterion) " — " span.muted { (x.reason) } } } }
             }
-            @if g["status"] == "active" {
-                (action(p, "clear_goal", &[("session_id", sid), ("idempotency_key", &ids::new_id("ik"))], "Clear goal", "", None))
+            @if status == "active" {
+                (action(p, name::clear_goal, &[("session_id", sid), ("idempotency_key", &ids::new_id("ik"))], "Clear goal", "", None))
             }
+        } @else {
+            p.muted { "No goal. A goal keeps the session working on its own until it is met or a limit is reached." }
         }
         details {
             summary { "Set a goal" }
-            form method="post" action=(p.link("/op/set_goal")) {
+            form method="post" action=(p.action_url(name::set_goal)) {
                 (hidden(p))
                 input type="hidden" name="session_id" value=(sid);
                 input type="hidden" name="idempotency_key" value=(ids::new_id("ik"));
@@ -75,54 +88,65 @@ fn goal(p: &Ctx<'_>, sid: &str, g: &Value) -> Markup {
 }
 
 pub async fn page(p: &Ctx<'_>, sid: &str) -> Result<Page, ApiError> {
-    let info = p.call("get_session", json!({ "session_id": sid })).await?;
+    let session_id = || param("session_id", sid);
+    let info = call::get_session(p.cx, GetSession { session_id: session_id()?, workspace: None }).await?.session;
     let (events, cursor, cut) = history(p, sid).await?;
-    let goal_view = p.call("get_goal", json!({ "session_id": sid })).await?;
-    let record = p.call("read_session_record", json!({ "session_id": sid })).await?;
-    let requests = p.call("list_requests", json!({ "workspace": p.ws.slug })).await?;
-    let targets = p.call("list_connectors", json!({ "workspace": p.ws.slug })).await?;
-    let project =
-        p.call("read_task_file", json!({ "task_id": info["task_id"], "path": ".agentsky/project.json" })).await;
+    let goal_view = call::get_goal(p.cx, GetGoal { session_id: session_id()?, workspace: None }).await?;
+    let record =
+        call::read_session_record(p.cx, ReadSessionRecord { session_id: session_id()?, workspace: None }).await?;
+    let requests = call::list_requests(p.cx, super::requests_of(p)).await?.requests;
+    let targets = call::list_connectors(p.cx, ListConnectors { workspace: Some(p.ws.slug.clone()) }).await?.connectors;
+    let project = async {
+        let read = ReadTaskFile {
+            task_id: param("task_id", &info.task_id)?,
+            path: param("path", ".agentsky/project.json")?,
+            version: None,
+            session_id: None,
+            workspace: None,
+        };
+        call::read_task_file(p.cx, read).await
+    };
+    // The project file is the agent's own JSON.
     let run_command = project
+        .await
         .ok()
-        .and_then(|f| serde_json::from_str::<Value>(s(&f["content"])).ok())
+        .and_then(|f| serde_json::from_str::<Value>(&f.content).ok())
         .and_then(|v| v["dev"]["command"].as_str().map(str::to_owned));
-    let deploys: Vec<&Value> =
-        list(&targets, "connectors").iter().filter(|c| c["deploy_command"].is_string()).collect();
-    let mine: Vec<&Value> = list(&requests, "requests").iter().filter(|r| r["session_id"] == sid).collect();
+    let deploys: Vec<_> = targets.iter().filter_map(|c| Some((c, c.deploy_command.as_deref()?))).collect();
+    let mine: Vec<_> = requests.iter().filter(|r| r.request.session_id == sid).collect();
     // A coding agent CLI pays its own provider: what it reported is shown beside the spend, not in it. The
     // session's own total, read once (`get_session` above already let this person see the session).
-    let reported = match s(&info["harness"]) {
+    let reported = match info.harness.as_str() {
         "claude-code" | "codex" => Some(reported::usd(reported::session_total(p.cx.db(), sid).await?)),
         _ => None,
     };
-    let status = s(&info["status"]);
+    let status = info.status.as_str();
     let off = !p.can_write();
     Ok(Page {
-        title: s(&info["title"]).to_owned(),
+        title: info.title.clone(),
         nav: "/board",
         main: html! {
             header data-live="session-head" {
-                h1 { (s(&info["title"])) }
+                h1 { (info.title) }
                 p.muted {
-                    (render::state(status)) " " strong { (s(&info["agent_name"])) } " · " code { (s(&info["model"])) }
-                    " · thinking " (s(&info["thinking"])) " · "
-                    (render::spend(info["spent_cents"].as_i64().unwrap_or(0), info["budget_cents"].as_i64()))
+                    (render::state(status)) " " strong { (info.agent_name) } " · " code { (info.model) }
+                    " · thinking " (info.thinking) " · "
+                    (render::spend(info.spent_cents, info.budget_cents))
                     @if let Some(usd) = reported { " · " span data-reported=(usd) { (format!("${usd:.4}")) " reported by the agent's CLI (not charged)" } }
-                    " · " a href=(p.link(&format!("/tasks/{}", s(&info["task_id"])))) { "its task" }
-                    @if !s(&info["note"]).is_empty() { br; "Status: " (s(&info["note"])) }
+                    " · " a href=(p.link(&format!("/tasks/{}", info.task_id))) { "its task" }
+                    @if !info.note.is_empty() { br; "Status: " (info.note) }
                 }
             }
             div.split {
                 div {
                     section data-live="session-requests" {
-                        @for r in &mine { (render::request(p, r)) }
+                        @for r in mine { (render::request(p, r)) }
                     }
                     @if cut { p.muted.small { "Older events are not shown; this page shows the first " (HISTORY_PAGES * 200) "." } }
                     div.transcript data-stream=(p.link(&format!("/sessions/{sid}/stream"))) data-cursor=(cursor) data-status=(status) {
                         @for e in &events { (render::event(e)) }
                     }
-                    form.card method="post" action=(p.link("/op/send_message")) {
+                    form.card method="post" action=(p.action_url(name::send_message)) {
                         (hidden(p))
                         input type="hidden" name="session_id" value=(sid);
                         input type="hidden" name="idempotency_key" value=(ids::new_id("ik"));
@@ -137,18 +161,18 @@ pub async fn page(p: &Ctx<'_>, sid: &str) -> Result<Page, ApiError> {
                     h2 { "Controls" }
                     div.row data-live="session-controls" {
                         @if status == "running" {
-                            (action(p, "cancel_turn", &[("session_id", sid)], "Stop turn", "", Some("Cancel the running turn? The session stays and takes the next message.")))
+                            (action(p, name::cancel_turn, &[("session_id", sid)], "Stop turn", "", Some("Cancel the running turn? The session stays and takes the next message.")))
                         }
-                        (action(p, "stop_session", &[("session_id", sid)], "Stop session", "danger", Some("Stop this session? Its transcript and files stay.")))
-                        (action(p, "share_session", &[("session_id", sid), ("view_only", "true")], "Share read-only link", "", None))
-                        (action(p, "share_session", &[("session_id", sid), ("enabled", "false")], "Turn link off", "link", None))
+                        (action(p, name::stop_session, &[("session_id", sid)], "Stop session", "danger", Some("Stop this session? Its transcript and files stay.")))
+                        (action(p, name::share_session, &[("session_id", sid), ("view_only", "true")], "Share read-only link", "", None))
+                        (action(p, name::share_session, &[("session_id", sid), ("enabled", "false")], "Turn link off", "link", None))
                     }
-                    form method="post" action=(p.link("/op/switch_model")) {
+                    form method="post" action=(p.action_url(name::switch_model)) {
                         (hidden(p))
                         input type="hidden" name="session_id" value=(sid);
-                        label { "Model" input type="text" name="model" value=(s(&info["model"])) maxlength="100" disabled[off]; }
+                        label { "Model" input type="text" name="model" value=(info.model) maxlength="100" disabled[off]; }
                         label { "Thinking" select name="thinking" disabled[off] {
-                            @for t in THINKING { option value=(t) selected[*t == s(&info["thinking"])] { (t) } }
+                            @for t in THINKING { option value=(t) selected[*t == info.thinking] { (t) } }
                         } }
                         div.row { button type="submit" disabled[off] { "Switch" } }
                     }
@@ -156,33 +180,33 @@ pub async fn page(p: &Ctx<'_>, sid: &str) -> Result<Page, ApiError> {
                     div.row {
                         @match &run_command {
                             Some(cmd) => {
-                                (action(p, "run_command", &[("session_id", sid), ("kind", "run")], "Run locally", "primary", None))
+                                (action(p, name::run_command, &[("session_id", sid), ("kind", "run")], "Run locally", "primary", None))
                                 span.muted.small { code { (cmd) } }
                             }
-                            None => (action(p, "ask_command", &[("session_id", sid), ("kind", "run")], "Ask for a run command", "", None)),
+                            None => (action(p, name::ask_command, &[("session_id", sid), ("kind", "run")], "Ask for a run command", "", None)),
                         }
                     }
-                    @for c in &deploys {
+                    @for (c, command) in &deploys {
                         div.row {
-                            (action(p, "run_command", &[("session_id", sid), ("kind", "deploy"), ("target_id", s(&c["connector_id"]))],
-                                &format!("Deploy to {}", s(&c["name"])), "", Some("Run the deploy command now?")))
-                            span.muted.small { code { (s(&c["deploy_command"])) } }
+                            (action(p, name::run_command, &[("session_id", sid), ("kind", "deploy"), ("target_id", &c.connector_id)],
+                                &format!("Deploy to {}", c.name), "", Some("Run the deploy command now?")))
+                            span.muted.small { code { (command) } }
                         }
                     }
                     @if deploys.is_empty() {
-                        (action(p, "ask_command", &[("session_id", sid), ("kind", "deploy")], "Ask for a deploy command", "link", None))
+                        (action(p, name::ask_command, &[("session_id", sid), ("kind", "deploy")], "Ask for a deploy command", "link", None))
                     }
                     h2 { "Goal" }
-                    div data-live="session-goal" { (goal(p, sid, &goal_view["goal"])) }
+                    div data-live="session-goal" { (goal(p, sid, &goal_view)) }
                     h2 { "Record" }
                     ul.small {
-                        @for r in list(&record, "decisions").iter().chain(list(&record, "outcomes")) {
-                            li { strong { (s(&r["name"])) } @if let Some(v) = r["value"].as_str() { " " (v) }
-                                 @if let Some(n) = r["note"].as_str() { " — " (n) } " " span.muted { (time(r["created_ms"].as_i64().unwrap_or(0))) } }
+                        @for r in record.decisions.iter().chain(&record.outcomes) {
+                            li { strong { (r.name) } @if let Some(v) = &r.value { " " (v) }
+                                 @if !r.note.is_empty() { " — " (r.note) } " " span.muted { (time(r.recorded_ms)) } }
                         }
                     }
-                    @if list(&record, "decisions").is_empty() { p.muted.small { "Nobody decided about this result yet." } }
-                    form method="post" action=(p.link("/op/record_session")) {
+                    @if record.decisions.is_empty() { p.muted.small { "Nobody decided about this result yet." } }
+                    form method="post" action=(p.action_url(name::record_session)) {
                         (hidden(p))
                         input type="hidden" name="session_id" value=(sid);
                         input type="hidden" name="idempotency_key" value=(ids::new_id("ik"));
@@ -199,14 +223,18 @@ pub async fn page(p: &Ctx<'_>, sid: &str) -> Result<Page, ApiError> {
 /// `GET …/sessions/<id>/stream?after=…`: new events after the cursor, held in the session's own object
 /// until something lands (or 25 s), as HTML the script appends.
 pub async fn stream(p: &Ctx<'_>, sid: &str) -> HttpResponse {
-    let mut args = json!({ "session_id": sid, "wait_seconds": STREAM_WAIT_SECONDS });
-    if let Some(after) = p.query("after") {
-        args["cursor"] = json!(after);
-    }
-    match p.call("read_session", args).await {
+    let read = async {
+        let read = ReadSession {
+            wait_seconds: Some(const { Int::new(STREAM_WAIT_SECONDS) }),
+            ..reading(sid, p.query("after"))?
+        };
+        call::read_session(p.cx, read).await
+    };
+    match read.await {
         Ok(page) => {
-            let html: String = list(&page, "events").iter().map(|e| render::event(e).into_string()).collect();
-            HttpResponse::json(200, &json!({ "html": html, "cursor": page["cursor"], "status": page["status"] }))
+            let html: String =
+                page.events.into_iter().map(|e| render::event(&Value::Object(e)).into_string()).collect();
+            HttpResponse::json(200, &json!({ "html": html, "cursor": page.cursor, "status": page.status }))
                 .with_header("cache-control", "no-store")
         }
         Err(e) => HttpResponse::json(e.code.http(), &e.body()),
@@ -214,15 +242,15 @@ pub async fn stream(p: &Ctx<'_>, sid: &str) -> HttpResponse {
 }
 
 /// What a Run locally or Deploy button's command did.
-pub fn command_result(r: &Value) -> Markup {
+pub fn command_result(r: &CommandRun) -> Markup {
     html! {
-        p { code { (s(&r["command"])) } }
-        @match r["exit_code"].as_i64() {
+        p { code { (r.command) } }
+        @match r.exit_code {
             Some(0) => p.flash.ok { "Exited 0." },
             Some(code) => p.flash.error { "Exited " (code) "." },
-            None => p.flash.error { (s(&r["reason"])) },
+            None => p.flash.error { (r.reason.as_deref().unwrap_or_default()) },
         }
-        @if let (Some(_), Some(why)) = (r["exit_code"].as_i64(), r["reason"].as_str()) { p.muted { (why) } }
-        @if !s(&r["output"]).is_empty() { pre { (s(&r["output"])) } }
+        @if let (Some(_), Some(why)) = (r.exit_code, &r.reason) { p.muted { (why) } }
+        @if !r.output.is_empty() { pre { (r.output) } }
     }
 }
