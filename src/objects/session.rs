@@ -9,12 +9,13 @@
 use crate::cx::Feeds;
 use crate::edge::{d1::D1, now_ms, DB, FEEDS};
 use crate::session::keyed::Keyed;
-use crate::session::{Code, Core, LocalSql, Refusal, SessionCall, SessionReply, Transition, TurnState};
+use crate::session::{calls, Answer, Code, Core, LocalSql, Refusal, SessionCall, Transition, TurnState};
 use crate::store::{Param, Row};
 use crate::turns::driver;
 use crate::turns::openai::Ports;
 use futures::channel::oneshot;
 use futures::future::{select, Either, LocalBoxFuture};
+use serde_json::Value;
 use std::cell::RefCell;
 use std::pin::pin;
 use std::time::Duration;
@@ -58,7 +59,7 @@ impl DurableObject for Session {
 
     async fn fetch(&self, mut req: Request) -> Result<Response> {
         let call: SessionCall = req.json().await?;
-        if matches!(call, SessionCall::Init { .. } | SessionCall::Send { .. }) {
+        if matches!(call, SessionCall::Init(_) | SessionCall::Send(_)) {
             // The turn this call may start continues the caller's trace.
             let traceparent = req.headers().get("traceparent").ok().flatten();
             super::observe::remember(&ObjectSql(self.state.storage().sql()), traceparent.as_deref());
@@ -95,25 +96,20 @@ fn refusal(r: Refusal) -> worker::Error {
 }
 
 impl Session {
-    async fn handle(&self, call: SessionCall) -> SessionReply {
+    async fn handle(&self, call: SessionCall) -> Answer<Value> {
         let sql = ObjectSql(self.state.storage().sql());
-        let core = match Core::open(&sql) {
-            Ok(c) => c,
-            Err(r) => return SessionReply::Refused(r),
-        };
+        let core = Core::open(&sql)?;
         if let Ok(db) = self.env.d1(DB) {
             self.converge(&core, &D1(db), now_ms()).await;
         }
-        if let SessionCall::Read { after, message_id, limit, wait_ms } = &call {
-            return match self.read(&core, *after, message_id.as_deref(), *limit, *wait_ms).await {
-                Ok(page) => SessionReply::Page(page),
-                Err(r) => SessionReply::Refused(r),
-            };
+        if let SessionCall::Read(c @ calls::Read { after, message_id, limit, wait_ms }) = &call {
+            let page = self.read(&core, *after, message_id.as_deref(), *limit, *wait_ms).await?;
+            return Ok(driver::reply(c, page));
         }
-        if let SessionCall::Wait { key, wait_ms } = &call {
+        if let SessionCall::Wait(c @ calls::Wait { key, wait_ms }) = &call {
             let (tx, rx) = oneshot::channel();
             if self.keyed.borrow_mut().wait(key, tx, now_ms()).is_some() {
-                return SessionReply::Woken { signaled: true };
+                return Ok(driver::reply(c, true));
             }
             let timer = worker::Delay::from(Duration::from_millis((*wait_ms).max(0) as u64));
             let signaled = matches!(select(rx, pin!(timer)).await, Either::Left(_));
@@ -121,35 +117,27 @@ impl Session {
                 // This call's receiver is gone now: forget it, and any other that gave up.
                 self.keyed.borrow_mut().forget(oneshot::Sender::is_canceled);
             }
-            return SessionReply::Woken { signaled };
+            return Ok(driver::reply(c, signaled));
         }
-        if let SessionCall::Signal { key } = &call {
+        if let SessionCall::Signal(calls::Signal { key }) = &call {
             for tx in self.keyed.borrow_mut().signal(key, now_ms()) {
                 let _ = tx.send(());
             }
         }
         let now = now_ms();
-        if let SessionCall::Purge = call {
+        if let SessionCall::Purge(c) = &call {
             let _ = core.purge();
             self.wake();
             let _ = self.state.storage().delete_alarm().await;
             let _ = self.state.storage().delete_all().await;
-            return SessionReply::Refused(Refusal::new(Code::NotFound, "session deleted"));
+            return Ok(driver::reply(c, ()));
         }
-        let db = match self.env.d1(DB) {
-            Ok(db) => D1(db),
-            Err(e) => return SessionReply::Refused(Refusal::new(Code::Internal, format!("no D1: {e}"))),
-        };
-        match driver::serve(&core, &db, &call, now).await {
-            Ok((reply, Some(t))) => {
-                if let Ok(Some(config)) = core.config() {
-                    self.effects(&core, &config, &t, now).await;
-                }
-                reply
-            }
-            Ok((reply, None)) => reply,
-            Err(r) => SessionReply::Refused(r),
+        let db = self.env.d1(DB).map_err(|e| Refusal::new(Code::Internal, format!("no D1: {e}")))?;
+        let (reply, t) = driver::serve(&core, &D1(db), &call, now).await?;
+        if let (Some(t), Ok(Some(config))) = (t, core.config()) {
+            self.effects(&core, &config, &t, now).await;
         }
+        Ok(reply)
     }
 
     /// Waits, up to `wait_ms`, until the page has something or the turn is over, then answers it.

@@ -15,7 +15,7 @@ use crate::rules::html::escape;
 use crate::rules::ids::{ArtifactId, SessionId, TaskId};
 use crate::rules::params::{Int, Text};
 use crate::rules::{ids, paths};
-use crate::session::{SessionCall, SessionReply};
+use crate::session::calls;
 use crate::store::{self, artifacts::ArtifactRow};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -213,8 +213,8 @@ pub async fn serve_session(env: &Env, token: &str) -> HttpResponse {
     let mut rows = String::new();
     let mut after = 0;
     for _ in 0..25 {
-        let call = SessionCall::Read { after, message_id: None, limit: 200, wait_ms: 0 };
-        let Ok(SessionReply::Page(page)) = env.sessions.call(&s.session_id, call).await else { break };
+        let call = calls::Read { after, message_id: None, limit: 200, wait_ms: 0 };
+        let Ok(Ok(page)) = env.sessions.ask(&s.session_id, call).await else { break };
         for e in &page.events {
             let (who, text) = match entry(e) {
                 Some(Entry::Said { who, text }) => (who, text.to_owned()),
@@ -271,7 +271,7 @@ pub async fn post_to_session(cx: &Cx<'_>, token: &str, body: &[u8]) -> HttpRespo
         text: message.into_string(),
         from: crate::session::Author::ShareLink,
     };
-    match sessions::call(cx, &s.session_id, SessionCall::Send { message: msg }).await {
+    match sessions::call(cx, &s.session_id, calls::Send { message: msg }).await {
         Ok(_) => HttpResponse::new(303).with_header("location", format!("/s/{token}")),
         Err(e) => plain(e.code.http(), e.message),
     }

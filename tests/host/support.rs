@@ -6,7 +6,7 @@ use agentsky::cx::{BlobPage, Blobs, Clock, Config, Cx, Env, Feeds, Limiter, Net,
 use agentsky::http::{HttpRequest, HttpResponse};
 use agentsky::rules::rate::{Decision, Window};
 use agentsky::session::keyed::Keyed;
-use agentsky::session::{Core, LocalSql, Refusal, SessionCall, SessionReply};
+use agentsky::session::{calls, Answer, Core, LocalSql, Refusal, SessionCall};
 use agentsky::store::Counted;
 use agentsky::store::{DbError, DbResult, Param, Row, Sql, Stmt};
 use agentsky::turns::driver;
@@ -226,14 +226,24 @@ impl HostSessions {
 }
 
 impl Sessions for HostSessions {
-    fn call(&self, session_id: &str, call: SessionCall) -> LocalBoxFuture<'_, Result<SessionReply, String>> {
+    fn call(&self, session_id: &str, call: SessionCall) -> LocalBoxFuture<'_, Result<Value, String>> {
         let session_id = session_id.to_owned();
         Box::pin(async move {
-            if let SessionCall::Read { wait_ms, .. } = &call {
+            let answer = self.answer(&session_id, call).await?;
+            Ok(serde_json::to_value(answer).unwrap())
+        })
+    }
+}
+
+impl HostSessions {
+    async fn answer(&self, session_id: &str, call: SessionCall) -> Result<Answer<Value>, String> {
+        let session_id = session_id.to_owned();
+        {
+            if let SessionCall::Read(calls::Read { wait_ms, .. }) = &call {
                 // Waiting lets time pass: the steps due within the wait run first.
                 self.steps_until(&session_id, self.now.get() + wait_ms).await;
             }
-            if let SessionCall::Wait { key, .. } = &call {
+            if let SessionCall::Wait(c @ calls::Wait { key, .. }) = &call {
                 let hook = self.on_wait.borrow().clone();
                 if let Some(hook) = hook {
                     hook(self.clone(), key.clone()).await;
@@ -243,23 +253,23 @@ impl Sessions for HostSessions {
                 let now = self.now.get();
                 let mut keyed = self.keyed.borrow_mut();
                 if keyed.wait(key, (), now).is_some() {
-                    return Ok(SessionReply::Woken { signaled: true });
+                    return Ok(Ok(driver::reply(c, true)));
                 }
                 keyed.signal(key, now);
-                return Ok(SessionReply::Woken { signaled: false });
+                return Ok(Ok(driver::reply(c, false)));
             }
-            if let SessionCall::Signal { key } = &call {
+            if let SessionCall::Signal(calls::Signal { key }) = &call {
                 self.keyed.borrow_mut().signal(key, self.now.get());
             }
             let obj = self.object(&session_id);
-            if matches!(call, SessionCall::Init { .. } | SessionCall::Send { .. }) {
+            if matches!(call, SessionCall::Init(_) | SessionCall::Send(_)) {
                 // As the Worker's object client sends it, and the object keeps it for the turn.
                 let traceparent = self.caller_meter.as_ref().and_then(|m| m.child_traceparent());
                 agentsky::objects::observe::remember(&*obj, traceparent.as_deref());
             }
             let core = match Core::open(&*obj) {
                 Ok(c) => c,
-                Err(r) => return Ok(SessionReply::Refused(r)),
+                Err(r) => return Ok(Err(r)),
             };
             let now = self.now.get();
             // As the object does on every activation: a status the index missed is copied first.
@@ -273,11 +283,11 @@ impl Sessions for HostSessions {
                             driver::publish(&core, &self.db, &config, now).await.map_err(|e| e.to_string())?;
                         }
                     }
-                    Ok(reply)
+                    Ok(Ok(reply))
                 }
-                Err(r) => Ok(SessionReply::Refused(r)),
+                Err(r) => Ok(Err(r)),
             }
-        })
+        }
     }
 }
 
