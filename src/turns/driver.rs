@@ -1,6 +1,7 @@
 //! The async half of a session that is still platform-free: running one due harness step, and writing a
-//! transition's consequences (status and spend) to the D1 index. The object's shell and the host tests'
-//! stand-in both drive sessions through here.
+//! transition's consequences (status and spend) to the D1 index, and answering a call in its own reply's
+//! JSON. The session object's logic (`objects::session_shell`), which the Worker's object and the host
+//! tests' stand-in both run, drives sessions through here.
 
 use super::openai::{self, Ports};
 use super::{agent_tools, wallet};
@@ -160,20 +161,6 @@ async fn goal_events<S: LocalSql + ?Sized>(
         "reason": g.stopped_reason, "verdicts": g.last_verdicts });
     let source = format!("{}/{}/{}", config.session_id, message_id.unwrap_or_default(), g.iterations);
     webhooks::emit(ports.env, &config.workspace_id, event, Some(&source), data, now_ms).await;
-    Ok(())
-}
-
-/// After a step was persisted: the D1 index first (status and spend, so `get_session` and
-/// `list_sessions` agree with the object at once), then the slower search index of a turn that ended.
-pub async fn after_step<S: LocalSql + ?Sized>(
-    core: &Core<'_, S>,
-    db: &dyn Sql,
-    config: &SessionConfig,
-    t: &Transition,
-    now_ms: i64,
-) -> DbResult<()> {
-    publish(core, db, config, now_ms).await?;
-    crate::domain::index::index_turn(db, core, config, t, now_ms).await;
     Ok(())
 }
 
