@@ -6,7 +6,7 @@ use crate::error::{ApiError, Code};
 pub use crate::identity::{Caller, Membership, Role};
 use crate::rules::params::{clipped, QUOTED_CHARS};
 use crate::rules::rate::Decision;
-use crate::session::{SessionCall, SessionReply};
+use crate::session::{Answer, SessionCall, SessionRequest};
 use crate::store::{Counted, Sql};
 use futures::future::LocalBoxFuture;
 
@@ -81,7 +81,17 @@ pub trait Limiter {
 
 /// Reaches a session's Durable Object (or the host tests' stand-in).
 pub trait Sessions {
-    fn call(&self, session_id: &str, call: SessionCall) -> LocalBoxFuture<'_, Result<SessionReply, String>>;
+    /// Sends `call` to the session's object: its [`Answer`] as JSON, or why the object could not be reached.
+    /// Callers use [`Self::ask`], which reads the answer as the call's own reply.
+    fn call(&self, session_id: &str, call: SessionCall) -> LocalBoxFuture<'_, Result<serde_json::Value, String>>;
+}
+
+impl dyn Sessions + '_ {
+    /// Sends `req` to the session's object: its reply or refusal, or why the object could not be reached.
+    pub async fn ask<R: SessionRequest>(&self, session_id: &str, req: R) -> Result<Answer<R::Reply>, String> {
+        let answer = self.call(session_id, req.into()).await?;
+        serde_json::from_value(answer).map_err(|e| format!("session {session_id}: its answer does not parse: {e}"))
+    }
 }
 
 /// Time that moves during a request (waiting for another request's result), and sleeping.

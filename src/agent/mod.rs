@@ -14,7 +14,7 @@ mod pushing;
 use crate::cx::Cx;
 use crate::error::{ApiError, Code};
 use crate::mcp::{CallOutcome, ToolCall, ToolHost, ToolReply};
-use crate::session::{SessionCall, SessionReply};
+use crate::session::calls;
 use crate::store::requests::RequestRow;
 use crate::store::{self, sessions::SessionRow};
 use futures::future::LocalBoxFuture;
@@ -138,11 +138,8 @@ pub(crate) async fn wait(a: &CallingSession<'_>, request_id: &str) -> Result<Req
     let steps = (a.wait_ms + step - 1) / step;
     for n in 1..=steps {
         let wait_ms = step.min(a.wait_ms - (n - 1) * step);
-        let call = SessionCall::Wait { key: request_id.to_owned(), wait_ms };
-        let signaled = match a.cx.env.sessions.call(&a.me.session_id, call).await.map_err(ApiError::cause)? {
-            SessionReply::Woken { signaled } => signaled,
-            other => return Err(a.internal(format!("unexpected session reply {other:?}"))),
-        };
+        let call = calls::Wait { key: request_id.to_owned(), wait_ms };
+        let signaled = crate::domain::sessions::call(a.cx, &a.me.session_id, call).await?;
         req = current(a, request_id).await?;
         if signaled || req.status != "open" || n == steps {
             break;

@@ -5,7 +5,7 @@ use crate::domain::taskfs::{self, Folder};
 use crate::rules::ids;
 use crate::rules::ids::SessionId;
 use crate::rules::params::Text;
-use crate::session::{Author, NewMessage, SessionCall};
+use crate::session::{calls, Author, NewMessage};
 use crate::store::lanes::TaskSettings;
 use crate::store::{self, sessions::SessionRow};
 use schemars::JsonSchema;
@@ -195,8 +195,6 @@ pub async fn send_message(a: &CallingSession<'_>, p: SendMessage) -> Result<Valu
         text: p.body.into_string(),
         from: Author::Peer { session_id: a.me.session_id.clone() },
     };
-    crate::domain::sessions::call(a.cx, &peer.session_id, SessionCall::Note { message })
-        .await
-        .map_err(ToolError::from)?;
+    crate::domain::sessions::call(a.cx, &peer.session_id, calls::Note { message }).await.map_err(ToolError::from)?;
     Ok(json!({ "delivered": true }))
 }

@@ -378,8 +378,8 @@ async fn checked(cx: &Cx<'_>) -> (u16, Value) {
     let env = cx.env;
     let d1 = async { env.db.all(crate::stmt!("SELECT 1 AS ok")).await.map(|_| ()).map_err(|e| e.to_string()) };
     let object = async {
-        let call = crate::session::SessionCall::Wait { key: "health".into(), wait_ms: 0 };
-        env.sessions.call("_health", call).await.map(|_| ())
+        let call = crate::session::calls::Wait { key: "health".into(), wait_ms: 0 };
+        env.sessions.ask("_health", call).await.map(drop)
     };
     let r2 = async { env.blobs.get("_health/probe".into()).await.map(|_| ()) };
     let queue = async { env.queue.send(json!({ "health": cx.now_ms })).await };

@@ -8,7 +8,7 @@ use crate::ops::sessions;
 use crate::ops::transcript::{entry, Entry};
 use crate::rules::ids;
 use crate::rules::params::Text;
-use crate::session::{SessionCall, SessionReply};
+use crate::session::calls;
 use crate::store;
 use maud::{html, PreEscaped, DOCTYPE};
 
@@ -42,8 +42,8 @@ pub async fn serve_session(env: &Env, token: &str) -> HttpResponse {
     let mut rows = Vec::new();
     let mut after = 0;
     for _ in 0..25 {
-        let call = SessionCall::Read { after, message_id: None, limit: 200, wait_ms: 0 };
-        let Ok(SessionReply::Page(page)) = env.sessions.call(&s.session_id, call).await else { break };
+        let call = calls::Read { after, message_id: None, limit: 200, wait_ms: 0 };
+        let Ok(Ok(page)) = env.sessions.ask(&s.session_id, call).await else { break };
         for e in &page.events {
             rows.push(match entry(e) {
                 Some(Entry::Said { who, text }) => (who, text.to_owned()),
@@ -115,7 +115,7 @@ pub async fn post_to_session(cx: &Cx<'_>, token: &str, body: &[u8]) -> HttpRespo
         text: message.into_string(),
         from: crate::session::Author::ShareLink,
     };
-    match sessions::call(cx, &s.session_id, SessionCall::Send { message: msg }).await {
+    match sessions::call(cx, &s.session_id, calls::Send { message: msg }).await {
         Ok(_) => HttpResponse::new(303).with_header("location", format!("/s/{token}")),
         Err(e) => plain(e.code.http(), e.message),
     }

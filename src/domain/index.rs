@@ -3,7 +3,7 @@
 //! row per session and event sequence number), so the two may race.
 
 use crate::cx::Cx;
-use crate::session::{Core, Event, LocalSql, Page, SessionCall, SessionConfig, SessionReply, Transition, MAX_PAGE};
+use crate::session::{calls, Core, Event, LocalSql, Page, SessionConfig, Transition, MAX_PAGE};
 use crate::store::{self, context::Doc, Sql};
 use serde_json::Value;
 use std::future::Future;
@@ -106,11 +106,11 @@ pub async fn catch_up(cx: &Cx<'_>, workspace_ids: &[String]) {
     for lag in lagging {
         let session_id = lag.session_id.as_str();
         let read = |after| async move {
-            let call = SessionCall::Read { after, message_id: None, limit: MAX_PAGE, wait_ms: 0 };
-            match cx.env.sessions.call(session_id, call).await? {
-                SessionReply::Page(page) => Ok(page),
+            let call = calls::Read { after, message_id: None, limit: MAX_PAGE, wait_ms: 0 };
+            match cx.env.sessions.ask(session_id, call).await? {
+                Ok(page) => Ok(page),
                 // An object that never started (or was purged) has nothing to index.
-                _ => Ok(Page {
+                Err(_) => Ok(Page {
                     events: vec![],
                     last_seq: after,
                     has_more: false,

@@ -5,7 +5,7 @@
 use crate::cx::Cx;
 use crate::error::ApiError;
 use crate::rules::ids;
-use crate::session::{SessionCall, SessionReply};
+use crate::session::calls;
 use crate::store::{self, runners::TurnRow, sessions::SessionRow};
 use serde_json::Value;
 
@@ -53,14 +53,11 @@ pub fn poll_key(lease_id: &str) -> String {
 
 /// Waits in the session's object for `key`; `true` when signaled.
 pub async fn wait(cx: &Cx<'_>, session_id: &str, key: String, wait_ms: i64) -> Result<bool, ApiError> {
-    match crate::domain::sessions::call(cx, session_id, SessionCall::Wait { key, wait_ms }).await? {
-        SessionReply::Woken { signaled } => Ok(signaled),
-        other => Err(ApiError::cause(format!("unexpected session reply {other:?}"))),
-    }
+    crate::domain::sessions::call(cx, session_id, calls::Wait { key, wait_ms }).await
 }
 
 pub async fn signal(cx: &Cx<'_>, session_id: &str, key: String) -> Result<(), ApiError> {
-    crate::domain::sessions::call(cx, session_id, SessionCall::Signal { key }).await.map(drop)
+    crate::domain::sessions::call(cx, session_id, calls::Signal { key }).await
 }
 
 /// Queues a job for the runner holding `turn` and wakes its poll; the job's id.

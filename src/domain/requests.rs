@@ -3,7 +3,7 @@
 
 use crate::cx::Cx;
 use crate::error::ApiError;
-use crate::session::SessionCall;
+use crate::session::calls;
 use crate::store::{self, requests::RequestRow};
 use serde_json::Value;
 
@@ -60,7 +60,7 @@ pub async fn end(cx: &Cx<'_>, req: &RequestRow, status: &str, why: &str) -> Resu
     let detail = format!("{}: {} ({why})", req.kind, summary(&req.kind, &req.payload));
     let e = entry(&req.workspace_id, &req.session_id, &req.request_id, &action, &detail, None, now);
     store::audit::record(cx.db(), &e).await?;
-    cx.env.sessions.call(&req.session_id, SessionCall::Signal { key: req.request_id.clone() }).await.ok();
+    cx.env.sessions.ask(&req.session_id, calls::Signal { key: req.request_id.clone() }).await.ok();
     let _ = cx.env.feeds.bump(&req.workspace_id).await;
     Ok(Some(ended))
 }
@@ -82,7 +82,7 @@ pub async fn expire_due(cx: &Cx<'_>, workspace_id: Option<&str>) -> Result<usize
         let detail = format!("{}: {} (nobody answered in time)", req.kind, summary(&req.kind, &req.payload));
         let e = entry(&req.workspace_id, &req.session_id, &req.request_id, "request_expired", &detail, None, now);
         store::audit::record(cx.db(), &e).await?;
-        cx.env.sessions.call(&req.session_id, SessionCall::Signal { key: req.request_id.clone() }).await.ok();
+        cx.env.sessions.ask(&req.session_id, calls::Signal { key: req.request_id.clone() }).await.ok();
         crate::domain::webhooks::request_expired(cx.env, req, now).await;
     }
     if let Some(first) = due.first() {
@@ -100,7 +100,7 @@ pub async fn close_session(cx: &Cx<'_>, session_id: &str) -> Result<usize, ApiEr
         let detail = format!("{}: {} (its session ended)", req.kind, summary(&req.kind, &req.payload));
         let e = entry(&req.workspace_id, &req.session_id, &req.request_id, "request_closed", &detail, None, now);
         store::audit::record(cx.db(), &e).await?;
-        cx.env.sessions.call(session_id, SessionCall::Signal { key: req.request_id.clone() }).await.ok();
+        cx.env.sessions.ask(session_id, calls::Signal { key: req.request_id.clone() }).await.ok();
     }
     if let Some(first) = closed.first() {
         let _ = cx.env.feeds.bump(&first.workspace_id).await;

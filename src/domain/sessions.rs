@@ -3,15 +3,16 @@
 use crate::cx::{Cx, Membership};
 use crate::error::{ApiError, Code};
 use crate::rules::ids;
-use crate::session::{SessionCall, SessionReply};
+pub use crate::session::TurnCancelled;
+use crate::session::{calls, SessionRequest};
 use crate::store::{self, sessions::SessionRow};
 
 /// Asks a session's object and turns its refusals into API errors.
-pub async fn call(cx: &Cx<'_>, session_id: &str, call: SessionCall) -> Result<SessionReply, ApiError> {
-    match cx.env.sessions.call(session_id, call).await.map_err(ApiError::cause)? {
-        SessionReply::Refused(r) if r.code == Code::Internal => Err(ApiError::cause(r.message)),
-        SessionReply::Refused(r) => Err(ApiError::new(r.code, r.message)),
-        reply => Ok(reply),
+pub async fn call<R: SessionRequest>(cx: &Cx<'_>, session_id: &str, req: R) -> Result<R::Reply, ApiError> {
+    match cx.env.sessions.ask(session_id, req).await.map_err(ApiError::cause)? {
+        Ok(reply) => Ok(reply),
+        Err(r) if r.code == Code::Internal => Err(ApiError::cause(r.message)),
+        Err(r) => Err(ApiError::new(r.code, r.message)),
     }
 }
 
@@ -25,25 +26,14 @@ pub async fn load(cx: &Cx<'_>, session_id: &str) -> Result<(SessionRow, Membersh
     Ok((row, m.clone()))
 }
 
-/// A turn cancelled: whose, and whether an earlier cancel had done it already.
-#[derive(Debug, Clone)]
-pub struct TurnCancelled {
-    pub message_id: String,
-    pub replayed: bool,
-    /// The session's status after it: `idle`.
-    pub status: String,
-}
-
 /// Cancels the running turn of a session the caller may steer (with `message_id`, only that message's):
 /// the object ends it `cancelled` and goes idle ([`crate::session::Core::cancel_turn`]); then a runner
 /// holding it is told through its lease, the agent's open requests are withdrawn, and `turn.finished`
 /// says so. Telling the runner is safe to repeat, so a retried cancel finishes that; the withdrawals and
 /// `turn.finished` come only from the cancel that ended the turn (a replay is not that turn any more).
 pub async fn cancel_turn(cx: &Cx<'_>, row: &SessionRow, message_id: Option<&str>) -> Result<TurnCancelled, ApiError> {
-    let ask = SessionCall::CancelTurn { message_id: message_id.map(str::to_owned) };
-    let SessionReply::TurnCancelled { message_id, replayed, status } = call(cx, &row.session_id, ask).await? else {
-        return Err(ApiError::cause("the session answered a cancel with something else"));
-    };
+    let ask = calls::CancelTurn { message_id: message_id.map(str::to_owned) };
+    let TurnCancelled { message_id, replayed, status } = call(cx, &row.session_id, ask).await?;
     if let Some(lease) = store::runners::cancel(cx.db(), &row.session_id, &message_id).await? {
         // The agent's session token goes with its turn; a job poll waiting on the lease wakes to hear it.
         store::requests::revoke_runner_tokens(cx.db(), &row.session_id, None).await?;

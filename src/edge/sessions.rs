@@ -1,8 +1,8 @@
 //! The core's view of the `Session` objects: one JSON [`SessionCall`] per request to the session's
-//! object, and the Worker's clock.
+//! object, answered with the JSON of its [`crate::session::Answer`], and the Worker's clock.
 
 use crate::cx::{Clock, Sessions};
-use crate::session::{SessionCall, SessionReply};
+use crate::session::SessionCall;
 use futures::future::LocalBoxFuture;
 use std::time::Duration;
 use worker::{Method, ObjectNamespace, Request, RequestInit};
@@ -11,7 +11,7 @@ use worker::{Method, ObjectNamespace, Request, RequestInit};
 pub struct Client(pub ObjectNamespace, pub std::rc::Rc<crate::cx::Meter>);
 
 impl Sessions for Client {
-    fn call(&self, session_id: &str, call: SessionCall) -> LocalBoxFuture<'_, Result<SessionReply, String>> {
+    fn call(&self, session_id: &str, call: SessionCall) -> LocalBoxFuture<'_, Result<serde_json::Value, String>> {
         let session_id = session_id.to_owned();
         Box::pin(async move {
             let run = async {
@@ -25,7 +25,7 @@ impl Sessions for Client {
                     init.with_headers(headers);
                 }
                 let req = Request::new_with_init("https://session/call", &init)?;
-                stub.fetch_with_request(req).await?.json::<SessionReply>().await
+                stub.fetch_with_request(req).await?.json::<serde_json::Value>().await
             };
             run.await.map_err(|e: worker::Error| format!("session {session_id}: {e}"))
         })

@@ -7,3 +7,5 @@ pub mod feed;
 pub mod observe;
 #[cfg(target_arch = "wasm32")]
 pub mod session;
+/// The session object's logic, platform-free: the Worker's object and the host tests' stand-in run it.
+pub mod session_shell;

@@ -18,7 +18,7 @@ use crate::error::{ApiError, Code};
 use crate::ops::sessions;
 use crate::rules::params::{words, Int, Text};
 use crate::rules::{fingerprint, fulltext, ids};
-use crate::session::{SessionCall, SessionReply};
+use crate::session::calls;
 use crate::store;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
@@ -312,10 +312,9 @@ pub async fn read(cx: &Cx<'_>, p: ReadContext) -> Result<ContextRead, ApiError> 
         }
         Ref::Message { session_id, seq } => {
             let (row, m) = sessions::load(cx, &session_id).await?;
-            let call = SessionCall::Read { after: seq - 1, message_id: None, limit: 1, wait_ms: 0 };
+            let call = calls::Read { after: seq - 1, message_id: None, limit: 1, wait_ms: 0 };
             let page = match sessions::call(cx, &session_id, call).await {
-                Ok(SessionReply::Page(page)) => page,
-                Ok(other) => return Err(ApiError::cause(format!("unexpected session reply {other:?}"))),
+                Ok(page) => page,
                 // A position past the log's end: no such message.
                 Err(e) if e.code == Code::InvalidParams => return Err(gone()),
                 Err(e) => return Err(e),

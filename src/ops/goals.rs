@@ -8,7 +8,7 @@ use crate::ops::sessions;
 use crate::rules::ids::SessionId;
 use crate::rules::params::{Capped, IdempotencyKey, Int, Text};
 use crate::session::goal::{Criterion, CriterionInput, Goal, GoalStatus};
-use crate::session::{SessionCall, SessionReply};
+use crate::session::{calls, SessionRequest};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -30,17 +30,18 @@ pub struct GoalView {
     pub goal: Option<Goal>,
 }
 
-async fn goal_call(cx: &Cx<'_>, session_id: &str, call: SessionCall) -> Result<GoalView, ApiError> {
-    match sessions::call(cx, session_id, call).await? {
-        SessionReply::Goal { goal } => Ok(GoalView { session_id: session_id.to_owned(), goal: goal.map(|g| *g) }),
-        other => Err(ApiError::cause(format!("unexpected session reply {other:?}"))),
-    }
+async fn goal_call<C>(cx: &Cx<'_>, session_id: &str, call: C) -> Result<GoalView, ApiError>
+where
+    C: SessionRequest<Reply = Option<Goal>>,
+{
+    let goal = sessions::call(cx, session_id, call).await?;
+    Ok(GoalView { session_id: session_id.to_owned(), goal })
 }
 
 /// get_goal
 pub async fn get(cx: &Cx<'_>, p: GetGoal) -> Result<GoalView, ApiError> {
     sessions::load(cx, &p.session_id).await?;
-    goal_call(cx, &p.session_id, SessionCall::GetGoal).await
+    goal_call(cx, &p.session_id, calls::GetGoal {}).await
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -99,7 +100,7 @@ pub async fn set(cx: &Cx<'_>, p: SetGoal) -> Result<GoalView, ApiError> {
         |()| {
             let goal = goal.clone();
             let session_id = row.session_id.clone();
-            async move { goal_call(cx, &session_id, SessionCall::SetGoal { goal: Box::new(goal) }).await }
+            async move { goal_call(cx, &session_id, calls::SetGoal { goal: Box::new(goal) }).await }
         },
     )
     .await
@@ -122,5 +123,5 @@ pub async fn clear(cx: &Cx<'_>, p: ClearGoal) -> Result<GoalView, ApiError> {
     let scope =
         Scope { workspace_id: &w.workspace_id, tool: "clear_goal", key: &p.idempotency_key, ttl_ms: DEFAULT_TTL_MS };
     let args = json!({ "session_id": p.session_id });
-    idempotency::once(cx, scope, &args, || (), |()| goal_call(cx, &row.session_id, SessionCall::ClearGoal)).await
+    idempotency::once(cx, scope, &args, || (), |()| goal_call(cx, &row.session_id, calls::ClearGoal {})).await
 }

@@ -10,7 +10,7 @@ use crate::ops::transcript::{entry, Entry};
 use crate::rules::ids::{AgentRef, HandoffId, SessionId};
 use crate::rules::params::{IdempotencyKey, Text};
 use crate::rules::{ids, title};
-use crate::session::{Author, SessionCall, SessionReply};
+use crate::session::{calls, Author};
 use crate::store::{self, handoffs::HandoffRow};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -58,8 +58,8 @@ async fn brief(cx: &Cx<'_>, source: &str, note: Option<&str>) -> Result<String, 
     let mut lines = Vec::new();
     let mut after = 0;
     for _ in 0..10 {
-        let call = SessionCall::Read { after, message_id: None, limit: 200, wait_ms: 0 };
-        let SessionReply::Page(page) = sessions::call(cx, source, call).await? else { break };
+        let call = calls::Read { after, message_id: None, limit: 200, wait_ms: 0 };
+        let page = sessions::call(cx, source, call).await?;
         for e in &page.events {
             // The brief carries the conversation only: tool calls and their output stay in the source.
             if let Some(Entry::Said { who, text }) = entry(e) {

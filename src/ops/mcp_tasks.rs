@@ -22,7 +22,7 @@ use crate::error::{ApiError, Code};
 use crate::mcp::{Era, RpcError, TaskAnswer, TaskInfo};
 use crate::rules::params::param;
 use crate::rules::{cursor, ids};
-use crate::session::{SessionCall, SessionReply};
+use crate::session::calls;
 use crate::store::mcp_tasks::{McpTaskRow, ReadProgress};
 use crate::store::{self, requests::RequestRow};
 use serde_json::{json, Map, Value};
@@ -249,15 +249,9 @@ async fn read_turn(cx: &Cx<'_>, row: &McpTaskRow, wait_ms: i64) -> Result<Turn, 
     let mut turn = Turn { end: None, read };
     for page_no in 0..MAX_PAGES {
         let wait = if page_no == 0 { wait_ms } else { 0 };
-        let read = SessionCall::Read {
-            after: turn.read.seq,
-            message_id: Some(row.message_id.clone()),
-            limit: 200,
-            wait_ms: wait,
-        };
-        let SessionReply::Page(page) = call(cx, &row.session_id, read).await? else {
-            return Err(ApiError::cause("the session answered a read with something else than a page"));
-        };
+        let read =
+            calls::Read { after: turn.read.seq, message_id: Some(row.message_id.clone()), limit: 200, wait_ms: wait };
+        let page = call(cx, &row.session_id, read).await?;
         for e in &page.events {
             turn.read.events += 1;
             match e.kind.as_str() {

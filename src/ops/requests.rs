@@ -10,7 +10,7 @@ use crate::ops::files::load_task;
 use crate::rules::cursor;
 use crate::rules::ids::{RequestId, TaskId};
 use crate::rules::params::{words, Int, Text};
-use crate::session::SessionCall;
+use crate::session::calls;
 use crate::store::{self, requests::OpenRequest, requests::RequestRow};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -301,7 +301,7 @@ pub async fn answer(cx: &Cx<'_>, p: AnswerRequest) -> Result<RequestAnswered, Ap
         return Err(ApiError::new(Code::Conflict, "the request was answered or expired meanwhile"));
     }
     // Wake the agent waiting on it (and a harness step waiting on it).
-    cx.env.sessions.call(&req.session_id, SessionCall::Signal { key: req.request_id.clone() }).await.ok();
+    cx.env.sessions.ask(&req.session_id, calls::Signal { key: req.request_id.clone() }).await.ok();
     let request = store::requests::get_request(cx.db(), &req.request_id)
         .await?
         .ok_or_else(|| ApiError::cause("request vanished"))?;

@@ -11,7 +11,7 @@ use crate::mcp::features::{match_template, ReadFailure};
 use crate::ops::files::load_task;
 use crate::ops::resources::{hides, Kind, TEMPLATES};
 use crate::ops::sessions::{call, load};
-use crate::session::{SessionCall, SessionReply, FROM_END, MAX_PAGE};
+use crate::session::{calls, FROM_END, MAX_PAGE};
 use futures::future::join_all;
 use serde_json::Value;
 
@@ -89,9 +89,9 @@ async fn watch_session(cx: &Cx<'_>, session_id: &str, uris: &[&str], deadline: i
         if wait_ms <= 0 {
             return;
         }
-        let read = SessionCall::Read { after, message_id: None, limit: MAX_PAGE, wait_ms };
+        let read = calls::Read { after, message_id: None, limit: MAX_PAGE, wait_ms };
         let page = match call(cx, session_id, read).await {
-            Ok(SessionReply::Page(page)) => page,
+            Ok(page) => page,
             // Gone (deleted) or failing: nothing more to tell about it.
             _ => return,
         };

@@ -20,7 +20,7 @@ use crate::ops::transcript::{self, Entry};
 use crate::ops::{self, call, help_center};
 use crate::rules::params::param;
 use crate::rules::{cursor, ids, paths};
-use crate::session::{Event, SessionCall, SessionReply};
+use crate::session::{calls, Event};
 use serde_json::{json, Value};
 use std::future::Future;
 
@@ -248,10 +248,8 @@ async fn transcript(cx: &Cx<'_>, session_id: &str) -> Result<String, ApiError> {
     );
     let mut after = 0;
     for page in 0..TRANSCRIPT_PAGES {
-        let call = SessionCall::Read { after, message_id: None, limit: 200, wait_ms: 0 };
-        let SessionReply::Page(read) = sessions::call(cx, session_id, call).await? else {
-            return Err(ApiError::cause("a session answered a read with no page"));
-        };
+        let call = calls::Read { after, message_id: None, limit: 200, wait_ms: 0 };
+        let read = sessions::call(cx, session_id, call).await?;
         for event in &read.events {
             let section = event_markdown(event);
             if md.len() + section.len() > TRANSCRIPT_CHARS {

@@ -11,7 +11,7 @@ use crate::ops::sessions::{self, Spec, StartIds};
 use crate::rules::ids::{AgentRef, RoutineId, SessionId};
 use crate::rules::params::{IdempotencyKey, Int, Text};
 use crate::rules::{cron, ids};
-use crate::session::{Author, NewMessage, SessionCall, SessionReply};
+use crate::session::{calls, Author, NewMessage};
 use crate::store::{
     self,
     routines::{FireRow, RoutineRow},
@@ -412,10 +412,8 @@ async fn execute(cx: &Cx<'_>, fire_id: &str, r: &RoutineRow) -> Result<(), ApiEr
                     let from = Author::Routine { routine_id: r.routine_id.clone() };
                     async move {
                         let message = NewMessage { message_id: message_id.clone(), text, from };
-                        match sessions::call(cx, session_id, SessionCall::Send { message }).await? {
-                            SessionReply::Accepted { .. } => Ok(message_id),
-                            other => Err(ApiError::cause(format!("unexpected session reply {other:?}"))),
-                        }
+                        sessions::call(cx, session_id, calls::Send { message }).await?;
+                        Ok(message_id)
                     }
                 },
             )

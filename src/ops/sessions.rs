@@ -7,7 +7,7 @@ use crate::error::{ApiError, Code};
 use crate::rules::ids::{AgentRef, MessageId, SessionId, TaskId};
 use crate::rules::params::{words, IdempotencyKey, Int, Text};
 use crate::rules::{cursor, ids};
-use crate::session::{Author, Event, NewMessage, RunPrice, SessionCall, SessionConfig, SessionReply};
+use crate::session::{calls, Author, Event, NewMessage, RunPrice, SessionConfig};
 use crate::store::{self, agents::Agent, sessions::SessionRow};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -195,9 +195,9 @@ pub async fn create(cx: &Cx<'_>, spec: &Spec<'_>, ids: StartIds) -> Result<Start
     };
     let message =
         NewMessage { message_id: ids.message_id.clone(), text: spec.message.to_owned(), from: spec.from.clone() };
-    let init = SessionCall::Init { config: Box::new(config), message };
+    let init = calls::Init { config: Box::new(config), message };
     let seq = match call(cx, &ids.session_id, init).await {
-        Ok(reply) => accepted(reply)?,
+        Ok(accepted) => accepted.seq,
         Err(e) if e.code == Code::InsufficientCredits => {
             store::sessions::discard(cx.db(), &ids.session_id, &agent.agent_id).await?;
             return Err(e);
@@ -208,13 +208,6 @@ pub async fn create(cx: &Cx<'_>, spec: &Spec<'_>, ids: StartIds) -> Result<Start
         .await?
         .ok_or_else(|| ApiError::cause("session vanished after its start"))?;
     Ok(Started { session, message_id: ids.message_id, cursor: cursor::event(seq) })
-}
-
-fn accepted(reply: SessionReply) -> Result<i64, ApiError> {
-    match reply {
-        SessionReply::Accepted { seq, .. } => Ok(seq),
-        other => Err(ApiError::new(Code::Internal, format!("unexpected session reply {other:?}"))),
-    }
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -255,7 +248,7 @@ pub async fn send(cx: &Cx<'_>, p: SendMessage) -> Result<Sent, ApiError> {
                 NewMessage { message_id: message_id.clone(), text: p.message.to_string(), from: Author::User };
             let session_id = p.session_id.as_str().to_owned();
             async move {
-                let seq = accepted(call(cx, &session_id, SessionCall::Send { message }).await?)?;
+                let seq = call(cx, &session_id, calls::Send { message }).await?.seq;
                 Ok(Sent { session_id, message_id, cursor: cursor::event(seq) })
             }
         },
@@ -366,11 +359,8 @@ async fn page_after(
     wait_ms: i64,
 ) -> Result<SessionPage, ApiError> {
     load(cx, session_id).await?;
-    let read = SessionCall::Read { after, message_id: message_id.map(str::to_owned), limit, wait_ms };
-    let reply = call(cx, session_id, read).await?;
-    let SessionReply::Page(page) = reply else {
-        return Err(ApiError::cause(format!("unexpected session reply {reply:?}")));
-    };
+    let read = calls::Read { after, message_id: message_id.map(str::to_owned), limit, wait_ms };
+    let page = call(cx, session_id, read).await?;
     Ok(SessionPage {
         events: page.events.iter().map(event_json).collect(),
         cursor: cursor::event(page.last_seq),
@@ -465,7 +455,7 @@ pub struct Stopped {
 /// stop_session
 pub async fn stop(cx: &Cx<'_>, p: StopSession) -> Result<Stopped, ApiError> {
     let (row, _) = load(cx, &p.session_id).await?;
-    match call(cx, &row.session_id, SessionCall::Stop).await {
+    match call(cx, &row.session_id, calls::Stop {}).await {
         Ok(_) => {}
         // Indexed but never started (its start failed half-way): only the index knows it.
         Err(e) if e.code == Code::NotFound => {}
@@ -538,10 +528,7 @@ pub struct CollectedResult {
 /// collect_result
 pub async fn collect(cx: &Cx<'_>, p: CollectResult) -> Result<CollectedResult, ApiError> {
     let (row, _) = load(cx, &p.session_id).await?;
-    let summary = match call(cx, &row.session_id, SessionCall::Summary).await? {
-        SessionReply::Summary(s) => s,
-        other => return Err(ApiError::cause(format!("unexpected session reply {other:?}"))),
-    };
+    let summary = call(cx, &row.session_id, calls::Summary {}).await?;
     let files = store::files::written_by(cx.db(), &row.session_id).await?;
     Ok(CollectedResult {
         session_id: row.session_id,
@@ -582,19 +569,9 @@ pub async fn switch_model(cx: &Cx<'_>, p: SwitchModel) -> Result<ModelSwitched, 
     if row.status == "terminated" {
         return Err(ApiError::new(Code::SessionTerminated, "this session is stopped"));
     }
-    let config = match call(
-        cx,
-        &row.session_id,
-        SessionCall::Configure {
-            model: p.model.map(String::from),
-            thinking: p.thinking.map(|t| t.as_str().to_owned()),
-        },
-    )
-    .await?
-    {
-        SessionReply::Config(c) => c,
-        other => return Err(cx.internal(format!("unexpected session reply {other:?}"))),
-    };
+    let configure =
+        calls::Configure { model: p.model.map(String::from), thinking: p.thinking.map(|t| t.as_str().to_owned()) };
+    let config = call(cx, &row.session_id, configure).await?;
     store::sessions::set_model(cx.db(), &row.session_id, &config.model, &config.thinking, cx.now_ms).await?;
     Ok(ModelSwitched { session_id: row.session_id, model: config.model, thinking: config.thinking })
 }

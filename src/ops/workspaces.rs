@@ -342,13 +342,13 @@ pub async fn delete(cx: &Cx<'_>, p: DeleteWorkspace) -> Result<WorkspaceDeleted,
     let db = cx.db();
     let live = store::sessions::live_in_workspace(db, &m.workspace_id).await?;
     for session_id in &live {
-        crate::ops::sessions::call(cx, session_id, crate::session::SessionCall::Stop).await.ok();
+        crate::ops::sessions::call(cx, session_id, crate::session::calls::Stop {}).await.ok();
         crate::ops::requests::close_session(cx, session_id).await?;
     }
     // Every session object forgets its transcript; the rows go with the workspace below.
     let all = store::sessions::all_in_workspace(db, &m.workspace_id).await?;
     for session_id in &all {
-        cx.env.sessions.call(session_id, crate::session::SessionCall::Purge).await.ok();
+        cx.env.sessions.ask(session_id, crate::session::calls::Purge {}).await.ok();
     }
     let moved = store::workspaces::delete(db, &m.workspace_id, &caller.account_id, cx.now_ms).await?;
     Ok(WorkspaceDeleted {

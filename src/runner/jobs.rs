@@ -22,7 +22,7 @@ use crate::domain::jobs::{poll_key, signal, wait, wait_key};
 use crate::error::{ApiError, Code};
 use crate::http::{HttpRequest, HttpResponse};
 use crate::rules::params::{Capped, Int};
-use crate::session::{SessionCall, SessionReply};
+use crate::session::calls;
 use crate::store::{self, runners::RunnerRow};
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -170,10 +170,7 @@ pub async fn ssh_key(cx: &Cx<'_>, runner: &RunnerRow, req: &HttpRequest) -> Resu
 pub async fn criteria(cx: &Cx<'_>, runner: &RunnerRow, req: &HttpRequest) -> Result<HttpResponse, ApiError> {
     let lease_id = req.query_param("lease_id").ok_or_else(|| ApiError::invalid("`lease_id` is required"))?;
     let turn = leased(cx, runner, &lease_id).await?;
-    let goal = match crate::domain::sessions::call(cx, &turn.session_id, SessionCall::GetGoal).await? {
-        SessionReply::Goal { goal } => goal,
-        _ => None,
-    };
+    let goal = crate::domain::sessions::call(cx, &turn.session_id, calls::GetGoal {}).await?;
     let commands: Vec<String> = goal
         .filter(|g| g.status == crate::session::goal::GoalStatus::Active)
         .map(|g| g.criteria.iter().filter_map(|c| c.command.clone()).collect())

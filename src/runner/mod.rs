@@ -37,7 +37,7 @@ use crate::http::{HttpRequest, HttpResponse};
 use crate::rules::params::{Capped, Int};
 use crate::rules::{ids, limits, redact};
 use crate::session::goal::CommandCheck;
-use crate::session::{EventKind, ExternalEvent, SessionCall, SessionReply, TurnEnd, TurnState};
+use crate::session::{calls, EventKind, ExternalEvent, TurnEnd, TurnState};
 use crate::store::{self, runners::TurnRow};
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -163,8 +163,8 @@ async fn assignment(cx: &Cx<'_>, turn: TurnRow) -> Result<Option<Value>, ApiErro
     // The whole history, page after page: a long session's newest message is past the first page.
     let mut after = 0;
     for _ in 0..MAX_HISTORY_PAGES {
-        let read = SessionCall::Read { after, message_id: None, limit: 200, wait_ms: 0 };
-        let SessionReply::Page(page) = crate::domain::sessions::call(cx, &turn.session_id, read).await? else { break };
+        let read = calls::Read { after, message_id: None, limit: 200, wait_ms: 0 };
+        let page = crate::domain::sessions::call(cx, &turn.session_id, read).await?;
         for e in &page.events {
             let text = e.body["text"].as_str().unwrap_or_default().to_owned();
             let entry = match (e.kind.as_str(), e.body["from"].get("peer")) {
@@ -435,11 +435,11 @@ async fn events(cx: &Cx<'_>, runner: &store::runners::RunnerRow, req: &HttpReque
         Some(u) => Some(record_usage(cx, &turn, u).await?),
         None => None,
     };
-    let call = SessionCall::External { message_id: turn.message_id.clone(), events, end, checks, reported_cents };
+    let call = calls::External { message_id: turn.message_id.clone(), events, end, checks, reported_cents };
     match crate::domain::sessions::call(cx, &turn.session_id, call).await {
         // The post itself ended the turn (its reported usage reached the session's budget): the runner
         // stops now, not at its next post.
-        Ok(SessionReply::Summary(s))
+        Ok(s)
             if end.is_none()
                 && (s.turn.state != TurnState::Running || s.turn.message_id != Some(turn.message_id.clone())) =>
         {

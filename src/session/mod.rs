@@ -192,14 +192,14 @@ impl<'a, S: LocalSql + ?Sized> Core<'a, S> {
     /// stopped session, or a call that begins no turn (the call itself answers those).
     pub fn opens_turn(&self, call: &SessionCall) -> Res<Option<Opening>> {
         let (config, turn) = match call {
-            SessionCall::Init { config, .. } => {
+            SessionCall::Init(calls::Init { config, .. }) => {
                 return Ok(self.config()?.is_none().then(|| Opening {
                     config: (**config).clone(),
                     spent_cents: 0,
                     first: true,
                 }))
             }
-            SessionCall::Send { .. } | SessionCall::SetGoal { .. } => match self.config()? {
+            SessionCall::Send(_) | SessionCall::SetGoal(_) => match self.config()? {
                 Some(config) => (config, self.turn()?),
                 None => return Ok(None),
             },
@@ -208,7 +208,7 @@ impl<'a, S: LocalSql + ?Sized> Core<'a, S> {
         if turn.state != TurnState::Idle {
             return Ok(None);
         }
-        if let SessionCall::Send { message } = call {
+        if let SessionCall::Send(calls::Send { message }) = call {
             if self.find_message(&message.message_id)?.is_some() {
                 return Ok(None);
             }

@@ -1,8 +1,10 @@
-//! The one language the Worker and a `Session` object speak: [`SessionCall`] in, [`SessionReply`] out,
-//! shared by the stub and the object (and the host tests' stand-in), so there are no URL strings to drift.
+//! The one language the Worker and a `Session` object speak: a [`SessionCall`] in, an [`Answer`] of that
+//! call's own reply out ([`SessionRequest`]), shared by the stub and the object (and the host tests'
+//! stand-in), so there are no URL strings to drift and no reply a call cannot have.
 
 pub use crate::error::Code;
 use crate::store::Row;
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -63,66 +65,169 @@ pub struct NewMessage {
     pub from: Author,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(tag = "call", rename_all = "snake_case")]
-pub enum SessionCall {
-    Init {
-        config: Box<SessionConfig>,
-        message: NewMessage,
-    },
-    Send {
-        message: NewMessage,
-    },
-    Read {
-        after: i64,
-        message_id: Option<String>,
-        limit: u32,
-        wait_ms: i64,
-    },
-    Stop,
-    Configure {
-        model: Option<String>,
-        thinking: Option<String>,
-    },
-    Summary,
+/// A call to a session's object whose answer is `Reply`: each call is its own type ([`calls`]), so a
+/// caller gets the reply its call has, and only that.
+pub trait SessionRequest: Into<SessionCall> {
+    type Reply: Serialize + DeserializeOwned;
+}
+
+/// What the object answers a call: the call's reply, or why it would not do it. On the wire it is serde's
+/// `{"Ok": reply}` or `{"Err": refusal}`.
+pub type Answer<R> = Result<R, Refusal>;
+
+/// The calls, one type each, with the fields the object needs.
+pub mod calls {
+    use super::{ExternalEvent, NewMessage, SessionConfig, TurnEnd};
+    use serde::{Deserialize, Serialize};
+
+    /// Creates the session with its first message and starts its first turn.
+    #[derive(Debug, Clone, Serialize, Deserialize)]
+    pub struct Init {
+        pub config: Box<SessionConfig>,
+        pub message: NewMessage,
+    }
+
+    /// The next message, starting a turn.
+    #[derive(Debug, Clone, Serialize, Deserialize)]
+    pub struct Send {
+        pub message: NewMessage,
+    }
+
+    /// A page of events after `after`, waiting up to `wait_ms` for one.
+    #[derive(Debug, Clone, Serialize, Deserialize)]
+    pub struct Read {
+        pub after: i64,
+        pub message_id: Option<String>,
+        pub limit: u32,
+        pub wait_ms: i64,
+    }
+
+    #[derive(Debug, Clone, Default, Serialize, Deserialize)]
+    pub struct Stop {}
+
+    #[derive(Debug, Clone, Serialize, Deserialize)]
+    pub struct Configure {
+        pub model: Option<String>,
+        pub thinking: Option<String>,
+    }
+
+    #[derive(Debug, Clone, Default, Serialize, Deserialize)]
+    pub struct Summary {}
+
     /// Ends the running turn as `cancelled`; the session stays and takes the next message. With
     /// `message_id`, only that message's turn, and a repeat (already cancelled) is answered the same.
-    CancelTurn {
+    #[derive(Debug, Clone, Default, Serialize, Deserialize)]
+    pub struct CancelTurn {
         #[serde(default)]
-        message_id: Option<String>,
-    },
+        pub message_id: Option<String>,
+    }
+
     /// Forget everything: the workspace is being deleted.
-    Purge,
-    SetGoal {
-        goal: Box<super::goal::Goal>,
-    },
-    ClearGoal,
-    GetGoal,
-    /// Holds the call until `Signal { key }` (an answer landed) or `wait_ms` passes.
-    Wait {
-        key: String,
-        wait_ms: i64,
-    },
+    #[derive(Debug, Clone, Default, Serialize, Deserialize)]
+    pub struct Purge {}
+
+    #[derive(Debug, Clone, Serialize, Deserialize)]
+    pub struct SetGoal {
+        pub goal: Box<crate::session::goal::Goal>,
+    }
+
+    #[derive(Debug, Clone, Default, Serialize, Deserialize)]
+    pub struct ClearGoal {}
+
+    #[derive(Debug, Clone, Default, Serialize, Deserialize)]
+    pub struct GetGoal {}
+
+    /// Holds the call until `Signal { key }` (an answer landed) or `wait_ms` passes; whether it was
+    /// signaled.
+    #[derive(Debug, Clone, Serialize, Deserialize)]
+    pub struct Wait {
+        pub key: String,
+        pub wait_ms: i64,
+    }
+
     /// Wakes the calls waiting on `key`, and a turn whose harness waits on it.
-    Signal {
-        key: String,
-    },
+    #[derive(Debug, Clone, Serialize, Deserialize)]
+    pub struct Signal {
+        pub key: String,
+    }
+
     /// A message from a peer session, added to the log without starting a turn.
-    Note {
-        message: NewMessage,
-    },
+    #[derive(Debug, Clone, Serialize, Deserialize)]
+    pub struct Note {
+        pub message: NewMessage,
+    }
+
     /// Events a runner reports for the running turn of `message_id`; each once, by its key.
-    External {
-        message_id: String,
-        events: Vec<ExternalEvent>,
-        end: Option<TurnEnd>,
+    #[derive(Debug, Clone, Serialize, Deserialize)]
+    pub struct External {
+        pub message_id: String,
+        pub events: Vec<ExternalEvent>,
+        pub end: Option<TurnEnd>,
         /// With `end`: the goal's command criteria as the runner ran them at the turn's end.
         #[serde(default)]
-        checks: Vec<super::goal::CommandCheck>,
+        pub checks: Vec<crate::session::goal::CommandCheck>,
         /// What coding agent CLIs reported the session used, in cents, when this post reported usage.
         #[serde(default)]
-        reported_cents: Option<i64>,
-    },
+        pub reported_cents: Option<i64>,
+    }
+}
+
+/// Declares [`SessionCall`] (the wire form of every call: its name in `call`, its fields beside it) and
+/// which reply each call has.
+macro_rules! session_calls {
+    ($($call:ident => $reply:ty,)*) => {
+        #[derive(Debug, Clone, Serialize, Deserialize)]
+        #[serde(tag = "call", rename_all = "snake_case")]
+        pub enum SessionCall {
+            $($call(calls::$call),)*
+        }
+
+        $(
+            impl From<calls::$call> for SessionCall {
+                fn from(c: calls::$call) -> Self {
+                    SessionCall::$call(c)
+                }
+            }
+
+            impl SessionRequest for calls::$call {
+                type Reply = $reply;
+            }
+        )*
+    };
+}
+
+session_calls! {
+    Init => Accepted,
+    Send => Accepted,
+    Read => Page,
+    Stop => Summary,
+    Configure => SessionConfig,
+    Summary => Summary,
+    CancelTurn => TurnCancelled,
+    Purge => (),
+    SetGoal => Option<super::goal::Goal>,
+    ClearGoal => Option<super::goal::Goal>,
+    GetGoal => Option<super::goal::Goal>,
+    Wait => bool,
+    Signal => (),
+    Note => (),
+    External => Summary,
+}
+
+/// A message taken into the log, and its position there.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Accepted {
+    pub message_id: String,
+    pub seq: i64,
+}
+
+/// A turn cancelled: whose, and whether an earlier cancel had done it already (`replayed`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct TurnCancelled {
+    pub message_id: String,
+    pub replayed: bool,
+    /// The session's status after it: `idle`.
+    pub status: String,
 }
 
 /// One event reported from outside the object (a runner), with the key that makes its delivery
@@ -132,34 +237,6 @@ pub struct ExternalEvent {
     pub key: String,
     pub kind: EventKind,
     pub body: Value,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(tag = "reply", rename_all = "snake_case")]
-pub enum SessionReply {
-    Accepted {
-        message_id: String,
-        seq: i64,
-    },
-    Page(Page),
-    Summary(Summary),
-    Config(SessionConfig),
-    /// A session's goal; a struct variant, because the reply is internally tagged and serde cannot tag an
-    /// `Option` directly.
-    Goal {
-        goal: Option<Box<super::goal::Goal>>,
-    },
-    Woken {
-        signaled: bool,
-    },
-    /// The turn of `message_id` is cancelled; `replayed` when it already was (a repeated cancel).
-    TurnCancelled {
-        message_id: String,
-        replayed: bool,
-        /// The session's status after it: `idle`.
-        status: String,
-    },
-    Refused(Refusal),
 }
 
 /// A call the session would not do, with the API's code (`session_busy`, `not_found`, …).

@@ -1,14 +1,19 @@
 //! The async half of a session that is still platform-free: running one due harness step, and writing a
-//! transition's consequences (status and spend) to the D1 index. The object's shell and the host tests'
-//! stand-in both drive sessions through here.
+//! transition's consequences (status and spend) to the D1 index, and answering a call in its own reply's
+//! JSON. The session object's logic (`objects::session_shell`), which the Worker's object and the host
+//! tests' stand-in both run, drives sessions through here.
 
 use super::openai::{self, Ports};
 use super::{agent_tools, wallet};
 use crate::domain::{goal_checks, webhooks};
 use crate::error::Code;
 use crate::session::TurnEnd;
-use crate::session::{echo, goal, Core, EventKind, LocalSql, Refusal, SessionConfig, StepOutcome, Transition};
+use crate::session::{
+    echo, goal, Accepted, Core, EventKind, LocalSql, Refusal, SessionCall, SessionConfig, SessionRequest, StepOutcome,
+    Transition, TurnCancelled,
+};
 use crate::store::{self, DbResult, Sql};
+use serde_json::Value;
 
 /// The text of the message that started the running turn.
 fn turn_text<S: LocalSql + ?Sized>(core: &Core<'_, S>, message_id: &str) -> Result<String, Refusal> {
@@ -159,20 +164,6 @@ async fn goal_events<S: LocalSql + ?Sized>(
     Ok(())
 }
 
-/// After a step was persisted: the D1 index first (status and spend, so `get_session` and
-/// `list_sessions` agree with the object at once), then the slower search index of a turn that ended.
-pub async fn after_step<S: LocalSql + ?Sized>(
-    core: &Core<'_, S>,
-    db: &dyn Sql,
-    config: &SessionConfig,
-    t: &Transition,
-    now_ms: i64,
-) -> DbResult<()> {
-    publish(core, db, config, now_ms).await?;
-    crate::domain::index::index_turn(db, core, config, t, now_ms).await;
-    Ok(())
-}
-
 /// Grades the standing goal's criteria after a turn: text criteria by the harness's grader (a separate
 /// model call for `openai`, the deterministic rule for `echo` and `runner`), command criteria by the exit
 /// codes the runner reported at the turn's end; commands no runner ran with the turn run on another
@@ -292,9 +283,9 @@ pub async fn publish<S: LocalSql + ?Sized>(
 pub async fn serve<S: LocalSql + ?Sized>(
     core: &Core<'_, S>,
     db: &dyn Sql,
-    call: &crate::session::SessionCall,
+    call: &SessionCall,
     now_ms: i64,
-) -> Result<(crate::session::SessionReply, Option<Transition>), Refusal> {
+) -> Result<(Value, Option<Transition>), Refusal> {
     if let Some(opening) = core.opens_turn(call)? {
         wallet::admit(db, &opening).await?;
         if opening.first {
@@ -308,57 +299,58 @@ pub async fn serve<S: LocalSql + ?Sized>(
     Ok(answered)
 }
 
-/// Answers a call that needs no waiting and no network. `Read` is answered without waiting here; the
-/// shells add the wait.
+/// `reply` as the answer to `call`: typed by the call, so no call is answered with another's reply.
+pub fn reply<C: SessionRequest>(_call: &C, reply: C::Reply) -> Value {
+    serde_json::to_value(reply).unwrap_or(Value::Null)
+}
+
+/// Answers a call that needs no waiting and no network, in the JSON of the call's reply. `Read` is
+/// answered without waiting here; the shells add the wait.
 pub fn answer<S: LocalSql + ?Sized>(
     core: &Core<'_, S>,
-    call: &crate::session::SessionCall,
+    call: &SessionCall,
     now_ms: i64,
-) -> Result<(crate::session::SessionReply, Option<Transition>), Refusal> {
-    use crate::session::{SessionCall as C, SessionReply as R};
+) -> Result<(Value, Option<Transition>), Refusal> {
+    use crate::session::SessionCall as C;
+    let accepted = |t: &Transition| {
+        let (message_id, seq) = t.accepted.clone().unwrap_or_default();
+        Accepted { message_id, seq }
+    };
     Ok(match call {
-        C::Init { config, message } => {
-            let t = core.init(config, message, now_ms)?;
-            let (id, seq) = t.accepted.clone().unwrap_or_default();
-            (R::Accepted { message_id: id, seq }, Some(t))
+        C::Init(c) => {
+            let t = core.init(&c.config, &c.message, now_ms)?;
+            (reply(c, accepted(&t)), Some(t))
         }
-        C::Send { message } => {
-            let t = core.send(message, now_ms)?;
-            let (id, seq) = t.accepted.clone().unwrap_or_default();
-            (R::Accepted { message_id: id, seq }, Some(t))
+        C::Send(c) => {
+            let t = core.send(&c.message, now_ms)?;
+            (reply(c, accepted(&t)), Some(t))
         }
-        C::Read { after, message_id, limit, .. } => (R::Page(core.page(*after, message_id.as_deref(), *limit)?), None),
-        C::Stop => {
+        C::Read(c) => (reply(c, core.page(c.after, c.message_id.as_deref(), c.limit)?), None),
+        C::Stop(c) => {
             let t = core.stop(now_ms)?;
-            (R::Summary(core.summary()?), Some(t))
+            (reply(c, core.summary()?), Some(t))
         }
-        C::CancelTurn { message_id } => {
-            let (message_id, replayed, t) = core.cancel_turn(message_id.as_deref(), now_ms)?;
+        C::CancelTurn(c) => {
+            let (message_id, replayed, t) = core.cancel_turn(c.message_id.as_deref(), now_ms)?;
             let status = core.summary()?.status;
-            (R::TurnCancelled { message_id, replayed, status }, Some(t))
+            (reply(c, TurnCancelled { message_id, replayed, status }), Some(t))
         }
-        C::Configure { model, thinking } => (R::Config(core.configure(model.clone(), thinking.clone())?), None),
-        C::Summary => (R::Summary(core.summary()?), None),
-        C::Purge => {
-            let t = core.purge()?;
-            (R::Summary(core.summary()?), Some(t))
+        C::Configure(c) => (reply(c, core.configure(c.model.clone(), c.thinking.clone())?), None),
+        C::Summary(c) => (reply(c, core.summary()?), None),
+        C::Purge(c) => (reply(c, ()), Some(core.purge()?)),
+        C::SetGoal(c) => {
+            let t = core.set_goal((*c.goal).clone(), now_ms)?;
+            (reply(c, core.goal()?), Some(t))
         }
-        C::SetGoal { goal } => {
-            let t = core.set_goal((**goal).clone(), now_ms)?;
-            (R::Goal { goal: core.goal()?.map(Box::new) }, Some(t))
+        C::ClearGoal(c) => (reply(c, core.clear_goal(now_ms)?), None),
+        // Waiting is the shell's; without one a wait returns at once.
+        C::Wait(c) => (reply(c, false), None),
+        C::Signal(c) => (reply(c, ()), Some(core.signal(&c.key, now_ms)?)),
+        C::External(c) => {
+            let t = core.external(&c.message_id, &c.events, c.end, &c.checks, c.reported_cents, now_ms)?;
+            (reply(c, core.summary()?), Some(t))
         }
-        C::ClearGoal => (R::Goal { goal: core.clear_goal(now_ms)?.map(Box::new) }, None),
-        // Waiting is the shell's; without one (host tests) a wait returns at once.
-        C::Wait { .. } => (R::Woken { signaled: false }, None),
-        C::Signal { key } => (R::Woken { signaled: true }, Some(core.signal(key, now_ms)?)),
-        C::External { message_id, events, end, checks, reported_cents } => {
-            let t = core.external(message_id, events, *end, checks, *reported_cents, now_ms)?;
-            (R::Summary(core.summary()?), Some(t))
-        }
-        C::Note { message } => {
-            let t = core.note(message, now_ms)?;
-            (R::Accepted { message_id: message.message_id.clone(), seq: 0 }, Some(t))
-        }
-        C::GetGoal => (R::Goal { goal: core.goal_now(now_ms)?.map(Box::new) }, None),
+        C::Note(c) => (reply(c, ()), Some(core.note(&c.message, now_ms)?)),
+        C::GetGoal(c) => (reply(c, core.goal_now(now_ms)?), None),
     })
 }

@@ -42,6 +42,7 @@ mod runner_jobs;
 mod runners;
 mod schemas;
 mod secrets;
+mod session_shell;
 mod sessions;
 mod skills;
 mod table;

@@ -4,13 +4,11 @@
 use agentsky::app::{self, RequestMeta};
 use agentsky::cx::{BlobPage, Blobs, Clock, Config, Cx, Env, Feeds, Limiter, Net, Outbound, Queue, Sessions};
 use agentsky::http::{HttpRequest, HttpResponse};
+use agentsky::objects::session_shell::{ObjectPlatform, SessionShell, Wakeups};
 use agentsky::rules::rate::{Decision, Window};
-use agentsky::session::keyed::Keyed;
-use agentsky::session::{Core, LocalSql, Refusal, SessionCall, SessionReply};
+use agentsky::session::{Core, LocalSql, SessionCall};
 use agentsky::store::Counted;
 use agentsky::store::{DbError, DbResult, Param, Row, Sql, Stmt};
-use agentsky::turns::driver;
-use agentsky::turns::openai::Ports;
 use futures::future::LocalBoxFuture;
 use rusqlite::types::ValueRef;
 use serde_json::{json, Value};
@@ -106,24 +104,30 @@ impl LocalSql for ObjectDb {
     }
 }
 
-/// The host's stand-in for the `Session` objects: one SQLite per session, the same core and driver, and
-/// alarms that run when the test's clock reaches them.
+/// One session object: its SQLite, its alarm and its memory.
+pub struct HostObject {
+    db: ObjectDb,
+    alarm: Cell<Option<i64>>,
+    wakeups: Wakeups,
+}
+
+/// The host's stand-in for the `Session` objects: one [`HostObject`] per session, run by the object's own
+/// code ([`SessionShell`]) over rusqlite and the tests' clock; alarms ring when the clock reaches them.
 #[derive(Clone)]
 pub struct HostSessions {
-    objects: Rc<RefCell<HashMap<String, Rc<ObjectDb>>>>,
+    objects: Rc<RefCell<HashMap<String, Rc<HostObject>>>>,
     db: Sqlite,
     limiter: MemoryLimiter,
     blobs: MemoryBlobs,
     pub net: ScriptedNet,
     config: Config,
     now: Rc<Cell<i64>>,
-    /// Keyed waits, as the object keeps them (a waiter here is only ever answered at once).
-    keyed: Rc<RefCell<Keyed<()>>>,
     /// What happens elsewhere while a call waits on a key: the test's runner, answering its jobs.
     pub on_wait: Rc<RefCell<Option<WaitHook>>>,
     /// The workspace feeds, shared by the app and the sessions.
     pub feeds: MemoryFeeds,
-    /// While set, objects commit their state but die before telling the D1 index (a crash in between).
+    /// While set, objects commit their state but their D1 index writes fail (as if they died before
+    /// them): the index misses what changed until an activation after it is cleared.
     pub crash_before_index: Rc<Cell<bool>>,
     /// For each time a step woke the session's readers: the D1 round trips that step had made by then.
     pub woken_after_trips: Rc<RefCell<Vec<u32>>>,
@@ -148,12 +152,23 @@ impl HostSessions {
         app::handle(&self.env(), req, meta).await
     }
 
-    fn object(&self, session_id: &str) -> Rc<ObjectDb> {
+    fn object(&self, session_id: &str) -> Rc<HostObject> {
         self.objects
             .borrow_mut()
             .entry(session_id.to_owned())
-            .or_insert_with(|| Rc::new(ObjectDb(rusqlite::Connection::open_in_memory().unwrap())))
+            .or_insert_with(|| {
+                Rc::new(HostObject {
+                    db: ObjectDb(rusqlite::Connection::open_in_memory().unwrap()),
+                    alarm: Cell::new(None),
+                    wakeups: Wakeups::default(),
+                })
+            })
             .clone()
+    }
+
+    /// The object's code over `object`.
+    fn shell<'a>(&'a self, object: &'a HostObject) -> SessionShell<'a, HostPlatform<'a>> {
+        SessionShell { platform: HostPlatform { sessions: self, object }, wakeups: &object.wakeups }
     }
 
     /// The platform as a session's object sees it.
@@ -173,51 +188,25 @@ impl HostSessions {
         }
     }
 
-    /// Runs every step due by `until`, moving the clock to each step's time, as alarms would.
+    /// Rings the session's alarm each time it is due by `until`, moving the clock to its time.
     pub fn run_until(&self, session_id: &str, until: i64) {
-        futures::executor::block_on(self.steps_until(session_id, until))
+        futures::executor::block_on(self.alarms_until(session_id, until))
     }
 
-    async fn steps_until(&self, session_id: &str, until: i64) {
-        let obj = self.object(session_id);
-        let core = Core::open(&*obj).unwrap();
-        loop {
-            let turn = core.turn().unwrap();
-            let Some(at) = turn.next_at_ms.filter(|_| turn.state == agentsky::session::TurnState::Running) else {
-                break;
-            };
-            if at > until {
-                break;
-            }
+    async fn alarms_until(&self, session_id: &str, until: i64) {
+        let object = self.object(session_id);
+        while let Some(at) = object.alarm.get().filter(|at| *at <= until) {
             self.now.set(self.now.get().max(at));
-            let now = self.now.get();
-            let env = self.env();
-            // As the object runs a step: traced, counted and logged ([`agentsky::objects::observe`]).
-            let clock = self.now.clone();
-            let net = agentsky::cx::meter::ObservedNet {
-                inner: self.net.clone(),
-                meter: env.meter.clone(),
-                now_ms: Box::new(move || clock.get()),
-            };
-            let woke = || -> futures::future::LocalBoxFuture<'static, ()> {
-                self.woken_after_trips.borrow_mut().push(env.db.calls());
-                Box::pin(std::future::ready(()))
-            };
-            let ports = Ports { env: &env, net: &net, wake: &woke };
-            let step = agentsky::objects::observe::begin(&*obj, &env, &turn, now);
-            let stepped = driver::step(&core, &ports, now).await.unwrap();
-            let Some((config, t)) = stepped else { break };
-            agentsky::objects::observe::end(&*obj, &env, &net, &config, &t, step).await;
-            if !self.crash_before_index.get() {
-                driver::after_step(&core, &self.db, &config, &t, now).await.unwrap();
-            }
+            // As the platform does, the alarm is cleared as it rings; the step may set the next one.
+            object.alarm.set(None);
+            self.shell(&object).alarm().await.unwrap();
         }
     }
 
     /// Cancels a session's running turn in its object alone, as a cancel landing while a step runs.
     pub fn cancel_in_object(&self, session_id: &str) {
         let obj = self.object(session_id);
-        Core::open(&*obj).unwrap().cancel_turn(None, self.now.get()).unwrap();
+        Core::open(&obj.db).unwrap().cancel_turn(None, self.now.get()).unwrap();
     }
 
     pub fn session_ids(&self) -> Vec<String> {
@@ -226,58 +215,128 @@ impl HostSessions {
 }
 
 impl Sessions for HostSessions {
-    fn call(&self, session_id: &str, call: SessionCall) -> LocalBoxFuture<'_, Result<SessionReply, String>> {
+    fn call(&self, session_id: &str, call: SessionCall) -> LocalBoxFuture<'_, Result<Value, String>> {
         let session_id = session_id.to_owned();
         Box::pin(async move {
-            if let SessionCall::Read { wait_ms, .. } = &call {
-                // Waiting lets time pass: the steps due within the wait run first.
-                self.steps_until(&session_id, self.now.get() + wait_ms).await;
-            }
-            if let SessionCall::Wait { key, .. } = &call {
-                let hook = self.on_wait.borrow().clone();
-                if let Some(hook) = hook {
-                    hook(self.clone(), key.clone()).await;
-                }
-                // Signaled meanwhile (or before): answered at once. Else nothing here could wake it: the
-                // wait runs out (at once: the tests' clock moves only when they move it).
-                let now = self.now.get();
-                let mut keyed = self.keyed.borrow_mut();
-                if keyed.wait(key, (), now).is_some() {
-                    return Ok(SessionReply::Woken { signaled: true });
-                }
-                keyed.signal(key, now);
-                return Ok(SessionReply::Woken { signaled: false });
-            }
-            if let SessionCall::Signal { key } = &call {
-                self.keyed.borrow_mut().signal(key, self.now.get());
-            }
-            let obj = self.object(&session_id);
-            if matches!(call, SessionCall::Init { .. } | SessionCall::Send { .. }) {
-                // As the Worker's object client sends it, and the object keeps it for the turn.
-                let traceparent = self.caller_meter.as_ref().and_then(|m| m.child_traceparent());
-                agentsky::objects::observe::remember(&*obj, traceparent.as_deref());
-            }
-            let core = match Core::open(&*obj) {
-                Ok(c) => c,
-                Err(r) => return Ok(SessionReply::Refused(r)),
-            };
-            let now = self.now.get();
-            // As the object does on every activation: a status the index missed is copied first.
-            if let (false, Ok(Some(config))) = (self.crash_before_index.get(), core.config()) {
-                driver::publish(&core, &self.db, &config, now).await.map_err(|e| e.to_string())?;
-            }
-            match driver::serve(&core, &self.db, &call, now).await {
-                Ok((reply, transition)) => {
-                    if let (Some(_), Some(config)) = (transition, core.config().map_err(|r: Refusal| r.message)?) {
-                        if !self.crash_before_index.get() {
-                            driver::publish(&core, &self.db, &config, now).await.map_err(|e| e.to_string())?;
-                        }
+            match &call {
+                // Waiting lets time pass: the alarms due within the wait ring first.
+                SessionCall::Read(c) => self.alarms_until(&session_id, self.now.get() + c.wait_ms).await,
+                // What happens elsewhere meanwhile (the test's runner answering) happens first.
+                SessionCall::Wait(c) => {
+                    let hook = self.on_wait.borrow().clone();
+                    if let Some(hook) = hook {
+                        hook(self.clone(), c.key.clone()).await;
                     }
-                    Ok(reply)
                 }
-                Err(r) => Ok(SessionReply::Refused(r)),
+                _ => {}
             }
+            // As the Worker's object client sends it.
+            let traceparent = match call {
+                SessionCall::Init(_) | SessionCall::Send(_) => {
+                    self.caller_meter.as_ref().and_then(|m| m.child_traceparent())
+                }
+                _ => None,
+            };
+            let object = self.object(&session_id);
+            let answer = self.shell(&object).call(call, traceparent.as_deref()).await;
+            serde_json::to_value(answer).map_err(|e| e.to_string())
         })
+    }
+}
+
+/// A session object's platform in the host: rusqlite, the tests' clock, and the app's D1 and feeds.
+pub struct HostPlatform<'a> {
+    sessions: &'a HostSessions,
+    object: &'a HostObject,
+}
+
+fn ready<T: 'static>(v: T) -> LocalBoxFuture<'static, T> {
+    Box::pin(std::future::ready(v))
+}
+
+impl ObjectPlatform for HostPlatform<'_> {
+    type Sql = ObjectDb;
+
+    fn sql(&self) -> &ObjectDb {
+        &self.object.db
+    }
+
+    fn now_ms(&self) -> i64 {
+        self.sessions.now.get()
+    }
+
+    /// The tests' clock moves only when they move it: a wait nothing wakes runs out at once.
+    fn sleep(&self, _ms: i64) -> LocalBoxFuture<'static, ()> {
+        ready(())
+    }
+
+    fn yield_now(&self) -> LocalBoxFuture<'static, ()> {
+        ready(())
+    }
+
+    fn get_alarm(&self) -> LocalBoxFuture<'_, Result<Option<i64>, String>> {
+        ready(Ok(self.object.alarm.get()))
+    }
+
+    fn set_alarm(&self, at_ms: i64) -> LocalBoxFuture<'_, Result<(), String>> {
+        self.object.alarm.set(Some(at_ms));
+        ready(Ok(()))
+    }
+
+    fn delete_alarm(&self) -> LocalBoxFuture<'_, Result<(), String>> {
+        self.object.alarm.set(None);
+        ready(Ok(()))
+    }
+
+    fn delete_all(&self) -> LocalBoxFuture<'_, Result<(), String>> {
+        let conn = &self.object.db.0;
+        let tables = exec(conn, "SELECT name FROM sqlite_master WHERE type = 'table'", &[]);
+        let dropped = tables.map_err(|e| e.to_string()).and_then(|rows| {
+            rows.iter()
+                .filter_map(|r| r["name"].as_str())
+                .try_for_each(|name| conn.execute_batch(&format!("DROP TABLE \"{name}\"")).map_err(|e| e.to_string()))
+        });
+        ready(dropped)
+    }
+
+    fn db(&self) -> Result<Box<dyn Sql>, String> {
+        if self.sessions.crash_before_index.get() {
+            return Ok(Box::new(Down));
+        }
+        Ok(Box::new(self.sessions.db.clone()))
+    }
+
+    fn feeds(&self) -> Result<Box<dyn Feeds>, String> {
+        Ok(Box::new(self.sessions.feeds.clone()))
+    }
+
+    /// Traced, counted and logged as the object's steps are ([`agentsky::objects::observe`]).
+    fn step_env(&self) -> Result<(Env, Box<dyn Net>), String> {
+        let env = self.sessions.env();
+        let clock = self.sessions.now.clone();
+        let net = agentsky::cx::meter::ObservedNet {
+            inner: self.sessions.net.clone(),
+            meter: env.meter.clone(),
+            now_ms: Box::new(move || clock.get()),
+        };
+        Ok((env, Box::new(net)))
+    }
+
+    fn step_woke(&self, env: &Env) {
+        self.sessions.woken_after_trips.borrow_mut().push(env.db.calls());
+    }
+}
+
+/// D1 while an object is crashing: nothing it writes there lands.
+struct Down;
+
+impl Sql for Down {
+    fn all(&self, _: Stmt) -> LocalBoxFuture<'_, DbResult<Vec<Row>>> {
+        ready(Err(DbError::Other("the object crashed before writing to D1".into())))
+    }
+
+    fn batch(&self, _: Vec<Stmt>) -> LocalBoxFuture<'_, DbResult<Vec<Vec<Row>>>> {
+        ready(Err(DbError::Other("the object crashed before writing to D1".into())))
     }
 }
 
@@ -529,7 +588,6 @@ impl TestApp {
             net: ScriptedNet::default(),
             config: config.clone(),
             now: now_ms.clone(),
-            keyed: Rc::default(),
             on_wait: Rc::default(),
             feeds: MemoryFeeds { counts: Rc::default(), now: now_ms.clone() },
             crash_before_index: Rc::default(),
