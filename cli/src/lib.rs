@@ -13,7 +13,10 @@
 //! - [`company_skills`] — the workspace's own skills, written where Claude Code and Codex read skills.
 //! - [`setup`] — `sky setup`: find Claude Code and Codex, plan every change, show or apply it.
 //! - [`relay`] — `sky mcp`: the session server on stdio, relayed to `/v1/session/mcp`.
-//! - [`runner`] — `sky runner`: registration, the runner protocol's calls, the claim loop.
+//! - [`runner`] — `sky runner`: registration and the claim loop.
+//! - [`runner_client`] — the runner protocol's calls (`/v1/runner/*`, bodies typed by `agentsky-wire`),
+//!   which the loop and a turn both make; it names neither (runner → turn → runner_client).
+//! - [`command_line`] — `--command "<line>"` as an argv, and an argv shown for people.
 //! - [`harness`] — Claude Code and Codex as a runner's agents: their per-turn configuration, and their
 //!   streams read into typed session events.
 //! - [`turn`] — one claimed turn: its folder, the agent's command under a supervisor, output as events,
@@ -29,6 +32,7 @@ pub mod api;
 pub mod approvals;
 pub mod args;
 pub mod auth;
+pub mod command_line;
 pub mod company_skills;
 pub mod config;
 pub mod context;
@@ -38,6 +42,7 @@ pub mod granted;
 pub mod harness;
 pub mod relay;
 pub mod runner;
+pub mod runner_client;
 pub mod setup;
 pub mod shim;
 pub mod skill;
