@@ -22,6 +22,7 @@
 //! - [`turn`] — one claimed turn: its folder, the agent's command under a supervisor, output as events,
 //!   the lease, the changed files uploaded.
 //! - [`shim`] — the provider CLI shims a turn's agent finds first on its `PATH`.
+//! - [`grants_file`] — the grant ids a turn remembers, which `sky mcp` notes and the shims read.
 //! - [`granted`] — the channel a shim asks its turn's runner to run the real CLI under a grant through.
 //! - [`redaction`] — the server's redaction rule (from the shared `agentsky-wire` crate), for what a
 //!   runner posts (output, command lines).
@@ -39,6 +40,7 @@ pub mod context;
 pub mod edit;
 pub mod files;
 pub mod granted;
+pub mod grants_file;
 pub mod harness;
 pub mod relay;
 pub mod runner;
