@@ -1,13 +1,13 @@
-//! Granted commands in a runner's turn. A provider CLI shim ([`crate::shim`]) does not run the real CLI
+//! Granted commands in a runner's turn. A provider CLI shim (`shim.rs`) does not run the real CLI
 //! with a credential itself there: it asks the runner of its turn to, over a Unix socket the runner owns
-//! for the turn ([`crate::turn`] serves it), and relays what the command prints and how it exits. The
+//! for the turn (`turn/granted.rs` serves it), and relays what the command prints and how it exits. The
 //! runner fetches the grant's credential, runs the real CLI it finds on its own `PATH`, watches it exit
 //! and reports that with its runner token: the only deploy proof the server accepts (its
 //! `src/runner/granted.rs` says what that proof is worth, and what it is not).
 //!
 //! **Wire.** The shim connects to `AGENTSKY_RUNNER_SOCKET` and writes one line of JSON,
 //! `{"secret", "cli", "args", "grant_id", "cwd"}`. On Linux `secret` is empty: the runner asks the kernel
-//! who connected instead (`crate::turn`'s channel). Elsewhere it is `AGENTSKY_RUNNER_SECRET`. The runner
+//! who connected instead (the turn's channel). Elsewhere it is `AGENTSKY_RUNNER_SECRET`. The runner
 //! answers with frames, each a tag byte, a 4-byte big-endian length and that many bytes: `o` stdout, `e`
 //! stderr, `x` the exit status as decimal text, always last. The shim writes nothing more; its socket
 //! closing (the shim was ended) ends the command.

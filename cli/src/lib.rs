@@ -13,12 +13,16 @@
 //! - [`company_skills`] — the workspace's own skills, written where Claude Code and Codex read skills.
 //! - [`setup`] — `sky setup`: find Claude Code and Codex, plan every change, show or apply it.
 //! - [`relay`] — `sky mcp`: the session server on stdio, relayed to `/v1/session/mcp`.
-//! - [`runner`] — `sky runner`: registration, the runner protocol's calls, the claim loop.
+//! - [`runner`] — `sky runner`: registration and the claim loop.
+//! - [`runner_client`] — the runner protocol's calls (`/v1/runner/*`, bodies typed by `agentsky-wire`),
+//!   which the loop and a turn both make; it names neither (runner → turn → runner_client).
+//! - [`command_line`] — `--command "<line>"` as an argv, and an argv shown for people.
 //! - [`harness`] — Claude Code and Codex as a runner's agents: their per-turn configuration, and their
 //!   streams read into typed session events.
 //! - [`turn`] — one claimed turn: its folder, the agent's command under a supervisor, output as events,
 //!   the lease, the changed files uploaded.
 //! - [`shim`] — the provider CLI shims a turn's agent finds first on its `PATH`.
+//! - [`grants_file`] — the grant ids a turn remembers, which `sky mcp` notes and the shims read.
 //! - [`granted`] — the channel a shim asks its turn's runner to run the real CLI under a grant through.
 //! - [`redaction`] — the server's redaction rule (from the shared `agentsky-wire` crate), for what a
 //!   runner posts (output, command lines).
@@ -29,15 +33,18 @@ pub mod api;
 pub mod approvals;
 pub mod args;
 pub mod auth;
+pub mod command_line;
 pub mod company_skills;
 pub mod config;
 pub mod context;
 pub mod edit;
 pub mod files;
 pub mod granted;
+pub mod grants_file;
 pub mod harness;
 pub mod relay;
 pub mod runner;
+pub mod runner_client;
 pub mod setup;
 pub mod shim;
 pub mod skill;

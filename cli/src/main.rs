@@ -109,7 +109,7 @@ fn run_runner(ctx: &Context, args: &Args, auth: auth::Options) -> sky::Result<()
         (Some(_), Some(_)) => usage_error("give the command either after `--` or with --command, not both"),
         (Some(argv), None) if argv.is_empty() => usage_error("no command after `--`"),
         (Some(argv), None) => Some(argv.clone()),
-        (None, Some(line)) => Some(runner::shell_command(line)),
+        (None, Some(line)) => Some(sky::command_line::shell_command(line)),
         (None, None) => None,
     };
     let mut push_roots = args.push_roots.clone();

@@ -219,7 +219,7 @@ impl Relay {
             }
             // In a runner's turn, the grants the agent gets are remembered for the provider CLI shims.
             if message.get("method").is_some_and(|m| m == "tools/call") && m.get("id") == message.get("id") {
-                crate::shim::note_tool_result(message, m);
+                crate::grants_file::note_tool_result(message, m);
             }
         }
         rpc.iter().map(Value::to_string).collect()

@@ -140,7 +140,7 @@ pub fn plan(ctx: &Context, found: &Found, server: &str, key: &str, catalog_md: &
 }
 
 /// The workspace's company skills beside the `agentsky` skill, for each client found.
-fn company_skill_changes(ctx: &Context, found: &Found, skills: &[serde_json::Value]) -> Result<Vec<Change>> {
+fn company_skill_changes(ctx: &Context, found: &Found, skills: &[agentsky_wire::runner::Skill]) -> Result<Vec<Change>> {
     let mut out = Vec::new();
     if found.claude.is_some() {
         out.extend(crate::company_skills::changes(&ctx.claude_dir.join("skills"), skills, "Claude Code")?);

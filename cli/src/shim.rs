@@ -2,7 +2,7 @@
 //! or `ssh`, and the session's grant is used.
 //!
 //! **How.** [`install`] puts one symlink per provider CLI, named like it and pointing at this `sky`, into
-//! the turn's shim directory, which [`crate::turn`] puts first on the agent's `PATH`
+//! the turn's shim directory, which the turn (`turn.rs`) puts first on the agent's `PATH`
 //! (`AGENTSKY_SHIM_DIR`). Started under such a name (or as `sky shim <cli> <args…>`), `sky`:
 //! 1. finds the real CLI on `PATH` outside the shim directory (none → a clear message, exit 127);
 //! 2. classifies the command line with the provider's table below: commands that need no account
@@ -50,19 +50,18 @@
 //!
 //! **ssh.** Every connection asks for all four scopes. SSH keys are never files: the server hands the
 //! granted key to the runner of this turn, which loads it into the turn's own ssh-agent (see
-//! [`crate::turn`]), and `get_credential` answers that agent's socket; the shim runs the real `ssh` with
+//! `turn.rs`), and `get_credential` answers that agent's socket; the shim runs the real `ssh` with
 //! `SSH_AUTH_SOCK` pointing at it. Without ssh targets in the project (git over ssh, say) the real ssh
 //! runs untouched.
 
 mod classify;
 mod exec;
-mod grants;
 mod targets;
 mod tools;
 
+use crate::grants_file::{known_grants, remember_grant, KnownGrant};
 pub use classify::{classify, ssh_destination_host, Need};
 pub use exec::find_real;
-pub use grants::{known_grants, note_tool_result, remember_grant, KnownGrant};
 pub use targets::{find_targets, pick_target, Target};
 pub use tools::{ToolFailure, Tools};
 

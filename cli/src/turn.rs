@@ -1,4 +1,4 @@
-//! One turn of a `runner` agent, run by `sky runner` (see [`crate::runner`] for the loop around it).
+//! One turn of a `runner` agent, run by `sky runner` (whose claim loop, `runner.rs`, sits above this).
 //!
 //! - **Folder.** A fresh owner-only folder under the temp dir: `work/` holds the task's files as the
 //!   session sees them (`GET /v1/runner/files`) and is the command's working directory; `meta/` beside it
@@ -100,10 +100,12 @@ mod folder;
 #[cfg(unix)]
 mod granted;
 mod jobs;
+mod live;
 mod outbox;
 mod push;
 pub use push::PUSH_ROOTS_VAR;
 mod refresh;
+mod skills;
 mod ssh_agent;
 mod supervise;
 
@@ -114,15 +116,18 @@ pub use outbox::{Outbox, Stream, EVENT_TEXT_MAX};
 use supervise::exit_code;
 pub use supervise::{describe_exit, supervise};
 
+use crate::command_line::show_command;
 use crate::harness::{self, Harness};
-use crate::runner::{show_command, CallError, Client, Job, Stop, Turn};
+use crate::runner_client::{CallError, Check, Client, Done, EventType, Job, JobKind, Stop, Turn};
 use crate::{Error, Result};
+use agentsky_wire::runner::{to_value, Refusal};
 use jobs::Jobs;
+use live::Live;
 use serde_json::{json, Value};
 use std::ffi::{OsStr, OsString};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -251,6 +256,9 @@ impl Halt {
     }
 }
 
+/// How a step that ended the turn early left it: the outcome, or the error that ends the runner too.
+type Ended = Result<Outcome>;
+
 /// What an upload wrote (`(path, content)`), what it deleted, and what the server refused (`(path, why)`).
 #[derive(Default)]
 struct Uploaded {
@@ -376,9 +384,30 @@ impl TurnRunner {
     }
 
     fn turn_inner(&self, turn: &Turn, log: &mut dyn Write) -> Result<Outcome> {
+        let outbox = Outbox::new(&turn.lease_id, self.secrets(turn));
+        let mut live = match self.start(turn, outbox, log) {
+            Ok(live) => live,
+            Err(ended) => return ended,
+        };
+        let status = match self.watch(turn, &mut live, log) {
+            Ok(status) => status,
+            Err(h) => return self.halt(&mut live.running, h),
+        };
+        if let Err(ended) = self.wind_down(turn, &mut live, log) {
+            return ended;
+        }
+        if let Err(ended) = self.upload_changes(turn, &mut live) {
+            return ended;
+        }
+        let _ = writeln!(log, "sky runner: turn {}: {}", turn.message_id, describe_exit(&status));
+        self.conclude(turn, &mut live, &status, log)
+    }
+
+    /// Makes the turn's folder (the task's files, the company skills, what the agent reads), plans the
+    /// command and starts it, with the turn's job channel and, on Unix, its granted-command channel.
+    fn start(&self, turn: &Turn, mut outbox: Outbox, log: &mut dyn Write) -> std::result::Result<Live, Ended> {
         let lease = turn.lease_id.as_str();
-        let mut outbox = Outbox::new(lease, self.secrets(turn));
-        let harness = Harness::of(&turn.agent);
+        let harness = Harness::of(turn.agent());
         // A CLI keys its saved conversations by the working folder: one session keeps one folder here.
         let made = match harness {
             Harness::Command => TurnDir::create(&self.scratch),
@@ -387,14 +416,74 @@ impl TurnRunner {
         let mut dir = match made {
             Ok(d) => d,
             Err(e) => {
-                return self.fail(turn, &mut outbox, &format!("the runner could not make the turn's folder: {e}"), &[])
+                let why = format!("the runner could not make the turn's folder: {e}");
+                return Err(self.fail(turn, &mut outbox, &why, &[]));
             }
         };
-        // What `work/` is compared against: the download, moved on by `sync` jobs.
-        let files = match self.retrying(|| self.client.files(lease)) {
-            Ok(files) => files,
-            Err(e) => return self.gave_up(turn, &mut outbox, e, "downloading the task's files"),
+        let (mut baseline, mut notes) = match self.download(lease, &dir) {
+            Ok(downloaded) => downloaded,
+            Err(e) => return Err(self.gave_up(turn, &mut outbox, e, "downloading the task's files")),
         };
+        notes.extend(skills::install(&self.client, lease, &dir.work, &mut baseline));
+        if let Err(e) = self.write_meta(turn, &dir) {
+            let why = format!("the runner could not prepare the turn's folder: {e}");
+            return Err(self.fail(turn, &mut outbox, &why, &[]));
+        }
+        let plan = match self.plan(harness, turn, &dir, &mut outbox) {
+            Ok(plan) => plan,
+            Err(why) => return Err(self.fail(turn, &mut outbox, &why, &[])),
+        };
+        let _ = writeln!(
+            log,
+            "sky runner: turn {}: {} file(s) in {}; running `{}`",
+            turn.message_id,
+            baseline.len(),
+            dir.work.display(),
+            show_command(&plan.argv)
+        );
+        // Made after `dir`, so they are dropped before it (here, and in [`Live`]): the turn's granted
+        // commands and its ssh-agent end before its folder goes.
+        let agent = ssh_agent::TurnAgent::default();
+        #[cfg(unix)]
+        let channel = match self.open_channel(turn, &dir, &agent) {
+            Ok(channel) => {
+                dir.granted = channel.env();
+                Some(channel)
+            }
+            Err(e) => {
+                notes.push(format!("The provider CLI shims run without the runner (no deploy proof this turn): {e}."));
+                None
+            }
+        };
+        let (tx, rx) = mpsc::channel();
+        let running = match self.spawn(turn, &dir, &plan, tx.clone()) {
+            Ok(r) => r,
+            Err(e) => {
+                let why = format!("cannot run `{}`: {e}", show_command(&plan.argv));
+                return Err(self.fail(turn, &mut outbox, &why, &[]));
+            }
+        };
+        let jobs = Jobs::start(&self.client, lease, tx, agent);
+        Ok(Live {
+            jobs,
+            #[cfg(unix)]
+            channel,
+            running,
+            rx,
+            plan,
+            outbox,
+            baseline,
+            notes,
+            last_renewal: Instant::now(),
+            open_streams: 2,
+            dir,
+        })
+    }
+
+    /// Writes the task's files as the session sees them into `work/`: what the upload compares against,
+    /// and notes on the files that could not be written.
+    fn download(&self, lease: &str, dir: &TurnDir) -> std::result::Result<(Baseline, Vec<String>), CallError> {
+        let files = self.retrying(|| self.client.files(lease))?;
         let mut downloaded = Baseline::default();
         let mut notes = Vec::new();
         for (path, content) in files {
@@ -411,179 +500,22 @@ impl TurnRunner {
                 }
             }
         }
-        notes.extend(crate::company_skills::install_in_turn(&self.client, lease, &dir.work, &mut downloaded));
-        if let Err(e) = self.write_meta(turn, &dir) {
-            return self.fail(turn, &mut outbox, &format!("the runner could not prepare the turn's folder: {e}"), &[]);
-        }
-        let mut plan = match self.plan(harness, turn, &dir, &mut outbox) {
-            Ok(plan) => plan,
-            Err(why) => return self.fail(turn, &mut outbox, &why, &[]),
-        };
-        let _ = writeln!(
-            log,
-            "sky runner: turn {}: {} file(s) in {}; running `{}`",
-            turn.message_id,
-            downloaded.len(),
-            dir.work.display(),
-            show_command(&plan.argv)
-        );
-        // Made after `dir`, and the channel and the jobs after it, so they are dropped before it: the turn's
-        // granted commands and its ssh-agent end before its folder goes.
-        let agent = ssh_agent::TurnAgent::default();
-        #[cfg(unix)]
-        let channel = match self.open_channel(turn, &dir, &agent) {
-            Ok(channel) => {
-                dir.granted = channel.env();
-                Some(channel)
-            }
-            Err(e) => {
-                notes.push(format!("The provider CLI shims run without the runner (no deploy proof this turn): {e}."));
-                None
-            }
-        };
-        let (tx, rx) = mpsc::channel();
-        let mut running = match self.spawn(turn, &dir, &plan, tx.clone()) {
-            Ok(r) => r,
-            Err(e) => {
-                let why = format!("cannot run `{}`: {e}", show_command(&plan.argv));
-                return self.fail(turn, &mut outbox, &why, &[]);
-            }
-        };
-        let mut jobs = Jobs::start(&self.client, lease, tx, agent);
+        Ok((downloaded, notes))
+    }
 
-        // ── While it runs: post output every second, renew the lease every ten, handle jobs. ──
-        let mut last_renewal = Instant::now();
-        let mut next_beat = Instant::now() + self.timing.heartbeat;
-        let mut next_flush = Instant::now() + self.timing.flush;
-        let mut open_streams = 2;
-        let status = loop {
-            let now = Instant::now();
-            let until = next_beat.min(next_flush).saturating_duration_since(now).min(Duration::from_millis(200));
-            match rx.recv_timeout(until) {
-                Ok(Msg::Line(s, l)) => take_line(&mut outbox, &mut plan, s, &l),
-                Ok(Msg::Closed) => open_streams -= 1,
-                // A revoked grant is acted on at once, not after the jobs before it.
-                Ok(Msg::Job(job)) if matches!(job.kind.as_str(), "grant_forget" | "ssh_forget") => {
-                    #[cfg(unix)]
-                    let ended = match (&channel, &job.grant_id) {
-                        (Some(c), Some(g)) => c.forget(g),
-                        _ => 0,
-                    };
-                    #[cfg(not(unix))]
-                    let ended = 0;
-                    // The ssh-agent goes with every key it held; the next ssh loads what is still granted.
-                    let agent = (job.kind == "ssh_forget" || job.ssh == Some(true)) && jobs.forget_agent();
-                    let result = json!({ "ok": true, "commands_ended": ended, "agent_ended": agent });
-                    if let Err(h) = self.report(lease, &job.job_id, &result, log) {
-                        return self.halt(running, h);
-                    }
-                }
-                Ok(Msg::Job(job)) => jobs.queue.push_back(job),
-                Ok(Msg::JobDone(id, result)) => {
-                    jobs.running = None;
-                    if let Err(h) = self.report(lease, &id, &result, log) {
-                        return self.halt(running, h);
-                    }
-                }
-                Ok(Msg::Stop(stop)) => return self.halt(running, Halt::Stopped(stop)),
-                Err(mpsc::RecvTimeoutError::Timeout) => {}
-                Err(mpsc::RecvTimeoutError::Disconnected) => open_streams = 0,
-            }
-            if let Ok(Some(status)) = running.child.try_wait() {
-                break status;
-            }
-            if let Err(h) = self.next_jobs(turn, &dir, &mut jobs, &mut downloaded, &mut last_renewal, log) {
-                return self.halt(running, h);
-            }
-            let now = Instant::now();
-            if now >= next_flush {
-                next_flush = now + self.timing.flush;
-                outbox.seal();
-                match self.post(&mut outbox, None, &[]) {
-                    Ok(None) | Err(CallError::Network(_)) => {}
-                    Ok(Some(stop)) => return self.halt(running, Halt::Stopped(stop)),
-                    Err(e) => match halting(e) {
-                        Err(h) => return self.halt(running, h),
-                        Ok(why) => {
-                            let _ = writeln!(log, "sky runner: the server refused some output, dropped: {why}");
-                            outbox.unsent.clear();
-                        }
-                    },
-                }
-            }
-            if now >= next_beat {
-                match self.client.heartbeat(lease) {
-                    Ok(stop) => {
-                        last_renewal = now;
-                        next_beat = now + self.timing.heartbeat;
-                        if let Some(stop) = stop {
-                            return self.halt(running, Halt::Stopped(stop));
-                        }
-                    }
-                    Err(e) => {
-                        let e = match halting(e) {
-                            Err(h) => return self.halt(running, h),
-                            Ok(e) => e,
-                        };
-                        if last_renewal.elapsed() >= self.timing.lease {
-                            let why =
-                                format!("the lease could not be renewed for {} s ({e})", self.timing.lease.as_secs());
-                            return self.halt(running, Halt::Lost(why));
-                        }
-                        let _ = writeln!(log, "sky runner: renewing the lease failed ({e}); trying again");
-                        next_beat = now + Duration::from_secs(2).min(self.timing.heartbeat);
-                    }
-                }
-            }
-        };
-        // No jobs past this point: the poller stops, and a `run` job still going is ended (its result is
-        // still reported below). Queued jobs are left unanswered.
-        jobs.close();
-        if let Some(c) = plan.mapper.as_ref().and_then(|m| m.conversation()) {
-            self.conversations.lock().expect("not poisoned").insert(turn.session_id.clone(), c);
-        }
-        if let Ok(known) = std::fs::read_to_string(dir.meta.join("grants.json")) {
-            self.grants.lock().expect("not poisoned").insert(turn.session_id.clone(), known);
-        }
-        // The command is done; its output may still be in the pipes (the supervisor has ended any process
-        // of its group that kept them open).
-        drop(running.lifeline.take());
-        let drain_until = Instant::now() + Duration::from_secs(3);
-        let job_until = Instant::now() + self.timing.stop_grace.max(Duration::from_secs(3)) + Duration::from_secs(5);
-        while open_streams > 0 || jobs.running.is_some() {
-            let until = if open_streams > 0 { drain_until } else { job_until };
-            match rx.recv_timeout(until.saturating_duration_since(Instant::now())) {
-                Ok(Msg::Line(s, l)) => take_line(&mut outbox, &mut plan, s, &l),
-                Ok(Msg::Closed) => open_streams -= 1,
-                Ok(Msg::JobDone(id, result)) => {
-                    jobs.running = None;
-                    if let Err(h) = self.report(lease, &id, &result, log) {
-                        return h.into_result();
-                    }
-                }
-                Ok(Msg::Job(_) | Msg::Stop(_)) => {}
-                Err(_) if open_streams > 0 => open_streams = 0,
-                Err(_) => break,
-            }
-        }
-        outbox.seal();
-        match self.retrying(|| self.post(&mut outbox, None, &[])) {
-            Ok(None) => {}
-            Ok(Some(stop)) => return Ok(Halt::Stopped(stop).outcome()),
-            Err(e) => return self.gave_up(turn, &mut outbox, e, "posting the output"),
-        }
-
-        // ── Upload what changed. ──
-        let mut c = changes(&dir.work, &downloaded);
-        let sent = match self.upload(lease, std::mem::take(&mut c.upload), &c.deleted, &mut last_renewal) {
+    /// Uploads what the command changed in `work/` and deletes what it deleted, then says so (and the
+    /// turn's other notes) in a status event.
+    fn upload_changes(&self, turn: &Turn, live: &mut Live) -> std::result::Result<(), Ended> {
+        let mut c = changes(&live.dir.work, &live.baseline);
+        let sent = match self.upload(&turn.lease_id, std::mem::take(&mut c.upload), &c.deleted, &mut live.last_renewal)
+        {
             Ok(sent) => sent,
-            Err(UploadStop::Halt(h)) => return h.into_result(),
+            Err(UploadStop::Halt(h)) => return Err(h.into_result()),
             Err(UploadStop::Failed(path, e)) => {
-                return self.gave_up(turn, &mut outbox, e, &format!("uploading {path}"))
+                return Err(self.gave_up(turn, &mut live.outbox, e, &format!("uploading {path}")))
             }
         };
         let uploaded: Vec<String> = sent.written.into_iter().map(|(path, _)| path).collect();
-        notes.extend(sent.refused.into_iter().map(|(path, why)| format!("{path} was not uploaded ({why})")));
         let mut summary = Vec::new();
         if !uploaded.is_empty() {
             summary.push(format!("Uploaded {}: {}.", plural(uploaded.len(), "file"), uploaded.join(", ")));
@@ -594,27 +526,31 @@ impl TurnRunner {
         if !sent.deleted.is_empty() {
             summary.push(format!("Deleted {}: {}.", plural(sent.deleted.len(), "file"), sent.deleted.join(", ")));
         }
-        summary.extend(notes);
+        summary.append(&mut live.notes);
+        summary.extend(sent.refused.into_iter().map(|(path, why)| format!("{path} was not uploaded ({why})")));
         if !summary.is_empty() {
-            outbox.event("status", json!({ "text": summary.join(" ") }));
+            live.outbox.text(EventType::Status, summary.join(" "));
         }
-        let _ = writeln!(log, "sky runner: turn {}: {}", turn.message_id, describe_exit(&status));
+        Ok(())
+    }
 
-        // ── The goal's criteria, run against what the command left. ──
-        let checks = match self.run_criteria(turn, &dir, &mut last_renewal) {
+    /// Runs the goal's criteria against what the command left, then ends the turn as the command's exit
+    /// says: `completed` for 0, otherwise `failed`.
+    fn conclude(&self, turn: &Turn, live: &mut Live, status: &ExitStatus, log: &mut dyn Write) -> Result<Outcome> {
+        let checks = match self.run_criteria(turn, &live.dir, &mut live.last_renewal) {
             Ok((checks, said)) => {
                 if let Some(text) = said {
                     let _ = writeln!(log, "sky runner: turn {}: {text}", turn.message_id);
-                    outbox.event("status", json!({ "text": text }));
+                    live.outbox.text(EventType::Status, text);
                 }
                 checks
             }
             Err(h) => return h.into_result(),
         };
         if status.success() {
-            self.finish(turn, &mut outbox, &checks)
+            self.finish(turn, &mut live.outbox, &checks)
         } else {
-            self.fail(turn, &mut outbox, &format!("the agent's command {}", describe_exit(&status)), &checks)
+            self.fail(turn, &mut live.outbox, &format!("the agent's command {}", describe_exit(status)), &checks)
         }
     }
 
@@ -637,23 +573,26 @@ impl TurnRunner {
         let lease = turn.lease_id.as_str();
         while jobs.running.is_none() {
             let Some(job) = jobs.queue.pop_front() else { return Ok(()) };
-            let _ = writeln!(log, "sky runner: turn {}: job {} ({})", turn.message_id, job.job_id, job.kind);
-            let result = match job.kind.as_str() {
-                "sync" => self.sync(lease, &dir.work, baseline, last_renewal)?,
-                "ssh_agent" => self.ssh_agent_job(lease, &job, dir, jobs)?,
-                "push" => {
+            let _ = writeln!(log, "sky runner: turn {}: job {} ({})", turn.message_id, job.job_id, job.kind.as_str());
+            let result = match &job.kind {
+                JobKind::Sync => self.sync(lease, &dir.work, baseline, last_renewal)?,
+                JobKind::SshAgent => self.ssh_agent_job(lease, &job, dir, jobs)?,
+                JobKind::Push => {
                     self.start_push(turn, &job, jobs);
                     jobs.running = Some(job.job_id);
                     continue;
                 }
-                "run" => match self.start_run(turn, dir, &job, jobs) {
+                JobKind::Run => match self.start_run(turn, dir, &job, jobs) {
                     Ok(()) => {
                         jobs.running = Some(job.job_id);
                         continue;
                     }
                     Err(result) => result,
                 },
-                other => json!({ "ok": false, "error": format!("this runner does not know jobs of kind `{other}`") }),
+                other => to_value(&Refusal {
+                    ok: false,
+                    error: format!("this runner does not know jobs of kind `{}`", other.as_str()),
+                }),
             };
             self.report(lease, &job.job_id, &result, log)?;
         }
@@ -725,7 +664,7 @@ impl TurnRunner {
     }
 
     /// Ends the command because of `h`.
-    fn halt(&self, running: Running, h: Halt) -> Result<Outcome> {
+    fn halt(&self, running: &mut Running, h: Halt) -> Result<Outcome> {
         self.end(running, h.outcome());
         h.into_result()
     }
@@ -734,7 +673,7 @@ impl TurnRunner {
     fn write_meta(&self, turn: &Turn, dir: &TurnDir) -> std::io::Result<()> {
         std::fs::write(dir.meta.join("message.txt"), &turn.message)?;
         std::fs::write(dir.meta.join("history.json"), serde_json::to_string_pretty(&turn.history)? + "\n")?;
-        std::fs::write(dir.meta.join("instructions.md"), turn.agent["instructions"].as_str().unwrap_or_default())?;
+        std::fs::write(dir.meta.join("instructions.md"), &turn.agent().instructions)?;
         let mcp = json!({ "mcpServers": {
             "agentsky": {
                 "type": "stdio",
@@ -767,7 +706,7 @@ impl TurnRunner {
             ("AGENTSKY_HELP_SERVER".into(), help_server(turn).into()),
             ("AGENTSKY_GRANTS_FILE".into(), meta("grants.json")),
             ("AGENTSKY_AGENT_NAME".into(), turn.agent_name().to_owned().into()),
-            ("AGENTSKY_MODEL".into(), turn.agent["model"].as_str().unwrap_or_default().to_owned().into()),
+            ("AGENTSKY_MODEL".into(), turn.agent().model.clone().into()),
             ("AGENTSKY_ATTEMPT".into(), turn.attempt.to_string().into()),
             ("AGENTSKY_SHIM_DIR".into(), dir.shims.clone().into_os_string()),
         ];
@@ -887,15 +826,15 @@ impl TurnRunner {
             if let Some(text) = harness::fresh_start(&turn.history, &turn.message) {
                 stdin = dir.meta.join("prompt.txt");
                 std::fs::write(&stdin, text).map_err(|e| format!("the runner could not write the prompt: {e}"))?;
-                outbox.event(
-                    "status",
-                    json!({ "text": "This runner has not run this session before: the agent starts a new conversation, given a summary of the session so far." }),
+                outbox.text(
+                    EventType::Status,
+                    "This runner has not run this session before: the agent starts a new conversation, given a summary of the session so far.",
                 );
             }
         }
         let help_server = help_server(turn);
         let setup = harness::Setup {
-            agent: &turn.agent,
+            agent: turn.agent(),
             meta: &dir.meta,
             sky_exe: &self.sky_exe,
             server: &server_base(&turn.session_server),
@@ -908,7 +847,7 @@ impl TurnRunner {
     }
 
     /// Ends the command (its whole process group on Unix) and returns `outcome`.
-    fn end(&self, mut running: Running, outcome: Outcome) -> Outcome {
+    fn end(&self, running: &mut Running, outcome: Outcome) -> Outcome {
         drop(running.lifeline.take());
         if cfg!(unix) {
             // The supervisor sends SIGTERM, then SIGKILL after the grace; give it that long and a bit.
@@ -930,8 +869,8 @@ impl TurnRunner {
     fn post(
         &self,
         outbox: &mut Outbox,
-        done: Option<&str>,
-        checks: &[Value],
+        done: Option<Done>,
+        checks: &[Check],
     ) -> std::result::Result<Option<Stop>, CallError> {
         let mut stop = None;
         loop {
@@ -973,17 +912,17 @@ impl TurnRunner {
     }
 
     /// Ends the turn as `completed` with the events still unsent (and the criteria `checks`).
-    fn finish(&self, turn: &Turn, outbox: &mut Outbox, checks: &[Value]) -> Result<Outcome> {
-        match self.retrying(|| self.post(outbox, Some("completed"), checks)) {
+    fn finish(&self, turn: &Turn, outbox: &mut Outbox, checks: &[Check]) -> Result<Outcome> {
+        match self.retrying(|| self.post(outbox, Some(Done::Completed), checks)) {
             Ok(_) => Ok(Outcome::Completed),
             Err(e) => self.gave_up(turn, outbox, e, "ending the turn"),
         }
     }
 
     /// Reports the turn failed, with an `error` event saying why (and the criteria `checks`).
-    fn fail(&self, _turn: &Turn, outbox: &mut Outbox, why: &str, checks: &[Value]) -> Result<Outcome> {
-        outbox.event("error", json!({ "message": why }));
-        match self.retrying(|| self.post(outbox, Some("failed"), checks)) {
+    fn fail(&self, _turn: &Turn, outbox: &mut Outbox, why: &str, checks: &[Check]) -> Result<Outcome> {
+        outbox.error(why);
+        match self.retrying(|| self.post(outbox, Some(Done::Failed), checks)) {
             Ok(_) => Ok(Outcome::Failed(why.to_owned())),
             Err(CallError::LeaseLost(w)) => Ok(Outcome::LeaseLost(w)),
             Err(CallError::Unauthorized(w)) => Err(Error::new(format!("the server refused this runner's token: {w}"))),

@@ -8,8 +8,9 @@
 
 mod support;
 
+use agentsky_wire::runner::AgentView;
 use serde_json::{json, Value};
-use sky::runner::{Client, Turn};
+use sky::runner_client::{Client, Turn};
 use sky::turn::{Outcome, TurnRunner};
 use std::path::{Path, PathBuf};
 use support::{Scratch, StandIn};
@@ -54,7 +55,7 @@ fn events(srv: &StandIn) -> Vec<Value> {
 
 fn turn(server: &str, harness: &str, message_id: &str, history: Value) -> Turn {
     let message = history.as_array().unwrap().last().unwrap()["text"].clone();
-    Turn::from_json(&json!({
+    serde_json::from_value::<Turn>(json!({
         "lease_id": format!("lease_{message_id}"), "attempt": 1, "session_id": "ses_1", "task_id": "ses_1",
         "message_id": message_id, "message": message, "history": history,
         "agent": {"agent_id": "ag_1", "name": "Coder", "harness": harness, "model": "claude-sonnet-4-5",
@@ -317,7 +318,7 @@ fn codex_runs_with_overrides_its_items_become_typed_events_and_its_thread_contin
 }
 
 /// A first turn's setup on a fixed server and `sky`, so the golden file does not depend on this machine.
-fn setup<'a>(agent: &'a Value, meta: &'a Path) -> sky::harness::Setup<'a> {
+fn setup<'a>(agent: &'a AgentView, meta: &'a Path) -> sky::harness::Setup<'a> {
     sky::harness::Setup {
         agent,
         meta,
@@ -337,10 +338,11 @@ fn each_clis_configuration_matches_its_golden_file() {
     let scratch = Scratch::new("golden");
     let mut out = String::new();
     for approval in ["outside_folder", "every_change", "none"] {
-        let agent = json!({
+        let agent: AgentView = serde_json::from_value(json!({
             "harness": "claude-code", "model": "claude-sonnet-4-5", "thinking": "medium",
             "instructions": "Write code.", "tool_approval": approval,
-        });
+        }))
+        .unwrap();
         let meta = scratch.0.join(approval);
         std::fs::create_dir_all(&meta).unwrap();
         let setup = setup(&agent, &meta);
@@ -362,7 +364,7 @@ fn each_clis_configuration_matches_its_golden_file() {
             out.push_str(&format!("## codex, tool_approval {approval}, {name}\n\nargv:\n{}\n\n", argv.join("\n")));
         }
     }
-    let agent = json!({"harness": "codex", "model": "gpt-5-codex"});
+    let agent: AgentView = serde_json::from_value(json!({"harness": "codex", "model": "gpt-5-codex"})).unwrap();
     let meta = scratch.0.join("provider");
     let with_provider = codex::overrides(&setup(&agent, &meta), Some("http://127.0.0.1:4000/v1"));
     out.push_str(&format!("## codex, OPENAI_BASE_URL set, -c overrides\n\n{}\n", with_provider.join("\n")));

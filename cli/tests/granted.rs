@@ -10,7 +10,7 @@
 mod support;
 
 use serde_json::{json, Value};
-use sky::runner::{Client, Turn};
+use sky::runner_client::{Client, Turn};
 use sky::turn::{Outcome, Timing, TurnRunner};
 use std::time::Duration;
 use support::{Scratch, StandIn};
@@ -112,7 +112,7 @@ fn server_slow(ssh_key: Option<String>, ttl_s: Option<u64>, delay: Duration) -> 
 }
 
 fn turn(server: &str) -> Turn {
-    Turn::from_json(&json!({
+    serde_json::from_value::<Turn>(json!({
         "lease_id": "lease_g", "attempt": 1, "session_id": "ses_1", "task_id": "ses_1", "message_id": "msg_1",
         "message": "deploy", "history": [], "agent": {"name": "Deployer", "model": "sh"},
         "session_token": SESSION_TOKEN, "session_server": format!("{server}/v1/session/mcp"),
@@ -411,7 +411,7 @@ fn a_checkouts_output_is_posted_with_the_runners_own_secrets_masked() {
     std::fs::create_dir_all(scratch.0.join("tmp")).unwrap();
     let r = runner(&srv.url, &scratch, "true");
     let lease = "ckl_checkoutlease42";
-    let c: sky::runner::Checkout = serde_json::from_value(json!({
+    let c: sky::runner_client::Checkout = serde_json::from_value(json!({
         "job_id": "job_ck", "lease_id": lease, "session_id": "ses_1",
         "command": format!("echo \"lease {lease} token {RUNNER_TOKEN}\"; exit 1"), "timeout_s": 20,
     }))

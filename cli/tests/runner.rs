@@ -11,7 +11,7 @@
 mod support;
 
 use serde_json::{json, Value};
-use sky::runner::{Client, Turn};
+use sky::runner_client::{Client, Turn};
 use sky::turn::{Outcome, TurnRunner};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -71,7 +71,7 @@ fn runner_server(beat: Beat, fail_posts: usize) -> StandIn {
 }
 
 fn turn(server: &str) -> Turn {
-    Turn::from_json(&json!({
+    serde_json::from_value::<Turn>(json!({
         "lease_id": "lease_abc", "lease_expires_ms": 0, "attempt": 1, "session_id": "ses_1", "task_id": "ses_1",
         "message_id": "msg_1", "message": "add a README",
         "history": [{"role": "user", "text": "add a README"}],

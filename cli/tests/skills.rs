@@ -4,7 +4,7 @@
 mod support;
 
 use serde_json::{json, Value};
-use sky::runner::{Client, Turn};
+use sky::runner_client::{Client, Turn};
 use sky::turn::{Outcome, TurnRunner};
 use support::{Scratch, StandIn};
 
@@ -56,7 +56,7 @@ fn the_workspaces_skills_are_where_claude_code_and_codex_read_them_and_are_not_u
         grants: Default::default(),
         conversations: Default::default(),
     };
-    let turn = Turn::from_json(&json!({
+    let turn = serde_json::from_value::<Turn>(json!({
         "lease_id": "lease_abc", "lease_expires_ms": 0, "attempt": 1, "session_id": "ses_1", "task_id": "ses_1",
         "message_id": "msg_1", "message": "notes", "history": [],
         "agent": {"agent_id": "ag_1", "name": "Coder", "model": "script", "instructions": ""},

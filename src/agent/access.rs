@@ -14,6 +14,7 @@ use crate::rules::policy::{self, Verdict};
 use crate::rules::targets::TargetScope;
 use crate::rules::{ids, targets};
 use crate::store::{self, connectors::ConnectorRow, requests::GrantRow};
+use agentsky_wire::runner::{JobKind, JobSpec, SshAgentResult};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -335,10 +336,12 @@ pub async fn get_credential(a: &CallingSession<'_>, p: GetCredential) -> Result<
         }
         // The key goes to the runner's ssh-agent for this turn (never to the agent); the agent gets its socket.
         Handed::Ssh { .. } => {
-            let spec = json!({ "grant_id": g.grant_id, "ttl_s": ssh_hold_s(&g, a.cx.now_ms) });
-            let socket = match jobs::ask(a.cx, &a.me, "ssh_agent", spec, SSH_AGENT_WAIT_MS).await? {
-                Asked::Done(v) => v["socket_path"].as_str().map(str::to_owned).ok_or_else(|| {
-                    let why = v["error"].as_str().unwrap_or("it answered without a socket");
+            let ttl_s = u64::try_from(ssh_hold_s(&g, a.cx.now_ms)).ok();
+            let spec = JobSpec { grant_id: Some(g.grant_id.clone()), ttl_s, ..JobSpec::default() };
+            let asked = jobs::ask(a.cx, &a.me, JobKind::SshAgent, &spec, SSH_AGENT_WAIT_MS).await?;
+            let socket = match asked.read::<SshAgentResult>() {
+                Asked::Done(r) => r.socket_path.ok_or_else(|| {
+                    let why = r.error.as_deref().unwrap_or("it answered without a socket");
                     ToolError::refused(format!("the runner could not load the SSH key into its ssh-agent: {why}"))
                 })?,
                 Asked::NoRunner => {

@@ -10,6 +10,7 @@ use crate::error::ApiError;
 use crate::rules::params::{words, Text};
 use crate::rules::{argv, redact};
 use crate::store;
+use agentsky_wire::runner::{JobKind, JobSpec, RunResult, SyncResult};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -292,26 +293,26 @@ pub async fn land(a: &CallingSession<'_>, p: Land) -> Result<Value, ToolError> {
 /// Asks the session's runner, if it has one, to sync its working folder with the lane; a refusal when
 /// that failed.
 async fn sync(a: &CallingSession<'_>, steps: &mut Vec<String>, what: &str) -> Result<Option<Value>, ToolError> {
-    match jobs::ask(a.cx, &a.me, "sync", json!({}), SYNC_WAIT_MS).await? {
+    match jobs::ask(a.cx, &a.me, JobKind::Sync, &JobSpec::default(), SYNC_WAIT_MS).await?.read::<SyncResult>() {
         Asked::NoRunner => Ok(None),
-        Asked::Done(v) if v["ok"] == true => {
-            let count = |k: &str| v[k].as_array().map_or(0, Vec::len);
+        Asked::Done(r) if r.ok => {
+            let count = |paths: &Option<Vec<String>>| paths.as_ref().map_or(0, Vec::len);
             let mut said = format!(
                 "{what}: {} file(s) uploaded, {} refreshed from the lane",
-                count("uploaded"),
-                count("refreshed")
+                count(&r.uploaded),
+                count(&r.refreshed)
             );
             // Older runners do not report deletes.
-            for (key, how) in [("deleted", "deleted"), ("removed", "removed as the lane deleted them")] {
-                if count(key) > 0 {
-                    said.push_str(&format!(", {} {how}", count(key)));
+            for (n, how) in [(count(&r.deleted), "deleted"), (count(&r.removed), "removed as the lane deleted them")] {
+                if n > 0 {
+                    said.push_str(&format!(", {n} {how}"));
                 }
             }
             steps.push(said);
             Ok(None)
         }
-        Asked::Done(v) => {
-            let why = v["error"].as_str().unwrap_or("no reason given");
+        Asked::Done(r) => {
+            let why = r.error.as_deref().unwrap_or("no reason given");
             Ok(Some(refused(format!("the runner could not sync this session's work: {why}"), steps.clone())))
         }
         Asked::NoAnswer(why) => Ok(Some(refused(format!("the work could not be collected: {why}"), steps.clone()))),
@@ -335,14 +336,15 @@ async fn no_checks_known(a: &CallingSession<'_>) -> Result<String, ToolError> {
 }
 
 async fn checks(a: &CallingSession<'_>, cmd: &str, steps: &mut Vec<String>) -> Result<Option<Value>, ToolError> {
-    let spec = json!({ "command": cmd, "timeout_s": CHECKS_TIMEOUT_S });
+    let spec =
+        JobSpec { command: Some(cmd.to_owned()), timeout_s: Some(CHECKS_TIMEOUT_S as u64), ..JobSpec::default() };
     let wait_ms = (CHECKS_TIMEOUT_S + 30) * 1000;
-    let (mut asked, mut place) = (jobs::ask(a.cx, &a.me, "run", spec.clone(), wait_ms).await?, "");
+    let (mut asked, mut place) = (jobs::ask(a.cx, &a.me, JobKind::Run, &spec, wait_ms).await?, "");
     if matches!(asked, Asked::NoRunner) {
-        asked = jobs::ask_checkout(a.cx, &a.me, spec, wait_ms).await?;
+        asked = jobs::ask_checkout(a.cx, &a.me, &spec, wait_ms).await?;
         place = " on another runner of the workspace, in a fresh checkout of the lane";
     }
-    let v = match asked {
+    let r = match asked.read::<RunResult>() {
         Asked::NoRunner => {
             steps.push(format!("checks: `{cmd}` not run: no runner of the workspace is online"));
             return Ok(Some(refused(
@@ -356,22 +358,22 @@ async fn checks(a: &CallingSession<'_>, cmd: &str, steps: &mut Vec<String>) -> R
             steps.push(format!("checks: `{cmd}` not run: {why}"));
             return Ok(Some(refused(format!("the checks could not be run: {why}"), steps.clone())));
         }
-        Asked::Done(v) => v,
+        Asked::Done(r) => r,
     };
-    if v["exit_code"] == 0 {
+    if r.exit_code == Some(0) {
         steps.push(format!("checks: `{cmd}` passed (exit 0){place}"));
         return Ok(None);
     }
-    let how = match v["exit_code"].as_i64() {
-        _ if v["timed_out"] == true => format!("timed out after {CHECKS_TIMEOUT_S} s"),
+    let how = match r.exit_code {
+        _ if r.timed_out => format!("timed out after {CHECKS_TIMEOUT_S} s"),
         Some(code) => format!("exited {code}"),
-        None => match v["error"].as_str() {
+        None => match r.error.as_deref() {
             Some(why) => format!("did not finish ({why})"),
             None => "did not finish".into(),
         },
     };
     steps.push(format!("checks: `{cmd}` {how}{place}"));
-    let tail = jobs::output_tail(v["output"].as_str().unwrap_or_default(), CHECKS_TAIL_LINES);
+    let tail = jobs::output_tail(&r.output, CHECKS_TAIL_LINES);
     if !tail.is_empty() {
         steps.push(format!("checks output (last lines):\n{tail}"));
     }

@@ -11,7 +11,7 @@ use crate::domain::grants::{covers, live};
 use crate::domain::jobs::{self, Asked};
 use crate::rules::git_remote;
 use crate::store;
-use serde_json::json;
+use agentsky_wire::runner::{JobKind, JobSpec, PushResult};
 
 /// How long `land` waits for the runner's push.
 const PUSH_WAIT_MS: i64 = 180_000;
@@ -70,13 +70,17 @@ pub async fn push(
             steps,
         ));
     };
-    let spec = json!({
-        "url": remote.url, "branch": remote.branch, "grant_id": grant.grant_id,
-        "message": format!("{message}\n\nagentsky commit {commit}"), "expected_head": remote.pushed_head,
-    });
-    match jobs::ask(cx, me, "push", spec, PUSH_WAIT_MS).await? {
-        Asked::Done(v) if v["ok"] == true => {
-            let Some(head) = v["head"].as_str().filter(|h| h.len() >= 40 && h.bytes().all(|b| b.is_ascii_hexdigit()))
+    let spec = JobSpec {
+        url: Some(remote.url.clone()),
+        branch: Some(remote.branch.clone()),
+        grant_id: Some(grant.grant_id.clone()),
+        message: Some(format!("{message}\n\nagentsky commit {commit}")),
+        expected_head: remote.pushed_head.clone(),
+        ..JobSpec::default()
+    };
+    match jobs::ask(cx, me, JobKind::Push, &spec, PUSH_WAIT_MS).await?.read::<PushResult>() {
+        Asked::Done(r) if r.ok => {
+            let Some(head) = r.head.as_deref().filter(|h| h.len() >= 40 && h.bytes().all(|b| b.is_ascii_hexdigit()))
             else {
                 return Ok(Pushed::not("the runner reported a push without the remote's new head".into(), steps));
             };
@@ -84,8 +88,8 @@ pub async fn push(
             steps.push(format!("push: {} on {} is now at {head}", remote.branch, remote.url));
             Ok(Pushed { pushed: true, head: Some(head.to_owned()), reason: None })
         }
-        Asked::Done(v) => {
-            let why = v["error"].as_str().unwrap_or("the runner gave no reason");
+        Asked::Done(r) => {
+            let why = r.error.as_deref().unwrap_or("the runner gave no reason");
             Ok(Pushed::not(format!("the push to {} ({}) failed: {why}; {later}", remote.url, remote.branch), steps))
         }
         Asked::NoRunner => {

@@ -7,6 +7,7 @@ use crate::error::ApiError;
 use crate::rules::ids;
 use crate::session::calls;
 use crate::store::{self, runners::TurnRow, sessions::SessionRow};
+use agentsky_wire::runner::{JobKind, JobSpec};
 use serde_json::Value;
 
 /// The most lines of a command's output that are kept (`run_command` shows them all, `land`'s checks
@@ -34,13 +35,25 @@ pub const LEASE_MS: i64 = 30_000;
 
 /// What came of asking a session's runner.
 #[derive(Debug)]
-pub enum Asked {
+pub enum Asked<T = Value> {
     /// No runner holds a turn of this session now.
     NoRunner,
     /// The runner did not answer in time, or lost its lease first (said which).
     NoAnswer(String),
     /// The runner's result.
-    Done(Value),
+    Done(T),
+}
+
+impl Asked {
+    /// The result read as its job kind's (`agentsky_wire::runner`'s `RunResult`, `SyncResult`, …), that
+    /// type's defaults standing in for what the runner left out.
+    pub fn read<T: serde::de::DeserializeOwned + Default>(self) -> Asked<T> {
+        match self {
+            Asked::NoRunner => Asked::NoRunner,
+            Asked::NoAnswer(why) => Asked::NoAnswer(why),
+            Asked::Done(v) => Asked::Done(agentsky_wire::runner::read_result(&v)),
+        }
+    }
 }
 
 pub fn wait_key(job_id: &str) -> String {
@@ -61,20 +74,31 @@ pub async fn signal(cx: &Cx<'_>, session_id: &str, key: String) -> Result<(), Ap
 }
 
 /// Queues a job for the runner holding `turn` and wakes its poll; the job's id.
-async fn give(cx: &Cx<'_>, turn: &TurnRow, kind: &str, spec: &Value) -> Result<String, ApiError> {
+async fn give(cx: &Cx<'_>, turn: &TurnRow, kind: &JobKind, spec: &JobSpec) -> Result<String, ApiError> {
     let job_id = ids::new_id("job");
-    store::runners::insert_job(cx.db(), turn, &job_id, kind, &spec.to_string(), cx.now_ms).await?;
+    store::runners::insert_job(cx.db(), turn, &job_id, kind.as_str(), &spec_text(spec), cx.now_ms).await?;
     signal(cx, &turn.session_id, poll_key(turn.lease_id.as_deref().unwrap_or_default())).await?;
     Ok(job_id)
 }
 
+/// A job's spec as it is stored (and sent to the runner as it is).
+fn spec_text(spec: &JobSpec) -> String {
+    agentsky_wire::runner::to_value(spec).to_string()
+}
+
 /// Gives the runner holding `session`'s turn a job (`sync`, `run` with `{command, timeout_s}`, or
 /// `ssh_agent` with `{grant_id, ttl_s}`) and waits up to `wait_ms` for its result.
-pub async fn ask(cx: &Cx<'_>, session: &SessionRow, kind: &str, spec: Value, wait_ms: i64) -> Result<Asked, ApiError> {
+pub async fn ask(
+    cx: &Cx<'_>,
+    session: &SessionRow,
+    kind: JobKind,
+    spec: &JobSpec,
+    wait_ms: i64,
+) -> Result<Asked, ApiError> {
     let db = cx.db();
     let leases = store::runners::live_leases(db, &session.workspace_id, Some(&session.session_id), cx.now_ms).await?;
     let Some(turn) = leases.into_iter().next() else { return Ok(Asked::NoRunner) };
-    let job_id = give(cx, &turn, kind, &spec).await?;
+    let job_id = give(cx, &turn, &kind, spec).await?;
     let lease = turn.lease_id.clone().unwrap_or_default();
     let deadline = cx.clock_now() + wait_ms;
     // In slices no longer than a lease, so a runner that died is noticed once its lease runs out. A wait
@@ -96,9 +120,9 @@ pub async fn ask(cx: &Cx<'_>, session: &SessionRow, kind: &str, spec: Value, wai
 }
 
 /// Gives a job to the runner of each turn in `leases` without waiting for answers (`grant_forget`).
-pub async fn tell(cx: &Cx<'_>, leases: &[TurnRow], kind: &str, spec: Value) -> Result<(), ApiError> {
+pub async fn tell(cx: &Cx<'_>, leases: &[TurnRow], kind: JobKind, spec: &JobSpec) -> Result<(), ApiError> {
     for turn in leases {
-        give(cx, turn, kind, &spec).await?;
+        give(cx, turn, &kind, spec).await?;
     }
     Ok(())
 }
@@ -111,13 +135,13 @@ pub const CHECKOUT_TAKE_MS: i64 = 60_000;
 /// Gives `session`'s checks to any online runner of its workspace, to run in a fresh checkout of the
 /// session's lane (`store::checkouts`), and waits up to `wait_ms` for the result. `NoRunner` when no
 /// runner of the workspace is online.
-pub async fn ask_checkout(cx: &Cx<'_>, session: &SessionRow, spec: Value, wait_ms: i64) -> Result<Asked, ApiError> {
+pub async fn ask_checkout(cx: &Cx<'_>, session: &SessionRow, spec: &JobSpec, wait_ms: i64) -> Result<Asked, ApiError> {
     let db = cx.db();
     if store::runners::online(db, &session.workspace_id, cx.clock_now() - ONLINE_MS).await? == 0 {
         return Ok(Asked::NoRunner);
     }
     let job_id = ids::new_id("job");
-    store::checkouts::insert(db, &job_id, &session.workspace_id, &session.session_id, &spec.to_string(), cx.now_ms)
+    store::checkouts::insert(db, &job_id, &session.workspace_id, &session.session_id, &spec_text(spec), cx.now_ms)
         .await?;
     let deadline = cx.clock_now() + wait_ms;
     // In slices no longer than a lease: a result wakes the wait, the slices see runners go away.

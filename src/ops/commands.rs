@@ -15,6 +15,7 @@ use crate::rules::harness::Harness;
 use crate::rules::ids::{ConnectorId, SessionId};
 use crate::rules::params::words;
 use crate::store;
+use agentsky_wire::runner::{JobKind, JobSpec, RunResult};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -95,26 +96,27 @@ pub async fn run(cx: &Cx<'_>, p: RunCommand) -> Result<CommandRun, ApiError> {
             format!("no {} command is known yet: ask the session for one (ask_command), and it teaches it with remember_command", p.kind),
         ));
     };
-    let spec = json!({ "command": command, "timeout_s": COMMAND_TIMEOUT_S });
+    let spec =
+        JobSpec { command: Some(command.clone()), timeout_s: Some(COMMAND_TIMEOUT_S as u64), ..JobSpec::default() };
     let wait_ms = (COMMAND_TIMEOUT_S + 30) * 1000;
-    let mut answer = jobs::ask(cx, &session, "run", spec.clone(), wait_ms).await?;
+    let mut answer = jobs::ask(cx, &session, JobKind::Run, &spec, wait_ms).await?;
     // No runner holds the session's turn: a run command runs on any runner of the workspace, in a fresh
     // checkout of the session's folder (a deploy needs the session's own runner, where its grants are).
     if matches!(answer, jobs::Asked::NoRunner) && p.kind == CommandKind::Run {
-        answer = jobs::ask_checkout(cx, &session, spec, wait_ms).await?;
+        answer = jobs::ask_checkout(cx, &session, &spec, wait_ms).await?;
     }
     if let (jobs::Asked::NoRunner, CommandKind::Deploy, Some(target)) = (&answer, p.kind, p.target_id.as_deref()) {
         return deploy_in_a_turn(cx, &session, command, target).await;
     }
-    let (exit_code, output, reason) = match answer {
-        jobs::Asked::Done(v) => {
-            let tail = jobs::output_tail(v["output"].as_str().unwrap_or_default(), TAIL_LINES);
-            let reason = match (v["exit_code"].as_i64(), v["timed_out"] == true) {
+    let (exit_code, output, reason) = match answer.read::<RunResult>() {
+        jobs::Asked::Done(r) => {
+            let tail = jobs::output_tail(&r.output, TAIL_LINES);
+            let reason = match (r.exit_code, r.timed_out) {
                 (_, true) => Some(format!("stopped after {COMMAND_TIMEOUT_S} s")),
-                (None, _) => Some(v["error"].as_str().unwrap_or("it did not finish").to_owned()),
+                (None, _) => Some(r.error.unwrap_or_else(|| "it did not finish".to_owned())),
                 _ => None,
             };
-            (v["exit_code"].as_i64(), tail, reason)
+            (r.exit_code, tail, reason)
         }
         jobs::Asked::NoRunner => (
             None,

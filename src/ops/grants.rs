@@ -5,9 +5,9 @@ use crate::cx::{Cx, Role};
 use crate::error::ApiError;
 use crate::rules::ids::GrantId;
 use crate::store;
+use agentsky_wire::runner::{JobKind, JobSpec};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -95,6 +95,7 @@ pub async fn revoke_grant(cx: &Cx<'_>, p: RevokeGrant) -> Result<GrantRevoked, A
     let ssh = store::connectors::get(db, &g.connector_id).await?.is_some_and(|c| c.provider == "ssh");
     let session = (!g.persistent).then_some(g.session_id.as_str());
     let leases = store::runners::live_leases(db, &w.workspace_id, session, cx.now_ms).await?;
-    crate::domain::jobs::tell(cx, &leases, "grant_forget", json!({ "grant_id": g.grant_id, "ssh": ssh })).await?;
+    let spec = JobSpec { grant_id: Some(g.grant_id.clone()), ssh: Some(ssh), ..JobSpec::default() };
+    crate::domain::jobs::tell(cx, &leases, JobKind::GrantForget, &spec).await?;
     Ok(GrantRevoked { grant_id: p.grant_id.into(), revoked: true })
 }

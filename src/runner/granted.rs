@@ -33,11 +33,9 @@ use crate::cx::Cx;
 use crate::domain::grants::{self, hand_over, ssh_hold_s, visible_to, Handed};
 use crate::error::{ApiError, Code};
 use crate::http::{HttpRequest, HttpResponse};
-use crate::rules::targets::TargetScope;
 use crate::rules::{argv, ids};
 use crate::store::{self, audit::Entry, requests::GrantRow, runners::RunnerRow, runners::TurnRow};
-use serde::Deserialize;
-use serde_json::json;
+use agentsky_wire::runner as wire;
 
 /// The longest command line a report carries, as `remember_command` takes.
 const MAX_COMMAND_CHARS: usize = 2_000;
@@ -67,59 +65,45 @@ async fn usable(
     Ok((turn, g))
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct CredentialAsk {
-    lease_id: String,
-    grant_id: String,
-    /// What the command needs, as the runner classified it.
-    #[serde(default)]
-    scopes: Vec<TargetScope>,
-}
-
 /// `POST /v1/runner/credential`
 pub async fn credential(cx: &Cx<'_>, runner: &RunnerRow, req: &HttpRequest) -> Result<HttpResponse, ApiError> {
-    let p: CredentialAsk = body(req)?;
+    let p: wire::CredentialAsk = body(req)?;
     let (turn, g) = usable(cx, runner, &p.lease_id, &p.grant_id).await?;
     if let Some(missing) = p.scopes.iter().find(|s| !grants::covers(&g, &[s.as_str()])) {
         return Err(ApiError::new(
             Code::Forbidden,
-            format!("grant {} covers {}, not `{missing}`, which this command needs", g.grant_id, g.scopes),
+            format!("grant {} covers {}, not `{}`, which this command needs", g.grant_id, g.scopes, missing.as_str()),
         ));
     }
     let cred = hand_over(cx, &g, &turn.session_id)
         .await?
         .ok_or_else(|| ApiError::new(Code::Forbidden, "the target's credentials cannot be opened; reconnect it"))?;
-    let scopes: Vec<&str> = g.scopes.split(' ').collect();
+    let scopes: Vec<String> = g.scopes.split(' ').map(str::to_owned).collect();
+    // `ttl_s`: the grant's time left; the runner ends the command when it runs out.
+    let seconds = |s: i64| u64::try_from(s.max(1)).unwrap_or(1);
     let (action, answer) = match cred {
-        // `ttl_s`: the grant's time left; the runner ends the command when it runs out.
         Handed::Env { env, expires_ms, .. } => (
             "get_credential",
-            json!({ "kind": "env", "env": env, "scopes": scopes, "ttl_s": expires_ms.map(|e| ((e - cx.now_ms) / 1000).max(1)) }),
+            wire::Credential::Env {
+                // A target's variables are text; anything else is no variable of a command.
+                env: env.into_iter().filter_map(|(k, v)| Some((k, v.as_str()?.to_owned()))).collect(),
+                scopes,
+                ttl_s: expires_ms.map(|e| seconds((e - cx.now_ms) / 1000)),
+            },
         ),
         Handed::Ssh { private_key } => (
             "ssh_key_loaded",
-            json!({ "kind": "ssh", "private_key": private_key, "ttl_s": ssh_hold_s(&g, cx.now_ms), "scopes": scopes }),
+            wire::Credential::Ssh { private_key, ttl_s: Some(seconds(ssh_hold_s(&g, cx.now_ms))), scopes },
         ),
     };
     let detail = format!("by runner {}, to run a command", runner.name);
     store::audit::record(cx.db(), &Entry::grant(&g, &turn.session_id, action, &detail, cx.now_ms)).await?;
-    Ok(ok(answer))
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct CommandReport {
-    lease_id: String,
-    grant_id: String,
-    /// The command as the runner ran it: the CLI's name, then its arguments.
-    argv: Vec<String>,
-    exit_code: i64,
+    Ok(ok(&answer))
 }
 
 /// `POST /v1/runner/commands`
 pub async fn report(cx: &Cx<'_>, runner: &RunnerRow, req: &HttpRequest) -> Result<HttpResponse, ApiError> {
-    let p: CommandReport = body(req)?;
+    let p: wire::CommandReport = body(req)?;
     let line = argv::show(&p.argv);
     if p.argv.is_empty() || p.argv[0].is_empty() || line.chars().count() > MAX_COMMAND_CHARS {
         return Err(ApiError::invalid(format!(
@@ -147,5 +131,5 @@ pub async fn report(cx: &Cx<'_>, runner: &RunnerRow, req: &HttpRequest) -> Resul
         }));
     }
     cx.db().batch(stmts).await?;
-    Ok(ok(json!({ "recorded": action, "proof": proof })))
+    Ok(ok(&wire::CommandRecorded { recorded: action.to_owned(), proof }))
 }

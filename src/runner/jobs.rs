@@ -15,46 +15,39 @@
 //!
 //! A job names its lease: when the runner dies the job dies with it, and the asking call says so.
 
-use super::{body, leased, ok};
+use super::{body, leased, ok, Stopping};
 use crate::cx::Cx;
 use crate::domain::grants::{self, Credential};
 use crate::domain::jobs::{poll_key, signal, wait, wait_key};
 use crate::error::{ApiError, Code};
 use crate::http::{HttpRequest, HttpResponse};
-use crate::rules::params::{Capped, Int};
 use crate::session::calls;
 use crate::store::{self, runners::RunnerRow};
-use serde::Deserialize;
-use serde_json::{json, Value};
+use agentsky_wire::runner as wire;
+use serde_json::Value;
 
-const MAX_POLL_WAIT_S: i64 = 25;
 const MAX_RESULT_BYTES: usize = 64 * 1024;
 
-fn job_view(j: &store::runners::JobRow) -> Value {
-    let mut v = serde_json::from_str::<Value>(&j.spec).ok().filter(Value::is_object).unwrap_or_else(|| json!({}));
-    v["job_id"] = json!(j.job_id);
-    v["kind"] = json!(j.kind);
-    v
+/// A stored job as the runner reads it: its id, its kind and its spec.
+fn job_view(j: &store::runners::JobRow) -> wire::Job {
+    let kind = serde_json::from_value(Value::String(j.kind.clone())).unwrap_or(wire::JobKind::Other(j.kind.clone()));
+    wire::Job { job_id: j.job_id.clone(), kind, spec: serde_json::from_str(&j.spec).unwrap_or_default() }
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Poll {
-    lease_id: String,
-    wait_seconds: Option<Int<0, MAX_POLL_WAIT_S>>,
-    #[serde(default)]
-    seen: Capped<String, 100>,
+/// What a poll answers: the jobs, and whether the command must end.
+fn jobs_answer(jobs: Vec<wire::Job>, stopping: Stopping) -> HttpResponse {
+    ok(&wire::JobsAnswer { jobs, stopping })
 }
 
 /// `POST /v1/runner/jobs`
 pub async fn poll(cx: &Cx<'_>, runner: &RunnerRow, req: &HttpRequest) -> Result<HttpResponse, ApiError> {
-    let p: Poll = body(req)?;
-    let wait_s = p.wait_seconds.map_or(0, Int::get);
+    let p: wire::PollJobs = body(req)?;
+    let wait_s = p.wait_seconds.unwrap_or(0);
     if super::cancelled(cx, runner, &p.lease_id).await? {
-        return Ok(super::cancelled_answer(json!({ "jobs": [] })));
+        return Ok(jobs_answer(vec![], Stopping::cancelled()));
     }
     let turn = leased(cx, runner, &p.lease_id).await?;
-    let fresh = |jobs: Vec<store::runners::JobRow>| -> Vec<Value> {
+    let fresh = |jobs: Vec<store::runners::JobRow>| -> Vec<wire::Job> {
         jobs.iter().filter(|j| !p.seen.contains(&j.job_id)).map(job_view).collect()
     };
     let open = || store::runners::open_jobs(cx.db(), &p.lease_id);
@@ -64,19 +57,10 @@ pub async fn poll(cx: &Cx<'_>, runner: &RunnerRow, req: &HttpRequest) -> Result<
         jobs = fresh(open().await?);
         // Woken by a cancel: the turn is over.
         if super::cancelled(cx, runner, &p.lease_id).await? {
-            return Ok(super::cancelled_answer(json!({ "jobs": [] })));
+            return Ok(jobs_answer(vec![], Stopping::cancelled()));
         }
     }
-    let stop = super::stopped(cx, &turn.session_id).await?;
-    Ok(ok(json!({ "jobs": jobs, "stop": stop })))
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct JobResult {
-    lease_id: String,
-    job_id: String,
-    result: Value,
+    Ok(jobs_answer(jobs, Stopping::session(super::stopped(cx, &turn.session_id).await?)))
 }
 
 /// The lease's job `job_id`, or not found.
@@ -93,7 +77,7 @@ async fn job_of(
 
 /// `POST /v1/runner/jobs/result`
 pub async fn result(cx: &Cx<'_>, runner: &RunnerRow, req: &HttpRequest) -> Result<HttpResponse, ApiError> {
-    let p: JobResult = body(req)?;
+    let p: wire::JobResult = body(req)?;
     let text = p.result.to_string();
     if text.len() > MAX_RESULT_BYTES {
         return Err(ApiError::new(Code::PayloadTooLarge, "a job result holds at most 64 KiB"));
@@ -108,7 +92,7 @@ pub async fn result(cx: &Cx<'_>, runner: &RunnerRow, req: &HttpRequest) -> Resul
         if store::checkouts::finish(db, &runner.runner_id, &p.lease_id, &text, cx.now_ms).await? {
             signal(cx, &c.session_id, wait_key(&c.job_id)).await?;
         }
-        return Ok(ok(json!({ "ok": true })));
+        return Ok(ok(&wire::Accepted { ok: true }));
     }
     // A retried post of a checkout's result whose first answer was lost: accepted, unchanged.
     let answered = store::checkouts::get(db, &p.job_id).await?.filter(|c| {
@@ -117,26 +101,19 @@ pub async fn result(cx: &Cx<'_>, runner: &RunnerRow, req: &HttpRequest) -> Resul
             && c.runner_id.as_deref() == Some(runner.runner_id.as_str())
     });
     if answered.is_some() {
-        return Ok(ok(json!({ "ok": true })));
+        return Ok(ok(&wire::Accepted { ok: true }));
     }
     let job = job_of(cx, runner, &p.lease_id, &p.job_id).await?;
     // A retried post whose first answer was lost finds the result written: accepted, unchanged.
     if store::runners::finish_job(cx.db(), &job.job_id, &p.lease_id, &text, cx.now_ms).await? {
         signal(cx, &job.session_id, wait_key(&job.job_id)).await?;
     }
-    Ok(ok(json!({ "ok": true })))
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct KeyRequest {
-    lease_id: String,
-    job_id: String,
+    Ok(ok(&wire::Accepted { ok: true }))
 }
 
 /// `POST /v1/runner/ssh-key`: the key of an `ssh_agent` job's grant, for the runner's ssh-agent only.
 pub async fn ssh_key(cx: &Cx<'_>, runner: &RunnerRow, req: &HttpRequest) -> Result<HttpResponse, ApiError> {
-    let p: KeyRequest = body(req)?;
+    let p: wire::SshKeyAsk = body(req)?;
     let job = job_of(cx, runner, &p.lease_id, &p.job_id).await?;
     let db = cx.db();
     let refused = |why: &str| ApiError::new(Code::Forbidden, why.to_owned());
@@ -146,9 +123,8 @@ pub async fn ssh_key(cx: &Cx<'_>, runner: &RunnerRow, req: &HttpRequest) -> Resu
     if !store::runners::serve_key(db, &job.job_id, &p.lease_id).await? {
         return Err(refused("this job's key was already handed out"));
     }
-    let spec: Value = serde_json::from_str(&job.spec).unwrap_or_default();
-    let grant_id = spec["grant_id"].as_str().unwrap_or_default();
-    let grant = store::requests::get_grant(db, grant_id).await?;
+    let spec: wire::JobSpec = serde_json::from_str(&job.spec).unwrap_or_default();
+    let grant = store::requests::get_grant(db, spec.grant_id.as_deref().unwrap_or_default()).await?;
     let grant = grant
         .filter(|g| g.workspace_id == job.workspace_id && grants::live(g, cx.now_ms))
         .ok_or_else(|| refused("the grant is no longer active"))?;
@@ -163,7 +139,7 @@ pub async fn ssh_key(cx: &Cx<'_>, runner: &RunnerRow, req: &HttpRequest) -> Resu
         &store::audit::Entry::grant(&grant, &job.session_id, "ssh_key_loaded", &detail, cx.now_ms),
     )
     .await?;
-    Ok(ok(json!({ "private_key": private_key })))
+    Ok(ok(&wire::SshKey { private_key }))
 }
 
 /// `GET /v1/runner/criteria`: the goal's command criteria, for the runner to run at the turn's end.
@@ -175,5 +151,5 @@ pub async fn criteria(cx: &Cx<'_>, runner: &RunnerRow, req: &HttpRequest) -> Res
         .filter(|g| g.status == crate::session::goal::GoalStatus::Active)
         .map(|g| g.criteria.iter().filter_map(|c| c.command.clone()).collect())
         .unwrap_or_default();
-    Ok(ok(json!({ "commands": commands })))
+    Ok(ok(&wire::Criteria { commands }))
 }

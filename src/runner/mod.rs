@@ -22,6 +22,9 @@
 //! - `POST /v1/runner/credential` and `POST /v1/runner/commands`: provider CLI commands the runner runs
 //!   for its turn's shims under a grant, and their exit statuses, the only deploy proof ([`granted`]).
 //!
+//! Every body above is a type of `agentsky_wire::runner`, which the CLI's runner client sends and reads
+//! too: the field names are the protocol's, and a renamed one fails to compile on both sides.
+//!
 //! A runner that stops renewing loses its lease to the next claim, and the turn or checkout is run again
 //! by another; until then its lease, lapsed or not, is still its own ([`store::lease`]).
 
@@ -34,19 +37,20 @@ use crate::domain::taskfs::{self, Folder, Writer};
 use crate::error::error_response;
 use crate::error::{ApiError, Code};
 use crate::http::{HttpRequest, HttpResponse};
-use crate::rules::params::{Capped, Int};
 use crate::rules::{ids, limits, redact};
 use crate::session::goal::CommandCheck;
 use crate::session::{calls, EventKind, ExternalEvent, TurnEnd, TurnState};
 use crate::store::{self, runners::TurnRow};
-use serde::Deserialize;
-use serde_json::{json, Value};
+use agentsky_wire::runner::{self as wire, route, Stopping};
+use serde::Serialize;
+use serde_json::Value;
 
 pub use crate::domain::jobs::LEASE_MS;
-const MAX_CLAIM_WAIT_S: i64 = 25;
+const MAX_CLAIM_WAIT_S: i64 = wire::MAX_WAIT_S;
 
-fn ok(v: Value) -> HttpResponse {
-    HttpResponse::json(200, &v)
+/// A 200 with one of the protocol's answers.
+fn ok(answer: &impl Serialize) -> HttpResponse {
+    HttpResponse::json(200, &wire::to_value(answer))
 }
 
 fn body<T: serde::de::DeserializeOwned>(req: &HttpRequest) -> Result<T, ApiError> {
@@ -77,19 +81,19 @@ pub async fn handle(cx: &Cx<'_>, req: &HttpRequest) -> HttpResponse {
         Err(e) => return error_response(&cx.internal(e)),
     };
     let result = match (req.method.as_str(), req.path.as_str()) {
-        ("POST", "/v1/runner/claim") => claim(cx, &runner, req).await,
-        ("POST", "/v1/runner/heartbeat") => heartbeat(cx, &runner, req).await,
-        ("POST", "/v1/runner/events") => events(cx, &runner, req).await,
-        ("GET", "/v1/runner/files") => files(cx, &runner, req).await,
-        ("GET", "/v1/runner/skills") => skills::list(cx, &runner, req).await,
-        ("PUT", "/v1/runner/files") => write_file(cx, &runner, req).await,
-        ("DELETE", "/v1/runner/files") => delete_file(cx, &runner, req).await,
-        ("POST", "/v1/runner/jobs") => jobs::poll(cx, &runner, req).await,
-        ("POST", "/v1/runner/jobs/result") => jobs::result(cx, &runner, req).await,
-        ("POST", "/v1/runner/ssh-key") => jobs::ssh_key(cx, &runner, req).await,
-        ("GET", "/v1/runner/criteria") => jobs::criteria(cx, &runner, req).await,
-        ("POST", "/v1/runner/credential") => granted::credential(cx, &runner, req).await,
-        ("POST", "/v1/runner/commands") => granted::report(cx, &runner, req).await,
+        ("POST", route::CLAIM) => claim(cx, &runner, req).await,
+        ("POST", route::HEARTBEAT) => heartbeat(cx, &runner, req).await,
+        ("POST", route::EVENTS) => events(cx, &runner, req).await,
+        ("GET", route::FILES) => files(cx, &runner, req).await,
+        ("GET", route::SKILLS) => skills::list(cx, &runner, req).await,
+        ("PUT", route::FILES) => write_file(cx, &runner, req).await,
+        ("DELETE", route::FILES) => delete_file(cx, &runner, req).await,
+        ("POST", route::JOBS) => jobs::poll(cx, &runner, req).await,
+        ("POST", route::JOB_RESULT) => jobs::result(cx, &runner, req).await,
+        ("POST", route::SSH_KEY) => jobs::ssh_key(cx, &runner, req).await,
+        ("GET", route::CRITERIA) => jobs::criteria(cx, &runner, req).await,
+        ("POST", route::CREDENTIAL) => granted::credential(cx, &runner, req).await,
+        ("POST", route::COMMANDS) => granted::report(cx, &runner, req).await,
         _ => Err(ApiError::new(Code::NotFound, format!("no runner route {} {}", req.method, req.path))),
     };
     match result {
@@ -98,14 +102,8 @@ pub async fn handle(cx: &Cx<'_>, req: &HttpRequest) -> HttpResponse {
     }
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Claim {
-    wait_seconds: Option<i64>,
-}
-
 async fn claim(cx: &Cx<'_>, runner: &store::runners::RunnerRow, req: &HttpRequest) -> Result<HttpResponse, ApiError> {
-    let p: Claim = body(req)?;
+    let p: wire::Claim = body(req)?;
     let wait = p.wait_seconds.unwrap_or(0);
     if !(0..=MAX_CLAIM_WAIT_S).contains(&wait) {
         return Err(ApiError::invalid(format!("`wait_seconds` must be between 0 and {MAX_CLAIM_WAIT_S}")));
@@ -118,14 +116,14 @@ async fn claim(cx: &Cx<'_>, runner: &store::runners::RunnerRow, req: &HttpReques
         let checkout =
             store::checkouts::claim(cx.db(), &runner.workspace_id, &runner.runner_id, &lease_id, LEASE_MS, now).await?;
         if let Some(c) = checkout {
-            return Ok(ok(checkout_view(&c)));
+            return Ok(ok(&checkout_view(&c)));
         }
         let turn =
             store::runners::claim(cx.db(), &runner.workspace_id, &runner.runner_id, &lease_id, LEASE_MS, now).await?;
         if let Some(turn) = turn {
             // `None`: cancelled while it was being put together; the next turn may be claimable.
             if let Some(a) = assignment(cx, turn).await? {
-                return Ok(ok(a));
+                return Ok(ok(&wire::Claimed::Turn(Box::new(a))));
             }
             continue;
         }
@@ -140,12 +138,19 @@ async fn claim(cx: &Cx<'_>, runner: &store::runners::RunnerRow, req: &HttpReques
 /// A claimed checkout as the runner sees it: run `command` in a fresh folder holding the files
 /// `GET /v1/runner/files` serves for `lease_id`, renew the lease with heartbeats, and post the result
 /// (`{exit_code, timed_out, output}`) to `POST /v1/runner/jobs/result`.
-fn checkout_view(c: &store::checkouts::CheckoutRow) -> Value {
-    let spec: Value = serde_json::from_str(&c.spec).unwrap_or_default();
-    json!({ "checkout": {
-        "job_id": c.job_id, "kind": "checks", "lease_id": c.lease_id, "lease_expires_ms": c.lease_expires_ms,
-        "session_id": c.session_id, "command": spec["command"], "timeout_s": spec["timeout_s"],
-    } })
+fn checkout_view(c: &store::checkouts::CheckoutRow) -> wire::Claimed {
+    let spec: wire::JobSpec = serde_json::from_str(&c.spec).unwrap_or_default();
+    wire::Claimed::Checkout {
+        checkout: wire::Checkout {
+            job_id: c.job_id.clone(),
+            kind: "checks".into(),
+            lease_id: c.lease_id.clone().unwrap_or_default(),
+            lease_expires_ms: c.lease_expires_ms,
+            session_id: c.session_id.clone(),
+            command: spec.command.unwrap_or_default(),
+            timeout_s: spec.timeout_s,
+        },
+    }
 }
 
 /// How many pages of 200 events a turn's history may take (100,000 events), so a runaway log cannot
@@ -154,7 +159,7 @@ const MAX_HISTORY_PAGES: usize = 500;
 
 /// What a runner needs to run a claimed turn; `None` when its lease no longer holds it (a cancel came
 /// between the claim and here), so no token for it is handed out.
-async fn assignment(cx: &Cx<'_>, turn: TurnRow) -> Result<Option<Value>, ApiError> {
+async fn assignment(cx: &Cx<'_>, turn: TurnRow) -> Result<Option<wire::Assignment>, ApiError> {
     let db = cx.db();
     let session = store::sessions::get(db, &turn.session_id).await?.ok_or_else(|| ApiError::not_found("session"))?;
     let agent = store::agents::get(db, &session.agent_id).await?;
@@ -167,23 +172,21 @@ async fn assignment(cx: &Cx<'_>, turn: TurnRow) -> Result<Option<Value>, ApiErro
         let page = crate::domain::sessions::call(cx, &turn.session_id, read).await?;
         for e in &page.events {
             let text = e.body["text"].as_str().unwrap_or_default().to_owned();
-            let entry = match (e.kind.as_str(), e.body["from"].get("peer")) {
+            let (role, from_session_id) = match (e.kind.as_str(), e.body["from"].get("peer")) {
                 // A peer's message is not the user's: the agent is told who sent it.
-                ("user_message", Some(peer)) => {
-                    json!({ "role": "peer", "from_session_id": peer["session_id"], "text": text })
-                }
-                ("user_message", None) => json!({ "role": "user", "text": text }),
-                ("agent_message", _) => json!({ "role": "agent", "text": text }),
+                ("user_message", Some(peer)) => (wire::Role::Peer, peer["session_id"].as_str().map(str::to_owned)),
+                ("user_message", None) => (wire::Role::User, None),
+                ("agent_message", _) => (wire::Role::Agent, None),
                 _ => continue,
             };
             if e.kind == "user_message" && e.message_id == turn.message_id {
                 // The agent reads the message itself, so it says who sent it, as the hosted harness does.
-                message = match &entry["from_session_id"] {
-                    Value::String(peer) => format!("[a message from peer session {peer}, not from the user]\n{text}"),
-                    _ => text,
+                message = match &from_session_id {
+                    Some(peer) => format!("[a message from peer session {peer}, not from the user]\n{text}"),
+                    None => text.clone(),
                 };
             }
-            history.push(entry);
+            history.push(wire::HistoryEntry { from_session_id, role, text });
         }
         if !page.has_more || page.last_seq <= after {
             break;
@@ -207,31 +210,30 @@ async fn assignment(cx: &Cx<'_>, turn: TurnRow) -> Result<Option<Value>, ApiErro
     if !stored {
         return Ok(None);
     }
-    Ok(Some(json!({
-        "lease_id": turn.lease_id,
-        "lease_expires_ms": turn.lease_expires_ms,
-        "attempt": turn.attempts,
-        "session_id": session.session_id,
-        "task_id": session.task_id,
-        "message_id": turn.message_id,
-        "message": message,
-        "history": history,
+    Ok(Some(wire::Assignment {
+        lease_id: turn.lease_id.unwrap_or_default(),
+        lease_expires_ms: turn.lease_expires_ms,
+        attempt: turn.attempts,
+        session_id: session.session_id,
+        task_id: session.task_id,
+        message_id: turn.message_id,
+        message,
+        history,
         // The session's harness, model and thinking: a session keeps what it started with, and
         // `switch_model` changes its model and thinking, not the agent's.
-        "agent": agent.map(|a| json!({
-            "agent_id": a.agent_id, "name": a.name, "harness": session.harness, "model": session.model,
-            "thinking": session.thinking, "instructions": a.instructions, "tool_approval": a.tool_approval,
-        })),
-        "session_token": token,
-        "session_server": format!("{}/v1/session/mcp", cx.link_base()?),
-        "help_server": format!("{}/v1/help/mcp", cx.link_base()?),
-    })))
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Lease {
-    lease_id: String,
+        agent: agent.map(|a| wire::AgentView {
+            agent_id: a.agent_id,
+            name: Some(a.name),
+            harness: Some(session.harness),
+            model: session.model,
+            thinking: session.thinking,
+            instructions: a.instructions,
+            tool_approval: Some(a.tool_approval),
+        }),
+        session_token: token,
+        session_server: format!("{}/v1/session/mcp", cx.link_base()?),
+        help_server: Some(format!("{}/v1/help/mcp", cx.link_base()?)),
+    }))
 }
 
 /// The turn a runner's lease holds (lapsed or not, while nobody took it over); a lost lease is a conflict
@@ -251,14 +253,6 @@ async fn cancelled(cx: &Cx<'_>, runner: &store::runners::RunnerRow, lease_id: &s
     Ok(store::runners::cancelled_under(cx.db(), &runner.runner_id, lease_id).await?)
 }
 
-/// What the heartbeat, the job poll and the event post answer once the lease's turn was cancelled: stop,
-/// and why, so the runner ends the agent's command and tells its turn ended cancelled.
-fn cancelled_answer(mut v: Value) -> HttpResponse {
-    v["stop"] = json!(true);
-    v["reason"] = json!("cancelled");
-    ok(v)
-}
-
 fn lost() -> ApiError {
     ApiError::new(Code::Conflict, "this lease was taken over or has ended: stop, another runner has the work")
 }
@@ -273,52 +267,25 @@ async fn heartbeat(
     runner: &store::runners::RunnerRow,
     req: &HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
-    let p: Lease = body(req)?;
+    let p: wire::Heartbeat = body(req)?;
     let until = cx.now_ms + LEASE_MS;
+    let answer = |lease_expires_ms, stopping| ok(&wire::HeartbeatAnswer { lease_expires_ms, stopping });
     if store::checkouts::renew(cx.db(), &runner.runner_id, &p.lease_id, until).await? {
-        return Ok(ok(json!({ "lease_expires_ms": until, "stop": false })));
+        return Ok(answer(until, Stopping::session(false)));
     }
+    // Cancelled: stop, and why, so the runner ends the agent's command and tells its turn ended cancelled.
     if cancelled(cx, runner, &p.lease_id).await? {
-        return Ok(cancelled_answer(json!({ "lease_expires_ms": cx.now_ms })));
+        return Ok(answer(cx.now_ms, Stopping::cancelled()));
     }
     let turn = leased(cx, runner, &p.lease_id).await?;
     if !store::runners::renew(cx.db(), &runner.runner_id, &p.lease_id, until).await? {
         return Err(lost());
     }
-    let stop = stopped(cx, &turn.session_id).await?;
-    Ok(ok(json!({ "lease_expires_ms": until, "stop": stop })))
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Events {
-    lease_id: String,
-    events: Capped<Value, 500>,
-    /// `completed` or `failed`: the turn is over.
-    done: Option<String>,
-    /// With `done`: the goal's command criteria as run at the turn's end (`GET /v1/runner/criteria`).
-    #[serde(default)]
-    checks: Capped<CommandCheck, 20>,
-    /// What a coding agent CLI reported the turn used so far (the whole turn's, not since the last post).
-    usage: Option<ReportedUsage>,
-}
-
-/// A turn's usage as a coding agent CLI reports it: recorded, not charged (the person's CLI pays its own
-/// provider), and counted against the session's budget.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ReportedUsage {
-    input_tokens: Int<0, 1_000_000_000_000>,
-    #[serde(default)]
-    cached_input_tokens: Option<Int<0, 1_000_000_000_000>>,
-    output_tokens: Int<0, 1_000_000_000_000>,
-    /// The CLI's own figure, in US dollars, when it gives one (Claude Code does, Codex does not: its
-    /// tokens are then priced as this deployment prices models).
-    cost_usd: Option<f64>,
+    Ok(answer(until, Stopping::session(stopped(cx, &turn.session_id).await?)))
 }
 
 /// Records the turn's reported usage; the session's reported total in cents, for its budget.
-async fn record_usage(cx: &Cx<'_>, turn: &TurnRow, u: &ReportedUsage) -> Result<i64, ApiError> {
+async fn record_usage(cx: &Cx<'_>, turn: &TurnRow, u: &wire::Usage) -> Result<i64, ApiError> {
     let cost = match u.cost_usd {
         Some(c) if !(0.0..1_000_000.0).contains(&c) => {
             return Err(ApiError::invalid("`usage.cost_usd` must be a number of dollars from 0 to 1,000,000"))
@@ -327,7 +294,7 @@ async fn record_usage(cx: &Cx<'_>, turn: &TurnRow, u: &ReportedUsage) -> Result<
     };
     let session =
         store::sessions::get(cx.db(), &turn.session_id).await?.ok_or_else(|| ApiError::not_found("session"))?;
-    let (input, output) = (u.input_tokens.get(), u.output_tokens.get());
+    let (input, output) = (u.input_tokens, u.output_tokens);
     let micro_usd = match cost {
         Some(c) => (c * 1_000_000.0).round() as i64,
         None => cx.env.config.prices.micro_usd(&session.model, input, output),
@@ -341,7 +308,7 @@ async fn record_usage(cx: &Cx<'_>, turn: &TurnRow, u: &ReportedUsage) -> Result<
         harness: &session.harness,
         model: &session.model,
         input_tokens: input,
-        cached_input_tokens: u.cached_input_tokens.map_or(0, Int::get),
+        cached_input_tokens: u.cached_input_tokens.unwrap_or(0),
         output_tokens: output,
         micro_usd,
         estimated: cost.is_none(),
@@ -350,32 +317,20 @@ async fn record_usage(cx: &Cx<'_>, turn: &TurnRow, u: &ReportedUsage) -> Result<
     Ok(store::reported::cents(store::reported::record(cx.db(), &report).await?))
 }
 
-fn event(v: &Value) -> Result<ExternalEvent, ApiError> {
-    let key = v["key"].as_str().ok_or_else(|| ApiError::invalid("each event needs a `key` (unique per event)"))?;
-    limits::text("events[].key", key, 1, 200)?;
-    let kind = match v["type"].as_str() {
-        Some("agent_message") => EventKind::AgentMessage,
-        Some("tool_call") => EventKind::ToolCall,
-        Some("tool_result") => EventKind::ToolResult,
-        Some("status") => EventKind::Status,
-        Some("error") => EventKind::Error,
-        other => {
-            return Err(ApiError::invalid(format!(
-                "event `type` must be agent_message, tool_call, tool_result, status or error (got {})",
-                other.map_or_else(|| "none".to_owned(), crate::rules::params::quoted)
-            )))
-        }
+fn event(e: wire::Event) -> Result<ExternalEvent, ApiError> {
+    limits::text("events[].key", &e.key, 1, 200)?;
+    let kind = match e.kind {
+        wire::EventType::AgentMessage => EventKind::AgentMessage,
+        wire::EventType::ToolCall => EventKind::ToolCall,
+        wire::EventType::ToolResult => EventKind::ToolResult,
+        wire::EventType::Status => EventKind::Status,
+        wire::EventType::Error => EventKind::Error,
     };
-    let mut body = v.clone();
-    if let Some(map) = body.as_object_mut() {
-        map.remove("key");
-        map.remove("type");
-    }
-    let body = transcript_safe(kind, body);
+    let body = transcript_safe(kind, Value::Object(e.body));
     if body.to_string().len() > 256 * 1024 {
         return Err(ApiError::new(Code::PayloadTooLarge, "an event holds at most 256 KiB"));
     }
-    Ok(ExternalEvent { key: key.to_owned(), kind, body })
+    Ok(ExternalEvent { key: e.key, kind, body })
 }
 
 /// An event body as the transcript may keep it: a `get_credential` result keeps only its shape (its
@@ -386,11 +341,11 @@ fn transcript_safe(kind: EventKind, mut body: Value) -> Value {
         let (kept, values) = match body["content"].take() {
             Value::String(text) => {
                 let (kept, values) = crate::domain::grants::persisted("get_credential", &text);
-                (json!(kept), values)
+                (Value::String(kept), values)
             }
             v @ Value::Object(_) => crate::domain::grants::withheld(&v),
             Value::Null => (Value::Null, vec![]),
-            other => (json!(redact::MARK), vec![other.to_string()]),
+            other => (Value::String(redact::MARK.into()), vec![other.to_string()]),
         };
         body["content"] = kept;
         credentials = values;
@@ -400,37 +355,36 @@ fn transcript_safe(kind: EventKind, mut body: Value) -> Value {
 }
 
 async fn events(cx: &Cx<'_>, runner: &store::runners::RunnerRow, req: &HttpRequest) -> Result<HttpResponse, ApiError> {
-    let p: Events = body(req)?;
+    let p: wire::PostEvents = body(req)?;
     // A retried final post whose first answer was lost: the turn is already done, and its events were
     // recorded by their keys.
     if p.done.is_some() && store::runners::finished_under(cx.db(), &p.lease_id).await? {
-        return Ok(ok(json!({ "accepted": 0, "stop": false })));
+        return Ok(accepted(0, Stopping::session(false)));
     }
     // The turn is over: what the runner still reports of it is dropped.
     if cancelled(cx, runner, &p.lease_id).await? {
-        return Ok(cancelled_answer(json!({ "accepted": 0 })));
+        return Ok(accepted(0, Stopping::cancelled()));
     }
     let turn = leased(cx, runner, &p.lease_id).await?;
-    let events = p.events.iter().map(event).collect::<Result<Vec<_>, _>>()?;
-    let end = match p.done.as_deref() {
-        None => None,
-        Some("completed") => Some(TurnEnd::Completed),
-        Some("failed") => Some(TurnEnd::Failed),
-        Some(other) => {
-            return Err(ApiError::invalid(format!(
-                "`done` must be completed or failed (got {})",
-                crate::rules::params::quoted(other)
-            )))
-        }
-    };
+    let events = p.events.into_iter().map(event).collect::<Result<Vec<_>, _>>()?;
+    let end = p.done.map(|d| match d {
+        wire::Done::Completed => TurnEnd::Completed,
+        wire::Done::Failed => TurnEnd::Failed,
+    });
     if p.checks.iter().any(|c| c.command.len() > 2_000 || c.output.len() > 16 * 1024) {
         return Err(ApiError::invalid("a check holds a command of up to 2000 characters and up to 16 KiB of output"));
     }
     let count = events.len();
-    let mut checks = if end.is_some() { p.checks.into_vec() } else { vec![] };
-    for c in &mut checks {
-        c.output = redact::redact(&c.output);
-    }
+    let checks = if end.is_some() { p.checks } else { vec![] };
+    let checks: Vec<CommandCheck> = checks
+        .into_iter()
+        .map(|c| CommandCheck {
+            command: c.command,
+            exit_code: c.exit_code,
+            timed_out: c.timed_out,
+            output: redact::redact(&c.output),
+        })
+        .collect();
     let reported_cents = match &p.usage {
         Some(u) => Some(record_usage(cx, &turn, u).await?),
         None => None,
@@ -456,8 +410,12 @@ async fn events(cx: &Cx<'_>, runner: &store::runners::RunnerRow, req: &HttpReque
         store::runners::finish(cx.db(), &runner.runner_id, &p.lease_id).await?;
         store::requests::revoke_runner_tokens(cx.db(), &turn.session_id, None).await?;
     }
-    let stop = stopped(cx, &turn.session_id).await?;
-    Ok(ok(json!({ "accepted": count, "stop": stop })))
+    Ok(accepted(count, Stopping::session(stopped(cx, &turn.session_id).await?)))
+}
+
+/// What an event post answers: how many events it took, and whether the command must end.
+fn accepted(accepted: usize, stopping: Stopping) -> HttpResponse {
+    ok(&wire::EventsAnswer { accepted, stopping })
 }
 
 /// Ends a runner turn whose session's turn is already over: a final post, or any post once the session
@@ -473,10 +431,10 @@ async fn end_orphaned(
     let stop = stopped(cx, &turn.session_id).await?;
     if last || stop {
         store::runners::finish(cx.db(), &runner.runner_id, lease).await?;
-        return Ok(ok(json!({ "accepted": 0, "stop": stop })));
+        return Ok(accepted(0, Stopping::session(stop)));
     }
     store::runners::cancel(cx.db(), &turn.session_id, &turn.message_id).await?;
-    Ok(cancelled_answer(json!({ "accepted": 0 })))
+    Ok(accepted(0, Stopping::cancelled()))
 }
 
 async fn folder_of(cx: &Cx<'_>, session_id: &str) -> Result<(String, String), ApiError> {
@@ -498,17 +456,9 @@ async fn files(cx: &Cx<'_>, runner: &store::runners::RunnerRow, req: &HttpReques
     let mut out = Vec::new();
     for f in taskfs::list(db, folder).await? {
         let (info, content) = taskfs::read(db, blobs, folder, &f.path, None).await?;
-        out.push(json!({ "path": info.path, "version": info.version, "content": content }));
+        out.push(wire::File { path: info.path, version: info.version, content });
     }
-    Ok(ok(json!({ "files": out })))
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct WriteFile {
-    lease_id: String,
-    path: String,
-    content: String,
+    Ok(ok(&wire::Files { files: out }))
 }
 
 async fn write_file(
@@ -516,14 +466,15 @@ async fn write_file(
     runner: &store::runners::RunnerRow,
     req: &HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
-    let p: WriteFile = body(req)?;
+    let p: wire::WriteFile = body(req)?;
     let turn = leased(cx, runner, &p.lease_id).await?;
     let (task_id, lane) = folder_of(cx, &turn.session_id).await?;
     let folder = Folder { workspace_id: &turn.workspace_id, task_id: &task_id, lane: &lane };
     let (db, blobs) = taskfs::parts(cx.env);
     let info =
         taskfs::write(db, blobs, folder, &p.path, &p.content, Writer::Session(&turn.session_id), cx.now_ms).await?;
-    Ok(ok(serde_json::to_value(info).map_err(ApiError::cause)?))
+    // The file as the folder now has it (`taskfs`'s own view; the runner does not read it).
+    Ok(ok(&info))
 }
 
 async fn delete_file(
@@ -538,8 +489,8 @@ async fn delete_file(
     let folder = Folder { workspace_id: &turn.workspace_id, task_id: &task_id, lane: &lane };
     // A retried delete whose answer was lost finds the file gone: that is its success too.
     match taskfs::delete(cx.db(), folder, &path, Writer::Session(&turn.session_id), cx.now_ms).await {
-        Ok(info) => Ok(ok(json!({ "path": info.path, "deleted": true, "version": info.version }))),
-        Err(e) if e.code == Code::NotFound => Ok(ok(json!({ "path": path, "deleted": false }))),
+        Ok(info) => Ok(ok(&wire::Deleted { path: info.path, deleted: true, version: Some(info.version) })),
+        Err(e) if e.code == Code::NotFound => Ok(ok(&wire::Deleted { path, deleted: false, version: None })),
         Err(e) => Err(e),
     }
 }

@@ -3,6 +3,7 @@
 
 use crate::support::{runner_request, Account, TestApp};
 use agentsky::http::HttpResponse;
+use agentsky_wire::runner as wire;
 use serde_json::{json, Value};
 
 fn runner_call(app: &TestApp, token: &str, method: &str, path: &str, body: Value) -> HttpResponse {
@@ -39,6 +40,10 @@ fn a_runner_claims_a_turn_reports_it_once_and_finishes_it() {
     assert_eq!((turn["session_id"].as_str(), turn["message"].as_str()), (Some(sid.as_str()), Some("add a README")));
     assert_eq!(turn["agent"]["instructions"], "Write code.");
     assert!(turn["session_token"].as_str().unwrap().starts_with("sst_"));
+    // What the runner reads it as: the wire crate's turn.
+    let wire::Claimed::Turn(assigned) = serde_json::from_value(turn.clone()).unwrap() else { panic!("a turn") };
+    let said = assigned.history.last().map(|h| (h.role, h.text.as_str()));
+    assert_eq!((assigned.agent_name(), assigned.attempt, said), ("Coder", 1, Some((wire::Role::User, "add a README"))));
     assert_eq!(runner_call(&app, &token, "POST", "/v1/runner/claim", json!({})).status, 204, "nothing else waits");
 
     let lease = turn["lease_id"].as_str().unwrap();
@@ -61,14 +66,19 @@ fn a_runner_claims_a_turn_reports_it_once_and_finishes_it() {
     runner_call(&app, &token, "POST", "/v1/runner/events", events);
     let hb = runner_call(&app, &token, "POST", "/v1/runner/heartbeat", json!({"lease_id": lease})).json_body();
     assert_eq!(hb["stop"], false);
-    let done = runner_call(
-        &app,
-        &token,
-        "POST",
-        "/v1/runner/events",
-        json!({"lease_id": lease, "events": [], "done": "completed"}),
-    );
+    let hb: wire::HeartbeatAnswer = serde_json::from_value(hb).unwrap();
+    assert_eq!((hb.stopping, hb.lease_expires_ms > 0), (wire::Stopping::session(false), true));
+    let last = wire::PostEvents {
+        lease_id: lease.to_owned(),
+        events: vec![],
+        done: Some(wire::Done::Completed),
+        checks: vec![],
+        usage: None,
+    };
+    let done = runner_call(&app, &token, "POST", "/v1/runner/events", wire::to_value(&last));
     assert_eq!(done.status, 200);
+    let answer: wire::EventsAnswer = serde_json::from_value(done.json_body()).unwrap();
+    assert_eq!((answer.accepted, answer.stopping.stop), (0, false));
 
     let page = app.ok(
         &ada.key,

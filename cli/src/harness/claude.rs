@@ -64,10 +64,10 @@ pub fn launch(exe: &Path, s: &Setup<'_>) -> std::io::Result<Launch> {
     // own tools never ask.
     argv.extend(permission_flags(super::tool_approval(s.agent)).iter().map(|f| (*f).to_owned()));
     argv.extend(["--allowedTools".to_owned(), "mcp__agentsky,mcp__agentsky_help".to_owned()]);
-    if let Some(model) = s.agent["model"].as_str().filter(|m| !m.is_empty()) {
+    if let Some(model) = Some(s.agent.model.as_str()).filter(|m| !m.is_empty()) {
         argv.extend(["--model".to_owned(), model.to_owned()]);
     }
-    if let Some(instructions) = s.agent["instructions"].as_str().filter(|i| !i.trim().is_empty()) {
+    if let Some(instructions) = Some(s.agent.instructions.as_str()).filter(|i| !i.trim().is_empty()) {
         argv.extend(["--append-system-prompt".to_owned(), instructions.to_owned()]);
     }
     if let Some(id) = s.resume {
@@ -76,7 +76,7 @@ pub fn launch(exe: &Path, s: &Setup<'_>) -> std::io::Result<Launch> {
     // MCP tools otherwise wait behind Claude Code's tool search, named only in a reminder: the session's
     // tools are the point of the turn.
     let mut env = vec![("ENABLE_TOOL_SEARCH".to_owned(), "false".into())];
-    if let Some(tokens) = s.agent["thinking"].as_str().and_then(thinking_tokens) {
+    if let Some(tokens) = thinking_tokens(&s.agent.thinking) {
         env.push(("MAX_THINKING_TOKENS".to_owned(), tokens.to_string().into()));
     }
     Ok(Launch { argv, env })

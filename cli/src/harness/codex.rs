@@ -63,13 +63,13 @@ pub fn overrides(s: &Setup<'_>, base_url: Option<&str>) -> Vec<String> {
         format!("mcp_servers.agentsky.tool_timeout_sec={}", super::TOOL_TIMEOUT_S),
         format!("sandbox_mode=\"{}\"", sandbox(super::tool_approval(s.agent))),
     ];
-    if let Some(model) = s.agent["model"].as_str().filter(|m| !m.is_empty()) {
+    if let Some(model) = Some(s.agent.model.as_str()).filter(|m| !m.is_empty()) {
         c.push(format!("model={}", toml_string(model)));
     }
-    if let Some(effort) = s.agent["thinking"].as_str().and_then(reasoning_effort) {
+    if let Some(effort) = reasoning_effort(&s.agent.thinking) {
         c.push(format!("model_reasoning_effort=\"{effort}\""));
     }
-    if let Some(instructions) = s.agent["instructions"].as_str().filter(|i| !i.trim().is_empty()) {
+    if let Some(instructions) = Some(s.agent.instructions.as_str()).filter(|i| !i.trim().is_empty()) {
         c.push(format!("developer_instructions={}", toml_string(instructions)));
     }
     if let Some(url) = base_url.filter(|u| !u.is_empty()) {
@@ -233,9 +233,10 @@ fn completed(item: &Value) -> Vec<Mapped> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use agentsky_wire::runner::AgentView;
     use serde_json::json;
 
-    fn setup<'a>(agent: &'a Value, meta: &'a Path) -> Setup<'a> {
+    fn setup<'a>(agent: &'a AgentView, meta: &'a Path) -> Setup<'a> {
         Setup {
             agent,
             meta,
@@ -248,7 +249,10 @@ mod tests {
 
     #[test]
     fn overrides_name_both_servers_the_model_and_a_provider_for_a_base_url() {
-        let agent = json!({"model": "gpt-5-codex", "thinking": "high", "instructions": "Be \"brief\"."});
+        let agent: AgentView = serde_json::from_value(
+            json!({"model": "gpt-5-codex", "thinking": "high", "instructions": "Be \"brief\"."}),
+        )
+        .unwrap();
         let o = overrides(&setup(&agent, Path::new("/m")), Some("http://127.0.0.1:9/v1"));
         assert!(o.contains(&"mcp_servers.agentsky.command=\"/opt/sky\"".to_owned()), "{o:?}");
         assert!(o.contains(&"mcp_servers.agentsky.args=[\"mcp\",\"--server\",\"https://x.example\"]".to_owned()));
@@ -260,13 +264,13 @@ mod tests {
         assert!(o.contains(&"model_reasoning_effort=\"high\"".to_owned()));
         assert!(o.contains(&"developer_instructions=\"Be \\\"brief\\\".\"".to_owned()), "quotes escaped");
         assert!(o.contains(&"model_providers.agentsky_openai.base_url=\"http://127.0.0.1:9/v1\"".to_owned()));
-        let plain = overrides(&setup(&json!({}), Path::new("/m")), None);
+        let plain = overrides(&setup(&AgentView::default(), Path::new("/m")), None);
         assert!(!plain.iter().any(|c| c.starts_with("model_provider")), "no base URL, Codex's own provider");
     }
 
     #[test]
     fn resume_continues_the_thread_with_the_message_on_stdin() {
-        let agent = json!({});
+        let agent = AgentView::default();
         let mut s = setup(&agent, Path::new("/m"));
         s.resume = Some("th_1");
         let l = launch(Path::new("/bin/codex"), &s).unwrap();

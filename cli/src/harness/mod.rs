@@ -11,6 +11,7 @@
 pub mod claude;
 pub mod codex;
 
+use agentsky_wire::runner::{AgentView, EventType, HistoryEntry, Role};
 use serde_json::{json, Value};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -26,8 +27,8 @@ pub enum Harness {
 
 impl Harness {
     /// The harness the claim names (`agent.harness`); a server too old to name one runs `runner` agents.
-    pub fn of(agent: &Value) -> Self {
-        match agent["harness"].as_str() {
+    pub fn of(agent: &AgentView) -> Self {
+        match agent.harness.as_deref() {
             Some("claude-code") => Harness::ClaudeCode,
             Some("codex") => Harness::Codex,
             _ => Harness::Command,
@@ -49,14 +50,14 @@ impl Harness {
 pub const TOOL_TIMEOUT_S: u64 = 600;
 
 /// The agent's `tool_approval` (`outside_folder` when the server names none).
-pub fn tool_approval(agent: &Value) -> &str {
-    agent["tool_approval"].as_str().unwrap_or("outside_folder")
+pub fn tool_approval(agent: &AgentView) -> &str {
+    agent.tool_approval.as_deref().unwrap_or("outside_folder")
 }
 
 /// What a turn of a coding agent CLI needs from the runner.
 pub struct Setup<'a> {
     /// The claim's `agent`: `harness`, `model`, `thinking`, `instructions`, `tool_approval`.
-    pub agent: &'a Value,
+    pub agent: &'a AgentView,
     /// The turn's `meta/` folder, where per-turn configuration is written.
     pub meta: &'a Path,
     /// This `sky`, which serves the session server on stdio (`sky mcp`).
@@ -131,12 +132,11 @@ pub fn launch(harness: Harness, exe: &Path, setup: &Setup<'_>) -> std::io::Resul
 
 /// The message a CLI is given when it cannot continue its own conversation but the session has one: a
 /// short summary of the session so far (the last messages, each cut short), then the new message.
-pub fn fresh_start(history: &Value, message: &str) -> Option<String> {
+pub fn fresh_start(history: &[HistoryEntry], message: &str) -> Option<String> {
     const KEEP: usize = 20;
     const EACH: usize = 2_000;
-    let earlier: Vec<&Value> = history.as_array()?.iter().collect();
     // The history ends with this turn's message.
-    let earlier = &earlier[..earlier.len().saturating_sub(1)];
+    let earlier = &history[..history.len().saturating_sub(1)];
     if earlier.is_empty() {
         return None;
     }
@@ -148,12 +148,12 @@ pub fn fresh_start(history: &Value, message: &str) -> Option<String> {
         out.push_str(&format!("[{} earlier messages left out]\n\n", earlier.len() - KEEP));
     }
     for m in &earlier[earlier.len().saturating_sub(KEEP)..] {
-        let who = match m["role"].as_str() {
-            Some("agent") => "you",
-            Some("peer") => "a peer session",
-            _ => "the user",
+        let who = match m.role {
+            Role::Agent => "you",
+            Role::Peer => "a peer session",
+            Role::User | Role::Other => "the user",
         };
-        let text = m["text"].as_str().unwrap_or_default();
+        let text = m.text.as_str();
         let cut: String = text.chars().take(EACH).collect();
         let more = if cut.len() < text.len() { " […]" } else { "" };
         out.push_str(&format!("{who}: {cut}{more}\n\n"));
@@ -196,15 +196,13 @@ pub struct Usage {
 
 impl Usage {
     /// As the runner posts it (`usage` of `POST /v1/runner/events`): the whole turn's so far.
-    pub fn body(&self) -> Value {
-        let mut v = json!({
-            "input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
-            "cached_input_tokens": self.cached_input_tokens,
-        });
-        if let Some(c) = self.cost_usd {
-            v["cost_usd"] = json!(c);
+    pub fn body(&self) -> agentsky_wire::runner::Usage {
+        agentsky_wire::runner::Usage {
+            input_tokens: self.input_tokens,
+            cached_input_tokens: Some(self.cached_input_tokens),
+            output_tokens: self.output_tokens,
+            cost_usd: self.cost_usd,
         }
-        v
     }
 }
 
@@ -219,17 +217,18 @@ impl Mapped {
 
     /// The session event it becomes, `(type, body)`: none for [`Mapped::Progress`], which is only the
     /// post's `usage`.
-    pub fn event(&self) -> Option<(&'static str, Value)> {
+    pub fn event(&self) -> Option<(EventType, Value)> {
         Some(match self {
-            Mapped::Message(text) => ("agent_message", json!({ "text": text })),
+            Mapped::Message(text) => (EventType::AgentMessage, json!({ "text": text })),
             Mapped::ToolCall { id, name, arguments } => {
-                ("tool_call", json!({ "call_id": id, "name": name, "arguments": arguments }))
+                (EventType::ToolCall, json!({ "call_id": id, "name": name, "arguments": arguments }))
             }
-            Mapped::ToolResult { id, name, content, is_error } => {
-                ("tool_result", json!({ "call_id": id, "name": name, "content": content, "is_error": is_error }))
-            }
-            Mapped::Status(text) => ("status", json!({ "text": text })),
-            Mapped::Error(message) => ("error", json!({ "message": message })),
+            Mapped::ToolResult { id, name, content, is_error } => (
+                EventType::ToolResult,
+                json!({ "call_id": id, "name": name, "content": content, "is_error": is_error }),
+            ),
+            Mapped::Status(text) => (EventType::Status, json!({ "text": text })),
+            Mapped::Error(message) => (EventType::Error, json!({ "message": message })),
             Mapped::Progress(_) => return None,
             Mapped::Usage(u) => {
                 let mut text = format!(
@@ -239,7 +238,7 @@ impl Mapped {
                 if let Some(c) = u.cost_usd {
                     text.push_str(&format!(", ${c:.4} reported by the CLI"));
                 }
-                ("status", json!({ "text": text, "usage": u.body() }))
+                (EventType::Status, json!({ "text": text, "usage": u.body() }))
             }
         })
     }
@@ -301,28 +300,33 @@ fn content_text(v: &Value) -> String {
 mod tests {
     use super::*;
 
+    fn read<T: serde::de::DeserializeOwned>(v: Value) -> T {
+        serde_json::from_value(v).unwrap()
+    }
+
     #[test]
     fn the_claim_names_the_harness_and_older_servers_run_commands() {
-        assert_eq!(Harness::of(&json!({"harness": "claude-code"})), Harness::ClaudeCode);
-        assert_eq!(Harness::of(&json!({"harness": "codex"})), Harness::Codex);
-        assert_eq!(Harness::of(&json!({"harness": "runner"})), Harness::Command);
-        assert_eq!(Harness::of(&json!({"name": "old server"})), Harness::Command);
+        let of = |v: Value| Harness::of(&read(v));
+        assert_eq!(of(json!({"harness": "claude-code"})), Harness::ClaudeCode);
+        assert_eq!(of(json!({"harness": "codex"})), Harness::Codex);
+        assert_eq!(of(json!({"harness": "runner"})), Harness::Command);
+        assert_eq!(of(json!({"name": "old server"})), Harness::Command);
     }
 
     #[test]
     fn a_fresh_start_summarises_the_earlier_conversation_and_ends_with_the_new_message() {
-        let one = json!([{"role": "user", "text": "hi"}]);
+        let one: Vec<HistoryEntry> = read(json!([{"role": "user", "text": "hi"}]));
         assert_eq!(fresh_start(&one, "hi"), None, "a first turn needs no summary");
-        let h = json!([
+        let h: Vec<HistoryEntry> = read(json!([
             {"role": "user", "text": "write a poem"},
             {"role": "agent", "text": "roses are red"},
             {"role": "user", "text": "another"},
-        ]);
+        ]));
         let text = fresh_start(&h, "another").unwrap();
         assert!(text.contains("the user: write a poem\n\nyou: roses are red"), "{text}");
         assert!(text.ends_with("The new message:\n\nanother"), "{text}");
-        let long: Vec<Value> = (0..30).map(|i| json!({"role": "user", "text": format!("m{i}")})).collect();
-        let text = fresh_start(&Value::Array(long), "m29").unwrap();
+        let long: Vec<HistoryEntry> = (0..30).map(|i| read(json!({"role": "user", "text": format!("m{i}")}))).collect();
+        let text = fresh_start(&long, "m29").unwrap();
         assert!(text.contains("[9 earlier messages left out]") && !text.contains("m8\n") && text.contains("m9\n"));
     }
 

@@ -6,8 +6,7 @@
 
 use super::command::{collect, tail_text, wait_for, Ran, OUTPUT_TAIL_BYTES, OUTPUT_TAIL_CHARS, RUN_TIMEOUT_S};
 use super::{safe_relative, TurnDir, TurnRunner, SCRUBBED_ENV};
-use crate::runner::{CallError, Checkout};
-use serde_json::Value;
+use crate::runner_client::{CallError, Checkout, RunResult};
 use std::io::Write;
 use std::process::{Command, Stdio};
 use std::sync::atomic::AtomicBool;
@@ -22,8 +21,9 @@ impl TurnRunner {
             "sky runner: running checks `{}` for session {} in a fresh checkout",
             c.command, c.session_id
         );
-        let result = self.checkout_result(c).to_json();
+        let result = self.checkout_result(c).result();
         let _ = writeln!(log, "sky runner: checks for session {}: {}", c.session_id, describe(&result));
+        let result = agentsky_wire::runner::to_value(&result);
         self.retrying(|| self.client.job_result(&c.lease_id, &c.job_id, &result))
     }
 
@@ -52,7 +52,7 @@ impl TurnRunner {
             cmd.stdin(Stdio::piped());
             cmd
         } else {
-            let argv = crate::runner::shell_command(&c.command);
+            let argv = crate::command_line::shell_command(&c.command);
             let mut cmd = Command::new(&argv[0]);
             cmd.args(&argv[1..]).stdin(Stdio::null());
             cmd
@@ -116,8 +116,8 @@ impl TurnRunner {
     }
 }
 
-fn describe(result: &Value) -> String {
-    match (result["exit_code"].as_i64(), result["timed_out"] == true, result["error"].as_str()) {
+fn describe(result: &RunResult) -> String {
+    match (result.exit_code, result.timed_out, result.error.as_deref()) {
         (Some(code), _, _) => format!("exited {code}"),
         (None, true, _) => "timed out".into(),
         (None, false, Some(why)) => format!("did not finish ({why})"),

@@ -1,7 +1,8 @@
 //! A command run for a `run` job or a criterion: its output collected (the tail kept, tokens masked),
 //! waited for up to a time limit, and what it ended with.
 
-use serde_json::{json, Value};
+use crate::runner_client::{Check, RunResult};
+use serde_json::Value;
 use std::io::Read;
 use std::process::{Child, ChildStdin, ExitStatus};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -35,13 +36,24 @@ impl Ran {
         Self { exit_code: None, timed_out: false, output: String::new(), error: Some(why) }
     }
 
-    /// A `run` job's result.
-    pub fn to_json(&self) -> Value {
-        let mut v = json!({ "exit_code": self.exit_code, "timed_out": self.timed_out, "output": self.output });
-        if let Some(e) = &self.error {
-            v["error"] = json!(e);
+    /// A `run` job's or a checkout's result.
+    pub fn result(&self) -> RunResult {
+        RunResult {
+            exit_code: self.exit_code.map(i64::from),
+            timed_out: self.timed_out,
+            output: self.output.clone(),
+            error: self.error.clone(),
         }
-        v
+    }
+
+    /// As the job's result is posted.
+    pub fn to_json(&self) -> Value {
+        agentsky_wire::runner::to_value(&self.result())
+    }
+
+    /// A criterion's check, as the final post carries it.
+    pub fn check(self, command: String) -> Check {
+        Check { command, exit_code: self.exit_code.map(i64::from), timed_out: self.timed_out, output: self.output }
     }
 
     /// ``"`make test` exited 0"``, for the status event.

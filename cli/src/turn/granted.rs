@@ -35,7 +35,7 @@ use super::command::wait_for;
 use super::ssh_agent::TurnAgent;
 use super::{exit_code, SCRUBBED_ENV};
 use crate::granted::{same_secret, write_frame, Frame, Request, MAX_REQUEST_BYTES, SECRET_ENV, SOCKET_ENV};
-use crate::runner::{CallError, Client, GrantCredential};
+use crate::runner_client::{CallError, Client, GrantCredential, Scope};
 use crate::shim::{self, Need, EXIT_NOT_INSTALLED, EXIT_REFUSED, EXIT_UNREACHABLE};
 use std::ffi::OsString;
 use std::io::{BufRead, BufReader, Read};
@@ -291,6 +291,8 @@ fn run(runs: &Runs, r: &Request, over: &Arc<AtomicBool>, going: &Going, reading:
     };
     // Registered before the credential is fetched, so a revocation arriving meanwhile is not missed.
     let mine = Registered::new(going, &r.grant_id);
+    // The classification names scopes by the wire crate's words; each is one of its scopes.
+    let scopes: Vec<Scope> = scopes.iter().filter_map(|s| Scope::parse(s)).collect();
     let (vars, ttl_s) = match runs.client.credential(&runs.lease, &r.grant_id, &scopes) {
         Ok(GrantCredential::Env { vars, ttl_s }) => (vars, ttl_s),
         Ok(GrantCredential::Ssh { private_key, ttl_s }) => {

@@ -7,8 +7,9 @@ use super::command::{collect, tail_text, wait_for, Ran, OUTPUT_TAIL_BYTES, OUTPU
 use super::refresh::{refresh, remove};
 use super::ssh_agent::TurnAgent;
 use super::{changes, exit_code, halting, Baseline, Halt, Msg, TurnDir, TurnRunner, UploadStop};
-use crate::runner::{CallError, Client, Job, Jobs as Answer, Turn};
-use serde_json::{json, Value};
+use crate::runner_client::{CallError, Check, Client, Job, Jobs as Answer, Turn};
+use agentsky_wire::runner::{to_value, SshAgentResult, SyncResult};
+use serde_json::Value;
 use std::collections::VecDeque;
 use std::path::Path;
 use std::process::Stdio;
@@ -157,7 +158,7 @@ impl TurnRunner {
             c.stdin(Stdio::piped());
             c
         } else {
-            let argv = crate::runner::shell_command(line);
+            let argv = crate::command_line::shell_command(line);
             let mut c = self.in_turn(&argv[0], turn, dir);
             c.args(&argv[1..]).stdin(Stdio::null());
             c
@@ -200,10 +201,10 @@ impl TurnRunner {
     /// Starts a `run` job on a thread of its own, reporting through the loop's channel; `Err` is the
     /// job's result when it cannot start.
     pub(super) fn start_run(&self, turn: &Turn, dir: &TurnDir, job: &Job, jobs: &Jobs) -> Result<(), Value> {
-        let Some(line) = job.command.as_deref().filter(|c| !c.trim().is_empty()) else {
+        let Some(line) = job.spec.command.as_deref().filter(|c| !c.trim().is_empty()) else {
             return Err(Ran::failed("the job has no command".into()).to_json());
         };
-        let timeout = Duration::from_secs(job.timeout_s.unwrap_or(RUN_TIMEOUT_S));
+        let timeout = Duration::from_secs(job.spec.timeout_s.unwrap_or(RUN_TIMEOUT_S));
         let (tx, id) = (jobs.tx.clone(), job.job_id.clone());
         self.start_command(turn, dir, line, timeout, jobs.over.share(), move |ran| {
             let _ = tx.send(Msg::JobDone(id, ran.to_json()));
@@ -234,7 +235,7 @@ impl TurnRunner {
         turn: &Turn,
         dir: &TurnDir,
         last_renewal: &mut Instant,
-    ) -> Result<(Vec<Value>, Option<String>), Halt> {
+    ) -> Result<(Vec<Check>, Option<String>), Halt> {
         let lease = turn.lease_id.as_str();
         let commands = match self.retrying(|| self.client.criteria(lease)) {
             Ok(c) => c,
@@ -263,9 +264,7 @@ impl TurnRunner {
                 Err(e) => Ran::failed(format!("cannot run it: {e}")),
             };
             said.push(ran.describe(&command, timeout));
-            checks.push(json!({
-                "command": command, "exit_code": ran.exit_code, "timed_out": ran.timed_out, "output": ran.output,
-            }));
+            checks.push(ran.check(command));
         }
         let status = (!said.is_empty()).then(|| format!("Goal criteria: {}.", said.join("; ")));
         Ok((checks, status))
@@ -319,9 +318,14 @@ impl TurnRunner {
                 Err(why) => skipped.push(format!("{path} (not removed: {why})")),
             }
         }
-        Ok(json!({
-            "ok": true, "uploaded": uploaded, "deleted": sent.deleted, "refreshed": refreshed, "removed": removed,
-            "skipped": skipped,
+        Ok(to_value(&SyncResult {
+            ok: true,
+            uploaded: Some(uploaded),
+            deleted: Some(sent.deleted),
+            refreshed: Some(refreshed),
+            removed: Some(removed),
+            skipped: Some(skipped),
+            error: None,
         }))
     }
 
@@ -329,14 +333,17 @@ impl TurnRunner {
     pub(super) fn ssh_agent_job(&self, lease: &str, job: &Job, dir: &TurnDir, jobs: &mut Jobs) -> Result<Value, Halt> {
         let key = match self.retrying(|| self.client.ssh_key(lease, &job.job_id)) {
             Ok(k) => k,
-            Err(e) => return Ok(json!({ "error": format!("the server did not hand out the key ({})", halting(e)?) })),
+            Err(e) => {
+                let why = format!("the server did not hand out the key ({})", halting(e)?);
+                return Ok(to_value(&SshAgentResult { socket_path: None, error: Some(why) }));
+            }
         };
-        let loaded = jobs.agent.load(&self.sky_exe, self.path.as_ref(), &dir.meta, &key, job.ttl_s);
+        let loaded = jobs.agent.load(&self.sky_exe, self.path.as_ref(), &dir.meta, &key, job.spec.ttl_s);
         drop(key);
-        Ok(match loaded {
-            Ok(socket) => json!({ "socket_path": socket.to_string_lossy() }),
-            Err(why) => json!({ "error": why }),
-        })
+        Ok(to_value(&match loaded {
+            Ok(socket) => SshAgentResult { socket_path: Some(socket.to_string_lossy().into_owned()), error: None },
+            Err(why) => SshAgentResult { socket_path: None, error: Some(why) },
+        }))
     }
 }
 
@@ -344,5 +351,5 @@ impl TurnRunner {
 /// job's answer.
 fn sync_failed(e: CallError, what: &str) -> Result<Value, Halt> {
     let e = halting(e)?;
-    Ok(json!({ "ok": false, "error": format!("{what} failed: {e}") }))
+    Ok(to_value(&SyncResult { ok: false, error: Some(format!("{what} failed: {e}")), ..SyncResult::default() }))
 }

@@ -2,7 +2,8 @@
 //! that a retried post sends again under the same keys.
 
 use crate::redact;
-use serde_json::{json, Value};
+use crate::runner_client::{Event, EventType, Usage};
+use serde_json::{Map, Value};
 
 /// The most text one event carries; longer output is split.
 pub const EVENT_TEXT_MAX: usize = 64 * 1024;
@@ -22,9 +23,9 @@ pub struct Outbox {
     next: u64,
     lines: Vec<(Stream, String)>,
     /// Keyed events, in order; kept (with their keys) until a post is accepted.
-    pub unsent: Vec<Value>,
+    pub unsent: Vec<Event>,
     /// A coding agent CLI's usage of the turn so far, not yet posted (the newest replaces the older).
-    pub usage: Option<Value>,
+    pub usage: Option<Usage>,
     secrets: Vec<String>,
 }
 
@@ -59,7 +60,7 @@ impl Outbox {
 
     /// Adds a typed event a coding agent's stream made (a message, a tool call or result), after the lines
     /// before it, with every text in it masked as lines are.
-    pub fn typed(&mut self, kind: &str, mut body: Value) {
+    pub fn typed(&mut self, kind: EventType, mut body: Value) {
         self.seal();
         self.mask_all(&mut body);
         self.event(kind, body);
@@ -84,11 +85,15 @@ impl Outbox {
         k
     }
 
-    /// Adds one keyed event (`text` for status and messages; `error` events carry `message`).
-    pub fn event(&mut self, kind: &str, mut body: Value) {
-        body["key"] = json!(self.key());
-        body["type"] = json!(kind);
-        self.unsent.push(body);
+    /// Adds one keyed event (`text` for status and messages; `error` events carry `message`): `body`'s
+    /// fields (an object's; anything else carries none).
+    pub fn event(&mut self, kind: EventType, body: Value) {
+        let body = match body {
+            Value::Object(fields) => fields,
+            _ => Map::new(),
+        };
+        let key = self.key();
+        self.unsent.push(Event { key, kind, body });
     }
 
     /// Turns the buffered lines into keyed events: consecutive lines of one stream make one event (up to
@@ -117,16 +122,36 @@ impl Outbox {
 
     fn emit(&mut self, stream: Stream, text: String) {
         let kind = match stream {
-            Stream::Stdout => "agent_message",
-            Stream::Stderr => "status",
+            Stream::Stdout => EventType::AgentMessage,
+            Stream::Stderr => EventType::Status,
         };
-        self.event(kind, json!({ "text": text }));
+        self.text(kind, text);
+    }
+
+    /// Adds an `error` event saying why the turn failed.
+    pub fn error(&mut self, message: impl Into<String>) {
+        let key = self.key();
+        let body = Map::from_iter([("message".to_owned(), Value::String(message.into()))]);
+        self.unsent.push(Event { key, kind: EventType::Error, body });
+    }
+
+    /// Adds one keyed event whose body is a `text` (a status line, a message).
+    pub fn text(&mut self, kind: EventType, text: impl Into<String>) {
+        let key = self.key();
+        let body = Map::from_iter([("text".to_owned(), Value::String(text.into()))]);
+        self.unsent.push(Event { key, kind, body });
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
+
+    /// The unsent events as they are posted.
+    fn posted(o: &Outbox) -> Vec<Value> {
+        o.unsent.iter().map(|e| serde_json::to_value(e).unwrap()).collect()
+    }
 
     #[test]
     fn lines_become_keyed_events_grouped_by_stream_with_secrets_masked() {
@@ -137,8 +162,8 @@ mod tests {
         o.push(Stream::Stdout, "done");
         o.seal();
         assert!(!o.has_lines());
-        let kinds: Vec<(&str, &str, &str)> = o
-            .unsent
+        let shown = posted(&o);
+        let kinds: Vec<(&str, &str, &str)> = shown
             .iter()
             .map(|e| (e["key"].as_str().unwrap(), e["type"].as_str().unwrap(), e["text"].as_str().unwrap()))
             .collect();
@@ -154,9 +179,13 @@ mod tests {
         o.push(Stream::Stdout, "more");
         o.seal();
         assert_eq!(o.unsent.len(), 4);
-        assert_eq!(o.unsent[3]["key"], "lease_1-4");
-        o.event("error", json!({"message": "boom"}));
-        assert_eq!((o.unsent[4]["key"].as_str(), o.unsent[4]["message"].as_str()), (Some("lease_1-5"), Some("boom")));
+        assert_eq!(o.unsent[3].key, "lease_1-4");
+        o.event(EventType::Error, json!({"message": "boom"}));
+        let e = &posted(&o)[4];
+        assert_eq!(
+            (e["key"].as_str(), e["type"].as_str(), e["message"].as_str()),
+            (Some("lease_1-5"), Some("error"), Some("boom"))
+        );
     }
 
     #[test]
@@ -164,10 +193,11 @@ mod tests {
         let mut o = Outbox::new("l", vec!["sst_secret_token_value_123".into()]);
         o.push(Stream::Stderr, "starting");
         let args = json!({"command": "echo sst_secret_token_value_123", "n": 1});
-        o.typed("tool_call", json!({"call_id": "c1", "name": "shell", "arguments": args}));
-        assert_eq!(o.unsent[0]["text"], "starting");
-        assert_eq!(o.unsent[1]["type"], "tool_call");
-        assert_eq!(o.unsent[1]["arguments"], json!({"command": "echo sst_secret_t…", "n": 1}));
+        o.typed(EventType::ToolCall, json!({"call_id": "c1", "name": "shell", "arguments": args}));
+        let posted = posted(&o);
+        assert_eq!(posted[0]["text"], "starting");
+        assert_eq!(posted[1]["type"], "tool_call");
+        assert_eq!(posted[1]["arguments"], json!({"command": "echo sst_secret_t…", "n": 1}));
     }
 
     #[test]
@@ -176,7 +206,7 @@ mod tests {
         o.push(Stream::Stdout, "export GITHUB_TOKEN=ghp_abcdefghijklmnopqrstuvwx");
         o.push(Stream::Stderr, "curl -u ada:s3cr3t https://api.example.com");
         o.seal();
-        let texts: Vec<&str> = o.unsent.iter().map(|e| e["text"].as_str().unwrap()).collect();
+        let texts: Vec<&str> = o.unsent.iter().map(|e| e.body["text"].as_str().unwrap()).collect();
         assert_eq!(texts, ["export GITHUB_TOKEN=[redacted]", "curl -u ada:[redacted] https://api.example.com"]);
     }
 
@@ -189,6 +219,6 @@ mod tests {
         o.push(Stream::Stdout, &"y".repeat(EVENT_TEXT_MAX + 10));
         o.seal();
         assert_eq!(o.unsent.len(), 3);
-        assert!(o.unsent.iter().all(|e| e["text"].as_str().unwrap().len() <= EVENT_TEXT_MAX + 3));
+        assert!(o.unsent.iter().all(|e| e.body["text"].as_str().unwrap().len() <= EVENT_TEXT_MAX + 3));
     }
 }

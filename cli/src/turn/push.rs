@@ -15,9 +15,10 @@
 //! work tree the task's files are written into, which never take a name git's folder could have.
 
 use super::SCRUBBED_ENV;
-use crate::runner::{Client, GrantCredential, Job};
+use crate::runner_client::{Client, GrantCredential, Job, Scope};
+use agentsky_wire::runner::{to_value, PushResult};
 use base64::Engine;
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -37,8 +38,8 @@ pub(super) fn push(
     job: &Job,
 ) -> Value {
     match try_push(client, lease, scratch, path, roots, job) {
-        Ok(head) => json!({ "ok": true, "head": head }),
-        Err(why) => json!({ "ok": false, "error": why }),
+        Ok(head) => to_value(&PushResult { ok: true, head: Some(head), error: None }),
+        Err(why) => to_value(&PushResult { ok: false, head: None, error: Some(why) }),
     }
 }
 
@@ -52,7 +53,7 @@ fn try_push(
 ) -> Result<String, String> {
     let need = |v: &Option<String>, k: &str| v.clone().filter(|s| !s.is_empty()).ok_or(format!("the job has no `{k}`"));
     let (url, branch, grant_id) =
-        (need(&job.url, "url")?, need(&job.branch, "branch")?, need(&job.grant_id, "grant_id")?);
+        (need(&job.spec.url, "url")?, need(&job.spec.branch, "branch")?, need(&job.spec.grant_id, "grant_id")?);
     if url.starts_with('-') || branch.starts_with('-') {
         return Err("the remote or branch starts with `-`".into());
     }
@@ -61,7 +62,7 @@ fn try_push(
     let mut pin = None;
     if url.starts_with("https://") {
         pin = Some(public_address(&url)?);
-        let vars = match client.credential(lease, &grant_id, &["write"]) {
+        let vars = match client.credential(lease, &grant_id, &[Scope::Write]) {
             Ok(GrantCredential::Env { vars, .. }) => vars,
             Ok(GrantCredential::Ssh { .. }) => {
                 return Err("pushing with an ssh key is not supported yet; use an https:// remote with a token".into())
@@ -96,8 +97,8 @@ fn try_push(
     let push = Push {
         url: &url,
         branch: &branch,
-        expected_head: job.expected_head.as_deref(),
-        message: job.message.as_deref(),
+        expected_head: job.spec.expected_head.as_deref(),
+        message: job.spec.message.as_deref(),
     };
     let git_dir =
         crate::files::private_temp_dir(scratch, "sky-push-git-").map_err(|e| format!("no scratch folder: {e}"))?;

@@ -1,4 +1,6 @@
-//! The grants a turn remembers (`AGENTSKY_GRANTS_FILE`): ids and scopes only, never a credential.
+//! The grants a turn remembers (`AGENTSKY_GRANTS_FILE`): ids and scopes only, never a credential. `sky mcp`
+//! (the relay) notes each grant a tool call returns; the provider CLI shims read them and note what they
+//! learn. Below both, so neither names the other for it.
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
