@@ -253,8 +253,8 @@ fn review(a: &Args) -> String {
          2. Call `read_session_record` for `{session}`: if someone has decided already, tell me what and when.\n\
          3. Judge the result against what was asked: what is done, what is wrong or missing. Recommend one \
          decision: adopted, revise, rerun or discard, with your reasons.\n\
-         4. Once I agree, record it with `record_session`: session_id `{session}`, name = the decision, a short \
-         note, and a new idempotency_key. If I choose revise, send the agent my notes with `send_message`; to have \
+         4. Once I agree, record it with `manage`, operation `record_session`, arguments: session_id \
+         `{session}`, name = the decision, a short note, and a new idempotency_key. If I choose revise, send the agent my notes with `send_message`; to have \
          another agent continue, use `hand_off_session`.",
         transcript = uri(Kind::Transcript, session),
     )
@@ -334,7 +334,13 @@ mod tests {
                     ]
                     .contains(&name)
                 {
-                    let known = crate::ops::find(name).is_some_and(|op| op.tool == crate::ops::Tool::Own)
+                    // A grouped operation is named with the tool that runs it.
+                    let reached = |op: &crate::ops::Op| match op.tool {
+                        crate::ops::Tool::Own => true,
+                        crate::ops::Tool::Grouped => text.contains("`manage`"),
+                        crate::ops::Tool::RestOnly => false,
+                    };
+                    let known = crate::ops::find(name).is_some_and(reached)
                         || find(name).is_some();
                     assert!(known, "{}: {name}", p.name);
                 }
