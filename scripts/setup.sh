@@ -21,29 +21,56 @@ if ! rustup target list --installed 2>/dev/null | grep -qx wasm32-unknown-unknow
   rustup target add wasm32-unknown-unknown
 fi
 
-# 2. worker-build, pinned. --locked: its own lockfile is known to build.
+# 2 and 3. The two build tools, compiled from crates.io once: worker-build (pinned; --locked, its own
+#    lockfile is known to build) and the wasm-bindgen CLI at exactly the crate's version (the two must
+#    match byte-for-byte in their schema, and worker-build would otherwise try to download one). Both run
+#    for about a second per build, so they are compiled with little optimization: worker-build with none
+#    (3 min on 2 cores instead of 8.5), the CLI at opt-level 1 (it rewrites a 5 MB wasm on every build).
+#    They compile side by side, and beside them the Worker's own dependencies for wasm32 (what
+#    scripts/build.sh would otherwise compile next), so a fresh machine waits for the longest, not the sum.
+fast_install() { # fast_install OPT_LEVEL CRATE ARGS...: cargo install with a quick release profile
+  local opt=$1; shift
+  CARGO_PROFILE_RELEASE_OPT_LEVEL=$opt CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=256 \
+    CARGO_PROFILE_RELEASE_DEBUG=0 cargo install "$@"
+}
+jobs_started=()
+start_job() { # start_job NAME CMD...: runs in the background, its output in target/setup-NAME.log
+  mkdir -p "$ROOT/target"
+  ( "${@:2}" >"$ROOT/target/setup-$1.log" 2>&1 ) &
+  jobs_started+=("$1:$!")
+}
 have=$(worker-build --version 2>/dev/null || true)
 if [ "$have" != "$WORKER_BUILD_VERSION" ]; then
   [ -n "$have" ] && log "worker-build is $have, want $WORKER_BUILD_VERSION: reinstalling"
-  log "cargo install worker-build --version $WORKER_BUILD_VERSION --locked (about 3 minutes, once)"
-  cargo install worker-build --version "$WORKER_BUILD_VERSION" --locked --force
+  start_job worker-build fast_install 0 worker-build --version "$WORKER_BUILD_VERSION" --locked --force
 fi
-
-# 3. wasm-bindgen CLI at exactly the crate's version: the two must match byte-for-byte in their
-#    schema, and worker-build would otherwise try to download one from GitHub.
 want=$(wasm_bindgen_lock_version)
 [ -n "$want" ] || die "no wasm-bindgen package in Cargo.lock: run 'cargo generate-lockfile' first"
 have=$(wasm_bindgen_cli_version || true)
 if [ "$have" != "$want" ]; then
-  if [ -n "$have" ]; then
-    log "wasm-bindgen CLI is $have but Cargo.lock has wasm-bindgen $want: reinstalling the CLI at $want"
-  fi
-  # Without --locked: the CLI's published lockfile does not build here (see TOOLCHAIN.md).
-  log "cargo install wasm-bindgen-cli --version $want (about 2 minutes, once)"
-  cargo install wasm-bindgen-cli --version "$want" --force
-  have=$(wasm_bindgen_cli_version || true)
-  [ "$have" = "$want" ] || die "wasm-bindgen CLI still reports '$have', want $want"
+  [ -n "$have" ] && log "wasm-bindgen CLI is $have but Cargo.lock has wasm-bindgen $want: reinstalling the CLI at $want"
+  # Without --locked: the CLI's published lockfile does not build here.
+  start_job wasm-bindgen-cli fast_install 1 wasm-bindgen-cli --version "$want" --force
 fi
+if [ ${#jobs_started[@]} -gt 0 ]; then
+  # The same command and environment worker-build runs, so its own cargo build finds this done.
+  [ -d target/wasm32-unknown-unknown/release ] ||
+    start_job worker-deps env WASM_BINDGEN_USE_JS_SYS=1 cargo build --lib --release --target wasm32-unknown-unknown
+  t0=$(now)
+  log "compiling, once, side by side: ${jobs_started[*]%%:*} (measured about 6 minutes on 2 cores; logs in target/setup-*.log)"
+fi
+wait_jobs() {
+  local job name pid
+  for job in "${jobs_started[@]}"; do
+    name=${job%%:*}; pid=${job##*:}
+    if ! wait "$pid"; then
+      tail -30 "$ROOT/target/setup-$name.log" >&2
+      die "$name failed to compile (full log: target/setup-$name.log)"
+    fi
+    log "$name ready after $(( $(now) - t0 ))s"
+  done
+  jobs_started=()
+}
 
 # 4. npm packages, from the lockfile. The stamp makes the no-change case free.
 stamp=node_modules/.agentsky-lock.sha256
@@ -95,4 +122,7 @@ if [ "${AGENTSKY_NEEDS_BROWSER:-}" = 1 ] && ! command -v chromium >/dev/null; th
   fi
 fi
 
+wait_jobs
+have=$(wasm_bindgen_cli_version || true)
+[ "$have" = "$(wasm_bindgen_lock_version)" ] || die "wasm-bindgen CLI reports '$have', want $(wasm_bindgen_lock_version)"
 log "setup ok: worker-build $(worker-build --version), wasm-bindgen $(wasm_bindgen_cli_version), node $(node --version), wrangler $(wrangler --version 2>/dev/null | tail -1)"

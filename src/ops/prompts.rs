@@ -340,8 +340,7 @@ mod tests {
                         crate::ops::Tool::Grouped => text.contains("`manage`"),
                         crate::ops::Tool::RestOnly => false,
                     };
-                    let known = crate::ops::find(name).is_some_and(reached)
-                        || find(name).is_some();
+                    let known = crate::ops::find(name).is_some_and(reached) || find(name).is_some();
                     assert!(known, "{}: {name}", p.name);
                 }
             }

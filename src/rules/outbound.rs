@@ -184,6 +184,15 @@ mod tests {
 
     const F: &str = "mcpServers[].url";
 
+    /// Unicode host names are not mapped (the `idna_adapter` pin in Cargo.toml): such a URL is refused
+    /// with the field named, and its punycode spelling passes.
+    #[test]
+    fn a_unicode_host_is_refused_clearly_and_its_punycode_passes() {
+        let e = check(F, "https://bücher.example/mcp", false).unwrap_err();
+        assert!(e.contains(F), "{e}");
+        assert!(check(F, "https://xn--bcher-kva.example/mcp", false).is_ok());
+    }
+
     #[test]
     fn public_https_urls_pass_and_come_back_parsed() {
         for ok in [
