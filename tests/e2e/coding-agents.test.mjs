@@ -258,12 +258,15 @@ describe('Claude Code as a claude-code agent under sky runner', { skip: !existsS
     const turn = await reading;
     assert.equal(turn.events.at(-1)?.type, 'turn_end');
     assert.equal(turn.events.at(-1)?.reason, 'cancelled', JSON.stringify(turn.events.at(-1)));
+    // Ended means gone, or a zombie: a killed command whose parent died too is re-parented to PID 1,
+    // and a container's PID 1 is not always an init that reaps it (it then answers kill(pid, 0)).
+    const running = () => {
+      try { process.kill(pid, 0); } catch { return false; }
+      try { return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ').at(-1)[0] !== 'Z'; } catch { return false; }
+    };
     const gone = Date.now();
-    let alive = true;
-    while (alive && Date.now() - gone < 20_000) {
-      try { process.kill(pid, 0); await new Promise((done) => setTimeout(done, 200)); } catch { alive = false; }
-    }
-    assert.ok(!alive, 'the command ended with the turn');
+    while (running() && Date.now() - gone < 20_000) await new Promise((done) => setTimeout(done, 200));
+    assert.ok(!running(), 'the command ended with the turn');
   });
 });
 
