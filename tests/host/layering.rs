@@ -2,13 +2,19 @@
 //! two share (`wire/src/`).
 //!
 //! - Each crate's top-level modules form one ordered list, bottom to top: a module may name only modules
-//!   listed before it (below it), and of those only the ones its row lists. So dependencies point down,
-//!   the list is the order, and no two modules can name each other, however indirectly.
-//! - Inside every folder module (`src/domain/`, `cli/src/turn/`, …) its files name each other in no
-//!   circle: were `a` to name `b` and `b`, through any chain, `a`, the two would be one file in fact.
+//!   listed before it (below it), and of those only the ones its row lists. So dependencies point down, and
+//!   no two modules name each other, however indirectly. Comments group the rows into layers; within a
+//!   layer the rows' order is the order too, so a same-layer name (`error` → `http`, `console` → `oauth`)
+//!   is allowed only upward from a later row to an earlier one, and only where that row lists it.
+//! - Inside every folder module (`src/domain/`, `src/console/pages/`, `cli/src/turn/`, …) its files name each
+//!   other in no circle: were `a` to name `b` and `b`, through any chain, `a`, the two would be one file in
+//!   fact. The folder's own file (`mod.rs`, or `turn.rs` beside `turn/`) declares its files and is not one
+//!   of them; what it brings in from a file (`pub use b::Item`) counts as that file when another names it
+//!   (`super::Item`).
 //!
 //! A file "names" a module when its code (comments and literals stripped) has a path to it: `crate::m`,
-//! `crate::{m, …}`, `super::m`, `self::m`, or, in the CLI's `main.rs`, `sky::m` (its library).
+//! `crate::{m, …}`, `super::m`, `self::m`, a `use` of a module beside it, or, in the CLI's `main.rs`,
+//! `sky::m` (its library). Not followed: globs (`use super::*`) and renames (`pub use b::Item as Other`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -140,15 +146,6 @@ const CLI_ROOT: &[(&str, Option<&str>)] = &[
 /// The shared crate's modules, bottom to top.
 const WIRE: Layers = &[("paths", &[]), ("redact", &[]), ("targets", &[]), ("runner", &[]), ("skills", &["paths"])];
 
-/// Circles inside a folder that stay for now, each as the folder and the files in the circle. A circle
-/// listed here that is gone is a test failure too: strike it off.
-const KNOWN_CIRCLES: &[(&str, &[&str])] = &[
-    ("src/domain/", &["jobs", "sessions"]),
-    ("src/mcp/", &["features", "fixtures", "listen", "modern"]),
-    ("src/ops/", &["files", "requests", "sessions"]),
-    ("src/turns/", &["openai", "wallet"]),
-];
-
 struct Crate {
     dir: &'static str,
     layers: Layers,
@@ -240,10 +237,19 @@ fn code_of(text: &str) -> String {
     out
 }
 
+/// A path a file names, as written.
+struct Named {
+    /// The inline modules (`mod tests {`) it sits in.
+    ctx: Vec<String>,
+    path: Vec<String>,
+    /// Brought in by a `use` (a bare `use b::Item` is `self::b::Item`).
+    imported: bool,
+}
+
 /// Every path `code` names from the crate root or relative to its own module (`crate::…`, `super::…`,
-/// `self::…`, and `alias::…` for a binary naming its library), each with the inline modules (`mod tests {`)
-/// it sits in. `a::{b, c::{d, self}}` is `a::b`, `a::c::d` and `a::c`.
-fn paths_in(code: &str, alias: Option<&str>) -> Vec<(Vec<String>, Vec<String>)> {
+/// `self::…`, `alias::…` for a binary naming its library, and whatever a `use` brings in).
+/// `a::{b, c::{d, self}}` is `a::b`, `a::c::d` and `a::c`.
+fn paths_in(code: &str, alias: Option<&str>) -> Vec<Named> {
     let c: Vec<char> = code.chars().collect();
     let is_ident = |ch: char| ch.is_ascii_alphanumeric() || ch == '_';
     let word_at = |i: usize| c[i..].iter().take_while(|&&ch| is_ident(ch)).collect::<String>();
@@ -337,12 +343,22 @@ fn paths_in(code: &str, alias: Option<&str>) -> Vec<(Vec<String>, Vec<String>)> 
                     pending = Some(name);
                 }
             }
-            let starts = ["crate", "super", "self"].contains(&word.as_str()) || Some(word.as_str()) == alias;
-            if starts && c.get(after) == Some(&':') && c.get(after + 1) == Some(&':') {
+            let rooted = |w: &str| ["crate", "super", "self"].contains(&w) || Some(w) == alias;
+            let ctx: Vec<String> = inline.iter().map(|(_, n)| n.clone()).collect();
+            if word == "use" {
+                let mut paths = Vec::new();
+                let end = tree(&c, after, Vec::new(), &mut paths);
+                for mut path in paths {
+                    if !path.first().is_some_and(|first| rooted(first)) {
+                        path.insert(0, "self".to_owned());
+                    }
+                    found.push(Named { ctx: ctx.clone(), path, imported: true });
+                }
+                i = end.max(i + word.len());
+            } else if rooted(&word) && c.get(after) == Some(&':') && c.get(after + 1) == Some(&':') {
                 let mut paths = Vec::new();
                 let end = tree(&c, i, Vec::new(), &mut paths);
-                let ctx: Vec<String> = inline.iter().map(|(_, n)| n.clone()).collect();
-                found.extend(paths.into_iter().map(|p| (ctx.clone(), p)));
+                found.extend(paths.into_iter().map(|path| Named { ctx: ctx.clone(), path, imported: false }));
                 i = end.max(i + word.len());
             } else {
                 i += word.len();
@@ -389,6 +405,8 @@ struct Source {
     module: Vec<String>,
     /// Every path it names, from the crate root.
     names: Vec<Vec<String>>,
+    /// Of those, what its own `use`s bring in (outside inline modules).
+    imports: Vec<Vec<String>>,
 }
 
 fn rust_files(dir: &Path, files: &mut Vec<PathBuf>) {
@@ -417,9 +435,15 @@ fn sources(crate_dir: &str, alias: Option<&str>) -> Vec<Source> {
                 module.pop();
             }
             let code = code_of(&std::fs::read_to_string(&path).unwrap());
-            let names = paths_in(&code, alias).into_iter().map(|(ctx, p)| absolute(&module, &ctx, &p, alias)).collect();
+            let named = paths_in(&code, alias);
+            let imports = named
+                .iter()
+                .filter(|n| n.imported && n.ctx.is_empty())
+                .map(|n| absolute(&module, &n.ctx, &n.path, alias))
+                .collect();
+            let names = named.iter().map(|n| absolute(&module, &n.ctx, &n.path, alias)).collect();
             let file = path.strip_prefix(repo).unwrap().to_string_lossy().replace('\\', "/");
-            Source { file, module, names }
+            Source { file, module, names, imports }
         })
         .collect()
 }
@@ -476,19 +500,28 @@ fn layering_faults(krate: &Crate, sources: &[Source]) -> Vec<String> {
     wrong
 }
 
-/// The edges between the children of `folder`: `a → b` when a file of child `a` names child `b`. The
+/// The edges between the children of `folder`: `a → b` when a file of child `a` names child `b`, directly
+/// or through what the folder's own file brings in from `b` (`pub use b::Item`, named as `super::Item`). The
 /// folder's own file (its `mod.rs`, or the `folder.rs` beside it) is not a child: it declares them all.
 fn edges_in(sources: &[Source], folder: &[String]) -> BTreeMap<String, BTreeSet<String>> {
     let n = folder.len();
     let inside = || sources.iter().filter(|s| s.module.len() > n && s.module.starts_with(folder));
     let children: BTreeSet<&String> = inside().map(|s| &s.module[n]).collect();
+    let brought: BTreeMap<&String, &String> = sources
+        .iter()
+        .filter(|s| s.module == folder)
+        .flat_map(|s| &s.imports)
+        .filter(|p| p.len() > n + 1 && p.starts_with(folder) && children.contains(&p[n]))
+        .map(|p| (p.last().unwrap(), &p[n]))
+        .collect();
     let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for s in inside() {
         let from = &s.module[n];
         let to = edges.entry(from.clone()).or_default();
-        for name in &s.names {
-            if name.len() > n && name.starts_with(folder) && &name[n] != from && children.contains(&name[n]) {
-                to.insert(name[n].clone());
+        for name in s.names.iter().filter(|name| name.len() > n && name.starts_with(folder)) {
+            let child = if children.contains(&name[n]) { Some(&name[n]) } else { brought.get(&name[n]).copied() };
+            if let Some(child) = child.filter(|child| *child != from) {
+                to.insert(child.clone());
             }
         }
     }
@@ -540,10 +573,6 @@ fn dependencies_point_down() {
 #[test]
 fn no_folder_has_a_circle() {
     let mut wrong = Vec::new();
-    let mut known: Vec<(String, BTreeSet<String>)> = KNOWN_CIRCLES
-        .iter()
-        .map(|(folder, files)| (folder.to_string(), files.iter().map(|f| f.to_string()).collect()))
-        .collect();
     for krate in CRATES {
         let sources = sources(krate.dir, krate.alias);
         let folders: BTreeSet<&[String]> =
@@ -551,17 +580,10 @@ fn no_folder_has_a_circle() {
         for folder in folders {
             let at = format!("{}/src/{}/", krate.dir, folder.join("/")).trim_start_matches("./").to_owned();
             for (part, inner) in circles(&edges_in(&sources, folder)) {
-                if let Some(i) = known.iter().position(|(f, files)| *f == at && *files == part) {
-                    known.remove(i);
-                    continue;
-                }
                 let files: Vec<&str> = part.iter().map(String::as_str).collect();
                 wrong.push(format!("{at}: {} name each other ({})", files.join(", "), inner.join(", ")));
             }
         }
-    }
-    for (folder, files) in known {
-        wrong.push(format!("{folder}: the known circle of {files:?} is gone: strike it off KNOWN_CIRCLES"));
     }
     assert!(wrong.is_empty(), "circles inside folders:\n{}", wrong.join("\n"));
 }
@@ -571,12 +593,12 @@ fn the_scanner_reads_paths() {
     let code = code_of(concat!(
         "use crate::{a::b, c::{d, self as e}, f};\n// crate::g\n/* crate::h */ let s = \"crate::i\\\" crate::j\";\n",
         "let r = r#\"crate::k \"#; let c = '{'; crate::l::m::<T>();\nmod tests { use super::super::n; }\n",
-        "use super::{o::p, *};\n",
+        "use super::{o::p, *}; use q::{r, s::self};\n",
     ));
     let module: Vec<String> = ["x", "y"].map(String::from).to_vec();
     let found: Vec<String> =
-        paths_in(&code, None).iter().map(|(ctx, p)| absolute(&module, ctx, p, None).join("::")).collect();
-    assert_eq!(found, ["a::b", "c::d", "c", "f", "l::m", "x::n", "x::o::p", "x"]);
+        paths_in(&code, None).iter().map(|n| absolute(&module, &n.ctx, &n.path, None).join("::")).collect();
+    assert_eq!(found, ["a::b", "c::d", "c", "f", "l::m", "x::n", "x::o::p", "x", "x::y::q::r", "x::y::q::s"]);
 }
 
 #[test]
@@ -588,4 +610,19 @@ fn a_circle_is_seen() {
     let found = circles(&edges);
     assert_eq!(found.len(), 1);
     assert_eq!(found[0].1, ["a → b", "b → c", "c → a"]);
+}
+
+#[test]
+fn a_name_upward_and_a_row_out_of_order_are_refused() {
+    let krate = Crate { dir: "x", layers: &[("a", &["b"]), ("b", &[]), ("b", &[])], root_items: &[], alias: None };
+    let source = |module: &str| Source {
+        file: format!("x/src/{module}.rs"),
+        module: vec![module.to_owned()],
+        names: vec![vec!["a".to_owned(), "f".to_owned()]],
+        imports: Vec::new(),
+    };
+    let faults = layering_faults(&krate, &[source("a"), source("b")]);
+    let expected =
+        ["x/src/b.rs: `b` names `a`", "x: `a` may name `b`, which is not below it", "x: `b` is listed twice"];
+    assert_eq!(faults, expected);
 }
