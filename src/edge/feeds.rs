@@ -1,9 +1,17 @@
 //! The core's view of the `Feed` objects ([`crate::objects::feed`]): one small JSON call each.
 
 use crate::cx::Feeds;
-use crate::objects::feed::FeedCall;
 use futures::future::LocalBoxFuture;
+use serde::{Deserialize, Serialize};
 use worker::{Method, ObjectNamespace, Request, RequestInit};
+
+/// A call to a `Feed` object, as it is sent (the object, above the Worker's adapters, reads it from here).
+#[derive(Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum FeedCall {
+    Bump,
+    Wait { seen: String, wait_ms: i64 },
+}
 
 pub struct Client(pub ObjectNamespace);
 

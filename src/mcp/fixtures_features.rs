@@ -253,4 +253,11 @@ mod tests {
             assert!(rpc(method, json!({}))["result"].get("ttlMs").is_none());
         }
     }
+
+    #[test]
+    fn a_list_refuses_a_cursor_it_never_issued() {
+        let params = json!({"cursor": "abc"}).as_object().cloned().unwrap();
+        let answered = block_on(super::super::features::answer(&Fixtures, Era::Legacy, "prompts/list", &params));
+        assert_eq!(answered.unwrap().unwrap_err().code, super::super::rpc::INVALID_PARAMS);
+    }
 }

@@ -153,6 +153,13 @@ pub enum ToolReply {
     Task(Box<TaskInfo>),
 }
 
+/// How long a client may reuse a list's answer (`tools/list`, `server/discover`, the features' lists; SEP-2549).
+/// Our tool set changes only with a deploy, so a minute of staleness costs little and spares a list request
+/// per model turn. `private`: a list may depend on the caller's key (scopes), so no cache may share it across
+/// callers. The modern era and the features both hint with them.
+pub(crate) const LIST_TTL_MS: u64 = 60_000;
+pub(crate) const CACHE_SCOPE: &str = "private";
+
 /// Protocol versions served through `initialize`, oldest first.
 pub const LEGACY_VERSIONS: [&str; 3] = ["2025-03-26", "2025-06-18", "2025-11-25"];
 /// The protocol version served through per-request `_meta`.

@@ -19,7 +19,7 @@
 use super::rpc::{self, Request, RpcError};
 use super::{
     call_target, call_tool, capabilities, headers, listen, other_method, server_info, tools_result, Era, ServerSpec,
-    ToolHost, Written, LEGACY_VERSIONS, MODERN_VERSION,
+    ToolHost, Written, CACHE_SCOPE, LEGACY_VERSIONS, LIST_TTL_MS, MODERN_VERSION,
 };
 use crate::http::{HttpRequest, HttpResponse};
 use serde_json::{json, Map, Value};
@@ -27,12 +27,6 @@ use serde_json::{json, Map, Value};
 const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
 const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
 const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
-
-/// How long a client may reuse a `tools/list` or `server/discover` answer (SEP-2549). Our tool set changes
-/// only with a deploy, so a minute of staleness costs little and spares a list request per model turn.
-/// `private`: the list may depend on the caller's key (scopes), so no cache may share it across callers.
-pub(crate) const LIST_TTL_MS: u64 = 60_000;
-pub(crate) const CACHE_SCOPE: &str = "private";
 
 /// Whether this request speaks the modern era: its header names 2026-07-28, its `_meta` carries a protocol
 /// version, or it is `server/discover` (a method only the modern era has).

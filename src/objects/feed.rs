@@ -3,21 +3,14 @@
 //! object start, so after an eviction every waiter's version differs at once and it re-reads what it
 //! watches; nothing is lost and nothing is written to storage on the hot path.
 
+use crate::edge::feeds::FeedCall;
 use crate::rules::ids;
 use futures::channel::oneshot;
 use futures::future::{select, Either};
-use serde::{Deserialize, Serialize};
 use std::cell::{Cell, RefCell};
 use std::pin::pin;
 use std::time::Duration;
 use worker::{durable_object, DurableObject, Env, Request, Response, Result, State};
-
-#[derive(Serialize, Deserialize)]
-#[serde(tag = "op", rename_all = "snake_case")]
-pub enum FeedCall {
-    Bump,
-    Wait { seen: String, wait_ms: i64 },
-}
 
 /// The longest a wait is held (a client asks again after it).
 const MAX_WAIT_MS: i64 = 55_000;

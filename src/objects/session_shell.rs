@@ -16,7 +16,7 @@ use crate::session::{
 };
 use crate::store::Sql;
 use crate::turns::driver;
-use crate::turns::openai::Ports;
+use crate::turns::ports::Ports;
 use futures::channel::oneshot;
 use futures::future::{select, Either, LocalBoxFuture};
 use serde_json::Value;

@@ -463,7 +463,7 @@ pub async fn stop(cx: &Cx<'_>, p: StopSession) -> Result<Stopped, ApiError> {
     }
     cx.db().all(store::sessions::mark(&row.session_id, "terminated", row.spent_cents, None, cx.now_ms)).await?;
     // Its agent waits on no one any more: its waiting calls end now, and a late answer is refused.
-    crate::ops::requests::close_session(cx, &row.session_id).await?;
+    crate::domain::requests::close_session(cx, &row.session_id).await?;
     Ok(Stopped { session_id: row.session_id, status: "terminated".into() })
 }
 
@@ -493,14 +493,33 @@ pub struct TurnCancelled {
 /// cancel_turn
 pub async fn cancel_turn(cx: &Cx<'_>, p: CancelTurn) -> Result<TurnCancelled, ApiError> {
     let (row, _) = load(cx, &p.session_id).await?;
-    let message_id = p.message_id.as_ref().map(|m| m.as_str());
-    let done = crate::domain::sessions::cancel_turn(cx, &row, message_id).await?;
-    Ok(TurnCancelled {
-        session_id: row.session_id,
-        message_id: done.message_id,
-        status: done.status,
-        replayed: done.replayed,
-    })
+    // The object ends the turn `cancelled` and goes idle ([`crate::session::Core::cancel_turn`]); then a
+    // runner holding it is told through its lease, the agent's open requests are withdrawn, and
+    // `turn.finished` says so. Telling the runner is safe to repeat, so a retried cancel finishes that; the
+    // withdrawals and `turn.finished` come only from the cancel that ended the turn (a replay is not that
+    // turn any more).
+    let ask = calls::CancelTurn { message_id: p.message_id.as_ref().map(|m| m.as_str().to_owned()) };
+    let crate::session::TurnCancelled { message_id, replayed, status } = call(cx, &row.session_id, ask).await?;
+    if let Some(lease) = store::runners::cancel(cx.db(), &row.session_id, &message_id).await? {
+        // The agent's session token goes with its turn; a job poll waiting on the lease wakes to hear it.
+        store::requests::revoke_runner_tokens(cx.db(), &row.session_id, None).await?;
+        if let Some(lease) = lease {
+            crate::domain::jobs::signal(cx, &row.session_id, crate::domain::jobs::poll_key(&lease)).await?;
+        }
+    }
+    if !replayed {
+        // Only a cancel that ended the turn withdraws what its agent waits on: a replay may come after the
+        // session moved on, and the open requests then are the next turn's.
+        for open in store::requests::open_for_session(cx.db(), &row.session_id, cx.now_ms).await? {
+            crate::domain::requests::end(cx, &open, "withdrawn", "its turn was cancelled").await?;
+        }
+        let data = serde_json::json!({ "session_id": row.session_id, "task_id": row.task_id,
+            "agent_id": row.agent_id, "message_id": message_id, "reason": "cancelled",
+            "spent_cents": row.spent_cents, "error": null });
+        let source = format!("{}/{message_id}", row.session_id);
+        crate::domain::webhooks::emit(cx.env, &row.workspace_id, "turn.finished", Some(&source), data, cx.now_ms).await;
+    }
+    Ok(TurnCancelled { session_id: row.session_id, message_id, status, replayed })
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

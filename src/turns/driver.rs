@@ -3,7 +3,8 @@
 //! JSON. The session object's logic (`objects::session_shell`), which the Worker's object and the host
 //! tests' stand-in both run, drives sessions through here.
 
-use super::openai::{self, Ports};
+use super::openai;
+use super::ports::Ports;
 use super::{agent_tools, wallet};
 use crate::domain::{goal_checks, webhooks};
 use crate::error::Code;

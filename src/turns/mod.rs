@@ -6,5 +6,6 @@ pub mod agent_tools;
 pub mod driver;
 pub mod mcp_client;
 pub mod openai;
+pub mod ports;
 pub mod skills;
 pub mod wallet;

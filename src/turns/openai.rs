@@ -6,7 +6,7 @@
 //! `OPENAI_API_KEY` (the caller's own model account); usage is priced per model into cents and charged to
 //! the wallet. A secret the agent's definition names (an MCP server's `bearer_secret`) is read only in the
 //! workspace that owns the definition, never in the caller's: a public agent's owner chose where it goes.
-//! Every URL is called through [`Egress`] (the outbound rule).
+//! Every URL is called through [`Egress`](crate::egress::Egress) (the outbound rule).
 //!
 //! Credentials a tool fetched (`get_credential`) are never persisted: the step keeps them in memory and,
 //! while it holds one, makes its next model calls itself, so the model can use the value at once; the
@@ -14,14 +14,12 @@
 //! step rebuilds the conversation from those events and so sees only the placeholder.
 
 use super::agent_tools::{self, bearer, post_json};
+use super::ports::Ports;
 use super::{mcp_client, skills, wallet};
-use crate::cx::{Blobs, Config, Env, Net};
-use crate::egress::Egress;
 use crate::rules::otlp::{Attr, Span};
 use crate::rules::{outbound, redact, seal};
 use crate::session::{Charge, Core, Event, EventKind, LocalSql, SessionConfig, StepOutcome, Turn, TurnEnd};
-use crate::store::{self, Sql};
-use futures::future::LocalBoxFuture;
+use crate::store;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
@@ -29,34 +27,6 @@ use serde_json::{json, Value};
 pub const MAX_STEPS: u32 = 24;
 /// Conversation events sent to the model at most (the newest).
 const HISTORY: u32 = 400;
-
-/// What a harness step may reach.
-pub struct Ports<'a> {
-    /// The platform as the session's object has it (D1, R2, the other objects, the limiter).
-    pub env: &'a Env,
-    pub net: &'a dyn Net,
-    /// Wakes the session's waiting readers and lets them answer before the step goes on. A step awaits it
-    /// the moment its events are stored, before the D1 index, webhooks and traces that follow (several
-    /// round trips, which would otherwise hold the readers' answers behind them), so a waiting
-    /// `read_session` returns at once.
-    pub wake: &'a dyn Fn() -> LocalBoxFuture<'static, ()>,
-}
-
-impl<'a> Ports<'a> {
-    pub fn db(&self) -> &'a dyn Sql {
-        &self.env.db
-    }
-    pub fn blobs(&self) -> &'a dyn Blobs {
-        self.env.blobs.as_ref()
-    }
-    pub fn config(&self) -> &'a Config {
-        &self.env.config
-    }
-    /// The network for tenant URLs, under the outbound rule.
-    pub fn egress(&self) -> Egress<'a> {
-        Egress::new(self.net, &self.env.config)
-    }
-}
 
 /// A tool from a declared MCP server, as the model sees it.
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -8,7 +8,7 @@
 //! Must never: begin a turn a budget or the wallet refuses, charge a step twice, or move money without a
 //! ledger entry (the statements are in `store::usage`).
 
-use super::openai::Ports;
+use super::ports::Ports;
 use crate::cx::Outbound;
 use crate::error::Code;
 use crate::http::HttpResponse;
