@@ -45,7 +45,13 @@ pub async fn cancel_turn(cx: &Cx<'_>, row: &SessionRow, message_id: Option<&str>
         // Only a cancel that ended the turn withdraws what its agent waits on: a replay may come after the
         // session moved on, and the open requests then are the next turn's.
         for open in store::requests::open_for_session(cx.db(), &row.session_id, cx.now_ms).await? {
-            crate::domain::requests::end(cx, &open, "withdrawn", "its turn was cancelled").await?;
+            crate::domain::requests::end(
+                cx,
+                &open,
+                store::requests::RequestStatus::Withdrawn,
+                "its turn was cancelled",
+            )
+            .await?;
         }
         let data = serde_json::json!({ "session_id": row.session_id, "task_id": row.task_id,
             "agent_id": row.agent_id, "message_id": message_id, "reason": "cancelled",
