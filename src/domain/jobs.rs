@@ -109,7 +109,7 @@ pub async fn ask(
             wait(cx, &session.session_id, wait_key(&job_id), left.min(LEASE_MS)).await?;
         }
         let job = store::runners::job(db, &job_id).await?;
-        if let Some(result) = job.filter(|j| j.status == "done").and_then(|j| j.result) {
+        if let Some(result) = job.filter(|j| j.status == store::runners::JobStatus::Done).and_then(|j| j.result) {
             return Ok(Asked::Done(serde_json::from_str(&result).unwrap_or(Value::Null)));
         }
         if store::runners::live(db, &lease, cx.clock_now()).await?.is_none() {
