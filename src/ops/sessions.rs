@@ -289,7 +289,6 @@ pub struct SessionPage {
     pub has_more: bool,
     /// The turn of `message_id` has ended and you have read all of it.
     pub turn_finished: bool,
-    /// The session's status.
     pub status: SessionStatus,
     /// A turn is running now: more events will come without anyone sending a message.
     pub turn_running: bool,

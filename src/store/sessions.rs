@@ -5,8 +5,7 @@ use crate::stmt;
 use serde::{Deserialize, Serialize};
 
 crate::rules::params::words! {
-    /// A session's status, as the index stores it (and the object tells it): starting, waiting for a
-    /// message, running a turn, or stopped for good.
+    /// A session's status: starting, waiting for a message, running a turn, or stopped for good.
     pub enum SessionStatus {
         Provisioning = "provisioning",
         Idle = "idle",
