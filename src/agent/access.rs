@@ -5,7 +5,7 @@
 
 use super::{wait, CallingSession, ToolError, ACCESS_PER_MIN};
 use crate::cx::Cx;
-use crate::domain::grants::{covers, grant_view, hand_over, live, ssh_hold_s, visible_to, Handed};
+use crate::domain::grants::{covers, expired_view, grant_view, hand_over, live, ssh_hold_s, visible_to, Handed};
 use crate::domain::jobs::{self, Asked};
 use crate::error::ApiError;
 use crate::rules::ids::GrantId;
@@ -13,7 +13,8 @@ use crate::rules::params::Text;
 use crate::rules::policy::{self, Verdict};
 use crate::rules::targets::TargetScope;
 use crate::rules::{ids, targets};
-use crate::store::{self, connectors::ConnectorRow, requests::GrantRow};
+use crate::store::requests::{GrantRow, GrantStatus, RequestStatus};
+use crate::store::{self, connectors::ConnectorRow};
 use agentsky_wire::runner::{JobKind, JobSpec, SshAgentResult};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -67,7 +68,7 @@ pub async fn decide_access(
     session_id: &str,
     c: &ConnectorRow,
     scopes: &[String],
-) -> Result<Option<(&'static str, &'static str, Option<GrantRow>)>, ToolError> {
+) -> Result<Option<(GrantStatus, &'static str, Option<GrantRow>)>, ToolError> {
     let internal = |e| ToolError::from(ApiError::cause(e));
     let grants = store::requests::grants_for_session(cx.db(), workspace_id, session_id).await.map_err(internal)?;
     // A live grant that already covers the request answers it: this session's own, or a persistent one.
@@ -77,12 +78,12 @@ pub async fn decide_access(
             && live(g, cx.now_ms)
             && covers(g, scopes)
     }) {
-        return Ok(Some(("active", "persistent-grant", Some(g))));
+        return Ok(Some((GrantStatus::Active, "persistent-grant", Some(g))));
     }
     let policies = store::connectors::policies(cx.db(), workspace_id, &c.connector_id).await.map_err(internal)?;
     Ok(match policy::decide(&policies, &c.connector_id, scopes) {
-        Some(Verdict::Deny(level)) => Some(("denied", level.decided_by(), None)),
-        Some(Verdict::Allow(level)) => Some(("active", level.decided_by(), None)),
+        Some(Verdict::Deny(level)) => Some((GrantStatus::Denied, level.decided_by(), None)),
+        Some(Verdict::Allow(level)) => Some((GrantStatus::Active, level.decided_by(), None)),
         None => None,
     })
 }
@@ -105,30 +106,33 @@ async fn connectors(a: &CallingSession<'_>) -> Result<Vec<ConnectorRow>, ToolErr
 
 /// A grant as it stands after a wait: re-read from D1, whatever woke the waiter.
 async fn settled(a: &CallingSession<'_>, grant_id: &str) -> Result<Value, ToolError> {
-    let mut g = store::requests::get_grant(a.cx.db(), grant_id).await?.ok_or_else(|| a.internal("grant vanished"))?;
+    let g = store::requests::get_grant(a.cx.db(), grant_id).await?.ok_or_else(|| a.internal("grant vanished"))?;
     let req = match &g.request_id {
         Some(r) => store::requests::get_request(a.cx.db(), r).await?,
         None => None,
     };
-    let position = match (&req, g.status.as_str()) {
-        (Some(req), "pending") if req.status == "open" => {
+    let pending = g.status == GrantStatus::Pending;
+    let position = match &req {
+        Some(req) if pending && req.status == RequestStatus::Open => {
             Some(store::requests::queue_position(a.cx.db(), &req.task_id, req.created_ms).await?)
         }
         _ => None,
     };
-    if g.status == "active" && !live(&g, a.cx.now_ms) {
-        g.status = "expired".into();
-    }
-    if let (Some(req), "pending") = (&req, g.status.as_str()) {
+    // Expired is no stored status: a grant past its time, or one whose request nobody answered in time.
+    let mut expired_by = (g.status == GrantStatus::Active && !live(&g, a.cx.now_ms)).then(|| g.decided_by.clone());
+    if let Some(req) = req.as_ref().filter(|_| pending) {
         super::ended(req.clone())?;
-        if req.status == "expired" {
-            (g.status, g.decided_by) = ("expired".into(), Some("expiry".into()));
+        if req.status == RequestStatus::Expired {
+            expired_by = Some(Some("expiry".into()));
         }
     }
-    let mut view = grant_view(&g, position);
+    let mut view = match &expired_by {
+        Some(by) => expired_view(&g, by.as_deref()),
+        None => grant_view(&g, position),
+    };
     // A person's reason for a denial reaches the agent.
     if let Some(reason) = req.as_ref().and_then(|r| r.answer.as_ref()).and_then(|ans| ans["reason"].as_str()) {
-        if g.status == "denied" {
+        if g.status == GrantStatus::Denied {
             view["reason"] = json!(reason);
         }
     }
@@ -173,7 +177,7 @@ pub async fn request_access(a: &CallingSession<'_>, p: RequestAccess) -> Result<
         task_id: &me.task_id,
         connector_id: &c.connector_id,
         scopes: &joined,
-        status: "pending",
+        status: GrantStatus::Pending,
         persistent: false,
         expires_ms: None,
         decided_by: None,
@@ -189,7 +193,7 @@ pub async fn request_access(a: &CallingSession<'_>, p: RequestAccess) -> Result<
             return Ok(view);
         }
         let grant_id = ids::new_id("gr");
-        let expires = (status == "active").then_some(cx.now_ms + POLICY_GRANT_MS);
+        let expires = (status == GrantStatus::Active).then_some(cx.now_ms + POLICY_GRANT_MS);
         let g = store::requests::NewGrant {
             grant_id: &grant_id,
             status,
@@ -198,7 +202,7 @@ pub async fn request_access(a: &CallingSession<'_>, p: RequestAccess) -> Result<
             ..base
         };
         // Every decision a policy makes is in the audit log, with the rule that made it.
-        let verdict = if status == "active" { "allowed" } else { "denied" };
+        let verdict = if status == GrantStatus::Active { "allowed" } else { "denied" };
         let detail = format!("{joined}: {verdict} by {by}");
         let entry = store::audit::Entry {
             workspace_id: &me.workspace_id,
@@ -310,7 +314,7 @@ pub async fn check_grant(a: &CallingSession<'_>, p: CheckGrant) -> Result<Value,
 /// A grant's status once it is decided (waiting while its request is open).
 pub async fn grant_status(a: &CallingSession<'_>, grant_id: &str) -> Result<Value, ToolError> {
     let g = visible(a, grant_id).await?;
-    if let (Some(r), "pending") = (&g.request_id, g.status.as_str()) {
+    if let (Some(r), GrantStatus::Pending) = (&g.request_id, g.status) {
         wait(a, r).await?;
     }
     settled(a, &g.grant_id).await

@@ -5,7 +5,7 @@ use crate::domain::requests;
 use crate::rules::ids::RequestId;
 use crate::rules::params::{self, words, Capped, Text};
 use crate::rules::{fingerprint, ids};
-use crate::store;
+use crate::store::{self, requests::RequestStatus};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -159,7 +159,7 @@ pub async fn open(a: &CallingSession<'_>, p: AskUser) -> Result<Asked, ToolError
         let same =
             store::requests::same_request(cx.db(), &me.task_id, &me.session_id, &dedupe_key, answered_since).await?;
         if let Some(same) = same {
-            return Ok(Asked { answered: same.status == "answered", request_id: same.request_id });
+            return Ok(Asked { answered: same.status == RequestStatus::Answered, request_id: same.request_id });
         }
     }
     Err(ToolError::new(-32003, "an identical question just ended unanswered; call ask_user again"))
@@ -171,9 +171,9 @@ pub async fn answer_of(a: &CallingSession<'_>, request_id: &str) -> Result<Value
     let req =
         store::requests::get_request(a.cx.db(), request_id).await?.ok_or_else(|| a.internal("request vanished"))?;
     let req = super::ended(req)?;
-    match (req.status.as_str(), &req.answer) {
-        ("answered", Some(answer)) => Ok(json!({ "resolution": answer })),
-        ("expired", _) => Err(ToolError::new(-32004, "the request expired unanswered")),
+    match (req.status, &req.answer) {
+        (RequestStatus::Answered, Some(answer)) => Ok(json!({ "resolution": answer })),
+        (RequestStatus::Expired, _) => Err(ToolError::new(-32004, "the request expired unanswered")),
         _ => {
             // Ending it records it, wakes its waiters and tells the people watching.
             requests::expire(a.cx, &req).await.map_err(ToolError::from)?;
@@ -205,10 +205,10 @@ pub async fn withdraw_request(a: &CallingSession<'_>, p: WithdrawRequest) -> Res
         .await?
         .filter(|r| r.session_id == a.me.session_id)
         .ok_or_else(unknown)?;
-    if req.status != "open" {
+    if req.status != RequestStatus::Open {
         return Err(ToolError::refused(format!("request {} is already {}", req.request_id, req.status)));
     }
-    match requests::end(a.cx, &req, "withdrawn", "withdrawn by the agent").await? {
+    match requests::end(a.cx, &req, RequestStatus::Withdrawn, "withdrawn by the agent").await? {
         Some(_) => Ok(json!({ "requestId": req.request_id, "status": "withdrawn" })),
         None => Err(ToolError::refused(format!("request {} was answered meanwhile", req.request_id))),
     }

@@ -15,7 +15,7 @@ use crate::cx::Cx;
 use crate::error::{ApiError, Code};
 use crate::mcp::{CallOutcome, ToolCall, ToolHost, ToolReply};
 use crate::session::calls;
-use crate::store::requests::RequestRow;
+use crate::store::requests::{RequestRow, RequestStatus};
 use crate::store::{self, sessions::SessionRow};
 use futures::future::LocalBoxFuture;
 use schemars::JsonSchema;
@@ -131,7 +131,7 @@ impl<'a> CallingSession<'a> {
 /// tools answer from the same request) instead of ending unanswered.
 pub(crate) async fn wait(a: &CallingSession<'_>, request_id: &str) -> Result<RequestRow, ToolError> {
     let mut req = current(a, request_id).await?;
-    if req.status != "open" || a.wait_ms <= 0 {
+    if req.status != RequestStatus::Open || a.wait_ms <= 0 {
         return ended(req);
     }
     let step = if a.progress.is_some() { KEEPALIVE_MS.min(a.wait_ms) } else { a.wait_ms };
@@ -141,7 +141,7 @@ pub(crate) async fn wait(a: &CallingSession<'_>, request_id: &str) -> Result<Req
         let call = calls::Wait { key: request_id.to_owned(), wait_ms };
         let signaled = crate::domain::sessions::call(a.cx, &a.me.session_id, call).await?;
         req = current(a, request_id).await?;
-        if signaled || req.status != "open" || n == steps {
+        if signaled || req.status != RequestStatus::Open || n == steps {
             break;
         }
         if let Some(progress) = a.progress {
@@ -164,7 +164,7 @@ async fn current(a: &CallingSession<'_>, request_id: &str) -> Result<RequestRow,
     let req = store::requests::get_request(db, request_id)
         .await?
         .ok_or_else(|| ToolError::refused(format!("session ended: request {request_id} is gone")))?;
-    if req.status == "open" && req.expires_ms.is_some_and(|e| e <= a.cx.clock_now()) {
+    if req.status == RequestStatus::Open && req.expires_ms.is_some_and(|e| e <= a.cx.clock_now()) {
         crate::domain::requests::expire(a.cx, &req).await.map_err(ToolError::from)?;
         return store::requests::get_request(db, request_id).await?.ok_or_else(|| a.internal("request vanished"));
     }
@@ -173,12 +173,14 @@ async fn current(a: &CallingSession<'_>, request_id: &str) -> Result<RequestRow,
 
 /// The error of a request that ended without an answer; the request itself otherwise.
 pub(crate) fn ended(req: RequestRow) -> Result<RequestRow, ToolError> {
-    match req.status.as_str() {
-        "closed" => Err(ToolError::refused(format!(
+    match req.status {
+        RequestStatus::Closed => Err(ToolError::refused(format!(
             "session ended: this session was stopped, so request {} was closed unanswered",
             req.request_id
         ))),
-        "withdrawn" => Err(ToolError::refused(format!("request {} was withdrawn by this session", req.request_id))),
+        RequestStatus::Withdrawn => {
+            Err(ToolError::refused(format!("request {} was withdrawn by this session", req.request_id)))
+        }
         _ => Ok(req),
     }
 }

@@ -7,7 +7,10 @@ use crate::rules::ids::SessionId;
 use crate::rules::params::Text;
 use crate::session::{calls, Author, NewMessage};
 use crate::store::lanes::TaskSettings;
-use crate::store::{self, sessions::SessionRow};
+use crate::store::{
+    self,
+    sessions::{SessionRow, SessionStatus},
+};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -35,7 +38,7 @@ async fn peers(a: &CallingSession<'_>) -> Result<(Vec<Peer>, TaskSettings), Tool
     let head = store::lanes::head(db, &a.me.task_id).await?;
     let mut out = Vec::new();
     for row in store::sessions::in_task(db, &a.me.task_id).await? {
-        if row.status == "terminated" {
+        if row.status == SessionStatus::Terminated {
             continue;
         }
         let (files, behind) = if lanes {
@@ -57,7 +60,7 @@ pub struct SessionItem {
     pub session_id: String,
     pub agent: String,
     pub branch: String,
-    pub state: String,
+    pub state: SessionStatus,
     pub note: String,
     #[serde(rename = "self")]
     pub is_self: bool,
@@ -187,7 +190,7 @@ pub async fn send_message(a: &CallingSession<'_>, p: SendMessage) -> Result<Valu
         .await?
         .filter(|s| s.task_id == a.me.task_id)
         .ok_or_else(|| ToolError::unknown(format!("no session `{}` in this project; call list_sessions", p.to)))?;
-    if peer.status == "terminated" {
+    if peer.status == SessionStatus::Terminated {
         return Err(ToolError::refused(format!("session `{}` has ended", p.to)));
     }
     let message = NewMessage {

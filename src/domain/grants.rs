@@ -6,33 +6,38 @@ use crate::cx::Cx;
 use crate::domain::mint;
 use crate::error::ApiError;
 use crate::rules::seal;
-use crate::store::{self, requests::GrantRow};
+use crate::store::{self, requests::GrantRow, requests::GrantStatus};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-/// One of the contract's shapes: active, denied or pending; and `expired` for a grant past its time or a
-/// request nobody answered in time.
+/// One of the contract's shapes, as the grant is stored: active, denied or pending (see [`expired_view`]).
 pub fn grant_view(g: &GrantRow, queue_position: Option<i64>) -> Value {
-    match g.status.as_str() {
-        "expired" => json!({ "status": "expired", "grantId": g.grant_id, "decidedBy": g.decided_by }),
-        "active" => json!({
+    match g.status {
+        GrantStatus::Active => json!({
             "status": "active", "grantId": g.grant_id, "scope": g.scopes.split(' ').collect::<Vec<_>>(),
             "expiresAt": g.expires_ms, "decidedBy": g.decided_by,
         }),
-        "pending" => {
+        GrantStatus::Pending => {
             json!({ "status": "pending", "grantId": g.grant_id, "queuePosition": queue_position.unwrap_or(1) })
         }
-        // The contract's denied shape, naming the rule or person that denied (`decidedBy`) when known.
-        _ => match &g.decided_by {
+        // The contract's denied shape, naming the rule or person that denied (`decidedBy`) when known. A
+        // revoked grant reads as denied.
+        GrantStatus::Denied | GrantStatus::Revoked => match &g.decided_by {
             Some(by) => json!({ "status": "denied", "grantId": g.grant_id, "decidedBy": by }),
             None => json!({ "status": "denied", "grantId": g.grant_id }),
         },
     }
 }
 
+/// The contract's `expired` shape, which no grant is stored as: one active past its time, or one whose
+/// request nobody answered in time (`decided_by` the expiry).
+pub fn expired_view(g: &GrantRow, decided_by: Option<&str>) -> Value {
+    json!({ "status": "expired", "grantId": g.grant_id, "decidedBy": decided_by })
+}
+
 /// Whether a grant is in force now: active and not past its time.
 pub fn live(g: &GrantRow, now_ms: i64) -> bool {
-    g.status == "active" && g.expires_ms.is_none_or(|e| e > now_ms)
+    g.status == GrantStatus::Active && g.expires_ms.is_none_or(|e| e > now_ms)
 }
 
 /// Whether a grant covers every one of `scopes`.

@@ -80,7 +80,7 @@ where
                         ),
                     ))
                 }
-                Some(r) if r.state == "done" => {
+                Some(r) if r.state == receipts::ReceiptState::Done => {
                     let text = r.result.unwrap_or_default();
                     return serde_json::from_str(&text).map_err(ApiError::cause);
                 }

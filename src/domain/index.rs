@@ -3,7 +3,7 @@
 //! row per session and event sequence number), so the two may race.
 
 use crate::cx::Cx;
-use crate::session::{calls, Core, Event, LocalSql, Page, SessionConfig, Transition, MAX_PAGE};
+use crate::session::{calls, Core, Event, LocalSql, Page, SessionConfig, SessionStatus, Transition, MAX_PAGE};
 use crate::store::{self, context::Doc, Sql};
 use serde_json::Value;
 use std::future::Future;
@@ -115,7 +115,8 @@ pub async fn catch_up(cx: &Cx<'_>, workspace_ids: &[String]) {
                     last_seq: after,
                     has_more: false,
                     turn_finished: true,
-                    status: String::new(),
+                    // Unread here; a session without an object never got past starting.
+                    status: SessionStatus::Provisioning,
                 }),
             }
         };

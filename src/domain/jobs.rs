@@ -6,6 +6,7 @@ use crate::cx::Cx;
 use crate::error::ApiError;
 use crate::rules::ids;
 use crate::session::calls;
+use crate::store::checkouts::CheckoutStatus;
 use crate::store::{self, runners::TurnRow, sessions::SessionRow};
 use agentsky_wire::runner::{JobKind, JobSpec};
 use serde_json::Value;
@@ -109,7 +110,7 @@ pub async fn ask(
             wait(cx, &session.session_id, wait_key(&job_id), left.min(LEASE_MS)).await?;
         }
         let job = store::runners::job(db, &job_id).await?;
-        if let Some(result) = job.filter(|j| j.status == "done").and_then(|j| j.result) {
+        if let Some(result) = job.filter(|j| j.status == store::runners::JobStatus::Done).and_then(|j| j.result) {
             return Ok(Asked::Done(serde_json::from_str(&result).unwrap_or(Value::Null)));
         }
         if store::runners::live(db, &lease, cx.clock_now()).await?.is_none() {
@@ -187,12 +188,12 @@ pub enum Progress {
 /// given up, saying so.
 pub fn progress(job: &store::checkouts::CheckoutRow, now_ms: i64) -> Progress {
     let take_s = CHECKOUT_TAKE_MS / 1000;
-    match job.status.as_str() {
-        "done" => Progress::Done(job.result.as_deref().and_then(|r| serde_json::from_str(r).ok()).unwrap_or(Value::Null)),
-        "queued" if now_ms - job.created_ms >= CHECKOUT_TAKE_MS => {
+    match job.status {
+        CheckoutStatus::Done => Progress::Done(job.result.as_deref().and_then(|r| serde_json::from_str(r).ok()).unwrap_or(Value::Null)),
+        CheckoutStatus::Queued if now_ms - job.created_ms >= CHECKOUT_TAKE_MS => {
             Progress::GiveUp(format!("no runner of the workspace took the checkout within {take_s} s"))
         }
-        "leased" => match job.lease_expires_ms.filter(|t| *t < now_ms).map(|t| now_ms - t) {
+        CheckoutStatus::Leased => match job.lease_expires_ms.filter(|t| *t < now_ms).map(|t| now_ms - t) {
             Some(_) if job.attempts >= CHECKOUT_ATTEMPTS => Progress::GiveUp(format!(
                 "the runners that took the checkout went away {} times (their leases ended)",
                 job.attempts
@@ -202,7 +203,7 @@ pub fn progress(job: &store::checkouts::CheckoutRow, now_ms: i64) -> Progress {
             )),
             _ => Progress::Waiting,
         },
-        _ => Progress::Waiting,
+        CheckoutStatus::Queued => Progress::Waiting,
     }
 }
 

@@ -4,7 +4,7 @@
 use crate::cx::Cx;
 use crate::error::ApiError;
 use crate::session::calls;
-use crate::store::{self, requests::RequestRow};
+use crate::store::{self, requests::RequestRow, requests::RequestStatus};
 use serde_json::Value;
 
 /// An audit entry about a request; `actor` is the account that decided, when a person did.
@@ -51,7 +51,12 @@ pub fn summary(kind: &str, payload: &Value) -> String {
 
 /// Ends an open request without an answer (`expired`, `closed`, `withdrawn`): records it, wakes whoever
 /// waits on it and tells the people watching. `None` when it was no longer open.
-pub async fn end(cx: &Cx<'_>, req: &RequestRow, status: &str, why: &str) -> Result<Option<RequestRow>, ApiError> {
+pub async fn end(
+    cx: &Cx<'_>,
+    req: &RequestRow,
+    status: RequestStatus,
+    why: &str,
+) -> Result<Option<RequestRow>, ApiError> {
     let now = cx.clock_now();
     let Some(ended) = store::requests::end_request(cx.db(), &req.request_id, status, now).await? else {
         return Ok(None);
@@ -67,7 +72,7 @@ pub async fn end(cx: &Cx<'_>, req: &RequestRow, status: &str, why: &str) -> Resu
 
 /// Expires a request whose time passed.
 pub async fn expire(cx: &Cx<'_>, req: &RequestRow) -> Result<Option<RequestRow>, ApiError> {
-    let ended = end(cx, req, "expired", "nobody answered in time").await?;
+    let ended = end(cx, req, RequestStatus::Expired, "nobody answered in time").await?;
     if let Some(r) = &ended {
         crate::domain::webhooks::request_expired(cx.env, r, cx.clock_now()).await;
     }

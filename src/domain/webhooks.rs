@@ -207,7 +207,7 @@ pub async fn deliver(cx: &Cx<'_>, net: &dyn Net, delivery_id: &str, attempt: i64
         Ok((s, _)) if (200..300).contains(&s) => {
             let s = db::Settle {
                 delivery_id,
-                status: "delivered",
+                status: db::DeliveryStatus::Delivered,
                 next_attempt_ms: ended_ms,
                 last_status: Some(s as i64),
                 last_body: None,
@@ -223,7 +223,7 @@ pub async fn deliver(cx: &Cx<'_>, net: &dyn Net, delivery_id: &str, attempt: i64
     let next = rule::retry_delay_s(schedule(cx), retry, random);
     let s = db::Settle {
         delivery_id,
-        status: if next.is_some() { "pending" } else { "failed" },
+        status: if next.is_some() { db::DeliveryStatus::Pending } else { db::DeliveryStatus::Failed },
         next_attempt_ms: ended_ms + next.map_or(0, |s| s as i64 * 1000),
         last_status: status,
         last_body: Some(&body),

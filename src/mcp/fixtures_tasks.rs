@@ -18,6 +18,7 @@ use super::fixtures::{elicit, field, input_required, one, Fixtures};
 use super::rpc::{self, RpcError};
 use super::tasks::{self, TaskAnswer, TaskInfo, TaskMethod, TaskMode};
 use super::{CallOutcome, Era, ToolCall, ToolHost, ToolReply};
+use crate::rules::task_status::TaskStatus;
 use futures::future::LocalBoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
@@ -117,7 +118,7 @@ impl Job {
         let done = self.pending.is_empty() && now >= self.due_ms;
         let mut task = TaskInfo {
             task_id: task_id.to_owned(),
-            status: "working".into(),
+            status: TaskStatus::Working,
             status_message: None,
             created_ms: self.created_ms,
             updated_ms: if done { self.updated_ms.max(self.due_ms) } else { self.updated_ms },
@@ -128,15 +129,15 @@ impl Job {
             input_requests: None,
         };
         if self.cancelled {
-            task.status = "cancelled".into();
+            task.status = TaskStatus::Cancelled;
         } else if !self.pending.is_empty() {
-            task.status = "input_required".into();
+            task.status = TaskStatus::InputRequired;
             task.input_requests = Some(self.pending.clone());
         } else if done && self.tool == "protocol_error_job" {
-            task.status = "failed".into();
+            task.status = TaskStatus::Failed;
             task.error = Some(RpcError::new(rpc::INTERNAL_ERROR, "protocol_error_job failed, as it always does"));
         } else if done {
-            task.status = "completed".into();
+            task.status = TaskStatus::Completed;
             task.result = Some(self.result());
         }
         task
@@ -326,19 +327,19 @@ mod tests {
     fn a_job_works_until_due_then_completes_and_a_cancel_wins_while_it_works() {
         let args = json!({"seconds": 2, "label": "x"});
         let mut job = Job::new("slow_compute", args.as_object().unwrap(), None, 1_000);
-        assert_eq!(job.info("ftk_1", 2_000).status, "working");
+        assert_eq!(job.info("ftk_1", 2_000).status, TaskStatus::Working);
         let done = job.info("ftk_1", 3_000);
         assert_eq!((done.status.as_str(), done.updated_ms), ("completed", 3_000));
         assert_eq!(done.result.unwrap()["content"][0]["text"], "Computed x.");
         job.cancelled = true;
-        assert_eq!(job.info("ftk_1", 2_000).status, "cancelled");
+        assert_eq!(job.info("ftk_1", 2_000).status, TaskStatus::Cancelled);
     }
 
     #[test]
     fn an_input_job_waits_on_every_pending_request() {
         let mut job = Job::new("multi_input", &Map::new(), None, 0);
         let waiting = job.info("ftk_2", 10);
-        assert_eq!(waiting.status, "input_required");
+        assert_eq!(waiting.status, TaskStatus::InputRequired);
         assert_eq!(waiting.input_requests.unwrap().len(), 2);
         job.answers.insert("name".into(), json!({"action": "accept", "content": {"name": "Ada"}}));
         job.pending.remove("name");

@@ -13,6 +13,7 @@
 
 use super::rpc::RpcError;
 use super::Era;
+use crate::rules::task_status::TaskStatus;
 use serde_json::{json, Map, Value};
 
 /// The extension's identifier (2026-07-28).
@@ -35,8 +36,7 @@ pub enum TaskMode {
 #[derive(Debug, Clone, PartialEq)]
 pub struct TaskInfo {
     pub task_id: String,
-    /// `working`, `input_required`, `completed`, `failed` or `cancelled`.
-    pub status: String,
+    pub status: TaskStatus,
     pub status_message: Option<String>,
     pub created_ms: i64,
     pub updated_ms: i64,
@@ -52,7 +52,7 @@ pub struct TaskInfo {
 
 impl TaskInfo {
     pub fn is_terminal(&self) -> bool {
-        matches!(self.status.as_str(), "completed" | "failed" | "cancelled")
+        self.status.is_terminal()
     }
 }
 
@@ -203,7 +203,7 @@ fn legacy_payload(task: &TaskInfo) -> Result<Value, RpcError> {
             Ok(result)
         }
         (None, Some(error)) => Err(error.clone().with_data(related)),
-        (None, None) if task.status == "cancelled" => {
+        (None, None) if task.status == TaskStatus::Cancelled => {
             Err(RpcError::invalid_params(format!("Task {} was cancelled; it has no result", task.task_id)))
         }
         (None, None) => Err(RpcError::invalid_params(format!(
@@ -228,13 +228,13 @@ fn modern_task(task: &TaskInfo, detailed: bool) -> Value {
         v["statusMessage"] = json!(message);
     }
     if detailed {
-        match task.status.as_str() {
-            "completed" => v["result"] = task.result.clone().unwrap_or_else(|| json!({"content": []})),
-            "failed" => {
+        match task.status {
+            TaskStatus::Completed => v["result"] = task.result.clone().unwrap_or_else(|| json!({"content": []})),
+            TaskStatus::Failed => {
                 let error = task.error.clone().unwrap_or_else(|| RpcError::new(super::rpc::INTERNAL_ERROR, "failed"));
                 v["error"] = error.to_json();
             }
-            "input_required" => v["inputRequests"] = json!(task.input_requests.clone().unwrap_or_default()),
+            TaskStatus::InputRequired => v["inputRequests"] = json!(task.input_requests.clone().unwrap_or_default()),
             _ => {}
         }
     }
@@ -251,15 +251,16 @@ mod tests {
     use super::*;
 
     fn task(status: &str) -> TaskInfo {
+        let status = TaskStatus::from_word(status).expect("a task status");
         TaskInfo {
             task_id: "mtk_1".into(),
-            status: status.into(),
+            status,
             status_message: None,
             created_ms: 1_764_662_400_000,
             updated_ms: 1_764_662_401_000,
             ttl_ms: 3_600_000,
             poll_interval_ms: 2000,
-            result: (status == "completed").then(|| json!({"content": [], "isError": false})),
+            result: (status == TaskStatus::Completed).then(|| json!({"content": [], "isError": false})),
             error: None,
             input_requests: None,
         }

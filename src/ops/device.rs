@@ -12,7 +12,8 @@ use crate::cx::Cx;
 use crate::error::{ApiError, Code};
 use crate::rules::params::Text;
 use crate::rules::{ids, limits};
-use crate::store::{self, devices};
+use crate::store;
+use crate::store::devices::{self, DeviceStatus};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -151,25 +152,28 @@ pub async fn poll(cx: &Cx<'_>, p: PollDeviceToken) -> Result<DeviceToken, ApiErr
     let Some(code) = devices::poll(cx.db(), &device_hash, cx.now_ms).await? else {
         return Err(expired());
     };
-    match code.status.as_str() {
+    match code.status {
         // An approval just before expiry is still collected by the next poll.
-        "approved" if code.expires_ms + 2 * code.interval_ms <= cx.now_ms => return Err(expired()),
-        "approved" => {}
-        "denied" => return Err(ApiError::new(Code::AccessDenied, "the sign-in was denied in the browser")),
-        "pending" if code.expires_ms <= cx.now_ms => return Err(expired()),
-        "pending" if code.prev_poll_ms.is_some_and(|prev| cx.now_ms - prev < code.interval_ms - POLL_SLACK_MS) => {
+        DeviceStatus::Approved if code.expires_ms + 2 * code.interval_ms <= cx.now_ms => return Err(expired()),
+        DeviceStatus::Approved => {}
+        DeviceStatus::Denied => return Err(ApiError::new(Code::AccessDenied, "the sign-in was denied in the browser")),
+        DeviceStatus::Pending if code.expires_ms <= cx.now_ms => return Err(expired()),
+        DeviceStatus::Pending
+            if code.prev_poll_ms.is_some_and(|prev| cx.now_ms - prev < code.interval_ms - POLL_SLACK_MS) =>
+        {
             return Err(ApiError::new(
                 Code::SlowDown,
                 format!("polling too fast: wait {} s between polls", code.interval_ms / 1000 + 5),
             ))
         }
-        "pending" => {
+        DeviceStatus::Pending => {
             return Err(ApiError::new(
                 Code::AuthorizationPending,
                 format!("waiting for the code to be approved at {}/device", cx.base_url),
             ))
         }
-        _ => return Err(expired()),
+        // Its key was minted already: the code is used.
+        DeviceStatus::Delivered => return Err(expired()),
     }
     for _ in 0..3 {
         let key = ids::new_secret("ast_");

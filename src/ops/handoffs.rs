@@ -11,7 +11,8 @@ use crate::rules::ids::{AgentRef, HandoffId, SessionId};
 use crate::rules::params::{IdempotencyKey, Text};
 use crate::rules::{ids, title};
 use crate::session::{calls, Author};
-use crate::store::{self, handoffs::HandoffRow};
+use crate::store;
+use crate::store::handoffs::{HandoffRow, HandoffState};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -126,13 +127,27 @@ pub async fn hand_off(cx: &Cx<'_>, p: HandOffSession) -> Result<Handoff, ApiErro
             let started = match sessions::create(cx, &spec, r.start).await {
                 Ok(s) => s,
                 Err(e) => {
-                    let _ =
-                        store::handoffs::finish(db, &r.handoff_id, "failed", None, Some(&e.message), cx.now_ms).await;
+                    let _ = store::handoffs::finish(
+                        db,
+                        &r.handoff_id,
+                        HandoffState::Failed,
+                        None,
+                        Some(&e.message),
+                        cx.now_ms,
+                    )
+                    .await;
                     return Err(e);
                 }
             };
-            store::handoffs::finish(db, &r.handoff_id, "completed", Some(&started.session.session_id), None, cx.now_ms)
-                .await?;
+            store::handoffs::finish(
+                db,
+                &r.handoff_id,
+                HandoffState::Completed,
+                Some(&started.session.session_id),
+                None,
+                cx.now_ms,
+            )
+            .await?;
             let handoff =
                 store::handoffs::get(db, &r.handoff_id).await?.ok_or_else(|| ApiError::cause("handoff vanished"))?;
             Ok(Handoff { handoff, target_session: Some(started) })

@@ -23,7 +23,7 @@ use crate::mcp::{Era, RpcError, TaskAnswer, TaskInfo};
 use crate::rules::params::param;
 use crate::rules::{cursor, ids};
 use crate::session::calls;
-use crate::store::mcp_tasks::{McpTaskRow, ReadProgress};
+use crate::store::mcp_tasks::{McpTaskRow, ReadProgress, TaskStatus};
 use crate::store::{self, requests::RequestRow};
 use serde_json::{json, Map, Value};
 
@@ -87,7 +87,7 @@ pub async fn create(
         session_id,
         message_id,
         cursor,
-        status: "working".into(),
+        status: TaskStatus::Working,
         status_message: Some(format!("{tool} ran; following the agent's turn")),
         outcome: None,
         ttl_ms,
@@ -161,7 +161,7 @@ async fn find(cx: &Cx<'_>, task_id: &str) -> Result<McpTaskRow, TaskError> {
 /// Where the task stands now: a terminal row as it is; otherwise the turn read from the session (after
 /// waiting up to `wait_ms` for it to end), and the row moved on when its status changed.
 async fn follow(cx: &Cx<'_>, era: Era, row: McpTaskRow, wait_ms: i64) -> Result<TaskInfo, TaskError> {
-    if is_terminal(&row.status) {
+    if row.status.is_terminal() {
         return Ok(shown(era, &row));
     }
     let turn = match read_turn(cx, &row, wait_ms).await {
@@ -173,7 +173,7 @@ async fn follow(cx: &Cx<'_>, era: Era, row: McpTaskRow, wait_ms: i64) -> Result<
             let failed = store::mcp_tasks::set_status(
                 cx.db(),
                 &row.task_id,
-                "failed",
+                TaskStatus::Failed,
                 Some("the session no longer exists"),
                 Some(&error.to_string()),
                 cx.now_ms,
@@ -186,17 +186,19 @@ async fn follow(cx: &Cx<'_>, era: Era, row: McpTaskRow, wait_ms: i64) -> Result<
     let mut open = Vec::new();
     let (status, message, outcome) = match &turn.end {
         // Cancelled from elsewhere (`cancel_turn`, the console's Stop turn): the task is cancelled too.
-        Some(reason) if reason == "cancelled" => ("cancelled", CANCELLED.to_owned(), None),
+        Some(reason) if reason == "cancelled" => (TaskStatus::Cancelled, CANCELLED.to_owned(), None),
         Some(reason) => {
             let files = store::files::written_by(cx.db(), &row.session_id).await?;
             let outcome = outcome(&row, &turn, reason, &files);
-            ("completed", format!("the turn ended: {reason}"), Some(outcome.to_string()))
+            (TaskStatus::Completed, format!("the turn ended: {reason}"), Some(outcome.to_string()))
         }
         None => {
             open = open_requests(cx, &row.session_id).await?;
             match open.first() {
-                Some(r) => ("input_required", waiting_on(r), None),
-                None => ("working", format!("the agent is working ({} events so far)", turn.read.events), None),
+                Some(r) => (TaskStatus::InputRequired, waiting_on(r), None),
+                None => {
+                    (TaskStatus::Working, format!("the agent is working ({} events so far)", turn.read.events), None)
+                }
             }
         }
     };
@@ -212,7 +214,7 @@ async fn follow(cx: &Cx<'_>, era: Era, row: McpTaskRow, wait_ms: i64) -> Result<
         row
     };
     let mut task = shown(era, &row);
-    if task.status == "input_required" {
+    if task.status == TaskStatus::InputRequired {
         task.input_requests = Some(input_requests(&open));
     }
     Ok(task)
@@ -223,8 +225,8 @@ async fn follow(cx: &Cx<'_>, era: Era, row: McpTaskRow, wait_ms: i64) -> Result<
 /// `working`, and its status message says what the agent waits on and how to answer it.
 fn shown(era: Era, row: &McpTaskRow) -> TaskInfo {
     let mut task = info(row);
-    if era == Era::Legacy && task.status == "input_required" {
-        task.status = "working".into();
+    if era == Era::Legacy && task.status == TaskStatus::InputRequired {
+        task.status = TaskStatus::Working;
     }
     task
 }
@@ -375,7 +377,7 @@ async fn update(cx: &Cx<'_>, row: McpTaskRow, responses: &Map<String, Value>) ->
 /// read. On the 2025 wire a task that has already ended cannot be cancelled (−32602); the extension's
 /// cancel is an idempotent acknowledgement.
 async fn cancel(cx: &Cx<'_>, era: Era, row: McpTaskRow) -> Result<TaskInfo, TaskError> {
-    if is_terminal(&row.status) {
+    if row.status.is_terminal() {
         return match era {
             Era::Legacy => Err(TaskError::Rpc(RpcError::invalid_params(format!(
                 "Invalid params: task {:?} has already ended ({}); it cannot be cancelled",
@@ -398,7 +400,7 @@ async fn cancel(cx: &Cx<'_>, era: Era, row: McpTaskRow) -> Result<TaskInfo, Task
         // turn did.
         Err(e) if matches!(e.code, Code::Conflict | Code::SessionTerminated) => {
             let task = follow(cx, era, row, 0).await?;
-            return match (era, is_terminal(&task.status)) {
+            return match (era, task.status.is_terminal()) {
                 (Era::Legacy, true) => Err(TaskError::Rpc(RpcError::invalid_params(format!(
                     "Invalid params: task {:?} has already ended ({}); it cannot be cancelled",
                     task.task_id, task.status
@@ -408,9 +410,10 @@ async fn cancel(cx: &Cx<'_>, era: Era, row: McpTaskRow) -> Result<TaskInfo, Task
         }
         Err(e) => return Err(e.into()),
     }
-    let row = store::mcp_tasks::set_status(cx.db(), &row.task_id, "cancelled", Some(CANCELLED), None, cx.now_ms)
-        .await?
-        .ok_or_else(|| unknown(&row.task_id))?;
+    let row =
+        store::mcp_tasks::set_status(cx.db(), &row.task_id, TaskStatus::Cancelled, Some(CANCELLED), None, cx.now_ms)
+            .await?
+            .ok_or_else(|| unknown(&row.task_id))?;
     Ok(info(&row))
 }
 
@@ -436,16 +439,12 @@ pub async fn forget_expired(cx: &Cx<'_>) -> Result<usize, ApiError> {
     Ok(store::mcp_tasks::forget_expired(cx.db(), cx.now_ms).await?)
 }
 
-fn is_terminal(status: &str) -> bool {
-    matches!(status, "completed" | "failed" | "cancelled")
-}
-
 /// A row as the wire layer shows it.
 fn info(row: &McpTaskRow) -> TaskInfo {
     let outcome: Option<Value> = row.outcome.as_deref().and_then(|o| serde_json::from_str(o).ok());
-    let (result, error) = match row.status.as_str() {
-        "completed" => (outcome, None),
-        "failed" => {
+    let (result, error) = match row.status {
+        TaskStatus::Completed => (outcome, None),
+        TaskStatus::Failed => {
             let error = outcome.unwrap_or_default();
             let message = error.get("message").and_then(Value::as_str).unwrap_or("the task failed");
             (None, Some(RpcError::new(error.get("code").and_then(Value::as_i64).unwrap_or(-32603), message)))
@@ -454,7 +453,7 @@ fn info(row: &McpTaskRow) -> TaskInfo {
     };
     TaskInfo {
         task_id: row.task_id.clone(),
-        status: row.status.clone(),
+        status: row.status,
         status_message: row.status_message.clone(),
         created_ms: row.created_ms,
         updated_ms: row.updated_ms,

@@ -11,7 +11,8 @@ use crate::rules::cursor;
 use crate::rules::ids::{RequestId, TaskId};
 use crate::rules::params::{words, Int, Text};
 use crate::session::calls;
-use crate::store::{self, requests::OpenRequest, requests::RequestRow};
+use crate::store;
+use crate::store::requests::{GrantStatus, OpenRequest, RequestRow, RequestStatus};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -192,14 +193,14 @@ pub async fn answer(cx: &Cx<'_>, p: AnswerRequest) -> Result<RequestAnswered, Ap
     let member = load_task(cx, &p.task_id).await?;
     let req = store::requests::get_request(cx.db(), &p.request_id).await?;
     let req = req.filter(|r| p.task_id == r.task_id).ok_or_else(|| ApiError::not_found("request"))?;
-    if req.status == "open" && req.expires_ms.is_some_and(|e| e <= cx.now_ms) {
+    if req.status == RequestStatus::Open && req.expires_ms.is_some_and(|e| e <= cx.now_ms) {
         crate::ops::requests::expire(cx, &req).await?;
         return Err(ApiError::new(Code::Conflict, format!("request {} is already expired", req.request_id)));
     }
-    if req.status != "open" {
-        let why = match req.status.as_str() {
-            "closed" => " (its session ended)",
-            "withdrawn" => " (the agent withdrew it)",
+    if req.status != RequestStatus::Open {
+        let why = match req.status {
+            RequestStatus::Closed => " (its session ended)",
+            RequestStatus::Withdrawn => " (the agent withdrew it)",
             _ => "",
         };
         return Err(ApiError::new(
@@ -273,14 +274,18 @@ pub async fn answer(cx: &Cx<'_>, p: AnswerRequest) -> Result<RequestAnswered, Ap
             ));
         }
         let (status, expires) = match p.answer.as_str() {
-            "approve" if always => ("active", None),
-            "approve" => ("active", Some(cx.now_ms + minutes * 60_000)),
-            _ => ("denied", None),
+            "approve" if always => (GrantStatus::Active, None),
+            "approve" => (GrantStatus::Active, Some(cx.now_ms + minutes * 60_000)),
+            _ => (GrantStatus::Denied, None),
         };
         stmts.push(store::requests::decide_grant(&g.grant_id, status, always, expires, "user"));
         let (action, detail) = match (status, always) {
-            ("active", true) => ("access_approved", format!("{}: always, for every session, by key {by}", g.scopes)),
-            ("active", false) => ("access_approved", format!("{}: once, for {minutes} min, by key {by}", g.scopes)),
+            (GrantStatus::Active, true) => {
+                ("access_approved", format!("{}: always, for every session, by key {by}", g.scopes))
+            }
+            (GrantStatus::Active, false) => {
+                ("access_approved", format!("{}: once, for {minutes} min, by key {by}", g.scopes))
+            }
             _ => match p.note.as_deref().filter(|n| !n.is_empty()) {
                 Some(reason) => ("access_denied", format!("{}: by key {by}: {reason}", g.scopes)),
                 None => ("access_denied", format!("{}: by key {by}", g.scopes)),

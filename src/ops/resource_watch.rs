@@ -11,7 +11,7 @@ use crate::mcp::features::{match_template, ReadFailure};
 use crate::ops::files::load_task;
 use crate::ops::resources::{hides, Kind, TEMPLATES};
 use crate::ops::sessions::{call, load};
-use crate::session::{calls, FROM_END, MAX_PAGE};
+use crate::session::{calls, SessionStatus, FROM_END, MAX_PAGE};
 use futures::future::join_all;
 use serde_json::Value;
 
@@ -96,7 +96,7 @@ async fn watch_session(cx: &Cx<'_>, session_id: &str, uris: &[&str], deadline: i
             _ => return,
         };
         // The object answers nothing new only when the wait ran out (or the session ended).
-        if page.events.is_empty() || !uris.iter().all(|uri| updated(uri)) || page.status == "terminated" {
+        if page.events.is_empty() || !uris.iter().all(|uri| updated(uri)) || page.status == SessionStatus::Terminated {
             return;
         }
         after = page.last_seq;

@@ -14,7 +14,7 @@ use crate::rules::{cron, ids};
 use crate::session::{calls, Author, NewMessage};
 use crate::store::{
     self,
-    routines::{FireRow, RoutineRow},
+    routines::{FireRow, FireStatus, RoutineRow},
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -275,8 +275,16 @@ pub async fn run(cx: &Cx<'_>, p: RunRoutine) -> Result<FireRow, ApiError> {
                 store::routines::record_manual_fire(cx.db(), &fire_id, r, cx.now_ms).await?;
                 // A manual fire is not retried by the queue: whatever happens is its outcome.
                 if let Err(e) = execute(cx, &fire_id, r).await {
-                    store::routines::settle(cx.db(), &fire_id, "failed", None, None, Some(&e.message), cx.now_ms)
-                        .await?;
+                    store::routines::settle(
+                        cx.db(),
+                        &fire_id,
+                        FireStatus::Failed,
+                        None,
+                        None,
+                        Some(&e.message),
+                        cx.now_ms,
+                    )
+                    .await?;
                     failed(cx, &fire_id, r, &e.message).await;
                     let why = format!("the routine's fire `{fire_id}` failed (see list_routines): {}", e.message);
                     return Err(e.with_message(why));
@@ -337,7 +345,7 @@ fn permanent(e: &ApiError) -> bool {
 /// answered `Ok`.
 pub async fn run_fire(cx: &Cx<'_>, fire_id: &str) -> Result<(), ApiError> {
     let Some(fire) = store::routines::fire(cx.db(), fire_id).await? else { return Ok(()) };
-    if fire.status != "queued" {
+    if fire.status != FireStatus::Queued {
         return Ok(()); // a redelivery of work already done
     }
     let Some(r) = store::routines::get(cx.db(), &fire.routine_id).await? else {
@@ -347,12 +355,15 @@ pub async fn run_fire(cx: &Cx<'_>, fire_id: &str) -> Result<(), ApiError> {
     match execute(cx, fire_id, &r).await {
         Ok(()) => Ok(()),
         Err(e) if permanent(&e) => {
-            store::routines::settle(cx.db(), fire_id, "failed", None, None, Some(&e.message), cx.now_ms).await?;
+            store::routines::settle(cx.db(), fire_id, FireStatus::Failed, None, None, Some(&e.message), cx.now_ms)
+                .await?;
             failed(cx, fire_id, &r, &e.message).await;
             Ok(())
         }
         Err(e) => {
-            store::routines::settle(cx.db(), fire_id, "queued", None, None, Some(&e.message), cx.now_ms).await.ok();
+            store::routines::settle(cx.db(), fire_id, FireStatus::Queued, None, None, Some(&e.message), cx.now_ms)
+                .await
+                .ok();
             Err(e)
         }
     }
@@ -361,7 +372,7 @@ pub async fn run_fire(cx: &Cx<'_>, fire_id: &str) -> Result<(), ApiError> {
 /// The dead-letter consumer: a fire whose deliveries all failed is recorded as failed.
 pub async fn give_up(cx: &Cx<'_>, fire_id: &str) -> Result<(), ApiError> {
     let why = "delivery kept failing; gave up after retries";
-    store::routines::settle(cx.db(), fire_id, "failed", None, None, Some(why), cx.now_ms).await?;
+    store::routines::settle(cx.db(), fire_id, FireStatus::Failed, None, None, Some(why), cx.now_ms).await?;
     let fire = store::routines::fire(cx.db(), fire_id).await?;
     if let Some(fire) = fire {
         if let Some(r) = store::routines::get(cx.db(), &fire.routine_id).await? {
@@ -422,7 +433,8 @@ async fn execute(cx: &Cx<'_>, fire_id: &str, r: &RoutineRow) -> Result<(), ApiEr
         }
         (None, None) => return Err(ApiError::invalid("the routine has neither an agent nor a session")),
     };
-    store::routines::settle(cx.db(), fire_id, "done", Some(&session_id), Some(&message_id), None, cx.now_ms).await?;
+    store::routines::settle(cx.db(), fire_id, FireStatus::Done, Some(&session_id), Some(&message_id), None, cx.now_ms)
+        .await?;
     let data = json!({ "routine_id": r.routine_id, "name": r.name, "fire_id": fire_id, "session_id": session_id,
         "message_id": message_id });
     webhooks::emit(cx.env, &r.workspace_id, "routine.fired", Some(fire_id), data, cx.now_ms).await;

@@ -28,7 +28,7 @@ pub struct SessionToken {
 /// POST /v1/sessions/{session_id}/token: a token for an agent harness outside agentsky (a runner, `sky mcp`).
 pub async fn issue_token(cx: &Cx<'_>, p: IssueSessionToken) -> Result<SessionToken, ApiError> {
     let (row, _) = sessions::load(cx, &p.session_id).await?;
-    if row.status == "terminated" {
+    if row.status == store::sessions::SessionStatus::Terminated {
         return Err(ApiError::new(Code::SessionTerminated, "this session has ended"));
     }
     let token = ids::new_secret("sst_");

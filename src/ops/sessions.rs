@@ -8,7 +8,11 @@ use crate::rules::ids::{AgentRef, MessageId, SessionId, TaskId};
 use crate::rules::params::{words, IdempotencyKey, Int, Text};
 use crate::rules::{cursor, ids};
 use crate::session::{calls, Author, Event, NewMessage, RunPrice, SessionConfig};
-use crate::store::{self, agents::Agent, sessions::SessionRow};
+use crate::store::{
+    self,
+    agents::Agent,
+    sessions::{SessionRow, SessionStatus},
+};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
@@ -285,8 +289,7 @@ pub struct SessionPage {
     pub has_more: bool,
     /// The turn of `message_id` has ended and you have read all of it.
     pub turn_finished: bool,
-    /// The session's status: `provisioning`, `idle`, `running` or `terminated`.
-    pub status: String,
+    pub status: SessionStatus,
     /// A turn is running now: more events will come without anyone sending a message.
     pub turn_running: bool,
 }
@@ -334,7 +337,7 @@ pub async fn follow(
     loop {
         let remaining = deadline - cx.env.clock.now_ms();
         let turn_over = page.turn_finished && (p.message_id.is_some() || !page.events.is_empty());
-        let over = page.has_more || page.status == "terminated" || turn_over || page.events.len() >= limit;
+        let over = page.has_more || page.status == SessionStatus::Terminated || turn_over || page.events.len() >= limit;
         if over || remaining <= 0 || !listening {
             return Ok(page);
         }
@@ -366,7 +369,7 @@ async fn page_after(
         cursor: cursor::event(page.last_seq),
         has_more: page.has_more,
         turn_finished: page.turn_finished,
-        turn_running: page.status == "running",
+        turn_running: page.status == SessionStatus::Running,
         status: page.status,
     })
 }
@@ -449,7 +452,7 @@ pub struct StopSession {
 pub struct Stopped {
     pub session_id: String,
     /// Always `terminated`: the transcript, files and artifacts stay.
-    pub status: String,
+    pub status: SessionStatus,
 }
 
 /// stop_session
@@ -461,10 +464,12 @@ pub async fn stop(cx: &Cx<'_>, p: StopSession) -> Result<Stopped, ApiError> {
         Err(e) if e.code == Code::NotFound => {}
         Err(e) => return Err(e),
     }
-    cx.db().all(store::sessions::mark(&row.session_id, "terminated", row.spent_cents, None, cx.now_ms)).await?;
+    cx.db()
+        .all(store::sessions::mark(&row.session_id, SessionStatus::Terminated, row.spent_cents, None, cx.now_ms))
+        .await?;
     // Its agent waits on no one any more: its waiting calls end now, and a late answer is refused.
     crate::domain::requests::close_session(cx, &row.session_id).await?;
-    Ok(Stopped { session_id: row.session_id, status: "terminated".into() })
+    Ok(Stopped { session_id: row.session_id, status: SessionStatus::Terminated })
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -485,7 +490,7 @@ pub struct TurnCancelled {
     /// The message whose turn ended `cancelled`.
     pub message_id: String,
     /// The session's status now: `idle`, ready for the next message.
-    pub status: String,
+    pub status: SessionStatus,
     /// An earlier cancel had ended this turn already.
     pub replayed: bool,
 }
@@ -511,7 +516,13 @@ pub async fn cancel_turn(cx: &Cx<'_>, p: CancelTurn) -> Result<TurnCancelled, Ap
         // Only a cancel that ended the turn withdraws what its agent waits on: a replay may come after the
         // session moved on, and the open requests then are the next turn's.
         for open in store::requests::open_for_session(cx.db(), &row.session_id, cx.now_ms).await? {
-            crate::domain::requests::end(cx, &open, "withdrawn", "its turn was cancelled").await?;
+            crate::domain::requests::end(
+                cx,
+                &open,
+                store::requests::RequestStatus::Withdrawn,
+                "its turn was cancelled",
+            )
+            .await?;
         }
         let data = serde_json::json!({ "session_id": row.session_id, "task_id": row.task_id,
             "agent_id": row.agent_id, "message_id": message_id, "reason": "cancelled",
@@ -536,7 +547,7 @@ pub struct CollectedResult {
     pub session_id: String,
     /// The task the session works in: its shared folder holds the files.
     pub task_id: String,
-    pub status: String,
+    pub status: SessionStatus,
     /// The agent's last reply, if it has replied.
     pub last_reply: Option<String>,
     /// The task files this session wrote, each at the newest version it wrote.
@@ -585,7 +596,7 @@ pub async fn switch_model(cx: &Cx<'_>, p: SwitchModel) -> Result<ModelSwitched, 
         return Err(ApiError::invalid("pass `model`, `thinking` or both"));
     }
     let (row, _) = load(cx, &p.session_id).await?;
-    if row.status == "terminated" {
+    if row.status == SessionStatus::Terminated {
         return Err(ApiError::new(Code::SessionTerminated, "this session is stopped"));
     }
     let configure =

@@ -7,7 +7,11 @@ use crate::ops::{files::load_task, sessions};
 use crate::rules::cursor;
 use crate::rules::ids::{SessionId, TaskId};
 use crate::rules::params::{words, Int};
-use crate::store::{self, sessions::SessionRow, tasks::TaskRow};
+use crate::store::{
+    self,
+    sessions::{SessionRow, SessionStatus},
+    tasks::TaskRow,
+};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -116,11 +120,11 @@ pub async fn get(cx: &Cx<'_>, p: GetTask) -> Result<TaskDetail, ApiError> {
     load_task(cx, &p.task_id).await?;
     let task = store::tasks::get(cx.db(), &p.task_id).await?.ok_or_else(|| ApiError::not_found("task"))?;
     let sessions = store::sessions::in_task(cx.db(), &p.task_id).await?;
-    let all_stopped = sessions.iter().all(|s| s.status == "terminated");
+    let all_stopped = sessions.iter().all(|s| s.status == SessionStatus::Terminated);
     let open_requests = store::requests::open_in_task(cx.db(), &p.task_id).await?;
     let settings = store::lanes::settings(cx.db(), &p.task_id).await?.ok_or_else(|| ApiError::not_found("task"))?;
     let mut lanes = Vec::new();
-    for s in sessions.iter().filter(|s| settings.lanes && s.status != "terminated") {
+    for s in sessions.iter().filter(|s| settings.lanes && s.status != SessionStatus::Terminated) {
         let changes = store::lanes::changes(cx.db(), &p.task_id, &s.session_id).await?;
         lanes.push(Lane {
             session_id: s.session_id.clone(),
@@ -184,7 +188,7 @@ pub struct Thread {
     pub agent_id: String,
     pub agent_name: String,
     pub model: String,
-    pub status: String,
+    pub status: SessionStatus,
     pub spent_cents: i64,
     pub title: String,
     pub created_ms: i64,

@@ -33,6 +33,7 @@ pub mod slug;
 pub mod sql_values;
 pub mod stripe;
 pub mod targets;
+pub mod task_status;
 pub mod time;
 pub mod title;
 pub mod traceparent;

@@ -96,7 +96,7 @@ pub async fn result(cx: &Cx<'_>, runner: &RunnerRow, req: &HttpRequest) -> Resul
     }
     // A retried post of a checkout's result whose first answer was lost: accepted, unchanged.
     let answered = store::checkouts::get(db, &p.job_id).await?.filter(|c| {
-        c.status == "done"
+        c.status == store::checkouts::CheckoutStatus::Done
             && c.lease_id.as_deref() == Some(p.lease_id.as_str())
             && c.runner_id.as_deref() == Some(runner.runner_id.as_str())
     });

@@ -259,7 +259,7 @@ fn lost() -> ApiError {
 
 async fn stopped(cx: &Cx<'_>, session_id: &str) -> Result<bool, ApiError> {
     let s = store::sessions::get(cx.db(), session_id).await?;
-    Ok(s.is_none_or(|s| s.status == "terminated"))
+    Ok(s.is_none_or(|s| s.status == store::sessions::SessionStatus::Terminated))
 }
 
 async fn heartbeat(

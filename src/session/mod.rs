@@ -119,9 +119,8 @@ impl<'a, S: LocalSql + ?Sized> Core<'a, S> {
         if !t.index_changed {
             return Ok(());
         }
-        let status = if self.config()?.is_none() { "provisioning" } else { t.turn.state.as_str() };
         let mark = IndexMark {
-            status: status.to_owned(),
+            status: self.status_word(&t.turn)?,
             spent_cents: t.turn.spent_cents,
             message_id: t.turn.message_id.clone(),
         };
@@ -313,8 +312,8 @@ impl<'a, S: LocalSql + ?Sized> Core<'a, S> {
         Ok(rows.first().and_then(|r| r.get("seq")).and_then(Value::as_i64))
     }
 
-    fn status_word(&self, turn: &Turn) -> Res<String> {
-        Ok(if self.config()?.is_none() { "provisioning" } else { turn.state.as_str() }.to_owned())
+    fn status_word(&self, turn: &Turn) -> Res<SessionStatus> {
+        Ok(if self.config()?.is_none() { SessionStatus::Provisioning } else { turn.state.into() })
     }
 
     /// Ends the running turn (if any) and archives the session. Repeating it changes nothing.

@@ -3,6 +3,7 @@
 //! stand-in), so there are no URL strings to drift and no reply a call cannot have.
 
 pub use crate::error::Code;
+pub use crate::store::sessions::SessionStatus;
 use crate::store::Row;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -227,7 +228,7 @@ pub struct TurnCancelled {
     pub message_id: String,
     pub replayed: bool,
     /// The session's status after it: `idle`.
-    pub status: String,
+    pub status: SessionStatus,
 }
 
 /// One event reported from outside the object (a runner), with the key that makes its delivery
@@ -267,6 +268,17 @@ impl TurnState {
             TurnState::Idle => "idle",
             TurnState::Running => "running",
             TurnState::Terminated => "terminated",
+        }
+    }
+}
+
+/// A session with a configuration is as its turn is.
+impl From<TurnState> for SessionStatus {
+    fn from(state: TurnState) -> Self {
+        match state {
+            TurnState::Idle => SessionStatus::Idle,
+            TurnState::Running => SessionStatus::Running,
+            TurnState::Terminated => SessionStatus::Terminated,
         }
     }
 }
@@ -369,7 +381,7 @@ pub struct Page {
     pub last_seq: i64,
     pub has_more: bool,
     pub turn_finished: bool,
-    pub status: String,
+    pub status: SessionStatus,
 }
 
 impl Page {
@@ -378,15 +390,13 @@ impl Page {
     /// waits for the next event whatever the turn's state: an idle session still receives messages (a
     /// routine's, a peer's, a share link's), and only a stopped one never will.
     pub fn answers_wait(&self, scoped_to_message: bool) -> bool {
-        !self.events.is_empty()
-            || (scoped_to_message && self.turn_finished)
-            || self.status == TurnState::Terminated.as_str()
+        !self.events.is_empty() || (scoped_to_message && self.turn_finished) || self.status == SessionStatus::Terminated
     }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Summary {
-    pub status: String,
+    pub status: SessionStatus,
     pub spent_cents: i64,
     pub last_reply: Option<String>,
     pub turn: Turn,
@@ -431,7 +441,7 @@ pub struct Transition {
 /// copy (see [`crate::turns::driver::publish`]).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct IndexMark {
-    pub status: String,
+    pub status: SessionStatus,
     pub spent_cents: i64,
     pub message_id: Option<String>,
 }
@@ -452,7 +462,7 @@ mod tests {
 
     #[test]
     fn a_whole_session_read_waits_for_the_next_event_even_when_idle() {
-        let page = |events: usize, finished: bool, status: &str| Page {
+        let page = |events: usize, finished: bool, status: SessionStatus| Page {
             events: (0..events)
                 .map(|i| Event {
                     seq: i as i64,
@@ -465,12 +475,18 @@ mod tests {
             last_seq: 0,
             has_more: false,
             turn_finished: finished,
-            status: status.into(),
+            status,
         };
-        assert!(!page(0, true, "idle").answers_wait(false), "an idle session may still receive a message");
-        assert!(page(0, true, "idle").answers_wait(true), "a finished message's turn has nothing more to wait for");
-        assert!(!page(0, false, "running").answers_wait(true));
-        assert!(page(1, false, "running").answers_wait(false));
-        assert!(page(0, true, "terminated").answers_wait(false), "a stopped session never receives anything");
+        assert!(!page(0, true, SessionStatus::Idle).answers_wait(false), "an idle session may still receive a message");
+        assert!(
+            page(0, true, SessionStatus::Idle).answers_wait(true),
+            "a finished message's turn has nothing more to wait for"
+        );
+        assert!(!page(0, false, SessionStatus::Running).answers_wait(true));
+        assert!(page(1, false, SessionStatus::Running).answers_wait(false));
+        assert!(
+            page(0, true, SessionStatus::Terminated).answers_wait(false),
+            "a stopped session never receives anything"
+        );
     }
 }

@@ -106,7 +106,7 @@ pub struct SharedSession {
     pub session_id: String,
     pub title: String,
     pub agent_name: String,
-    pub status: String,
+    pub status: super::sessions::SessionStatus,
     #[serde(deserialize_with = "super::int_bool")]
     pub share_view_only: bool,
 }

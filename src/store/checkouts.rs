@@ -8,6 +8,15 @@ use super::{first, DbResult, Sql};
 use crate::stmt;
 use serde::Deserialize;
 
+crate::rules::params::words! {
+    /// Where a checkout stands: `queued`, `leased` by a runner running it, then `done` with its result.
+    pub enum CheckoutStatus {
+        Queued = "queued",
+        Leased = "leased",
+        Done = "done",
+    }
+}
+
 #[derive(Debug, Clone, Deserialize)]
 pub struct CheckoutRow {
     pub job_id: String,
@@ -15,7 +24,7 @@ pub struct CheckoutRow {
     pub session_id: String,
     /// `{command, timeout_s}`.
     pub spec: String,
-    pub status: String,
+    pub status: CheckoutStatus,
     pub runner_id: Option<String>,
     pub lease_id: Option<String>,
     pub lease_expires_ms: Option<i64>,

@@ -110,10 +110,21 @@ pub async fn create_account_and_approve(db: &dyn Sql, a: &NewAccount<'_>, user_c
     decided.map(|d| d.device_name).ok_or_else(|| super::DbError::Other("device code was not pending".into()))
 }
 
+crate::rules::params::words! {
+    /// Where a device code stands: `pending` → `approved` → `delivered` (its key minted), or `pending` →
+    /// `denied`. Expiry is `expires_ms`, not a status.
+    pub enum DeviceStatus {
+        Pending = "pending",
+        Approved = "approved",
+        Denied = "denied",
+        Delivered = "delivered",
+    }
+}
+
 /// A code as a poll finds it.
 #[derive(Debug, Deserialize)]
 pub struct Polled {
-    pub status: String,
+    pub status: DeviceStatus,
     pub interval_ms: i64,
     pub expires_ms: i64,
     /// The poll before this one, to tell a CLI that polls too fast to slow down.

@@ -4,6 +4,15 @@ use super::{first, DbResult, Sql};
 use crate::stmt;
 use serde::{Deserialize, Serialize};
 
+crate::rules::params::words! {
+    /// Where a hand-off stands: `pending` until its session started (`completed`) or could not (`failed`).
+    pub enum HandoffState {
+        Pending = "pending",
+        Completed = "completed",
+        Failed = "failed",
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct HandoffRow {
     pub handoff_id: String,
@@ -13,8 +22,7 @@ pub struct HandoffRow {
     /// The session to continue with, once `completed`.
     pub target_session_id: Option<String>,
     pub agent_id: String,
-    /// `pending`, `completed` or `failed`.
-    pub status: String,
+    pub status: HandoffState,
     pub error: Option<String>,
     pub created_ms: i64,
     pub updated_ms: i64,
@@ -41,12 +49,12 @@ const FINISH: &str =
 pub async fn finish(
     db: &dyn Sql,
     handoff_id: &str,
-    status: &str,
+    status: HandoffState,
     target: Option<&str>,
     error: Option<&str>,
     now_ms: i64,
 ) -> DbResult<()> {
-    db.all(stmt!(FINISH, handoff_id, status, target, error, now_ms)).await.map(drop)
+    db.all(stmt!(FINISH, handoff_id, status.as_str(), target, error, now_ms)).await.map(drop)
 }
 
 const GET: &str = "SELECT handoff_id, workspace_id, source_session_id, target_session_id, agent_id, status, error, created_ms, updated_ms

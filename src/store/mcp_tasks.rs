@@ -1,6 +1,7 @@
 //! MCP tasks: the durable record of a tool call answered with a task handle, and the turn it follows.
 
 use super::{first, rows, DbResult, Sql};
+pub use crate::rules::task_status::TaskStatus;
 use crate::stmt;
 use serde::{Deserialize, Serialize};
 
@@ -15,7 +16,7 @@ pub struct McpTaskRow {
     pub session_id: String,
     pub message_id: String,
     pub cursor: Option<String>,
-    pub status: String,
+    pub status: TaskStatus,
     pub status_message: Option<String>,
     /// The `CallToolResult` (completed) or the JSON-RPC error (failed), as JSON text.
     pub outcome: Option<String>,
@@ -116,7 +117,7 @@ pub async fn list(
 pub async fn set_status(
     db: &dyn Sql,
     task_id: &str,
-    status: &str,
+    status: TaskStatus,
     status_message: Option<&str>,
     outcome: Option<&str>,
     now_ms: i64,
@@ -127,7 +128,7 @@ pub async fn set_status(
         cols!()
     );
     const GET: &str = concat!("SELECT ", cols!(), " FROM mcp_task WHERE task_id = ?1");
-    if let Some(row) = first(db, stmt!(SET, task_id, status, status_message, outcome, now_ms)).await? {
+    if let Some(row) = first(db, stmt!(SET, task_id, status.as_str(), status_message, outcome, now_ms)).await? {
         return Ok(Some(row));
     }
     first(db, stmt!(GET, task_id)).await
@@ -140,7 +141,7 @@ pub async fn advance(
     db: &dyn Sql,
     task_id: &str,
     read: &ReadProgress,
-    status: &str,
+    status: TaskStatus,
     status_message: Option<&str>,
     outcome: Option<&str>,
     now_ms: i64,
@@ -153,8 +154,17 @@ pub async fn advance(
         cols!()
     );
     const GET: &str = concat!("SELECT ", cols!(), " FROM mcp_task WHERE task_id = ?1");
-    let stmt =
-        stmt!(ADVANCE, task_id, status, status_message, outcome, now_ms, read.seq, read.reply.as_deref(), read.events);
+    let stmt = stmt!(
+        ADVANCE,
+        task_id,
+        status.as_str(),
+        status_message,
+        outcome,
+        now_ms,
+        read.seq,
+        read.reply.as_deref(),
+        read.events
+    );
     if let Some(row) = first(db, stmt).await? {
         return Ok(Some(row));
     }

@@ -32,10 +32,18 @@ pub async fn claim(db: &dyn Sql, c: &Claim<'_>) -> DbResult<bool> {
     Ok(!row.is_empty())
 }
 
+crate::rules::params::words! {
+    /// A receipt's work: `running` (claimed by a call doing it), or `done` with its result kept.
+    pub enum ReceiptState {
+        Running = "running",
+        Done = "done",
+    }
+}
+
 #[derive(Debug, Clone, Deserialize)]
 pub struct Receipt {
     pub fingerprint: String,
-    pub state: String,
+    pub state: ReceiptState,
     pub reserved: String,
     pub result: Option<String>,
     pub claimed_ms: i64,

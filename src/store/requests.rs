@@ -6,6 +6,29 @@ use crate::stmt;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+crate::rules::params::words! {
+    /// Where a request stands: `open` until answered, or until it `expired` (nobody answered in the
+    /// workspace's time), was `closed` (its session ended) or `withdrawn` (the agent took it back).
+    pub enum RequestStatus {
+        Open = "open",
+        Answered = "answered",
+        Expired = "expired",
+        Closed = "closed",
+        Withdrawn = "withdrawn",
+    }
+}
+
+crate::rules::params::words! {
+    /// Where a grant stands: `pending` while its request is open, then `active` or `denied`; an active
+    /// one may be `revoked`. (A grant past its time is still `active` here: see `domain::grants::live`.)
+    pub enum GrantStatus {
+        Pending = "pending",
+        Active = "active",
+        Denied = "denied",
+        Revoked = "revoked",
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RequestRow {
     pub request_id: String,
@@ -19,9 +42,7 @@ pub struct RequestRow {
     /// `{summary, files}`; for a decision `{prompt, options}`; for a question `{prompt}`.
     #[serde(deserialize_with = "super::json_text")]
     pub payload: Value,
-    /// `open`, `answered`, `expired` (nobody answered in the workspace's time), `closed` (its session
-    /// ended) or `withdrawn` (the agent took it back).
-    pub status: String,
+    pub status: RequestStatus,
     #[serde(deserialize_with = "json_opt")]
     pub answer: Option<Value>,
     pub answered_by: Option<String>,
@@ -195,16 +216,21 @@ pub fn answer_request(request_id: &str, answer: &Value, by: &str, now_ms: i64) -
 
 /// Ends an open request without an answer (`expired`, `closed` or `withdrawn`): the request as it now
 /// stands, or `None` when it was no longer open.
-pub async fn end_request(db: &dyn Sql, request_id: &str, status: &str, now_ms: i64) -> DbResult<Option<RequestRow>> {
+pub async fn end_request(
+    db: &dyn Sql,
+    request_id: &str,
+    status: RequestStatus,
+    now_ms: i64,
+) -> DbResult<Option<RequestRow>> {
     const END: &str = concat!(
         "UPDATE request SET status = ?2, answered_ms = ?3 WHERE request_id = ?1 AND status = 'open' RETURNING ",
         request_cols!()
     );
-    first(db, stmt!(END, request_id, status, now_ms)).await
+    first(db, stmt!(END, request_id, status.as_str(), now_ms)).await
 }
 
 pub async fn expire_request(db: &dyn Sql, request_id: &str, now_ms: i64) -> DbResult<Option<RequestRow>> {
-    end_request(db, request_id, "expired", now_ms).await
+    end_request(db, request_id, RequestStatus::Expired, now_ms).await
 }
 
 /// Closes every open request of a session that ended: the requests closed.
@@ -249,7 +275,7 @@ pub struct GrantRow {
     pub task_id: String,
     pub connector_id: String,
     pub scopes: String,
-    pub status: String,
+    pub status: GrantStatus,
     #[serde(deserialize_with = "super::int_bool")]
     pub persistent: bool,
     pub expires_ms: Option<i64>,
@@ -266,7 +292,7 @@ pub struct NewGrant<'a> {
     pub task_id: &'a str,
     pub connector_id: &'a str,
     pub scopes: &'a str,
-    pub status: &'a str,
+    pub status: GrantStatus,
     pub persistent: bool,
     pub expires_ms: Option<i64>,
     pub decided_by: Option<&'a str>,
@@ -303,7 +329,7 @@ fn grant_stmt(sql: &'static str, g: &NewGrant<'_>) -> super::Stmt {
         g.task_id,
         g.connector_id,
         g.scopes,
-        g.status,
+        g.status.as_str(),
         g.persistent,
         g.expires_ms,
         g.decided_by,
@@ -356,13 +382,13 @@ pub async fn revoke_grant(db: &dyn Sql, workspace_id: &str, grant_id: &str) -> D
 
 pub fn decide_grant(
     grant_id: &str,
-    status: &str,
+    status: GrantStatus,
     persistent: bool,
     expires_ms: Option<i64>,
     decided_by: &str,
 ) -> super::Stmt {
     const DECIDE: &str = "UPDATE grant_ SET status = ?2, persistent = ?3, expires_ms = ?4, decided_by = ?5 WHERE grant_id = ?1 AND status = 'pending'";
-    stmt!(DECIDE, grant_id, status, persistent, expires_ms, decided_by)
+    stmt!(DECIDE, grant_id, status.as_str(), persistent, expires_ms, decided_by)
 }
 
 /// Stores a session token's hash; with `lease_id`, the token lives only as long as that runner lease,

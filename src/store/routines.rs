@@ -121,6 +121,15 @@ pub async fn due(db: &dyn Sql, now_ms: i64) -> DbResult<Vec<RoutineRow>> {
     rows(db, stmt!(DUE, now_ms)).await
 }
 
+crate::rules::params::words! {
+    /// Where a routine's fire stands: `queued` until it ran (`done`) or gave up (`failed`).
+    pub enum FireStatus {
+        Queued = "queued",
+        Done = "done",
+        Failed = "failed",
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FireRow {
     pub fire_id: String,
@@ -131,8 +140,7 @@ pub struct FireRow {
     pub scheduled_ms: i64,
     /// `cron` or `manual`.
     pub trigger: String,
-    /// `queued`, `done` or `failed`.
-    pub status: String,
+    pub status: FireStatus,
     pub session_id: Option<String>,
     pub message_id: Option<String>,
     pub attempts: i64,
@@ -209,11 +217,11 @@ const SETTLE: &str =
 pub async fn settle(
     db: &dyn Sql,
     fire_id: &str,
-    status: &str,
+    status: FireStatus,
     session_id: Option<&str>,
     message_id: Option<&str>,
     error: Option<&str>,
     now_ms: i64,
 ) -> DbResult<()> {
-    db.all(stmt!(SETTLE, fire_id, status, session_id, message_id, error, now_ms)).await.map(drop)
+    db.all(stmt!(SETTLE, fire_id, status.as_str(), session_id, message_id, error, now_ms)).await.map(drop)
 }

@@ -46,12 +46,23 @@ pub async fn enqueue(
     db.all(stmt!(INSERT, session_id, message_id, workspace_id, now_ms)).await.map(drop)
 }
 
+crate::rules::params::words! {
+    /// Where a runner's turn stands: `queued`, `leased` by the runner running it, then `done`, or
+    /// `cancelled` before it ended.
+    pub enum TurnStatus {
+        Queued = "queued",
+        Leased = "leased",
+        Done = "done",
+        Cancelled = "cancelled",
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TurnRow {
     pub session_id: String,
     pub message_id: String,
     pub workspace_id: String,
-    pub status: String,
+    pub status: TurnStatus,
     pub runner_id: Option<String>,
     pub lease_id: Option<String>,
     pub lease_expires_ms: Option<i64>,
@@ -137,6 +148,14 @@ pub async fn live_leases(
     super::rows(db, stmt!(LIVE, workspace_id, session_id, now_ms)).await
 }
 
+crate::rules::params::words! {
+    /// Where a runner job stands: `queued` until its runner answered it (`done`, with its result).
+    pub enum JobStatus {
+        Queued = "queued",
+        Done = "done",
+    }
+}
+
 #[derive(Debug, Clone, Deserialize)]
 pub struct JobRow {
     pub job_id: String,
@@ -145,7 +164,7 @@ pub struct JobRow {
     pub lease_id: String,
     pub kind: String,
     pub spec: String,
-    pub status: String,
+    pub status: JobStatus,
     pub result: Option<String>,
     pub key_served: i64,
 }

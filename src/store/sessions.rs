@@ -4,6 +4,16 @@ use super::{first, rows, DbResult, Sql, Stmt};
 use crate::stmt;
 use serde::{Deserialize, Serialize};
 
+crate::rules::params::words! {
+    /// A session's status: starting, waiting for a message, running a turn, or stopped for good.
+    pub enum SessionStatus {
+        Provisioning = "provisioning",
+        Idle = "idle",
+        Running = "running",
+        Terminated = "terminated",
+    }
+}
+
 /// A session as `get_session` and `list_sessions` show it.
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SessionRow {
@@ -17,8 +27,7 @@ pub struct SessionRow {
     pub harness: String,
     pub model: String,
     pub thinking: String,
-    /// `provisioning`, `idle`, `running` or `terminated`.
-    pub status: String,
+    pub status: SessionStatus,
     /// The first message, cut short.
     pub title: String,
     /// The agent's one-line status note.
@@ -156,8 +165,14 @@ const MARK: &str =
   WHERE session_id = ?1 AND status <> 'terminated'";
 
 /// The object's write-back of status and spend. A terminated session stays terminated.
-pub fn mark(session_id: &str, status: &str, spent_cents: i64, last_message_id: Option<&str>, now_ms: i64) -> Stmt {
-    stmt!(MARK, session_id, status, spent_cents, last_message_id, now_ms)
+pub fn mark(
+    session_id: &str,
+    status: SessionStatus,
+    spent_cents: i64,
+    last_message_id: Option<&str>,
+    now_ms: i64,
+) -> Stmt {
+    stmt!(MARK, session_id, status.as_str(), spent_cents, last_message_id, now_ms)
 }
 
 const SET_MODEL: &str = "UPDATE session SET model = ?2, thinking = ?3, updated_ms = ?4 WHERE session_id = ?1";

@@ -140,6 +140,16 @@ pub async fn subscribed(db: &dyn Sql, workspace_id: &str, event: &str) -> DbResu
 
 // ── Deliveries ──
 
+crate::rules::params::words! {
+    /// Where a delivery stands: `pending` while attempts remain, then `delivered`, or `failed`
+    /// (dead-lettered after the retry budget).
+    pub enum DeliveryStatus {
+        Pending = "pending",
+        Delivered = "delivered",
+        Failed = "failed",
+    }
+}
+
 /// A delivery as the console and `list_webhooks` show it.
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Delivery {
@@ -148,8 +158,7 @@ pub struct Delivery {
     /// The `webhook-id` header of every attempt.
     pub event_id: String,
     pub event: String,
-    /// `pending`, `delivered` or `failed` (dead-lettered after the retry budget).
-    pub status: String,
+    pub status: DeliveryStatus,
     pub attempts: i64,
     pub next_attempt_ms: i64,
     /// The receiver's last HTTP status (none when it could not be reached).
@@ -216,7 +225,7 @@ const SETTLE: &str = "UPDATE webhook_delivery SET status = ?2, next_attempt_ms =
 /// Records an attempt's outcome: `delivered`, `failed`, or `pending` again until `next_attempt_ms`.
 pub struct Settle<'a> {
     pub delivery_id: &'a str,
-    pub status: &'a str,
+    pub status: DeliveryStatus,
     pub next_attempt_ms: i64,
     pub last_status: Option<i64>,
     pub last_body: Option<&'a str>,
@@ -227,8 +236,16 @@ pub struct Settle<'a> {
 
 /// False when the outcome no longer counts: a later attempt's claim superseded this one's.
 pub async fn settle(db: &dyn Sql, s: &Settle<'_>) -> DbResult<bool> {
-    let st =
-        stmt!(SETTLE, s.delivery_id, s.status, s.next_attempt_ms, s.last_status, s.last_body, s.now_ms, s.attempts);
+    let st = stmt!(
+        SETTLE,
+        s.delivery_id,
+        s.status.as_str(),
+        s.next_attempt_ms,
+        s.last_status,
+        s.last_body,
+        s.now_ms,
+        s.attempts
+    );
     Ok(!db.all(st).await?.is_empty())
 }
 

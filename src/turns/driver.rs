@@ -268,7 +268,7 @@ pub async fn publish<S: LocalSql + ?Sized>(
     let Some(mark) = core.index_due().map_err(|r| store::DbError::Other(r.message))? else { return Ok(()) };
     db.all(store::sessions::mark(
         &config.session_id,
-        &mark.status,
+        mark.status,
         mark.spent_cents,
         mark.message_id.as_deref(),
         now_ms,

@@ -15,7 +15,7 @@ use crate::ops::sharing::ListArtifacts;
 use crate::ops::tasks::{GetTask, ListTasks, TaskDetail};
 use crate::rules::params::{param, Int};
 use crate::store::requests::{OpenRequest, RequestRow};
-use crate::store::sessions::SessionRow;
+use crate::store::sessions::{SessionRow, SessionStatus};
 use maud::{html, Markup};
 
 /// The word a person reads for a task: requests first (someone waits for them), then running work.
@@ -24,7 +24,7 @@ fn task_state(requests_open: bool, running: i64, sessions: &[&SessionRow]) -> &'
         "waiting for you"
     } else if running > 0 {
         "running"
-    } else if !sessions.is_empty() && sessions.iter().all(|s| s.status == "terminated") {
+    } else if !sessions.is_empty() && sessions.iter().all(|s| s.status == SessionStatus::Terminated) {
         "done"
     } else {
         "idle"
@@ -35,7 +35,7 @@ fn session_line(p: &Ctx<'_>, sn: &SessionRow) -> Markup {
     html! {
         li {
             a href=(p.link(&format!("/sessions/{}", sn.session_id))) { (sn.agent_name) }
-            " " (render::state(&sn.status))
+            " " (render::state(sn.status.as_str()))
             @if !sn.note.is_empty() { " " span.muted { "— " (sn.note) } }
         }
     }

@@ -48,7 +48,7 @@ fn routine(p: &Ctx<'_>, r: &Routine) -> Markup {
                     thead { tr { th { "Fire" } th { "Trigger" } th { "Status" } th { "Session" } th.num { "Spend" } } }
                     tbody { @for f in fires {
                         tr { td { (time(f.scheduled_ms)) } td { (f.trigger) }
-                             td { (render::state(&f.status)) @if let Some(e) = &f.error { " " span.muted { (e) } } }
+                             td { (render::state(f.status.as_str())) @if let Some(e) = &f.error { " " span.muted { (e) } } }
                              td { @if let Some(sid) = &f.session_id { a href=(p.link(&format!("/sessions/{sid}"))) { (sid) } } }
                              td.num { (money(f.spent_cents.unwrap_or(0))) } }
                     } }

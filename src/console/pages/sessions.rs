@@ -18,7 +18,9 @@ use crate::ops::records::ReadSessionRecord;
 use crate::ops::sessions::{GetSession, ReadSession};
 use crate::rules::ids;
 use crate::rules::params::{param, Int};
+use crate::session::goal::GoalStatus;
 use crate::store::reported;
+use crate::store::sessions::SessionStatus;
 use maud::{html, Markup};
 use serde_json::{json, Value};
 
@@ -67,7 +69,7 @@ fn goal(p: &Ctx<'_>, sid: &str, view: &GoalView) -> Markup {
             @if !g.last_verdicts.is_empty() {
                 ul.small { @for x in &g.last_verdicts { li { (if x.met == Some(true) { "✓ " } else { "✗ " }) (x.criterion) " — " span.muted { (x.reason) } } } }
             }
-            @if status == "active" {
+            @if g.status == GoalStatus::Active {
                 (action(p, name::clear_goal, &[("session_id", sid), ("idempotency_key", &ids::new_id("ik"))], "Clear goal", "", None))
             }
         } @else {
@@ -120,7 +122,7 @@ pub async fn page(p: &Ctx<'_>, sid: &str) -> Result<Page, ApiError> {
         "claude-code" | "codex" => Some(reported::usd(reported::session_total(p.cx.db(), sid).await?)),
         _ => None,
     };
-    let status = info.status.as_str();
+    let status = info.status;
     let off = !p.can_write();
     Ok(Page {
         title: info.title.clone(),
@@ -129,7 +131,7 @@ pub async fn page(p: &Ctx<'_>, sid: &str) -> Result<Page, ApiError> {
             header data-live="session-head" {
                 h1 { (info.title) }
                 p.muted {
-                    (render::state(status)) " " strong { (info.agent_name) } " · " code { (info.model) }
+                    (render::state(status.as_str())) " " strong { (info.agent_name) } " · " code { (info.model) }
                     " · thinking " (info.thinking) " · "
                     (render::spend(info.spent_cents, info.budget_cents))
                     @if let Some(usd) = reported { " · " span data-reported=(usd) { (format!("${usd:.4}")) " reported by the agent's CLI (not charged)" } }
@@ -143,16 +145,16 @@ pub async fn page(p: &Ctx<'_>, sid: &str) -> Result<Page, ApiError> {
                         @for r in mine { (render::request(p, r)) }
                     }
                     @if cut { p.muted.small { "Older events are not shown; this page shows the first " (HISTORY_PAGES * 200) "." } }
-                    div.transcript data-stream=(p.link(&format!("/sessions/{sid}/stream"))) data-cursor=(cursor) data-status=(status) {
+                    div.transcript data-stream=(p.link(&format!("/sessions/{sid}/stream"))) data-cursor=(cursor) data-status=(status.as_str()) {
                         @for e in &events { (render::event(e)) }
                     }
                     form.card method="post" action=(p.action_url(name::send_message)) {
                         (hidden(p))
                         input type="hidden" name="session_id" value=(sid);
                         input type="hidden" name="idempotency_key" value=(ids::new_id("ik"));
-                        label { "Message" textarea name="message" required maxlength="64000" disabled[off || status == "terminated"] {} }
+                        label { "Message" textarea name="message" required maxlength="64000" disabled[off || status == SessionStatus::Terminated] {} }
                         div.row {
-                            button.primary type="submit" disabled[off || status == "terminated"] { "Send" }
+                            button.primary type="submit" disabled[off || status == SessionStatus::Terminated] { "Send" }
                             span.muted.small { "Sent when the session is idle; while a turn runs, wait for it to finish or stop the turn." }
                         }
                     }
@@ -160,7 +162,7 @@ pub async fn page(p: &Ctx<'_>, sid: &str) -> Result<Page, ApiError> {
                 aside {
                     h2 { "Controls" }
                     div.row data-live="session-controls" {
-                        @if status == "running" {
+                        @if status == SessionStatus::Running {
                             (action(p, name::cancel_turn, &[("session_id", sid)], "Stop turn", "", Some("Cancel the running turn? The session stays and takes the next message.")))
                         }
                         (action(p, name::stop_session, &[("session_id", sid)], "Stop session", "danger", Some("Stop this session? Its transcript and files stay.")))

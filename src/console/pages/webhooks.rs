@@ -50,7 +50,7 @@ pub async fn page(p: &Ctx<'_>) -> Result<Page, ApiError> {
                     tbody { @for d in &listed.deliveries {
                         tr data-delivery=(d.delivery_id) {
                             td { code { (d.event) } } td { code.small { (d.event_id) } }
-                            td { (render::state(&d.status)) }
+                            td { (render::state(d.status.as_str())) }
                             td.num { (d.attempts) }
                             td.small { @if let Some(code) = d.last_status { "HTTP " (code) " " }
                                 span.muted { (d.last_body.as_deref().unwrap_or("")) } }
