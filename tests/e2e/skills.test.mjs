@@ -44,14 +44,15 @@ describe('company skills', () => {
   });
   after(async () => { await client?.close(); await openai?.close(); });
 
-  test('a skill is created over MCP, checked, listed, read, and annotated truthfully', async () => {
+  test('a skill is created over MCP (through manage), checked, listed and read', async () => {
+    // Skills are set up seldom: the model sees them as operations of the one `manage` tool.
     const { tools } = await client.listTools();
-    const hints = (n) => tools.find((t) => t.name === n)?.annotations;
-    assert.equal(hints('list_skills').readOnlyHint, true);
-    assert.equal(hints('put_skill').idempotentHint, true);
-    assert.equal(hints('delete_skill').destructiveHint, true);
+    const managed = tools.find((t) => t.name === 'manage').inputSchema.properties.operation.enum;
+    for (const n of ['list_skills', 'get_skill', 'put_skill', 'delete_skill']) assert.ok(managed.includes(n), n);
+    assert.ok(!tools.some((t) => t.name === 'put_skill'), 'not a tool of its own');
 
-    const saved = ok(await call('put_skill', { name: 'release-notes', skill_md: SKILL_MD, files: { 'templates/entry.md': '- {title}' }, workspace: ws }), 'put_skill');
+    const put = { name: 'release-notes', skill_md: SKILL_MD, files: { 'templates/entry.md': '- {title}' }, workspace: ws };
+    const saved = ok(await call('manage', { operation: 'put_skill', arguments: put }), 'put_skill');
     assert.equal(saved.created, true);
     assert.match(saved.description, /^Write release notes/);
     const bad = toolError(await call('put_skill', { name: 'Bad_Name', skill_md: SKILL_MD, workspace: ws }), 'put_skill (bad name)');
@@ -69,7 +70,8 @@ describe('company skills', () => {
     const d = ok(await call('describe_workspace', { workspace: ws }), 'describe_workspace');
     const skill = d.skills.find((s) => s.name === 'release-notes');
     assert.ok(skill, JSON.stringify(d.skills));
-    assert.match(skill.usage, /^get_skill \{"name":"release-notes"/);
+    assert.match(skill.usage, /^manage \{"arguments":\{"name":"release-notes"/);
+    assert.match(skill.usage, /"operation":"get_skill"/);
     for (const field of ['agents', 'routines', 'connectors', 'policies', 'budget', 'route_groups']) {
       assert.ok(field in d, `describe_workspace has ${field}`);
     }
