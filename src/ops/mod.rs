@@ -1184,12 +1184,28 @@ pub async fn invoke(cx: &Cx<'_>, op: &Op, args: Value) -> Result<Value, ApiError
     invoke_with(cx, op, (op.run)(cx, args)).await
 }
 
-/// [`invoke`] around a handler's call not yet started (by name from JSON, or typed from [`call`]).
-async fn invoke_with<T>(
+/// [`invoke`] around a handler's call not yet started (by name from JSON, or typed from [`call`]). The
+/// checks are compiled once, not once per row's answer type: the answer passes through them boxed and
+/// is unboxed here.
+async fn invoke_with<T: 'static>(
     cx: &Cx<'_>,
     op: &Op,
     handler: impl Future<Output = Result<T, ApiError>>,
 ) -> Result<T, ApiError> {
+    let boxed: LocalBoxFuture<'_, Result<Answer, ApiError>> =
+        Box::pin(async move { handler.await.map(|answer| Box::new(answer) as Answer) });
+    let answer = invoke_boxed(cx, op, boxed).await?;
+    answer.downcast::<T>().map(|a| *a).map_err(|_| ApiError::cause("an operation answered another row's type"))
+}
+
+/// What a handler answers, on its way through the checks.
+type Answer = Box<dyn std::any::Any>;
+
+async fn invoke_boxed(
+    cx: &Cx<'_>,
+    op: &Op,
+    handler: LocalBoxFuture<'_, Result<Answer, ApiError>>,
+) -> Result<Answer, ApiError> {
     // Every face answers through here, so an internal failure is finished (logged with the request id) once.
     let result = checked_run(cx, op, handler).await.map_err(|e| e.finish(&cx.request_id));
     // The request's log line names the operation, the key (its id) and how it ended.
@@ -1240,11 +1256,11 @@ pub fn not_an_app(caller: &crate::identity::Caller, what: &str) -> Result<(), Ap
     }
 }
 
-async fn checked_run<T>(
+async fn checked_run(
     cx: &Cx<'_>,
     op: &Op,
-    handler: impl Future<Output = Result<T, ApiError>>,
-) -> Result<T, ApiError> {
+    handler: LocalBoxFuture<'_, Result<Answer, ApiError>>,
+) -> Result<Answer, ApiError> {
     if op.scope == Scope::Admin && !cx.admin {
         return Err(ApiError::new(Code::Forbidden, format!("`{}` needs the deployment's admin token", op.name)));
     }
@@ -1296,7 +1312,7 @@ async fn checked_run<T>(
     run(cx, op, handler).await
 }
 
-async fn run<T>(cx: &Cx<'_>, op: &Op, handler: impl Future<Output = Result<T, ApiError>>) -> Result<T, ApiError> {
+async fn run(cx: &Cx<'_>, op: &Op, handler: LocalBoxFuture<'_, Result<Answer, ApiError>>) -> Result<Answer, ApiError> {
     let result = handler.await?;
     if !op.hints.read_only {
         let touched = cx.touched.borrow_mut().take();
