@@ -351,7 +351,7 @@ const wasm = process.env.BENCH_WASM;
 if (wasm && existsSync(wasm)) {
   const raw = readFileSync(wasm);
   const gz = gzipSync(raw, { level: 9 }).length;
-  console.log(`wasm ${wasm.replace(/^.*\/build\//, 'build/')}: ${(raw.length / 1024).toFixed(0)} KiB raw, ${(gz / 1024).toFixed(0)} KiB gzip -9   (aim: <= 1024 KiB gzip)`);
+  console.log(`wasm ${wasm.replace(/^.*\/build\//, 'build/')}: ${(raw.length / 1024).toFixed(0)} KiB raw, ${(gz / 1024).toFixed(0)} KiB gzip -9   (issue 38 aims at <= 1,468,006 bytes = 1.4 MiB gzip: ${gz.toLocaleString("en-US")} bytes now)`);
 }
 const failed = [...rows, ...sessionRows, ...pageRows].reduce((s, r) => s + r.failures, 0);
 if (failed) { console.error(`${failed} requests failed`); process.exit(1); }
