@@ -19,11 +19,11 @@
 
 use crate::api::{normalize_server, Api};
 use crate::auth::{self, say};
-use crate::command_line::show_command;
 use crate::context::Context;
 use crate::runner_client::{CallError, Claimed, Client};
 use crate::turn::{Outcome, Timing, TurnRunner};
 use crate::{config, key_prefix, Error, Result};
+use agentsky_wire::argv::show as show_command;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use std::io::Write;

@@ -116,10 +116,10 @@ pub use outbox::{Outbox, Stream, EVENT_TEXT_MAX};
 use supervise::exit_code;
 pub use supervise::{describe_exit, supervise};
 
-use crate::command_line::show_command;
 use crate::harness::{self, Harness};
 use crate::runner_client::{CallError, Check, Client, Done, EventType, Job, JobKind, Stop, Turn};
 use crate::{Error, Result};
+use agentsky_wire::argv::show as show_command;
 use agentsky_wire::runner::{to_value, Refusal};
 use jobs::Jobs;
 use live::Live;

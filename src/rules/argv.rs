@@ -72,19 +72,8 @@ pub fn fingerprint(argv: &[String]) -> String {
 }
 
 /// An argv shown for people, each word quoted for a POSIX shell where it needs it (as `sky` shows
-/// commands); [`split`] reads it back to the same words.
-pub fn show(argv: &[String]) -> String {
-    argv.iter()
-        .map(|a| {
-            if !a.is_empty() && a.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:,@+%".contains(c)) {
-                a.clone()
-            } else {
-                format!("'{}'", a.replace('\'', "'\\''"))
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
-}
+/// commands: the rule lives in `wire`); [`split`] reads it back to the same words.
+pub use agentsky_wire::argv::show;
 
 #[cfg(test)]
 mod tests {

@@ -376,15 +376,9 @@ async fn events(cx: &Cx<'_>, runner: &store::runners::RunnerRow, req: &HttpReque
     }
     let count = events.len();
     let checks = if end.is_some() { p.checks } else { vec![] };
-    let checks: Vec<CommandCheck> = checks
-        .into_iter()
-        .map(|c| CommandCheck {
-            command: c.command,
-            exit_code: c.exit_code,
-            timed_out: c.timed_out,
-            output: redact::redact(&c.output),
-        })
-        .collect();
+    // Kept as the runner reported them, their output redacted.
+    let checks: Vec<CommandCheck> =
+        checks.into_iter().map(|c| CommandCheck { output: redact::redact(&c.output), ..c }).collect();
     let reported_cents = match &p.usage {
         Some(u) => Some(record_usage(cx, &turn, u).await?),
         None => None,

@@ -140,18 +140,9 @@ pub fn echo_verdict(criterion: &Criterion, last_reply: &str) -> Verdict {
     }
 }
 
-/// A criterion's command as a runner ran it in the turn's working folder at the turn's end.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct CommandCheck {
-    pub command: String,
-    /// `None` when it did not exit by itself (killed, timed out).
-    pub exit_code: Option<i64>,
-    #[serde(default)]
-    pub timed_out: bool,
-    /// The tail of its output.
-    #[serde(default)]
-    pub output: String,
-}
+/// A criterion's command as a runner ran it in the turn's working folder at the turn's end: the runner
+/// protocol's own type, kept with the goal as it came.
+pub use agentsky_wire::runner::Check as CommandCheck;
 
 /// A command criterion graded by what the runner reported for the turn: exit 0 meets it; none reported
 /// means it could not be checked here.

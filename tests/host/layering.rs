@@ -144,7 +144,8 @@ const CLI_ROOT: &[(&str, Option<&str>)] = &[
 ];
 
 /// The shared crate's modules, bottom to top.
-const WIRE: Layers = &[("paths", &[]), ("redact", &[]), ("targets", &[]), ("runner", &[]), ("skills", &["paths"])];
+const WIRE: Layers =
+    &[("argv", &[]), ("paths", &[]), ("redact", &[]), ("targets", &[]), ("runner", &[]), ("skills", &["paths"])];
 
 struct Crate {
     dir: &'static str,
