@@ -4,8 +4,8 @@
 
 use crate::error::ApiError;
 use crate::rules::params::quoted;
+use crate::rules::zone::Zone;
 use chrono::{DateTime, TimeZone, Utc};
-use chrono_tz::Tz;
 use croner::parser::{CronParser, Seconds};
 use croner::Cron;
 
@@ -13,13 +13,13 @@ use croner::Cron;
 #[derive(Debug, Clone)]
 pub struct Schedule {
     cron: Cron,
-    tz: Tz,
+    tz: Zone,
 }
 
 /// Parses `cron` (5 fields: minute hour day-of-month month day-of-week) in `timezone`. Errors name the
 /// field at fault.
 pub fn parse(cron: &str, timezone: &str) -> Result<Schedule, ApiError> {
-    let tz: Tz = timezone.parse().map_err(|_| {
+    let tz = Zone::named(timezone).ok_or_else(|| {
         ApiError::invalid(format!(
             "`timezone` must be an IANA time zone such as `Europe/Berlin` or `UTC` (got {})",
             quoted(timezone)
@@ -39,21 +39,21 @@ pub fn parse(cron: &str, timezone: &str) -> Result<Schedule, ApiError> {
     Ok(Schedule { cron, tz })
 }
 
-fn at(tz: Tz, ms: i64) -> Option<DateTime<Tz>> {
-    Utc.timestamp_millis_opt(ms).single().map(|t| t.with_timezone(&tz))
+fn at(tz: &Zone, ms: i64) -> Option<DateTime<Zone>> {
+    Utc.timestamp_millis_opt(ms).single().map(|t| t.with_timezone(tz))
 }
 
 impl Schedule {
     /// The first occurrence strictly after `after_ms`, unix ms.
     pub fn next_after(&self, after_ms: i64) -> Option<i64> {
-        let start = at(self.tz, after_ms)?;
+        let start = at(&self.tz, after_ms)?;
         self.cron.find_next_occurrence(&start, false).ok().map(|t| t.timestamp_millis())
     }
 
     /// The latest occurrence at or before `now_ms`: what a fire that is due now stands for. After
     /// downtime this is one fire for everything missed, not one per missed minute.
     pub fn latest_due(&self, now_ms: i64) -> Option<i64> {
-        let now = at(self.tz, now_ms)?;
+        let now = at(&self.tz, now_ms)?;
         self.cron.find_previous_occurrence(&now, true).ok().map(|t| t.timestamp_millis())
     }
 }
@@ -67,7 +67,7 @@ mod tests {
     }
 
     fn iso(ms: i64, tz: &str) -> String {
-        at(tz.parse().unwrap(), ms).unwrap().to_rfc3339()
+        at(&Zone::named(tz).unwrap(), ms).unwrap().to_rfc3339()
     }
 
     #[test]

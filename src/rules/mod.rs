@@ -39,3 +39,4 @@ pub mod title;
 pub mod traceparent;
 pub mod traces;
 pub mod webhooks;
+pub mod zone;

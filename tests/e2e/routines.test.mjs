@@ -203,6 +203,23 @@ describe('routines and goals (wrangler dev --test-scheduled, echo harness)', { c
     assert.deepEqual(left, []);
   });
 
+  // The Worker reads time zones from the runtime's own database (Intl), not a bundled one: each next fire,
+  // read back in its zone by Node's Intl, is the wall-clock time its cron names, within the next day.
+  test("next fires are the cron's wall-clock time in the routine's zone, daylight saving or not", async () => {
+    const { mcp, ws, agent } = await setup();
+    const wall = (ms, timeZone) => new Intl.DateTimeFormat('en-GB', { timeZone, hour: '2-digit', minute: '2-digit', hourCycle: 'h23' }).format(ms);
+    for (const [cron, timezone, expected] of [
+      ['15 9 * * *', 'Asia/Kolkata', '09:15'],
+      ['0 9 * * *', 'America/New_York', '09:00'],
+      ['45 23 * * *', 'Pacific/Chatham', '23:45'],
+      ['30 6 * * *', 'europe/berlin', '06:30'],
+    ]) {
+      const r = ok(await mcp.tool('create_routine', { name: timezone, agent_id: agent.agent_id, message: 'm', cron, timezone, workspace: ws.slug }), `create_routine ${timezone}`);
+      assert.equal(wall(r.next_fire_ms, timezone), expected, `${cron} in ${timezone}: next fire ${new Date(r.next_fire_ms).toISOString()}`);
+      assert.ok(r.next_fire_ms > Date.now() && r.next_fire_ms <= Date.now() + 25 * 3600_000, `${timezone}: within the next day`);
+    }
+  });
+
   test('a routine can message an existing session; bad schedules name their field', async () => {
     const { mcp, ws, agent } = await setup();
     const s = ok(await mcp.tool('start_session', { agent_id: agent.agent_id, message: 'hello', idempotency_key: ikey(), workspace: ws.slug }), 'start');
@@ -220,6 +237,7 @@ describe('routines and goals (wrangler dev --test-scheduled, echo harness)', { c
       [{ cron: '0 9 * *' }, '`cron`'],
       [{ cron: '61 * * * *' }, '`cron`'],
       [{ cron: '0 9 * * *', timezone: 'Nowhere/Land' }, '`timezone`'],
+      [{ cron: '0 9 * * *', timezone: '+02:00' }, '`timezone`'],
     ]) {
       const bad = await mcp.tool('create_routine', { name: 'bad', agent_id: agent.agent_id, message: 'm', workspace: ws.slug, ...extra });
       assert.equal(toolErrorCode(bad, JSON.stringify(extra)), 'invalid_params');

@@ -16,7 +16,7 @@ use maud::{html, Markup};
 
 /// A time in the routine's own zone, as its cron reads it.
 fn in_zone(ms: i64, tz: &str) -> String {
-    let Ok(zone) = tz.parse::<chrono_tz::Tz>() else { return String::new() };
+    let Some(zone) = crate::rules::zone::Zone::named(tz) else { return String::new() };
     let Some(at) = chrono::DateTime::from_timestamp_millis(ms) else { return String::new() };
     at.with_timezone(&zone).format("%a %Y-%m-%d %H:%M").to_string() + " " + tz
 }
