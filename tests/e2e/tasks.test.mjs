@@ -97,6 +97,11 @@ describe('tasks: two agents, one folder, artifacts, share links, hand-offs and t
     assert.equal(typeof w.writer_key_id, 'string');
     // Writing the same text again adds no version.
     assert.equal(ok(await tool('write_task_file', { task_id: task, path: 'notes/todo.md', content: 'ship it' }), 'rewrite').version, 1);
+    // One name is one file: a decomposed name (e + combining acute) is stored composed (NFC, by the
+    // runtime's own Unicode tables), and the composed spelling reads the same file.
+    const decomposed = ok(await tool('write_task_file', { task_id: task, path: 'notes/cafe\u0301.md', content: 'espresso' }), 'write decomposed');
+    assert.equal(decomposed.path, 'notes/caf\u00e9.md');
+    assert.equal(ok(await tool('read_task_file', { task_id: task, path: 'notes/caf\u00e9.md' }), 'read composed').content, 'espresso');
 
     // collect_result names the task and what each session wrote.
     const ra = ok(await tool('collect_result', { session_id: a.sid }), 'collect_result a');

@@ -2,10 +2,26 @@
 //! system a runner may use (Linux, macOS, Windows). The server refuses what this refuses when a file is
 //! written; a runner refuses it when a file arrives and skips (with the reason) what it cannot upload.
 
-use unicode_normalization::{is_nfc, UnicodeNormalization};
-
 pub const MAX_PATH_CHARS: usize = 512;
 pub const MAX_DEPTH: usize = 32;
+
+/// `path` in Unicode normalization form C. The Worker asks the runtime (`String.prototype.normalize`, the
+/// ICU tables V8 carries; bundling them was 60 KB of its gzipped wasm); `sky` and the host tests use the
+/// unicode-normalization crate.
+#[cfg(target_arch = "wasm32")]
+fn nfc(path: &str) -> String {
+    js_sys::JsString::from(path).normalize("NFC").into()
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+fn nfc(path: &str) -> String {
+    use unicode_normalization::{is_nfc, UnicodeNormalization};
+    if is_nfc(path) {
+        path.to_owned()
+    } else {
+        path.nfc().collect()
+    }
+}
 
 /// Why a path was refused, in words that finish "`path` …".
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -61,7 +77,7 @@ pub fn normalize(path: &str) -> Result<String, Refused> {
     if path.ends_with('/') {
         return Err(Refused("names a folder, not a file"));
     }
-    let nfc: String = if is_nfc(path) { path.to_owned() } else { path.nfc().collect() };
+    let nfc = nfc(path);
     let mut parts: Vec<&str> = Vec::new();
     for seg in nfc.split('/') {
         match seg {
