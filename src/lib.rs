@@ -55,3 +55,19 @@ pub mod turns;
 
 #[cfg(target_arch = "wasm32")]
 mod edge;
+
+/// Every schema the Worker publishes, by key, derived from the types: what `src/schemas.json` must hold
+/// (the Worker reads that file instead of deriving them; see `rules::schema`).
+#[cfg(not(target_arch = "wasm32"))]
+pub fn published_schemas() -> std::collections::BTreeMap<String, serde_json::Value> {
+    let ops = ops::OPS.iter().flat_map(|op| {
+        [
+            (format!("op:{}:params", op.name), op.params_schema().clone()),
+            (format!("op:{}:result", op.name), op.result_schema().clone()),
+        ]
+    });
+    ops.chain(agent::published_schemas())
+        .chain(ops::memory::published_schemas())
+        .chain(turns::agent_tools::published_schemas())
+        .collect()
+}

@@ -14,11 +14,11 @@ mod pushing;
 use crate::cx::Cx;
 use crate::error::{ApiError, Code};
 use crate::mcp::{CallOutcome, ToolCall, ToolHost, ToolReply};
+use crate::rules::schema::Published;
 use crate::session::calls;
 use crate::store::requests::{RequestRow, RequestStatus};
 use crate::store::{self, sessions::SessionRow};
 use futures::future::LocalBoxFuture;
-use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -195,7 +195,7 @@ struct Tool {
     name: &'static str,
     /// The `///` lines of the row: the description clients and harness models read.
     docs: &'static [&'static str],
-    schema: fn() -> schemars::Schema,
+    schema: Published,
     run: ToolFn,
     /// Whether a call changes what a person sees, so the workspace's watchers are told after it.
     changes: bool,
@@ -208,9 +208,19 @@ impl Tool {
         self.docs.iter().map(|l| l.trim()).collect::<Vec<_>>().join(" ")
     }
 
-    fn input_schema(&self) -> Value {
-        crate::mcp::results::for_models((self.schema)().to_value())
+    fn schema_key(&self) -> String {
+        format!("session_tool:{}", self.name)
     }
+
+    fn input_schema(&self) -> Value {
+        crate::mcp::results::for_models(self.schema.get(&self.schema_key()))
+    }
+}
+
+/// The session tools' schemas as published (`src/schemas.json`), derived from their types.
+#[cfg(not(target_arch = "wasm32"))]
+pub fn published_schemas() -> Vec<(String, Value)> {
+    TOOLS.iter().map(|t| (t.schema_key(), t.schema.get(&t.schema_key()))).collect()
 }
 
 /// Declares the tools. Each row: docs, `name(Params) => run, changes: bool;`. A tool without arguments
@@ -225,8 +235,8 @@ macro_rules! session_tools {
             changes: $changes,
         }),*];
     };
-    (@schema) => { schema::<access::NoParams> };
-    (@schema $params:ty) => { schema::<$params> };
+    (@schema) => { Published::input::<access::NoParams>() };
+    (@schema $params:ty) => { Published::input::<$params>() };
     (@run $a:ident, $args:ident, $run:path) => {{
         let _ = $args;
         out($run($a).await)
@@ -238,10 +248,6 @@ macro_rules! session_tools {
             Err(e) => Err(e),
         }
     };
-}
-
-fn schema<T: JsonSchema>() -> schemars::Schema {
-    crate::rules::schema::input_schema::<T>()
 }
 
 session_tools! {

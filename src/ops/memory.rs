@@ -14,6 +14,7 @@ use crate::error::{ApiError, Code};
 use crate::ops::context;
 use crate::rules::ids::MemoryId;
 use crate::rules::params::{self, Int, Text};
+use crate::rules::schema::Published;
 use crate::rules::{cursor, fingerprint};
 use crate::session::SessionConfig;
 use crate::store::{self, context::MemoryRow, Sql};
@@ -178,29 +179,38 @@ pub struct DeleteNote {
     pub memory_id: MemoryId,
 }
 
-/// A params type's JSON Schema as the model reads it.
-fn model_schema<T: JsonSchema>() -> Value {
-    let mut schema = crate::rules::schema::input_schema::<T>().to_value();
-    if let Some(map) = schema.as_object_mut() {
-        map.remove("$schema");
-    }
-    schema
+/// The agent tools: name, description, and the schema of their parameters.
+const AGENT_TOOLS: [(&str, &str, Published); 2] = [
+    (
+        "save_memory",
+        "Save a short note to the memory of the person you work for (a fact, a preference, a decision), so later sessions can find it with search_context. Saving the same text again keeps one entry.",
+        Published::input::<SaveNote>(),
+    ),
+    (
+        "delete_memory",
+        "Delete a memory entry that is wrong or outdated, by the memory_id save_memory returned.",
+        Published::input::<DeleteNote>(),
+    ),
+];
+
+fn schema_key(tool: &str) -> String {
+    format!("model_tool:{tool}")
 }
 
-/// The agent tools' specs in the OpenAI function-calling shape; the parameters are the types' schemas.
+/// The agent tools' schemas as published (`src/schemas.json`), derived from their types.
+#[cfg(not(target_arch = "wasm32"))]
+pub fn published_schemas() -> Vec<(String, Value)> {
+    AGENT_TOOLS.iter().map(|(name, _, schema)| (schema_key(name), schema.get(&schema_key(name)))).collect()
+}
+
+/// The agent tools' specs in the OpenAI function-calling shape; the parameters are the types' schemas,
+/// as the model reads them (without `$schema`).
 pub fn agent_tool_specs() -> Vec<Value> {
-    vec![
-        json!({"type": "function", "function": {
-            "name": "save_memory",
-            "description": "Save a short note to the memory of the person you work for (a fact, a preference, a decision), so later sessions can find it with search_context. Saving the same text again keeps one entry.",
-            "parameters": model_schema::<SaveNote>(),
-        }}),
-        json!({"type": "function", "function": {
-            "name": "delete_memory",
-            "description": "Delete a memory entry that is wrong or outdated, by the memory_id save_memory returned.",
-            "parameters": model_schema::<DeleteNote>(),
-        }}),
-    ]
+    let spec = |(name, description, schema): &(&str, &str, Published)| {
+        let parameters = schema.for_model(&schema_key(name));
+        json!({"type": "function", "function": {"name": name, "description": description, "parameters": parameters}})
+    };
+    AGENT_TOOLS.iter().map(spec).collect()
 }
 
 pub fn is_agent_tool(name: &str) -> bool {

@@ -49,6 +49,8 @@ pub mod workspaces;
 use crate::cx::Cx;
 pub use crate::domain::rate::{decided as rate_decided, rate_limit};
 use crate::error::{ApiError, Code};
+pub use crate::rules::schema::Published;
+#[cfg(not(target_arch = "wasm32"))]
 pub use crate::rules::schema::{input_schema, output_schema};
 use crate::store;
 use futures::future::LocalBoxFuture;
@@ -231,8 +233,8 @@ pub struct Op {
     /// What REST answers on success: 201 when a new resource with its own id comes into being.
     pub status: u16,
     pub hints: Hints,
-    pub params: fn() -> schemars::Schema,
-    pub result: fn() -> schemars::Schema,
+    pub params: Published,
+    pub result: Published,
     pub run: OpFn,
     /// May run as an MCP task (it starts a turn whose end the task follows): `execution.taskSupport`
     /// `optional` in `tools/list`. Which result follows which turn is `crate::ops::mcp_tasks`'s.
@@ -256,8 +258,10 @@ impl Op {
 
     fn schemas(&self) -> &'static (Value, Value) {
         static ALL: OnceLock<Vec<(Value, Value)>> = OnceLock::new();
-        let all =
-            ALL.get_or_init(|| OPS.iter().map(|op| ((op.params)().to_value(), (op.result)().to_value())).collect());
+        let all = ALL.get_or_init(|| {
+            let key = |op: &Op, part: &str| format!("op:{}:{part}", op.name);
+            OPS.iter().map(|op| (op.params.get(&key(op, "params")), op.result.get(&key(op, "result")))).collect()
+        });
         let i = OPS.iter().position(|op| op.name == self.name).expect("every Op is a row of OPS");
         &all[i]
     }
@@ -331,8 +335,8 @@ macro_rules! operations {
                 path: $path,
                 status: operations!(@status $($status)?),
                 hints: $hints,
-                params: input_schema::<$params>,
-                result: output_schema::<$result>,
+                params: Published::input::<$params>(),
+                result: Published::output::<$result>(),
                 run: |cx, args| Box::pin(async move {
                     let params: $params = decode_params(args)?;
                     let result: $result = $run(cx, params).await?;

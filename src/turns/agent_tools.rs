@@ -5,11 +5,11 @@
 use crate::cx::{Blobs, Outbound};
 use crate::domain::help::{self, HelpGet, HelpSearch};
 use crate::domain::taskfs::{self, DeletePath, FileText, Folder, ReadPath, Writer};
+use crate::rules::schema::Published;
 use crate::session::SessionConfig;
 use crate::store::Sql;
 use crate::turns::skills::{self, ReadSkill};
 use futures::future::LocalBoxFuture;
-use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
 
@@ -30,7 +30,8 @@ struct Builtin {
     name: &'static str,
     /// The `///` lines of the row: the description the model reads.
     docs: &'static [&'static str],
-    schema: fn() -> Value,
+    /// Its parameters; `None` takes none.
+    schema: Option<Published>,
     /// Whether it works in the task folder (and so needs the session's lane).
     folder: bool,
     run: BuiltinFn,
@@ -50,8 +51,8 @@ macro_rules! builtin_tools {
             run: |c, args| Box::pin(async move { builtin_tools!(@run c, args, $run $(, $params)?) }),
         }),*];
     };
-    (@schema) => { || json!({"type": "object", "properties": {}}) };
-    (@schema $params:ty) => { schema::<$params> };
+    (@schema) => { None };
+    (@schema $params:ty) => { Some(Published::input::<$params>()) };
     (@run $c:ident, $args:ident, $run:path) => {{
         let _ = $args;
         $run($c).await
@@ -120,13 +121,25 @@ async fn delete(c: &Call<'_>, p: DeletePath) -> Result<Value, String> {
     Ok(json!({ "path": info.path, "deleted": true, "version": info.version }))
 }
 
-/// A params type's JSON Schema as the model reads it.
-fn schema<T: JsonSchema>() -> Value {
-    let mut schema = crate::rules::schema::input_schema::<T>().to_value();
-    if let Some(map) = schema.as_object_mut() {
-        map.remove("$schema");
+impl Builtin {
+    fn schema_key(&self) -> String {
+        format!("builtin_tool:{}", self.name)
     }
-    schema
+
+    /// Its parameters' schema as the model reads it.
+    fn parameters(&self) -> Value {
+        match self.schema {
+            Some(schema) => schema.for_model(&self.schema_key()),
+            None => json!({"type": "object", "properties": {}}),
+        }
+    }
+}
+
+/// The built-in tools' schemas as published (`src/schemas.json`), derived from their types.
+#[cfg(not(target_arch = "wasm32"))]
+pub fn published_schemas() -> Vec<(String, Value)> {
+    let with = BUILTINS.iter().filter_map(|t| Some((t.schema_key(), t.schema?.get(&t.schema_key()))));
+    with.collect()
 }
 
 /// Decodes a call's arguments with the shared decoder: a refusal names the field and the rule, so the
@@ -146,7 +159,7 @@ pub fn specs(company_skills: bool) -> Vec<Value> {
         .filter(|t| company_skills || t.name != skills::TOOL)
         .map(|t| {
             let description = t.docs.iter().map(|l| l.trim()).collect::<Vec<_>>().join(" ");
-            json!({"type": "function", "function": {"name": t.name, "description": description, "parameters": (t.schema)()}})
+            json!({"type": "function", "function": {"name": t.name, "description": description, "parameters": t.parameters()}})
         })
         .collect()
 }
@@ -198,6 +211,10 @@ pub fn post_json(url: &str, mut headers: Vec<(String, String)>, body: &Value) ->
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn schema<T: schemars::JsonSchema>() -> Value {
+        Published::input::<T>().for_model("")
+    }
 
     fn spec(name: &str) -> Value {
         specs(true).into_iter().find(|s| s["function"]["name"] == name).expect(name)["function"].clone()

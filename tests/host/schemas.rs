@@ -389,7 +389,7 @@ fn openapi_components_hold_one_schema_per_name() {
     let mut seen: HashMap<String, (Value, &str)> = HashMap::new();
     let mut clashes = Vec::new();
     for op in agentsky::ops::OPS {
-        for schema in [(op.params)().to_value(), (op.result)().to_value()] {
+        for schema in [op.params_schema().clone(), op.result_schema().clone()] {
             for (name, def) in schema["$defs"].as_object().into_iter().flatten() {
                 match seen.get(name) {
                     Some((other, by)) if other != def => clashes.push(format!("{name}: {by} and {}", op.name)),

@@ -69,7 +69,7 @@ fn operation_names_and_routes_are_unique() {
 #[test]
 fn every_parameter_schema_is_an_object_with_documented_fields() {
     for op in OPS {
-        let schema = (op.params)().to_value();
+        let schema = op.params_schema();
         assert_eq!(schema["type"], "object", "{}", op.name);
         if op.tool != Tool::RestOnly {
             for (name, prop) in schema["properties"].as_object().into_iter().flatten() {
@@ -99,6 +99,17 @@ fn golden_text(path: &str, text: &str) {
             diff.unified_diff().context_radius(2).header("golden", "now")
         );
     }
+}
+
+/// The Worker reads its schemas from `src/schemas.json` instead of deriving them (see `rules::schema`): the
+/// file holds exactly what the types derive, one schema per line so a change reads as a one-line diff.
+#[test]
+fn the_published_schemas_are_derived_from_the_types() {
+    let lines: Vec<String> = agentsky::published_schemas()
+        .iter()
+        .map(|(key, schema)| format!("{}:{}", Value::from(key.as_str()), schema))
+        .collect();
+    golden_text("src/schemas.json", &format!("{{\n{}\n}}\n", lines.join(",\n")));
 }
 
 #[test]
