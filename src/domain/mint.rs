@@ -95,7 +95,9 @@ impl GithubApp {
         installation_id: Option<u64>,
         repositories: Vec<String>,
     ) -> Result<Self, ApiError> {
-        jwt::private_key(private_key).map_err(|e| ApiError::invalid(format!("`credentials.private_key`: {e}")))?;
+        jwt::private_key(private_key)
+            .await
+            .map_err(|e| ApiError::invalid(format!("`credentials.private_key`: {e}")))?;
         if repositories.len() > MAX_REPOSITORIES {
             return Err(ApiError::invalid(format!("`credentials.repositories` names at most {MAX_REPOSITORIES}")));
         }
@@ -124,19 +126,22 @@ impl GithubApp {
 
     /// The app's own JWT, good for nine minutes (GitHub takes at most ten), dated a minute back for clock
     /// drift, as GitHub's documentation does it.
-    fn jwt(&self, now_ms: i64) -> Result<String, ApiError> {
-        let key = jwt::private_key(&self.private_key).map_err(ApiError::invalid)?;
+    async fn jwt(&self, now_ms: i64) -> Result<String, ApiError> {
+        let key = jwt::private_key(&self.private_key).await.map_err(ApiError::invalid)?;
         let now = now_ms / 1000;
-        Ok(jwt::rs256(&key, &json!({"iat": now - 60, "exp": now + 540, "iss": self.app_id.to_string()})))
+        let claims = json!({"iat": now - 60, "exp": now + 540, "iss": self.app_id.to_string()});
+        jwt::rs256(&key, &claims).await.map_err(ApiError::invalid)
     }
 
     async fn find_installation(&self, cx: &Cx<'_>, repo: &str) -> Result<u64, ApiError> {
         let url = format!("{}/repos/{repo}/installation", github_base(cx));
         let egress = Egress::new(&*cx.env.net, &cx.env.config);
-        let resp =
-            egress.get_with("GITHUB_API_URL", &url, github_headers(&self.jwt(cx.now_ms)?), 64 * 1024).await.map_err(
-                |e| ApiError::new(Code::Conflict, format!("GitHub could not be asked for the app's installation: {e}")),
-            )?;
+        let resp = egress
+            .get_with("GITHUB_API_URL", &url, github_headers(&self.jwt(cx.now_ms).await?), 64 * 1024)
+            .await
+            .map_err(|e| {
+                ApiError::new(Code::Conflict, format!("GitHub could not be asked for the app's installation: {e}"))
+            })?;
         match (resp.status, resp.json_body()["id"].as_u64()) {
             (200, Some(id)) => Ok(id),
             _ => Err(ApiError::invalid(format!(
@@ -157,7 +162,7 @@ impl GithubApp {
             let names: Vec<&str> = self.repositories.iter().filter_map(|r| r.split_once('/').map(|(_, n)| n)).collect();
             body["repositories"] = json!(names);
         }
-        let mut headers = github_headers(&self.jwt(cx.now_ms).map_err(MintError::Other)?);
+        let mut headers = github_headers(&self.jwt(cx.now_ms).await.map_err(MintError::Other)?);
         headers.push(("accept".into(), "application/vnd.github+json".into()));
         headers.push(("content-type".into(), "application/json".into()));
         let url = format!("{}/app/installations/{}/access_tokens", github_base(cx), self.installation_id);
@@ -314,7 +319,7 @@ const GCP_MAX_S: i64 = 3600;
 
 impl GcpServiceAccount {
     /// Reads a service account's JSON key (as Google hands it out) and the target's buckets.
-    pub fn from_key(key: &Value, buckets: Vec<String>) -> Result<Self, ApiError> {
+    pub async fn from_key(key: &Value, buckets: Vec<String>) -> Result<Self, ApiError> {
         let field = |k: &str| key[k].as_str().map(str::to_owned);
         if key["type"] != "service_account" {
             return Err(ApiError::invalid(
@@ -325,6 +330,7 @@ impl GcpServiceAccount {
             return Err(ApiError::invalid("`credentials.service_account` needs its `client_email` and `private_key`"));
         };
         jwt::private_key(&private_key)
+            .await
             .map_err(|e| ApiError::invalid(format!("`credentials.service_account.private_key`: {e}")))?;
         Ok(Self {
             client_email,
@@ -380,11 +386,11 @@ impl GcpServiceAccount {
     /// grant), then, when the target names buckets, that one downscoped to them (a Credential Access
     /// Boundary through Google's STS). A refused key, account or exchange is [`MintError::Refused`].
     async fn mint(&self, cx: &Cx<'_>, g: &GrantRow, scopes: &[&str]) -> Result<(Minted, String), MintError> {
-        let key = jwt::private_key(&self.private_key).map_err(|e| MintError::Other(ApiError::invalid(e)))?;
+        let key = jwt::private_key(&self.private_key).await.map_err(|e| MintError::Other(ApiError::invalid(e)))?;
         let now = cx.now_ms / 1000;
         let claims = json!({"iss": self.client_email, "scope": "https://www.googleapis.com/auth/cloud-platform",
             "aud": self.token_uri, "iat": now, "exp": now + 3600});
-        let assertion = jwt::rs256(&key, &claims);
+        let assertion = jwt::rs256(&key, &claims).await.map_err(|e| MintError::Other(ApiError::invalid(e)))?;
         let form = form_urlencoded::Serializer::new(String::new())
             .append_pair("grant_type", "urn:ietf:params:oauth:grant-type:jwt-bearer")
             .append_pair("assertion", &assertion)

@@ -130,7 +130,7 @@ async fn credential(cx: &Cx<'_>, provider: Provider, c: &Credentials) -> Result<
                 ApiError::invalid("`credentials.buckets` go with `credentials.service_account`, the account's JSON key")
             })?;
             let buckets = c.buckets.iter().flatten().map(|b| b.to_string()).collect();
-            let account = crate::domain::mint::GcpServiceAccount::from_key(&key, buckets)?;
+            let account = crate::domain::mint::GcpServiceAccount::from_key(&key, buckets).await?;
             Ok(json!({ "kind": "gcp_service_account", "account": account }))
         }
         (Some(env), None, false) if provider != Provider::Ssh => Ok(json!({ "kind": "env", "env": env })),

@@ -9,6 +9,17 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { z } from 'zod';
 
+/**
+ * A loopback server that keeps an idle connection open longer than a client does: Node's fetch reuses one
+ * for up to 4 s and Node's server closes it at 5 s, so a request sent in that instant failed with "other
+ * side closed" (seen once in narrowed.test.mjs, after a 26 s turn).
+ */
+function createServer(handler) {
+  const server = http.createServer(handler);
+  server.keepAliveTimeout = 60_000;
+  return server;
+}
+
 function listen(server) {
   return new Promise((resolve, reject) => {
     server.once('error', reject);
@@ -32,7 +43,7 @@ function readBody(req) {
  */
 export async function fakeOpenAI(script, { usage = { prompt_tokens: 7, completion_tokens: 3 } } = {}) {
   const requests = [];
-  const server = http.createServer(async (req, res) => {
+  const server = createServer(async (req, res) => {
     const text = await readBody(req);
     let body = null;
     try { body = JSON.parse(text); } catch { /* recorded as null */ }
@@ -82,7 +93,7 @@ export async function fakeMcpServer({ token } = {}) {
     });
     return server;
   };
-  const httpServer = http.createServer(async (req, res) => {
+  const httpServer = createServer(async (req, res) => {
     auth.push(req.headers.authorization ?? null);
     headers.push(req.headers);
     if (token && req.headers.authorization !== `Bearer ${token}`) {
@@ -156,7 +167,7 @@ export async function fakeStripe({ port = 0, key }) {
     },
   };
   const kinds = { '/v1/customers': 'customer', '/v1/checkout/sessions': 'checkout.session', '/v1/setup_intents': 'setup_intent', '/v1/payment_intents': 'payment_intent' };
-  const server = http.createServer(async (req, res) => {
+  const server = createServer(async (req, res) => {
     const text = await readBody(req);
     if (req.headers.authorization !== `Bearer ${key}`) return error(res, 401, 'invalid_request_error', 'Invalid API Key provided');
     const path = req.url.split('?')[0];
@@ -224,7 +235,7 @@ export async function fakeGithub({ port = 0, publicKeyPem, appId = '7' }) {
     return header.alg === 'RS256' && verify('sha256', Buffer.from(`${h}.${p}`), key, b64(sig))
       && claims.iss === appId && claims.iat <= now && claims.exp > now && claims.exp - claims.iat <= 660;
   };
-  const server = http.createServer(async (req, res) => {
+  const server = createServer(async (req, res) => {
     let raw = '';
     for await (const chunk of req) raw += chunk;
     const path = req.url.split('?')[0];
@@ -279,7 +290,7 @@ export async function fakeSts({ port = 0, accessKeyId, secret }) {
   const xml = (res, status, body) => { res.writeHead(status, { 'content-type': 'text/xml' }); res.end(body); };
   const error = (res, status, code, message) => xml(res, status,
     `<ErrorResponse><Error><Type>Sender</Type><Code>${code}</Code><Message>${message}</Message></Error><RequestId>e2e</RequestId></ErrorResponse>`);
-  const server = http.createServer(async (req, res) => {
+  const server = createServer(async (req, res) => {
     let raw = '';
     for await (const chunk of req) raw += chunk;
     const path = req.url.split('?')[0];
@@ -329,7 +340,7 @@ export async function fakeGoogle({ port = 0, publicKeyPem, email }) {
   const token = (prefix) => `${prefix}.${randomBytes(16).toString('hex')}`;
   const hash = (t) => createHash('sha256').update(t).digest('hex');
   let base = '';
-  const server = http.createServer(async (req, res) => {
+  const server = createServer(async (req, res) => {
     let raw = '';
     for await (const chunk of req) raw += chunk;
     const path = req.url.split('?')[0];

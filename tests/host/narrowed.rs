@@ -8,7 +8,9 @@ use agentsky::cx::{Config, Outbound};
 use agentsky::http::HttpResponse;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
+use rsa::pkcs1::DecodeRsaPrivateKey;
 use rsa::pkcs1v15::{Signature, VerifyingKey};
+use rsa::pkcs8::DecodePrivateKey;
 use rsa::signature::Verifier;
 use serde_json::{json, Value};
 use sha2::Sha256;
@@ -30,7 +32,7 @@ struct Fake {
 fn github(app: &TestApp) -> Fake {
     let fake = Fake::default();
     let seen = fake.clone();
-    let public = agentsky::rules::jwt::private_key(KEY).unwrap().to_public_key();
+    let public = rsa::RsaPrivateKey::from_pkcs1_pem(KEY.trim()).unwrap().to_public_key();
     let now = app.now_ms.clone();
     app.sessions.net.answer(move |req: &Outbound| {
         let reply = |status: u16, v: Value| HttpResponse::json(status, &v);
@@ -367,7 +369,7 @@ const SA_KEY: &str = include_str!("../fixtures/gcp-service-account-test-key.pem"
 fn google(app: &TestApp) -> Rc<RefCell<Vec<(String, Value)>>> {
     let seen: Rc<RefCell<Vec<(String, Value)>>> = Rc::default();
     let kept = seen.clone();
-    let public = agentsky::rules::jwt::private_key(SA_KEY).unwrap().to_public_key();
+    let public = rsa::RsaPrivateKey::from_pkcs8_pem(SA_KEY.trim()).unwrap().to_public_key();
     let now = app.now_ms.clone();
     app.sessions.net.answer(move |req: &Outbound| {
         let reply = |status: u16, v: Value| HttpResponse::json(status, &v);
