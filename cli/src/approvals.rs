@@ -1,13 +1,17 @@
 //! `sky approvals`: the workspace's open requests in a plain terminal (over SSH too: line prompts, no
 //! screen control). It lists what is open, asks for an answer to each, then waits for the next with
-//! `list_requests`' server-side wait (woken by the workspace's feed, not polled).
+//! `list_requests`' server-side wait (woken by the workspace's feed, not polled). With `--watch` a thread
+//! of its own also keeps the desktop told while the person is at a prompt: a notification for each request
+//! that opens, and the open count in the terminal's title.
 
 use crate::api::Api;
 use crate::auth::{self, Options as AuthOptions};
 use crate::context::Context;
+use crate::notify::{self, Note};
 use crate::{config, Error, Result};
 use serde_json::{json, Value};
-use std::io::{BufRead, Write};
+use std::collections::HashSet;
+use std::io::{BufRead, IsTerminal, Write};
 
 /// How long one `list_requests` call waits for a new request (the server's most).
 const WAIT_SECONDS: u32 = 50;
@@ -17,6 +21,8 @@ pub struct Options {
     pub workspace: Option<String>,
     /// Answer what is open now, then stop instead of waiting for more.
     pub once: bool,
+    /// Also notify the desktop of each new request and keep the open count in the terminal's title.
+    pub watch: bool,
 }
 
 /// What a person typed for one request.
@@ -170,6 +176,10 @@ pub fn run(ctx: &Context, opts: &Options, input: &mut dyn BufRead, out: &mut dyn
         return Err(Error::new("not signed in: run `sky auth login` (or pass --key / set AGENTSKY_API_KEY)"));
     };
     let api = Api::with_timeout(&server, std::time::Duration::from_secs(u64::from(WAIT_SECONDS) + 20));
+    if opts.watch && !opts.once {
+        let (api, key, workspace) = (api.clone(), key.clone(), opts.workspace.clone());
+        std::thread::spawn(move || watch(&api, &key, workspace.as_deref()));
+    }
     let mut cursor: Option<String> = None;
     loop {
         let first = cursor.is_none();
@@ -196,6 +206,86 @@ pub fn run(ctx: &Context, opts: &Options, input: &mut dyn BufRead, out: &mut dyn
             writeln!(out, "Waiting for new requests (Ctrl-C to stop)…").map_err(io)?;
             out.flush().map_err(io)?;
         }
+    }
+}
+
+/// The requests of a `list_requests` answer.
+fn requests(listed: &Value) -> Vec<Value> {
+    listed["requests"].as_array().cloned().unwrap_or_default()
+}
+
+/// `--watch`: waits for requests with a cursor of its own, shows a notification for each one opened after
+/// it started, and puts the open count in the terminal's title after every change. A failed call is said
+/// and retried after a pause; a notification tool that cannot run is said once.
+fn watch(api: &Api, key: &str, workspace: Option<&str>) {
+    let mut seen: HashSet<String> = HashSet::new();
+    let mut cursor: Option<String> = None;
+    let mut tool_said = false;
+    loop {
+        let wait = if cursor.is_some() { WAIT_SECONDS } else { 0 };
+        let listed = match api
+            .get(&query(workspace, cursor.as_deref(), wait), Some(key))
+            .and_then(|r| r.into_ok("GET /v1/requests"))
+        {
+            Ok(listed) => listed,
+            Err(e) => {
+                eprintln!("sky approvals --watch: {e}; trying again in 10 s");
+                std::thread::sleep(std::time::Duration::from_secs(10));
+                continue;
+            }
+        };
+        let first = cursor.is_none();
+        cursor = listed["cursor"].as_str().map(str::to_owned);
+        for r in requests(&listed).iter().rev() {
+            let id = r["request_id"].as_str().unwrap_or_default().to_owned();
+            if seen.insert(id) && !first {
+                if let Err(e) = notify::show(&note(r)) {
+                    if !std::mem::replace(&mut tool_said, true) {
+                        eprintln!("sky approvals --watch: no desktop notification: {e}");
+                    }
+                }
+            }
+        }
+        // The count of every open request, answered here or anywhere else.
+        let open = match first {
+            true => Ok(listed),
+            false => api.get(&query(workspace, None, 0), Some(key)).and_then(|r| r.into_ok("GET /v1/requests")),
+        };
+        if let (Ok(open), true) = (open, std::io::stdout().is_terminal()) {
+            print!("{}", notify::terminal_title(&title(requests(&open).len())));
+            let _ = std::io::stdout().flush();
+        }
+    }
+}
+
+/// The terminal's title for `n` open requests.
+pub fn title(n: usize) -> String {
+    match n {
+        0 => "agentsky · no open requests".to_owned(),
+        1 => "agentsky · 1 open request".to_owned(),
+        n => format!("agentsky · {n} open requests"),
+    }
+}
+
+/// A request as a notification: who asks, and what, in a line or two.
+pub fn note(r: &Value) -> Note {
+    let s = |v: &Value| v.as_str().unwrap_or_default().to_owned();
+    let p = &r["payload"];
+    let asked = match s(&r["kind"]).as_str() {
+        "access" => format!(
+            "{} on {} ({} {}): {}",
+            list(&p["scope"]).join(", "),
+            s(&p["target"]),
+            s(&p["provider"]),
+            s(&p["env"]),
+            s(&p["reason"])
+        ),
+        "plan" => format!("approve a plan: {}", s(&p["summary"])),
+        _ => s(&p["prompt"]),
+    };
+    Note {
+        title: format!("{} asks · {}", s(&r["agent_name"]), s(&r["task_title"])),
+        body: format!("{asked}\nAnswer in `sky approvals` or the console's Approvals."),
     }
 }
 
@@ -274,6 +364,23 @@ mod tests {
         assert!(parse_answer("decision", &options, "3").is_err());
         assert_eq!(parse_answer("question", &none, "s3 bucket"), Ok(Choice::Answer(json!({"answer": "s3 bucket"}))));
         assert_eq!(parse_answer("question", &none, ""), Ok(Choice::Skip));
+    }
+
+    #[test]
+    fn a_notification_names_who_asks_and_what_and_the_title_counts() {
+        let r = json!({"kind": "access", "agent_name": "Dev", "task_title": "site", "request_id": "req_1",
+            "payload": {"target": "web", "provider": "vercel", "env": "prod", "scope": ["deploy"], "reason": "ship"}});
+        let n = note(&r);
+        assert_eq!(n.title, "Dev asks · site");
+        assert!(n.body.starts_with("deploy on web (vercel prod): ship\n"), "{}", n.body);
+        let q = note(
+            &json!({"kind": "question", "agent_name": "Dev", "task_title": "t", "payload": {"prompt": "Which DB?"}}),
+        );
+        assert!(q.body.starts_with("Which DB?"));
+        assert_eq!(
+            [title(0), title(1), title(3)],
+            ["agentsky · no open requests", "agentsky · 1 open request", "agentsky · 3 open requests"]
+        );
     }
 
     #[test]

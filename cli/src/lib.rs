@@ -6,6 +6,7 @@
 //! - [`api`] — blocking HTTP to the server (rustls, no OpenSSL), JSON in and out.
 //! - [`auth`] — `sky auth login | status | logout`, device-code sign-in.
 //! - [`approvals`] — `sky approvals`: answer the workspace's open requests in a plain terminal.
+//! - [`notify`] — desktop notifications and the terminal's title, for `sky approvals --watch`.
 //! - [`edit`] — pure edits of Claude Code's `~/.claude.json` and Codex's `config.toml` that keep every
 //!   other byte of the file.
 //! - [`files`] — planned file changes: the diff `--dry-run` prints, and atomic writes.
@@ -42,6 +43,7 @@ pub mod files;
 pub mod granted;
 pub mod grants_file;
 pub mod harness;
+pub mod notify;
 pub mod relay;
 pub mod runner;
 pub mod runner_client;

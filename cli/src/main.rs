@@ -18,10 +18,12 @@ Usage:
       Revoke the key sign-in made and forget it.
   sky console [--server URL] [--key KEY] [--no-browser]
       Open the console (approvals, board, sessions) in your browser, already signed in with your key.
-  sky approvals [--server URL] [--key KEY] [--workspace SLUG] [--once]
+  sky approvals [--server URL] [--key KEY] [--workspace SLUG] [--once] [--watch]
       Answer the workspace's open requests here, in a plain terminal (works over SSH): approve once for
       some minutes, always, deny with a reason, or answer a plan, decision or question; then wait for
-      new ones. --once answers what is open now and stops.
+      new ones. --once answers what is open now and stops. --watch also shows a desktop notification for
+      each new request (notify-send on Linux, osascript on macOS, a toast on Windows) and keeps the open
+      count in the terminal's title.
   sky mcp [--server URL]
       The session server on stdio (for agents agentsky starts): relays to <server>/v1/session/mcp with
       AGENTSKY_SESSION_ID and AGENTSKY_SESSION_TOKEN from the environment.
@@ -92,7 +94,12 @@ fn main() {
         ["auth", "logout"] => auth::logout(&ctx, &mut err),
         ["console"] => auth::console(&ctx, &auth_opts, &mut err),
         ["approvals"] => {
-            let opts = sky::approvals::Options { auth: auth_opts, workspace: args.workspace.clone(), once: args.once };
+            let opts = sky::approvals::Options {
+                auth: auth_opts,
+                workspace: args.workspace.clone(),
+                once: args.once,
+                watch: args.watch,
+            };
             sky::approvals::run(&ctx, &opts, &mut std::io::stdin().lock(), &mut std::io::stdout())
         }
         ["mcp"] => run_mcp(&ctx, &auth_opts),

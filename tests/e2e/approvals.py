@@ -130,6 +130,83 @@ def approvals_answer_a_plan_in_a_pty(key, session):
     passed("sky approvals showed the plan in a pseudo-terminal and approved it; the agent continued")
 
 
+def watch_notifies_each_new_request_once_and_answers_here(key, session):
+    """`sky approvals --watch` in a pseudo-terminal, with a stand-in notify-send on PATH that records its
+    arguments: one notification per new request, none for what was open before, the open count in the
+    terminal's title, and the first request answered at the prompt of the same command."""
+    home = os.path.join("/tmp", "sky-watch-" + secrets.token_hex(4))
+    bin_dir = os.path.join(home, "bin")
+    os.makedirs(bin_dir)
+    shown = os.path.join(home, "notifications.jsonl")
+    with open(os.path.join(bin_dir, "notify-send"), "w") as f:
+        f.write("#!/usr/bin/env python3\nimport json, sys\n"
+                f"open({shown!r}, 'a').write(json.dumps(sys.argv[1:]) + '\\n')\n")
+    os.chmod(os.path.join(bin_dir, "notify-send"), 0o755)
+    before_sid, before_token = session("asked before the watch")
+    before = background(agent, before_token, "ask_user", {"kind": "question", "payload": {"prompt": "Asked before?"}})
+    time.sleep(1.0)
+
+    env = dict(os.environ, HOME=home, XDG_CONFIG_HOME=home, AGENTSKY_API_KEY=key, AGENTSKY_URL=URL,
+               PATH=bin_dir + os.pathsep + os.environ["PATH"])
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.execve(SKY, [SKY, "approvals", "--watch"], env)
+    seen = b""
+
+    def read_until(needle, secs=20):
+        nonlocal seen
+        end = time.monotonic() + secs
+        while needle not in seen:
+            left = end - time.monotonic()
+            assert left > 0, f"no {needle!r} in: {seen.decode(errors='replace')}"
+            r, _, _ = select.select([fd], [], [], left)
+            if r:
+                chunk = os.read(fd, 4096)
+                assert chunk, f"sky exited; no {needle!r} in: {seen.decode(errors='replace')}"
+                seen += chunk
+
+    def notes():
+        try:
+            return [json.loads(line) for line in open(shown)]
+        except FileNotFoundError:
+            return []
+
+    read_until(b"Asked before?")
+    os.write(fd, b"\n")  # skip it here: it stays open
+    read_until(b"Waiting for new requests")
+    read_until("agentsky · 1 open request\x07".encode())
+    asked = []
+    for prompt in ("Which bucket?", "Which region?"):
+        sid, token = session("watch " + prompt)
+        asked.append((sid, background(agent, token, "ask_user", {"kind": "question", "payload": {"prompt": prompt}})))
+        time.sleep(1.0)
+    end = time.monotonic() + 10
+    while len(notes()) < 2 and time.monotonic() < end:
+        time.sleep(0.2)
+    time.sleep(2.0)
+    got = notes()
+    assert len(got) == 2, f"one notification per new request, none for the one open before: {got}"
+    for args, prompt in zip(got, ("Which bucket?", "Which region?")):
+        assert args[:3] == ["--app-name=agentsky", "--icon=dialog-question", "--"], args
+        assert args[3].startswith("Dev asks") and args[4].startswith(prompt), args
+    read_until("agentsky · 3 open requests\x07".encode())
+    passed("sky approvals --watch: one desktop notification per new request, the open count in the terminal's title")
+
+    read_until(b"Which bucket?")
+    os.write(fd, b"the blue one\n")
+    read_until(b"answered: the blue one")
+    asked[0][1]["thread"].join(10)
+    is_err, got = asked[0][1]["value"]
+    assert not is_err and got["resolution"]["answer"] == "the blue one", got
+    read_until("agentsky · 2 open requests\x07".encode())
+    os.kill(pid, 15)
+    os.waitpid(pid, 0)
+    for sid in (before_sid, asked[1][0]):
+        ok("POST", f"/v1/sessions/{sid}/stop", key)
+    before["thread"].join(10)
+    passed("answered at the prompt of the same command; the title counted it")
+
+
 def stop_mid_wait_releases_the_agent(key, session):
     sid, token = session("wait for me")
     asked = background(agent, token, "ask_user", {"kind": "question", "payload": {"prompt": "Which bucket?"}})
@@ -190,6 +267,7 @@ def dedupe_and_expiry(key, session):
 def main():
     key, session = setup()
     approvals_answer_a_plan_in_a_pty(key, session)
+    watch_notifies_each_new_request_once_and_answers_here(key, session)
     stop_mid_wait_releases_the_agent(key, session)
     dedupe_and_expiry(key, session)
 

@@ -111,13 +111,14 @@ const CLI: Layers = &[
     ("skill", &[]),
     ("harness", &[]),
     ("granted", &[]),
+    ("notify", &[]),
     ("config", &["context", "files"]),
     ("grants_file", &["files"]),
     // The runner protocol's calls, which the loop and a turn both make; it names neither.
     ("runner_client", &["api"]),
     // The commands a person runs.
     ("auth", &["api", "config", "context"]),
-    ("approvals", &["api", "auth", "config", "context"]),
+    ("approvals", &["api", "auth", "config", "context", "notify"]),
     ("company_skills", &["api", "files", "skill"]),
     ("setup", &["api", "auth", "company_skills", "config", "context", "edit", "files", "skill"]),
     // `sky mcp`, and the shims a turn's agent finds first on its `PATH` (which relay through it).
