@@ -61,10 +61,7 @@ mod edge;
 #[cfg(not(target_arch = "wasm32"))]
 pub fn published_schemas() -> std::collections::BTreeMap<String, serde_json::Value> {
     let ops = ops::OPS.iter().flat_map(|op| {
-        [
-            (format!("op:{}:params", op.name), op.params_schema().clone()),
-            (format!("op:{}:result", op.name), op.result_schema().clone()),
-        ]
+        [(op.schema_key("params"), op.params_schema().clone()), (op.schema_key("result"), op.result_schema().clone())]
     });
     ops.chain(agent::published_schemas())
         .chain(ops::memory::published_schemas())

@@ -256,11 +256,17 @@ impl Op {
         &self.schemas().1
     }
 
+    /// The key its `part` (`params` or `result`) is published under in `src/schemas.json`.
+    pub fn schema_key(&self, part: &str) -> String {
+        format!("op:{}:{part}", self.name)
+    }
+
     fn schemas(&self) -> &'static (Value, Value) {
         static ALL: OnceLock<Vec<(Value, Value)>> = OnceLock::new();
         let all = ALL.get_or_init(|| {
-            let key = |op: &Op, part: &str| format!("op:{}:{part}", op.name);
-            OPS.iter().map(|op| (op.params.get(&key(op, "params")), op.result.get(&key(op, "result")))).collect()
+            OPS.iter()
+                .map(|op| (op.params.get(&op.schema_key("params")), op.result.get(&op.schema_key("result"))))
+                .collect()
         });
         let i = OPS.iter().position(|op| op.name == self.name).expect("every Op is a row of OPS");
         &all[i]
