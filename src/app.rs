@@ -1,7 +1,7 @@
 //! The whole server as one function: `handle(env, request) -> response`. The Worker edge calls it for
 //! every request; host tests call it directly, the way axum tests call `app().oneshot()`.
 
-use crate::cx::{Cx, Env};
+use crate::cx::{Channel, Cx, Env};
 use crate::error::{ApiError, Code};
 use crate::http::{HttpRequest, HttpResponse};
 use crate::mcp::{self, ServerSpec};
@@ -92,6 +92,11 @@ async fn route(env: &Env, req: &HttpRequest, meta: RequestMeta) -> HttpResponse 
         client_ip: crate::http::client_address(req, env.config.trust_cf_connecting_ip),
         admin: false,
         touched: Default::default(),
+        channel: match path {
+            _ if path.starts_with("/v1/mcp") => Channel::Mcp,
+            _ if req.header("user-agent").is_some_and(|ua| ua.starts_with("sky/")) => Channel::Cli,
+            _ => Channel::Rest,
+        },
         verdict: None,
     };
     match path {

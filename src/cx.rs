@@ -195,9 +195,39 @@ pub struct Cx<'a> {
     /// The workspace this call acted in, once [`Cx::workspace`] or [`Cx::member_of`] resolved it: a
     /// successful write moves that workspace's feed on ([`crate::ops::invoke`]).
     pub touched: std::cell::RefCell<Option<String>>,
+    /// Where the call came from (the audit log's channel of an answer; a step-up approval needs the console).
+    pub channel: Channel,
     /// When `caller` came from [`crate::keycache`]: whether the key lookup, riding along with the work's
     /// first round trip, found the same caller. Writes wait for it before they change anything.
     pub verdict: Option<Verdict>,
+}
+
+/// Where a call came from: what the audit log names as an answer's channel, and what a step-up approval
+/// checks (only the console proves a recent sign-in).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Channel {
+    Rest,
+    /// The REST API from `sky` (its user agent).
+    Cli,
+    Mcp,
+    /// The console, signed in at `signed_in_ms`.
+    Console {
+        signed_in_ms: i64,
+    },
+    /// Work no caller waits on: the cron trigger and the queue consumer.
+    System,
+}
+
+impl Channel {
+    pub fn word(self) -> &'static str {
+        match self {
+            Channel::Rest => "REST",
+            Channel::Cli => "sky",
+            Channel::Mcp => "MCP",
+            Channel::Console { .. } => "console",
+            Channel::System => "system",
+        }
+    }
 }
 
 /// The answer of a key lookup under way: `true` when it agrees with the cached caller.
@@ -216,6 +246,7 @@ impl<'a> Cx<'a> {
             client_ip: String::new(),
             admin: false,
             touched: Default::default(),
+            channel: Channel::System,
             verdict: None,
         }
     }

@@ -133,6 +133,10 @@ pub fn render(r: &Value) -> String {
             if let Some(allow) = r["would_allow"].as_str() {
                 out += &format!("   allows:  {allow}\n");
             }
+            let approved = list(&r["approved_by"]);
+            if !approved.is_empty() {
+                out += &format!("   approved so far by {} (this production target needs more)\n", approved.join(", "));
+            }
         }
         "plan" => {
             out += &format!("   plan:    {}\n", s(&p["summary"]));

@@ -98,6 +98,7 @@ pub async fn serve(cx: Cx<'_>, req: &HttpRequest) -> HttpResponse {
         };
     };
     cx.caller = Some(who.caller.clone());
+    cx.channel = crate::cx::Channel::Console { signed_in_ms: who.signed_in_ms };
     if req.method == "POST" && !auth::same_origin(&cx, req) {
         return error_page(403, "This form was sent from another site, so it was not acted on.");
     }

@@ -67,6 +67,12 @@ pub fn request(p: &Ctx<'_>, r: &OpenRequest) -> Markup {
                         @if let Some(cmd) = payload["command"].as_str() { dt { "Command" } dd { pre { (cmd) } } }
                     }
                     div.quote { span.muted.small { "Reason, as the agent wrote it:" } br; (verbatim(s(&payload["reason"]))) }
+                    @if !r.approved_by.is_empty() {
+                        p.small.approvals role="status" {
+                            "Approved so far by " strong { (r.approved_by.join(", ")) }
+                            ": this production target needs more owners or admins to approve."
+                        }
+                    }
                     div.row {
                         form.inline method="post" action=(answer) {
                             (ids) input type="hidden" name="answer" value="approve";

@@ -5,7 +5,7 @@
 use crate::cx::{Cx, Role};
 use crate::error::{ApiError, Code};
 use crate::rules::ids::ConnectorId;
-use crate::rules::params::{words, CappedMap, EnvName, Text};
+use crate::rules::params::{words, CappedMap, EnvName, Int, Text};
 pub use crate::rules::targets::{Provider, TargetEnv, TargetScope};
 use crate::rules::{ids, seal};
 use crate::store::{self, connectors::ConnectorRow};
@@ -251,4 +251,60 @@ pub async fn set_policy(cx: &Cx<'_>, p: SetPolicy) -> Result<store::connectors::
         scope: p.scope.as_str().to_owned(),
         decision: p.decision.as_str().to_owned(),
     })
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SetApprovalRule {
+    /// The target (a production one: the rule guards `deploy` and `delete` there).
+    pub connector_id: ConnectorId,
+    /// Owners or admins who must approve a `deploy` or `delete`, 1–5. Each counts once; the person who
+    /// started the session does not count while another owner or admin could approve.
+    pub approvals: Int<1, { crate::rules::approvals::MAX_APPROVALS }>,
+    /// Each such approval only in the console, within 10 minutes of signing in (default false).
+    pub fresh_sign_in: Option<bool>,
+    /// A workspace slug; the connection's workspace when left out.
+    pub workspace: Option<String>,
+}
+
+/// PUT /v1/connectors/{connector_id}/approval-rule — owners and admins.
+pub async fn set_approval_rule(
+    cx: &Cx<'_>,
+    p: SetApprovalRule,
+) -> Result<store::connectors::ApprovalRuleRow, ApiError> {
+    let w = cx.workspace(p.workspace.as_deref())?;
+    cx.require_role(w, Role::Admin)?;
+    let c = store::connectors::get(cx.db(), p.connector_id.as_str()).await?;
+    let c = c.filter(|c| c.workspace_id == w.workspace_id).ok_or_else(|| ApiError::not_found("connector"))?;
+    if c.env != TargetEnv::Prod.as_str() {
+        return Err(ApiError::invalid(format!(
+            "`connector_id`: `{}` is a {} target; an approval rule guards production deploys and deletes only",
+            c.name, c.env
+        )));
+    }
+    let rule = store::connectors::ApprovalRuleRow {
+        connector_id: c.connector_id.clone(),
+        approvals: p.approvals.get(),
+        fresh_sign_in: p.fresh_sign_in.unwrap_or(false),
+    };
+    let detail = format!(
+        "deploy and delete on `{}`: {} approval{}{}",
+        c.name,
+        rule.approvals,
+        if rule.approvals == 1 { "" } else { "s" },
+        if rule.fresh_sign_in { ", each after a fresh sign-in" } else { "" }
+    );
+    let entry = store::audit::Entry {
+        connector_id: Some(&c.connector_id),
+        ..store::audit::Entry::change(
+            &w.workspace_id,
+            &cx.caller()?.account_id,
+            "approval_rule_set",
+            None,
+            &detail,
+            cx.now_ms,
+        )
+    };
+    store::connectors::set_approval_rule(cx.db(), &rule, &entry).await?;
+    Ok(rule)
 }

@@ -964,6 +964,13 @@ operations! {
         http: PUT "/v1/policies", hints: UPDATES, run: connectors::set_policy
     }
 
+    /// Require more than one owner or admin to approve a `deploy` or `delete` on a production target, and
+    /// optionally a fresh console sign-in for each approval. Owners and admins.
+    set_approval_rule(connectors::SetApprovalRule) -> store::connectors::ApprovalRuleRow {
+        title: "Set a target's approval rule", group: Connectors, scope: Write, tool: Grouped,
+        http: PUT "/v1/connectors/{connector_id}/approval-rule", hints: UPDATES, run: connectors::set_approval_rule
+    }
+
     /// The audit log, newest first: every use of a credential, and every change to invitations, members,
     /// roles, access approvals and policies, with who made it. Optional `workspace`.
     list_audit(audit::ListAudit) -> audit::AuditLog {

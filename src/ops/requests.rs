@@ -157,10 +157,23 @@ pub struct AnswerRequest {
 
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct RequestAnswered {
+    /// The request: still `open` when its target needs more approvals (see `approvals`).
     pub request: RequestRow,
     /// For access requests: the grant as the agent now sees it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub grant: Option<Value>,
+    /// For a production deploy or delete on a target that needs more than one approval: who approved so
+    /// far and how many it takes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approvals: Option<ApprovalProgress>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ApprovalProgress {
+    /// The accounts that approved, in order.
+    pub approved_by: Vec<String>,
+    /// Approvals it takes: the target's rule, at most the owners and admins who may approve.
+    pub needed: usize,
 }
 
 words! {
@@ -240,9 +253,10 @@ pub async fn answer(cx: &Cx<'_>, p: AnswerRequest) -> Result<RequestAnswered, Ap
         }
         _ => json!({ "kind": "question", "answer": p.answer }),
     };
-    // Every answer is in the audit log with who gave it (the key; a console sign-in acts through one),
-    // recorded only when the answer landed.
-    let answered = format!("{}: {} by key {by}", req.kind, p.answer);
+    // Every answer is in the audit log with who gave it (the key; a console sign-in acts through one) and
+    // the channel it came through, recorded only when the answer landed.
+    let via = cx.channel.word();
+    let answered = format!("{}: {} by key {by} via {via}", req.kind, p.answer);
     let account = cx.caller()?.account_id.clone();
     let mut stmts = vec![
         store::requests::answer_request(&req.request_id, &resolution, &by, cx.now_ms),
@@ -260,6 +274,21 @@ pub async fn answer(cx: &Cx<'_>, p: AnswerRequest) -> Result<RequestAnswered, Ap
         let g = store::requests::grant_for_request(cx.db(), &req.request_id)
             .await?
             .ok_or_else(|| ApiError::cause("grant missing"))?;
+        let mut approved_by = String::new();
+        if p.answer.as_str() == "approve" {
+            match approval(cx, &member, &req, &g).await? {
+                Approval::Recorded(progress) => {
+                    let request = store::requests::get_request(cx.db(), &req.request_id)
+                        .await?
+                        .ok_or_else(|| ApiError::cause("request vanished"))?;
+                    return Ok(RequestAnswered { request, grant: None, approvals: Some(progress) });
+                }
+                Approval::Completes(Some(progress)) => {
+                    approved_by = format!(", the last of {} approvals", progress.needed);
+                }
+                Approval::Completes(None) => {}
+            }
+        }
         let minutes = p.expires_in_minutes.map_or(ONCE_DEFAULT_MINUTES, Int::get);
         let always = p.always.unwrap_or(false) && p.answer.as_str() == "approve";
         // A persistent grant answers every session of the workspace until revoked, and only owners and
@@ -280,15 +309,17 @@ pub async fn answer(cx: &Cx<'_>, p: AnswerRequest) -> Result<RequestAnswered, Ap
         };
         stmts.push(store::requests::decide_grant(&g.grant_id, status, always, expires, "user"));
         let (action, detail) = match (status, always) {
-            (GrantStatus::Active, true) => {
-                ("access_approved", format!("{}: always, for every session, by key {by}", g.scopes))
-            }
-            (GrantStatus::Active, false) => {
-                ("access_approved", format!("{}: once, for {minutes} min, by key {by}", g.scopes))
-            }
+            (GrantStatus::Active, true) => (
+                "access_approved",
+                format!("{}: always, for every session, by key {by} via {via}{approved_by}", g.scopes),
+            ),
+            (GrantStatus::Active, false) => (
+                "access_approved",
+                format!("{}: once, for {minutes} min, by key {by} via {via}{approved_by}", g.scopes),
+            ),
             _ => match p.note.as_deref().filter(|n| !n.is_empty()) {
-                Some(reason) => ("access_denied", format!("{}: by key {by}: {reason}", g.scopes)),
-                None => ("access_denied", format!("{}: by key {by}", g.scopes)),
+                Some(reason) => ("access_denied", format!("{}: by key {by} via {via}: {reason}", g.scopes)),
+                None => ("access_denied", format!("{}: by key {by} via {via}", g.scopes)),
             },
         };
         let entry = store::audit::Entry {
@@ -326,5 +357,75 @@ pub async fn answer(cx: &Cx<'_>, p: AnswerRequest) -> Result<RequestAnswered, Ap
         }
         None => None,
     };
-    Ok(RequestAnswered { request, grant })
+    Ok(RequestAnswered { request, grant, approvals: None })
+}
+
+/// Where an approval leaves a request under its target's rule ([`crate::rules::approvals`]).
+enum Approval {
+    /// It completes the request (with the progress, when the rule took more than one).
+    Completes(Option<ApprovalProgress>),
+    /// It was recorded; more are needed, and the request stays open.
+    Recorded(ApprovalProgress),
+}
+
+/// Applies the target's rule to an approval of an access request for a production deploy or delete:
+/// refuses who may not approve (a member, the session's starter while others could, an approver a
+/// second time, an approval without a fresh console sign-in when the target asks for one), else records
+/// it and says whether it is the last one needed. Any other request completes at once, as before.
+async fn approval(
+    cx: &Cx<'_>,
+    member: &crate::identity::Membership,
+    req: &RequestRow,
+    g: &store::requests::GrantRow,
+) -> Result<Approval, ApiError> {
+    use crate::rules::approvals;
+    let connector = store::connectors::get(cx.db(), &g.connector_id).await?;
+    let scopes: Vec<&str> = g.scopes.split(' ').collect();
+    if !connector.is_some_and(|c| approvals::guarded(&c.env, &scopes)) {
+        return Ok(Approval::Completes(None));
+    }
+    let Some(rule) = store::connectors::approval_rule(cx.db(), &g.connector_id).await?.map(|r| r.rule()) else {
+        return Ok(Approval::Completes(None));
+    };
+    let caller = cx.caller()?;
+    let (approvers, starter) = store::requests::approvers(cx.db(), &req.workspace_id, &req.session_id).await?;
+    let need = approvals::need(rule, &approvers, starter.as_deref());
+    let already = store::requests::approvals(cx.db(), &req.request_id).await?;
+    let who = approvals::Approver {
+        account_id: &caller.account_id,
+        may_approve: member.role >= Role::Admin,
+        console_sign_in_ms: match cx.channel {
+            crate::cx::Channel::Console { signed_in_ms } => Some(signed_in_ms),
+            _ => None,
+        },
+    };
+    approvals::refusal(rule, &need, &who, starter.as_deref(), &already, cx.now_ms)
+        .map_err(|why| ApiError::new(Code::Forbidden, why))?;
+    if rule == approvals::Rule::default() {
+        return Ok(Approval::Completes(None));
+    }
+    let via = cx.channel.word();
+    let add = store::requests::add_approval(&req.request_id, &caller.account_id, &caller.key_id, via, cx.now_ms);
+    if cx.db().batch(vec![add]).await?.first().is_none_or(|rows| rows.is_empty()) {
+        return Err(ApiError::new(Code::Conflict, "the request was answered, expired or approved by you meanwhile"));
+    }
+    let approved_by = store::requests::approvals(cx.db(), &req.request_id).await?;
+    let progress = ApprovalProgress { needed: need.approvals, approved_by };
+    if progress.approved_by.len() >= need.approvals {
+        return Ok(Approval::Completes(Some(progress)));
+    }
+    let detail = format!(
+        "{}: approval {} of {} by key {} via {via}",
+        g.scopes,
+        progress.approved_by.len(),
+        need.approvals,
+        caller.key_id
+    );
+    let entry = store::audit::Entry {
+        actor_account_id: Some(&caller.account_id),
+        subject: Some(&req.request_id),
+        ..store::audit::Entry::grant(g, &g.session_id, "access_approval_recorded", &detail, cx.now_ms)
+    };
+    store::audit::record(cx.db(), &entry).await?;
+    Ok(Approval::Recorded(progress))
 }

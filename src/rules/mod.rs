@@ -1,5 +1,6 @@
 //! Pure domain rules: no I/O, no clock, no randomness of their own. Each is tested where it is written.
 
+pub mod approvals;
 pub mod argv;
 pub mod cron;
 pub mod cursor;

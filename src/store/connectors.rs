@@ -150,3 +150,33 @@ impl agentsky_wire::targets::Target for ConnectorRow {
         &self.env
     }
 }
+
+/// A target's rule for production deploys and deletes ([`crate::rules::approvals`]), as set.
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ApprovalRuleRow {
+    pub connector_id: String,
+    /// Owners or admins who must approve a `deploy` or `delete` on this production target, 1–5.
+    pub approvals: i64,
+    /// Whether each such approval needs a console sign-in of the last 10 minutes.
+    #[serde(deserialize_with = "super::int_bool")]
+    pub fresh_sign_in: bool,
+}
+
+impl ApprovalRuleRow {
+    pub fn rule(&self) -> crate::rules::approvals::Rule {
+        crate::rules::approvals::Rule { approvals: self.approvals, fresh_sign_in: self.fresh_sign_in }
+    }
+}
+
+pub async fn approval_rule(db: &dyn Sql, connector_id: &str) -> DbResult<Option<ApprovalRuleRow>> {
+    const GET: &str = "SELECT connector_id, approvals, fresh_sign_in FROM approval_rule WHERE connector_id = ?1";
+    first(db, stmt!(GET, connector_id)).await
+}
+
+pub async fn set_approval_rule(db: &dyn Sql, rule: &ApprovalRuleRow, entry: &super::audit::Entry<'_>) -> DbResult<()> {
+    const SET: &str =
+        "INSERT INTO approval_rule (connector_id, workspace_id, approvals, fresh_sign_in) VALUES (?1, ?2, ?3, ?4)
+      ON CONFLICT (connector_id) DO UPDATE SET approvals = excluded.approvals, fresh_sign_in = excluded.fresh_sign_in";
+    let set = stmt!(SET, &rule.connector_id, entry.workspace_id, rule.approvals, rule.fresh_sign_in);
+    db.batch(vec![set, super::audit::insert(entry)]).await.map(drop)
+}

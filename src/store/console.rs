@@ -28,7 +28,7 @@ const CALLER: &str = "SELECT k.key_id, k.account_id, k.scopes, k.workspace_id AS
             'role', m.role, 'is_personal', w.is_personal))
      FROM membership m JOIN workspace w ON w.workspace_id = m.workspace_id
     WHERE m.account_id = k.account_id) AS memberships,
-  a.name AS account_name, a.email
+  a.name AS account_name, a.email, c.created_ms AS signed_in_ms
   FROM console_session c JOIN api_key k ON k.key_id = c.key_id JOIN account a ON a.account_id = k.account_id
   WHERE c.token_hash = ?1 AND c.ended_ms IS NULL AND c.expires_ms > ?2 AND k.revoked_ms IS NULL
     AND (k.expires_ms IS NULL OR k.expires_ms > ?2) AND k.oauth_grant_id IS NULL";
@@ -43,6 +43,7 @@ struct CallerRow {
     memberships: Vec<crate::identity::Membership>,
     account_name: String,
     email: String,
+    signed_in_ms: i64,
 }
 
 /// Who is signed in: the caller, and the person's name and email for the page.
@@ -50,6 +51,8 @@ pub struct SignedIn {
     pub caller: Caller,
     pub name: String,
     pub email: String,
+    /// When this console session began (a step-up approval needs it recent).
+    pub signed_in_ms: i64,
 }
 
 pub async fn signed_in(db: &dyn Sql, token_hash: &str, now_ms: i64) -> DbResult<Option<SignedIn>> {
@@ -65,6 +68,7 @@ pub async fn signed_in(db: &dyn Sql, token_hash: &str, now_ms: i64) -> DbResult<
         },
         name: r.account_name,
         email: r.email,
+        signed_in_ms: r.signed_in_ms,
     }))
 }
 

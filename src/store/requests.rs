@@ -174,6 +174,9 @@ pub struct OpenRequest {
     /// What approving would allow, in words (access requests).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub would_allow: Option<String>,
+    /// Who approved it so far, by name, when its target needs more than one approval.
+    #[serde(default, deserialize_with = "super::json_text", skip_serializing_if = "Vec::is_empty")]
+    pub approved_by: Vec<String>,
 }
 
 /// A workspace's open requests, newest first; with `after`, only those opened after that
@@ -188,7 +191,9 @@ pub async fn open_in_workspace(
     const OPEN: &str = "SELECT r.request_id, r.workspace_id, r.task_id, r.session_id, r.kind, r.payload, r.status,
         r.answer, r.answered_by, r.created_ms, r.answered_ms, r.expires_ms,
         COALESCE(s.agent_name, '') AS agent_name, COALESCE(s.agent_id, '') AS agent_id,
-        COALESCE(s.title, '') AS session_title, COALESCE(t.title, '') AS task_title
+        COALESCE(s.title, '') AS session_title, COALESCE(t.title, '') AS task_title,
+        (SELECT json_group_array(a.name) FROM request_approval ra JOIN account a ON a.account_id = ra.account_id
+          WHERE ra.request_id = r.request_id) AS approved_by
       FROM request r LEFT JOIN session s ON s.session_id = r.session_id LEFT JOIN task t ON t.task_id = r.task_id
       WHERE r.workspace_id = ?1 AND r.status = 'open' AND (r.expires_ms IS NULL OR r.expires_ms > ?5)
         AND (?2 IS NULL OR r.created_ms > ?2 OR (r.created_ms = ?2 AND r.request_id > ?3))
@@ -427,4 +432,38 @@ pub async fn session_for_token(db: &dyn Sql, token_hash: &str) -> DbResult<Optio
         AND (t.lease_id IS NULL
           OR EXISTS (SELECT 1 FROM runner_turn r WHERE r.lease_id = t.lease_id AND r.status = 'leased'))";
     first(db, stmt!(GET, token_hash)).await
+}
+
+/// The accounts that approved `request_id` so far (of a request that needs more than one approval).
+pub async fn approvals(db: &dyn Sql, request_id: &str) -> DbResult<Vec<String>> {
+    #[derive(Deserialize)]
+    struct Row {
+        account_id: String,
+    }
+    const GET: &str = "SELECT account_id FROM request_approval WHERE request_id = ?1 ORDER BY created_ms, account_id";
+    Ok(rows::<Row>(db, stmt!(GET, request_id)).await?.into_iter().map(|r| r.account_id).collect())
+}
+
+/// Records one approval of an open request, once per account: no row when it was already theirs or the
+/// request is no longer open.
+pub fn add_approval(request_id: &str, account_id: &str, key_id: &str, channel: &str, now_ms: i64) -> super::Stmt {
+    const ADD: &str = "INSERT INTO request_approval (request_id, account_id, key_id, channel, created_ms)
+      SELECT ?1, ?2, ?3, ?4, ?5 WHERE EXISTS (SELECT 1 FROM request WHERE request_id = ?1 AND status = 'open')
+      ON CONFLICT (request_id, account_id) DO NOTHING RETURNING account_id";
+    stmt!(ADD, request_id, account_id, key_id, channel, now_ms)
+}
+
+/// The owners and admins of a workspace, and the account whose key started `session_id` (if any).
+pub async fn approvers(db: &dyn Sql, workspace_id: &str, session_id: &str) -> DbResult<(Vec<String>, Option<String>)> {
+    #[derive(Deserialize)]
+    struct Row {
+        account_id: String,
+        starter: i64,
+    }
+    const GET: &str = "SELECT account_id, 0 AS starter FROM membership WHERE workspace_id = ?1 AND role IN ('owner', 'admin')
+      UNION ALL
+      SELECT k.account_id, 1 AS starter FROM session s JOIN api_key k ON k.key_id = s.started_by_key_id WHERE s.session_id = ?2";
+    let found: Vec<Row> = rows(db, stmt!(GET, workspace_id, session_id)).await?;
+    let starter = found.iter().find(|r| r.starter == 1).map(|r| r.account_id.clone());
+    Ok((found.into_iter().filter(|r| r.starter == 0).map(|r| r.account_id).collect(), starter))
 }

@@ -5,6 +5,7 @@ mod support;
 
 mod accounts;
 mod agent;
+mod approvals;
 mod billing;
 mod cancel_turn;
 mod console;

@@ -207,5 +207,6 @@ fn with_names(r: &RequestRow, task: &TaskDetail) -> OpenRequest {
         session_title: session.map(|sn| sn.title.clone()).unwrap_or_default(),
         task_title: task.title.clone(),
         would_allow: None,
+        approved_by: Vec::new(),
     }
 }
