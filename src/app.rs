@@ -139,6 +139,8 @@ async fn route(env: &Env, req: &HttpRequest, meta: RequestMeta) -> HttpResponse 
             return mcp::serve(&spec, &crate::help_mcp::HelpTools { cx: &cx }, req).await;
         }
         "/v1/billing/stripe/webhook" => return crate::receivers::stripe::webhook(&cx, req).await,
+        "/v1/slack/interactions" => return crate::receivers::slack::interactions(&cx, req).await,
+        "/v1/slack/commands" => return crate::receivers::slack::commands(&cx, req).await,
         _ if path.starts_with("/v1/webhooks/records/") => {
             return crate::receivers::records::receive(&cx, &path["/v1/webhooks/records/".len()..], req).await
         }

@@ -58,6 +58,9 @@ pub struct Config {
     /// targets mint and downscope each grant's token; tests name local fakes.
     pub gcp_iam_url: Option<String>,
     pub gcp_sts_url: Option<String>,
+    /// Slack's Web API (`SLACK_API_URL`; default `https://slack.com/api`), where a workspace's Slack app
+    /// posts requests and updates them once decided; tests name a local fake.
+    pub slack_api_url: Option<String>,
     /// Serves the conformance suite's fixture tools without auth at `/v1/conformance/mcp` (tests only).
     pub conformance_fixtures: bool,
     /// `REQUEST_LOG=errors`: a request's log line is written only when it failed or took a second or more.
@@ -214,6 +217,8 @@ pub enum Channel {
     Console {
         signed_in_ms: i64,
     },
+    /// A button in Slack, by the member who linked that Slack user.
+    Slack,
     /// Work no caller waits on: the cron trigger and the queue consumer.
     System,
 }
@@ -225,6 +230,7 @@ impl Channel {
             Channel::Cli => "sky",
             Channel::Mcp => "MCP",
             Channel::Console { .. } => "console",
+            Channel::Slack => "Slack",
             Channel::System => "system",
         }
     }
@@ -234,6 +240,24 @@ impl Channel {
 pub type Verdict = futures::future::Shared<futures::channel::oneshot::Receiver<bool>>;
 
 impl<'a> Cx<'a> {
+    /// The same request acting for `caller` through `channel`: a member answering from Slack, where no key
+    /// of theirs came with the call.
+    pub fn acting_as(&self, caller: Caller, channel: Channel) -> Cx<'a> {
+        Cx {
+            env: self.env,
+            now_ms: self.now_ms,
+            request_id: self.request_id.clone(),
+            caller: Some(caller),
+            universe: None,
+            base_url: self.base_url.clone(),
+            client_ip: self.client_ip.clone(),
+            admin: false,
+            touched: Default::default(),
+            channel,
+            verdict: None,
+        }
+    }
+
     /// A context for work no caller is waiting on: the cron trigger and the queue consumer.
     pub fn system(env: &'a Env, now_ms: i64, request_id: String) -> Self {
         Self {

@@ -260,6 +260,7 @@ pub async fn request_access(a: &CallingSession<'_>, p: RequestAccess) -> Result<
         Some(_) => {
             a.changed().await;
             crate::domain::webhooks::request_opened(cx, me, &request_id, "access", &payload).await;
+            crate::domain::slack::request_opened(cx, me, &request_id, "access", &payload).await;
             (grant_id, request_id)
         }
         None => {

@@ -16,5 +16,6 @@ pub mod otel;
 pub mod rate;
 pub mod requests;
 pub mod sessions;
+pub mod slack;
 pub mod taskfs;
 pub mod webhooks;

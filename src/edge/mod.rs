@@ -58,6 +58,7 @@ pub(crate) fn config(env: &Env) -> Config {
         stripe_webhook_secret: secret(env, "STRIPE_WEBHOOK_SECRET").or_else(|| var(env, "STRIPE_WEBHOOK_SECRET")),
         stripe_api_base: var(env, "STRIPE_API_BASE"),
         github_api_url: var(env, "GITHUB_API_URL"),
+        slack_api_url: var(env, "SLACK_API_URL"),
         aws_sts_url: var(env, "AWS_STS_URL"),
         gcp_iam_url: var(env, "GCP_IAM_URL"),
         gcp_sts_url: var(env, "GCP_STS_URL"),

@@ -39,6 +39,7 @@ pub mod session_tokens;
 pub mod sessions;
 pub mod sharing;
 pub mod skills;
+pub mod slack;
 pub mod tasks;
 pub mod traces;
 pub mod transcript;
@@ -962,6 +963,26 @@ operations! {
     set_policy(connectors::SetPolicy) -> store::connectors::PolicyRow {
         title: "Set an access policy", group: Connectors, scope: Write, tool: Grouped,
         http: PUT "/v1/policies", hints: UPDATES, run: connectors::set_policy
+    }
+
+    /// Connect a Slack app: new requests are posted to `channel` with buttons that answer them (production
+    /// deploys and deletes, and `always`, open agentsky instead). Owners and admins.
+    connect_slack(slack::ConnectSlack) -> store::slack::SlackConnection {
+        title: "Connect Slack", group: Connectors, scope: Write, tool: Grouped,
+        http: PUT "/v1/slack", hints: UPDATES, run: slack::connect, credentials: true
+    }
+
+    /// Disconnect the workspace's Slack app. Owners and admins.
+    disconnect_slack(slack::DisconnectSlack) -> slack::SlackDisconnected {
+        title: "Disconnect Slack", group: Connectors, scope: Write, tool: Grouped,
+        http: DELETE "/v1/slack", hints: DESTROYS, run: slack::disconnect
+    }
+
+    /// A one-time code (10 minutes) that links your Slack user: send `/agentsky link <code>` in Slack, and
+    /// its buttons answer as you, with your role.
+    link_slack(slack::LinkSlack) -> slack::SlackLinkCode {
+        title: "Link your Slack user", group: Connectors, scope: Write, tool: Grouped,
+        http: POST "/v1/slack/link-code", hints: CREATES, run: slack::link, credentials: true
     }
 
     /// Require more than one owner or admin to approve a `deploy` or `delete` on a production target, and

@@ -351,6 +351,12 @@ pub async fn answer(cx: &Cx<'_>, p: AnswerRequest) -> Result<RequestAnswered, Ap
         cx.now_ms,
     )
     .await;
+    let who = store::accounts::name(cx.db(), &account).await?.unwrap_or_default();
+    let outcome = match (&resolution["kind"], p.always.unwrap_or(false)) {
+        (k, true) if k == "access" && p.answer.as_str() == "approve" => format!("approved always by {who} (via {via})"),
+        _ => format!("{} by {who} (via {via})", resolution_word(&p.answer)),
+    };
+    crate::domain::slack::request_decided(cx, &request, &outcome).await;
     let grant = match grant {
         Some(id) => {
             store::requests::get_grant(cx.db(), &id).await?.map(|g| crate::domain::grants::grant_view(&g, None))
@@ -358,6 +364,17 @@ pub async fn answer(cx: &Cx<'_>, p: AnswerRequest) -> Result<RequestAnswered, Ap
         None => None,
     };
     Ok(RequestAnswered { request, grant, approvals: None })
+}
+
+/// An answer as the decided message says it.
+fn resolution_word(answer: &str) -> String {
+    match answer {
+        "approve" => "approved".to_owned(),
+        "deny" => "denied".to_owned(),
+        "reject" => "rejected".to_owned(),
+        "edit" => "sent back for edits".to_owned(),
+        other => format!("answered “{other}”"),
+    }
 }
 
 /// Where an approval leaves a request under its target's rule ([`crate::rules::approvals`]).

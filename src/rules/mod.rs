@@ -28,6 +28,7 @@ pub use agentsky_wire::redact;
 pub mod schema;
 pub mod seal;
 pub mod sigv4;
+pub mod slack;
 /// The skill name and `SKILL.md` front-matter rule, shared with the CLI.
 pub use agentsky_wire::skills;
 pub mod slug;

@@ -24,6 +24,10 @@ pub fn webhook_aad(workspace_id: &str, webhook_id: &str) -> String {
 }
 
 /// The associated data a connector's credentials are sealed with: its row.
+pub fn slack_aad(workspace_id: &str) -> String {
+    format!("{workspace_id}/slack")
+}
+
 pub fn connector_aad(workspace_id: &str, connector_id: &str) -> String {
     format!("{workspace_id}/connector/{connector_id}")
 }

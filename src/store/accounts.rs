@@ -32,3 +32,13 @@ pub async fn id_by_email(db: &dyn Sql, email: &str) -> DbResult<Option<String>> 
     }
     Ok(super::first::<Row>(db, stmt!(FIND_BY_EMAIL, email)).await?.map(|r| r.account_id))
 }
+
+/// An account's name, as people read it.
+pub async fn name(db: &dyn Sql, account_id: &str) -> DbResult<Option<String>> {
+    #[derive(serde::Deserialize)]
+    struct Row {
+        name: String,
+    }
+    const GET: &str = "SELECT name FROM account WHERE account_id = ?1";
+    Ok(super::first::<Row>(db, crate::stmt!(GET, account_id)).await?.map(|r| r.name))
+}

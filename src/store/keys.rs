@@ -167,3 +167,26 @@ pub async fn revoke(
 pub fn is_hash_collision(e: &DbError) -> bool {
     e.is_unique_on("api_key.key_hash")
 }
+
+/// An account acting with no key of its own, through an identity it linked (a Slack user): its
+/// memberships, writing, locked to `workspace_id`; `acting_as` stands where a key id is recorded.
+pub async fn linked_caller(db: &dyn Sql, account_id: &str, workspace_id: &str, acting_as: &str) -> DbResult<Caller> {
+    #[derive(Deserialize)]
+    struct MembershipsRow {
+        #[serde(deserialize_with = "super::json_text")]
+        memberships: Vec<Membership>,
+    }
+    const MEMBERSHIPS: &str =
+        "SELECT (SELECT json_group_array(json_object('workspace_id', w.workspace_id, 'slug', w.slug,
+      'name', w.name, 'role', m.role, 'is_personal', w.is_personal))
+      FROM membership m JOIN workspace w ON w.workspace_id = m.workspace_id WHERE m.account_id = ?1) AS memberships";
+    let found: Vec<MembershipsRow> = rows(db, stmt!(MEMBERSHIPS, account_id)).await?;
+    Ok(Caller {
+        account_id: account_id.to_owned(),
+        key_id: acting_as.to_owned(),
+        can_write: true,
+        locked_workspace_id: Some(workspace_id.to_owned()),
+        memberships: found.into_iter().next().map(|r| r.memberships).unwrap_or_default(),
+        app: None,
+    })
+}

@@ -38,6 +38,7 @@ pub mod runners;
 pub mod secrets;
 pub mod sessions;
 pub mod skills;
+pub mod slack;
 pub mod tasks;
 pub mod usage;
 pub mod webhooks;

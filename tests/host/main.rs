@@ -46,6 +46,7 @@ mod secrets;
 mod session_shell;
 mod sessions;
 mod skills;
+mod slack;
 mod table;
 mod tasks;
 mod webhooks;

@@ -22,6 +22,7 @@ pub async fn page(p: &Ctx<'_>) -> Result<Page, ApiError> {
         false => vec![],
     };
     let me = &p.who.caller.account_id;
+    let slack = crate::store::slack::get(p.cx.db(), &p.ws.workspace_id).await?;
     Ok(Page {
         title: "Members".into(),
         nav: "/members",
@@ -50,6 +51,16 @@ pub async fn page(p: &Ctx<'_>) -> Result<Page, ApiError> {
                             if id == me { "Leave" } else { "Remove" }, "danger", Some("Remove from this workspace?"))) }
                     }
                 } }
+            }
+            h2 { "Answer from Slack" }
+            @if slack.is_some() {
+                p.muted.small {
+                    "This workspace's Slack app posts requests with buttons. To answer from Slack as yourself, make a code and send "
+                    code { "/agentsky link <code>" } " in Slack within 10 minutes (it works once)."
+                }
+                (action(p, name::link_slack, &[("workspace", &p.ws.slug)], "Make a Slack link code", "", None))
+            } @else {
+                p.muted.small { "No Slack app is connected (an owner or admin connects one with " code { "connect_slack" } ")." }
             }
             h2 { "Invite someone" }
             @if admin {

@@ -124,6 +124,10 @@ async fn run(p: &Ctx<'_>, op: &crate::ops::Op, args: Value) -> Result<Then, ApiE
     Ok(match op.name {
         name::create_key => shown("Your new API key", Some(call::create_key(cx, args).await?.key)),
         name::register_runner => shown("Your new runner's token", Some(call::register_runner(cx, args).await?.token)),
+        name::link_slack => shown(
+            "Your Slack link code: send /agentsky link <code> in Slack within 10 minutes",
+            Some(call::link_slack(cx, args).await?.code),
+        ),
         name::share_session => shown("The session's share link", call::share_session(cx, args).await?.share_url),
         name::share_artifact => shown("The artifact's share link", call::share_artifact(cx, args).await?.share_url),
         name::create_webhook => {
