@@ -385,3 +385,42 @@ export async function fakeGoogle({ port = 0, publicKeyPem, email }) {
   base = `http://127.0.0.1:${bound}`;
   return { url: base, seen, close: () => new Promise((r) => server.close(() => r())) };
 }
+
+/**
+ * A fake of Slack's Web API as a Slack app calls it: every method checks the bot token (`Authorization:
+ * Bearer`) and answers `{ok: false, error: "invalid_auth"}` otherwise, as Slack does. `auth.test` names
+ * team `team`; `chat.postMessage` answers a channel and a `ts`; `chat.update` and `chat.postEphemeral`
+ * need a channel (and a ts / user). `GET /_e2e/calls` lists every call (method and JSON body).
+ */
+export async function fakeSlack({ port = 0, token, team = 'T0E2E' }) {
+  const calls = [];
+  let n = 0;
+  const send = (res, body) => { res.writeHead(200, { 'content-type': 'application/json' }); res.end(JSON.stringify(body)); };
+  const server = createServer(async (req, res) => {
+    let raw = '';
+    for await (const chunk of req) raw += chunk;
+    const path = req.url.split('?')[0];
+    if (path === '/_e2e/calls') return send(res, calls);
+    if (path === '/') return send(res, { ok: true });
+    const method = path.replace(/^\/+/, '');
+    let body = {};
+    try { body = JSON.parse(raw || '{}'); } catch { return send(res, { ok: false, error: 'invalid_json' }); }
+    calls.push({ method, body });
+    if (req.headers.authorization !== `Bearer ${token}`) return send(res, { ok: false, error: 'invalid_auth' });
+    switch (method) {
+      case 'auth.test': return send(res, { ok: true, team_id: team, user_id: 'UBOT' });
+      case 'chat.postMessage':
+        if (!body.channel || !Array.isArray(body.blocks)) return send(res, { ok: false, error: 'invalid_arguments' });
+        n += 1;
+        return send(res, { ok: true, channel: body.channel, ts: `1700000000.${String(n).padStart(6, '0')}` });
+      case 'chat.update': return send(res, body.channel && body.ts ? { ok: true } : { ok: false, error: 'invalid_arguments' });
+      case 'chat.postEphemeral': return send(res, body.channel && body.user ? { ok: true } : { ok: false, error: 'invalid_arguments' });
+      default: return send(res, { ok: false, error: 'unknown_method' });
+    }
+  });
+  const bound = await new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, '127.0.0.1', () => resolve(server.address().port));
+  });
+  return { url: `http://127.0.0.1:${bound}`, calls, close: () => new Promise((r) => server.close(() => r())) };
+}

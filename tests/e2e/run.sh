@@ -27,10 +27,14 @@ export AGENTSKY_E2E_STRIPE_KEY="sk_test_e2e_$(python3 -c 'import secrets; print(
 export AGENTSKY_E2E_STRIPE_WEBHOOK_SECRET="whsec_e2e_$(python3 -c 'import secrets; print(secrets.token_hex(12))')"
 # GITHUB_API_URL, AWS_STS_URL, GCP_IAM_URL, GCP_STS_URL: GitHub App, AWS role and Google service-account
 # targets mint their grants' credentials at fakes of GitHub, AWS STS and Google on loopback
-# (tests/e2e/providers.mjs), which check the app's JWTs, the key pair's SigV4 and the account's assertions.
+# (tests/e2e/providers.mjs), which check the app's JWTs, the key pair's SigV4 and the account's assertions;
+# SLACK_API_URL: a workspace's Slack app posts and updates requests at a fake of Slack's Web API.
 github_port=$(free_port)
 sts_port=$(free_port)
 google_port=$(free_port)
+slack_port=$(free_port)
+export AGENTSKY_E2E_SLACK_URL="http://127.0.0.1:$slack_port"
+export AGENTSKY_E2E_SLACK_TOKEN="xoxb-e2e-$(python3 -c 'import secrets; print(secrets.token_hex(12))')"
 export AGENTSKY_E2E_GOOGLE_URL="http://127.0.0.1:$google_port"
 export AGENTSKY_E2E_GITHUB_URL="http://127.0.0.1:$github_port"
 export AGENTSKY_E2E_STS_URL="http://127.0.0.1:$sts_port"
@@ -43,11 +47,11 @@ start_server "$state/wrangler" "$state/logs/wrangler-dev.log" --var CONFORMANCE_
   --var "STRIPE_API_BASE:$AGENTSKY_E2E_STRIPE_URL" --var "STRIPE_SECRET_KEY:$AGENTSKY_E2E_STRIPE_KEY" \
   --var "STRIPE_WEBHOOK_SECRET:$AGENTSKY_E2E_STRIPE_WEBHOOK_SECRET" --var "GITHUB_API_URL:$AGENTSKY_E2E_GITHUB_URL" \
   --var "AWS_STS_URL:$AGENTSKY_E2E_STS_URL" --var "GCP_IAM_URL:$AGENTSKY_E2E_GOOGLE_URL" \
-  --var "GCP_STS_URL:$AGENTSKY_E2E_GOOGLE_URL"
+  --var "GCP_STS_URL:$AGENTSKY_E2E_GOOGLE_URL" --var "SLACK_API_URL:$AGENTSKY_E2E_SLACK_URL"
 export AGENTSKY_URL="$BASE_URL"
 node tests/e2e/stripe.mjs "$stripe_port" "$AGENTSKY_E2E_STRIPE_KEY" >"$state/logs/stripe.log" 2>&1 &
 stripe_pid=$!
-node tests/e2e/providers.mjs "$github_port" "$sts_port" "$google_port" >"$state/logs/providers.log" 2>&1 &
+node tests/e2e/providers.mjs "$github_port" "$sts_port" "$google_port" "$slack_port" >"$state/logs/providers.log" 2>&1 &
 providers_pid=$!
 trap 'kill "$stripe_pid" "$providers_pid" 2>/dev/null || true; stop_server' EXIT
 until curl -s -o /dev/null --max-time 2 "$AGENTSKY_E2E_STRIPE_URL/"; do
@@ -55,7 +59,7 @@ until curl -s -o /dev/null --max-time 2 "$AGENTSKY_E2E_STRIPE_URL/"; do
   sleep 0.2
 done
 until curl -s -o /dev/null --max-time 2 "$AGENTSKY_E2E_GITHUB_URL/" && curl -s -o /dev/null --max-time 2 "$AGENTSKY_E2E_STS_URL/" \
-  && curl -s -o /dev/null --max-time 2 "$AGENTSKY_E2E_GOOGLE_URL/"; do
+  && curl -s -o /dev/null --max-time 2 "$AGENTSKY_E2E_GOOGLE_URL/" && curl -s -o /dev/null --max-time 2 "$AGENTSKY_E2E_SLACK_URL/"; do
   kill -0 "$providers_pid" 2>/dev/null || { cat "$state/logs/providers.log" >&2; die "the fake providers did not start"; }
   sleep 0.2
 done
