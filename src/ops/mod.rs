@@ -6,6 +6,7 @@
 
 pub mod accounts;
 pub mod agents;
+pub mod apps;
 pub mod audit;
 pub mod billing;
 pub mod catalog;
@@ -295,6 +296,10 @@ impl Op {
         });
         if self.task {
             entry["execution"] = json!({"taskSupport": "optional"});
+        }
+        // The MCP App that shows its results, for clients that render them.
+        if let Some(meta) = apps::tool_meta(self.name) {
+            entry["_meta"] = meta;
         }
         entry
     }

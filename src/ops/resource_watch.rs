@@ -28,6 +28,9 @@ enum Target {
 }
 
 fn target(uri: &str) -> Option<Target> {
+    if crate::ops::apps::find(uri).is_some() {
+        return Some(Target::Fixed);
+    }
     let (t, vars) = TEMPLATES.iter().find_map(|t| match_template(t.uri, uri).map(|v| (t, v)))?;
     let var = |name: &str| vars.get(name).and_then(Value::as_str).unwrap_or_default().to_owned();
     Some(match t.kind {

@@ -4,9 +4,9 @@
 //! so scopes, workspace rules and rate limits are exactly the tools'. What the caller may not see reads as
 //! missing, never as forbidden, so a resource URI tells nobody what another workspace holds.
 //!
-//! `resources/list` lists the Help Center only: it is static, costs no storage read and is the same for
-//! everyone. The caller's own tasks, files and sessions are reached through the templates, whose variables
-//! `completion/complete` fills in ([`super::completions`]).
+//! `resources/list` lists the Help Center and the MCP Apps' views ([`super::apps`]) only: they are static,
+//! cost no storage read and are the same for everyone. The caller's own tasks, files and sessions are
+//! reached through the templates, whose variables `completion/complete` fills in ([`super::completions`]).
 
 use crate::cx::Cx;
 use crate::error::{ApiError, Code};
@@ -17,7 +17,7 @@ use crate::ops::help_center::HelpGet;
 use crate::ops::sessions::CollectResult;
 use crate::ops::sessions::{self, load};
 use crate::ops::transcript::{self, Entry};
-use crate::ops::{self, call, help_center};
+use crate::ops::{self, apps, call, help_center};
 use crate::rules::params::param;
 use crate::rules::{cursor, ids, paths};
 use crate::session::{calls, Event};
@@ -123,21 +123,23 @@ pub fn template_entries() -> Vec<Value> {
         .collect()
 }
 
-/// The `resources/list` entries: every Help Center article, in reading order.
+/// The `resources/list` entries: every Help Center article, in reading order, then the MCP Apps' views.
 pub fn list() -> Vec<Value> {
-    help_center::ARTICLES
-        .iter()
-        .map(|a| {
-            json!({
-                "uri": a.uri(), "name": a.slug, "title": a.title(), "description": a.summary(),
-                "mimeType": "text/markdown", "annotations": {"audience": ["user", "assistant"]}
-            })
+    let articles = help_center::ARTICLES.iter().map(|a| {
+        json!({
+            "uri": a.uri(), "name": a.slug, "title": a.title(), "description": a.summary(),
+            "mimeType": "text/markdown", "annotations": {"audience": ["user", "assistant"]}
         })
-        .collect()
+    });
+    articles.chain(apps::list()).collect()
 }
 
 /// `resources/read`.
 pub async fn read(cx: &Cx<'_>, uri: &str) -> Result<Vec<Value>, ReadFailure> {
+    // A view is one static page, the same for everyone, like a help article.
+    if let Some(app) = apps::find(uri) {
+        return Ok(apps::read(app));
+    }
     let (t, vars) =
         TEMPLATES.iter().find_map(|t| match_template(t.uri, uri).map(|v| (t, v))).ok_or(ReadFailure::NotFound)?;
     let var = |name: &str| vars.get(name).and_then(Value::as_str).unwrap_or_default().to_owned();
@@ -347,9 +349,12 @@ mod tests {
         for kind in [Kind::Help, Kind::TaskFile, Kind::Artifact, Kind::Transcript, Kind::Result] {
             assert_eq!(TEMPLATES.iter().filter(|t| t.kind == kind).count(), 1);
         }
+        // Every entry is a help article but the apps' views, which no template matches.
         for entry in list() {
             let uri = entry["uri"].as_str().unwrap();
-            assert!(match_template(template(Kind::Help).uri, uri).is_some(), "{uri}");
+            let help = match_template(template(Kind::Help).uri, uri).is_some();
+            let app = apps::find(uri).is_some() && TEMPLATES.iter().all(|t| match_template(t.uri, uri).is_none());
+            assert!(help != app, "{uri}");
         }
         assert!(list().iter().any(|e| e["uri"] == "agentsky://help/zh/getting-started"));
     }

@@ -87,12 +87,25 @@ fn resources_list_is_the_help_center_and_every_entry_reads() {
     let ada = app.signup("Ada", "ada@example.com");
     let listed = rpc(&app, &ada.key, "resources/list", json!({}));
     let resources = listed["result"]["resources"].as_array().unwrap().clone();
-    assert_eq!(resources.len(), agentsky::ops::help_center::ARTICLES.len());
-    for r in &resources {
+    let articles = agentsky::ops::help_center::ARTICLES.len();
+    assert_eq!(resources.len(), articles + agentsky::ops::apps::APPS.len());
+    for r in &resources[..articles] {
         let uri = r["uri"].as_str().unwrap();
         let body = read(&app, &ada.key, uri);
         assert!(body["result"]["contents"][0]["text"].as_str().unwrap().starts_with("# "), "{uri}");
     }
+    // Then the MCP Apps' views: HTML for clients that render them, with the CSP they need (none).
+    for r in &resources[articles..] {
+        let uri = r["uri"].as_str().unwrap();
+        assert!(uri.starts_with("ui://") && r["mimeType"] == "text/html;profile=mcp-app", "{r}");
+        let content = read(&app, &ada.key, uri)["result"]["contents"][0].clone();
+        assert_eq!((&content["uri"], &content["mimeType"]), (&json!(uri), &r["mimeType"]));
+        assert!(content["text"].as_str().unwrap().starts_with("<!DOCTYPE html>"), "{uri}");
+        assert_eq!(content["_meta"]["ui"]["csp"], json!({"connectDomains": [], "resourceDomains": []}));
+    }
+    let tools = rpc(&app, &ada.key, "tools/list", json!({}));
+    let list_requests = tools["result"]["tools"].as_array().unwrap().iter().find(|t| t["name"] == "list_requests");
+    assert_eq!(list_requests.unwrap()["_meta"]["ui"]["resourceUri"], "ui://agentsky/approvals");
     let templates = rpc(&app, &ada.key, "resources/templates/list", json!({}));
     assert_eq!(templates["result"]["resourceTemplates"].as_array().unwrap().len(), 6);
     // Examples name this deployment, never a placeholder or another host.
