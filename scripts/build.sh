@@ -23,7 +23,8 @@ flock 9
 
 profiling=${PROFILING:-0}
 built_profiling=0; [ -f build/.profiling ] && built_profiling=1
-if [ "${FORCE:-0}" != 1 ] && [ -f "$stamp" ] && [ -f build/worker/shim.mjs ] && [ "$profiling" = "$built_profiling" ] &&
+if [ "${FORCE:-0}" != 1 ] && [ -f "$stamp" ] && [ -f build/worker/shim.mjs ] && [ -d build/assets/help ] &&
+   [ "$profiling" = "$built_profiling" ] &&
    [ -z "$(find "${inputs[@]}" -newer "$stamp" -print -quit)" ]; then
   echo "build: up to date (build/worker/shim.mjs)" >&2
   exit 0
@@ -58,6 +59,11 @@ t0=$(now)
 rm -f build/.profiling
 touch target/.agentsky-build-start   # inputs changed during the build make the next run rebuild
 worker-build "${args[@]}"
+# The Help Center's pages, rendered by build.rs, are deployed beside the Worker as its static assets
+# (wrangler.toml [assets]) instead of inside its wasm; the newest rendering is this build's.
+help_pages=$(ls -td target/wasm32-unknown-unknown/release/build/agentsky-*/out/help 2>/dev/null | head -1)
+[ -n "$help_pages" ] || die "build.rs left no rendered help pages under target/wasm32-unknown-unknown/release/build"
+rm -rf build/assets/help && mkdir -p build/assets && cp -r "$help_pages" build/assets/help
 touch -r target/.agentsky-build-start "$stamp"
 [ "$profiling" = 1 ] && touch build/.profiling
 wasm=$(ls build/worker/*.wasm build/*.wasm 2>/dev/null | head -1 || true)

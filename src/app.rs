@@ -144,9 +144,9 @@ async fn route(env: &Env, req: &HttpRequest, meta: RequestMeta) -> HttpResponse 
         _ if path.starts_with("/v1/webhooks/records/") => {
             return crate::receivers::records::receive(&cx, &path["/v1/webhooks/records/".len()..], req).await
         }
-        "/help" if req.method == "GET" => return crate::console::help::serve_page("", &cx.base_url),
+        "/help" if req.method == "GET" => return crate::console::help::serve(&cx, "").await,
         _ if path.starts_with("/help/") && req.method == "GET" => {
-            return crate::console::help::serve_page(&path["/help/".len()..], &cx.base_url)
+            return crate::console::help::serve(&cx, &path["/help/".len()..]).await
         }
         "/v1/session/mcp" => {
             if req.method != "POST" {

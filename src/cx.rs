@@ -117,6 +117,13 @@ pub trait Blobs {
 /// A page of [`Blobs::list`].
 pub type BlobPage = (Vec<String>, Option<String>);
 
+/// Files deployed beside the Worker (wrangler.toml `[assets]`: the Help Center's rendered pages), read
+/// through the `ASSETS` binding in the Worker and from the build's output in host tests. `None`: no such
+/// file.
+pub trait Assets {
+    fn get(&self, path: String) -> LocalBoxFuture<'_, Result<Option<String>, String>>;
+}
+
 /// One outbound HTTPS POST (a model's API, a remote MCP server).
 #[derive(Debug, Clone)]
 pub struct Outbound {
@@ -169,6 +176,7 @@ pub struct Env {
     pub queue: Box<dyn Queue>,
     pub feeds: Box<dyn Feeds>,
     pub clock: Box<dyn Clock>,
+    pub assets: Box<dyn Assets>,
     /// The network for fetches the core makes itself (OAuth client metadata documents), always through
     /// [`crate::egress`].
     pub net: Box<dyn Net>,

@@ -34,8 +34,23 @@ fn page(status: u16, lang: &str, title: &str, nav: Markup, body: Markup) -> Http
     )
 }
 
-/// `GET /help` (every article) and `GET /help/<slug>` (one, as a page), its examples naming `base`.
-pub fn serve_page(slug: &str, base: &str) -> HttpResponse {
+/// `GET /help` and `GET /help/<slug>`: [`serve_page`] with the article's page read from the static assets.
+pub async fn serve(cx: &crate::cx::Cx<'_>, slug: &str) -> HttpResponse {
+    let Some(a) = find(slug.trim_matches('/')) else { return serve_page(slug, &cx.base_url, None) };
+    match cx.env.assets.get(a.html_path()).await {
+        Ok(Some(html)) => serve_page(slug, &cx.base_url, Some(&html)),
+        missing => {
+            let why = missing.err().unwrap_or_else(|| format!("no {} among the static assets", a.html_path()));
+            crate::error::log_line(&format!("help: {why}"));
+            let body = html! { h1 { "Not available" } p { "This deployment's Help Center pages are not deployed. " a href="/help" { "All articles" } } };
+            page(503, "en", "Not available", html! {}, body)
+        }
+    }
+}
+
+/// `GET /help` (every article) and `GET /help/<slug>` (one, as a page, from `html`: its page as the build
+/// rendered it), its examples naming `base`.
+pub fn serve_page(slug: &str, base: &str, html: Option<&str>) -> HttpResponse {
     let slug = slug.trim_matches('/');
     if slug.is_empty() {
         let body = html! {
@@ -51,14 +66,14 @@ pub fn serve_page(slug: &str, base: &str) -> HttpResponse {
         };
         return page(200, "en", "Help Center", html! {}, body);
     }
-    let Some(a) = find(slug) else {
+    let (Some(a), Some(article)) = (find(slug), html) else {
         let body = html! { h1 { "Not found" } p { "No such article. " a href="/help" { "All articles" } } };
         return page(404, "en", "Not found", html! {}, body);
     };
     let other = if a.lang == "en" { "中文" } else { "English" };
     let nav = html! { a href="/help" { "Help Center" } " · " a href={ "/help/" (a.translation) } { (other) } };
     // The article's HTML is the build's, escaped there.
-    page(200, a.lang, a.title(), nav, PreEscaped(at_server(a.html, base, true)))
+    page(200, a.lang, a.title(), nav, PreEscaped(at_server(article, base, true)))
 }
 
 #[cfg(test)]
@@ -66,15 +81,19 @@ mod tests {
     use super::*;
     use crate::domain::help::SERVER;
 
+    const KEYS: &str = include_str!(concat!(env!("OUT_DIR"), "/help/en/keys-and-scopes.html"));
+
     #[test]
     fn pages_escape_and_link_the_translation() {
-        let resp = serve_page("keys-and-scopes", "https://sky.example");
+        let resp = serve_page("keys-and-scopes", "https://sky.example", Some(KEYS));
         let html = String::from_utf8(resp.body).unwrap();
         assert!(html.contains("href=\"/help/zh-keys-and-scopes\""));
         assert!(html.contains("curl -X POST https://sky.example/v1/keys") && !html.contains(SERVER), "{html}");
-        let unknown = String::from_utf8(serve_page("keys-and-scopes", "").body).unwrap();
+        let unknown = String::from_utf8(serve_page("keys-and-scopes", "", Some(KEYS)).body).unwrap();
         assert!(unknown.contains("https://&lt;your agentsky server&gt;/v1/keys"), "{unknown}");
-        assert_eq!(serve_page("nope", "").status, 404);
-        assert_eq!(serve_page("", "").status, 200);
+        assert_eq!(serve_page("nope", "", None).status, 404);
+        assert_eq!(serve_page("", "", None).status, 200);
+        let zh = "zh-keys-and-scopes";
+        assert_eq!(find(zh).unwrap().html_path(), "help/zh/keys-and-scopes.html");
     }
 }

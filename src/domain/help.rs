@@ -1,5 +1,5 @@
 //! The Help Center's articles, in English and Chinese, written in Markdown under `help/` and bundled with
-//! `include_str!` (their HTML rendered at build time), and their search: a BM25 index built once per
+//! `include_str!` (their pages rendered at build time and deployed as static assets), and their search: a BM25 index built once per
 //! isolate over [`crate::rules::fulltext::terms`], the same cut of words and CJK bigrams the D1 index
 //! uses. No storage is touched. Served as operations (`crate::ops::help_center`), by the help server
 //! (`crate::help_mcp`) and as pages (`crate::console::help`), and offered to the `openai` harness's
@@ -22,8 +22,6 @@ pub struct Article {
     /// The same article in the other language.
     pub translation: &'static str,
     pub markdown: &'static str,
-    /// The article as HTML, rendered at build time (build.rs).
-    pub html: &'static str,
 }
 
 macro_rules! articles {
@@ -34,14 +32,12 @@ macro_rules! articles {
                 lang: "en",
                 translation: concat!("zh-", $slug),
                 markdown: include_str!(concat!("../../help/en/", $slug, ".md")),
-                html: include_str!(concat!(env!("OUT_DIR"), "/help/en/", $slug, ".html")),
             },
             Article {
                 slug: concat!("zh-", $slug),
                 lang: "zh",
                 translation: $slug,
                 markdown: include_str!(concat!("../../help/zh/", $slug, ".md")),
-                html: include_str!(concat!(env!("OUT_DIR"), "/help/zh/", $slug, ".html")),
             },
         )*]
     };
@@ -110,6 +106,13 @@ impl Article {
     /// The article in Markdown, its examples naming the deployment at `base` ([`SERVER`]).
     pub fn markdown_at(&self, base: &str) -> String {
         at_server(self.markdown, base, false)
+    }
+
+    /// Where its page is among the static assets: `help/<lang>/<the English slug>.html`, rendered at build
+    /// time (build.rs) and deployed beside the Worker rather than inside its wasm.
+    pub fn html_path(&self) -> String {
+        let slug = self.slug.strip_prefix("zh-").filter(|_| self.lang == "zh").unwrap_or(self.slug);
+        format!("help/{}/{slug}.html", self.lang)
     }
 
     /// Its MCP resource address: `agentsky://help/<lang>/<the English slug>` (a Chinese article's slug

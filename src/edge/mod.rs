@@ -109,6 +109,9 @@ struct Bindings {
     feeds: worker::ObjectNamespace,
     files: worker::Bucket,
     fires: worker::Queue,
+    /// The static assets (wrangler.toml `[assets]`); a deployment without them still serves everything
+    /// but the Help Center's pages.
+    assets: Option<worker::Fetcher>,
 }
 
 thread_local! {
@@ -127,6 +130,7 @@ fn bindings(env: &Env) -> Result<Bindings> {
         feeds: env.durable_object(FEEDS)?,
         files: env.bucket(FILES)?,
         fires: env.queue(FIRES_QUEUE)?,
+        assets: env.assets("ASSETS").ok(),
     };
     BINDINGS.with(|b| {
         let _ = b.set(found.clone());
@@ -146,11 +150,31 @@ pub(crate) fn core_env(env: &Env) -> Result<CoreEnv> {
         queue: Box::new(Fires(b.fires)),
         feeds: Box::new(Counting(feeds::Client(b.feeds), meter.clone())),
         clock: Box::new(sessions::WorkerClock),
+        assets: Box::new(StaticAssets(b.assets)),
         net: Box::new(net::observed(meter.clone())),
         config: CONFIG.with(|c| c.get_or_init(|| config(env)).clone()),
         meter,
         pending_calls: PENDING_CALLS.with(std::rc::Rc::clone),
     })
+}
+
+/// The Worker's static assets, read through its `ASSETS` binding (an internal fetch: no visitor reaches
+/// them, wrangler.toml's `run_worker_first`).
+struct StaticAssets(Option<worker::Fetcher>);
+
+impl crate::cx::Assets for StaticAssets {
+    fn get(&self, path: String) -> futures::future::LocalBoxFuture<'_, std::result::Result<Option<String>, String>> {
+        Box::pin(async move {
+            let fetcher = self.0.as_ref().ok_or("this deployment has no ASSETS binding (wrangler.toml [assets])")?;
+            let url = format!("https://assets.invalid/{path}");
+            let mut resp = fetcher.fetch(url, None).await.map_err(|e| e.to_string())?;
+            match resp.status_code() {
+                200 => resp.text().await.map(Some).map_err(|e| e.to_string()),
+                404 => Ok(None),
+                status => Err(format!("the ASSETS binding answered HTTP {status} for {path}")),
+            }
+        })
+    }
 }
 
 /// An object client whose calls are counted for the work's log line.

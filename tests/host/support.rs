@@ -181,6 +181,7 @@ impl HostSessions {
             queue: Box::new(MemoryQueue::default()),
             feeds: Box::new(self.feeds.clone()),
             clock: Box::new(HostClock(self.now.clone())),
+            assets: Box::new(BuiltAssets),
             net: Box::new(self.net.clone()),
             config: self.config.clone(),
             meter: Default::default(),
@@ -608,6 +609,7 @@ impl TestApp {
             queue: Box::new(self.queue.clone()),
             feeds: Box::new(self.sessions.feeds.clone()),
             clock: Box::new(HostClock(self.now_ms.clone())),
+            assets: Box::new(BuiltAssets),
             net: Box::new(self.sessions.net.clone()),
             config: self.config.clone(),
             meter,
@@ -894,4 +896,14 @@ pub fn browser_request(
 /// A form body, encoded as browsers do.
 pub fn form_body(fields: &[(&str, &str)]) -> String {
     form_urlencoded::Serializer::new(String::new()).extend_pairs(fields).finish()
+}
+
+/// The static assets as the build made them: the Help Center's pages build.rs rendered into `OUT_DIR`
+/// (`scripts/build.sh` deploys the same files beside the Worker).
+struct BuiltAssets;
+
+impl agentsky::cx::Assets for BuiltAssets {
+    fn get(&self, path: String) -> LocalBoxFuture<'_, Result<Option<String>, String>> {
+        Box::pin(async move { Ok(std::fs::read_to_string(format!("{}/{path}", env!("OUT_DIR"))).ok()) })
+    }
 }
