@@ -259,8 +259,7 @@ pub async fn request_access(a: &CallingSession<'_>, p: RequestAccess) -> Result<
     let (grant_id, request_id) = match store::requests::get_grant(cx.db(), &grant_id).await? {
         Some(_) => {
             a.changed().await;
-            crate::domain::webhooks::request_opened(cx, me, &request_id, "access", &payload).await;
-            crate::domain::slack::request_opened(cx, me, &request_id, "access", &payload).await;
+            crate::domain::requests::opened(cx, me, &request_id, "access", &payload).await;
             (grant_id, request_id)
         }
         None => {

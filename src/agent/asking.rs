@@ -153,8 +153,7 @@ pub async fn open(a: &CallingSession<'_>, p: AskUser) -> Result<Asked, ToolError
             .await?;
         if inserted.first().is_some_and(|rows| !rows.is_empty()) {
             a.changed().await;
-            crate::domain::webhooks::request_opened(cx, me, &request_id, p.kind.as_str(), &payload).await;
-            crate::domain::slack::request_opened(cx, me, &request_id, p.kind.as_str(), &payload).await;
+            crate::domain::requests::opened(cx, me, &request_id, p.kind.as_str(), &payload).await;
             return Ok(Asked { request_id, answered: false });
         }
         let same =

@@ -67,7 +67,15 @@ pub async fn end(
     store::audit::record(cx.db(), &e).await?;
     cx.env.sessions.ask(&req.session_id, calls::Signal { key: req.request_id.clone() }).await.ok();
     let _ = cx.env.feeds.bump(&req.workspace_id).await;
+    crate::domain::slack::request_decided(cx, &ended, &format!("{status}: {why}")).await;
     Ok(Some(ended))
+}
+
+/// A new request, told to whoever follows the workspace: its webhooks (`request.opened`) and its Slack
+/// channel (with buttons).
+pub async fn opened(cx: &Cx<'_>, me: &store::sessions::SessionRow, request_id: &str, kind: &str, payload: &Value) {
+    crate::domain::webhooks::request_opened(cx, me, request_id, kind, payload).await;
+    crate::domain::slack::request_opened(cx, me, request_id, kind, payload).await;
 }
 
 /// Expires a request whose time passed.
@@ -89,6 +97,7 @@ pub async fn expire_due(cx: &Cx<'_>, workspace_id: Option<&str>) -> Result<usize
         store::audit::record(cx.db(), &e).await?;
         cx.env.sessions.ask(&req.session_id, calls::Signal { key: req.request_id.clone() }).await.ok();
         crate::domain::webhooks::request_expired(cx.env, req, now).await;
+        crate::domain::slack::request_decided(cx, req, "expired: nobody answered in time").await;
     }
     if let Some(first) = due.first() {
         let _ = cx.env.feeds.bump(&first.workspace_id).await;

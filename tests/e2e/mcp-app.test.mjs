@@ -9,10 +9,8 @@
 // tests/e2e/.state/screenshots/mcp-app-*.png.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync } from 'node:fs';
-import { chromium } from 'playwright-core';
 import { BASE, createAccount, createAgent, rest, ok, rawMcp, ikey, uniq } from './helpers.mjs';
-import { CHROMIUM, SHOTS } from './browser.mjs';
+import { SHOTS, launch } from './browser.mjs';
 
 const APP = 'ui://agentsky/approvals';
 const MIME = 'text/html;profile=mcp-app';
@@ -97,17 +95,10 @@ describe('the approvals view as an MCP App', () => {
   let browser; let acct; let ws; let mcp;
 
   before(async () => {
-    assert.ok(existsSync(CHROMIUM), `no browser at ${CHROMIUM}: scripts/setup.sh installs Debian's chromium for make test`);
-    mkdirSync(SHOTS, { recursive: true });
     acct = await createAccount(`Ada ${uniq()}`);
     ws = acct.workspace.slug;
     mcp = rawMcp(acct.key);
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      headless: true,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-        '--disable-component-update', '--disable-sync', '--disable-dev-shm-usage'],
-    });
+    browser = await launch();
   });
   after(async () => { await browser?.close(); });
 
