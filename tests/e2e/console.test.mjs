@@ -8,22 +8,11 @@ import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, existsSync } from 'node:fs';
 import { chromium } from 'playwright-core';
-import { BASE, createAccount, createAgent, rest, ok, rawMcp, ikey, uniq } from './helpers.mjs';
+import { BASE, createAccount, createAgent, rest, ok, rawMcp, ikey, uniq, agentTool } from './helpers.mjs';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const SHOTS = new URL('./.state/screenshots/', import.meta.url).pathname;
 
-/** One session-server tool call with a session token (the agent's side); resolves when the tool answers. */
-async function agentTool(token, name, args) {
-  const res = await fetch(`${BASE}/v1/session/mcp`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-11-25' },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name, arguments: args } }),
-  });
-  const j = await res.json();
-  assert.ok(j.result, JSON.stringify(j));
-  return JSON.parse(j.result.content[0].text);
-}
 
 describe('the console in headless Chromium', () => {
   let browser; let page; let acct; let ws; let mcp;

@@ -330,3 +330,15 @@ export function skyBinary() {
   assert.equal(built.status, 0, 'cargo build -p sky --release');
   return join(root, 'target', 'release', 'sky');
 }
+
+/** One session-server tool call with a session token (the agent's side); resolves when the tool answers. */
+export async function agentTool(token, name, args) {
+  const res = await fetch(`${BASE}/v1/session/mcp`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-11-25' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name, arguments: args } }),
+  });
+  const j = await res.json();
+  assert.ok(j.result, JSON.stringify(j));
+  return JSON.parse(j.result.content[0].text);
+}

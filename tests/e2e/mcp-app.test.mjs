@@ -9,7 +9,7 @@
 // tests/e2e/.state/screenshots/mcp-app-*.png.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { BASE, createAccount, createAgent, rest, ok, rawMcp, ikey, uniq } from './helpers.mjs';
+import { BASE, createAccount, createAgent, rest, ok, rawMcp, ikey, uniq, agentTool } from './helpers.mjs';
 import { SHOTS, launch } from './browser.mjs';
 
 const APP = 'ui://agentsky/approvals';
@@ -27,17 +27,6 @@ async function mcpMessage(key, method, params) {
   return error ? { error } : { result };
 }
 
-/** One session-server tool call with a session token (the agent's side); resolves when the tool answers. */
-async function agentTool(token, name, args) {
-  const res = await fetch(`${BASE}/v1/session/mcp`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-11-25' },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name, arguments: args } }),
-  });
-  const j = await res.json();
-  assert.ok(j.result, JSON.stringify(j));
-  return JSON.parse(j.result.content[0].text);
-}
 
 /** The CSP a host builds from a view's declared domains (the spec's construction, verbatim in effect). */
 function cspFor(csp = {}) {

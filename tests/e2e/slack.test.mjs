@@ -8,7 +8,7 @@ import { test, describe, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { appendFileSync } from 'node:fs';
 import { createHmac } from 'node:crypto';
-import { BASE, createAccount, createWorkspace, createAgent, rest, ikey } from './helpers.mjs';
+import { BASE, createAccount, createWorkspace, createAgent, rest, ikey, agentTool } from './helpers.mjs';
 
 const SLACK = process.env.AGENTSKY_E2E_SLACK_URL;
 const TOKEN = process.env.AGENTSKY_E2E_SLACK_TOKEN;
@@ -34,16 +34,6 @@ const click = (user, button, opts) => fromSlack('/v1/slack/interactions', {
     actions: [{ action_id: button.action_id, value: button.value }] }),
 }, opts);
 
-/** A session tool called by the agent, over the session server. */
-async function agentTool(token, name, args) {
-  const res = await fetch(`${BASE}/v1/session/mcp`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${token}` },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name, arguments: args } }),
-  });
-  const out = await res.json();
-  return JSON.parse(out.result.content[0].text);
-}
 
 /** The message posted for the newest request: its buttons by label. */
 async function posted(since) {
