@@ -1,7 +1,15 @@
-//! Renders every help article (`help/<lang>/…/<slug>.md`) to HTML once, at build time, into
-//! `$OUT_DIR/help/<lang>/…/<slug>.html`, which `articles!` (src/ops/help_center.rs) bundles beside the
-//! Markdown. The Worker carries no Markdown parser.
+//! The Help Center, prepared once at build time from `help/<lang>/<slug>.md` (reading order:
+//! `help/articles.txt`):
+//! - each article rendered to HTML, `$OUT_DIR/help/<lang>/<slug>.html` (the Worker carries no Markdown
+//!   parser);
+//! - every article's Markdown in one file, `$OUT_DIR/help/articles.json` (`{slug: markdown}`), read once
+//!   per isolate for `help_get` and the search;
+//! - `$OUT_DIR/articles.rs`, the table of articles (slug, language, translation, title, summary) the
+//!   Worker compiles in (`crate::domain::help::ARTICLES`).
+//!
+//! `scripts/build.sh` deploys `$OUT_DIR/help` as static assets, so no article text sits in the wasm.
 
+use std::fmt::Write as _;
 use std::path::Path;
 
 #[path = "help/render.rs"]
@@ -10,23 +18,31 @@ mod render;
 fn main() {
     println!("cargo:rerun-if-changed=help");
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("help");
-    let out = Path::new(&std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR")).join("help");
-    for lang in ["en", "zh"] {
-        render_dir(&root.join(lang), &out.join(lang));
-    }
-}
-
-fn render_dir(dir: &Path, out: &Path) {
-    std::fs::create_dir_all(out).unwrap_or_else(|e| panic!("{}: {e}", out.display()));
-    for entry in std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
-        let path = entry.expect("a help/ entry").path();
-        let name = path.file_name().expect("a file name");
-        if path.is_dir() {
-            render_dir(&path, &out.join(name));
-        } else if path.extension().is_some_and(|e| e == "md") {
-            let md = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-            let html = out.join(name).with_extension("html");
-            std::fs::write(&html, render::to_html(&md)).unwrap_or_else(|e| panic!("{}: {e}", html.display()));
+    let out_dir = std::path::PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
+    let read = |path: &Path| std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let write = |path: &Path, text: &str| {
+        std::fs::create_dir_all(path.parent().expect("a parent")).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        std::fs::write(path, text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    };
+    let order = read(&root.join("articles.txt"));
+    let slugs = order.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#'));
+    let (mut table, mut texts) = (String::from("&[\n"), serde_json::Map::new());
+    for slug in slugs {
+        for (lang, twin) in [("en", format!("zh-{slug}")), ("zh", slug.to_owned())] {
+            let md = read(&root.join(lang).join(format!("{slug}.md")));
+            write(&out_dir.join("help").join(lang).join(format!("{slug}.html")), &render::to_html(&md));
+            let id = if lang == "en" { slug.to_owned() } else { format!("zh-{slug}") };
+            let (title, summary) = (render::title(&md, &id), render::summary(&md));
+            // `{:?}` of a str is a valid Rust string literal.
+            writeln!(
+                table,
+                "    Article {{ slug: {id:?}, lang: {lang:?}, translation: {twin:?}, title: {title:?}, summary: {summary:?} }},"
+            )
+            .expect("a String");
+            texts.insert(id, md.into());
         }
     }
+    table.push(']');
+    write(&out_dir.join("articles.rs"), &table);
+    write(&out_dir.join("help/articles.json"), &serde_json::Value::Object(texts).to_string());
 }

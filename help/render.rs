@@ -32,6 +32,22 @@ pub fn to_html(md: &str) -> String {
     out
 }
 
+/// An article's title: its first `# ` heading (`fallback` when it has none).
+pub fn title<'a>(md: &'a str, fallback: &'a str) -> &'a str {
+    md.lines().find_map(|l| l.strip_prefix("# ")).unwrap_or(fallback).trim()
+}
+
+/// An article's summary: the first paragraph after its title, on one line.
+pub fn summary(md: &str) -> String {
+    let body = md.lines().skip_while(|l| !l.starts_with("# ")).skip(1);
+    let para: Vec<&str> = body
+        .skip_while(|l| l.trim().is_empty())
+        .take_while(|l| !l.trim().is_empty() && !l.starts_with('#'))
+        .map(str::trim)
+        .collect();
+    para.join(" ")
+}
+
 /// A link target an article may use, as written in the page; `None` for anything else (`javascript:`,
 /// `data:`, protocol-relative `//host`, …).
 fn safe_href(url: &str) -> Option<String> {

@@ -12,7 +12,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 cd "$ROOT"
 
 stamp=build/.agentsky-built
-# help/ is compiled in (include_str!) and wire/ is a dependency: both are inputs like src/.
+# help/ is prepared by build.rs (the articles table compiled in, texts and pages as assets) and wire/ is a
+# dependency: both are inputs like src/.
 inputs=(src help wire Cargo.toml Cargo.lock)
 [ -f build.rs ] && inputs+=(build.rs)
 

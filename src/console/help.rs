@@ -59,7 +59,7 @@ pub fn serve_page(slug: &str, base: &str, html: Option<&str>) -> HttpResponse {
                 h2 { (heading) }
                 ul {
                     @for a in ARTICLES.iter().filter(|a| a.lang == lang) {
-                        li { a href={ "/help/" (a.slug) } { (a.title()) } " — " (a.summary()) }
+                        li { a href={ "/help/" (a.slug) } { (a.title) } " — " (a.summary) }
                     }
                 }
             }
@@ -73,7 +73,7 @@ pub fn serve_page(slug: &str, base: &str, html: Option<&str>) -> HttpResponse {
     let other = if a.lang == "en" { "中文" } else { "English" };
     let nav = html! { a href="/help" { "Help Center" } " · " a href={ "/help/" (a.translation) } { (other) } };
     // The article's HTML is the build's, escaped there.
-    page(200, a.lang, a.title(), nav, PreEscaped(at_server(article, base, true)))
+    page(200, a.lang, a.title, nav, PreEscaped(at_server(article, base, true)))
 }
 
 #[cfg(test)]

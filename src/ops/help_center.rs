@@ -14,10 +14,10 @@ use crate::error::ApiError;
 
 /// help_search
 pub async fn search(cx: &Cx<'_>, p: HelpSearch) -> Result<HelpHits, ApiError> {
-    Ok(help::search_at(&cx.base_url, p))
+    Ok(help::library(&*cx.env.assets).await?.search_at(&cx.base_url, p))
 }
 
 /// help_get
 pub async fn get(cx: &Cx<'_>, p: HelpGet) -> Result<HelpArticle, ApiError> {
-    help::get_at(&cx.base_url, p)
+    help::library(&*cx.env.assets).await?.get_at(&cx.base_url, p)
 }

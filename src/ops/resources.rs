@@ -127,7 +127,7 @@ pub fn template_entries() -> Vec<Value> {
 pub fn list() -> Vec<Value> {
     let articles = help_center::ARTICLES.iter().map(|a| {
         json!({
-            "uri": a.uri(), "name": a.slug, "title": a.title(), "description": a.summary(),
+            "uri": a.uri(), "name": a.slug, "title": a.title, "description": a.summary,
             "mimeType": "text/markdown", "annotations": {"audience": ["user", "assistant"]}
         })
     });

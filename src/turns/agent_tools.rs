@@ -2,7 +2,7 @@
 //! skills. Each returns JSON text for the model, and says plainly when the model asked for something it
 //! cannot have.
 
-use crate::cx::{Blobs, Outbound};
+use crate::cx::{Assets, Blobs, Env, Outbound};
 use crate::domain::help::{self, HelpGet, HelpSearch};
 use crate::domain::taskfs::{self, DeletePath, FileText, Folder, ReadPath, Writer};
 use crate::rules::schema::Published;
@@ -17,6 +17,8 @@ use serde_json::{json, Value};
 struct Call<'a> {
     db: &'a dyn Sql,
     blobs: &'a dyn Blobs,
+    /// The Help Center's articles.
+    assets: &'a dyn Assets,
     folder: Folder<'a>,
     workspace_id: &'a str,
     session_id: &'a str,
@@ -84,11 +86,13 @@ builtin_tools! {
 }
 
 async fn help_search(c: &Call<'_>, p: HelpSearch) -> Result<Value, String> {
-    serde_json::to_value(help::search_at(c.base_url, p)).map_err(|e| e.to_string())
+    let library = help::library(c.assets).await.map_err(|e| e.message)?;
+    serde_json::to_value(library.search_at(c.base_url, p)).map_err(|e| e.to_string())
 }
 
 async fn help_get(c: &Call<'_>, p: HelpGet) -> Result<Value, String> {
-    let article = help::get_at(c.base_url, p).map_err(|e| e.message)?;
+    let library = help::library(c.assets).await.map_err(|e| e.message)?;
+    let article = library.get_at(c.base_url, p).map_err(|e| e.message)?;
     serde_json::to_value(article).map_err(|e| e.to_string())
 }
 
@@ -169,15 +173,8 @@ pub fn is_builtin(name: &str) -> bool {
 }
 
 /// Runs one built-in tool; `Ok` is the model-facing result, `Err` an error the model should read.
-pub async fn run(
-    db: &dyn Sql,
-    blobs: &dyn Blobs,
-    config: &SessionConfig,
-    name: &str,
-    args: &Value,
-    base_url: &str,
-    now_ms: i64,
-) -> Result<Value, String> {
+pub async fn run(env: &Env, config: &SessionConfig, name: &str, args: &Value, now_ms: i64) -> Result<Value, String> {
+    let db: &dyn Sql = &env.db;
     let tool = find(name).ok_or_else(|| format!("no tool `{name}`"))?;
     // Only the folder's tools need the session's lane, a D1 read; a skill is the workspace's.
     let lane = match tool.folder {
@@ -187,11 +184,12 @@ pub async fn run(
     let folder = Folder { workspace_id: &config.workspace_id, task_id: &config.task_id, lane: &lane };
     let call = Call {
         db,
-        blobs,
+        blobs: env.blobs.as_ref(),
+        assets: env.assets.as_ref(),
         folder,
         workspace_id: &config.workspace_id,
         session_id: &config.session_id,
-        base_url,
+        base_url: &env.config.public_base_url,
         now_ms,
     };
     (tool.run)(&call, args.clone()).await

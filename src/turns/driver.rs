@@ -45,8 +45,7 @@ pub async fn step<S: LocalSql + ?Sized>(
             let mut outcome = echo::step(&text, &turn);
             // `/write <path> <text>` and `/delete <path>` go through the same file tools a model would call.
             if let (Some((tool, args)), true) = (echo::file_request(&text), outcome.end.is_some()) {
-                let base = &ports.config().public_base_url;
-                let result = agent_tools::run(ports.db(), ports.blobs(), &config, tool, &args, base, now_ms).await;
+                let result = agent_tools::run(ports.env, &config, tool, &args, now_ms).await;
                 let (content, is_error) = match result {
                     Ok(v) => (v.to_string(), false),
                     Err(e) => (serde_json::json!({ "error": e }).to_string(), true),

@@ -268,17 +268,7 @@ async fn run_calls(
     while let Some(c) = calls.next() {
         let started = ports.env.clock.now_ms();
         let (content, is_error) = if agent_tools::is_builtin(&c.name) {
-            match agent_tools::run(
-                ports.db(),
-                ports.blobs(),
-                config,
-                &c.name,
-                &c.args,
-                &ports.config().public_base_url,
-                now_ms,
-            )
-            .await
-            {
+            match agent_tools::run(ports.env, config, &c.name, &c.args, now_ms).await {
                 Ok(v) => (v.to_string(), false),
                 Err(e) => (json!({ "error": e }).to_string(), true),
             }

@@ -121,10 +121,14 @@ fn every_article_is_served_as_its_page_rendered_at_build_time() {
         let page = app.request("GET", &format!("/help/{}", a.slug), None, None);
         assert_eq!(page.status, 200, "{}", a.slug);
         let html = String::from_utf8(page.body).unwrap();
-        assert!(html.contains(&format!("<h1>{}</h1>", a.title())), "{}", a.slug);
+        assert!(html.contains(&format!("<h1>{}</h1>", a.title)), "{}", a.slug);
         // The page deployed as a static asset is the article rendered at build time.
         let built = std::fs::read_to_string(format!("{}/{}", env!("OUT_DIR"), a.html_path())).unwrap();
-        assert_eq!(built, crate::help_render::to_html(a.markdown), "{}", a.slug);
+        let markdown = crate::support::article_markdown(a.slug);
+        assert_eq!(built, crate::help_render::to_html(&markdown), "{}", a.slug);
+        // The table compiled into the Worker says what the article says.
+        assert_eq!(a.title, crate::help_render::title(&markdown, a.slug), "{}", a.slug);
+        assert_eq!(a.summary, crate::help_render::summary(&markdown), "{}", a.slug);
         // Served with its examples naming this deployment.
         let served = built.replace(agentsky::ops::help_center::SERVER, "http://127.0.0.1:8787");
         assert!(html.contains(&served) && !html.contains("{{server}}"), "{}", a.slug);
@@ -139,8 +143,9 @@ fn every_article_is_served_as_its_page_rendered_at_build_time() {
 fn every_link_between_articles_leads_to_an_article_in_the_same_language() {
     use agentsky::ops::help_center::{find, ARTICLES};
     for a in ARTICLES {
-        for (i, _) in a.markdown.match_indices("](") {
-            let target: String = a.markdown[i + 2..].chars().take_while(|c| *c != ')').collect();
+        let markdown = crate::support::article_markdown(a.slug);
+        for (i, _) in markdown.match_indices("](") {
+            let target: String = markdown[i + 2..].chars().take_while(|c| *c != ')').collect();
             if target.contains("://") || target.starts_with('/') || target.starts_with('#') {
                 continue;
             }

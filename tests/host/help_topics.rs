@@ -3,7 +3,6 @@
 //! leads to an article.
 
 use crate::support::TestApp;
-use agentsky::ops::help_center::ARTICLES;
 use agentsky::rules::targets::{PROVIDERS, SCOPES};
 use serde_json::json;
 
@@ -48,20 +47,9 @@ fn every_topic_the_help_names_exists_and_every_article_link_leads_to_an_article(
         assert!(text.contains(kind), "the connectors summary names `{kind}`");
     }
     // The groups the Help Center's tool-groups article lists are help topics.
-    let groups = ARTICLES.iter().find(|a| a.slug == "tool-groups").unwrap().markdown;
+    let groups = crate::support::article_markdown("tool-groups");
     for line in groups.lines().filter(|l| l.starts_with("| ") && !l.starts_with("| group")) {
         let group = line.trim_start_matches("| ").split(' ').next().unwrap();
         assert!(topics.iter().any(|t| t == group), "tool-groups names `{group}`, which help does not know");
-    }
-    // Links between articles: `](slug)` names an article in the same language.
-    let slugs: Vec<&str> = ARTICLES.iter().map(|a| a.slug).collect();
-    for a in ARTICLES {
-        for (i, _) in a.markdown.match_indices("](") {
-            let target: String = a.markdown[i + 2..].chars().take_while(|c| *c != ')').collect();
-            if target.starts_with("http") || target.starts_with('/') || target.starts_with('#') {
-                continue;
-            }
-            assert!(slugs.contains(&target.as_str()), "{} links to `{target}`, which is no article", a.slug);
-        }
     }
 }

@@ -898,6 +898,13 @@ pub fn form_body(fields: &[(&str, &str)]) -> String {
     form_urlencoded::Serializer::new(String::new()).extend_pairs(fields).finish()
 }
 
+/// An article's Markdown as the build deployed it among the static assets (`help/articles.json`).
+pub fn article_markdown(slug: &str) -> String {
+    let texts = std::fs::read_to_string(concat!(env!("OUT_DIR"), "/help/articles.json")).unwrap();
+    let texts: serde_json::Value = serde_json::from_str(&texts).unwrap();
+    texts[slug].as_str().unwrap_or_else(|| panic!("no article `{slug}`")).to_owned()
+}
+
 /// The static assets as the build made them: the Help Center's pages build.rs rendered into `OUT_DIR`
 /// (`scripts/build.sh` deploys the same files beside the Worker).
 struct BuiltAssets;
