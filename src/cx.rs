@@ -216,6 +216,8 @@ pub enum Channel {
     },
     /// Work no caller waits on: the cron trigger and the queue consumer.
     System,
+    /// A notification's action button (Web Push): a one-time answer token, acting as its subscriber.
+    Push,
 }
 
 impl Channel {
@@ -226,6 +228,7 @@ impl Channel {
             Channel::Mcp => "MCP",
             Channel::Console { .. } => "console",
             Channel::System => "system",
+            Channel::Push => "push",
         }
     }
 }

@@ -9,7 +9,33 @@ use std::sync::OnceLock;
 const FILES: &[(&str, &str, &str)] = &[
     ("console.css", "text/css; charset=utf-8", include_str!("static/console.css")),
     ("console.js", "text/javascript; charset=utf-8", include_str!("static/console.js")),
+    ("icon.svg", "image/svg+xml", include_str!("static/icon.svg")),
 ];
+
+/// The service worker: at a fixed URL (a browser checks it for updates there), never cached long, with
+/// the console's scope.
+pub fn service_worker() -> HttpResponse {
+    HttpResponse::text(200, "text/javascript; charset=utf-8", include_str!("static/sw.js").as_bytes().to_vec())
+        .with_header("cache-control", "no-cache")
+        .with_header("service-worker-allowed", "/console/")
+        .with_header("x-content-type-options", "nosniff")
+}
+
+/// The web app manifest: the console installs as an app (a phone's home screen, a desktop window).
+pub fn manifest() -> HttpResponse {
+    let icon = url("icon.svg");
+    let manifest = serde_json::json!({
+        "name": "agentsky console", "short_name": "agentsky", "id": "/console", "start_url": "/console",
+        "scope": "/console", "display": "standalone", "background_color": "#ffffff", "theme_color": "#1f5fbf",
+        "icons": [
+            { "src": icon, "sizes": "192x192", "type": "image/svg+xml", "purpose": "any" },
+            { "src": icon, "sizes": "512x512", "type": "image/svg+xml", "purpose": "any" },
+            { "src": icon, "sizes": "any", "type": "image/svg+xml", "purpose": "any" },
+        ],
+    });
+    HttpResponse::text(200, "application/manifest+json", manifest.to_string().into_bytes())
+        .with_header("cache-control", "public, max-age=3600")
+}
 
 fn hashed() -> &'static Vec<(String, &'static str, &'static str)> {
     static HASHED: OnceLock<Vec<(String, &'static str, &'static str)>> = OnceLock::new();

@@ -370,5 +370,7 @@ pub async fn request_opened(
         // deployment knows its origin).
         "answer_url": cx.link_base().ok().map(|b| format!("{b}/console")),
     });
+    // The members' browsers and phones, through the queue (never delaying the agent).
+    crate::domain::push::request_opened(cx, &me.workspace_id, &data).await;
     emit(cx.env, &me.workspace_id, "request.opened", Some(request_id), data, cx.now_ms).await;
 }
