@@ -1185,18 +1185,18 @@ operations! {
     /// a decision or a safe access request as you. The same endpoint again replaces its keys.
     subscribe_push(push::SubscribePush) -> push::PushSubscribed {
         title: "Subscribe a browser to pushes", group: Keys, scope: Write, tool: RestOnly,
-        http: POST "/v1/push/subscriptions" 201, hints: UPDATES, run: push::subscribe
+        http: POST "/v1/push/subscriptions", hints: UPDATES, run: push::subscribe
     }
 
     /// Your browsers and devices that take pushes: endpoint, label, when subscribed and last reached.
     list_push_subscriptions(push::ListPushSubscriptions) -> push::PushSubscriptions {
-        title: "List push subscriptions", group: Keys, scope: Read, tool: RestOnly,
+        title: "List push subscriptions", group: Keys, scope: Read, tool: Grouped,
         http: GET "/v1/push/subscriptions", hints: READ_ONLY, run: push::list
     }
 
     /// Stop pushing to one of your devices.
     delete_push_subscription(push::DeletePushSubscription) -> push::PushSubscriptionDeleted {
-        title: "Remove a push subscription", group: Keys, scope: Write, tool: RestOnly,
+        title: "Remove a push subscription", group: Keys, scope: Write, tool: Grouped,
         http: DELETE "/v1/push/subscriptions/{subscription_id}", hints: DESTROYS, run: push::delete
     }
 
