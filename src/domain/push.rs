@@ -82,7 +82,8 @@ fn buttons(kind: &str, payload: &Value) -> Vec<Button> {
             .map(|o| Button { title: o.chars().take(40).collect(), answer: o.to_owned() })
             .collect(),
         "access" => {
-            let scopes: Vec<&str> = payload["scope"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+            let scopes: Vec<&str> =
+                payload["scope"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
             if approvals::guarded(payload["env"].as_str().unwrap_or_default(), &scopes) {
                 return vec![];
             }
@@ -104,7 +105,10 @@ fn words(data: &Value, task_title: &str) -> (String, String) {
             "Access to {} ({}): {}{}",
             p["target"].as_str().unwrap_or("?"),
             p["env"].as_str().unwrap_or("?"),
-            p["scope"].as_array().map(|s| s.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(", ")).unwrap_or_default(),
+            p["scope"]
+                .as_array()
+                .map(|s| s.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(", "))
+                .unwrap_or_default(),
             p["reason"].as_str().map(|r| format!(" — {r}")).unwrap_or_default(),
         ),
         Some("plan") => format!("Plan: {}", p["summary"].as_str().unwrap_or_default()),

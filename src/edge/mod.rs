@@ -366,7 +366,14 @@ async fn queue(batch: worker::MessageBatch<serde_json::Value>, env: Env, _ctx: C
                 true => Ok(0),
                 false => crate::domain::push::deliver(&cx, &net::observed(core.meter.clone()), message.body()).await,
             };
-            work_line(&core, "web_push", "request_id", &request_id, started, outcome.as_ref().err().map(String::as_str));
+            work_line(
+                &core,
+                "web_push",
+                "request_id",
+                &request_id,
+                started,
+                outcome.as_ref().err().map(String::as_str),
+            );
             match outcome {
                 Ok(_) => message.ack(),
                 Err(_) => message.retry(),

@@ -63,7 +63,8 @@ pub struct NewSubscription<'a> {
 
 /// A browser subscribes once: the same endpoint again (new keys, or another person signed in on it)
 /// replaces the row and keeps its id.
-const UPSERT: &str = "INSERT INTO push_subscription (subscription_id, account_id, key_id, endpoint, p256dh, auth, label,
+const UPSERT: &str =
+    "INSERT INTO push_subscription (subscription_id, account_id, key_id, endpoint, p256dh, auth, label,
   created_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
   ON CONFLICT(endpoint) DO UPDATE SET account_id = excluded.account_id, key_id = excluded.key_id,
     p256dh = excluded.p256dh, auth = excluded.auth, label = excluded.label, created_ms = excluded.created_ms
