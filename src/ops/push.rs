@@ -6,6 +6,7 @@
 use crate::cx::{Channel, Cx};
 use crate::domain::push::vapid_keys;
 use crate::error::{ApiError, Code};
+use crate::rules::ids::PushSubscriptionId;
 use crate::rules::params::Text;
 use crate::rules::{ids, outbound, webpush};
 use crate::store::push as db;
@@ -116,7 +117,7 @@ pub async fn list(cx: &Cx<'_>, _: ListPushSubscriptions) -> Result<PushSubscript
 #[serde(deny_unknown_fields)]
 pub struct DeletePushSubscription {
     /// From `list_push_subscriptions`.
-    pub subscription_id: Text<1, 100>,
+    pub subscription_id: PushSubscriptionId,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -128,10 +129,11 @@ pub struct PushSubscriptionDeleted {
 /// delete_push_subscription — the caller's own.
 pub async fn delete(cx: &Cx<'_>, p: DeletePushSubscription) -> Result<PushSubscriptionDeleted, ApiError> {
     let account = cx.caller()?.account_id.clone();
-    if !db::delete(cx.db(), &account, &p.subscription_id).await? {
+    let id = p.subscription_id.to_string();
+    if !db::delete(cx.db(), &account, &id).await? {
         return Err(ApiError::not_found("push subscription"));
     }
-    Ok(PushSubscriptionDeleted { subscription_id: p.subscription_id.into(), deleted: true })
+    Ok(PushSubscriptionDeleted { subscription_id: id, deleted: true })
 }
 
 /// A notification's action button, pressed: the one-time `token` it carried (a hash of it is stored,
