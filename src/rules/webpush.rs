@@ -236,7 +236,8 @@ mod engine {
 
     pub async fn generate() -> Result<Keys, String> {
         let usages = Array::of2(&"sign".into(), &"verify".into());
-        let pair = call(&subtle()?, "generateKey", Array::of3(&curve("ECDSA")?, &JsValue::TRUE, &usages)).await?;
+        let algorithm: JsValue = curve("ECDSA")?.into();
+        let pair = call(&subtle()?, "generateKey", Array::of3(&algorithm, &JsValue::TRUE, &usages)).await?;
         let private = Reflect::get(&pair, &"privateKey".into()).map_err(said)?;
         let jwk = call(&subtle()?, "exportKey", Array::of2(&"jwk".into(), &private)).await?;
         let field = |name: &str| -> Result<Vec<u8>, String> {
