@@ -23,18 +23,8 @@ pub fn service_worker() -> HttpResponse {
 
 /// The web app manifest: the console installs as an app (a phone's home screen, a desktop window).
 pub fn manifest() -> HttpResponse {
-    let icon = url("icon.svg");
-    let manifest = serde_json::json!({
-        "name": "agentsky console", "short_name": "agentsky", "id": "/console", "start_url": "/console",
-        "scope": "/console", "display": "standalone", "background_color": "#ffffff", "theme_color": "#1f5fbf",
-        "icons": [
-            { "src": icon, "sizes": "192x192", "type": "image/svg+xml", "purpose": "any" },
-            { "src": icon, "sizes": "512x512", "type": "image/svg+xml", "purpose": "any" },
-            { "src": icon, "sizes": "any", "type": "image/svg+xml", "purpose": "any" },
-        ],
-    });
-    HttpResponse::text(200, "application/manifest+json", manifest.to_string().into_bytes())
-        .with_header("cache-control", "public, max-age=3600")
+    let manifest = include_str!("static/manifest.webmanifest").replace("ICON", &url("icon.svg"));
+    HttpResponse::text(200, "application/manifest+json", manifest.into_bytes()).with_header("cache-control", "no-cache")
 }
 
 fn hashed() -> &'static Vec<(String, &'static str, &'static str)> {

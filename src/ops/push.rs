@@ -169,9 +169,9 @@ pub async fn answer_from_push(cx: &Cx<'_>, token: &str) -> Result<Value, ApiErro
         verdict: None,
     };
     let params = crate::ops::requests::AnswerRequest {
-        task_id: parse(&action.task_id)?,
-        request_id: parse(&action.request_id)?,
-        answer: parse(&action.answer)?,
+        task_id: action.task_id.clone().try_into().map_err(ApiError::cause)?,
+        request_id: action.request_id.clone().try_into().map_err(ApiError::cause)?,
+        answer: action.answer.clone().try_into().map_err(ApiError::cause)?,
         note: None,
         always: None,
         expires_in_minutes: None,
@@ -180,8 +180,4 @@ pub async fn answer_from_push(cx: &Cx<'_>, token: &str) -> Result<Value, ApiErro
     let answered = crate::ops::call::answer_request(&acting, params).await?;
     db::spend_request(cx.db(), &action.request_id, cx.now_ms).await?;
     Ok(json!({ "request_id": action.request_id, "answer": action.answer, "status": answered.request.status }))
-}
-
-fn parse<T: serde::de::DeserializeOwned>(raw: &str) -> Result<T, ApiError> {
-    serde_json::from_value(json!(raw)).map_err(ApiError::cause)
 }

@@ -1,12 +1,26 @@
 //! Web Push: the deployment's VAPID key (its private half arrives here sealed and leaves sealed), people's
 //! push subscriptions, and the one-time answers notifications carry (stored hashed).
 
-use super::{first, rows, DbResult, Sql};
+use super::{DbResult, Row, Sql};
 use crate::stmt;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
+
+// Rows are read field by field (not derived): each derived row type costs the Worker's wasm its own
+// copy of serde_json's map decoding.
+fn text(row: &Row, name: &str) -> String {
+    row.get(name).and_then(serde_json::Value::as_str).unwrap_or_default().to_owned()
+}
+
+fn int(row: &Row, name: &str) -> Option<i64> {
+    row.get(name).and_then(serde_json::Value::as_i64)
+}
+
+async fn first_row(db: &dyn Sql, stmt: super::Stmt) -> DbResult<Option<Row>> {
+    Ok(db.all(stmt).await?.into_iter().next())
+}
 
 /// The deployment's VAPID key pair as stored.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone)]
 pub struct VapidRow {
     pub public_key: String,
     pub private_sealed: String,
@@ -15,7 +29,8 @@ pub struct VapidRow {
 const VAPID: &str = "SELECT public_key, private_sealed FROM push_vapid WHERE id = 1";
 
 pub async fn vapid(db: &dyn Sql) -> DbResult<Option<VapidRow>> {
-    first(db, stmt!(VAPID)).await
+    let row = first_row(db, stmt!(VAPID)).await?;
+    Ok(row.map(|r| VapidRow { public_key: text(&r, "public_key"), private_sealed: text(&r, "private_sealed") }))
 }
 
 /// Keeps the first key pair made: racing first uses both read back the one that landed.
@@ -27,7 +42,7 @@ pub async fn insert_vapid(db: &dyn Sql, public_key: &str, private_sealed: &str, 
 }
 
 /// A subscription as its owner sees it: never its keys.
-#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Subscription {
     pub subscription_id: String,
     /// The push service's URL for this browser (its origin names the service).
@@ -40,7 +55,7 @@ pub struct Subscription {
 }
 
 /// A subscription with what a push needs.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone)]
 pub struct Target {
     pub subscription_id: String,
     pub account_id: String,
@@ -71,13 +86,9 @@ const UPSERT: &str =
   RETURNING subscription_id";
 
 pub async fn upsert(db: &dyn Sql, s: &NewSubscription<'_>) -> DbResult<String> {
-    #[derive(Deserialize)]
-    struct Id {
-        subscription_id: String,
-    }
     let stmt =
         stmt!(UPSERT, s.subscription_id, s.account_id, s.key_id, s.endpoint, s.p256dh, s.auth, s.label, s.now_ms);
-    Ok(first::<Id>(db, stmt).await?.map_or_else(|| s.subscription_id.to_owned(), |r| r.subscription_id))
+    Ok(first_row(db, stmt).await?.map_or_else(|| s.subscription_id.to_owned(), |r| text(&r, "subscription_id")))
 }
 
 /// A person holds at most this many subscriptions (browsers and devices).
@@ -87,18 +98,24 @@ const COUNT: &str = "SELECT COUNT(*) AS n FROM push_subscription WHERE account_i
 
 /// The account's subscriptions other than `endpoint`'s.
 pub async fn count_other(db: &dyn Sql, account_id: &str, endpoint: &str) -> DbResult<i64> {
-    #[derive(Deserialize)]
-    struct N {
-        n: i64,
-    }
-    Ok(first::<N>(db, stmt!(COUNT, account_id, endpoint)).await?.map_or(0, |r| r.n))
+    Ok(first_row(db, stmt!(COUNT, account_id, endpoint)).await?.and_then(|r| int(&r, "n")).unwrap_or(0))
 }
 
 const LIST: &str = "SELECT subscription_id, endpoint, label, created_ms, last_ok_ms FROM push_subscription
   WHERE account_id = ?1 ORDER BY created_ms DESC, subscription_id";
 
 pub async fn list(db: &dyn Sql, account_id: &str) -> DbResult<Vec<Subscription>> {
-    rows(db, stmt!(LIST, account_id)).await
+    let found = db.all(stmt!(LIST, account_id)).await?;
+    Ok(found
+        .iter()
+        .map(|r| Subscription {
+            subscription_id: text(r, "subscription_id"),
+            endpoint: text(r, "endpoint"),
+            label: text(r, "label"),
+            created_ms: int(r, "created_ms").unwrap_or_default(),
+            last_ok_ms: int(r, "last_ok_ms"),
+        })
+        .collect())
 }
 
 const DELETE: &str =
@@ -129,7 +146,18 @@ const OF_WORKSPACE: &str = "SELECT s.subscription_id, s.account_id, s.key_id, s.
   WHERE m.workspace_id = ?1 ORDER BY s.subscription_id";
 
 pub async fn of_workspace(db: &dyn Sql, workspace_id: &str) -> DbResult<Vec<Target>> {
-    rows(db, stmt!(OF_WORKSPACE, workspace_id)).await
+    let found = db.all(stmt!(OF_WORKSPACE, workspace_id)).await?;
+    Ok(found
+        .iter()
+        .map(|r| Target {
+            subscription_id: text(r, "subscription_id"),
+            account_id: text(r, "account_id"),
+            key_id: text(r, "key_id"),
+            endpoint: text(r, "endpoint"),
+            p256dh: text(r, "p256dh"),
+            auth: text(r, "auth"),
+        })
+        .collect())
 }
 
 /// A one-time answer a notification carries.
@@ -151,7 +179,7 @@ pub fn insert_action(a: &NewAction<'_>) -> super::Stmt {
 }
 
 /// What a used action token said.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone)]
 pub struct Action {
     pub token_hash: String,
     pub request_id: String,
@@ -168,7 +196,15 @@ const USE_ACTION: &str = "UPDATE push_action SET used_ms = ?2
   RETURNING token_hash, request_id, task_id, answer, account_id, key_id";
 
 pub async fn use_action(db: &dyn Sql, token_hash: &str, now_ms: i64) -> DbResult<Option<Action>> {
-    first(db, stmt!(USE_ACTION, token_hash, now_ms)).await
+    let row = first_row(db, stmt!(USE_ACTION, token_hash, now_ms)).await?;
+    Ok(row.map(|r| Action {
+        token_hash: text(&r, "token_hash"),
+        request_id: text(&r, "request_id"),
+        task_id: text(&r, "task_id"),
+        answer: text(&r, "answer"),
+        account_id: text(&r, "account_id"),
+        key_id: text(&r, "key_id"),
+    }))
 }
 
 /// Once a request is answered, its other buttons go.
@@ -179,7 +215,7 @@ pub async fn spend_request(db: &dyn Sql, request_id: &str, now_ms: i64) -> DbRes
 }
 
 /// Where a request's notification points: the workspace's slug and the task's title.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone)]
 pub struct Place {
     pub slug: String,
     pub task_title: String,
@@ -189,5 +225,6 @@ const PLACE: &str = "SELECT w.slug, COALESCE((SELECT title FROM task WHERE task_
   FROM workspace w WHERE w.workspace_id = ?1";
 
 pub async fn place(db: &dyn Sql, workspace_id: &str, task_id: &str) -> DbResult<Option<Place>> {
-    first(db, stmt!(PLACE, workspace_id, task_id)).await
+    let row = first_row(db, stmt!(PLACE, workspace_id, task_id)).await?;
+    Ok(row.map(|r| Place { slug: text(&r, "slug"), task_title: text(&r, "task_title") }))
 }
