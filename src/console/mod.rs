@@ -109,12 +109,6 @@ pub async fn serve(cx: Cx<'_>, req: &HttpRequest) -> HttpResponse {
     match (req.method.as_str(), path) {
         ("POST", "/console/logout") => return auth::logout(&cx, req, &token).await,
         ("GET", "/console/join") => return join_page(req, &token),
-        ("GET", "/console/push/key") => {
-            return match crate::ops::call::push_vapid_key(&cx, crate::ops::push::PushVapidKey {}).await {
-                Ok(k) => HttpResponse::json(200, &serde_json::json!({ "public_key": k.public_key })),
-                Err(e) => HttpResponse::json(e.code.http(), &e.body()),
-            }
-        }
         ("POST", "/console/join") => return join(&cx, req, &token).await,
         ("GET", "/console") | ("GET", "/console/") => {
             return match cx.workspace(None) {

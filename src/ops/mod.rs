@@ -1174,9 +1174,10 @@ operations! {
     }
 
     /// The deployment's Web Push (VAPID) public key, for a browser's `pushManager.subscribe`
-    /// (`applicationServerKey`). Made once per deployment on first need; needs `SECRETS_KEY`.
+    /// (`applicationServerKey`). Made once per deployment on first need; needs `SECRETS_KEY`. No key
+    /// needed: it is public.
     push_vapid_key(push::PushVapidKey) -> push::VapidKey {
-        title: "Get the Web Push key", group: Keys, scope: Read, tool: RestOnly,
+        title: "Get the Web Push key", group: Keys, scope: Public, tool: RestOnly,
         http: GET "/v1/push/vapid-key", hints: READ_ONLY, run: push::vapid_key
     }
 

@@ -87,7 +87,7 @@
     if ((await Notification.requestPermission()) !== 'granted') return false;
     const reg = (await registered) && (await navigator.serviceWorker.ready);
     if (!reg) return false;
-    const k = await fetch('/console/push/key', { credentials: 'same-origin' });
+    const k = await fetch('/v1/push/vapid-key');
     if (!k.ok) return false;
     const { public_key: key } = await k.json();
     let sub = await reg.pushManager.getSubscription();
