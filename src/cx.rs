@@ -229,6 +229,8 @@ pub enum Channel {
     Slack,
     /// Work no caller waits on: the cron trigger and the queue consumer.
     System,
+    /// A notification's action button (Web Push): a one-time answer token, acting as its subscriber.
+    Push,
 }
 
 impl Channel {
@@ -240,6 +242,7 @@ impl Channel {
             Channel::Console { .. } => "console",
             Channel::Slack => "Slack",
             Channel::System => "system",
+            Channel::Push => "push",
         }
     }
 }

@@ -9,7 +9,23 @@ use std::sync::OnceLock;
 const FILES: &[(&str, &str, &str)] = &[
     ("console.css", "text/css; charset=utf-8", include_str!("static/console.css")),
     ("console.js", "text/javascript; charset=utf-8", include_str!("static/console.js")),
+    ("icon.svg", "image/svg+xml", include_str!("static/icon.svg")),
 ];
+
+/// The service worker: at a fixed URL (a browser checks it for updates there), never cached long, with
+/// the console's scope.
+pub fn service_worker() -> HttpResponse {
+    HttpResponse::text(200, "text/javascript; charset=utf-8", include_str!("static/sw.js").as_bytes().to_vec())
+        .with_header("cache-control", "no-cache")
+        .with_header("service-worker-allowed", "/console/")
+        .with_header("x-content-type-options", "nosniff")
+}
+
+/// The web app manifest: the console installs as an app (a phone's home screen, a desktop window).
+pub fn manifest() -> HttpResponse {
+    let manifest = include_str!("static/manifest.webmanifest").replace("ICON", &url("icon.svg"));
+    HttpResponse::text(200, "application/manifest+json", manifest.into_bytes()).with_header("cache-control", "no-cache")
+}
 
 fn hashed() -> &'static Vec<(String, &'static str, &'static str)> {
     static HASHED: OnceLock<Vec<(String, &'static str, &'static str)>> = OnceLock::new();

@@ -23,6 +23,7 @@ const NAV: &[(&str, &str)] = &[
     ("/members", "Members"),
     ("/webhooks", "Webhooks"),
     ("/keys", "API keys"),
+    ("/devices", "Devices"),
 ];
 
 fn head(title: &str) -> Markup {
@@ -30,6 +31,10 @@ fn head(title: &str) -> Markup {
         meta charset="utf-8";
         meta name="viewport" content="width=device-width, initial-scale=1";
         title { (title) }
+        meta name="theme-color" content="#1f5fbf";
+        link rel="manifest" href="/console/manifest.webmanifest";
+        link rel="icon" href=(assets::url("icon.svg")) type="image/svg+xml";
+        link rel="apple-touch-icon" href=(assets::url("icon.svg"));
         link rel="stylesheet" href=(assets::url("console.css"));
         script src=(assets::url("console.js")) defer {}
     }
@@ -86,8 +91,9 @@ pub fn page(p: &Ctx<'_>, shell: Shell<'_>, main: Markup) -> Markup {
                         }
                     }
                     span.spacer {}
-                    button.notify type="button" hidden data-notify { "Notify me" }
-                    span.muted { (p.who.name) }
+                    button.notify type="button" hidden data-notify
+                        data-action=(p.action_url(crate::ops::name::subscribe_push)) data-csrf=(p.csrf) { "Notify me" }
+                    span.muted.who { (p.who.name) }
                     form.inline method="post" action="/console/logout" {
                         input type="hidden" name="csrf" value=(p.csrf);
                         button.link type="submit" { "Sign out" }

@@ -39,7 +39,7 @@ pub use oauth::authorize;
 
 /// The console's own Content-Security-Policy: scripts, styles and fetches from this origin only.
 const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; \
-connect-src 'self'; form-action 'self'; base-uri 'none'";
+connect-src 'self'; form-action 'self'; base-uri 'none'; manifest-src 'self'; worker-src 'self'";
 
 /// A signed-in request inside one workspace: what every page and action works with.
 pub struct Ctx<'a> {
@@ -86,6 +86,10 @@ pub async fn serve(cx: Cx<'_>, req: &HttpRequest) -> HttpResponse {
         ("GET", "/console/enter") => return auth::enter(&cx, req).await,
         ("POST", "/console/enter") => return auth::enter_confirmed(&cx, req).await,
         ("GET", _) if path.starts_with("/console/assets/") => return assets::serve(&path["/console/assets/".len()..]),
+        ("GET", "/console/sw.js") => return assets::service_worker(),
+        ("GET", "/console/manifest.webmanifest") => return assets::manifest(),
+        // A notification's button: its one-time token is the credential (no cookie, no form).
+        ("POST", "/console/push/answer") => return push_answer(&cx, req).await,
         _ => {}
     }
     let mut cx = cx;
@@ -185,5 +189,19 @@ async fn join(cx: &Cx<'_>, req: &HttpRequest, token: &str) -> HttpResponse {
     match joined {
         Ok(joined) => see_other(&format!("/console/w/{}", joined.slug)),
         Err(e) => error_page(e.code.http(), &e.message),
+    }
+}
+
+/// `POST /console/push/answer` `{"token": …}`: a notification's button answers its request
+/// ([`crate::ops::push::answer_from_push`]).
+async fn push_answer(cx: &Cx<'_>, req: &HttpRequest) -> HttpResponse {
+    let body: serde_json::Value = serde_json::from_slice(&req.body).unwrap_or_default();
+    let token = body["token"].as_str().unwrap_or_default();
+    match crate::ops::push::answer_from_push(cx, token).await {
+        Ok(done) => HttpResponse::json(200, &done),
+        Err(e) => {
+            let e = e.finish(&cx.request_id);
+            HttpResponse::json(e.code.http(), &e.body())
+        }
     }
 }

@@ -13,6 +13,7 @@ pub mod jobs;
 pub mod lanemerge;
 pub mod mint;
 pub mod otel;
+pub mod push;
 pub mod rate;
 pub mod requests;
 pub mod sessions;

@@ -71,10 +71,13 @@ pub async fn end(
     Ok(Some(ended))
 }
 
-/// A new request, told to whoever follows the workspace: its webhooks (`request.opened`) and its Slack
-/// channel (with buttons).
+/// A new request, told to whoever follows the workspace: the members' browsers and phones (Web Push,
+/// through the queue, never delaying the agent), its webhooks (`request.opened`) and its Slack channel
+/// (with buttons).
 pub async fn opened(cx: &Cx<'_>, me: &store::sessions::SessionRow, request_id: &str, kind: &str, payload: &Value) {
-    crate::domain::webhooks::request_opened(cx, me, request_id, kind, payload).await;
+    let data = crate::domain::webhooks::opened_data(cx, me, request_id, kind, payload);
+    crate::domain::push::request_opened(cx, &me.workspace_id, &data).await;
+    crate::domain::webhooks::request_opened(cx, &me.workspace_id, request_id, data).await;
     crate::domain::slack::request_opened(cx, me, request_id, kind, payload).await;
 }
 

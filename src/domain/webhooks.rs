@@ -355,20 +355,25 @@ pub async fn request_expired(env: &Env, req: &store::requests::RequestRow, now_m
     emit(env, &req.workspace_id, "request.expired", Some(&req.request_id), request_data(req, None), now_ms).await;
 }
 
-/// `request.opened`, from the session server where an agent's `ask_user` or `request_access` opened one.
-pub async fn request_opened(
+/// What a new request tells: `request.opened`'s data, and a push's.
+pub fn opened_data(
     cx: &Cx<'_>,
     me: &store::sessions::SessionRow,
     request_id: &str,
     kind: &str,
     payload: &Value,
-) {
-    let data = json!({
+) -> Value {
+    json!({
         "request_id": request_id, "task_id": me.task_id, "session_id": me.session_id,
         "agent_id": me.agent_id, "agent_name": me.agent_name, "kind": kind, "payload": payload, "status": "open",
         // The console's approvals page of the person's default workspace (links are made only where the
         // deployment knows its origin).
         "answer_url": cx.link_base().ok().map(|b| format!("{b}/console")),
-    });
-    emit(cx.env, &me.workspace_id, "request.opened", Some(request_id), data, cx.now_ms).await;
+    })
+}
+
+/// `request.opened` ([`opened_data`]), from the session server where an agent's `ask_user` or
+/// `request_access` opened one.
+pub async fn request_opened(cx: &Cx<'_>, workspace_id: &str, request_id: &str, data: Value) {
+    emit(cx.env, workspace_id, "request.opened", Some(request_id), data, cx.now_ms).await;
 }

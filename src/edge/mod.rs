@@ -381,6 +381,30 @@ async fn queue(batch: worker::MessageBatch<serde_json::Value>, env: Env, _ctx: C
             deliveries.push((delivery_id, message));
             continue;
         }
+        if message.body().get("web_push").is_some() {
+            // A request's notifications to the members' browsers: once, best effort (a dead letter drops).
+            let core = core_env(&env)?;
+            let started = traced(&core, &message);
+            let request_id = message.body()["web_push"].as_str().unwrap_or_default().to_owned();
+            let cx = Cx::system(&core, started, hex::encode(crate::rules::ids::random_bytes::<8>()));
+            let outcome = match dead_letters {
+                true => Ok(0),
+                false => crate::domain::push::deliver(&cx, &net::observed(core.meter.clone()), message.body()).await,
+            };
+            work_line(
+                &core,
+                "web_push",
+                "request_id",
+                &request_id,
+                started,
+                outcome.as_ref().err().map(String::as_str),
+            );
+            match outcome {
+                Ok(_) => message.ack(),
+                Err(_) => message.retry(),
+            }
+            continue;
+        }
         // Each message is its own unit of work: its own counters, trace and log line.
         let core = core_env(&env)?;
         let started = traced(&core, &message);

@@ -28,6 +28,7 @@ pub mod members;
 pub mod memory;
 pub mod metrics;
 pub mod prompts;
+pub mod push;
 pub mod records;
 pub mod remotes;
 pub mod requests;
@@ -1196,6 +1197,34 @@ operations! {
     request_device_code(device::RequestDeviceCode) -> device::DeviceCode {
         title: "Start a device sign-in", group: Keys, scope: Public, tool: RestOnly,
         http: POST "/v1/device/code" 201, hints: CREATES, run: device::request_code
+    }
+
+    /// The deployment's Web Push (VAPID) public key, for a browser's `pushManager.subscribe`
+    /// (`applicationServerKey`). Made once per deployment on first need; needs `SECRETS_KEY`. No key
+    /// needed: it is public.
+    push_vapid_key(push::PushVapidKey) -> push::VapidKey {
+        title: "Get the Web Push key", group: Keys, scope: Public, tool: RestOnly,
+        http: GET "/v1/push/vapid-key", hints: READ_ONLY, run: push::vapid_key
+    }
+
+    /// Subscribe a browser to pushes: the Push API's `PushSubscription` JSON (`endpoint`, `keys.p256dh`,
+    /// `keys.auth`). A new request in a workspace you belong to is pushed to it, with buttons that answer
+    /// a decision or a safe access request as you. The same endpoint again replaces its keys.
+    subscribe_push(push::SubscribePush) -> push::PushSubscribed {
+        title: "Subscribe a browser to pushes", group: Keys, scope: Write, tool: RestOnly,
+        http: POST "/v1/push/subscriptions", hints: UPDATES, run: push::subscribe
+    }
+
+    /// Your browsers and devices that take pushes: endpoint, label, when subscribed and last reached.
+    list_push_subscriptions(push::ListPushSubscriptions) -> push::PushSubscriptions {
+        title: "List push subscriptions", group: Keys, scope: Read, tool: Grouped,
+        http: GET "/v1/push/subscriptions", hints: READ_ONLY, run: push::list
+    }
+
+    /// Stop pushing to one of your devices.
+    delete_push_subscription(push::DeletePushSubscription) -> push::PushSubscriptionDeleted {
+        title: "Remove a push subscription", group: Keys, scope: Write, tool: Grouped,
+        http: DELETE "/v1/push/subscriptions/{subscription_id}", hints: DESTROYS, run: push::delete
     }
 
     /// Poll a device sign-in every `interval` seconds: `authorization_pending` until the person decides

@@ -208,6 +208,7 @@ kinds! {
     InvitationId = Inv("inv", "invitation");
     AccountId = Acct("acct", "account");
     MessageId = Msg("msg", "message");
+    PushSubscriptionId = Psub("psub", "push subscription");
 }
 
 /// The published rule of an agent handle, `@` then a slug (`rules::slug::validate`'s shape, less its

@@ -41,4 +41,5 @@ pub mod title;
 pub mod traceparent;
 pub mod traces;
 pub mod webhooks;
+pub mod webpush;
 pub mod zone;

@@ -190,3 +190,29 @@ pub async fn linked_caller(db: &dyn Sql, account_id: &str, workspace_id: &str, a
         app: None,
     })
 }
+
+/// The caller behind a key of an account, by its id: what a notification's one-time answer acts as (the
+/// key its subscription was made through). `None` when the key was revoked, expired, is another
+/// account's, or an app's OAuth token.
+const BY_ID: &str = "SELECT k.key_id, k.account_id, k.key_hash, k.scopes, k.workspace_id AS locked_workspace_id,
+  k.oauth_grant_id AS app,
+  (SELECT json_group_array(json_object('workspace_id', w.workspace_id, 'slug', w.slug, 'name', w.name,
+            'role', m.role, 'is_personal', w.is_personal))
+     FROM membership m JOIN workspace w ON w.workspace_id = m.workspace_id
+    WHERE m.account_id = k.account_id) AS memberships
+  FROM api_key k WHERE k.key_id = ?1 AND k.account_id = ?2 AND k.revoked_ms IS NULL
+    AND (k.expires_ms IS NULL OR k.expires_ms > ?3) AND k.oauth_grant_id IS NULL";
+
+pub async fn caller_by_id(db: &dyn Sql, key_id: &str, account_id: &str, now_ms: i64) -> DbResult<Option<Caller>> {
+    let found = db.all(stmt!(BY_ID, key_id, account_id, now_ms)).await?;
+    let Some(row) = found.into_iter().next() else { return Ok(None) };
+    let k: KeyRow = super::decode(row)?;
+    Ok(Some(Caller {
+        account_id: k.account_id,
+        key_id: k.key_id,
+        can_write: k.scopes.split(' ').any(|s| s == "write"),
+        locked_workspace_id: k.locked_workspace_id,
+        memberships: k.memberships,
+        app: None,
+    }))
+}

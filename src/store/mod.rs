@@ -27,6 +27,7 @@ pub mod members;
 pub mod metrics;
 pub mod oauth;
 pub mod proofs;
+pub mod push;
 pub mod rate;
 pub mod receipts;
 pub mod records;

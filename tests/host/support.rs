@@ -135,6 +135,8 @@ pub struct HostSessions {
     pub caller_meter: Option<Rc<agentsky::cx::Meter>>,
     /// The app's finished calls not yet counted in D1 (the Worker keeps one per isolate).
     pub pending_calls: Rc<agentsky::rules::metrics::PendingCalls>,
+    /// What the objects enqueued (a request's Web Push message): kept for the test to deliver.
+    pub queue: MemoryQueue,
 }
 
 /// Runs while a call waits on a key (given the key), with the app to send requests to.
@@ -172,13 +174,13 @@ impl HostSessions {
     }
 
     /// The platform as a session's object sees it.
-    fn env(&self) -> Env {
+    pub fn env(&self) -> Env {
         Env {
             db: Counted::new(Box::new(self.db.clone())),
             limiter: Box::new(self.limiter.clone()),
             sessions: Box::new(self.clone()),
             blobs: Box::new(self.blobs.clone()),
-            queue: Box::new(MemoryQueue::default()),
+            queue: Box::new(self.queue.clone()),
             feeds: Box::new(self.feeds.clone()),
             clock: Box::new(HostClock(self.now.clone())),
             assets: Box::new(BuiltAssets),
@@ -595,6 +597,7 @@ impl TestApp {
             woken_after_trips: Rc::default(),
             caller_meter: None,
             pending_calls: Rc::default(),
+            queue: MemoryQueue::default(),
         };
         Self { db, limiter, sessions, blobs, queue: MemoryQueue::default(), config, now_ms, last_queries: Cell::new(0) }
     }

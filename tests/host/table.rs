@@ -36,11 +36,13 @@ fn every_contract_tool_is_offered_and_every_other_tool_is_a_known_extension() {
 }
 
 /// An MCP client reaches every operation but those it cannot use: the ones that need no key or the
-/// deployment's admin token, and the console's browser sign-in link.
+/// deployment's admin token, the console's browser sign-in link, and subscribing a browser to Web Push
+/// (its `PushSubscription` and the key it subscribes with exist only in a browser).
 #[test]
 fn only_what_an_mcp_client_cannot_use_is_rest_only() {
+    let browser_only = ["open_console", "subscribe_push"];
     for op in OPS.iter().filter(|op| op.tool == Tool::RestOnly) {
-        let why = matches!(op.scope, Scope::Public | Scope::Admin) || op.name == "open_console";
+        let why = matches!(op.scope, Scope::Public | Scope::Admin) || browser_only.contains(&op.name);
         assert!(why, "`{}` is REST only, but an MCP client could use it: make it a tool or `manage` it", op.name);
     }
 }

@@ -5,6 +5,7 @@ mod access;
 mod agents;
 mod approvals;
 mod board;
+mod devices;
 mod health;
 mod keys;
 mod members;
@@ -59,6 +60,7 @@ pub async fn get(p: &Ctx<'_>, sub: &str) -> HttpResponse {
         ["runners"] => runners::page(p).await,
         ["members"] => members::page(p).await,
         ["keys"] => keys::page(p, None).await,
+        ["devices"] => devices::page(p).await,
         ["webhooks"] => webhooks::page(p).await,
         ["skills"] => skills::page(p, None).await,
         ["skills", name] => skills::page(p, Some(name)).await,

@@ -70,8 +70,47 @@
     document.title = n > 0 ? `(${n}) ${baseTitle}` : baseTitle;
     for (const b of document.querySelectorAll('[data-open-badge]')) { b.textContent = String(n); b.hidden = n === 0; }
   }
+  // The console is an app: its service worker shows pushed requests even with no tab open. "Notify me"
+  // subscribes this browser (Web Push, with the deployment's VAPID key) and hands the subscription to the
+  // server; where push is missing, it falls back to notifications while a tab is open.
   const notify = document.querySelector('[data-notify]');
-  if (notify && 'Notification' in window && Notification.permission === 'default') {
+  const canPush = 'serviceWorker' in navigator && 'PushManager' in window && 'Notification' in window;
+  const registered = canPush ? navigator.serviceWorker.register('/console/sw.js', { scope: '/console/' }).catch(() => null) : Promise.resolve(null);
+  const fromB64u = (s) => Uint8Array.from(atob(s.replace(/-/g, '+').replace(/_/g, '/')), (c) => c.charCodeAt(0));
+  const deviceLabel = () => {
+    const ua = navigator.userAgent;
+    const os = (/(iPhone|iPad|Android|Mac OS X|Windows|CrOS|Linux)/.exec(ua) || ['a device'])[0].replace('Mac OS X', 'Mac').replace('CrOS', 'ChromeOS');
+    const app = (/(Edg|Firefox|Chrome|Safari)/.exec(ua) || ['browser'])[0].replace('Edg', 'Edge');
+    return `${app} on ${os}`;
+  };
+  async function subscribe() {
+    if ((await Notification.requestPermission()) !== 'granted') return false;
+    const reg = (await registered) && (await navigator.serviceWorker.ready);
+    if (!reg) return false;
+    const k = await fetch('/v1/push/vapid-key');
+    if (!k.ok) return false;
+    const { public_key: key } = await k.json();
+    let sub = await reg.pushManager.getSubscription();
+    if (!sub) sub = await reg.pushManager.subscribe({ userVisibleOnly: true, applicationServerKey: fromB64u(key) });
+    const j = sub.toJSON();
+    const form = new URLSearchParams({ csrf: notify.dataset.csrf, back: location.pathname, endpoint: j.endpoint,
+      keys: JSON.stringify(j.keys), label: deviceLabel() });
+    const r = await fetch(notify.dataset.action, { method: 'POST', body: form, credentials: 'same-origin' });
+    return r.ok;
+  }
+  if (notify && canPush) {
+    registered.then(async (reg) => {
+      const sub = reg && Notification.permission !== 'denied' ? await reg.pushManager.getSubscription() : null;
+      notify.hidden = !reg || Notification.permission === 'denied' || (sub && Notification.permission === 'granted');
+    });
+    notify.addEventListener('click', async () => {
+      notify.disabled = true;
+      const ok = await subscribe().catch(() => false);
+      notify.disabled = false;
+      notify.hidden = ok;
+      if (!ok) notify.textContent = 'Notify me (not allowed here)';
+    });
+  } else if (notify && 'Notification' in window && Notification.permission === 'default') {
     notify.hidden = false;
     notify.addEventListener('click', async () => { await Notification.requestPermission(); notify.hidden = true; });
   }
