@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import { createECDH, createPublicKey, createDecipheriv, hkdfSync, randomBytes, verify } from 'node:crypto';
 import { BASE, rest, createAccount, createWorkspace, createAgent, ikey } from './helpers.mjs';
-import { signedIn } from './browser.mjs';
+import { signedIn, SHOTS } from './browser.mjs';
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const b64u = (buf) => Buffer.from(buf).toString('base64url');
@@ -155,6 +155,7 @@ describe('Web Push', () => {
     const { browser, page } = await signedIn(key);
     try {
       await page.goto(`${BASE}/console/w/${ws}/devices`);
+      await page.screenshot({ path: `${SHOTS}push-02-devices.png`, fullPage: true });
       const manifest = await page.getAttribute('link[rel=manifest]', 'href');
       assert.equal(manifest, '/console/manifest.webmanifest');
       const m = await (await fetch(`${BASE}${manifest}`)).json();
@@ -198,6 +199,7 @@ describe('Web Push', () => {
       const main = await page.locator('main').boundingBox();
       assert.ok(nav.height < 80, `the nav is ${nav.height}px tall`);
       assert.ok(main.y < 844 / 2, `the content starts at ${main.y}px`);
+      await page.screenshot({ path: `${SHOTS}push-01-phone.png` });
       const first = await page.locator('nav.side a').first().textContent();
       assert.match(first, /^Approvals/);
     } finally { await browser.close(); }
