@@ -61,4 +61,5 @@ cron_every_minute $$ &
 CRON_PID=$!
 trap 'kill "$CRON_PID" 2>/dev/null || true' EXIT
 
-wrangler dev --local --ip 127.0.0.1 --port "$PORT" --test-scheduled
+sandbox_flags
+wrangler dev --local --ip 127.0.0.1 --port "$PORT" --test-scheduled "${SANDBOX_FLAGS[@]}"

@@ -46,3 +46,18 @@ wasm_bindgen_cli_version() {
 
 # Seconds since an epoch, for the step timings the scripts print.
 now() { date +%s; }
+
+# SANDBOX_FLAGS: the `wrangler dev` flags for hosted sandboxes, from scripts/sandbox.sh's status. Ready:
+# none, with wrangler's docker calls made through sandbox/docker.sh and the network sidecar built here.
+# Otherwise containers off, and the Worker told why (SANDBOX_UNAVAILABLE), which hosted placement answers.
+sandbox_flags() {
+  local status
+  status=$(cat "$ROOT/build/sandbox/status" 2>/dev/null || echo "hosted sandboxes are not set up on this machine (run scripts/sandbox.sh)")
+  if [ "$status" = ready ] && docker info >/dev/null 2>&1; then
+    export WRANGLER_DOCKER_BIN="$ROOT/sandbox/docker.sh" MINIFLARE_CONTAINER_EGRESS_IMAGE=agentsky/sandbox-proxy:dev
+    SANDBOX_FLAGS=()
+  else
+    [ "$status" = ready ] && status="no container runtime: the Docker daemon is not running on this machine"
+    SANDBOX_FLAGS=(--enable-containers=false --var "SANDBOX_UNAVAILABLE:$status")
+  fi
+}

@@ -47,12 +47,13 @@ _launch_server() {
   local state=$1 logf=$2 t0=$3; shift 3
   local _server_cfg=(--config "${AGENTSKY_WRANGLER_CONFIG:-$ROOT/wrangler.toml}")
   BASE_URL="http://127.0.0.1:$PORT"
-  log "wrangler dev on $BASE_URL (log: $logf)"
+  sandbox_flags
+  log "wrangler dev on $BASE_URL (log: $logf)${SANDBOX_FLAGS:+, without hosted sandboxes}"
   # setsid: the server gets its own process group, so stop_server ends wrangler and workerd together
   # and nothing else.
   (cd "$ROOT" && exec setsid wrangler dev "${_server_cfg[@]}" --local --ip 127.0.0.1 --port "$PORT" \
       --inspector-port "${INSPECTOR_PORT:-$(free_port)}" --persist-to "$state" --test-scheduled \
-      --show-interactive-dev-session=false ${AGENTSKY_SERVER_ARGS:-} "$@" </dev/null >>"$logf" 2>&1) &
+      --show-interactive-dev-session=false ${AGENTSKY_SERVER_ARGS:-} "${SANDBOX_FLAGS[@]}" "$@" </dev/null >>"$logf" 2>&1) &
   SERVER_PID=$!
   trap stop_server EXIT
   trap 'exit 130' INT TERM

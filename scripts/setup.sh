@@ -124,6 +124,11 @@ if [ "${AGENTSKY_NEEDS_BROWSER:-}" = 1 ] && ! command -v chromium >/dev/null; th
 fi
 
 wait_jobs
+
+# 8. Hosted sandboxes: Docker and the sandbox's images (scripts/sandbox.sh). Without Docker it says so, and
+#    the server runs with hosted placement answering that error.
+bash "$ROOT/scripts/sandbox.sh"
+
 have=$(wasm_bindgen_cli_version || true)
 [ "$have" = "$(wasm_bindgen_lock_version)" ] || die "wasm-bindgen CLI reports '$have', want $(wasm_bindgen_lock_version)"
 log "setup ok: worker-build $(worker-build --version), wasm-bindgen $(wasm_bindgen_cli_version), node $(node --version), wrangler $(wrangler --version 2>/dev/null | tail -1)"

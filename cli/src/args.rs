@@ -16,6 +16,8 @@ pub struct Args {
     pub workspace: Option<String>,
     pub command: Option<String>,
     pub once: bool,
+    /// `sky runner --hosted`: the runner of a hosted sandbox, set up by its environment.
+    pub hosted: bool,
     /// `sky approvals --watch`: desktop notifications and the count in the terminal's title.
     pub watch: bool,
     /// `--push-root DIR` (repeatable): where a runner may push to local repositories.
@@ -42,6 +44,7 @@ pub fn parse(raw: impl IntoIterator<Item = String>) -> Result<Args, String> {
             Long("dry-run") => a.dry_run = true,
             Long("no-browser") => a.no_browser = true,
             Long("once") => a.once = true,
+            Long("hosted") => a.hosted = true,
             Long("watch") => a.watch = true,
             Long("server") => a.server = Some(p.value().and_then(|v| v.string()).map_err(plain)?),
             Long("key") => a.key = Some(p.value().and_then(|v| v.string()).map_err(plain)?),

@@ -112,6 +112,9 @@ fn main() {
 }
 
 fn run_runner(ctx: &Context, args: &Args, auth: auth::Options) -> sky::Result<()> {
+    if args.hosted {
+        return runner::run_hosted(ctx, &mut std::io::stderr());
+    }
     let command = match (&args.rest, &args.command) {
         (Some(_), Some(_)) => usage_error("give the command either after `--` or with --command, not both"),
         (Some(argv), None) if argv.is_empty() => usage_error("no command after `--`"),

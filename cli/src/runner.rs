@@ -16,6 +16,11 @@
 //! it is remembered with the registration, so the next `sky runner --name <same>` needs none.
 //! Exit: `--once` returns after one turn (an error when it did not complete); otherwise it runs until
 //! stopped. Network failures are retried with a growing pause.
+//!
+//! `sky runner --hosted` is the same loop inside a hosted sandbox (a container the server starts for one
+//! session): no registration and no config folder; the server, the runner token, the agent's command and
+//! how long to wait idle before exiting (which lets the container sleep) come from the environment the
+//! sandbox was started with ([`HOSTED_VARS`]).
 
 use crate::api::{normalize_server, Api};
 use crate::auth::{self, say};
@@ -239,6 +244,90 @@ fn registration(
     Ok(reg)
 }
 
+/// A runner's turn runner, on `server` with `token`, running `command` for `runner` agents; its scratch
+/// folder lives as long as the returned guard.
+fn turn_runner(
+    ctx: &Context,
+    server: &str,
+    token: &str,
+    command: Vec<String>,
+    push_roots: Vec<PathBuf>,
+) -> Result<(TurnRunner, tempfile::TempDir)> {
+    let sky_exe = std::env::current_exe().map_err(|e| Error::new(format!("cannot tell where sky is: {e}")))?;
+    // The runner's own owner-only folder: turn folders inside it may have names a session keeps.
+    let scratch = crate::files::private_temp_dir(&std::env::temp_dir(), "sky-runner-")
+        .map_err(|e| Error::new(format!("cannot make the runner's folder: {e}")))?;
+    let turns = TurnRunner {
+        client: Client::new(server, token),
+        command,
+        sky_exe,
+        path: ctx.path.clone(),
+        scratch: scratch.path().to_owned(),
+        push_roots,
+        timing: Timing::default(),
+        grants: Default::default(),
+        conversations: Default::default(),
+    };
+    Ok((turns, scratch))
+}
+
+/// What a hosted sandbox's runner reads from its environment: the server (the address its sandbox routes
+/// to this deployment), its runner token, the `runner` agent's command (one shell line), and the seconds
+/// to wait for work before exiting.
+pub const HOSTED_VARS: [&str; 4] =
+    ["AGENTSKY_SERVER", "AGENTSKY_RUNNER_TOKEN", "AGENTSKY_COMMAND", "AGENTSKY_IDLE_EXIT_S"];
+
+/// `sky runner --hosted`: claims and runs the sandbox's session's turns (and checkouts) until none came
+/// for the idle time, then exits 0 so the container stops; the next turn starts it again.
+pub fn run_hosted(ctx: &Context, out: &mut dyn Write) -> Result<()> {
+    let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+    let [server_var, token_var, command_var, idle_var] = HOSTED_VARS;
+    let (Some(server), Some(token)) = (var(server_var), var(token_var)) else {
+        return Err(Error::new(format!(
+            "sky runner --hosted runs in a hosted sandbox, which sets {server_var} and {token_var}"
+        )));
+    };
+    let command = var(command_var).map(|line| crate::command_line::shell_command(&line)).unwrap_or_default();
+    let idle = Duration::from_secs(var(idle_var).and_then(|s| s.parse().ok()).unwrap_or(300));
+    let (mut turns, _scratch) = turn_runner(ctx, &server, &token, command, vec![])?;
+    say(out, &format!("sky runner: hosted, on {server}; exits after {} s without work.", idle.as_secs()));
+    let mut last_work = std::time::Instant::now();
+    let mut pause = Duration::from_secs(1);
+    loop {
+        match turns.client.claim(turns.timing.claim_wait_s) {
+            Ok(None) if last_work.elapsed() >= idle => {
+                say(out, "sky runner: idle; exiting so the sandbox sleeps.");
+                return Ok(());
+            }
+            Ok(None) => pause = Duration::from_secs(1),
+            Ok(Some(claimed)) => {
+                pause = Duration::from_secs(1);
+                run_claimed(&mut turns, claimed, out)?;
+                last_work = std::time::Instant::now();
+            }
+            Err(CallError::Network(why)) => {
+                say(out, &format!("sky runner: {why}; trying again in {} s", pause.as_secs()));
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_secs(30));
+            }
+            Err(e) => return Err(Error::new(format!("claiming a turn failed: {e}"))),
+        }
+    }
+}
+
+/// Runs what a claim handed over: a turn (its outcome) or a checkout's checks (`None`).
+fn run_claimed(turns: &mut TurnRunner, claimed: Claimed, out: &mut dyn Write) -> Result<Option<Outcome>> {
+    match claimed {
+        Claimed::Checkout(c) => {
+            if let Err(e) = turns.run_checkout(&c, out) {
+                say(out, &format!("sky runner: the checks' result for session {} was not taken: {e}", c.session_id));
+            }
+            Ok(None)
+        }
+        Claimed::Turn(turn) => turns.run_turn(&turn, out).map(Some),
+    }
+}
+
 /// `sky runner`: registers if needed, then claims and runs turns until stopped (or one, with `--once`).
 pub fn run(ctx: &Context, opts: &Options, out: &mut dyn Write) -> Result<()> {
     let stored = config::load(ctx).unwrap_or_default();
@@ -246,21 +335,7 @@ pub fn run(ctx: &Context, opts: &Options, out: &mut dyn Write) -> Result<()> {
     let name = opts.name.clone().unwrap_or_else(auth::default_device_name);
     let mut reg = registration(ctx, opts, &server, &name, false, out)?;
     let command = reg.command.clone().unwrap_or_default();
-    let sky_exe = std::env::current_exe().map_err(|e| Error::new(format!("cannot tell where sky is: {e}")))?;
-    // The runner's own owner-only folder: turn folders inside it may have names a session keeps.
-    let scratch = crate::files::private_temp_dir(&std::env::temp_dir(), "sky-runner-")
-        .map_err(|e| Error::new(format!("cannot make the runner's folder: {e}")))?;
-    let mut turns = TurnRunner {
-        client: Client::new(&server, &reg.token),
-        command,
-        sky_exe,
-        path: ctx.path.clone(),
-        scratch: scratch.path().to_owned(),
-        push_roots: opts.push_roots.clone(),
-        timing: Timing::default(),
-        grants: Default::default(),
-        conversations: Default::default(),
-    };
+    let (mut turns, _scratch) = turn_runner(ctx, &server, &reg.token, command, opts.push_roots.clone())?;
     let runs = match turns.command.is_empty() {
         true => "Claude Code and Codex agents (`runner` agents need `sky runner -- <command…>`)".to_owned(),
         false => format!("`{}` for `runner` agents, Claude Code and Codex for theirs", show_command(&turns.command)),
@@ -279,19 +354,9 @@ pub fn run(ctx: &Context, opts: &Options, out: &mut dyn Write) -> Result<()> {
     loop {
         match turns.client.claim(turns.timing.claim_wait_s) {
             Ok(None) => pause = Duration::from_secs(1),
-            Ok(Some(Claimed::Checkout(c))) => {
+            Ok(Some(claimed)) => {
                 pause = Duration::from_secs(1);
-                if let Err(e) = turns.run_checkout(&c, out) {
-                    say(
-                        out,
-                        &format!("sky runner: the checks' result for session {} was not taken: {e}", c.session_id),
-                    );
-                }
-            }
-            Ok(Some(Claimed::Turn(turn))) => {
-                pause = Duration::from_secs(1);
-                let outcome = turns.run_turn(&turn, out)?;
-                if opts.once {
+                if let (Some(outcome), true) = (run_claimed(&mut turns, claimed, out)?, opts.once) {
                     return match outcome {
                         Outcome::Completed => Ok(()),
                         other => Err(Error::new(format!("the turn did not complete: {}", other.describe()))),

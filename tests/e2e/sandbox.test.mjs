@@ -1,0 +1,99 @@
+// Hosted sandboxes (issue 40) against the e2e server, with this machine's Docker: a `runner` agent placed
+// `hosted` carries its command; its session's first turn boots a container (the Sandbox Durable Object,
+// Cloudflare Containers under wrangler dev) running `sky runner --hosted`, which claims the turn from the
+// Worker through the container's only route out; the command writes a file and replies; the reply and the
+// file come back; the next turn finds the container warm; a stop ends the container. No person's runner
+// exists in the workspace. Without Docker (build/sandbox/status is not `ready`) every test here is
+// reported as skipped with the reason, never as passed.
+import { test, describe, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { createAccount, createWorkspace, rawMcp, ok, readTurn, texts, rest, ikey } from './helpers.mjs';
+
+const status = (() => {
+  try { return readFileSync(new URL('../../build/sandbox/status', import.meta.url), 'utf8').trim(); } catch { return 'scripts/sandbox.sh has not run'; }
+})();
+const skip = status === 'ready' ? false : `hosted sandboxes NOT RUN: ${status}`;
+if (skip) console.log(`\n!!! ${skip}\n`);
+
+/** The app containers of running sandboxes (workerd names them after the class; the sidecar ends in -proxy). */
+const sandboxes = () => execFileSync('docker', ['ps', '--format', '{{.Names}}'], { encoding: 'utf8' })
+  .split('\n').filter((n) => n.includes('-Sandbox-') && !n.endsWith('-proxy'));
+
+describe('hosted sandboxes', { skip }, () => {
+  let key; let ws; let tool; let agentId;
+  before(async () => {
+    ({ key } = await createAccount());
+    ws = (await createWorkspace(key)).slug;
+    ({ tool } = rawMcp(key));
+    const made = await rest('POST', '/v1/agents', { key, body: {
+      workspace: ws, name: 'Hosted echo', harness: 'runner', model: 'shell', placement: 'hosted',
+      // The message on stdin; a file in the turn's folder; the reply on stdout.
+      command: 'read -r msg; echo "$msg" > hosted.txt; uname -s >> hosted.txt; echo "hosted: $msg in $(pwd)"',
+    } });
+    assert.equal(made.status, 201, JSON.stringify(made.body));
+    agentId = made.body.agent_id;
+    const shown = await rest('GET', `/v1/agents/${agentId}`, { key });
+    assert.equal(shown.body.placement, 'hosted', JSON.stringify(shown.body));
+  });
+  after(() => {
+    for (const name of sandboxes()) {
+      try { execFileSync('docker', ['rm', '-f', name], { stdio: 'ignore' }); } catch { /* gone */ }
+    }
+  });
+
+  test('a hosted runner agent with no runner of the person: the sandbox boots, runs the command, writes a file, replies; the next turn finds it warm; a stop ends it', { timeout: 240_000 }, async () => {
+    const runners = await rest('GET', `/v1/runners?workspace=${ws}`, { key });
+    assert.deepEqual((runners.body.runners ?? []).filter((r) => !r.hosted), [], 'the person has no runner');
+    const before = sandboxes().length;
+    const t0 = Date.now();
+    const started = ok(await tool('start_session', { workspace: ws, agent_id: agentId, message: 'hello sandbox', idempotency_key: ikey('sb') }));
+    const sessionId = started.session.session_id;
+    const turn = await readTurn(tool, { session_id: sessionId, cursor: started.cursor, message_id: started.message_id, deadlineMs: 180_000 });
+    const firstMs = Date.now() - t0;
+    const statuses = texts(turn.events, 'status');
+    assert.ok(statuses.some((s) => /starting sandbox/.test(s)), statuses.join('\n'));
+    const reply = texts(turn.events).join('\n');
+    assert.match(reply, /hosted: hello sandbox in \//, JSON.stringify(turn.events));
+    const file = ok(await tool('read_task_file', { task_id: started.session.task_id, path: 'hosted.txt', session_id: sessionId }));
+    assert.equal(file.content, 'hello sandbox\nLinux\n');
+    assert.equal(sandboxes().length, before + 1, 'one container runs for the session');
+    console.log(`first turn, with the sandbox's boot: ${firstMs} ms`);
+
+    // The second turn: the container is still up (idle time not reached), and the first turn's file is there.
+    const t1 = Date.now();
+    const sent = ok(await tool('send_message', { session_id: sessionId, message: 'again', idempotency_key: ikey('sb2') }));
+    const second = await readTurn(tool, { session_id: sessionId, cursor: sent.cursor, message_id: sent.message_id, deadlineMs: 120_000 });
+    assert.match(texts(second.events).join('\n'), /hosted: again/, JSON.stringify(second.events));
+    const again = ok(await tool('read_task_file', { task_id: started.session.task_id, path: 'hosted.txt', session_id: sessionId }));
+    assert.equal(again.content, 'again\nLinux\n');
+    console.log(`second turn, warm: ${Date.now() - t1} ms`);
+
+    // Idle past SANDBOX_IDLE_S (tests/e2e/run.sh sets it short): the runner exits and the container stops.
+    let deadline = Date.now() + 90_000;
+    while (sandboxes().length > before && Date.now() < deadline) await new Promise((r) => setTimeout(r, 500));
+    assert.equal(sandboxes().length, before, 'the idle sandbox went to sleep');
+    // The next turn wakes it, with the files of the turns before.
+    const t2 = Date.now();
+    const woken = ok(await tool('send_message', { session_id: sessionId, message: 'awake', idempotency_key: ikey('sb3') }));
+    const third = await readTurn(tool, { session_id: sessionId, cursor: woken.cursor, message_id: woken.message_id, deadlineMs: 120_000 });
+    assert.match(texts(third.events).join('\n'), /hosted: awake/, JSON.stringify(third.events));
+    assert.ok(texts(third.events, 'status').some((s) => /starting sandbox/.test(s)), JSON.stringify(third.events));
+    console.log(`third turn, waking the sandbox: ${Date.now() - t2} ms`);
+
+    ok(await tool('stop_session', { session_id: sessionId }));
+    deadline = Date.now() + 30_000;
+    while (sandboxes().length > before && Date.now() < deadline) await new Promise((r) => setTimeout(r, 500));
+    assert.equal(sandboxes().length, before, 'the stop ended the container');
+  });
+
+  test('placement is checked where the agent is made: an echo agent cannot be hosted, a hosted runner agent needs its command', async () => {
+    const echo = await rest('POST', '/v1/agents', { key, body: { workspace: ws, name: 'E', harness: 'echo', model: 'e', placement: 'hosted' } });
+    assert.equal(echo.status, 400, JSON.stringify(echo.body));
+    assert.match(echo.body.error.message, /placement/);
+    const bare = await rest('POST', '/v1/agents', { key, body: { workspace: ws, name: 'R', harness: 'runner', model: 'shell', placement: 'hosted' } });
+    assert.equal(bare.status, 400, JSON.stringify(bare.body));
+    assert.match(bare.body.error.message, /command/);
+  });
+});
