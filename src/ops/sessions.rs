@@ -196,6 +196,9 @@ pub async fn create(cx: &Cx<'_>, spec: &Spec<'_>, ids: StartIds) -> Result<Start
         // Another workspace's public agent costs its price per run; one's own agents are free to start.
         run_price: (agent.workspace_id != spec.workspace_id && agent.price_cents_per_run > 0)
             .then(|| RunPrice { cents: agent.price_cents_per_run, payee_workspace_id: agent.workspace_id.clone() }),
+        placement: crate::rules::placement::Placement::of_word(&agent.placement),
+        command: agent.command.clone(),
+        egress: agent.egress.clone(),
     };
     let message =
         NewMessage { message_id: ids.message_id.clone(), text: spec.message.to_owned(), from: spec.from.clone() };
