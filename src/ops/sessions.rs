@@ -472,7 +472,18 @@ pub async fn stop(cx: &Cx<'_>, p: StopSession) -> Result<Stopped, ApiError> {
         .await?;
     // Its agent waits on no one any more: its waiting calls end now, and a late answer is refused.
     crate::domain::requests::close_session(cx, &row.session_id).await?;
+    stop_sandbox(cx, &row.session_id).await?;
     Ok(Stopped { session_id: row.session_id, status: SessionStatus::Terminated })
+}
+
+/// A hosted session's sandbox stops with it, and its runner's token stops working.
+async fn stop_sandbox(cx: &Cx<'_>, session_id: &str) -> Result<(), ApiError> {
+    let Some(runner) = store::runners::hosted_runner(cx.db(), session_id).await? else { return Ok(()) };
+    if let Err(e) = cx.env.sandboxes.stop(session_id).await {
+        crate::error::log_line(&format!("session {session_id}: its sandbox did not stop: {e}"));
+    }
+    store::runners::revoke(cx.db(), &runner.workspace_id, &runner.runner_id).await?;
+    Ok(())
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
