@@ -66,8 +66,8 @@ pub async fn step<S: LocalSql + ?Sized>(
         // A runner claims the turn and reports its events (`SessionCall::External`); until then the turn
         // waits, queued once. A hosted agent's turn is claimed by its session's sandbox, booted here.
         h if Harness::word_on_runner(h) => {
-            let hosted = config.placement == Placement::Hosted;
-            if hosted {
+            let (hosted, first) = (config.placement == Placement::Hosted, turn.step == 0);
+            if hosted && first {
                 if let Err(why) = ports.env.sandboxes.available() {
                     let why = placement::unavailable(&why);
                     return fail_turn(core, ports, config, &message_id, &why, now_ms).await;
@@ -76,7 +76,6 @@ pub async fn step<S: LocalSql + ?Sized>(
             store::runners::enqueue(ports.db(), &config.session_id, &message_id, &config.workspace_id, hosted, now_ms)
                 .await
                 .map_err(|e| Refusal::new(Code::Internal, e.to_string()))?;
-            let first = turn.step == 0;
             if hosted && first {
                 if let Err(why) = boot_sandbox(ports, &config, now_ms).await {
                     // Nobody else may claim it: it goes with the sandbox that did not start.
