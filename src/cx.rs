@@ -167,6 +167,33 @@ pub trait Feeds {
     fn wait(&self, workspace_id: &str, seen: &str, wait_ms: i64) -> LocalBoxFuture<'_, Result<String, String>>;
 }
 
+/// What a hosted session's sandbox starts with ([`Sandboxes::boot`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SandboxBoot {
+    pub session_id: String,
+    pub workspace_id: String,
+    /// The session's hosted runner token (`srt_…`): the sandbox's `sky runner` claims with it, and only
+    /// this session's turns and checkouts. Each boot hands a fresh one; the one before stops working.
+    pub runner_token: String,
+    /// The deployment's public base URL, which the sandbox's runner calls.
+    pub server_url: String,
+    /// The host names the sandbox may reach (the defaults for its harness and targets, and the agent's).
+    pub egress: Vec<String>,
+    /// How long one turn may run before the sandbox is stopped.
+    pub max_run_s: i64,
+}
+
+/// Hosted sandboxes: where `placement: hosted` agents run (Cloudflare Containers in the Worker).
+pub trait Sandboxes {
+    /// Whether this deployment runs hosted sandboxes; `Err(why)` names what is missing (e.g. "no container
+    /// runtime: Docker is not running on this machine").
+    fn available(&self) -> Result<(), String>;
+    /// Boots (or wakes) the session's sandbox; returns when the start was accepted.
+    fn boot(&self, boot: SandboxBoot) -> LocalBoxFuture<'_, Result<(), String>>;
+    /// Stops the session's sandbox (a stop, or a turn past its budget).
+    fn stop(&self, session_id: &str) -> LocalBoxFuture<'_, Result<(), String>>;
+}
+
 /// The platform, per request.
 pub struct Env {
     pub db: Counted,
@@ -180,6 +207,8 @@ pub struct Env {
     /// The network for fetches the core makes itself (OAuth client metadata documents), always through
     /// [`crate::egress`].
     pub net: Box<dyn Net>,
+    /// Hosted sandboxes for `placement: hosted` agents.
+    pub sandboxes: Box<dyn Sandboxes>,
     pub config: Config,
     /// What this unit of work did, for its log line, metrics and trace (shared with the Worker's adapters).
     pub meter: std::rc::Rc<Meter>,

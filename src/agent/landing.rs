@@ -326,7 +326,7 @@ async fn sync(a: &CallingSession<'_>, steps: &mut Vec<String>, what: &str) -> Re
 async fn no_checks_known(a: &CallingSession<'_>) -> Result<String, ToolError> {
     let ask = "no checks are known for this project yet: work out the command that proves the work is good (typecheck, tests, lint), call remember_command with kind `checks`, then call land again";
     let since = a.cx.clock_now() - jobs::ONLINE_MS;
-    if store::runners::online(a.cx.db(), &a.me.workspace_id, since).await? > 0 {
+    if store::runners::online(a.cx.db(), &a.me.workspace_id, &a.me.session_id, since).await? > 0 {
         return Ok(ask.to_owned());
     }
     Ok(format!(

@@ -52,7 +52,7 @@ pub async fn run(
     }
     if rows.iter().all(|(_, row, _)| row.is_none()) {
         let since = now_ms - jobs::ONLINE_MS;
-        if store::runners::online(db, &config.workspace_id, since).await? == 0 {
+        if store::runners::online(db, &config.workspace_id, &config.session_id, since).await? == 0 {
             let why = |c: &String| {
                 format!("no runner of the workspace is online to run `{c}` (start `sky runner` on a machine of the workspace)")
             };

@@ -138,7 +138,7 @@ pub const CHECKOUT_TAKE_MS: i64 = 60_000;
 /// runner of the workspace is online.
 pub async fn ask_checkout(cx: &Cx<'_>, session: &SessionRow, spec: &JobSpec, wait_ms: i64) -> Result<Asked, ApiError> {
     let db = cx.db();
-    if store::runners::online(db, &session.workspace_id, cx.clock_now() - ONLINE_MS).await? == 0 {
+    if store::runners::online(db, &session.workspace_id, &session.session_id, cx.clock_now() - ONLINE_MS).await? == 0 {
         return Ok(Asked::NoRunner);
     }
     let job_id = ids::new_id("job");

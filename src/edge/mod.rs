@@ -152,10 +152,32 @@ pub(crate) fn core_env(env: &Env) -> Result<CoreEnv> {
         clock: Box::new(sessions::WorkerClock),
         assets: Box::new(StaticAssets(b.assets)),
         net: Box::new(net::observed(meter.clone())),
+        sandboxes: Box::new(NoSandboxes { why: "no container binding is configured for sandboxes" }),
         config: CONFIG.with(|c| c.get_or_init(|| config(env)).clone()),
         meter,
         pending_calls: PENDING_CALLS.with(std::rc::Rc::clone),
     })
+}
+
+/// Hosted sandboxes on a deployment that runs none (yet): hosted placement is refused, saying why.
+struct NoSandboxes {
+    why: &'static str,
+}
+
+impl crate::cx::Sandboxes for NoSandboxes {
+    fn available(&self) -> std::result::Result<(), String> {
+        Err(format!("hosted sandboxes are not set up on this deployment: {}", self.why))
+    }
+    fn boot(
+        &self,
+        _boot: crate::cx::SandboxBoot,
+    ) -> futures::future::LocalBoxFuture<'_, std::result::Result<(), String>> {
+        let refused = self.available();
+        Box::pin(async move { refused })
+    }
+    fn stop(&self, _session_id: &str) -> futures::future::LocalBoxFuture<'_, std::result::Result<(), String>> {
+        Box::pin(async { Ok(()) })
+    }
 }
 
 /// The Worker's static assets, read through its `ASSETS` binding (an internal fetch: no visitor reaches

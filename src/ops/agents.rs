@@ -15,6 +15,7 @@ use serde_json::Value;
 pub use store::agents::Agent;
 
 pub use crate::rules::harness::{Harness, ToolApproval};
+pub use crate::rules::placement::Placement;
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -94,6 +95,12 @@ pub struct CreateAgent {
     /// `claude-code`/`codex`: which tool uses ask a person first. `outside_folder` (default: edits in the
     /// turn's folder go ahead), `every_change`, or `none` (admins only).
     pub tool_approval: Option<ToolApproval>,
+    /// `runner` (default: a person's `sky runner`) or `hosted` (a sandbox per session).
+    pub placement: Option<Placement>,
+    /// Hosted `runner` agents: one shell line run in the turn's folder, the message on stdin.
+    pub command: Option<Text<1, 4_000>>,
+    /// Hosted agents: more host names the sandbox may reach (`pypi.org`).
+    pub egress: Option<Capped<String, 20>>,
 }
 
 /// The validated, stored form of an agent's settable fields.
@@ -111,6 +118,9 @@ struct Checked {
     is_public: bool,
     price_cents_per_run: i64,
     tool_approval: ToolApproval,
+    placement: Placement,
+    command: Option<String>,
+    egress: Vec<String>,
 }
 
 impl Checked {
@@ -127,6 +137,9 @@ impl Checked {
             is_public: self.is_public,
             price_cents_per_run: self.price_cents_per_run,
             tool_approval: self.tool_approval.as_str(),
+            placement: self.placement.as_str(),
+            command: self.command.as_deref(),
+            egress: to_json(&self.egress),
         }
     }
 }
@@ -145,6 +158,10 @@ fn check(p: CreateAgent, loopback_http: bool) -> Result<Checked, ApiError> {
         outbound::check("mcpServers[].url", &s.url, loopback_http).map_err(ApiError::invalid)?;
     }
     let price = p.price_cents_per_run.map_or(0, Int::get);
+    let placement = p.placement.unwrap_or(Placement::Runner);
+    let command = p.command.map(String::from);
+    let egress = p.egress.map(Capped::into_vec).unwrap_or_default();
+    crate::rules::placement::check(p.harness, placement, command.as_deref(), &egress).map_err(ApiError::invalid)?;
     Ok(Checked {
         name: p.name.into(),
         handle,
@@ -158,6 +175,9 @@ fn check(p: CreateAgent, loopback_http: bool) -> Result<Checked, ApiError> {
         is_public: p.is_public.unwrap_or(false),
         price_cents_per_run: price,
         tool_approval: p.tool_approval.unwrap_or(ToolApproval::OutsideFolder),
+        placement,
+        command,
+        egress,
     })
 }
 
@@ -171,6 +191,15 @@ const NAMING: &str = "naming a secret in an agent (`mcpServers[].bearer_secret`)
 /// What the same rule calls an agent whose tools never ask: it runs any command on a runner's machine.
 const UNASKED: &str = "letting an agent's tools run without asking (`tool_approval: none`)";
 
+/// Refuses a new hosted placement where this deployment runs no sandboxes, so a person learns it when
+/// they set the agent up rather than at its first turn.
+fn sandboxes_available(cx: &Cx<'_>) -> Result<(), ApiError> {
+    cx.env
+        .sandboxes
+        .available()
+        .map_err(|why| ApiError::new(Code::NotImplemented, crate::rules::placement::unavailable(&why)))
+}
+
 fn handle_taken(handle: Option<&str>) -> ApiError {
     ApiError::new(Code::Conflict, format!("the handle `@{}` is taken; choose another", handle.unwrap_or_default()))
 }
@@ -179,6 +208,9 @@ fn handle_taken(handle: Option<&str>) -> ApiError {
 pub async fn create(cx: &Cx<'_>, p: CreateAgent) -> Result<Agent, ApiError> {
     let m = cx.workspace(p.workspace.as_deref())?.clone();
     let checked = check(p, cx.env.config.allow_loopback_http)?;
+    if checked.placement == Placement::Hosted {
+        sandboxes_available(cx)?;
+    }
     if checked.names_secret {
         crate::ops::secrets::require_role(&m, NAMING)?;
     }
@@ -257,6 +289,12 @@ pub struct UpdateAgent {
     /// `outside_folder`, `every_change` or `none` (admins only): which tool uses of a `claude-code` or
     /// `codex` agent ask a person first.
     pub tool_approval: Option<ToolApproval>,
+    /// `runner` or `hosted`; `runner` drops `command` and `egress`.
+    pub placement: Option<Placement>,
+    /// Hosted `runner` agents: one shell line run in the turn's folder, the message on stdin.
+    pub command: Option<Text<1, 4_000>>,
+    /// Hosted agents: more host names the sandbox may reach; replaces the old list.
+    pub egress: Option<Capped<String, 20>>,
     /// Ignored: the workspace is the agent's.
     pub workspace: Option<String>,
 }
@@ -280,11 +318,26 @@ pub async fn update(cx: &Cx<'_>, p: UpdateAgent) -> Result<Agent, ApiError> {
     let old = load(cx, &p.agent_id).await?;
     let servers: Vec<McpServer> = serde_json::from_value(Value::Array(old.mcp_servers.clone())).unwrap_or_default();
     let old_servers_name_secret = old.mcp_servers.iter().any(|s| s["bearer_secret"].is_string());
+    let harness = p.harness.or(Harness::from_word(&old.harness)).ok_or_else(|| cx.internal("a stored harness"))?;
+    let placement = p.placement.unwrap_or(Placement::of_word(&old.placement));
+    // A kept command and allow list go with a hosted `runner` agent and a hosted agent, not to others.
+    let command = match p.command {
+        Some(c) => Some(c),
+        None if (harness, placement) == (Harness::Runner, Placement::Hosted) => {
+            old.command.map(|c| kept("command", c)).transpose()?
+        }
+        None => None,
+    };
+    let egress = match p.egress {
+        Some(e) => Some(e),
+        None if placement == Placement::Hosted => Some(kept("egress", old.egress)?),
+        None => None,
+    };
     let merged = CreateAgent {
         workspace: None,
         name: or_kept("name", p.name, old.name)?,
         handle: p.handle.or(old.handle),
-        harness: p.harness.or(Harness::from_word(&old.harness)).ok_or_else(|| cx.internal("a stored harness"))?,
+        harness,
         model: or_kept("model", p.model, old.model)?,
         instructions: Some(or_kept("instructions", p.instructions, old.instructions)?),
         description: Some(or_kept("description", p.description, old.description)?),
@@ -305,8 +358,14 @@ pub async fn update(cx: &Cx<'_>, p: UpdateAgent) -> Result<Agent, ApiError> {
             None => kept("price_cents_per_run", old.price_cents_per_run)?,
         }),
         tool_approval: p.tool_approval.or(ToolApproval::from_word(&old.tool_approval)),
+        placement: Some(placement),
+        command,
+        egress,
     };
     let checked = check(merged, cx.env.config.allow_loopback_http)?;
+    if checked.placement == Placement::Hosted && old.placement != Placement::Hosted.as_str() {
+        sandboxes_available(cx)?;
+    }
     // A definition that names a secret (before or after) is changed by admins only: otherwise a member
     // could point an admin's named secret at a URL of their own.
     if checked.names_secret || old_servers_name_secret {

@@ -196,6 +196,9 @@ pub async fn create(cx: &Cx<'_>, spec: &Spec<'_>, ids: StartIds) -> Result<Start
         // Another workspace's public agent costs its price per run; one's own agents are free to start.
         run_price: (agent.workspace_id != spec.workspace_id && agent.price_cents_per_run > 0)
             .then(|| RunPrice { cents: agent.price_cents_per_run, payee_workspace_id: agent.workspace_id.clone() }),
+        placement: crate::rules::placement::Placement::of_word(&agent.placement),
+        command: agent.command.clone(),
+        egress: agent.egress.clone(),
     };
     let message =
         NewMessage { message_id: ids.message_id.clone(), text: spec.message.to_owned(), from: spec.from.clone() };
@@ -469,7 +472,18 @@ pub async fn stop(cx: &Cx<'_>, p: StopSession) -> Result<Stopped, ApiError> {
         .await?;
     // Its agent waits on no one any more: its waiting calls end now, and a late answer is refused.
     crate::domain::requests::close_session(cx, &row.session_id).await?;
+    stop_sandbox(cx, &row.session_id).await?;
     Ok(Stopped { session_id: row.session_id, status: SessionStatus::Terminated })
+}
+
+/// A hosted session's sandbox stops with it, and its runner's token stops working.
+async fn stop_sandbox(cx: &Cx<'_>, session_id: &str) -> Result<(), ApiError> {
+    let Some(runner) = store::runners::hosted_runner(cx.db(), session_id).await? else { return Ok(()) };
+    if let Err(e) = cx.env.sandboxes.stop(session_id).await {
+        crate::error::log_line(&format!("session {session_id}: its sandbox did not stop: {e}"));
+    }
+    store::runners::revoke(cx.db(), &runner.workspace_id, &runner.runner_id).await?;
+    Ok(())
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

@@ -20,6 +20,7 @@ pub mod otlp;
 pub mod outbound;
 pub mod params;
 pub mod paths;
+pub mod placement;
 pub mod policy;
 pub mod prices;
 pub mod rate;

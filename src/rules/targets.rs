@@ -9,6 +9,28 @@ words! {
     pub enum Provider { Vercel = "vercel", Aws = "aws", Gcp = "gcp", Supabase = "supabase", Github = "github", Ssh = "ssh" }
 }
 
+impl Provider {
+    /// The API hosts a provider's CLIs and SDKs call with a grant's credential: what a hosted agent's
+    /// sandbox may reach for a target of this provider ([`crate::rules::placement::default_egress`]).
+    /// `ssh` targets name their own hosts.
+    pub fn api_hosts(self) -> &'static [&'static str] {
+        match self {
+            Provider::Vercel => &["api.vercel.com", "vercel.com"],
+            Provider::Aws => &["sts.amazonaws.com", "iam.amazonaws.com", "s3.amazonaws.com"],
+            Provider::Gcp => &[
+                "oauth2.googleapis.com",
+                "sts.googleapis.com",
+                "iamcredentials.googleapis.com",
+                "www.googleapis.com",
+                "storage.googleapis.com",
+            ],
+            Provider::Supabase => &["api.supabase.com"],
+            Provider::Github => &["api.github.com", "github.com"],
+            Provider::Ssh => &[],
+        }
+    }
+}
+
 words! {
     /// Which environment a target is (the wire crate's `ENVS`).
     pub enum TargetEnv { Prod = "prod", Staging = "staging", Preview = "preview", Scm = "scm" }

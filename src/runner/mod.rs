@@ -113,13 +113,11 @@ async fn claim(cx: &Cx<'_>, runner: &store::runners::RunnerRow, req: &HttpReques
         let now = cx.clock_now();
         let lease_id = ids::new_id("lease");
         // Checks waiting for any runner come first: a `land` is waiting on them.
-        let checkout =
-            store::checkouts::claim(cx.db(), &runner.workspace_id, &runner.runner_id, &lease_id, LEASE_MS, now).await?;
+        let checkout = store::checkouts::claim(cx.db(), &runner.claimant(), &lease_id, LEASE_MS, now).await?;
         if let Some(c) = checkout {
             return Ok(ok(&checkout_view(&c)));
         }
-        let turn =
-            store::runners::claim(cx.db(), &runner.workspace_id, &runner.runner_id, &lease_id, LEASE_MS, now).await?;
+        let turn = store::runners::claim(cx.db(), &runner.claimant(), &lease_id, LEASE_MS, now).await?;
         if let Some(turn) = turn {
             // `None`: cancelled while it was being put together; the next turn may be claimable.
             if let Some(a) = assignment(cx, turn).await? {
@@ -229,6 +227,7 @@ async fn assignment(cx: &Cx<'_>, turn: TurnRow) -> Result<Option<wire::Assignmen
             thinking: session.thinking,
             instructions: a.instructions,
             tool_approval: Some(a.tool_approval),
+            command: a.command,
         }),
         session_token: token,
         session_server: format!("{}/v1/session/mcp", cx.link_base()?),

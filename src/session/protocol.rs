@@ -3,6 +3,7 @@
 //! stand-in), so there are no URL strings to drift and no reply a call cannot have.
 
 pub use crate::error::Code;
+pub use crate::rules::placement::Placement;
 pub use crate::store::sessions::SessionStatus;
 use crate::store::Row;
 use serde::de::DeserializeOwned;
@@ -32,6 +33,20 @@ pub struct SessionConfig {
     /// Set when the agent is another workspace's paid public agent: paid once, when the session starts.
     #[serde(default)]
     pub run_price: Option<RunPrice>,
+    /// Where the agent's turns run, as it was when the session started: `runner` for sessions configured
+    /// before placements.
+    #[serde(default = "on_a_runner")]
+    pub placement: Placement,
+    /// A hosted `runner` agent's shell line.
+    #[serde(default)]
+    pub command: Option<String>,
+    /// The host names the agent added to its sandbox's egress allow list.
+    #[serde(default)]
+    pub egress: Vec<String>,
+}
+
+fn on_a_runner() -> Placement {
+    Placement::Runner
 }
 
 /// A paid public agent's price per run and the workspace it is paid to (the agent's owner).

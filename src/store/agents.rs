@@ -28,6 +28,14 @@ pub struct Agent {
     /// Which tool uses of a `claude-code` or `codex` agent ask a person first: `outside_folder`,
     /// `every_change` or `none`.
     pub tool_approval: String,
+    /// Where its turns run: `runner` (a person's `sky runner`) or `hosted` (a sandbox agentsky starts).
+    pub placement: String,
+    /// The shell line a hosted `runner` agent's sandbox runs in the turn's folder, the message on stdin.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    /// Host names a hosted agent's sandbox may reach besides the defaults.
+    #[serde(deserialize_with = "super::json_text")]
+    pub egress: Vec<String>,
     pub session_count: i64,
     pub created_ms: i64,
     pub updated_ms: i64,
@@ -46,14 +54,19 @@ pub struct AgentFields<'a> {
     pub is_public: bool,
     pub price_cents_per_run: i64,
     pub tool_approval: &'a str,
+    pub placement: &'a str,
+    pub command: Option<&'a str>,
+    /// A JSON list of host names.
+    pub egress: String,
 }
 
 const INSERT: &str = "INSERT INTO agent (agent_id, workspace_id, name, handle, harness, model, instructions, description,
-    categories, mcp_servers, is_public, price_cents_per_run, tool_approval, created_ms, updated_ms)
-  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?14, ?13, ?13)
-  RETURNING agent_id, workspace_id, name, handle, harness, model, instructions, description, categories, mcp_servers, is_public, price_cents_per_run, tool_approval, session_count, created_ms, updated_ms";
+    categories, mcp_servers, is_public, price_cents_per_run, tool_approval, placement, command, egress, created_ms,
+    updated_ms)
+  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?14, ?15, ?16, ?17, ?13, ?13)
+  RETURNING agent_id, workspace_id, name, handle, harness, model, instructions, description, categories, mcp_servers, is_public, price_cents_per_run, tool_approval, placement, command, egress, session_count, created_ms, updated_ms";
 
-/// The statement `sql` (`INSERT` or `UPDATE`, which take the same `?1` … `?14`) for these fields.
+/// The statement `sql` (`INSERT` or `UPDATE`, which take the same `?1` … `?17`) for these fields.
 fn bound(sql: &'static str, agent_id: &str, workspace_id: &str, f: &AgentFields<'_>, now_ms: i64) -> super::Stmt {
     stmt!(
         sql,
@@ -70,7 +83,10 @@ fn bound(sql: &'static str, agent_id: &str, workspace_id: &str, f: &AgentFields<
         f.is_public,
         f.price_cents_per_run,
         now_ms,
-        f.tool_approval
+        f.tool_approval,
+        f.placement,
+        f.command,
+        f.egress.as_str()
     )
 }
 
@@ -86,9 +102,10 @@ pub async fn create(
 }
 
 const UPDATE: &str = "UPDATE agent SET name = ?3, handle = ?4, harness = ?5, model = ?6, instructions = ?7, description = ?8,
-    categories = ?9, mcp_servers = ?10, is_public = ?11, price_cents_per_run = ?12, tool_approval = ?14, updated_ms = ?13
+    categories = ?9, mcp_servers = ?10, is_public = ?11, price_cents_per_run = ?12, tool_approval = ?14,
+    placement = ?15, command = ?16, egress = ?17, updated_ms = ?13
   WHERE agent_id = ?1 AND workspace_id = ?2
-  RETURNING agent_id, workspace_id, name, handle, harness, model, instructions, description, categories, mcp_servers, is_public, price_cents_per_run, tool_approval, session_count, created_ms, updated_ms";
+  RETURNING agent_id, workspace_id, name, handle, harness, model, instructions, description, categories, mcp_servers, is_public, price_cents_per_run, tool_approval, placement, command, egress, session_count, created_ms, updated_ms";
 
 pub async fn update(
     db: &dyn Sql,
@@ -101,12 +118,12 @@ pub async fn update(
 }
 
 const GET: &str = "SELECT agent_id, workspace_id, name, handle, harness, model, instructions, description, categories,
-    mcp_servers, is_public, price_cents_per_run, tool_approval, session_count, created_ms, updated_ms
+    mcp_servers, is_public, price_cents_per_run, tool_approval, placement, command, egress, session_count, created_ms, updated_ms
   FROM agent WHERE agent_id = ?1";
 
 const BY_HANDLE: &str =
     "SELECT agent_id, workspace_id, name, handle, harness, model, instructions, description, categories,
-    mcp_servers, is_public, price_cents_per_run, tool_approval, session_count, created_ms, updated_ms
+    mcp_servers, is_public, price_cents_per_run, tool_approval, placement, command, egress, session_count, created_ms, updated_ms
   FROM agent WHERE handle = ?1";
 
 /// One agent by `@handle` (without the `@`), in any workspace.
@@ -128,11 +145,20 @@ pub struct AgentSummary {
     pub handle: Option<String>,
     pub harness: String,
     pub model: String,
+    /// `runner` or `hosted`.
+    pub placement: String,
+    /// A hosted `runner` agent's command, when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    /// Host names its sandbox may reach besides the defaults (hosted agents).
+    #[serde(deserialize_with = "super::json_text")]
+    pub egress: Vec<String>,
     pub session_count: i64,
 }
 
 pub(crate) const LIST: &str =
-    "SELECT agent_id AS id, name, '@' || handle AS handle, harness, model, session_count FROM agent
+    "SELECT agent_id AS id, name, '@' || handle AS handle, harness, model, placement, command, egress,
+    session_count FROM agent
   WHERE workspace_id = ?1 ORDER BY created_ms DESC, agent_id LIMIT ?2 OFFSET ?3";
 
 pub async fn list(db: &dyn Sql, workspace_id: &str, limit: i64, offset: i64) -> DbResult<Vec<AgentSummary>> {
@@ -147,7 +173,7 @@ pub async fn delete(db: &dyn Sql, agent_id: &str, workspace_id: &str) -> DbResul
 
 const CATALOG: &str =
     "SELECT agent_id, workspace_id, name, handle, harness, model, instructions, description, categories,
-    mcp_servers, is_public, price_cents_per_run, tool_approval, session_count, created_ms, updated_ms
+    mcp_servers, is_public, price_cents_per_run, tool_approval, placement, command, egress, session_count, created_ms, updated_ms
   FROM agent WHERE workspace_id = ?1 OR is_public = 1 ORDER BY session_count DESC, created_ms DESC LIMIT 1000";
 
 /// Every agent a workspace can start: its own and the public ones.

@@ -3,7 +3,7 @@
 //! renews it while the command runs and answers once; a runner that stops renewing loses it to the next
 //! ([`super::lease`]).
 
-use super::lease::{queue, Queue};
+use super::lease::{queue, Claimant, Queue};
 use super::{first, DbResult, Sql};
 use crate::stmt;
 use serde::Deserialize;
@@ -52,19 +52,21 @@ const QUEUE: Queue = queue!(
     "runner_checkout",
     "job_id, workspace_id, session_id, spec, status, runner_id, lease_id, lease_expires_ms, attempts, result,
      created_ms",
+    // Any checkout for a person's runner; only its own session's for a hosted sandbox's.
+    claims: "?6 IS NULL OR session_id = ?6",
     done_sets: ", result = ?3, done_ms = ?4"
 );
 
-/// Leases the oldest checkout of the workspace that is waiting, or whose runner stopped renewing it.
+/// Leases the oldest checkout of the workspace that is waiting, or whose runner stopped renewing it: any
+/// for a person's runner, only its own session's for a hosted sandbox's.
 pub async fn claim(
     db: &dyn Sql,
-    workspace_id: &str,
-    runner_id: &str,
+    runner: &Claimant<'_>,
     lease_id: &str,
     lease_ms: i64,
     now_ms: i64,
 ) -> DbResult<Option<CheckoutRow>> {
-    QUEUE.claim(db, workspace_id, runner_id, lease_id, lease_ms, now_ms).await
+    QUEUE.claim(db, runner, lease_id, lease_ms, now_ms).await
 }
 
 /// The checkout `runner_id` holds under `lease_id` (lapsed or not, until another runner takes it over).

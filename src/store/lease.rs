@@ -2,7 +2,8 @@
 //! both. A row is `queued`, `leased` to one runner under a lease id until `lease_expires_ms`, or `done`.
 //!
 //! - A claim takes the workspace's oldest queued row, or a leased one whose lease lapsed, under a new lease
-//!   id, and counts the attempt.
+//!   id, and counts the attempt. Which rows a runner may take at all is the queue's `claims` condition on
+//!   the runner's session (`?6`: NULL for a person's runner, the session of a hosted sandbox's).
 //! - A lease is *held* until a claim takes its row over, not merely until it lapses: a runner that renews
 //!   late (a loaded machine, a slow network) keeps the work while nobody else took it, and its renewal and
 //!   its result count. Only a takeover changes the lease id, so the old holder's later calls are refused.
@@ -11,6 +12,15 @@
 use super::{first, DbResult, Param, Sql, Stmt};
 use crate::stmt;
 use serde::de::DeserializeOwned;
+
+/// The runner claiming: its workspace, itself, and the session of a hosted sandbox's runner (`None` for a
+/// person's).
+#[derive(Debug, Clone, Copy)]
+pub struct Claimant<'a> {
+    pub workspace_id: &'a str,
+    pub runner_id: &'a str,
+    pub session_id: Option<&'a str>,
+}
 
 /// The lease statements of one queue table (built by [`queue!`] from its name and columns).
 pub struct Queue {
@@ -21,10 +31,11 @@ pub struct Queue {
     finish: &'static str,
 }
 
-/// A [`Queue`] of `table`, whose rows are read as `columns`; `done_sets` is what finishing sets besides
-/// the status (`, result = ?3`: its parameters follow the lease id and the runner id).
+/// A [`Queue`] of `table`, whose rows are read as `columns`; `claims` is the condition on a row a runner
+/// may claim, given its session as `?6` (NULL for a person's runner); `done_sets` is what finishing sets
+/// besides the status (`, result = ?3`: its parameters follow the lease id and the runner id).
 macro_rules! queue {
-    ($table:literal, $columns:literal, done_sets: $done_sets:literal) => {
+    ($table:literal, $columns:literal, claims: $claims:literal, done_sets: $done_sets:literal) => {
         $crate::store::lease::Queue::new(
             concat!(
                 "UPDATE ",
@@ -35,7 +46,9 @@ macro_rules! queue {
                 $table,
                 " WHERE workspace_id = ?1
                                   AND (status = 'queued' OR (status = 'leased' AND lease_expires_ms < ?4))
-                                ORDER BY created_ms LIMIT 1)
+                                  AND (",
+                $claims,
+                ") ORDER BY created_ms LIMIT 1)
                  RETURNING ",
                 $columns
             ),
@@ -82,17 +95,17 @@ impl Queue {
         Self { claim, held, live, renew, finish }
     }
 
-    /// Leases the workspace's oldest claimable row to `runner_id` for `lease_ms`.
+    /// Leases the workspace's oldest row `runner` may claim to it for `lease_ms`.
     pub async fn claim<T: DeserializeOwned>(
         &self,
         db: &dyn Sql,
-        workspace_id: &str,
-        runner_id: &str,
+        runner: &Claimant<'_>,
         lease_id: &str,
         lease_ms: i64,
         now_ms: i64,
     ) -> DbResult<Option<T>> {
-        first(db, stmt!(self.claim, workspace_id, runner_id, lease_id, now_ms, lease_ms)).await
+        let Claimant { workspace_id, runner_id, session_id } = *runner;
+        first(db, stmt!(self.claim, workspace_id, runner_id, lease_id, now_ms, lease_ms, session_id)).await
     }
 
     /// The row `runner_id` holds under `lease_id`, lapsed or not, unless another claim took it over.

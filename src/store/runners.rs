@@ -1,7 +1,7 @@
 //! Runners and the turns they claim. A claim is one statement: it leases the oldest queued (or
 //! abandoned) turn, so two runners never hold the same turn ([`super::lease`]).
 
-use super::lease::{queue, Queue};
+use super::lease::{queue, Claimant, Queue};
 use super::{first, DbResult, Sql};
 use crate::stmt;
 use serde::{Deserialize, Serialize};
@@ -19,31 +19,65 @@ pub async fn register(
     db.all(stmt!(INSERT, runner_id, workspace_id, name, token_hash, now_ms)).await.map(drop)
 }
 
+/// Registers the runner of a hosted session's sandbox, which claims only that session's turns and
+/// checkouts; a session has one, whose token a new registration replaces (each boot hands out a fresh
+/// token, and the one before stops working).
+pub async fn register_hosted(
+    db: &dyn Sql,
+    runner_id: &str,
+    workspace_id: &str,
+    session_id: &str,
+    name: &str,
+    token_hash: &str,
+    now_ms: i64,
+) -> DbResult<()> {
+    const UPSERT: &str = "INSERT INTO runner (runner_id, workspace_id, name, token_hash, created_ms, session_id)
+      VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+      ON CONFLICT (session_id) WHERE session_id IS NOT NULL DO UPDATE SET token_hash = excluded.token_hash";
+    db.all(stmt!(UPSERT, runner_id, workspace_id, name, token_hash, now_ms, session_id)).await.map(drop)
+}
+
 #[derive(Debug, Clone, Deserialize)]
 pub struct RunnerRow {
     pub runner_id: String,
     pub workspace_id: String,
     pub name: String,
+    /// The hosted session whose sandbox this runner runs in; `None` for a person's runner.
+    #[serde(default)]
+    pub session_id: Option<String>,
+}
+
+impl RunnerRow {
+    /// This runner as a claim names it.
+    pub fn claimant(&self) -> Claimant<'_> {
+        Claimant {
+            workspace_id: &self.workspace_id,
+            runner_id: &self.runner_id,
+            session_id: self.session_id.as_deref(),
+        }
+    }
 }
 
 /// The runner behind a token, touching its last-seen time.
 pub async fn by_token(db: &dyn Sql, token_hash: &str, now_ms: i64) -> DbResult<Option<RunnerRow>> {
-    const GET: &str =
-        "UPDATE runner SET last_seen_ms = ?2 WHERE token_hash = ?1 RETURNING runner_id, workspace_id, name";
+    const GET: &str = "UPDATE runner SET last_seen_ms = ?2 WHERE token_hash = ?1
+      RETURNING runner_id, workspace_id, name, session_id";
     first(db, stmt!(GET, token_hash, now_ms)).await
 }
 
-/// Queues a runner turn once.
+/// Queues a runner turn once; a `hosted` one is claimed only by its session's sandbox.
 pub async fn enqueue(
     db: &dyn Sql,
     session_id: &str,
     message_id: &str,
     workspace_id: &str,
+    hosted: bool,
     now_ms: i64,
 ) -> DbResult<()> {
-    const INSERT: &str = "INSERT INTO runner_turn (session_id, message_id, workspace_id, status, created_ms) VALUES (?1, ?2, ?3, 'queued', ?4)
+    const INSERT: &str = "INSERT INTO runner_turn (session_id, message_id, workspace_id, status, created_ms, hosted)
+      VALUES (?1, ?2, ?3, 'queued', ?4, ?5)
       ON CONFLICT (session_id, message_id) DO NOTHING";
-    db.all(stmt!(INSERT, session_id, message_id, workspace_id, now_ms)).await.map(drop)
+    db.all(stmt!(INSERT, session_id, message_id, workspace_id, now_ms, hosted)).await.map(drop)
 }
 
 crate::rules::params::words! {
@@ -72,20 +106,28 @@ pub struct TurnRow {
 const QUEUE: Queue = queue!(
     "runner_turn",
     "session_id, message_id, workspace_id, status, runner_id, lease_id, lease_expires_ms, attempts",
+    // A person's runner claims turns that are not hosted; a hosted sandbox's, its own session's only.
+    claims: "CASE WHEN ?6 IS NULL THEN hosted = 0 ELSE session_id = ?6 END",
     done_sets: ""
 );
 
-/// Leases the oldest claimable turn of the workspace: queued, or leased by a runner that stopped
-/// renewing it.
+/// Leases the oldest turn of the workspace `runner` may claim: queued, or leased by a runner that stopped
+/// renewing it. A person's runner never claims a hosted turn; a hosted sandbox's runner claims only its
+/// own session's.
 pub async fn claim(
     db: &dyn Sql,
-    workspace_id: &str,
-    runner_id: &str,
+    runner: &Claimant<'_>,
     lease_id: &str,
     lease_ms: i64,
     now_ms: i64,
 ) -> DbResult<Option<TurnRow>> {
-    QUEUE.claim(db, workspace_id, runner_id, lease_id, lease_ms, now_ms).await
+    QUEUE.claim(db, runner, lease_id, lease_ms, now_ms).await
+}
+
+/// The hosted runner of a session, if one was registered.
+pub async fn hosted_runner(db: &dyn Sql, session_id: &str) -> DbResult<Option<RunnerRow>> {
+    const GET: &str = "SELECT runner_id, workspace_id, name, session_id FROM runner WHERE session_id = ?1";
+    first(db, stmt!(GET, session_id)).await
 }
 
 /// The turn `runner_id` holds under `lease_id` (lapsed or not, until another runner takes it over).
@@ -251,13 +293,15 @@ pub async fn revoke(db: &dyn Sql, workspace_id: &str, runner_id: &str) -> DbResu
     Ok(done.last().is_some_and(|rows| !rows.is_empty()))
 }
 
-/// How many of a workspace's runners called the server since `since_ms` (an idle runner calls at least
-/// every 25 s, waiting for turns).
-pub async fn online(db: &dyn Sql, workspace_id: &str, since_ms: i64) -> DbResult<i64> {
+/// How many of a workspace's runners that could run a checkout of `session_id` called the server since
+/// `since_ms` (an idle runner calls at least every 25 s, waiting for turns): people's runners, and that
+/// session's own sandbox, not other sessions' sandboxes.
+pub async fn online(db: &dyn Sql, workspace_id: &str, session_id: &str, since_ms: i64) -> DbResult<i64> {
     #[derive(Deserialize)]
     struct Row {
         n: i64,
     }
-    const ONLINE: &str = "SELECT COUNT(*) AS n FROM runner WHERE workspace_id = ?1 AND last_seen_ms >= ?2";
-    Ok(first::<Row>(db, stmt!(ONLINE, workspace_id, since_ms)).await?.map_or(0, |r| r.n))
+    const ONLINE: &str = "SELECT COUNT(*) AS n FROM runner WHERE workspace_id = ?1 AND last_seen_ms >= ?2
+      AND (session_id IS NULL OR session_id = ?3)";
+    Ok(first::<Row>(db, stmt!(ONLINE, workspace_id, since_ms, session_id)).await?.map_or(0, |r| r.n))
 }

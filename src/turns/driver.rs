@@ -6,8 +6,13 @@
 use super::openai;
 use super::ports::Ports;
 use super::{agent_tools, wallet};
+use crate::cx::SandboxBoot;
 use crate::domain::{goal_checks, webhooks};
 use crate::error::Code;
+use crate::rules::harness::Harness;
+use crate::rules::ids;
+use crate::rules::placement::{self, Placement};
+use crate::rules::targets::Provider;
 use crate::session::TurnEnd;
 use crate::session::{
     echo, goal, Accepted, Core, EventKind, LocalSql, Refusal, SessionCall, SessionConfig, SessionRequest, StepOutcome,
@@ -59,18 +64,29 @@ pub async fn step<S: LocalSql + ?Sized>(
         }
         "openai" => openai::step(core, ports, &config, &turn, now_ms).await,
         // A runner claims the turn and reports its events (`SessionCall::External`); until then the turn
-        // waits, queued once.
-        h if crate::rules::harness::Harness::word_on_runner(h) => {
-            store::runners::enqueue(ports.db(), &config.session_id, &message_id, &config.workspace_id, now_ms)
+        // waits, queued once. A hosted agent's turn is claimed by its session's sandbox, booted here.
+        h if Harness::word_on_runner(h) => {
+            let (hosted, first) = (config.placement == Placement::Hosted, turn.step == 0);
+            if hosted && first {
+                if let Err(why) = ports.env.sandboxes.available() {
+                    let why = placement::unavailable(&why);
+                    return fail_turn(core, ports, config, &message_id, &why, now_ms).await;
+                }
+            }
+            store::runners::enqueue(ports.db(), &config.session_id, &message_id, &config.workspace_id, hosted, now_ms)
                 .await
                 .map_err(|e| Refusal::new(Code::Internal, e.to_string()))?;
-            let first = turn.step == 0;
+            if hosted && first {
+                if let Err(why) = boot_sandbox(ports, &config, now_ms).await {
+                    // Nobody else may claim it: it goes with the sandbox that did not start.
+                    let _ = store::runners::cancel(ports.db(), &config.session_id, &message_id).await;
+                    let why = format!("the session's sandbox did not start: {why}");
+                    return fail_turn(core, ports, config, &message_id, &why, now_ms).await;
+                }
+            }
+            let waiting = if hosted { "starting sandbox" } else { "waiting for a runner to claim this turn" };
             StepOutcome {
-                events: if first {
-                    vec![(EventKind::Status, serde_json::json!({ "text": "waiting for a runner to claim this turn" }))]
-                } else {
-                    vec![]
-                },
+                events: if first { vec![(EventKind::Status, serde_json::json!({ "text": waiting }))] } else { vec![] },
                 next_in_ms: Some(crate::session::RUNNER_RECHECK_MS),
                 harness_state: serde_json::json!({ "runner": "queued" }),
                 ..StepOutcome::default()
@@ -78,11 +94,7 @@ pub async fn step<S: LocalSql + ?Sized>(
         }
         other => {
             let why = format!("the `{other}` harness cannot run turns on this server yet");
-            let t = core.fail(&message_id, &why, now_ms)?;
-            core.hold_index(&t)?;
-            (ports.wake)().await;
-            turn_events(ports, &config, &message_id, TurnEnd::Failed, &t, Some(&why), now_ms).await;
-            return Ok(Some((config, t)));
+            return fail_turn(core, ports, config, &message_id, &why, now_ms).await;
         }
     };
     let end = outcome.end;
@@ -104,6 +116,57 @@ pub async fn step<S: LocalSql + ?Sized>(
         }
     }
     Ok(Some((config, t)))
+}
+
+/// Ends the running turn as failed, saying `why` in its error event, and tells the webhooks.
+async fn fail_turn<S: LocalSql + ?Sized>(
+    core: &Core<'_, S>,
+    ports: &Ports<'_>,
+    config: SessionConfig,
+    message_id: &str,
+    why: &str,
+    now_ms: i64,
+) -> Result<Option<(SessionConfig, Transition)>, Refusal> {
+    let t = core.fail(message_id, why, now_ms)?;
+    core.hold_index(&t)?;
+    (ports.wake)().await;
+    turn_events(ports, &config, message_id, TurnEnd::Failed, &t, Some(why), now_ms).await;
+    Ok(Some((config, t)))
+}
+
+/// Boots (or wakes) a hosted session's sandbox for its turn: registers the session's hosted runner with a
+/// fresh token (only its hash is kept; the token goes to the sandbox alone), and hands the sandbox what
+/// it may reach: the defaults for the harness and the workspace's targets, the agent's own hosts, and
+/// this deployment.
+async fn boot_sandbox(ports: &Ports<'_>, config: &SessionConfig, now_ms: i64) -> Result<(), String> {
+    let server_url = ports.config().public_base_url.trim_end_matches('/').to_owned();
+    if server_url.is_empty() {
+        return Err("this deployment's PUBLIC_BASE_URL is not set, so a sandbox could not reach it".into());
+    }
+    let db = ports.db();
+    let token = ids::new_secret("srt_");
+    let name = format!("sandbox of {}", config.session_id);
+    let (ws, sid) = (&config.workspace_id, &config.session_id);
+    store::runners::register_hosted(db, &ids::new_id("run"), ws, sid, &name, &ids::hash_secret(&token), now_ms)
+        .await
+        .map_err(|e| e.to_string())?;
+    let harness = Harness::from_word(&config.harness).unwrap_or(Harness::Runner);
+    let connectors = store::connectors::list(db, ws).await.map_err(|e| e.to_string())?;
+    let providers: Vec<Provider> = connectors.iter().filter_map(|c| Provider::from_word(&c.provider)).collect();
+    let mut egress = placement::egress(harness, &providers, &config.egress);
+    let server_host = server_url.split("://").last().unwrap_or_default().split(['/', ':']).next().unwrap_or_default();
+    if !server_host.is_empty() && !egress.iter().any(|h| h == server_host) {
+        egress.push(server_host.to_owned());
+    }
+    let boot = SandboxBoot {
+        session_id: sid.clone(),
+        workspace_id: ws.clone(),
+        runner_token: token,
+        server_url,
+        egress,
+        max_run_s: placement::MAX_RUN_S,
+    };
+    ports.env.sandboxes.boot(boot).await
 }
 
 /// `turn.finished` for every turn that ended, and `session.failed` besides when it failed. Sent after the

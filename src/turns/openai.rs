@@ -612,6 +612,9 @@ mod tests {
             budget_cents: None,
             started_by_key_id: None,
             run_price: None,
+            placement: crate::rules::placement::Placement::Runner,
+            command: None,
+            egress: vec![],
         };
         let ev = |kind: &str, body: Value| Event { seq: 0, kind: kind.into(), message_id: "m".into(), at_ms: 0, body };
         let history = vec![

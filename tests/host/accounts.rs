@@ -204,7 +204,8 @@ fn agents_are_created_listed_updated_and_deleted_in_their_workspace() {
     let list = app.ok(&ada.key, "list_agents", json!({}));
     assert_eq!(
         list["agents"],
-        json!([{"id": id, "name": "Writer", "handle": "@writer", "harness": "echo", "model": "echo-1", "session_count": 0}])
+        json!([{"id": id, "name": "Writer", "handle": "@writer", "harness": "echo", "model": "echo-1",
+            "placement": "runner", "egress": [], "session_count": 0}])
     );
 
     let patched = app.request("PATCH", &format!("/v1/agents/{id}"), Some(&ada.key), Some(json!({"model": "echo-2"})));

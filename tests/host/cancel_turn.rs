@@ -163,6 +163,9 @@ fn a_step_that_finishes_after_the_cancel_is_dropped_but_its_charge_counts() {
         budget_cents: None,
         started_by_key_id: None,
         run_price: None,
+        placement: agentsky::rules::placement::Placement::Runner,
+        command: None,
+        egress: vec![],
     };
     let message = |id: &str| NewMessage { message_id: id.into(), text: "go".into(), from: Author::User };
     core.init(&config, &message("msg_1"), 0).unwrap();

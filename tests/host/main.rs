@@ -35,6 +35,7 @@ mod oauth;
 mod observability;
 mod operator;
 mod params;
+mod placement;
 mod push;
 mod records;
 mod remotes;

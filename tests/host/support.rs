@@ -2,7 +2,9 @@
 //! that send REST and JSON-RPC requests through `handle()`.
 
 use agentsky::app::{self, RequestMeta};
-use agentsky::cx::{BlobPage, Blobs, Clock, Config, Cx, Env, Feeds, Limiter, Net, Outbound, Queue, Sessions};
+use agentsky::cx::{
+    BlobPage, Blobs, Clock, Config, Cx, Env, Feeds, Limiter, Net, Outbound, Queue, SandboxBoot, Sandboxes, Sessions,
+};
 use agentsky::http::{HttpRequest, HttpResponse};
 use agentsky::objects::session_shell::{ObjectPlatform, SessionShell, Wakeups};
 use agentsky::rules::rate::{Decision, Window};
@@ -137,6 +139,8 @@ pub struct HostSessions {
     pub pending_calls: Rc<agentsky::rules::metrics::PendingCalls>,
     /// What the objects enqueued (a request's Web Push message): kept for the test to deliver.
     pub queue: MemoryQueue,
+    /// Hosted sandboxes, recorded: shared by the app and the sessions.
+    pub sandboxes: RecordingSandboxes,
 }
 
 /// Runs while a call waits on a key (given the key), with the app to send requests to.
@@ -185,6 +189,7 @@ impl HostSessions {
             clock: Box::new(HostClock(self.now.clone())),
             assets: Box::new(BuiltAssets),
             net: Box::new(self.net.clone()),
+            sandboxes: Box::new(self.sandboxes.clone()),
             config: self.config.clone(),
             meter: Default::default(),
             pending_calls: self.pending_calls.clone(),
@@ -435,6 +440,32 @@ impl Queue for MemoryQueue {
     }
 }
 
+/// Hosted sandboxes' host twin: records every boot and stop; available unless a test says why not.
+#[derive(Clone, Default)]
+pub struct RecordingSandboxes {
+    pub boots: Rc<RefCell<Vec<SandboxBoot>>>,
+    pub stops: Rc<RefCell<Vec<String>>>,
+    /// `Some(why)`: this deployment runs no sandboxes.
+    pub unavailable: Rc<RefCell<Option<String>>>,
+}
+
+impl Sandboxes for RecordingSandboxes {
+    fn available(&self) -> Result<(), String> {
+        self.unavailable.borrow().clone().map_or(Ok(()), Err)
+    }
+    fn boot(&self, boot: SandboxBoot) -> LocalBoxFuture<'_, Result<(), String>> {
+        let answer = self.available();
+        if answer.is_ok() {
+            self.boots.borrow_mut().push(boot);
+        }
+        ready(answer)
+    }
+    fn stop(&self, session_id: &str) -> LocalBoxFuture<'_, Result<(), String>> {
+        self.stops.borrow_mut().push(session_id.to_owned());
+        ready(Ok(()))
+    }
+}
+
 /// The workspace feeds' host twin: a count per workspace. A wait on an unchanged version lets its time
 /// pass on the tests' clock (nothing else can happen meanwhile) and answers.
 #[derive(Clone, Default)]
@@ -598,6 +629,7 @@ impl TestApp {
             caller_meter: None,
             pending_calls: Rc::default(),
             queue: MemoryQueue::default(),
+            sandboxes: RecordingSandboxes::default(),
         };
         Self { db, limiter, sessions, blobs, queue: MemoryQueue::default(), config, now_ms, last_queries: Cell::new(0) }
     }
@@ -614,6 +646,7 @@ impl TestApp {
             clock: Box::new(HostClock(self.now_ms.clone())),
             assets: Box::new(BuiltAssets),
             net: Box::new(self.sessions.net.clone()),
+            sandboxes: Box::new(self.sessions.sandboxes.clone()),
             config: self.config.clone(),
             meter,
             pending_calls: self.sessions.pending_calls.clone(),

@@ -155,6 +155,7 @@ static NO_AGENT: AgentView = AgentView {
     thinking: String::new(),
     instructions: String::new(),
     tool_approval: None,
+    command: None,
 };
 
 impl Assignment {
@@ -214,6 +215,10 @@ pub struct AgentView {
     /// `outside_folder` when the server names none.
     #[serde(default)]
     pub tool_approval: Option<String>,
+    /// A hosted `runner` agent's shell line, which its sandbox's runner runs in the turn's folder with the
+    /// message on stdin; absent for agents on a person's runner (whose command is given to `sky runner`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
 }
 
 // ── Lease, heartbeat, stop ──

@@ -1,0 +1,242 @@
+//! Where an agent's turns run (`runner`: a person's `sky runner`; `hosted`: a sandbox agentsky starts for
+//! the session), and what a hosted agent's sandbox runs and may reach: every rule of an agent's
+//! `placement`, `command` and `egress` in one place.
+
+use super::harness::Harness;
+use super::params::words;
+use super::targets::Provider;
+
+words! {
+    /// Where an agent's turns run.
+    pub enum Placement {
+        Runner = "runner",
+        Hosted = "hosted",
+    }
+}
+
+impl Placement {
+    /// [`Placement::Runner`] for a stored word that names none (configs made before placements).
+    pub fn of_word(word: &str) -> Placement {
+        Placement::from_word(word).unwrap_or(Placement::Runner)
+    }
+}
+
+/// What a hosted placement says where this deployment runs no sandboxes, at setup and at a turn.
+pub fn unavailable(why: &str) -> String {
+    format!("`placement: hosted` is not available: {why}")
+}
+
+/// How many host names an agent may add to its sandbox's egress allow list.
+pub const MAX_EGRESS: usize = 20;
+
+/// How long a hosted sandbox may run one turn before it is stopped (seconds).
+pub const MAX_RUN_S: i64 = 3_600;
+
+/// An agent's placement, command and egress as a caller sets them, checked against its harness. Each
+/// refusal names the field and the rule.
+pub fn check(harness: Harness, placement: Placement, command: Option<&str>, egress: &[String]) -> Result<(), String> {
+    if placement == Placement::Hosted && !harness.on_runner() {
+        return Err(format!(
+            "`placement: hosted` is for agents whose turns run on a runner (`runner`, `claude-code`, `codex`); \
+             `{harness}` agents already run inside agentsky: leave `placement` out"
+        ));
+    }
+    if let Some(command) = command {
+        match (harness, placement) {
+            (Harness::Runner, Placement::Hosted) => {}
+            (Harness::Runner, Placement::Runner) => {
+                return Err("`command` is only for a hosted `runner` agent (`placement: hosted`); the command of a \
+                            person's runner is given to `sky runner`, not to the agent"
+                    .into())
+            }
+            (Harness::ClaudeCode | Harness::Codex, _) => {
+                return Err("`command` is only for `runner` agents: claude-code and codex agents need no command".into())
+            }
+            _ => return Err(format!("`command` is only for hosted `runner` agents, not `{harness}` ones")),
+        }
+        if command.contains(['\n', '\r']) {
+            return Err("`command` must be one shell line: it holds a line break".into());
+        }
+    } else if harness == Harness::Runner && placement == Placement::Hosted {
+        return Err("a hosted `runner` agent needs `command`: the shell line its sandbox runs in the turn's folder, \
+                    with the message on stdin"
+            .into());
+    }
+    if !egress.is_empty() && placement != Placement::Hosted {
+        return Err("`egress` is only for hosted agents (`placement: hosted`): a person's runner reaches what its \
+                    machine reaches"
+            .into());
+    }
+    if egress.len() > MAX_EGRESS {
+        return Err(format!("`egress` may name at most {MAX_EGRESS} host names; it names {}", egress.len()));
+    }
+    for (i, host) in egress.iter().enumerate() {
+        host_name(host).map_err(|why| format!("`egress[{i}]` must be a host name like `registry.npmjs.org`: {why}"))?;
+    }
+    Ok(())
+}
+
+/// Why `s` is not a DNS host name as an egress allow list names one: lowercase labels of `a-z`, `0-9` and
+/// `-` (not at a label's ends), two or more, no scheme, port, path or address.
+pub fn host_name(s: &str) -> Result<(), String> {
+    if s.is_empty() {
+        return Err("it is empty".into());
+    }
+    if s.contains("://") {
+        return Err("leave out the scheme (`https://`)".into());
+    }
+    if s.contains('/') {
+        return Err("leave out the path".into());
+    }
+    if s.contains(':') {
+        return Err("leave out the port".into());
+    }
+    if s.len() > 253 {
+        return Err("it is longer than 253 characters".into());
+    }
+    if s.bytes().any(|b| b.is_ascii_uppercase()) {
+        return Err("write it in lowercase".into());
+    }
+    let labels: Vec<&str> = s.split('.').collect();
+    if labels.len() < 2 {
+        return Err("it needs a domain (`example.com`, not `example`)".into());
+    }
+    for label in &labels {
+        if label.is_empty() || label.len() > 63 {
+            return Err("each dot-separated part must be 1 to 63 characters".into());
+        }
+        if !label.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-') {
+            return Err("only `a-z`, `0-9`, `-` and dots".into());
+        }
+        if label.starts_with('-') || label.ends_with('-') {
+            return Err("a part may not begin or end with `-`".into());
+        }
+    }
+    if labels.last().is_some_and(|l| l.bytes().all(|b| b.is_ascii_digit())) {
+        return Err("name the host, not its address".into());
+    }
+    Ok(())
+}
+
+/// npm's registry: where the coding agent CLIs (and a `runner` agent's tools) come from.
+const NPM: &str = "registry.npmjs.org";
+/// Debian's package mirror: what a `runner` agent's command may install with `apt-get`.
+const DEBIAN: &[&str] = &["deb.debian.org", "security.debian.org"];
+
+/// The hosts a hosted agent's sandbox may reach before its own `egress`: the package registries its
+/// harness needs, the model API of a coding agent CLI, and the APIs of the targets' providers
+/// ([`Provider::api_hosts`]). Sorted, without repeats.
+pub fn default_egress(harness: Harness, granted_providers: &[Provider]) -> Vec<String> {
+    let mut hosts: Vec<&str> = match harness {
+        Harness::ClaudeCode => vec![NPM, "api.anthropic.com"],
+        Harness::Codex => vec![NPM, "api.openai.com"],
+        Harness::Runner => [DEBIAN, &[NPM]].concat(),
+        Harness::Echo | Harness::Openai => vec![],
+    };
+    for p in granted_providers {
+        hosts.extend(p.api_hosts());
+    }
+    let mut hosts: Vec<String> = hosts.into_iter().map(str::to_owned).collect();
+    hosts.sort();
+    hosts.dedup();
+    hosts
+}
+
+/// The default egress with the agent's own hosts added (sorted, without repeats).
+pub fn egress(harness: Harness, granted_providers: &[Provider], agent_set: &[String]) -> Vec<String> {
+    let mut hosts = default_egress(harness, granted_providers);
+    hosts.extend(agent_set.iter().cloned());
+    hosts.sort();
+    hosts.dedup();
+    hosts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hosts(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    #[test]
+    fn hosted_is_only_for_harnesses_that_run_on_a_runner() {
+        for h in [Harness::Echo, Harness::Openai] {
+            let e = check(h, Placement::Hosted, None, &[]).unwrap_err();
+            assert!(e.contains("`placement: hosted`") && e.contains("already run inside agentsky"), "{e}");
+        }
+        assert!(check(Harness::ClaudeCode, Placement::Hosted, None, &[]).is_ok());
+        assert!(check(Harness::Codex, Placement::Hosted, None, &[]).is_ok());
+        assert!(check(Harness::Runner, Placement::Hosted, Some("make test"), &[]).is_ok());
+        for h in [Harness::Echo, Harness::Openai, Harness::Runner, Harness::ClaudeCode, Harness::Codex] {
+            assert!(check(h, Placement::Runner, None, &[]).is_ok(), "{h}");
+        }
+    }
+
+    #[test]
+    fn a_command_is_for_hosted_runner_agents_only_and_they_need_one() {
+        let e = check(Harness::Runner, Placement::Hosted, None, &[]).unwrap_err();
+        assert!(e.starts_with("a hosted `runner` agent needs `command`"), "{e}");
+        let e = check(Harness::ClaudeCode, Placement::Hosted, Some("x"), &[]).unwrap_err();
+        assert!(e.contains("claude-code and codex agents need no command"), "{e}");
+        let e = check(Harness::Codex, Placement::Runner, Some("x"), &[]).unwrap_err();
+        assert!(e.contains("need no command"), "{e}");
+        let e = check(Harness::Runner, Placement::Runner, Some("x"), &[]).unwrap_err();
+        assert!(e.contains("given to `sky runner`"), "{e}");
+        let e = check(Harness::Echo, Placement::Runner, Some("x"), &[]).unwrap_err();
+        assert!(e.contains("`command` is only for hosted `runner` agents"), "{e}");
+        let e = check(Harness::Runner, Placement::Hosted, Some("a\nb"), &[]).unwrap_err();
+        assert!(e.contains("one shell line"), "{e}");
+    }
+
+    #[test]
+    fn egress_names_host_names_of_hosted_agents() {
+        let ok = hosts(&["registry.npmjs.org", "pypi.org", "files.pythonhosted.org", "a-b.example.co.uk"]);
+        assert!(check(Harness::Codex, Placement::Hosted, None, &ok).is_ok());
+        let e = check(Harness::Codex, Placement::Runner, None, &ok).unwrap_err();
+        assert!(e.contains("`egress` is only for hosted agents"), "{e}");
+        let too_many: Vec<String> = (0..21).map(|i| format!("h{i}.example.com")).collect();
+        let e = check(Harness::Codex, Placement::Hosted, None, &too_many).unwrap_err();
+        assert!(e.contains("at most 20"), "{e}");
+        for (bad, why) in [
+            ("https://pypi.org", "scheme"),
+            ("pypi.org/simple", "path"),
+            ("pypi.org:443", "port"),
+            ("PyPI.org", "lowercase"),
+            ("localhost", "domain"),
+            ("a..b", "1 to 63"),
+            ("-a.example.com", "begin or end"),
+            ("a_b.example.com", "only `a-z`"),
+            ("10.0.0.1", "address"),
+            ("", "empty"),
+        ] {
+            let e = check(Harness::Codex, Placement::Hosted, None, &hosts(&["ok.example.com", bad])).unwrap_err();
+            assert!(e.starts_with("`egress[1]` must be a host name") && e.contains(why), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn the_default_egress_is_the_clis_registries_and_the_targets_apis() {
+        assert_eq!(default_egress(Harness::ClaudeCode, &[]), hosts(&["api.anthropic.com", NPM]));
+        assert_eq!(default_egress(Harness::Codex, &[]), hosts(&["api.openai.com", NPM]));
+        assert_eq!(default_egress(Harness::Runner, &[]), hosts(&["deb.debian.org", NPM, "security.debian.org"]));
+        assert!(default_egress(Harness::Echo, &[]).is_empty());
+        let with = default_egress(Harness::Codex, &[Provider::Github, Provider::Vercel, Provider::Github]);
+        assert_eq!(
+            with,
+            hosts(&["api.github.com", "api.openai.com", "api.vercel.com", "github.com", NPM, "vercel.com"])
+        );
+        let every: Vec<Provider> = Provider::WORDS.iter().filter_map(|w| Provider::from_word(w)).collect();
+        for h in default_egress(Harness::Runner, &every) {
+            host_name(&h).unwrap_or_else(|e| panic!("{h}: {e}"));
+        }
+        let all = egress(Harness::Codex, &[], &hosts(&["pypi.org", NPM]));
+        assert_eq!(all, hosts(&["api.openai.com", "pypi.org", NPM]));
+    }
+
+    #[test]
+    fn old_configs_are_placed_on_a_runner() {
+        assert_eq!(Placement::of_word(""), Placement::Runner);
+        assert_eq!(Placement::of_word("hosted"), Placement::Hosted);
+    }
+}

@@ -1,0 +1,250 @@
+//! Agent placement: where an agent's turns run. A hosted agent's session boots its sandbox, whose runner
+//! token claims only that session's turns and checkouts; a person's runner never claims them; a
+//! deployment without sandboxes says so when the agent is set up and when its turn would start.
+
+use crate::support::{runner_request, Account, TestApp};
+use agentsky::cx::Config;
+use agentsky::http::HttpResponse;
+use serde_json::{json, Value};
+
+const BASE: &str = "https://sky.example.com";
+
+fn app() -> TestApp {
+    let secrets_key = Some("test-master-key".into());
+    TestApp::with_config(Config { public_base_url: BASE.into(), secrets_key, ..TestApp::config() })
+}
+
+fn claim(app: &TestApp, token: &str) -> HttpResponse {
+    app.send(runner_request(token, "POST", "/v1/runner/claim", json!({})))
+}
+
+/// `POST /v1/agents` that must fail: its status and message.
+fn refused(app: &TestApp, key: &str, body: Value) -> (u16, String) {
+    let r = app.request("POST", "/v1/agents", Some(key), Some(body));
+    assert!(r.status >= 400, "{:?}", r.json_body());
+    (r.status, r.json_body()["error"]["message"].as_str().unwrap().to_owned())
+}
+
+fn person_runner(app: &TestApp, ada: &Account) -> String {
+    let r = app.request("POST", "/v1/runners", Some(&ada.key), Some(json!({"name": "laptop"})));
+    assert_eq!(r.status, 201, "{:?}", r.json_body());
+    r.json_body()["token"].as_str().unwrap().to_owned()
+}
+
+fn start(app: &TestApp, key: &str, agent_id: &str, message: &str) -> String {
+    let s = app.ok(key, "start_session", json!({"agent_id": agent_id, "message": message, "idempotency_key": message}));
+    app.settle();
+    s["session"]["session_id"].as_str().unwrap().to_owned()
+}
+
+/// The session's events as `(kind, text or message)`.
+fn events(app: &TestApp, key: &str, session_id: &str) -> Vec<(String, String)> {
+    let page = app.ok(key, "read_session", json!({"session_id": session_id}));
+    page["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            let said = e["text"].as_str().or(e["message"].as_str()).unwrap_or_default();
+            (e["kind"].as_str().or(e["type"].as_str()).unwrap_or_default().to_owned(), said.to_owned())
+        })
+        .collect()
+}
+
+#[test]
+fn placement_command_and_egress_are_refused_in_plain_words() {
+    let app = app();
+    let ada = app.signup("Ada", "ada@example.com");
+    let base = |harness: &str, more: Value| {
+        let mut b = json!({"name": "A", "harness": harness, "model": "m"});
+        b.as_object_mut().unwrap().extend(more.as_object().unwrap().clone());
+        b
+    };
+    for (body, says) in [
+        (base("echo", json!({"placement": "hosted"})), "`placement: hosted` is for agents whose turns run on a runner"),
+        (base("openai", json!({"placement": "hosted"})), "`openai` agents already run inside agentsky"),
+        (base("runner", json!({"placement": "hosted"})), "a hosted `runner` agent needs `command`"),
+        (
+            base("claude-code", json!({"placement": "hosted", "command": "x"})),
+            "claude-code and codex agents need no command",
+        ),
+        (base("runner", json!({"command": "make"})), "the command of a person's runner is given to `sky runner`"),
+        (base("runner", json!({"placement": "hosted", "command": "a\nb"})), "`command` must be one shell line"),
+        (base("codex", json!({"egress": ["pypi.org"]})), "`egress` is only for hosted agents"),
+        (
+            base("codex", json!({"placement": "hosted", "egress": ["https://pypi.org"]})),
+            "`egress[0]` must be a host name like `registry.npmjs.org`: leave out the scheme",
+        ),
+        (
+            base("codex", json!({"placement": "hosted", "egress": ["pypi.org", "PyPI.org"]})),
+            "`egress[1]` must be a host name like `registry.npmjs.org`: write it in lowercase",
+        ),
+        (base("codex", json!({"placement": "sandbox"})), "placement"),
+    ] {
+        let (status, message) = refused(&app, &ada.key, body.clone());
+        assert_eq!(status, 400, "{body}: {message}");
+        assert!(message.contains(says), "{body}: {message}");
+    }
+    let many: Vec<String> = (0..21).map(|i| format!("h{i}.example.com")).collect();
+    let (status, message) = refused(&app, &ada.key, base("codex", json!({"placement": "hosted", "egress": many})));
+    assert_eq!(status, 400);
+    assert!(message.contains("egress") && message.contains("at most 20"), "{message}");
+}
+
+#[test]
+fn get_agent_and_list_agents_show_where_an_agent_runs() {
+    let app = app();
+    let ada = app.signup("Ada", "ada@example.com");
+    let coder = app.create_agent(
+        &ada.key,
+        json!({"name": "Coder", "harness": "runner", "model": "m", "placement": "hosted",
+               "command": "make test", "egress": ["pypi.org"]}),
+    );
+    let got = app.ok(&ada.key, "get_agent", json!({"agent_id": coder}));
+    assert_eq!(
+        (&got["placement"], &got["command"], &got["egress"]),
+        (&json!("hosted"), &json!("make test"), &json!(["pypi.org"]))
+    );
+    let plain = app.create_agent(&ada.key, json!({"name": "Claude", "harness": "claude-code", "model": "m"}));
+    let got = app.ok(&ada.key, "get_agent", json!({"agent_id": plain}));
+    assert_eq!((&got["placement"], got.get("command"), &got["egress"]), (&json!("runner"), None, &json!([])));
+    let listed = app.ok(&ada.key, "list_agents", json!({}));
+    let hosted = listed["agents"].as_array().unwrap().iter().find(|a| a["id"] == coder.as_str()).unwrap().clone();
+    assert_eq!(
+        (&hosted["placement"], &hosted["command"], &hosted["egress"]),
+        (&json!("hosted"), &json!("make test"), &json!(["pypi.org"]))
+    );
+
+    // A new command alone keeps the placement and the allow list; moving to a person's runner drops both.
+    let changed = app.ok(&ada.key, "update_agent", json!({"agent_id": coder, "command": "npm test"}));
+    assert_eq!((&changed["command"], &changed["egress"]), (&json!("npm test"), &json!(["pypi.org"])));
+    let moved = app.ok(&ada.key, "update_agent", json!({"agent_id": coder, "placement": "runner"}));
+    assert_eq!((&moved["placement"], moved.get("command"), &moved["egress"]), (&json!("runner"), None, &json!([])));
+    let r = app.request("PATCH", &format!("/v1/agents/{plain}"), Some(&ada.key), Some(json!({"command": "x"})));
+    assert_eq!(r.status, 400);
+    assert!(r.json_body()["error"]["message"].as_str().unwrap().contains("need no command"));
+}
+
+#[test]
+fn a_hosted_session_boots_its_sandbox_whose_runner_claims_only_that_sessions_turn() {
+    let app = app();
+    let ada = app.signup("Ada", "ada@example.com");
+    let laptop = person_runner(&app, &ada);
+    let gh = json!({"name": "gh", "provider": "github", "env": "scm", "credentials": {"env": {"GH_TOKEN": "t"}}});
+    let r = app.request("POST", "/v1/connectors", Some(&ada.key), Some(gh));
+    assert_eq!(r.status, 200, "{:?}", r.json_body());
+    let hosted = app.create_agent(
+        &ada.key,
+        json!({"name": "Coder", "harness": "runner", "model": "m", "placement": "hosted",
+               "command": "make test", "egress": ["pypi.org"]}),
+    );
+    let mine = app.create_agent(&ada.key, json!({"name": "Mine", "harness": "runner", "model": "m"}));
+
+    let a = start(&app, &ada.key, &hosted, "build it");
+    let boots = app.sessions.sandboxes.boots.borrow().clone();
+    assert_eq!(boots.len(), 1, "one boot for the turn, not one per recheck");
+    let boot = &boots[0];
+    assert_eq!((boot.session_id.as_str(), boot.server_url.as_str()), (a.as_str(), BASE));
+    assert!(boot.runner_token.starts_with("srt_") && boot.max_run_s > 0);
+    for host in ["registry.npmjs.org", "deb.debian.org", "api.github.com", "pypi.org", "sky.example.com"] {
+        assert!(boot.egress.iter().any(|h| h == host), "{host} in {:?}", boot.egress);
+    }
+    assert_eq!(events(&app, &ada.key, &a).last().unwrap().1, "starting sandbox");
+    // Its token is kept only as a hash.
+    let hash = agentsky::rules::ids::hash_secret(&boot.runner_token);
+    let stored: String =
+        app.db.0.query_row("SELECT token_hash FROM runner WHERE session_id = ?1", [&a], |r| r.get(0)).unwrap();
+    assert_eq!(stored, hash);
+
+    assert_eq!(claim(&app, &laptop).status, 204, "a person's runner never claims a hosted turn");
+    let c = start(&app, &ada.key, &mine, "on my laptop");
+    let b = start(&app, &ada.key, &hosted, "another");
+    let sandbox_b = app.sessions.sandboxes.boots.borrow()[1].runner_token.clone();
+
+    let sandbox = &boot.runner_token;
+    let got = claim(&app, sandbox);
+    assert_eq!(got.status, 200, "{:?}", got.json_body());
+    let turn = got.json_body();
+    assert_eq!((turn["session_id"].as_str(), turn["message"].as_str()), (Some(a.as_str()), Some("build it")));
+    assert_eq!(turn["agent"]["command"], "make test");
+    assert_eq!(claim(&app, sandbox).status, 204, "nor another session's turn, hosted or not");
+    let laptops = claim(&app, &laptop).json_body();
+    assert_eq!(laptops["session_id"].as_str(), Some(c.as_str()), "the person's runner takes its own");
+    assert!(laptops["agent"].get("command").is_none());
+    assert_eq!(claim(&app, &sandbox_b).json_body()["session_id"].as_str(), Some(b.as_str()));
+
+    // Checkouts: a sandbox's runner runs only its own session's; a person's runner any, as before.
+    let queue = |job: &'static str, session: String| {
+        app.system(move |cx| {
+            Box::pin(async move {
+                agentsky::store::checkouts::insert(cx.db(), job, &ada_ws(cx, &session).await, &session, "{}", cx.now_ms)
+                    .await
+                    .unwrap()
+            })
+        })
+    };
+    queue("chk_c", c.clone());
+    assert_eq!(claim(&app, sandbox).status, 204, "another session's checkout is not the sandbox's");
+    queue("chk_a", a.clone());
+    let mine = claim(&app, sandbox).json_body();
+    assert_eq!(mine["checkout"]["job_id"], "chk_a");
+    assert_eq!(claim(&app, &laptop).json_body()["checkout"]["job_id"], "chk_c");
+
+    // Stopping the session stops its sandbox, and the sandbox's token stops working.
+    app.ok(&ada.key, "stop_session", json!({"session_id": a}));
+    assert_eq!(*app.sessions.sandboxes.stops.borrow(), vec![a.clone()]);
+    assert_eq!(claim(&app, sandbox).status, 401);
+    assert_eq!(claim(&app, &sandbox_b).status, 204, "another session's sandbox keeps its token (its turn is leased)");
+}
+
+/// The workspace of a session, from D1.
+async fn ada_ws(cx: &agentsky::cx::Cx<'_>, session_id: &str) -> String {
+    agentsky::store::sessions::get(cx.db(), session_id).await.unwrap().unwrap().workspace_id
+}
+
+#[test]
+fn without_sandboxes_hosted_placement_is_refused_at_setup_and_its_turn_fails_saying_why() {
+    let app = app();
+    let ada = app.signup("Ada", "ada@example.com");
+    let why = "no container runtime: Docker is not running on this machine";
+    *app.sessions.sandboxes.unavailable.borrow_mut() = Some(why.into());
+    let (status, message) =
+        refused(&app, &ada.key, json!({"name": "C", "harness": "claude-code", "model": "m", "placement": "hosted"}));
+    assert_eq!((status, message.as_str()), (501, format!("`placement: hosted` is not available: {why}").as_str()));
+    let agent = app.create_agent(&ada.key, json!({"name": "C", "harness": "claude-code", "model": "m"}));
+    let r = app.request("PATCH", &format!("/v1/agents/{agent}"), Some(&ada.key), Some(json!({"placement": "hosted"})));
+    assert_eq!(r.status, 501);
+
+    // Set up while sandboxes ran; the deployment lost them since.
+    *app.sessions.sandboxes.unavailable.borrow_mut() = None;
+    app.ok(&ada.key, "update_agent", json!({"agent_id": agent, "placement": "hosted"}));
+    *app.sessions.sandboxes.unavailable.borrow_mut() = Some(why.into());
+    let s = start(&app, &ada.key, &agent, "go");
+    let said = events(&app, &ada.key, &s);
+    assert!(said.contains(&("error".into(), format!("`placement: hosted` is not available: {why}"))), "{said:?}");
+    let status = app.ok(&ada.key, "get_session", json!({"session_id": s}))["status"].clone();
+    assert_eq!(status, "idle", "the turn ended; the session waits for another message");
+    assert!(app.sessions.sandboxes.boots.borrow().is_empty());
+}
+
+#[test]
+fn a_deployment_without_a_public_url_fails_a_hosted_turn_saying_so() {
+    let app = TestApp::new();
+    let ada = app.signup("Ada", "ada@example.com");
+    let agent =
+        app.create_agent(&ada.key, json!({"name": "C", "harness": "codex", "model": "m", "placement": "hosted"}));
+    let s = start(&app, &ada.key, &agent, "go");
+    let said = events(&app, &ada.key, &s);
+    assert!(said.iter().any(|(k, t)| k == "error" && t.contains("PUBLIC_BASE_URL")), "{said:?}");
+    let laptop = person_runner(&app, &ada);
+    assert_eq!(claim(&app, &laptop).status, 204, "the turn went with its sandbox");
+}
+
+#[test]
+fn sessions_configured_before_placements_run_on_a_runner() {
+    let old = json!({"session_id": "s", "workspace_id": "w", "task_id": "s", "agent_id": "a", "harness": "runner",
+        "model": "m", "thinking": "off", "instructions": "", "budget_cents": null, "started_by_key_id": null});
+    let config: agentsky::session::SessionConfig = serde_json::from_value(old).unwrap();
+    assert_eq!(config.placement, agentsky::rules::placement::Placement::Runner);
+    assert_eq!((config.command, config.egress), (None, vec![]));
+}
