@@ -173,10 +173,9 @@ pub struct SandboxBoot {
     pub session_id: String,
     pub workspace_id: String,
     /// The session's hosted runner token (`srt_…`): the sandbox's `sky runner` claims with it, and only
-    /// this session's turns and checkouts. Each boot hands a fresh one; the one before stops working.
+    /// this session's turns and checkouts. Each boot hands a fresh one; the one before stops working
+    /// (its container is gone: a boot happens only while none runs).
     pub runner_token: String,
-    /// The deployment's public base URL, which the sandbox's runner calls.
-    pub server_url: String,
     /// The host names the sandbox may reach (the defaults for its harness and targets, and the agent's).
     pub egress: Vec<String>,
     /// How long one turn may run before the sandbox is stopped.
@@ -188,7 +187,10 @@ pub trait Sandboxes {
     /// Whether this deployment runs hosted sandboxes; `Err(why)` names what is missing (e.g. "no container
     /// runtime: Docker is not running on this machine").
     fn available(&self) -> Result<(), String>;
-    /// Boots (or wakes) the session's sandbox; returns when the start was accepted.
+    /// Whether the session's sandbox runs now (it sleeps once its runner found no work for a while).
+    fn running(&self, session_id: &str) -> LocalBoxFuture<'_, Result<bool, String>>;
+    /// Boots (or wakes) the session's sandbox; returns when the start was accepted. Only while it does not
+    /// run: a running sandbox keeps the runner token it started with.
     fn boot(&self, boot: SandboxBoot) -> LocalBoxFuture<'_, Result<(), String>>;
     /// Stops the session's sandbox (a stop, or a turn past its budget).
     fn stop(&self, session_id: &str) -> LocalBoxFuture<'_, Result<(), String>>;

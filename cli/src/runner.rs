@@ -18,9 +18,9 @@
 //! stopped. Network failures are retried with a growing pause.
 //!
 //! `sky runner --hosted` is the same loop inside a hosted sandbox (a container the server starts for one
-//! session): no registration and no config folder; the server, the runner token, the agent's command and
-//! how long to wait idle before exiting (which lets the container sleep) come from the environment the
-//! sandbox was started with ([`HOSTED_VARS`]).
+//! session): no registration and no config folder; the server, the runner token and how long to wait idle
+//! before exiting (which lets the container sleep) come from the environment the sandbox was started
+//! with ([`HOSTED_VARS`]); a hosted `runner` agent's command comes with each of its turns.
 
 use crate::api::{normalize_server, Api};
 use crate::auth::{self, say};
@@ -272,24 +272,21 @@ fn turn_runner(
 }
 
 /// What a hosted sandbox's runner reads from its environment: the server (the address its sandbox routes
-/// to this deployment), its runner token, the `runner` agent's command (one shell line), and the seconds
-/// to wait for work before exiting.
-pub const HOSTED_VARS: [&str; 4] =
-    ["AGENTSKY_SERVER", "AGENTSKY_RUNNER_TOKEN", "AGENTSKY_COMMAND", "AGENTSKY_IDLE_EXIT_S"];
+/// to this deployment), its runner token, and the seconds to wait for work before exiting.
+pub const HOSTED_VARS: [&str; 3] = ["AGENTSKY_SERVER", "AGENTSKY_RUNNER_TOKEN", "AGENTSKY_IDLE_EXIT_S"];
 
 /// `sky runner --hosted`: claims and runs the sandbox's session's turns (and checkouts) until none came
 /// for the idle time, then exits 0 so the container stops; the next turn starts it again.
 pub fn run_hosted(ctx: &Context, out: &mut dyn Write) -> Result<()> {
     let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
-    let [server_var, token_var, command_var, idle_var] = HOSTED_VARS;
+    let [server_var, token_var, idle_var] = HOSTED_VARS;
     let (Some(server), Some(token)) = (var(server_var), var(token_var)) else {
         return Err(Error::new(format!(
             "sky runner --hosted runs in a hosted sandbox, which sets {server_var} and {token_var}"
         )));
     };
-    let command = var(command_var).map(|line| crate::command_line::shell_command(&line)).unwrap_or_default();
     let idle = Duration::from_secs(var(idle_var).and_then(|s| s.parse().ok()).unwrap_or(300));
-    let (mut turns, _scratch) = turn_runner(ctx, &server, &token, command, vec![])?;
+    let (mut turns, _scratch) = turn_runner(ctx, &server, &token, vec![], vec![])?;
     say(out, &format!("sky runner: hosted, on {server}; exits after {} s without work.", idle.as_secs()));
     let mut last_work = std::time::Instant::now();
     let mut pause = Duration::from_secs(1);

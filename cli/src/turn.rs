@@ -804,6 +804,11 @@ impl TurnRunner {
     ) -> std::result::Result<Plan, String> {
         let message = dir.meta.join("message.txt");
         let Some((exe_name, package)) = harness.cli() else {
+            // A hosted agent carries its own command (its sandbox's runner has none of its own).
+            if let Some(line) = turn.agent().command.as_deref().filter(|l| !l.trim().is_empty()) {
+                let argv = crate::command_line::shell_command(line);
+                return Ok(Plan { argv, env: vec![], stdin: message, mapper: None });
+            }
             if self.command.is_empty() {
                 return Err(format!(
                     "agent {} runs a command of yours (harness `runner`), and this runner was started without one: \

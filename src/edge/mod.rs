@@ -6,6 +6,7 @@ pub mod feeds;
 mod limiter;
 pub mod net;
 pub mod r2;
+pub mod sandboxes;
 mod sessions;
 mod stream;
 
@@ -112,6 +113,9 @@ struct Bindings {
     /// The static assets (wrangler.toml `[assets]`); a deployment without them still serves everything
     /// but the Help Center's pages.
     assets: Option<worker::Fetcher>,
+    /// Hosted sandboxes' objects (wrangler.toml `[[containers]]`); a deployment without them refuses
+    /// hosted placement, saying so.
+    sandboxes: Option<worker::ObjectNamespace>,
 }
 
 thread_local! {
@@ -131,6 +135,7 @@ fn bindings(env: &Env) -> Result<Bindings> {
         files: env.bucket(FILES)?,
         fires: env.queue(FIRES_QUEUE)?,
         assets: env.assets("ASSETS").ok(),
+        sandboxes: env.durable_object("SANDBOXES").ok(),
     };
     BINDINGS.with(|b| {
         let _ = b.set(found.clone());
@@ -152,32 +157,11 @@ pub(crate) fn core_env(env: &Env) -> Result<CoreEnv> {
         clock: Box::new(sessions::WorkerClock),
         assets: Box::new(StaticAssets(b.assets)),
         net: Box::new(net::observed(meter.clone())),
-        sandboxes: Box::new(NoSandboxes { why: "no container binding is configured for sandboxes" }),
+        sandboxes: Box::new(sandboxes::Client::new(b.sandboxes, env)),
         config: CONFIG.with(|c| c.get_or_init(|| config(env)).clone()),
         meter,
         pending_calls: PENDING_CALLS.with(std::rc::Rc::clone),
     })
-}
-
-/// Hosted sandboxes on a deployment that runs none (yet): hosted placement is refused, saying why.
-struct NoSandboxes {
-    why: &'static str,
-}
-
-impl crate::cx::Sandboxes for NoSandboxes {
-    fn available(&self) -> std::result::Result<(), String> {
-        Err(format!("hosted sandboxes are not set up on this deployment: {}", self.why))
-    }
-    fn boot(
-        &self,
-        _boot: crate::cx::SandboxBoot,
-    ) -> futures::future::LocalBoxFuture<'_, std::result::Result<(), String>> {
-        let refused = self.available();
-        Box::pin(async move { refused })
-    }
-    fn stop(&self, _session_id: &str) -> futures::future::LocalBoxFuture<'_, std::result::Result<(), String>> {
-        Box::pin(async { Ok(()) })
-    }
 }
 
 /// The Worker's static assets, read through its `ASSETS` binding (an internal fetch: no visitor reaches

@@ -12,7 +12,7 @@ use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
 use worker::{durable_object, Container, DurableObject, Env, Request, Response, Result, State};
 
-/// Where the container reaches this deployment: an address no network has, intercepted to the Worker.
+/// Where the container reaches this deployment ([`crate::rules::placement::SANDBOX_ORIGIN`]'s host).
 pub const WORKER_ADDR: &str = "10.172.0.1";
 
 /// A call to a sandbox object (the Worker's [`crate::edge::sandboxes`]).
@@ -23,6 +23,8 @@ pub enum SandboxCall {
     Boot { vars: Vec<(String, String)>, max_run_s: i64 },
     /// Stops the container.
     Stop,
+    /// Whether it runs.
+    State,
 }
 
 /// A sandbox object's answer.
@@ -97,6 +99,7 @@ impl DurableObject for Sandbox {
                 storage.set_alarm(std::time::Duration::from_secs(max_run_s.max(1) as u64)).await?;
                 Response::from_json(&SandboxAnswer { woke, running: true })
             }
+            SandboxCall::State => Response::from_json(&SandboxAnswer { woke: false, running: container.running() }),
             SandboxCall::Stop => {
                 if container.running() {
                     container.destroy(None).await?;

@@ -29,6 +29,11 @@ pub fn unavailable(why: &str) -> String {
 /// How many host names an agent may add to its sandbox's egress allow list.
 pub const MAX_EGRESS: usize = 20;
 
+/// Where a sandbox's container reaches this deployment: an address no network has, which the sandbox's
+/// object routes to the Worker itself (its `SELF` binding). The container's runner, and the agent CLIs'
+/// session and help servers, are given this origin.
+pub const SANDBOX_ORIGIN: &str = "http://10.172.0.1";
+
 /// How long a hosted sandbox may run one turn before it is stopped (seconds).
 pub const MAX_RUN_S: i64 = 3_600;
 

@@ -120,7 +120,7 @@ async fn claim(cx: &Cx<'_>, runner: &store::runners::RunnerRow, req: &HttpReques
         let turn = store::runners::claim(cx.db(), &runner.claimant(), &lease_id, LEASE_MS, now).await?;
         if let Some(turn) = turn {
             // `None`: cancelled while it was being put together; the next turn may be claimable.
-            if let Some(a) = assignment(cx, turn).await? {
+            if let Some(a) = assignment(cx, turn, runner).await? {
                 return Ok(ok(&wire::Claimed::Turn(Box::new(a))));
             }
             continue;
@@ -157,7 +157,11 @@ const MAX_HISTORY_PAGES: usize = 500;
 
 /// What a runner needs to run a claimed turn; `None` when its lease no longer holds it (a cancel came
 /// between the claim and here), so no token for it is handed out.
-async fn assignment(cx: &Cx<'_>, turn: TurnRow) -> Result<Option<wire::Assignment>, ApiError> {
+async fn assignment(
+    cx: &Cx<'_>,
+    turn: TurnRow,
+    runner: &store::runners::RunnerRow,
+) -> Result<Option<wire::Assignment>, ApiError> {
     let db = cx.db();
     let session = store::sessions::get(db, &turn.session_id).await?.ok_or_else(|| ApiError::not_found("session"))?;
     let agent = store::agents::get(db, &session.agent_id).await?;
@@ -208,6 +212,11 @@ async fn assignment(cx: &Cx<'_>, turn: TurnRow) -> Result<Option<wire::Assignmen
     if !stored {
         return Ok(None);
     }
+    // A sandbox reaches this deployment at its own origin only.
+    let origin = match runner.session_id {
+        Some(_) => crate::rules::placement::SANDBOX_ORIGIN,
+        None => cx.link_base()?,
+    };
     Ok(Some(wire::Assignment {
         lease_id: turn.lease_id.unwrap_or_default(),
         lease_expires_ms: turn.lease_expires_ms,
@@ -230,8 +239,8 @@ async fn assignment(cx: &Cx<'_>, turn: TurnRow) -> Result<Option<wire::Assignmen
             command: a.command,
         }),
         session_token: token,
-        session_server: format!("{}/v1/session/mcp", cx.link_base()?),
-        help_server: Some(format!("{}/v1/help/mcp", cx.link_base()?)),
+        session_server: format!("{origin}/v1/session/mcp"),
+        help_server: Some(format!("{origin}/v1/help/mcp")),
     }))
 }
 

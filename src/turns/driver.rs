@@ -76,17 +76,31 @@ pub async fn step<S: LocalSql + ?Sized>(
             store::runners::enqueue(ports.db(), &config.session_id, &message_id, &config.workspace_id, hosted, now_ms)
                 .await
                 .map_err(|e| Refusal::new(Code::Internal, e.to_string()))?;
-            if hosted && first {
-                if let Err(why) = boot_sandbox(ports, &config, now_ms).await {
-                    // Nobody else may claim it: it goes with the sandbox that did not start.
-                    let _ = store::runners::cancel(ports.db(), &config.session_id, &message_id).await;
-                    let why = format!("the session's sandbox did not start: {why}");
-                    return fail_turn(core, ports, config, &message_id, &why, now_ms).await;
-                }
-            }
-            let waiting = if hosted { "starting sandbox" } else { "waiting for a runner to claim this turn" };
+            // While the turn waits, its sandbox must run: started on the first step, and again on a later
+            // one if it went to sleep just as the turn came (its runner left before claiming it).
+            let booted = match hosted {
+                true => match ensure_sandbox(ports, &config, now_ms).await {
+                    Ok(booted) => booted,
+                    Err(why) => {
+                        // Nobody else may claim it: it goes with the sandbox that did not start.
+                        let _ = store::runners::cancel(ports.db(), &config.session_id, &message_id).await;
+                        let why = format!("the session's sandbox did not start: {why}");
+                        return fail_turn(core, ports, config, &message_id, &why, now_ms).await;
+                    }
+                },
+                false => false,
+            };
+            let waiting = match (hosted, booted) {
+                (true, true) => Some("starting sandbox"),
+                (true, false) if first => Some("running in the session's sandbox"),
+                (false, _) if first => Some("waiting for a runner to claim this turn"),
+                _ => None,
+            };
             StepOutcome {
-                events: if first { vec![(EventKind::Status, serde_json::json!({ "text": waiting }))] } else { vec![] },
+                events: waiting
+                    .map(|text| (EventKind::Status, serde_json::json!({ "text": text })))
+                    .into_iter()
+                    .collect(),
                 next_in_ms: Some(crate::session::RUNNER_RECHECK_MS),
                 harness_state: serde_json::json!({ "runner": "queued" }),
                 ..StepOutcome::default()
@@ -134,14 +148,13 @@ async fn fail_turn<S: LocalSql + ?Sized>(
     Ok(Some((config, t)))
 }
 
-/// Boots (or wakes) a hosted session's sandbox for its turn: registers the session's hosted runner with a
-/// fresh token (only its hash is kept; the token goes to the sandbox alone), and hands the sandbox what
-/// it may reach: the defaults for the harness and the workspace's targets, the agent's own hosts, and
-/// this deployment.
-async fn boot_sandbox(ports: &Ports<'_>, config: &SessionConfig, now_ms: i64) -> Result<(), String> {
-    let server_url = ports.config().public_base_url.trim_end_matches('/').to_owned();
-    if server_url.is_empty() {
-        return Err("this deployment's PUBLIC_BASE_URL is not set, so a sandbox could not reach it".into());
+/// Boots (or wakes) a hosted session's sandbox unless it runs: registers the session's hosted runner with
+/// a fresh token (only its hash is kept; the token goes to the sandbox alone), and hands the sandbox what
+/// it may reach: the defaults for the harness and the workspace's targets, and the agent's own hosts.
+/// `true` when it booted.
+async fn ensure_sandbox(ports: &Ports<'_>, config: &SessionConfig, now_ms: i64) -> Result<bool, String> {
+    if ports.env.sandboxes.running(&config.session_id).await? {
+        return Ok(false);
     }
     let db = ports.db();
     let token = ids::new_secret("srt_");
@@ -153,20 +166,15 @@ async fn boot_sandbox(ports: &Ports<'_>, config: &SessionConfig, now_ms: i64) ->
     let harness = Harness::from_word(&config.harness).unwrap_or(Harness::Runner);
     let connectors = store::connectors::list(db, ws).await.map_err(|e| e.to_string())?;
     let providers: Vec<Provider> = connectors.iter().filter_map(|c| Provider::from_word(&c.provider)).collect();
-    let mut egress = placement::egress(harness, &providers, &config.egress);
-    let server_host = server_url.split("://").last().unwrap_or_default().split(['/', ':']).next().unwrap_or_default();
-    if !server_host.is_empty() && !egress.iter().any(|h| h == server_host) {
-        egress.push(server_host.to_owned());
-    }
+    let egress = placement::egress(harness, &providers, &config.egress);
     let boot = SandboxBoot {
         session_id: sid.clone(),
         workspace_id: ws.clone(),
         runner_token: token,
-        server_url,
         egress,
         max_run_s: placement::MAX_RUN_S,
     };
-    ports.env.sandboxes.boot(boot).await
+    ports.env.sandboxes.boot(boot).await.map(|()| true)
 }
 
 /// `turn.finished` for every turn that ended, and `session.failed` besides when it failed. Sent after the

@@ -40,6 +40,9 @@ export AGENTSKY_E2E_GITHUB_URL="http://127.0.0.1:$github_port"
 export AGENTSKY_E2E_STS_URL="http://127.0.0.1:$sts_port"
 export AGENTSKY_E2E_AWS_KEY_ID="AKIAE2EAGENTSKY00000"
 export AGENTSKY_E2E_AWS_SECRET="e2e-aws-secret-$(python3 -c 'import secrets; print(secrets.token_hex(12))')"
+# The sandbox's image carries this tree's `sky`: brought up to date (and Docker checked) before the server
+# builds the image.
+bash scripts/sandbox.sh
 # REQUEST_LOG=all: log-canaries.sh reads every request's line for planted secrets, not only failures'
 start_server "$state/wrangler" "$state/logs/wrangler-dev.log" --var CONFORMANCE_FIXTURES:1 --var REQUEST_LOG:all \
   --var "ADMIN_TOKEN:$AGENTSKY_ADMIN_TOKEN" --var "SECRETS_KEY:e2e-secrets-key-not-for-production" \
@@ -47,7 +50,8 @@ start_server "$state/wrangler" "$state/logs/wrangler-dev.log" --var CONFORMANCE_
   --var "STRIPE_API_BASE:$AGENTSKY_E2E_STRIPE_URL" --var "STRIPE_SECRET_KEY:$AGENTSKY_E2E_STRIPE_KEY" \
   --var "STRIPE_WEBHOOK_SECRET:$AGENTSKY_E2E_STRIPE_WEBHOOK_SECRET" --var "GITHUB_API_URL:$AGENTSKY_E2E_GITHUB_URL" \
   --var "AWS_STS_URL:$AGENTSKY_E2E_STS_URL" --var "GCP_IAM_URL:$AGENTSKY_E2E_GOOGLE_URL" \
-  --var "GCP_STS_URL:$AGENTSKY_E2E_GOOGLE_URL" --var "SLACK_API_URL:$AGENTSKY_E2E_SLACK_URL"
+  --var "GCP_STS_URL:$AGENTSKY_E2E_GOOGLE_URL" --var "SLACK_API_URL:$AGENTSKY_E2E_SLACK_URL" \
+  --var SANDBOX_IDLE_S:4
 export AGENTSKY_URL="$BASE_URL"
 node tests/e2e/stripe.mjs "$stripe_port" "$AGENTSKY_E2E_STRIPE_KEY" >"$state/logs/stripe.log" 2>&1 &
 stripe_pid=$!

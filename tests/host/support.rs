@@ -440,27 +440,42 @@ impl Queue for MemoryQueue {
     }
 }
 
-/// Hosted sandboxes' host twin: records every boot and stop; available unless a test says why not.
+/// Hosted sandboxes' host twin: records every boot and stop; available unless a test says why not. A
+/// booted sandbox runs until it is stopped or a test puts it to sleep ([`Self::sleep`]).
 #[derive(Clone, Default)]
 pub struct RecordingSandboxes {
     pub boots: Rc<RefCell<Vec<SandboxBoot>>>,
     pub stops: Rc<RefCell<Vec<String>>>,
+    /// The sessions whose sandbox runs.
+    pub running: Rc<RefCell<std::collections::BTreeSet<String>>>,
     /// `Some(why)`: this deployment runs no sandboxes.
     pub unavailable: Rc<RefCell<Option<String>>>,
+}
+
+impl RecordingSandboxes {
+    /// The session's sandbox went to sleep (its runner found no work for a while).
+    pub fn sleep(&self, session_id: &str) {
+        self.running.borrow_mut().remove(session_id);
+    }
 }
 
 impl Sandboxes for RecordingSandboxes {
     fn available(&self) -> Result<(), String> {
         self.unavailable.borrow().clone().map_or(Ok(()), Err)
     }
+    fn running(&self, session_id: &str) -> LocalBoxFuture<'_, Result<bool, String>> {
+        ready(Ok(self.running.borrow().contains(session_id)))
+    }
     fn boot(&self, boot: SandboxBoot) -> LocalBoxFuture<'_, Result<(), String>> {
         let answer = self.available();
         if answer.is_ok() {
+            self.running.borrow_mut().insert(boot.session_id.clone());
             self.boots.borrow_mut().push(boot);
         }
         ready(answer)
     }
     fn stop(&self, session_id: &str) -> LocalBoxFuture<'_, Result<(), String>> {
+        self.running.borrow_mut().remove(session_id);
         self.stops.borrow_mut().push(session_id.to_owned());
         ready(Ok(()))
     }
