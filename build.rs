@@ -1,13 +1,16 @@
-//! The Help Center, prepared once at build time from `help/<lang>/<slug>.md` (reading order:
-//! `help/articles.txt`):
+//! The static files, prepared once at build time. The Help Center, from `help/<lang>/<slug>.md` (reading
+//! order: `help/articles.txt`):
 //! - each article rendered to HTML, `$OUT_DIR/help/<lang>/<slug>.html` (the Worker carries no Markdown
 //!   parser);
 //! - every article's Markdown in one file, `$OUT_DIR/help/articles.json` (`{slug: markdown}`), read once
 //!   per isolate for `help_get` and the search;
 //! - `$OUT_DIR/articles.rs`, the table of articles (slug, language, translation, title, summary) the
-//!   Worker compiles in (`crate::domain::help::ARTICLES`).
+//!   Worker compiles in (`crate::domain::help::ARTICLES`);
 //!
-//! `scripts/build.sh` deploys `$OUT_DIR/help` as static assets, so no article text sits in the wasm.
+//! and the MCP App's page (`src/ops/approvals_app.html`), `$OUT_DIR/help/_apps/approvals.html`, and the
+//!   console's static files (`src/console/static`), `$OUT_DIR/help/_console/`.
+//!
+//! `scripts/build.sh` deploys `$OUT_DIR/help` as static assets, so none of these sits in the wasm.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -45,4 +48,41 @@ fn main() {
     table.push(']');
     write(&out_dir.join("articles.rs"), &table);
     write(&out_dir.join("help/articles.json"), &serde_json::Value::Object(texts).to_string());
+    // The MCP App's page, deployed with them (every asset lives under /help, which the Worker answers).
+    println!("cargo:rerun-if-changed=src/ops/approvals_app.html");
+    write(&out_dir.join("help/_apps/approvals.html"), &read(&root.join("../src/ops/approvals_app.html")));
+    console_assets(&root.join("../src/console/static"), &out_dir, &write);
+}
+
+/// The console's style sheet, script and icon under names carrying a hash of their content (browsers
+/// cache them for good, and a new build is fetched at once), with the service worker and the manifest
+/// under their own: copied to `$OUT_DIR/help/_console/`, and tabled (name, served name, type) in
+/// `$OUT_DIR/console_assets.rs` for `crate::console::assets`.
+fn console_assets(dir: &Path, out_dir: &Path, write: &dyn Fn(&Path, &str)) {
+    use sha2::{Digest, Sha256};
+    println!("cargo:rerun-if-changed=src/console/static");
+    let files = [
+        ("console.css", "text/css; charset=utf-8", true),
+        ("console.js", "text/javascript; charset=utf-8", true),
+        ("icon.svg", "image/svg+xml", true),
+        ("sw.js", "text/javascript; charset=utf-8", false),
+        ("manifest.webmanifest", "application/manifest+json", false),
+    ];
+    let mut table = String::from("&[\n");
+    for (name, kind, hashed) in files {
+        let path = dir.join(name);
+        let body = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let served = match hashed {
+            true => {
+                let tag = hex::encode(&Sha256::digest(body.as_bytes())[..5]);
+                let (stem, ext) = name.rsplit_once('.').unwrap_or((name, ""));
+                format!("{stem}.{tag}.{ext}")
+            }
+            false => name.to_owned(),
+        };
+        write(&out_dir.join("help/_console").join(&served), &body);
+        writeln!(table, "    ({name:?}, {served:?}, {kind:?}),").expect("a String");
+    }
+    table.push(']');
+    write(&out_dir.join("console_assets.rs"), &table);
 }

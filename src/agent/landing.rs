@@ -326,7 +326,8 @@ async fn sync(a: &CallingSession<'_>, steps: &mut Vec<String>, what: &str) -> Re
 async fn no_checks_known(a: &CallingSession<'_>) -> Result<String, ToolError> {
     let ask = "no checks are known for this project yet: work out the command that proves the work is good (typecheck, tests, lint), call remember_command with kind `checks`, then call land again";
     let since = a.cx.clock_now() - jobs::ONLINE_MS;
-    if store::runners::online(a.cx.db(), &a.me.workspace_id, &a.me.session_id, since).await? > 0 {
+    let sandboxed = a.cx.env.sandboxes.available().is_ok();
+    if sandboxed || store::runners::online(a.cx.db(), &a.me.workspace_id, since).await? > 0 {
         return Ok(ask.to_owned());
     }
     Ok(format!(
@@ -343,6 +344,11 @@ async fn checks(a: &CallingSession<'_>, cmd: &str, steps: &mut Vec<String>) -> R
     if matches!(asked, Asked::NoRunner) {
         asked = jobs::ask_checkout(a.cx, &a.me, &spec, wait_ms).await?;
         place = " on another runner of the workspace, in a fresh checkout of the lane";
+    }
+    // With no runner online, where the deployment runs hosted sandboxes: in the session's own.
+    if matches!(asked, Asked::NoRunner) && a.cx.env.sandboxes.available().is_ok() {
+        asked = jobs::ask_checkout_in_sandbox(a.cx, &a.me, &spec, wait_ms).await?;
+        place = " in the session's hosted sandbox, in a fresh checkout of the lane";
     }
     let r = match asked.read::<RunResult>() {
         Asked::NoRunner => {

@@ -1,59 +1,45 @@
-//! The console's style sheet and script, compiled into the Worker: nothing comes from elsewhere, so
-//! the console works offline on loopback. Each is served under a name that carries a hash of its
-//! content, so browsers cache it for good and a new build is fetched at once.
+//! The console's style sheet, script, icon, service worker and manifest: static assets deployed beside the
+//! Worker (build.rs copies them beside the Help Center's pages), read through [`Assets`]; nothing comes
+//! from elsewhere, so the console works offline on loopback. The style sheet, script and icon are served
+//! under names carrying a hash of their content, so browsers cache them for good and a new build is
+//! fetched at once.
 
+use crate::cx::Assets;
 use crate::http::HttpResponse;
-use sha2::{Digest, Sha256};
-use std::sync::OnceLock;
 
-const FILES: &[(&str, &str, &str)] = &[
-    ("console.css", "text/css; charset=utf-8", include_str!("static/console.css")),
-    ("console.js", "text/javascript; charset=utf-8", include_str!("static/console.js")),
-    ("icon.svg", "image/svg+xml", include_str!("static/icon.svg")),
-];
-
-/// The service worker: at a fixed URL (a browser checks it for updates there), never cached long, with
-/// the console's scope.
-pub fn service_worker() -> HttpResponse {
-    HttpResponse::text(200, "text/javascript; charset=utf-8", include_str!("static/sw.js").as_bytes().to_vec())
-        .with_header("cache-control", "no-cache")
-        .with_header("service-worker-allowed", "/console/")
-        .with_header("x-content-type-options", "nosniff")
-}
-
-/// The web app manifest: the console installs as an app (a phone's home screen, a desktop window).
-pub fn manifest() -> HttpResponse {
-    let manifest = include_str!("static/manifest.webmanifest").replace("ICON", &url("icon.svg"));
-    HttpResponse::text(200, "application/manifest+json", manifest.into_bytes()).with_header("cache-control", "no-cache")
-}
-
-fn hashed() -> &'static Vec<(String, &'static str, &'static str)> {
-    static HASHED: OnceLock<Vec<(String, &'static str, &'static str)>> = OnceLock::new();
-    HASHED.get_or_init(|| {
-        FILES
-            .iter()
-            .map(|(name, kind, body)| {
-                let tag = hex::encode(&Sha256::digest(body.as_bytes())[..5]);
-                let (stem, ext) = name.rsplit_once('.').unwrap_or((name, ""));
-                (format!("{stem}.{tag}.{ext}"), *kind, *body)
-            })
-            .collect()
-    })
-}
+/// (name, served name, content type), as build.rs tabled them.
+const FILES: &[(&str, &str, &str)] = include!(concat!(env!("OUT_DIR"), "/console_assets.rs"));
 
 /// The URL an asset is served at.
 pub fn url(name: &str) -> String {
-    let (stem, ext) = name.rsplit_once('.').unwrap_or((name, ""));
-    let found = hashed().iter().find(|(n, _, _)| n.starts_with(&format!("{stem}.")) && n.ends_with(&format!(".{ext}")));
-    format!("/console/assets/{}", found.map_or(name, |(n, _, _)| n.as_str()))
+    let served = FILES.iter().find(|(n, _, _)| *n == name).map_or(name, |(_, served, _)| served);
+    format!("/console/assets/{served}")
 }
 
-/// `GET /console/assets/<name>`
-pub fn serve(name: &str) -> HttpResponse {
-    match hashed().iter().find(|(n, _, _)| n == name) {
-        Some((_, kind, body)) => HttpResponse::text(200, kind, body.as_bytes().to_vec())
-            .with_header("cache-control", "public, max-age=31536000, immutable")
-            .with_header("x-content-type-options", "nosniff"),
-        None => HttpResponse::text(404, "text/plain; charset=utf-8", "no such asset\n"),
-    }
+/// `GET /console/assets/<served name>`, `GET /console/sw.js` (`sw.js`) and `GET /console/manifest.webmanifest`.
+pub async fn serve(assets: &dyn Assets, served: &str) -> HttpResponse {
+    let Some((name, served, kind)) = FILES.iter().find(|(_, s, _)| *s == served) else {
+        return HttpResponse::text(404, "text/plain; charset=utf-8", "no such asset\n");
+    };
+    let body = match assets.get(format!("help/_console/{served}")).await {
+        Ok(Some(body)) => body,
+        missing => {
+            let why = missing.err().unwrap_or_else(|| "missing".into());
+            crate::error::log_line(&format!("console asset {served}: {why}"));
+            return HttpResponse::text(503, "text/plain; charset=utf-8", "the console's files are not deployed\n");
+        }
+    };
+    let resp = match *name {
+        // The service worker: at a fixed URL (a browser checks it for updates there), never cached long,
+        // with the console's scope.
+        "sw.js" => HttpResponse::text(200, kind, body.into_bytes())
+            .with_header("cache-control", "no-cache")
+            .with_header("service-worker-allowed", "/console/"),
+        // The web app manifest: the console installs as an app (a phone's home screen, a desktop window).
+        "manifest.webmanifest" => HttpResponse::text(200, kind, body.replace("ICON", &url("icon.svg")).into_bytes())
+            .with_header("cache-control", "no-cache"),
+        _ => HttpResponse::text(200, kind, body.into_bytes())
+            .with_header("cache-control", "public, max-age=31536000, immutable"),
+    };
+    resp.with_header("x-content-type-options", "nosniff")
 }

@@ -85,9 +85,13 @@ pub async fn serve(cx: Cx<'_>, req: &HttpRequest) -> HttpResponse {
         ("POST", "/console/login") => return auth::login(&cx, req).await,
         ("GET", "/console/enter") => return auth::enter(&cx, req).await,
         ("POST", "/console/enter") => return auth::enter_confirmed(&cx, req).await,
-        ("GET", _) if path.starts_with("/console/assets/") => return assets::serve(&path["/console/assets/".len()..]),
-        ("GET", "/console/sw.js") => return assets::service_worker(),
-        ("GET", "/console/manifest.webmanifest") => return assets::manifest(),
+        ("GET", _) if path.starts_with("/console/assets/") => {
+            return assets::serve(&*cx.env.assets, &path["/console/assets/".len()..]).await
+        }
+        ("GET", "/console/sw.js") => return assets::serve(&*cx.env.assets, "sw.js").await,
+        ("GET", "/console/manifest.webmanifest") => {
+            return assets::serve(&*cx.env.assets, "manifest.webmanifest").await
+        }
         // A notification's button: its one-time token is the credential (no cookie, no form).
         ("POST", "/console/push/answer") => return push_answer(&cx, req).await,
         _ => {}

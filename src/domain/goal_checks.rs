@@ -40,6 +40,7 @@ fn job_id(config: &SessionConfig, message_id: &str, command: &str) -> String {
 /// Runs `commands` for the goal check after the turn of `message_id`, or sees how far they got.
 pub async fn run(
     db: &dyn Sql,
+    sandboxes: &dyn crate::cx::Sandboxes,
     config: &SessionConfig,
     message_id: &str,
     commands: &[String],
@@ -52,11 +53,33 @@ pub async fn run(
     }
     if rows.iter().all(|(_, row, _)| row.is_none()) {
         let since = now_ms - jobs::ONLINE_MS;
-        if store::runners::online(db, &config.workspace_id, &config.session_id, since).await? == 0 {
-            let why = |c: &String| {
-                format!("no runner of the workspace is online to run `{c}` (start `sky runner` on a machine of the workspace)")
+        // With no person's runner online, the session's hosted sandbox runs them, where there are sandboxes.
+        let sandbox = crate::domain::sandboxes::For {
+            workspace_id: &config.workspace_id,
+            session_id: &config.session_id,
+            harness: &config.harness,
+            egress: &config.egress,
+        };
+        if store::runners::online(db, &config.workspace_id, since).await? == 0 {
+            let started = match sandboxes.available() {
+                Ok(()) => crate::domain::sandboxes::ensure(db, sandboxes, sandbox, now_ms)
+                    .await
+                    .map(drop)
+                    .map_err(|why| format!("the session's sandbox did not start: {why}")),
+                Err(_) => Err(String::new()),
             };
-            return Ok(Ran::Done { checks: vec![], not_run: commands.iter().map(|c| (c.clone(), why(c))).collect() });
+            if let Err(failed) = started {
+                let why = |c: &String| {
+                    match failed.is_empty() {
+                    true => format!("no runner of the workspace is online to run `{c}` (start `sky runner` on a machine of the workspace)"),
+                    false => failed.clone(),
+                }
+                };
+                return Ok(Ran::Done {
+                    checks: vec![],
+                    not_run: commands.iter().map(|c| (c.clone(), why(c))).collect(),
+                });
+            }
         }
     }
     let (mut waiting, mut checks, mut not_run) = (Vec::new(), Vec::new(), Vec::new());

@@ -3,6 +3,7 @@
 //! runner's side). A job names its lease: when the runner dies the job dies with it.
 
 use crate::cx::Cx;
+use crate::domain::sandboxes;
 use crate::error::ApiError;
 use crate::rules::ids;
 use crate::session::calls;
@@ -137,10 +138,35 @@ pub const CHECKOUT_TAKE_MS: i64 = 60_000;
 /// session's lane (`store::checkouts`), and waits up to `wait_ms` for the result. `NoRunner` when no
 /// runner of the workspace is online.
 pub async fn ask_checkout(cx: &Cx<'_>, session: &SessionRow, spec: &JobSpec, wait_ms: i64) -> Result<Asked, ApiError> {
-    let db = cx.db();
-    if store::runners::online(db, &session.workspace_id, &session.session_id, cx.clock_now() - ONLINE_MS).await? == 0 {
+    if store::runners::online(cx.db(), &session.workspace_id, cx.clock_now() - ONLINE_MS).await? == 0 {
         return Ok(Asked::NoRunner);
     }
+    checkout(cx, session, spec, wait_ms).await
+}
+
+/// [`ask_checkout`] in the session's hosted sandbox, started for it (no runner of the workspace need be
+/// online): its runner claims the session's own checkouts.
+pub async fn ask_checkout_in_sandbox(
+    cx: &Cx<'_>,
+    session: &SessionRow,
+    spec: &JobSpec,
+    wait_ms: i64,
+) -> Result<Asked, ApiError> {
+    let s = sandboxes::For {
+        workspace_id: &session.workspace_id,
+        session_id: &session.session_id,
+        harness: &session.harness,
+        egress: &[],
+    };
+    if let Err(why) = sandboxes::ensure(cx.db(), &*cx.env.sandboxes, s, cx.clock_now()).await {
+        return Ok(Asked::NoAnswer(format!("the session's sandbox did not start: {why}")));
+    }
+    checkout(cx, session, spec, wait_ms).await
+}
+
+/// Queues a checkout of the session's lane and waits for a runner's result.
+async fn checkout(cx: &Cx<'_>, session: &SessionRow, spec: &JobSpec, wait_ms: i64) -> Result<Asked, ApiError> {
+    let db = cx.db();
     let job_id = ids::new_id("job");
     store::checkouts::insert(db, &job_id, &session.workspace_id, &session.session_id, &spec_text(spec), cx.now_ms)
         .await?;

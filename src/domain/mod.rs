@@ -16,6 +16,7 @@ pub mod otel;
 pub mod push;
 pub mod rate;
 pub mod requests;
+pub mod sandboxes;
 pub mod sessions;
 pub mod slack;
 pub mod taskfs;

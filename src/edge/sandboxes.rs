@@ -2,10 +2,30 @@
 //! object ([`crate::objects::sandbox`]), one small JSON call each.
 
 use crate::cx::{SandboxBoot, Sandboxes};
-use crate::objects::sandbox::{SandboxAnswer, SandboxCall};
 use crate::rules::placement::SANDBOX_ORIGIN;
 use futures::future::LocalBoxFuture;
+use serde::{Deserialize, Serialize};
 use worker::{Env, Method, ObjectNamespace, Request, RequestInit};
+
+/// A call to a sandbox object ([`crate::objects::sandbox`], as it is sent).
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(tag = "call", rename_all = "snake_case")]
+pub enum SandboxCall {
+    /// Starts the container unless it runs, with these environment variables, and (re)sets its time budget.
+    Boot { vars: Vec<(String, String)>, max_run_s: i64 },
+    /// Stops the container.
+    Stop,
+    /// Whether it runs.
+    State,
+}
+
+/// A sandbox object's answer.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct SandboxAnswer {
+    /// The container was asleep (or never started) and this call started it.
+    pub woke: bool,
+    pub running: bool,
+}
 
 /// How long a sandbox's runner waits for another turn before it exits and the container sleeps, unless
 /// `SANDBOX_IDLE_S` says otherwise.

@@ -1,39 +1,17 @@
 //! The `Sandbox` Durable Object: one per hosted session, holding the lifecycle of its container
 //! (Cloudflare Containers, wrangler.toml `[[containers]]`). The container runs `sky runner --hosted`, which
 //! claims the session's turns and checks from this Worker over the runner protocol, like a person's
-//! runner; it reaches the Worker only through this object's interception of [`WORKER_ADDR`] (the Worker's
+//! runner; it reaches the Worker only through this object's interception of [`SANDBOX_ORIGIN`] (the Worker's
 //! own `SELF` binding), with the internet otherwise closed. It exits after an idle time, and the
 //! container sleeps; the next [`SandboxCall::Boot`] starts it again, and the session's files come back
 //! from D1 and R2 as on any runner. An alarm stops a container that outlives its time budget.
 
+use crate::edge::sandboxes::{SandboxAnswer, SandboxCall};
+use crate::rules::placement::SANDBOX_ORIGIN;
 use js_sys::{Function, Object, Promise, Reflect};
-use serde::{Deserialize, Serialize};
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
 use worker::{durable_object, Container, DurableObject, Env, Request, Response, Result, State};
-
-/// Where the container reaches this deployment ([`crate::rules::placement::SANDBOX_ORIGIN`]'s host).
-pub const WORKER_ADDR: &str = "10.172.0.1";
-
-/// A call to a sandbox object (the Worker's [`crate::edge::sandboxes`]).
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(tag = "call", rename_all = "snake_case")]
-pub enum SandboxCall {
-    /// Starts the container unless it runs, with these environment variables, and (re)sets its time budget.
-    Boot { vars: Vec<(String, String)>, max_run_s: i64 },
-    /// Stops the container.
-    Stop,
-    /// Whether it runs.
-    State,
-}
-
-/// A sandbox object's answer.
-#[derive(Debug, Serialize, Deserialize)]
-pub struct SandboxAnswer {
-    /// The container was asleep (or never started) and this call started it.
-    pub woke: bool,
-    pub running: bool,
-}
 
 #[durable_object]
 pub struct Sandbox {
@@ -60,7 +38,7 @@ impl Sandbox {
     }
 
     /// Starts the container with `vars` (built as a plain object: the crate's options keep the environment
-    /// in a `Map`, which the runtime does not read) and the internet closed, then routes [`WORKER_ADDR`]
+    /// in a `Map`, which the runtime does not read) and the internet closed, then routes [`SANDBOX_ORIGIN`]
     /// to this Worker.
     async fn start(&self, container: &Container, vars: &[(String, String)]) -> Result<()> {
         let env = Object::new();
@@ -71,9 +49,17 @@ impl Sandbox {
         Reflect::set(&options, &"env".into(), &env).map_err(js_err)?;
         Reflect::set(&options, &"enableInternet".into(), &false.into()).map_err(js_err)?;
         method(container, "start")?.call1(container.as_ref(), &options).map_err(js_err)?;
+        // Watched, so the runtime takes in the exit of an idle runner (`running` turns false); how it
+        // ended is not needed.
+        let exit = method(container, "monitor")?.call0(container.as_ref()).map_err(js_err)?;
+        if let Ok(exit) = exit.dyn_into::<Promise>() {
+            wasm_bindgen_futures::spawn_local(async move {
+                let _ = JsFuture::from(exit).await;
+            });
+        }
         let me = self.env.service("SELF")?;
-        let routed =
-            method(container, "interceptOutboundHttp")?.call2(container.as_ref(), &WORKER_ADDR.into(), me.as_ref());
+        let addr = SANDBOX_ORIGIN.trim_start_matches("http://");
+        let routed = method(container, "interceptOutboundHttp")?.call2(container.as_ref(), &addr.into(), me.as_ref());
         JsFuture::from(routed.map_err(js_err)?.dyn_into::<Promise>().map_err(js_err)?).await.map_err(js_err)?;
         Ok(())
     }
@@ -91,13 +77,16 @@ impl DurableObject for Sandbox {
         };
         let storage = self.state.storage();
         match req.json::<SandboxCall>().await? {
+            // The Worker boots only what it saw asleep. A container the runtime still counts as running
+            // then is one whose exit it has not taken in yet (or one that lost its token): it is ended, and
+            // the new one starts with the new token.
             SandboxCall::Boot { vars, max_run_s } => {
-                let woke = !container.running();
-                if woke {
-                    self.start(&container, &vars).await?;
+                if container.running() {
+                    let _ = container.destroy(Some("replaced by a new boot")).await;
                 }
+                self.start(&container, &vars).await?;
                 storage.set_alarm(std::time::Duration::from_secs(max_run_s.max(1) as u64)).await?;
-                Response::from_json(&SandboxAnswer { woke, running: true })
+                Response::from_json(&SandboxAnswer { woke: true, running: true })
             }
             SandboxCall::State => Response::from_json(&SandboxAnswer { woke: false, running: container.running() }),
             SandboxCall::Stop => {

@@ -4,8 +4,12 @@
 //! client. A client without MCP Apps ignores the `_meta` and keeps the tool's text.
 //!
 //! The view is one static page with its script and style inline: it loads nothing and connects nowhere, so
-//! its declared CSP names no domain, and it talks only to the client over `postMessage`.
+//! its declared CSP names no domain, and it talks only to the client over `postMessage`. The page is a
+//! static asset (build.rs copies it beside the Help Center's), read through [`Assets`], not carried in
+//! the wasm.
 
+use crate::cx::Assets;
+use crate::error::ApiError;
 use serde_json::{json, Value};
 
 /// The MIME type of an MCP App's HTML.
@@ -20,7 +24,8 @@ pub struct App {
     pub name: &'static str,
     pub title: &'static str,
     pub description: &'static str,
-    html: &'static str,
+    /// Its page among the static assets.
+    asset: &'static str,
     /// The tool whose results it shows.
     tool: &'static str,
 }
@@ -31,7 +36,7 @@ pub const APPS: &[App] = &[App {
     title: "Open requests",
     description: "The workspace's open requests as cards with answer buttons; shown beside `list_requests` \
                   by clients that render MCP Apps.",
-    html: include_str!("approvals_app.html"),
+    asset: "help/_apps/approvals.html",
     tool: "list_requests",
 }];
 
@@ -66,8 +71,13 @@ pub fn list() -> Vec<Value> {
 }
 
 /// `resources/read` of a view.
-pub fn read(app: &App) -> Vec<Value> {
-    vec![json!({"uri": app.uri, "mimeType": MIME, "text": app.html, "_meta": ui_meta()})]
+pub async fn read(app: &App, assets: &dyn Assets) -> Result<Vec<Value>, ApiError> {
+    let missing = |why: String| {
+        ApiError::cause(format!("{} among the static assets: {why}", app.asset))
+            .with_message("this deployment's MCP App views are not deployed")
+    };
+    let html = assets.get(app.asset.to_owned()).await.map_err(missing)?.ok_or_else(|| missing("missing".into()))?;
+    Ok(vec![json!({"uri": app.uri, "mimeType": MIME, "text": html, "_meta": ui_meta()})])
 }
 
 #[cfg(test)]
@@ -80,7 +90,13 @@ mod tests {
         assert_eq!(meta["ui"]["resourceUri"], APPROVALS);
         assert_eq!(meta["ui/resourceUri"], APPROVALS);
         assert!(tool_meta("answer_request").is_none());
-        let read = read(find(APPROVALS).unwrap());
+        struct Built;
+        impl Assets for Built {
+            fn get(&self, path: String) -> futures::future::LocalBoxFuture<'_, Result<Option<String>, String>> {
+                Box::pin(async move { Ok(std::fs::read_to_string(format!("{}/{path}", env!("OUT_DIR"))).ok()) })
+            }
+        }
+        let read = futures::executor::block_on(read(find(APPROVALS).unwrap(), &Built)).unwrap();
         assert_eq!(read[0]["mimeType"], "text/html;profile=mcp-app");
         assert_eq!(read[0]["_meta"]["ui"]["csp"]["connectDomains"], json!([]));
         let html = read[0]["text"].as_str().unwrap();

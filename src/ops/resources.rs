@@ -138,7 +138,9 @@ pub fn list() -> Vec<Value> {
 pub async fn read(cx: &Cx<'_>, uri: &str) -> Result<Vec<Value>, ReadFailure> {
     // A view is one static page, the same for everyone, like a help article.
     if let Some(app) = apps::find(uri) {
-        return Ok(apps::read(app));
+        return apps::read(app, &*cx.env.assets)
+            .await
+            .map_err(|e| ReadFailure::Refused(api_error(&e.finish(&cx.request_id))));
     }
     let (t, vars) =
         TEMPLATES.iter().find_map(|t| match_template(t.uri, uri).map(|v| (t, v))).ok_or(ReadFailure::NotFound)?;

@@ -293,15 +293,15 @@ pub async fn revoke(db: &dyn Sql, workspace_id: &str, runner_id: &str) -> DbResu
     Ok(done.last().is_some_and(|rows| !rows.is_empty()))
 }
 
-/// How many of a workspace's runners that could run a checkout of `session_id` called the server since
-/// `since_ms` (an idle runner calls at least every 25 s, waiting for turns): people's runners, and that
-/// session's own sandbox, not other sessions' sandboxes.
-pub async fn online(db: &dyn Sql, workspace_id: &str, session_id: &str, since_ms: i64) -> DbResult<i64> {
+/// How many of a workspace's people's runners called the server since `since_ms` (an idle runner calls
+/// at least every 25 s, waiting for turns). Sandboxes are not counted: a session's own is started for
+/// its checks when none of these is online ([`crate::domain::sandboxes`]).
+pub async fn online(db: &dyn Sql, workspace_id: &str, since_ms: i64) -> DbResult<i64> {
     #[derive(Deserialize)]
     struct Row {
         n: i64,
     }
     const ONLINE: &str = "SELECT COUNT(*) AS n FROM runner WHERE workspace_id = ?1 AND last_seen_ms >= ?2
-      AND (session_id IS NULL OR session_id = ?3)";
-    Ok(first::<Row>(db, stmt!(ONLINE, workspace_id, since_ms, session_id)).await?.map_or(0, |r| r.n))
+      AND session_id IS NULL";
+    Ok(first::<Row>(db, stmt!(ONLINE, workspace_id, since_ms)).await?.map_or(0, |r| r.n))
 }

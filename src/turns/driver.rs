@@ -6,13 +6,10 @@
 use super::openai;
 use super::ports::Ports;
 use super::{agent_tools, wallet};
-use crate::cx::SandboxBoot;
-use crate::domain::{goal_checks, webhooks};
+use crate::domain::{goal_checks, sandboxes, webhooks};
 use crate::error::Code;
 use crate::rules::harness::Harness;
-use crate::rules::ids;
 use crate::rules::placement::{self, Placement};
-use crate::rules::targets::Provider;
 use crate::session::TurnEnd;
 use crate::session::{
     echo, goal, Accepted, Core, EventKind, LocalSql, Refusal, SessionCall, SessionConfig, SessionRequest, StepOutcome,
@@ -79,15 +76,17 @@ pub async fn step<S: LocalSql + ?Sized>(
             // While the turn waits, its sandbox must run: started on the first step, and again on a later
             // one if it went to sleep just as the turn came (its runner left before claiming it).
             let booted = match hosted {
-                true => match ensure_sandbox(ports, &config, now_ms).await {
-                    Ok(booted) => booted,
-                    Err(why) => {
-                        // Nobody else may claim it: it goes with the sandbox that did not start.
-                        let _ = store::runners::cancel(ports.db(), &config.session_id, &message_id).await;
-                        let why = format!("the session's sandbox did not start: {why}");
-                        return fail_turn(core, ports, config, &message_id, &why, now_ms).await;
+                true => {
+                    match sandboxes::ensure(ports.db(), &*ports.env.sandboxes, sandbox_for(&config), now_ms).await {
+                        Ok(booted) => booted,
+                        Err(why) => {
+                            // Nobody else may claim it: it goes with the sandbox that did not start.
+                            let _ = store::runners::cancel(ports.db(), &config.session_id, &message_id).await;
+                            let why = format!("the session's sandbox did not start: {why}");
+                            return fail_turn(core, ports, config, &message_id, &why, now_ms).await;
+                        }
                     }
-                },
+                }
                 false => false,
             };
             let waiting = match (hosted, booted) {
@@ -148,33 +147,13 @@ async fn fail_turn<S: LocalSql + ?Sized>(
     Ok(Some((config, t)))
 }
 
-/// Boots (or wakes) a hosted session's sandbox unless it runs: registers the session's hosted runner with
-/// a fresh token (only its hash is kept; the token goes to the sandbox alone), and hands the sandbox what
-/// it may reach: the defaults for the harness and the workspace's targets, and the agent's own hosts.
-/// `true` when it booted.
-async fn ensure_sandbox(ports: &Ports<'_>, config: &SessionConfig, now_ms: i64) -> Result<bool, String> {
-    if ports.env.sandboxes.running(&config.session_id).await? {
-        return Ok(false);
+fn sandbox_for(config: &SessionConfig) -> sandboxes::For<'_> {
+    sandboxes::For {
+        workspace_id: &config.workspace_id,
+        session_id: &config.session_id,
+        harness: &config.harness,
+        egress: &config.egress,
     }
-    let db = ports.db();
-    let token = ids::new_secret("srt_");
-    let name = format!("sandbox of {}", config.session_id);
-    let (ws, sid) = (&config.workspace_id, &config.session_id);
-    store::runners::register_hosted(db, &ids::new_id("run"), ws, sid, &name, &ids::hash_secret(&token), now_ms)
-        .await
-        .map_err(|e| e.to_string())?;
-    let harness = Harness::from_word(&config.harness).unwrap_or(Harness::Runner);
-    let connectors = store::connectors::list(db, ws).await.map_err(|e| e.to_string())?;
-    let providers: Vec<Provider> = connectors.iter().filter_map(|c| Provider::from_word(&c.provider)).collect();
-    let egress = placement::egress(harness, &providers, &config.egress);
-    let boot = SandboxBoot {
-        session_id: sid.clone(),
-        workspace_id: ws.clone(),
-        runner_token: token,
-        egress,
-        max_run_s: placement::MAX_RUN_S,
-    };
-    ports.env.sandboxes.boot(boot).await.map(|()| true)
 }
 
 /// `turn.finished` for every turn that ended, and `session.failed` besides when it failed. Sent after the
@@ -260,7 +239,7 @@ async fn check_goal<S: LocalSql + ?Sized>(
     }
     let (mut elsewhere, mut not_run) = (Vec::new(), Vec::new());
     if !unrun.is_empty() && g.status == goal::GoalStatus::Active {
-        let ran = goal_checks::run(ports.db(), config, &message_id, &unrun, now_ms)
+        let ran = goal_checks::run(ports.db(), &*ports.env.sandboxes, config, &message_id, &unrun, now_ms)
             .await
             .map_err(|e| Refusal::new(Code::Internal, e.to_string()))?;
         match ran {

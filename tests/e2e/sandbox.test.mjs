@@ -9,7 +9,7 @@ import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { createAccount, createWorkspace, rawMcp, ok, readTurn, texts, rest, ikey } from './helpers.mjs';
+import { createAccount, createWorkspace, createAgent, rawMcp, ok, readTurn, texts, rest, ikey, agentTool } from './helpers.mjs';
 
 const status = (() => {
   try { return readFileSync(new URL('../../build/sandbox/status', import.meta.url), 'utf8').trim(); } catch { return 'scripts/sandbox.sh has not run'; }
@@ -86,6 +86,37 @@ describe('hosted sandboxes', { skip }, () => {
     deadline = Date.now() + 30_000;
     while (sandboxes().length > before && Date.now() < deadline) await new Promise((r) => setTimeout(r, 500));
     assert.equal(sandboxes().length, before, 'the stop ended the container');
+  });
+
+  test("land with checks and no runner of the person: they run in the session's sandbox, in a checkout of its lane; failing, the landing is refused with their output", { timeout: 240_000 }, async () => {
+    const echo = await createAgent(key, { workspace: ws });
+    const write = async (sessionId, text, cursor) => {
+      const sent = ok(await tool('send_message', { session_id: sessionId, message: `/write app.txt ${text}`, idempotency_key: ikey('w') }));
+      return readTurn(tool, { session_id: sessionId, cursor: sent.cursor ?? cursor, message_id: sent.message_id });
+    };
+    const started = ok(await tool('start_session', { workspace: ws, agent_id: echo.agent_id, message: 'plan', idempotency_key: ikey('l') }));
+    const sessionId = started.session.session_id;
+    await readTurn(tool, { session_id: sessionId, cursor: started.cursor, message_id: started.message_id });
+    await write(sessionId, 'hello');
+    const token = (await rest('POST', `/v1/sessions/${sessionId}/token`, { key })).body.token;
+    const asked = await agentTool(token, 'land', { summary: 'first' });
+    assert.equal(asked.landed, false, JSON.stringify(asked));
+    assert.match(asked.reason, /no checks are known/);
+    assert.doesNotMatch(asked.reason, /none is online/, 'hosted sandboxes run them: nobody needs to start a runner');
+    const taught = await agentTool(token, 'remember_command', { kind: 'checks', command: 'cat app.txt; grep -q hello app.txt' });
+    assert.ok(!taught.error, JSON.stringify(taught));
+    const t0 = Date.now();
+    const landed = await agentTool(token, 'land', { summary: 'first' });
+    assert.equal(landed.landed, true, JSON.stringify(landed));
+    assert.match(landed.steps.join('\n'), /passed \(exit 0\) in the session's hosted sandbox/);
+    console.log(`land with its checks in a sandbox booted for them: ${Date.now() - t0} ms`);
+
+    await write(sessionId, 'goodbye');
+    const refused = await agentTool(token, 'land', { summary: 'second' });
+    assert.equal(refused.landed, false, JSON.stringify(refused));
+    assert.match(refused.reason, /the checks failed: `cat app.txt; grep -q hello app.txt` exited 1/);
+    assert.match(refused.steps.join('\n'), /goodbye/, 'the output of the failing checks');
+    ok(await tool('stop_session', { session_id: sessionId }));
   });
 
   test('placement is checked where the agent is made: an echo agent cannot be hosted, a hosted runner agent needs its command', async () => {

@@ -59,6 +59,8 @@ fn a_low_max_iterations_stops_at_the_limit() {
 #[test]
 fn command_criteria_with_no_runner_online_are_not_checked_and_never_met() {
     let app = TestApp::new();
+    // A deployment without hosted sandboxes (with them, the session's sandbox runs the criteria).
+    *app.sessions.sandboxes.unavailable.borrow_mut() = Some("no container runtime".into());
     let ada = app.signup("Ada", "ada@example.com");
     let sid = session(&app, &ada, "hello");
     // The text criterion is met by the first reply; the command one cannot be checked: the goal is not met.

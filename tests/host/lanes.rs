@@ -80,10 +80,22 @@ pub fn checker(app: &TestApp, key: &str, exit: i64) -> Rc<RefCell<Vec<Value>>> {
         .unwrap()
         .to_owned();
     assert_eq!(app.send(runner_request(&token, "POST", "/v1/runner/claim", json!({}))).status, 204);
+    answer_checkouts(app, move || token.clone(), exit)
+}
+
+/// No runner of the person: whenever a call waits on a job, the runner of the sandbox booted last claims
+/// the checkout, fetches its lane and answers with `exit`; returns what it fetched.
+fn sandbox_checker(app: &TestApp, exit: i64) -> Rc<RefCell<Vec<Value>>> {
+    let boots = app.sessions.sandboxes.boots.clone();
+    answer_checkouts(app, move || boots.borrow().last().map(|b| b.runner_token.clone()).unwrap_or_default(), exit)
+}
+
+fn answer_checkouts(app: &TestApp, token: impl Fn() -> String + 'static, exit: i64) -> Rc<RefCell<Vec<Value>>> {
+    let token = Rc::new(token);
     let fetched = Rc::new(RefCell::new(Vec::new()));
     let log = fetched.clone();
     *app.sessions.on_wait.borrow_mut() = Some(Rc::new(move |sessions: HostSessions, key: String| {
-        let (token, log) = (token.clone(), log.clone());
+        let (token, log) = (token(), log.clone());
         Box::pin(async move {
             if !key.starts_with("job:") {
                 return;
@@ -369,6 +381,7 @@ fn a_one_sided_base_change_reaches_the_lane_and_failing_checks_refuse() {
 #[test]
 fn with_checks_known_and_no_runner_online_land_refuses() {
     let app = TestApp::new();
+    *app.sessions.sandboxes.unavailable.borrow_mut() = Some("no container runtime".into());
     let t = task(&app);
     checks_known(&app, &t);
     let (a, ta) = join(&app, &t, "first");
@@ -383,6 +396,33 @@ fn with_checks_known_and_no_runner_online_land_refuses() {
     app.advance(61_000);
     let refused = app.agent_ok(&ta, "land", json!({"summary": "x"}));
     assert!(refused["reason"].as_str().unwrap().contains("no runner of the workspace is online"), "{refused}");
+}
+
+/// With no runner of the workspace online, the checks run in the session's hosted sandbox, started for
+/// them, in a fresh checkout of the lane: passing, the work lands; failing, the landing is refused with
+/// their output.
+#[test]
+fn with_no_runner_online_the_checks_run_in_the_sessions_sandbox() {
+    let app = TestApp::new();
+    let t = task(&app);
+    checks_known(&app, &t);
+    let (a, ta) = join(&app, &t, "first");
+    lane_write(&app, &t, &a, "app.txt", "x");
+    let fetched = sandbox_checker(&app, 3);
+    let refused = app.agent_ok(&ta, "land", json!({"summary": "x"}));
+    assert_eq!(refused["landed"], false, "{refused}");
+    assert!(refused["steps"].to_string().contains("exited 3 in the session's hosted sandbox"), "{refused}");
+    assert!(refused["steps"].to_string().contains("1 failed"), "the checks' output: {refused}");
+    let boots = app.sessions.sandboxes.boots.borrow().clone();
+    assert_eq!((boots.len(), boots[0].session_id.as_str()), (1, a.as_str()), "the session's own sandbox");
+    assert_eq!(file_of(&fetched.borrow()[0], "app.txt").as_deref(), Some("x"), "a checkout of the lane");
+
+    sandbox_checker(&app, 0);
+    let landed = app.agent_ok(&ta, "land", json!({"summary": "x"}));
+    assert_eq!(landed["landed"], true, "{landed}");
+    assert!(landed["steps"].to_string().contains("passed (exit 0) in the session's hosted sandbox"), "{landed}");
+    assert_eq!(app.sessions.sandboxes.boots.borrow().len(), 1, "the sandbox still ran: not booted again");
+    assert_eq!(base_read(&app, &t, "app.txt"), "x");
 }
 
 #[test]
@@ -972,6 +1012,7 @@ fn a_checkout_whose_runners_keep_going_away_is_given_up_clearly() {
 #[test]
 fn a_first_landing_asks_for_the_checks_is_taught_and_lands_in_three_calls() {
     let app = TestApp::with_secrets();
+    *app.sessions.sandboxes.unavailable.borrow_mut() = Some("no container runtime".into());
     let t = task(&app);
     let (a, ta) = join(&app, &t, "first");
     let (_, tb) = join(&app, &t, "second");
