@@ -22,6 +22,8 @@ pub struct Config {
     pub admin_token: Option<String>,
     /// One per-key limit shared by REST and MCP.
     pub rate_limit_per_min: u32,
+    /// Hosted sandboxes one workspace may run at once (`SANDBOXES_PER_WORKSPACE`; `None`: 5).
+    pub sandboxes_per_workspace: Option<u32>,
     /// Origins allowed to call the MCP endpoints besides loopback ones.
     pub allowed_origins: Vec<String>,
     /// Base of the links the server hands out; empty means the request's own origin.

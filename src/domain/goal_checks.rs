@@ -39,13 +39,13 @@ fn job_id(config: &SessionConfig, message_id: &str, command: &str) -> String {
 
 /// Runs `commands` for the goal check after the turn of `message_id`, or sees how far they got.
 pub async fn run(
-    db: &dyn Sql,
-    sandboxes: &dyn crate::cx::Sandboxes,
+    env: &crate::cx::Env,
     config: &SessionConfig,
     message_id: &str,
     commands: &[String],
     now_ms: i64,
 ) -> DbResult<Ran> {
+    let db: &dyn Sql = &env.db;
     let mut rows = Vec::new();
     for command in commands {
         let id = job_id(config, message_id, command);
@@ -61,11 +61,13 @@ pub async fn run(
             egress: &config.egress,
         };
         if store::runners::online(db, &config.workspace_id, since).await? == 0 {
-            let started = match sandboxes.available() {
-                Ok(()) => crate::domain::sandboxes::ensure(db, sandboxes, sandbox, now_ms)
-                    .await
-                    .map(drop)
-                    .map_err(|why| format!("the session's sandbox did not start: {why}")),
+            use crate::domain::sandboxes::{ensure, Ensured};
+            let started = match env.sandboxes.available() {
+                Ok(()) => match ensure(env, sandbox, now_ms).await {
+                    Ok(Ensured::Full { cap }) => Err(Ensured::full(cap)),
+                    Ok(_) => Ok(()),
+                    Err(why) => Err(format!("the session's sandbox did not start: {why}")),
+                },
                 Err(_) => Err(String::new()),
             };
             if let Err(failed) = started {

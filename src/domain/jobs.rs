@@ -158,8 +158,10 @@ pub async fn ask_checkout_in_sandbox(
         harness: &session.harness,
         egress: &[],
     };
-    if let Err(why) = sandboxes::ensure(cx.db(), &*cx.env.sandboxes, s, cx.clock_now()).await {
-        return Ok(Asked::NoAnswer(format!("the session's sandbox did not start: {why}")));
+    match sandboxes::ensure(cx.env, s, cx.clock_now()).await {
+        Ok(sandboxes::Ensured::Full { cap }) => return Ok(Asked::NoAnswer(sandboxes::Ensured::full(cap))),
+        Ok(_) => {}
+        Err(why) => return Ok(Asked::NoAnswer(format!("the session's sandbox did not start: {why}"))),
     }
     checkout(cx, session, spec, wait_ms).await
 }

@@ -31,9 +31,12 @@ pub async fn register_hosted(
     token_hash: &str,
     now_ms: i64,
 ) -> DbResult<()> {
-    const UPSERT: &str = "INSERT INTO runner (runner_id, workspace_id, name, token_hash, created_ms, session_id)
-      VALUES (?1, ?2, ?3, ?4, ?5, ?6)
-      ON CONFLICT (session_id) WHERE session_id IS NOT NULL DO UPDATE SET token_hash = excluded.token_hash";
+    // Seen at its boot: a sandbox starting counts against the workspace's cap ([`sandboxes_busy`]).
+    const UPSERT: &str =
+        "INSERT INTO runner (runner_id, workspace_id, name, token_hash, created_ms, session_id, last_seen_ms)
+      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?5)
+      ON CONFLICT (session_id) WHERE session_id IS NOT NULL
+      DO UPDATE SET token_hash = excluded.token_hash, last_seen_ms = excluded.last_seen_ms";
     db.all(stmt!(UPSERT, runner_id, workspace_id, name, token_hash, now_ms, session_id)).await.map(drop)
 }
 
@@ -291,6 +294,19 @@ pub async fn revoke(db: &dyn Sql, workspace_id: &str, runner_id: &str) -> DbResu
     ];
     let done = db.batch(stmts).await?;
     Ok(done.last().is_some_and(|rows| !rows.is_empty()))
+}
+
+/// How many of the workspace's sessions other than `session_id` have a sandbox that booted or called the
+/// server since `since_ms`: the sandboxes it runs now, as far as the server can tell (one that went to
+/// sleep counts until then).
+pub async fn sandboxes_busy(db: &dyn Sql, workspace_id: &str, session_id: &str, since_ms: i64) -> DbResult<i64> {
+    #[derive(Deserialize)]
+    struct Row {
+        n: i64,
+    }
+    const BUSY: &str = "SELECT COUNT(*) AS n FROM runner WHERE workspace_id = ?1 AND session_id IS NOT NULL
+      AND session_id != ?2 AND last_seen_ms >= ?3";
+    Ok(first::<Row>(db, stmt!(BUSY, workspace_id, session_id, since_ms)).await?.map_or(0, |r| r.n))
 }
 
 /// How many of a workspace's people's runners called the server since `since_ms` (an idle runner calls

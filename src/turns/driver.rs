@@ -6,7 +6,8 @@
 use super::openai;
 use super::ports::Ports;
 use super::{agent_tools, wallet};
-use crate::domain::{goal_checks, sandboxes, webhooks};
+use crate::domain::sandboxes::{self, Ensured};
+use crate::domain::{goal_checks, webhooks};
 use crate::error::Code;
 use crate::rules::harness::Harness;
 use crate::rules::placement::{self, Placement};
@@ -75,24 +76,23 @@ pub async fn step<S: LocalSql + ?Sized>(
                 .map_err(|e| Refusal::new(Code::Internal, e.to_string()))?;
             // While the turn waits, its sandbox must run: started on the first step, and again on a later
             // one if it went to sleep just as the turn came (its runner left before claiming it).
-            let booted = match hosted {
-                true => {
-                    match sandboxes::ensure(ports.db(), &*ports.env.sandboxes, sandbox_for(&config), now_ms).await {
-                        Ok(booted) => booted,
-                        Err(why) => {
-                            // Nobody else may claim it: it goes with the sandbox that did not start.
-                            let _ = store::runners::cancel(ports.db(), &config.session_id, &message_id).await;
-                            let why = format!("the session's sandbox did not start: {why}");
-                            return fail_turn(core, ports, config, &message_id, &why, now_ms).await;
-                        }
+            let ensured = match hosted {
+                true => match sandboxes::ensure(ports.env, sandbox_for(&config), now_ms).await {
+                    Ok(ensured) => Some(ensured),
+                    Err(why) => {
+                        // Nobody else may claim it: it goes with the sandbox that did not start.
+                        let _ = store::runners::cancel(ports.db(), &config.session_id, &message_id).await;
+                        let why = format!("the session's sandbox did not start: {why}");
+                        return fail_turn(core, ports, config, &message_id, &why, now_ms).await;
                     }
-                }
-                false => false,
+                },
+                false => None,
             };
-            let waiting = match (hosted, booted) {
-                (true, true) => Some("starting sandbox"),
-                (true, false) if first => Some("running in the session's sandbox"),
-                (false, _) if first => Some("waiting for a runner to claim this turn"),
+            let waiting = match ensured {
+                Some(Ensured::Booted) => Some("starting sandbox".to_owned()),
+                Some(Ensured::Running) if first => Some("running in the session's sandbox".to_owned()),
+                Some(Ensured::Full { cap }) if first => Some(Ensured::full(cap)),
+                None if first => Some("waiting for a runner to claim this turn".to_owned()),
                 _ => None,
             };
             StepOutcome {
@@ -100,7 +100,7 @@ pub async fn step<S: LocalSql + ?Sized>(
                     .map(|text| (EventKind::Status, serde_json::json!({ "text": text })))
                     .into_iter()
                     .collect(),
-                next_in_ms: Some(crate::session::RUNNER_RECHECK_MS),
+                next_in_ms: Some(if hosted { sandboxes::RECHECK_MS } else { crate::session::RUNNER_RECHECK_MS }),
                 harness_state: serde_json::json!({ "runner": "queued" }),
                 ..StepOutcome::default()
             }
@@ -239,7 +239,7 @@ async fn check_goal<S: LocalSql + ?Sized>(
     }
     let (mut elsewhere, mut not_run) = (Vec::new(), Vec::new());
     if !unrun.is_empty() && g.status == goal::GoalStatus::Active {
-        let ran = goal_checks::run(ports.db(), &*ports.env.sandboxes, config, &message_id, &unrun, now_ms)
+        let ran = goal_checks::run(ports.env, config, &message_id, &unrun, now_ms)
             .await
             .map_err(|e| Refusal::new(Code::Internal, e.to_string()))?;
         match ran {

@@ -276,3 +276,32 @@ fn sessions_configured_before_placements_run_on_a_runner() {
     assert_eq!(config.placement, agentsky::rules::placement::Placement::Runner);
     assert_eq!((config.command, config.egress), (None, vec![]));
 }
+
+/// A workspace runs at most `SANDBOXES_PER_WORKSPACE` sandboxes at once: a hosted turn past the cap waits,
+/// saying so, and starts once one stops.
+#[test]
+fn past_the_workspace_cap_a_hosted_turn_waits_for_a_sandbox() {
+    let secrets_key = Some("test-master-key".into());
+    let app = TestApp::with_config(Config { sandboxes_per_workspace: Some(1), secrets_key, ..TestApp::config() });
+    let ada = app.signup("Ada", "ada@example.com");
+    let agent = app.create_agent(
+        &ada.key,
+        json!({"name": "C", "harness": "runner", "model": "m", "placement": "hosted", "command": "cat"}),
+    );
+    let first = start(&app, &ada.key, &agent, "one");
+    let second = start(&app, &ada.key, &agent, "two");
+    assert_eq!(app.sessions.sandboxes.boots.borrow().len(), 1, "one sandbox at once");
+    let said = events(&app, &ada.key, &second);
+    assert!(
+        said.iter().any(|(k, t)| k == "status" && t.starts_with("waiting for a sandbox: the workspace runs its 1")),
+        "{said:?}"
+    );
+
+    app.ok(&ada.key, "stop_session", json!({"session_id": first}));
+    app.advance(agentsky::domain::sandboxes::RECHECK_MS);
+    app.settle();
+    let boots = app.sessions.sandboxes.boots.borrow().clone();
+    assert_eq!(boots.len(), 2, "the waiting turn's sandbox started once the other stopped");
+    assert_eq!(boots[1].session_id, second);
+    assert_eq!(claim(&app, &boots[1].runner_token).json_body()["message"], "two");
+}
