@@ -99,21 +99,7 @@ fn buttons(kind: &str, payload: &Value) -> Vec<Button> {
 /// What the notification says: who asks, in which task, and what.
 fn words(data: &Value, task_title: &str) -> (String, String) {
     let agent = data["agent_name"].as_str().filter(|a| !a.is_empty()).unwrap_or("An agent");
-    let p = &data["payload"];
-    let asked = match data["kind"].as_str() {
-        Some("access") => format!(
-            "Access to {} ({}): {}{}",
-            p["target"].as_str().unwrap_or("?"),
-            p["env"].as_str().unwrap_or("?"),
-            p["scope"]
-                .as_array()
-                .map(|s| s.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(", "))
-                .unwrap_or_default(),
-            p["reason"].as_str().map(|r| format!(" — {r}")).unwrap_or_default(),
-        ),
-        Some("plan") => format!("Plan: {}", p["summary"].as_str().unwrap_or_default()),
-        _ => p["prompt"].as_str().unwrap_or_default().to_owned(),
-    };
+    let asked = crate::rules::webhooks::asks(data);
     let title = match task_title {
         "" => format!("{agent} asks"),
         t => format!("{agent} asks · {t}"),

@@ -301,7 +301,7 @@ pub fn slack_message(event: &str, payload: &str) -> Value {
     let data = &envelope["data"];
     if event == "request.opened" {
         let asks = data["agent_name"].as_str().unwrap_or("An agent");
-        let what = request_summary(data);
+        let what = crate::rules::webhooks::asks(data);
         let url = data["answer_url"].as_str().unwrap_or_default();
         let text = format!("{asks} asks ({}): {what}", data["kind"].as_str().unwrap_or("request"));
         let mut blocks = vec![json!({ "type": "section", "text": { "type": "mrkdwn", "text": slack_escape(&text) } })];
@@ -313,27 +313,6 @@ pub fn slack_message(event: &str, payload: &str) -> Value {
         return json!({ "text": slack_escape(&text), "blocks": blocks });
     }
     json!({ "text": slack_escape(&format!("agentsky: {event} {}", data)) })
-}
-
-/// What a request asks, in one line: an access request's target and scopes, a question's prompt, a plan's
-/// summary.
-fn request_summary(data: &Value) -> String {
-    let p = &data["payload"];
-    let text = match data["kind"].as_str() {
-        Some("access") => format!(
-            "access to {} ({}) for {}: {}",
-            p["target"].as_str().unwrap_or("?"),
-            p["env"].as_str().unwrap_or("?"),
-            p["scope"]
-                .as_array()
-                .map(|s| s.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(", "))
-                .unwrap_or_default(),
-            p["reason"].as_str().unwrap_or_default()
-        ),
-        Some("plan") => p["summary"].as_str().unwrap_or_default().to_owned(),
-        _ => p["prompt"].as_str().unwrap_or_default().to_owned(),
-    };
-    text.chars().take(500).collect()
 }
 
 /// Slack's three control characters in message text.

@@ -87,23 +87,12 @@ mod engine {
 /// `crypto.subtle.importKey("pkcs8", …, RSASSA-PKCS1-v1_5 SHA-256)`, then `sign`.
 #[cfg(target_arch = "wasm32")]
 mod engine {
-    use js_sys::{Array, Function, Object, Promise, Reflect, Uint8Array};
-    use wasm_bindgen::{JsCast, JsValue};
-    use wasm_bindgen_futures::JsFuture;
-
-    fn said(e: JsValue) -> String {
-        e.as_string().or_else(|| js_sys::Error::from(e).message().as_string()).unwrap_or_default()
-    }
-
-    async fn call(target: &JsValue, method: &str, args: Array) -> Result<JsValue, String> {
-        let f: Function = Reflect::get(target, &method.into()).map_err(said)?.dyn_into().map_err(said)?;
-        let promise: Promise = f.apply(target, &args).map_err(said)?.dyn_into().map_err(said)?;
-        JsFuture::from(promise).await.map_err(said)
-    }
+    use crate::rules::webcrypto::{call, said, subtle};
+    use js_sys::{Array, Object, Reflect, Uint8Array};
+    use wasm_bindgen::JsValue;
 
     pub async fn sign(pkcs8: &[u8], message: &[u8]) -> Result<Vec<u8>, String> {
-        let crypto = Reflect::get(&js_sys::global(), &"crypto".into()).map_err(said)?;
-        let subtle = Reflect::get(&crypto, &"subtle".into()).map_err(said)?;
+        let subtle = subtle()?;
         let algorithm = Object::new();
         Reflect::set(&algorithm, &"name".into(), &"RSASSA-PKCS1-v1_5".into()).map_err(said)?;
         Reflect::set(&algorithm, &"hash".into(), &"SHA-256".into()).map_err(said)?;

@@ -41,6 +41,8 @@ pub mod time;
 pub mod title;
 pub mod traceparent;
 pub mod traces;
+#[cfg(target_arch = "wasm32")]
+pub mod webcrypto;
 pub mod webhooks;
 pub mod webpush;
 pub mod zone;

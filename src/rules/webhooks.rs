@@ -9,6 +9,7 @@
 use super::hmac::hmac_sha256;
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
+use serde_json::Value;
 
 /// Every event an endpoint may subscribe to, as receivers see it in `type`.
 pub const EVENTS: &[&str] = &[
@@ -106,6 +107,27 @@ pub fn retry_delay_s(schedule: &[u32], retry: usize, random: u32) -> Option<u32>
     let spread = base / 5;
     let jitter = if spread == 0 { 0 } else { (random as i64 % (2 * spread + 1)) - spread };
     Some((base + jitter).clamp(0, 43_200) as u32)
+}
+
+/// What a request asks, in one line, from its events' data (webhooks, Slack and push say it alike): an access request's target and scopes, a question's prompt, a plan's
+/// summary.
+pub fn asks(data: &Value) -> String {
+    let p = &data["payload"];
+    let text = match data["kind"].as_str() {
+        Some("access") => format!(
+            "access to {} ({}) for {}: {}",
+            p["target"].as_str().unwrap_or("?"),
+            p["env"].as_str().unwrap_or("?"),
+            p["scope"]
+                .as_array()
+                .map(|s| s.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(", "))
+                .unwrap_or_default(),
+            p["reason"].as_str().unwrap_or_default()
+        ),
+        Some("plan") => p["summary"].as_str().unwrap_or_default().to_owned(),
+        _ => p["prompt"].as_str().unwrap_or_default().to_owned(),
+    };
+    text.chars().take(500).collect()
 }
 
 #[cfg(test)]

@@ -183,26 +183,11 @@ mod engine {
 #[cfg(target_arch = "wasm32")]
 mod engine {
     use super::Keys;
+    use crate::rules::webcrypto::{call, said, subtle};
     use base64::engine::general_purpose::URL_SAFE_NO_PAD;
     use base64::Engine as _;
-    use js_sys::{Array, Function, Object, Promise, Reflect, Uint8Array};
-    use wasm_bindgen::{JsCast, JsValue};
-    use wasm_bindgen_futures::JsFuture;
-
-    fn said(e: JsValue) -> String {
-        e.as_string().or_else(|| js_sys::Error::from(e).message().as_string()).unwrap_or_default()
-    }
-
-    async fn call(target: &JsValue, method: &str, args: Array) -> Result<JsValue, String> {
-        let f: Function = Reflect::get(target, &method.into()).map_err(said)?.dyn_into().map_err(said)?;
-        let promise: Promise = f.apply(target, &args).map_err(said)?.dyn_into().map_err(said)?;
-        JsFuture::from(promise).await.map_err(said)
-    }
-
-    fn subtle() -> Result<JsValue, String> {
-        let crypto = Reflect::get(&js_sys::global(), &"crypto".into()).map_err(said)?;
-        Reflect::get(&crypto, &"subtle".into()).map_err(said)
-    }
+    use js_sys::{Array, Object, Reflect, Uint8Array};
+    use wasm_bindgen::JsValue;
 
     fn object(fields: &[(&str, JsValue)]) -> Result<Object, String> {
         let o = Object::new();
