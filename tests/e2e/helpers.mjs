@@ -2,6 +2,7 @@
 // its URL arrives in AGENTSKY_URL. Only what a client can see is asserted.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -13,6 +14,12 @@ export const MCP_URL = `${BASE}/v1/mcp`;
 
 /** A short random suffix so every test makes its own account, names and slugs. */
 export const uniq = () => randomBytes(4).toString('hex');
+
+/** Whether this machine runs hosted sandboxes (scripts/sandbox.sh left `ready`): then checks with no
+ * person's runner online run in the session's sandbox instead of waiting for one. */
+export const SANDBOXES = (() => {
+  try { return readFileSync(new URL('../../build/sandbox/status', import.meta.url), 'utf8').trim() === 'ready'; } catch { return false; }
+})();
 
 /** One REST call. Returns { status, headers, body } with body parsed as JSON when it is JSON. */
 export async function rest(method, path, { key, body, headers = {} } = {}) {

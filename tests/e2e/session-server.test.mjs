@@ -15,7 +15,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import {
   BASE, rest, createAccount, createWorkspace, createAgent, ok, toolErrorCode, rawMcp, readTurn, readAll, ikey,
-  texts, checked,
+  texts, checked, SANDBOXES,
 } from './helpers.mjs';
 
 const AGENT_URL = `${BASE}/v1/session/mcp`;
@@ -439,10 +439,16 @@ describe('session server: /v1/session/mcp with a session token (TS SDK v1 client
       assert.equal(first.landed, false);
       assert.match(first.reason, /remember_command/);
       assert.deepEqual(aok(await a.agent.call('remember_command', { kind: 'checks', command: 'cargo test' }), 'remember_command'), { ok: true });
-      // Checks known and no runner of the workspace online: land refuses rather than land unchecked…
+      // Checks known and no runner of the workspace online: land refuses rather than land unchecked (with
+      // hosted sandboxes they ran in the session's, which has no cargo)…
       const unchecked = aok(await a.agent.call('land', { summary: 'Add a()' }), 'land (no runner)');
       assert.equal(unchecked.landed, false, JSON.stringify(unchecked));
-      assert.match(unchecked.reason, /no runner of the workspace is online/);
+      if (SANDBOXES) {
+        assert.match(unchecked.reason, /the checks failed: `cargo test` exited 127/);
+        assert.match(unchecked.steps.join('\n'), /in the session's hosted sandbox/);
+      } else {
+        assert.match(unchecked.reason, /no runner of the workspace is online/);
+      }
       // …and with one online, they run there in a fresh checkout of the lane.
       const runner = await checksRunner(acct.key, ws.slug);
       const [landed, seen] = await landChecked(a.agent, runner, 'Add a()\n\nThe first function.', 'land (2)');
