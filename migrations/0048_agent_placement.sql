@@ -11,3 +11,7 @@ ALTER TABLE agent ADD COLUMN egress TEXT NOT NULL DEFAULT '[]';
 ALTER TABLE runner_turn ADD COLUMN hosted INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE runner ADD COLUMN session_id TEXT;
 CREATE UNIQUE INDEX runner_session ON runner(session_id) WHERE session_id IS NOT NULL;
+
+-- A checkout queued for the session's own sandbox (no person's runner was online) is its sandbox's alone;
+-- the others are people's runners'.
+ALTER TABLE runner_checkout ADD COLUMN hosted INTEGER NOT NULL DEFAULT 0;

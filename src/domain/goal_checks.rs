@@ -51,6 +51,8 @@ pub async fn run(
         let id = job_id(config, message_id, command);
         rows.push((command, store::checkouts::get(db, &id).await?, id));
     }
+    // Queued for the session's sandbox when no person's runner is online to take them.
+    let mut hosted = false;
     if rows.iter().all(|(_, row, _)| row.is_none()) {
         let since = now_ms - jobs::ONLINE_MS;
         // With no person's runner online, the session's hosted sandbox runs them, where there are sandboxes.
@@ -65,7 +67,10 @@ pub async fn run(
             let started = match env.sandboxes.available() {
                 Ok(()) => match ensure(env, sandbox, now_ms).await {
                     Ok(Ensured::Full { cap }) => Err(Ensured::full(cap)),
-                    Ok(_) => Ok(()),
+                    Ok(_) => {
+                        hosted = true;
+                        Ok(())
+                    }
                     Err(why) => Err(format!("the session's sandbox did not start: {why}")),
                 },
                 Err(_) => Err(String::new()),
@@ -88,7 +93,7 @@ pub async fn run(
     for (command, row, id) in rows {
         let Some(row) = row else {
             let spec = json!({ "command": command, "timeout_s": TIMEOUT_S, "for": "goal" }).to_string();
-            store::checkouts::insert(db, &id, &config.workspace_id, &config.session_id, &spec, now_ms).await?;
+            store::checkouts::insert(db, &id, &config.workspace_id, &config.session_id, &spec, hosted, now_ms).await?;
             waiting.push(jobs::wait_key(&id));
             continue;
         };

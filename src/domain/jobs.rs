@@ -141,7 +141,7 @@ pub async fn ask_checkout(cx: &Cx<'_>, session: &SessionRow, spec: &JobSpec, wai
     if store::runners::online(cx.db(), &session.workspace_id, cx.clock_now() - ONLINE_MS).await? == 0 {
         return Ok(Asked::NoRunner);
     }
-    checkout(cx, session, spec, wait_ms).await
+    checkout(cx, session, spec, false, wait_ms).await
 }
 
 /// [`ask_checkout`] in the session's hosted sandbox, started for it (no runner of the workspace need be
@@ -163,15 +163,22 @@ pub async fn ask_checkout_in_sandbox(
         Ok(_) => {}
         Err(why) => return Ok(Asked::NoAnswer(format!("the session's sandbox did not start: {why}"))),
     }
-    checkout(cx, session, spec, wait_ms).await
+    checkout(cx, session, spec, true, wait_ms).await
 }
 
-/// Queues a checkout of the session's lane and waits for a runner's result.
-async fn checkout(cx: &Cx<'_>, session: &SessionRow, spec: &JobSpec, wait_ms: i64) -> Result<Asked, ApiError> {
+/// Queues a checkout of the session's lane, for people's runners or for the session's sandbox (`hosted`),
+/// and waits for a runner's result.
+async fn checkout(
+    cx: &Cx<'_>,
+    session: &SessionRow,
+    spec: &JobSpec,
+    hosted: bool,
+    wait_ms: i64,
+) -> Result<Asked, ApiError> {
     let db = cx.db();
     let job_id = ids::new_id("job");
-    store::checkouts::insert(db, &job_id, &session.workspace_id, &session.session_id, &spec_text(spec), cx.now_ms)
-        .await?;
+    let (ws, sid) = (&session.workspace_id, &session.session_id);
+    store::checkouts::insert(db, &job_id, ws, sid, &spec_text(spec), hosted, cx.now_ms).await?;
     let deadline = cx.clock_now() + wait_ms;
     // In slices no longer than a lease: a result wakes the wait, the slices see runners go away.
     for _ in 0..=wait_ms / LEASE_MS + 1 {

@@ -41,24 +41,27 @@ pub async fn insert(
     workspace_id: &str,
     session_id: &str,
     spec: &str,
+    hosted: bool,
     now_ms: i64,
 ) -> DbResult<()> {
-    const INSERT: &str = "INSERT INTO runner_checkout (job_id, workspace_id, session_id, spec, status, created_ms)
-      VALUES (?1, ?2, ?3, ?4, 'queued', ?5) ON CONFLICT (job_id) DO NOTHING";
-    db.all(stmt!(INSERT, job_id, workspace_id, session_id, spec, now_ms)).await.map(drop)
+    const INSERT: &str =
+        "INSERT INTO runner_checkout (job_id, workspace_id, session_id, spec, status, created_ms, hosted)
+      VALUES (?1, ?2, ?3, ?4, 'queued', ?5, ?6) ON CONFLICT (job_id) DO NOTHING";
+    db.all(stmt!(INSERT, job_id, workspace_id, session_id, spec, now_ms, hosted)).await.map(drop)
 }
 
 const QUEUE: Queue = queue!(
     "runner_checkout",
     "job_id, workspace_id, session_id, spec, status, runner_id, lease_id, lease_expires_ms, attempts, result,
      created_ms",
-    // Any checkout for a person's runner; only its own session's for a hosted sandbox's.
-    claims: "?6 IS NULL OR session_id = ?6",
+    // A person's runner: any checkout queued for people's runners; a sandbox's: its own session's queued
+    // for it.
+    claims: "CASE WHEN ?6 IS NULL THEN hosted = 0 ELSE session_id = ?6 AND hosted = 1 END",
     done_sets: ", result = ?3, done_ms = ?4"
 );
 
-/// Leases the oldest checkout of the workspace that is waiting, or whose runner stopped renewing it: any
-/// for a person's runner, only its own session's for a hosted sandbox's.
+/// Leases the oldest checkout of the workspace that is waiting, or whose runner stopped renewing it: for a
+/// person's runner any queued for people's runners, for a sandbox's its own session's queued for it.
 pub async fn claim(
     db: &dyn Sql,
     runner: &Claimant<'_>,

@@ -183,22 +183,24 @@ fn a_hosted_session_boots_its_sandbox_whose_runner_claims_only_that_sessions_tur
     assert!(laptops["agent"].get("command").is_none());
     assert_eq!(claim(&app, &sandbox_b).json_body()["session_id"].as_str(), Some(b.as_str()));
 
-    // Checkouts: a sandbox's runner runs only its own session's; a person's runner any, as before.
-    let queue = |job: &'static str, session: String| {
+    // Checkouts: a sandbox's runner runs only its own session's queued for it; a person's runner those
+    // queued for people's runners.
+    let queue = |job: &'static str, session: String, hosted: bool| {
         app.system(move |cx| {
             Box::pin(async move {
-                agentsky::store::checkouts::insert(cx.db(), job, &ada_ws(cx, &session).await, &session, "{}", cx.now_ms)
-                    .await
-                    .unwrap()
+                let ws = ada_ws(cx, &session).await;
+                agentsky::store::checkouts::insert(cx.db(), job, &ws, &session, "{}", hosted, cx.now_ms).await.unwrap()
             })
         })
     };
-    queue("chk_c", c.clone());
+    queue("chk_c", c.clone(), true);
     assert_eq!(claim(&app, sandbox).status, 204, "another session's checkout is not the sandbox's");
-    queue("chk_a", a.clone());
+    queue("chk_people", a.clone(), false);
+    assert_eq!(claim(&app, sandbox).status, 204, "one queued for people's runners is not the sandbox's");
+    queue("chk_a", a.clone(), true);
     let mine = claim(&app, sandbox).json_body();
     assert_eq!(mine["checkout"]["job_id"], "chk_a");
-    assert_eq!(claim(&app, &laptop).json_body()["checkout"]["job_id"], "chk_c");
+    assert_eq!(claim(&app, &laptop).json_body()["checkout"]["job_id"], "chk_people");
 
     // Stopping the session stops its sandbox, and the sandbox's token stops working.
     app.ok(&ada.key, "stop_session", json!({"session_id": a}));
