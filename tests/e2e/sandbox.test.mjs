@@ -46,7 +46,11 @@ describe('hosted sandboxes', { skip }, () => {
   test('a hosted runner agent with no runner of the person: the sandbox boots, runs the command, writes a file, replies; the next turn finds it warm; a stop ends it', { timeout: 240_000 }, async () => {
     const runners = await rest('GET', `/v1/runners?workspace=${ws}`, { key });
     assert.deepEqual((runners.body.runners ?? []).filter((r) => !r.hosted), [], 'the person has no runner');
+    // Containers are counted: the suites before (one at a time) may have left one idling, which sleeps soon.
+    const quiet = Date.now() + 90_000;
+    while (sandboxes().length > 0 && Date.now() < quiet) await new Promise((r) => setTimeout(r, 500));
     const before = sandboxes().length;
+    assert.equal(before, 0, 'no other sandbox runs');
     const t0 = Date.now();
     const started = ok(await tool('start_session', { workspace: ws, agent_id: agentId, message: 'hello sandbox', idempotency_key: ikey('sb') }));
     const sessionId = started.session.session_id;
