@@ -10,13 +10,35 @@ use serde::{Deserialize, Serialize};
 const TOUCH: &str = "UPDATE api_key SET last_used_ms = ?2
   WHERE key_hash = ?1 AND revoked_ms IS NULL AND (last_used_ms IS NULL OR last_used_ms < ?2 - 60000)";
 
-const AUTHENTICATE: &str = "SELECT k.key_id, k.account_id, k.key_hash, k.scopes, k.workspace_id AS locked_workspace_id,
-  k.oauth_grant_id AS app,
-  (SELECT json_group_array(json_object('workspace_id', w.workspace_id, 'slug', w.slug, 'name', w.name,
+/// The memberships of the account `$account` names (SQL), as one JSON column, `memberships`.
+macro_rules! memberships_of {
+    ($account:literal) => {
+        concat!(
+            "(SELECT json_group_array(json_object('workspace_id', w.workspace_id, 'slug', w.slug, 'name', w.name,
             'role', m.role, 'is_personal', w.is_personal))
      FROM membership m JOIN workspace w ON w.workspace_id = m.workspace_id
-    WHERE m.account_id = k.account_id) AS memberships
-  FROM api_key k WHERE k.key_hash = ?1 AND k.revoked_ms IS NULL AND (k.expires_ms IS NULL OR k.expires_ms > ?2)";
+    WHERE m.account_id = ",
+            $account,
+            ") AS memberships"
+        )
+    };
+}
+
+/// A [`KeyRow`] of the keys `$which` (SQL) picks.
+macro_rules! key_rows {
+    ($which:literal) => {
+        concat!(
+            "SELECT k.key_id, k.account_id, k.key_hash, k.scopes, k.workspace_id AS locked_workspace_id,
+  k.oauth_grant_id AS app, ",
+            memberships_of!("k.account_id"),
+            " FROM api_key k WHERE ",
+            $which
+        )
+    };
+}
+
+const AUTHENTICATE: &str =
+    key_rows!("k.key_hash = ?1 AND k.revoked_ms IS NULL AND (k.expires_ms IS NULL OR k.expires_ms > ?2)");
 
 #[derive(Deserialize)]
 struct KeyRow {
@@ -28,6 +50,19 @@ struct KeyRow {
     app: Option<String>,
     #[serde(deserialize_with = "super::json_text")]
     memberships: Vec<Membership>,
+}
+
+impl From<KeyRow> for Caller {
+    fn from(k: KeyRow) -> Caller {
+        Caller {
+            account_id: k.account_id,
+            key_id: k.key_id,
+            can_write: k.scopes.split(' ').any(|s| s == "write"),
+            locked_workspace_id: k.locked_workspace_id,
+            memberships: k.memberships,
+            app: k.app,
+        }
+    }
 }
 
 /// The caller behind a key hash, or `None` for an unknown or revoked key.
@@ -54,14 +89,7 @@ fn caller(rows: Vec<Row>, key_hash: &str) -> DbResult<Option<Caller>> {
     if !crate::rules::ids::constant_time_eq(&k.key_hash, key_hash) {
         return Ok(None);
     }
-    Ok(Some(Caller {
-        account_id: k.account_id,
-        key_id: k.key_id,
-        can_write: k.scopes.split(' ').any(|s| s == "write"),
-        locked_workspace_id: k.locked_workspace_id,
-        memberships: k.memberships,
-        app: k.app,
-    }))
+    Ok(Some(k.into()))
 }
 
 /// A new key's row. `scopes` is `read` or `read write`.
@@ -176,10 +204,7 @@ pub async fn linked_caller(db: &dyn Sql, account_id: &str, workspace_id: &str, a
         #[serde(deserialize_with = "super::json_text")]
         memberships: Vec<Membership>,
     }
-    const MEMBERSHIPS: &str =
-        "SELECT (SELECT json_group_array(json_object('workspace_id', w.workspace_id, 'slug', w.slug,
-      'name', w.name, 'role', m.role, 'is_personal', w.is_personal))
-      FROM membership m JOIN workspace w ON w.workspace_id = m.workspace_id WHERE m.account_id = ?1) AS memberships";
+    const MEMBERSHIPS: &str = concat!("SELECT ", memberships_of!("?1"));
     let found: Vec<MembershipsRow> = rows(db, stmt!(MEMBERSHIPS, account_id)).await?;
     Ok(Caller {
         account_id: account_id.to_owned(),
@@ -194,25 +219,13 @@ pub async fn linked_caller(db: &dyn Sql, account_id: &str, workspace_id: &str, a
 /// The caller behind a key of an account, by its id: what a notification's one-time answer acts as (the
 /// key its subscription was made through). `None` when the key was revoked, expired, is another
 /// account's, or an app's OAuth token.
-const BY_ID: &str = "SELECT k.key_id, k.account_id, k.key_hash, k.scopes, k.workspace_id AS locked_workspace_id,
-  k.oauth_grant_id AS app,
-  (SELECT json_group_array(json_object('workspace_id', w.workspace_id, 'slug', w.slug, 'name', w.name,
-            'role', m.role, 'is_personal', w.is_personal))
-     FROM membership m JOIN workspace w ON w.workspace_id = m.workspace_id
-    WHERE m.account_id = k.account_id) AS memberships
-  FROM api_key k WHERE k.key_id = ?1 AND k.account_id = ?2 AND k.revoked_ms IS NULL
-    AND (k.expires_ms IS NULL OR k.expires_ms > ?3) AND k.oauth_grant_id IS NULL";
+const BY_ID: &str = key_rows!(
+    "k.key_id = ?1 AND k.account_id = ?2 AND k.revoked_ms IS NULL
+    AND (k.expires_ms IS NULL OR k.expires_ms > ?3) AND k.oauth_grant_id IS NULL"
+);
 
 pub async fn caller_by_id(db: &dyn Sql, key_id: &str, account_id: &str, now_ms: i64) -> DbResult<Option<Caller>> {
     let found = db.all(stmt!(BY_ID, key_id, account_id, now_ms)).await?;
     let Some(row) = found.into_iter().next() else { return Ok(None) };
-    let k: KeyRow = super::decode(row)?;
-    Ok(Some(Caller {
-        account_id: k.account_id,
-        key_id: k.key_id,
-        can_write: k.scopes.split(' ').any(|s| s == "write"),
-        locked_workspace_id: k.locked_workspace_id,
-        memberships: k.memberships,
-        app: None,
-    }))
+    Ok(Some(super::decode::<KeyRow>(row)?.into()))
 }
