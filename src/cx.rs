@@ -24,6 +24,9 @@ pub struct Config {
     pub rate_limit_per_min: u32,
     /// Hosted sandboxes one workspace may run at once (`SANDBOXES_PER_WORKSPACE`; `None`: 5).
     pub sandboxes_per_workspace: Option<u32>,
+    /// What an hour of a hosted sandbox's running time costs, in cents, metered per second
+    /// (`SANDBOX_PRICE_CENTS_PER_HOUR`; 0: not charged).
+    pub sandbox_cents_per_hour: i64,
     /// Origins allowed to call the MCP endpoints besides loopback ones.
     pub allowed_origins: Vec<String>,
     /// Base of the links the server hands out; empty means the request's own origin.

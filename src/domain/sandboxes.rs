@@ -8,7 +8,7 @@ use crate::rules::harness::Harness;
 use crate::rules::ids;
 use crate::rules::placement;
 use crate::rules::targets::Provider;
-use crate::store;
+use crate::store::{self, sandboxes::Ended, usage::Hold};
 
 /// Sandboxes one workspace runs at once unless `SANDBOXES_PER_WORKSPACE` says otherwise.
 pub const DEFAULT_PER_WORKSPACE: u32 = 5;
@@ -46,10 +46,11 @@ impl Ensured {
     }
 }
 
-/// Boots (or wakes) the session's sandbox unless it runs or the workspace is at its cap: registers the
-/// session's hosted runner with a fresh token (only its hash is kept; the token goes to the sandbox alone),
-/// and hands the sandbox what it may reach: the defaults for the harness and the workspace's targets, and
-/// the agent's own hosts.
+/// Boots (or wakes) the session's sandbox unless it runs or the workspace is at its cap: settles the
+/// session's boot before (asleep now), holds an hour of sandbox time from the wallet like a model call,
+/// registers the session's hosted runner with a fresh token (only its hash is kept; the token goes to the
+/// sandbox alone), and hands the sandbox what it may reach: the defaults for the harness and the
+/// workspace's targets, and the agent's own hosts.
 pub async fn ensure(env: &Env, s: For<'_>, now_ms: i64) -> Result<Ensured, String> {
     let (db, sandboxes) = (&env.db, &*env.sandboxes);
     sandboxes.available()?;
@@ -58,24 +59,73 @@ pub async fn ensure(env: &Env, s: For<'_>, now_ms: i64) -> Result<Ensured, Strin
     }
     let (ws, sid) = (s.workspace_id, s.session_id);
     let cap = env.config.sandboxes_per_workspace.unwrap_or(DEFAULT_PER_WORKSPACE);
-    let busy = store::runners::sandboxes_busy(db, ws, sid, now_ms - BUSY_MS).await.map_err(|e| e.to_string())?;
+    let busy = store::runners::sandboxes_busy(db, ws, sid, now_ms - BUSY_MS).await.map_err(db_err)?;
     if busy >= i64::from(cap) {
         return Ok(Ensured::Full { cap });
     }
+    settle(env, Some(sid), Ended::Asleep, now_ms).await?;
+    let boot_id = ids::new_id("sbx");
+    let price = env.config.sandbox_cents_per_hour;
+    if price > 0 {
+        let cents = hold_cents(price, placement::MAX_RUN_S);
+        if let Hold::Short { balance_cents } =
+            store::usage::hold(db, &boot_id, ws, cents, now_ms).await.map_err(db_err)?
+        {
+            return Err(format!(
+                "the wallet holds {balance_cents} cents, and a sandbox is held {cents} before it starts (its time \
+                 budget of {} minutes at {price} cents an hour, charged per second); add credit to continue",
+                placement::MAX_RUN_S / 60
+            ));
+        }
+    }
+    let harness = Harness::from_word(s.harness).unwrap_or(Harness::Runner);
+    let connectors = store::connectors::list(db, ws).await.map_err(db_err)?;
+    let providers: Vec<Provider> = connectors.iter().filter_map(|c| Provider::from_word(&c.provider)).collect();
+    let egress = placement::egress(harness, &providers, s.egress);
+    store::sandboxes::started(db, &boot_id, ws, sid, &egress, now_ms).await.map_err(db_err)?;
     let token = ids::new_secret("srt_");
     let name = format!("sandbox of {sid}");
     store::runners::register_hosted(db, &ids::new_id("run"), ws, sid, &name, &ids::hash_secret(&token), now_ms)
         .await
-        .map_err(|e| e.to_string())?;
-    let harness = Harness::from_word(s.harness).unwrap_or(Harness::Runner);
-    let connectors = store::connectors::list(db, ws).await.map_err(|e| e.to_string())?;
-    let providers: Vec<Provider> = connectors.iter().filter_map(|c| Provider::from_word(&c.provider)).collect();
+        .map_err(db_err)?;
     let boot = SandboxBoot {
         session_id: sid.to_owned(),
         workspace_id: ws.to_owned(),
         runner_token: token,
-        egress: placement::egress(harness, &providers, s.egress),
+        egress,
         max_run_s: placement::MAX_RUN_S,
     };
-    sandboxes.boot(boot).await.map(|()| Ensured::Booted)
+    match sandboxes.boot(boot).await {
+        Ok(()) => Ok(Ensured::Booted),
+        Err(why) => {
+            // Nothing ran: the boot ends costing nothing, and its hold goes back.
+            let open = store::sandboxes::Open { boot_id, workspace_id: ws.to_owned() };
+            store::sandboxes::settle(db, &open, Ended::Failed, Some(now_ms), price).await.map_err(db_err)?;
+            Err(why)
+        }
+    }
+}
+
+/// What is held before a sandbox starts: its whole time budget at the price, in cents, rounded up.
+pub fn hold_cents(cents_per_hour: i64, seconds: i64) -> i64 {
+    (cents_per_hour.max(0) * seconds.max(0) + 3599) / 3600
+}
+
+/// How long a sandbox's runner may go unheard before its boot counts as over: an idle one calls every 25 s,
+/// and one still starting has had minutes.
+const GONE_MS: i64 = 5 * 60_000;
+
+/// Ends and charges the open boots of a session (`Some`) now that it is asleep or stopped, or (`None`, the
+/// cron) of every sandbox unheard for [`GONE_MS`]: an asleep one ran until its runner's last call.
+pub async fn settle(env: &Env, session_id: Option<&str>, ended: Ended, now_ms: i64) -> Result<(), String> {
+    let seen_before = if session_id.is_some() { now_ms + 1 } else { now_ms - GONE_MS };
+    let at = (ended != Ended::Asleep).then_some(now_ms);
+    for boot in store::sandboxes::open(&env.db, session_id, seen_before).await.map_err(db_err)? {
+        store::sandboxes::settle(&env.db, &boot, ended, at, env.config.sandbox_cents_per_hour).await.map_err(db_err)?;
+    }
+    Ok(())
+}
+
+fn db_err(e: store::DbError) -> String {
+    e.to_string()
 }

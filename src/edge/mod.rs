@@ -40,6 +40,7 @@ pub(crate) fn config(env: &Env) -> Config {
         admin_token: secret(env, "ADMIN_TOKEN").or_else(|| var(env, "ADMIN_TOKEN")),
         rate_limit_per_min: var(env, "RATE_LIMIT_PER_MIN").and_then(|v| v.parse().ok()).unwrap_or(600),
         sandboxes_per_workspace: var(env, "SANDBOXES_PER_WORKSPACE").and_then(|v| v.parse().ok()),
+        sandbox_cents_per_hour: var(env, "SANDBOX_PRICE_CENTS_PER_HOUR").and_then(|v| v.parse().ok()).unwrap_or(0),
         allowed_origins: var(env, "ALLOWED_ORIGINS")
             .map(|v| {
                 v.split(',').map(|s| s.trim().trim_end_matches('/').to_owned()).filter(|s| !s.is_empty()).collect()

@@ -1,22 +1,34 @@
 //! The `Sandbox` Durable Object: one per hosted session, holding the lifecycle of its container
 //! (Cloudflare Containers, wrangler.toml `[[containers]]`). The container runs `sky runner --hosted`, which
 //! claims the session's turns and checks from this Worker over the runner protocol, like a person's
-//! runner; it reaches the Worker only through this object's interception of [`SANDBOX_ORIGIN`] (the Worker's
-//! own `SELF` binding), with the internet otherwise closed. It exits after an idle time, and the
-//! container sleeps; the next [`SandboxCall::Boot`] starts it again, and the session's files come back
-//! from D1 and R2 as on any runner. An alarm stops a container that outlives its time budget.
+//! runner; it reaches the Worker through this object's interception of [`SANDBOX_ORIGIN`] (the Worker's
+//! own `SELF` binding). Everything else it sends goes to its egress guard, an object of the same class
+//! named `egress:<session>` (so no request from the container can reach this object's calls), which lets
+//! through only the hosts on its boot's egress list. It exits after an idle time, and the container
+//! sleeps; the next [`SandboxCall::Boot`] starts it again, and the session's files come back from D1 and
+//! R2 as on any runner. An alarm stops a container that outlives its time budget.
 
+use crate::edge::d1::D1;
 use crate::edge::sandboxes::{SandboxAnswer, SandboxCall};
-use crate::rules::placement::SANDBOX_ORIGIN;
+use crate::rules::placement::{self, SANDBOX_ORIGIN};
 use js_sys::{Function, Object, Promise, Reflect};
+use std::cell::RefCell;
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
-use worker::{durable_object, Container, DurableObject, Env, Request, Response, Result, State};
+use worker::{durable_object, Container, DurableObject, Env, Fetch, Request, Response, Result, State};
+
+/// The prefix of an egress guard's name.
+const GUARD: &str = "egress:";
+
+/// How long a guard keeps the egress list it read (a new boot may bring a new one).
+const LIST_TTL_MS: f64 = 10_000.0;
 
 #[durable_object]
 pub struct Sandbox {
     state: State,
     env: Env,
+    /// A guard's egress list and when it was read.
+    allowed: RefCell<Option<(f64, Vec<String>)>>,
 }
 
 fn js_err(e: JsValue) -> worker::Error {
@@ -59,18 +71,69 @@ impl Sandbox {
         }
         let me = self.env.service("SELF")?;
         let addr = SANDBOX_ORIGIN.trim_start_matches("http://");
-        let routed = method(container, "interceptOutboundHttp")?.call2(container.as_ref(), &addr.into(), me.as_ref());
-        JsFuture::from(routed.map_err(js_err)?.dyn_into::<Promise>().map_err(js_err)?).await.map_err(js_err)?;
+        intercept(container, "interceptOutboundHttp", &[addr.into(), me.as_ref().clone()]).await?;
+        let name = self.state.id().name().unwrap_or_default();
+        let guard = self.env.durable_object("SANDBOXES")?.id_from_name(&format!("{GUARD}{name}"))?.get_stub()?;
+        let guard: JsValue = guard.into_rpc();
+        intercept(container, "interceptAllOutboundHttp", std::slice::from_ref(&guard)).await?;
+        // HTTPS too where the runtime intercepts it (the container trusts its CA: sandbox/entrypoint.sh).
+        if Reflect::has(container.as_ref(), &"interceptOutboundHttps".into()).unwrap_or(false) {
+            intercept(container, "interceptOutboundHttps", &["*".into(), guard]).await?;
+        }
         Ok(())
     }
+
+    /// The guard's answer to a request the container sent out: to the Worker for [`SANDBOX_ORIGIN`], out
+    /// for a host on the egress list of the session's newest boot, refused otherwise.
+    async fn egress(&self, session_id: &str, req: Request) -> Result<Response> {
+        let host = req.url()?.host_str().unwrap_or_default().to_owned();
+        if SANDBOX_ORIGIN.ends_with(&format!("//{host}")) {
+            return self.env.service("SELF")?.fetch_request(req).await;
+        }
+        let now = js_sys::Date::now();
+        let fresh = self.allowed.borrow().as_ref().filter(|(at, _)| now - at < LIST_TTL_MS).map(|(_, l)| l.clone());
+        let allowed = match fresh {
+            Some(list) => list,
+            None => {
+                let db = D1(self.env.d1("DB")?);
+                let list = crate::store::sandboxes::egress(&db, session_id)
+                    .await
+                    .map_err(|e| worker::Error::RustError(e.to_string()))?;
+                *self.allowed.borrow_mut() = Some((now, list.clone()));
+                list
+            }
+        };
+        if !placement::allows(&allowed, &host) {
+            let why = format!(
+                "agentsky: this sandbox may not reach `{host}`: it is not on the agent's egress list (its `egress`, \
+                 and the defaults for its harness and targets)\n"
+            );
+            return Response::error(why, 403);
+        }
+        match Fetch::Request(req).send().await {
+            Ok(resp) => Ok(resp),
+            Err(e) => Response::error(format!("agentsky: `{host}` did not answer this sandbox: {e}\n"), 502),
+        }
+    }
+}
+
+/// Calls an interception method of the container and waits for it.
+async fn intercept(container: &Container, name: &str, args: &[JsValue]) -> Result<()> {
+    let args: js_sys::Array = args.iter().collect();
+    let called = method(container, name)?.apply(container.as_ref(), &args).map_err(js_err)?;
+    JsFuture::from(called.dyn_into::<Promise>().map_err(js_err)?).await.map_err(js_err)?;
+    Ok(())
 }
 
 impl DurableObject for Sandbox {
     fn new(state: State, env: Env) -> Self {
-        Self { state, env }
+        Self { state, env, allowed: RefCell::new(None) }
     }
 
     async fn fetch(&self, mut req: Request) -> Result<Response> {
+        if let Some(session_id) = self.state.id().name().and_then(|n| n.strip_prefix(GUARD).map(str::to_owned)) {
+            return self.egress(&session_id, req).await;
+        }
         let container = match self.container() {
             Ok(c) => c,
             Err(e) => return Response::error(e.to_string(), 503),

@@ -327,6 +327,10 @@ pub async fn tick(cx: &Cx<'_>) -> Result<usize, ApiError> {
     // Money held for model calls whose step died before settling goes back to its wallet.
     store::usage::release_stale(cx.db(), now - STALE_HOLD_MS).await?;
     // Housekeeping that may fail without stopping the schedule: it is tried again next tick.
+    // Sandboxes unheard for minutes went to sleep (or died) with no turn to wake them: their time is charged.
+    if let Err(e) = crate::domain::sandboxes::settle(cx.env, None, store::sandboxes::Ended::Asleep, now).await {
+        crate::error::log_line(&format!("cron: charging sandboxes' time failed ({e}); tried again next tick"));
+    }
     if let Err(e) = crate::domain::blobs::purge_deleted(cx).await {
         crate::error::log_line(&format!("cron: purging deleted workspaces' bytes failed ({e}); tried again next tick"));
     }

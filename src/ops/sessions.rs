@@ -482,6 +482,8 @@ async fn stop_sandbox(cx: &Cx<'_>, session_id: &str) -> Result<(), ApiError> {
     if let Err(e) = cx.env.sandboxes.stop(session_id).await {
         crate::error::log_line(&format!("session {session_id}: its sandbox did not stop: {e}"));
     }
+    let stopped = crate::store::sandboxes::Ended::Stopped;
+    crate::domain::sandboxes::settle(cx.env, Some(session_id), stopped, cx.now_ms).await.map_err(ApiError::cause)?;
     store::runners::revoke(cx.db(), &runner.workspace_id, &runner.runner_id).await?;
     Ok(())
 }

@@ -156,6 +156,13 @@ pub fn egress(harness: Harness, granted_providers: &[Provider], agent_set: &[Str
     hosts
 }
 
+/// Whether a sandbox whose egress list is `hosts` may reach `host` (a request's host name, without its
+/// port): only the names on the list, exactly, in any letter case.
+pub fn allows(hosts: &[String], host: &str) -> bool {
+    let host = host.trim_end_matches('.');
+    !host.is_empty() && hosts.iter().any(|h| h.eq_ignore_ascii_case(host))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -192,6 +199,16 @@ mod tests {
         assert!(e.contains("`command` is only for hosted `runner` agents"), "{e}");
         let e = check(Harness::Runner, Placement::Hosted, Some("a\nb"), &[]).unwrap_err();
         assert!(e.contains("one shell line"), "{e}");
+    }
+
+    #[test]
+    fn a_sandbox_reaches_only_the_hosts_on_its_list_exactly() {
+        let list = hosts(&["pypi.org", "registry.npmjs.org"]);
+        assert!(allows(&list, "pypi.org") && allows(&list, "PyPI.org") && allows(&list, "pypi.org."));
+        for host in ["files.pypi.org", "pypi.org.evil.com", "evilpypi.org", "", "example.com", "10.172.0.1"] {
+            assert!(!allows(&list, host), "{host}");
+        }
+        assert!(!allows(&[], "pypi.org"));
     }
 
     #[test]

@@ -36,6 +36,7 @@ pub mod reported;
 pub mod requests;
 pub mod routines;
 pub mod runners;
+pub mod sandboxes;
 pub mod secrets;
 pub mod sessions;
 pub mod skills;

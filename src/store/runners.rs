@@ -61,11 +61,13 @@ impl RunnerRow {
     }
 }
 
-/// The runner behind a token, touching its last-seen time.
+/// The runner behind a token, touching its last-seen time (and its sandbox's boot, for a sandbox's).
 pub async fn by_token(db: &dyn Sql, token_hash: &str, now_ms: i64) -> DbResult<Option<RunnerRow>> {
     const GET: &str = "UPDATE runner SET last_seen_ms = ?2 WHERE token_hash = ?1
       RETURNING runner_id, workspace_id, name, session_id";
-    first(db, stmt!(GET, token_hash, now_ms)).await
+    let touch = stmt!(super::sandboxes::TOUCH, token_hash, now_ms);
+    let mut done = db.batch(vec![touch, stmt!(GET, token_hash, now_ms)]).await?;
+    done.pop().and_then(|rows| rows.into_iter().next()).map(super::decode).transpose()
 }
 
 /// Queues a runner turn once; a `hosted` one is claimed only by its session's sandbox.

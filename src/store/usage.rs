@@ -108,11 +108,11 @@ const SETTLE_ENTRY: &str = "INSERT INTO usage_entry (entry_id, workspace_id, ses
   FROM workspace w WHERE w.workspace_id = ?2 AND (?7 > 0 OR ?8 > 0 OR ?9 > 0)
   ON CONFLICT (entry_id) DO NOTHING";
 /// Gives the hold back and takes what the entry just written (same batch) charged, in one move.
-const SETTLE_WALLET: &str = "UPDATE workspace SET balance_cents = balance_cents
+pub(super) const SETTLE_WALLET: &str = "UPDATE workspace SET balance_cents = balance_cents
     + COALESCE((SELECT cents FROM wallet_hold WHERE hold_id = ?1), 0)
     - CASE WHEN changes() = 1 THEN (SELECT cents FROM usage_entry WHERE entry_id = ?1) ELSE 0 END
   WHERE workspace_id = ?2";
-const SETTLE_RELEASE: &str = "DELETE FROM wallet_hold WHERE hold_id = ?1";
+pub(super) const SETTLE_RELEASE: &str = "DELETE FROM wallet_hold WHERE hold_id = ?1";
 const SETTLED: &str = "SELECT cents FROM usage_entry WHERE entry_id = ?1";
 
 /// Settles a held call into its ledger entry and releases the rest of the hold, once: a replay finds the
@@ -329,8 +329,8 @@ pub async fn grouped(
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct EntryRow {
     pub entry_id: String,
-    /// `model` (usage), `run_price` (a paid public agent's price) or `run_earning` (your agent's price,
-    /// paid to you: negative cents).
+    /// `model` (usage), `run_price` (a paid public agent's price), `run_earning` (your agent's price,
+    /// paid to you: negative cents) or `sandbox` (a hosted sandbox's running time).
     pub kind: String,
     pub session_id: Option<String>,
     pub key_id: Option<String>,

@@ -307,3 +307,142 @@ fn past_the_workspace_cap_a_hosted_turn_waits_for_a_sandbox() {
     assert_eq!(boots[1].session_id, second);
     assert_eq!(claim(&app, &boots[1].runner_token).json_body()["message"], "two");
 }
+
+/// Sandbox time at `cents_per_hour`, with a wallet to pay it from.
+fn metered_app(cents_per_hour: i64) -> TestApp {
+    let secrets_key = Some("test-master-key".into());
+    let admin_token = Some("adm".into());
+    TestApp::with_config(Config {
+        sandbox_cents_per_hour: cents_per_hour,
+        secrets_key,
+        admin_token,
+        ..TestApp::config()
+    })
+}
+
+fn credit(app: &TestApp, slug: &str, cents: i64) {
+    let r = app.request(
+        "POST",
+        &format!("/v1/workspaces/{slug}/credit"),
+        Some("adm"),
+        Some(json!({"amount_cents": cents})),
+    );
+    assert_eq!(r.status, 200, "{:?}", r.json_body());
+}
+
+fn balance(app: &TestApp, who: &Account) -> i64 {
+    app.ok(&who.key, "get_usage", json!({}))["balance_cents"].as_i64().unwrap()
+}
+
+/// A boot as `(ended, seconds, cents)`.
+type BootRow = (Option<String>, Option<i64>, Option<i64>);
+
+/// The session's boots, oldest first, and its `sandbox` ledger entries' cents.
+fn boots(app: &TestApp, session_id: &str) -> (Vec<BootRow>, Vec<i64>) {
+    let db = &app.db.0;
+    let mut q =
+        db.prepare("SELECT ended, seconds, cents FROM sandbox_boot WHERE session_id = ?1 ORDER BY started_ms").unwrap();
+    let rows =
+        q.query_map([session_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).unwrap().map(Result::unwrap).collect();
+    let mut q = db
+        .prepare("SELECT cents FROM usage_entry WHERE session_id = ?1 AND kind = 'sandbox' AND model = 'sandbox' ORDER BY created_ms")
+        .unwrap();
+    let entries = q.query_map([session_id], |r| r.get(0)).unwrap().map(Result::unwrap).collect();
+    (rows, entries)
+}
+
+fn hosted_agent(app: &TestApp, key: &str) -> String {
+    app.create_agent(
+        key,
+        json!({"name": "C", "harness": "runner", "model": "m", "placement": "hosted", "command": "cat"}),
+    )
+}
+
+/// A sandbox holds its hour before it boots, like a model call; a wallet short of it refuses the turn,
+/// saying what is short, and boots nothing.
+#[test]
+fn a_sandbox_holds_its_time_budget_before_it_boots() {
+    let app = metered_app(120);
+    let ada = app.signup("Ada", "ada@example.com");
+    let agent = hosted_agent(&app, &ada.key);
+    let s = start(&app, &ada.key, &agent, "poor");
+    assert!(app.sessions.sandboxes.boots.borrow().is_empty(), "nothing boots on an empty wallet");
+    let said = events(&app, &ada.key, &s);
+    assert!(
+        said.iter().any(|(_, t)| t.contains("the wallet holds 0 cents, and a sandbox is held 120 before it starts")),
+        "{said:?}"
+    );
+
+    credit(&app, &ada.slug, 500);
+    let s = start(&app, &ada.key, &agent, "paid");
+    assert_eq!(app.sessions.sandboxes.boots.borrow().len(), 1);
+    assert_eq!(balance(&app, &ada), 380, "an hour at 120 cents is held while it runs");
+    assert_eq!(boots(&app, &s).0, vec![(None, None, None)]);
+}
+
+/// Its time is charged per second, from its boot to its runner's last call, when it is seen asleep; a
+/// session's seconds are rounded up to a cent once, not once per boot; a stop charges until the stop; and
+/// nothing is charged twice.
+#[test]
+fn sandbox_time_is_charged_per_second_once() {
+    let app = metered_app(60); // a cent a minute
+    let ada = app.signup("Ada", "ada@example.com");
+    credit(&app, &ada.slug, 1_000);
+    let agent = hosted_agent(&app, &ada.key);
+    let s = start(&app, &ada.key, &agent, "one");
+    let token = app.sessions.sandboxes.boots.borrow()[0].runner_token.clone();
+    app.advance(10_000);
+    let claimed = claim(&app, &token).json_body();
+    finish(&app, &token, claimed["lease_id"].as_str().unwrap());
+    // Its runner's last call: 10 s after the boot (the finish was its last call, at the same instant).
+    app.sessions.sandboxes.sleep(&s);
+    app.advance(120_000);
+    app.ok(&ada.key, "send_message", json!({"session_id": s, "message": "two", "idempotency_key": "two"}));
+    app.settle();
+    let (rows, entries) = boots(&app, &s);
+    assert_eq!(rows[0], (Some("asleep".into()), Some(10), Some(1)), "10 s of a cent a minute: 1 cent");
+    assert_eq!(entries, vec![1]);
+    assert_eq!(balance(&app, &ada), 1_000 - 1 - 60, "the first boot's cent, and the second boot's hold");
+
+    // The second boot runs 20 s: 30 s in all still costs one cent, already paid.
+    let token = app.sessions.sandboxes.boots.borrow()[1].runner_token.clone();
+    app.advance(20_000);
+    let claimed = claim(&app, &token).json_body();
+    finish(&app, &token, claimed["lease_id"].as_str().unwrap());
+    app.sessions.sandboxes.sleep(&s);
+    app.advance(10 * 60_000);
+    assert_eq!(app.cron(), 0);
+    let (rows, _) = boots(&app, &s);
+    assert_eq!(rows[1], (Some("asleep".into()), Some(20), Some(0)), "the cron charges a sandbox unheard for minutes");
+    assert_eq!(balance(&app, &ada), 999, "the hold is back");
+
+    // A third boot, stopped 45 s in: 75 s in all, 2 cents, one more.
+    app.ok(&ada.key, "send_message", json!({"session_id": s, "message": "three", "idempotency_key": "three"}));
+    app.settle();
+    app.advance(45_000);
+    app.ok(&ada.key, "stop_session", json!({"session_id": s}));
+    let (rows, entries) = boots(&app, &s);
+    assert_eq!(rows[2], (Some("stopped".into()), Some(45), Some(1)));
+    assert_eq!(entries, vec![1, 1]);
+    assert_eq!(balance(&app, &ada), 998);
+    // Settling again changes nothing.
+    app.advance(10 * 60_000);
+    app.cron();
+    app.ok(&ada.key, "stop_session", json!({"session_id": s}));
+    assert_eq!((boots(&app, &s).1, balance(&app, &ada)), (vec![1, 1], 998));
+}
+
+/// A sandbox that did not start costs nothing, and its hold goes back.
+#[test]
+fn a_sandbox_that_does_not_start_costs_nothing() {
+    let app = metered_app(60);
+    let ada = app.signup("Ada", "ada@example.com");
+    credit(&app, &ada.slug, 100);
+    let agent = hosted_agent(&app, &ada.key);
+    app.sessions.sandboxes.fail_boots("the container runtime said no");
+    let s = start(&app, &ada.key, &agent, "one");
+    let said = events(&app, &ada.key, &s);
+    assert!(said.iter().any(|(_, t)| t.contains("the container runtime said no")), "{said:?}");
+    assert_eq!(boots(&app, &s), (vec![(Some("failed".into()), Some(0), Some(0))], vec![]));
+    assert_eq!(balance(&app, &ada), 100);
+}

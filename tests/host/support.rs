@@ -450,12 +450,19 @@ pub struct RecordingSandboxes {
     pub running: Rc<RefCell<std::collections::BTreeSet<String>>>,
     /// `Some(why)`: this deployment runs no sandboxes.
     pub unavailable: Rc<RefCell<Option<String>>>,
+    /// `Some(why)`: boots fail (the container runtime refused them).
+    pub failing: Rc<RefCell<Option<String>>>,
 }
 
 impl RecordingSandboxes {
     /// The session's sandbox went to sleep (its runner found no work for a while).
     pub fn sleep(&self, session_id: &str) {
         self.running.borrow_mut().remove(session_id);
+    }
+
+    /// Every boot from now on fails, saying `why`.
+    pub fn fail_boots(&self, why: &str) {
+        *self.failing.borrow_mut() = Some(why.to_owned());
     }
 }
 
@@ -467,7 +474,7 @@ impl Sandboxes for RecordingSandboxes {
         ready(Ok(self.running.borrow().contains(session_id)))
     }
     fn boot(&self, boot: SandboxBoot) -> LocalBoxFuture<'_, Result<(), String>> {
-        let answer = self.available();
+        let answer = self.available().and_then(|()| self.failing.borrow().clone().map_or(Ok(()), Err));
         if answer.is_ok() {
             self.running.borrow_mut().insert(boot.session_id.clone());
             self.boots.borrow_mut().push(boot);
