@@ -12,8 +12,9 @@
 #    (`claude`, `codex`), copied from this checkout's node_modules (dev dependencies: `npm ci` installs
 #    them; nothing is downloaded here), built once per set of their versions (<sum>), not at each server
 #    start. Without them in node_modules it holds none, and says hosted claude-code and codex are unavailable.
-# 5. build/sandbox/: the sandbox's Dockerfile (naming that image) and the `sky` binary, the build context
-#    wrangler.toml's [[containers]] names; wrangler builds that image itself when the server starts.
+# 5. build/sandbox/: the sandbox's Dockerfile (naming that image), its entrypoint and the `sky` binary, the
+#    build context wrangler.toml's [[containers]] names; wrangler builds that image itself when the server
+#    starts.
 # Writes build/sandbox/status: `ready`, or one line saying what is missing, which scripts/server.sh hands
 # the Worker (hosted placement then answers that error; everything else works).
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
@@ -120,5 +121,6 @@ if [ ! -x target/release/sky ] || [ -n "$(find cli wire -newer target/release/sk
 fi
 sed "s|^FROM agentsky/sandbox-agents:SUM\$|FROM $agents_image|" sandbox/Dockerfile > build/sandbox/Dockerfile
 cp target/release/sky build/sandbox/sky
+cp sandbox/entrypoint.sh build/sandbox/entrypoint.sh
 echo ready > "$status"
 log "hosted sandboxes: ready (Docker $(docker version --format '{{.Server.Version}}'))"
