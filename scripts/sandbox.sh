@@ -105,11 +105,11 @@ if ! docker image inspect "$agents_image" >/dev/null 2>&1; then
   t0=$(now)
   # The context streamed as one tar: the Dockerfile, then the packages, read in place.
   ( set -o pipefail
-    tar -c "${prune[@]}" -C "$ctx" Dockerfile -C "$ROOT" "${pkgs[@]}" \
+    tar -c "${prune[@]}" -C "$ctx" Dockerfile ${pkgs[0]:+-C "$ROOT" "${pkgs[@]}"} \
       | DOCKER_BUILDKIT=0 docker build -q -t "$agents_image" - >/dev/null 2>"$ctx/err" ) \
     || { cat "$ctx/err" >&2; rm -rf "$ctx"; unavailable "the sandbox's agent CLI image did not build"; }
   rm -rf "$ctx"
-  log "built $agents_image in $(( $(now) - t0 ))s ($(docker image inspect "$agents_image" --format '{{.Size}}' | awk '{printf "%d MB", $1/1e6}'))"
+  log "built $agents_image in $(( $(now) - t0 ))s ($(docker image inspect "$agents_image" --format '{{.Size}}' | awk '{printf "%.0f MB", $1/1e6}'))"
   # Older sets of versions: their tags go (the layers stay while an image built on them remains).
   docker images agentsky/sandbox-agents --format '{{.Tag}}' | grep -vx "$agents_sum" \
     | sed 's|^|agentsky/sandbox-agents:|' | xargs -r docker rmi >/dev/null 2>&1 || true
