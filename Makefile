@@ -8,7 +8,7 @@ export PORT
 
 help:
 	@echo "make dev    install what is missing, build, migrate local D1, serve on http://127.0.0.1:$(PORT)"
-	@echo "make test   host tests, clippy (host + wasm32), fmt, build, end-to-end + conformance against wrangler dev"
+	@echo "make test   host tests, the sandbox image, clippy (host + wasm32), fmt, build, end-to-end + conformance against wrangler dev"
 	@echo "make bench  latency/throughput, D1 queries per call and wasm size, against a private wrangler dev"
 	@echo "make bench-ceiling  a hello-world Worker bare, after one D1 query, and after a read tool's batch: the ceilings"
 	@echo "make bench-memory  the Worker's JS heap, wasm memory and workerd RSS across a long fuzz and a long session"

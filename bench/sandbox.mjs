@@ -72,9 +72,10 @@ const p50 = (xs) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2
 for (const [name, label] of [['cold', 'first turn, booting its sandbox'], ['warm', 'next turn, sandbox running'], ['wake', 'turn waking a sleeping sandbox']]) {
   console.log(`${label.padEnd(36)} p50 ${String(p50(rows[name])).padStart(5)} ms   max ${String(Math.max(...rows[name])).padStart(5)} ms   (n=${N})`);
 }
-// The newest sandbox image (wrangler builds one per server start) and the base it is made from.
+// The newest sandbox image (wrangler builds one per server start: the final image, with sky), the agent
+// CLIs' image it is made from, and the Debian base under both.
 const images = execFileSync('docker', ['images', '--format', '{{.Repository}}:{{.Tag}} {{.Size}}'], { encoding: 'utf8' }).split('\n');
-for (const repo of ['cloudflare-dev/sandbox', 'agentsky/sandbox-base']) {
+for (const repo of ['cloudflare-dev/sandbox', 'agentsky/sandbox-agents', 'agentsky/sandbox-base']) {
   const line = images.find((l) => l.startsWith(`${repo}:`));
   if (line) console.log(`image ${line.replace(' ', '  ')}`);
 }

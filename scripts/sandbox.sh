@@ -8,8 +8,13 @@
 #    (minbase, with git, Node and CA certificates), imported as a local image: no image registry is used.
 # 3. agentsky/sandbox-proxy:dev: the network sidecar workerd starts beside each container
 #    (sandbox/dev-proxy.mjs, on the base with iptables), in place of the one Cloudflare publishes.
-# 4. build/sandbox/: the sandbox's Dockerfile and the `sky` binary, the build context wrangler.toml's
-#    [[containers]] names; wrangler builds that image itself when the server starts.
+# 4. agentsky/sandbox-agents:<sum>: the base with the agent CLIs the claude-code and codex harnesses run
+#    (`claude`, `codex`), copied from this checkout's node_modules (dev dependencies: `npm ci` installs
+#    them; nothing is downloaded here), built once per set of their versions (<sum>), not at each server
+#    start. Without them in node_modules it holds none, and says hosted claude-code and codex are unavailable.
+# 5. build/sandbox/: the sandbox's Dockerfile (naming that image), its entrypoint and the `sky` binary, the
+#    build context wrangler.toml's [[containers]] names; wrangler builds that image itself when the server
+#    starts.
 # Writes build/sandbox/status: `ready`, or one line saying what is missing, which scripts/server.sh hands
 # the Worker (hosted placement then answers that error; everything else works).
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
@@ -67,11 +72,55 @@ if [ "$(docker image inspect agentsky/sandbox-proxy:dev --format '{{index .Confi
   rm -rf "$ctx"
 fi
 
+# Each CLI: the harness that runs it, its name on PATH, its package and what else it runs from (codex: its
+# native linux x64 build). Its link in /usr/local/bin is the one npm made in node_modules/.bin. Left out, as
+# of no use on a headless server: codex's voice host (GStreamer libraries, ~50 MB).
+agent_clis=("claude-code claude @anthropic-ai/claude-code" "codex codex @openai/codex @openai/codex-linux-x64")
+prune=(--exclude='node_modules/@openai/codex-linux-x64/vendor/*/codex-resources/voice')
+pkgs=() versions="" links=""
+for entry in "${agent_clis[@]}"; do
+  read -r harness cli needs <<<"$entry"
+  bin=$(readlink "node_modules/.bin/$cli" 2>/dev/null || true)
+  missing=""
+  for pkg in $needs; do [ -f "node_modules/$pkg/package.json" ] || missing+=" $pkg"; done
+  if [ -z "$bin" ] || [ ! -e "node_modules/.bin/$bin" ] || [ -n "$missing" ]; then
+    log "hosted sandboxes: no \`$cli\` in the image, so hosted $harness agents are unavailable (node_modules lacks${missing:- .bin/$cli}: run npm ci)"
+    continue
+  fi
+  for pkg in $needs; do
+    pkgs+=("node_modules/$pkg")
+    versions+=" $pkg@$(grep -m1 -o '"version": *"[^"]*"' "node_modules/$pkg/package.json" | cut -d'"' -f4)"
+  done
+  links+="${links:+ && }ln -s ../lib/node_modules/${bin#../} /usr/local/bin/$cli"
+done
+agents_sum=$(echo "${prune[*]}$versions $links" | sha256sum | cut -c1-12)
+agents_image=agentsky/sandbox-agents:$agents_sum
+if ! docker image inspect "$agents_image" >/dev/null 2>&1; then
+  ctx=$(mktemp -d)
+  {
+    printf 'FROM agentsky/sandbox-base:bookworm\nLABEL sum=%s\n' "$agents_sum"
+    [ -z "$links" ] || printf 'COPY node_modules /usr/local/lib/node_modules/\nRUN %s\n' "$links"
+  } > "$ctx/Dockerfile"
+  log "docker build $agents_image (the agent CLIs:${versions:- none}), once per set of versions"
+  t0=$(now)
+  # The context streamed as one tar: the Dockerfile, then the packages, read in place.
+  ( set -o pipefail
+    tar -c "${prune[@]}" -C "$ctx" Dockerfile ${pkgs[0]:+-C "$ROOT" "${pkgs[@]}"} \
+      | DOCKER_BUILDKIT=0 docker build -q -t "$agents_image" - >/dev/null 2>"$ctx/err" ) \
+    || { cat "$ctx/err" >&2; rm -rf "$ctx"; unavailable "the sandbox's agent CLI image did not build"; }
+  rm -rf "$ctx"
+  log "built $agents_image in $(( $(now) - t0 ))s ($(docker image inspect "$agents_image" --format '{{.Size}}' | awk '{printf "%.0f MB", $1/1e6}'))"
+  # Older sets of versions: their tags go (the layers stay while an image built on them remains).
+  docker images agentsky/sandbox-agents --format '{{.Tag}}' | grep -vx "$agents_sum" \
+    | sed 's|^|agentsky/sandbox-agents:|' | xargs -r docker rmi >/dev/null 2>&1 || true
+fi
+
 if [ ! -x target/release/sky ] || [ -n "$(find cli wire -newer target/release/sky -name '*.rs' -print -quit)" ]; then
   log "cargo build -p sky --release (the sandbox's runner)"
   cargo build -p sky --release --quiet
 fi
-cp sandbox/Dockerfile build/sandbox/Dockerfile
+sed "s|^FROM agentsky/sandbox-agents:SUM\$|FROM $agents_image|" sandbox/Dockerfile > build/sandbox/Dockerfile
 cp target/release/sky build/sandbox/sky
+cp sandbox/entrypoint.sh build/sandbox/entrypoint.sh
 echo ready > "$status"
 log "hosted sandboxes: ready (Docker $(docker version --format '{{.Server.Version}}'))"

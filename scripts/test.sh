@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# `make test`: install what is missing, host tests and lints, the Worker build, then the end-to-end
+# `make test`: install what is missing, host tests, the hosted sandbox's image (its CLIs and entrypoint,
+# tests/sandbox_image.sh; not run without Docker) and lints, the Worker build, then the end-to-end
 # suites against a private wrangler dev (tests/e2e/run.sh). Stops at the first failing step and
 # exits non-zero; prints how long each step took.
 set -euo pipefail
@@ -29,6 +30,7 @@ run() { # run NAME CMD...
 run "setup"                                   bash scripts/setup.sh
 run "cargo fmt --check"                       bash scripts/lint.sh fmt
 run "cargo test (host, with the sky CLI)"     cargo test --workspace
+run "sandbox image (tests/sandbox_image.sh)"  bash tests/sandbox_image.sh
 run "cargo clippy --all-targets (host)"       bash scripts/lint.sh clippy
 run "cargo clippy (wasm32)"                   bash scripts/lint.sh wasm
 run "build (worker-build --release)"          bash scripts/build.sh
