@@ -9,6 +9,8 @@ use crate::rules::ids;
 use crate::rules::placement;
 use crate::rules::targets::Provider;
 use crate::store::{self, sandboxes::Ended, usage::Hold};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 /// Sandboxes one workspace runs at once unless `SANDBOXES_PER_WORKSPACE` says otherwise.
 pub const DEFAULT_PER_WORKSPACE: u32 = 5;
@@ -124,6 +126,45 @@ pub async fn settle(env: &Env, session_id: Option<&str>, ended: Ended, now_ms: i
         store::sandboxes::settle(&env.db, &boot, ended, at, env.config.sandbox_cents_per_hour).await.map_err(db_err)?;
     }
     Ok(())
+}
+
+/// A session's sandbox as a person sees it.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct SandboxView {
+    /// `starting` (its runner has not called in yet), `running`, `asleep` (its runner exited after its idle
+    /// time, or has not been heard from for a minute), `stopped` (with its session) or `failed` (it did
+    /// not start).
+    pub state: String,
+    /// The newest boot's boot time, from asking the container to start to its runner's first call.
+    pub boot_ms: Option<i64>,
+    /// The running time of the boots below, and what the settled ones were charged.
+    pub running_seconds: i64,
+    pub cents: i64,
+    /// The hosts it may reach besides this deployment (its newest boot's egress list).
+    pub egress: Vec<String>,
+    /// Its newest boots, newest first: its log.
+    pub boots: Vec<store::sandboxes::Boot>,
+}
+
+/// The session's sandbox, or `None` when it never started one.
+pub async fn view(db: &dyn store::Sql, session_id: &str, now_ms: i64) -> Result<Option<SandboxView>, store::DbError> {
+    let (boots, egress) =
+        futures::try_join!(store::sandboxes::recent(db, session_id, 5), store::sandboxes::egress(db, session_id))?;
+    let Some(newest) = boots.first() else { return Ok(None) };
+    let state = match (&newest.ended, newest.ready_ms) {
+        (Some(ended), _) => ended.clone(),
+        (None, None) => "starting".to_owned(),
+        (None, Some(_)) if now_ms - newest.seen_ms < BUSY_MS => "running".to_owned(),
+        (None, Some(_)) => "asleep".to_owned(),
+    };
+    Ok(Some(SandboxView {
+        state,
+        boot_ms: newest.ready_ms.map(|r| r - newest.started_ms),
+        running_seconds: boots.iter().map(|b| b.seconds.unwrap_or((b.seen_ms - b.started_ms + 999) / 1000)).sum(),
+        cents: boots.iter().filter_map(|b| b.cents).sum(),
+        egress,
+        boots,
+    }))
 }
 
 fn db_err(e: store::DbError) -> String {

@@ -82,6 +82,32 @@ pub struct AgentNumbers {
     pub numbers: Numbers,
 }
 
+/// The workspace's hosted sandboxes that started in the window.
+#[derive(Debug, Default, Serialize, JsonSchema)]
+pub struct SandboxNumbers {
+    pub boots: i64,
+    /// Boot time, from asking the container to start to its runner's first call: the median and the 95th
+    /// percentile of the boots that became ready.
+    pub boot_p50_ms: Option<i64>,
+    pub boot_p95_ms: Option<i64>,
+    /// Their running time (a running one's until its runner's last call), what the wallet is charged for.
+    pub running_seconds: i64,
+}
+
+/// The numbers of a window's boots: `(boot time, running seconds)` each.
+fn sandbox_numbers(boots: &[(Option<i64>, i64)]) -> SandboxNumbers {
+    let mut ready: Vec<i64> = boots.iter().filter_map(|b| b.0).collect();
+    ready.sort_unstable();
+    // Nearest rank.
+    let at = |q: f64| (!ready.is_empty()).then(|| ready[((q * ready.len() as f64).ceil() as usize).max(1) - 1]);
+    SandboxNumbers {
+        boots: boots.len() as i64,
+        boot_p50_ms: at(0.5),
+        boot_p95_ms: at(0.95),
+        running_seconds: boots.iter().map(|b| b.1).sum(),
+    }
+}
+
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct Metrics {
     pub workspace: String,
@@ -96,6 +122,8 @@ pub struct Metrics {
     pub series: Vec<Point>,
     /// The window's numbers per agent, busiest first (the workspace's view only).
     pub agents: Vec<AgentNumbers>,
+    /// The workspace's hosted sandboxes in the window (the workspace's view only).
+    pub sandboxes: SandboxNumbers,
 }
 
 fn numbers(r: &Rollup) -> Numbers {
@@ -161,7 +189,7 @@ pub async fn get(cx: &Cx<'_>, p: GetMetrics) -> Result<Metrics, ApiError> {
     let first = last - (window.minutes() / step - 1) * step;
     let agent_id = p.agent_id.as_ref().map(|a| a.as_str().to_owned());
     let db = cx.db();
-    let (points, by_agent, agents) = futures::try_join!(
+    let (points, by_agent, agents, boots) = futures::try_join!(
         store::metrics::series(db, &w.workspace_id, agent_id.as_deref().unwrap_or(""), first, to_minute, step),
         async {
             match &agent_id {
@@ -170,6 +198,12 @@ pub async fn get(cx: &Cx<'_>, p: GetMetrics) -> Result<Metrics, ApiError> {
             }
         },
         store::agents::list(db, &w.workspace_id, 500, 0),
+        async {
+            match &agent_id {
+                Some(_) => Ok(vec![]),
+                None => store::sandboxes::window(db, &w.workspace_id, first * 60_000, cx.now_ms + 1).await,
+            }
+        },
     )?;
     let mut series = Vec::with_capacity((window.minutes() / step) as usize);
     let mut at = points.iter().peekable();
@@ -197,6 +231,7 @@ pub async fn get(cx: &Cx<'_>, p: GetMetrics) -> Result<Metrics, ApiError> {
         totals: numbers(&total(&points)),
         series,
         agents,
+        sandboxes: sandbox_numbers(&boots),
     })
 }
 

@@ -392,12 +392,21 @@ pub struct SessionInfo {
     pub session: SessionRow,
     /// The workspace's slug.
     pub workspace: String,
+    /// Its hosted sandbox, if it ever started one: its state, boot time, running time and cost, what it may
+    /// reach, and its newest boots.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<crate::domain::sandboxes::SandboxView>,
 }
 
 /// get_session
 pub async fn get(cx: &Cx<'_>, p: GetSession) -> Result<SessionInfo, ApiError> {
     let (session, w) = load(cx, &p.session_id).await?;
-    Ok(SessionInfo { session, workspace: w.slug })
+    // Only agents whose turns run on a runner have sandboxes.
+    let sandbox = match crate::rules::harness::Harness::word_on_runner(&session.harness) {
+        true => crate::domain::sandboxes::view(cx.db(), &session.session_id, cx.now_ms).await?,
+        false => None,
+    };
+    Ok(SessionInfo { session, workspace: w.slug, sandbox })
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

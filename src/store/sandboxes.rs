@@ -63,12 +63,15 @@ impl Ended {
 }
 
 /// Ends the boot (once) at `?2`, or at its runner's last call when that is NULL, and prices its seconds:
-/// the session's sandbox seconds so far at `?4` cents an hour, rounded up, less what its boots paid.
-const END: &str = "UPDATE sandbox_boot SET ended_ms = MAX(started_ms, COALESCE(?2, seen_ms)), ended = ?3,
-    seconds = (MAX(started_ms, COALESCE(?2, seen_ms)) - started_ms + 999) / 1000,
+/// the session's sandbox seconds so far at `?4` cents an hour, rounded up, less what its boots paid. (D1
+/// binds numbers as reals: they are made integers before they divide.)
+const END: &str =
+    "UPDATE sandbox_boot SET ended_ms = MAX(started_ms, CAST(COALESCE(?2, seen_ms) AS INTEGER)), ended = ?3,
+    seconds = (MAX(started_ms, CAST(COALESCE(?2, seen_ms) AS INTEGER)) - started_ms + 999) / 1000,
     cents = (((SELECT COALESCE(SUM(b.seconds), 0) FROM sandbox_boot b
                WHERE b.session_id = sandbox_boot.session_id AND b.ended_ms IS NOT NULL)
-             + (MAX(started_ms, COALESCE(?2, seen_ms)) - started_ms + 999) / 1000) * ?4 + 3599) / 3600
+             + (MAX(started_ms, CAST(COALESCE(?2, seen_ms) AS INTEGER)) - started_ms + 999) / 1000)
+            * CAST(?4 AS INTEGER) + 3599) / 3600
           - (SELECT COALESCE(SUM(b.cents), 0) FROM sandbox_boot b
              WHERE b.session_id = sandbox_boot.session_id AND b.ended_ms IS NOT NULL)
   WHERE boot_id = ?1 AND ended_ms IS NULL";
@@ -114,7 +117,7 @@ pub async fn open(db: &dyn Sql, session_id: Option<&str>, seen_before_ms: i64) -
 }
 
 /// One boot, as the session's sandbox log shows it.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Boot {
     pub started_ms: i64,
     /// When its runner first called in; `None` while it starts (or if it never did).

@@ -51,7 +51,7 @@ start_server "$state/wrangler" "$state/logs/wrangler-dev.log" --var CONFORMANCE_
   --var "STRIPE_WEBHOOK_SECRET:$AGENTSKY_E2E_STRIPE_WEBHOOK_SECRET" --var "GITHUB_API_URL:$AGENTSKY_E2E_GITHUB_URL" \
   --var "AWS_STS_URL:$AGENTSKY_E2E_STS_URL" --var "GCP_IAM_URL:$AGENTSKY_E2E_GOOGLE_URL" \
   --var "GCP_STS_URL:$AGENTSKY_E2E_GOOGLE_URL" --var "SLACK_API_URL:$AGENTSKY_E2E_SLACK_URL" \
-  --var SANDBOX_IDLE_S:4
+  --var SANDBOX_IDLE_S:4 --var SANDBOX_PRICE_CENTS_PER_HOUR:360
 export AGENTSKY_URL="$BASE_URL"
 node tests/e2e/stripe.mjs "$stripe_port" "$AGENTSKY_E2E_STRIPE_KEY" >"$state/logs/stripe.log" 2>&1 &
 stripe_pid=$!

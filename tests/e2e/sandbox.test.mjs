@@ -9,7 +9,8 @@ import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { createAccount, createWorkspace, createAgent, rawMcp, ok, readTurn, texts, rest, ikey, agentTool } from './helpers.mjs';
+import { BASE, createAccount, createWorkspace, createAgent, rawMcp, ok, readTurn, texts, rest, ikey, agentTool, addCredit } from './helpers.mjs';
+import { signedIn, SHOTS } from './browser.mjs';
 
 const status = (() => {
   try { return readFileSync(new URL('../../build/sandbox/status', import.meta.url), 'utf8').trim(); } catch { return 'scripts/sandbox.sh has not run'; }
@@ -27,6 +28,8 @@ describe('hosted sandboxes', { skip }, () => {
     ({ key } = await createAccount());
     ws = (await createWorkspace(key)).slug;
     ({ tool } = rawMcp(key));
+    // Sandbox time is charged (tests/e2e/run.sh: 360 cents an hour, a cent per 10 s), an hour held per boot.
+    await addCredit(ws, 5_000);
     const made = await rest('POST', '/v1/agents', { key, body: {
       workspace: ws, name: 'Hosted echo', harness: 'runner', model: 'shell', placement: 'hosted',
       // The message on stdin; a file in the turn's folder; the reply on stdout.
@@ -90,6 +93,52 @@ describe('hosted sandboxes', { skip }, () => {
     deadline = Date.now() + 30_000;
     while (sandboxes().length > before && Date.now() < deadline) await new Promise((r) => setTimeout(r, 500));
     assert.equal(sandboxes().length, before, 'the stop ended the container');
+
+    // Its three boots' time was charged per second, into the wallet's ledger: no hold is left.
+    const usage = ok(await tool('get_usage', { session_id: sessionId }));
+    const charged = usage.session.entries.filter((e) => e.kind === 'sandbox');
+    assert.ok(charged.length >= 1 && charged.every((e) => e.model === 'sandbox'), JSON.stringify(usage));
+    const cents = charged.reduce((n, e) => n + e.cents, 0);
+    assert.ok(cents >= 1, `the sandbox's time costs at least a cent: ${JSON.stringify(charged)}`);
+    assert.equal(usage.balance_cents, 5_000 - cents, JSON.stringify(usage));
+    console.log(`sandbox time charged: ${cents} cents in ${charged.length} entries`);
+
+    // The person sees it in the console: the session's sandbox (its state, boot time, log and reach), and
+    // Health's boots, boot times and sandbox-minutes.
+    const { browser, page } = await signedIn(key);
+    try {
+      await page.goto(`${BASE}/console/w/${ws}/sessions/${sessionId}`);
+      const main = (await page.textContent('main')).replace(/\s+/g, ' ');
+      assert.match(main, /Sandbox stopped · booted in [\d.]+ m?s · ran \d+ s · \$\d+\.\d\d/, main);
+      assert.match(main, /started · ready in [\d.]+ m?s · ran \d+ s · asleep/, main);
+      assert.match(main, /May reach: deb\.debian\.org, registry\.npmjs\.org, security\.debian\.org/, main);
+      await page.screenshot({ path: `${SHOTS}70-sandbox-session.png`, fullPage: true });
+      await page.goto(`${BASE}/console/w/${ws}/health`);
+      const health = (await page.textContent('main')).replace(/\s+/g, ' ');
+      assert.match(health, /Sandbox boots [1-9]\d* Boot p50 \/ p95 [\d.]+ m?s \/ [\d.]+ m?s Sandbox-minutes \d+\.\d/, health);
+      await page.screenshot({ path: `${SHOTS}71-sandbox-health.png`, fullPage: true });
+    } finally { await browser.close(); }
+  });
+
+  test("egress: the sandbox reaches only its agent's list; any other host is refused by its guard, saying why", { timeout: 180_000 }, async () => {
+    // Raw HTTP to an address, naming the host: the sandbox has no DNS of its own under wrangler dev.
+    const probe = 'const h=require("http");for(const host of ["blocked.example.com","deb.debian.org"]){'
+      + 'h.get({host:"10.9.9.9",port:80,path:"/",headers:{host}},(r)=>{let b="";r.on("data",(c)=>b+=c);'
+      + 'r.on("end",()=>console.log(host,r.statusCode,b.trim().slice(0,160)))}).on("error",(e)=>console.log(host,"error",e.message))}';
+    const made = await rest('POST', '/v1/agents', { key, body: {
+      workspace: ws, name: 'Hosted prober', harness: 'runner', model: 'shell', placement: 'hosted',
+      command: `node -e '${probe}'`,
+    } });
+    assert.equal(made.status, 201, JSON.stringify(made.body));
+    const started = ok(await tool('start_session', { workspace: ws, agent_id: made.body.agent_id, message: 'probe', idempotency_key: ikey('eg') }));
+    const turn = await readTurn(tool, { session_id: started.session.session_id, cursor: started.cursor, message_id: started.message_id, deadlineMs: 120_000 });
+    const said = texts(turn.events).join('\n');
+    assert.match(said, /blocked\.example\.com 403 agentsky: this sandbox may not reach `blocked\.example\.com`: it is not on the agent's egress list/, said);
+    // A default host of a `runner` agent (Debian's mirror) goes out through the guard: whatever it answers
+    // (this machine may not resolve it), it is not the guard's refusal.
+    assert.match(said, /deb\.debian\.org (\d+)/, said);
+    assert.doesNotMatch(said, /may not reach `deb\.debian\.org`/, said);
+    ok(await tool('stop_session', { session_id: started.session.session_id }));
   });
 
   test("land with checks and no runner of the person: they run in the session's sandbox, in a checkout of its lane; failing, the landing is refused with their output", { timeout: 240_000 }, async () => {

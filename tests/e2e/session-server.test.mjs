@@ -15,7 +15,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import {
   BASE, rest, createAccount, createWorkspace, createAgent, ok, toolErrorCode, rawMcp, readTurn, readAll, ikey,
-  texts, checked, SANDBOXES,
+  texts, checked, SANDBOXES, addCredit,
 } from './helpers.mjs';
 
 const AGENT_URL = `${BASE}/v1/session/mcp`;
@@ -400,6 +400,8 @@ describe('session server: /v1/session/mcp with a session token (TS SDK v1 client
 
   test('two sessions with lanes see each other\'s files and overlaps; one lands, the other is behind, then conflicts', async () => {
     const ws = await createWorkspace(acct.key);
+    // Checks with no runner online run in the session's hosted sandbox, whose time is charged.
+    if (SANDBOXES) await addCredit(ws.slug, 1_000);
     const agent = await createAgent(acct.key, { workspace: ws.slug, name: 'Dev' });
     const a = await liveSession(agent.agent_id, { workspace: ws.slug, message: 'build it' });
     const lanes = await rest('PUT', `/v1/tasks/${a.task}/settings`, { key: acct.key, body: { lanes: true } });

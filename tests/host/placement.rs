@@ -378,6 +378,13 @@ fn a_sandbox_holds_its_time_budget_before_it_boots() {
     assert_eq!(app.sessions.sandboxes.boots.borrow().len(), 1);
     assert_eq!(balance(&app, &ada), 380, "an hour at 120 cents is held while it runs");
     assert_eq!(boots(&app, &s).0, vec![(None, None, None)]);
+    let sandbox = &app.ok(&ada.key, "get_session", json!({"session_id": s}))["sandbox"];
+    assert_eq!((&sandbox["state"], &sandbox["boot_ms"]), (&json!("starting"), &Value::Null));
+    let token = app.sessions.sandboxes.boots.borrow()[0].runner_token.clone();
+    app.advance(1_500);
+    claim(&app, &token);
+    let sandbox = &app.ok(&ada.key, "get_session", json!({"session_id": s}))["sandbox"];
+    assert_eq!((&sandbox["state"], &sandbox["boot_ms"]), (&json!("running"), &json!(1_500)));
 }
 
 /// Its time is charged per second, from its boot to its runner's last call, when it is seen asleep; a
@@ -425,6 +432,18 @@ fn sandbox_time_is_charged_per_second_once() {
     assert_eq!(rows[2], (Some("stopped".into()), Some(45), Some(1)));
     assert_eq!(entries, vec![1, 1]);
     assert_eq!(balance(&app, &ada), 998);
+    // The person sees it: on the session (its log newest first) and in Health.
+    let sandbox = &app.ok(&ada.key, "get_session", json!({"session_id": s}))["sandbox"];
+    assert_eq!(
+        (sandbox["state"].as_str(), sandbox["running_seconds"].as_i64(), sandbox["cents"].as_i64()),
+        (Some("stopped"), Some(75), Some(2))
+    );
+    let log: Vec<_> =
+        sandbox["boots"].as_array().unwrap().iter().map(|b| (b["ended"].clone(), b["ready_ms"].is_null())).collect();
+    assert_eq!(log, vec![(json!("stopped"), true), (json!("asleep"), false), (json!("asleep"), false)]);
+    assert_eq!(sandbox["egress"], json!(["deb.debian.org", "registry.npmjs.org", "security.debian.org"]));
+    let health = &app.ok(&ada.key, "get_metrics", json!({}))["sandboxes"];
+    assert_eq!(*health, json!({"boots": 3, "boot_p50_ms": 10_000, "boot_p95_ms": 20_000, "running_seconds": 75}));
     // Settling again changes nothing.
     app.advance(10 * 60_000);
     app.cron();

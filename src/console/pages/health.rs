@@ -7,7 +7,7 @@ use crate::console::layout::{action, hidden, money};
 use crate::console::Ctx;
 use crate::error::ApiError;
 use crate::ops::call;
-use crate::ops::metrics::{GetMetrics, GetTraceExport, Metrics, Numbers, Point, Window};
+use crate::ops::metrics::{GetMetrics, GetTraceExport, Metrics, Numbers, Point, SandboxNumbers, Window};
 use crate::ops::name;
 use maud::{html, Markup};
 
@@ -179,6 +179,18 @@ pub fn summary(t: &Numbers) -> Markup {
     }
 }
 
+/// The window's hosted sandboxes in one line.
+fn sandboxes(s: &SandboxNumbers) -> Markup {
+    let l = |v: Option<i64>| v.map_or("—".to_owned(), |v| ms(v as f64));
+    html! {
+        dl.stats data-live="metrics-sandboxes" {
+            div { dt { "Sandbox boots" } dd data-metric="sandbox-boots" { (s.boots) } }
+            div { dt { "Boot p50 / p95" } dd { (l(s.boot_p50_ms)) " / " (l(s.boot_p95_ms)) } }
+            div { dt { "Sandbox-minutes" } dd data-metric="sandbox-minutes" { (format!("{:.1}", s.running_seconds as f64 / 60.0)) } }
+        }
+    }
+}
+
 pub async fn page(p: &Ctx<'_>) -> Result<Page, ApiError> {
     let window = p.query("window").filter(|w| WINDOWS.iter().any(|(k, _)| k == w)).unwrap_or_else(|| "hour".into());
     let workspace = Some(p.ws.slug.clone());
@@ -196,6 +208,7 @@ pub async fn page(p: &Ctx<'_>) -> Result<Page, ApiError> {
                 button type="submit" { "Show" }
             }
             (summary(&m.totals))
+            (sandboxes(&m.sandboxes))
             (charts(&m))
             h2 { "By agent" }
             table data-live="metrics-agents" {

@@ -6,6 +6,7 @@ use super::Page;
 use crate::console::layout::{action, hidden, money, time, verbatim};
 use crate::console::render::{self, word};
 use crate::console::Ctx;
+use crate::domain::sandboxes::SandboxView;
 use crate::error::ApiError;
 use crate::http::HttpResponse;
 use crate::ops::call;
@@ -91,7 +92,8 @@ fn goal(p: &Ctx<'_>, sid: &str, view: &GoalView) -> Markup {
 
 pub async fn page(p: &Ctx<'_>, sid: &str) -> Result<Page, ApiError> {
     let session_id = || param("session_id", sid);
-    let info = call::get_session(p.cx, GetSession { session_id: session_id()?, workspace: None }).await?.session;
+    let got = call::get_session(p.cx, GetSession { session_id: session_id()?, workspace: None }).await?;
+    let (info, sandbox_view) = (got.session, got.sandbox);
     let (events, cursor, cut) = history(p, sid).await?;
     let goal_view = call::get_goal(p.cx, GetGoal { session_id: session_id()?, workspace: None }).await?;
     let record =
@@ -178,6 +180,10 @@ pub async fn page(p: &Ctx<'_>, sid: &str) -> Result<Page, ApiError> {
                         } }
                         div.row { button type="submit" disabled[off] { "Switch" } }
                     }
+                    @if let Some(sb) = &sandbox_view {
+                        h2 { "Sandbox" }
+                        div data-live="session-sandbox" { (sandbox(sb)) }
+                    }
                     h2 { "Run and deploy" }
                     div.row {
                         @match &run_command {
@@ -220,6 +226,32 @@ pub async fn page(p: &Ctx<'_>, sid: &str) -> Result<Page, ApiError> {
             }
         },
     })
+}
+
+/// A hosted session's sandbox: its state and boot time, its running time and cost, its newest boots (its
+/// log) and what it may reach.
+fn sandbox(v: &SandboxView) -> Markup {
+    let ran = |s: i64| if s >= 60 { format!("{} min {} s", s / 60, s % 60) } else { format!("{s} s") };
+    let took = |ms: i64| super::health::ms(ms as f64);
+    html! {
+        p data-sandbox=(v.state) {
+            strong { @if v.state == "starting" { "Starting sandbox…" } @else { "Sandbox " (v.state) } }
+            @if let Some(b) = v.boot_ms { " · booted in " (took(b)) }
+            " · ran " (ran(v.running_seconds)) " · " (money(v.cents))
+        }
+        ol.small {
+            @for b in &v.boots {
+                li {
+                    (time(b.started_ms)) " started"
+                    @if let Some(r) = b.ready_ms { " · ready in " (took(r - b.started_ms)) }
+                    @if let Some(s) = b.seconds { " · ran " (ran(s)) }
+                    @if let Some(e) = &b.ended { " · " (e) }
+                    @if let Some(c) = b.cents.filter(|c| *c > 0) { " · " (money(c)) }
+                }
+            }
+        }
+        @if !v.egress.is_empty() { p.small.muted { "May reach: " (v.egress.join(", ")) } }
+    }
 }
 
 /// `GET …/sessions/<id>/stream?after=…`: new events after the cursor, held in the session's own object
