@@ -11,7 +11,7 @@
 //   CONNECT with X-Dst-Addr host:port: a tunnel to a port of the container (the Durable Object's
 //     getTcpPort); 400 means nothing listens there yet.
 // Egress: the container's TCP to port 80 is redirected here (iptables, this namespace). Each request asks
-// workerd's egress listener (CONNECT dest, X-Hostname) whether the Worker intercepts its host
+// workerd's egress listener (CONNECT to its original destination, X-Hostname) whether the Worker intercepts it
 // (interceptOutboundHttp): 200, the request goes to the Worker through that tunnel; otherwise it leaves
 // for the internet only when internet is enabled. Any other egress leaves only when internet is enabled.
 import http from 'node:http';
@@ -84,11 +84,27 @@ ingressServer.on('connect', (req, socket, head) => {
   socket.on('error', () => up.destroy());
 });
 
+// Where a redirected connection was going: its first tuple in this namespace's connection tracking (the
+// redirect hides it from the socket), as workerd matches interceptions by address (interceptAllOutboundHttp
+// is 0.0.0.0/0) and by the Host name.
+function originalDestination(socket) {
+  try {
+    const sport = `sport=${socket.remotePort} `;
+    for (const line of readFileSync('/proc/net/nf_conntrack', 'utf8').split('\n')) {
+      if (!line.includes(' tcp ') || !line.includes(sport)) continue;
+      const m = line.match(/src=\S+ dst=(\S+) sport=(\d+) dport=(\d+)/);
+      if (m && m[2] === String(socket.remotePort)) return `${m[1]}:${m[3]}`;
+    }
+  } catch { /* no connection tracking here: the Host name alone */ }
+  return null;
+}
+
 // The redirected plain HTTP: to the Worker when it intercepts the host, else out when internet is on.
 const egressServer = http.createServer((req, res) => {
   const host = String(req.headers.host || '');
   const [name, port = '80'] = host.split(':');
-  const connect = http.request({ host: gateway, port: egress.port, method: 'CONNECT', path: `${name}:${port}`,
+  const dest = originalDestination(req.socket) ?? `${name}:${port}`;
+  const connect = http.request({ host: gateway, port: egress.port, method: 'CONNECT', path: dest,
     headers: { 'X-Hostname': name, host: `${name}:${port}` } });
   connect.on('connect', (answer, tunnel) => {
     if (answer.statusCode === 200 || (answer.statusCode === 202 && egress.internet)) {

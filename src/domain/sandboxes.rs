@@ -120,7 +120,8 @@ const GONE_MS: i64 = 5 * 60_000;
 /// Ends and charges the open boots of a session (`Some`) now that it is asleep or stopped, or (`None`, the
 /// cron) of every sandbox unheard for [`GONE_MS`]: an asleep one ran until its runner's last call.
 pub async fn settle(env: &Env, session_id: Option<&str>, ended: Ended, now_ms: i64) -> Result<(), String> {
-    let seen_before = if session_id.is_some() { now_ms + 1 } else { now_ms - GONE_MS };
+    // A session's own are all ended now (its runner may have called a moment after this request began).
+    let seen_before = if session_id.is_some() { i64::MAX } else { now_ms - GONE_MS };
     let at = (ended != Ended::Asleep).then_some(now_ms);
     for boot in store::sandboxes::open(&env.db, session_id, seen_before).await.map_err(db_err)? {
         store::sandboxes::settle(&env.db, &boot, ended, at, env.config.sandbox_cents_per_hour).await.map_err(db_err)?;
