@@ -185,6 +185,8 @@ pub struct SandboxBoot {
     pub egress: Vec<String>,
     /// How long one turn may run before the sandbox is stopped.
     pub max_run_s: i64,
+    /// More of its runner's environment: a coding agent CLI's model endpoint and key, the relay's.
+    pub env: Vec<(String, String)>,
 }
 
 /// Hosted sandboxes: where `placement: hosted` agents run (Cloudflare Containers in the Worker).

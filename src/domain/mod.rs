@@ -17,6 +17,7 @@ pub mod push;
 pub mod rate;
 pub mod requests;
 pub mod sandboxes;
+pub mod secrets;
 pub mod sessions;
 pub mod slack;
 pub mod taskfs;

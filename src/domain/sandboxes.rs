@@ -90,12 +90,14 @@ pub async fn ensure(env: &Env, s: For<'_>, now_ms: i64) -> Result<Ensured, Strin
     store::runners::register_hosted(db, &ids::new_id("run"), ws, sid, &name, &ids::hash_secret(&token), now_ms)
         .await
         .map_err(db_err)?;
+    let env = placement::ModelApi::of(harness).map(|api| api.cli_env(&token)).unwrap_or_default();
     let boot = SandboxBoot {
         session_id: sid.to_owned(),
         workspace_id: ws.to_owned(),
         runner_token: token,
         egress,
         max_run_s: placement::MAX_RUN_S,
+        env,
     };
     match sandboxes.boot(boot).await {
         Ok(()) => Ok(Ensured::Booted),

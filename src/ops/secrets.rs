@@ -34,7 +34,7 @@ pub fn require_role(m: &Membership, what: &str) -> Result<(), ApiError> {
 
 /// Secrets whose value is a URL the Worker calls: checked by the outbound rule when set, and again when
 /// used ([`crate::egress`]).
-const URL_SECRETS: &[&str] = &["OPENAI_BASE_URL"];
+const URL_SECRETS: &[&str] = &["OPENAI_BASE_URL", "ANTHROPIC_BASE_URL"];
 
 fn check_name(name: &str) -> Result<(), ApiError> {
     let ok = (1..=64).contains(&name.len())

@@ -163,6 +163,91 @@ pub fn allows(hosts: &[String], host: &str) -> bool {
     !host.is_empty() && hosts.iter().any(|h| h.eq_ignore_ascii_case(host))
 }
 
+/// Where a hosted sandbox's coding agent CLI finds its model: this deployment's model relay
+/// ([`crate::runner::model_relay`]), `<SANDBOX_ORIGIN>/v1/runner/model/<api>`.
+pub const MODEL_RELAY: &str = "/v1/runner/model/";
+
+/// A coding agent CLI's model API as a hosted sandbox reaches it: the CLI is pointed at the relay with its
+/// sandbox's runner token as its key, and the relay sends each request on to the workspace's endpoint
+/// with the workspace's key, which never enters the sandbox.
+#[derive(Debug, PartialEq)]
+pub struct ModelApi {
+    /// The relay's path segment.
+    pub name: &'static str,
+    /// The workspace secrets naming the endpoint (optional: `default_base`) and its key.
+    pub base_secret: &'static str,
+    pub key_secret: &'static str,
+    pub default_base: &'static str,
+    /// The CLI's variables for its endpoint and its key.
+    pub cli_base_var: &'static str,
+    pub cli_key_var: &'static str,
+    /// What the CLI's base ends with that the endpoint's base already includes (OpenAI's `/v1`).
+    pub base_path: &'static str,
+    /// The header the key goes in, as a bearer token or as it is.
+    pub key_header: &'static str,
+    pub bearer: bool,
+}
+
+/// Claude Code's: the Messages API (the runner token as `ANTHROPIC_AUTH_TOKEN`, sent as a bearer token).
+pub const ANTHROPIC: ModelApi = ModelApi {
+    name: "anthropic",
+    base_secret: "ANTHROPIC_BASE_URL",
+    key_secret: "ANTHROPIC_API_KEY",
+    default_base: "https://api.anthropic.com",
+    cli_base_var: "ANTHROPIC_BASE_URL",
+    cli_key_var: "ANTHROPIC_AUTH_TOKEN",
+    base_path: "",
+    key_header: "x-api-key",
+    bearer: false,
+};
+
+/// Codex's: the Responses API (its provider's base and key from `OPENAI_BASE_URL` and `OPENAI_API_KEY`).
+pub const OPENAI: ModelApi = ModelApi {
+    name: "openai",
+    base_secret: "OPENAI_BASE_URL",
+    key_secret: "OPENAI_API_KEY",
+    default_base: "https://api.openai.com/v1",
+    cli_base_var: "OPENAI_BASE_URL",
+    cli_key_var: "OPENAI_API_KEY",
+    base_path: "/v1",
+    key_header: "authorization",
+    bearer: true,
+};
+
+impl ModelApi {
+    /// The model API of a harness's CLI.
+    pub fn of(harness: Harness) -> Option<&'static ModelApi> {
+        match harness {
+            Harness::ClaudeCode => Some(&ANTHROPIC),
+            Harness::Codex => Some(&OPENAI),
+            _ => None,
+        }
+    }
+
+    pub fn named(name: &str) -> Option<&'static ModelApi> {
+        [&ANTHROPIC, &OPENAI].into_iter().find(|a| a.name == name)
+    }
+
+    /// The CLI's environment in a sandbox: the relay as its endpoint, the runner token as its key.
+    pub fn cli_env(&self, runner_token: &str) -> Vec<(String, String)> {
+        let base = format!("{SANDBOX_ORIGIN}{MODEL_RELAY}{}{}", self.name, self.base_path);
+        vec![(self.cli_base_var.to_owned(), base), (self.cli_key_var.to_owned(), runner_token.to_owned())]
+    }
+
+    /// Where a relayed request goes: the endpoint's base (the workspace's, or the provider's) and what the
+    /// CLI added to its own base (`rest`, with its query).
+    pub fn upstream(&self, base: Option<&str>, rest: &str) -> String {
+        let base = base.unwrap_or(self.default_base).trim_end_matches('/');
+        format!("{base}{}", rest.strip_prefix(self.base_path).unwrap_or(rest))
+    }
+
+    /// The header that carries the workspace's key.
+    pub fn key(&self, key: &str) -> (String, String) {
+        let value = if self.bearer { format!("Bearer {key}") } else { key.to_owned() };
+        (self.key_header.to_owned(), value)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -199,6 +284,34 @@ mod tests {
         assert!(e.contains("`command` is only for hosted `runner` agents"), "{e}");
         let e = check(Harness::Runner, Placement::Hosted, Some("a\nb"), &[]).unwrap_err();
         assert!(e.contains("one shell line"), "{e}");
+    }
+
+    #[test]
+    fn a_sandboxed_cli_calls_its_model_through_the_relay_with_the_workspaces_key() {
+        assert_eq!(ModelApi::of(Harness::ClaudeCode), Some(&ANTHROPIC));
+        assert_eq!(ModelApi::of(Harness::Runner), None);
+        assert_eq!(
+            OPENAI.cli_env("srt_x"),
+            vec![
+                ("OPENAI_BASE_URL".to_owned(), "http://10.172.0.1/v1/runner/model/openai/v1".to_owned()),
+                ("OPENAI_API_KEY".to_owned(), "srt_x".to_owned())
+            ]
+        );
+        assert_eq!(ANTHROPIC.cli_env("srt_x")[0].1, "http://10.172.0.1/v1/runner/model/anthropic");
+        assert_eq!(
+            ANTHROPIC.upstream(None, "/v1/messages?beta=true"),
+            "https://api.anthropic.com/v1/messages?beta=true"
+        );
+        assert_eq!(ANTHROPIC.upstream(Some("http://127.0.0.1:9/"), "/v1/messages"), "http://127.0.0.1:9/v1/messages");
+        assert_eq!(OPENAI.upstream(None, "/v1/responses"), "https://api.openai.com/v1/responses");
+        assert_eq!(
+            OPENAI.upstream(Some("https://llm.example.com/openai/v1"), "/v1/responses"),
+            "https://llm.example.com/openai/v1/responses"
+        );
+        assert_eq!(ANTHROPIC.key("k"), ("x-api-key".to_owned(), "k".to_owned()));
+        assert_eq!(OPENAI.key("k"), ("authorization".to_owned(), "Bearer k".to_owned()));
+        assert_eq!(ModelApi::named("openai"), Some(&OPENAI));
+        assert_eq!(ModelApi::named("other"), None);
     }
 
     #[test]

@@ -30,6 +30,7 @@
 
 pub mod granted;
 pub mod jobs;
+pub mod model_relay;
 pub mod skills;
 
 use crate::cx::Cx;
@@ -80,7 +81,9 @@ pub async fn handle(cx: &Cx<'_>, req: &HttpRequest) -> HttpResponse {
         }
         Err(e) => return error_response(&cx.internal(e)),
     };
+    let relayed = req.path.strip_prefix(crate::rules::placement::MODEL_RELAY);
     let result = match (req.method.as_str(), req.path.as_str()) {
+        _ if relayed.is_some() => model_relay::relay(cx, &runner, req, relayed.unwrap_or_default()).await,
         ("POST", route::CLAIM) => claim(cx, &runner, req).await,
         ("POST", route::HEARTBEAT) => heartbeat(cx, &runner, req).await,
         ("POST", route::EVENTS) => events(cx, &runner, req).await,

@@ -17,7 +17,7 @@ use super::agent_tools::{self, bearer, post_json};
 use super::ports::Ports;
 use super::{mcp_client, skills, wallet};
 use crate::rules::otlp::{Attr, Span};
-use crate::rules::{outbound, redact, seal};
+use crate::rules::{outbound, redact};
 use crate::session::{Charge, Core, Event, EventKind, LocalSql, SessionConfig, StepOutcome, Turn, TurnEnd};
 use crate::store;
 use serde::{Deserialize, Serialize};
@@ -45,13 +45,7 @@ fn sanitize(s: &str) -> String {
 
 /// A secret of `workspace_id`, opened.
 async fn secret(ports: &Ports<'_>, workspace_id: &str, name: &str) -> Result<Option<String>, String> {
-    let Some(sealed) = store::secrets::sealed(ports.db(), workspace_id, name).await.map_err(|e| e.to_string())? else {
-        return Ok(None);
-    };
-    let master = ports.config().secrets_key.as_deref().ok_or("this deployment has no SECRETS_KEY")?;
-    seal::open(master, &seal::secret_aad(workspace_id, name), &sealed)
-        .map(Some)
-        .ok_or_else(|| format!("the secret {name} cannot be opened (was SECRETS_KEY changed?)"))
+    crate::domain::secrets::open(ports.db(), ports.config(), workspace_id, name).await
 }
 
 /// A secret the agent's definition names, from the workspace that owns the definition only. Sessions

@@ -11,6 +11,7 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { BASE, createAccount, createWorkspace, createAgent, rawMcp, ok, readTurn, texts, rest, ikey, agentTool, addCredit } from './helpers.mjs';
 import { signedIn, SHOTS } from './browser.mjs';
+import { answerMessages, messagesServer } from './messages-stub.mjs';
 
 const status = (() => {
   try { return readFileSync(new URL('../../build/sandbox/status', import.meta.url), 'utf8').trim(); } catch { return 'scripts/sandbox.sh has not run'; }
@@ -170,6 +171,32 @@ describe('hosted sandboxes', { skip }, () => {
     assert.match(refused.reason, /the checks failed: `cat app.txt; grep -q hello app.txt` exited 1/);
     assert.match(refused.steps.join('\n'), /goodbye/, 'the output of the failing checks');
     ok(await tool('stop_session', { session_id: sessionId }));
+  });
+
+  test("a hosted claude-code agent: the real Claude Code runs in the sandbox and calls its model through agentsky's relay, with the workspace's key", { timeout: 240_000 }, async () => {
+    const keys = [];
+    const stub = messagesServer((req, res, body) => {
+      keys.push(req.headers['x-api-key']);
+      answerMessages(res, body, [{ type: 'text', text: 'hosted claude says hi' }]);
+    });
+    await new Promise((r) => stub.listen(0, '127.0.0.1', r));
+    try {
+      for (const [name, value] of [['ANTHROPIC_BASE_URL', `http://127.0.0.1:${stub.address().port}`], ['ANTHROPIC_API_KEY', 'sk-ant-e2e-workspace']]) {
+        const put = await rest('PUT', `/v1/secrets/${name}`, { key, body: { value, workspace: ws } });
+        assert.equal(put.status, 200, JSON.stringify(put.body));
+      }
+      const made = await rest('POST', '/v1/agents', { key, body: {
+        workspace: ws, name: 'Hosted Claude', harness: 'claude-code', model: 'claude-sonnet-4-5', placement: 'hosted',
+      } });
+      assert.equal(made.status, 201, JSON.stringify(made.body));
+      const t0 = Date.now();
+      const started = ok(await tool('start_session', { workspace: ws, agent_id: made.body.agent_id, message: 'say hi', idempotency_key: ikey('cc') }));
+      const turn = await readTurn(tool, { session_id: started.session.session_id, cursor: started.cursor, message_id: started.message_id, deadlineMs: 180_000 });
+      assert.match(texts(turn.events).join('\n'), /hosted claude says hi/, JSON.stringify(turn.events));
+      console.log(`hosted claude-code turn, with the sandbox's boot: ${Date.now() - t0} ms`);
+      assert.ok(keys.length >= 1 && keys.every((k) => k === 'sk-ant-e2e-workspace'), `the relay sent the workspace's key: ${JSON.stringify(keys)}`);
+      ok(await tool('stop_session', { session_id: started.session.session_id }));
+    } finally { stub.close(); }
   });
 
   test('placement is checked where the agent is made: an echo agent cannot be hosted, a hosted runner agent needs its command', async () => {

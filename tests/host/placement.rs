@@ -465,3 +465,66 @@ fn a_sandbox_that_does_not_start_costs_nothing() {
     assert_eq!(boots(&app, &s), (vec![(Some("failed".into()), Some(0), Some(0))], vec![]));
     assert_eq!(balance(&app, &ada), 100);
 }
+
+/// A hosted claude-code agent's CLI calls its model through the relay with its sandbox's runner token: the
+/// relay sends it on to the workspace's endpoint with the workspace's key (which the sandbox never gets),
+/// under the outbound rule; without the key it says which secret to set; a person's runner has no relay.
+#[test]
+fn a_sandboxed_cli_reaches_its_model_through_the_relay_with_the_workspaces_key() {
+    let app = app();
+    let ada = app.signup("Ada", "ada@example.com");
+    let agent = app.create_agent(
+        &ada.key,
+        json!({"name": "C", "harness": "claude-code", "model": "claude-x", "placement": "hosted"}),
+    );
+    start(&app, &ada.key, &agent, "one");
+    let boot = app.sessions.sandboxes.boots.borrow()[0].clone();
+    let token = boot.runner_token.clone();
+    assert_eq!(
+        boot.env,
+        vec![
+            ("ANTHROPIC_BASE_URL".to_owned(), "http://10.172.0.1/v1/runner/model/anthropic".to_owned()),
+            ("ANTHROPIC_AUTH_TOKEN".to_owned(), token.clone())
+        ],
+        "the CLI's key is the runner token, never the workspace's"
+    );
+    let messages = json!({"model": "claude-x", "max_tokens": 10, "messages": [{"role": "user", "content": "hi"}]});
+    let relay = |token: &str| {
+        let mut req =
+            runner_request(token, "POST", "/v1/runner/model/anthropic/v1/messages?beta=true", messages.clone());
+        req.headers.push(("anthropic-version".into(), "2023-06-01".into()));
+        app.send(req)
+    };
+    let r = relay(&token);
+    assert_eq!(r.status, 404, "{:?}", r.json_body());
+    assert!(r.json_body()["error"]["message"]
+        .as_str()
+        .unwrap()
+        .starts_with("this workspace has no ANTHROPIC_API_KEY secret"));
+
+    for (name, value) in [("ANTHROPIC_API_KEY", "sk-ant-workspace"), ("ANTHROPIC_BASE_URL", "https://llm.example.com/")]
+    {
+        let r = app.request("PUT", &format!("/v1/secrets/{name}"), Some(&ada.key), Some(json!({"value": value})));
+        assert_eq!(r.status, 200, "{:?}", r.json_body());
+    }
+    app.sessions.net.answer(|_| {
+        HttpResponse::json(200, &json!({"type": "message", "content": [{"type": "text", "text": "hello"}]}))
+    });
+    let r = relay(&token);
+    assert_eq!((r.status, &r.json_body()["content"][0]["text"]), (200, &json!("hello")));
+    let sent = app.sessions.net.requests.borrow().last().cloned().unwrap();
+    assert_eq!(sent.url, "https://llm.example.com/v1/messages?beta=true");
+    let header = |name: &str| sent.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.clone());
+    assert_eq!(header("x-api-key").as_deref(), Some("sk-ant-workspace"));
+    assert_eq!(header("anthropic-version").as_deref(), Some("2023-06-01"));
+    assert_eq!(header("authorization"), None, "the runner token stays here");
+    assert_eq!(serde_json::from_slice::<Value>(&sent.body).unwrap(), messages);
+
+    // The model endpoint is under the outbound rule like any URL a workspace names.
+    let r =
+        app.request("PUT", "/v1/secrets/ANTHROPIC_BASE_URL", Some(&ada.key), Some(json!({"value": "http://10.0.0.1"})));
+    assert_eq!(r.status, 400, "{:?}", r.json_body());
+    // A person's runner calls its model with its own key.
+    let person = person_runner(&app, &ada);
+    assert_eq!(relay(&person).status, 403);
+}

@@ -46,6 +46,16 @@ pub fn sandbox(approval: &str) -> &'static str {
     }
 }
 
+/// The sandbox this turn runs in: the agent's ([`sandbox`]) on a person's machine; in a hosted sandbox
+/// (its runner's token is in the environment) none of Codex's own, as the container is the sandbox and
+/// has no Linux namespaces to give Codex's.
+fn sandbox_here(s: &Setup<'_>) -> &'static str {
+    match std::env::var_os(crate::runner::HOSTED_VARS[1]) {
+        Some(_) => "danger-full-access",
+        None => sandbox(super::tool_approval(s.agent)),
+    }
+}
+
 /// The `-c` overrides a turn gives Codex. `base_url` is the runner's `OPENAI_BASE_URL`, if any.
 pub fn overrides(s: &Setup<'_>, base_url: Option<&str>) -> Vec<String> {
     let mut c = vec![
@@ -61,7 +71,7 @@ pub fn overrides(s: &Setup<'_>, base_url: Option<&str>) -> Vec<String> {
         "approval_policy=\"never\"".to_owned(),
         // A person's answer may take the session server's whole 5 minutes (Codex's default is 60 s).
         format!("mcp_servers.agentsky.tool_timeout_sec={}", super::TOOL_TIMEOUT_S),
-        format!("sandbox_mode=\"{}\"", sandbox(super::tool_approval(s.agent))),
+        format!("sandbox_mode=\"{}\"", sandbox_here(s)),
     ];
     if let Some(model) = Some(s.agent.model.as_str()).filter(|m| !m.is_empty()) {
         c.push(format!("model={}", toml_string(model)));
@@ -91,7 +101,7 @@ pub fn launch(exe: &Path, s: &Setup<'_>) -> std::io::Result<Launch> {
     argv.extend(["--json", "--skip-git-repo-check"].map(str::to_owned));
     if s.resume.is_none() {
         // `resume` keeps the sandbox the conversation began with.
-        argv.extend(["--sandbox".to_owned(), sandbox(super::tool_approval(s.agent)).to_owned()]);
+        argv.extend(["--sandbox".to_owned(), sandbox_here(s).to_owned()]);
     }
     for o in overrides(s, base_url.as_deref()) {
         argv.extend(["-c".to_owned(), o]);
