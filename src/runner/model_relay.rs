@@ -1,7 +1,7 @@
 //! The model relay of hosted sandboxes (`/v1/runner/model/<api>/…`): a sandbox's coding agent CLI calls
 //! its model here with the sandbox's runner token as its key ([`ModelApi::cli_env`]), and the relay sends
 //! the request on to the workspace's endpoint (its `ANTHROPIC_BASE_URL` or `OPENAI_BASE_URL` secret, else
-//! the provider's API) with the workspace's key, through the outbound rule. The key never enters the
+//! the provider's API) with the workspace's key, through the outbound rule (POST calls, and GET listings). The key never enters the
 //! sandbox, so nothing the agent runs there can read it; the answer comes back whole.
 
 use crate::cx::{Cx, Outbound};
@@ -13,6 +13,8 @@ use crate::store::runners::RunnerRow;
 
 /// Request headers the relay does not pass on: the sandbox's credentials, and the hop's own.
 const DROPPED: &[&str] = &["authorization", "x-api-key", "host", "content-length", "connection", "cookie"];
+/// The most of a GET's answer it passes back.
+const MAX_GET_BYTES: usize = 1 << 20;
 /// Answer headers it does not pass back.
 const NOT_BACK: &[&str] = &["set-cookie", "content-length", "content-encoding", "transfer-encoding", "connection"];
 
@@ -28,8 +30,8 @@ pub async fn relay(cx: &Cx<'_>, runner: &RunnerRow, req: &HttpRequest, rest: &st
     let api = ModelApi::named(name).ok_or_else(|| {
         ApiError::new(Code::NotFound, format!("no model API `{name}`: the relay serves anthropic and openai"))
     })?;
-    if req.method != "POST" {
-        return Err(ApiError::invalid(format!("the model relay passes on POST requests only, not {}", req.method)));
+    if !matches!(req.method.as_str(), "POST" | "GET") {
+        return Err(ApiError::invalid(format!("the model relay passes on POST and GET requests, not {}", req.method)));
     }
     let (db, config, ws) = (cx.db(), &cx.env.config, runner.workspace_id.as_str());
     let opened = |name| crate::domain::secrets::open(db, config, ws, name);
@@ -48,9 +50,18 @@ pub async fn relay(cx: &Cx<'_>, runner: &RunnerRow, req: &HttpRequest, rest: &st
     let mut headers: Vec<(String, String)> =
         req.headers.iter().filter(|(k, _)| !DROPPED.contains(&k.to_ascii_lowercase().as_str())).cloned().collect();
     headers.push(api.key(&key));
-    let out =
-        Outbound { url: api.upstream(base.as_deref(), &format!("{path}{query}")), headers, body: req.body.clone() };
-    match Egress::new(&*cx.env.net, config).post(api.base_secret, out).await {
+    let url = api.upstream(base.as_deref(), &format!("{path}{query}"));
+    let egress = Egress::new(&*cx.env.net, config);
+    let answered = match req.method.as_str() {
+        // A listing (`/models`), not a model call: a bounded answer.
+        "GET" => egress.get_with(api.base_secret, &url, headers, MAX_GET_BYTES).await,
+        _ => egress.post(api.base_secret, Outbound { url, headers, body: req.body.clone() }).await,
+    };
+    match answered {
+        Ok(resp) if resp.body.len() > MAX_GET_BYTES => Ok(HttpResponse::json(
+            502,
+            &serde_json::json!({ "error": { "code": "bad_gateway", "message": format!("the model endpoint's answer is over {MAX_GET_BYTES} bytes") } }),
+        )),
         Ok(mut resp) => {
             resp.headers.retain(|(k, _)| !NOT_BACK.contains(&k.to_ascii_lowercase().as_str()));
             Ok(resp)

@@ -12,6 +12,7 @@ import { readFileSync } from 'node:fs';
 import { BASE, createAccount, createWorkspace, createAgent, rawMcp, ok, readTurn, texts, rest, ikey, agentTool, addCredit } from './helpers.mjs';
 import { signedIn, SHOTS } from './browser.mjs';
 import { answerMessages, messagesServer } from './messages-stub.mjs';
+import { responsesStub } from './responses-stub.mjs';
 
 const status = (() => {
   try { return readFileSync(new URL('../../build/sandbox/status', import.meta.url), 'utf8').trim(); } catch { return 'scripts/sandbox.sh has not run'; }
@@ -197,6 +198,34 @@ describe('hosted sandboxes', { skip }, () => {
       assert.ok(keys.length >= 1 && keys.every((k) => k === 'sk-ant-e2e-workspace'), `the relay sent the workspace's key: ${JSON.stringify(keys)}`);
       ok(await tool('stop_session', { session_id: started.session.session_id }));
     } finally { stub.close(); }
+  });
+
+  test("a hosted codex agent: the real Codex runs in the sandbox, its model through the relay, its command in the container", { timeout: 240_000 }, async () => {
+    const stub = responsesStub();
+    const auth = [];
+    stub.server.prependListener('request', (req) => { if (req.method === 'POST') auth.push(req.headers.authorization); });
+    await new Promise((r) => stub.server.listen(0, '127.0.0.1', r));
+    try {
+      for (const [name, value] of [['OPENAI_BASE_URL', `http://127.0.0.1:${stub.server.address().port}/v1`], ['OPENAI_API_KEY', 'sk-e2e-workspace']]) {
+        const put = await rest('PUT', `/v1/secrets/${name}`, { key, body: { value, workspace: ws } });
+        assert.equal(put.status, 200, JSON.stringify(put.body));
+      }
+      const made = await rest('POST', '/v1/agents', { key, body: {
+        workspace: ws, name: 'Hosted Codex', harness: 'codex', model: 'gpt-5-codex', placement: 'hosted',
+      } });
+      assert.equal(made.status, 201, JSON.stringify(made.body));
+      const t0 = Date.now();
+      const started = ok(await tool('start_session', { workspace: ws, agent_id: made.body.agent_id, message: 'write out.txt', idempotency_key: ikey('cx') }));
+      const sid = started.session.session_id;
+      const turn = await readTurn(tool, { session_id: sid, cursor: started.cursor, message_id: started.message_id, deadlineMs: 180_000 });
+      assert.match(texts(turn.events).join('\n'), /done: \d+ tool outputs/, JSON.stringify(turn.events));
+      console.log(`hosted codex turn, with the sandbox's boot: ${Date.now() - t0} ms`);
+      // The stub's shell command ran in the sandbox, in the turn's folder, and the file came back.
+      const file = ok(await tool('read_task_file', { task_id: started.session.task_id, path: 'out.txt', session_id: sid }));
+      assert.equal(file.content, 'hi\n');
+      assert.ok(auth.length >= 2 && auth.every((a) => a === 'Bearer sk-e2e-workspace'), `the relay sent the workspace's key: ${JSON.stringify(auth)}`);
+      ok(await tool('stop_session', { session_id: sid }));
+    } finally { stub.server.close(); }
   });
 
   test('placement is checked where the agent is made: an echo agent cannot be hosted, a hosted runner agent needs its command', async () => {
