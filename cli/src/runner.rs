@@ -271,9 +271,7 @@ fn turn_runner(
     Ok((turns, scratch))
 }
 
-/// What a hosted sandbox's runner reads from its environment: the server (the address its sandbox routes
-/// to this deployment), its runner token, and the seconds to wait for work before exiting.
-pub const HOSTED_VARS: [&str; 3] = ["AGENTSKY_SERVER", "AGENTSKY_RUNNER_TOKEN", "AGENTSKY_IDLE_EXIT_S"];
+pub use agentsky_wire::runner::HOSTED_VARS;
 
 /// `sky runner --hosted`: claims and runs the sandbox's session's turns (and checkouts) until none came
 /// for the idle time, then exits 0 so the container stops; the next turn starts it again.

@@ -138,15 +138,23 @@ pub struct SandboxView {
     /// time, or has not been heard from for a minute), `stopped` (with its session) or `failed` (it did
     /// not start).
     pub state: String,
-    /// The newest boot's boot time, from asking the container to start to its runner's first call.
-    pub boot_ms: Option<i64>,
-    /// The running time of the boots below, and what the settled ones were charged.
-    pub running_seconds: i64,
-    pub cents: i64,
     /// The hosts it may reach besides this deployment (its newest boot's egress list).
     pub egress: Vec<String>,
     /// Its newest boots, newest first: its log.
-    pub boots: Vec<store::sandboxes::Boot>,
+    pub boots: Vec<BootLine>,
+}
+
+/// One start of a sandbox, as its log shows it.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct BootLine {
+    pub started_ms: i64,
+    /// When its runner first called in; none while it starts (or if it never did).
+    pub ready_ms: Option<i64>,
+    /// How it ended (`asleep`, `stopped`, `failed`) and its charge; none while it runs.
+    pub ended: Option<String>,
+    pub cents: Option<i64>,
+    /// Its running time: until it ended, or so far (until its runner's last call).
+    pub seconds: i64,
 }
 
 /// The session's sandbox, or `None` when it never started one.
@@ -162,11 +170,17 @@ pub async fn view(db: &dyn store::Sql, session_id: &str, now_ms: i64) -> Result<
     };
     Ok(Some(SandboxView {
         state,
-        boot_ms: newest.ready_ms.map(|r| r - newest.started_ms),
-        running_seconds: boots.iter().map(|b| b.seconds.unwrap_or((b.seen_ms - b.started_ms + 999) / 1000)).sum(),
-        cents: boots.iter().filter_map(|b| b.cents).sum(),
         egress,
-        boots,
+        boots: boots
+            .into_iter()
+            .map(|b| BootLine {
+                started_ms: b.started_ms,
+                ready_ms: b.ready_ms,
+                ended: b.ended,
+                seconds: b.seconds.unwrap_or((b.seen_ms - b.started_ms + 999) / 1000),
+                cents: b.cents,
+            })
+            .collect(),
     }))
 }
 

@@ -81,11 +81,9 @@ impl Sandboxes for Client {
 
     fn boot(&self, boot: SandboxBoot) -> LocalBoxFuture<'_, Result<(), String>> {
         Box::pin(async move {
-            let mut vars = vec![
-                ("AGENTSKY_SERVER".to_owned(), SANDBOX_ORIGIN.to_owned()),
-                ("AGENTSKY_RUNNER_TOKEN".to_owned(), boot.runner_token),
-                ("AGENTSKY_IDLE_EXIT_S".to_owned(), self.idle_s.to_string()),
-            ];
+            let [server, token, idle] = agentsky_wire::runner::HOSTED_VARS.map(str::to_owned);
+            let mut vars =
+                vec![(server, SANDBOX_ORIGIN.to_owned()), (token, boot.runner_token), (idle, self.idle_s.to_string())];
             vars.extend(boot.env);
             self.call(&boot.session_id, SandboxCall::Boot { vars, max_run_s: boot.max_run_s }).await.map(drop)
         })

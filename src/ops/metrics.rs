@@ -91,7 +91,7 @@ pub struct SandboxNumbers {
     pub boot_p50_ms: Option<i64>,
     pub boot_p95_ms: Option<i64>,
     /// Their running time (a running one's until its runner's last call), what the wallet is charged for.
-    pub running_seconds: i64,
+    pub seconds: i64,
 }
 
 /// The numbers of a window's boots: `(boot time, running seconds)` each.
@@ -104,7 +104,7 @@ fn sandbox_numbers(boots: &[(Option<i64>, i64)]) -> SandboxNumbers {
         boots: boots.len() as i64,
         boot_p50_ms: at(0.5),
         boot_p95_ms: at(0.95),
-        running_seconds: boots.iter().map(|b| b.1).sum(),
+        seconds: boots.iter().map(|b| b.1).sum(),
     }
 }
 

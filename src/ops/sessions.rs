@@ -395,6 +395,7 @@ pub struct SessionInfo {
     /// Its hosted sandbox, if it ever started one: its state, boot time, running time and cost, what it may
     /// reach, and its newest boots.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "crate::domain::sandboxes::SandboxView")]
     pub sandbox: Option<crate::domain::sandboxes::SandboxView>,
 }
 

@@ -8,7 +8,7 @@
 
 use super::{rows, DbResult, Sql};
 use crate::stmt;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
 /// Records a boot about to start (its hold, if any, is taken already), with the hosts it may reach.
 pub async fn started(
@@ -117,7 +117,7 @@ pub async fn open(db: &dyn Sql, session_id: Option<&str>, seen_before_ms: i64) -
 }
 
 /// One boot, as the session's sandbox log shows it.
-#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Deserialize)]
 pub struct Boot {
     pub started_ms: i64,
     /// When its runner first called in; `None` while it starts (or if it never did).

@@ -2,7 +2,7 @@
 //! calls hold before and settle after so the wallet never goes below zero, a paid public agent's price
 //! moves between wallets once per run, and a share-link visitor's message is the link's, not the owner's.
 
-use crate::support::{Account, TestApp};
+use crate::support::{balance, credit, Account, TestApp};
 use agentsky::cx::Config;
 use agentsky::http::{HttpRequest, HttpResponse};
 use agentsky::store::usage::{self, Entry, Hold};
@@ -16,20 +16,6 @@ fn app() -> TestApp {
         prices: agentsky::rules::prices::Prices::parse(r#"{"gpt-test": [1000000, 1000000]}"#).unwrap(),
         ..TestApp::config()
     })
-}
-
-fn credit(app: &TestApp, slug: &str, cents: i64) {
-    let r = app.request(
-        "POST",
-        &format!("/v1/workspaces/{slug}/credit"),
-        Some("adm"),
-        Some(json!({"amount_cents": cents})),
-    );
-    assert_eq!(r.status, 200, "{:?}", r.json_body());
-}
-
-fn balance(app: &TestApp, who: &Account) -> i64 {
-    app.ok(&who.key, "get_usage", json!({}))["balance_cents"].as_i64().unwrap()
 }
 
 fn workspace_id(app: &TestApp, slug: &str) -> String {

@@ -2,7 +2,7 @@
 //! token claims only that session's turns and checkouts; a person's runner never claims them; a
 //! deployment without sandboxes says so when the agent is set up and when its turn would start.
 
-use crate::support::{runner_request, Account, TestApp};
+use crate::support::{balance, credit, runner_request, Account, TestApp};
 use agentsky::cx::Config;
 use agentsky::http::HttpResponse;
 use serde_json::{json, Value};
@@ -320,20 +320,6 @@ fn metered_app(cents_per_hour: i64) -> TestApp {
     })
 }
 
-fn credit(app: &TestApp, slug: &str, cents: i64) {
-    let r = app.request(
-        "POST",
-        &format!("/v1/workspaces/{slug}/credit"),
-        Some("adm"),
-        Some(json!({"amount_cents": cents})),
-    );
-    assert_eq!(r.status, 200, "{:?}", r.json_body());
-}
-
-fn balance(app: &TestApp, who: &Account) -> i64 {
-    app.ok(&who.key, "get_usage", json!({}))["balance_cents"].as_i64().unwrap()
-}
-
 /// A boot as `(ended, seconds, cents)`.
 type BootRow = (Option<String>, Option<i64>, Option<i64>);
 
@@ -379,12 +365,14 @@ fn a_sandbox_holds_its_time_budget_before_it_boots() {
     assert_eq!(balance(&app, &ada), 380, "an hour at 120 cents is held while it runs");
     assert_eq!(boots(&app, &s).0, vec![(None, None, None)]);
     let sandbox = &app.ok(&ada.key, "get_session", json!({"session_id": s}))["sandbox"];
-    assert_eq!((&sandbox["state"], &sandbox["boot_ms"]), (&json!("starting"), &Value::Null));
+    assert_eq!((&sandbox["state"], &sandbox["boots"][0]["ready_ms"]), (&json!("starting"), &Value::Null));
     let token = app.sessions.sandboxes.boots.borrow()[0].runner_token.clone();
     app.advance(1_500);
     claim(&app, &token);
     let sandbox = &app.ok(&ada.key, "get_session", json!({"session_id": s}))["sandbox"];
-    assert_eq!((&sandbox["state"], &sandbox["boot_ms"]), (&json!("running"), &json!(1_500)));
+    let boot = &sandbox["boots"][0];
+    let booted = boot["ready_ms"].as_i64().unwrap() - boot["started_ms"].as_i64().unwrap();
+    assert_eq!((&sandbox["state"], booted), (&json!("running"), 1_500));
 }
 
 /// Its time is charged per second, from its boot to its runner's last call, when it is seen asleep; a
@@ -434,16 +422,24 @@ fn sandbox_time_is_charged_per_second_once() {
     assert_eq!(balance(&app, &ada), 998);
     // The person sees it: on the session (its log newest first) and in Health.
     let sandbox = &app.ok(&ada.key, "get_session", json!({"session_id": s}))["sandbox"];
+    assert_eq!(sandbox["state"], "stopped");
+    let log: Vec<_> = sandbox["boots"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| (b["ended"].clone(), b["ready_ms"].is_null(), b["seconds"].as_i64().unwrap(), b["cents"].clone()))
+        .collect();
     assert_eq!(
-        (sandbox["state"].as_str(), sandbox["running_seconds"].as_i64(), sandbox["cents"].as_i64()),
-        (Some("stopped"), Some(75), Some(2))
+        log,
+        vec![
+            (json!("stopped"), true, 45, json!(1)),
+            (json!("asleep"), false, 20, json!(0)),
+            (json!("asleep"), false, 10, json!(1))
+        ]
     );
-    let log: Vec<_> =
-        sandbox["boots"].as_array().unwrap().iter().map(|b| (b["ended"].clone(), b["ready_ms"].is_null())).collect();
-    assert_eq!(log, vec![(json!("stopped"), true), (json!("asleep"), false), (json!("asleep"), false)]);
     assert_eq!(sandbox["egress"], json!(["deb.debian.org", "registry.npmjs.org", "security.debian.org"]));
     let health = &app.ok(&ada.key, "get_metrics", json!({}))["sandboxes"];
-    assert_eq!(*health, json!({"boots": 3, "boot_p50_ms": 10_000, "boot_p95_ms": 20_000, "running_seconds": 75}));
+    assert_eq!(*health, json!({"boots": 3, "boot_p50_ms": 10_000, "boot_p95_ms": 20_000, "seconds": 75}));
     // Settling again changes nothing.
     app.advance(10 * 60_000);
     app.cron();

@@ -353,6 +353,18 @@ type Handler = Rc<dyn Fn(&Outbound) -> HttpResponse>;
 /// How much of an answer's body [`ScriptedNet`] hands over at a time, as a network delivers it in chunks.
 pub const NET_CHUNK_BYTES: usize = 4096;
 
+/// Credits a workspace's wallet with the admin token `adm` (the app's `admin_token`).
+pub fn credit(app: &TestApp, slug: &str, cents: i64) {
+    let body = Some(json!({"amount_cents": cents}));
+    let r = app.request("POST", &format!("/v1/workspaces/{slug}/credit"), Some("adm"), body);
+    assert_eq!(r.status, 200, "{:?}", r.json_body());
+}
+
+/// The wallet of `who`'s workspace.
+pub fn balance(app: &TestApp, who: &Account) -> i64 {
+    app.ok(&who.key, "get_usage", json!({}))["balance_cents"].as_i64().unwrap()
+}
+
 /// A request of the runner face (`/v1/runner/*`) with a runner token.
 pub fn runner_request(token: &str, method: &str, path: &str, body: Value) -> HttpRequest {
     let (path, query) = path.split_once('?').unwrap_or((path, ""));

@@ -33,6 +33,11 @@ pub mod route {
 
 /// The longest a claim or a job poll may wait, in seconds.
 pub const MAX_WAIT_S: i64 = 25;
+
+/// What a hosted sandbox's runner (`sky runner --hosted`) reads from its environment, which the server
+/// starts its container with: the server (the address its sandbox routes to the deployment), its runner
+/// token, and the seconds to wait for work before exiting.
+pub const HOSTED_VARS: [&str; 3] = ["AGENTSKY_SERVER", "AGENTSKY_RUNNER_TOKEN", "AGENTSKY_IDLE_EXIT_S"];
 /// The most events one post carries.
 pub const MAX_EVENTS: usize = 500;
 /// The most criteria checks one final post carries.

@@ -50,7 +50,7 @@ pub fn sandbox(approval: &str) -> &'static str {
 /// (its runner's token is in the environment) none of Codex's own, as the container is the sandbox and
 /// has no Linux namespaces to give Codex's.
 fn sandbox_here(s: &Setup<'_>) -> &'static str {
-    match std::env::var_os(crate::runner::HOSTED_VARS[1]) {
+    match std::env::var_os(agentsky_wire::runner::HOSTED_VARS[1]) {
         Some(_) => "danger-full-access",
         None => sandbox(super::tool_approval(s.agent)),
     }

@@ -186,7 +186,7 @@ fn sandboxes(s: &SandboxNumbers) -> Markup {
         dl.stats data-live="metrics-sandboxes" {
             div { dt { "Sandbox boots" } dd data-metric="sandbox-boots" { (s.boots) } }
             div { dt { "Boot p50 / p95" } dd { (l(s.boot_p50_ms)) " / " (l(s.boot_p95_ms)) } }
-            div { dt { "Sandbox-minutes" } dd data-metric="sandbox-minutes" { (format!("{:.1}", s.running_seconds as f64 / 60.0)) } }
+            div { dt { "Sandbox-minutes" } dd data-metric="sandbox-minutes" { (format!("{:.1}", s.seconds as f64 / 60.0)) } }
         }
     }
 }

@@ -233,18 +233,20 @@ pub async fn page(p: &Ctx<'_>, sid: &str) -> Result<Page, ApiError> {
 fn sandbox(v: &SandboxView) -> Markup {
     let ran = |s: i64| if s >= 60 { format!("{} min {} s", s / 60, s % 60) } else { format!("{s} s") };
     let took = |ms: i64| super::health::ms(ms as f64);
+    let booted = v.boots.first().and_then(|b| Some(b.ready_ms? - b.started_ms));
+    let (seconds, cents) = v.boots.iter().fold((0, 0), |(s, c), b| (s + b.seconds, c + b.cents.unwrap_or(0)));
     html! {
         p data-sandbox=(v.state) {
             strong { @if v.state == "starting" { "Starting sandbox…" } @else { "Sandbox " (v.state) } }
-            @if let Some(b) = v.boot_ms { " · booted in " (took(b)) }
-            " · ran " (ran(v.running_seconds)) " · " (money(v.cents))
+            @if let Some(b) = booted { " · booted in " (took(b)) }
+            " · ran " (ran(seconds)) " · " (money(cents))
         }
         ol.small {
             @for b in &v.boots {
                 li {
                     (time(b.started_ms)) " started"
                     @if let Some(r) = b.ready_ms { " · ready in " (took(r - b.started_ms)) }
-                    @if let Some(s) = b.seconds { " · ran " (ran(s)) }
+                    " · ran " (ran(b.seconds))
                     @if let Some(e) = &b.ended { " · " (e) }
                     @if let Some(c) = b.cents.filter(|c| *c > 0) { " · " (money(c)) }
                 }
