@@ -86,7 +86,8 @@ impl Sandbox {
     /// The guard's answer to a request the container sent out: to the Worker for [`SANDBOX_ORIGIN`], out
     /// for a host on the egress list of the session's newest boot, refused otherwise.
     async fn egress(&self, session_id: &str, req: Request) -> Result<Response> {
-        let host = req.url()?.host_str().unwrap_or_default().to_owned();
+        let url = req.url()?;
+        let host = url.host_str().unwrap_or_default().to_owned();
         if SANDBOX_ORIGIN.ends_with(&format!("//{host}")) {
             return self.env.service("SELF")?.fetch_request(req).await;
         }
@@ -103,7 +104,8 @@ impl Sandbox {
                 list
             }
         };
-        if !placement::allows(&allowed, &host) {
+        // A listed host on its scheme's own port only.
+        if url.port().is_some() || !placement::allows(&allowed, &host) {
             let why = format!(
                 "agentsky: this sandbox may not reach `{host}`: it is not on the agent's egress list (its `egress`, \
                  and the defaults for its harness and targets)\n"

@@ -11,7 +11,8 @@ use crate::http::{HttpRequest, HttpResponse};
 use crate::rules::placement::ModelApi;
 use crate::store::runners::RunnerRow;
 
-/// Request headers the relay does not pass on: the sandbox's credentials, and the hop's own.
+/// Request headers the relay does not pass on: the sandbox's credentials, and the hop's own (with the
+/// platform's `cf-*` and `x-forwarded-*`).
 const DROPPED: &[&str] = &["authorization", "x-api-key", "host", "content-length", "connection", "cookie"];
 /// The most of a GET's answer it passes back.
 const MAX_GET_BYTES: usize = 1 << 20;
@@ -47,8 +48,11 @@ pub async fn relay(cx: &Cx<'_>, runner: &RunnerRow, req: &HttpRequest, rest: &st
     })?;
     let base = opened(api.base_secret).await.map_err(ApiError::cause)?;
     let query = if req.query.is_empty() { String::new() } else { format!("?{}", req.query) };
-    let mut headers: Vec<(String, String)> =
-        req.headers.iter().filter(|(k, _)| !DROPPED.contains(&k.to_ascii_lowercase().as_str())).cloned().collect();
+    let passed = |k: &str| {
+        let k = k.to_ascii_lowercase();
+        !DROPPED.contains(&k.as_str()) && !k.starts_with("cf-") && !k.starts_with("x-forwarded-")
+    };
+    let mut headers: Vec<(String, String)> = req.headers.iter().filter(|(k, _)| passed(k)).cloned().collect();
     headers.push(api.key(&key));
     let url = api.upstream(base.as_deref(), &format!("{path}{query}"));
     let egress = Egress::new(&*cx.env.net, config);

@@ -16,7 +16,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { BASE, MCP_URL, SANDBOXES, createAccount, ok, ikey, readTurn, skyBinary } from './helpers.mjs';
+import { BASE, MCP_URL, SANDBOXES, addCredit, createAccount, ok, ikey, readTurn, skyBinary } from './helpers.mjs';
 import { signedIn, SHOTS } from './browser.mjs';
 
 /** An SDK client on `url` with `bearer`. */
@@ -39,6 +39,8 @@ describe('setting up and landing from an MCP client only', () => {
   before(async () => {
     sky = skyBinary();
     acct = await createAccount();
+    // Until the runner below is online, checks run in the session's hosted sandbox, whose time is charged.
+    if (SANDBOXES) await addCredit(acct.workspace.slug, 1_000);
     operator = await client(MCP_URL, acct.key);
     work = mkdtempSync(join(tmpdir(), 'sky-setup-e2e-'));
   });
