@@ -1,8 +1,9 @@
 //! The model relay of hosted sandboxes (`/v1/runner/model/<api>/…`): a sandbox's coding agent CLI calls
 //! its model here with the sandbox's runner token as its key ([`ModelApi::cli_env`]), and the relay sends
 //! the request on to the workspace's endpoint (its `ANTHROPIC_BASE_URL` or `OPENAI_BASE_URL` secret, else
-//! the provider's API) with the workspace's key, through the outbound rule (POST calls, and GET listings). The key never enters the
-//! sandbox, so nothing the agent runs there can read it; the answer comes back whole.
+//! the provider's API) with the workspace's key, through the outbound rule: model calls (POST) and
+//! listings (GET). The key never enters the sandbox, so nothing the agent runs there can read it; the
+//! answer comes back whole.
 
 use crate::cx::{Cx, Outbound};
 use crate::egress::Egress;
@@ -61,20 +62,19 @@ pub async fn relay(cx: &Cx<'_>, runner: &RunnerRow, req: &HttpRequest, rest: &st
         "GET" => egress.get_with(api.base_secret, &url, headers, MAX_GET_BYTES).await,
         _ => egress.post(api.base_secret, Outbound { url, headers, body: req.body.clone() }).await,
     };
-    match answered {
-        Ok(resp) if resp.body.len() > MAX_GET_BYTES => Ok(HttpResponse::json(
-            502,
-            &serde_json::json!({ "error": { "code": "bad_gateway", "message": format!("the model endpoint's answer is over {MAX_GET_BYTES} bytes") } }),
-        )),
+    // The CLI shows a failure to the person, in the relay's words (the outbound rule's or the network's,
+    // which never quote the key).
+    let failed = |why: String| {
+        HttpResponse::json(502, &serde_json::json!({ "error": { "code": "bad_gateway", "message": why } }))
+    };
+    Ok(match answered {
+        Ok(resp) if req.method == "GET" && resp.body.len() > MAX_GET_BYTES => {
+            failed(format!("the model endpoint's listing is over {MAX_GET_BYTES} bytes"))
+        }
         Ok(mut resp) => {
             resp.headers.retain(|(k, _)| !NOT_BACK.contains(&k.to_ascii_lowercase().as_str()));
-            Ok(resp)
+            resp
         }
-        // The CLI shows this to the person: what failed, in the relay's words (the outbound rule's or the
-        // network's, which never quote the key).
-        Err(e) => Ok(HttpResponse::json(
-            502,
-            &serde_json::json!({ "error": { "code": "bad_gateway", "message": format!("the model endpoint ({}): {e}", api.base_secret) } }),
-        )),
-    }
+        Err(e) => failed(format!("the model endpoint ({}): {e}", api.base_secret)),
+    })
 }
