@@ -177,7 +177,7 @@ pub async fn view(db: &dyn store::Sql, session_id: &str, now_ms: i64) -> Result<
                 started_ms: b.started_ms,
                 ready_ms: b.ready_ms,
                 ended: b.ended,
-                seconds: b.seconds.unwrap_or((b.seen_ms - b.started_ms + 999) / 1000),
+                seconds: b.seconds,
                 cents: b.cents,
             })
             .collect(),

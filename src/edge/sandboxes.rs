@@ -41,7 +41,7 @@ pub struct Client {
 
 impl Client {
     pub fn new(ns: Option<ObjectNamespace>, env: &Env) -> Client {
-        let var = |name: &str| env.var(name).ok().map(|v| v.to_string()).filter(|v| !v.is_empty());
+        let var = |name: &str| super::var(env, name);
         let unavailable = var("SANDBOX_UNAVAILABLE").or_else(|| {
             ns.is_none().then(|| "this deployment has no SANDBOXES binding (wrangler.toml [[containers]])".into())
         });

@@ -1,16 +1,17 @@
 //! The `Sandbox` Durable Object: one per hosted session, holding the lifecycle of its container
 //! (Cloudflare Containers, wrangler.toml `[[containers]]`). The container runs `sky runner --hosted`, which
 //! claims the session's turns and checks from this Worker over the runner protocol, like a person's
-//! runner; it reaches the Worker through this object's interception of [`SANDBOX_ORIGIN`] (the Worker's
-//! own `SELF` binding). Everything else it sends goes to its egress guard, an object of the same class
-//! named `egress:<session>` (so no request from the container can reach this object's calls), which lets
-//! through only the hosts on its boot's egress list. It exits after an idle time, and the container
+//! runner; it reaches the Worker through this object's interception of
+//! [`SANDBOX_ORIGIN`](placement::SANDBOX_ORIGIN) (the Worker's own `SELF` binding). Everything else it
+//! sends goes to its egress guard, an object of the same class named `egress:<session>` (so no request
+//! from the container can reach this object's calls), which lets through only the hosts on its boot's
+//! egress list. It exits after an idle time, and the container
 //! sleeps; the next [`SandboxCall::Boot`] starts it again, and the session's files come back from D1 and
 //! R2 as on any runner. An alarm stops a container that outlives its time budget.
 
 use crate::edge::d1::D1;
 use crate::edge::sandboxes::{SandboxAnswer, SandboxCall};
-use crate::rules::placement::{self, SANDBOX_ORIGIN};
+use crate::rules::placement;
 use js_sys::{Function, Object, Promise, Reflect};
 use std::cell::RefCell;
 use wasm_bindgen::{JsCast, JsValue};
@@ -50,8 +51,8 @@ impl Sandbox {
     }
 
     /// Starts the container with `vars` (built as a plain object: the crate's options keep the environment
-    /// in a `Map`, which the runtime does not read) and the internet closed, then routes [`SANDBOX_ORIGIN`]
-    /// to this Worker.
+    /// in a `Map`, which the runtime does not read) and the internet closed, then routes
+    /// [`SANDBOX_ORIGIN`](placement::SANDBOX_ORIGIN) to this Worker and everything else to the guard.
     async fn start(&self, container: &Container, vars: &[(String, String)]) -> Result<()> {
         let env = Object::new();
         for (k, v) in vars {
@@ -70,8 +71,7 @@ impl Sandbox {
             });
         }
         let me = self.env.service("SELF")?;
-        let addr = SANDBOX_ORIGIN.trim_start_matches("http://");
-        intercept(container, "interceptOutboundHttp", &[addr.into(), me.as_ref().clone()]).await?;
+        intercept(container, "interceptOutboundHttp", &[placement::sandbox_host().into(), me.as_ref().clone()]).await?;
         let name = self.state.id().name().unwrap_or_default();
         let guard = self.env.durable_object("SANDBOXES")?.id_from_name(&format!("{GUARD}{name}"))?.get_stub()?;
         let guard: JsValue = guard.into_rpc();
@@ -83,12 +83,13 @@ impl Sandbox {
         Ok(())
     }
 
-    /// The guard's answer to a request the container sent out: to the Worker for [`SANDBOX_ORIGIN`], out
-    /// for a host on the egress list of the session's newest boot, refused otherwise.
+    /// The guard's answer to a request the container sent out: to the Worker for
+    /// [`SANDBOX_ORIGIN`](placement::SANDBOX_ORIGIN), out for a host on the egress list of the session's
+    /// newest boot, refused otherwise.
     async fn egress(&self, session_id: &str, req: Request) -> Result<Response> {
         let url = req.url()?;
         let host = url.host_str().unwrap_or_default().to_owned();
-        if SANDBOX_ORIGIN.ends_with(&format!("//{host}")) {
+        if host == placement::sandbox_host() {
             return self.env.service("SELF")?.fetch_request(req).await;
         }
         let now = js_sys::Date::now();
@@ -122,9 +123,7 @@ impl Sandbox {
 /// Calls an interception method of the container and waits for it.
 async fn intercept(container: &Container, name: &str, args: &[JsValue]) -> Result<()> {
     let args: js_sys::Array = args.iter().collect();
-    let called = method(container, name)?.apply(container.as_ref(), &args).map_err(js_err)?;
-    JsFuture::from(called.dyn_into::<Promise>().map_err(js_err)?).await.map_err(js_err)?;
-    Ok(())
+    crate::rules::webcrypto::call(container.as_ref(), name, args).await.map(drop).map_err(worker::Error::RustError)
 }
 
 impl DurableObject for Sandbox {

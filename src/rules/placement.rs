@@ -34,6 +34,11 @@ pub const MAX_EGRESS: usize = 20;
 /// session and help servers, are given this origin.
 pub const SANDBOX_ORIGIN: &str = "http://10.172.0.1";
 
+/// [`SANDBOX_ORIGIN`]'s host, which the sandbox's object intercepts.
+pub fn sandbox_host() -> &'static str {
+    SANDBOX_ORIGIN.trim_start_matches("http://")
+}
+
 /// How long a hosted sandbox may run one turn before it is stopped (seconds).
 pub const MAX_RUN_S: i64 = 3_600;
 

@@ -16,7 +16,7 @@ pub fn subtle() -> Result<JsValue, String> {
     Reflect::get(&crypto, &"subtle".into()).map_err(said)
 }
 
-/// `target[method](...args)`, awaited.
+/// `target[method](...args)`, awaited: also how the sandbox's object calls its container's methods.
 pub async fn call(target: &JsValue, method: &str, args: Array) -> Result<JsValue, String> {
     let f: Function = Reflect::get(target, &method.into()).map_err(said)?.dyn_into().map_err(said)?;
     let promise: Promise = f.apply(target, &args).map_err(said)?.dyn_into().map_err(said)?;

@@ -37,7 +37,8 @@ pub async fn relay(cx: &Cx<'_>, runner: &RunnerRow, req: &HttpRequest, rest: &st
     }
     let (db, config, ws) = (cx.db(), &cx.env.config, runner.workspace_id.as_str());
     let opened = |name| crate::domain::secrets::open(db, config, ws, name);
-    let key = opened(api.key_secret).await.map_err(ApiError::cause)?.ok_or_else(|| {
+    let (key, base) = futures::try_join!(opened(api.key_secret), opened(api.base_secret)).map_err(ApiError::cause)?;
+    let key = key.ok_or_else(|| {
         ApiError::new(
             Code::NotFound,
             format!(
@@ -47,7 +48,6 @@ pub async fn relay(cx: &Cx<'_>, runner: &RunnerRow, req: &HttpRequest, rest: &st
             ),
         )
     })?;
-    let base = opened(api.base_secret).await.map_err(ApiError::cause)?;
     let query = if req.query.is_empty() { String::new() } else { format!("?{}", req.query) };
     let passed = |k: &str| {
         let k = k.to_ascii_lowercase();

@@ -124,17 +124,27 @@ pub struct Boot {
     pub ready_ms: Option<i64>,
     /// Its runner's last call.
     pub seen_ms: i64,
-    pub ended_ms: Option<i64>,
     /// `asleep`, `stopped` or `failed`; `None` while it runs.
     pub ended: Option<String>,
-    pub seconds: Option<i64>,
+    /// Its running time: until it ended, or so far (until its runner's last call).
+    pub seconds: i64,
     pub cents: Option<i64>,
+}
+
+/// A boot's running time in seconds, as SQL: its own once it ended, else until its runner's last call.
+macro_rules! ran {
+    () => {
+        "COALESCE(seconds, (seen_ms - started_ms + 999) / 1000)"
+    };
 }
 
 /// A session's newest boots, newest first.
 pub async fn recent(db: &dyn Sql, session_id: &str, limit: i64) -> DbResult<Vec<Boot>> {
-    const RECENT: &str = "SELECT started_ms, ready_ms, seen_ms, ended_ms, ended, seconds, cents FROM sandbox_boot
-      WHERE session_id = ?1 ORDER BY started_ms DESC LIMIT ?2";
+    const RECENT: &str = concat!(
+        "SELECT started_ms, ready_ms, seen_ms, ended, ",
+        ran!(),
+        " AS seconds, cents FROM sandbox_boot WHERE session_id = ?1 ORDER BY started_ms DESC LIMIT ?2"
+    );
     rows(db, stmt!(RECENT, session_id, limit)).await
 }
 
@@ -146,9 +156,11 @@ pub async fn window(db: &dyn Sql, workspace_id: &str, from_ms: i64, to_ms: i64) 
         boot_ms: Option<i64>,
         seconds: i64,
     }
-    const WINDOW: &str = "SELECT ready_ms - started_ms AS boot_ms,
-        COALESCE(seconds, (seen_ms - started_ms + 999) / 1000) AS seconds
-      FROM sandbox_boot WHERE workspace_id = ?1 AND started_ms >= ?2 AND started_ms < ?3 LIMIT 10000";
+    const WINDOW: &str = concat!(
+        "SELECT ready_ms - started_ms AS boot_ms, ",
+        ran!(),
+        " AS seconds FROM sandbox_boot WHERE workspace_id = ?1 AND started_ms >= ?2 AND started_ms < ?3 LIMIT 10000"
+    );
     let found = rows::<Row>(db, stmt!(WINDOW, workspace_id, from_ms, to_ms)).await?;
     Ok(found.into_iter().map(|r| (r.boot_ms, r.seconds)).collect())
 }

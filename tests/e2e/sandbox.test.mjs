@@ -9,7 +9,7 @@ import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { BASE, createAccount, createWorkspace, createAgent, rawMcp, ok, readTurn, texts, rest, ikey, agentTool, addCredit } from './helpers.mjs';
+import { BASE, createAccount, createWorkspace, createAgent, rawMcp, ok, readTurn, texts, rest, ikey, agentTool, addCredit, putSecret } from './helpers.mjs';
 import { signedIn, SHOTS } from './browser.mjs';
 import { answerMessages, messagesServer } from './messages-stub.mjs';
 import { responsesStub } from './responses-stub.mjs';
@@ -174,6 +174,17 @@ describe('hosted sandboxes', { skip }, () => {
     ok(await tool('stop_session', { session_id: sessionId }));
   });
 
+  /** A hosted agent of `harness` made and its first turn read, timed with the sandbox's boot. */
+  const hostedTurn = async (harness, model, message) => {
+    const made = await rest('POST', '/v1/agents', { key, body: { workspace: ws, name: `Hosted ${harness}`, harness, model, placement: 'hosted' } });
+    assert.equal(made.status, 201, JSON.stringify(made.body));
+    const t0 = Date.now();
+    const started = ok(await tool('start_session', { workspace: ws, agent_id: made.body.agent_id, message, idempotency_key: ikey(harness) }));
+    const turn = await readTurn(tool, { session_id: started.session.session_id, cursor: started.cursor, message_id: started.message_id, deadlineMs: 180_000 });
+    console.log(`hosted ${harness} turn, with the sandbox's boot: ${Date.now() - t0} ms`);
+    return { started, turn };
+  };
+
   test("a hosted claude-code agent: the real Claude Code runs in the sandbox and calls its model through agentsky's relay, with the workspace's key", { timeout: 240_000 }, async () => {
     const keys = [];
     const stub = messagesServer((req, res, body) => {
@@ -182,19 +193,10 @@ describe('hosted sandboxes', { skip }, () => {
     });
     await new Promise((r) => stub.listen(0, '127.0.0.1', r));
     try {
-      for (const [name, value] of [['ANTHROPIC_BASE_URL', `http://127.0.0.1:${stub.address().port}`], ['ANTHROPIC_API_KEY', 'sk-ant-e2e-workspace']]) {
-        const put = await rest('PUT', `/v1/secrets/${name}`, { key, body: { value, workspace: ws } });
-        assert.equal(put.status, 200, JSON.stringify(put.body));
-      }
-      const made = await rest('POST', '/v1/agents', { key, body: {
-        workspace: ws, name: 'Hosted Claude', harness: 'claude-code', model: 'claude-sonnet-4-5', placement: 'hosted',
-      } });
-      assert.equal(made.status, 201, JSON.stringify(made.body));
-      const t0 = Date.now();
-      const started = ok(await tool('start_session', { workspace: ws, agent_id: made.body.agent_id, message: 'say hi', idempotency_key: ikey('cc') }));
-      const turn = await readTurn(tool, { session_id: started.session.session_id, cursor: started.cursor, message_id: started.message_id, deadlineMs: 180_000 });
+      await putSecret(key, 'ANTHROPIC_BASE_URL', `http://127.0.0.1:${stub.address().port}`, ws);
+      await putSecret(key, 'ANTHROPIC_API_KEY', 'sk-ant-e2e-workspace', ws);
+      const { started, turn } = await hostedTurn('claude-code', 'claude-sonnet-4-5', 'say hi');
       assert.match(texts(turn.events).join('\n'), /hosted claude says hi/, JSON.stringify(turn.events));
-      console.log(`hosted claude-code turn, with the sandbox's boot: ${Date.now() - t0} ms`);
       assert.ok(keys.length >= 1 && keys.every((k) => k === 'sk-ant-e2e-workspace'), `the relay sent the workspace's key: ${JSON.stringify(keys)}`);
       ok(await tool('stop_session', { session_id: started.session.session_id }));
     } finally { stub.close(); }
@@ -206,20 +208,11 @@ describe('hosted sandboxes', { skip }, () => {
     stub.server.prependListener('request', (req) => { if (req.method === 'POST') auth.push(req.headers.authorization); });
     await new Promise((r) => stub.server.listen(0, '127.0.0.1', r));
     try {
-      for (const [name, value] of [['OPENAI_BASE_URL', `http://127.0.0.1:${stub.server.address().port}/v1`], ['OPENAI_API_KEY', 'sk-e2e-workspace']]) {
-        const put = await rest('PUT', `/v1/secrets/${name}`, { key, body: { value, workspace: ws } });
-        assert.equal(put.status, 200, JSON.stringify(put.body));
-      }
-      const made = await rest('POST', '/v1/agents', { key, body: {
-        workspace: ws, name: 'Hosted Codex', harness: 'codex', model: 'gpt-5-codex', placement: 'hosted',
-      } });
-      assert.equal(made.status, 201, JSON.stringify(made.body));
-      const t0 = Date.now();
-      const started = ok(await tool('start_session', { workspace: ws, agent_id: made.body.agent_id, message: 'write out.txt', idempotency_key: ikey('cx') }));
+      await putSecret(key, 'OPENAI_BASE_URL', `http://127.0.0.1:${stub.server.address().port}/v1`, ws);
+      await putSecret(key, 'OPENAI_API_KEY', 'sk-e2e-workspace', ws);
+      const { started, turn } = await hostedTurn('codex', 'gpt-5-codex', 'write out.txt');
       const sid = started.session.session_id;
-      const turn = await readTurn(tool, { session_id: sid, cursor: started.cursor, message_id: started.message_id, deadlineMs: 180_000 });
       assert.match(texts(turn.events).join('\n'), /done: \d+ tool outputs/, JSON.stringify(turn.events));
-      console.log(`hosted codex turn, with the sandbox's boot: ${Date.now() - t0} ms`);
       // The stub's shell command ran in the sandbox, in the turn's folder, and the file came back.
       const file = ok(await tool('read_task_file', { task_id: started.session.task_id, path: 'out.txt', session_id: sid }));
       assert.equal(file.content, 'hi\n');
